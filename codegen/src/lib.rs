@@ -1,0 +1,312 @@
+//! The one generation function behind `build.rs` and `cargo xtask codegen`.
+//!
+//! [`generate`] is a pure, deterministic function from the `schema/` directory to a map of
+//! output path → file contents. `build.rs` writes its Rust output into `OUT_DIR`; the xtask
+//! writes (or checks) the committed copy under `generated/`. Both call this function with the
+//! same settings, so they cannot disagree.
+
+#![deny(missing_docs)]
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+pub mod lint;
+
+/// The exact typify version this generator is pinned to (recorded in generated headers).
+pub const TYPIFY_VERSION: &str = "0.8.0";
+
+/// Relative path (under `generated/`) of the generated Rust module.
+pub const RUST_FILE: &str = "rust/e2a_types.rs";
+/// Relative path (under `generated/`) of the bundled single-file schema.
+pub const BUNDLE_FILE: &str = "schema/e2a.schema.json";
+/// `$id` of the bundled schema.
+pub const BUNDLE_ID: &str = "urn:e2a:schema:1.0";
+
+/// Everything that can go wrong while generating.
+#[derive(Debug)]
+pub enum Error {
+    /// A schema file could not be read.
+    Io(PathBuf, std::io::Error),
+    /// A schema file is not valid JSON.
+    Json(PathBuf, serde_json::Error),
+    /// The schemas are inconsistent (duplicate definition, bad `$ref`, lint failure…).
+    Schema(String),
+    /// typify rejected the bundled schema.
+    Typify(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Io(p, e) => write!(f, "{}: {e}", p.display()),
+            Error::Json(p, e) => write!(f, "{}: invalid JSON: {e}", p.display()),
+            Error::Schema(m) => write!(f, "schema error: {m}"),
+            Error::Typify(m) => write!(f, "typify: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// One schema source file: its file name (e.g. `envelope.json`) and parsed contents.
+#[derive(Debug, Clone)]
+pub struct SchemaFile {
+    /// File name relative to `schema/`.
+    pub name: String,
+    /// Parsed JSON.
+    pub value: Value,
+}
+
+/// The schema files of `dir` (`*.json`), sorted by name.
+pub fn schema_paths(dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::Io(dir.to_path_buf(), e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
+/// Reads every `*.json` file of `dir`, sorted by name.
+pub fn load_schemas(dir: &Path) -> Result<Vec<SchemaFile>, Error> {
+    schema_paths(dir)?
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).map_err(|e| Error::Io(p.clone(), e))?;
+            let value = serde_json::from_str(&text).map_err(|e| Error::Json(p.clone(), e))?;
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Ok(SchemaFile { name, value })
+        })
+        .collect()
+}
+
+/// Bundles the schema files into one draft 2020-12 document with every definition under
+/// `$defs` and every `$ref` rewritten to `#/$defs/Name`. Fails on duplicate names and on
+/// references that do not resolve.
+pub fn bundle(files: &[SchemaFile]) -> Result<Value, Error> {
+    let mut defs = Map::new();
+    let mut origin: BTreeMap<String, String> = BTreeMap::new();
+    for f in files {
+        let Some(fdefs) = f.value.get("$defs").and_then(Value::as_object) else {
+            return Err(Error::Schema(format!("{}: no `$defs` object", f.name)));
+        };
+        for (k, v) in fdefs {
+            if let Some(prev) = origin.insert(k.clone(), f.name.clone()) {
+                return Err(Error::Schema(format!("`{k}` is defined in both {prev} and {}", f.name)));
+            }
+            let mut v = v.clone();
+            rewrite_refs(&mut v, &f.name)?;
+            defs.insert(k.clone(), v);
+        }
+    }
+    let mut missing = Vec::new();
+    collect_refs(&Value::Object(defs.clone()), &mut |r| {
+        let name = r.trim_start_matches("#/$defs/");
+        if !defs.contains_key(name) {
+            missing.push(r.to_string());
+        }
+    });
+    if !missing.is_empty() {
+        return Err(Error::Schema(format!("unresolved $ref: {}", missing.join(", "))));
+    }
+    let mut root = Map::new();
+    root.insert("$schema".into(), "https://json-schema.org/draft/2020-12/schema".into());
+    root.insert("$id".into(), BUNDLE_ID.into());
+    root.insert(
+        "description".into(),
+        "E2A (Everything-to-Agent) protocol 1.0: all E2A types in one document, bundled from e2a's schema/ directory. Generated; do not edit.".into(),
+    );
+    root.insert("$defs".into(), Value::Object(defs));
+    Ok(Value::Object(root))
+}
+
+fn rewrite_refs(v: &mut Value, file: &str) -> Result<(), Error> {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(r)) = m.get_mut("$ref") {
+                let (target_file, pointer) = r.split_once('#').unwrap_or((r.as_str(), ""));
+                if !target_file.is_empty() && !target_file.ends_with(".json") {
+                    return Err(Error::Schema(format!("{file}: unsupported $ref `{r}`")));
+                }
+                let Some(name) = pointer.strip_prefix("/$defs/") else {
+                    return Err(Error::Schema(format!("{file}: $ref `{r}` must point at /$defs/Name")));
+                };
+                if name.contains('/') {
+                    return Err(Error::Schema(format!("{file}: nested $ref pointer `{r}`")));
+                }
+                *r = format!("#/$defs/{name}");
+            }
+            for x in m.values_mut() {
+                rewrite_refs(x, file)?;
+            }
+        }
+        Value::Array(a) => {
+            for x in a {
+                rewrite_refs(x, file)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Calls `f` with every `$ref` string found in `v`.
+pub fn collect_refs(v: &Value, f: &mut dyn FnMut(&str)) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(r)) = m.get("$ref") {
+                f(r);
+            }
+            m.values().for_each(|x| collect_refs(x, f));
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_refs(x, f)),
+        _ => {}
+    }
+}
+
+/// Serializes a JSON value the canonical way used for every generated JSON file:
+/// sorted keys, 2-space indentation, LF, trailing newline.
+pub fn canonical_json(v: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// Runs typify on the bundled schema and returns formatted Rust source, with a header and
+/// the hand-free extras (`ALL` lists and `as_str` on every string enum).
+pub fn rust_source(bundled: &Value) -> Result<String, Error> {
+    let root: schemars::schema::RootSchema =
+        serde_json::from_value(bundled.clone()).map_err(|e| Error::Typify(e.to_string()))?;
+    let mut settings = typify::TypeSpaceSettings::default();
+    settings
+        .with_map_type("::serde_json::Map".to_string())
+        .with_derive("PartialEq".to_string())
+        .with_replacement("SecretString", "crate::secret::SecretString", [].into_iter())
+        .with_replacement("SecretHeaders", "crate::secret::SecretHeaders", [].into_iter());
+    // heck would spell these `E2aEnvelope`…; keep the protocol's own names.
+    for name in ["E2AEnvelope", "E2AResponse", "E2AProvenance", "E2AAuth", "E2AFileRef"] {
+        let heck = format!("E2a{}", &name[3..]);
+        settings.with_patch(heck, typify::TypeSpacePatch::default().with_rename(name));
+    }
+    let mut space = typify::TypeSpace::new(&settings);
+    space.add_root_schema(root).map_err(|e| Error::Typify(e.to_string()))?;
+    if space.uses_chrono() || space.uses_regress() || space.uses_uuid() {
+        return Err(Error::Typify(
+            "generated code would need chrono/regress/uuid; e2a allows none of them".into(),
+        ));
+    }
+    let file: syn::File = syn::parse2(space.to_stream()).map_err(|e| Error::Typify(e.to_string()))?;
+    let body = prettyplease::unparse(&file);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "// @generated by e2a-codegen from schema/ (typify {TYPIFY_VERSION}). DO NOT EDIT.\n\
+         // Regenerate with `cargo xtask codegen`; `cargo xtask check-drift` fails when this is stale."
+    );
+    out.push_str(&body);
+    out.push_str(&enum_extras(bundled, &file));
+    Ok(out)
+}
+
+/// `impl` blocks for every closed string enum in `$defs`: `ALL` (schema order) and `as_str`.
+/// Variant names are read from typify's own output (`#[serde(rename = "…")]`), never guessed.
+fn enum_extras(bundled: &Value, file: &syn::File) -> String {
+    let mut out = String::from("\n// Extras generated by e2a-codegen (not typify): ordered value lists.\n");
+    let Some(defs) = bundled.get("$defs").and_then(Value::as_object) else {
+        return out;
+    };
+    for item in &file.items {
+        let syn::Item::Enum(e) = item else { continue };
+        let name = e.ident.to_string();
+        let Some(values) = defs.get(&name).and_then(|d| d.get("enum")).and_then(Value::as_array) else {
+            continue;
+        };
+        let mut variants = BTreeMap::new();
+        for v in &e.variants {
+            if let Some(r) = serde_rename(&v.attrs) {
+                variants.insert(r, v.ident.to_string());
+            }
+        }
+        let pairs: Vec<(&str, &String)> = values
+            .iter()
+            .filter_map(Value::as_str)
+            .filter_map(|v| variants.get(v).map(|n| (v, n)))
+            .collect();
+        let _ = writeln!(out, "impl {name} {{");
+        let _ = writeln!(out, "    /// Every value, in schema order.");
+        let _ = writeln!(out, "    pub const ALL: [Self; {}] = [", pairs.len());
+        for (_, n) in &pairs {
+            let _ = writeln!(out, "        Self::{n},");
+        }
+        let _ = writeln!(out, "    ];");
+        let _ = writeln!(out, "    /// The wire string of this value.");
+        let _ = writeln!(out, "    pub const fn as_str(self) -> &'static str {{");
+        let _ = writeln!(out, "        match self {{");
+        for (v, n) in &pairs {
+            let _ = writeln!(out, "            Self::{n} => {v:?},");
+        }
+        let _ = writeln!(out, "        }}\n    }}\n}}");
+    }
+    if let Some(v) = defs
+        .get("E2AEnvelope")
+        .and_then(|d| d.pointer("/properties/protocol_version/default"))
+        .and_then(Value::as_str)
+    {
+        let _ = writeln!(
+            out,
+            "/// The E2A protocol version this crate speaks (`E2A_PROTOCOL_VERSION`)."
+        );
+        let _ = writeln!(out, "pub const E2A_PROTOCOL_VERSION: &str = {v:?};");
+    }
+    out
+}
+
+fn serde_rename(attrs: &[syn::Attribute]) -> Option<String> {
+    let mut found = None;
+    for a in attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        let _ = a.parse_nested_meta(|m| {
+            if m.path.is_ident("rename") {
+                let lit: syn::LitStr = m.value()?.parse()?;
+                found = Some(lit.value());
+            }
+            Ok(())
+        });
+    }
+    found
+}
+
+/// Generates every artifact from the schema directory: path (relative to `generated/`) →
+/// contents. Deterministic: the same schemas give the same bytes on every machine.
+pub fn generate(schema_dir: &Path) -> Result<BTreeMap<String, String>, Error> {
+    let files = load_schemas(schema_dir)?;
+    let bundled = bundle(&files)?;
+    let problems = lint::lint(&bundled);
+    if !problems.is_empty() {
+        return Err(Error::Schema(format!("lint failed:\n  {}", problems.join("\n  "))));
+    }
+    let mut out = BTreeMap::new();
+    out.insert(RUST_FILE.to_string(), rust_source(&bundled)?);
+    out.insert(BUNDLE_FILE.to_string(), canonical_json(&bundled));
+    Ok(out)
+}
+
+/// Every artifact the project commits, keyed by path relative to the repository root
+/// (`generated/…`). `root` is the repository root (it holds `schema/`).
+pub fn generate_all(root: &Path) -> Result<BTreeMap<String, String>, Error> {
+    Ok(generate(&root.join("schema"))?
+        .into_iter()
+        .map(|(k, v)| (format!("generated/{k}"), v))
+        .collect())
+}
+
+/// Lints the schemas of `dir` (bundling first): every problem, or empty when clean.
+pub fn lint_dir(dir: &Path) -> Result<Vec<String>, Error> {
+    Ok(lint::lint(&bundle(&load_schemas(dir)?)?))
+}

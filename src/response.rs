@@ -1,0 +1,201 @@
+//! [`E2AResponse`]: defaults, builders, reading, canonical writing and typed bodies.
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::lenient::{default_provenance, Lenient};
+use crate::types::{
+    A2aStreamEventBody, ChunkBody, CompleteBody, CronBody, E2AResponse, ErrorBody, ExtBody, IdentityOrigin,
+    JsonRpcErrorBody, OutputRequestBody, PlanApprovalRequiredBody, PromptResultBody, ResponseKind, ResponseStatus,
+    SessionUpdateBody,
+};
+use crate::Limits;
+
+impl Default for E2AResponse {
+    /// The reference defaults: sequence 0, not final, `in_progress`, kind `""`, identity
+    /// `agent`, empty containers, everything else null.
+    fn default() -> Self {
+        E2AResponse {
+            protocol_version: crate::E2A_PROTOCOL_VERSION.into(),
+            response_id: None,
+            request_id: None,
+            sequence: 0,
+            is_final: false,
+            status: ResponseStatus::InProgress.as_str().into(),
+            response_kind: String::new(),
+            timestamp: None,
+            provenance: default_provenance(),
+            body: Map::new(),
+            jsonrpc_id: None,
+            correlation_id: None,
+            task_id: None,
+            context_id: None,
+            session_id: None,
+            message_id: None,
+            is_stream: false,
+            identity_origin: IdentityOrigin::Agent,
+            channel: None,
+            user_id: None,
+            agent_ref: None,
+            source_agent_id: None,
+            method: None,
+            projections: Map::new(),
+            channel_context: Map::new(),
+            metadata: Map::new(),
+            a2a_metadata: Map::new(),
+            acp_meta: Map::new(),
+        }
+    }
+}
+
+/// A response `body` decoded according to `response_kind`.
+///
+/// Unknown kinds are preserved as raw JSON ([`ResponseBody::Unknown`]); reading a response
+/// never fails because of its kind.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ResponseBody {
+    /// `e2a.complete`
+    Complete(CompleteBody),
+    /// `e2a.chunk`
+    Chunk(ChunkBody),
+    /// `e2a.error`
+    Error(ErrorBody),
+    /// `acp.session_update`
+    SessionUpdate(SessionUpdateBody),
+    /// `acp.prompt_result`
+    PromptResult(PromptResultBody),
+    /// `acp.jsonrpc_error`
+    JsonRpcError(JsonRpcErrorBody),
+    /// `acp.output_request`
+    OutputRequest(OutputRequestBody),
+    /// `a2a.task` (A2A Task JSON, untouched)
+    A2aTask(Map<String, Value>),
+    /// `a2a.message` (A2A Message JSON, untouched)
+    A2aMessage(Map<String, Value>),
+    /// `a2a.stream_event`
+    A2aStreamEvent(A2aStreamEventBody),
+    /// `cron`
+    Cron(CronBody),
+    /// `plan.approval_required`
+    PlanApprovalRequired(PlanApprovalRequiredBody),
+    /// `ext`
+    Ext(ExtBody),
+    /// Any other kind, body kept as is.
+    Unknown {
+        /// The `response_kind` string.
+        kind: String,
+        /// The raw body.
+        body: Map<String, Value>,
+    },
+}
+
+impl E2AResponse {
+    /// A new response frame of `kind` with `body` (other fields default).
+    ///
+    /// ```
+    /// use e2a::{E2AResponse, ResponseKind};
+    /// let r = E2AResponse::new(ResponseKind::E2aChunk, serde_json::json!({"delta_kind": "text", "delta": "Hel"}));
+    /// assert_eq!(r.response_kind, "e2a.chunk");
+    /// ```
+    pub fn new(kind: ResponseKind, body: Value) -> Self {
+        let body = match body {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        E2AResponse {
+            response_kind: kind.as_str().into(),
+            body,
+            ..Default::default()
+        }
+    }
+
+    /// The known kind of this response, or `None` for an unknown `response_kind` string.
+    pub fn kind(&self) -> Option<ResponseKind> {
+        self.response_kind.parse().ok()
+    }
+
+    /// The known status of this response, or `None` for an unknown `status` string.
+    pub fn status(&self) -> Option<ResponseStatus> {
+        self.status.parse().ok()
+    }
+
+    /// Decodes `body` according to `response_kind`.
+    ///
+    /// ```
+    /// use e2a::{E2AResponse, ResponseBody};
+    /// let r = E2AResponse::from_value(&serde_json::json!({
+    ///     "response_kind": "e2a.chunk", "body": {"delta_kind": "text", "delta": "Hi"}
+    /// })).unwrap();
+    /// let ResponseBody::Chunk(c) = r.typed_body().unwrap() else { panic!() };
+    /// assert_eq!(c.delta, Some(serde_json::json!("Hi")));
+    /// let odd = E2AResponse::from_value(&serde_json::json!({"response_kind": "x.y", "body": {"a": 1}})).unwrap();
+    /// assert!(matches!(odd.typed_body().unwrap(), ResponseBody::Unknown { .. }));
+    /// ```
+    pub fn typed_body(&self) -> Result<ResponseBody> {
+        fn de<T: serde::de::DeserializeOwned>(body: &Map<String, Value>, kind: ResponseKind) -> Result<T> {
+            T::deserialize(&Value::Object(body.clone()))
+                .map_err(|_| Error::field("/body", format!("does not match the {} body shape", kind.as_str())))
+        }
+        let Some(kind) = self.kind() else {
+            return Ok(ResponseBody::Unknown {
+                kind: self.response_kind.clone(),
+                body: self.body.clone(),
+            });
+        };
+        let b = &self.body;
+        use ResponseKind as K;
+        Ok(match kind {
+            K::E2aComplete => ResponseBody::Complete(de(b, kind)?),
+            K::E2aChunk => ResponseBody::Chunk(de(b, kind)?),
+            K::E2aError => ResponseBody::Error(de(b, kind)?),
+            K::AcpSessionUpdate => ResponseBody::SessionUpdate(de(b, kind)?),
+            K::AcpPromptResult => ResponseBody::PromptResult(de(b, kind)?),
+            K::AcpJsonrpcError => ResponseBody::JsonRpcError(de(b, kind)?),
+            K::AcpOutputRequest => ResponseBody::OutputRequest(de(b, kind)?),
+            K::A2aTask => ResponseBody::A2aTask(b.clone()),
+            K::A2aMessage => ResponseBody::A2aMessage(b.clone()),
+            K::A2aStreamEvent => ResponseBody::A2aStreamEvent(de(b, kind)?),
+            K::Cron => ResponseBody::Cron(de(b, kind)?),
+            K::PlanApprovalRequired => ResponseBody::PlanApprovalRequired(de(b, kind)?),
+            K::Ext => ResponseBody::Ext(de(b, kind)?),
+        })
+    }
+
+    /// Sets `timestamp` to now when it is null (the reference's `ensure_timestamp`).
+    pub fn ensure_timestamp(&mut self) {
+        if self.timestamp.is_none() {
+            self.timestamp = Some(crate::timestamp::utc_now_iso());
+        }
+    }
+
+    /// The canonical JSON object: every field, nulls and empty containers included.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// Canonical compact JSON text.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Reads JSON text leniently under the default [`Limits`].
+    pub fn from_json(input: &str) -> Result<Self> {
+        Self::read_lenient(input, &Limits::default()).map(|l| l.value)
+    }
+
+    /// Reads JSON text leniently under `limits`, reporting the legacy rules that fired.
+    pub fn read_lenient(input: &str, limits: &Limits) -> Result<Lenient<Self>> {
+        crate::lenient::response(&limits.parse(input)?)
+    }
+
+    /// Reads a JSON value leniently (the reference's `from_dict`).
+    pub fn from_value(value: &Value) -> Result<Self> {
+        crate::lenient::response(value).map(|l| l.value)
+    }
+
+    /// Reads JSON text strictly: a canonical response valid against the schema.
+    pub fn from_json_strict(input: &str) -> Result<Self> {
+        crate::strict::response(&Limits::default().parse(input)?)
+    }
+}

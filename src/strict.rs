@@ -1,0 +1,122 @@
+//! The strict reader: a message must validate against the embedded E2A JSON Schema (the same
+//! bundled schema the types are generated from). All violations are reported, each with its
+//! JSON pointer and a reason that never quotes the offending value.
+
+use std::sync::OnceLock;
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::Validator;
+use serde_json::Value;
+
+use crate::error::{Error, Result, Violation};
+
+/// The bundled E2A schema (draft 2020-12), as generated from `schema/`.
+pub const SCHEMA_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/e2a.schema.json"));
+
+/// The bundled schema as a JSON value.
+pub fn schema() -> &'static Value {
+    static S: OnceLock<Value> = OnceLock::new();
+    S.get_or_init(|| serde_json::from_str(SCHEMA_JSON).unwrap_or(Value::Null))
+}
+
+/// A compiled validator for `#/$defs/{name}` of the bundled schema.
+fn validator(name: &'static str, cell: &'static OnceLock<Option<Validator>>) -> Result<&'static Validator> {
+    cell.get_or_init(|| {
+        let mut doc = schema().clone();
+        doc.as_object_mut()?
+            .insert("$ref".into(), Value::String(format!("#/$defs/{name}")));
+        jsonschema::options().build(&doc).ok()
+    })
+    .as_ref()
+    .ok_or_else(|| Error::Unsupported(format!("embedded schema for {name} does not compile")))
+}
+
+macro_rules! validator_for {
+    ($fn:ident, $name:literal) => {
+        pub(crate) fn $fn() -> Result<&'static Validator> {
+            static V: OnceLock<Option<Validator>> = OnceLock::new();
+            validator($name, &V)
+        }
+    };
+}
+
+validator_for!(envelope_validator, "E2AEnvelope");
+validator_for!(response_validator, "E2AResponse");
+
+/// Validates `value` against the schema of type `E2AEnvelope` or `E2AResponse`, returning every
+/// violation (empty when valid).
+pub fn violations(validator: &Validator, value: &Value) -> Vec<Violation> {
+    let mut out: Vec<Violation> = validator
+        .iter_errors(value)
+        .map(|e| Violation {
+            pointer: e.instance_path().to_string(),
+            reason: reason(e.kind()),
+        })
+        .collect();
+    out.sort_by(|a, b| a.pointer.cmp(&b.pointer).then(a.reason.cmp(&b.reason)));
+    out.dedup();
+    out
+}
+
+/// Validates an envelope strictly and decodes it.
+///
+/// ```
+/// let canonical = e2a::E2AEnvelope::default().to_value();
+/// assert!(e2a::strict::envelope(&canonical).is_ok());
+/// let err = e2a::strict::envelope(&serde_json::json!({"request_id": 5})).unwrap_err();
+/// assert!(err.violations().iter().any(|v| v.pointer == "/request_id"));
+/// ```
+pub fn envelope(value: &Value) -> Result<crate::E2AEnvelope> {
+    decode(envelope_validator()?, value)
+}
+
+/// Validates a response strictly and decodes it.
+pub fn response(value: &Value) -> Result<crate::E2AResponse> {
+    decode(response_validator()?, value)
+}
+
+fn decode<T: serde::de::DeserializeOwned>(v: &Validator, value: &Value) -> Result<T> {
+    let errs = violations(v, value);
+    if !errs.is_empty() {
+        return Err(Error::Schema(errs));
+    }
+    T::deserialize(value).map_err(|_| Error::field("", "does not match the generated type"))
+}
+
+fn reason(kind: &ValidationErrorKind) -> String {
+    use ValidationErrorKind as K;
+    match kind {
+        K::Type { kind } => match kind {
+            TypeKind::Single(t) => format!("expected {t}"),
+            TypeKind::Multiple(ts) => {
+                format!(
+                    "expected {}",
+                    ts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" or ")
+                )
+            }
+        },
+        K::Required { property } => format!("missing required property {property}"),
+        K::AdditionalProperties { unexpected } => format!("unknown properties: {}", unexpected.join(", ")),
+        K::Enum { options } => format!("not one of {options}"),
+        K::Constant { expected_value } => format!("expected constant {expected_value}"),
+        K::Minimum { limit } => format!("less than minimum {limit}"),
+        K::Maximum { limit } => format!("greater than maximum {limit}"),
+        K::AnyOf { .. } => "does not match any allowed shape".into(),
+        K::OneOfNotValid { .. } => "does not match any allowed shape".into(),
+        K::OneOfMultipleValid { .. } => "matches more than one shape".into(),
+        K::MinLength { limit } => format!("shorter than {limit}"),
+        K::MaxLength { limit } => format!("longer than {limit}"),
+        K::Pattern { pattern } => format!("does not match pattern {pattern}"),
+        K::Format { format } => format!("not a valid {format}"),
+        K::FalseSchema => "not allowed".into(),
+        other => format!("fails schema keyword {}", keyword_name(other)),
+    }
+}
+
+fn keyword_name(kind: &ValidationErrorKind) -> String {
+    let dbg = format!("{kind:?}");
+    dbg.split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or("unknown")
+        .to_string()
+}

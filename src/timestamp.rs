@@ -1,0 +1,116 @@
+//! Timestamps the way the Python reference writes them.
+//!
+//! Epoch-second numbers become ISO-8601 UTC with a `+00:00` offset, microseconds printed as six
+//! digits only when non-zero, sub-microsecond rounding half-to-even — byte for byte what
+//! CPython's `datetime.fromtimestamp(ts, timezone.utc).isoformat()` prints.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Seconds of 0001-01-01T00:00:00Z relative to the Unix epoch.
+const MIN_SECS: i64 = -62_135_596_800;
+/// Seconds of 9999-12-31T23:59:59Z relative to the Unix epoch.
+const MAX_SECS: i64 = 253_402_300_799;
+
+/// Formats Unix epoch seconds (integer) as `YYYY-MM-DDTHH:MM:SS+00:00`.
+/// Returns `None` outside years 1–9999.
+///
+/// ```
+/// assert_eq!(e2a::timestamp::from_epoch_secs(0).as_deref(), Some("1970-01-01T00:00:00+00:00"));
+/// ```
+pub fn from_epoch_secs(secs: i64) -> Option<String> {
+    format_parts(secs, 0)
+}
+
+/// Formats Unix epoch seconds (float) like Python's `isoformat()`: microseconds rounded
+/// half-to-even, printed only when non-zero. Returns `None` for NaN, infinities and values
+/// outside years 1–9999.
+///
+/// ```
+/// use e2a::timestamp::from_epoch_f64;
+/// assert_eq!(from_epoch_f64(1774524781.15).as_deref(), Some("2026-03-26T11:33:01.150000+00:00"));
+/// assert_eq!(from_epoch_f64(-1.5).as_deref(), Some("1969-12-31T23:59:58.500000+00:00"));
+/// assert_eq!(from_epoch_f64(1.0000025).as_deref(), Some("1970-01-01T00:00:01.000002+00:00"));
+/// assert_eq!(from_epoch_f64(f64::NAN), None);
+/// ```
+pub fn from_epoch_f64(ts: f64) -> Option<String> {
+    if !ts.is_finite() {
+        return None;
+    }
+    // CPython `_PyTime_ObjectToTimeval(..., ROUND_HALF_EVEN)`.
+    let int_part = ts.trunc();
+    let mut frac = ((ts - int_part) * 1e6).round_ties_even();
+    let mut secs = int_part;
+    if frac >= 1e6 {
+        frac -= 1e6;
+        secs += 1.0;
+    } else if frac < 0.0 {
+        frac += 1e6;
+        secs -= 1.0;
+    }
+    if !(MIN_SECS as f64..=MAX_SECS as f64).contains(&secs) {
+        return None;
+    }
+    format_parts(secs as i64, frac as u32)
+}
+
+/// The current UTC time as the reference's `utc_now_iso()` prints it
+/// (e.g. `2026-11-30T01:14:17.977230+00:00`).
+pub fn utc_now_iso() -> String {
+    let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    format_parts(d.as_secs() as i64, d.subsec_micros()).unwrap_or_default()
+}
+
+fn format_parts(secs: i64, micros: u32) -> Option<String> {
+    if !(MIN_SECS..=MAX_SECS).contains(&secs) {
+        return None;
+    }
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    Some(if micros == 0 {
+        format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}+00:00")
+    } else {
+        format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{micros:06}+00:00")
+    })
+}
+
+/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar
+/// (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_examples() {
+        assert_eq!(from_epoch_secs(1774524781).unwrap(), "2026-03-26T11:33:01+00:00");
+        // values computed by CPython (the float 1.0000015 is just below the half)
+        assert_eq!(from_epoch_f64(1.0000015).unwrap(), "1970-01-01T00:00:01.000001+00:00");
+        assert_eq!(from_epoch_f64(1.0000025).unwrap(), "1970-01-01T00:00:01.000002+00:00");
+        assert_eq!(from_epoch_secs(MAX_SECS).unwrap(), "9999-12-31T23:59:59+00:00");
+        assert_eq!(from_epoch_secs(MIN_SECS).unwrap(), "0001-01-01T00:00:00+00:00");
+        assert_eq!(from_epoch_secs(MAX_SECS + 1), None);
+        assert_eq!(from_epoch_f64(1e20), None);
+        assert_eq!(from_epoch_f64(f64::INFINITY), None);
+        assert_eq!(from_epoch_f64(-1e-6).unwrap(), "1969-12-31T23:59:59.999999+00:00");
+    }
+
+    #[test]
+    fn now_is_well_formed() {
+        let s = utc_now_iso();
+        assert!(s.ends_with("+00:00") && s.len() >= 25, "{s}");
+    }
+}
