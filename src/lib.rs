@@ -26,17 +26,22 @@
 
 #![deny(missing_docs)]
 
+pub mod a2a;
+pub mod acp;
 pub mod conformance;
 pub mod envelope;
 pub mod error;
 mod fields;
+pub mod legacy;
 pub mod lenient;
 pub mod limits;
+mod provenance;
 pub mod pyrepr;
 pub mod response;
 pub mod secret;
 pub mod strict;
 pub mod timestamp;
+pub mod wire;
 
 /// Types generated from `schema/` by typify 0.8 (see `generated/rust/e2a_types.rs` for the
 /// committed copy). Do not edit; change the schema and run `cargo xtask codegen`.

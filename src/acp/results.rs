@@ -1,0 +1,47 @@
+//! ACP results an agent returns for `session/new`, `session/list` and `session/prompt`.
+
+use serde_json::{json, Value};
+
+/// `session/new` result: `{"sessionId": <stripped id>, "configOptions": []}`.
+///
+/// ```
+/// assert_eq!(e2a::acp::session_new_result(" s1 "), serde_json::json!({"sessionId": "s1", "configOptions": []}));
+/// ```
+pub fn session_new_result(session_id: &str) -> Value {
+    json!({"sessionId": session_id.trim(), "configOptions": []})
+}
+
+/// `session/list` result: ids stripped, blanks and duplicates dropped, order kept.
+///
+/// ```
+/// let r = e2a::acp::session_list_result(["a", " a ", "", "b"]);
+/// assert_eq!(r, serde_json::json!({"sessions": [{"sessionId": "a"}, {"sessionId": "b"}]}));
+/// ```
+pub fn session_list_result<I, S>(session_ids: I) -> Value
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    let mut seen: Vec<String> = Vec::new();
+    for id in session_ids {
+        let id = id.as_ref().trim();
+        if !id.is_empty() && !seen.iter().any(|s| s == id) {
+            seen.push(id.to_string());
+        }
+    }
+    json!({"sessions": seen.into_iter().map(|s| json!({"sessionId": s})).collect::<Vec<_>>()})
+}
+
+/// `session/prompt` result: `{"stopReason"}` plus the stripped `userMessageId` when non-blank.
+///
+/// ```
+/// let r = e2a::acp::prompt_result("end_turn", Some(" m1 "));
+/// assert_eq!(r, serde_json::json!({"stopReason": "end_turn", "userMessageId": "m1"}));
+/// ```
+pub fn prompt_result(stop_reason: &str, user_message_id: Option<&str>) -> Value {
+    let mut r = json!({"stopReason": stop_reason});
+    if let Some(id) = user_message_id.map(str::trim).filter(|s| !s.is_empty()) {
+        r["userMessageId"] = id.into();
+    }
+    r
+}

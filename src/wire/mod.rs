@@ -1,0 +1,278 @@
+//! The agent-server ⇄ gateway WebSocket wire codec (the reference's `wire_codec.py`): legacy
+//! agent records encoded as E2A frames, E2A frames (and deprecated legacy shapes) parsed back.
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result};
+use crate::legacy::{self, AgentResponse, AgentResponseChunk};
+use crate::types::{ConverterId, E2AResponse, ErrorCode, WireMetadataKey};
+
+/// True when `data` is an E2A response frame: an object, `type` not `event`,
+/// `protocol_version` exactly `"1.0"` and a non-blank string `response_kind`.
+///
+/// ```
+/// use serde_json::json;
+/// assert!(e2a::wire::is_e2a_response(&json!({"protocol_version": "1.0", "response_kind": "e2a.chunk"})));
+/// assert!(!e2a::wire::is_e2a_response(&json!({"request_id": "r", "channel_id": "c", "ok": true})));
+/// ```
+pub fn is_e2a_response(data: &Value) -> bool {
+    let Some(m) = data.as_object() else { return false };
+    m.get("type").and_then(Value::as_str) != Some("event")
+        && m.get("protocol_version").and_then(Value::as_str) == Some(crate::E2A_PROTOCOL_VERSION)
+        && m.get("response_kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| !k.trim().is_empty())
+}
+
+/// Encodes a unary [`AgentResponse`] as its final E2A frame (canonical JSON object).
+pub fn encode_agent_response(resp: &AgentResponse, response_id: &str, sequence: u64) -> Value {
+    legacy::response_from_agent_response(resp, response_id, sequence, None).to_value()
+}
+
+/// Encodes an [`AgentResponseChunk`] as an E2A stream frame (canonical JSON object).
+pub fn encode_agent_chunk(chunk: &AgentResponseChunk, response_id: &str, sequence: u64, is_stream: bool) -> Value {
+    legacy::response_from_agent_chunk(chunk, response_id, sequence, is_stream, None).to_value()
+}
+
+/// A unary response whose payload is any serializable type. When the payload cannot be
+/// serialized, the frame is the reference's fallback: a final `e2a.error`
+/// (`E2A.WIRE_ENCODE_ERROR`) carrying what could be kept of the legacy record under
+/// `metadata._e2a_wire_legacy_agent_response`, so nothing is lost silently.
+///
+/// ```
+/// #[derive(serde::Serialize)]
+/// struct Out { answer: u32 }
+/// let frame = e2a::wire::encode_response_payload("r1", "web", true, &Out { answer: 42 }, None, "resp", 0);
+/// assert_eq!(frame["body"]["result"]["answer"], 42);
+/// ```
+pub fn encode_response_payload<P: Serialize>(
+    request_id: &str,
+    channel_id: &str,
+    ok: bool,
+    payload: &P,
+    metadata: Option<Map<String, Value>>,
+    response_id: &str,
+    sequence: u64,
+) -> Value {
+    match serde_json::to_value(payload) {
+        Ok(Value::Object(p)) => {
+            let resp = AgentResponse {
+                request_id: request_id.into(),
+                channel_id: channel_id.into(),
+                ok,
+                payload: Some(p),
+                metadata,
+                agent_ref: None,
+            };
+            encode_agent_response(&resp, response_id, sequence)
+        }
+        Ok(Value::Null) => {
+            let resp = AgentResponse {
+                request_id: request_id.into(),
+                channel_id: channel_id.into(),
+                ok,
+                payload: None,
+                metadata,
+                agent_ref: None,
+            };
+            encode_agent_response(&resp, response_id, sequence)
+        }
+        Ok(_) => fallback_frame(
+            request_id,
+            channel_id,
+            ok,
+            metadata,
+            "payload is not a JSON object",
+            response_id,
+            sequence,
+        ),
+        Err(e) => fallback_frame(
+            request_id,
+            channel_id,
+            ok,
+            metadata,
+            &e.to_string(),
+            response_id,
+            sequence,
+        ),
+    }
+}
+
+fn fallback_frame(
+    request_id: &str,
+    channel_id: &str,
+    ok: bool,
+    metadata: Option<Map<String, Value>>,
+    error: &str,
+    response_id: &str,
+    sequence: u64,
+) -> Value {
+    let blob = json!({"request_id": request_id, "channel_id": channel_id, "ok": ok, "payload": null,
+        "metadata": metadata, "agent_ref": null});
+    let mut frame = E2AResponse {
+        response_id: Some(response_id.into()),
+        request_id: Some(request_id.into()),
+        sequence,
+        is_final: true,
+        status: "failed".into(),
+        response_kind: "e2a.error".into(),
+        channel: Some(channel_id.to_string()).filter(|c| !c.is_empty()),
+        ..Default::default()
+    };
+    frame.provenance.converter = Some(ConverterId::E2aWireEncodeAgentResponseFallback.as_str().into());
+    frame.provenance.details = obj(json!({"error": error, "kind": "wire_encode_fallback"}));
+    frame.body = obj(json!({"code": ErrorCode::E2aWireEncodeError.as_str(),
+        "message": "Failed to encode AgentResponse as E2A; see metadata legacy blob",
+        "details": {"error": error}}));
+    frame.metadata = obj(json!({WireMetadataKey::E2aWireLegacyAgentResponse.as_str(): blob}));
+    frame.ensure_timestamp();
+    frame.to_value()
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// The frame a gateway answers when a request line is not valid JSON: final `e2a.error` with
+/// code `E2A.INVALID_JSON`. `response_id` falls back to `request_id`, then `invalid-json`.
+///
+/// ```
+/// let f = e2a::wire::encode_json_parse_error("", "", "bad json", "");
+/// assert_eq!(f["response_id"], "invalid-json");
+/// assert_eq!(f["body"]["code"], "E2A.INVALID_JSON");
+/// ```
+pub fn encode_json_parse_error(request_id: &str, channel_id: &str, message: &str, response_id: &str) -> Value {
+    let rid = [response_id, request_id]
+        .into_iter()
+        .find(|s| !s.is_empty())
+        .unwrap_or("invalid-json");
+    let mut frame = E2AResponse {
+        response_id: Some(rid.into()),
+        request_id: Some(request_id.to_string()).filter(|s| !s.is_empty()),
+        is_final: true,
+        status: "failed".into(),
+        response_kind: "e2a.error".into(),
+        channel: Some(channel_id.to_string()).filter(|s| !s.is_empty()),
+        body: obj(json!({"code": ErrorCode::E2aInvalidJson.as_str(), "message": message, "details": {}})),
+        ..Default::default()
+    };
+    frame.provenance.converter = Some(ConverterId::E2aWireEncodeJsonParseError.as_str().into());
+    frame.provenance.details = obj(json!({"kind": "json_parse_error"}));
+    frame.ensure_timestamp();
+    frame.provenance.converted_at = frame.timestamp.clone();
+    frame.to_value()
+}
+
+fn legacy_blob(resp: &E2AResponse, key: WireMetadataKey) -> Option<&Value> {
+    resp.metadata.get(key.as_str()).filter(|v| v.is_object())
+}
+
+/// Parses a unary wire message into an [`AgentResponse`]: an E2A frame (a legacy blob in its
+/// metadata wins), or the deprecated legacy shape (`request_id`, `channel_id`, `ok`).
+/// Anything else — including stream frames — is an error.
+///
+/// ```
+/// let r = e2a::wire::parse_unary(&serde_json::json!({"protocol_version": "1.0",
+///     "response_kind": "e2a.complete", "status": "succeeded", "body": {"result": {"x": 1}}})).unwrap();
+/// assert!(r.ok);
+/// assert_eq!(r.payload.unwrap()["x"], 1);
+/// ```
+pub fn parse_unary(data: &Value) -> Result<AgentResponse> {
+    if is_e2a_response(data) {
+        let resp = E2AResponse::from_value(data)?;
+        if let Some(blob) = legacy_blob(&resp, WireMetadataKey::E2aWireLegacyAgentResponse) {
+            return blob_response(blob);
+        }
+        return legacy::response_to_agent_response(&resp);
+    }
+    let m = data.as_object().ok_or_else(|| Error::field("", "expected object"))?;
+    if ["request_id", "channel_id", "ok"].iter().all(|k| m.contains_key(*k)) {
+        let f = crate::fields::Fields::new(m, "");
+        return Ok(AgentResponse {
+            request_id: crate::pyrepr::py_str(&m["request_id"]),
+            channel_id: crate::pyrepr::py_str(&m["channel_id"]),
+            ok: f.bool_or("ok", true)?,
+            payload: f.opt_obj("payload")?.cloned(),
+            metadata: f.opt_obj("metadata")?.cloned(),
+            agent_ref: None,
+        });
+    }
+    Err(unrecognized("parse_agent_server_wire_unary", m))
+}
+
+fn unrecognized(what: &str, m: &Map<String, Value>) -> Error {
+    let keys: Vec<&str> = m.keys().take(32).map(String::as_str).collect();
+    Error::Unsupported(format!("{what}: unrecognized wire shape keys={keys:?}"))
+}
+
+fn blob_response(blob: &Value) -> Result<AgentResponse> {
+    let base = format!("/metadata/{}", WireMetadataKey::E2aWireLegacyAgentResponse.as_str());
+    let m = blob
+        .as_object()
+        .ok_or_else(|| Error::field(base.as_str(), "expected object"))?;
+    let f = crate::fields::Fields::new(m, &base);
+    let request_id = m.get("request_id").ok_or_else(|| f.err("request_id", "string"))?;
+    Ok(AgentResponse {
+        request_id: crate::pyrepr::py_str(request_id),
+        channel_id: m.get("channel_id").map(crate::pyrepr::py_str).unwrap_or_default(),
+        ok: f.bool_or("ok", true)?,
+        payload: f.opt_obj("payload")?.cloned(),
+        metadata: f.opt_obj("metadata")?.cloned(),
+        agent_ref: None,
+    })
+}
+
+fn blob_chunk(blob: &Value) -> Result<AgentResponseChunk> {
+    let base = format!("/metadata/{}", WireMetadataKey::E2aWireLegacyAgentChunk.as_str());
+    let m = blob
+        .as_object()
+        .ok_or_else(|| Error::field(base.as_str(), "expected object"))?;
+    let f = crate::fields::Fields::new(m, &base);
+    let request_id = m.get("request_id").ok_or_else(|| f.err("request_id", "string"))?;
+    Ok(AgentResponseChunk {
+        request_id: crate::pyrepr::py_str(request_id),
+        channel_id: m.get("channel_id").map(crate::pyrepr::py_str).unwrap_or_default(),
+        payload: f.opt_obj("payload")?.cloned(),
+        is_complete: f.bool_or("is_complete", false)?,
+        agent_ref: f.opt_obj("agent_ref")?.cloned(),
+        metadata: Some(f.obj("metadata")?),
+    })
+}
+
+/// Parses a stream wire message into an [`AgentResponseChunk`]: an E2A frame (a legacy chunk
+/// blob in its metadata wins), or the deprecated legacy shape (`request_id`, `channel_id`,
+/// `is_complete`, `payload`, no `ok`).
+pub fn parse_chunk(data: &Value) -> Result<AgentResponseChunk> {
+    if is_e2a_response(data) {
+        let resp = E2AResponse::from_value(data)?;
+        if let Some(blob) = legacy_blob(&resp, WireMetadataKey::E2aWireLegacyAgentChunk) {
+            return blob_chunk(blob);
+        }
+        return legacy::response_to_agent_chunk(&resp);
+    }
+    let m = data.as_object().ok_or_else(|| Error::field("", "expected object"))?;
+    if ["request_id", "channel_id", "is_complete", "payload"]
+        .iter()
+        .all(|k| m.contains_key(*k))
+        && !m.contains_key("ok")
+    {
+        let f = crate::fields::Fields::new(m, "");
+        return Ok(AgentResponseChunk {
+            request_id: crate::pyrepr::py_str(&m["request_id"]),
+            channel_id: m
+                .get("channel_id")
+                .filter(|v| !v.is_null())
+                .map(crate::pyrepr::py_str)
+                .unwrap_or_default(),
+            payload: f.opt_obj("payload")?.cloned(),
+            is_complete: f.bool_or("is_complete", false)?,
+            agent_ref: None,
+            metadata: Some(Map::new()),
+        });
+    }
+    Err(unrecognized("parse_agent_server_wire_chunk", m))
+}
