@@ -1,0 +1,136 @@
+//! Property tests: canonical → lenient → canonical is the identity, every value the API can
+//! build validates against the schema, and strict and lenient readers agree on canonical input.
+
+use e2a::{E2AAuth, E2AEnvelope, E2AResponse, IdentityOrigin, JsonRpcId, SecretHeaders, SecretString};
+use proptest::prelude::*;
+use serde_json::{Map, Value};
+
+fn json_leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        (-1e9f64..1e9).prop_map(Value::from),
+        ".{0,8}".prop_map(Value::String),
+    ]
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    json_leaf().prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(".{0,6}", inner, 0..4).prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn map() -> impl Strategy<Value = Map<String, Value>> {
+    prop::collection::btree_map("[a-z_]{1,6}", json_value(), 0..4).prop_map(|m| m.into_iter().collect())
+}
+
+fn opt_str() -> impl Strategy<Value = Option<String>> {
+    prop::option::of(".{0,10}")
+}
+
+fn origin() -> impl Strategy<Value = IdentityOrigin> {
+    prop::sample::select(IdentityOrigin::ALL.to_vec())
+}
+
+fn rpc_id() -> impl Strategy<Value = Option<JsonRpcId>> {
+    prop::option::of(prop_oneof![
+        any::<i64>().prop_map(JsonRpcId::Integer),
+        ".{0,6}".prop_map(JsonRpcId::String)
+    ])
+}
+
+fn auth() -> impl Strategy<Value = Option<E2AAuth>> {
+    prop::option::of(
+        (
+            opt_str(),
+            opt_str(),
+            prop::collection::btree_map("[A-Za-z-]{1,8}", ".{0,8}", 0..3),
+            map(),
+        )
+            .prop_map(|(method_id, token, headers, meta)| E2AAuth {
+                method_id,
+                bearer_token: token.map(SecretString::from),
+                api_key_ref: None,
+                credential_ref: None,
+                extra_headers: SecretHeaders(headers.into_iter().map(|(k, v)| (k, SecretString::from(v))).collect()),
+                meta,
+            }),
+    )
+}
+
+prop_compose! {
+    fn envelope()(
+        ids in (opt_str(), rpc_id(), opt_str(), opt_str(), opt_str(), opt_str()),
+        who in (origin(), opt_str(), opt_str(), prop::option::of(map()), opt_str()),
+        agent in (prop::option::of("[a-z]{1,6}"), prop::option::of("[a-z]{1,6}"), prop::option::of("[a-z]{1,6}")),
+        call in (opt_str(), map(), opt_str(), any::<bool>(), prop::collection::vec(".{0,6}", 0..3)),
+        ctx in (auth(), map(), map(), map()),
+        ts in prop::option::of("[0-9T:+-]{0,25}"),
+    ) -> E2AEnvelope {
+        let mut e = E2AEnvelope::default();
+        (e.request_id, e.jsonrpc_id, e.correlation_id, e.task_id, e.context_id, e.session_id) = ids;
+        (e.identity_origin, e.channel, e.user_id, e.agent_ref, e.chat_id) = who;
+        (e.agent_id, e.service_id, e.workspace_key) = agent;
+        (e.method, e.params, e.ext_method, e.is_stream, e.expected_output_modes) = call;
+        (e.auth, e.channel_context, e.a2a_metadata, e.acp_meta) = ctx;
+        e.timestamp = ts;
+        e
+    }
+}
+
+prop_compose! {
+    fn response()(
+        ids in (opt_str(), opt_str(), any::<u32>(), any::<bool>(), rpc_id()),
+        kind in prop::sample::select(e2a::ResponseKind::ALL.to_vec()),
+        status in prop::sample::select(e2a::ResponseStatus::ALL.to_vec()),
+        body in map(), metadata in map(), projections in map(),
+        who in (origin(), opt_str(), prop::option::of(map())),
+    ) -> E2AResponse {
+        let mut r = E2AResponse::new(kind, Value::Object(body));
+        (r.response_id, r.request_id) = (ids.0, ids.1);
+        r.sequence = u64::from(ids.2);
+        r.is_final = ids.3;
+        r.jsonrpc_id = ids.4;
+        r.status = status.as_str().into();
+        r.metadata = metadata;
+        r.projections = projections;
+        (r.identity_origin, r.channel, r.agent_ref) = who;
+        r
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn envelope_canonical_roundtrip_and_schema(env in envelope()) {
+        let canonical = env.to_value();
+        // every value the API builds validates against the schema
+        let strict = e2a::strict::envelope(&canonical).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&strict, &env);
+        // canonical → lenient → canonical is the identity
+        let lenient = E2AEnvelope::from_value(&canonical).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(lenient.to_value(), canonical);
+    }
+
+    #[test]
+    fn response_canonical_roundtrip_and_schema(resp in response()) {
+        let canonical = resp.to_value();
+        let strict = e2a::strict::response(&canonical).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&strict, &resp);
+        let lenient = E2AResponse::from_value(&canonical).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(lenient.to_value(), canonical);
+    }
+
+    #[test]
+    fn lenient_reader_never_panics(v in json_value(), extra in map()) {
+        let _ = E2AEnvelope::from_value(&v);
+        let _ = E2AResponse::from_value(&v);
+        let _ = E2AEnvelope::from_value(&Value::Object(extra.clone()));
+        let _ = E2AResponse::from_value(&Value::Object(extra));
+    }
+}

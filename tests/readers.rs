@@ -1,0 +1,210 @@
+//! Lenient and strict readers on hostile and malformed input: every case is an error naming
+//! the field, never a panic.
+
+use e2a::{E2AEnvelope, E2AResponse, Error, LimitKind, Limits};
+use serde_json::json;
+
+fn field_error(input: &str) -> (String, String) {
+    match E2AEnvelope::from_json(input) {
+        Err(Error::Field(v)) => (v.pointer, v.reason),
+        other => panic!("expected a field error for {input}, got {other:?}"),
+    }
+}
+
+#[test]
+fn wrong_typed_fields_name_the_field() {
+    for (input, pointer) in [
+        (r#"{"request_id": 5}"#, "/request_id"),
+        (r#"{"is_stream": "false"}"#, "/is_stream"),
+        (r#"{"is_stream": 1}"#, "/is_stream"),
+        (r#"{"params": []}"#, "/params"),
+        (r#"{"expected_output_modes": "text"}"#, "/expected_output_modes"),
+        (r#"{"expected_output_modes": ["a", 1]}"#, "/expected_output_modes"),
+        (r#"{"jsonrpc_id": 1.5}"#, "/jsonrpc_id"),
+        (r#"{"jsonrpc_id": true}"#, "/jsonrpc_id"),
+        (r#"{"timestamp": true}"#, "/timestamp"),
+        (r#"{"timestamp": 1e20}"#, "/timestamp"),
+        (r#"{"identity_origin": "USER"}"#, "/identity_origin"),
+        (r#"{"provenance": {"details": []}}"#, "/provenance/details"),
+        (r#"{"auth": {"extra_headers": {"X": 1}}}"#, "/auth/extra_headers"),
+        (r#"{"metadata": "m"}"#, "/metadata"),
+        (r#"{"a/b": 1, "channel_context": 3}"#, "/channel_context"),
+    ] {
+        let (p, reason) = field_error(input);
+        assert_eq!(p, pointer, "{input}");
+        assert!(reason.starts_with("expected"), "{reason}");
+    }
+    let err = E2AResponse::from_json(r#"{"sequence": -1}"#).unwrap_err();
+    assert_eq!(err.violations()[0].pointer, "/sequence");
+}
+
+#[test]
+fn malformed_json_and_non_objects() {
+    for input in ["", "{", r#"{"request_id": "#, r#"{"a":1}}"#, "nul", "\"\\u12\""] {
+        assert!(
+            matches!(E2AEnvelope::from_json(input), Err(Error::Json { .. })),
+            "{input:?}"
+        );
+    }
+    for input in ["[]", "1", "\"x\"", "null", "true"] {
+        let err = E2AEnvelope::from_json(input).unwrap_err();
+        assert_eq!(err.violations()[0].reason, "expected object", "{input}");
+        assert!(E2AResponse::from_json(input).is_err());
+        assert!(E2AEnvelope::from_json_strict(input).is_err());
+    }
+}
+
+#[test]
+fn deep_nesting_is_a_limit_error() {
+    let deep = format!(r#"{{"params": {}1{}}}"#, "[".repeat(100), "]".repeat(100));
+    match E2AEnvelope::from_json(&deep) {
+        Err(Error::Limit {
+            limit: LimitKind::Depth,
+            max: 64,
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    // far beyond serde_json's own recursion limit: still a clean error
+    let deeper = "[".repeat(100_000);
+    assert!(E2AEnvelope::from_json(&deeper).is_err());
+    // within the limit it reads
+    let ok = format!(r#"{{"params": {{"a": {}1{}}}}}"#, "[".repeat(50), "]".repeat(50));
+    assert!(E2AEnvelope::from_json(&ok).is_ok());
+}
+
+#[test]
+fn huge_string_is_a_limit_error() {
+    let big = format!(r#"{{"request_id": "{}"}}"#, "x".repeat(50 << 20));
+    match E2AEnvelope::from_json(&big) {
+        Err(Error::Limit {
+            limit: LimitKind::MessageBytes,
+            ..
+        }) => {}
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    let limits = Limits {
+        max_bytes: usize::MAX,
+        ..Limits::default()
+    };
+    match E2AEnvelope::read_lenient(&big, &limits) {
+        Err(Error::Limit {
+            limit: LimitKind::StringBytes,
+            ..
+        }) => {}
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn strict_reader_lists_every_violation() {
+    let mut v = E2AEnvelope::default().to_value();
+    v["request_id"] = json!(5);
+    v["is_stream"] = json!("yes");
+    v.as_object_mut().unwrap().remove("acp_meta");
+    v["bogus"] = json!(1);
+    let err = e2a::strict::envelope(&v).unwrap_err();
+    let pointers: Vec<String> = err.violations().into_iter().map(|v| v.pointer).collect();
+    assert!(pointers.contains(&"/request_id".to_string()), "{pointers:?}");
+    assert!(pointers.contains(&"/is_stream".to_string()), "{pointers:?}");
+    assert!(err.violations().iter().any(|v| v.reason.contains("acp_meta")), "{err}");
+    assert!(err.violations().iter().any(|v| v.reason.contains("bogus")), "{err}");
+    // canonical output of the lenient reader is always strict-valid
+    let lenient = E2AEnvelope::from_json(r#"{"req_method":"chat.send","timestamp":0,"payload":{"a":1}}"#).unwrap();
+    assert_eq!(E2AEnvelope::from_json_strict(&lenient.to_json()).unwrap(), lenient);
+}
+
+#[test]
+fn strict_errors_never_quote_values() {
+    let mut v = E2AEnvelope::default().to_value();
+    v["request_id"] = json!({"token": "sk-very-secret"});
+    v["identity_origin"] = json!("sk-very-secret");
+    let err = e2a::strict::envelope(&v).unwrap_err();
+    assert!(!err.to_string().contains("sk-very-secret"), "{err}");
+}
+
+#[test]
+fn canonical_output_has_the_reference_key_sets() {
+    let env = E2AEnvelope::default().to_value();
+    assert_eq!(env.as_object().unwrap().len(), 29);
+    assert_eq!(
+        env["provenance"],
+        json!({"source_protocol": "e2a", "converter": null, "converted_at": null, "details": {}})
+    );
+    assert_eq!(env["identity_origin"], "user");
+    let resp = E2AResponse::default().to_value();
+    assert_eq!(resp.as_object().unwrap().len(), 28);
+    assert_eq!(resp["identity_origin"], "agent");
+    assert_eq!(resp["response_kind"], "");
+    let auth = E2AEnvelope::from_json(r#"{"auth": {}}"#).unwrap().to_value();
+    assert_eq!(
+        auth["auth"],
+        json!({"method_id": null, "bearer_token": null, "api_key_ref": null, "credential_ref": null, "extra_headers": {}, "_meta": {}})
+    );
+}
+
+#[test]
+fn debug_redacts_credentials() {
+    let env = E2AEnvelope::from_json(
+        r#"{"auth": {"bearer_token": "tok-SECRET-1", "api_key_ref": "key-SECRET-2", "credential_ref": "cred-SECRET-3",
+            "extra_headers": {"Authorization": "Bearer SECRET-4"}}}"#,
+    )
+    .unwrap();
+    let dbg = format!("{env:?} {:?}", env.auth);
+    assert!(!dbg.contains("SECRET"), "{dbg}");
+    assert!(dbg.contains("Authorization"), "header names stay visible: {dbg}");
+    // the wire form is unchanged
+    assert_eq!(env.to_value()["auth"]["bearer_token"], "tok-SECRET-1");
+    assert_eq!(
+        env.to_value()["auth"]["extra_headers"]["Authorization"],
+        "Bearer SECRET-4"
+    );
+}
+
+#[test]
+fn legacy_rules_are_reported() {
+    let read = E2AEnvelope::read_lenient(
+        r#"{"binding":"acp","payload":{"q":1},"req_method":"m","channel_id":"c","metadata":{"k":1},
+            "app_id":"a","source_agent_id":" s ","workspace_dir":"w","timestamp":1,"protocol_version":null,"extra":1}"#,
+        &Limits::default(),
+    )
+    .unwrap();
+    use e2a::LegacyRule::*;
+    for r in [
+        Binding,
+        PayloadMerge,
+        ReqMethod,
+        ChannelId,
+        MetadataToChannelContext,
+        AppId,
+        SourceAgentIdFallback,
+        WorkspaceDir,
+        EpochTimestamp,
+        NullDefault,
+        UnknownKeys,
+    ] {
+        assert!(read.rules.contains(&r), "{r:?} not reported: {:?}", read.rules);
+    }
+    let canonical = E2AEnvelope::read_lenient(&read.value.to_json(), &Limits::default()).unwrap();
+    assert!(
+        canonical.rules.is_empty(),
+        "canonical input fires no legacy rule: {:?}",
+        canonical.rules
+    );
+    assert_eq!(canonical.value, read.value);
+}
+
+#[test]
+fn typed_body_by_kind() {
+    use e2a::ResponseBody;
+    let r = E2AResponse::from_json(r#"{"response_kind":"e2a.error","body":{"code":"E2A.X","message":"m","external":{"protocol":"acp","type":"t","payload":{}}}}"#).unwrap();
+    let ResponseBody::Error(b) = r.typed_body().unwrap() else {
+        panic!()
+    };
+    assert_eq!(b.external.unwrap().protocol.as_deref(), Some("acp"));
+    let bad = E2AResponse::from_json(r#"{"response_kind":"a2a.stream_event","body":{"branch":"nope","payload":{}}}"#)
+        .unwrap();
+    assert_eq!(bad.typed_body().unwrap_err().violations()[0].pointer, "/body");
+    let unknown = E2AResponse::from_json(r#"{"response_kind":"vendor.x","body":{"a":1}}"#).unwrap();
+    assert!(matches!(unknown.typed_body().unwrap(), ResponseBody::Unknown { kind, .. } if kind == "vendor.x"));
+}
