@@ -39,6 +39,7 @@ mod provenance;
 pub mod pyrepr;
 pub mod response;
 pub mod secret;
+pub mod stream;
 pub mod strict;
 pub mod timestamp;
 pub mod wire;

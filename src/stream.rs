@@ -1,0 +1,435 @@
+//! The response-stream contract (E2A §12.2–12.3) as code.
+//!
+//! * [`ResponseStream`] — the producer side: bound to one request, it assigns `sequence`
+//!   (0, 1, 2 …), a UUID `response_id` and an RFC 3339 UTC `timestamp` to every frame, echoes
+//!   the request's correlation fields, and ends with exactly one final frame. `complete` and
+//!   `fail` consume the stream, so nothing can follow the final frame — a compile-time
+//!   guarantee.
+//! * [`StreamValidator`] — the consumer side: accepts frames of many interleaved requests and
+//!   reports every violation with the offending frame; optionally reorders a bounded window of
+//!   out-of-order frames and keeps frames for `Last-Event-ID` replay.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{json, Map, Value};
+
+use crate::types::{E2AEnvelope, E2AResponse, ResponseKind, ResponseStatus};
+
+/// Produces the response frames of one request with the stream invariants built in.
+///
+/// ```
+/// use e2a::{E2AEnvelope, stream::{ResponseStream, StreamValidator}};
+/// let req = E2AEnvelope::new("chat.send", serde_json::json!({"query": "hi"})).with_request_id("r1");
+/// let mut stream = ResponseStream::for_request(&req);
+/// let a = stream.text("Hel");
+/// let b = stream.text("lo");
+/// let fin = stream.complete(serde_json::json!({"content": "Hello"}));
+/// assert_eq!((a.sequence, b.sequence, fin.sequence), (0, 1, 2));
+/// assert!(fin.is_final && fin.status == "succeeded");
+/// let mut v = StreamValidator::new();
+/// for f in [&a, &b, &fin] { v.push(f); }
+/// assert!(v.finish().is_empty());
+/// ```
+#[derive(Debug, Clone)]
+pub struct ResponseStream {
+    template: E2AResponse,
+    next: u64,
+}
+
+impl ResponseStream {
+    /// A stream answering `request`: correlation fields (`request_id`, `jsonrpc_id`,
+    /// `correlation_id`, `task_id`, `context_id`, `session_id`, `message_id`, `channel`,
+    /// `user_id`, `agent_ref`, `source_agent_id`, `method`, `is_stream`, `channel_context`,
+    /// `a2a_metadata`, `acp_meta`) are echoed on every frame.
+    pub fn for_request(request: &E2AEnvelope) -> Self {
+        let template = E2AResponse {
+            request_id: request.request_id.clone(),
+            jsonrpc_id: request.jsonrpc_id.clone(),
+            correlation_id: request.correlation_id.clone(),
+            task_id: request.task_id.clone(),
+            context_id: request.context_id.clone(),
+            session_id: request.session_id.clone(),
+            message_id: request.message_id.clone(),
+            channel: request.channel.clone(),
+            user_id: request.user_id.clone(),
+            agent_ref: request.agent_ref.clone(),
+            source_agent_id: request.source_agent_id.clone(),
+            method: request.method.clone(),
+            is_stream: request.is_stream,
+            channel_context: request.channel_context.clone(),
+            a2a_metadata: request.a2a_metadata.clone(),
+            acp_meta: request.acp_meta.clone(),
+            ..Default::default()
+        };
+        ResponseStream { template, next: 0 }
+    }
+
+    /// The sequence number the next frame will get.
+    pub fn next_sequence(&self) -> u64 {
+        self.next
+    }
+
+    fn frame(
+        &mut self,
+        kind: ResponseKind,
+        status: ResponseStatus,
+        is_final: bool,
+        body: Map<String, Value>,
+    ) -> E2AResponse {
+        let mut f = self.template.clone();
+        f.response_id = Some(uuid::Uuid::new_v4().to_string());
+        f.sequence = self.next;
+        f.is_final = is_final;
+        f.status = status.as_str().into();
+        f.response_kind = kind.as_str().into();
+        f.timestamp = Some(crate::timestamp::utc_now_iso());
+        f.body = body;
+        self.next += 1;
+        f
+    }
+
+    /// An `e2a.chunk` frame with any chunk body (e.g. `{"delta_kind": "custom", "delta": {...}}`).
+    pub fn chunk(&mut self, body: Map<String, Value>) -> E2AResponse {
+        self.frame(ResponseKind::E2aChunk, ResponseStatus::InProgress, false, body)
+    }
+
+    /// A text delta (`delta_kind: text`).
+    pub fn text(&mut self, delta: &str) -> E2AResponse {
+        self.chunk(obj(json!({"delta_kind": "text", "delta": delta})))
+    }
+
+    /// A reasoning delta (`delta_kind: reasoning`).
+    pub fn reasoning(&mut self, delta: &str) -> E2AResponse {
+        self.chunk(obj(json!({"delta_kind": "reasoning", "delta": delta})))
+    }
+
+    /// A non-final frame of another kind (e.g. `acp.session_update`, `a2a.stream_event`).
+    pub fn event(&mut self, kind: ResponseKind, body: Map<String, Value>) -> E2AResponse {
+        self.frame(kind, ResponseStatus::InProgress, false, body)
+    }
+
+    /// The final success frame (`e2a.complete`, `succeeded`, `{"result": result}`).
+    /// Consumes the stream: nothing can follow.
+    pub fn complete(mut self, result: Value) -> E2AResponse {
+        let result = if result.is_object() { result } else { json!({}) };
+        self.frame(
+            ResponseKind::E2aComplete,
+            ResponseStatus::Succeeded,
+            true,
+            obj(json!({"result": result})),
+        )
+    }
+
+    /// The final failure frame (`e2a.error`, `failed`, `{code, message, details}`).
+    /// Consumes the stream: nothing can follow.
+    pub fn fail(mut self, code: &str, message: &str, details: Map<String, Value>) -> E2AResponse {
+        let body = obj(json!({"code": code, "message": message, "details": details}));
+        self.frame(ResponseKind::E2aError, ResponseStatus::Failed, true, body)
+    }
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// What is wrong with a stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ViolationKind {
+    /// The first frame seen for a request does not have sequence 0.
+    DoesNotStartAtZero {
+        /// The sequence seen.
+        got: u64,
+    },
+    /// Frames are missing between the last one and this one.
+    Gap {
+        /// The sequence that was expected.
+        expected: u64,
+        /// The sequence seen.
+        got: u64,
+    },
+    /// A frame with this sequence was already seen.
+    Duplicate,
+    /// A frame arrived after a later one (it was not seen before).
+    Reorder {
+        /// The sequence that was expected.
+        expected: u64,
+    },
+    /// A frame arrived after the final frame.
+    AfterFinal,
+    /// A second frame with `is_final: true`.
+    SecondFinal,
+    /// `status`/`response_kind` disagree: `failed` without `e2a.error`, `e2a.error` not
+    /// `failed`, or a final `e2a.complete` not `succeeded`.
+    StatusKindMismatch,
+    /// The stream ended (end of input or timeout) without a final frame.
+    MissingFinal,
+    /// A frame without `request_id` cannot be placed in a stream.
+    MissingRequestId,
+}
+
+impl std::fmt::Display for ViolationKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ViolationKind::DoesNotStartAtZero { got } => write!(f, "stream starts at sequence {got}, not 0"),
+            ViolationKind::Gap { expected, got } => write!(f, "gap: expected sequence {expected}, got {got}"),
+            ViolationKind::Duplicate => f.write_str("duplicate sequence"),
+            ViolationKind::Reorder { expected } => write!(f, "out of order: expected sequence {expected}"),
+            ViolationKind::AfterFinal => f.write_str("frame after the final frame"),
+            ViolationKind::SecondFinal => f.write_str("second final frame"),
+            ViolationKind::StatusKindMismatch => f.write_str("status and response_kind disagree"),
+            ViolationKind::MissingFinal => f.write_str("stream ended without a final frame"),
+            ViolationKind::MissingRequestId => f.write_str("frame has no request_id"),
+        }
+    }
+}
+
+/// One stream violation, with the frame that showed it (`None` for a missing final frame).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamViolation {
+    /// The request whose stream is broken.
+    pub request_id: Option<String>,
+    /// What is wrong.
+    pub kind: ViolationKind,
+    /// The offending frame's sequence, when there is a frame.
+    pub sequence: Option<u64>,
+    /// The offending frame's `response_id`, when there is a frame.
+    pub response_id: Option<String>,
+}
+
+impl std::fmt::Display for StreamViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "request {}: {}",
+            self.request_id.as_deref().unwrap_or("<none>"),
+            self.kind
+        )?;
+        if let Some(s) = self.sequence {
+            write!(f, " (frame sequence {s})")?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Next sequence expected in order.
+    expected: u64,
+    /// Highest sequence seen so far (plus one), to tell gaps from reorders.
+    seen: std::collections::BTreeSet<u64>,
+    finished: bool,
+    started: bool,
+    /// Out-of-order frames held back in reorder mode.
+    pending: BTreeMap<u64, E2AResponse>,
+    /// Frames kept for replay (in order).
+    kept: Vec<E2AResponse>,
+    last_activity: u64,
+}
+
+/// Checks the stream invariants over frames of many interleaved requests.
+///
+/// ```
+/// use e2a::stream::{StreamValidator, ViolationKind};
+/// let frame = |seq: u64, fin: bool| e2a::E2AResponse::from_value(&serde_json::json!({
+///     "request_id": "r", "sequence": seq, "is_final": fin,
+///     "response_kind": if fin { "e2a.complete" } else { "e2a.chunk" },
+///     "status": if fin { "succeeded" } else { "in_progress" }})).unwrap();
+/// let mut v = StreamValidator::new();
+/// v.push(&frame(0, false));
+/// v.push(&frame(2, true));
+/// let found = v.finish();
+/// assert_eq!(found[0].kind, ViolationKind::Gap { expected: 1, got: 2 });
+/// ```
+#[derive(Debug, Default)]
+pub struct StreamValidator {
+    streams: HashMap<Option<String>, State>,
+    violations: Vec<StreamViolation>,
+    reorder_window: usize,
+    keep_for_replay: bool,
+    clock: u64,
+}
+
+impl StreamValidator {
+    /// A validator that reports violations as frames arrive (no reordering, no replay).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Holds back up to `window` out-of-order frames per request and releases them in order
+    /// (frames beyond the window are reported as gaps).
+    pub fn with_reorder_window(mut self, window: usize) -> Self {
+        self.reorder_window = window;
+        self
+    }
+
+    /// Keeps accepted frames so [`StreamValidator::replay_after`] can serve `Last-Event-ID`
+    /// resumption.
+    pub fn with_replay(mut self) -> Self {
+        self.keep_for_replay = true;
+        self
+    }
+
+    fn report(&mut self, f: &E2AResponse, kind: ViolationKind) {
+        self.violations.push(StreamViolation {
+            request_id: f.request_id.clone(),
+            kind,
+            sequence: Some(f.sequence),
+            response_id: f.response_id.clone(),
+        });
+    }
+
+    /// Accepts one frame; returns the frames released in order (the frame itself, plus held
+    /// frames it unblocked; empty while it is held back).
+    pub fn push(&mut self, f: &E2AResponse) -> Vec<E2AResponse> {
+        self.clock += 1;
+        if f.request_id.is_none() {
+            self.report(f, ViolationKind::MissingRequestId);
+        }
+        let kind_ok = match (f.status.as_str(), f.response_kind.as_str()) {
+            ("failed", k) => k == "e2a.error",
+            (_, "e2a.error") => false,
+            (s, "e2a.complete") if f.is_final => s == "succeeded",
+            _ => true,
+        };
+        if !kind_ok {
+            self.report(f, ViolationKind::StatusKindMismatch);
+        }
+        let key = f.request_id.clone();
+        let window = self.reorder_window;
+        let clock = self.clock;
+        let st = self.streams.entry(key.clone()).or_default();
+        st.last_activity = clock;
+        if st.seen.contains(&f.sequence) {
+            self.report(f, ViolationKind::Duplicate);
+            return Vec::new();
+        }
+        if f.sequence > st.expected && window > 0 && st.pending.len() < window && !st.finished {
+            st.seen.insert(f.sequence);
+            st.pending.insert(f.sequence, f.clone());
+            return Vec::new();
+        }
+        let mut released = Vec::new();
+        self.accept(&key, f.clone(), &mut released);
+        // drain held frames that are now in order
+        loop {
+            let Some(st) = self.streams.get_mut(&key) else { break };
+            let Some(next) = st.pending.remove(&st.expected) else {
+                break;
+            };
+            self.accept(&key, next, &mut released);
+        }
+        released
+    }
+
+    fn accept(&mut self, key: &Option<String>, f: E2AResponse, released: &mut Vec<E2AResponse>) {
+        let keep = self.keep_for_replay;
+        let Some(st) = self.streams.get_mut(key) else { return };
+        let mut found = Vec::new();
+        if !st.started && f.sequence != 0 {
+            found.push(ViolationKind::DoesNotStartAtZero { got: f.sequence });
+        } else if f.sequence > st.expected {
+            found.push(ViolationKind::Gap {
+                expected: st.expected,
+                got: f.sequence,
+            });
+        } else if f.sequence < st.expected {
+            found.push(ViolationKind::Reorder { expected: st.expected });
+        }
+        if st.finished {
+            found.push(if f.is_final {
+                ViolationKind::SecondFinal
+            } else {
+                ViolationKind::AfterFinal
+            });
+        }
+        st.started = true;
+        st.seen.insert(f.sequence);
+        st.expected = st.expected.max(f.sequence + 1);
+        if f.is_final {
+            st.finished = true;
+        }
+        if keep {
+            st.kept.push(f.clone());
+        }
+        for k in found {
+            self.report(&f, k);
+        }
+        released.push(f);
+    }
+
+    /// Frames of `request_id` with a sequence greater than `after` (for `Last-Event-ID`),
+    /// in order. Needs [`StreamValidator::with_replay`].
+    pub fn replay_after(&self, request_id: &str, after: u64) -> Vec<E2AResponse> {
+        let Some(st) = self.streams.get(&Some(request_id.to_string())) else {
+            return Vec::new();
+        };
+        let mut out: Vec<E2AResponse> = st.kept.iter().filter(|f| f.sequence > after).cloned().collect();
+        out.sort_by_key(|f| f.sequence);
+        out
+    }
+
+    /// Violations found so far (not including missing finals).
+    pub fn violations(&self) -> &[StreamViolation] {
+        &self.violations
+    }
+
+    /// Streams with no activity during the last `frames` pushes and no final frame are
+    /// reported as [`ViolationKind::MissingFinal`] (a timeout measured in frames, so the
+    /// check is deterministic) and forgotten.
+    pub fn expire_idle(&mut self, frames: u64) -> Vec<StreamViolation> {
+        let now = self.clock;
+        let idle: Vec<Option<String>> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| !s.finished && now.saturating_sub(s.last_activity) >= frames)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut out = Vec::new();
+        for k in idle {
+            self.streams.remove(&k);
+            out.push(StreamViolation {
+                request_id: k,
+                kind: ViolationKind::MissingFinal,
+                sequence: None,
+                response_id: None,
+            });
+        }
+        self.violations.extend(out.iter().cloned());
+        out
+    }
+
+    /// Ends the input: held frames are released (their gaps reported) and every stream
+    /// without a final frame is reported. Returns all violations.
+    pub fn finish(mut self) -> Vec<StreamViolation> {
+        let keys: Vec<Option<String>> = self.streams.keys().cloned().collect();
+        for key in keys {
+            let pending: Vec<E2AResponse> = self
+                .streams
+                .get_mut(&key)
+                .map(|s| std::mem::take(&mut s.pending).into_values().collect())
+                .unwrap_or_default();
+            let mut released = Vec::new();
+            for f in pending {
+                self.accept(&key, f, &mut released);
+            }
+        }
+        let mut missing: Vec<StreamViolation> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| !s.finished)
+            .map(|(k, _)| StreamViolation {
+                request_id: k.clone(),
+                kind: ViolationKind::MissingFinal,
+                sequence: None,
+                response_id: None,
+            })
+            .collect();
+        missing.sort_by(|a, b| a.request_id.cmp(&b.request_id));
+        self.violations.extend(missing);
+        self.violations
+    }
+}
