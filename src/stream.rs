@@ -315,11 +315,11 @@ impl StreamValidator {
         let mut released = Vec::new();
         self.accept(&key, f.clone(), &mut released);
         // drain held frames that are now in order
-        loop {
-            let Some(st) = self.streams.get_mut(&key) else { break };
-            let Some(next) = st.pending.remove(&st.expected) else {
-                break;
-            };
+        while let Some(next) = self
+            .streams
+            .get_mut(&key)
+            .and_then(|st| st.pending.remove(&st.expected))
+        {
             self.accept(&key, next, &mut released);
         }
         released
