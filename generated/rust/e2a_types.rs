@@ -64,7 +64,7 @@ impl ::std::convert::TryFrom<::std::string::String> for A2aStreamBranch {
     }
 }
 ///Body of `a2a.stream_event`.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct A2aStreamEventBody {
     ///Which StreamResponse member this is (snake_case).
     pub branch: A2aStreamBranch,
@@ -416,7 +416,7 @@ impl ::std::convert::TryFrom<::std::string::String> for AcpSessionUpdateKind {
     }
 }
 ///Legacy agent-server unary response record.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct AgentResponse {
     ///Opaque agent reference.
@@ -442,7 +442,7 @@ pub struct AgentResponse {
     pub request_id: ::std::string::String,
 }
 ///Legacy agent-server stream chunk record.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct AgentResponseChunk {
     ///Opaque agent reference.
@@ -468,7 +468,7 @@ pub struct AgentResponseChunk {
     pub request_id: ::std::string::String,
 }
 ///Body of `e2a.chunk`: one streamed delta.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct ChunkBody {
     ///The delta: text for text/reasoning, any JSON (usually an object) for custom.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -503,7 +503,7 @@ pub struct ChunkBody {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Body of `e2a.complete`: the business outcome.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct CompleteBody {
     ///Business result object.
     #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
@@ -611,7 +611,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ConverterId {
     }
 }
 ///Body of `cron`: a scheduled-command response.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct CronBody {
     ///Cron action.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -695,7 +695,7 @@ impl ::std::convert::TryFrom<::std::string::String> for DeltaKind {
     }
 }
 ///Credential references carried with a request. Secret values are redacted from `Debug` output.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct E2AAuth {
     ///Reference to an API key (treated as secret; never printed).
@@ -717,7 +717,7 @@ pub struct E2AAuth {
     pub method_id: ::std::option::Option<::std::string::String>,
 }
 ///The E2A request envelope: one normalized request record that a gateway builds from ACP, A2A, AG-UI or home-grown RPC. This is the canonical form: every field is present, nulls and empty containers included, exactly as the reference `to_dict()` emits it.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct E2AEnvelope {
     ///A2A interop metadata only (the A2A adapter's `metadata`).
@@ -802,7 +802,7 @@ pub struct E2AEnvelope {
     pub workspace_key: ::std::option::Option<::std::string::String>,
 }
 ///A file reference inside `params` (`files` / `attachments` entries).
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct E2AFileRef {
     ///Extension metadata.
@@ -821,7 +821,7 @@ pub struct E2AFileRef {
     pub uri: ::std::string::String,
 }
 ///Origin of a message: source protocol, converter id, conversion time and free-form details.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct E2AProvenance {
     ///When the conversion happened (ISO-8601 UTC).
@@ -836,7 +836,7 @@ pub struct E2AProvenance {
     pub source_protocol: ::std::string::String,
 }
 ///One E2A response record: a streaming chunk (ordered by `sequence`), the final frame (`is_final`), or a unary answer. `response_kind` says how to read `body`. Canonical form: every field present, nulls and empty containers included.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct E2AResponse {
     ///A2A interop metadata.
@@ -913,7 +913,7 @@ pub struct E2AResponse {
     pub user_id: ::std::option::Option<::std::string::String>,
 }
 ///Body of `e2a.error`.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct ErrorBody {
     ///Error code: an E2A string code (`E2A.AGENT_ERROR`) or an integer JSON-RPC code.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -996,7 +996,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ErrorCode {
     }
 }
 ///Body of `ext`: an extension method result, symmetric to a request with `method: ext`.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct ExtBody {
     ///Extension method name.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1008,7 +1008,7 @@ pub struct ExtBody {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Original error of a peer protocol carried inside an `e2a.error` body.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct ExternalError {
     ///Peer error object.
     #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
@@ -1285,7 +1285,7 @@ impl ::std::convert::TryFrom<::std::string::String> for InternalContextKey {
     }
 }
 ///Body of `acp.jsonrpc_error`: a JSON-RPC error object, used verbatim.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct JsonRpcErrorBody {
     ///JSON-RPC error code.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1320,7 +1320,7 @@ impl ::std::convert::From<i64> for JsonRpcId {
     }
 }
 ///Body of `acp.output_request`: an agent→client JSON-RPC request (e.g. `session/request_permission`).
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct OutputRequestBody {
     ///JSON-RPC id.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1338,7 +1338,7 @@ pub struct OutputRequestBody {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Body of `plan.approval_required`: a plan waiting for the user's approval.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct PlanApprovalRequiredBody {
     ///Plan text.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1353,7 +1353,7 @@ pub struct PlanApprovalRequiredBody {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Body of `acp.prompt_result`: the ACP `session/prompt` JSON-RPC result.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct PromptResultBody {
     ///ACP stop reason (`end_turn`, `cancelled`, …).
     #[serde(
@@ -1529,7 +1529,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ResponseStatus {
     }
 }
 ///Body of `acp.session_update`: an ACP `session/update` update object.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct SessionUpdateBody {
     ///Update kind (see `AcpSessionUpdateKind`).
     #[serde(rename = "sessionUpdate")]
@@ -2053,3 +2053,100 @@ impl WireMetadataKey {
 }
 /// The E2A protocol version this crate speaks (`E2A_PROTOCOL_VERSION`).
 pub const E2A_PROTOCOL_VERSION: &str = "1.0";
+
+// Redacting `Debug` impls generated by e2a-codegen (not typify).
+impl ::std::fmt::Debug for A2aStreamEventBody {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "A2aStreamEventBody", self)
+    }
+}
+impl ::std::fmt::Debug for AgentResponse {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "AgentResponse", self)
+    }
+}
+impl ::std::fmt::Debug for AgentResponseChunk {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "AgentResponseChunk", self)
+    }
+}
+impl ::std::fmt::Debug for ChunkBody {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "ChunkBody", self)
+    }
+}
+impl ::std::fmt::Debug for CompleteBody {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "CompleteBody", self)
+    }
+}
+impl ::std::fmt::Debug for CronBody {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "CronBody", self)
+    }
+}
+impl ::std::fmt::Debug for E2AAuth {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "E2AAuth", self)
+    }
+}
+impl ::std::fmt::Debug for E2AEnvelope {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "E2AEnvelope", self)
+    }
+}
+impl ::std::fmt::Debug for E2AFileRef {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "E2AFileRef", self)
+    }
+}
+impl ::std::fmt::Debug for E2AProvenance {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "E2AProvenance", self)
+    }
+}
+impl ::std::fmt::Debug for E2AResponse {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "E2AResponse", self)
+    }
+}
+impl ::std::fmt::Debug for ErrorBody {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "ErrorBody", self)
+    }
+}
+impl ::std::fmt::Debug for ExtBody {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "ExtBody", self)
+    }
+}
+impl ::std::fmt::Debug for ExternalError {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "ExternalError", self)
+    }
+}
+impl ::std::fmt::Debug for JsonRpcErrorBody {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "JsonRpcErrorBody", self)
+    }
+}
+impl ::std::fmt::Debug for OutputRequestBody {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "OutputRequestBody", self)
+    }
+}
+impl ::std::fmt::Debug for PlanApprovalRequiredBody {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "PlanApprovalRequiredBody", self)
+    }
+}
+impl ::std::fmt::Debug for PromptResultBody {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "PromptResultBody", self)
+    }
+}
+impl ::std::fmt::Debug for SessionUpdateBody {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "SessionUpdateBody", self)
+    }
+}
