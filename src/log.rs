@@ -18,12 +18,13 @@ pub const TRUNCATED_KEY: &str = "_e2a_truncated";
 /// One log line for a response: the redacted canonical record (so it carries `request_id`,
 /// `response_id`, `sequence`, `is_final`, `response_kind`, `timestamp` and everything else).
 /// When the line would exceed `max_bytes`, `body` is replaced by
-/// `{"_e2a_truncated": true, "original_bytes": N, "preview": "<start of the body JSON>"}`.
+/// `{"_e2a_truncated": true, "original_bytes": N, "preview": "<start of the body JSON>"}`
+/// (the other fields are never cut, so a line can only exceed `max_bytes` when they alone do).
 ///
 /// ```
 /// let r = e2a::E2AResponse::new(e2a::ResponseKind::E2aChunk, serde_json::json!({"delta": "x".repeat(1000)}));
-/// let line = e2a::log::log_line(&r, 400);
-/// assert!(line.len() <= 400 + 200);
+/// let line = e2a::log::log_line(&r, 900);
+/// assert!(line.len() <= 900);
 /// assert!(line.contains("_e2a_truncated"));
 /// ```
 pub fn log_line(resp: &E2AResponse, max_bytes: usize) -> String {
@@ -34,13 +35,19 @@ pub fn log_line(resp: &E2AResponse, max_bytes: usize) -> String {
     }
     let body = v.get("body").map(Value::to_string).unwrap_or_default();
     let rest = line.len() - body.len();
-    let keep = max_bytes.saturating_sub(rest + 80);
-    let mut cut = keep.min(body.len());
-    while !body.is_char_boundary(cut) {
-        cut -= 1;
+    let mut cut = max_bytes.saturating_sub(rest + 80).min(body.len());
+    loop {
+        while !body.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        v["body"] = json!({TRUNCATED_KEY: true, "original_bytes": body.len(), "preview": &body[..cut]});
+        let out = v.to_string();
+        // escaping can grow the preview; shrink until the line fits (or the preview is empty)
+        if out.len() <= max_bytes || cut == 0 {
+            return out;
+        }
+        cut = cut.saturating_sub((out.len() - max_bytes).max(cut / 4));
     }
-    v["body"] = json!({TRUNCATED_KEY: true, "original_bytes": body.len(), "preview": &body[..cut]});
-    v.to_string()
 }
 
 /// True when a logged response had its body truncated.
