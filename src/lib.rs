@@ -28,6 +28,7 @@
 
 pub mod a2a;
 pub mod acp;
+pub mod agui;
 pub mod conformance;
 pub mod envelope;
 pub mod error;
@@ -42,6 +43,7 @@ pub mod redact;
 pub mod response;
 pub mod secret;
 pub mod stream;
+pub mod taxonomy;
 pub mod strict;
 pub mod timestamp;
 pub mod wire;

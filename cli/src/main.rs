@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod demo;
+
 /// E2A (Everything-to-Agent) command-line tool.
 #[derive(Parser)]
 #[command(name = "e2a", version, about, long_about = None)]
@@ -15,6 +17,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run an embedded ACP and A2A request through the SDK and an echo agent, printing every
+    /// step (envelope, response frames, ACP updates, AG-UI events, A2A events).
+    ///
+    /// Example: e2a demo --json | jq .step
+    Demo {
+        /// Print machine-readable JSON lines instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Speak the conformance driver protocol (DRIVER.md): one JSON request per stdin line,
     /// one answer per stdout line.
     ///
@@ -25,6 +36,13 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Demo { json } => match demo::run(json) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("e2a demo: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::ConformanceDriver => conformance_driver(),
     }
 }

@@ -5,6 +5,9 @@
 
 use serde_json::{Map, Value};
 
+pub mod jsonrpc;
+pub mod stream;
+
 use crate::error::{Error, Result};
 use crate::fields::Fields;
 use crate::types::{A2aStreamBranch, ConverterId, E2AEnvelope, E2AResponse, IdentityOrigin};

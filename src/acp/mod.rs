@@ -15,6 +15,7 @@ use crate::types::{ConverterId, E2AEnvelope, E2AResponse, IdentityOrigin, JsonRp
 pub mod prompt_blocks;
 pub mod results;
 pub mod session_updates;
+pub mod stream;
 pub mod tool_updates;
 
 pub use prompt_blocks::{parse_prompt_blocks, resource_uri_to_path, ParsedPrompt};

@@ -1,0 +1,209 @@
+//! A2A 1.0 JSON-RPC requests → E2A, with 0.3 method names and shapes accepted and normalized
+//! to the 1.0 model (`message/send` → `SendMessage`, `kind`-tagged parts → 1.0 parts,
+//! lowercase roles and states → `ROLE_*` / `TASK_STATE_*`).
+
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result};
+use crate::fields::{rpc_id_of, Fields};
+use crate::types::E2AEnvelope;
+
+/// HTTP-level A2A facts that travel with a request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct A2aHeaders {
+    /// The `A2A-Version` header (absent means 0.3).
+    pub version: Option<String>,
+    /// The `A2A-Extensions` header values (extension URIs).
+    pub extensions: Vec<String>,
+}
+
+/// The A2A 1.0 operation of a JSON-RPC method name (1.0 or 0.3 spelling).
+///
+/// ```
+/// assert_eq!(e2a::a2a::jsonrpc::operation("message/stream"), Some("SendStreamingMessage"));
+/// assert_eq!(e2a::a2a::jsonrpc::operation("GetTask"), Some("GetTask"));
+/// ```
+pub fn operation(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "SendMessage" | "message/send" => "SendMessage",
+        "SendStreamingMessage" | "message/stream" => "SendStreamingMessage",
+        "GetTask" | "tasks/get" => "GetTask",
+        "CancelTask" | "tasks/cancel" => "CancelTask",
+        "ListTasks" | "tasks/list" => "ListTasks",
+        "SubscribeToTask" | "tasks/resubscribe" => "SubscribeToTask",
+        _ => return None,
+    })
+}
+
+/// A 0.3 or 1.0 `Part` as a 1.0 part (`text` / `raw` / `url` / `data`, `mediaType`, `filename`).
+pub fn normalize_part(part: &Value) -> Value {
+    let Some(p) = part.as_object() else { return part.clone() };
+    let mut out = Map::new();
+    match p.get("kind").and_then(Value::as_str) {
+        Some("text") => {
+            out.insert("text".into(), p.get("text").cloned().unwrap_or_else(|| "".into()));
+        }
+        Some("file") => {
+            let f = p.get("file").and_then(Value::as_object).cloned().unwrap_or_default();
+            if let Some(u) = f.get("uri") {
+                out.insert("url".into(), u.clone());
+            }
+            if let Some(b) = f.get("bytes") {
+                out.insert("raw".into(), b.clone());
+            }
+            if let Some(m) = f.get("mimeType") {
+                out.insert("mediaType".into(), m.clone());
+            }
+            if let Some(n) = f.get("name") {
+                out.insert("filename".into(), n.clone());
+            }
+        }
+        Some("data") => {
+            out.insert("data".into(), p.get("data").cloned().unwrap_or(Value::Null));
+        }
+        _ => {
+            for (k, v) in p {
+                let k = match k.as_str() {
+                    "mimeType" | "media_type" => "mediaType",
+                    "name" => "filename",
+                    other => other,
+                };
+                out.insert(k.into(), v.clone());
+            }
+            return Value::Object(out);
+        }
+    }
+    if let Some(m) = p.get("metadata") {
+        out.insert("metadata".into(), m.clone());
+    }
+    Value::Object(out)
+}
+
+/// A 0.3 or 1.0 `Message` as a 1.0 message (parts normalized, role `ROLE_USER`/`ROLE_AGENT`,
+/// the 0.3 `kind` dropped).
+pub fn normalize_message(msg: &Value) -> Value {
+    let Some(m) = msg.as_object() else { return msg.clone() };
+    let mut out = m.clone();
+    out.remove("kind");
+    if let Some(role) = m.get("role").and_then(Value::as_str) {
+        let r = match role {
+            "user" => "ROLE_USER",
+            "agent" => "ROLE_AGENT",
+            other => other,
+        };
+        out.insert("role".into(), r.into());
+    }
+    if let Some(Value::Array(parts)) = m.get("parts") {
+        out.insert("parts".into(), Value::Array(parts.iter().map(normalize_part).collect()));
+    }
+    Value::Object(out)
+}
+
+/// A 0.3 task state (`input-required`) or a 1.0 one as the 1.0 enum name.
+pub fn normalize_task_state(state: &str) -> String {
+    if state.starts_with("TASK_STATE_") {
+        return state.into();
+    }
+    format!("TASK_STATE_{}", state.replace('-', "_").to_uppercase())
+}
+
+fn normalize_configuration(c: &Map<String, Value>) -> Map<String, Value> {
+    let mut out = c.clone();
+    if let Some(b) = out.remove("blocking").and_then(|b| b.as_bool()) {
+        out.entry("returnImmediately").or_insert(Value::Bool(!b));
+    }
+    if let Some(p) = out.remove("pushNotificationConfig") {
+        out.entry("taskPushNotificationConfig").or_insert(p);
+    }
+    out
+}
+
+/// The text of a message: its text parts joined by newlines.
+pub fn message_text(msg: &Value) -> String {
+    msg.get("parts")
+        .and_then(Value::as_array)
+        .map(|parts| parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"))
+        .unwrap_or_default()
+}
+
+/// Normalizes an A2A JSON-RPC request (1.0 `SendMessage`, `SendStreamingMessage`, `GetTask`,
+/// `CancelTask`, …, or their 0.3 names) into an envelope.
+///
+/// `SendMessage`/`SendStreamingMessage` become `session/prompt` with `params.message` (1.0
+/// shape), `params.configuration`, `params.text` (the text parts), `expected_output_modes`,
+/// `a2a_metadata`, the message's `messageId`/`taskId`/`contextId`, and `is_stream` for the
+/// streaming method. Other operations keep their 1.0 name as `method` with `task_id` from
+/// `params.id`. Provenance records the operation, the `A2A-Version` (default `0.3`) and the
+/// requested extensions.
+///
+/// ```
+/// use e2a::a2a::jsonrpc::{envelope_from_request, A2aHeaders};
+/// let req = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {
+///     "message": {"kind": "message", "messageId": "m1", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}});
+/// let env = envelope_from_request(&req, &A2aHeaders::default()).unwrap();
+/// assert!(env.is_stream);
+/// assert_eq!(env.params["message"]["role"], "ROLE_USER");
+/// assert_eq!(env.params["message"]["parts"][0], serde_json::json!({"text": "hi"}));
+/// assert_eq!(env.provenance.details["a2a_version"], "0.3");
+/// ```
+pub fn envelope_from_request(req: &Value, headers: &A2aHeaders) -> Result<E2AEnvelope> {
+    let m = req.as_object().ok_or_else(|| Error::field("", "expected object"))?;
+    let f = Fields::new(m, "");
+    let method = f.opt_str("method")?.ok_or_else(|| f.err("method", "string"))?;
+    let op = operation(&method).ok_or_else(|| Error::field("/method", "not an A2A method"))?;
+    let params = f.obj("params")?;
+    let pf = Fields::new(&params, "/params");
+    let jsonrpc_id = match m.get("id") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(rpc_id_of(v).ok_or_else(|| f.err("id", "rpcid"))?),
+    };
+    let mut details = Map::new();
+    details.insert("kind".into(), "a2a_jsonrpc_request".into());
+    details.insert("jsonrpc_method".into(), method.clone().into());
+    details.insert("abstract_operation".into(), op.into());
+    details.insert("a2a_version".into(), headers.version.clone().unwrap_or_else(|| "0.3".into()).into());
+    if !headers.extensions.is_empty() {
+        details.insert("a2a_extensions".into(), json!(headers.extensions));
+    }
+    let mut env = match op {
+        "SendMessage" | "SendStreamingMessage" => {
+            let raw = params.get("message").ok_or_else(|| pf.err("message", "object"))?;
+            if !raw.is_object() {
+                return Err(pf.err("message", "object"));
+            }
+            let message = normalize_message(raw);
+            let mf = message.as_object().cloned().unwrap_or_default();
+            let mf = Fields::new(&mf, "/params/message");
+            let ingress = super::SendMessageIngress {
+                task_id: mf.opt_str("taskId")?,
+                context_id: mf.opt_str("contextId")?,
+                message_body: message.clone(),
+                metadata: pf.opt_obj("metadata")?.cloned(),
+                configuration: pf.opt_obj("configuration")?.map(normalize_configuration),
+                ..Default::default()
+            };
+            let mut env = super::envelope_from_send_message(&ingress)?;
+            env.message_id = mf.opt_str("messageId")?;
+            let text = message_text(&message);
+            if !text.is_empty() {
+                env.params.insert("text".into(), text.into());
+            }
+            env.is_stream = op == "SendStreamingMessage";
+            env
+        }
+        _ => E2AEnvelope {
+            method: Some(op.into()),
+            task_id: pf.opt_str("id")?,
+            context_id: pf.opt_str("contextId")?,
+            params: params.clone(),
+            is_stream: op == "SubscribeToTask",
+            ..Default::default()
+        },
+    };
+    env.jsonrpc_id = jsonrpc_id;
+    env.provenance.source_protocol = "a2a".into();
+    env.provenance.converter = Some("e2a::a2a::jsonrpc::envelope_from_request".into());
+    env.provenance.converted_at = Some(crate::timestamp::utc_now_iso());
+    env.provenance.details = details;
+    Ok(env)
+}

@@ -1,0 +1,150 @@
+//! An E2A response stream → A2A 1.0 `StreamResponse` events (and the JSON-RPC envelopes
+//! around them): the `Task` first, text as artifact chunks, reasoning and custom events as
+//! `working` status updates, then a terminal status (`COMPLETED`, `FAILED`, `CANCELED`, …).
+
+use serde_json::{json, Value};
+
+use crate::taxonomy::ErrorKind;
+use crate::types::{E2AResponse, JsonRpcId};
+
+/// Projects the frames of one request onto A2A stream events.
+///
+/// ```
+/// use e2a::{E2AEnvelope, a2a::stream::A2aStreamProjector, stream::ResponseStream};
+/// let req = E2AEnvelope::new("session/prompt", serde_json::json!({}));
+/// let mut a2a = A2aStreamProjector::new("task-1", "ctx-1");
+/// let mut s = ResponseStream::for_request(&req);
+/// let first = a2a.push(&s.text("Hel"));
+/// assert!(first[0].get("task").is_some());
+/// assert_eq!(first[1]["artifactUpdate"]["artifact"]["parts"][0]["text"], "Hel");
+/// let last = a2a.push(&s.complete(serde_json::json!({})));
+/// assert_eq!(last.last().unwrap()["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
+/// ```
+#[derive(Debug, Clone)]
+pub struct A2aStreamProjector {
+    task_id: String,
+    context_id: String,
+    artifact_id: String,
+    started: bool,
+    chunks: u64,
+    finished: bool,
+}
+
+impl A2aStreamProjector {
+    /// A projector for task `task_id` in context `context_id`.
+    pub fn new(task_id: impl Into<String>, context_id: impl Into<String>) -> Self {
+        let task_id = task_id.into();
+        A2aStreamProjector {
+            artifact_id: format!("{task_id}-output"),
+            task_id,
+            context_id: context_id.into(),
+            started: false,
+            chunks: 0,
+            finished: false,
+        }
+    }
+
+    fn status(&self, state: &str, message: Option<Value>, timestamp: &Option<String>) -> Value {
+        let mut status = json!({"state": state});
+        if let Some(m) = message {
+            status["message"] = m;
+        }
+        if let Some(t) = timestamp {
+            status["timestamp"] = t.replace("+00:00", "Z").into();
+        }
+        json!({"statusUpdate": {"taskId": self.task_id, "contextId": self.context_id, "status": status}})
+    }
+
+    fn agent_message(&self, parts: Value, frame: &E2AResponse) -> Value {
+        json!({"messageId": frame.response_id.clone().unwrap_or_else(|| format!("{}-{}", self.task_id, frame.sequence)),
+            "taskId": self.task_id, "contextId": self.context_id, "role": "ROLE_AGENT", "parts": parts})
+    }
+
+    fn artifact(&self, text: &str, last: bool) -> Value {
+        json!({"artifactUpdate": {"taskId": self.task_id, "contextId": self.context_id,
+            "artifact": {"artifactId": self.artifact_id, "parts": [{"text": text}]},
+            "append": self.chunks > 0, "lastChunk": last}})
+    }
+
+    /// The `StreamResponse` events for one frame (nothing after the terminal status).
+    pub fn push(&mut self, frame: &E2AResponse) -> Vec<Value> {
+        let mut out = Vec::new();
+        if self.finished {
+            return out;
+        }
+        if !self.started {
+            self.started = true;
+            out.push(json!({"task": {"id": self.task_id, "contextId": self.context_id,
+                "status": {"state": "TASK_STATE_WORKING"}}}));
+        }
+        let b = &frame.body;
+        match frame.response_kind.as_str() {
+            "a2a.stream_event" => out.extend(super::response_to_stream_payload(frame).map(Value::Object)),
+            "e2a.chunk" => {
+                let delta = b.get("delta").cloned().unwrap_or(Value::Null);
+                match (b.get("delta_kind").and_then(Value::as_str), &delta) {
+                    (Some("text"), Value::String(t)) => {
+                        out.push(self.artifact(t, false));
+                        self.chunks += 1;
+                    }
+                    (Some("reasoning"), Value::String(t)) => {
+                        let mut m = self.agent_message(json!([{"text": t}]), frame);
+                        m["metadata"] = json!({"e2a_delta_kind": "reasoning"});
+                        out.push(self.status("TASK_STATE_WORKING", Some(m), &frame.timestamp));
+                    }
+                    _ => {
+                        let m = self.agent_message(json!([{"data": delta}]), frame);
+                        out.push(self.status("TASK_STATE_WORKING", Some(m), &frame.timestamp));
+                    }
+                }
+            }
+            "e2a.complete" if frame.is_final => {
+                if self.chunks > 0 {
+                    out.push(self.artifact("", true));
+                }
+                self.finished = true;
+                out.push(self.status("TASK_STATE_COMPLETED", None, &frame.timestamp));
+            }
+            "plan.approval_required" => {
+                let m = self.agent_message(json!([{"data": b}]), frame);
+                self.finished = true;
+                out.push(self.status("TASK_STATE_INPUT_REQUIRED", Some(m), &frame.timestamp));
+            }
+            _ if frame.is_final => {
+                if let Some(kind) = ErrorKind::of_response(frame) {
+                    let state = kind.mapping().a2a_task_state.unwrap_or("TASK_STATE_FAILED");
+                    let text = b.get("message").and_then(Value::as_str).unwrap_or("agent error");
+                    let m = self.agent_message(json!([{"text": text}]), frame);
+                    self.finished = true;
+                    out.push(self.status(state, Some(m), &frame.timestamp));
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
+/// A JSON-RPC success envelope around a `StreamResponse` (one SSE `data:` line).
+pub fn jsonrpc_result(id: Option<&JsonRpcId>, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id.map(crate::acp::rpc_id_value).unwrap_or(Value::Null), "result": result})
+}
+
+/// The A2A JSON-RPC error for a failed frame: the A2A code of its [`ErrorKind`], its message,
+/// and `data` as a list with one `google.rpc.ErrorInfo` (reason = the E2A code).
+///
+/// ```
+/// let r = e2a::E2AResponse::from_value(&serde_json::json!({"response_kind": "e2a.error", "status": "failed",
+///     "is_final": true, "jsonrpc_id": 3, "body": {"code": "E2A.NOT_FOUND", "message": "no such task"}})).unwrap();
+/// let err = e2a::a2a::stream::jsonrpc_error(&r).unwrap();
+/// assert_eq!(err["error"]["code"], -32001);
+/// ```
+pub fn jsonrpc_error(frame: &E2AResponse) -> Option<Value> {
+    let kind = ErrorKind::of_response(frame)?;
+    let m = kind.mapping();
+    let message = frame.body.get("message").and_then(Value::as_str).unwrap_or(m.name);
+    Some(json!({"jsonrpc": "2.0", "id": frame.jsonrpc_id.as_ref().map(crate::acp::rpc_id_value).unwrap_or(Value::Null),
+        "error": {"code": m.a2a_code, "message": message, "data": [{
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": m.e2a_code, "domain": "e2a",
+            "metadata": {}}]}}))
+}

@@ -1,0 +1,113 @@
+//! An E2A response stream → the ACP messages an agent sends: `session/update` notifications
+//! while the turn runs, then the `session/prompt` JSON-RPC response.
+
+use serde_json::{json, Map, Value};
+
+use super::session_updates::SessionUpdateState;
+use crate::taxonomy::ErrorKind;
+use crate::types::{E2AResponse, JsonRpcId};
+
+/// Projects the frames of one `session/prompt` turn onto ACP.
+///
+/// ```
+/// use e2a::{E2AEnvelope, acp::stream::AcpStreamProjector, stream::ResponseStream};
+/// let req = E2AEnvelope::new("session/prompt", serde_json::json!({})).with_session_id("s1").with_jsonrpc_id(4);
+/// let mut acp = AcpStreamProjector::new("s1", req.jsonrpc_id.clone());
+/// let mut s = ResponseStream::for_request(&req);
+/// let update = acp.push(&s.text("Hi"));
+/// assert_eq!(update[0]["params"]["update"]["sessionUpdate"], "agent_message_chunk");
+/// let done = acp.push(&s.complete(serde_json::json!({})));
+/// assert_eq!(done[0], serde_json::json!({"jsonrpc": "2.0", "id": 4, "result": {"stopReason": "end_turn"}}));
+/// ```
+#[derive(Debug, Clone)]
+pub struct AcpStreamProjector {
+    session_id: String,
+    jsonrpc_id: Option<JsonRpcId>,
+    state: SessionUpdateState,
+}
+
+fn notification(session_id: &str, update: Map<String, Value>) -> Value {
+    json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": update}})
+}
+
+impl AcpStreamProjector {
+    /// A projector for the turn of `session_id` answering the request `jsonrpc_id`.
+    pub fn new(session_id: impl Into<String>, jsonrpc_id: Option<JsonRpcId>) -> Self {
+        AcpStreamProjector { session_id: session_id.into(), jsonrpc_id, state: SessionUpdateState::new() }
+    }
+
+    /// The per-turn session-update state (message ids, accumulated text, tool-call cache).
+    pub fn state(&self) -> &SessionUpdateState {
+        &self.state
+    }
+
+    fn id(&self) -> Value {
+        self.jsonrpc_id.as_ref().map(super::rpc_id_value).unwrap_or(Value::Null)
+    }
+
+    /// The ACP messages for one frame (zero, one or more).
+    pub fn push(&mut self, frame: &E2AResponse) -> Vec<Value> {
+        let b = &frame.body;
+        let mut out = Vec::new();
+        match frame.response_kind.as_str() {
+            "e2a.chunk" => {
+                let delta = b.get("delta").cloned().unwrap_or(Value::Null);
+                let update = match b.get("delta_kind").and_then(Value::as_str) {
+                    Some("text") => self.state.update("chat.delta", &text_payload(&delta, false)),
+                    Some("reasoning") => self.state.update("chat.delta", &text_payload(&delta, true)),
+                    _ => {
+                        let event = b.get("event_type").and_then(Value::as_str).unwrap_or("");
+                        match delta {
+                            Value::Object(m) => self.state.update(event, &m),
+                            _ => None,
+                        }
+                    }
+                };
+                out.extend(update.map(|u| notification(&self.session_id, u)));
+            }
+            "acp.session_update" => out.push(notification(&self.session_id, b.clone())),
+            "e2a.complete" if frame.is_final => {
+                let result = b.get("result").and_then(Value::as_object);
+                let stop = result.and_then(|r| r.get("stopReason")).and_then(Value::as_str).unwrap_or("end_turn");
+                out.push(json!({"jsonrpc": "2.0", "id": self.id(), "result": super::prompt_result(stop,
+                    self.state.user_message_id.as_deref())}));
+            }
+            "e2a.error" | "acp.jsonrpc_error" | "acp.prompt_result" if frame.is_final || frame.response_kind != "e2a.error" => {
+                if ErrorKind::of_response(frame) == Some(ErrorKind::Cancelled) {
+                    // ACP: a cancelled turn is not an error.
+                    out.push(json!({"jsonrpc": "2.0", "id": self.id(), "result": {"stopReason": "cancelled"}}));
+                } else if let Some(mut r) = super::response_to_jsonrpc_response(frame) {
+                    if frame.jsonrpc_id.is_none() {
+                        r.insert("id".into(), self.id());
+                    }
+                    // a known E2A string code gets its ACP code from the one error table
+                    if let (Some(code), Some(Value::Object(err))) = (b.get("code").and_then(Value::as_str), r.get_mut("error")) {
+                        if crate::taxonomy::ERROR_TABLE.iter().any(|m| m.e2a_code == code) {
+                            let kind = ErrorKind::from_code(&Value::from(code), "e2a");
+                            err.insert("code".into(), kind.mapping().acp_code.into());
+                        }
+                    }
+                    out.push(Value::Object(r));
+                }
+            }
+            "acp.output_request" => out.push(Value::Object(b.clone())),
+            _ => {}
+        }
+        out
+    }
+}
+
+fn text_payload(delta: &Value, reasoning: bool) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("content".into(), delta.clone());
+    if reasoning {
+        m.insert("source_chunk_type".into(), "llm_reasoning".into());
+    }
+    m
+}
+
+/// True when an envelope is an ACP `session/cancel` notification (ingress side of
+/// cancellation: the gateway stops the turn, which then ends with `stopReason: cancelled`).
+pub fn is_cancel(env: &crate::E2AEnvelope) -> bool {
+    env.method.as_deref() == Some("session/cancel")
+}
