@@ -43,8 +43,8 @@ pub mod redact;
 pub mod response;
 pub mod secret;
 pub mod stream;
-pub mod taxonomy;
 pub mod strict;
+pub mod taxonomy;
 pub mod timestamp;
 pub mod wire;
 

@@ -100,21 +100,156 @@ macro_rules! row {
 
 /// The one table (see the module docs).
 pub const ERROR_TABLE: [ErrorMapping; 15] = [
-    row!(ParseError, "parse_error", "E2A.INVALID_JSON", -32700, -32700, None, "PARSE_ERROR", 400),
-    row!(InvalidRequest, "invalid_request", "E2A.INVALID_REQUEST", -32600, -32600, Some("TASK_STATE_REJECTED"), "INVALID_REQUEST", 400),
-    row!(MethodNotFound, "method_not_found", "E2A.METHOD_NOT_FOUND", -32601, -32601, Some("TASK_STATE_REJECTED"), "METHOD_NOT_FOUND", 404),
-    row!(InvalidParams, "invalid_params", "E2A.INVALID_PARAMS", -32602, -32602, Some("TASK_STATE_REJECTED"), "INVALID_PARAMS", 422),
-    row!(Internal, "internal", "E2A.INTERNAL", -32603, -32603, Some("TASK_STATE_FAILED"), "INTERNAL_ERROR", 500),
-    row!(AgentError, "agent_error", "E2A.AGENT_ERROR", -32603, -32603, Some("TASK_STATE_FAILED"), "AGENT_ERROR", 502),
-    row!(AuthRequired, "auth_required", "E2A.AUTH_REQUIRED", -32000, -32603, Some("TASK_STATE_AUTH_REQUIRED"), "AUTH_REQUIRED", 401),
-    row!(NotFound, "not_found", "E2A.NOT_FOUND", -32002, -32001, Some("TASK_STATE_FAILED"), "NOT_FOUND", 404),
-    row!(NotCancelable, "not_cancelable", "E2A.NOT_CANCELABLE", -32603, -32002, None, "NOT_CANCELABLE", 409),
-    row!(UnsupportedOperation, "unsupported_operation", "E2A.UNSUPPORTED_OPERATION", -32601, -32004, Some("TASK_STATE_REJECTED"), "UNSUPPORTED_OPERATION", 400),
-    row!(ContentTypeNotSupported, "content_type_not_supported", "E2A.CONTENT_TYPE_NOT_SUPPORTED", -32602, -32005, Some("TASK_STATE_REJECTED"), "CONTENT_TYPE_NOT_SUPPORTED", 415),
-    row!(InvalidAgentResponse, "invalid_agent_response", "E2A.INVALID_AGENT_RESPONSE", -32603, -32006, Some("TASK_STATE_FAILED"), "INVALID_AGENT_RESPONSE", 502),
-    row!(VersionNotSupported, "version_not_supported", "E2A.VERSION_NOT_SUPPORTED", -32600, -32009, Some("TASK_STATE_REJECTED"), "VERSION_NOT_SUPPORTED", 400),
-    row!(Cancelled, "cancelled", "E2A.CANCELLED", -32800, -32603, Some("TASK_STATE_CANCELED"), "CANCELLED", 499),
-    row!(Timeout, "timeout", "E2A.TIMEOUT", -32603, -32603, Some("TASK_STATE_FAILED"), "TIMEOUT", 504),
+    row!(
+        ParseError,
+        "parse_error",
+        "E2A.INVALID_JSON",
+        -32700,
+        -32700,
+        None,
+        "PARSE_ERROR",
+        400
+    ),
+    row!(
+        InvalidRequest,
+        "invalid_request",
+        "E2A.INVALID_REQUEST",
+        -32600,
+        -32600,
+        Some("TASK_STATE_REJECTED"),
+        "INVALID_REQUEST",
+        400
+    ),
+    row!(
+        MethodNotFound,
+        "method_not_found",
+        "E2A.METHOD_NOT_FOUND",
+        -32601,
+        -32601,
+        Some("TASK_STATE_REJECTED"),
+        "METHOD_NOT_FOUND",
+        404
+    ),
+    row!(
+        InvalidParams,
+        "invalid_params",
+        "E2A.INVALID_PARAMS",
+        -32602,
+        -32602,
+        Some("TASK_STATE_REJECTED"),
+        "INVALID_PARAMS",
+        422
+    ),
+    row!(
+        Internal,
+        "internal",
+        "E2A.INTERNAL",
+        -32603,
+        -32603,
+        Some("TASK_STATE_FAILED"),
+        "INTERNAL_ERROR",
+        500
+    ),
+    row!(
+        AgentError,
+        "agent_error",
+        "E2A.AGENT_ERROR",
+        -32603,
+        -32603,
+        Some("TASK_STATE_FAILED"),
+        "AGENT_ERROR",
+        502
+    ),
+    row!(
+        AuthRequired,
+        "auth_required",
+        "E2A.AUTH_REQUIRED",
+        -32000,
+        -32603,
+        Some("TASK_STATE_AUTH_REQUIRED"),
+        "AUTH_REQUIRED",
+        401
+    ),
+    row!(
+        NotFound,
+        "not_found",
+        "E2A.NOT_FOUND",
+        -32002,
+        -32001,
+        Some("TASK_STATE_FAILED"),
+        "NOT_FOUND",
+        404
+    ),
+    row!(
+        NotCancelable,
+        "not_cancelable",
+        "E2A.NOT_CANCELABLE",
+        -32603,
+        -32002,
+        None,
+        "NOT_CANCELABLE",
+        409
+    ),
+    row!(
+        UnsupportedOperation,
+        "unsupported_operation",
+        "E2A.UNSUPPORTED_OPERATION",
+        -32601,
+        -32004,
+        Some("TASK_STATE_REJECTED"),
+        "UNSUPPORTED_OPERATION",
+        400
+    ),
+    row!(
+        ContentTypeNotSupported,
+        "content_type_not_supported",
+        "E2A.CONTENT_TYPE_NOT_SUPPORTED",
+        -32602,
+        -32005,
+        Some("TASK_STATE_REJECTED"),
+        "CONTENT_TYPE_NOT_SUPPORTED",
+        415
+    ),
+    row!(
+        InvalidAgentResponse,
+        "invalid_agent_response",
+        "E2A.INVALID_AGENT_RESPONSE",
+        -32603,
+        -32006,
+        Some("TASK_STATE_FAILED"),
+        "INVALID_AGENT_RESPONSE",
+        502
+    ),
+    row!(
+        VersionNotSupported,
+        "version_not_supported",
+        "E2A.VERSION_NOT_SUPPORTED",
+        -32600,
+        -32009,
+        Some("TASK_STATE_REJECTED"),
+        "VERSION_NOT_SUPPORTED",
+        400
+    ),
+    row!(
+        Cancelled,
+        "cancelled",
+        "E2A.CANCELLED",
+        -32800,
+        -32603,
+        Some("TASK_STATE_CANCELED"),
+        "CANCELLED",
+        499
+    ),
+    row!(
+        Timeout,
+        "timeout",
+        "E2A.TIMEOUT",
+        -32603,
+        -32603,
+        Some("TASK_STATE_FAILED"),
+        "TIMEOUT",
+        504
+    ),
 ];
 
 impl ErrorKind {
@@ -137,9 +272,15 @@ impl ErrorKind {
     /// ```
     pub fn from_code(code: &serde_json::Value, protocol: &str) -> ErrorKind {
         if let Some(s) = code.as_str() {
-            return ERROR_TABLE.iter().find(|m| m.e2a_code == s).map(|m| m.kind).unwrap_or(ErrorKind::AgentError);
+            return ERROR_TABLE
+                .iter()
+                .find(|m| m.e2a_code == s)
+                .map(|m| m.kind)
+                .unwrap_or(ErrorKind::AgentError);
         }
-        let Some(n) = code.as_i64().filter(|_| !code.is_boolean()) else { return ErrorKind::AgentError };
+        let Some(n) = code.as_i64().filter(|_| !code.is_boolean()) else {
+            return ErrorKind::AgentError;
+        };
         let found = match protocol {
             "a2a" => ERROR_TABLE.iter().find(|m| m.a2a_code == n),
             _ => ERROR_TABLE.iter().find(|m| m.acp_code == n),

@@ -23,7 +23,11 @@ pub fn echo_agent(req: &E2AEnvelope) -> Vec<E2AResponse> {
     let reply = format!("You said: {prompt}");
     let words: Vec<&str> = reply.split(' ').collect();
     for (i, w) in words.iter().enumerate() {
-        frames.push(s.text(&if i + 1 < words.len() { format!("{w} ") } else { (*w).to_string() }));
+        frames.push(s.text(&if i + 1 < words.len() {
+            format!("{w} ")
+        } else {
+            (*w).to_string()
+        }));
     }
     frames.push(s.complete(json!({"content": reply, "stopReason": "end_turn"})));
     frames
@@ -75,7 +79,11 @@ pub fn run(json_out: bool) -> Result<(), String> {
 
     // ACP → E2A → agent → ACP + AG-UI
     let acp_req: Value = serde_json::from_str(ACP_REQUEST).map_err(|e| e.to_string())?;
-    out.step("acp.request", "ACP session/prompt request (stdin of the agent)", &acp_req);
+    out.step(
+        "acp.request",
+        "ACP session/prompt request (stdin of the agent)",
+        &acp_req,
+    );
     let mut ingress = JsonRpcIngress::from_value(&json!({
         "method": acp_req["method"], "params": acp_req["params"], "jsonrpc_id": acp_req["id"], "channel": "acp"
     }))
@@ -85,7 +93,11 @@ pub fn run(json_out: bool) -> Result<(), String> {
     env.request_id = Some("req-acp-1".into());
     env.is_stream = true;
     e2a::strict::envelope(&env.to_value()).map_err(|e| e.to_string())?;
-    out.step("e2a.envelope", "E2AEnvelope (canonical, schema-valid)", &env.to_redacted_value());
+    out.step(
+        "e2a.envelope",
+        "E2AEnvelope (canonical, schema-valid)",
+        &env.to_redacted_value(),
+    );
 
     let frames = echo_agent(&env);
     check_stream(&frames)?;
@@ -111,7 +123,10 @@ pub fn run(json_out: bool) -> Result<(), String> {
     // A2A → E2A → agent → A2A
     let a2a_req: Value = serde_json::from_str(A2A_REQUEST).map_err(|e| e.to_string())?;
     out.step("a2a.request", "A2A SendStreamingMessage request", &a2a_req);
-    let headers = A2aHeaders { version: Some("1.0".into()), extensions: Vec::new() };
+    let headers = A2aHeaders {
+        version: Some("1.0".into()),
+        extensions: Vec::new(),
+    };
     let mut env = envelope_from_request(&a2a_req, &headers).map_err(|e| e.to_string())?;
     env.request_id = Some("req-a2a-1".into());
     out.step("e2a.envelope", "E2AEnvelope from A2A", &env.to_redacted_value());

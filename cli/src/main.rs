@@ -3,11 +3,16 @@
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
+mod convert;
 mod demo;
+mod input;
+mod migrate;
+mod validate;
 
-/// E2A (Everything-to-Agent) command-line tool.
+/// E2A (Everything-to-Agent) command-line tool: validate, convert and migrate message logs,
+/// and run the end-to-end demo.
 #[derive(Parser)]
 #[command(name = "e2a", version, about, long_about = None)]
 struct Cli {
@@ -15,22 +20,90 @@ struct Cli {
     command: Command,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run an embedded ACP and A2A request through the SDK and an echo agent, printing every
-    /// step (envelope, response frames, ACP updates, AG-UI events, A2A events).
-    ///
-    /// Example: e2a demo --json | jq .step
+    /// step: envelope, response frames, ACP updates, AG-UI events and A2A events.
+    #[command(after_help = "Examples:\n  e2a demo\n  e2a demo --json | jq -c .step")]
     Demo {
         /// Print machine-readable JSON lines instead of text.
         #[arg(long)]
         json: bool,
     },
-    /// Speak the conformance driver protocol (DRIVER.md): one JSON request per stdin line,
-    /// one answer per stdout line.
-    ///
-    /// Example: python3 tests/conformance/check.py tests/conformance/vectors.json -- e2a conformance-driver
+    /// Validate JSON or JSONL files of envelopes and/or responses: schema validation and, for
+    /// responses, stream invariants. Exit 0 valid, 1 invalid, 2 usage or I/O error.
+    #[command(
+        after_help = "Examples:\n  e2a validate frames.jsonl\n  e2a validate --lenient --format json legacy.jsonl\n  cat log.jsonl | e2a validate -"
+    )]
+    Validate {
+        /// Files to check (`-` for stdin).
+        #[arg(required = true)]
+        files: Vec<String>,
+        /// Accept legacy shapes (the reference's `from_dict` rules) and report which fired.
+        #[arg(long)]
+        lenient: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Convert JSONL messages between protocols, line by line.
+    #[command(after_help = format!("Supported directions: {}\n\nExamples:\n  e2a convert --from acp --to e2a acp.jsonl\n  e2a convert --from e2a --to a2a frames.jsonl", convert::DIRECTIONS))]
+    Convert {
+        /// Input protocol.
+        #[arg(long, value_enum)]
+        from: convert::Proto,
+        /// Output protocol.
+        #[arg(long, value_enum)]
+        to: convert::Proto,
+        /// Input file (`-` for stdin).
+        #[arg(default_value = "-")]
+        file: String,
+    },
+    /// Migrate legacy agent-server logs (AgentRequest / AgentResponse / AgentResponseChunk JSON
+    /// lines) to canonical E2A JSONL in constant memory. Lines that cannot be converted go to a
+    /// reject file with the reason; a summary is printed on stderr.
+    #[command(
+        after_help = "Examples:\n  e2a migrate agent-server.log -o e2a.jsonl\n  e2a migrate old.log -o new.jsonl --rejects bad.jsonl && e2a validate new.jsonl"
+    )]
+    Migrate {
+        /// Legacy log file (`-` for stdin).
+        input: String,
+        /// Output file (default stdout).
+        #[arg(short, long)]
+        output: Option<String>,
+        /// Reject file (default `<output>.rejects.jsonl`).
+        #[arg(long)]
+        rejects: Option<String>,
+        /// Never show the progress bar.
+        #[arg(long)]
+        no_progress: bool,
+    },
+    /// Strip secrets from JSONL logs (bearer tokens, API keys, credential headers, secret-named
+    /// keys anywhere). Lines that are not JSON are withheld and counted on stderr.
+    #[command(after_help = "Example:\n  e2a redact gateway.jsonl > shareable.jsonl")]
+    Redact {
+        /// Input file (`-` for stdin).
+        #[arg(default_value = "-")]
+        file: String,
+    },
+    /// Speak the conformance driver protocol (DRIVER.md): one JSON request per stdin line, one
+    /// answer per stdout line.
+    #[command(
+        after_help = "Example:\n  python3 tests/conformance/check.py tests/conformance/vectors.json -- e2a conformance-driver"
+    )]
     ConformanceDriver,
+    /// Print a shell completion script.
+    #[command(after_help = "Example:\n  e2a completions bash > /etc/bash_completion.d/e2a")]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
@@ -43,8 +116,52 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Validate { files, lenient, format } => {
+            ExitCode::from(validate::run(&files, lenient, format == Format::Json))
+        }
+        Command::Convert { from, to, file } => ExitCode::from(convert::run(from, to, &file)),
+        Command::Migrate {
+            input,
+            output,
+            rejects,
+            no_progress,
+        } => ExitCode::from(migrate::run(
+            &input,
+            output.as_deref(),
+            rejects.as_deref(),
+            !no_progress,
+        )),
+        Command::Redact { file } => ExitCode::from(redact(&file)),
         Command::ConformanceDriver => conformance_driver(),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "e2a", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
     }
+}
+
+fn redact(file: &str) -> u8 {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut withheld = 0usize;
+    let r = input::for_each_line(file, |line, text| {
+        match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(mut v) => {
+                e2a::redact::redact_value(&mut v);
+                writeln!(out, "{v}")?;
+            }
+            Err(_) => {
+                withheld += 1;
+                eprintln!("{file}:{line}: not JSON; line withheld");
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = r.and_then(|()| out.flush()) {
+        eprintln!("e2a redact: {file}: {e}");
+        return 2;
+    }
+    u8::from(withheld > 0)
 }
 
 fn conformance_driver() -> ExitCode {

@@ -122,7 +122,13 @@ fn normalize_configuration(c: &Map<String, Value>) -> Map<String, Value> {
 pub fn message_text(msg: &Value) -> String {
     msg.get("parts")
         .and_then(Value::as_array)
-        .map(|parts| parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"))
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
         .unwrap_or_default()
 }
 
@@ -161,7 +167,10 @@ pub fn envelope_from_request(req: &Value, headers: &A2aHeaders) -> Result<E2AEnv
     details.insert("kind".into(), "a2a_jsonrpc_request".into());
     details.insert("jsonrpc_method".into(), method.clone().into());
     details.insert("abstract_operation".into(), op.into());
-    details.insert("a2a_version".into(), headers.version.clone().unwrap_or_else(|| "0.3".into()).into());
+    details.insert(
+        "a2a_version".into(),
+        headers.version.clone().unwrap_or_else(|| "0.3".into()).into(),
+    );
     if !headers.extensions.is_empty() {
         details.insert("a2a_extensions".into(), json!(headers.extensions));
     }

@@ -143,8 +143,10 @@ pub fn jsonrpc_error(frame: &E2AResponse) -> Option<Value> {
     let kind = ErrorKind::of_response(frame)?;
     let m = kind.mapping();
     let message = frame.body.get("message").and_then(Value::as_str).unwrap_or(m.name);
-    Some(json!({"jsonrpc": "2.0", "id": frame.jsonrpc_id.as_ref().map(crate::acp::rpc_id_value).unwrap_or(Value::Null),
+    Some(
+        json!({"jsonrpc": "2.0", "id": frame.jsonrpc_id.as_ref().map(crate::acp::rpc_id_value).unwrap_or(Value::Null),
         "error": {"code": m.a2a_code, "message": message, "data": [{
             "@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": m.e2a_code, "domain": "e2a",
-            "metadata": {}}]}}))
+            "metadata": {}}]}}),
+    )
 }

@@ -33,7 +33,11 @@ fn notification(session_id: &str, update: Map<String, Value>) -> Value {
 impl AcpStreamProjector {
     /// A projector for the turn of `session_id` answering the request `jsonrpc_id`.
     pub fn new(session_id: impl Into<String>, jsonrpc_id: Option<JsonRpcId>) -> Self {
-        AcpStreamProjector { session_id: session_id.into(), jsonrpc_id, state: SessionUpdateState::new() }
+        AcpStreamProjector {
+            session_id: session_id.into(),
+            jsonrpc_id,
+            state: SessionUpdateState::new(),
+        }
     }
 
     /// The per-turn session-update state (message ids, accumulated text, tool-call cache).
@@ -68,11 +72,18 @@ impl AcpStreamProjector {
             "acp.session_update" => out.push(notification(&self.session_id, b.clone())),
             "e2a.complete" if frame.is_final => {
                 let result = b.get("result").and_then(Value::as_object);
-                let stop = result.and_then(|r| r.get("stopReason")).and_then(Value::as_str).unwrap_or("end_turn");
-                out.push(json!({"jsonrpc": "2.0", "id": self.id(), "result": super::prompt_result(stop,
-                    self.state.user_message_id.as_deref())}));
+                let stop = result
+                    .and_then(|r| r.get("stopReason"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("end_turn");
+                out.push(
+                    json!({"jsonrpc": "2.0", "id": self.id(), "result": super::prompt_result(stop,
+                    self.state.user_message_id.as_deref())}),
+                );
             }
-            "e2a.error" | "acp.jsonrpc_error" | "acp.prompt_result" if frame.is_final || frame.response_kind != "e2a.error" => {
+            "e2a.error" | "acp.jsonrpc_error" | "acp.prompt_result"
+                if frame.is_final || frame.response_kind != "e2a.error" =>
+            {
                 if ErrorKind::of_response(frame) == Some(ErrorKind::Cancelled) {
                     // ACP: a cancelled turn is not an error.
                     out.push(json!({"jsonrpc": "2.0", "id": self.id(), "result": {"stopReason": "cancelled"}}));
@@ -81,7 +92,9 @@ impl AcpStreamProjector {
                         r.insert("id".into(), self.id());
                     }
                     // a known E2A string code gets its ACP code from the one error table
-                    if let (Some(code), Some(Value::Object(err))) = (b.get("code").and_then(Value::as_str), r.get_mut("error")) {
+                    if let (Some(code), Some(Value::Object(err))) =
+                        (b.get("code").and_then(Value::as_str), r.get_mut("error"))
+                    {
                         if crate::taxonomy::ERROR_TABLE.iter().any(|m| m.e2a_code == code) {
                             let kind = ErrorKind::from_code(&Value::from(code), "e2a");
                             err.insert("code".into(), kind.mapping().acp_code.into());

@@ -38,11 +38,22 @@ pub fn envelope_from_run_input(input: &Value) -> Result<E2AEnvelope> {
         Some(_) => return Err(f.err("messages", "array")),
     };
     let mut params = Map::new();
-    if let Some(text) = messages.iter().rev().find(|m| m.get("role").and_then(Value::as_str) == Some("user")).map(user_text) {
+    if let Some(text) = messages
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .map(user_text)
+    {
         params.insert("text".into(), text.into());
     }
     params.insert("messages".into(), Value::Array(messages));
-    for (src, dst) in [("tools", "tools"), ("context", "context"), ("state", "state"), ("forwardedProps", "forwarded_props"), ("resume", "resume")] {
+    for (src, dst) in [
+        ("tools", "tools"),
+        ("context", "context"),
+        ("state", "state"),
+        ("forwardedProps", "forwarded_props"),
+        ("resume", "resume"),
+    ] {
         if let Some(v) = f.get(src) {
             params.insert(dst.into(), v.clone());
         }
@@ -180,7 +191,9 @@ impl AguiProjector {
                             None => {
                                 let id = self.new_id("reasoning");
                                 out.push(json!({"type": "REASONING_START", "messageId": id}));
-                                out.push(json!({"type": "REASONING_MESSAGE_START", "messageId": id, "role": "reasoning"}));
+                                out.push(
+                                    json!({"type": "REASONING_MESSAGE_START", "messageId": id, "role": "reasoning"}),
+                                );
                                 self.reasoning = Some(id.clone());
                                 id
                             }
@@ -195,16 +208,20 @@ impl AguiProjector {
                 self.close_all(&mut out);
                 self.finished = true;
                 let result = b.get("result").cloned().unwrap_or(Value::Null);
-                out.push(json!({"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id,
-                    "result": result, "outcome": {"type": "success"}}));
+                out.push(
+                    json!({"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id,
+                    "result": result, "outcome": {"type": "success"}}),
+                );
             }
             "plan.approval_required" => {
                 self.close_all(&mut out);
                 self.finished = true;
                 let id = self.new_id("interrupt");
-                out.push(json!({"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id,
+                out.push(
+                    json!({"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id,
                     "outcome": {"type": "interrupt", "interrupts": [{"id": id, "reason": "plan.approval_required",
-                    "payload": b}]}}));
+                    "payload": b}]}}),
+                );
             }
             _ if frame.is_final => {
                 if let Some(kind) = ErrorKind::of_response(frame) {
@@ -223,8 +240,12 @@ impl AguiProjector {
         let event = body.get("event_type").and_then(Value::as_str).unwrap_or("");
         match event {
             "chat.tool_call" => {
-                let Some(call) = delta.get("tool_call").and_then(Value::as_object) else { return };
-                let Some(id) = ["tool_call_id", "toolCallId", "id"].iter().find_map(|k| call.get(*k).and_then(Value::as_str))
+                let Some(call) = delta.get("tool_call").and_then(Value::as_object) else {
+                    return;
+                };
+                let Some(id) = ["tool_call_id", "toolCallId", "id"]
+                    .iter()
+                    .find_map(|k| call.get(*k).and_then(Value::as_str))
                 else {
                     return;
                 };
@@ -240,7 +261,9 @@ impl AguiProjector {
                 out.push(json!({"type": "TOOL_CALL_END", "toolCallId": id}));
             }
             "chat.tool_result" => {
-                let Some(id) = ["tool_call_id", "toolCallId", "id"].iter().find_map(|k| delta.get(*k).and_then(Value::as_str))
+                let Some(id) = ["tool_call_id", "toolCallId", "id"]
+                    .iter()
+                    .find_map(|k| delta.get(*k).and_then(Value::as_str))
                 else {
                     return;
                 };
@@ -252,7 +275,9 @@ impl AguiProjector {
                 let mid = self.new_id("tool");
                 out.push(json!({"type": "TOOL_CALL_RESULT", "messageId": mid, "toolCallId": id, "content": content, "role": "tool"}));
             }
-            _ => out.push(json!({"type": "CUSTOM", "name": if event.is_empty() { "e2a.custom" } else { event }, "value": delta})),
+            _ => out.push(
+                json!({"type": "CUSTOM", "name": if event.is_empty() { "e2a.custom" } else { event }, "value": delta}),
+            ),
         }
     }
 }
@@ -267,13 +292,28 @@ pub fn verify_events(events: &[Value]) -> std::result::Result<(), String> {
     let (mut running, mut errored, mut seen_run) = (false, false, false);
     let (mut text, mut reasoning, mut tools) = (HashSet::new(), HashSet::new(), HashSet::new());
     for (i, e) in events.iter().enumerate() {
-        let ty = e.get("type").and_then(Value::as_str).ok_or(format!("event {i}: no type"))?;
-        let id = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_string).ok_or(format!("event {i} ({ty}): no {k}"));
+        let ty = e
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or(format!("event {i}: no type"))?;
+        let id = |k: &str| {
+            e.get(k)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or(format!("event {i} ({ty}): no {k}"))
+        };
         if errored {
             return Err(format!("event {i} ({ty}): after RUN_ERROR"));
         }
         if !running && ty != "RUN_STARTED" {
-            return Err(format!("event {i} ({ty}): {}", if seen_run { "after RUN_FINISHED" } else { "before RUN_STARTED" }));
+            return Err(format!(
+                "event {i} ({ty}): {}",
+                if seen_run {
+                    "after RUN_FINISHED"
+                } else {
+                    "before RUN_STARTED"
+                }
+            ));
         }
         match ty {
             "RUN_STARTED" if running => return Err(format!("event {i}: RUN_STARTED while a run is active")),
@@ -288,16 +328,32 @@ pub fn verify_events(events: &[Value]) -> std::result::Result<(), String> {
                 running = false;
             }
             "RUN_ERROR" => errored = true,
-            "TEXT_MESSAGE_START" if !text.insert(id("messageId")?) => return Err(format!("event {i}: message already open")),
-            "TEXT_MESSAGE_CONTENT" if !text.contains(&id("messageId")?) => return Err(format!("event {i}: no open message")),
+            "TEXT_MESSAGE_START" if !text.insert(id("messageId")?) => {
+                return Err(format!("event {i}: message already open"))
+            }
+            "TEXT_MESSAGE_CONTENT" if !text.contains(&id("messageId")?) => {
+                return Err(format!("event {i}: no open message"))
+            }
             "TEXT_MESSAGE_END" if !text.remove(&id("messageId")?) => return Err(format!("event {i}: no open message")),
             "REASONING_START" | "REASONING_END" => {}
-            "REASONING_MESSAGE_START" if !reasoning.insert(id("messageId")?) => return Err(format!("event {i}: reasoning already open")),
-            "REASONING_MESSAGE_CONTENT" if !reasoning.contains(&id("messageId")?) => return Err(format!("event {i}: no open reasoning")),
-            "REASONING_MESSAGE_END" if !reasoning.remove(&id("messageId")?) => return Err(format!("event {i}: no open reasoning")),
-            "TOOL_CALL_START" if !tools.insert(id("toolCallId")?) => return Err(format!("event {i}: tool call already open")),
-            "TOOL_CALL_ARGS" if !tools.contains(&id("toolCallId")?) => return Err(format!("event {i}: no open tool call")),
-            "TOOL_CALL_END" if !tools.remove(&id("toolCallId")?) => return Err(format!("event {i}: no open tool call")),
+            "REASONING_MESSAGE_START" if !reasoning.insert(id("messageId")?) => {
+                return Err(format!("event {i}: reasoning already open"))
+            }
+            "REASONING_MESSAGE_CONTENT" if !reasoning.contains(&id("messageId")?) => {
+                return Err(format!("event {i}: no open reasoning"))
+            }
+            "REASONING_MESSAGE_END" if !reasoning.remove(&id("messageId")?) => {
+                return Err(format!("event {i}: no open reasoning"))
+            }
+            "TOOL_CALL_START" if !tools.insert(id("toolCallId")?) => {
+                return Err(format!("event {i}: tool call already open"))
+            }
+            "TOOL_CALL_ARGS" if !tools.contains(&id("toolCallId")?) => {
+                return Err(format!("event {i}: no open tool call"))
+            }
+            "TOOL_CALL_END" if !tools.remove(&id("toolCallId")?) => {
+                return Err(format!("event {i}: no open tool call"))
+            }
             _ => {}
         }
     }

@@ -1,0 +1,186 @@
+//! `e2a migrate`: legacy agent-server logs (AgentRequest / AgentResponse / AgentResponseChunk
+//! JSON lines) → canonical E2A JSONL, streaming in constant memory.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+
+use e2a::legacy::{self, AgentResponse, AgentResponseChunk};
+use e2a::LegacyRule;
+use serde_json::{json, Value};
+
+use crate::convert::Msg;
+
+/// What a legacy log line is.
+fn kind(v: &Value) -> &'static str {
+    if v.get("ok").is_some() {
+        "agent_response"
+    } else if v.get("is_complete").is_some() {
+        "agent_response_chunk"
+    } else {
+        "agent_request"
+    }
+}
+
+/// The line's `timestamp` read the way the lenient reader does (numbers → ISO-8601 UTC,
+/// strings kept), or `None`.
+fn timestamp(v: &Value) -> Result<Option<String>, String> {
+    let mut probe = serde_json::Map::new();
+    if let Some(t) = v.get("timestamp") {
+        probe.insert("timestamp".into(), t.clone());
+    }
+    e2a::E2AEnvelope::from_value(&Value::Object(probe))
+        .map(|e| e.timestamp)
+        .map_err(|e| e.to_string())
+}
+
+/// Converts one legacy record to E2A, with the legacy rules applied. `sequences` tracks the
+/// next sequence of each open stream (entries are dropped when a stream completes, so memory
+/// is bounded by the number of concurrently open streams).
+pub(crate) fn legacy_to_e2a_rules(
+    v: &Value,
+    sequences: &mut HashMap<String, u64>,
+) -> Result<(Msg, Vec<LegacyRule>), String> {
+    match kind(v) {
+        "agent_response" => {
+            let r = AgentResponse::from_value(v).map_err(|e| e.to_string())?;
+            let seq = sequences.remove(&r.request_id).unwrap_or(0);
+            let id = format!("{}:{seq}", r.request_id);
+            Ok((
+                Msg::Resp(Box::new(legacy::response_from_agent_response(
+                    &r,
+                    &id,
+                    seq,
+                    timestamp(v)?,
+                ))),
+                Vec::new(),
+            ))
+        }
+        "agent_response_chunk" => {
+            let c = AgentResponseChunk::from_value(v).map_err(|e| e.to_string())?;
+            let seq = sequences.get(&c.request_id).copied().unwrap_or(0);
+            if c.is_complete {
+                sequences.remove(&c.request_id);
+            } else {
+                sequences.insert(c.request_id.clone(), seq + 1);
+            }
+            let id = format!("{}:{seq}", c.request_id);
+            Ok((
+                Msg::Resp(Box::new(legacy::response_from_agent_chunk(
+                    &c,
+                    &id,
+                    seq,
+                    true,
+                    timestamp(v)?,
+                ))),
+                Vec::new(),
+            ))
+        }
+        _ => {
+            let l = e2a::lenient::envelope(v).map_err(|e| e.to_string())?;
+            if l.value.request_id.as_deref().is_none_or(|r| r.trim().is_empty()) {
+                return Err("/request_id: a legacy request needs a non-empty request_id".into());
+            }
+            Ok((Msg::Env(Box::new(l.value)), l.rules))
+        }
+    }
+}
+
+/// [`legacy_to_e2a_rules`] without the rules.
+pub(crate) fn legacy_to_e2a(v: &Value, sequences: &mut HashMap<String, u64>) -> Result<Msg, String> {
+    legacy_to_e2a_rules(v, sequences).map(|(m, _)| m)
+}
+
+/// Runs a migration; returns the exit code (0 all lines converted, 1 some rejected, 2 I/O).
+pub fn run(input: &str, output: Option<&str>, rejects: Option<&str>, progress: bool) -> u8 {
+    let out: Box<dyn Write> = match output {
+        Some(p) if p != "-" => match File::create(p) {
+            Ok(f) => Box::new(f),
+            Err(e) => {
+                eprintln!("e2a migrate: {p}: {e}");
+                return 2;
+            }
+        },
+        _ => Box::new(std::io::stdout()),
+    };
+    let mut out = BufWriter::with_capacity(1 << 16, out);
+    let rejects_path = rejects.map(str::to_string).unwrap_or_else(|| match output {
+        Some(p) if p != "-" => format!("{p}.rejects.jsonl"),
+        _ => "e2a-migrate.rejects.jsonl".into(),
+    });
+    let mut rejects_out: Option<BufWriter<File>> = None;
+    let total = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
+    let bar = if progress && std::io::stderr().is_terminal() && total > 0 {
+        let b = indicatif::ProgressBar::new(total);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        Some(b)
+    } else {
+        None
+    };
+    let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut rules: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut sequences = HashMap::new();
+    let limits = e2a::Limits::default();
+    let mut io_error = None;
+    let r = crate::input::for_each_line(input, |line, text| {
+        if let Some(b) = &bar {
+            b.inc(text.len() as u64 + 1);
+        }
+        let converted = limits.parse(text).map_err(|e| e.to_string()).and_then(|v| {
+            let k = kind(&v);
+            legacy_to_e2a_rules(&v, &mut sequences).map(|r| (k, r))
+        });
+        match converted {
+            Ok((k, (msg, fired))) => {
+                *counts.entry(k).or_default() += 1;
+                for r in fired {
+                    *rules.entry(r.name()).or_default() += 1;
+                }
+                let v = match msg {
+                    Msg::Env(e) => e.to_value(),
+                    Msg::Resp(r) => r.to_value(),
+                };
+                writeln!(out, "{v}")?;
+            }
+            Err(reason) => {
+                *counts.entry("rejected").or_default() += 1;
+                if rejects_out.is_none() {
+                    match File::create(&rejects_path) {
+                        Ok(f) => rejects_out = Some(BufWriter::new(f)),
+                        Err(e) => {
+                            io_error = Some(format!("{rejects_path}: {e}"));
+                            return Err(e);
+                        }
+                    }
+                }
+                if let Some(w) = rejects_out.as_mut() {
+                    writeln!(w, "{}", json!({"line": line, "reason": reason, "input": text}))?;
+                }
+            }
+        }
+        Ok(())
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let flushed = out
+        .flush()
+        .and_then(|()| rejects_out.as_mut().map_or(Ok(()), Write::flush));
+    if let Err(e) = r.and(flushed) {
+        eprintln!("e2a migrate: {}", io_error.unwrap_or_else(|| e.to_string()));
+        return 2;
+    }
+    let rejected = counts.get("rejected").copied().unwrap_or(0);
+    eprintln!(
+        "{}",
+        json!({"migrated": {"agent_requests": counts.get("agent_request").copied().unwrap_or(0),
+            "agent_responses": counts.get("agent_response").copied().unwrap_or(0),
+            "agent_response_chunks": counts.get("agent_response_chunk").copied().unwrap_or(0)},
+            "rejected": rejected, "rejects_file": if rejected > 0 { Value::from(rejects_path) } else { Value::Null },
+            "legacy_rules": rules, "open_streams_at_end": sequences.len()})
+    );
+    u8::from(rejected > 0)
+}

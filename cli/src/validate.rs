@@ -1,0 +1,162 @@
+//! `e2a validate`: schema validation (strict or lenient) plus stream invariants.
+
+use std::collections::HashMap;
+
+use e2a::stream::StreamValidator;
+use serde_json::{json, Value};
+
+use crate::input::{is_response, read_docs};
+
+/// One problem found.
+struct Problem {
+    file: String,
+    line: usize,
+    pointer: String,
+    reason: String,
+}
+
+/// Runs validation; returns the exit code (0 valid, 1 invalid, 2 I/O error).
+pub fn run(files: &[String], lenient: bool, json_out: bool) -> u8 {
+    let mut problems = Vec::new();
+    let mut notes: Vec<Value> = Vec::new();
+    let (mut envelopes, mut responses) = (0usize, 0usize);
+    for file in files {
+        let docs = match read_docs(file) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("e2a validate: {file}: {e}");
+                return 2;
+            }
+        };
+        let mut stream = StreamValidator::new();
+        let mut lines: HashMap<(Option<String>, u64), usize> = HashMap::new();
+        let mut last_line: HashMap<Option<String>, usize> = HashMap::new();
+        for doc in docs {
+            let v = match doc.value {
+                Ok(v) => v,
+                Err(e) => {
+                    problems.push(Problem {
+                        file: file.clone(),
+                        line: doc.line,
+                        pointer: String::new(),
+                        reason: e,
+                    });
+                    continue;
+                }
+            };
+            let push = |problems: &mut Vec<Problem>, err: e2a::Error| {
+                let vs = err.violations();
+                if vs.is_empty() {
+                    problems.push(Problem {
+                        file: file.clone(),
+                        line: doc.line,
+                        pointer: String::new(),
+                        reason: err.to_string(),
+                    });
+                }
+                for x in vs {
+                    problems.push(Problem {
+                        file: file.clone(),
+                        line: doc.line,
+                        pointer: x.pointer,
+                        reason: x.reason,
+                    });
+                }
+            };
+            if is_response(&v) {
+                responses += 1;
+                let read = if lenient {
+                    e2a::lenient::response(&v).map(|l| {
+                        note_rules(&mut notes, file, doc.line, &l.rules);
+                        l.value
+                    })
+                } else {
+                    e2a::strict::response(&v)
+                };
+                match read {
+                    Ok(r) => {
+                        lines.insert((r.request_id.clone(), r.sequence), doc.line);
+                        last_line.insert(r.request_id.clone(), doc.line);
+                        stream.push(&r);
+                    }
+                    Err(e) => push(&mut problems, e),
+                }
+            } else {
+                envelopes += 1;
+                let read = if lenient {
+                    e2a::lenient::envelope(&v).map(|l| note_rules(&mut notes, file, doc.line, &l.rules))
+                } else {
+                    e2a::strict::envelope(&v).map(|_| ())
+                };
+                if let Err(e) = read {
+                    push(&mut problems, e);
+                }
+            }
+        }
+        for s in stream.finish() {
+            let line = s
+                .sequence
+                .and_then(|q| lines.get(&(s.request_id.clone(), q)).copied())
+                .or_else(|| last_line.get(&s.request_id).copied())
+                .unwrap_or(0);
+            problems.push(Problem {
+                file: file.clone(),
+                line,
+                pointer: String::new(),
+                reason: format!("stream: {s}"),
+            });
+        }
+    }
+    if json_out {
+        for p in &problems {
+            println!(
+                "{}",
+                json!({"file": p.file, "line": p.line, "pointer": p.pointer, "reason": p.reason})
+            );
+        }
+        for n in &notes {
+            println!("{n}");
+        }
+        println!(
+            "{}",
+            json!({"summary": {"envelopes": envelopes, "responses": responses, "problems": problems.len(), "valid": problems.is_empty()}})
+        );
+    } else {
+        for p in &problems {
+            let ptr = if p.pointer.is_empty() {
+                String::new()
+            } else {
+                format!("{}: ", p.pointer)
+            };
+            println!("{}:{}: {ptr}{}", p.file, p.line, p.reason);
+        }
+        for n in &notes {
+            println!(
+                "{}:{}: lenient: legacy rules applied: {}",
+                n["file"].as_str().unwrap_or(""),
+                n["line"],
+                n["rules"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+                    .unwrap_or_default()
+            );
+        }
+        eprintln!(
+            "{} envelope(s), {} response(s): {}",
+            envelopes,
+            responses,
+            if problems.is_empty() {
+                "valid".to_string()
+            } else {
+                format!("{} problem(s)", problems.len())
+            }
+        );
+    }
+    u8::from(!problems.is_empty())
+}
+
+fn note_rules(notes: &mut Vec<Value>, file: &str, line: usize, rules: &[e2a::LegacyRule]) {
+    if !rules.is_empty() {
+        notes.push(json!({"file": file, "line": line, "rules": rules.iter().map(|r| r.name()).collect::<Vec<_>>()}));
+    }
+}

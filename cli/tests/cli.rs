@@ -1,0 +1,187 @@
+//! The `e2a` binary on the files in `tests/data/`: exit codes, messages with line numbers and
+//! pointers, and outputs that pass validation.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn data(name: &str) -> String {
+    format!("{}/../tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn e2a() -> Command {
+    Command::cargo_bin("e2a").expect("binary")
+}
+
+fn stdout(cmd: &mut Command) -> (i32, String, String) {
+    let out = cmd.output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn demo_runs_and_json_mode_is_jsonl() {
+    let (code, out, _) = stdout(e2a().arg("demo"));
+    assert_eq!(code, 0);
+    for needle in [
+        "E2AEnvelope",
+        "agent_message_chunk",
+        "RUN_FINISHED",
+        "TASK_STATE_COMPLETED",
+        "\"stopReason\":\"end_turn\"",
+    ] {
+        assert!(out.contains(needle), "demo output lacks {needle}");
+    }
+    let (code, out, _) = stdout(e2a().args(["demo", "--json"]));
+    assert_eq!(code, 0);
+    let steps: Vec<String> = out
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).expect("JSON line")["step"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    for s in [
+        "acp.request",
+        "e2a.envelope",
+        "e2a.response",
+        "acp.message",
+        "agui.event",
+        "a2a.request",
+        "a2a.event",
+    ] {
+        assert!(steps.iter().any(|x| x == s), "no {s} step");
+    }
+}
+
+#[test]
+fn validate_exit_codes_and_locations() {
+    let (code, _, _) = stdout(e2a().args(["validate", &data("valid.jsonl")]));
+    assert_eq!(code, 0);
+    let (code, out, _) = stdout(e2a().args(["validate", &data("invalid.jsonl")]));
+    assert_eq!(code, 1);
+    assert!(out.contains("invalid.jsonl:1: /is_stream: expected boolean"), "{out}");
+    assert!(out.contains("invalid.jsonl:1: /request_id:"), "{out}");
+    assert!(out.contains("invalid.jsonl:3: stream: request r1: gap"), "{out}");
+    assert!(
+        out.contains("invalid.jsonl:4: stream: request r2: stream ended without a final frame"),
+        "{out}"
+    );
+    let (code, _, err) = stdout(e2a().args(["validate", "/no/such/file"]));
+    assert_eq!(code, 2, "{err}");
+    let (code, _, _) = stdout(e2a().arg("validate"));
+    assert_eq!(code, 2, "usage error");
+}
+
+#[test]
+fn validate_lenient_reports_rules_and_json_format() {
+    let f = data("legacy_envelopes.jsonl");
+    assert_eq!(
+        stdout(e2a().args(["validate", &f])).0,
+        1,
+        "legacy shape is not strict-valid"
+    );
+    let (code, out, _) = stdout(e2a().args(["validate", "--lenient", &f]));
+    assert_eq!(code, 0);
+    assert!(out.contains("legacy rules applied: req_method, channel_id"), "{out}");
+    let (code, out, _) = stdout(e2a().args(["validate", "--format", "json", &data("invalid.jsonl")]));
+    assert_eq!(code, 1);
+    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).expect("JSON")).collect();
+    assert!(lines.iter().any(|l| l["pointer"] == "/is_stream" && l["line"] == 1));
+    assert_eq!(lines.last().unwrap()["summary"]["valid"], false);
+}
+
+#[test]
+fn validate_reads_stdin() {
+    let text = std::fs::read_to_string(data("valid.jsonl")).unwrap();
+    let (code, _, _) = stdout(e2a().args(["validate", "-"]).write_stdin(text));
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn migrate_converts_rejects_and_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("e2a.jsonl");
+    let rejects = dir.path().join("rejects.jsonl");
+    let (code, _, err) = stdout(e2a().args([
+        "migrate",
+        &data("legacy_agent_server.log"),
+        "-o",
+        out.to_str().unwrap(),
+        "--rejects",
+        rejects.to_str().unwrap(),
+    ]));
+    assert_eq!(code, 1, "some lines are rejected: {err}");
+    let summary: Value = serde_json::from_str(err.lines().last().unwrap()).unwrap();
+    assert_eq!(summary["migrated"]["agent_response_chunks"], 3);
+    assert_eq!(summary["rejected"], 2);
+    assert_eq!(summary["legacy_rules"]["req_method"], 2);
+    let rej: Vec<Value> = std::fs::read_to_string(&rejects)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rej.len(), 2);
+    assert_eq!(rej[1]["line"], 8);
+    assert!(rej[1]["reason"].as_str().unwrap().contains("/ok"));
+    let (code, _, _) = stdout(e2a().args(["validate", out.to_str().unwrap()]));
+    assert_eq!(code, 0, "migrated output is strict-valid with valid streams");
+}
+
+#[test]
+fn convert_directions() {
+    let (code, out, _) = stdout(e2a().args(["convert", "--from", "acp", "--to", "e2a", &data("acp_requests.jsonl")]));
+    assert_eq!(code, 0);
+    let first: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(first["provenance"]["source_protocol"], "acp");
+    assert_eq!(first["session_id"], "s1");
+    let (code, out, _) = stdout(e2a().args(["convert", "--from", "e2a", "--to", "a2a", &data("valid.jsonl")]));
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("TASK_STATE_COMPLETED") && out.contains("SendStreamingMessage"),
+        "{out}"
+    );
+    let (code, out, _) = stdout(e2a().args(["convert", "--from", "e2a", "--to", "legacy", &data("valid.jsonl")]));
+    assert_eq!(code, 0);
+    assert!(out.contains("\"is_complete\":true"), "{out}");
+    let (code, _, err) = stdout(e2a().args(["convert", "--from", "e2a", "--to", "e2a", &data("invalid.jsonl")]));
+    assert_eq!(code, 1);
+    assert!(err.contains("invalid.jsonl:1: /request_id: expected string"), "{err}");
+}
+
+#[test]
+fn redact_strips_secrets() {
+    let (code, out, err) = stdout(e2a().args(["redact", &data("secrets.jsonl")]));
+    assert_eq!(code, 1, "a non-JSON line was withheld");
+    assert!(!out.contains("SECRET"), "{out}");
+    assert!(out.contains("keep"));
+    assert!(err.contains("secrets.jsonl:2"), "{err}");
+}
+
+#[test]
+fn conformance_driver_answers_every_line() {
+    let input = "{\"id\":\"a\",\"fn\":\"envelope.from_dict\",\"input\":{\"channel_id\":\"web\"}}\n{\"id\":\"b\",\"fn\":\"nope\",\"input\":{}}\nnot json\n";
+    let (code, out, _) = stdout(e2a().arg("conformance-driver").write_stdin(input));
+    assert_eq!(code, 0);
+    let answers: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(answers.len(), 3);
+    assert_eq!(answers[0]["output"]["channel"], "web");
+    assert!(answers[1]["error"].is_string());
+    assert!(answers[2]["error"].is_string());
+}
+
+#[test]
+fn completions_and_help() {
+    let (code, out, _) = stdout(e2a().args(["completions", "bash"]));
+    assert_eq!(code, 0);
+    assert!(out.contains("e2a"));
+    for sub in ["demo", "validate", "convert", "migrate", "redact", "conformance-driver"] {
+        let (code, out, _) = stdout(e2a().args([sub, "--help"]));
+        assert_eq!(code, 0);
+        assert!(out.contains("Example"), "{sub} --help has examples");
+    }
+}
