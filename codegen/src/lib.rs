@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+pub mod docs;
 pub mod lint;
+pub mod openapi;
 
 /// The exact typify version this generator is pinned to (recorded in generated headers).
 pub const TYPIFY_VERSION: &str = "0.8.0";
@@ -331,13 +333,35 @@ pub fn generate(schema_dir: &Path) -> Result<BTreeMap<String, String>, Error> {
     Ok(out)
 }
 
-/// Every artifact the project commits, keyed by path relative to the repository root
-/// (`generated/…`). `root` is the repository root (it holds `schema/`).
+/// Path of the hand-written OpenAPI paths source, relative to the repository root.
+pub const OPENAPI_PATHS_FILE: &str = "api/openapi.paths.json";
+/// Path of the generated OpenAPI document, relative to the repository root.
+pub const OPENAPI_FILE: &str = "generated/openapi.json";
+/// Path of the protocol document whose tables are generated, relative to the repository root.
+pub const PROTOCOL_DOC: &str = "docs/protocol.md";
+
+fn read(root: &Path, rel: &str) -> Result<String, Error> {
+    std::fs::read_to_string(root.join(rel)).map_err(|e| Error::Io(root.join(rel), e))
+}
+
+/// Every artifact the project commits that Rust alone generates, keyed by path relative to the
+/// repository root: `generated/rust/…`, `generated/schema/…`, `generated/openapi.json` and
+/// `docs/protocol.md` (tables between the markers). `root` is the repository root.
 pub fn generate_all(root: &Path) -> Result<BTreeMap<String, String>, Error> {
-    Ok(generate(&root.join("schema"))?
+    let mut out: BTreeMap<String, String> = generate(&root.join("schema"))?
         .into_iter()
         .map(|(k, v)| (format!("generated/{k}"), v))
-        .collect())
+        .collect();
+    let bundled: Value = serde_json::from_str(&out[&format!("generated/{BUNDLE_FILE}")])
+        .map_err(|e| Error::Json(PathBuf::from(BUNDLE_FILE), e))?;
+    let paths: Value = serde_json::from_str(&read(root, OPENAPI_PATHS_FILE)?)
+        .map_err(|e| Error::Json(root.join(OPENAPI_PATHS_FILE), e))?;
+    out.insert(
+        OPENAPI_FILE.into(),
+        canonical_json(&openapi::openapi(&bundled, &paths)?),
+    );
+    out.insert(PROTOCOL_DOC.into(), docs::splice(&read(root, PROTOCOL_DOC)?, &bundled)?);
+    Ok(out)
 }
 
 /// Lints the schemas of `dir` (bundling first): every problem, or empty when clean.

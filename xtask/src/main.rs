@@ -1,24 +1,69 @@
-//! `cargo xtask codegen` regenerates every artifact under `generated/` from `schema/`;
-//! `cargo xtask check-drift` regenerates in memory, compares with the committed files and
-//! fails with a unified diff naming each drifted file and the command that fixes it.
+//! `cargo xtask codegen | check-drift | setup` — see `xtask/src/lib.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
+const USAGE: &str = "usage: cargo xtask <command> [--skip-external] [--root DIR]
+
+  codegen       regenerate every artifact (generated/, docs tables, OpenAPI, TS, Python) from schema/
+  check-drift   lint schema/ and fail with a diff when any committed artifact differs from schema/
+  setup         install the pinned TypeScript and Python generators (npm ci, .venv)
+
+  --skip-external   leave out the TypeScript and Python exports (no Node/Python needed)";
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut opts = xtask::Options::default();
+    let mut root: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    if let Some(i) = args.iter().position(|a| a == "--skip-external") {
+        args.remove(i);
+        opts.skip_external = true;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--root") {
+        args.remove(i);
+        if i < args.len() {
+            root = PathBuf::from(args.remove(i));
+        }
+    }
     let result = match args.first().map(String::as_str) {
-        Some("codegen") => codegen(&root()),
-        Some("check-drift") => check_drift(&root()),
+        Some("codegen") => xtask::codegen(&root, opts).map(|written| {
+            for w in &written {
+                println!("wrote {w}");
+            }
+            println!(
+                "codegen: {} file(s) rewritten; everything matches schema/",
+                written.len()
+            );
+            true
+        }),
+        Some("check-drift") => xtask::check_drift(&root, opts).map(|(lint, drifts)| {
+            for p in &lint {
+                eprintln!("schema lint: {p}");
+            }
+            for d in &drifts {
+                eprintln!("drift: {} differs from what schema/ generates", d.path);
+                eprint!("{}", d.diff);
+            }
+            if !drifts.is_empty() {
+                eprintln!(
+                    "\ncheck-drift: {} file(s) drifted: {}.\nFix: run `cargo xtask codegen` and commit the result.",
+                    drifts.len(),
+                    drifts.iter().map(|d| d.path.as_str()).collect::<Vec<_>>().join(", ")
+                );
+            } else if lint.is_empty() {
+                println!("check-drift: schema lint clean; every artifact matches schema/");
+            }
+            lint.is_empty() && drifts.is_empty()
+        }),
+        Some("setup") => xtask::setup(&root).map(|()| {
+            println!("setup: tools installed");
+            true
+        }),
         _ => {
-            eprintln!("usage: cargo xtask <codegen|check-drift>\n\n  codegen      regenerate generated/ from schema/\n  check-drift  fail if generated/ differs from what schema/ produces");
+            eprintln!("{USAGE}");
             return ExitCode::from(2);
         }
     };
@@ -30,55 +75,4 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-fn codegen(root: &Path) -> Result<bool, String> {
-    let files = e2a_codegen::generate_all(root).map_err(|e| e.to_string())?;
-    for (rel, contents) in &files {
-        let path = root.join(rel);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        }
-        let old = std::fs::read_to_string(&path).unwrap_or_default();
-        if old != *contents {
-            std::fs::write(&path, contents).map_err(|e| format!("{}: {e}", path.display()))?;
-            println!("wrote {rel}");
-        }
-    }
-    println!("codegen: {} artifacts up to date", files.len());
-    Ok(true)
-}
-
-fn check_drift(root: &Path) -> Result<bool, String> {
-    let lint = e2a_codegen::lint_dir(&root.join("schema")).map_err(|e| e.to_string())?;
-    if !lint.is_empty() {
-        for p in &lint {
-            eprintln!("schema lint: {p}");
-        }
-        return Ok(false);
-    }
-    let files = e2a_codegen::generate_all(root).map_err(|e| e.to_string())?;
-    let mut drifted = 0;
-    for (rel, want) in &files {
-        let have = std::fs::read_to_string(root.join(rel))
-            .unwrap_or_default()
-            .replace("\r\n", "\n");
-        if have != *want {
-            drifted += 1;
-            eprintln!("drift: {rel} differs from what schema/ generates");
-            let diff = similar::TextDiff::from_lines(&have, want);
-            eprint!(
-                "{}",
-                diff.unified_diff()
-                    .context_radius(2)
-                    .header(&format!("a/{rel} (committed)"), &format!("b/{rel} (generated)"))
-            );
-        }
-    }
-    if drifted > 0 {
-        eprintln!("\ncheck-drift: {drifted} file(s) drifted. Fix: run `cargo xtask codegen` and commit the result.");
-        return Ok(false);
-    }
-    println!("check-drift: {} artifacts match schema/", files.len());
-    Ok(true)
 }

@@ -1,0 +1,116 @@
+//! Markdown field tables for `docs/protocol.md`, rendered from the bundled schema and spliced
+//! between `<!-- codegen:begin tables -->` and `<!-- codegen:end tables -->`; the prose
+//! around the markers stays hand-written.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::Error;
+
+/// Start marker of the generated region.
+pub const BEGIN: &str = "<!-- codegen:begin tables -->";
+/// End marker of the generated region.
+pub const END: &str = "<!-- codegen:end tables -->";
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn type_of(p: &Value) -> String {
+    if let Some(r) = p.get("$ref").and_then(Value::as_str) {
+        let n = r.trim_start_matches("#/$defs/");
+        return format!("[`{n}`](#{})", n.to_lowercase());
+    }
+    if let Some(alts) = p.get("anyOf").and_then(Value::as_array) {
+        return alts.iter().map(type_of).collect::<Vec<_>>().join(" \\| ");
+    }
+    match p.get("type") {
+        Some(Value::String(t)) if t == "array" => {
+            format!(
+                "array of {}",
+                p.get("items").map(type_of).unwrap_or_else(|| "any".into())
+            )
+        }
+        Some(Value::String(t)) if t == "object" => match p.get("additionalProperties") {
+            Some(Value::Object(ap)) if !ap.is_empty() => format!("map of {}", type_of(&Value::Object(ap.clone()))),
+            _ => "object".into(),
+        },
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" \\| "),
+        _ => "any".into(),
+    }
+}
+
+fn nullable(p: &Value) -> bool {
+    match p.get("type") {
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "null"),
+        _ => p
+            .get("anyOf")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|x| x.get("type") == Some(&"null".into()))),
+    }
+}
+
+/// The tables for every type of the bundled schema.
+pub fn tables(bundled: &Value) -> String {
+    let mut out = String::new();
+    let Some(defs) = bundled.get("$defs").and_then(Value::as_object) else {
+        return out;
+    };
+    for (name, def) in defs {
+        let desc = def.get("description").and_then(Value::as_str).unwrap_or("");
+        let _ = writeln!(out, "### {name}\n\n{}\n", cell(desc));
+        if let Some(values) = def.get("enum").and_then(Value::as_array) {
+            let _ = writeln!(out, "| value |\n|---|");
+            for v in values {
+                let _ = writeln!(out, "| `{}` |", v.as_str().unwrap_or_default());
+            }
+            out.push('\n');
+            continue;
+        }
+        let Some(props) = def.get("properties").and_then(Value::as_object) else {
+            let _ = writeln!(out, "JSON type: {}\n", type_of(def));
+            continue;
+        };
+        let required: Vec<&str> = def
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "| field | JSON type | required | nullable | default | description |\n|---|---|---|---|---|---|"
+        );
+        for (k, p) in props {
+            let default = p.get("default").map(|d| format!("`{d}`")).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "| `{k}` | {} | {} | {} | {default} | {} |",
+                type_of(p),
+                if required.contains(&k.as_str()) { "yes" } else { "no" },
+                if nullable(p) { "yes" } else { "no" },
+                cell(p.get("description").and_then(Value::as_str).unwrap_or(""))
+            );
+        }
+        match def.get("additionalProperties") {
+            Some(Value::Bool(false)) => out.push_str("\nNo other fields are allowed.\n\n"),
+            Some(_) => out.push_str("\nOther fields are allowed and kept.\n\n"),
+            None => out.push('\n'),
+        }
+    }
+    out
+}
+
+/// `doc` with the generated region replaced by fresh tables.
+pub fn splice(doc: &str, bundled: &Value) -> Result<String, Error> {
+    let (Some(b), Some(e)) = (doc.find(BEGIN), doc.find(END)) else {
+        return Err(Error::Schema(format!(
+            "docs/protocol.md: markers `{BEGIN}` / `{END}` not found"
+        )));
+    };
+    if e < b {
+        return Err(Error::Schema("docs/protocol.md: end marker before begin marker".into()));
+    }
+    Ok(format!("{}{BEGIN}\n\n{}{}", &doc[..b], tables(bundled), &doc[e..]))
+}
