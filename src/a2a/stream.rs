@@ -50,7 +50,7 @@ impl A2aStreamProjector {
             status["message"] = m;
         }
         if let Some(t) = timestamp {
-            status["timestamp"] = t.replace("+00:00", "Z").into();
+            status["timestamp"] = proto_timestamp(t).into();
         }
         json!({"statusUpdate": {"taskId": self.task_id, "contextId": self.context_id, "status": status}})
     }
@@ -122,6 +122,32 @@ impl A2aStreamProjector {
             _ => {}
         }
         out
+    }
+}
+
+/// An E2A timestamp (`…+00:00`) as ProtoJSON writes a `google.protobuf.Timestamp`: UTC with
+/// `Z`, and the fraction in groups of 0, 3, 6 or 9 digits.
+///
+/// ```
+/// use e2a::a2a::stream::proto_timestamp;
+/// assert_eq!(proto_timestamp("2026-03-26T11:33:01.150000+00:00"), "2026-03-26T11:33:01.150Z");
+/// assert_eq!(proto_timestamp("2026-03-26T11:33:01+00:00"), "2026-03-26T11:33:01Z");
+/// assert_eq!(proto_timestamp("2026-03-26T11:33:01.000500+00:00"), "2026-03-26T11:33:01.000500Z");
+/// ```
+pub fn proto_timestamp(t: &str) -> String {
+    let base = t.strip_suffix("+00:00").or_else(|| t.strip_suffix('Z')).unwrap_or(t);
+    let (secs, frac) = base.split_once('.').unwrap_or((base, ""));
+    let frac = frac.trim_end_matches('0');
+    let digits = match frac.len() {
+        0 => 0,
+        1..=3 => 3,
+        4..=6 => 6,
+        _ => 9,
+    };
+    if digits == 0 {
+        format!("{secs}Z")
+    } else {
+        format!("{secs}.{frac:0<digits$}Z")
     }
 }
 

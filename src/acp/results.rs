@@ -45,3 +45,24 @@ pub fn prompt_result(stop_reason: &str, user_message_id: Option<&str>) -> Value 
     }
     r
 }
+
+/// `session/list` result in the ACP v1 schema's shape, where each session also carries its
+/// working directory (`cwd`, required by ACP v1; the reference [`session_list_result`] omits
+/// it). Ids are stripped; blanks and duplicates are dropped, order kept.
+///
+/// ```
+/// let r = e2a::acp::results::session_list_result_v1([("a", "/work"), (" a ", "/x"), ("b", "/w2")]);
+/// assert_eq!(r, serde_json::json!({"sessions": [{"sessionId": "a", "cwd": "/work"}, {"sessionId": "b", "cwd": "/w2"}]}));
+/// ```
+pub fn session_list_result_v1<'a>(sessions: impl IntoIterator<Item = (&'a str, &'a str)>) -> Value {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for (id, cwd) in sessions {
+        let id = id.trim();
+        if !id.is_empty() && !seen.contains(&id) {
+            seen.push(id);
+            out.push(json!({"sessionId": id, "cwd": cwd}));
+        }
+    }
+    json!({"sessions": out})
+}

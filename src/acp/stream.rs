@@ -67,7 +67,11 @@ impl AcpStreamProjector {
                         }
                     }
                 };
-                out.extend(update.map(|u| notification(&self.session_id, u)));
+                out.extend(
+                    update
+                        .and_then(standard_update)
+                        .map(|u| notification(&self.session_id, u)),
+                );
             }
             "acp.session_update" => out.push(notification(&self.session_id, b.clone())),
             "e2a.complete" if frame.is_final => {
@@ -107,6 +111,62 @@ impl AcpStreamProjector {
             _ => {}
         }
         out
+    }
+}
+
+/// Rewrites the reference's project-specific update shapes into standard ACP v1 ones:
+/// `todo_update` becomes a `plan` (entries with content, priority, status); a `plan` whose
+/// payload has no `entries` and a `usage_update` without `used`/`size` are dropped (they have
+/// no ACP form); everything else passes through.
+pub fn standard_update(update: Map<String, Value>) -> Option<Map<String, Value>> {
+    let kind = update.get("sessionUpdate").and_then(Value::as_str).unwrap_or("");
+    match kind {
+        "todo_update" => {
+            let entries: Vec<Value> = update
+                .get("todos")?
+                .as_array()?
+                .iter()
+                .filter_map(Value::as_object)
+                .map(|t| {
+                    let status = match t.get("status").and_then(Value::as_str) {
+                        Some(s @ ("pending" | "in_progress" | "completed")) => s,
+                        Some("done" | "complete") => "completed",
+                        _ => "pending",
+                    };
+                    let priority = match t.get("priority").and_then(Value::as_str) {
+                        Some(p @ ("high" | "medium" | "low")) => p,
+                        _ => "medium",
+                    };
+                    let content = t
+                        .get("content")
+                        .or_else(|| t.get("title"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    json!({"content": content, "priority": priority, "status": status})
+                })
+                .collect();
+            json!({"sessionUpdate": "plan", "entries": entries})
+                .as_object()
+                .cloned()
+        }
+        "plan" => {
+            let entries = update
+                .get("entries")
+                .or_else(|| update.get("plan").and_then(|p| p.get("entries")))?;
+            json!({"sessionUpdate": "plan", "entries": entries})
+                .as_object()
+                .cloned()
+        }
+        "usage_update" => {
+            let usage = update.get("usage").and_then(Value::as_object).unwrap_or(&update);
+            let (used, size) = (usage.get("used")?.as_u64()?, usage.get("size")?.as_u64()?);
+            let mut u = json!({"sessionUpdate": "usage_update", "used": used, "size": size});
+            if let Some(cost) = usage.get("cost").filter(|c| c.is_object()) {
+                u["cost"] = cost.clone();
+            }
+            u.as_object().cloned()
+        }
+        _ => Some(update),
     }
 }
 
