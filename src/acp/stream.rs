@@ -133,10 +133,11 @@ pub fn standard_update(update: Map<String, Value>) -> Option<Map<String, Value>>
                         Some("done" | "complete") => "completed",
                         _ => "pending",
                     };
-                    let priority = match t.get("priority").and_then(Value::as_str) {
-                        Some(p @ ("high" | "medium" | "low")) => p,
-                        _ => "medium",
-                    };
+                    let priority = t
+                        .get("priority")
+                        .and_then(Value::as_str)
+                        .filter(|p| ["high", "medium", "low"].contains(p))
+                        .unwrap_or("medium");
                     let content = t
                         .get("content")
                         .or_else(|| t.get("title"))
