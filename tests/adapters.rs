@@ -343,3 +343,16 @@ fn merge_params_early_return_and_meta() {
         "/params/_meta"
     );
 }
+
+/// Fuzz finding (wire_parse): an agent whose own metadata uses the reserved wire key gets a
+/// frame whose legacy blob takes precedence on parse (reference behaviour); a blob without
+/// `request_id` is then a typed error naming the field, never a panic.
+#[test]
+fn reserved_metadata_key_in_agent_metadata_is_an_error_not_a_panic() {
+    let r = AgentResponse::from_value(&json!({"request_id": "r", "channel_id": "c",
+        "metadata": {"_e2a_wire_legacy_agent_response": {"x": 1}}}))
+    .unwrap();
+    let frame = wire::encode_agent_response(&r, "x", 0);
+    let err = wire::parse_unary(&frame).unwrap_err();
+    assert_eq!(err.violations()[0].pointer, "/metadata/_e2a_wire_legacy_agent_response/request_id");
+}

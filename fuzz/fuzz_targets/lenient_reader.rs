@@ -1,0 +1,21 @@
+#![no_main]
+//! Lenient readers on arbitrary bytes; whatever they accept is canonical and strict-valid,
+//! and canonical → lenient → canonical is the identity.
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(s) = std::str::from_utf8(data) else { return };
+    if let Ok(env) = e2a::E2AEnvelope::from_json(s) {
+        let canonical = env.to_value();
+        let strict = e2a::strict::envelope(&canonical).expect("lenient output is strict-valid");
+        assert_eq!(e2a::E2AEnvelope::from_value(&canonical).expect("re-read").to_value(), canonical);
+        let _ = format!("{strict:?}{strict}");
+    }
+    if let Ok(resp) = e2a::E2AResponse::from_json(s) {
+        let canonical = resp.to_value();
+        e2a::strict::response(&canonical).expect("lenient output is strict-valid");
+        assert_eq!(e2a::E2AResponse::from_value(&canonical).expect("re-read").to_value(), canonical);
+        let _ = resp.typed_body();
+        let _ = e2a::log::log_line(&resp, 512);
+    }
+});
