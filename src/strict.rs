@@ -1,5 +1,6 @@
 //! The strict reader: a message must validate against the embedded E2A JSON Schema (the same
-//! bundled schema the types are generated from). All violations are reported, each with its
+//! bundled schema the types are generated from) and be in canonical form (what the lenient
+//! reader would write back). All violations are reported, each with its
 //! JSON pointer and a reason that never quotes the offending value.
 
 use std::sync::OnceLock;
@@ -58,6 +59,20 @@ pub fn violations(validator: &Validator, value: &Value) -> Vec<Violation> {
     out
 }
 
+/// Reports the top-level fields where a schema-valid message is not in canonical form, i.e.
+/// where the lenient reader would write something else (e.g. an unstripped `agent_id`). This
+/// keeps "strict-valid ⇒ lenient-valid with the same value" true.
+fn non_canonical(value: &Value, canonical: &Value) -> Vec<Violation> {
+    let (Some(a), Some(b)) = (value.as_object(), canonical.as_object()) else { return Vec::new() };
+    a.iter()
+        .filter(|(k, v)| b.get(*k) != Some(*v))
+        .map(|(k, _)| Violation {
+            pointer: format!("/{}", crate::fields::pointer_key(k)),
+            reason: "not in canonical form (the lenient reader normalizes it; e.g. ids are stripped)".into(),
+        })
+        .collect()
+}
+
 /// Validates an envelope strictly and decodes it.
 ///
 /// ```
@@ -67,12 +82,24 @@ pub fn violations(validator: &Validator, value: &Value) -> Vec<Violation> {
 /// assert!(err.violations().iter().any(|v| v.pointer == "/request_id"));
 /// ```
 pub fn envelope(value: &Value) -> Result<crate::E2AEnvelope> {
-    decode(envelope_validator()?, value)
+    let env: crate::E2AEnvelope = decode(envelope_validator()?, value)?;
+    let canonical = crate::E2AEnvelope::from_value(value).map(|e| e.to_value()).unwrap_or(Value::Null);
+    let errs = non_canonical(value, &canonical);
+    if !errs.is_empty() {
+        return Err(Error::Schema(errs));
+    }
+    Ok(env)
 }
 
 /// Validates a response strictly and decodes it.
 pub fn response(value: &Value) -> Result<crate::E2AResponse> {
-    decode(response_validator()?, value)
+    let resp: crate::E2AResponse = decode(response_validator()?, value)?;
+    let canonical = crate::E2AResponse::from_value(value).map(|r| r.to_value()).unwrap_or(Value::Null);
+    let errs = non_canonical(value, &canonical);
+    if !errs.is_empty() {
+        return Err(Error::Schema(errs));
+    }
+    Ok(resp)
 }
 
 fn decode<T: serde::de::DeserializeOwned>(v: &Validator, value: &Value) -> Result<T> {

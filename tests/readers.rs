@@ -208,3 +208,17 @@ fn typed_body_by_kind() {
     let unknown = E2AResponse::from_json(r#"{"response_kind":"vendor.x","body":{"a":1}}"#).unwrap();
     assert!(matches!(unknown.typed_body().unwrap(), ResponseBody::Unknown { kind, .. } if kind == "vendor.x"));
 }
+
+/// Fuzz finding (strict_reader): a schema-valid envelope with an unstripped `agent_id` was
+/// strict-valid but read differently by the lenient reader. Strict now also requires the
+/// canonical form.
+#[test]
+fn strict_requires_canonical_form() {
+    let mut v = E2AEnvelope::default().to_value();
+    v["agent_id"] = json!(" tab");
+    let err = e2a::strict::envelope(&v).unwrap_err();
+    assert_eq!(err.violations()[0].pointer, "/agent_id");
+    v["agent_id"] = json!("tab");
+    let strict = e2a::strict::envelope(&v).unwrap();
+    assert_eq!(E2AEnvelope::from_value(&v).unwrap(), strict);
+}
