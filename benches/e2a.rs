@@ -269,7 +269,11 @@ fn benches(c: &mut Criterion) -> Vec<(String, String, Box<dyn Fn()>)> {
         let mut prompt = env.clone();
         prompt.method = Some("session/prompt".into());
         op!("adapters", "acp_envelope_to_call", move || {
-            black_box(e2a::acp::envelope_to_jsonrpc_call(black_box(&prompt)).map(|c| c.to_value()).ok());
+            black_box(
+                e2a::acp::envelope_to_jsonrpc_call(black_box(&prompt))
+                    .map(|c| c.to_value())
+                    .ok(),
+            );
         });
         let err = E2AResponse::from_value(&json!({"response_kind": "e2a.error", "jsonrpc_id": 1,
             "body": {"code": "E2A.X", "message": "boom", "details": {"d": 1}}}))
@@ -283,9 +287,10 @@ fn benches(c: &mut Criterion) -> Vec<(String, String, Box<dyn Fn()>)> {
         op!("adapters", "a2a_stream_payload", move || {
             black_box(e2a::a2a::response_to_stream_payload(black_box(&ev)));
         });
-        let legacy_chunk = e2a::legacy::AgentResponseChunk::from_value(&json!({"request_id": "r1", "channel_id": "web",
+        let legacy_chunk =
+            e2a::legacy::AgentResponseChunk::from_value(&json!({"request_id": "r1", "channel_id": "web",
             "payload": {"event_type": "chat.delta", "content": "Hello, world"}}))
-        .expect("chunk");
+            .expect("chunk");
         op!("adapters", "wire_encode_chunk", move || {
             black_box(e2a::wire::encode_agent_chunk(black_box(&legacy_chunk), "resp", 1, true).to_string());
         });
@@ -387,9 +392,15 @@ fn main() {
         .configure_from_args();
     let ops = benches(&mut c);
     c.final_summary();
-    println!("\n{:<22} {:<28} {:>12} {:>9} {:>11}", "group", "benchmark", "median", "ratio", "allocs/op");
+    println!(
+        "\n{:<22} {:<28} {:>12} {:>9} {:>11}",
+        "group", "benchmark", "median", "ratio", "allocs/op"
+    );
     for (g, id, f) in &ops {
-        let base = BASELINES.iter().find(|(bg, _)| bg == g).and_then(|(bg, bid)| median_ns(bg, bid));
+        let base = BASELINES
+            .iter()
+            .find(|(bg, _)| bg == g)
+            .and_then(|(bg, bid)| median_ns(bg, bid));
         let Some(m) = median_ns(g, id) else { continue };
         let before = ALLOCS.load(Ordering::Relaxed);
         for _ in 0..100 {
@@ -397,9 +408,16 @@ fn main() {
         }
         let allocs = (ALLOCS.load(Ordering::Relaxed) - before) as f64 / 100.0;
         let ratio = base.map(|b| format!("{:.2}x", m / b)).unwrap_or_default();
-        let median = if m > 1e6 { format!("{:.2} ms", m / 1e6) } else { format!("{:.0} ns", m) };
+        let median = if m > 1e6 {
+            format!("{:.2} ms", m / 1e6)
+        } else {
+            format!("{:.0} ns", m)
+        };
         let extra = if g == "validate_throughput" {
-            format!("  {:.0} MB/s", THROUGHPUT_BYTES.load(Ordering::Relaxed) as f64 / (m / 1e9) / 1e6)
+            format!(
+                "  {:.0} MB/s",
+                THROUGHPUT_BYTES.load(Ordering::Relaxed) as f64 / (m / 1e9) / 1e6
+            )
         } else if g == "stream_validator" && id != "vec_push_baseline" {
             format!("  {:.1} M frames/s", 1000.0 / (m / 1e9) / 1e6)
         } else {

@@ -128,7 +128,8 @@ impl E2AEnvelope {
 
     /// Reads JSON text leniently under `limits`, reporting the legacy rules that fired.
     pub fn read_lenient(input: &str, limits: &Limits) -> Result<Lenient<Self>> {
-        crate::lenient::envelope(&limits.parse(input)?)
+        limits.check(input)?;
+        crate::lenient::envelope_str(input)
     }
 
     /// Reads a JSON value leniently (the reference's `from_dict`).

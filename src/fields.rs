@@ -104,23 +104,6 @@ impl<'a> Fields<'a> {
             Some(_) => Err(self.err(key, "seq")),
         }
     }
-
-    /// A timestamp: strings pass through verbatim; epoch-second numbers become ISO-8601 UTC.
-    pub fn timestamp(&self, key: &str) -> Result<Option<String>> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(Value::Number(n)) => {
-                let s = match n.as_i64() {
-                    Some(i) => crate::timestamp::from_epoch_secs(i),
-                    None => n.as_f64().and_then(crate::timestamp::from_epoch_f64),
-                };
-                s.map(Some)
-                    .ok_or_else(|| self.err(key, "timestamp within years 1-9999"))
-            }
-            Some(_) => Err(self.err(key, "timestamp")),
-        }
-    }
 }
 
 /// A JSON-RPC id from JSON: a string or an integer that fits `i64`.

@@ -8,9 +8,11 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::fields::{truthy, Fields};
+use crate::fields::truthy;
+use crate::take::{KeyTable, Slots, Source, Taker};
 use crate::types::{E2AAuth, E2AEnvelope, E2AProvenance, E2AResponse, IdentityOrigin, WireMetadataKey};
 use crate::{SecretHeaders, SecretString};
+use std::sync::OnceLock;
 
 /// A legacy compatibility rule that fired while reading a message leniently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -68,25 +70,25 @@ pub struct Lenient<T> {
     pub rules: Vec<LegacyRule>,
 }
 
-struct Ctx<'a> {
-    f: Fields<'a>,
+struct Ctx<'b, S: Source> {
+    f: Taker<'b, S>,
     rules: Vec<LegacyRule>,
 }
 
-impl<'a> Ctx<'a> {
+impl<'b, S: Source> Ctx<'b, S> {
     fn fire(&mut self, r: LegacyRule) {
         self.rules.push(r);
     }
 
     fn null_default(&mut self, key: &str) {
-        if self.f.map.get(key).is_some_and(Value::is_null) {
+        if self.f.is_null(key) {
             self.fire(LegacyRule::NullDefault);
         }
     }
 
     fn origin(&mut self, key: &str, default: IdentityOrigin) -> Result<IdentityOrigin> {
         self.null_default(key);
-        match self.f.get(key) {
+        match self.f.take(key) {
             None => Ok(default),
             Some(Value::String(s)) => s.parse().map_err(|_| self.f.err(key, "origin")),
             Some(_) => Err(self.f.err(key, "origin")),
@@ -94,7 +96,7 @@ impl<'a> Ctx<'a> {
     }
 
     fn timestamp(&mut self) -> Result<Option<String>> {
-        if self.f.get("timestamp").is_some_and(Value::is_number) {
+        if self.f.peek("timestamp").is_some_and(Value::is_number) {
             self.fire(LegacyRule::EpochTimestamp);
         }
         self.f.timestamp("timestamp")
@@ -104,11 +106,11 @@ impl<'a> Ctx<'a> {
         match self.f.opt_str("channel")? {
             Some(c) => Ok(Some(c)),
             None => {
-                let c = self.f.opt_str("channel_id")?;
-                if c.is_some() {
+                let channel_id = self.f.opt_str("channel_id")?;
+                if channel_id.is_some() {
                     self.fire(LegacyRule::ChannelId);
                 }
-                Ok(c)
+                Ok(channel_id)
             }
         }
     }
@@ -118,8 +120,8 @@ impl<'a> Ctx<'a> {
             return Ok(default_provenance());
         };
         let base = self.f.ptr(key);
-        let pf = Fields::new(p, &base);
-        if p.get("source_protocol").is_some_and(Value::is_null) {
+        let mut pf = Taker::new(p, &base);
+        if pf.is_null("source_protocol") {
             self.fire(LegacyRule::NullDefault);
         }
         Ok(E2AProvenance {
@@ -128,12 +130,6 @@ impl<'a> Ctx<'a> {
             converted_at: pf.opt_str("converted_at")?,
             details: pf.obj("details")?,
         })
-    }
-
-    fn unknown_keys(&mut self, known: &[&str]) {
-        if self.f.map.keys().any(|k| !known.contains(&k.as_str())) {
-            self.fire(LegacyRule::UnknownKeys);
-        }
     }
 
     fn finish<T>(mut self, value: T) -> Lenient<T> {
@@ -156,51 +152,54 @@ pub fn default_provenance() -> E2AProvenance {
     }
 }
 
-/// Stripped non-empty string at `key` (the reference's `agent_id`/`service_id` rule).
-fn stripped(f: &Fields<'_>, key: &str) -> Result<Option<String>> {
-    Ok(f.opt_str_ref(key)?
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string))
+fn envelope_keys() -> &'static KeyTable {
+    static T: OnceLock<KeyTable> = OnceLock::new();
+    T.get_or_init(|| KeyTable::new(ENVELOPE_KEYS))
 }
 
+fn response_keys() -> &'static KeyTable {
+    static T: OnceLock<KeyTable> = OnceLock::new();
+    T.get_or_init(|| KeyTable::new(RESPONSE_KEYS))
+}
+
+/// Every key the envelope reader knows (E2A fields and legacy keys).
 const ENVELOPE_KEYS: &[&str] = &[
-    "protocol_version",
-    "provenance",
-    "request_id",
-    "jsonrpc_id",
-    "correlation_id",
-    "task_id",
-    "context_id",
-    "session_id",
-    "message_id",
-    "timestamp",
-    "identity_origin",
-    "channel",
-    "user_id",
-    "agent_ref",
-    "chat_id",
-    "source_agent_id",
-    "agent_id",
-    "service_id",
-    "workspace_key",
-    "method",
-    "params",
-    "ext_method",
-    "session_update_kind",
-    "is_stream",
-    "expected_output_modes",
-    "auth",
-    "channel_context",
     "a2a_metadata",
     "acp_meta",
-    "binding",
-    "payload",
-    "req_method",
-    "channel_id",
-    "metadata",
+    "agent_id",
+    "agent_ref",
     "app_id",
+    "auth",
+    "binding",
+    "channel",
+    "channel_context",
+    "channel_id",
+    "chat_id",
+    "context_id",
+    "correlation_id",
+    "expected_output_modes",
+    "ext_method",
+    "identity_origin",
+    "is_stream",
+    "jsonrpc_id",
+    "message_id",
+    "metadata",
+    "method",
+    "params",
+    "payload",
+    "protocol_version",
+    "provenance",
+    "req_method",
+    "request_id",
+    "service_id",
+    "session_id",
+    "session_update_kind",
+    "source_agent_id",
+    "task_id",
+    "timestamp",
+    "user_id",
     "workspace_dir",
+    "workspace_key",
 ];
 
 /// Reads an envelope leniently from a JSON object (the reference's `E2AEnvelope.from_dict`).
@@ -219,98 +218,112 @@ const ENVELOPE_KEYS: &[&str] = &[
 /// ```
 pub fn envelope(input: &Value) -> Result<Lenient<E2AEnvelope>> {
     let map = input.as_object().ok_or_else(|| Error::field("", "expected object"))?;
+    envelope_from_slots(Slots::from_map(map, envelope_keys()))
+}
+
+/// Reads an envelope leniently from JSON text, straight into the struct (no intermediate
+/// `serde_json::Value` for the top level). The caller checks [`crate::Limits`] first.
+pub(crate) fn envelope_str(input: &str) -> Result<Lenient<E2AEnvelope>> {
+    envelope_from_slots(Slots::from_str(input, envelope_keys())?)
+}
+
+fn envelope_from_slots(slots: Slots) -> Result<Lenient<E2AEnvelope>> {
+    let unknown = slots.unknown;
     let mut c = Ctx {
-        f: Fields::new(map, ""),
+        f: Taker::new(slots, ""),
         rules: Vec::new(),
     };
-    let f = c.f;
-    c.unknown_keys(ENVELOPE_KEYS);
+    if unknown {
+        c.fire(LegacyRule::UnknownKeys);
+    }
 
     let mut provenance = c.provenance("provenance")?;
-    if f.get("binding").is_some() {
-        binding_migration(&f, &mut provenance)?;
+    if let Some(binding) = c.f.take("binding") {
+        binding_migration(&binding, &mut provenance);
         c.fire(LegacyRule::Binding);
     }
     c.null_default("protocol_version");
-    let protocol_version = f.str_or("protocol_version", crate::E2A_PROTOCOL_VERSION)?;
+    let protocol_version = c.f.str_or("protocol_version", crate::E2A_PROTOCOL_VERSION)?;
     let identity_origin = c.origin("identity_origin", IdentityOrigin::User)?;
 
-    let mut params = f.obj("params")?;
-    if let Some(payload) = f.opt_obj("payload")? {
-        for (k, v) in payload {
-            let empty =
-                v.is_null() || v.as_array().is_some_and(Vec::is_empty) || v.as_object().is_some_and(Map::is_empty);
-            if !params.contains_key(k) && !empty {
-                params.insert(k.clone(), v.clone());
-            }
-        }
+    let mut params = c.f.obj("params")?;
+    if let Some(payload) = c.f.opt_obj("payload")? {
         if !payload.is_empty() {
             c.fire(LegacyRule::PayloadMerge);
         }
+        for (k, v) in payload {
+            let empty =
+                v.is_null() || v.as_array().is_some_and(Vec::is_empty) || v.as_object().is_some_and(Map::is_empty);
+            if !empty && !params.contains_key(&k) {
+                params.insert(k, v);
+            }
+        }
     }
 
-    let auth = match f.opt_obj("auth")? {
+    let auth = match c.f.opt_obj("auth")? {
         None => None,
         Some(a) => Some(auth(a, "/auth")?),
     };
 
-    let mut channel_context = f.obj("channel_context")?;
-    if let Some(meta) = f.opt_obj("metadata")? {
-        for (k, v) in meta {
-            if k.parse::<WireMetadataKey>().is_err() && !channel_context.contains_key(k) {
-                channel_context.insert(k.clone(), v.clone());
-            }
-        }
+    let mut channel_context = c.f.obj("channel_context")?;
+    if let Some(meta) = c.f.opt_obj("metadata")? {
         if !meta.is_empty() {
             c.fire(LegacyRule::MetadataToChannelContext);
         }
+        for (k, v) in meta {
+            if k.parse::<WireMetadataKey>().is_err() && !channel_context.contains_key(&k) {
+                channel_context.insert(k, v);
+            }
+        }
     }
-    if let Some(app) = f.get("app_id").filter(|v| truthy(v)) {
+    if let Some(app) = c.f.take("app_id").filter(truthy) {
         if !channel_context.contains_key("app_id") {
-            channel_context.insert("app_id".into(), app.clone());
+            channel_context.insert("app_id".into(), app);
             c.fire(LegacyRule::AppId);
         }
     }
 
     let channel = c.channel()?;
-    let mut method = f.opt_str("method")?;
-    if method.is_none() {
-        if let Some(m) = f.opt_str("req_method")? {
-            method = Some(m);
-            c.fire(LegacyRule::ReqMethod);
+    let req_method = c.f.opt_str("req_method")?;
+    let method = match c.f.opt_str("method")? {
+        Some(m) => Some(m),
+        None => {
+            if req_method.is_some() {
+                c.fire(LegacyRule::ReqMethod);
+            }
+            req_method
         }
-    } else {
-        f.opt_str_ref("req_method")?;
-    }
+    };
 
-    let source_agent_id = f.opt_str("source_agent_id")?;
-    let agent_id = match stripped(&f, "agent_id")? {
+    let source_agent_id = c.f.opt_str("source_agent_id")?;
+    let agent_id = match c.f.stripped("agent_id")? {
         Some(a) => Some(a),
         None => {
-            let a = stripped(&f, "source_agent_id")?;
+            let a = source_agent_id
+                .as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string);
             if a.is_some() {
                 c.fire(LegacyRule::SourceAgentIdFallback);
             }
             a
         }
     };
-    let workspace_key = match stripped(&f, "workspace_key")? {
+    let workspace_key = match c.f.stripped("workspace_key")? {
         Some(w) => Some(w),
         None => {
-            let w = stripped(&f, "workspace_dir")?;
-            if w.is_some() {
+            let workspace_dir = c.f.stripped("workspace_dir")?;
+            if workspace_dir.is_some() {
                 c.fire(LegacyRule::WorkspaceDir);
             }
-            w
+            workspace_dir
         }
     };
-    if f.get("workspace_key").is_some() {
-        // a non-string workspace_key must still be reported even when workspace_dir wins
-        f.opt_str_ref("workspace_key")?;
-    }
     c.null_default("is_stream");
     let timestamp = c.timestamp()?;
 
+    let f = &mut c.f;
     let env = E2AEnvelope {
         protocol_version,
         provenance,
@@ -325,11 +338,11 @@ pub fn envelope(input: &Value) -> Result<Lenient<E2AEnvelope>> {
         identity_origin,
         channel,
         user_id: f.opt_str("user_id")?,
-        agent_ref: f.opt_obj("agent_ref")?.cloned(),
+        agent_ref: f.opt_obj("agent_ref")?,
         chat_id: f.opt_str("chat_id")?,
         source_agent_id,
         agent_id,
-        service_id: stripped(&f, "service_id")?,
+        service_id: f.stripped("service_id")?,
         workspace_key,
         method,
         params,
@@ -345,11 +358,10 @@ pub fn envelope(input: &Value) -> Result<Lenient<E2AEnvelope>> {
     Ok(c.finish(env))
 }
 
-fn binding_migration(f: &Fields<'_>, prov: &mut E2AProvenance) -> Result<()> {
+fn binding_migration(binding: &Value, prov: &mut E2AProvenance) {
     if prov.details.get("migrated_from_binding").is_some_and(|v| !v.is_null()) {
-        return Ok(());
+        return;
     }
-    let Some(binding) = f.get("binding") else { return Ok(()) };
     let value = match binding {
         Value::Object(m) if m.contains_key("value") => &m["value"],
         other => other,
@@ -367,59 +379,62 @@ fn binding_migration(f: &Fields<'_>, prov: &mut E2AProvenance) -> Result<()> {
             _ => {}
         }
     }
-    Ok(())
 }
 
-fn auth(a: &Map<String, Value>, base: &str) -> Result<E2AAuth> {
-    let f = Fields::new(a, base);
-    let secret = |k: &str| -> Result<Option<SecretString>> { Ok(f.opt_str(k)?.map(SecretString::from)) };
+fn auth(a: Map<String, Value>, base: &str) -> Result<E2AAuth> {
+    let mut f = Taker::new(a, base);
     let mut headers = SecretHeaders::default();
     if let Some(h) = f.opt_obj("extra_headers")? {
         for (k, v) in h {
-            let v = v.as_str().ok_or_else(|| f.err("extra_headers", "strmap"))?;
-            headers.0.insert(k.clone(), SecretString::from(v));
+            match v {
+                Value::String(v) => {
+                    headers.0.insert(k, SecretString::from(v));
+                }
+                _ => return Err(f.err("extra_headers", "strmap")),
+            }
         }
     }
     Ok(E2AAuth {
         method_id: f.opt_str("method_id")?,
-        bearer_token: secret("bearer_token")?,
-        api_key_ref: secret("api_key_ref")?,
-        credential_ref: secret("credential_ref")?,
+        bearer_token: f.opt_str("bearer_token")?.map(SecretString::from),
+        api_key_ref: f.opt_str("api_key_ref")?.map(SecretString::from),
+        credential_ref: f.opt_str("credential_ref")?.map(SecretString::from),
         extra_headers: headers,
         meta: f.obj("_meta")?,
     })
 }
 
+/// Every key the response reader knows.
 const RESPONSE_KEYS: &[&str] = &[
-    "protocol_version",
-    "response_id",
-    "request_id",
-    "sequence",
-    "is_final",
-    "status",
-    "response_kind",
-    "timestamp",
-    "provenance",
-    "body",
-    "jsonrpc_id",
-    "correlation_id",
-    "task_id",
-    "context_id",
-    "session_id",
-    "message_id",
-    "is_stream",
-    "identity_origin",
-    "channel",
-    "user_id",
-    "agent_ref",
-    "source_agent_id",
-    "method",
-    "projections",
-    "channel_context",
-    "metadata",
     "a2a_metadata",
     "acp_meta",
+    "agent_ref",
+    "body",
+    "channel",
+    "channel_context",
     "channel_id",
+    "context_id",
+    "correlation_id",
+    "identity_origin",
+    "is_final",
+    "is_stream",
+    "jsonrpc_id",
+    "message_id",
+    "metadata",
+    "method",
+    "projections",
+    "protocol_version",
+    "provenance",
+    "request_id",
+    "response_id",
+    "response_kind",
+    "sequence",
+    "session_id",
+    "source_agent_id",
+    "status",
+    "task_id",
+    "timestamp",
+    "user_id",
 ];
 
 /// Reads a response leniently from a JSON object (the reference's `E2AResponse.from_dict`).
@@ -433,12 +448,24 @@ const RESPONSE_KEYS: &[&str] = &[
 /// ```
 pub fn response(input: &Value) -> Result<Lenient<E2AResponse>> {
     let map = input.as_object().ok_or_else(|| Error::field("", "expected object"))?;
+    response_from_slots(Slots::from_map(map, response_keys()))
+}
+
+/// Reads a response leniently from JSON text, straight into the struct. The caller checks
+/// [`crate::Limits`] first.
+pub(crate) fn response_str(input: &str) -> Result<Lenient<E2AResponse>> {
+    response_from_slots(Slots::from_str(input, response_keys())?)
+}
+
+fn response_from_slots(slots: Slots) -> Result<Lenient<E2AResponse>> {
+    let unknown = slots.unknown;
     let mut c = Ctx {
-        f: Fields::new(map, ""),
+        f: Taker::new(slots, ""),
         rules: Vec::new(),
     };
-    let f = c.f;
-    c.unknown_keys(RESPONSE_KEYS);
+    if unknown {
+        c.fire(LegacyRule::UnknownKeys);
+    }
     for k in [
         "protocol_version",
         "status",
@@ -453,6 +480,7 @@ pub fn response(input: &Value) -> Result<Lenient<E2AResponse>> {
     let identity_origin = c.origin("identity_origin", IdentityOrigin::Agent)?;
     let channel = c.channel()?;
     let timestamp = c.timestamp()?;
+    let f = &mut c.f;
     let resp = E2AResponse {
         protocol_version: f.str_or("protocol_version", crate::E2A_PROTOCOL_VERSION)?,
         response_id: f.opt_str("response_id")?,
@@ -474,7 +502,7 @@ pub fn response(input: &Value) -> Result<Lenient<E2AResponse>> {
         identity_origin,
         channel,
         user_id: f.opt_str("user_id")?,
-        agent_ref: f.opt_obj("agent_ref")?.cloned(),
+        agent_ref: f.opt_obj("agent_ref")?,
         source_agent_id: f.opt_str("source_agent_id")?,
         method: f.opt_str("method")?,
         projections: f.obj("projections")?,

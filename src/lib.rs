@@ -44,6 +44,7 @@ pub mod response;
 pub mod secret;
 pub mod stream;
 pub mod strict;
+mod take;
 pub mod taxonomy;
 pub mod timestamp;
 pub mod wire;

@@ -47,6 +47,16 @@ impl Limits {
                 actual: input.len(),
             });
         }
+        // Fast path: with no more openers than the depth limit and a message no longer than the
+        // string limit, neither limit can be exceeded (a vectorizable count, no state machine).
+        let openers: usize = input
+            .as_bytes()
+            .chunks(255)
+            .map(|c| c.iter().map(|&b| u8::from(b == b'[' || b == b'{')).sum::<u8>() as usize)
+            .sum();
+        if openers <= self.max_depth && input.len() <= self.max_string_bytes {
+            return Ok(());
+        }
         let (mut depth, mut in_str, mut esc, mut str_start) = (0usize, false, false, 0usize);
         for (i, &b) in input.as_bytes().iter().enumerate() {
             if in_str {

@@ -186,7 +186,8 @@ impl E2AResponse {
 
     /// Reads JSON text leniently under `limits`, reporting the legacy rules that fired.
     pub fn read_lenient(input: &str, limits: &Limits) -> Result<Lenient<Self>> {
-        crate::lenient::response(&limits.parse(input)?)
+        limits.check(input)?;
+        crate::lenient::response_str(input)
     }
 
     /// Reads a JSON value leniently (the reference's `from_dict`).

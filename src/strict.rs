@@ -63,7 +63,9 @@ pub fn violations(validator: &Validator, value: &Value) -> Vec<Violation> {
 /// where the lenient reader would write something else (e.g. an unstripped `agent_id`). This
 /// keeps "strict-valid ⇒ lenient-valid with the same value" true.
 fn non_canonical(value: &Value, canonical: &Value) -> Vec<Violation> {
-    let (Some(a), Some(b)) = (value.as_object(), canonical.as_object()) else { return Vec::new() };
+    let (Some(a), Some(b)) = (value.as_object(), canonical.as_object()) else {
+        return Vec::new();
+    };
     a.iter()
         .filter(|(k, v)| b.get(*k) != Some(*v))
         .map(|(k, _)| Violation {
@@ -83,23 +85,25 @@ fn non_canonical(value: &Value, canonical: &Value) -> Vec<Violation> {
 /// ```
 pub fn envelope(value: &Value) -> Result<crate::E2AEnvelope> {
     let env: crate::E2AEnvelope = decode(envelope_validator()?, value)?;
-    let canonical = crate::E2AEnvelope::from_value(value).map(|e| e.to_value()).unwrap_or(Value::Null);
-    let errs = non_canonical(value, &canonical);
-    if !errs.is_empty() {
-        return Err(Error::Schema(errs));
+    match crate::E2AEnvelope::from_value(value) {
+        Ok(lenient) if lenient == env => Ok(env),
+        other => Err(Error::Schema(non_canonical(
+            value,
+            &other.map(|l| l.to_value()).unwrap_or(Value::Null),
+        ))),
     }
-    Ok(env)
 }
 
 /// Validates a response strictly and decodes it.
 pub fn response(value: &Value) -> Result<crate::E2AResponse> {
     let resp: crate::E2AResponse = decode(response_validator()?, value)?;
-    let canonical = crate::E2AResponse::from_value(value).map(|r| r.to_value()).unwrap_or(Value::Null);
-    let errs = non_canonical(value, &canonical);
-    if !errs.is_empty() {
-        return Err(Error::Schema(errs));
+    match crate::E2AResponse::from_value(value) {
+        Ok(lenient) if lenient == resp => Ok(resp),
+        other => Err(Error::Schema(non_canonical(
+            value,
+            &other.map(|l| l.to_value()).unwrap_or(Value::Null),
+        ))),
     }
-    Ok(resp)
 }
 
 fn decode<T: serde::de::DeserializeOwned>(v: &Validator, value: &Value) -> Result<T> {

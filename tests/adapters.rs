@@ -354,5 +354,8 @@ fn reserved_metadata_key_in_agent_metadata_is_an_error_not_a_panic() {
     .unwrap();
     let frame = wire::encode_agent_response(&r, "x", 0);
     let err = wire::parse_unary(&frame).unwrap_err();
-    assert_eq!(err.violations()[0].pointer, "/metadata/_e2a_wire_legacy_agent_response/request_id");
+    assert_eq!(
+        err.violations()[0].pointer,
+        "/metadata/_e2a_wire_legacy_agent_response/request_id"
+    );
 }

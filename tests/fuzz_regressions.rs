@@ -6,13 +6,22 @@ use e2a::{E2AEnvelope, E2AResponse};
 fn check(name: &str, data: &[u8]) {
     let Ok(s) = std::str::from_utf8(data) else { return };
     if let Ok(env) = E2AEnvelope::from_json_strict(s) {
-        assert_eq!(E2AEnvelope::from_json(s).ok().as_ref(), Some(&env), "{name}: strict ⇒ lenient, same value");
+        assert_eq!(
+            E2AEnvelope::from_json(s).ok().as_ref(),
+            Some(&env),
+            "{name}: strict ⇒ lenient, same value"
+        );
     }
     if let Ok(resp) = E2AResponse::from_json_strict(s) {
-        assert_eq!(E2AResponse::from_json(s).ok().as_ref(), Some(&resp), "{name}: strict ⇒ lenient, same value");
+        assert_eq!(
+            E2AResponse::from_json(s).ok().as_ref(),
+            Some(&resp),
+            "{name}: strict ⇒ lenient, same value"
+        );
     }
     if let Ok(env) = E2AEnvelope::from_json(s) {
-        e2a::strict::envelope(&env.to_value()).unwrap_or_else(|e| panic!("{name}: lenient output not strict-valid: {e}"));
+        e2a::strict::envelope(&env.to_value())
+            .unwrap_or_else(|e| panic!("{name}: lenient output not strict-valid: {e}"));
     }
     if let Ok(v) = e2a::Limits::default().parse(s) {
         for f in e2a::conformance::FUNCTIONS {

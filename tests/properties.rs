@@ -127,6 +127,20 @@ proptest! {
     }
 
     #[test]
+    fn text_and_value_paths_agree(m in map(), env in envelope()) {
+        // the fast path (JSON text straight into the struct) and the Value path read the same
+        for v in [Value::Object(m), env.to_value()] {
+            let text = v.to_string();
+            let (a, b) = (E2AEnvelope::from_json(&text), E2AEnvelope::from_value(&v));
+            prop_assert_eq!(a.is_ok(), b.is_ok());
+            if let (Ok(a), Ok(b)) = (a, b) { prop_assert_eq!(a, b); }
+            let (a, b) = (E2AResponse::from_json(&text), E2AResponse::from_value(&v));
+            prop_assert_eq!(a.is_ok(), b.is_ok());
+            if let (Ok(a), Ok(b)) = (a, b) { prop_assert_eq!(a, b); }
+        }
+    }
+
+    #[test]
     fn lenient_reader_never_panics(v in json_value(), extra in map()) {
         let _ = E2AEnvelope::from_value(&v);
         let _ = E2AResponse::from_value(&v);

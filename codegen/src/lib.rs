@@ -126,7 +126,7 @@ pub fn bundle(files: &[SchemaFile]) -> Result<Value, Error> {
         "E2A (Everything-to-Agent) protocol 1.0: all E2A types in one document, bundled from e2a's schema/ directory. Generated; do not edit.".into(),
     );
     root.insert("$defs".into(), Value::Object(defs));
-    Ok(Value::Object(root))
+    Ok(sorted(Value::Object(root)))
 }
 
 fn rewrite_refs(v: &mut Value, file: &str) -> Result<(), Error> {
@@ -173,10 +173,25 @@ pub fn collect_refs(v: &Value, f: &mut dyn FnMut(&str)) {
     }
 }
 
+/// `v` with every object's keys in sorted order. The generator must not depend on whether
+/// serde_json's `preserve_order` feature happens to be enabled in a build (a dependency of a
+/// dependency can turn it on), so every input is canonicalized first.
+pub fn sorted(v: Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut entries: Vec<(String, Value)> = m.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
 /// Serializes a JSON value the canonical way used for every generated JSON file:
 /// sorted keys, 2-space indentation, LF, trailing newline.
 pub fn canonical_json(v: &Value) -> String {
-    let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
+    let mut s = serde_json::to_string_pretty(&sorted(v.clone())).unwrap_or_default();
     s.push('\n');
     s
 }
