@@ -166,13 +166,16 @@ const BASELINES: &[(&str, &str)] = &[
     ("validate_throughput", "serde_json_lines_baseline"),
 ];
 
-fn benches(c: &mut Criterion) -> Vec<(String, String, Box<dyn Fn()>)> {
+/// One benchmark: group, id and the operation.
+type Op = (String, String, Box<dyn Fn()>);
+
+fn benches(c: &mut Criterion) -> Vec<Op> {
     let chunk = chunk_json();
     let env = E2AEnvelope::from_json(ENVELOPE).expect("envelope");
     let plain: PlainEnvelope = serde_json::from_str(ENVELOPE).expect("plain");
     let resp = E2AResponse::from_json(&chunk).expect("chunk");
     let plain_resp: PlainResponse = serde_json::from_str(&chunk).expect("plain chunk");
-    let mut ops: Vec<(String, String, Box<dyn Fn()>)> = Vec::new();
+    let mut ops: Vec<Op> = Vec::new();
     macro_rules! op {
         ($g:expr, $id:expr, $f:expr) => {{
             let f = $f;
