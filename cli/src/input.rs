@@ -24,31 +24,69 @@ fn parse(raw: &str) -> Result<serde_json::Value, String> {
     e2a::Limits::default().parse(raw).map_err(|e| e.to_string())
 }
 
-/// All documents of a JSON or JSONL input: a file holding one JSON value (an array is read
-/// as its items) or one JSON value per line.
-pub fn read_docs(path: &str) -> std::io::Result<Vec<Doc>> {
-    let mut text = String::new();
-    open(path)?.read_to_string(&mut text)?;
+/// Calls `f` with every document of a JSON or JSONL input: a file holding one JSON value (an
+/// array is read as its items) or one JSON value per line. JSONL is streamed line by line
+/// (constant memory); only a multi-line JSON document is read whole.
+pub fn for_each_doc(path: &str, mut f: impl FnMut(Doc)) -> std::io::Result<()> {
+    let mut reader = open(path)?;
+    let mut first = String::new();
+    let mut first_no = 0;
+    loop {
+        first.clear();
+        if reader.read_line(&mut first)? == 0 {
+            return Ok(());
+        }
+        first_no += 1;
+        if !first.trim().is_empty() {
+            break;
+        }
+    }
+    let t = first.trim();
+    let whole = t.starts_with('[') || (t.starts_with('{') && serde_json::from_str::<serde::de::IgnoredAny>(t).is_err());
+    if whole {
+        let mut text = "\n".repeat(first_no - 1) + &first;
+        reader.read_to_string(&mut text)?;
+        for d in docs_of_text(&text) {
+            f(d);
+        }
+        return Ok(());
+    }
+    f(Doc { line: first_no, value: parse(t) });
+    let mut n = first_no;
+    let mut buf = String::new();
+    loop {
+        buf.clear();
+        if reader.read_line(&mut buf)? == 0 {
+            return Ok(());
+        }
+        n += 1;
+        if !buf.trim().is_empty() {
+            f(Doc { line: n, value: parse(buf.trim_end_matches(['\n', '\r'])) });
+        }
+    }
+}
+
+fn docs_of_text(text: &str) -> Vec<Doc> {
     let trimmed = text.trim_start();
     let multi_line_json = trimmed.starts_with('[') || (trimmed.starts_with('{') && text.trim().lines().count() > 1);
     if multi_line_json {
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
             let line = text.len() - trimmed.len();
             let first = text[..line].matches('\n').count() + 1;
             let items = match v {
                 serde_json::Value::Array(a) => a,
                 other => vec![other],
             };
-            return Ok(items
+            return items
                 .into_iter()
                 .map(|v| Doc {
                     line: first,
                     value: Ok(v),
                 })
-                .collect());
+                .collect();
         }
     }
-    Ok(text
+    text
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
@@ -56,7 +94,7 @@ pub fn read_docs(path: &str) -> std::io::Result<Vec<Doc>> {
             line: i + 1,
             value: parse(l),
         })
-        .collect())
+        .collect()
 }
 
 /// Calls `f` for each non-blank line of a JSONL input, streaming (constant memory).

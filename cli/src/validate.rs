@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use e2a::stream::StreamValidator;
 use serde_json::{json, Value};
 
-use crate::input::{is_response, read_docs};
+use crate::input::{for_each_doc, is_response};
 
 /// One problem found.
 struct Problem {
@@ -21,17 +21,10 @@ pub fn run(files: &[String], lenient: bool, json_out: bool) -> u8 {
     let mut notes: Vec<Value> = Vec::new();
     let (mut envelopes, mut responses) = (0usize, 0usize);
     for file in files {
-        let docs = match read_docs(file) {
-            Ok(d) => d,
-            Err(e) => {
-                eprintln!("e2a validate: {file}: {e}");
-                return 2;
-            }
-        };
         let mut stream = StreamValidator::new();
         let mut lines: HashMap<(Option<String>, u64), usize> = HashMap::new();
         let mut last_line: HashMap<Option<String>, usize> = HashMap::new();
-        for doc in docs {
+        let read = for_each_doc(file, |doc| {
             let v = match doc.value {
                 Ok(v) => v,
                 Err(e) => {
@@ -41,7 +34,7 @@ pub fn run(files: &[String], lenient: bool, json_out: bool) -> u8 {
                         pointer: String::new(),
                         reason: e,
                     });
-                    continue;
+                    return;
                 }
             };
             let push = |problems: &mut Vec<Problem>, err: e2a::Error| {
@@ -92,6 +85,10 @@ pub fn run(files: &[String], lenient: bool, json_out: bool) -> u8 {
                     push(&mut problems, e);
                 }
             }
+        });
+        if let Err(e) = read {
+            eprintln!("e2a validate: {file}: {e}");
+            return 2;
         }
         for s in stream.finish() {
             let line = s
