@@ -219,8 +219,10 @@ impl std::fmt::Display for StreamViolation {
 struct State {
     /// Next sequence expected in order.
     expected: u64,
-    /// Highest sequence seen so far (plus one), to tell gaps from reorders.
-    seen: std::collections::BTreeSet<u64>,
+    /// Every sequence below this one has been seen (in-order streams need nothing else).
+    contiguous: u64,
+    /// Sequences seen above `contiguous` (only out-of-order streams use this).
+    seen_above: std::collections::BTreeSet<u64>,
     finished: bool,
     started: bool,
     /// Out-of-order frames held back in reorder mode.
@@ -228,6 +230,23 @@ struct State {
     /// Frames kept for replay (in order).
     kept: Vec<E2AResponse>,
     last_activity: u64,
+}
+
+impl State {
+    fn seen(&self, seq: u64) -> bool {
+        seq < self.contiguous || self.seen_above.contains(&seq)
+    }
+
+    fn mark_seen(&mut self, seq: u64) {
+        if seq == self.contiguous {
+            self.contiguous += 1;
+            while self.seen_above.remove(&self.contiguous) {
+                self.contiguous += 1;
+            }
+        } else if seq > self.contiguous {
+            self.seen_above.insert(seq);
+        }
+    }
 }
 
 /// Checks the stream invariants over frames of many interleaved requests.
@@ -303,12 +322,12 @@ impl StreamValidator {
         let clock = self.clock;
         let st = self.streams.entry(key.clone()).or_default();
         st.last_activity = clock;
-        if st.seen.contains(&f.sequence) {
+        if st.seen(f.sequence) {
             self.report(f, ViolationKind::Duplicate);
             return Vec::new();
         }
         if f.sequence > st.expected && window > 0 && st.pending.len() < window && !st.finished {
-            st.seen.insert(f.sequence);
+            st.mark_seen(f.sequence);
             st.pending.insert(f.sequence, f.clone());
             return Vec::new();
         }
@@ -347,7 +366,7 @@ impl StreamValidator {
             });
         }
         st.started = true;
-        st.seen.insert(f.sequence);
+        st.mark_seen(f.sequence);
         st.expected = st.expected.max(f.sequence + 1);
         if f.is_final {
             st.finished = true;

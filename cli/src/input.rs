@@ -51,7 +51,10 @@ pub fn for_each_doc(path: &str, mut f: impl FnMut(Doc)) -> std::io::Result<()> {
         }
         return Ok(());
     }
-    f(Doc { line: first_no, value: parse(t) });
+    f(Doc {
+        line: first_no,
+        value: parse(t),
+    });
     let mut n = first_no;
     let mut buf = String::new();
     loop {
@@ -61,7 +64,10 @@ pub fn for_each_doc(path: &str, mut f: impl FnMut(Doc)) -> std::io::Result<()> {
         }
         n += 1;
         if !buf.trim().is_empty() {
-            f(Doc { line: n, value: parse(buf.trim_end_matches(['\n', '\r'])) });
+            f(Doc {
+                line: n,
+                value: parse(buf.trim_end_matches(['\n', '\r'])),
+            });
         }
     }
 }
@@ -86,8 +92,7 @@ fn docs_of_text(text: &str) -> Vec<Doc> {
                 .collect();
         }
     }
-    text
-        .lines()
+    text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| Doc {

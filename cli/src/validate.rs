@@ -22,8 +22,8 @@ pub fn run(files: &[String], lenient: bool, json_out: bool) -> u8 {
     let (mut envelopes, mut responses) = (0usize, 0usize);
     for file in files {
         let mut stream = StreamValidator::new();
-        let mut lines: HashMap<(Option<String>, u64), usize> = HashMap::new();
         let mut last_line: HashMap<Option<String>, usize> = HashMap::new();
+        let mut reported = 0;
         let read = for_each_doc(file, |doc| {
             let v = match doc.value {
                 Ok(v) => v,
@@ -68,9 +68,28 @@ pub fn run(files: &[String], lenient: bool, json_out: bool) -> u8 {
                 };
                 match read {
                     Ok(r) => {
-                        lines.insert((r.request_id.clone(), r.sequence), doc.line);
-                        last_line.insert(r.request_id.clone(), doc.line);
                         stream.push(&r);
+                        // violations are found as frames arrive: this frame is the offender
+                        for s in &stream.violations()[reported..] {
+                            problems.push(Problem {
+                                file: file.clone(),
+                                line: doc.line,
+                                pointer: String::new(),
+                                reason: format!("stream: {s}"),
+                            });
+                        }
+                        reported = stream.violations().len();
+                        // where a stream that never ends was last seen (finished streams need no entry)
+                        if r.is_final {
+                            last_line.remove(&r.request_id);
+                        } else {
+                            match last_line.get_mut(&r.request_id) {
+                                Some(l) => *l = doc.line,
+                                None => {
+                                    last_line.insert(r.request_id, doc.line);
+                                }
+                            }
+                        }
                     }
                     Err(e) => push(&mut problems, e),
                 }
@@ -90,12 +109,8 @@ pub fn run(files: &[String], lenient: bool, json_out: bool) -> u8 {
             eprintln!("e2a validate: {file}: {e}");
             return 2;
         }
-        for s in stream.finish() {
-            let line = s
-                .sequence
-                .and_then(|q| lines.get(&(s.request_id.clone(), q)).copied())
-                .or_else(|| last_line.get(&s.request_id).copied())
-                .unwrap_or(0);
+        for s in stream.finish().into_iter().skip(reported) {
+            let line = last_line.get(&s.request_id).copied().unwrap_or(0);
             problems.push(Problem {
                 file: file.clone(),
                 line,
