@@ -29,6 +29,8 @@
 pub mod a2a;
 pub mod acp;
 pub mod agui;
+#[cfg(feature = "async")]
+pub mod async_stream;
 pub mod conformance;
 pub mod envelope;
 pub mod error;
