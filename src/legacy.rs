@@ -252,6 +252,14 @@ fn str_or_empty(v: Option<&String>) -> String {
 /// The final frame of a unary call as a legacy [`AgentResponse`]: `e2a.complete` +
 /// `succeeded` → ok; `e2a.error` or any `failed` frame → not ok (payload = `details`, or
 /// `{error, code}`). Other frames are an error (streams must use [`response_to_agent_chunk`]).
+///
+/// ```
+/// let r = e2a::E2AResponse::from_value(&serde_json::json!({"response_kind": "e2a.complete", "status": "succeeded",
+///     "is_final": true, "request_id": "r1", "body": {"result": {"x": 1}}})).unwrap();
+/// let a = e2a::legacy::response_to_agent_response(&r).unwrap();
+/// assert!(a.ok);
+/// assert_eq!(a.payload.unwrap()["x"], 1);
+/// ```
 pub fn response_to_agent_response(resp: &E2AResponse) -> Result<AgentResponse> {
     let b = &resp.body;
     let (ok, payload) = if resp.response_kind == "e2a.complete" && resp.status == "succeeded" {
@@ -288,6 +296,13 @@ pub fn response_to_agent_response(resp: &E2AResponse) -> Result<AgentResponse> {
 /// A stream frame as a legacy [`AgentResponseChunk`] (completion sentinel, `chat.delta`,
 /// custom events, errors, `cron`, `acp.output_request`, `plan.approval_required`). Frames with
 /// no legacy counterpart (e.g. a non-final `e2a.complete`) are an error.
+///
+/// ```
+/// let r = e2a::E2AResponse::from_value(&serde_json::json!({"response_kind": "e2a.chunk",
+///     "body": {"delta_kind": "text", "delta": "Hi"}})).unwrap();
+/// let c = e2a::legacy::response_to_agent_chunk(&r).unwrap();
+/// assert_eq!(serde_json::Value::Object(c.payload.unwrap()), serde_json::json!({"event_type": "chat.delta", "content": "Hi"}));
+/// ```
 pub fn response_to_agent_chunk(resp: &E2AResponse) -> Result<AgentResponseChunk> {
     let b = &resp.body;
     let get = |k: &str| b.get(k).cloned().unwrap_or(Value::Null);
@@ -436,6 +451,13 @@ impl AgentFields {
 
 /// An envelope from legacy agent-request fields (the reference's `e2a_from_agent_fields`),
 /// read through the lenient reader so every legacy rule applies.
+///
+/// ```
+/// let f = e2a::legacy::AgentFields::from_value(&serde_json::json!({"request_id": "hb-1"})).unwrap();
+/// let env = e2a::legacy::envelope_from_agent_fields(&f).unwrap();
+/// assert_eq!(env.channel.as_deref(), Some(""));
+/// assert_eq!(env.timestamp.as_deref(), Some("1970-01-01T00:00:00+00:00"));
+/// ```
 pub fn envelope_from_agent_fields(fields: &AgentFields) -> Result<E2AEnvelope> {
     let mut wire = Map::new();
     wire.insert("request_id".into(), fields.request_id.clone().into());

@@ -57,6 +57,12 @@ pub fn is_truncated(resp: &E2AResponse) -> bool {
 
 /// Reads log lines back (blank lines skipped) and returns the responses grouped by
 /// `request_id` and sorted by `sequence` — the streams as they were produced.
+///
+/// ```
+/// let r = e2a::E2AResponse::new(e2a::ResponseKind::E2aChunk, serde_json::json!({}));
+/// let text = format!("{}\n\n", e2a::log::log_line(&r, 4096));
+/// assert_eq!(e2a::log::read_log(std::io::Cursor::new(text)).unwrap(), vec![r]);
+/// ```
 pub fn read_log<R: BufRead>(reader: R) -> Result<Vec<E2AResponse>> {
     let mut out = Vec::new();
     for (i, line) in reader.lines().enumerate() {

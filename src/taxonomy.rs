@@ -289,6 +289,11 @@ impl ErrorKind {
     }
 
     /// The kind of a response frame, when it is a failure (`e2a.error`, or `failed` status).
+    ///
+    /// ```
+    /// let r = e2a::E2AResponse::from_value(&serde_json::json!({"response_kind": "e2a.error", "body": {"code": "E2A.TIMEOUT"}})).unwrap();
+    /// assert_eq!(e2a::taxonomy::ErrorKind::of_response(&r), Some(e2a::taxonomy::ErrorKind::Timeout));
+    /// ```
     pub fn of_response(resp: &crate::E2AResponse) -> Option<ErrorKind> {
         let failed = resp.response_kind == "e2a.error" || resp.status() == Some(ResponseStatus::Failed);
         failed.then(|| {

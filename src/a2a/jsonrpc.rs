@@ -36,6 +36,10 @@ pub fn operation(method: &str) -> Option<&'static str> {
 }
 
 /// A 0.3 or 1.0 `Part` as a 1.0 part (`text` / `raw` / `url` / `data`, `mediaType`, `filename`).
+/// ```
+/// let p = e2a::a2a::jsonrpc::normalize_part(&serde_json::json!({"kind": "file", "file": {"uri": "https://x/a.png", "mimeType": "image/png"}}));
+/// assert_eq!(p, serde_json::json!({"url": "https://x/a.png", "mediaType": "image/png"}));
+/// ```
 pub fn normalize_part(part: &Value) -> Value {
     let Some(p) = part.as_object() else { return part.clone() };
     let mut out = Map::new();
@@ -81,6 +85,10 @@ pub fn normalize_part(part: &Value) -> Value {
 
 /// A 0.3 or 1.0 `Message` as a 1.0 message (parts normalized, role `ROLE_USER`/`ROLE_AGENT`,
 /// the 0.3 `kind` dropped).
+/// ```
+/// let m = e2a::a2a::jsonrpc::normalize_message(&serde_json::json!({"kind": "message", "role": "agent", "parts": [{"kind": "text", "text": "x"}]}));
+/// assert_eq!(m, serde_json::json!({"role": "ROLE_AGENT", "parts": [{"text": "x"}]}));
+/// ```
 pub fn normalize_message(msg: &Value) -> Value {
     let Some(m) = msg.as_object() else { return msg.clone() };
     let mut out = m.clone();
@@ -100,6 +108,9 @@ pub fn normalize_message(msg: &Value) -> Value {
 }
 
 /// A 0.3 task state (`input-required`) or a 1.0 one as the 1.0 enum name.
+/// ```
+/// assert_eq!(e2a::a2a::jsonrpc::normalize_task_state("input-required"), "TASK_STATE_INPUT_REQUIRED");
+/// ```
 pub fn normalize_task_state(state: &str) -> String {
     if state.starts_with("TASK_STATE_") {
         return state.into();
@@ -119,6 +130,10 @@ fn normalize_configuration(c: &Map<String, Value>) -> Map<String, Value> {
 }
 
 /// The text of a message: its text parts joined by newlines.
+/// ```
+/// let m = serde_json::json!({"parts": [{"text": "a"}, {"data": {}}, {"text": "b"}]});
+/// assert_eq!(e2a::a2a::jsonrpc::message_text(&m), "a\nb");
+/// ```
 pub fn message_text(msg: &Value) -> String {
     msg.get("parts")
         .and_then(Value::as_array)

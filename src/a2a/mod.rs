@@ -107,6 +107,10 @@ pub fn envelope_from_send_message(msg: &SendMessageIngress) -> Result<E2AEnvelop
 }
 
 /// The camelCase `StreamResponse` member name of a stream branch.
+/// ```
+/// use e2a::types::A2aStreamBranch;
+/// assert_eq!(e2a::a2a::stream_member(A2aStreamBranch::ArtifactUpdate), "artifactUpdate");
+/// ```
 pub fn stream_member(branch: A2aStreamBranch) -> &'static str {
     match branch {
         A2aStreamBranch::Task => "task",

@@ -152,6 +152,10 @@ pub fn proto_timestamp(t: &str) -> String {
 }
 
 /// A JSON-RPC success envelope around a `StreamResponse` (one SSE `data:` line).
+/// ```
+/// let line = e2a::a2a::stream::jsonrpc_result(Some(&3.into()), serde_json::json!({"task": {}}));
+/// assert_eq!(line, serde_json::json!({"jsonrpc": "2.0", "id": 3, "result": {"task": {}}}));
+/// ```
 pub fn jsonrpc_result(id: Option<&JsonRpcId>, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id.map(crate::acp::rpc_id_value).unwrap_or(Value::Null), "result": result})
 }

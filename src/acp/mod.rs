@@ -296,6 +296,11 @@ fn e2a_error_to_jsonrpc(body: &Map<String, Value>) -> Value {
 }
 
 /// Reads a JSON-RPC id from any JSON value (string or integer).
+/// ```
+/// use e2a::JsonRpcId;
+/// assert_eq!(e2a::acp::jsonrpc_id_from_value(&serde_json::json!(7)), Some(JsonRpcId::Integer(7)));
+/// assert_eq!(e2a::acp::jsonrpc_id_from_value(&serde_json::json!(1.5)), None);
+/// ```
 pub fn jsonrpc_id_from_value(v: &Value) -> Option<JsonRpcId> {
     rpc_id_of(v)
 }

@@ -79,6 +79,11 @@ pub fn parse_prompt_blocks(params: &Map<String, Value>) -> ParsedPrompt {
 
 /// [`parse_prompt_blocks`] with custom fallback keys (first non-blank string, stripped, is used
 /// when no text block was found).
+/// ```
+/// let p = serde_json::json!({"query": " q ", "text": "t"});
+/// let parsed = e2a::acp::prompt_blocks::parse_prompt_blocks_with(p.as_object().unwrap(), &["query"]);
+/// assert_eq!(parsed.text, "q");
+/// ```
 pub fn parse_prompt_blocks_with(params: &Map<String, Value>, fallback_keys: &[&str]) -> ParsedPrompt {
     let mut parts: Vec<String> = Vec::new();
     let mut out = ParsedPrompt::default();
@@ -254,6 +259,11 @@ fn percent_decode(s: &str) -> String {
 
 /// The file name of a path or URI: Windows rules when it has a backslash, the URI path's last
 /// segment for `scheme://` URIs, else the POSIX basename.
+/// ```
+/// use e2a::acp::prompt_blocks::basename;
+/// assert_eq!(basename("C:\\x\\y.txt"), "y.txt");
+/// assert_eq!(basename("file:///a/b.png?x=1"), "b.png");
+/// ```
 pub fn basename(value: &str) -> String {
     if value.contains('\\') {
         let v = if is_drive_path(value) || value.len() == 2 && value.ends_with(':') {

@@ -151,6 +151,10 @@ impl SessionUpdateState {
 }
 
 /// The `usage_update` session update for a payload with a non-empty `usage` object.
+/// ```
+/// let p = serde_json::json!({"usage": {"used": 10, "size": 100}});
+/// assert_eq!(e2a::acp::session_updates::usage_update(p.as_object().unwrap()).unwrap()["sessionUpdate"], "usage_update");
+/// ```
 pub fn usage_update(payload: &Map<String, Value>) -> Option<Map<String, Value>> {
     tool_updates::usage_update(payload)
 }

@@ -118,6 +118,12 @@ impl AcpStreamProjector {
 /// `todo_update` becomes a `plan` (entries with content, priority, status); a `plan` whose
 /// payload has no `entries` and a `usage_update` without `used`/`size` are dropped (they have
 /// no ACP form); everything else passes through.
+/// ```
+/// let todo = serde_json::json!({"sessionUpdate": "todo_update", "todos": [{"content": "a", "status": "done"}]});
+/// let plan = e2a::acp::stream::standard_update(todo.as_object().unwrap().clone()).unwrap();
+/// assert_eq!(serde_json::Value::Object(plan), serde_json::json!({"sessionUpdate": "plan",
+///     "entries": [{"content": "a", "priority": "medium", "status": "completed"}]}));
+/// ```
 pub fn standard_update(update: Map<String, Value>) -> Option<Map<String, Value>> {
     let kind = update.get("sessionUpdate").and_then(Value::as_str).unwrap_or("");
     match kind {
@@ -182,6 +188,10 @@ fn text_payload(delta: &Value, reasoning: bool) -> Map<String, Value> {
 
 /// True when an envelope is an ACP `session/cancel` notification (ingress side of
 /// cancellation: the gateway stops the turn, which then ends with `stopReason: cancelled`).
+/// ```
+/// let env = e2a::E2AEnvelope::new("session/cancel", serde_json::json!({"sessionId": "s"}));
+/// assert!(e2a::acp::stream::is_cancel(&env));
+/// ```
 pub fn is_cancel(env: &crate::E2AEnvelope) -> bool {
     env.method.as_deref() == Some("session/cancel")
 }

@@ -131,6 +131,12 @@ fn is_list_like(name: &str) -> bool {
 
 /// Tool arguments as an object: objects as is; JSON text parsed (non-objects wrapped as
 /// `{"input": text}`); blank or other values → `{}`.
+/// ```
+/// use e2a::acp::tool_updates::normalize_arguments;
+/// assert_eq!(normalize_arguments(Some(&serde_json::json!("{\"a\": 1}")))["a"], 1);
+/// assert_eq!(normalize_arguments(Some(&serde_json::json!("ls -la")))["input"], "ls -la");
+/// assert!(normalize_arguments(Some(&serde_json::json!(5))).is_empty());
+/// ```
 pub fn normalize_arguments(v: Option<&Value>) -> Map<String, Value> {
     match v {
         Some(Value::Object(m)) => m.clone(),
@@ -187,6 +193,10 @@ fn humanize(name: &str) -> String {
 }
 
 /// The human title of a tool call (`Reading src/main.py`, `Running ls -la`, …).
+/// ```
+/// let args = serde_json::json!({"command": "ls -la"});
+/// assert_eq!(e2a::acp::tool_updates::tool_title("bash", args.as_object().unwrap()), "Running ls -la");
+/// ```
 pub fn tool_title(name: &str, args: &Map<String, Value>) -> String {
     let kind = tool_kind(name);
     let canonical = canonical_name(name);
@@ -245,6 +255,11 @@ pub fn tool_title(name: &str, args: &Map<String, Value>) -> String {
 
 /// ACP `locations` of a tool call: every path key then the first five `paths`, deduplicated,
 /// with a positive `line` when given.
+/// ```
+/// let args = serde_json::json!({"path": "/a/b.rs", "line": 3, "paths": ["/a/b.rs", "/c"]});
+/// let locs = e2a::acp::tool_updates::tool_locations(args.as_object().unwrap());
+/// assert_eq!(locs, vec![serde_json::json!({"path": "/a/b.rs", "line": 3}), serde_json::json!({"path": "/c", "line": 3})]);
+/// ```
 pub fn tool_locations(args: &Map<String, Value>) -> Vec<Value> {
     let line = ["line", "lineno", "line_number"]
         .iter()
@@ -461,6 +476,11 @@ pub fn tool_result_update(payload: &Map<String, Value>, cache: Option<&ToolCallC
 
 /// The `todo_update` session update (a project extension of ACP), or `None` when `todos` is
 /// not a list.
+/// ```
+/// let p = serde_json::json!({"todos": [{"content": "a", "status": "pending"}]});
+/// assert_eq!(e2a::acp::tool_updates::todo_update(p.as_object().unwrap()).unwrap()["sessionUpdate"], "todo_update");
+/// assert!(e2a::acp::tool_updates::todo_update(serde_json::json!({"todos": "x"}).as_object().unwrap()).is_none());
+/// ```
 pub fn todo_update(payload: &Map<String, Value>) -> Option<Map<String, Value>> {
     let todos = payload.get("todos")?.as_array()?;
     let mut out = Map::new();
@@ -470,6 +490,10 @@ pub fn todo_update(payload: &Map<String, Value>) -> Option<Map<String, Value>> {
 }
 
 /// The `usage_update` session update, or `None` unless `usage` is a non-empty object.
+/// ```
+/// let p = serde_json::json!({"usage": {}});
+/// assert!(e2a::acp::tool_updates::usage_update(p.as_object().unwrap()).is_none());
+/// ```
 pub fn usage_update(payload: &Map<String, Value>) -> Option<Map<String, Value>> {
     let usage = payload.get("usage")?.as_object().filter(|u| !u.is_empty())?;
     let mut out = Map::new();

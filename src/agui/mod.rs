@@ -287,6 +287,13 @@ impl AguiProjector {
 /// `RUN_STARTED` after `RUN_FINISHED`; text, reasoning and tool-call events refer to an open
 /// message/call of the same id, ids are not opened twice, and everything is closed before
 /// `RUN_FINISHED`.
+///
+/// ```
+/// use serde_json::json;
+/// let ok = [json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}), json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})];
+/// assert!(e2a::agui::verify_events(&ok).is_ok());
+/// assert!(e2a::agui::verify_events(&[json!({"type": "TEXT_MESSAGE_START", "messageId": "m"})]).is_err());
+/// ```
 pub fn verify_events(events: &[Value]) -> std::result::Result<(), String> {
     use std::collections::HashSet;
     let (mut running, mut errored, mut seen_run) = (false, false, false);

@@ -26,11 +26,24 @@ pub fn is_e2a_response(data: &Value) -> bool {
 }
 
 /// Encodes a unary [`AgentResponse`] as its final E2A frame (canonical JSON object).
+///
+/// ```
+/// let r = e2a::legacy::AgentResponse::ok("r1", "web", serde_json::Map::new());
+/// let frame = e2a::wire::encode_agent_response(&r, "resp-1", 0);
+/// assert_eq!(frame["response_kind"], "e2a.complete");
+/// ```
 pub fn encode_agent_response(resp: &AgentResponse, response_id: &str, sequence: u64) -> Value {
     legacy::response_from_agent_response(resp, response_id, sequence, None).to_value()
 }
 
 /// Encodes an [`AgentResponseChunk`] as an E2A stream frame (canonical JSON object).
+///
+/// ```
+/// let c = e2a::legacy::AgentResponseChunk::from_value(&serde_json::json!({"request_id": "r", "channel_id": "c",
+///     "payload": {"is_complete": true}, "is_complete": true})).unwrap();
+/// let frame = e2a::wire::encode_agent_chunk(&c, "resp", 3, true);
+/// assert_eq!((frame["is_final"].as_bool(), frame["body"]["result"].as_object().map(|m| m.len())), (Some(true), Some(0)));
+/// ```
 pub fn encode_agent_chunk(chunk: &AgentResponseChunk, response_id: &str, sequence: u64, is_stream: bool) -> Value {
     legacy::response_from_agent_chunk(chunk, response_id, sequence, is_stream, None).to_value()
 }
@@ -246,6 +259,12 @@ fn blob_chunk(blob: &Value) -> Result<AgentResponseChunk> {
 /// Parses a stream wire message into an [`AgentResponseChunk`]: an E2A frame (a legacy chunk
 /// blob in its metadata wins), or the deprecated legacy shape (`request_id`, `channel_id`,
 /// `is_complete`, `payload`, no `ok`).
+///
+/// ```
+/// let c = e2a::wire::parse_chunk(&serde_json::json!({"protocol_version": "1.0", "response_kind": "e2a.chunk",
+///     "body": {"delta_kind": "reasoning", "delta": "hm"}})).unwrap();
+/// assert_eq!(c.payload.unwrap()["source_chunk_type"], "llm_reasoning");
+/// ```
 pub fn parse_chunk(data: &Value) -> Result<AgentResponseChunk> {
     if is_e2a_response(data) {
         let resp = E2AResponse::from_value(data)?;
