@@ -314,9 +314,19 @@ fn descriptor(
     d
 }
 
+/// The first non-empty string among `keys` (Python's `a or b or c` on string values).
 fn str_at<'a>(m: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
     keys.iter()
-        .find_map(|k| m.get(*k).and_then(Value::as_str).filter(|s| !s.trim().is_empty()))
+        .find_map(|k| m.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()))
+}
+
+/// A tool-call id: the first truthy of `tool_call_id`, `toolCallId`, `id`, as a string,
+/// stripped (the reference's `str(a or b or c).strip()`); `None` when that is empty.
+fn tool_id(m: &Map<String, Value>) -> Option<String> {
+    let v = ["tool_call_id", "toolCallId", "id"]
+        .iter()
+        .find_map(|k| m.get(*k).filter(|v| truthy(v)))?;
+    Some(crate::pyrepr::py_str(v).trim().to_string()).filter(|s| !s.is_empty())
 }
 
 /// The `tool_call` session update for a tool-call event payload (`{"tool_call": {id, name,
@@ -333,7 +343,7 @@ fn str_at<'a>(m: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
 /// ```
 pub fn tool_call_update(payload: &Map<String, Value>, cache: Option<&mut ToolCallCache>) -> Option<Map<String, Value>> {
     let call = payload.get("tool_call")?.as_object()?;
-    let id = str_at(call, &["tool_call_id", "toolCallId", "id"])?.trim().to_string();
+    let id = tool_id(call)?;
     let name = call.get("name").and_then(Value::as_str).unwrap_or("");
     let raw_args = call.get("arguments");
     let args = normalize_arguments(raw_args);
@@ -387,12 +397,7 @@ pub fn tool_result_update(payload: &Map<String, Value>, cache: Option<&ToolCallC
             .cloned()
             .unwrap_or_else(|| Value::String(String::new())),
     };
-    let id = ["tool_call_id", "toolCallId", "id"]
-        .iter()
-        .find_map(|k| payload.get(*k).and_then(Value::as_str))
-        .map(str::trim)
-        .unwrap_or("")
-        .to_string();
+    let id = tool_id(payload).unwrap_or_default();
     let cached = cache.and_then(|c| c.get(&id));
     let tool_call = payload.get("toolCall").and_then(Value::as_object);
     let tool_name = str_at(payload, &["tool_name", "name"])
@@ -402,8 +407,8 @@ pub fn tool_result_update(payload: &Map<String, Value>, cache: Option<&ToolCallC
     let name = tool_name.clone().unwrap_or_default();
     let raw_args = ["arguments", "rawInput"]
         .iter()
-        .find_map(|k| payload.get(*k).filter(|v| !v.is_null()))
-        .or_else(|| tool_call.and_then(|t| t.get("arguments")))
+        .find_map(|k| payload.get(*k).filter(|v| truthy(v)))
+        .or_else(|| tool_call.and_then(|t| t.get("arguments")).filter(|v| truthy(v)))
         .or_else(|| cached.and_then(|c| c.get("rawInput")));
     let args = normalize_arguments(raw_args);
     let raw_output = ["rawOutput", "raw_output"]
