@@ -84,24 +84,37 @@ fn non_canonical(value: &Value, canonical: &Value) -> Vec<Violation> {
 /// assert!(err.violations().iter().any(|v| v.pointer == "/request_id"));
 /// ```
 pub fn envelope(value: &Value) -> Result<crate::E2AEnvelope> {
-    let env: crate::E2AEnvelope = decode(envelope_validator()?, value)?;
-    match crate::E2AEnvelope::from_value(value) {
-        Ok(lenient) if lenient == env => Ok(env),
-        other => Err(Error::Schema(non_canonical(
-            value,
-            &other.map(|l| l.to_value()).unwrap_or(Value::Null),
-        ))),
-    }
+    canonical(
+        decode(envelope_validator()?, value)?,
+        value,
+        crate::E2AEnvelope::from_value,
+        crate::E2AEnvelope::to_value,
+    )
 }
 
 /// Validates a response strictly and decodes it.
 pub fn response(value: &Value) -> Result<crate::E2AResponse> {
-    let resp: crate::E2AResponse = decode(response_validator()?, value)?;
-    match crate::E2AResponse::from_value(value) {
-        Ok(lenient) if lenient == resp => Ok(resp),
+    canonical(
+        decode(response_validator()?, value)?,
+        value,
+        crate::E2AResponse::from_value,
+        crate::E2AResponse::to_value,
+    )
+}
+
+/// `decoded` when the lenient reader reads `value` the same (it is canonical), else the
+/// fields that differ.
+fn canonical<T: PartialEq>(
+    decoded: T,
+    value: &Value,
+    lenient: fn(&Value) -> Result<T>,
+    to_value: fn(&T) -> Value,
+) -> Result<T> {
+    match lenient(value) {
+        Ok(l) if l == decoded => Ok(decoded),
         other => Err(Error::Schema(non_canonical(
             value,
-            &other.map(|l| l.to_value()).unwrap_or(Value::Null),
+            &other.map(|l| to_value(&l)).unwrap_or(Value::Null),
         ))),
     }
 }

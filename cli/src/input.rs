@@ -24,50 +24,46 @@ fn parse(raw: &str) -> Result<serde_json::Value, String> {
     e2a::Limits::default().parse(raw).map_err(|e| e.to_string())
 }
 
+/// The next non-blank line (without its line ending) and its number; `n` counts lines read.
+fn next_line(reader: &mut dyn BufRead, n: &mut usize, buf: &mut String) -> std::io::Result<bool> {
+    loop {
+        buf.clear();
+        if reader.read_line(buf)? == 0 {
+            return Ok(false);
+        }
+        *n += 1;
+        let end = buf.trim_end_matches(['\n', '\r']).len();
+        buf.truncate(end);
+        if !buf.trim().is_empty() {
+            return Ok(true);
+        }
+    }
+}
+
 /// Calls `f` with every document of a JSON or JSONL input: a file holding one JSON value (an
 /// array is read as its items) or one JSON value per line. JSONL is streamed line by line
 /// (constant memory); only a multi-line JSON document is read whole.
 pub fn for_each_doc(path: &str, mut f: impl FnMut(Doc)) -> std::io::Result<()> {
     let mut reader = open(path)?;
-    let mut first = String::new();
-    let mut first_no = 0;
-    loop {
-        first.clear();
-        if reader.read_line(&mut first)? == 0 {
-            return Ok(());
-        }
-        first_no += 1;
-        if !first.trim().is_empty() {
-            break;
-        }
-    }
-    let t = first.trim();
-    let whole = t.starts_with('[') || (t.starts_with('{') && serde_json::from_str::<serde::de::IgnoredAny>(t).is_err());
-    if whole {
-        let mut text = "\n".repeat(first_no - 1) + &first;
-        reader.read_to_string(&mut text)?;
-        for d in docs_of_text(&text) {
-            f(d);
-        }
+    let (mut n, mut buf) = (0, String::new());
+    if !next_line(&mut *reader, &mut n, &mut buf)? {
         return Ok(());
     }
-    f(Doc {
-        line: first_no,
-        value: parse(t),
-    });
-    let mut n = first_no;
-    let mut buf = String::new();
+    // the first non-blank line decides: JSONL, or one (multi-line) JSON document
+    let t = buf.trim();
+    if t.starts_with('[') || (t.starts_with('{') && serde_json::from_str::<serde::de::IgnoredAny>(t).is_err()) {
+        let mut text = "\n".repeat(n - 1) + &buf + "\n";
+        reader.read_to_string(&mut text)?;
+        docs_of_text(&text).into_iter().for_each(f);
+        return Ok(());
+    }
     loop {
-        buf.clear();
-        if reader.read_line(&mut buf)? == 0 {
+        f(Doc {
+            line: n,
+            value: parse(&buf),
+        });
+        if !next_line(&mut *reader, &mut n, &mut buf)? {
             return Ok(());
-        }
-        n += 1;
-        if !buf.trim().is_empty() {
-            f(Doc {
-                line: n,
-                value: parse(buf.trim_end_matches(['\n', '\r'])),
-            });
         }
     }
 }
@@ -105,19 +101,11 @@ fn docs_of_text(text: &str) -> Vec<Doc> {
 /// Calls `f` for each non-blank line of a JSONL input, streaming (constant memory).
 pub fn for_each_line(path: &str, mut f: impl FnMut(usize, &str) -> std::io::Result<()>) -> std::io::Result<()> {
     let mut reader = open(path)?;
-    let mut buf = String::new();
-    let mut n = 0;
-    loop {
-        buf.clear();
-        if reader.read_line(&mut buf)? == 0 {
-            return Ok(());
-        }
-        n += 1;
-        let line = buf.trim_end_matches(['\n', '\r']);
-        if !line.trim().is_empty() {
-            f(n, line)?;
-        }
+    let (mut n, mut buf) = (0, String::new());
+    while next_line(&mut *reader, &mut n, &mut buf)? {
+        f(n, &buf)?;
     }
+    Ok(())
 }
 
 /// True when a JSON object looks like a response frame rather than a request envelope.

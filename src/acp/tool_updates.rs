@@ -77,23 +77,10 @@ const KINDS: [(&str, &[&str]); 7] = [
             "search",
         ],
     ),
+    // list-like names (LIST_LIKE) are `read` too
     (
         "read",
-        &[
-            "list",
-            "list_dir",
-            "list_directories",
-            "list_directory",
-            "list_files",
-            "list_paths",
-            "ls",
-            "read",
-            "read_file",
-            "read_terminal_output",
-            "read_text_file",
-            "view",
-            "glob",
-        ],
+        &["read", "read_file", "read_terminal_output", "read_text_file", "view"],
     ),
 ];
 
@@ -122,7 +109,11 @@ pub fn tool_kind(name: &str) -> &'static str {
         .iter()
         .find(|(_, names)| names.contains(&n.as_str()))
         .map(|(k, _)| *k)
-        .unwrap_or("other")
+        .unwrap_or(if LIST_LIKE.contains(&n.as_str()) {
+            "read"
+        } else {
+            "other"
+        })
 }
 
 fn is_list_like(name: &str) -> bool {
