@@ -44,6 +44,7 @@ pub mod pyrepr;
 pub mod redact;
 pub mod response;
 pub mod secret;
+pub mod sse;
 pub mod stream;
 pub mod strict;
 mod take;

@@ -117,6 +117,9 @@ fn acp_messages_validate_against_the_official_schema_and_types() {
             None => assert_eq!(last["result"]["stopReason"], "end_turn"),
         }
     }
+    let init = e2a::acp::results::initialize_result("e2a", "E2A gateway", "0.1.0");
+    assert!(errors(&acp_validator("InitializeResponse"), &init).is_empty(), "{init}");
+    let _: agent_client_protocol_schema::v1::InitializeResponse = serde_json::from_value(init).unwrap();
     let new = e2a::acp::session_new_result(" s1 ");
     assert!(errors(&acp_validator("NewSessionResponse"), &new).is_empty(), "{new}");
     // the reference's list result has no `cwd`, which ACP v1 requires; the v1 builder adds it

@@ -279,3 +279,23 @@ fn log_lines_read_back_reproduce_the_stream() {
     assert!(v.finish().is_empty());
     assert_eq!(back[0], a[0], "untruncated lines round-trip exactly");
 }
+
+#[test]
+fn sse_framing_resumes_with_last_event_id() {
+    let frames = build("r", 4, false);
+    let mut v = StreamValidator::new().with_replay();
+    let mut sent = String::new();
+    for f in &frames[..3] {
+        v.push(f);
+        sent.push_str(&e2a::sse::encode(f));
+    }
+    // the client saw frames 0..=2 and reconnects with Last-Event-ID: 2
+    let seen = e2a::sse::decode(&sent).unwrap();
+    assert_eq!(seen, frames[..3].to_vec());
+    for f in &frames[3..] {
+        v.push(f);
+    }
+    let resent: String = v.replay_after("r", 2).iter().map(e2a::sse::encode).collect();
+    let all: Vec<_> = seen.into_iter().chain(e2a::sse::decode(&resent).unwrap()).collect();
+    assert_eq!(all, frames);
+}

@@ -66,3 +66,28 @@ pub fn session_list_result_v1<'a>(sessions: impl IntoIterator<Item = (&'a str, &
     }
     json!({"sessions": out})
 }
+
+/// `initialize` result advertising what an E2A gateway supports (the reference's
+/// `build_acp_initialize_result`, with the agent's identity supplied by the caller): protocol
+/// version 1, session loading and listing, image and embedded-context prompts, no MCP
+/// transports, no auth methods.
+///
+/// ```
+/// let r = e2a::acp::results::initialize_result("my-agent", "My Agent", "1.2.3");
+/// assert_eq!(r["protocolVersion"], 1);
+/// assert_eq!(r["agentInfo"]["version"], "1.2.3");
+/// assert_eq!(r["agentCapabilities"]["promptCapabilities"]["embeddedContext"], true);
+/// ```
+pub fn initialize_result(name: &str, title: &str, version: &str) -> Value {
+    json!({
+        "protocolVersion": 1,
+        "agentInfo": {"name": name, "title": title, "version": version},
+        "agentCapabilities": {
+            "loadSession": true,
+            "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
+            "sessionCapabilities": {"list": {}},
+            "mcpCapabilities": {"http": false, "sse": false}
+        },
+        "authMethods": []
+    })
+}
