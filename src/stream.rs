@@ -84,7 +84,7 @@ impl ResponseStream {
         f.response_kind = kind.as_str().into();
         f.timestamp = Some(crate::timestamp::utc_now_iso());
         f.body = body;
-        self.next += 1;
+        self.next = self.next.saturating_add(1);
         f
     }
 
@@ -239,9 +239,9 @@ impl State {
 
     fn mark_seen(&mut self, seq: u64) {
         if seq == self.contiguous {
-            self.contiguous += 1;
+            self.contiguous = self.contiguous.saturating_add(1);
             while self.seen_above.remove(&self.contiguous) {
-                self.contiguous += 1;
+                self.contiguous = self.contiguous.saturating_add(1);
             }
         } else if seq > self.contiguous {
             self.seen_above.insert(seq);
@@ -304,7 +304,7 @@ impl StreamValidator {
     /// Accepts one frame; returns the frames released in order (the frame itself, plus held
     /// frames it unblocked; empty while it is held back).
     pub fn push(&mut self, f: &E2AResponse) -> Vec<E2AResponse> {
-        self.clock += 1;
+        self.clock = self.clock.saturating_add(1);
         if f.request_id.is_none() {
             self.report(f, ViolationKind::MissingRequestId);
         }
@@ -367,7 +367,7 @@ impl StreamValidator {
         }
         st.started = true;
         st.mark_seen(f.sequence);
-        st.expected = st.expected.max(f.sequence + 1);
+        st.expected = st.expected.max(f.sequence.saturating_add(1));
         if f.is_final {
             st.finished = true;
         }

@@ -299,3 +299,26 @@ fn sse_framing_resumes_with_last_event_id() {
     let all: Vec<_> = seen.into_iter().chain(e2a::sse::decode(&resent).unwrap()).collect();
     assert_eq!(all, frames);
 }
+
+/// Sequences at the top of the u64 range must not overflow (found in review: `sequence + 1`).
+#[test]
+fn extreme_sequences_do_not_overflow() {
+    let mut frames = build("big", 1, false);
+    frames[0].sequence = u64::MAX - 1;
+    frames[1].sequence = u64::MAX;
+    // held frames (reorder window) are not replayable until released
+    let mut held = StreamValidator::new().with_reorder_window(2).with_replay();
+    for f in frames.iter().chain(frames.iter()) {
+        held.push(f);
+    }
+    assert!(held.replay_after("big", 0).is_empty());
+    assert!(!held.finish().is_empty());
+    let mut v = StreamValidator::new().with_replay();
+    for f in frames.iter().chain(frames.iter()) {
+        v.push(f);
+    }
+    assert_eq!(v.replay_after("big", u64::MAX - 1).len(), 1);
+    let kinds: Vec<ViolationKind> = v.finish().into_iter().map(|x| x.kind).collect();
+    assert!(kinds.contains(&ViolationKind::DoesNotStartAtZero { got: u64::MAX - 1 }));
+    assert!(kinds.contains(&ViolationKind::Duplicate));
+}

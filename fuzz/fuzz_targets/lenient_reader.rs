@@ -17,5 +17,14 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(e2a::E2AResponse::from_value(&canonical).expect("re-read").to_value(), canonical);
         let _ = resp.typed_body();
         let _ = e2a::log::log_line(&resp, 512);
+        // the validator on arbitrary frames (including extreme sequences), twice to hit the
+        // duplicate and after-final paths, with a reorder window and replay
+        let mut v = e2a::stream::StreamValidator::new().with_reorder_window(4).with_replay();
+        v.push(&resp);
+        v.push(&resp);
+        if let Some(id) = resp.request_id.as_deref() {
+            let _ = v.replay_after(id, resp.sequence.saturating_sub(1));
+        }
+        let _ = v.finish();
     }
 });
