@@ -26,9 +26,11 @@ pub enum Proto {
 }
 
 /// Supported directions, for `--help` and errors.
-pub const DIRECTIONS: &str = "acp→e2a, a2a→e2a, legacy→e2a, e2a→e2a, e2a→acp, e2a→a2a, e2a→legacy, \
-    acp→a2a, a2a→acp (through E2A requests: acp/a2a requests become E2A envelopes and then the target's \
-    request shape where one exists), legacy→acp, legacy→a2a (legacy responses via E2A frames)";
+pub const DIRECTIONS: &str = "every --from to every --to, through E2A. Input lines are requests (ACP \
+    or A2A JSON-RPC, E2A envelopes, legacy AgentRequests) or responses (E2A frames, legacy \
+    AgentResponse/AgentResponseChunk). Requests become the target's request (ACP call, A2A \
+    SendMessage, E2A envelope, legacy AgentRequest); response frames become the target's messages \
+    (ACP session/update + result, A2A StreamResponse events, E2A frames, legacy records).";
 
 struct Converter {
     from: Proto,
@@ -78,6 +80,9 @@ impl Converter {
                 for m in p.push(&r) {
                     emit(m)?;
                 }
+                if r.is_final {
+                    self.acp.remove(&r.request_id); // bounded memory on long inputs
+                }
                 Ok(())
             }
             (Proto::A2a, Msg::Resp(r)) => {
@@ -92,6 +97,9 @@ impl Converter {
                 });
                 for ev in p.push(&r) {
                     emit(jsonrpc_result(r.jsonrpc_id.as_ref(), ev))?;
+                }
+                if r.is_final {
+                    self.a2a.remove(&r.request_id);
                 }
                 Ok(())
             }
