@@ -29,10 +29,13 @@ impl Source for Map<String, Value> {
     }
 }
 
+/// The most keys a message type may have (slots live on the stack).
+pub(crate) const MAX_KEYS: usize = 40;
+
 /// One slot per known key of a message type.
 pub(crate) struct Slots {
     keys: &'static KeyTable,
-    vals: Vec<Option<Value>>,
+    vals: [Option<Value>; MAX_KEYS],
     /// Whether the message had keys outside `keys`.
     pub unknown: bool,
 }
@@ -55,8 +58,9 @@ fn hash(key: &str) -> usize {
 }
 
 impl KeyTable {
-    /// A table for up to 100 keys.
+    /// A table for up to [`MAX_KEYS`] keys.
     pub fn new(keys: &'static [&'static str]) -> KeyTable {
+        assert!(keys.len() <= MAX_KEYS, "KeyTable: too many keys");
         let mut table = [0u8; 128];
         for (i, k) in keys.iter().enumerate().take(100) {
             let mut h = hash(k);
@@ -98,7 +102,7 @@ impl Source for Slots {
 impl Slots {
     /// The known keys of `map`, cloned into slots.
     pub fn from_map(map: &Map<String, Value>, keys: &'static KeyTable) -> Slots {
-        let mut vals = vec![None; keys.keys.len()];
+        let mut vals = [const { None }; MAX_KEYS];
         let mut unknown = false;
         for (k, v) in map {
             match index(keys, k) {
@@ -143,7 +147,7 @@ impl<'de> Visitor<'de> for SlotsSeed {
         f.write_str("a JSON object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> std::result::Result<Slots, A::Error> {
-        let mut vals = vec![None; self.keys.keys.len()];
+        let mut vals = [const { None }; MAX_KEYS];
         let mut unknown = false;
         while let Some(i) = a.next_key_seed(KeySeed { keys: self.keys })? {
             match i {
