@@ -205,9 +205,10 @@ pub fn parse_unary(data: &Value) -> Result<AgentResponse> {
     let m = data.as_object().ok_or_else(|| Error::field("", "expected object"))?;
     if ["request_id", "channel_id", "ok"].iter().all(|k| m.contains_key(*k)) {
         let f = crate::fields::Fields::new(m, "");
+        let (request_id, channel_id) = legacy_ids(&f)?;
         return Ok(AgentResponse {
-            request_id: crate::pyrepr::py_str(&m["request_id"]),
-            channel_id: crate::pyrepr::py_str(&m["channel_id"]),
+            request_id,
+            channel_id,
             ok: f.bool_or("ok", true)?,
             payload: f.opt_obj("payload")?.cloned(),
             metadata: f.opt_obj("metadata")?.cloned(),
@@ -222,38 +223,61 @@ fn unrecognized(what: &str, m: &Map<String, Value>) -> Error {
     Error::Unsupported(format!("{what}: unrecognized wire shape keys={keys:?}"))
 }
 
-fn blob_response(blob: &Value) -> Result<AgentResponse> {
-    let base = format!("/metadata/{}", WireMetadataKey::E2aWireLegacyAgentResponse.as_str());
+/// `(str(request_id), str(channel_id))` of a legacy record, as the reference reads them
+/// (`request_id` required, `channel_id` defaulting to `""`, other JSON stringified).
+fn legacy_ids(f: &crate::fields::Fields<'_>) -> Result<(String, String)> {
+    let request_id = f.map.get("request_id").ok_or_else(|| f.err("request_id", "string"))?;
+    let channel_id = f.map.get("channel_id").map(crate::pyrepr::py_str).unwrap_or_default();
+    Ok((crate::pyrepr::py_str(request_id), channel_id))
+}
+
+/// The legacy record kept under `metadata.<key>` of a frame, read with `read`.
+fn from_blob<T>(
+    blob: &Value,
+    key: WireMetadataKey,
+    read: impl FnOnce(&crate::fields::Fields<'_>, String, String) -> Result<T>,
+) -> Result<T> {
+    let base = format!("/metadata/{}", key.as_str());
     let m = blob
         .as_object()
         .ok_or_else(|| Error::field(base.as_str(), "expected object"))?;
     let f = crate::fields::Fields::new(m, &base);
-    let request_id = m.get("request_id").ok_or_else(|| f.err("request_id", "string"))?;
-    Ok(AgentResponse {
-        request_id: crate::pyrepr::py_str(request_id),
-        channel_id: m.get("channel_id").map(crate::pyrepr::py_str).unwrap_or_default(),
-        ok: f.bool_or("ok", true)?,
-        payload: f.opt_obj("payload")?.cloned(),
-        metadata: f.opt_obj("metadata")?.cloned(),
-        agent_ref: None,
-    })
+    let (request_id, channel_id) = legacy_ids(&f)?;
+    read(&f, request_id, channel_id)
+}
+
+fn blob_response(blob: &Value) -> Result<AgentResponse> {
+    from_blob(
+        blob,
+        WireMetadataKey::E2aWireLegacyAgentResponse,
+        |f, request_id, channel_id| {
+            Ok(AgentResponse {
+                request_id,
+                channel_id,
+                ok: f.bool_or("ok", true)?,
+                payload: f.opt_obj("payload")?.cloned(),
+                metadata: f.opt_obj("metadata")?.cloned(),
+                agent_ref: None,
+            })
+        },
+    )
 }
 
 fn blob_chunk(blob: &Value) -> Result<AgentResponseChunk> {
-    let base = format!("/metadata/{}", WireMetadataKey::E2aWireLegacyAgentChunk.as_str());
-    let m = blob
-        .as_object()
-        .ok_or_else(|| Error::field(base.as_str(), "expected object"))?;
-    let f = crate::fields::Fields::new(m, &base);
-    let request_id = m.get("request_id").ok_or_else(|| f.err("request_id", "string"))?;
-    Ok(AgentResponseChunk {
-        request_id: crate::pyrepr::py_str(request_id),
-        channel_id: m.get("channel_id").map(crate::pyrepr::py_str).unwrap_or_default(),
-        payload: f.opt_obj("payload")?.cloned(),
-        is_complete: f.bool_or("is_complete", false)?,
-        agent_ref: f.opt_obj("agent_ref")?.cloned(),
-        metadata: Some(f.obj("metadata")?),
-    })
+    from_blob(
+        blob,
+        WireMetadataKey::E2aWireLegacyAgentChunk,
+        |f, request_id, channel_id| {
+            Ok(AgentResponseChunk {
+                request_id,
+                channel_id,
+                payload: f.opt_obj("payload")?.cloned(),
+                is_complete: f.bool_or("is_complete", false)?,
+                agent_ref: f.opt_obj("agent_ref")?.cloned(),
+                metadata: Some(f.obj("metadata")?),
+            })
+        },
+    )
 }
 
 /// Parses a stream wire message into an [`AgentResponseChunk`]: an E2A frame (a legacy chunk
@@ -280,13 +304,10 @@ pub fn parse_chunk(data: &Value) -> Result<AgentResponseChunk> {
         && !m.contains_key("ok")
     {
         let f = crate::fields::Fields::new(m, "");
+        let (request_id, channel_id) = legacy_ids(&f)?;
         return Ok(AgentResponseChunk {
-            request_id: crate::pyrepr::py_str(&m["request_id"]),
-            channel_id: m
-                .get("channel_id")
-                .filter(|v| !v.is_null())
-                .map(crate::pyrepr::py_str)
-                .unwrap_or_default(),
+            request_id,
+            channel_id,
             payload: f.opt_obj("payload")?.cloned(),
             is_complete: f.bool_or("is_complete", false)?,
             agent_ref: None,
