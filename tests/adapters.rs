@@ -362,7 +362,8 @@ fn reserved_metadata_key_in_agent_metadata_is_an_error_not_a_panic() {
 
 #[test]
 fn legacy_shapes_stringify_ids_like_the_reference() {
-    let c = wire::parse_chunk(&json!({"request_id": 7, "channel_id": null, "is_complete": true, "payload": null})).unwrap();
+    let c =
+        wire::parse_chunk(&json!({"request_id": 7, "channel_id": null, "is_complete": true, "payload": null})).unwrap();
     assert_eq!((c.request_id.as_str(), c.channel_id.as_str()), ("7", "None"));
     let u = wire::parse_unary(&json!({"request_id": null, "channel_id": "c", "ok": true})).unwrap();
     assert_eq!(u.request_id, "None");
