@@ -198,22 +198,13 @@ pub fn parse_unary(data: &Value) -> Result<AgentResponse> {
     if is_e2a_response(data) {
         let resp = E2AResponse::from_value(data)?;
         if let Some(blob) = legacy_blob(&resp, WireMetadataKey::E2aWireLegacyAgentResponse) {
-            return blob_response(blob);
+            return from_blob(blob, WireMetadataKey::E2aWireLegacyAgentResponse, agent_response_record);
         }
         return legacy::response_to_agent_response(&resp);
     }
     let m = data.as_object().ok_or_else(|| Error::field("", "expected object"))?;
     if ["request_id", "channel_id", "ok"].iter().all(|k| m.contains_key(*k)) {
-        let f = crate::fields::Fields::new(m, "");
-        let (request_id, channel_id) = legacy_ids(&f)?;
-        return Ok(AgentResponse {
-            request_id,
-            channel_id,
-            ok: f.bool_or("ok", true)?,
-            payload: f.opt_obj("payload")?.cloned(),
-            metadata: f.opt_obj("metadata")?.cloned(),
-            agent_ref: None,
-        });
+        return agent_response_record(&crate::fields::Fields::new(m, ""));
     }
     Err(unrecognized("parse_agent_server_wire_unary", m))
 }
@@ -235,49 +226,38 @@ fn legacy_ids(f: &crate::fields::Fields<'_>) -> Result<(String, String)> {
 fn from_blob<T>(
     blob: &Value,
     key: WireMetadataKey,
-    read: impl FnOnce(&crate::fields::Fields<'_>, String, String) -> Result<T>,
+    read: impl FnOnce(&crate::fields::Fields<'_>) -> Result<T>,
 ) -> Result<T> {
     let base = format!("/metadata/{}", key.as_str());
     let m = blob
         .as_object()
         .ok_or_else(|| Error::field(base.as_str(), "expected object"))?;
-    let f = crate::fields::Fields::new(m, &base);
-    let (request_id, channel_id) = legacy_ids(&f)?;
-    read(&f, request_id, channel_id)
+    read(&crate::fields::Fields::new(m, &base))
 }
 
-fn blob_response(blob: &Value) -> Result<AgentResponse> {
-    from_blob(
-        blob,
-        WireMetadataKey::E2aWireLegacyAgentResponse,
-        |f, request_id, channel_id| {
-            Ok(AgentResponse {
-                request_id,
-                channel_id,
-                ok: f.bool_or("ok", true)?,
-                payload: f.opt_obj("payload")?.cloned(),
-                metadata: f.opt_obj("metadata")?.cloned(),
-                agent_ref: None,
-            })
-        },
-    )
+/// An AgentResponse record (the deprecated unary shape, or the legacy blob of a frame).
+fn agent_response_record(f: &crate::fields::Fields<'_>) -> Result<AgentResponse> {
+    let (request_id, channel_id) = legacy_ids(f)?;
+    Ok(AgentResponse {
+        request_id,
+        channel_id,
+        ok: f.bool_or("ok", true)?,
+        payload: f.opt_obj("payload")?.cloned(),
+        metadata: f.opt_obj("metadata")?.cloned(),
+        agent_ref: None,
+    })
 }
 
-fn blob_chunk(blob: &Value) -> Result<AgentResponseChunk> {
-    from_blob(
-        blob,
-        WireMetadataKey::E2aWireLegacyAgentChunk,
-        |f, request_id, channel_id| {
-            Ok(AgentResponseChunk {
-                request_id,
-                channel_id,
-                payload: f.opt_obj("payload")?.cloned(),
-                is_complete: f.bool_or("is_complete", false)?,
-                agent_ref: f.opt_obj("agent_ref")?.cloned(),
-                metadata: Some(f.obj("metadata")?),
-            })
-        },
-    )
+fn blob_chunk(f: &crate::fields::Fields<'_>) -> Result<AgentResponseChunk> {
+    let (request_id, channel_id) = legacy_ids(f)?;
+    Ok(AgentResponseChunk {
+        request_id,
+        channel_id,
+        payload: f.opt_obj("payload")?.cloned(),
+        is_complete: f.bool_or("is_complete", false)?,
+        agent_ref: f.opt_obj("agent_ref")?.cloned(),
+        metadata: Some(f.obj("metadata")?),
+    })
 }
 
 /// Parses a stream wire message into an [`AgentResponseChunk`]: an E2A frame (a legacy chunk
@@ -293,7 +273,7 @@ pub fn parse_chunk(data: &Value) -> Result<AgentResponseChunk> {
     if is_e2a_response(data) {
         let resp = E2AResponse::from_value(data)?;
         if let Some(blob) = legacy_blob(&resp, WireMetadataKey::E2aWireLegacyAgentChunk) {
-            return blob_chunk(blob);
+            return from_blob(blob, WireMetadataKey::E2aWireLegacyAgentChunk, blob_chunk);
         }
         return legacy::response_to_agent_chunk(&resp);
     }
