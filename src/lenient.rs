@@ -239,6 +239,9 @@ fn envelope_from_slots(slots: Slots) -> Result<Lenient<E2AEnvelope>> {
 
     let mut provenance = c.provenance("provenance")?;
     if let Some(binding) = c.f.take("binding") {
+        if !matches!(binding, Value::Null | Value::String(_) | Value::Object(_)) {
+            return Err(c.f.err("binding", "string or object"));
+        }
         binding_migration(&binding, &mut provenance);
         c.fire(LegacyRule::Binding);
     }

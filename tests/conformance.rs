@@ -1,5 +1,6 @@
 //! Runs every vendored conformance vector (computed by the Python reference) in-process.
-//! Cases whose function is not implemented are counted as skipped, never passed.
+//! Cases whose function is not implemented are counted as skipped, never passed, and fail the
+//! test, as does a vectors file with no case in it.
 
 use e2a::conformance::{call, Outcome};
 use serde_json::Value;
@@ -65,4 +66,6 @@ fn conformance_vectors() {
         println!("  FAIL {f}");
     }
     assert_eq!(failed, 0, "{failed} conformance cases failed");
+    assert_eq!(skipped, 0, "{skipped} conformance cases skipped (unknown function)");
+    assert!(passed > 0, "no conformance case ran");
 }

@@ -84,15 +84,22 @@ const KINDS: [(&str, &[&str]); 7] = [
     ),
 ];
 
+/// The stripped name with the reference's aliases applied (case kept, as the reference's dict
+/// lookup does): this is what titles humanize.
+fn aliased_name(name: &str) -> &str {
+    match name.trim() {
+        "free_search" => "mcp_free_search",
+        "paid_search" => "mcp_paid_search",
+        "fetch_webpage" => "mcp_fetch_webpage",
+        "exec_command" => "mcp_exec_command",
+        n => n,
+    }
+}
+
+/// The lowercased aliased name that kinds are inferred from.
 fn canonical_name(name: &str) -> String {
     let n = name.trim().to_lowercase();
-    match n.as_str() {
-        "free_search" => "mcp_free_search".into(),
-        "paid_search" => "mcp_paid_search".into(),
-        "fetch_webpage" => "mcp_fetch_webpage".into(),
-        "exec_command" => "mcp_exec_command".into(),
-        _ => n,
-    }
+    aliased_name(&n).to_string()
 }
 
 /// The ACP tool kind of a tool name (`read`, `edit`, `delete`, `move`, `search`, `execute`,
@@ -157,7 +164,7 @@ fn first_str<'a>(args: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str>
 }
 
 fn summarize_path(p: &str) -> String {
-    let parts: Vec<&str> = p.split(['/', '\\']).filter(|s| !s.is_empty()).collect();
+    let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty()).collect();
     if parts.is_empty() {
         return p.to_string();
     }
@@ -241,7 +248,7 @@ pub fn tool_title(name: &str, args: &Map<String, Value>) -> String {
     if kind == "read" {
         return path.map_or("Reading data".into(), |p| format!("Reading {p}"));
     }
-    humanize(name)
+    humanize(aliased_name(name))
 }
 
 /// ACP `locations` of a tool call: every path key then the first five `paths`, deduplicated,
@@ -391,10 +398,15 @@ pub fn tool_result_update(payload: &Map<String, Value>, cache: Option<&ToolCallC
     let id = tool_id(payload).unwrap_or_default();
     let cached = cache.and_then(|c| c.get(&id));
     let tool_call = payload.get("toolCall").and_then(Value::as_object);
-    let tool_name = str_at(payload, &["tool_name", "name"])
-        .or_else(|| tool_call.and_then(|t| str_at(t, &["name"])))
-        .or_else(|| cached.and_then(|c| str_at(c, &["toolName"])))
-        .map(str::to_string);
+    // The reference's `str(a or b or c or d or "").strip()`: the first truthy value wins even
+    // when it strips to nothing.
+    let tool_name = ["tool_name", "name"]
+        .iter()
+        .find_map(|k| payload.get(*k).filter(|v| truthy(v)))
+        .or_else(|| tool_call.and_then(|t| t.get("name")).filter(|v| truthy(v)))
+        .or_else(|| cached.and_then(|c| c.get("toolName")).filter(|v| truthy(v)))
+        .map(|v| crate::pyrepr::py_str(v).trim().to_string())
+        .filter(|s| !s.is_empty());
     let name = tool_name.clone().unwrap_or_default();
     let raw_args = ["arguments", "rawInput"]
         .iter()

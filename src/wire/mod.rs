@@ -217,9 +217,17 @@ fn unrecognized(what: &str, m: &Map<String, Value>) -> Error {
 /// `(str(request_id), str(channel_id))` of a legacy record, as the reference reads them
 /// (`request_id` required, `channel_id` defaulting to `""`, other JSON stringified).
 fn legacy_ids(f: &crate::fields::Fields<'_>) -> Result<(String, String)> {
-    let request_id = f.map.get("request_id").ok_or_else(|| f.err("request_id", "string"))?;
-    let channel_id = f.map.get("channel_id").map(crate::pyrepr::py_str).unwrap_or_default();
-    Ok((crate::pyrepr::py_str(request_id), channel_id))
+    // Strings, or an explicit null read as the reference's `str(None)`; any other JSON is an
+    // error naming the key (DRIVER.md, deliberate difference 4).
+    let id = |key: &str| match f.map.get(key) {
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::Null) => Ok(Some(crate::pyrepr::py_str(&Value::Null))),
+        Some(_) => Err(f.err(key, "string")),
+        None => Ok(None),
+    };
+    let request_id = id("request_id")?.ok_or_else(|| f.err("request_id", "string"))?;
+    let channel_id = id("channel_id")?.unwrap_or_default();
+    Ok((request_id, channel_id))
 }
 
 /// The legacy record kept under `metadata.<key>` of a frame, read with `read`.
