@@ -202,7 +202,11 @@ fn benches(c: &mut Criterion) -> Vec<Op> {
         let canonical = env.to_json();
         let c1 = canonical.clone();
         op!("envelope_read", "strict", move || {
-            black_box(E2AEnvelope::from_json_strict(black_box(&c1)).ok());
+            black_box(
+                E2AEnvelope::read(black_box(&c1), &e2a::ReadOptions::canonical())
+                    .map(|r| r.value)
+                    .ok(),
+            );
         });
         op!("envelope_write", "derive_baseline", move || {
             black_box(serde_json::to_string(black_box(&plain)).ok());
@@ -244,7 +248,11 @@ fn benches(c: &mut Criterion) -> Vec<Op> {
         });
         let c4 = chunk.clone();
         op!("chunk_read", "strict", move || {
-            black_box(E2AResponse::from_json_strict(black_box(&c4)).ok());
+            black_box(
+                E2AResponse::read(black_box(&c4), &e2a::ReadOptions::canonical())
+                    .map(|r| r.value)
+                    .ok(),
+            );
         });
         op!("chunk_write", "derive_baseline", move || {
             black_box(serde_json::to_string(black_box(&plain_resp)).ok());
@@ -310,7 +318,11 @@ fn benches(c: &mut Criterion) -> Vec<Op> {
         });
         let v: Value = serde_json::from_str(&canonical).expect("value");
         op!("schema_validation", "jsonschema_validate", move || {
-            black_box(e2a::strict::envelope(black_box(&v)).ok());
+            black_box(
+                e2a::E2AEnvelope::read_value(black_box(&v), &e2a::ReadOptions::canonical())
+                    .map(|r| r.value)
+                    .ok(),
+            );
         });
     }
     {
@@ -345,7 +357,7 @@ fn benches(c: &mut Criterion) -> Vec<Op> {
         op!("validate_throughput", "strict_plus_stream", move || {
             let mut v = StreamValidator::new();
             for l in j2.lines() {
-                if let Ok(r) = E2AResponse::from_json_strict(l) {
+                if let Ok(r) = E2AResponse::read(l, &e2a::ReadOptions::canonical()).map(|r| r.value) {
                     v.push(&r);
                 }
             }

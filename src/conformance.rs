@@ -1,4 +1,4 @@
-//! The conformance driver's dispatch: maps a DRIVER.md function name and its JSON input to
+//! Test support, not public API (hidden, exempt from semver): the conformance driver's dispatch: maps a DRIVER.md function name and its JSON input to
 //! the SDK call, so the `e2a conformance-driver` command and `cargo test` run the same code.
 
 use serde_json::{Map, Value};

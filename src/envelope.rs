@@ -3,47 +3,8 @@
 use serde_json::{Map, Value};
 
 use crate::error::Result;
-use crate::lenient::{default_provenance, Lenient};
-use crate::types::{E2AEnvelope, IdentityOrigin, JsonRpcId};
-use crate::Limits;
-
-impl Default for E2AEnvelope {
-    /// The reference defaults: version `1.0`, provenance `e2a`, identity `user`, empty
-    /// containers, everything else null.
-    fn default() -> Self {
-        E2AEnvelope {
-            protocol_version: crate::E2A_PROTOCOL_VERSION.into(),
-            provenance: default_provenance(),
-            request_id: None,
-            jsonrpc_id: None,
-            correlation_id: None,
-            task_id: None,
-            context_id: None,
-            session_id: None,
-            message_id: None,
-            timestamp: None,
-            identity_origin: IdentityOrigin::User,
-            channel: None,
-            user_id: None,
-            agent_ref: None,
-            chat_id: None,
-            source_agent_id: None,
-            agent_id: None,
-            service_id: None,
-            workspace_key: None,
-            method: None,
-            params: Map::new(),
-            ext_method: None,
-            session_update_kind: None,
-            is_stream: false,
-            expected_output_modes: Vec::new(),
-            auth: None,
-            channel_context: Map::new(),
-            a2a_metadata: Map::new(),
-            acp_meta: Map::new(),
-        }
-    }
-}
+use crate::read::{Message, Read, ReadOptions};
+use crate::types::{E2AEnvelope, JsonRpcId};
 
 impl E2AEnvelope {
     /// A new envelope for `method` with the given `params` object (other fields default).
@@ -107,7 +68,7 @@ impl E2AEnvelope {
     /// The canonical JSON object: every field, nulls and empty containers included (the
     /// reference `to_dict()` key set).
     pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+        <Self as Message>::to_value(self)
     }
 
     /// Canonical compact JSON text.
@@ -115,31 +76,30 @@ impl E2AEnvelope {
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// Reads JSON text leniently (legacy shapes accepted) under the default [`Limits`].
+    /// Reads JSON text under `options` (mode and limits); see [`crate::read`].
+    pub fn read(input: &str, options: &ReadOptions) -> Result<Read<Self>> {
+        <Self as Message>::read(input, options)
+    }
+
+    /// Reads a parsed JSON value under `options` (mode and limits); see [`crate::read`].
+    pub fn read_value(input: &Value, options: &ReadOptions) -> Result<Read<Self>> {
+        <Self as Message>::read_value(input, options)
+    }
+
+    /// Reads JSON text leniently (legacy shapes accepted) under the default [`crate::Limits`].
     ///
     /// ```
-    /// let env = e2a::E2AEnvelope::from_json(r#"{"request_id":"r1","channel_id":"web"}"#).unwrap();
-    /// assert_eq!(env.channel.as_deref(), Some("web"));
+    /// let m = e2a::E2AEnvelope::from_json(r#"{"request_id":"r1","channel_id":"web"}"#).unwrap();
+    /// assert_eq!(m.channel.as_deref(), Some("web"));
     /// assert!(e2a::E2AEnvelope::from_json(r#"{"request_id":"#).is_err());
     /// ```
     pub fn from_json(input: &str) -> Result<Self> {
-        Self::read_lenient(input, &Limits::default()).map(|l| l.value)
+        <Self as Message>::from_json(input)
     }
 
-    /// Reads JSON text leniently under `limits`, reporting the legacy rules that fired.
-    pub fn read_lenient(input: &str, limits: &Limits) -> Result<Lenient<Self>> {
-        limits.check(input)?;
-        crate::lenient::envelope_str(input)
-    }
-
-    /// Reads a JSON value leniently (the reference's `from_dict`).
-    pub fn from_value(value: &Value) -> Result<Self> {
-        crate::lenient::envelope(value).map(|l| l.value)
-    }
-
-    /// Reads JSON text strictly: it must be a canonical envelope valid against the schema.
-    /// Every violation is reported.
-    pub fn from_json_strict(input: &str) -> Result<Self> {
-        crate::strict::envelope(&Limits::default().parse(input)?)
+    /// Reads a JSON value leniently (the reference's `from_dict`) under the default
+    /// [`crate::Limits`].
+    pub fn from_value(input: &Value) -> Result<Self> {
+        <Self as Message>::from_value(input)
     }
 }

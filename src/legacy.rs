@@ -5,7 +5,6 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
 use crate::fields::{truthy, Fields};
-use crate::lenient::default_provenance;
 use crate::pyrepr::py_str;
 pub use crate::types::{AgentResponse, AgentResponseChunk};
 use crate::types::{ConverterId, E2AEnvelope, E2AResponse, ErrorCode, IdentityOrigin, InternalContextKey};
@@ -522,7 +521,7 @@ pub fn fallback_envelope(legacy: &Value) -> Result<E2AEnvelope> {
     let mut ctx = Map::new();
     ctx.insert(InternalContextKey::Jiuwenswarm.as_str().into(), Value::Object(internal));
     Ok(E2AEnvelope {
-        provenance: default_provenance(),
+        provenance: crate::E2AProvenance::default(),
         request_id: nonempty(&text("request_id")),
         channel: nonempty(&text("channel_id")),
         session_id: f.opt_str("session_id")?,

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::fields::truthy;
+use crate::read::Read;
 use crate::take::{KeyTable, Slots, Source, Taker};
 use crate::types::{E2AAuth, E2AEnvelope, E2AProvenance, E2AResponse, IdentityOrigin, WireMetadataKey};
 use crate::{SecretHeaders, SecretString};
@@ -61,15 +62,6 @@ impl LegacyRule {
     }
 }
 
-/// A value read leniently, with the legacy rules that fired (sorted, deduplicated).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Lenient<T> {
-    /// The message in canonical form.
-    pub value: T,
-    /// Legacy rules applied while reading.
-    pub rules: Vec<LegacyRule>,
-}
-
 struct Ctx<'b, S: Source> {
     f: Taker<'b, S>,
     rules: Vec<LegacyRule>,
@@ -117,7 +109,7 @@ impl<'b, S: Source> Ctx<'b, S> {
 
     fn provenance(&mut self, key: &str) -> Result<E2AProvenance> {
         let Some(p) = self.f.opt_obj(key)? else {
-            return Ok(default_provenance());
+            return Ok(E2AProvenance::default());
         };
         let base = self.f.ptr(key);
         let mut pf = Taker::new(p, &base);
@@ -132,23 +124,13 @@ impl<'b, S: Source> Ctx<'b, S> {
         })
     }
 
-    fn finish<T>(mut self, value: T) -> Lenient<T> {
+    fn finish<T>(mut self, value: T) -> Read<T> {
         self.rules.sort();
         self.rules.dedup();
-        Lenient {
+        Read {
             value,
             rules: self.rules,
         }
-    }
-}
-
-/// The default provenance: `source_protocol: "e2a"`, everything else empty.
-pub fn default_provenance() -> E2AProvenance {
-    E2AProvenance {
-        source_protocol: "e2a".into(),
-        converter: None,
-        converted_at: None,
-        details: Map::new(),
     }
 }
 
@@ -206,28 +188,28 @@ const ENVELOPE_KEYS: &[&str] = &[
 ///
 /// ```
 /// use serde_json::json;
-/// let r = e2a::lenient::envelope(&json!({
+/// let r = e2a::E2AEnvelope::read_value(&json!({
 ///     "request_id": "r1", "channel_id": "feishu", "req_method": "chat.send",
 ///     "timestamp": 1774524781.15, "metadata": {"open_id": "ou"}
-/// })).unwrap();
+/// }), &e2a::ReadOptions::lenient()).unwrap();
 /// assert_eq!(r.value.channel.as_deref(), Some("feishu"));
 /// assert_eq!(r.value.method.as_deref(), Some("chat.send"));
 /// assert_eq!(r.value.timestamp.as_deref(), Some("2026-03-26T11:33:01.150000+00:00"));
 /// assert_eq!(r.value.channel_context["open_id"], "ou");
 /// assert!(r.rules.contains(&e2a::LegacyRule::ReqMethod));
 /// ```
-pub fn envelope(input: &Value) -> Result<Lenient<E2AEnvelope>> {
+pub(crate) fn envelope(input: &Value) -> Result<Read<E2AEnvelope>> {
     let map = input.as_object().ok_or_else(|| Error::field("", "expected object"))?;
     envelope_from_slots(Slots::from_map(map, envelope_keys()))
 }
 
 /// Reads an envelope leniently from JSON text, straight into the struct (no intermediate
 /// `serde_json::Value` for the top level). The caller checks [`crate::Limits`] first.
-pub(crate) fn envelope_str(input: &str) -> Result<Lenient<E2AEnvelope>> {
+pub(crate) fn envelope_str(input: &str) -> Result<Read<E2AEnvelope>> {
     envelope_from_slots(Slots::from_str(input, envelope_keys())?)
 }
 
-fn envelope_from_slots(slots: Slots) -> Result<Lenient<E2AEnvelope>> {
+fn envelope_from_slots(slots: Slots) -> Result<Read<E2AEnvelope>> {
     let unknown = slots.unknown;
     let mut c = Ctx {
         f: Taker::new(slots, ""),
@@ -444,23 +426,23 @@ const RESPONSE_KEYS: &[&str] = &[
 ///
 /// ```
 /// use serde_json::json;
-/// let r = e2a::lenient::response(&json!({"response_kind": "e2a.chunk", "sequence": 2, "status": null})).unwrap();
+/// let r = e2a::E2AResponse::read_value(&json!({"response_kind": "e2a.chunk", "sequence": 2, "status": null}), &e2a::ReadOptions::lenient()).unwrap();
 /// assert_eq!(r.value.sequence, 2);
 /// assert_eq!(r.value.status, "in_progress");
-/// assert!(e2a::lenient::response(&json!({"sequence": "2"})).is_err());
+/// assert!(e2a::E2AResponse::read_value(&json!({"sequence": "2"}), &e2a::ReadOptions::lenient()).is_err());
 /// ```
-pub fn response(input: &Value) -> Result<Lenient<E2AResponse>> {
+pub(crate) fn response(input: &Value) -> Result<Read<E2AResponse>> {
     let map = input.as_object().ok_or_else(|| Error::field("", "expected object"))?;
     response_from_slots(Slots::from_map(map, response_keys()))
 }
 
 /// Reads a response leniently from JSON text, straight into the struct. The caller checks
 /// [`crate::Limits`] first.
-pub(crate) fn response_str(input: &str) -> Result<Lenient<E2AResponse>> {
+pub(crate) fn response_str(input: &str) -> Result<Read<E2AResponse>> {
     response_from_slots(Slots::from_str(input, response_keys())?)
 }
 
-fn response_from_slots(slots: Slots) -> Result<Lenient<E2AResponse>> {
+fn response_from_slots(slots: Slots) -> Result<Read<E2AResponse>> {
     let unknown = slots.unknown;
     let mut c = Ctx {
         f: Taker::new(slots, ""),

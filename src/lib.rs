@@ -19,7 +19,7 @@
 //! assert_eq!(env.to_value().as_object().unwrap().len(), 29);
 //!
 //! // Strict reading validates against the embedded schema and reports every violation.
-//! let err = E2AResponse::from_json_strict(r#"{"sequence": -1}"#).unwrap_err();
+//! let err = E2AResponse::read(r#"{"sequence": -1}"#, &e2a::ReadOptions::strict()).unwrap_err();
 //! assert!(err.violations().len() > 1);
 //! # Ok::<(), e2a::Error>(())
 //! ```
@@ -31,22 +31,24 @@ pub mod acp;
 pub mod agui;
 #[cfg(feature = "async")]
 pub mod async_stream;
+#[doc(hidden)]
 pub mod conformance;
 pub mod envelope;
 pub mod error;
 mod fields;
 pub mod legacy;
-pub mod lenient;
+mod lenient;
 pub mod limits;
 pub mod log;
 mod provenance;
 pub mod pyrepr;
+pub mod read;
 pub mod redact;
 pub mod response;
 pub mod secret;
 pub mod sse;
 pub mod stream;
-pub mod strict;
+mod strict;
 mod take;
 pub mod taxonomy;
 pub mod timestamp;
@@ -60,10 +62,12 @@ pub mod types {
 }
 
 pub use error::{Error, LimitKind, Result, Violation};
-pub use lenient::{LegacyRule, Lenient};
+pub use lenient::LegacyRule;
 pub use limits::Limits;
+pub use read::{Lenient, Message, Read, ReadMode, ReadOptions, Strict};
 pub use response::ResponseBody;
 pub use secret::{SecretHeaders, SecretString};
+pub use strict::{schema as bundled_schema, SCHEMA_JSON};
 pub use types::{
     E2AAuth, E2AEnvelope, E2AFileRef, E2AProvenance, E2AResponse, IdentityOrigin, JsonRpcId, ResponseKind,
     ResponseStatus, E2A_PROTOCOL_VERSION,

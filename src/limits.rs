@@ -106,6 +106,83 @@ impl Limits {
         Ok(())
     }
 
+    /// Checks an already parsed value against the limits: nesting depth, the length of every
+    /// string (object keys included) and the size of its compact JSON text, without
+    /// serializing it.
+    ///
+    /// ```
+    /// let limits = e2a::Limits { max_depth: 2, ..e2a::Limits::default() };
+    /// assert!(limits.check_value(&serde_json::json!({"a": [1]})).is_ok());
+    /// assert!(limits.check_value(&serde_json::json!({"a": [[1]]})).is_err());
+    /// ```
+    pub fn check_value(&self, value: &serde_json::Value) -> Result<()> {
+        let mut bytes = 0usize;
+        self.walk(value, 0, &mut bytes)?;
+        if bytes > self.max_bytes {
+            return Err(Error::Limit {
+                limit: LimitKind::MessageBytes,
+                max: self.max_bytes,
+                actual: bytes,
+            });
+        }
+        Ok(())
+    }
+
+    fn string(&self, s: &str, bytes: &mut usize) -> Result<()> {
+        if s.len() > self.max_string_bytes {
+            return Err(Error::Limit {
+                limit: LimitKind::StringBytes,
+                max: self.max_string_bytes,
+                actual: s.len(),
+            });
+        }
+        *bytes = bytes.saturating_add(s.len() + 2);
+        Ok(())
+    }
+
+    fn walk(&self, v: &serde_json::Value, depth: usize, bytes: &mut usize) -> Result<()> {
+        use serde_json::Value;
+        let nested = || -> Result<usize> {
+            let d = depth + 1;
+            if d > self.max_depth {
+                return Err(Error::Limit {
+                    limit: LimitKind::Depth,
+                    max: self.max_depth,
+                    actual: d,
+                });
+            }
+            Ok(d)
+        };
+        match v {
+            Value::Null | Value::Bool(_) => *bytes = bytes.saturating_add(5),
+            Value::Number(n) => *bytes = bytes.saturating_add(n.to_string().len()),
+            Value::String(s) => self.string(s, bytes)?,
+            Value::Array(a) => {
+                let d = nested()?;
+                *bytes = bytes.saturating_add(a.len() + 1);
+                for x in a {
+                    self.walk(x, d, bytes)?;
+                }
+            }
+            Value::Object(m) => {
+                let d = nested()?;
+                *bytes = bytes.saturating_add(2 * m.len() + 1);
+                for (k, x) in m {
+                    self.string(k, bytes)?;
+                    self.walk(x, d, bytes)?;
+                }
+            }
+        }
+        if *bytes > self.max_bytes {
+            return Err(Error::Limit {
+                limit: LimitKind::MessageBytes,
+                max: self.max_bytes,
+                actual: *bytes,
+            });
+        }
+        Ok(())
+    }
+
     /// Checks limits, then parses JSON text into a value.
     pub fn parse(&self, input: &str) -> Result<serde_json::Value> {
         self.check(input)?;

@@ -3,50 +3,11 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::lenient::{default_provenance, Lenient};
+use crate::read::{Message, Read, ReadOptions};
 use crate::types::{
-    A2aStreamEventBody, ChunkBody, CompleteBody, CronBody, E2AResponse, ErrorBody, ExtBody, IdentityOrigin,
-    JsonRpcErrorBody, OutputRequestBody, PlanApprovalRequiredBody, PromptResultBody, ResponseKind, ResponseStatus,
-    SessionUpdateBody,
+    A2aStreamEventBody, ChunkBody, CompleteBody, CronBody, E2AResponse, ErrorBody, ExtBody, JsonRpcErrorBody,
+    OutputRequestBody, PlanApprovalRequiredBody, PromptResultBody, ResponseKind, ResponseStatus, SessionUpdateBody,
 };
-use crate::Limits;
-
-impl Default for E2AResponse {
-    /// The reference defaults: sequence 0, not final, `in_progress`, kind `""`, identity
-    /// `agent`, empty containers, everything else null.
-    fn default() -> Self {
-        E2AResponse {
-            protocol_version: crate::E2A_PROTOCOL_VERSION.into(),
-            response_id: None,
-            request_id: None,
-            sequence: 0,
-            is_final: false,
-            status: ResponseStatus::InProgress.as_str().into(),
-            response_kind: String::new(),
-            timestamp: None,
-            provenance: default_provenance(),
-            body: Map::new(),
-            jsonrpc_id: None,
-            correlation_id: None,
-            task_id: None,
-            context_id: None,
-            session_id: None,
-            message_id: None,
-            is_stream: false,
-            identity_origin: IdentityOrigin::Agent,
-            channel: None,
-            user_id: None,
-            agent_ref: None,
-            source_agent_id: None,
-            method: None,
-            projections: Map::new(),
-            channel_context: Map::new(),
-            metadata: Map::new(),
-            a2a_metadata: Map::new(),
-            acp_meta: Map::new(),
-        }
-    }
-}
 
 /// A response `body` decoded according to `response_kind`.
 ///
@@ -169,9 +130,10 @@ impl E2AResponse {
         }
     }
 
-    /// The canonical JSON object: every field, nulls and empty containers included.
+    /// The canonical JSON object: every field, nulls and empty containers included (the
+    /// reference `to_dict()` key set).
     pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+        <Self as Message>::to_value(self)
     }
 
     /// Canonical compact JSON text.
@@ -179,24 +141,30 @@ impl E2AResponse {
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// Reads JSON text leniently under the default [`Limits`].
+    /// Reads JSON text under `options` (mode and limits); see [`crate::read`].
+    pub fn read(input: &str, options: &ReadOptions) -> Result<Read<Self>> {
+        <Self as Message>::read(input, options)
+    }
+
+    /// Reads a parsed JSON value under `options` (mode and limits); see [`crate::read`].
+    pub fn read_value(input: &Value, options: &ReadOptions) -> Result<Read<Self>> {
+        <Self as Message>::read_value(input, options)
+    }
+
+    /// Reads JSON text leniently (legacy shapes accepted) under the default [`crate::Limits`].
+    ///
+    /// ```
+    /// let m = e2a::E2AResponse::from_json(r#"{"request_id":"r1","channel_id":"web"}"#).unwrap();
+    /// assert_eq!(m.channel.as_deref(), Some("web"));
+    /// assert!(e2a::E2AResponse::from_json(r#"{"request_id":"#).is_err());
+    /// ```
     pub fn from_json(input: &str) -> Result<Self> {
-        Self::read_lenient(input, &Limits::default()).map(|l| l.value)
+        <Self as Message>::from_json(input)
     }
 
-    /// Reads JSON text leniently under `limits`, reporting the legacy rules that fired.
-    pub fn read_lenient(input: &str, limits: &Limits) -> Result<Lenient<Self>> {
-        limits.check(input)?;
-        crate::lenient::response_str(input)
-    }
-
-    /// Reads a JSON value leniently (the reference's `from_dict`).
-    pub fn from_value(value: &Value) -> Result<Self> {
-        crate::lenient::response(value).map(|l| l.value)
-    }
-
-    /// Reads JSON text strictly: a canonical response valid against the schema.
-    pub fn from_json_strict(input: &str) -> Result<Self> {
-        crate::strict::response(&Limits::default().parse(input)?)
+    /// Reads a JSON value leniently (the reference's `from_dict`) under the default
+    /// [`crate::Limits`].
+    pub fn from_value(input: &Value) -> Result<Self> {
+        <Self as Message>::from_value(input)
     }
 }

@@ -1,7 +1,6 @@
-//! The strict reader: a message must validate against the embedded E2A JSON Schema (the same
-//! bundled schema the types are generated from) and be in canonical form (what the lenient
-//! reader would write back). All violations are reported, each with its
-//! JSON pointer and a reason that never quotes the offending value.
+//! The embedded E2A JSON Schema (the same bundled schema the types are generated from) and its
+//! validators, used by the strict and canonical read modes ([`crate::read`]). All violations
+//! are reported, each with its JSON pointer and a reason that never quotes the offending value.
 
 use std::sync::OnceLock;
 
@@ -46,7 +45,7 @@ validator_for!(response_validator, "E2AResponse");
 
 /// Validates `value` against the schema of type `E2AEnvelope` or `E2AResponse`, returning every
 /// violation (empty when valid).
-pub fn violations(validator: &Validator, value: &Value) -> Vec<Violation> {
+pub(crate) fn violations(validator: &Validator, value: &Value) -> Vec<Violation> {
     let mut out: Vec<Violation> = validator
         .iter_errors(value)
         .map(|e| Violation {
@@ -57,74 +56,6 @@ pub fn violations(validator: &Validator, value: &Value) -> Vec<Violation> {
     out.sort_by(|a, b| a.pointer.cmp(&b.pointer).then(a.reason.cmp(&b.reason)));
     out.dedup();
     out
-}
-
-/// Reports the top-level fields where a schema-valid message is not in canonical form, i.e.
-/// where the lenient reader would write something else (e.g. an unstripped `agent_id`). This
-/// keeps "strict-valid ⇒ lenient-valid with the same value" true.
-fn non_canonical(value: &Value, canonical: &Value) -> Vec<Violation> {
-    let (Some(a), Some(b)) = (value.as_object(), canonical.as_object()) else {
-        return Vec::new();
-    };
-    a.iter()
-        .filter(|(k, v)| b.get(*k) != Some(*v))
-        .map(|(k, _)| Violation {
-            pointer: format!("/{}", crate::fields::pointer_key(k)),
-            reason: "not in canonical form (the lenient reader normalizes it; e.g. ids are stripped)".into(),
-        })
-        .collect()
-}
-
-/// Validates an envelope strictly and decodes it.
-///
-/// ```
-/// let canonical = e2a::E2AEnvelope::default().to_value();
-/// assert!(e2a::strict::envelope(&canonical).is_ok());
-/// let err = e2a::strict::envelope(&serde_json::json!({"request_id": 5})).unwrap_err();
-/// assert!(err.violations().iter().any(|v| v.pointer == "/request_id"));
-/// ```
-pub fn envelope(value: &Value) -> Result<crate::E2AEnvelope> {
-    canonical(
-        decode(envelope_validator()?, value)?,
-        value,
-        crate::E2AEnvelope::from_value,
-        crate::E2AEnvelope::to_value,
-    )
-}
-
-/// Validates a response strictly and decodes it.
-pub fn response(value: &Value) -> Result<crate::E2AResponse> {
-    canonical(
-        decode(response_validator()?, value)?,
-        value,
-        crate::E2AResponse::from_value,
-        crate::E2AResponse::to_value,
-    )
-}
-
-/// `decoded` when the lenient reader reads `value` the same (it is canonical), else the
-/// fields that differ.
-fn canonical<T: PartialEq>(
-    decoded: T,
-    value: &Value,
-    lenient: fn(&Value) -> Result<T>,
-    to_value: fn(&T) -> Value,
-) -> Result<T> {
-    match lenient(value) {
-        Ok(l) if l == decoded => Ok(decoded),
-        other => Err(Error::Schema(non_canonical(
-            value,
-            &other.map(|l| to_value(&l)).unwrap_or(Value::Null),
-        ))),
-    }
-}
-
-fn decode<T: serde::de::DeserializeOwned>(v: &Validator, value: &Value) -> Result<T> {
-    let errs = violations(v, value);
-    if !errs.is_empty() {
-        return Err(Error::Schema(errs));
-    }
-    T::deserialize(value).map_err(|_| Error::field("", "does not match the generated type"))
 }
 
 fn reason(kind: &ValidationErrorKind) -> String {

@@ -361,10 +361,16 @@ fn reserved_metadata_key_in_agent_metadata_is_an_error_not_a_panic() {
 }
 
 #[test]
-fn legacy_shapes_stringify_ids_like_the_reference() {
-    let c =
-        wire::parse_chunk(&json!({"request_id": 7, "channel_id": null, "is_complete": true, "payload": null})).unwrap();
+fn legacy_shapes_read_string_ids_and_stringify_null_like_the_reference() {
+    // DRIVER.md: a number or a list is an error naming the key; an explicit null is `str(None)`.
+    let err = wire::parse_chunk(&json!({"request_id": 7, "channel_id": null, "is_complete": true, "payload": null}))
+        .unwrap_err();
+    assert_eq!(err.violations()[0].pointer, "/request_id");
+    let c = wire::parse_chunk(&json!({"request_id": "7", "channel_id": null, "is_complete": true, "payload": null}))
+        .unwrap();
     assert_eq!((c.request_id.as_str(), c.channel_id.as_str()), ("7", "None"));
+    let err = wire::parse_unary(&json!({"request_id": "r", "channel_id": ["c"], "ok": true})).unwrap_err();
+    assert_eq!(err.violations()[0].pointer, "/channel_id");
     let u = wire::parse_unary(&json!({"request_id": null, "channel_id": "c", "ok": true})).unwrap();
     assert_eq!(u.request_id, "None");
 }

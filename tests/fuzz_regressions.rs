@@ -5,14 +5,14 @@ use e2a::{E2AEnvelope, E2AResponse};
 
 fn check(name: &str, data: &[u8]) {
     let Ok(s) = std::str::from_utf8(data) else { return };
-    if let Ok(env) = E2AEnvelope::from_json_strict(s) {
+    if let Ok(env) = E2AEnvelope::read(s, &e2a::ReadOptions::canonical()).map(|r| r.value) {
         assert_eq!(
             E2AEnvelope::from_json(s).ok().as_ref(),
             Some(&env),
             "{name}: strict ⇒ lenient, same value"
         );
     }
-    if let Ok(resp) = E2AResponse::from_json_strict(s) {
+    if let Ok(resp) = E2AResponse::read(s, &e2a::ReadOptions::canonical()).map(|r| r.value) {
         assert_eq!(
             E2AResponse::from_json(s).ok().as_ref(),
             Some(&resp),
@@ -20,7 +20,8 @@ fn check(name: &str, data: &[u8]) {
         );
     }
     if let Ok(env) = E2AEnvelope::from_json(s) {
-        e2a::strict::envelope(&env.to_value())
+        e2a::E2AEnvelope::read_value(&env.to_value(), &e2a::ReadOptions::canonical())
+            .map(|r| r.value)
             .unwrap_or_else(|e| panic!("{name}: lenient output not strict-valid: {e}"));
     }
     if let Ok(v) = e2a::Limits::default().parse(s) {

@@ -298,6 +298,8 @@ fn agui_ingress() {
     let env = e2a::agui::envelope_from_run_input(&input).unwrap();
     assert_eq!(env.params["text"], "look");
     assert_eq!(env.provenance.source_protocol, "ag-ui");
-    e2a::strict::envelope(&env.to_value()).unwrap();
+    e2a::E2AEnvelope::read_value(&env.to_value(), &e2a::ReadOptions::canonical())
+        .map(|r| r.value)
+        .unwrap();
     assert!(e2a::agui::envelope_from_run_input(&json!({"runId": "r"})).is_err());
 }

@@ -110,7 +110,7 @@ proptest! {
     fn envelope_canonical_roundtrip_and_schema(env in envelope()) {
         let canonical = env.to_value();
         // every value the API builds validates against the schema
-        let strict = e2a::strict::envelope(&canonical).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let strict = e2a::E2AEnvelope::read_value(&canonical, &e2a::ReadOptions::canonical()).map(|r| r.value).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&strict, &env);
         // canonical → lenient → canonical is the identity
         let lenient = E2AEnvelope::from_value(&canonical).map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -120,7 +120,7 @@ proptest! {
     #[test]
     fn response_canonical_roundtrip_and_schema(resp in response()) {
         let canonical = resp.to_value();
-        let strict = e2a::strict::response(&canonical).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let strict = e2a::E2AResponse::read_value(&canonical, &e2a::ReadOptions::canonical()).map(|r| r.value).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&strict, &resp);
         let lenient = E2AResponse::from_value(&canonical).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(lenient.to_value(), canonical);

@@ -50,7 +50,9 @@ fn malformed_json_and_non_objects() {
         let err = E2AEnvelope::from_json(input).unwrap_err();
         assert_eq!(err.violations()[0].reason, "expected object", "{input}");
         assert!(E2AResponse::from_json(input).is_err());
-        assert!(E2AEnvelope::from_json_strict(input).is_err());
+        assert!(E2AEnvelope::read(input, &e2a::ReadOptions::canonical())
+            .map(|r| r.value)
+            .is_err());
     }
 }
 
@@ -87,7 +89,7 @@ fn huge_string_is_a_limit_error() {
         max_bytes: usize::MAX,
         ..Limits::default()
     };
-    match E2AEnvelope::read_lenient(&big, &limits) {
+    match E2AEnvelope::read(&big, &e2a::ReadOptions::lenient().with_limits(limits)) {
         Err(Error::Limit {
             limit: LimitKind::StringBytes,
             ..
@@ -103,15 +105,104 @@ fn strict_reader_lists_every_violation() {
     v["is_stream"] = json!("yes");
     v.as_object_mut().unwrap().remove("acp_meta");
     v["bogus"] = json!(1);
-    let err = e2a::strict::envelope(&v).unwrap_err();
+    let err = E2AEnvelope::read_value(&v, &e2a::ReadOptions::strict()).unwrap_err();
     let pointers: Vec<String> = err.violations().into_iter().map(|v| v.pointer).collect();
     assert!(pointers.contains(&"/request_id".to_string()), "{pointers:?}");
     assert!(pointers.contains(&"/is_stream".to_string()), "{pointers:?}");
-    assert!(err.violations().iter().any(|v| v.reason.contains("acp_meta")), "{err}");
     assert!(err.violations().iter().any(|v| v.reason.contains("bogus")), "{err}");
-    // canonical output of the lenient reader is always strict-valid
+    // an omitted optional field is not a strict violation (it takes its default)…
+    assert!(!err.violations().iter().any(|v| v.reason.contains("acp_meta")), "{err}");
+    // …but the canonical form carries every key
+    let mut fixed = v.clone();
+    fixed["request_id"] = json!("r");
+    fixed["is_stream"] = json!(true);
+    fixed.as_object_mut().unwrap().remove("bogus");
+    assert!(E2AEnvelope::read_value(&fixed, &e2a::ReadOptions::strict()).is_ok());
+    let err = E2AEnvelope::read_value(&fixed, &e2a::ReadOptions::canonical()).unwrap_err();
+    assert_eq!(err.violations()[0].pointer, "/acp_meta", "{err}");
+    // canonical output of the lenient reader is always canonical-valid
     let lenient = E2AEnvelope::from_json(r#"{"req_method":"chat.send","timestamp":0,"payload":{"a":1}}"#).unwrap();
-    assert_eq!(E2AEnvelope::from_json_strict(&lenient.to_json()).unwrap(), lenient);
+    assert_eq!(
+        E2AEnvelope::read(&lenient.to_json(), &e2a::ReadOptions::canonical())
+            .unwrap()
+            .value,
+        lenient
+    );
+}
+
+/// The protocol's ten required response keys (§12.4), as a Go or TypeScript service writes a chunk.
+const TEN_KEYS: &str = r#"{"protocol_version":"1.0","response_id":"r1","request_id":"req_1","sequence":0,"is_final":false,"status":"in_progress","response_kind":"e2a.chunk","timestamp":"2026-03-29T12:00:00+00:00","provenance":{"source_protocol":"e2a"},"body":{"delta_kind":"text","delta":"Hello"}}"#;
+
+#[test]
+fn protocol_required_sets_read_strictly() {
+    use e2a::{E2AResponse, ReadOptions};
+    let r = E2AResponse::read(TEN_KEYS, &ReadOptions::strict()).unwrap().value;
+    // omitted optional fields take the schema defaults
+    assert_eq!(r.identity_origin, e2a::IdentityOrigin::Agent);
+    assert_eq!(r.provenance, e2a::E2AProvenance::default());
+    assert!(r.metadata.is_empty() && r.channel.is_none() && !r.is_stream);
+    // and the output still carries every key
+    assert_eq!(r.to_value().as_object().unwrap().len(), 28);
+
+    let mut missing: serde_json::Value = serde_json::from_str(TEN_KEYS).unwrap();
+    missing.as_object_mut().unwrap().remove("response_id");
+    let err = E2AResponse::read_value(&missing, &ReadOptions::strict()).unwrap_err();
+    assert_eq!(err.violations().len(), 1, "{err}");
+    assert!(err.violations()[0].reason.contains("response_id"), "{err}");
+
+    let wrong = TEN_KEYS.replace(r#""sequence":0"#, r#""sequence":"1""#);
+    let err = E2AResponse::read(&wrong, &ReadOptions::strict()).unwrap_err();
+    assert_eq!(err.violations()[0].pointer, "/sequence", "{err}");
+
+    // canonical mode still rejects what e2a would not write
+    assert!(E2AResponse::read(TEN_KEYS, &ReadOptions::canonical()).is_err());
+    assert!(E2AResponse::read(&r.to_json(), &ReadOptions::canonical()).is_ok());
+
+    // the envelope requires nothing, and typed serde (what `axum::Json` uses) agrees
+    let env: E2AEnvelope = serde_json::from_str(r#"{"method": "x"}"#).unwrap();
+    assert_eq!(env.method.as_deref(), Some("x"));
+    assert_eq!(
+        env,
+        E2AEnvelope::read(r#"{"method": "x"}"#, &ReadOptions::strict())
+            .unwrap()
+            .value
+    );
+    let file: e2a::E2AFileRef = serde_json::from_str(r#"{"uri": "file:///a"}"#).unwrap();
+    assert_eq!(file.uri, "file:///a");
+}
+
+#[test]
+fn reader_modes_agree_on_values_and_limits() {
+    use e2a::{E2AResponse, Lenient, ReadMode, ReadOptions, Strict};
+    let v: serde_json::Value = serde_json::from_str(TEN_KEYS).unwrap();
+    for mode in [ReadMode::Lenient, ReadMode::Strict] {
+        let o = ReadOptions {
+            mode,
+            ..ReadOptions::default()
+        };
+        assert_eq!(
+            E2AResponse::read(TEN_KEYS, &o).unwrap().value,
+            E2AResponse::read_value(&v, &o).unwrap().value
+        );
+    }
+    // limits apply to values too
+    let tight = ReadOptions::strict().with_limits(Limits {
+        max_string_bytes: 3,
+        ..Limits::default()
+    });
+    assert!(matches!(
+        E2AResponse::read_value(&v, &tight),
+        Err(Error::Limit {
+            limit: LimitKind::StringBytes,
+            ..
+        })
+    ));
+    // the Deserialize wrappers
+    let Strict(s) = serde_json::from_str::<Strict<E2AResponse>>(TEN_KEYS).unwrap();
+    let Lenient(l) = serde_json::from_str::<Lenient<E2AResponse>>(TEN_KEYS).unwrap();
+    assert_eq!(s, l);
+    assert!(serde_json::from_str::<Strict<E2AResponse>>(r#"{"sequence": 1}"#).is_err());
+    assert!(serde_json::from_str::<Lenient<E2AResponse>>(r#"{"sequence": 1}"#).is_ok());
 }
 
 #[test]
@@ -119,7 +210,9 @@ fn strict_errors_never_quote_values() {
     let mut v = E2AEnvelope::default().to_value();
     v["request_id"] = json!({"token": "sk-very-secret"});
     v["identity_origin"] = json!("sk-very-secret");
-    let err = e2a::strict::envelope(&v).unwrap_err();
+    let err = e2a::E2AEnvelope::read_value(&v, &e2a::ReadOptions::canonical())
+        .map(|r| r.value)
+        .unwrap_err();
     assert!(!err.to_string().contains("sk-very-secret"), "{err}");
 }
 
@@ -163,10 +256,10 @@ fn debug_redacts_credentials() {
 
 #[test]
 fn legacy_rules_are_reported() {
-    let read = E2AEnvelope::read_lenient(
+    let read = E2AEnvelope::read(
         r#"{"binding":"acp","payload":{"q":1},"req_method":"m","channel_id":"c","metadata":{"k":1},
             "app_id":"a","source_agent_id":" s ","workspace_dir":"w","timestamp":1,"protocol_version":null,"extra":1}"#,
-        &Limits::default(),
+        &e2a::ReadOptions::lenient(),
     )
     .unwrap();
     use e2a::LegacyRule::*;
@@ -185,7 +278,11 @@ fn legacy_rules_are_reported() {
     ] {
         assert!(read.rules.contains(&r), "{r:?} not reported: {:?}", read.rules);
     }
-    let canonical = E2AEnvelope::read_lenient(&read.value.to_json(), &Limits::default()).unwrap();
+    let canonical = E2AEnvelope::read(
+        &read.value.to_json(),
+        &e2a::ReadOptions::lenient().with_limits(Limits::default()),
+    )
+    .unwrap();
     assert!(
         canonical.rules.is_empty(),
         "canonical input fires no legacy rule: {:?}",
@@ -216,9 +313,13 @@ fn typed_body_by_kind() {
 fn strict_requires_canonical_form() {
     let mut v = E2AEnvelope::default().to_value();
     v["agent_id"] = json!(" tab");
-    let err = e2a::strict::envelope(&v).unwrap_err();
+    let err = e2a::E2AEnvelope::read_value(&v, &e2a::ReadOptions::canonical())
+        .map(|r| r.value)
+        .unwrap_err();
     assert_eq!(err.violations()[0].pointer, "/agent_id");
     v["agent_id"] = json!("tab");
-    let strict = e2a::strict::envelope(&v).unwrap();
+    let strict = e2a::E2AEnvelope::read_value(&v, &e2a::ReadOptions::canonical())
+        .map(|r| r.value)
+        .unwrap();
     assert_eq!(E2AEnvelope::from_value(&v).unwrap(), strict);
 }

@@ -7,7 +7,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(v) = e2a::Limits::default().parse(s) else { return };
     let headers = e2a::a2a::jsonrpc::A2aHeaders::default();
     if let Ok(env) = e2a::a2a::jsonrpc::envelope_from_request(&v, &headers) {
-        e2a::strict::envelope(&env.to_value()).expect("A2A ingress output is strict-valid");
+        e2a::E2AEnvelope::read_value(&env.to_value(), &e2a::ReadOptions::canonical()).map(|r| r.value).expect("A2A ingress output is strict-valid");
     }
     if let Ok(m) = e2a::a2a::SendMessageIngress::from_value(&v) {
         let _ = e2a::a2a::envelope_from_send_message(&m);

@@ -7,7 +7,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(v) = e2a::Limits::default().parse(s) else { return };
     if let Ok(req) = e2a::acp::JsonRpcIngress::from_value(&v) {
         let env = e2a::acp::envelope_from_jsonrpc(&req);
-        e2a::strict::envelope(&env.to_value()).expect("ACP ingress output is strict-valid");
+        e2a::E2AEnvelope::read_value(&env.to_value(), &e2a::ReadOptions::canonical()).map(|r| r.value).expect("ACP ingress output is strict-valid");
         let _ = e2a::acp::envelope_to_jsonrpc_call(&env);
     }
     if let Ok(env) = e2a::E2AEnvelope::from_value(&v) {

@@ -7,13 +7,13 @@ fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else { return };
     if let Ok(env) = e2a::E2AEnvelope::from_json(s) {
         let canonical = env.to_value();
-        let strict = e2a::strict::envelope(&canonical).expect("lenient output is strict-valid");
+        let strict = e2a::E2AEnvelope::read_value(&canonical, &e2a::ReadOptions::canonical()).map(|r| r.value).expect("lenient output is strict-valid");
         assert_eq!(e2a::E2AEnvelope::from_value(&canonical).expect("re-read").to_value(), canonical);
         let _ = format!("{strict:?}{strict}");
     }
     if let Ok(resp) = e2a::E2AResponse::from_json(s) {
         let canonical = resp.to_value();
-        e2a::strict::response(&canonical).expect("lenient output is strict-valid");
+        e2a::E2AResponse::read_value(&canonical, &e2a::ReadOptions::canonical()).map(|r| r.value).expect("lenient output is strict-valid");
         assert_eq!(e2a::E2AResponse::from_value(&canonical).expect("re-read").to_value(), canonical);
         let _ = resp.typed_body();
         let _ = e2a::log::log_line(&resp, 512);

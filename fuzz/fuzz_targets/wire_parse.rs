@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = e2a::wire::parse_chunk(&v);
     if let Ok(r) = e2a::legacy::AgentResponse::from_value(&v) {
         let frame = e2a::wire::encode_agent_response(&r, "x", 0);
-        e2a::strict::response(&frame).expect("encoded frame is strict-valid");
+        e2a::E2AResponse::read_value(&frame, &e2a::ReadOptions::canonical()).map(|r| r.value).expect("encoded frame is strict-valid");
         // an agent's own metadata may not use the reserved wire keys (the reference gives the
         // legacy blob precedence on parse); otherwise its frame must parse back
         let reserved = r.metadata.as_ref().is_some_and(|m| {
@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(c) = e2a::legacy::AgentResponseChunk::from_value(&v) {
         let frame = e2a::wire::encode_agent_chunk(&c, "x", 1, true);
-        e2a::strict::response(&frame).expect("encoded frame is strict-valid");
+        e2a::E2AResponse::read_value(&frame, &e2a::ReadOptions::canonical()).map(|r| r.value).expect("encoded frame is strict-valid");
         let _ = e2a::wire::parse_chunk(&frame);
     }
     let _ = e2a::legacy::fallback_envelope(&v);

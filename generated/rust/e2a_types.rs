@@ -699,123 +699,160 @@ impl ::std::convert::TryFrom<::std::string::String> for DeltaKind {
 #[serde(deny_unknown_fields)]
 pub struct E2AAuth {
     ///Reference to an API key (treated as secret; never printed).
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub api_key_ref: ::std::option::Option<crate::secret::SecretString>,
     ///Bearer token (secret; never printed).
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub bearer_token: ::std::option::Option<crate::secret::SecretString>,
     ///Reference to a stored credential (treated as secret; never printed).
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub credential_ref: ::std::option::Option<crate::secret::SecretString>,
     ///Extra HTTP headers to send upstream; values are secret (never printed).
+    #[serde(default = "defaults::e2a_auth_extra_headers")]
     pub extra_headers: crate::secret::SecretHeaders,
     ///Extension metadata.
-    #[serde(rename = "_meta")]
+    #[serde(rename = "_meta", default)]
     pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     ///Authentication method id (ACP `authMethods` id).
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub method_id: ::std::option::Option<::std::string::String>,
+}
+impl ::std::default::Default for E2AAuth {
+    fn default() -> Self {
+        Self {
+            api_key_ref: Default::default(),
+            bearer_token: Default::default(),
+            credential_ref: Default::default(),
+            extra_headers: defaults::e2a_auth_extra_headers(),
+            meta: Default::default(),
+            method_id: Default::default(),
+        }
+    }
 }
 ///The E2A request envelope: one normalized request record that a gateway builds from ACP, A2A, AG-UI or home-grown RPC. This is the canonical form: every field is present, nulls and empty containers included, exactly as the reference `to_dict()` emits it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct E2AEnvelope {
     ///A2A interop metadata only (the A2A adapter's `metadata`).
+    #[serde(default)]
     pub a2a_metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     ///ACP `_meta` merged into `params._meta` by `merge_params_to_prompt`.
+    #[serde(default)]
     pub acp_meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     ///Target agent id: stripped top-level `agent_id`, else stripped `source_agent_id`, else null.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub agent_id: ::std::option::Option<::std::string::String>,
     ///Opaque agent reference object (e.g. `{"mode":"code","id":"office"}`); never used to derive `agent_id`.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub agent_ref: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///Credential references for the request, or null.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub auth: ::std::option::Option<E2AAuth>,
     ///Ingress channel name (e.g. `web`, `feishu`, `acp`). Legacy `channel_id` is read into it.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub channel: ::std::option::Option<::std::string::String>,
     ///Channel overflow slot; legacy top-level `metadata` keys (internal wire keys skipped, existing keys win) and `app_id` are merged into it.
+    #[serde(default)]
     pub channel_context: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     ///Group or chat id of the ingress platform.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub chat_id: ::std::option::Option<::std::string::String>,
     ///A2A context id.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub context_id: ::std::option::Option<::std::string::String>,
     ///Tracing id, distinct from `request_id`.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub correlation_id: ::std::option::Option<::std::string::String>,
     ///A2A `acceptedOutputModes` (MIME types).
+    #[serde(default)]
     pub expected_output_modes: ::std::vec::Vec<::std::string::String>,
     ///Real method name when `method` is `ext`.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub ext_method: ::std::option::Option<::std::string::String>,
     ///Who originated the request. Default `user`.
+    #[serde(default = "defaults::e2a_envelope_identity_origin")]
     pub identity_origin: IdentityOrigin,
     ///Whether a streamed response is requested. Default false.
+    #[serde(default)]
     pub is_stream: bool,
     ///JSON-RPC `id` when the request was ingested from ACP (string or integer, original JSON type kept).
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub jsonrpc_id: ::std::option::Option<JsonRpcId>,
     ///Platform or A2A message id; not the same as `request_id`.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub message_id: ::std::option::Option<::std::string::String>,
     ///Business method (e.g. `chat.send`, `session/prompt`, `ext`). Legacy `req_method` is read into it.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub method: ::std::option::Option<::std::string::String>,
     ///The single business-parameter object (aligned with JSON-RPC `params`): options, user text, multimodal blocks and attachments all go here.
+    #[serde(default)]
     pub params: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     ///E2A protocol version of this message. Default `"1.0"`; an explicit null is read as the default.
+    #[serde(default = "defaults::e2a_envelope_protocol_version")]
     pub protocol_version: ::std::string::String,
-    ///Where this envelope came from and which converter produced it.
+    ///Where this envelope came from and which converter produced it. Default: `source_protocol` `e2a`, nothing else.
+    #[serde(default = "defaults::e2a_envelope_provenance")]
     pub provenance: E2AProvenance,
     ///Primary gateway↔agent-server request id; response stream frames align on it.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub request_id: ::std::option::Option<::std::string::String>,
     ///Tenant service id (stripped; blank means null).
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub service_id: ::std::option::Option<::std::string::String>,
     ///Conversation session id.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub session_id: ::std::option::Option<::std::string::String>,
     ///ACP `session/update` kind for the session-update bridge (see `AcpSessionUpdateKind`; not enforced).
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub session_update_kind: ::std::option::Option<::std::string::String>,
     ///Upstream agent id when another agent sent the request (kept verbatim).
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub source_agent_id: ::std::option::Option<::std::string::String>,
     ///A2A task id.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub task_id: ::std::option::Option<::std::string::String>,
     ///Business time of the request. RFC 3339 is recommended; strings are kept verbatim and epoch-second numbers are converted to ISO-8601 UTC (`+00:00`) on lenient read.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub timestamp: ::std::option::Option<::std::string::String>,
     ///End-user id.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub user_id: ::std::option::Option<::std::string::String>,
     ///Workspace key (stripped; legacy `workspace_dir` is read into it).
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub workspace_key: ::std::option::Option<::std::string::String>,
+}
+impl ::std::default::Default for E2AEnvelope {
+    fn default() -> Self {
+        Self {
+            a2a_metadata: Default::default(),
+            acp_meta: Default::default(),
+            agent_id: Default::default(),
+            agent_ref: Default::default(),
+            auth: Default::default(),
+            channel: Default::default(),
+            channel_context: Default::default(),
+            chat_id: Default::default(),
+            context_id: Default::default(),
+            correlation_id: Default::default(),
+            expected_output_modes: Default::default(),
+            ext_method: Default::default(),
+            identity_origin: defaults::e2a_envelope_identity_origin(),
+            is_stream: Default::default(),
+            jsonrpc_id: Default::default(),
+            message_id: Default::default(),
+            method: Default::default(),
+            params: Default::default(),
+            protocol_version: defaults::e2a_envelope_protocol_version(),
+            provenance: defaults::e2a_envelope_provenance(),
+            request_id: Default::default(),
+            service_id: Default::default(),
+            session_id: Default::default(),
+            session_update_kind: Default::default(),
+            source_agent_id: Default::default(),
+            task_id: Default::default(),
+            timestamp: Default::default(),
+            user_id: Default::default(),
+            workspace_key: Default::default(),
+        }
+    }
 }
 ///A file reference inside `params` (`files` / `attachments` entries).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct E2AFileRef {
     ///Extension metadata.
-    #[serde(rename = "_meta")]
+    #[serde(
+        rename = "_meta",
+        default,
+        skip_serializing_if = "::serde_json::Map::is_empty"
+    )]
     pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     ///MIME type.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub mime_type: ::std::option::Option<::std::string::String>,
     ///Display file name.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     ///Size in bytes.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub size: ::std::option::Option<u64>,
     ///File URI (required).
     pub uri: ::std::string::String,
@@ -825,60 +862,70 @@ pub struct E2AFileRef {
 #[serde(deny_unknown_fields)]
 pub struct E2AProvenance {
     ///When the conversion happened (ISO-8601 UTC).
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub converted_at: ::std::option::Option<::std::string::String>,
     ///Identifier of the converter that produced the message.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub converter: ::std::option::Option<::std::string::String>,
     ///Converter hints (e.g. `kind`, `jsonrpc_method`, `migrated_from_binding`).
+    #[serde(default)]
     pub details: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     ///Protocol the message was converted from (`e2a`, `acp`, `a2a`; other strings are kept). Default `e2a`; explicit null reads as the default.
+    #[serde(default = "defaults::e2a_provenance_source_protocol")]
     pub source_protocol: ::std::string::String,
+}
+impl ::std::default::Default for E2AProvenance {
+    fn default() -> Self {
+        Self {
+            converted_at: Default::default(),
+            converter: Default::default(),
+            details: Default::default(),
+            source_protocol: defaults::e2a_provenance_source_protocol(),
+        }
+    }
 }
 ///One E2A response record: a streaming chunk (ordered by `sequence`), the final frame (`is_final`), or a unary answer. `response_kind` says how to read `body`. Canonical form: every field present, nulls and empty containers included.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct E2AResponse {
     ///A2A interop metadata.
+    #[serde(default)]
     pub a2a_metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     ///ACP `_meta` interop slot.
+    #[serde(default)]
     pub acp_meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     ///Opaque agent reference object.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub agent_ref: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///Kind-specific payload (see the `*Body` types).
     pub body: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     ///Echo of the request channel (legacy `channel_id` is read into it).
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub channel: ::std::option::Option<::std::string::String>,
     ///Channel overflow slot (echo).
+    #[serde(default)]
     pub channel_context: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     ///A2A context id.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub context_id: ::std::option::Option<::std::string::String>,
     ///Tracing id.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub correlation_id: ::std::option::Option<::std::string::String>,
     ///Who produced the response. Default `agent`.
+    #[serde(default = "defaults::e2a_response_identity_origin")]
     pub identity_origin: IdentityOrigin,
     ///True on the last frame of a stream (not the same as success).
     pub is_final: bool,
     ///Whether the originating request was streaming.
+    #[serde(default)]
     pub is_stream: bool,
     ///Echo of the ACP JSON-RPC `id`.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub jsonrpc_id: ::std::option::Option<JsonRpcId>,
     ///Message id.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub message_id: ::std::option::Option<::std::string::String>,
     ///Channel/business key-value map; legacy blobs travel here under the wire metadata keys.
+    #[serde(default)]
     pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     ///Echo of the request `method`.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub method: ::std::option::Option<::std::string::String>,
     ///Ready-made protocol projections: optional `acp` (a JSON-RPC response) and `a2a` (a StreamResponse) keys.
+    #[serde(default)]
     pub projections: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     ///E2A protocol version. Default `"1.0"`; explicit null reads as the default.
     pub protocol_version: ::std::string::String,
@@ -895,21 +942,17 @@ pub struct E2AResponse {
     ///Position of this frame in the stream of its `request_id`, starting at 0.
     pub sequence: u64,
     ///Session id.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub session_id: ::std::option::Option<::std::string::String>,
     ///Echo of the upstream agent id.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub source_agent_id: ::std::option::Option<::std::string::String>,
     ///`succeeded`, `failed` or `in_progress` (see `ResponseStatus`; other strings are kept). Default `in_progress`.
     pub status: ::std::string::String,
     ///A2A task id.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub task_id: ::std::option::Option<::std::string::String>,
     ///When this record was produced (ISO-8601 UTC recommended; kept verbatim).
     #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub timestamp: ::std::option::Option<::std::string::String>,
     ///Echo of the user id.
-    #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub user_id: ::std::option::Option<::std::string::String>,
 }
 ///Body of `e2a.error`.
@@ -1661,6 +1704,32 @@ impl ::std::convert::TryFrom<::std::string::String> for WireMetadataKey {
         value.parse()
     }
 }
+/// Generation of default values for serde.
+pub mod defaults {
+    pub(super) fn e2a_auth_extra_headers() -> crate::secret::SecretHeaders {
+        ::serde_json::from_str::<crate::secret::SecretHeaders>("{}").unwrap()
+    }
+    pub(super) fn e2a_envelope_identity_origin() -> super::IdentityOrigin {
+        super::IdentityOrigin::User
+    }
+    pub(super) fn e2a_envelope_protocol_version() -> ::std::string::String {
+        "1.0".to_string()
+    }
+    pub(super) fn e2a_envelope_provenance() -> super::E2AProvenance {
+        super::E2AProvenance {
+            converted_at: ::std::option::Option::None,
+            converter: ::std::option::Option::None,
+            details: [].into_iter().collect(),
+            source_protocol: "e2a".to_string(),
+        }
+    }
+    pub(super) fn e2a_provenance_source_protocol() -> ::std::string::String {
+        "e2a".to_string()
+    }
+    pub(super) fn e2a_response_identity_origin() -> super::IdentityOrigin {
+        super::IdentityOrigin::Agent
+    }
+}
 /// Error types.
 pub mod error {
     /// Error from a `TryFrom` or `FromStr` implementation.
@@ -2148,5 +2217,42 @@ impl ::std::fmt::Debug for PromptResultBody {
 impl ::std::fmt::Debug for SessionUpdateBody {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "SessionUpdateBody", self)
+    }
+}
+
+// `Default` impls generated by e2a-codegen from the schema's `default` values.
+impl ::std::default::Default for E2AResponse {
+    /// The schema's defaults (`default` of each property; null where none is declared).
+    fn default() -> Self {
+        Self {
+            a2a_metadata: ::std::default::Default::default(),
+            acp_meta: ::std::default::Default::default(),
+            agent_ref: ::std::option::Option::None,
+            body: ::std::default::Default::default(),
+            channel: ::std::option::Option::None,
+            channel_context: ::std::default::Default::default(),
+            context_id: ::std::option::Option::None,
+            correlation_id: ::std::option::Option::None,
+            identity_origin: defaults::e2a_response_identity_origin(),
+            is_final: false,
+            is_stream: ::std::default::Default::default(),
+            jsonrpc_id: ::std::option::Option::None,
+            message_id: ::std::option::Option::None,
+            metadata: ::std::default::Default::default(),
+            method: ::std::option::Option::None,
+            projections: ::std::default::Default::default(),
+            protocol_version: "1.0".to_string(),
+            provenance: <E2AProvenance as ::std::default::Default>::default(),
+            request_id: ::std::option::Option::None,
+            response_id: ::std::option::Option::None,
+            response_kind: "".to_string(),
+            sequence: 0,
+            session_id: ::std::option::Option::None,
+            source_agent_id: ::std::option::Option::None,
+            status: "in_progress".to_string(),
+            task_id: ::std::option::Option::None,
+            timestamp: ::std::option::Option::None,
+            user_id: ::std::option::Option::None,
+        }
     }
 }

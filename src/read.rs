@@ -1,0 +1,301 @@
+//! The one reader surface: [`ReadOptions`] (a [`ReadMode`] and [`Limits`]) in, [`Read<T>`]
+//! out, for JSON text ([`Message::read`]) and for parsed values ([`Message::read_value`]);
+//! and the [`Lenient`] / [`Strict`] wrappers that implement `Deserialize`, so a service can
+//! take `axum::Json<Lenient<E2AEnvelope>>` or `serde_json::from_str::<Strict<E2AResponse>>`.
+//!
+//! ```
+//! use e2a::{E2AResponse, Message, ReadMode, ReadOptions};
+//!
+//! // The ten keys the protocol requires are a valid response; the rest take their defaults.
+//! let chunk = r#"{"protocol_version":"1.0","response_id":"r1","request_id":"req_1","sequence":0,
+//!   "is_final":false,"status":"in_progress","response_kind":"e2a.chunk",
+//!   "timestamp":"2026-03-29T12:00:00+00:00","provenance":{"source_protocol":"e2a"},
+//!   "body":{"delta_kind":"text","delta":"Hello"}}"#;
+//! let read = E2AResponse::read(chunk, &ReadOptions::strict())?;
+//! assert_eq!(read.value.sequence, 0);
+//!
+//! // Canonical mode also wants what e2a itself writes: every key.
+//! let err = E2AResponse::read(chunk, &ReadOptions::canonical()).unwrap_err();
+//! assert!(err.violations().iter().any(|v| v.pointer == "/identity_origin"));
+//!
+//! // A wrong type names the field.
+//! let bad = chunk.replace(r#""sequence":0"#, r#""sequence":"1""#);
+//! let err = E2AResponse::read(&bad, &ReadOptions::strict()).unwrap_err();
+//! assert_eq!(err.violations()[0].pointer, "/sequence");
+//! # Ok::<(), e2a::Error>(())
+//! ```
+
+use serde::de::{Deserialize, DeserializeOwned, Deserializer, Error as _};
+use serde_json::Value;
+
+use crate::error::{Error, Result, Violation};
+use crate::lenient::LegacyRule;
+use crate::limits::Limits;
+use crate::{E2AEnvelope, E2AResponse};
+
+/// How strictly a message is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum ReadMode {
+    /// Every legacy shape the reference `from_dict` accepts; the rules that fired are reported
+    /// in [`Read::rules`]. What a gateway uses on its wire.
+    #[default]
+    Lenient,
+    /// Valid against the schema: types, enums, the protocol's `required` set, no unknown
+    /// top-level keys. Omitted optional fields take their defaults.
+    Strict,
+    /// Strict, and exactly what e2a writes: every field present (nulls and empty containers
+    /// included) and already normalized (e.g. stripped ids).
+    Canonical,
+}
+
+impl ReadMode {
+    /// Every mode, from the most to the least permissive.
+    pub const ALL: [ReadMode; 3] = [ReadMode::Lenient, ReadMode::Strict, ReadMode::Canonical];
+
+    /// The mode's name (`lenient`, `strict`, `canonical`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ReadMode::Lenient => "lenient",
+            ReadMode::Strict => "strict",
+            ReadMode::Canonical => "canonical",
+        }
+    }
+}
+
+/// What a reader needs: a mode and the input limits (always applied).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReadOptions {
+    /// How strictly to read.
+    pub mode: ReadMode,
+    /// Limits checked before any parsing (on values: before any reading).
+    pub limits: Limits,
+}
+
+impl ReadOptions {
+    /// Lenient reading under the default limits.
+    pub fn lenient() -> Self {
+        Self::default()
+    }
+
+    /// Strict reading under the default limits.
+    pub fn strict() -> Self {
+        ReadOptions {
+            mode: ReadMode::Strict,
+            ..Self::default()
+        }
+    }
+
+    /// Canonical reading under the default limits.
+    pub fn canonical() -> Self {
+        ReadOptions {
+            mode: ReadMode::Canonical,
+            ..Self::default()
+        }
+    }
+
+    /// These options with other limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+}
+
+/// A message read by [`Message::read`], with the legacy rules that fired (lenient mode only;
+/// sorted, deduplicated, empty in the other modes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Read<T> {
+    /// The message.
+    pub value: T,
+    /// Legacy rules applied while reading.
+    pub rules: Vec<LegacyRule>,
+}
+
+/// An E2A message type that the readers know: [`E2AEnvelope`] and [`E2AResponse`].
+pub trait Message: Sized + Clone + PartialEq + DeserializeOwned + sealed::Sealed {
+    /// Reads JSON text under `options`.
+    fn read(input: &str, options: &ReadOptions) -> Result<Read<Self>> {
+        options.limits.check(input)?;
+        match options.mode {
+            ReadMode::Lenient => Self::lenient_str(input),
+            mode => {
+                let value = serde_json::from_str(input).map_err(|e| Error::from_json(&e))?;
+                Self::schema_read(&value, mode)
+            }
+        }
+    }
+
+    /// Reads a parsed JSON value under `options` (the limits are checked on the value).
+    fn read_value(input: &Value, options: &ReadOptions) -> Result<Read<Self>> {
+        options.limits.check_value(input)?;
+        match options.mode {
+            ReadMode::Lenient => Self::lenient_value(input),
+            mode => Self::schema_read(input, mode),
+        }
+    }
+
+    /// Reads JSON text leniently under the default [`Limits`].
+    fn from_json(input: &str) -> Result<Self> {
+        Self::read(input, &ReadOptions::default()).map(|r| r.value)
+    }
+
+    /// Reads a JSON value leniently under the default [`Limits`] (the reference's `from_dict`).
+    fn from_value(input: &Value) -> Result<Self> {
+        Self::read_value(input, &ReadOptions::default()).map(|r| r.value)
+    }
+
+    /// The canonical JSON object: every field, nulls and empty containers included.
+    fn to_value(&self) -> Value;
+
+    #[doc(hidden)]
+    fn lenient_str(input: &str) -> Result<Read<Self>>;
+    #[doc(hidden)]
+    fn lenient_value(input: &Value) -> Result<Read<Self>>;
+    #[doc(hidden)]
+    fn validator() -> Result<&'static jsonschema::Validator>;
+
+    #[doc(hidden)]
+    fn schema_read(value: &Value, mode: ReadMode) -> Result<Read<Self>> {
+        let validator = Self::validator()?;
+        if !validator.is_valid(value) {
+            return Err(Error::Schema(crate::strict::violations(validator, value)));
+        }
+        let decoded = Self::deserialize(value).map_err(|_| Error::field("", "does not match the generated type"))?;
+        if mode == ReadMode::Canonical {
+            let problems = non_canonical(value, &decoded)?;
+            if !problems.is_empty() {
+                return Err(Error::Schema(problems));
+            }
+        }
+        Ok(Read {
+            value: decoded,
+            rules: Vec::new(),
+        })
+    }
+}
+
+/// Where a schema-valid `value` is not what e2a writes: a missing key, or a field the lenient
+/// reader normalizes (so "canonical-valid ⇒ lenient-valid with the same value" holds).
+fn non_canonical<T: Message>(value: &Value, decoded: &T) -> Result<Vec<Violation>> {
+    let written = decoded.to_value();
+    let (Some(given), Some(written)) = (value.as_object(), written.as_object()) else {
+        return Ok(Vec::new());
+    };
+    let mut out: Vec<Violation> = written
+        .keys()
+        .filter(|k| !given.contains_key(*k))
+        .map(|k| Violation {
+            pointer: format!("/{}", crate::fields::pointer_key(k)),
+            reason: "missing (the canonical form carries every field, nulls and empty containers included)".into(),
+        })
+        .collect();
+    if out.is_empty() {
+        let normalized = T::lenient_value(value)?.value.to_value();
+        let normalized = normalized.as_object().cloned().unwrap_or_default();
+        out.extend(
+            given
+                .iter()
+                .filter(|(k, v)| normalized.get(*k) != Some(*v))
+                .map(|(k, _)| Violation {
+                    pointer: format!("/{}", crate::fields::pointer_key(k)),
+                    reason: "not in canonical form (the lenient reader normalizes it; e.g. ids are stripped)".into(),
+                }),
+        );
+    }
+    Ok(out)
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for crate::E2AEnvelope {}
+    impl Sealed for crate::E2AResponse {}
+}
+
+impl Message for E2AEnvelope {
+    fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+    fn lenient_str(input: &str) -> Result<Read<Self>> {
+        crate::lenient::envelope_str(input)
+    }
+    fn lenient_value(input: &Value) -> Result<Read<Self>> {
+        crate::lenient::envelope(input)
+    }
+    fn validator() -> Result<&'static jsonschema::Validator> {
+        crate::strict::envelope_validator()
+    }
+}
+
+impl Message for E2AResponse {
+    fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+    fn lenient_str(input: &str) -> Result<Read<Self>> {
+        crate::lenient::response_str(input)
+    }
+    fn lenient_value(input: &Value) -> Result<Read<Self>> {
+        crate::lenient::response(input)
+    }
+    fn validator() -> Result<&'static jsonschema::Validator> {
+        crate::strict::response_validator()
+    }
+}
+
+/// A message read leniently when deserialized (legacy shapes accepted, default [`Limits`]):
+/// `axum::Json<Lenient<E2AEnvelope>>` in a service.
+///
+/// ```
+/// use e2a::{E2AEnvelope, Lenient};
+/// let Lenient(env) = serde_json::from_str::<Lenient<E2AEnvelope>>(r#"{"req_method":"chat.send"}"#)?;
+/// assert_eq!(env.method.as_deref(), Some("chat.send"));
+/// assert!(serde_json::from_str::<Lenient<E2AEnvelope>>(r#"{"is_stream":"yes"}"#).is_err());
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lenient<T>(pub T);
+
+/// A message read strictly when deserialized (schema-valid, protocol `required` set, defaults
+/// for the rest, default [`Limits`]).
+///
+/// ```
+/// use e2a::{E2AEnvelope, Strict};
+/// let Strict(env) = serde_json::from_str::<Strict<E2AEnvelope>>(r#"{"method":"x","params":{"q":1}}"#)?;
+/// assert_eq!(env.method.as_deref(), Some("x"));
+/// assert!(serde_json::from_str::<Strict<E2AEnvelope>>(r#"{"req_method":"x"}"#).is_err());
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Strict<T>(pub T);
+
+fn deserialize_in<'de, D: Deserializer<'de>, T: Message>(d: D, options: &ReadOptions) -> Result<T, D::Error> {
+    let value = Value::deserialize(d)?;
+    T::read_value(&value, options)
+        .map(|r| r.value)
+        .map_err(D::Error::custom)
+}
+
+impl<'de, T: Message> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_in(d, &ReadOptions::lenient()).map(Lenient)
+    }
+}
+
+impl<'de, T: Message> Deserialize<'de> for Strict<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_in(d, &ReadOptions::strict()).map(Strict)
+    }
+}
+
+impl<T> std::ops::Deref for Lenient<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> std::ops::Deref for Strict<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
