@@ -9,6 +9,7 @@ mod convert;
 mod demo;
 mod input;
 mod migrate;
+mod serve;
 mod validate;
 
 /// E2A (Everything-to-Agent) command-line tool: validate, convert and migrate message logs,
@@ -98,6 +99,12 @@ enum Command {
         after_help = "Example:\n  python3 tests/conformance/check.py tests/conformance/vectors.json -- e2a conformance-driver"
     )]
     ConformanceDriver,
+    /// Serve E2A over HTTP (JSON, SSE, NDJSON) in front of an agent: echo, a script of
+    /// scenarios, or another E2A server. Prints the URLs; SIGTERM drains open streams.
+    #[command(
+        after_help = "Examples:\n  e2a serve\n  e2a serve --agent script:gateway/tests/data/script.json\n  e2a serve --bind 0.0.0.0:8080 --token-file token.txt --agent e2a:http://10.0.0.5:8080"
+    )]
+    Serve(serve::ServeArgs),
     /// Print a shell completion script.
     #[command(after_help = "Example:\n  e2a completions bash > /etc/bash_completion.d/e2a")]
     Completions {
@@ -132,6 +139,7 @@ fn main() -> ExitCode {
             !no_progress,
         )),
         Command::Redact { file } => ExitCode::from(redact(&file)),
+        Command::Serve(args) => ExitCode::from(serve::run(&args)),
         Command::ConformanceDriver => conformance_driver(),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "e2a", &mut std::io::stdout());

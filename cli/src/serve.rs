@@ -1,0 +1,131 @@
+//! `e2a serve`: the E2A gateway (`e2a-gateway`) in front of an embedded or remote agent.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use e2a_gateway::agents::{EchoAgent, RemoteAgent, RemoteConfig, ScriptAgent};
+use e2a_gateway::{Agent, Auth, Gateway, GatewayConfig};
+
+/// Options of `e2a serve`.
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub bind: SocketAddr,
+    /// File holding the accepted bearer token(s), one per line (default: $E2A_TOKEN, else none).
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+    /// The agent: `echo`, `script:FILE` (scenarios, see gateway/README.md) or `e2a:URL` (another
+    /// server speaking E2A over HTTP).
+    #[arg(long, default_value = "echo")]
+    pub agent: String,
+    /// Bearer token file for the `e2a:URL` agent (default: $E2A_AGENT_TOKEN).
+    #[arg(long)]
+    pub agent_token_file: Option<PathBuf>,
+    /// Listen on a non-loopback address without a token.
+    #[arg(long)]
+    pub insecure_no_auth: bool,
+    /// Most streams open at once (past it: 503 with Retry-After).
+    #[arg(long, default_value_t = 1024)]
+    pub max_streams: usize,
+    /// Seconds open streams may run after SIGTERM before they are cut off.
+    #[arg(long, default_value_t = 10)]
+    pub drain_secs: u64,
+}
+
+fn agent(spec: &str, token_file: Option<&PathBuf>) -> Result<Arc<dyn Agent>, String> {
+    if spec == "echo" {
+        return Ok(Arc::new(EchoAgent::new()));
+    }
+    if let Some(file) = spec.strip_prefix("script:") {
+        return ScriptAgent::from_file(file.as_ref())
+            .map(|a| Arc::new(a) as Arc<dyn Agent>)
+            .map_err(|e| e.to_string());
+    }
+    if let Some(url) = spec.strip_prefix("e2a:") {
+        let mut config = RemoteConfig::new(url);
+        config.token = match token_file {
+            Some(f) => {
+                let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+                Some(text.trim().into())
+            }
+            None => std::env::var("E2A_AGENT_TOKEN").ok().map(|t| t.trim().into()),
+        };
+        return RemoteAgent::new(config)
+            .map(|a| Arc::new(a) as Arc<dyn Agent>)
+            .map_err(|e| e.to_string());
+    }
+    Err(format!("unknown agent `{spec}`: use echo, script:FILE or e2a:URL"))
+}
+
+fn auth(token_file: Option<&PathBuf>) -> Result<Auth, String> {
+    match token_file {
+        Some(f) => Auth::from_file(f).map_err(|e| e.to_string()),
+        None => Auth::from_env("E2A_TOKEN")
+            .map(Option::unwrap_or_default)
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// Runs the gateway until SIGTERM or Ctrl-C; exit code 0 after a clean drain.
+pub fn run(args: &ServeArgs) -> u8 {
+    match serve(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("e2a serve: {e}");
+            2
+        }
+    }
+}
+
+fn serve(args: &ServeArgs) -> Result<(), String> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("E2A_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+    let auth = auth(args.token_file.as_ref())?;
+    e2a_gateway::check_bind(args.bind, &auth, args.insecure_no_auth)?;
+    let agent = agent(&args.agent, args.agent_token_file.as_ref())?;
+    let config = GatewayConfig {
+        auth,
+        max_streams: args.max_streams,
+        drain_timeout: std::time::Duration::from_secs(args.drain_secs),
+        ..GatewayConfig::default()
+    };
+    let secured = config.auth.is_enabled();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.bind)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", args.bind))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let name = agent.name();
+        let gateway = Gateway::with_agent(agent, config);
+        let base = format!("http://{addr}");
+        println!("e2a gateway (agent: {name}) listening on {base}");
+        println!("  POST {base}{}  Accept: application/json | text/event-stream | application/x-ndjson", e2a_gateway::http::REQUESTS_PATH);
+        println!("  GET  {base}{}", e2a_gateway::http::SCHEMA_PATH);
+        println!("  GET  {base}{}", e2a_gateway::http::HEALTH_PATH);
+        let auth_header = if secured { " -H \"Authorization: Bearer $TOKEN\"" } else { "" };
+        println!(
+            "try:  curl -N{auth_header} -H 'Accept: text/event-stream' -H 'Content-Type: application/json' -d '{{\"method\":\"chat.send\",\"params\":{{\"query\":\"hi\"}}}}' {base}{}",
+            e2a_gateway::http::REQUESTS_PATH
+        );
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        gateway
+            .serve(listener, e2a_gateway::shutdown_signal())
+            .await
+            .map_err(|e| e.to_string())?;
+        tracing::info!("stopped");
+        Ok::<(), String>(())
+    })
+}

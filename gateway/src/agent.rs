@@ -1,0 +1,106 @@
+//! The agent interface: what every binding (E2A over HTTP now; A2A, ACP and AG-UI later)
+//! calls once it has turned its protocol into an [`E2AEnvelope`].
+
+use std::fmt;
+use std::pin::Pin;
+use std::time::Duration;
+
+use e2a::{E2AEnvelope, E2AResponse};
+use futures_util::Stream;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// The frames an agent yields for one request, in order, ending with one final frame.
+pub type FrameStream = Pin<Box<dyn Stream<Item = E2AResponse> + Send + 'static>>;
+
+/// Who sent a request, as the gateway authenticated it. Never holds the credential itself.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Caller {
+    /// A stable name of the credential that was presented (`token-1` for the first configured
+    /// bearer token), or `None` when the gateway runs without authentication.
+    pub subject: Option<String>,
+}
+
+impl Caller {
+    /// The caller of a gateway without authentication.
+    pub fn anonymous() -> Self {
+        Caller { subject: None }
+    }
+
+    /// An authenticated caller.
+    pub fn named(subject: impl Into<String>) -> Self {
+        Caller {
+            subject: Some(subject.into()),
+        }
+    }
+}
+
+/// What a run knows besides the request: when to stop and who asked.
+#[derive(Clone)]
+pub struct RequestContext {
+    /// Cancelled when the client goes away, the gateway shuts down or a deadline passes. An
+    /// agent should stop working when it fires; the gateway stops reading its stream anyway.
+    pub cancel: CancellationToken,
+    /// When the run must have ended (`None`: no total deadline).
+    pub deadline: Option<Instant>,
+    /// Who sent the request.
+    pub caller: Caller,
+}
+
+impl RequestContext {
+    /// A context with a fresh cancellation token.
+    pub fn new(caller: Caller, deadline: Option<Instant>) -> Self {
+        RequestContext {
+            cancel: CancellationToken::new(),
+            deadline,
+            caller,
+        }
+    }
+
+    /// Time left before the deadline (`None` without a deadline).
+    pub fn remaining(&self) -> Option<Duration> {
+        self.deadline.map(|d| d.saturating_duration_since(Instant::now()))
+    }
+}
+
+impl fmt::Debug for RequestContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestContext")
+            .field("cancelled", &self.cancel.is_cancelled())
+            .field("remaining", &self.remaining())
+            .field("caller", &self.caller)
+            .finish()
+    }
+}
+
+/// An agent: answers one [`E2AEnvelope`] with a stream of [`E2AResponse`] frames.
+///
+/// The stream must keep the E2A stream invariants (sequence 0, 1, 2 … and exactly one final
+/// frame, last). [`e2a::stream::ResponseStream`] builds such frames. The gateway checks every
+/// frame at the boundary ([`crate::boundary`]): an agent that breaks the invariants is cut off
+/// with an `e2a.error` final frame and is never forwarded as is.
+///
+/// ```
+/// use e2a::{E2AEnvelope, stream::ResponseStream};
+/// use e2a_gateway::{Agent, FrameStream, RequestContext};
+///
+/// struct Hello;
+/// impl Agent for Hello {
+///     fn run(&self, request: E2AEnvelope, _ctx: RequestContext) -> FrameStream {
+///         let mut frames = ResponseStream::for_request(&request);
+///         let hello = frames.text("Hello");
+///         let done = frames.complete(serde_json::json!({"content": "Hello"}));
+///         Box::pin(futures_util::stream::iter([hello, done]))
+///     }
+/// }
+/// ```
+pub trait Agent: Send + Sync + 'static {
+    /// Starts a run. The returned stream is polled by the gateway until it yields a final
+    /// frame, the client goes away or a deadline passes; it is then dropped.
+    fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream;
+
+    /// A short name for logs and `/healthz` (`echo`, `script`, `e2a:…`).
+    fn name(&self) -> String {
+        "agent".into()
+    }
+}

@@ -1,0 +1,62 @@
+use std::time::Duration;
+
+use e2a::stream::ResponseStream;
+use e2a::E2AEnvelope;
+use serde_json::json;
+
+use crate::agent::{Agent, FrameStream, RequestContext};
+
+/// The default agent: a reasoning chunk, a tool call and its result, the reply word by word
+/// as text chunks, then `e2a.complete` with the whole reply — the demo's echo agent.
+#[derive(Debug, Clone, Default)]
+pub struct EchoAgent {
+    delay: Duration,
+}
+
+impl EchoAgent {
+    /// An echo agent that answers at once.
+    pub fn new() -> Self {
+        EchoAgent::default()
+    }
+
+    /// Waits `delay` before every frame (to watch a stream arrive).
+    pub fn with_delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+}
+
+impl Agent for EchoAgent {
+    fn run(&self, request: E2AEnvelope, _ctx: RequestContext) -> FrameStream {
+        let delay = self.delay;
+        Box::pin(async_stream::stream! {
+            let prompt = super::request_text(&request);
+            let reply = format!("You said: {prompt}");
+            let mut s = ResponseStream::for_request(&request);
+            let pause = || async move {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+            };
+            pause().await;
+            yield s.reasoning("The user said something; echo it back.");
+            pause().await;
+            let args = json!({"text": prompt});
+            yield s.chunk(super::tool_call_body("echo-1", "echo", &args));
+            pause().await;
+            yield s.chunk(super::tool_result_body("echo-1", &json!({"length": prompt.chars().count()})));
+            let words: Vec<&str> = reply.split(' ').collect();
+            for (i, w) in words.iter().enumerate() {
+                pause().await;
+                let piece = if i + 1 < words.len() { format!("{w} ") } else { (*w).to_string() };
+                yield s.text(&piece);
+            }
+            pause().await;
+            yield s.complete(json!({"content": reply, "stopReason": "end_turn"}));
+        })
+    }
+
+    fn name(&self) -> String {
+        "echo".into()
+    }
+}

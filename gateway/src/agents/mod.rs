@@ -1,0 +1,54 @@
+//! Agents the gateway ships: [`EchoAgent`] (the default), [`ScriptAgent`] (scenarios from a
+//! JSON file, for testing clients) and [`RemoteAgent`] (another server speaking E2A over HTTP).
+
+mod echo;
+mod remote;
+pub mod script;
+
+pub use echo::EchoAgent;
+pub use remote::{RemoteAgent, RemoteConfig};
+pub use script::{ScriptAgent, ScriptStats};
+
+use e2a::E2AEnvelope;
+use serde_json::{Map, Value};
+
+/// The user's text in a request: ACP prompt blocks, `params.text` / `content` / `query`, or the
+/// text parts of an A2A `params.message`.
+pub fn request_text(request: &E2AEnvelope) -> String {
+    let text = e2a::acp::parse_prompt_blocks(&request.params).text;
+    if !text.is_empty() {
+        return text;
+    }
+    request
+        .params
+        .get("message")
+        .and_then(|m| m.get("parts"))
+        .and_then(Value::as_array)
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// A chunk body for a tool call (`delta_kind: tool`, `event_type: chat.tool_call`), the shape
+/// the ACP and AG-UI projectors of `e2a` read.
+pub fn tool_call_body(id: &str, name: &str, arguments: &Value) -> Map<String, Value> {
+    crate::boundary::obj(serde_json::json!({
+        "delta_kind": "tool",
+        "event_type": "chat.tool_call",
+        "delta": {"tool_call": {"tool_call_id": id, "name": name, "arguments": arguments, "status": "in_progress"}}
+    }))
+}
+
+/// A chunk body for a tool result (`delta_kind: tool`, `event_type: chat.tool_result`).
+pub fn tool_result_body(id: &str, result: &Value) -> Map<String, Value> {
+    crate::boundary::obj(serde_json::json!({
+        "delta_kind": "tool",
+        "event_type": "chat.tool_result",
+        "delta": {"tool_call_id": id, "result": result, "status": "completed"}
+    }))
+}

@@ -1,0 +1,178 @@
+use std::time::Duration;
+
+use e2a::stream::ResponseStream;
+use e2a::taxonomy::ErrorKind;
+use e2a::{E2AEnvelope, E2AResponse, Limits, SecretString};
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+
+use crate::agent::{Agent, FrameStream, RequestContext};
+use crate::boundary::obj;
+
+/// Where a [`RemoteAgent`] forwards to and with which credential.
+#[derive(Debug, Clone)]
+pub struct RemoteConfig {
+    /// The remote server: its base URL (`http://host:port`) or the full
+    /// `…/v1/e2a/requests` endpoint.
+    pub url: String,
+    /// Bearer token sent to the remote server (never printed: `Debug` shows `[REDACTED]`).
+    pub token: Option<SecretString>,
+    /// Limits applied to every frame the remote server sends.
+    pub limits: Limits,
+    /// Timeout for connecting to the remote server.
+    pub connect_timeout: Duration,
+}
+
+impl RemoteConfig {
+    /// A configuration for `url` without a token and default limits.
+    pub fn new(url: impl Into<String>) -> Self {
+        RemoteConfig {
+            url: url.into(),
+            token: None,
+            limits: Limits::default(),
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// An agent that is another server speaking E2A over HTTP (this gateway, or an agent server
+/// written in any language against `generated/openapi.json`). Every run is one `POST` with
+/// `Accept: text/event-stream`; the frames are read with the lenient reader and the gateway's
+/// limits. Dropping the run (client gone, deadline, shutdown) closes the connection, which
+/// cancels the run on the remote server.
+#[derive(Debug, Clone)]
+pub struct RemoteAgent {
+    endpoint: String,
+    token: Option<SecretString>,
+    limits: Limits,
+    client: reqwest::Client,
+}
+
+/// Why a [`RemoteAgent`] cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// The URL is not an `http` or `https` URL.
+    #[error("remote agent URL must start with http:// or https://")]
+    BadUrl,
+    /// The HTTP client cannot be built.
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+}
+
+impl RemoteAgent {
+    /// A remote agent for `config`.
+    pub fn new(config: RemoteConfig) -> Result<Self, RemoteError> {
+        let url = config.url.trim();
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(RemoteError::BadUrl);
+        }
+        let base = url.trim_end_matches('/');
+        let endpoint = if base.ends_with(crate::http::REQUESTS_PATH) {
+            base.to_string()
+        } else {
+            format!("{base}{}", crate::http::REQUESTS_PATH)
+        };
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|e| RemoteError::Client(e.without_url().to_string()))?;
+        Ok(RemoteAgent {
+            endpoint,
+            token: config.token,
+            limits: config.limits,
+            client,
+        })
+    }
+
+    /// The endpoint every run is posted to.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+}
+
+fn failure(request: &E2AEnvelope, kind: ErrorKind, message: String, details: Value) -> E2AResponse {
+    ResponseStream::for_request(request).fail(kind.mapping().e2a_code, &message, obj(details))
+}
+
+impl Agent for RemoteAgent {
+    fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
+        let this = self.clone();
+        Box::pin(async_stream::stream! {
+            let mut post = this
+                .client
+                .post(&this.endpoint)
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(request.to_json());
+            if let Some(t) = &this.token {
+                post = post.bearer_auth(t.expose());
+            }
+            let sent = tokio::select! {
+                _ = ctx.cancel.cancelled() => return,
+                r = post.send() => r,
+            };
+            let resp = match sent {
+                Ok(r) => r,
+                Err(e) => {
+                    let e = e.without_url();
+                    tracing::warn!(error = %e, "remote agent unreachable");
+                    yield failure(&request, ErrorKind::AgentError, format!("the remote agent is unreachable: {e}"), json!({}));
+                    return;
+                }
+            };
+            let status = resp.status();
+            if !status.is_success() {
+                // the remote refused the request: keep its problem code when it sent one
+                let body = resp.text().await.unwrap_or_default();
+                let problem: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                let code = problem.get("code").cloned().unwrap_or(Value::Null);
+                let kind = match ErrorKind::from_code(&code, "e2a") {
+                    ErrorKind::Internal | ErrorKind::AuthRequired => ErrorKind::AgentError,
+                    k if code.is_string() => k,
+                    _ => ErrorKind::AgentError,
+                };
+                let detail = problem.get("detail").and_then(Value::as_str).unwrap_or("").to_string();
+                tracing::warn!(status = status.as_u16(), "remote agent refused the request");
+                yield failure(&request, kind, format!("the remote agent answered HTTP {}: {detail}", status.as_u16()),
+                    json!({"http_status": status.as_u16(), "remote": problem}));
+                return;
+            }
+            let mut events = resp.bytes_stream().eventsource();
+            let mut next_seq: u64 = 0;
+            let at = |mut f: E2AResponse, seq: u64| {
+                f.sequence = seq;
+                f
+            };
+            loop {
+                let event = tokio::select! {
+                    _ = ctx.cancel.cancelled() => return,
+                    n = events.next() => n,
+                };
+                match event {
+                    None => return,
+                    Some(Err(e)) => {
+                        tracing::warn!(error = %e, "remote agent stream broke");
+                        yield at(failure(&request, ErrorKind::AgentError, format!("the remote agent's stream broke: {e}"), json!({})), next_seq);
+                        return;
+                    }
+                    Some(Ok(ev)) if !ev.event.is_empty() && ev.event != e2a::sse::EVENT && ev.event != "message" => continue,
+                    Some(Ok(ev)) => match E2AResponse::read(&ev.data, &e2a::ReadOptions::lenient().with_limits(this.limits)) {
+                        Ok(read) => {
+                            next_seq = read.value.sequence.saturating_add(1);
+                            yield read.value;
+                        }
+                        Err(e) => {
+                            yield at(failure(&request, ErrorKind::InvalidAgentResponse, format!("the remote agent sent an invalid frame: {e}"), json!({})), next_seq);
+                            return;
+                        }
+                    },
+                }
+            }
+        })
+    }
+
+    fn name(&self) -> String {
+        format!("e2a:{}", self.endpoint)
+    }
+}

@@ -1,0 +1,640 @@
+//! The `script` agent: scenarios from a JSON file, matched on method, text or message-id
+//! prefix, each a list of steps with optional delays. Operators use it to test their clients
+//! against every shape a real agent produces; the gateway's own tests use it everywhere.
+//!
+//! The format is documented in `gateway/README.md`; `gateway/tests/data/script.json` is a
+//! complete example.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use e2a::stream::ResponseStream;
+use e2a::taxonomy::ErrorKind;
+use e2a::{E2AEnvelope, E2AResponse, ResponseKind};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::agent::{Agent, FrameStream, RequestContext};
+use crate::boundary::obj;
+
+/// A script file: scenarios tried in order; the first that matches answers.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Script {
+    /// The scenarios, tried in order.
+    pub scenarios: Vec<Scenario>,
+}
+
+/// One scenario: when it applies and what it answers.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// A name for logs and results.
+    #[serde(default)]
+    pub name: String,
+    /// When it applies (every given condition must hold; none given matches everything).
+    #[serde(default, rename = "match")]
+    pub when: Match,
+    /// What it answers, in order.
+    pub steps: Vec<Step>,
+}
+
+/// Conditions on a request.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Match {
+    /// The envelope's `method`, exactly.
+    pub method: Option<String>,
+    /// A substring of the request's text (case-insensitive).
+    pub text: Option<String>,
+    /// A prefix of the envelope's `message_id`.
+    pub message_id_prefix: Option<String>,
+}
+
+/// A kind of artifact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArtifactKind {
+    /// Text (`text`).
+    Text,
+    /// File content inline (`bytes_base64`, `media_type`).
+    File,
+    /// A file by reference (`url`, `media_type`).
+    FileUrl,
+    /// Structured data (`data`).
+    Data,
+}
+
+/// Misbehaviours, to test clients and the gateway's boundary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Misbehaviour {
+    /// Skips a sequence number.
+    Gap,
+    /// Sends the same frame twice.
+    Duplicate,
+    /// Sends a second final frame after a complete one.
+    SecondFinal,
+    /// Ends the stream without a final frame.
+    NoFinal,
+    /// Sends a frame carrying another request's id.
+    WrongRequest,
+}
+
+/// One step of a scenario. Every step may wait `delay_ms` before it runs.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Step {
+    /// Milliseconds to wait before this step.
+    #[serde(default)]
+    pub delay_ms: u64,
+    /// What the step does.
+    #[serde(flatten)]
+    pub action: Action,
+}
+
+/// What a step does. `{input}` in texts is replaced by the request's text and `{answer}` by the
+/// text of the follow-up that answered a pause.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Action {
+    /// Text chunks (`chunk_size` characters each; whole when absent).
+    Text {
+        /// The text.
+        text: String,
+        /// Characters per chunk.
+        chunk_size: Option<usize>,
+    },
+    /// A reasoning chunk.
+    Reasoning {
+        /// The text.
+        text: String,
+    },
+    /// A tool call, and its result when `result` is given.
+    ToolCall {
+        /// Tool call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Arguments.
+        #[serde(default)]
+        arguments: Value,
+        /// The result, sent as a second frame.
+        result: Option<Value>,
+    },
+    /// An artifact, whole or in chunks.
+    Artifact {
+        /// The kind.
+        kind: ArtifactKind,
+        /// Artifact id (default `artifact-<n>`).
+        id: Option<String>,
+        /// File or artifact name.
+        name: Option<String>,
+        /// Media type.
+        media_type: Option<String>,
+        /// `text` kind: the text.
+        text: Option<String>,
+        /// `file` kind: the content, base64.
+        bytes_base64: Option<String>,
+        /// `file_url` kind: where the file is.
+        url: Option<String>,
+        /// `data` kind: the data (an array is chunked by elements).
+        data: Option<Value>,
+        /// Characters (text, base64) or elements (data array) per chunk.
+        chunk_size: Option<usize>,
+    },
+    /// Waits for more input: a follow-up with the same `task_id` (or `context_id`, or
+    /// `session_id`) continues with the next step.
+    InputRequired {
+        /// What the agent asks.
+        prompt: String,
+    },
+    /// Waits for approval: a follow-up answering `no`, `deny` or `reject` runs `on_deny`
+    /// (default: a rejection); any other answer continues with the next step.
+    Approval {
+        /// What is to be approved.
+        prompt: String,
+        /// Steps run when the answer denies.
+        #[serde(default)]
+        on_deny: Vec<Step>,
+    },
+    /// A direct message reply instead of a task: an `a2a.message` frame, then completion.
+    Message {
+        /// The reply text.
+        text: String,
+    },
+    /// Rejects the request (`E2A.INVALID_REQUEST`, A2A `TASK_STATE_REJECTED`).
+    Reject {
+        /// Why.
+        message: String,
+    },
+    /// Fails the run.
+    Fail {
+        /// E2A error code (default `E2A.AGENT_ERROR`).
+        code: Option<String>,
+        /// What went wrong.
+        message: String,
+    },
+    /// Completes the run with `result` (default: `{"content": <all text sent>}`).
+    Complete {
+        /// The result object.
+        result: Option<Value>,
+    },
+    /// Waits `ms` milliseconds.
+    Sleep {
+        /// Milliseconds.
+        ms: u64,
+    },
+    /// Breaks the stream invariants on purpose.
+    Misbehave {
+        /// How.
+        how: Misbehaviour,
+    },
+}
+
+/// What the script agent has done, for tests and operators.
+#[derive(Debug, Default)]
+pub struct ScriptStats {
+    started: AtomicU64,
+    finished: AtomicU64,
+    cancelled: AtomicU64,
+}
+
+impl ScriptStats {
+    /// Runs started.
+    pub fn started(&self) -> u64 {
+        self.started.load(Ordering::SeqCst)
+    }
+    /// Runs that sent their last step.
+    pub fn finished(&self) -> u64 {
+        self.finished.load(Ordering::SeqCst)
+    }
+    /// Runs stopped before their last step (client gone, deadline, shutdown).
+    pub fn cancelled(&self) -> u64 {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+}
+
+/// A paused scenario waiting for its follow-up.
+#[derive(Debug, Clone)]
+struct Paused {
+    rest: Vec<Step>,
+    on_deny: Option<Vec<Step>>,
+    input: String,
+}
+
+/// Errors loading a script.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// The file cannot be read.
+    #[error("cannot read script {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not a valid script.
+    #[error("invalid script {path}: {source}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// Why.
+        source: serde_json::Error,
+    },
+}
+
+/// The script agent (see the module docs).
+#[derive(Debug, Clone)]
+pub struct ScriptAgent {
+    script: Arc<Script>,
+    paused: Arc<Mutex<HashMap<String, Paused>>>,
+    stats: Arc<ScriptStats>,
+}
+
+impl ScriptAgent {
+    /// An agent running `script`.
+    pub fn new(script: Script) -> Self {
+        ScriptAgent {
+            script: Arc::new(script),
+            paused: Arc::default(),
+            stats: Arc::default(),
+        }
+    }
+
+    /// Reads a script from JSON text.
+    pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
+        Ok(Self::new(serde_json::from_str(text)?))
+    }
+
+    /// Reads a script file.
+    pub fn from_file(path: &Path) -> Result<Self, ScriptError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        Self::from_json(&text).map_err(|source| ScriptError::Invalid { path: shown, source })
+    }
+
+    /// Counters of runs started, finished and cancelled.
+    pub fn stats(&self) -> Arc<ScriptStats> {
+        self.stats.clone()
+    }
+
+    fn pick(&self, request: &E2AEnvelope, text: &str) -> Option<&Scenario> {
+        let lower = text.to_lowercase();
+        self.script.scenarios.iter().find(|s| {
+            let m = &s.when;
+            m.method
+                .as_ref()
+                .is_none_or(|x| request.method.as_deref() == Some(x.as_str()))
+                && m.text.as_ref().is_none_or(|x| lower.contains(&x.to_lowercase()))
+                && m.message_id_prefix.as_ref().is_none_or(|p| {
+                    request
+                        .message_id
+                        .as_deref()
+                        .is_some_and(|id| id.starts_with(p.as_str()))
+                })
+        })
+    }
+}
+
+fn task_key(request: &E2AEnvelope) -> Option<String> {
+    request
+        .task_id
+        .clone()
+        .or_else(|| request.context_id.clone())
+        .or_else(|| request.session_id.clone())
+}
+
+fn is_denial(answer: &str) -> bool {
+    matches!(
+        answer.trim().to_lowercase().as_str(),
+        "no" | "n" | "deny" | "denied" | "reject" | "rejected"
+    )
+}
+
+/// Counts a run as cancelled when its stream is dropped before the last step.
+struct RunGuard {
+    stats: Arc<ScriptStats>,
+    done: bool,
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        let counter = if self.done {
+            &self.stats.finished
+        } else {
+            tracing::info!("script run cancelled before its last step");
+            &self.stats.cancelled
+        };
+        counter.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn split_chars(text: &str, size: Option<usize>) -> Vec<String> {
+    let size = size.unwrap_or(0);
+    if size == 0 || text.is_empty() {
+        return vec![text.to_string()];
+    }
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+fn artifact_parts(kind: ArtifactKind, a: &ArtifactFields<'_>) -> Vec<Value> {
+    let with_meta = |mut part: Map<String, Value>| {
+        if let Some(m) = a.media_type {
+            part.insert("mediaType".into(), m.into());
+        }
+        if let Some(n) = a.name {
+            part.insert("filename".into(), n.into());
+        }
+        Value::Object(part)
+    };
+    match kind {
+        ArtifactKind::Text => split_chars(a.text.unwrap_or(""), a.chunk_size)
+            .into_iter()
+            .map(|t| json!({"text": t}))
+            .collect(),
+        ArtifactKind::File => {
+            // base64 pieces stay decodable on their own: multiples of 4 characters
+            let size = a.chunk_size.map(|s| s.max(4) / 4 * 4);
+            split_chars(a.bytes_base64.unwrap_or(""), size)
+                .into_iter()
+                .map(|b| with_meta(obj(json!({"raw": b}))))
+                .collect()
+        }
+        ArtifactKind::FileUrl => vec![with_meta(obj(json!({"url": a.url.unwrap_or("")})))],
+        ArtifactKind::Data => match (a.data, a.chunk_size) {
+            (Some(Value::Array(items)), Some(n)) if n > 0 && !items.is_empty() => {
+                items.chunks(n).map(|c| json!({"data": c})).collect()
+            }
+            (d, _) => vec![json!({"data": d.cloned().unwrap_or(Value::Null)})],
+        },
+    }
+}
+
+struct ArtifactFields<'a> {
+    name: Option<&'a str>,
+    media_type: Option<&'a str>,
+    text: Option<&'a str>,
+    bytes_base64: Option<&'a str>,
+    url: Option<&'a str>,
+    data: Option<&'a Value>,
+    chunk_size: Option<usize>,
+}
+
+/// Runs steps into frames. Returns `None` when a step ended the run (final frame sent or
+/// deliberately none).
+struct Runner {
+    stream: Option<ResponseStream>,
+    frames: Vec<E2AResponse>,
+    text: String,
+    input: String,
+    answer: String,
+    artifacts: usize,
+}
+
+impl Agent for ScriptAgent {
+    fn run(&self, request: E2AEnvelope, _ctx: RequestContext) -> FrameStream {
+        let this = self.clone();
+        Box::pin(async_stream::stream! {
+            this.stats.started.fetch_add(1, Ordering::SeqCst);
+            let mut guard = RunGuard { stats: this.stats.clone(), done: false };
+            let text = super::request_text(&request);
+            let key = task_key(&request);
+            let resumed = key.as_ref().and_then(|k| this.paused.lock().ok().and_then(|mut p| p.remove(k)));
+            let (steps, name, input, answer) = match resumed {
+                Some(p) => {
+                    let steps = match p.on_deny {
+                        Some(deny) if is_denial(&text) => {
+                            if deny.is_empty() {
+                                vec![Step { delay_ms: 0, action: Action::Reject { message: "the user denied approval".into() } }]
+                            } else {
+                                deny
+                            }
+                        }
+                        _ => p.rest,
+                    };
+                    (steps, "resumed".to_string(), p.input, text.clone())
+                }
+                None => match this.pick(&request, &text) {
+                    Some(s) => (s.steps.clone(), s.name.clone(), text.clone(), String::new()),
+                    None => {
+                        let s = ResponseStream::for_request(&request);
+                        guard.done = true;
+                        yield s.fail(ErrorKind::NotFound.mapping().e2a_code, "no scenario of the script matches this request", Map::new());
+                        return;
+                    }
+                },
+            };
+            tracing::debug!(scenario = %name, "script scenario");
+            let mut r = Runner { stream: Some(ResponseStream::for_request(&request)), frames: Vec::new(), text: String::new(), input, answer, artifacts: 0 };
+            let mut steps = steps.into_iter();
+            while let Some(step) = steps.next() {
+                if step.delay_ms > 0 {
+                    tokio::time::sleep(Duration::from_millis(step.delay_ms)).await;
+                }
+                if let Action::Sleep { ms } = step.action {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    continue;
+                }
+                let pause = match &step.action {
+                    Action::InputRequired { .. } => Some(None),
+                    Action::Approval { on_deny, .. } => Some(Some(on_deny.clone())),
+                    _ => None,
+                };
+                let go_on = r.step(&request, &step.action);
+                for f in r.frames.drain(..) {
+                    yield f;
+                }
+                if let (Some(on_deny), Some(k)) = (pause, key.clone()) {
+                    let rest: Vec<Step> = steps.by_ref().collect();
+                    if let Ok(mut p) = this.paused.lock() {
+                        p.insert(k, Paused { rest, on_deny, input: r.input.clone() });
+                    }
+                }
+                if !go_on {
+                    guard.done = true;
+                    return;
+                }
+            }
+            if let Some(s) = r.stream.take() {
+                yield s.complete(json!({"content": r.text}));
+            }
+            guard.done = true;
+        })
+    }
+
+    fn name(&self) -> String {
+        "script".into()
+    }
+}
+
+impl Runner {
+    fn fill(&self, t: &str) -> String {
+        t.replace("{input}", &self.input).replace("{answer}", &self.answer)
+    }
+
+    /// Runs one step; `false` when it ended the run.
+    fn step(&mut self, request: &E2AEnvelope, action: &Action) -> bool {
+        let Some(mut stream) = self.stream.take() else {
+            return false;
+        };
+        let s = &mut stream;
+        match action {
+            Action::Text { text, chunk_size } => {
+                let text = self.fill(text);
+                for piece in split_chars(&text, *chunk_size) {
+                    self.frames.push(s.text(&piece));
+                }
+                self.text.push_str(&text);
+            }
+            Action::Reasoning { text } => {
+                let text = self.fill(text);
+                self.frames.push(s.reasoning(&text));
+            }
+            Action::ToolCall {
+                id,
+                name,
+                arguments,
+                result,
+            } => {
+                self.frames.push(s.chunk(super::tool_call_body(id, name, arguments)));
+                if let Some(res) = result {
+                    self.frames.push(s.chunk(super::tool_result_body(id, res)));
+                }
+            }
+            Action::Artifact {
+                kind,
+                id,
+                name,
+                media_type,
+                text,
+                bytes_base64,
+                url,
+                data,
+                chunk_size,
+            } => {
+                self.artifacts += 1;
+                let id = id.clone().unwrap_or_else(|| format!("artifact-{}", self.artifacts));
+                let fields = ArtifactFields {
+                    name: name.as_deref(),
+                    media_type: media_type.as_deref(),
+                    text: text.as_deref(),
+                    bytes_base64: bytes_base64.as_deref(),
+                    url: url.as_deref(),
+                    data: data.as_ref(),
+                    chunk_size: *chunk_size,
+                };
+                let parts = artifact_parts(*kind, &fields);
+                let n = parts.len();
+                for (i, part) in parts.into_iter().enumerate() {
+                    self.frames.push(s.chunk(obj(json!({
+                        "delta_kind": "custom",
+                        "event_type": "artifact",
+                        "delta": {"artifact_id": id, "name": name, "kind": kind_name(*kind),
+                                  "parts": [part], "append": i > 0, "last_chunk": i + 1 == n}
+                    }))));
+                }
+            }
+            Action::InputRequired { prompt } | Action::Approval { prompt, .. } => {
+                let input_kind = if matches!(action, Action::Approval { .. }) {
+                    "approval"
+                } else {
+                    "input"
+                };
+                let prompt = self.fill(prompt);
+                let resumable = task_key(request).is_some();
+                self.frames.push(s.event(
+                    ResponseKind::PlanApprovalRequired,
+                    obj(json!({"plan_content": prompt, "input_kind": input_kind, "resumable": resumable})),
+                ));
+                self.frames.push(stream.complete(
+                    json!({"state": "input_required", "input_kind": input_kind, "prompt": prompt, "resumable": resumable}),
+                ));
+                return false;
+            }
+            Action::Message { text } => {
+                let text = self.fill(text);
+                let message = json!({"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_AGENT",
+                    "contextId": request.context_id, "parts": [{"text": text}]});
+                self.frames.push(s.event(ResponseKind::A2aMessage, obj(message)));
+                self.frames
+                    .push(stream.complete(json!({"content": text, "reply": "message"})));
+                return false;
+            }
+            Action::Reject { message } => {
+                let message = self.fill(message);
+                let code = ErrorKind::InvalidRequest.mapping().e2a_code;
+                self.frames
+                    .push(stream.fail(code, &message, obj(json!({"rejected": true}))));
+                return false;
+            }
+            Action::Fail { code, message } => {
+                let message = self.fill(message);
+                let code = code
+                    .clone()
+                    .unwrap_or_else(|| ErrorKind::AgentError.mapping().e2a_code.into());
+                self.frames.push(stream.fail(&code, &message, Map::new()));
+                return false;
+            }
+            Action::Complete { result } => {
+                let result = result.clone().unwrap_or_else(|| json!({"content": self.text}));
+                self.frames.push(stream.complete(result));
+                return false;
+            }
+            Action::Sleep { .. } => {}
+            Action::Misbehave { how } => return self.misbehave(stream, *how),
+        }
+        self.stream = Some(stream);
+        true
+    }
+
+    fn misbehave(&mut self, mut s: ResponseStream, how: Misbehaviour) -> bool {
+        match how {
+            Misbehaviour::Gap => {
+                let _skipped = s.text("(never sent)");
+                self.frames.push(s.text("after a gap"));
+                self.stream = Some(s);
+                true
+            }
+            Misbehaviour::Duplicate => {
+                let f = s.text("twice");
+                self.frames.push(f.clone());
+                self.frames.push(f);
+                self.stream = Some(s);
+                true
+            }
+            Misbehaviour::SecondFinal => {
+                let fin = s.complete(json!({"content": self.text}));
+                let mut again = fin.clone();
+                again.sequence = fin.sequence.saturating_add(1);
+                again.response_id = Some(uuid::Uuid::new_v4().to_string());
+                self.frames.push(fin);
+                self.frames.push(again);
+                false
+            }
+            Misbehaviour::NoFinal => false,
+            Misbehaviour::WrongRequest => {
+                let mut f = s.text("for someone else");
+                f.request_id = Some(format!("{}-other", f.request_id.unwrap_or_default()));
+                self.frames.push(f);
+                self.stream = Some(s);
+                true
+            }
+        }
+    }
+}
+
+fn kind_name(kind: ArtifactKind) -> &'static str {
+    match kind {
+        ArtifactKind::Text => "text",
+        ArtifactKind::File => "file",
+        ArtifactKind::FileUrl => "file_url",
+        ArtifactKind::Data => "data",
+    }
+}

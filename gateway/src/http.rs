@@ -1,0 +1,370 @@
+//! E2A over HTTP, as `generated/openapi.json` describes it: `POST /v1/e2a/requests` answered
+//! as JSON (the final frame), SSE or NDJSON by `Accept`; `GET /v1/e2a/schema`; `GET /healthz`.
+//! [`ROUTES`] lists what is served; a test checks it against the OpenAPI document.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Router};
+use e2a::taxonomy::ErrorKind;
+use e2a::E2AEnvelope;
+use serde_json::json;
+use tokio::time::Instant;
+
+use crate::agent::{Caller, RequestContext};
+use crate::boundary::{self, StopCell};
+use crate::problem::Problem;
+use crate::runs::Subscription;
+use crate::Shared;
+
+/// Path of the request operation.
+pub const REQUESTS_PATH: &str = "/v1/e2a/requests";
+/// Path of the schema operation.
+pub const SCHEMA_PATH: &str = "/v1/e2a/schema";
+/// Path of the health check.
+pub const HEALTH_PATH: &str = "/healthz";
+
+/// Media types of the request operation's `200` response.
+pub const JSON: &str = "application/json";
+/// Server-Sent Events.
+pub const SSE: &str = "text/event-stream";
+/// Newline-delimited JSON.
+pub const NDJSON: &str = "application/x-ndjson";
+/// The schema's media type.
+pub const SCHEMA_JSON: &str = "application/schema+json";
+
+/// One served operation: what a test compares with the OpenAPI document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteSpec {
+    /// Path.
+    pub path: &'static str,
+    /// Method (upper case).
+    pub method: &'static str,
+    /// Request body media types.
+    pub request: &'static [&'static str],
+    /// `(status, media types)` of every response.
+    pub responses: &'static [(u16, &'static [&'static str])],
+}
+
+const PROBLEM: &[&str] = &[crate::problem::PROBLEM_JSON];
+
+/// Every operation the router serves.
+pub const ROUTES: &[RouteSpec] = &[
+    RouteSpec {
+        path: REQUESTS_PATH,
+        method: "POST",
+        request: &[JSON],
+        responses: &[
+            (200, &[JSON, SSE, NDJSON]),
+            (400, PROBLEM),
+            (401, PROBLEM),
+            (404, PROBLEM),
+            (406, PROBLEM),
+            (413, PROBLEM),
+            (415, PROBLEM),
+            (422, PROBLEM),
+            (503, PROBLEM),
+        ],
+    },
+    RouteSpec {
+        path: SCHEMA_PATH,
+        method: "GET",
+        request: &[],
+        responses: &[(200, &[SCHEMA_JSON]), (401, PROBLEM)],
+    },
+    RouteSpec {
+        path: HEALTH_PATH,
+        method: "GET",
+        request: &[],
+        responses: &[(200, &[JSON])],
+    },
+];
+
+/// How the client wants the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The final frame as one JSON document.
+    Json,
+    /// Every frame as an SSE event.
+    Sse,
+    /// Every frame as one JSON line.
+    Ndjson,
+}
+
+/// Picks the answer's media type from `Accept` (quality values honoured; JSON when absent).
+/// `None` when nothing acceptable is offered.
+pub fn negotiate(accept: Option<&str>) -> Option<Mode> {
+    let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
+        return Some(Mode::Json);
+    };
+    let mut best: Option<(f32, usize, Mode)> = None;
+    for (i, item) in accept.split(',').enumerate() {
+        let Ok(m) = item.trim().parse::<mime::Mime>() else {
+            continue;
+        };
+        let q = m
+            .get_param("q")
+            .and_then(|q| q.as_str().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        if q <= 0.0 {
+            continue;
+        }
+        let mode = match (m.type_().as_str(), m.subtype().as_str()) {
+            ("application", "json") | ("application", "*") | ("*", "*") => Mode::Json,
+            ("text", "event-stream") | ("text", "*") => Mode::Sse,
+            ("application", "x-ndjson") => Mode::Ndjson,
+            _ => continue,
+        };
+        // higher quality wins; on a tie, a specific type beats a wildcard, then order
+        let specific = usize::from(!m.subtype().as_str().contains('*'));
+        let rank = (q, specific, mode);
+        let better = match best {
+            None => true,
+            Some((bq, bs, _)) => q > bq || (q == bq && specific > bs),
+        };
+        if better {
+            best = Some(rank);
+        }
+        let _ = i;
+    }
+    best.map(|(_, _, m)| m)
+}
+
+/// The gateway's routes, authentication included. Merge it into your own axum app.
+pub fn router(shared: Arc<Shared>) -> Router {
+    let api = Router::new()
+        .route(REQUESTS_PATH, post(send_request).fallback(method_not_allowed_post))
+        .route(SCHEMA_PATH, get(get_schema).fallback(method_not_allowed_get))
+        .route_layer(middleware::from_fn_with_state(shared.clone(), authenticate));
+    Router::new()
+        .route(HEALTH_PATH, get(health).fallback(method_not_allowed_get))
+        .merge(api)
+        .fallback(not_found)
+        .with_state(shared)
+}
+
+async fn authenticate(State(shared): State<Arc<Shared>>, mut req: Request, next: Next) -> Response {
+    match shared.config.auth.check(req.headers()) {
+        Ok(caller) => {
+            req.extensions_mut().insert(caller);
+            next.run(req).await
+        }
+        Err(p) => p.into_response(),
+    }
+}
+
+async fn not_found() -> Problem {
+    Problem::new(ErrorKind::NotFound, "no such resource")
+}
+
+async fn method_not_allowed_post() -> Problem {
+    let mut p =
+        Problem::new(ErrorKind::UnsupportedOperation, "method not allowed").with_status(StatusCode::METHOD_NOT_ALLOWED);
+    p.allow = Some("POST");
+    p
+}
+
+async fn method_not_allowed_get() -> Problem {
+    let mut p =
+        Problem::new(ErrorKind::UnsupportedOperation, "method not allowed").with_status(StatusCode::METHOD_NOT_ALLOWED);
+    p.allow = Some("GET, HEAD");
+    p
+}
+
+async fn health(State(shared): State<Arc<Shared>>) -> Response {
+    let body = json!({
+        "status": if shared.runs.draining() { "draining" } else { "ok" },
+        "agent": shared.agent.name(),
+        "live_streams": shared.runs.live(),
+    });
+    ([(header::CONTENT_TYPE, JSON)], body.to_string()).into_response()
+}
+
+async fn get_schema() -> Response {
+    ([(header::CONTENT_TYPE, SCHEMA_JSON)], e2a::SCHEMA_JSON).into_response()
+}
+
+fn is_json_media_type(v: &HeaderValue) -> bool {
+    v.to_str()
+        .ok()
+        .and_then(|s| s.parse::<mime::Mime>().ok())
+        .is_some_and(|m| {
+            m.type_() == mime::APPLICATION && (m.subtype() == mime::JSON || m.suffix() == Some(mime::JSON))
+        })
+}
+
+fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, Problem> {
+    let Some(v) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    let s = v.to_str().unwrap_or("").trim();
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Problem::new(
+            ErrorKind::InvalidRequest,
+            "Last-Event-ID must be a frame sequence (digits)",
+        )
+        .at("/headers/Last-Event-ID"));
+    }
+    s.parse::<u64>().map(Some).map_err(|_| {
+        Problem::new(ErrorKind::InvalidRequest, "Last-Event-ID is out of range").at("/headers/Last-Event-ID")
+    })
+}
+
+async fn send_request(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    method: Method,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
+    let _ = method;
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let mode = negotiate(accept).ok_or_else(|| {
+        Problem::new(
+            ErrorKind::ContentTypeNotSupported,
+            "Accept must allow application/json, text/event-stream or application/x-ndjson",
+        )
+        .with_status(StatusCode::NOT_ACCEPTABLE)
+    })?;
+    if !headers.get(header::CONTENT_TYPE).is_some_and(is_json_media_type) {
+        return Err(Problem::new(
+            ErrorKind::ContentTypeNotSupported,
+            "the request body must be application/json",
+        ));
+    }
+    let resume = last_event_id(&headers)?;
+    let limits = shared.config.limits;
+    let bytes: Bytes = axum::body::to_bytes(body, limits.max_bytes).await.map_err(|_| {
+        Problem::new(
+            ErrorKind::InvalidRequest,
+            format!("the request body exceeds max_bytes ({} bytes)", limits.max_bytes),
+        )
+        .with_status(StatusCode::PAYLOAD_TOO_LARGE)
+        .at("")
+    })?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| Problem::new(ErrorKind::ParseError, format!("the request body is not UTF-8: {e}")).at(""))?;
+    let mut request = E2AEnvelope::read(text, &e2a::ReadOptions::lenient().with_limits(limits))
+        .map_err(|e| Problem::from_read_error(&e))?
+        .value;
+
+    if let Some(after) = resume {
+        let Some(id) = request.request_id.clone() else {
+            return Err(Problem::new(
+                ErrorKind::InvalidRequest,
+                "Last-Event-ID needs the request_id of the stream to resume",
+            )
+            .at("/request_id"));
+        };
+        let run = shared.runs.find(&(caller.subject.clone(), id)).ok_or_else(|| {
+            Problem::new(ErrorKind::NotFound, "no stream of this request_id is retained").at("/request_id")
+        })?;
+        return Ok(respond(&shared, mode, run.subscribe(Some(after))).await);
+    }
+
+    if shared.runs.draining() {
+        return Err(Problem::unavailable(
+            "the gateway is shutting down",
+            shared.config.retry_after_secs,
+        ));
+    }
+    let permit = shared
+        .streams
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| Problem::unavailable("too many open streams", shared.config.retry_after_secs))?;
+    let id = request
+        .request_id
+        .get_or_insert_with(|| uuid::Uuid::new_v4().to_string())
+        .clone();
+    let deadline = shared.config.max_run.map(|d| Instant::now() + d);
+    let ctx = RequestContext::new(caller.clone(), deadline);
+    let stop = StopCell::default();
+    let agent_stream = shared.agent.run(request.clone(), ctx.clone());
+    let guarded = boundary::guard(
+        request,
+        agent_stream,
+        ctx.clone(),
+        shared.config.deadlines,
+        stop.clone(),
+        shared.agent.name(),
+    );
+    let run = shared.runs.start(
+        (caller.subject.clone(), id),
+        guarded,
+        ctx.cancel.clone(),
+        stop,
+        shared.config.disconnect_grace,
+        permit,
+    );
+    let sub = run.subscribe(None);
+    Ok(respond(&shared, mode, sub).await)
+}
+
+async fn respond(shared: &Shared, mode: Mode, mut sub: Subscription) -> Response {
+    match mode {
+        Mode::Json => {
+            let mut last = None;
+            while let Some(f) = sub.next().await {
+                last = Some(f);
+            }
+            match last {
+                Some(f) => ([(header::CONTENT_TYPE, JSON)], f.to_json()).into_response(),
+                None => {
+                    Problem::new(ErrorKind::NotFound, "the stream has no frame after Last-Event-ID").into_response()
+                }
+            }
+        }
+        Mode::Sse => {
+            let keep_alive = shared.config.keep_alive;
+            streaming(SSE, sse_body(sub, keep_alive))
+        }
+        Mode::Ndjson => streaming(NDJSON, ndjson_body(sub)),
+    }
+}
+
+fn streaming<S>(media_type: &'static str, body: S) -> Response
+where
+    S: futures_util::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static,
+{
+    let mut resp = Response::new(Body::from_stream(body));
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+fn sse_body(
+    mut sub: Subscription,
+    keep_alive: Duration,
+) -> impl futures_util::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static {
+    async_stream::stream! {
+        loop {
+            let next = tokio::time::timeout(keep_alive, sub.next()).await;
+            match next {
+                Ok(Some(f)) => yield Ok(Bytes::from(e2a::sse::encode(&f))),
+                Ok(None) => break,
+                Err(_) => yield Ok(Bytes::from_static(b": keep-alive\n\n")),
+            }
+        }
+    }
+}
+
+fn ndjson_body(
+    mut sub: Subscription,
+) -> impl futures_util::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static {
+    async_stream::stream! {
+        while let Some(f) = sub.next().await {
+            let mut line = f.to_json();
+            line.push('\n');
+            yield Ok(Bytes::from(line));
+        }
+    }
+}

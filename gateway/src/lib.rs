@@ -1,0 +1,183 @@
+//! # e2a-gateway — E2A on the wire
+//!
+//! The [`Agent`] interface, E2A over HTTP exactly as `generated/openapi.json` describes it
+//! (`POST /v1/e2a/requests` answered as JSON, SSE or NDJSON; `GET /v1/e2a/schema`;
+//! `/healthz`), embedded agents ([`agents::EchoAgent`], [`agents::ScriptAgent`]) and a remote
+//! E2A backend ([`agents::RemoteAgent`]). Library first: mount [`Gateway::router`] in your own
+//! axum app, or let [`Gateway::serve`] run it; `e2a serve` is a thin shell over this crate.
+//!
+//! ```no_run
+//! use e2a_gateway::{agents::EchoAgent, Gateway, GatewayConfig};
+//!
+//! # async fn run() -> std::io::Result<()> {
+//! let gateway = Gateway::new(EchoAgent::new(), GatewayConfig::default());
+//! // mount it into an existing app…
+//! let app = axum::Router::new().merge(gateway.router());
+//! # let _ = app;
+//! // …or serve it until SIGTERM / Ctrl-C, draining open streams
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! gateway.serve(listener, e2a_gateway::shutdown_signal()).await
+//! # }
+//! ```
+//!
+//! Every frame an agent yields passes [`boundary::guard`]: the stream invariants are checked
+//! by `e2a`'s `StreamValidator`, and an agent that breaks them is cut off with an `e2a.error`
+//! final frame.
+
+#![deny(missing_docs)]
+
+pub mod agent;
+pub mod agents;
+pub mod auth;
+pub mod boundary;
+pub mod config;
+pub mod http;
+pub mod problem;
+pub mod runs;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+pub use agent::{Agent, Caller, FrameStream, RequestContext};
+pub use auth::Auth;
+pub use config::GatewayConfig;
+pub use problem::Problem;
+
+use boundary::StopReason;
+use runs::Runs;
+use tokio::sync::Semaphore;
+
+/// State shared by the routes of one gateway.
+pub struct Shared {
+    agent: Arc<dyn Agent>,
+    config: GatewayConfig,
+    runs: Arc<Runs>,
+    streams: Arc<Semaphore>,
+}
+
+/// A gateway: one agent behind the E2A HTTP binding.
+#[derive(Clone)]
+pub struct Gateway {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("agent", &self.shared.agent.name())
+            .field("config", &self.shared.config)
+            .finish()
+    }
+}
+
+impl Gateway {
+    /// A gateway in front of `agent`.
+    pub fn new(agent: impl Agent, config: GatewayConfig) -> Self {
+        Self::with_agent(Arc::new(agent), config)
+    }
+
+    /// A gateway in front of a shared agent.
+    pub fn with_agent(agent: Arc<dyn Agent>, config: GatewayConfig) -> Self {
+        let runs = Arc::new(Runs::new(config.retention, config.max_retained));
+        let streams = Arc::new(Semaphore::new(config.max_streams));
+        Gateway {
+            shared: Arc::new(Shared {
+                agent,
+                config,
+                runs,
+                streams,
+            }),
+        }
+    }
+
+    /// The routes (authentication included), to serve or to merge into another axum app.
+    pub fn router(&self) -> axum::Router {
+        http::router(self.shared.clone())
+    }
+
+    /// Runs still streaming.
+    pub fn live_streams(&self) -> usize {
+        self.shared.runs.live()
+    }
+
+    /// Stops accepting new runs; open streams go on.
+    pub fn begin_drain(&self) {
+        self.shared.runs.begin_drain();
+    }
+
+    /// Cuts every open stream off with an `e2a.error` final frame (`E2A.CANCELLED`).
+    pub fn cut_streams(&self) {
+        self.shared.runs.stop_all(StopReason::Shutdown);
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then drains: no new runs, open streams
+    /// run for up to `drain_timeout`, then each is cut off with a final frame; returns when
+    /// every connection has closed.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let drain = self.clone();
+        let timeout = self.shared.config.drain_timeout;
+        let signal = async move {
+            shutdown.await;
+            tracing::info!(
+                open_streams = drain.live_streams(),
+                "shutting down: draining open streams"
+            );
+            drain.begin_drain();
+            let cut = drain.clone();
+            tokio::spawn(async move {
+                let started = tokio::time::Instant::now();
+                while cut.live_streams() > 0 && started.elapsed() < timeout {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                if cut.live_streams() > 0 {
+                    tracing::info!(
+                        open_streams = cut.live_streams(),
+                        "drain deadline passed: cutting streams off"
+                    );
+                    cut.cut_streams();
+                }
+            });
+        };
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(signal)
+            .await
+    }
+}
+
+/// Completes on SIGTERM or Ctrl-C (SIGINT).
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}
+
+/// Refuses to listen on a non-loopback address without a token, unless `insecure_no_auth`.
+pub fn check_bind(addr: SocketAddr, auth: &Auth, insecure_no_auth: bool) -> Result<(), String> {
+    if addr.ip().is_loopback() || auth.is_enabled() || insecure_no_auth {
+        Ok(())
+    } else {
+        Err(format!(
+            "refusing to listen on {addr} without a token: give --token-file (or E2A_TOKEN), bind 127.0.0.1, or pass --insecure-no-auth"
+        ))
+    }
+}

@@ -1,0 +1,144 @@
+//! `application/problem+json` (RFC 9457) errors carrying the e2a taxonomy code and the JSON
+//! pointer of the offending field.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use e2a::taxonomy::ErrorKind;
+use e2a::{LimitKind, Violation};
+use serde_json::{json, Value};
+
+/// The media type of every error the gateway answers.
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// A request the gateway refused before (or instead of) running an agent.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    /// The taxonomy kind (gives `code` and, unless overridden, the HTTP status).
+    pub kind: ErrorKind,
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// What went wrong (never the offending value).
+    pub detail: String,
+    /// JSON pointer of the offending field (`""` for the whole body), when there is one.
+    pub pointer: Option<String>,
+    /// Every violation found, each with its pointer.
+    pub errors: Vec<Violation>,
+    /// Seconds after which to retry (`Retry-After`).
+    pub retry_after: Option<u64>,
+    /// Whether to send `WWW-Authenticate: Bearer`.
+    pub authenticate: bool,
+    /// Methods allowed on the resource (`Allow`, for 405).
+    pub allow: Option<&'static str>,
+}
+
+impl Problem {
+    /// A problem of `kind` with the kind's HTTP status.
+    pub fn new(kind: ErrorKind, detail: impl Into<String>) -> Self {
+        let status = StatusCode::from_u16(kind.mapping().http_status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        Problem {
+            kind,
+            status,
+            detail: detail.into(),
+            pointer: None,
+            errors: Vec::new(),
+            retry_after: None,
+            authenticate: false,
+            allow: None,
+        }
+    }
+
+    /// Overrides the HTTP status.
+    pub fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
+    }
+
+    /// Names the offending field.
+    pub fn at(mut self, pointer: impl Into<String>) -> Self {
+        self.pointer = Some(pointer.into());
+        self
+    }
+
+    /// `401`: no or a wrong bearer token.
+    pub fn unauthorized() -> Self {
+        let mut p = Problem::new(ErrorKind::AuthRequired, "a valid bearer token is required");
+        p.authenticate = true;
+        p
+    }
+
+    /// `503`: too many streams or shutting down.
+    pub fn unavailable(detail: impl Into<String>, retry_after: u64) -> Self {
+        let mut p = Problem::new(ErrorKind::Internal, detail).with_status(StatusCode::SERVICE_UNAVAILABLE);
+        p.retry_after = Some(retry_after);
+        p
+    }
+
+    /// The problem for an error of the e2a readers: invalid JSON is `400`, a limit `413` (size)
+    /// or `400` (depth), a wrong field `422` naming the field.
+    pub fn from_read_error(e: &e2a::Error) -> Self {
+        match e {
+            e2a::Error::Json { .. } => Problem::new(ErrorKind::ParseError, e.to_string()).at(""),
+            e2a::Error::Limit { limit, .. } => {
+                let p = Problem::new(ErrorKind::InvalidRequest, e.to_string()).at("");
+                match limit {
+                    LimitKind::Depth => p,
+                    _ => p.with_status(StatusCode::PAYLOAD_TOO_LARGE),
+                }
+            }
+            e2a::Error::Field(_) | e2a::Error::Schema(_) => {
+                let errors = e.violations();
+                let mut p = Problem::new(ErrorKind::InvalidParams, e.to_string());
+                p.pointer = errors.first().map(|v| v.pointer.clone());
+                p.errors = errors;
+                p
+            }
+            _ => Problem::new(ErrorKind::InvalidRequest, e.to_string()),
+        }
+    }
+
+    /// The problem document.
+    pub fn to_value(&self) -> Value {
+        let m = self.kind.mapping();
+        let title = self.status.canonical_reason().unwrap_or("Error");
+        let mut v = json!({
+            "type": format!("urn:e2a:problem:{}", m.name),
+            "title": title,
+            "status": self.status.as_u16(),
+            "detail": self.detail,
+            "code": m.e2a_code,
+        });
+        if let Some(p) = &self.pointer {
+            v["pointer"] = p.clone().into();
+        }
+        if !self.errors.is_empty() {
+            v["errors"] = self
+                .errors
+                .iter()
+                .map(|e| json!({"pointer": e.pointer, "detail": e.reason}))
+                .collect();
+        }
+        v
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let body = self.to_value().to_string();
+        let mut resp = (self.status, body).into_response();
+        let h = resp.headers_mut();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+        if self.authenticate {
+            h.insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"e2a\""),
+            );
+        }
+        if let Some(s) = self.retry_after {
+            h.insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
+        if let Some(a) = self.allow {
+            h.insert(header::ALLOW, HeaderValue::from_static(a));
+        }
+        resp
+    }
+}

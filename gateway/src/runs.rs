@@ -1,0 +1,252 @@
+//! Runs: one agent run per accepted request, pumped by its own task into a frame log that any
+//! number of clients read from a position. The log is what makes `Last-Event-ID` resumption
+//! work (a reconnecting client reads from after the last id it saw), and a run whose every
+//! client went away is cancelled after a grace period.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use e2a::E2AResponse;
+use futures_util::StreamExt;
+use tokio::sync::{watch, OwnedSemaphorePermit};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::FrameStream;
+use crate::boundary::{StopCell, StopReason};
+
+/// Which stream a resuming client asks for: the caller and the request id.
+pub type RunKey = (Option<String>, String);
+
+/// One run: its frames so far, whether it ended, and how to stop it.
+pub struct Run {
+    frames: Mutex<Vec<Arc<E2AResponse>>>,
+    /// (frames so far, ended)
+    progress: watch::Sender<(usize, bool)>,
+    cancel: CancellationToken,
+    stop: StopCell,
+    subscribers: AtomicUsize,
+    grace: Duration,
+}
+
+impl Run {
+    fn push(&self, f: E2AResponse) {
+        let n = match self.frames.lock() {
+            Ok(mut v) => {
+                v.push(Arc::new(f));
+                v.len()
+            }
+            Err(_) => return,
+        };
+        self.progress.send_replace((n, false));
+    }
+
+    fn end(&self) {
+        self.progress.send_modify(|p| p.1 = true);
+    }
+
+    /// Whether the run has ended (its final frame is in the log).
+    pub fn ended(&self) -> bool {
+        self.progress.borrow().1
+    }
+
+    /// Stops the run from outside, recording why.
+    pub fn stop(&self, reason: StopReason) {
+        let _ = self.stop.set(reason);
+        self.cancel.cancel();
+    }
+
+    /// A reader of the frames with a sequence greater than `after` (all frames for `None`).
+    pub fn subscribe(self: &Arc<Self>, after: Option<u64>) -> Subscription {
+        self.subscribers.fetch_add(1, Ordering::SeqCst);
+        Subscription {
+            run: self.clone(),
+            rx: self.progress.subscribe(),
+            pos: 0,
+            after,
+        }
+    }
+}
+
+/// A client's reading position in a run. Dropping it (client gone) cancels the run after the
+/// grace period if no other client reads it.
+pub struct Subscription {
+    run: Arc<Run>,
+    rx: watch::Receiver<(usize, bool)>,
+    pos: usize,
+    after: Option<u64>,
+}
+
+impl Subscription {
+    /// The next frame, waiting for it; `None` after the final frame.
+    pub async fn next(&mut self) -> Option<Arc<E2AResponse>> {
+        loop {
+            let (len, ended) = *self.rx.borrow_and_update();
+            if self.pos < len {
+                let f = self.run.frames.lock().ok().and_then(|v| v.get(self.pos).cloned())?;
+                self.pos += 1;
+                if self.after.is_some_and(|a| f.sequence <= a) {
+                    continue;
+                }
+                return Some(f);
+            }
+            if ended {
+                return None;
+            }
+            if self.rx.changed().await.is_err() {
+                return None;
+            }
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let left = self.run.subscribers.fetch_sub(1, Ordering::SeqCst).saturating_sub(1);
+        if left == 0 && !self.run.ended() {
+            let run = self.run.clone();
+            let cancel_later = async move {
+                tokio::time::sleep(run.grace).await;
+                if run.subscribers.load(Ordering::SeqCst) == 0 && !run.ended() {
+                    tracing::info!("every client went away: cancelling the run");
+                    run.stop(StopReason::ClientGone);
+                }
+            };
+            if let Ok(h) = tokio::runtime::Handle::try_current() {
+                h.spawn(cancel_later);
+            }
+        }
+    }
+}
+
+/// Live and retained runs.
+pub struct Runs {
+    inner: Mutex<Inner>,
+    next_id: AtomicU64,
+    draining: AtomicBool,
+    retention: Duration,
+    max_retained: usize,
+}
+
+#[derive(Default)]
+struct Inner {
+    by_key: HashMap<RunKey, (u64, Arc<Run>)>,
+    live: HashMap<u64, Arc<Run>>,
+    ended: VecDeque<(u64, RunKey)>,
+}
+
+impl Runs {
+    /// A registry keeping ended runs for `retention`, at most `max_retained` of them.
+    pub fn new(retention: Duration, max_retained: usize) -> Self {
+        Runs {
+            inner: Mutex::default(),
+            next_id: AtomicU64::new(1),
+            draining: AtomicBool::new(false),
+            retention,
+            max_retained,
+        }
+    }
+
+    /// Starts pumping `frames` (an already guarded stream) into a new run under `key`.
+    /// `permit` (a stream slot) is held until the run ends.
+    pub fn start(
+        self: &Arc<Self>,
+        key: RunKey,
+        frames: FrameStream,
+        cancel: CancellationToken,
+        stop: StopCell,
+        grace: Duration,
+        permit: OwnedSemaphorePermit,
+    ) -> Arc<Run> {
+        let (progress, _) = watch::channel((0, false));
+        let run = Arc::new(Run {
+            frames: Mutex::new(Vec::new()),
+            progress,
+            cancel,
+            stop,
+            subscribers: AtomicUsize::new(0),
+            grace,
+        });
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.by_key.insert(key.clone(), (id, run.clone()));
+            inner.live.insert(id, run.clone());
+        }
+        let (runs, pumped) = (self.clone(), run.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            let mut frames = frames;
+            while let Some(f) = frames.next().await {
+                pumped.push(f);
+            }
+            drop(frames);
+            pumped.end();
+            runs.ended(id, key);
+        });
+        run
+    }
+
+    fn ended(self: &Arc<Self>, id: u64, key: RunKey) {
+        let Ok(mut inner) = self.inner.lock() else { return };
+        inner.live.remove(&id);
+        inner.ended.push_back((id, key.clone()));
+        while inner.ended.len() > self.max_retained {
+            if let Some((old, k)) = inner.ended.pop_front() {
+                inner.forget(old, &k);
+            }
+        }
+        drop(inner);
+        let runs = Arc::downgrade(self);
+        let retention = self.retention;
+        tokio::spawn(async move {
+            tokio::time::sleep(retention).await;
+            if let Some(runs) = runs.upgrade() {
+                if let Ok(mut inner) = runs.inner.lock() {
+                    inner.ended.retain(|(i, _)| *i != id);
+                    inner.forget(id, &key);
+                }
+            }
+        });
+    }
+
+    /// The run of `key` (live, or ended within the retention window).
+    pub fn find(&self, key: &RunKey) -> Option<Arc<Run>> {
+        self.inner.lock().ok()?.by_key.get(key).map(|(_, r)| r.clone())
+    }
+
+    /// Runs still going.
+    pub fn live(&self) -> usize {
+        self.inner.lock().map(|i| i.live.len()).unwrap_or(0)
+    }
+
+    /// Marks the gateway as draining (new runs are refused).
+    pub fn begin_drain(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the gateway is draining.
+    pub fn draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    /// Stops every live run (each gets its final frame).
+    pub fn stop_all(&self, reason: StopReason) {
+        let live: Vec<Arc<Run>> = self
+            .inner
+            .lock()
+            .map(|i| i.live.values().cloned().collect())
+            .unwrap_or_default();
+        for r in live {
+            r.stop(reason);
+        }
+    }
+}
+
+impl Inner {
+    fn forget(&mut self, id: u64, key: &RunKey) {
+        if self.by_key.get(key).is_some_and(|(i, _)| *i == id) {
+            self.by_key.remove(key);
+        }
+    }
+}

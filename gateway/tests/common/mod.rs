@@ -1,0 +1,146 @@
+//! Test helpers: a gateway on 127.0.0.1 with an ephemeral port, and an HTTP client.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use e2a::E2AResponse;
+use e2a_gateway::agents::ScriptAgent;
+use e2a_gateway::{Agent, Gateway, GatewayConfig};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+/// A running gateway.
+pub struct Server {
+    pub base: String,
+    pub gateway: Gateway,
+    stop: Option<oneshot::Sender<()>>,
+    pub task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Server {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Triggers the graceful shutdown (like SIGTERM).
+    pub fn shutdown(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+    }
+}
+
+pub async fn start(agent: Arc<dyn Agent>, config: GatewayConfig) -> Server {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let gateway = Gateway::with_agent(agent, config);
+    let (tx, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(gateway.clone().serve(listener, async move {
+        let _ = rx.await;
+    }));
+    Server {
+        base: format!("http://{addr}"),
+        gateway,
+        stop: Some(tx),
+        task,
+    }
+}
+
+pub fn script_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/script.json")
+}
+
+pub fn script() -> ScriptAgent {
+    ScriptAgent::from_file(&script_path()).expect("script")
+}
+
+pub fn fast_config() -> GatewayConfig {
+    GatewayConfig {
+        keep_alive: Duration::from_millis(200),
+        disconnect_grace: Duration::from_millis(100),
+        ..GatewayConfig::default()
+    }
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder().build().expect("client")
+}
+
+pub fn envelope(text: &str) -> Value {
+    serde_json::json!({"method": "chat.send", "request_id": format!("req-{}", uuid()), "params": {"query": text}})
+}
+
+pub fn uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+pub async fn post(base: &str, body: &Value, accept: &str) -> reqwest::Response {
+    client()
+        .post(format!("{base}{}", e2a_gateway::http::REQUESTS_PATH))
+        .header("accept", accept)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("send")
+}
+
+pub fn sse_frames(text: &str) -> Vec<E2AResponse> {
+    e2a::sse::decode(text).expect("sse frames")
+}
+
+pub fn ndjson_frames(text: &str) -> Vec<E2AResponse> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| E2AResponse::from_json(l).expect("ndjson frame"))
+        .collect()
+}
+
+/// What two runs of the same scenario share: everything but ids and times.
+pub fn essence(f: &E2AResponse) -> Value {
+    serde_json::json!([f.sequence, f.is_final, f.status, f.response_kind, f.body])
+}
+
+/// Reads SSE events from a streaming response until `n` frames arrived.
+pub async fn read_frames(resp: &mut reqwest::Response, n: usize) -> Vec<E2AResponse> {
+    let mut buf = String::new();
+    loop {
+        let frames = complete_events(&buf);
+        if frames.len() >= n {
+            return frames;
+        }
+        match tokio::time::timeout(Duration::from_secs(10), resp.chunk()).await {
+            Ok(Ok(Some(c))) => buf.push_str(&String::from_utf8_lossy(&c)),
+            _ => return frames,
+        }
+    }
+}
+
+fn complete_events(buf: &str) -> Vec<E2AResponse> {
+    match buf.rfind("\n\n") {
+        Some(end) => sse_frames(&buf[..end + 2]),
+        None => Vec::new(),
+    }
+}
+
+/// Every frame passes the stream invariants.
+pub fn assert_valid_stream(frames: &[E2AResponse]) {
+    let mut v = e2a::stream::StreamValidator::new();
+    for f in frames {
+        v.push(f);
+    }
+    let problems = v.finish();
+    assert!(problems.is_empty(), "stream violations: {problems:?}");
+}
+
+pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
