@@ -1,0 +1,150 @@
+//! The served routes and the OpenAPI document cannot drift: every operation of
+//! `generated/openapi.json` is in `e2a_gateway::http::ROUTES` with the same request and response
+//! media types and status codes, and the other way round; a live server answers each route with
+//! a documented status and media type.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use common::*;
+use e2a_gateway::http::ROUTES;
+use e2a_gateway::{Auth, GatewayConfig};
+use serde_json::Value;
+
+type Responses = BTreeMap<u16, Vec<String>>;
+
+fn document() -> Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../generated/openapi.json");
+    let text = std::fs::read_to_string(path).expect("generated/openapi.json");
+    serde_json::from_str(&text).expect("openapi json")
+}
+
+fn resolve<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
+    match v.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix('#')) {
+        Some(p) => doc.pointer(p).expect("resolvable $ref"),
+        None => v,
+    }
+}
+
+fn keys(v: Option<&Value>) -> Vec<String> {
+    let mut k: Vec<String> = v
+        .and_then(Value::as_object)
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    k.sort();
+    k
+}
+
+/// (path, METHOD) → (request media types, responses) as the document says.
+fn documented() -> BTreeMap<(String, String), (Vec<String>, Responses)> {
+    let doc = document();
+    let mut out = BTreeMap::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("path item") {
+            let request = keys(op.pointer("/requestBody/content"));
+            let mut responses = Responses::new();
+            for (status, r) in op["responses"].as_object().expect("responses") {
+                let r = resolve(&doc, r);
+                responses.insert(status.parse().expect("numeric status"), keys(r.get("content")));
+            }
+            out.insert((path.clone(), method.to_uppercase()), (request, responses));
+        }
+    }
+    out
+}
+
+fn served() -> BTreeMap<(String, String), (Vec<String>, Responses)> {
+    ROUTES
+        .iter()
+        .map(|r| {
+            let mut request: Vec<String> = r.request.iter().map(|s| s.to_string()).collect();
+            request.sort();
+            let responses = r
+                .responses
+                .iter()
+                .map(|(s, m)| {
+                    let mut m: Vec<String> = m.iter().map(|s| s.to_string()).collect();
+                    m.sort();
+                    (*s, m)
+                })
+                .collect();
+            ((r.path.to_string(), r.method.to_string()), (request, responses))
+        })
+        .collect()
+}
+
+#[test]
+fn served_routes_equal_the_openapi_document() {
+    let doc = documented();
+    let served = served();
+    assert_eq!(
+        doc.keys().collect::<Vec<_>>(),
+        served.keys().collect::<Vec<_>>(),
+        "operations (path, method)"
+    );
+    for (op, want) in &doc {
+        assert_eq!(&served[op], want, "media types and statuses of {op:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_live_server_answers_every_route_as_documented() {
+    let config = GatewayConfig {
+        auth: Auth::token("t0ken"),
+        ..fast_config()
+    };
+    let server = start(Arc::new(script()), config).await;
+    let doc = documented();
+    let c = client();
+    for r in ROUTES {
+        let (_, responses) = &doc[&(r.path.to_string(), r.method.to_string())];
+        let accepts: &[&str] = if r.method == "POST" {
+            &["application/json", "text/event-stream", "application/x-ndjson"]
+        } else {
+            &["*/*"]
+        };
+        for accept in accepts {
+            let url = server.url(r.path);
+            let req = match r.method {
+                "POST" => c
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(envelope("weather").to_string()),
+                _ => c.get(&url),
+            };
+            let resp = req
+                .header("authorization", "Bearer t0ken")
+                .header("accept", *accept)
+                .send()
+                .await
+                .expect("send");
+            let status = resp.status().as_u16();
+            let ctype = resp.headers()["content-type"].to_str().expect("ascii").to_string();
+            assert_eq!(status, 200, "{} {} ({accept})", r.method, r.path);
+            assert!(
+                responses[&status].contains(&ctype),
+                "{} {} answered {ctype}, documented {:?}",
+                r.method,
+                r.path,
+                responses[&status]
+            );
+            if r.method == "POST" && *accept != "application/json" {
+                assert_eq!(&ctype, accept, "the stream is in the media type asked for");
+            }
+        }
+        // a method the document does not list is refused with 405
+        let other = if r.method == "POST" {
+            c.get(server.url(r.path))
+        } else {
+            c.delete(server.url(r.path))
+        };
+        let resp = other
+            .header("authorization", "Bearer t0ken")
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(resp.status().as_u16(), 405, "{}", r.path);
+    }
+}
