@@ -28,7 +28,11 @@ async fn json_sse_and_ndjson_of_the_same_scripted_run_carry_the_same_frames() {
     assert_eq!(js.headers()["content-type"], "application/json");
     let js = E2AResponse::from_json(&js.text().await.expect("json body")).expect("final frame");
 
-    assert!(sse.len() >= 6, "reasoning, tool call, result, text chunks, final: {}", sse.len());
+    assert!(
+        sse.len() >= 6,
+        "reasoning, tool call, result, text chunks, final: {}",
+        sse.len()
+    );
     assert_valid_stream(&sse);
     assert_valid_stream(&nd);
     let a: Vec<Value> = sse.iter().map(essence).collect();
@@ -75,7 +79,10 @@ async fn last_event_id_resumes_with_exactly_the_frames_after_it() {
     let rest = sse_frames(&resumed.text().await.expect("body"));
     let seqs: Vec<u64> = rest.iter().map(|f| f.sequence).collect();
     let last = rest.last().expect("frames after 2");
-    assert!(last.is_final && last.status == "succeeded", "the run went on while nobody listened");
+    assert!(
+        last.is_final && last.status == "succeeded",
+        "the run went on while nobody listened"
+    );
     assert_eq!(seqs, (3..=last.sequence).collect::<Vec<_>>());
     let mut all = seen.clone();
     all.extend(rest.iter().cloned());
@@ -94,7 +101,10 @@ async fn last_event_id_resumes_with_exactly_the_frames_after_it() {
     let tail = ndjson_frames(&again.text().await.expect("body"));
     assert_eq!(
         tail.iter().map(|f| f.response_id.clone()).collect::<Vec<_>>(),
-        all.iter().filter(|f| f.sequence > 6).map(|f| f.response_id.clone()).collect::<Vec<_>>()
+        all.iter()
+            .filter(|f| f.sequence > 6)
+            .map(|f| f.response_id.clone())
+            .collect::<Vec<_>>()
     );
 
     // an unknown stream cannot be resumed
@@ -129,7 +139,11 @@ async fn a_client_that_disconnects_cancels_the_agent_run() {
 
 async fn problem(resp: reqwest::Response) -> (u16, Value) {
     let status = resp.status().as_u16();
-    assert_eq!(resp.headers()["content-type"], "application/problem+json", "status {status}");
+    assert_eq!(
+        resp.headers()["content-type"],
+        "application/problem+json",
+        "status {status}"
+    );
     let v: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("problem json");
     assert_eq!(v["status"], status);
     (status, v)
@@ -178,10 +192,18 @@ async fn refused_requests_get_problem_json_naming_the_cause() {
 
     // 415: not JSON
     let (status, p) = problem(send(good, "text/plain", ok_body.clone()).await.expect("send")).await;
-    assert_eq!((status, p["code"].as_str()), (415, Some("E2A.CONTENT_TYPE_NOT_SUPPORTED")));
+    assert_eq!(
+        (status, p["code"].as_str()),
+        (415, Some("E2A.CONTENT_TYPE_NOT_SUPPORTED"))
+    );
 
     // 400: malformed JSON
-    let (status, p) = problem(send(good, "application/json", "{\"method\": ".into()).await.expect("send")).await;
+    let (status, p) = problem(
+        send(good, "application/json", "{\"method\": ".into())
+            .await
+            .expect("send"),
+    )
+    .await;
     assert_eq!((status, p["code"].as_str()), (400, Some("E2A.INVALID_JSON")));
     assert_eq!(p["pointer"], "");
 
@@ -212,7 +234,12 @@ async fn refused_requests_get_problem_json_naming_the_cause() {
     assert_eq!(status, 406);
 
     // 405 and 404 are problems too
-    let get = c.get(&url).header("authorization", "Bearer s3cret-token").send().await.expect("send");
+    let get = c
+        .get(&url)
+        .header("authorization", "Bearer s3cret-token")
+        .send()
+        .await
+        .expect("send");
     assert_eq!(get.headers()["allow"], "POST");
     let (status, _) = problem(get).await;
     assert_eq!(status, 405);
@@ -289,7 +316,12 @@ async fn shutdown_drains_open_streams_each_with_a_final_frame() {
     assert_eq!(read_frames(&mut forever, 1).await.len(), 1);
     let slow = tokio::spawn({
         let base = server.base.clone();
-        async move { post(&base, &envelope("count slowly"), "application/x-ndjson").await.text().await }
+        async move {
+            post(&base, &envelope("count slowly"), "application/x-ndjson")
+                .await
+                .text()
+                .await
+        }
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
     server.shutdown();

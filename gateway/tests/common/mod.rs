@@ -77,14 +77,19 @@ pub fn uuid() -> String {
 }
 
 pub async fn post(base: &str, body: &Value, accept: &str) -> reqwest::Response {
-    client()
+    post_auth(base, body, accept, None).await
+}
+
+pub async fn post_auth(base: &str, body: &Value, accept: &str, token: Option<&str>) -> reqwest::Response {
+    let mut req = client()
         .post(format!("{base}{}", e2a_gateway::http::REQUESTS_PATH))
         .header("accept", accept)
         .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("send")
+        .body(body.to_string());
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    req.send().await.expect("send")
 }
 
 pub fn sse_frames(text: &str) -> Vec<E2AResponse> {
