@@ -48,9 +48,20 @@ validator_for!(response_validator, "E2AResponse");
 pub(crate) fn violations(validator: &Validator, value: &Value) -> Vec<Violation> {
     let mut out: Vec<Violation> = validator
         .iter_errors(value)
-        .map(|e| Violation {
-            pointer: e.instance_path().to_string(),
-            reason: reason(e.kind()),
+        .map(|e| match e.kind() {
+            // a missing property is named by its own pointer
+            ValidationErrorKind::Required { property } => Violation {
+                pointer: format!(
+                    "{}/{}",
+                    e.instance_path(),
+                    crate::fields::pointer_key(property.as_str().unwrap_or_default())
+                ),
+                reason: "missing required property".into(),
+            },
+            kind => Violation {
+                pointer: e.instance_path().to_string(),
+                reason: reason(kind),
+            },
         })
         .collect();
     out.sort_by(|a, b| a.pointer.cmp(&b.pointer).then(a.reason.cmp(&b.reason)));

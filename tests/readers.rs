@@ -148,7 +148,7 @@ fn protocol_required_sets_read_strictly() {
     missing.as_object_mut().unwrap().remove("response_id");
     let err = E2AResponse::read_value(&missing, &ReadOptions::strict()).unwrap_err();
     assert_eq!(err.violations().len(), 1, "{err}");
-    assert!(err.violations()[0].reason.contains("response_id"), "{err}");
+    assert_eq!(err.violations()[0].pointer, "/response_id", "{err}");
 
     let wrong = TEN_KEYS.replace(r#""sequence":0"#, r#""sequence":"1""#);
     let err = E2AResponse::read(&wrong, &ReadOptions::strict()).unwrap_err();

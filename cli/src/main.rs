@@ -37,18 +37,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Validate JSON or JSONL files of envelopes and/or responses: schema validation and, for
+    /// Validate JSON or JSONL files of envelopes and/or responses: schema validation (strict by
+    /// default: types, enums, the protocol's required fields, no unknown keys) and, for
     /// responses, stream invariants. Exit 0 valid, 1 invalid, 2 usage or I/O error.
     #[command(
-        after_help = "Examples:\n  e2a validate frames.jsonl\n  e2a validate --lenient --format json legacy.jsonl\n  cat log.jsonl | e2a validate -"
+        after_help = "Examples:\n  e2a validate frames.jsonl\n  e2a validate --canonical frames.jsonl\n  e2a validate --lenient --format json legacy.jsonl\n  cat log.jsonl | e2a validate -"
     )]
     Validate {
         /// Files to check (`-` for stdin).
         #[arg(required = true)]
         files: Vec<String>,
         /// Accept legacy shapes (the reference's `from_dict` rules) and report which fired.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "canonical")]
         lenient: bool,
+        /// Also require the canonical form: every field present and normalized, exactly what
+        /// e2a writes.
+        #[arg(long)]
+        canonical: bool,
         /// Output format.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
@@ -123,8 +128,18 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Validate { files, lenient, format } => {
-            ExitCode::from(validate::run(&files, lenient, format == Format::Json))
+        Command::Validate {
+            files,
+            lenient,
+            canonical,
+            format,
+        } => {
+            let mode = match (lenient, canonical) {
+                (true, _) => e2a::ReadMode::Lenient,
+                (_, true) => e2a::ReadMode::Canonical,
+                _ => e2a::ReadMode::Strict,
+            };
+            ExitCode::from(validate::run(&files, mode, format == Format::Json))
         }
         Command::Convert { from, to, file } => ExitCode::from(convert::run(from, to, &file)),
         Command::Migrate {

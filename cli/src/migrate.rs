@@ -77,7 +77,7 @@ pub(crate) fn legacy_to_e2a_rules(
             ))
         }
         _ => {
-            let l = e2a::lenient::envelope(v).map_err(|e| e.to_string())?;
+            let l = e2a::E2AEnvelope::read_value(v, &e2a::ReadOptions::lenient()).map_err(|e| e.to_string())?;
             if l.value.request_id.as_deref().is_none_or(|r| r.trim().is_empty()) {
                 return Err("/request_id: a legacy request needs a non-empty request_id".into());
             }

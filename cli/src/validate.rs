@@ -1,8 +1,10 @@
-//! `e2a validate`: schema validation (strict or lenient) plus stream invariants.
+//! `e2a validate`: reading in one of the three modes (strict by default, `--canonical`,
+//! `--lenient`) plus stream invariants.
 
 use std::collections::HashMap;
 
 use e2a::stream::StreamValidator;
+use e2a::{E2AEnvelope, E2AResponse, ReadMode, ReadOptions};
 use serde_json::{json, Value};
 
 use crate::input::{for_each_doc, is_response};
@@ -16,7 +18,11 @@ struct Problem {
 }
 
 /// Runs validation; returns the exit code (0 valid, 1 invalid, 2 I/O error).
-pub fn run(files: &[String], lenient: bool, json_out: bool) -> u8 {
+pub fn run(files: &[String], mode: ReadMode, json_out: bool) -> u8 {
+    let options = ReadOptions {
+        mode,
+        limits: e2a::Limits::default(),
+    };
     let mut problems = Vec::new();
     let mut notes: Vec<Value> = Vec::new();
     let (mut envelopes, mut responses) = (0usize, 0usize);
@@ -58,14 +64,10 @@ pub fn run(files: &[String], lenient: bool, json_out: bool) -> u8 {
             };
             if is_response(&v) {
                 responses += 1;
-                let read = if lenient {
-                    e2a::lenient::response(&v).map(|l| {
-                        note_rules(&mut notes, file, doc.line, &l.rules);
-                        l.value
-                    })
-                } else {
-                    e2a::strict::response(&v)
-                };
+                let read = E2AResponse::read_value(&v, &options).map(|l| {
+                    note_rules(&mut notes, file, doc.line, &l.rules);
+                    l.value
+                });
                 match read {
                     Ok(r) => {
                         stream.push(&r);
@@ -95,11 +97,8 @@ pub fn run(files: &[String], lenient: bool, json_out: bool) -> u8 {
                 }
             } else {
                 envelopes += 1;
-                let read = if lenient {
-                    e2a::lenient::envelope(&v).map(|l| note_rules(&mut notes, file, doc.line, &l.rules))
-                } else {
-                    e2a::strict::envelope(&v).map(|_| ())
-                };
+                let read =
+                    E2AEnvelope::read_value(&v, &options).map(|l| note_rules(&mut notes, file, doc.line, &l.rules));
                 if let Err(e) = read {
                     push(&mut problems, e);
                 }

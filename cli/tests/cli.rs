@@ -96,6 +96,33 @@ fn validate_lenient_reports_rules_and_json_format() {
 }
 
 #[test]
+fn validate_modes_follow_the_protocol_required_set() {
+    // The ten keys §12.4 requires, as a Go or TypeScript service writes a stream.
+    let chunk = r#"{"protocol_version":"1.0","response_id":"r1","request_id":"req_1","sequence":0,"is_final":false,"status":"in_progress","response_kind":"e2a.chunk","timestamp":"2026-03-29T12:00:00+00:00","provenance":{"source_protocol":"e2a"},"body":{"delta_kind":"text","delta":"Hello"}}"#;
+    let last = chunk
+        .replace(
+            r#""sequence":0,"is_final":false,"status":"in_progress","response_kind":"e2a.chunk""#,
+            r#""sequence":1,"is_final":true,"status":"succeeded","response_kind":"e2a.complete""#,
+        )
+        .replace(r#"{"delta_kind":"text","delta":"Hello"}"#, r#"{"result":{}}"#);
+    let stream = format!("{chunk}\n{last}\n");
+    let (code, out, _) = stdout(e2a().args(["validate", "-"]).write_stdin(stream.clone()));
+    assert_eq!(code, 0, "{out}");
+    let (code, out, _) = stdout(e2a().args(["validate", "--canonical", "-"]).write_stdin(stream));
+    assert_eq!(code, 1);
+    assert!(out.contains("-:1: /acp_meta: missing"), "{out}");
+
+    let no_id = chunk.replace(r#""response_id":"r1","#, "");
+    let (code, out, _) = stdout(e2a().args(["validate", "-"]).write_stdin(no_id));
+    assert_eq!(code, 1);
+    assert!(out.contains("-:1: /response_id: missing required property"), "{out}");
+    let string_seq = chunk.replace(r#""sequence":0"#, r#""sequence":"1""#);
+    let (code, out, _) = stdout(e2a().args(["validate", "-"]).write_stdin(string_seq));
+    assert_eq!(code, 1);
+    assert!(out.contains("-:1: /sequence: expected integer"), "{out}");
+}
+
+#[test]
 fn validate_reads_stdin() {
     let text = std::fs::read_to_string(data("valid.jsonl")).unwrap();
     let (code, _, _) = stdout(e2a().args(["validate", "-"]).write_stdin(text));

@@ -302,9 +302,14 @@ fn keep_every_key(file: &mut syn::File, bundled: &Value) {
     }
 }
 
+/// The `x-e2a-default` keyword: the value a *required* property takes when a message is built
+/// or read leniently without it. (A JSON Schema `default` on a required property would make the
+/// TypeScript and pydantic exports treat it as optional.)
+pub const X_DEFAULT: &str = "x-e2a-default";
+
 /// `impl Default` for every `x-e2a-write-all-keys` struct typify did not give one (typify only
 /// defaults optional fields), built from the schema's `default` values: a field with a serde
-/// default calls it; otherwise the property's `default` (null, boolean, integer, string, empty
+/// default calls it; otherwise the property's `default` or `x-e2a-default` (null, boolean, integer, string, empty
 /// container, or a `$ref`'d struct's own defaults) or, without one, `None` for a nullable field.
 /// Any other case is a schema error, so a default is never invented.
 fn default_impls(file: &syn::File, bundled: &Value) -> Result<String, Error> {
@@ -369,7 +374,7 @@ fn default_expr(
     let ty = &field.ty;
     let ty_text = quote_type(ty);
     let is_option = ty_text.starts_with(":: std :: option :: Option");
-    match prop.and_then(|p| p.get("default")) {
+    match prop.and_then(|p| p.get("default").or_else(|| p.get(X_DEFAULT))) {
         Some(Value::Null) if is_option => Ok("::std::option::Option::None".into()),
         Some(Value::Bool(b)) => Ok(b.to_string()),
         Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
@@ -402,7 +407,7 @@ fn default_expr(
 fn defaults_object(def: &Value) -> Result<Value, String> {
     let mut m = Map::new();
     for (k, p) in def.get("properties").and_then(Value::as_object).into_iter().flatten() {
-        let v = match p.get("default") {
+        let v = match p.get("default").or_else(|| p.get(X_DEFAULT)) {
             Some(d) => d.clone(),
             None => match p.get("type") {
                 Some(Value::Array(ts)) if ts.iter().any(|t| t == "null") => Value::Null,

@@ -9,10 +9,10 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, conint
 
 
 class Model(RootModel[Any]):
-    root: Any
-    """
-    E2A (Everything-to-Agent) protocol 1.0: all E2A types in one document, bundled from e2a's schema/ directory. Generated; do not edit.
-    """
+    root: Any = Field(
+        ...,
+        description="E2A (Everything-to-Agent) protocol 1.0: all E2A types in one document, bundled from e2a's schema/ directory. Generated; do not edit.",
+    )
 
 
 class A2aStreamBranch(Enum):
@@ -31,14 +31,12 @@ class A2aStreamEventBody(BaseModel):
     Body of `a2a.stream_event`.
     """
 
-    branch: A2aStreamBranch
-    """
-    Which StreamResponse member this is (snake_case).
-    """
-    payload: Dict[str, Any]
-    """
-    The branch object, passed through untouched.
-    """
+    branch: A2aStreamBranch = Field(
+        ..., description='Which StreamResponse member this is (snake_case).'
+    )
+    payload: Dict[str, Any] = Field(
+        ..., description='The branch object, passed through untouched.'
+    )
 
 
 class AcpAgentToClientMethod(Enum):
@@ -115,30 +113,18 @@ class AgentResponse(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    agent_ref: Optional[Dict[str, Any]] = None
-    """
-    Opaque agent reference.
-    """
-    channel_id: str
-    """
-    Channel id.
-    """
-    metadata: Optional[Dict[str, Any]] = None
-    """
-    Channel/business metadata.
-    """
-    ok: bool
-    """
-    Whether the call succeeded. Default true.
-    """
-    payload: Optional[Dict[str, Any]] = None
-    """
-    Result payload (or error details when `ok` is false).
-    """
-    request_id: str
-    """
-    Request id.
-    """
+    agent_ref: Optional[Dict[str, Any]] = Field(
+        ..., description='Opaque agent reference.'
+    )
+    channel_id: str = Field(..., description='Channel id.')
+    metadata: Optional[Dict[str, Any]] = Field(
+        ..., description='Channel/business metadata.'
+    )
+    ok: bool = Field(..., description='Whether the call succeeded. Default true.')
+    payload: Optional[Dict[str, Any]] = Field(
+        ..., description='Result payload (or error details when `ok` is false).'
+    )
+    request_id: str = Field(..., description='Request id.')
 
 
 class AgentResponseChunk(BaseModel):
@@ -149,30 +135,20 @@ class AgentResponseChunk(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    agent_ref: Optional[Dict[str, Any]] = None
-    """
-    Opaque agent reference.
-    """
-    channel_id: str
-    """
-    Channel id.
-    """
-    is_complete: bool
-    """
-    True on the last chunk. Default false.
-    """
-    metadata: Optional[Dict[str, Any]] = None
-    """
-    Channel/business metadata (null when empty on the unary→chunk path).
-    """
-    payload: Optional[Dict[str, Any]] = None
-    """
-    Chunk payload (`event_type` + content, or the completion sentinel `{"is_complete": true}`).
-    """
-    request_id: str
-    """
-    Request id.
-    """
+    agent_ref: Optional[Dict[str, Any]] = Field(
+        ..., description='Opaque agent reference.'
+    )
+    channel_id: str = Field(..., description='Channel id.')
+    is_complete: bool = Field(..., description='True on the last chunk. Default false.')
+    metadata: Optional[Dict[str, Any]] = Field(
+        ...,
+        description='Channel/business metadata (null when empty on the unary→chunk path).',
+    )
+    payload: Optional[Dict[str, Any]] = Field(
+        ...,
+        description='Chunk payload (`event_type` + content, or the completion sentinel `{"is_complete": true}`).',
+    )
+    request_id: str = Field(..., description='Request id.')
 
 
 class CompleteBody(BaseModel):
@@ -180,10 +156,9 @@ class CompleteBody(BaseModel):
     Body of `e2a.complete`: the business outcome.
     """
 
-    result: Optional[Dict[str, Any]] = None
-    """
-    Business result object.
-    """
+    result: Optional[Dict[str, Any]] = Field(
+        None, description='Business result object.'
+    )
 
 
 class ConverterId(Enum):
@@ -209,26 +184,11 @@ class CronBody(BaseModel):
     Body of `cron`: a scheduled-command response.
     """
 
-    action: Optional[Any] = None
-    """
-    Cron action.
-    """
-    command_id: Optional[Any] = None
-    """
-    Cron command id.
-    """
-    data: Optional[Any] = None
-    """
-    Cron data.
-    """
-    message: Optional[Any] = None
-    """
-    Cron message.
-    """
-    status: Optional[Any] = None
-    """
-    Cron status.
-    """
+    action: Optional[Any] = Field(None, description='Cron action.')
+    command_id: Optional[Any] = Field(None, description='Cron command id.')
+    data: Optional[Any] = Field(None, description='Cron data.')
+    message: Optional[Any] = Field(None, description='Cron message.')
+    status: Optional[Any] = Field(None, description='Cron status.')
 
 
 class DeltaKind(Enum):
@@ -250,26 +210,13 @@ class E2AFileRef(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    field_meta: Dict[str, Any] = Field(..., alias='_meta')
-    """
-    Extension metadata.
-    """
-    mime_type: Optional[str] = None
-    """
-    MIME type.
-    """
-    name: Optional[str] = None
-    """
-    Display file name.
-    """
-    size: Optional[conint(ge=0)] = None
-    """
-    Size in bytes.
-    """
-    uri: str
-    """
-    File URI (required).
-    """
+    field_meta: Optional[Dict[str, Any]] = Field(
+        None, alias='_meta', description='Extension metadata.'
+    )
+    mime_type: Optional[str] = Field(None, description='MIME type.')
+    name: Optional[str] = Field(None, description='Display file name.')
+    size: Optional[conint(ge=0)] = Field(None, description='Size in bytes.')
+    uri: str = Field(..., description='File URI (required).')
 
 
 class E2AProvenance(BaseModel):
@@ -280,22 +227,20 @@ class E2AProvenance(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    converted_at: Optional[str] = None
-    """
-    When the conversion happened (ISO-8601 UTC).
-    """
-    converter: Optional[str] = None
-    """
-    Identifier of the converter that produced the message.
-    """
-    details: Dict[str, Any]
-    """
-    Converter hints (e.g. `kind`, `jsonrpc_method`, `migrated_from_binding`).
-    """
-    source_protocol: str
-    """
-    Protocol the message was converted from (`e2a`, `acp`, `a2a`; other strings are kept). Default `e2a`; explicit null reads as the default.
-    """
+    converted_at: Optional[str] = Field(
+        None, description='When the conversion happened (ISO-8601 UTC).'
+    )
+    converter: Optional[str] = Field(
+        None, description='Identifier of the converter that produced the message.'
+    )
+    details: Dict[str, Any] = Field(
+        {},
+        description='Converter hints (e.g. `kind`, `jsonrpc_method`, `migrated_from_binding`).',
+    )
+    source_protocol: str = Field(
+        'e2a',
+        description='Protocol the message was converted from (`e2a`, `acp`, `a2a`; other strings are kept). Default `e2a`; explicit null reads as the default.',
+    )
 
 
 class ErrorCode(Enum):
@@ -314,14 +259,8 @@ class ExtBody(BaseModel):
     Body of `ext`: an extension method result, symmetric to a request with `method: ext`.
     """
 
-    ext_method: Optional[str] = None
-    """
-    Extension method name.
-    """
-    params: Optional[Dict[str, Any]] = None
-    """
-    Extension payload.
-    """
+    ext_method: Optional[str] = Field(None, description='Extension method name.')
+    params: Optional[Dict[str, Any]] = Field(None, description='Extension payload.')
 
 
 class ExternalError(BaseModel):
@@ -329,18 +268,9 @@ class ExternalError(BaseModel):
     Original error of a peer protocol carried inside an `e2a.error` body.
     """
 
-    payload: Optional[Dict[str, Any]] = None
-    """
-    Peer error object.
-    """
-    protocol: Optional[str] = None
-    """
-    Peer protocol (`acp` or `a2a`).
-    """
-    type: Optional[str] = None
-    """
-    Peer error type.
-    """
+    payload: Optional[Dict[str, Any]] = Field(None, description='Peer error object.')
+    protocol: Optional[str] = Field(None, description='Peer protocol (`acp` or `a2a`).')
+    type: Optional[str] = Field(None, description='Peer error type.')
 
 
 class FileTransferErrorType(Enum):
@@ -394,25 +324,16 @@ class JsonRpcErrorBody(BaseModel):
     Body of `acp.jsonrpc_error`: a JSON-RPC error object, used verbatim.
     """
 
-    code: Optional[int] = None
-    """
-    JSON-RPC error code.
-    """
-    data: Optional[Any] = None
-    """
-    Optional error data.
-    """
-    message: Optional[str] = None
-    """
-    Error message.
-    """
+    code: Optional[int] = Field(None, description='JSON-RPC error code.')
+    data: Optional[Any] = Field(None, description='Optional error data.')
+    message: Optional[str] = Field(None, description='Error message.')
 
 
 class JsonRpcId(RootModel[Union[str, int]]):
-    root: Union[str, int]
-    """
-    A JSON-RPC request id: a string or an integer (never a float or boolean).
-    """
+    root: Union[str, int] = Field(
+        ...,
+        description='A JSON-RPC request id: a string or an integer (never a float or boolean).',
+    )
 
 
 class OutputRequestBody(BaseModel):
@@ -420,22 +341,10 @@ class OutputRequestBody(BaseModel):
     Body of `acp.output_request`: an agent→client JSON-RPC request (e.g. `session/request_permission`).
     """
 
-    id: Optional[Any] = None
-    """
-    JSON-RPC id.
-    """
-    jsonrpc: Optional[str] = None
-    """
-    Always `2.0`.
-    """
-    method: Optional[str] = None
-    """
-    Agent→client method.
-    """
-    params: Optional[Dict[str, Any]] = None
-    """
-    Method params.
-    """
+    id: Optional[Any] = Field(None, description='JSON-RPC id.')
+    jsonrpc: Optional[str] = Field(None, description='Always `2.0`.')
+    method: Optional[str] = Field(None, description='Agent→client method.')
+    params: Optional[Dict[str, Any]] = Field(None, description='Method params.')
 
 
 class PlanApprovalRequiredBody(BaseModel):
@@ -443,18 +352,9 @@ class PlanApprovalRequiredBody(BaseModel):
     Body of `plan.approval_required`: a plan waiting for the user's approval.
     """
 
-    plan_content: Optional[str] = None
-    """
-    Plan text.
-    """
-    plan_path: Optional[str] = None
-    """
-    Plan file path.
-    """
-    plan_slug: Optional[str] = None
-    """
-    Plan slug.
-    """
+    plan_content: Optional[str] = Field(None, description='Plan text.')
+    plan_path: Optional[str] = Field(None, description='Plan file path.')
+    plan_slug: Optional[str] = Field(None, description='Plan slug.')
 
 
 class PromptResultBody(BaseModel):
@@ -462,14 +362,10 @@ class PromptResultBody(BaseModel):
     Body of `acp.prompt_result`: the ACP `session/prompt` JSON-RPC result.
     """
 
-    stopReason: Optional[str] = None
-    """
-    ACP stop reason (`end_turn`, `cancelled`, …).
-    """
-    userMessageId: Optional[str] = None
-    """
-    Id of the user message.
-    """
+    stopReason: Optional[str] = Field(
+        None, description='ACP stop reason (`end_turn`, `cancelled`, …).'
+    )
+    userMessageId: Optional[str] = Field(None, description='Id of the user message.')
 
 
 class ResponseKind(Enum):
@@ -511,10 +407,10 @@ class SecretHeaders(RootModel[Dict[str, str]]):
 
 
 class SecretString(RootModel[str]):
-    root: str
-    """
-    A string that holds a secret: serialized verbatim on the wire, redacted in `Debug` and `Display`.
-    """
+    root: str = Field(
+        ...,
+        description='A string that holds a secret: serialized verbatim on the wire, redacted in `Debug` and `Display`.',
+    )
 
 
 class SessionUpdateBody(BaseModel):
@@ -522,10 +418,9 @@ class SessionUpdateBody(BaseModel):
     Body of `acp.session_update`: an ACP `session/update` update object.
     """
 
-    sessionUpdate: str
-    """
-    Update kind (see `AcpSessionUpdateKind`).
-    """
+    sessionUpdate: str = Field(
+        ..., description='Update kind (see `AcpSessionUpdateKind`).'
+    )
 
 
 class SourceProtocol(Enum):
@@ -554,46 +449,33 @@ class ChunkBody(BaseModel):
     Body of `e2a.chunk`: one streamed delta.
     """
 
-    delta: Optional[Any] = None
-    """
-    The delta: text for text/reasoning, any JSON (usually an object) for custom.
-    """
-    delta_kind: DeltaKind
-    """
-    `text`, `reasoning`, `tool` or `custom`.
-    """
-    event_type: Optional[str] = None
-    """
-    Legacy event type (e.g. `chat.delta`).
-    """
-    member_name: Optional[Any] = None
-    """
-    Team member name, copied when present.
-    """
-    mime_type: Optional[str] = None
-    """
-    MIME type of the delta, if not text.
-    """
-    rid: Optional[Any] = None
-    """
-    Legacy round id, copied when present.
-    """
-    role: Optional[Any] = None
-    """
-    Legacy role, copied when present.
-    """
-    source_chunk_type: Optional[str] = None
-    """
-    Legacy chunk type (`llm_reasoning` marks reasoning).
-    """
-    team_id: Optional[Any] = None
-    """
-    Team id, copied when present.
-    """
-    team_name: Optional[Any] = None
-    """
-    Team name, copied when present.
-    """
+    delta: Optional[Any] = Field(
+        None,
+        description='The delta: text for text/reasoning, any JSON (usually an object) for custom.',
+    )
+    delta_kind: DeltaKind = Field(
+        ..., description='`text`, `reasoning`, `tool` or `custom`.'
+    )
+    event_type: Optional[str] = Field(
+        None, description='Legacy event type (e.g. `chat.delta`).'
+    )
+    member_name: Optional[Any] = Field(
+        None, description='Team member name, copied when present.'
+    )
+    mime_type: Optional[str] = Field(
+        None, description='MIME type of the delta, if not text.'
+    )
+    rid: Optional[Any] = Field(
+        None, description='Legacy round id, copied when present.'
+    )
+    role: Optional[Any] = Field(None, description='Legacy role, copied when present.')
+    source_chunk_type: Optional[str] = Field(
+        None, description='Legacy chunk type (`llm_reasoning` marks reasoning).'
+    )
+    team_id: Optional[Any] = Field(None, description='Team id, copied when present.')
+    team_name: Optional[Any] = Field(
+        None, description='Team name, copied when present.'
+    )
 
 
 class E2AAuth(BaseModel):
@@ -604,278 +486,220 @@ class E2AAuth(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    field_meta: Dict[str, Any] = Field(..., alias='_meta')
-    """
-    Extension metadata.
-    """
-    api_key_ref: Optional[SecretString] = None
-    """
-    Reference to an API key (treated as secret; never printed).
-    """
-    bearer_token: Optional[SecretString] = None
-    """
-    Bearer token (secret; never printed).
-    """
-    credential_ref: Optional[SecretString] = None
-    """
-    Reference to a stored credential (treated as secret; never printed).
-    """
-    extra_headers: SecretHeaders
-    """
-    Extra HTTP headers to send upstream; values are secret (never printed).
-    """
-    method_id: Optional[str] = None
-    """
-    Authentication method id (ACP `authMethods` id).
-    """
+    field_meta: Dict[str, Any] = Field(
+        {}, alias='_meta', description='Extension metadata.'
+    )
+    api_key_ref: Optional[SecretString] = Field(
+        None, description='Reference to an API key (treated as secret; never printed).'
+    )
+    bearer_token: Optional[SecretString] = Field(
+        None, description='Bearer token (secret; never printed).'
+    )
+    credential_ref: Optional[SecretString] = Field(
+        None,
+        description='Reference to a stored credential (treated as secret; never printed).',
+    )
+    extra_headers: SecretHeaders = Field(
+        {},
+        description='Extra HTTP headers to send upstream; values are secret (never printed).',
+    )
+    method_id: Optional[str] = Field(
+        None, description='Authentication method id (ACP `authMethods` id).'
+    )
 
 
 class E2AEnvelope(BaseModel):
     """
-    The E2A request envelope: one normalized request record that a gateway builds from ACP, A2A, AG-UI or home-grown RPC. This is the canonical form: every field is present, nulls and empty containers included, exactly as the reference `to_dict()` emits it.
+    The E2A request envelope: one normalized request record that a gateway builds from ACP, A2A, AG-UI or home-grown RPC. Every field is optional on input and takes its `default`; e2a writes every field, nulls and empty containers included, exactly as the reference `to_dict()` emits it (the canonical form).
     """
 
     model_config = ConfigDict(
         extra='forbid',
     )
-    a2a_metadata: Dict[str, Any]
-    """
-    A2A interop metadata only (the A2A adapter's `metadata`).
-    """
-    acp_meta: Dict[str, Any]
-    """
-    ACP `_meta` merged into `params._meta` by `merge_params_to_prompt`.
-    """
-    agent_id: Optional[str] = None
-    """
-    Target agent id: stripped top-level `agent_id`, else stripped `source_agent_id`, else null.
-    """
-    agent_ref: Optional[Dict[str, Any]] = None
-    """
-    Opaque agent reference object (e.g. `{"mode":"code","id":"office"}`); never used to derive `agent_id`.
-    """
-    auth: Optional[E2AAuth] = None
-    """
-    Credential references for the request, or null.
-    """
-    channel: Optional[str] = None
-    """
-    Ingress channel name (e.g. `web`, `feishu`, `acp`). Legacy `channel_id` is read into it.
-    """
-    channel_context: Dict[str, Any]
-    """
-    Channel overflow slot; legacy top-level `metadata` keys (internal wire keys skipped, existing keys win) and `app_id` are merged into it.
-    """
-    chat_id: Optional[str] = None
-    """
-    Group or chat id of the ingress platform.
-    """
-    context_id: Optional[str] = None
-    """
-    A2A context id.
-    """
-    correlation_id: Optional[str] = None
-    """
-    Tracing id, distinct from `request_id`.
-    """
-    expected_output_modes: List[str]
-    """
-    A2A `acceptedOutputModes` (MIME types).
-    """
-    ext_method: Optional[str] = None
-    """
-    Real method name when `method` is `ext`.
-    """
-    identity_origin: IdentityOrigin
-    """
-    Who originated the request. Default `user`.
-    """
-    is_stream: bool
-    """
-    Whether a streamed response is requested. Default false.
-    """
-    jsonrpc_id: Optional[JsonRpcId] = None
-    """
-    JSON-RPC `id` when the request was ingested from ACP (string or integer, original JSON type kept).
-    """
-    message_id: Optional[str] = None
-    """
-    Platform or A2A message id; not the same as `request_id`.
-    """
-    method: Optional[str] = None
-    """
-    Business method (e.g. `chat.send`, `session/prompt`, `ext`). Legacy `req_method` is read into it.
-    """
-    params: Dict[str, Any]
-    """
-    The single business-parameter object (aligned with JSON-RPC `params`): options, user text, multimodal blocks and attachments all go here.
-    """
-    protocol_version: str
-    """
-    E2A protocol version of this message. Default `"1.0"`; an explicit null is read as the default.
-    """
-    provenance: E2AProvenance
-    """
-    Where this envelope came from and which converter produced it.
-    """
-    request_id: Optional[str] = None
-    """
-    Primary gateway↔agent-server request id; response stream frames align on it.
-    """
-    service_id: Optional[str] = None
-    """
-    Tenant service id (stripped; blank means null).
-    """
-    session_id: Optional[str] = None
-    """
-    Conversation session id.
-    """
-    session_update_kind: Optional[str] = None
-    """
-    ACP `session/update` kind for the session-update bridge (see `AcpSessionUpdateKind`; not enforced).
-    """
-    source_agent_id: Optional[str] = None
-    """
-    Upstream agent id when another agent sent the request (kept verbatim).
-    """
-    task_id: Optional[str] = None
-    """
-    A2A task id.
-    """
-    timestamp: Optional[str] = None
-    """
-    Business time of the request. RFC 3339 is recommended; strings are kept verbatim and epoch-second numbers are converted to ISO-8601 UTC (`+00:00`) on lenient read.
-    """
-    user_id: Optional[str] = None
-    """
-    End-user id.
-    """
-    workspace_key: Optional[str] = None
-    """
-    Workspace key (stripped; legacy `workspace_dir` is read into it).
-    """
+    a2a_metadata: Dict[str, Any] = Field(
+        {}, description="A2A interop metadata only (the A2A adapter's `metadata`)."
+    )
+    acp_meta: Dict[str, Any] = Field(
+        {},
+        description='ACP `_meta` merged into `params._meta` by `merge_params_to_prompt`.',
+    )
+    agent_id: Optional[str] = Field(
+        None,
+        description='Target agent id: stripped top-level `agent_id`, else stripped `source_agent_id`, else null.',
+    )
+    agent_ref: Optional[Dict[str, Any]] = Field(
+        None,
+        description='Opaque agent reference object (e.g. `{"mode":"code","id":"office"}`); never used to derive `agent_id`.',
+    )
+    auth: Optional[E2AAuth] = Field(
+        None, description='Credential references for the request, or null.'
+    )
+    channel: Optional[str] = Field(
+        None,
+        description='Ingress channel name (e.g. `web`, `feishu`, `acp`). Legacy `channel_id` is read into it.',
+    )
+    channel_context: Dict[str, Any] = Field(
+        {},
+        description='Channel overflow slot; legacy top-level `metadata` keys (internal wire keys skipped, existing keys win) and `app_id` are merged into it.',
+    )
+    chat_id: Optional[str] = Field(
+        None, description='Group or chat id of the ingress platform.'
+    )
+    context_id: Optional[str] = Field(None, description='A2A context id.')
+    correlation_id: Optional[str] = Field(
+        None, description='Tracing id, distinct from `request_id`.'
+    )
+    expected_output_modes: List[str] = Field(
+        [], description='A2A `acceptedOutputModes` (MIME types).'
+    )
+    ext_method: Optional[str] = Field(
+        None, description='Real method name when `method` is `ext`.'
+    )
+    identity_origin: IdentityOrigin = Field(
+        'user', description='Who originated the request. Default `user`.'
+    )
+    is_stream: bool = Field(
+        False, description='Whether a streamed response is requested. Default false.'
+    )
+    jsonrpc_id: Optional[JsonRpcId] = Field(
+        None,
+        description='JSON-RPC `id` when the request was ingested from ACP (string or integer, original JSON type kept).',
+    )
+    message_id: Optional[str] = Field(
+        None, description='Platform or A2A message id; not the same as `request_id`.'
+    )
+    method: Optional[str] = Field(
+        None,
+        description='Business method (e.g. `chat.send`, `session/prompt`, `ext`). Legacy `req_method` is read into it.',
+    )
+    params: Dict[str, Any] = Field(
+        {},
+        description='The single business-parameter object (aligned with JSON-RPC `params`): options, user text, multimodal blocks and attachments all go here.',
+    )
+    protocol_version: str = Field(
+        '1.0',
+        description='E2A protocol version of this message. Default `"1.0"`; an explicit null is read as the default.',
+    )
+    provenance: E2AProvenance = Field(
+        default_factory=lambda: E2AProvenance.model_validate(
+            {
+                'converted_at': None,
+                'converter': None,
+                'details': {},
+                'source_protocol': 'e2a',
+            }
+        ),
+        description='Where this envelope came from and which converter produced it. Default: `source_protocol` `e2a`, nothing else.',
+    )
+    request_id: Optional[str] = Field(
+        None,
+        description='Primary gateway↔agent-server request id; response stream frames align on it.',
+    )
+    service_id: Optional[str] = Field(
+        None, description='Tenant service id (stripped; blank means null).'
+    )
+    session_id: Optional[str] = Field(None, description='Conversation session id.')
+    session_update_kind: Optional[str] = Field(
+        None,
+        description='ACP `session/update` kind for the session-update bridge (see `AcpSessionUpdateKind`; not enforced).',
+    )
+    source_agent_id: Optional[str] = Field(
+        None,
+        description='Upstream agent id when another agent sent the request (kept verbatim).',
+    )
+    task_id: Optional[str] = Field(None, description='A2A task id.')
+    timestamp: Optional[str] = Field(
+        None,
+        description='Business time of the request. RFC 3339 is recommended; strings are kept verbatim and epoch-second numbers are converted to ISO-8601 UTC (`+00:00`) on lenient read.',
+    )
+    user_id: Optional[str] = Field(None, description='End-user id.')
+    workspace_key: Optional[str] = Field(
+        None,
+        description='Workspace key (stripped; legacy `workspace_dir` is read into it).',
+    )
 
 
 class E2AResponse(BaseModel):
     """
-    One E2A response record: a streaming chunk (ordered by `sequence`), the final frame (`is_final`), or a unary answer. `response_kind` says how to read `body`. Canonical form: every field present, nulls and empty containers included.
+    One E2A response record: a streaming chunk (ordered by `sequence`), the final frame (`is_final`), or a unary answer. `response_kind` says how to read `body`. The protocol requires ten fields (`protocol_version` … `body`, §12.4); the others take their `default`. e2a writes every field, nulls and empty containers included (the canonical form).
     """
 
     model_config = ConfigDict(
         extra='forbid',
     )
-    a2a_metadata: Dict[str, Any]
-    """
-    A2A interop metadata.
-    """
-    acp_meta: Dict[str, Any]
-    """
-    ACP `_meta` interop slot.
-    """
-    agent_ref: Optional[Dict[str, Any]] = None
-    """
-    Opaque agent reference object.
-    """
-    body: Dict[str, Any]
-    """
-    Kind-specific payload (see the `*Body` types).
-    """
-    channel: Optional[str] = None
-    """
-    Echo of the request channel (legacy `channel_id` is read into it).
-    """
-    channel_context: Dict[str, Any]
-    """
-    Channel overflow slot (echo).
-    """
-    context_id: Optional[str] = None
-    """
-    A2A context id.
-    """
-    correlation_id: Optional[str] = None
-    """
-    Tracing id.
-    """
-    identity_origin: IdentityOrigin
-    """
-    Who produced the response. Default `agent`.
-    """
-    is_final: bool
-    """
-    True on the last frame of a stream (not the same as success).
-    """
-    is_stream: bool
-    """
-    Whether the originating request was streaming.
-    """
-    jsonrpc_id: Optional[JsonRpcId] = None
-    """
-    Echo of the ACP JSON-RPC `id`.
-    """
-    message_id: Optional[str] = None
-    """
-    Message id.
-    """
-    metadata: Dict[str, Any]
-    """
-    Channel/business key-value map; legacy blobs travel here under the wire metadata keys.
-    """
-    method: Optional[str] = None
-    """
-    Echo of the request `method`.
-    """
-    projections: Dict[str, Any]
-    """
-    Ready-made protocol projections: optional `acp` (a JSON-RPC response) and `a2a` (a StreamResponse) keys.
-    """
-    protocol_version: str
-    """
-    E2A protocol version. Default `"1.0"`; explicit null reads as the default.
-    """
-    provenance: E2AProvenance
-    """
-    Origin of the response.
-    """
-    request_id: Optional[str] = None
-    """
-    Echo of the request's `request_id`; stream frames align on it.
-    """
-    response_id: Optional[str] = None
-    """
-    Unique id of this record (UUID recommended).
-    """
-    response_kind: str
-    """
-    How to read `body` (see `ResponseKind`; unknown kinds are kept). Default empty string.
-    """
-    sequence: conint(ge=0)
-    """
-    Position of this frame in the stream of its `request_id`, starting at 0.
-    """
-    session_id: Optional[str] = None
-    """
-    Session id.
-    """
-    source_agent_id: Optional[str] = None
-    """
-    Echo of the upstream agent id.
-    """
-    status: str
-    """
-    `succeeded`, `failed` or `in_progress` (see `ResponseStatus`; other strings are kept). Default `in_progress`.
-    """
-    task_id: Optional[str] = None
-    """
-    A2A task id.
-    """
-    timestamp: Optional[str] = None
-    """
-    When this record was produced (ISO-8601 UTC recommended; kept verbatim).
-    """
-    user_id: Optional[str] = None
-    """
-    Echo of the user id.
-    """
+    a2a_metadata: Dict[str, Any] = Field({}, description='A2A interop metadata.')
+    acp_meta: Dict[str, Any] = Field({}, description='ACP `_meta` interop slot.')
+    agent_ref: Optional[Dict[str, Any]] = Field(
+        None, description='Opaque agent reference object.'
+    )
+    body: Dict[str, Any] = Field(
+        ..., description='Kind-specific payload (see the `*Body` types).'
+    )
+    channel: Optional[str] = Field(
+        None,
+        description='Echo of the request channel (legacy `channel_id` is read into it).',
+    )
+    channel_context: Dict[str, Any] = Field(
+        {}, description='Channel overflow slot (echo).'
+    )
+    context_id: Optional[str] = Field(None, description='A2A context id.')
+    correlation_id: Optional[str] = Field(None, description='Tracing id.')
+    identity_origin: IdentityOrigin = Field(
+        'agent', description='Who produced the response. Default `agent`.'
+    )
+    is_final: bool = Field(
+        ..., description='True on the last frame of a stream (not the same as success).'
+    )
+    is_stream: bool = Field(
+        False, description='Whether the originating request was streaming.'
+    )
+    jsonrpc_id: Optional[JsonRpcId] = Field(
+        None, description='Echo of the ACP JSON-RPC `id`.'
+    )
+    message_id: Optional[str] = Field(None, description='Message id.')
+    metadata: Dict[str, Any] = Field(
+        {},
+        description='Channel/business key-value map; legacy blobs travel here under the wire metadata keys.',
+    )
+    method: Optional[str] = Field(None, description='Echo of the request `method`.')
+    projections: Dict[str, Any] = Field(
+        {},
+        description='Ready-made protocol projections: optional `acp` (a JSON-RPC response) and `a2a` (a StreamResponse) keys.',
+    )
+    protocol_version: str = Field(
+        ...,
+        description='E2A protocol version. Default `"1.0"`; explicit null reads as the default.',
+    )
+    provenance: E2AProvenance = Field(..., description='Origin of the response.')
+    request_id: Optional[str] = Field(
+        ...,
+        description="Echo of the request's `request_id`; stream frames align on it.",
+    )
+    response_id: Optional[str] = Field(
+        ..., description='Unique id of this record (UUID recommended).'
+    )
+    response_kind: str = Field(
+        ...,
+        description='How to read `body` (see `ResponseKind`; unknown kinds are kept). Default empty string.',
+    )
+    sequence: conint(ge=0) = Field(
+        ...,
+        description='Position of this frame in the stream of its `request_id`, starting at 0.',
+    )
+    session_id: Optional[str] = Field(None, description='Session id.')
+    source_agent_id: Optional[str] = Field(
+        None, description='Echo of the upstream agent id.'
+    )
+    status: str = Field(
+        ...,
+        description='`succeeded`, `failed` or `in_progress` (see `ResponseStatus`; other strings are kept). Default `in_progress`.',
+    )
+    task_id: Optional[str] = Field(None, description='A2A task id.')
+    timestamp: Optional[str] = Field(
+        ...,
+        description='When this record was produced (ISO-8601 UTC recommended; kept verbatim).',
+    )
+    user_id: Optional[str] = Field(None, description='Echo of the user id.')
 
 
 class ErrorBody(BaseModel):
@@ -883,19 +707,12 @@ class ErrorBody(BaseModel):
     Body of `e2a.error`.
     """
 
-    code: Optional[Any] = None
-    """
-    Error code: an E2A string code (`E2A.AGENT_ERROR`) or an integer JSON-RPC code.
-    """
-    details: Optional[Dict[str, Any]] = None
-    """
-    Structured details.
-    """
-    external: Optional[ExternalError] = None
-    """
-    The peer protocol's own error, when there was one.
-    """
-    message: Optional[str] = None
-    """
-    Human-readable message.
-    """
+    code: Optional[Any] = Field(
+        None,
+        description='Error code: an E2A string code (`E2A.AGENT_ERROR`) or an integer JSON-RPC code.',
+    )
+    details: Optional[Dict[str, Any]] = Field(None, description='Structured details.')
+    external: Optional[ExternalError] = Field(
+        None, description="The peer protocol's own error, when there was one."
+    )
+    message: Optional[str] = Field(None, description='Human-readable message.')

@@ -725,7 +725,7 @@ impl ::std::default::Default for E2AAuth {
         }
     }
 }
-///The E2A request envelope: one normalized request record that a gateway builds from ACP, A2A, AG-UI or home-grown RPC. This is the canonical form: every field is present, nulls and empty containers included, exactly as the reference `to_dict()` emits it.
+///The E2A request envelope: one normalized request record that a gateway builds from ACP, A2A, AG-UI or home-grown RPC. Every field is optional on input and takes its `default`; e2a writes every field, nulls and empty containers included, exactly as the reference `to_dict()` emits it (the canonical form).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct E2AEnvelope {
@@ -882,7 +882,7 @@ impl ::std::default::Default for E2AProvenance {
         }
     }
 }
-///One E2A response record: a streaming chunk (ordered by `sequence`), the final frame (`is_final`), or a unary answer. `response_kind` says how to read `body`. Canonical form: every field present, nulls and empty containers included.
+///One E2A response record: a streaming chunk (ordered by `sequence`), the final frame (`is_final`), or a unary answer. `response_kind` says how to read `body`. The protocol requires ten fields (`protocol_version` … `body`, §12.4); the others take their `default`. e2a writes every field, nulls and empty containers included (the canonical form).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct E2AResponse {

@@ -417,26 +417,26 @@ export interface E2AAuth {
   /**
    * Extension metadata.
    */
-  _meta: {
+  _meta?: {
     [k: string]: unknown | undefined;
   };
   /**
    * Reference to an API key (treated as secret; never printed).
    */
-  api_key_ref: SecretString | null;
+  api_key_ref?: SecretString | null;
   /**
    * Bearer token (secret; never printed).
    */
-  bearer_token: SecretString | null;
+  bearer_token?: SecretString | null;
   /**
    * Reference to a stored credential (treated as secret; never printed).
    */
-  credential_ref: SecretString | null;
-  extra_headers: SecretHeaders;
+  credential_ref?: SecretString | null;
+  extra_headers?: SecretHeaders;
   /**
    * Authentication method id (ACP `authMethods` id).
    */
-  method_id: string | null;
+  method_id?: string | null;
 }
 /**
  * HTTP header name → value map whose values are secret: serialized verbatim, redacted in `Debug`.
@@ -448,7 +448,7 @@ export interface SecretHeaders {
   [k: string]: string | undefined;
 }
 /**
- * The E2A request envelope: one normalized request record that a gateway builds from ACP, A2A, AG-UI or home-grown RPC. This is the canonical form: every field is present, nulls and empty containers included, exactly as the reference `to_dict()` emits it.
+ * The E2A request envelope: one normalized request record that a gateway builds from ACP, A2A, AG-UI or home-grown RPC. Every field is optional on input and takes its `default`; e2a writes every field, nulls and empty containers included, exactly as the reference `to_dict()` emits it (the canonical form).
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
  * via the `definition` "E2AEnvelope".
@@ -457,123 +457,123 @@ export interface E2AEnvelope {
   /**
    * A2A interop metadata only (the A2A adapter's `metadata`).
    */
-  a2a_metadata: {
+  a2a_metadata?: {
     [k: string]: unknown | undefined;
   };
   /**
    * ACP `_meta` merged into `params._meta` by `merge_params_to_prompt`.
    */
-  acp_meta: {
+  acp_meta?: {
     [k: string]: unknown | undefined;
   };
   /**
    * Target agent id: stripped top-level `agent_id`, else stripped `source_agent_id`, else null.
    */
-  agent_id: string | null;
+  agent_id?: string | null;
   /**
    * Opaque agent reference object (e.g. `{"mode":"code","id":"office"}`); never used to derive `agent_id`.
    */
-  agent_ref: {
+  agent_ref?: {
     [k: string]: unknown | undefined;
   } | null;
   /**
    * Credential references for the request, or null.
    */
-  auth: E2AAuth | null;
+  auth?: E2AAuth | null;
   /**
    * Ingress channel name (e.g. `web`, `feishu`, `acp`). Legacy `channel_id` is read into it.
    */
-  channel: string | null;
+  channel?: string | null;
   /**
    * Channel overflow slot; legacy top-level `metadata` keys (internal wire keys skipped, existing keys win) and `app_id` are merged into it.
    */
-  channel_context: {
+  channel_context?: {
     [k: string]: unknown | undefined;
   };
   /**
    * Group or chat id of the ingress platform.
    */
-  chat_id: string | null;
+  chat_id?: string | null;
   /**
    * A2A context id.
    */
-  context_id: string | null;
+  context_id?: string | null;
   /**
    * Tracing id, distinct from `request_id`.
    */
-  correlation_id: string | null;
+  correlation_id?: string | null;
   /**
    * A2A `acceptedOutputModes` (MIME types).
    */
-  expected_output_modes: string[];
+  expected_output_modes?: string[];
   /**
    * Real method name when `method` is `ext`.
    */
-  ext_method: string | null;
-  identity_origin: IdentityOrigin;
+  ext_method?: string | null;
+  identity_origin?: IdentityOrigin;
   /**
    * Whether a streamed response is requested. Default false.
    */
-  is_stream: boolean;
+  is_stream?: boolean;
   /**
    * JSON-RPC `id` when the request was ingested from ACP (string or integer, original JSON type kept).
    */
-  jsonrpc_id: JsonRpcId | null;
+  jsonrpc_id?: JsonRpcId | null;
   /**
    * Platform or A2A message id; not the same as `request_id`.
    */
-  message_id: string | null;
+  message_id?: string | null;
   /**
    * Business method (e.g. `chat.send`, `session/prompt`, `ext`). Legacy `req_method` is read into it.
    */
-  method: string | null;
+  method?: string | null;
   /**
    * The single business-parameter object (aligned with JSON-RPC `params`): options, user text, multimodal blocks and attachments all go here.
    */
-  params: {
+  params?: {
     [k: string]: unknown | undefined;
   };
   /**
    * E2A protocol version of this message. Default `"1.0"`; an explicit null is read as the default.
    */
-  protocol_version: string;
-  provenance: E2AProvenance;
+  protocol_version?: string;
+  provenance?: E2AProvenance;
   /**
    * Primary gateway↔agent-server request id; response stream frames align on it.
    */
-  request_id: string | null;
+  request_id?: string | null;
   /**
    * Tenant service id (stripped; blank means null).
    */
-  service_id: string | null;
+  service_id?: string | null;
   /**
    * Conversation session id.
    */
-  session_id: string | null;
+  session_id?: string | null;
   /**
    * ACP `session/update` kind for the session-update bridge (see `AcpSessionUpdateKind`; not enforced).
    */
-  session_update_kind: string | null;
+  session_update_kind?: string | null;
   /**
    * Upstream agent id when another agent sent the request (kept verbatim).
    */
-  source_agent_id: string | null;
+  source_agent_id?: string | null;
   /**
    * A2A task id.
    */
-  task_id: string | null;
+  task_id?: string | null;
   /**
    * Business time of the request. RFC 3339 is recommended; strings are kept verbatim and epoch-second numbers are converted to ISO-8601 UTC (`+00:00`) on lenient read.
    */
-  timestamp: string | null;
+  timestamp?: string | null;
   /**
    * End-user id.
    */
-  user_id: string | null;
+  user_id?: string | null;
   /**
    * Workspace key (stripped; legacy `workspace_dir` is read into it).
    */
-  workspace_key: string | null;
+  workspace_key?: string | null;
 }
 /**
  * Origin of a message: source protocol, converter id, conversion time and free-form details.
@@ -585,21 +585,21 @@ export interface E2AProvenance {
   /**
    * When the conversion happened (ISO-8601 UTC).
    */
-  converted_at: string | null;
+  converted_at?: string | null;
   /**
    * Identifier of the converter that produced the message.
    */
-  converter: string | null;
+  converter?: string | null;
   /**
    * Converter hints (e.g. `kind`, `jsonrpc_method`, `migrated_from_binding`).
    */
-  details: {
+  details?: {
     [k: string]: unknown | undefined;
   };
   /**
    * Protocol the message was converted from (`e2a`, `acp`, `a2a`; other strings are kept). Default `e2a`; explicit null reads as the default.
    */
-  source_protocol: string;
+  source_protocol?: string;
 }
 /**
  * A file reference inside `params` (`files` / `attachments` entries).
@@ -611,28 +611,28 @@ export interface E2AFileRef {
   /**
    * Extension metadata.
    */
-  _meta: {
+  _meta?: {
     [k: string]: unknown | undefined;
   };
   /**
    * MIME type.
    */
-  mime_type: string | null;
+  mime_type?: string | null;
   /**
    * Display file name.
    */
-  name: string | null;
+  name?: string | null;
   /**
    * Size in bytes.
    */
-  size: number | null;
+  size?: number | null;
   /**
    * File URI (required).
    */
   uri: string;
 }
 /**
- * One E2A response record: a streaming chunk (ordered by `sequence`), the final frame (`is_final`), or a unary answer. `response_kind` says how to read `body`. Canonical form: every field present, nulls and empty containers included.
+ * One E2A response record: a streaming chunk (ordered by `sequence`), the final frame (`is_final`), or a unary answer. `response_kind` says how to read `body`. The protocol requires ten fields (`protocol_version` … `body`, §12.4); the others take their `default`. e2a writes every field, nulls and empty containers included (the canonical form).
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
  * via the `definition` "E2AResponse".
@@ -641,19 +641,19 @@ export interface E2AResponse {
   /**
    * A2A interop metadata.
    */
-  a2a_metadata: {
+  a2a_metadata?: {
     [k: string]: unknown | undefined;
   };
   /**
    * ACP `_meta` interop slot.
    */
-  acp_meta: {
+  acp_meta?: {
     [k: string]: unknown | undefined;
   };
   /**
    * Opaque agent reference object.
    */
-  agent_ref: {
+  agent_ref?: {
     [k: string]: unknown | undefined;
   } | null;
   /**
@@ -665,22 +665,22 @@ export interface E2AResponse {
   /**
    * Echo of the request channel (legacy `channel_id` is read into it).
    */
-  channel: string | null;
+  channel?: string | null;
   /**
    * Channel overflow slot (echo).
    */
-  channel_context: {
+  channel_context?: {
     [k: string]: unknown | undefined;
   };
   /**
    * A2A context id.
    */
-  context_id: string | null;
+  context_id?: string | null;
   /**
    * Tracing id.
    */
-  correlation_id: string | null;
-  identity_origin: IdentityOrigin;
+  correlation_id?: string | null;
+  identity_origin?: IdentityOrigin;
   /**
    * True on the last frame of a stream (not the same as success).
    */
@@ -688,29 +688,29 @@ export interface E2AResponse {
   /**
    * Whether the originating request was streaming.
    */
-  is_stream: boolean;
+  is_stream?: boolean;
   /**
    * Echo of the ACP JSON-RPC `id`.
    */
-  jsonrpc_id: JsonRpcId | null;
+  jsonrpc_id?: JsonRpcId | null;
   /**
    * Message id.
    */
-  message_id: string | null;
+  message_id?: string | null;
   /**
    * Channel/business key-value map; legacy blobs travel here under the wire metadata keys.
    */
-  metadata: {
+  metadata?: {
     [k: string]: unknown | undefined;
   };
   /**
    * Echo of the request `method`.
    */
-  method: string | null;
+  method?: string | null;
   /**
    * Ready-made protocol projections: optional `acp` (a JSON-RPC response) and `a2a` (a StreamResponse) keys.
    */
-  projections: {
+  projections?: {
     [k: string]: unknown | undefined;
   };
   /**
@@ -737,11 +737,11 @@ export interface E2AResponse {
   /**
    * Session id.
    */
-  session_id: string | null;
+  session_id?: string | null;
   /**
    * Echo of the upstream agent id.
    */
-  source_agent_id: string | null;
+  source_agent_id?: string | null;
   /**
    * `succeeded`, `failed` or `in_progress` (see `ResponseStatus`; other strings are kept). Default `in_progress`.
    */
@@ -749,7 +749,7 @@ export interface E2AResponse {
   /**
    * A2A task id.
    */
-  task_id: string | null;
+  task_id?: string | null;
   /**
    * When this record was produced (ISO-8601 UTC recommended; kept verbatim).
    */
@@ -757,7 +757,7 @@ export interface E2AResponse {
   /**
    * Echo of the user id.
    */
-  user_id: string | null;
+  user_id?: string | null;
 }
 /**
  * Body of `e2a.error`.

@@ -95,3 +95,37 @@ def test_typescript_declarations_typecheck_canonical_outputs(tmp_path):
     r = subprocess.run([str(tsc), "--noEmit", "--strict", "--target", "es2020", "--moduleResolution", "node",
                         str(src)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+TEN_KEYS = {"protocol_version": "1.0", "response_id": "r1", "request_id": "req_1", "sequence": 0,
+            "is_final": False, "status": "in_progress", "response_kind": "e2a.chunk",
+            "timestamp": "2026-03-29T12:00:00+00:00", "provenance": {"source_protocol": "e2a"},
+            "body": {"delta_kind": "text", "delta": "Hello"}}
+
+
+def test_pydantic_follows_the_protocol_required_sets():
+    env = e2a_models.E2AEnvelope(method="x")
+    assert env.method == "x" and env.params == {} and env.is_stream is False
+    assert e2a_models.E2AResponse.model_validate(TEN_KEYS).sequence == 0
+    missing = {k: v for k, v in TEN_KEYS.items() if k != "response_id"}
+    with pytest.raises(Exception):
+        e2a_models.E2AResponse.model_validate(missing)
+
+
+def test_typescript_follows_the_protocol_required_sets(tmp_path):
+    tsc = ROOT / "tools/ts/node_modules/.bin/tsc"
+    if not tsc.exists():
+        pytest.fail("tsc missing: run `cargo xtask setup`")
+    decl = ROOT / "generated/ts/e2a.d.ts"
+    src = tmp_path / "required.ts"
+    missing = {k: v for k, v in TEN_KEYS.items() if k != "response_id"}
+    src.write_text(
+        f'import type {{ E2AEnvelope, E2AResponse }} from "{decl.with_suffix("").with_suffix("")}";\n'
+        'export const env: E2AEnvelope = { method: "chat.send", params: { query: "hi" } };\n'
+        f"export const chunk: E2AResponse = {json.dumps(TEN_KEYS)};\n"
+        "// @ts-expect-error response_id is required\n"
+        f"export const bad: E2AResponse = {json.dumps(missing)};\n"
+    )
+    r = subprocess.run([str(tsc), "--noEmit", "--strict", "--target", "es2020", "--moduleResolution", "node",
+                        str(src)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
