@@ -110,17 +110,28 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         let name = agent.name();
         let gateway = Gateway::with_agent(agent, config);
         let base = format!("http://{addr}");
-        println!("e2a gateway (agent: {name}) listening on {base}");
-        println!("  POST {base}{}  Accept: application/json | text/event-stream | application/x-ndjson", e2a_gateway::http::REQUESTS_PATH);
-        println!("  GET  {base}{}", e2a_gateway::http::SCHEMA_PATH);
-        println!("  GET  {base}{}", e2a_gateway::http::HEALTH_PATH);
-        let auth_header = if secured { " -H \"Authorization: Bearer $TOKEN\"" } else { "" };
-        println!(
-            "try:  curl -N{auth_header} -H 'Accept: text/event-stream' -H 'Content-Type: application/json' -d '{{\"method\":\"chat.send\",\"params\":{{\"query\":\"hi\"}}}}' {base}{}",
-            e2a_gateway::http::REQUESTS_PATH
+        let auth_header = if secured {
+            " -H \"Authorization: Bearer $TOKEN\""
+        } else {
+            ""
+        };
+        let (requests, schema, health) = (
+            e2a_gateway::http::REQUESTS_PATH,
+            e2a_gateway::http::SCHEMA_PATH,
+            e2a_gateway::http::HEALTH_PATH,
         );
+        let banner = format!(
+            "e2a gateway (agent: {name}) listening on {base}\n  \
+             POST {base}{requests}  Accept: application/json | text/event-stream | application/x-ndjson\n  \
+             GET  {base}{schema}\n  \
+             GET  {base}{health}\n\
+             try:  curl -N{auth_header} -H 'Accept: text/event-stream' -H 'Content-Type: application/json' \
+             -d '{{\"method\":\"chat.send\",\"params\":{{\"query\":\"hi\"}}}}' {base}{requests}\n"
+        );
+        // a closed stdout (the reader went away) must not stop the server
         use std::io::Write;
-        let _ = std::io::stdout().flush();
+        let mut out = std::io::stdout();
+        let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         gateway
             .serve(listener, e2a_gateway::shutdown_signal())
             .await

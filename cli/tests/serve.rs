@@ -1,0 +1,195 @@
+//! `e2a serve` as a process: SIGTERM drains open streams and exits 0, a second `e2a serve` in
+//! front of the first (`--agent e2a:URL`) carries the same frames, non-loopback binds need a
+//! token, and `e2a demo` drives a live gateway.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use e2a::E2AResponse;
+use serde_json::{json, Value};
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../gateway/tests/data/script.json")
+}
+
+/// A running `e2a serve`; killed on drop if the test did not stop it.
+struct Serve {
+    child: Child,
+    base: String,
+    _stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(args: &[&str]) -> Serve {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_e2a"))
+        .arg("serve")
+        .args(["--bind", "127.0.0.1:0"])
+        .args(args)
+        .env("E2A_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn e2a serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut first = String::new();
+    let mut stdout = BufReader::new(stdout);
+    stdout.read_line(&mut first).expect("first line");
+    let base = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("the URL is printed")
+        .to_string();
+    Serve {
+        child,
+        base,
+        _stdout: stdout,
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn envelope(text: &str) -> String {
+    json!({"method": "chat.send", "request_id": format!("req-{}", text.len()), "params": {"query": text}}).to_string()
+}
+
+async fn post(base: &str, body: String, token: Option<&str>) -> reqwest::Response {
+    let mut req = reqwest::Client::new()
+        .post(format!("{base}/v1/e2a/requests"))
+        .header("accept", "text/event-stream")
+        .header("content-type", "application/json")
+        .body(body);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    req.send().await.expect("post")
+}
+
+async fn frames(resp: reqwest::Response) -> Vec<E2AResponse> {
+    e2a::sse::decode(&resp.text().await.expect("body")).expect("sse")
+}
+
+#[test]
+fn sigterm_drains_open_streams_each_with_a_final_frame_then_exits_0() {
+    let mut server = serve(&[
+        "--agent",
+        &format!("script:{}", script().display()),
+        "--drain-secs",
+        "3",
+    ]);
+    let rt = runtime();
+    let (forever, slow) = rt.block_on(async {
+        let mut forever = post(&server.base, envelope("never finish"), None).await;
+        let first = forever.chunk().await.expect("chunk").expect("first frame");
+        assert!(String::from_utf8_lossy(&first).contains("id: 0"));
+        let base = server.base.clone();
+        let slow = tokio::spawn(async move { post(&base, envelope("take your time"), None).await });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        (forever, slow)
+    });
+    let pid = server.child.id().to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+    assert!(killed.success());
+    let started = Instant::now();
+    rt.block_on(async {
+        // the endless stream is cut off at the drain deadline with a final frame
+        let rest = e2a::sse::decode(&forever.text().await.expect("rest")).expect("sse");
+        let last = rest.last().expect("a final frame");
+        assert!(last.is_final);
+        assert_eq!(last.body["code"], "E2A.CANCELLED");
+        assert_eq!(last.body["details"]["reason"], "shutdown");
+        // the slow one finished within the drain time
+        let slow = frames(slow.await.expect("join")).await;
+        assert_eq!(
+            slow.last().map(|f| f.status.clone()).as_deref(),
+            Some("succeeded"),
+            "{:?}",
+            slow.last().map(|f| &f.body)
+        );
+    });
+    let status = loop {
+        if let Some(s) = server.child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "e2a serve did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn serve_in_front_of_a_second_serve_carries_the_same_frames() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "behind-secret\n").expect("token file");
+    let script_agent = format!("script:{}", script().display());
+    let token_arg = token.display().to_string();
+    let back = serve(&["--agent", &script_agent, "--token-file", &token_arg]);
+    let front = serve(&[
+        "--agent",
+        &format!("e2a:{}", back.base),
+        "--agent-token-file",
+        &token_arg,
+    ]);
+    runtime().block_on(async {
+        for text in ["what is the weather?", "send me the report"] {
+            let direct = frames(post(&back.base, envelope(text), Some("behind-secret")).await).await;
+            let via = frames(post(&front.base, envelope(text), None).await).await;
+            let essence =
+                |f: &E2AResponse| -> Value { json!([f.sequence, f.is_final, f.status, f.response_kind, f.body]) };
+            assert!(direct.len() > 3);
+            assert_eq!(
+                direct.iter().map(essence).collect::<Vec<_>>(),
+                via.iter().map(essence).collect::<Vec<_>>()
+            );
+        }
+        // without the token the back server refuses
+        let refused = post(&back.base, envelope("x"), None).await;
+        assert_eq!(refused.status(), 401);
+    });
+}
+
+#[test]
+fn a_non_loopback_bind_needs_a_token() {
+    let out = Command::new(env!("CARGO_BIN_EXE_e2a"))
+        .args(["serve", "--bind", "0.0.0.0:0"])
+        .env_remove("E2A_TOKEN")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--insecure-no-auth"), "{err}");
+}
+
+#[test]
+fn demo_drives_a_live_gateway_over_http_and_sse() {
+    let out = Command::new(env!("CARGO_BIN_EXE_e2a"))
+        .args(["demo", "--json"])
+        .output()
+        .expect("demo");
+    assert!(out.status.success());
+    let steps: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    let of = |s: &str| steps.iter().filter(|v| v["step"] == s).collect::<Vec<_>>();
+    let url = of("http.listen")[0]["value"]["url"].as_str().unwrap_or("").to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let sse = of("sse.frame");
+    assert!(sse.len() > 3);
+    assert_eq!(sse.last().map(|v| v["value"]["is_final"].clone()), Some(json!(true)));
+    assert_eq!(of("http.json")[0]["value"]["is_final"], true);
+    assert_eq!(of("http.problem")[0]["value"]["pointer"], "/is_stream");
+}
