@@ -92,7 +92,7 @@ pub fn run(json_out: bool) -> Result<(), String> {
     let mut env = envelope_from_jsonrpc(&ingress);
     env.request_id = Some("req-acp-1".into());
     env.is_stream = true;
-    e2a::strict::envelope(&env.to_value()).map_err(|e| e.to_string())?;
+    e2a::E2AEnvelope::read_value(&env.to_value(), &e2a::ReadOptions::canonical()).map_err(|e| e.to_string())?;
     out.step(
         "e2a.envelope",
         "E2AEnvelope (canonical, schema-valid)",
