@@ -1,66 +1,21 @@
 //! One error taxonomy for every protocol.
 //!
 //! An E2A failure has a protocol-neutral [`ErrorKind`]. [`ERROR_TABLE`] maps each kind to the
-//! code it has on every peer protocol, so the same failure reads the same way everywhere:
+//! code it has on every peer protocol, so the same failure reads the same way everywhere.
 //!
-//! | kind | E2A code | ACP JSON-RPC | A2A JSON-RPC | A2A task state | AG-UI `RUN_ERROR` code | HTTP |
-//! |---|---|---|---|---|---|---|
-//! | parse_error | `E2A.INVALID_JSON` | -32700 | -32700 | — | `PARSE_ERROR` | 400 |
-//! | invalid_request | `E2A.INVALID_REQUEST` | -32600 | -32600 | `TASK_STATE_REJECTED` | `INVALID_REQUEST` | 400 |
-//! | method_not_found | `E2A.METHOD_NOT_FOUND` | -32601 | -32601 | `TASK_STATE_REJECTED` | `METHOD_NOT_FOUND` | 404 |
-//! | invalid_params | `E2A.INVALID_PARAMS` | -32602 | -32602 | `TASK_STATE_REJECTED` | `INVALID_PARAMS` | 422 |
-//! | internal | `E2A.INTERNAL` | -32603 | -32603 | `TASK_STATE_FAILED` | `INTERNAL_ERROR` | 500 |
-//! | agent_error | `E2A.AGENT_ERROR` | -32603 | -32603 | `TASK_STATE_FAILED` | `AGENT_ERROR` | 502 |
-//! | auth_required | `E2A.AUTH_REQUIRED` | -32000 | -32603 | `TASK_STATE_AUTH_REQUIRED` | `AUTH_REQUIRED` | 401 |
-//! | not_found | `E2A.NOT_FOUND` | -32002 | -32001 | `TASK_STATE_FAILED` | `NOT_FOUND` | 404 |
-//! | not_cancelable | `E2A.NOT_CANCELABLE` | -32603 | -32002 | — | `NOT_CANCELABLE` | 409 |
-//! | unsupported_operation | `E2A.UNSUPPORTED_OPERATION` | -32601 | -32004 | `TASK_STATE_REJECTED` | `UNSUPPORTED_OPERATION` | 400 |
-//! | content_type_not_supported | `E2A.CONTENT_TYPE_NOT_SUPPORTED` | -32602 | -32005 | `TASK_STATE_REJECTED` | `CONTENT_TYPE_NOT_SUPPORTED` | 415 |
-//! | invalid_agent_response | `E2A.INVALID_AGENT_RESPONSE` | -32603 | -32006 | `TASK_STATE_FAILED` | `INVALID_AGENT_RESPONSE` | 502 |
-//! | version_not_supported | `E2A.VERSION_NOT_SUPPORTED` | -32600 | -32009 | `TASK_STATE_REJECTED` | `VERSION_NOT_SUPPORTED` | 400 |
-//! | cancelled | `E2A.CANCELLED` | (result `stopReason: cancelled`) -32800 | -32603 | `TASK_STATE_CANCELED` | `CANCELLED` | 499 |
-//! | timeout | `E2A.TIMEOUT` | -32603 | -32603 | `TASK_STATE_FAILED` | `TIMEOUT` | 504 |
+//! The table itself is schema data (`x-e2a-error-table` on `ErrorKind` in
+//! `schema/constants.json`), generated into [`ERROR_TABLE`] and rendered in docs/protocol.md, so
+//! the TypeScript and Python teams read the same rows.
 //!
-//! ACP -32002 ("resource not found") and A2A -32002 ("task not cancelable") are different
-//! failures; going through the kind keeps them apart.
+//! ```
+//! use e2a::taxonomy::ErrorKind;
+//! let m = ErrorKind::NotFound.mapping();
+//! assert_eq!((m.e2a_code, m.acp_code, m.a2a_code, m.http_status), ("E2A.NOT_FOUND", -32002, -32001, 404));
+//! ```
 
 use crate::ResponseStatus;
 
-/// A protocol-neutral failure kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// The message is not valid JSON.
-    ParseError,
-    /// The request is malformed.
-    InvalidRequest,
-    /// The method does not exist.
-    MethodNotFound,
-    /// The params are invalid.
-    InvalidParams,
-    /// An internal error of the gateway or SDK.
-    Internal,
-    /// The agent failed (the default for legacy agent errors).
-    AgentError,
-    /// Authentication is required.
-    AuthRequired,
-    /// The task, session or resource does not exist.
-    NotFound,
-    /// The task cannot be cancelled.
-    NotCancelable,
-    /// The operation is not supported.
-    UnsupportedOperation,
-    /// The content type is not supported.
-    ContentTypeNotSupported,
-    /// The agent answered something invalid.
-    InvalidAgentResponse,
-    /// The protocol version is not supported.
-    VersionNotSupported,
-    /// The request was cancelled (not an error on ACP: the turn ends with `stopReason: cancelled`).
-    Cancelled,
-    /// The agent did not answer in time.
-    Timeout,
-}
+pub use crate::types::{ErrorKind, ERROR_TABLE};
 
 /// How one [`ErrorKind`] reads on every protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,179 +38,10 @@ pub struct ErrorMapping {
     pub http_status: u16,
 }
 
-macro_rules! row {
-    ($k:ident, $n:literal, $c:literal, $acp:literal, $a2a:literal, $st:expr, $ag:literal, $http:literal) => {
-        ErrorMapping {
-            kind: ErrorKind::$k,
-            name: $n,
-            e2a_code: $c,
-            acp_code: $acp,
-            a2a_code: $a2a,
-            a2a_task_state: $st,
-            agui_code: $ag,
-            http_status: $http,
-        }
-    };
-}
-
-/// The one table (see the module docs).
-pub const ERROR_TABLE: [ErrorMapping; 15] = [
-    row!(
-        ParseError,
-        "parse_error",
-        "E2A.INVALID_JSON",
-        -32700,
-        -32700,
-        None,
-        "PARSE_ERROR",
-        400
-    ),
-    row!(
-        InvalidRequest,
-        "invalid_request",
-        "E2A.INVALID_REQUEST",
-        -32600,
-        -32600,
-        Some("TASK_STATE_REJECTED"),
-        "INVALID_REQUEST",
-        400
-    ),
-    row!(
-        MethodNotFound,
-        "method_not_found",
-        "E2A.METHOD_NOT_FOUND",
-        -32601,
-        -32601,
-        Some("TASK_STATE_REJECTED"),
-        "METHOD_NOT_FOUND",
-        404
-    ),
-    row!(
-        InvalidParams,
-        "invalid_params",
-        "E2A.INVALID_PARAMS",
-        -32602,
-        -32602,
-        Some("TASK_STATE_REJECTED"),
-        "INVALID_PARAMS",
-        422
-    ),
-    row!(
-        Internal,
-        "internal",
-        "E2A.INTERNAL",
-        -32603,
-        -32603,
-        Some("TASK_STATE_FAILED"),
-        "INTERNAL_ERROR",
-        500
-    ),
-    row!(
-        AgentError,
-        "agent_error",
-        "E2A.AGENT_ERROR",
-        -32603,
-        -32603,
-        Some("TASK_STATE_FAILED"),
-        "AGENT_ERROR",
-        502
-    ),
-    row!(
-        AuthRequired,
-        "auth_required",
-        "E2A.AUTH_REQUIRED",
-        -32000,
-        -32603,
-        Some("TASK_STATE_AUTH_REQUIRED"),
-        "AUTH_REQUIRED",
-        401
-    ),
-    row!(
-        NotFound,
-        "not_found",
-        "E2A.NOT_FOUND",
-        -32002,
-        -32001,
-        Some("TASK_STATE_FAILED"),
-        "NOT_FOUND",
-        404
-    ),
-    row!(
-        NotCancelable,
-        "not_cancelable",
-        "E2A.NOT_CANCELABLE",
-        -32603,
-        -32002,
-        None,
-        "NOT_CANCELABLE",
-        409
-    ),
-    row!(
-        UnsupportedOperation,
-        "unsupported_operation",
-        "E2A.UNSUPPORTED_OPERATION",
-        -32601,
-        -32004,
-        Some("TASK_STATE_REJECTED"),
-        "UNSUPPORTED_OPERATION",
-        400
-    ),
-    row!(
-        ContentTypeNotSupported,
-        "content_type_not_supported",
-        "E2A.CONTENT_TYPE_NOT_SUPPORTED",
-        -32602,
-        -32005,
-        Some("TASK_STATE_REJECTED"),
-        "CONTENT_TYPE_NOT_SUPPORTED",
-        415
-    ),
-    row!(
-        InvalidAgentResponse,
-        "invalid_agent_response",
-        "E2A.INVALID_AGENT_RESPONSE",
-        -32603,
-        -32006,
-        Some("TASK_STATE_FAILED"),
-        "INVALID_AGENT_RESPONSE",
-        502
-    ),
-    row!(
-        VersionNotSupported,
-        "version_not_supported",
-        "E2A.VERSION_NOT_SUPPORTED",
-        -32600,
-        -32009,
-        Some("TASK_STATE_REJECTED"),
-        "VERSION_NOT_SUPPORTED",
-        400
-    ),
-    row!(
-        Cancelled,
-        "cancelled",
-        "E2A.CANCELLED",
-        -32800,
-        -32603,
-        Some("TASK_STATE_CANCELED"),
-        "CANCELLED",
-        499
-    ),
-    row!(
-        Timeout,
-        "timeout",
-        "E2A.TIMEOUT",
-        -32603,
-        -32603,
-        Some("TASK_STATE_FAILED"),
-        "TIMEOUT",
-        504
-    ),
-];
-
 impl ErrorKind {
     /// This kind's row of [`ERROR_TABLE`].
     pub fn mapping(self) -> &'static ErrorMapping {
-        ERROR_TABLE.iter().find(|m| m.kind == self).unwrap_or(&ERROR_TABLE[4])
+        ERROR_TABLE.iter().find(|m| m.kind == self).unwrap_or(&ERROR_TABLE[0])
     }
 
     /// The kind of an `e2a.error` body `code`: an E2A string code of the table (`chat.error`

@@ -61,6 +61,33 @@ pub fn tables(bundled: &Value) -> String {
     for (name, def) in defs {
         let desc = def.get("description").and_then(Value::as_str).unwrap_or("");
         let _ = writeln!(out, "### {name}\n\n{}\n", cell(desc));
+        if let Some(rows) = def.get(crate::ERROR_TABLE).and_then(Value::as_array) {
+            let _ = writeln!(
+                out,
+                "| kind | E2A code | ACP JSON-RPC | A2A JSON-RPC | A2A task state | AG-UI `RUN_ERROR` code | HTTP | meaning |\n|---|---|---|---|---|---|---|---|"
+            );
+            for r in rows {
+                let text = |k: &str| match r.get(k) {
+                    Some(Value::String(s)) => format!("`{s}`"),
+                    Some(Value::Null) | None => "—".into(),
+                    Some(other) => other.to_string(),
+                };
+                let _ = writeln!(
+                    out,
+                    "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
+                    r.get("kind").and_then(Value::as_str).unwrap_or_default(),
+                    text("e2a_code"),
+                    text("acp_code"),
+                    text("a2a_code"),
+                    text("a2a_task_state"),
+                    text("agui_code"),
+                    text("http_status"),
+                    cell(r.get("description").and_then(Value::as_str).unwrap_or_default())
+                );
+            }
+            out.push('\n');
+            continue;
+        }
         if let Some(values) = def.get("enum").and_then(Value::as_array) {
             let _ = writeln!(out, "| value |\n|---|");
             for v in values {
@@ -83,7 +110,11 @@ pub fn tables(bundled: &Value) -> String {
             "| field | JSON type | required | nullable | default | description |\n|---|---|---|---|---|---|"
         );
         for (k, p) in props {
-            let default = p.get("default").map(|d| format!("`{d}`")).unwrap_or_default();
+            let default = p
+                .get("default")
+                .or_else(|| p.get(crate::X_DEFAULT))
+                .map(|d| format!("`{d}`"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
                 "| `{k}` | {} | {} | {} | {default} | {} |",

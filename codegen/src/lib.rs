@@ -232,6 +232,7 @@ pub fn rust_source(bundled: &Value) -> Result<String, Error> {
     );
     out.push_str(&body);
     out.push_str(&enum_extras(bundled, &file));
+    out.push_str(&error_table(bundled, &file)?);
     out.push_str(&debug_impls(&redacted_debug));
     out.push_str(&defaults);
     Ok(out)
@@ -526,6 +527,92 @@ fn enum_extras(bundled: &Value, file: &syn::File) -> String {
         let _ = writeln!(out, "pub const E2A_PROTOCOL_VERSION: &str = {v:?};");
     }
     out
+}
+
+/// The `x-e2a-error-table` keyword: rows of how each value of a failure-kind enum reads on
+/// every protocol. Rendered as `ERROR_TABLE: [crate::taxonomy::ErrorMapping; N]`.
+pub const ERROR_TABLE: &str = "x-e2a-error-table";
+
+/// `ERROR_TABLE` from the one definition carrying [`ERROR_TABLE`]; every enum value has exactly
+/// one row and every row's `e2a_code` is a value of `ErrorCode`.
+fn error_table(bundled: &Value, file: &syn::File) -> Result<String, Error> {
+    let Some(defs) = bundled.get("$defs").and_then(Value::as_object) else {
+        return Ok(String::new());
+    };
+    let Some((name, rows)) = defs
+        .iter()
+        .find_map(|(n, d)| d.get(ERROR_TABLE).and_then(Value::as_array).map(|r| (n, r)))
+    else {
+        return Ok(String::new());
+    };
+    let err = |m: String| Error::Schema(format!("/$defs/{name}/{ERROR_TABLE}: {m}"));
+    let variants = enum_variants(file, name).ok_or_else(|| err("not a string enum".into()))?;
+    let codes: Vec<&str> = defs
+        .get("ErrorCode")
+        .and_then(|d| d.get("enum"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut out = format!(
+        "\n/// How every [`{name}`] reads on every protocol (`{ERROR_TABLE}` of `schema/`), in schema order.\npub const ERROR_TABLE: [crate::taxonomy::ErrorMapping; {}] = [\n",
+        rows.len()
+    );
+    let mut seen = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        let s = |k: &str| {
+            row.get(k)
+                .and_then(Value::as_str)
+                .ok_or_else(|| err(format!("row {i}: `{k}` must be a string")))
+        };
+        let n = |k: &str| {
+            row.get(k)
+                .and_then(Value::as_i64)
+                .ok_or_else(|| err(format!("row {i}: `{k}` must be an integer")))
+        };
+        let kind = s("kind")?;
+        let variant = variants
+            .get(kind)
+            .ok_or_else(|| err(format!("row {i}: `{kind}` is not a value of {name}")))?;
+        if seen.contains(&kind) {
+            return Err(err(format!("`{kind}` has two rows")));
+        }
+        seen.push(kind);
+        let code = s("e2a_code")?;
+        if !codes.contains(&code) {
+            return Err(err(format!("row {i}: `{code}` is not a value of ErrorCode")));
+        }
+        let state = match row.get("a2a_task_state") {
+            Some(Value::String(t)) => format!("Some({t:?})"),
+            Some(Value::Null) | None => "None".into(),
+            Some(_) => return Err(err(format!("row {i}: `a2a_task_state` must be a string or null"))),
+        };
+        let status = u16::try_from(n("http_status")?).map_err(|_| err(format!("row {i}: bad http_status")))?;
+        let _ = writeln!(
+            out,
+            "    crate::taxonomy::ErrorMapping {{ kind: {name}::{variant}, name: {kind:?}, e2a_code: {code:?}, acp_code: {}, a2a_code: {}, a2a_task_state: {state}, agui_code: {:?}, http_status: {status} }},",
+            n("acp_code")?,
+            n("a2a_code")?,
+            s("agui_code")?,
+        );
+    }
+    if seen.len() != variants.len() {
+        return Err(err(format!("{} rows for {} values", seen.len(), variants.len())));
+    }
+    out.push_str("];\n");
+    Ok(out)
+}
+
+/// wire value → variant name of the typify enum `name`.
+fn enum_variants(file: &syn::File, name: &str) -> Option<BTreeMap<String, String>> {
+    file.items.iter().find_map(|item| match item {
+        syn::Item::Enum(e) if e.ident == name => Some(
+            e.variants
+                .iter()
+                .filter_map(|v| serde_rename(&v.attrs).map(|r| (r, v.ident.to_string())))
+                .collect(),
+        ),
+        _ => None,
+    })
 }
 
 fn serde_rename(attrs: &[syn::Attribute]) -> Option<String> {

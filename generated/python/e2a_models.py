@@ -245,13 +245,48 @@ class E2AProvenance(BaseModel):
 
 class ErrorCode(Enum):
     """
-    E2A string error codes written by the SDK into `e2a.error` bodies.
+    E2A string error codes written into `e2a.error` bodies: the legacy conversions' codes and one per `ErrorKind` (see its `x-e2a-error-table`).
     """
 
     E2A_AGENT_ERROR = 'E2A.AGENT_ERROR'
     E2A_WIRE_ENCODE_ERROR = 'E2A.WIRE_ENCODE_ERROR'
     E2A_INVALID_JSON = 'E2A.INVALID_JSON'
     chat_error = 'chat.error'
+    E2A_INVALID_REQUEST = 'E2A.INVALID_REQUEST'
+    E2A_METHOD_NOT_FOUND = 'E2A.METHOD_NOT_FOUND'
+    E2A_INVALID_PARAMS = 'E2A.INVALID_PARAMS'
+    E2A_INTERNAL = 'E2A.INTERNAL'
+    E2A_AUTH_REQUIRED = 'E2A.AUTH_REQUIRED'
+    E2A_NOT_FOUND = 'E2A.NOT_FOUND'
+    E2A_NOT_CANCELABLE = 'E2A.NOT_CANCELABLE'
+    E2A_UNSUPPORTED_OPERATION = 'E2A.UNSUPPORTED_OPERATION'
+    E2A_CONTENT_TYPE_NOT_SUPPORTED = 'E2A.CONTENT_TYPE_NOT_SUPPORTED'
+    E2A_INVALID_AGENT_RESPONSE = 'E2A.INVALID_AGENT_RESPONSE'
+    E2A_VERSION_NOT_SUPPORTED = 'E2A.VERSION_NOT_SUPPORTED'
+    E2A_CANCELLED = 'E2A.CANCELLED'
+    E2A_TIMEOUT = 'E2A.TIMEOUT'
+
+
+class ErrorKind(Enum):
+    """
+    A protocol-neutral failure kind. `x-e2a-error-table` says how each kind reads on every protocol: its E2A code (`e2a.error` body `code`), ACP and A2A JSON-RPC error codes, the A2A task state the task ends in (null: unchanged), the AG-UI `RUN_ERROR` code and the HTTP status. ACP -32002 (resource not found) and A2A -32002 (task not cancelable) are different failures; going through the kind keeps them apart. A cancelled ACP turn is not an error: it ends with `stopReason: cancelled`.
+    """
+
+    parse_error = 'parse_error'
+    invalid_request = 'invalid_request'
+    method_not_found = 'method_not_found'
+    invalid_params = 'invalid_params'
+    internal = 'internal'
+    agent_error = 'agent_error'
+    auth_required = 'auth_required'
+    not_found = 'not_found'
+    not_cancelable = 'not_cancelable'
+    unsupported_operation = 'unsupported_operation'
+    content_type_not_supported = 'content_type_not_supported'
+    invalid_agent_response = 'invalid_agent_response'
+    version_not_supported = 'version_not_supported'
+    cancelled = 'cancelled'
+    timeout = 'timeout'
 
 
 class ExtBody(BaseModel):

@@ -975,7 +975,7 @@ pub struct ErrorBody {
     #[serde(flatten)]
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
-///E2A string error codes written by the SDK into `e2a.error` bodies.
+///E2A string error codes written into `e2a.error` bodies: the legacy conversions' codes and one per `ErrorKind` (see its `x-e2a-error-table`).
 #[derive(
     ::serde::Deserialize,
     ::serde::Serialize,
@@ -997,6 +997,32 @@ pub enum ErrorCode {
     E2aInvalidJson,
     #[serde(rename = "chat.error")]
     ChatError,
+    #[serde(rename = "E2A.INVALID_REQUEST")]
+    E2aInvalidRequest,
+    #[serde(rename = "E2A.METHOD_NOT_FOUND")]
+    E2aMethodNotFound,
+    #[serde(rename = "E2A.INVALID_PARAMS")]
+    E2aInvalidParams,
+    #[serde(rename = "E2A.INTERNAL")]
+    E2aInternal,
+    #[serde(rename = "E2A.AUTH_REQUIRED")]
+    E2aAuthRequired,
+    #[serde(rename = "E2A.NOT_FOUND")]
+    E2aNotFound,
+    #[serde(rename = "E2A.NOT_CANCELABLE")]
+    E2aNotCancelable,
+    #[serde(rename = "E2A.UNSUPPORTED_OPERATION")]
+    E2aUnsupportedOperation,
+    #[serde(rename = "E2A.CONTENT_TYPE_NOT_SUPPORTED")]
+    E2aContentTypeNotSupported,
+    #[serde(rename = "E2A.INVALID_AGENT_RESPONSE")]
+    E2aInvalidAgentResponse,
+    #[serde(rename = "E2A.VERSION_NOT_SUPPORTED")]
+    E2aVersionNotSupported,
+    #[serde(rename = "E2A.CANCELLED")]
+    E2aCancelled,
+    #[serde(rename = "E2A.TIMEOUT")]
+    E2aTimeout,
 }
 impl ::std::fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
@@ -1005,6 +1031,21 @@ impl ::std::fmt::Display for ErrorCode {
             Self::E2aWireEncodeError => f.write_str("E2A.WIRE_ENCODE_ERROR"),
             Self::E2aInvalidJson => f.write_str("E2A.INVALID_JSON"),
             Self::ChatError => f.write_str("chat.error"),
+            Self::E2aInvalidRequest => f.write_str("E2A.INVALID_REQUEST"),
+            Self::E2aMethodNotFound => f.write_str("E2A.METHOD_NOT_FOUND"),
+            Self::E2aInvalidParams => f.write_str("E2A.INVALID_PARAMS"),
+            Self::E2aInternal => f.write_str("E2A.INTERNAL"),
+            Self::E2aAuthRequired => f.write_str("E2A.AUTH_REQUIRED"),
+            Self::E2aNotFound => f.write_str("E2A.NOT_FOUND"),
+            Self::E2aNotCancelable => f.write_str("E2A.NOT_CANCELABLE"),
+            Self::E2aUnsupportedOperation => f.write_str("E2A.UNSUPPORTED_OPERATION"),
+            Self::E2aContentTypeNotSupported => {
+                f.write_str("E2A.CONTENT_TYPE_NOT_SUPPORTED")
+            }
+            Self::E2aInvalidAgentResponse => f.write_str("E2A.INVALID_AGENT_RESPONSE"),
+            Self::E2aVersionNotSupported => f.write_str("E2A.VERSION_NOT_SUPPORTED"),
+            Self::E2aCancelled => f.write_str("E2A.CANCELLED"),
+            Self::E2aTimeout => f.write_str("E2A.TIMEOUT"),
         }
     }
 }
@@ -1018,6 +1059,19 @@ impl ::std::str::FromStr for ErrorCode {
             "E2A.WIRE_ENCODE_ERROR" => Ok(Self::E2aWireEncodeError),
             "E2A.INVALID_JSON" => Ok(Self::E2aInvalidJson),
             "chat.error" => Ok(Self::ChatError),
+            "E2A.INVALID_REQUEST" => Ok(Self::E2aInvalidRequest),
+            "E2A.METHOD_NOT_FOUND" => Ok(Self::E2aMethodNotFound),
+            "E2A.INVALID_PARAMS" => Ok(Self::E2aInvalidParams),
+            "E2A.INTERNAL" => Ok(Self::E2aInternal),
+            "E2A.AUTH_REQUIRED" => Ok(Self::E2aAuthRequired),
+            "E2A.NOT_FOUND" => Ok(Self::E2aNotFound),
+            "E2A.NOT_CANCELABLE" => Ok(Self::E2aNotCancelable),
+            "E2A.UNSUPPORTED_OPERATION" => Ok(Self::E2aUnsupportedOperation),
+            "E2A.CONTENT_TYPE_NOT_SUPPORTED" => Ok(Self::E2aContentTypeNotSupported),
+            "E2A.INVALID_AGENT_RESPONSE" => Ok(Self::E2aInvalidAgentResponse),
+            "E2A.VERSION_NOT_SUPPORTED" => Ok(Self::E2aVersionNotSupported),
+            "E2A.CANCELLED" => Ok(Self::E2aCancelled),
+            "E2A.TIMEOUT" => Ok(Self::E2aTimeout),
             _ => Err("invalid value".into()),
         }
     }
@@ -1031,6 +1085,113 @@ impl ::std::convert::TryFrom<&str> for ErrorCode {
     }
 }
 impl ::std::convert::TryFrom<::std::string::String> for ErrorCode {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+///A protocol-neutral failure kind. `x-e2a-error-table` says how each kind reads on every protocol: its E2A code (`e2a.error` body `code`), ACP and A2A JSON-RPC error codes, the A2A task state the task ends in (null: unchanged), the AG-UI `RUN_ERROR` code and the HTTP status. ACP -32002 (resource not found) and A2A -32002 (task not cancelable) are different failures; going through the kind keeps them apart. A cancelled ACP turn is not an error: it ends with `stopReason: cancelled`.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum ErrorKind {
+    #[serde(rename = "parse_error")]
+    ParseError,
+    #[serde(rename = "invalid_request")]
+    InvalidRequest,
+    #[serde(rename = "method_not_found")]
+    MethodNotFound,
+    #[serde(rename = "invalid_params")]
+    InvalidParams,
+    #[serde(rename = "internal")]
+    Internal,
+    #[serde(rename = "agent_error")]
+    AgentError,
+    #[serde(rename = "auth_required")]
+    AuthRequired,
+    #[serde(rename = "not_found")]
+    NotFound,
+    #[serde(rename = "not_cancelable")]
+    NotCancelable,
+    #[serde(rename = "unsupported_operation")]
+    UnsupportedOperation,
+    #[serde(rename = "content_type_not_supported")]
+    ContentTypeNotSupported,
+    #[serde(rename = "invalid_agent_response")]
+    InvalidAgentResponse,
+    #[serde(rename = "version_not_supported")]
+    VersionNotSupported,
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    #[serde(rename = "timeout")]
+    Timeout,
+}
+impl ::std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::ParseError => f.write_str("parse_error"),
+            Self::InvalidRequest => f.write_str("invalid_request"),
+            Self::MethodNotFound => f.write_str("method_not_found"),
+            Self::InvalidParams => f.write_str("invalid_params"),
+            Self::Internal => f.write_str("internal"),
+            Self::AgentError => f.write_str("agent_error"),
+            Self::AuthRequired => f.write_str("auth_required"),
+            Self::NotFound => f.write_str("not_found"),
+            Self::NotCancelable => f.write_str("not_cancelable"),
+            Self::UnsupportedOperation => f.write_str("unsupported_operation"),
+            Self::ContentTypeNotSupported => f.write_str("content_type_not_supported"),
+            Self::InvalidAgentResponse => f.write_str("invalid_agent_response"),
+            Self::VersionNotSupported => f.write_str("version_not_supported"),
+            Self::Cancelled => f.write_str("cancelled"),
+            Self::Timeout => f.write_str("timeout"),
+        }
+    }
+}
+impl ::std::str::FromStr for ErrorKind {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "parse_error" => Ok(Self::ParseError),
+            "invalid_request" => Ok(Self::InvalidRequest),
+            "method_not_found" => Ok(Self::MethodNotFound),
+            "invalid_params" => Ok(Self::InvalidParams),
+            "internal" => Ok(Self::Internal),
+            "agent_error" => Ok(Self::AgentError),
+            "auth_required" => Ok(Self::AuthRequired),
+            "not_found" => Ok(Self::NotFound),
+            "not_cancelable" => Ok(Self::NotCancelable),
+            "unsupported_operation" => Ok(Self::UnsupportedOperation),
+            "content_type_not_supported" => Ok(Self::ContentTypeNotSupported),
+            "invalid_agent_response" => Ok(Self::InvalidAgentResponse),
+            "version_not_supported" => Ok(Self::VersionNotSupported),
+            "cancelled" => Ok(Self::Cancelled),
+            "timeout" => Ok(Self::Timeout),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for ErrorKind {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for ErrorKind {
     type Error = self::error::ConversionError;
     fn try_from(
         value: ::std::string::String,
@@ -1942,11 +2103,24 @@ impl DeltaKind {
 }
 impl ErrorCode {
     /// Every value, in schema order.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 17] = [
         Self::E2aAgentError,
         Self::E2aWireEncodeError,
         Self::E2aInvalidJson,
         Self::ChatError,
+        Self::E2aInvalidRequest,
+        Self::E2aMethodNotFound,
+        Self::E2aInvalidParams,
+        Self::E2aInternal,
+        Self::E2aAuthRequired,
+        Self::E2aNotFound,
+        Self::E2aNotCancelable,
+        Self::E2aUnsupportedOperation,
+        Self::E2aContentTypeNotSupported,
+        Self::E2aInvalidAgentResponse,
+        Self::E2aVersionNotSupported,
+        Self::E2aCancelled,
+        Self::E2aTimeout,
     ];
     /// The wire string of this value.
     pub const fn as_str(self) -> &'static str {
@@ -1955,6 +2129,59 @@ impl ErrorCode {
             Self::E2aWireEncodeError => "E2A.WIRE_ENCODE_ERROR",
             Self::E2aInvalidJson => "E2A.INVALID_JSON",
             Self::ChatError => "chat.error",
+            Self::E2aInvalidRequest => "E2A.INVALID_REQUEST",
+            Self::E2aMethodNotFound => "E2A.METHOD_NOT_FOUND",
+            Self::E2aInvalidParams => "E2A.INVALID_PARAMS",
+            Self::E2aInternal => "E2A.INTERNAL",
+            Self::E2aAuthRequired => "E2A.AUTH_REQUIRED",
+            Self::E2aNotFound => "E2A.NOT_FOUND",
+            Self::E2aNotCancelable => "E2A.NOT_CANCELABLE",
+            Self::E2aUnsupportedOperation => "E2A.UNSUPPORTED_OPERATION",
+            Self::E2aContentTypeNotSupported => "E2A.CONTENT_TYPE_NOT_SUPPORTED",
+            Self::E2aInvalidAgentResponse => "E2A.INVALID_AGENT_RESPONSE",
+            Self::E2aVersionNotSupported => "E2A.VERSION_NOT_SUPPORTED",
+            Self::E2aCancelled => "E2A.CANCELLED",
+            Self::E2aTimeout => "E2A.TIMEOUT",
+        }
+    }
+}
+impl ErrorKind {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 15] = [
+        Self::ParseError,
+        Self::InvalidRequest,
+        Self::MethodNotFound,
+        Self::InvalidParams,
+        Self::Internal,
+        Self::AgentError,
+        Self::AuthRequired,
+        Self::NotFound,
+        Self::NotCancelable,
+        Self::UnsupportedOperation,
+        Self::ContentTypeNotSupported,
+        Self::InvalidAgentResponse,
+        Self::VersionNotSupported,
+        Self::Cancelled,
+        Self::Timeout,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::ParseError => "parse_error",
+            Self::InvalidRequest => "invalid_request",
+            Self::MethodNotFound => "method_not_found",
+            Self::InvalidParams => "invalid_params",
+            Self::Internal => "internal",
+            Self::AgentError => "agent_error",
+            Self::AuthRequired => "auth_required",
+            Self::NotFound => "not_found",
+            Self::NotCancelable => "not_cancelable",
+            Self::UnsupportedOperation => "unsupported_operation",
+            Self::ContentTypeNotSupported => "content_type_not_supported",
+            Self::InvalidAgentResponse => "invalid_agent_response",
+            Self::VersionNotSupported => "version_not_supported",
+            Self::Cancelled => "cancelled",
+            Self::Timeout => "timeout",
         }
     }
 }
@@ -2122,6 +2349,25 @@ impl WireMetadataKey {
 }
 /// The E2A protocol version this crate speaks (`E2A_PROTOCOL_VERSION`).
 pub const E2A_PROTOCOL_VERSION: &str = "1.0";
+
+/// How every [`ErrorKind`] reads on every protocol (`x-e2a-error-table` of `schema/`), in schema order.
+pub const ERROR_TABLE: [crate::taxonomy::ErrorMapping; 15] = [
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::ParseError, name: "parse_error", e2a_code: "E2A.INVALID_JSON", acp_code: -32700, a2a_code: -32700, a2a_task_state: None, agui_code: "PARSE_ERROR", http_status: 400 },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::InvalidRequest, name: "invalid_request", e2a_code: "E2A.INVALID_REQUEST", acp_code: -32600, a2a_code: -32600, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "INVALID_REQUEST", http_status: 400 },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::MethodNotFound, name: "method_not_found", e2a_code: "E2A.METHOD_NOT_FOUND", acp_code: -32601, a2a_code: -32601, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "METHOD_NOT_FOUND", http_status: 404 },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::InvalidParams, name: "invalid_params", e2a_code: "E2A.INVALID_PARAMS", acp_code: -32602, a2a_code: -32602, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "INVALID_PARAMS", http_status: 422 },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::Internal, name: "internal", e2a_code: "E2A.INTERNAL", acp_code: -32603, a2a_code: -32603, a2a_task_state: Some("TASK_STATE_FAILED"), agui_code: "INTERNAL_ERROR", http_status: 500 },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::AgentError, name: "agent_error", e2a_code: "E2A.AGENT_ERROR", acp_code: -32603, a2a_code: -32603, a2a_task_state: Some("TASK_STATE_FAILED"), agui_code: "AGENT_ERROR", http_status: 502 },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::AuthRequired, name: "auth_required", e2a_code: "E2A.AUTH_REQUIRED", acp_code: -32000, a2a_code: -32603, a2a_task_state: Some("TASK_STATE_AUTH_REQUIRED"), agui_code: "AUTH_REQUIRED", http_status: 401 },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::NotFound, name: "not_found", e2a_code: "E2A.NOT_FOUND", acp_code: -32002, a2a_code: -32001, a2a_task_state: Some("TASK_STATE_FAILED"), agui_code: "NOT_FOUND", http_status: 404 },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::NotCancelable, name: "not_cancelable", e2a_code: "E2A.NOT_CANCELABLE", acp_code: -32603, a2a_code: -32002, a2a_task_state: None, agui_code: "NOT_CANCELABLE", http_status: 409 },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::UnsupportedOperation, name: "unsupported_operation", e2a_code: "E2A.UNSUPPORTED_OPERATION", acp_code: -32601, a2a_code: -32004, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "UNSUPPORTED_OPERATION", http_status: 400 },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::ContentTypeNotSupported, name: "content_type_not_supported", e2a_code: "E2A.CONTENT_TYPE_NOT_SUPPORTED", acp_code: -32602, a2a_code: -32005, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "CONTENT_TYPE_NOT_SUPPORTED", http_status: 415 },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::InvalidAgentResponse, name: "invalid_agent_response", e2a_code: "E2A.INVALID_AGENT_RESPONSE", acp_code: -32603, a2a_code: -32006, a2a_task_state: Some("TASK_STATE_FAILED"), agui_code: "INVALID_AGENT_RESPONSE", http_status: 502 },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::VersionNotSupported, name: "version_not_supported", e2a_code: "E2A.VERSION_NOT_SUPPORTED", acp_code: -32600, a2a_code: -32009, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "VERSION_NOT_SUPPORTED", http_status: 400 },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::Cancelled, name: "cancelled", e2a_code: "E2A.CANCELLED", acp_code: -32800, a2a_code: -32603, a2a_task_state: Some("TASK_STATE_CANCELED"), agui_code: "CANCELLED", http_status: 499 },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::Timeout, name: "timeout", e2a_code: "E2A.TIMEOUT", acp_code: -32603, a2a_code: -32603, a2a_task_state: Some("TASK_STATE_FAILED"), agui_code: "TIMEOUT", http_status: 504 },
+];
 
 // Redacting `Debug` impls generated by e2a-codegen (not typify).
 impl ::std::fmt::Debug for A2aStreamEventBody {

@@ -113,12 +113,51 @@ export type IdentityOrigin = "system" | "user" | "agent" | "service";
  */
 export type JsonRpcId = string | number;
 /**
- * E2A string error codes written by the SDK into `e2a.error` bodies.
+ * E2A string error codes written into `e2a.error` bodies: the legacy conversions' codes and one per `ErrorKind` (see its `x-e2a-error-table`).
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
  * via the `definition` "ErrorCode".
  */
-export type ErrorCode = "E2A.AGENT_ERROR" | "E2A.WIRE_ENCODE_ERROR" | "E2A.INVALID_JSON" | "chat.error";
+export type ErrorCode =
+  | "E2A.AGENT_ERROR"
+  | "E2A.WIRE_ENCODE_ERROR"
+  | "E2A.INVALID_JSON"
+  | "chat.error"
+  | "E2A.INVALID_REQUEST"
+  | "E2A.METHOD_NOT_FOUND"
+  | "E2A.INVALID_PARAMS"
+  | "E2A.INTERNAL"
+  | "E2A.AUTH_REQUIRED"
+  | "E2A.NOT_FOUND"
+  | "E2A.NOT_CANCELABLE"
+  | "E2A.UNSUPPORTED_OPERATION"
+  | "E2A.CONTENT_TYPE_NOT_SUPPORTED"
+  | "E2A.INVALID_AGENT_RESPONSE"
+  | "E2A.VERSION_NOT_SUPPORTED"
+  | "E2A.CANCELLED"
+  | "E2A.TIMEOUT";
+/**
+ * A protocol-neutral failure kind. `x-e2a-error-table` says how each kind reads on every protocol: its E2A code (`e2a.error` body `code`), ACP and A2A JSON-RPC error codes, the A2A task state the task ends in (null: unchanged), the AG-UI `RUN_ERROR` code and the HTTP status. ACP -32002 (resource not found) and A2A -32002 (task not cancelable) are different failures; going through the kind keeps them apart. A cancelled ACP turn is not an error: it ends with `stopReason: cancelled`.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "ErrorKind".
+ */
+export type ErrorKind =
+  | "parse_error"
+  | "invalid_request"
+  | "method_not_found"
+  | "invalid_params"
+  | "internal"
+  | "agent_error"
+  | "auth_required"
+  | "not_found"
+  | "not_cancelable"
+  | "unsupported_operation"
+  | "content_type_not_supported"
+  | "invalid_agent_response"
+  | "version_not_supported"
+  | "cancelled"
+  | "timeout";
 /**
  * File-transfer error types (`FILE_TRANSFER_ERROR_TYPES`).
  *
