@@ -256,9 +256,10 @@ async fn send_request(
 
     if let Some(after) = resume {
         let Some(id) = request.request_id.clone() else {
+            // only streams of requests with an id are retained
             return Err(Problem::new(
-                ErrorKind::InvalidRequest,
-                "Last-Event-ID needs the request_id of the stream to resume",
+                ErrorKind::NotFound,
+                "no stream is retained for a request without request_id",
             )
             .at("/request_id"));
         };
