@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Checks that e2a is publishable and usable from outside this workspace:
+#   1. the packaged crates hold what they need (e2a: build.rs, schema/*.json, README.md, src/);
+#   2. `cargo publish --dry-run -p e2a-codegen -p e2a`: both crates are packaged in workspace
+#      order and each is built from its .crate file alone, e2a against the packaged e2a-codegen
+#      (cargo's multi-package publish resolves the local build-dependency; e2a-codegen is not on
+#      crates.io). `cargo publish` asks the registry even in a dry run, so with
+#      CARGO_NET_OFFLINE=true the same packaging and verification runs as `cargo package`;
+#   3. a new crate in a temp dir, outside the workspace, depends on `e2a` by path and builds and
+#      runs the README quick start (the first ```rust block of README.md, extracted here so the
+#      two cannot drift).
+# Usage: tools/publish-check.sh   (from anywhere; works offline once the dependencies are fetched)
+#        E2A_PUBLISH_CHECK_TARGET=/tmp/e2a-publish-target tools/publish-check.sh   (reuses builds)
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/e2a-publish-check.XXXXXX")"
+# To verify e2a, cargo unpacks the packaged e2a-codegen from a temporary local registry under the
+# target dir into $CARGO_HOME/registry/src/<hash of that registry's path>/. Remove what this run
+# added there (directories that hold nothing but e2a-codegen, which is not on crates.io).
+registry_src="${CARGO_HOME:-$HOME/.cargo}/registry/src"
+mkdir -p "$registry_src"
+ls -1 "$registry_src" >"$tmp/registry-src.before"
+cleanup() {
+    local d
+    for d in "$registry_src"/*/; do
+        d="${d%/}"
+        if ! grep -qxF -- "$(basename "$d")" "$tmp/registry-src.before" &&
+            [ -z "$(find "$d" -mindepth 1 -maxdepth 1 ! -name 'e2a-codegen-*' -print -quit)" ]; then
+            rm -rf "$d"
+        fi
+    done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# Builds go to a target dir of their own (the crate outside the workspace shares it), by default
+# a fresh one removed at the end. Not the workspace's: cargo fingerprints a registry dependency
+# by name and version only, so in a reused target dir the packaged e2a would be verified against
+# the e2a-codegen 0.1.0 built by an earlier run (stale build-script output, wrong errors).
+# E2A_PUBLISH_CHECK_TARGET=/some/dir keeps one between runs (faster) and forgets e2a's crates
+# there first.
+if [ -n "${E2A_PUBLISH_CHECK_TARGET:-}" ]; then
+    export CARGO_TARGET_DIR="$E2A_PUBLISH_CHECK_TARGET"
+    rm -rf "$CARGO_TARGET_DIR/package" "$CARGO_TARGET_DIR"/debug/.fingerprint/e2a-* \
+        "$CARGO_TARGET_DIR"/debug/build/e2a-*
+else
+    export CARGO_TARGET_DIR="$tmp/target"
+fi
+
+offline=false
+case "${CARGO_NET_OFFLINE:-}" in true | 1 | yes) offline=true ;; esac
+
+# Local edits are what is checked: a clean tree (CI) and a working copy alike.
+pkg_flags=(--allow-dirty --locked -p e2a-codegen -p e2a)
+
+echo "== publish-check: package contents"
+cargo package --list --allow-dirty -p e2a >"$tmp/e2a.list"
+cargo package --list --allow-dirty -p e2a-codegen >"$tmp/codegen.list"
+need=(Cargo.toml build.rs README.md LICENSE src/lib.rs)
+for f in schema/*.json; do need+=("$f"); done
+missing=0
+for f in "${need[@]}"; do
+    if ! grep -qxF "$f" "$tmp/e2a.list"; then
+        echo "publish-check: the e2a package lacks $f (build.rs or the docs need it)" >&2
+        missing=1
+    fi
+done
+for f in Cargo.toml src/lib.rs; do
+    if ! grep -qxF "$f" "$tmp/codegen.list"; then
+        echo "publish-check: the e2a-codegen package lacks $f" >&2
+        missing=1
+    fi
+done
+[ "$missing" = 0 ]
+echo "e2a: $(wc -l <"$tmp/e2a.list") files (${#need[@]} required present); e2a-codegen: $(wc -l <"$tmp/codegen.list") files"
+
+if [ "$offline" = true ]; then
+    echo "== publish-check: cargo package ${pkg_flags[*]} (offline: publish --dry-run needs the registry)"
+    cargo package "${pkg_flags[@]}"
+else
+    echo "== publish-check: cargo publish --dry-run ${pkg_flags[*]}"
+    cargo publish --dry-run "${pkg_flags[@]}"
+fi
+
+echo "== publish-check: README quick start in a crate outside the workspace"
+crate="$tmp/quickstart"
+mkdir -p "$crate/src"
+# The first ```rust block; rustdoc's hidden lines (`# code`, `#`) are code too.
+snippet="$(awk '
+    /^```/ && inblock { exit }
+    inblock { print }
+    /^```rust([ ,].*)?$/ && !inblock { inblock = 1 }
+' README.md | sed -E 's/^([[:space:]]*)# /\1/; s/^[[:space:]]*#$//')"
+if [ -z "$snippet" ]; then
+    echo "publish-check: no \`\`\`rust block in README.md" >&2
+    exit 1
+fi
+cat >"$crate/Cargo.toml" <<EOF
+[package]
+name = "e2a-quickstart"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+e2a = { path = "$root" }
+serde_json = "1"
+
+# Not a member of any workspace above the temp dir.
+[workspace]
+EOF
+{
+    echo '//! The first rust block of e2a'"'"'s README.md, run as a program (tools/publish-check.sh).'
+    echo '#![allow(unused)]'
+    echo
+    echo '/// The value of the snippet: `()` or a `Result` (rustdoc'"'"'s `Ok::<(), E>(())` ending).'
+    echo 'trait Outcome {'
+    echo '    fn check(self);'
+    echo '}'
+    echo 'impl Outcome for () {'
+    echo '    fn check(self) {}'
+    echo '}'
+    echo 'impl<E: std::fmt::Debug> Outcome for Result<(), E> {'
+    echo '    fn check(self) {'
+    echo '        if let Err(e) = self {'
+    echo '            panic!("README quick start failed: {e:?}");'
+    echo '        }'
+    echo '    }'
+    echo '}'
+    echo
+    echo 'fn main() {'
+    echo '    let outcome = (|| {'
+    printf '%s\n' "$snippet"
+    echo '    })();'
+    echo '    Outcome::check(outcome);'
+    echo '    println!("README quick start: ok");'
+    echo '}'
+} >"$crate/src/main.rs"
+# Start from the workspace's versions (and so work offline with what is already fetched).
+cp Cargo.lock "$crate/Cargo.lock"
+cargo run --quiet --manifest-path "$crate/Cargo.toml"
+
+echo "publish-check: ok"
