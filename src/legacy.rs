@@ -1,6 +1,7 @@
 //! The legacy agent-server records ([`AgentResponse`], [`AgentResponseChunk`], `AgentRequest`)
 //! and the gateway conversions between them and E2A (the reference's `gateway_normalize.py`).
 
+use crate::{ResponseKind, ResponseStatus};
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
@@ -150,16 +151,16 @@ pub fn response_from_agent_response(
     );
     let payload = resp.payload.clone().unwrap_or_default();
     if resp.ok {
-        frame.status = "succeeded".into();
-        frame.response_kind = "e2a.complete".into();
+        frame.status = ResponseStatus::Succeeded;
+        frame.response_kind = ResponseKind::E2aComplete;
         frame.body = body(json!({"result": payload}));
     } else {
         let message = match payload.get("error").or_else(|| payload.get("message")) {
             Some(v) => py_str(v),
             None => "Agent error".into(),
         };
-        frame.status = "failed".into();
-        frame.response_kind = "e2a.error".into();
+        frame.status = ResponseStatus::Failed;
+        frame.response_kind = ResponseKind::E2aError;
         frame.body = body(json!({"code": ErrorCode::E2aAgentError.as_str(), "message": message, "details": payload}));
     }
     frame.is_final = true;
@@ -209,12 +210,12 @@ pub fn response_from_agent_chunk(
                 None => String::new(),
                 Some(v) => py_str(v),
             };
-            frame.status = "failed".into();
-            frame.response_kind = "e2a.error".into();
+            frame.status = ResponseStatus::Failed;
+            frame.response_kind = ResponseKind::E2aError;
             frame.body = body(json!({"code": ErrorCode::ChatError.as_str(), "message": message, "details": pl}));
         } else {
-            frame.status = "succeeded".into();
-            frame.response_kind = "e2a.complete".into();
+            frame.status = ResponseStatus::Succeeded;
+            frame.response_kind = ResponseKind::E2aComplete;
             frame.body = body(json!({"result": if sentinel { Map::new() } else { pl }}));
         }
     } else if event_type.as_str() == Some("chat.delta") {
@@ -232,10 +233,10 @@ pub fn response_from_agent_chunk(
                 b.insert(k.into(), v.clone());
             }
         }
-        frame.response_kind = "e2a.chunk".into();
+        frame.response_kind = ResponseKind::E2aChunk;
         frame.body = b;
     } else {
-        frame.response_kind = "e2a.chunk".into();
+        frame.response_kind = ResponseKind::E2aChunk;
         frame.body = body(json!({"delta_kind": "custom", "delta": pl, "event_type": event_type}));
     }
     frame.is_stream = is_stream;
@@ -261,12 +262,12 @@ fn str_or_empty(v: Option<&String>) -> String {
 /// ```
 pub fn response_to_agent_response(resp: &E2AResponse) -> Result<AgentResponse> {
     let b = &resp.body;
-    let (ok, payload) = if resp.response_kind == "e2a.complete" && resp.status == "succeeded" {
+    let (ok, payload) = if resp.response_kind == ResponseKind::E2aComplete && resp.status == ResponseStatus::Succeeded {
         (
             true,
             b.get("result").and_then(Value::as_object).cloned().unwrap_or_default(),
         )
-    } else if resp.response_kind == "e2a.error" || resp.status == "failed" {
+    } else if resp.response_kind == ResponseKind::E2aError || resp.status == ResponseStatus::Failed {
         let payload = match b.get("details") {
             Some(Value::Object(d)) => d.clone(),
             _ => body(json!({
@@ -305,8 +306,8 @@ pub fn response_to_agent_response(resp: &E2AResponse) -> Result<AgentResponse> {
 pub fn response_to_agent_chunk(resp: &E2AResponse) -> Result<AgentResponseChunk> {
     let b = &resp.body;
     let get = |k: &str| b.get(k).cloned().unwrap_or(Value::Null);
-    let (payload, is_complete) = match (resp.response_kind.as_str(), resp.is_final) {
-        ("e2a.complete", true) => {
+    let (payload, is_complete) = match (&resp.response_kind, resp.is_final) {
+        (ResponseKind::E2aComplete, true) => {
             let result = b.get("result").and_then(Value::as_object);
             if result.is_some_and(Map::is_empty) && b.len() == 1 {
                 (body(json!({"is_complete": true})), true)
@@ -314,23 +315,23 @@ pub fn response_to_agent_chunk(resp: &E2AResponse) -> Result<AgentResponseChunk>
                 (result.cloned().unwrap_or_default(), true)
             }
         }
-        ("e2a.error", true) => (
+        (ResponseKind::E2aError, true) => (
             b.get("details")
                 .and_then(Value::as_object)
                 .cloned()
                 .unwrap_or_else(|| b.clone()),
             true,
         ),
-        ("e2a.chunk", false) => (chunk_payload(b), false),
-        ("cron", _) => (
+        (ResponseKind::E2aChunk, false) => (chunk_payload(b), false),
+        (ResponseKind::Cron, _) => (
             body(
                 json!({"event_type": "cron.response", "command_id": get("command_id"), "action": get("action"),
                 "status": get("status"), "data": get("data"), "message": get("message")}),
             ),
             true,
         ),
-        ("acp.output_request", _) => (body(json!({"event_type": "acp.output_request", "jsonrpc": b})), false),
-        ("plan.approval_required", _) => {
+        (ResponseKind::AcpOutputRequest, _) => (body(json!({"event_type": "acp.output_request", "jsonrpc": b})), false),
+        (ResponseKind::PlanApprovalRequired, _) => {
             let d = |k: &str| b.get(k).cloned().unwrap_or_else(|| "".into());
             (
                 body(

@@ -73,12 +73,12 @@ impl E2AResponse {
 
     /// The known kind of this response, or `None` for an unknown `response_kind` string.
     pub fn kind(&self) -> Option<ResponseKind> {
-        self.response_kind.parse().ok()
+        self.response_kind.is_known().then(|| self.response_kind.clone())
     }
 
     /// The known status of this response, or `None` for an unknown `status` string.
     pub fn status(&self) -> Option<ResponseStatus> {
-        self.status.parse().ok()
+        self.status.is_known().then(|| self.status.clone())
     }
 
     /// Decodes `body` according to `response_kind`.
@@ -94,19 +94,18 @@ impl E2AResponse {
     /// assert!(matches!(odd.typed_body().unwrap(), ResponseBody::Unknown { .. }));
     /// ```
     pub fn typed_body(&self) -> Result<ResponseBody> {
-        fn de<T: serde::de::DeserializeOwned>(body: &Map<String, Value>, kind: ResponseKind) -> Result<T> {
+        fn de<T: serde::de::DeserializeOwned>(body: &Map<String, Value>, kind: &ResponseKind) -> Result<T> {
             T::deserialize(&Value::Object(body.clone()))
                 .map_err(|_| Error::field("/body", format!("does not match the {} body shape", kind.as_str())))
         }
-        let Some(kind) = self.kind() else {
-            return Ok(ResponseBody::Unknown {
-                kind: self.response_kind.clone(),
-                body: self.body.clone(),
-            });
-        };
         let b = &self.body;
+        let kind = &self.response_kind;
         use ResponseKind as K;
         Ok(match kind {
+            K::Other(other) => ResponseBody::Unknown {
+                kind: other.clone(),
+                body: b.clone(),
+            },
             K::E2aComplete => ResponseBody::Complete(de(b, kind)?),
             K::E2aChunk => ResponseBody::Chunk(de(b, kind)?),
             K::E2aError => ResponseBody::Error(de(b, kind)?),

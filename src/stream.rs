@@ -308,10 +308,10 @@ impl StreamValidator {
         if f.request_id.is_none() {
             self.report(f, ViolationKind::MissingRequestId);
         }
-        let kind_ok = match (f.status.as_str(), f.response_kind.as_str()) {
-            ("failed", k) => k == "e2a.error",
-            (_, "e2a.error") => false,
-            (s, "e2a.complete") if f.is_final => s == "succeeded",
+        let kind_ok = match (&f.status, &f.response_kind) {
+            (ResponseStatus::Failed, k) => *k == ResponseKind::E2aError,
+            (_, ResponseKind::E2aError) => false,
+            (s, ResponseKind::E2aComplete) if f.is_final => *s == ResponseStatus::Succeeded,
             _ => true,
         };
         if !kind_ok {

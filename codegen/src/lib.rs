@@ -199,6 +199,7 @@ pub fn canonical_json(v: &Value) -> String {
 /// Runs typify on the bundled schema and returns formatted Rust source, with a header and
 /// the hand-free extras (`ALL` lists and `as_str` on every string enum).
 pub fn rust_source(bundled: &Value) -> Result<String, Error> {
+    let open = open_enums(bundled)?;
     let root: schemars::schema::RootSchema =
         serde_json::from_value(bundled.clone()).map_err(|e| Error::Typify(e.to_string()))?;
     let mut settings = typify::TypeSpaceSettings::default();
@@ -207,6 +208,10 @@ pub fn rust_source(bundled: &Value) -> Result<String, Error> {
         .with_derive("PartialEq".to_string())
         .with_replacement("SecretString", "crate::secret::SecretString", [].into_iter())
         .with_replacement("SecretHeaders", "crate::secret::SecretHeaders", [].into_iter());
+    // open enums are written by `open_enum_source`, not typify
+    for (name, _) in &open {
+        settings.with_replacement(name.as_str(), name.as_str(), [].into_iter());
+    }
     // heck would spell these `E2aEnvelope`…; keep the protocol's own names.
     for name in ["E2AEnvelope", "E2AResponse", "E2AProvenance", "E2AAuth", "E2AFileRef"] {
         let heck = format!("E2a{}", &name[3..]);
@@ -231,6 +236,9 @@ pub fn rust_source(bundled: &Value) -> Result<String, Error> {
          // Regenerate with `cargo xtask codegen`; `cargo xtask check-drift` fails when this is stale."
     );
     out.push_str(&body);
+    for (name, values) in &open {
+        out.push_str(&open_enum_source(name, values, bundled));
+    }
     out.push_str(&enum_extras(bundled, &file));
     out.push_str(&error_table(bundled, &file)?);
     out.push_str(&debug_impls(&redacted_debug));
@@ -380,6 +388,9 @@ fn default_expr(
         Some(Value::Bool(b)) => Ok(b.to_string()),
         Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
         Some(Value::String(s)) if ty_text.ends_with("String") => Ok(format!("{s:?}.to_string()")),
+        Some(Value::String(s)) if prop.and_then(|p| p.get("$ref")).is_some() => {
+            Ok(format!("<{ty_text} as ::std::convert::From<&str>>::from({s:?})"))
+        }
         Some(Value::Object(m)) if m.is_empty() => Ok("::std::default::Default::default()".into()),
         Some(Value::Array(a)) if a.is_empty() => Ok("::std::default::Default::default()".into()),
         Some(d @ Value::Object(_)) => {
@@ -474,6 +485,115 @@ fn debug_impls(names: &[String]) -> String {
         );
     }
     out
+}
+
+/// The `x-e2a-open-enum` keyword: a string type with known values (listed) whose other values
+/// are kept unchanged. typify has no open enums (its `anyOf` rendering fails at run time), so
+/// e2a-codegen writes them: the known variants plus `Other(String)`, serialized as the string.
+pub const OPEN_ENUM: &str = "x-e2a-open-enum";
+
+/// `(name, known values)` of every open-enum definition.
+fn open_enums(bundled: &Value) -> Result<Vec<(String, Vec<String>)>, Error> {
+    let Some(defs) = bundled.get("$defs").and_then(Value::as_object) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for (name, def) in defs {
+        let Some(values) = def.get(OPEN_ENUM) else { continue };
+        let values: Vec<String> = values
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default();
+        if values.is_empty() || def.get("type") != Some(&Value::from("string")) || def.get("enum").is_some() {
+            return Err(Error::Schema(format!(
+                "/$defs/{name}: `{OPEN_ENUM}` needs `type: string`, no `enum`, and a non-empty list of strings"
+            )));
+        }
+        let mut idents: Vec<String> = values.iter().map(|v| variant_ident(v)).collect();
+        idents.sort();
+        idents.dedup();
+        if idents.len() != values.len() || idents.iter().any(|i| i == "Other" || i.is_empty()) {
+            return Err(Error::Schema(format!(
+                "/$defs/{name}: `{OPEN_ENUM}` values give clashing variant names"
+            )));
+        }
+        out.push((name.clone(), values));
+    }
+    Ok(out)
+}
+
+/// A wire value as a variant name: split on non-alphanumerics, each part's first letter
+/// uppercased (`e2a.complete` → `E2aComplete`, `in_progress` → `InProgress`).
+fn variant_ident(value: &str) -> String {
+    value
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut c = p.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect::<String>()
+        .trim_start_matches(|c: char| c.is_ascii_digit())
+        .to_string()
+}
+
+fn open_enum_source(name: &str, values: &[String], bundled: &Value) -> String {
+    let desc = bundled
+        .pointer(&format!("/$defs/{name}/description"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut o = String::new();
+    let _ = writeln!(o, "\n///{desc}");
+    let _ = writeln!(
+        o,
+        "#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum {name} {{"
+    );
+    for v in values {
+        let _ = writeln!(o, "    ///`{v}`\n    {},", variant_ident(v));
+    }
+    let _ = writeln!(
+        o,
+        "    /// Any other value, kept unchanged.\n    Other(::std::string::String),\n}}"
+    );
+    let _ = writeln!(o, "impl {name} {{");
+    let _ = writeln!(
+        o,
+        "    /// Every known value, in schema order.\n    pub const ALL: [Self; {}] = [",
+        values.len()
+    );
+    for v in values {
+        let _ = writeln!(o, "        Self::{},", variant_ident(v));
+    }
+    let _ = writeln!(
+        o,
+        "    ];\n    /// The wire string of this value.\n    pub fn as_str(&self) -> &str {{\n        match self {{"
+    );
+    for v in values {
+        let _ = writeln!(o, "            Self::{} => {v:?},", variant_ident(v));
+    }
+    let _ = writeln!(o, "            Self::Other(s) => s.as_str(),\n        }}\n    }}");
+    let _ = writeln!(o, "    /// Whether this is one of the known values.\n    pub fn is_known(&self) -> bool {{\n        !matches!(self, Self::Other(_))\n    }}\n}}");
+    let _ = writeln!(
+        o,
+        "impl ::std::convert::From<&str> for {name} {{\n    fn from(value: &str) -> Self {{\n        match value {{"
+    );
+    for v in values {
+        let _ = writeln!(o, "            {v:?} => Self::{},", variant_ident(v));
+    }
+    let _ = writeln!(
+        o,
+        "            other => Self::Other(other.to_string()),\n        }}\n    }}\n}}"
+    );
+    let _ = writeln!(o, "impl ::std::convert::From<::std::string::String> for {name} {{\n    fn from(value: ::std::string::String) -> Self {{\n        match Self::from(value.as_str()) {{\n            Self::Other(_) => Self::Other(value),\n            known => known,\n        }}\n    }}\n}}");
+    let _ = writeln!(o, "impl ::std::str::FromStr for {name} {{\n    type Err = ::std::convert::Infallible;\n    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {{\n        Ok(Self::from(value))\n    }}\n}}");
+    let _ = writeln!(o, "impl ::std::fmt::Display for {name} {{\n    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {{\n        f.write_str(self.as_str())\n    }}\n}}");
+    let _ = writeln!(o, "impl ::std::cmp::PartialEq<str> for {name} {{\n    fn eq(&self, other: &str) -> bool {{\n        self.as_str() == other\n    }}\n}}");
+    let _ = writeln!(o, "impl ::std::cmp::PartialEq<&str> for {name} {{\n    fn eq(&self, other: &&str) -> bool {{\n        self.as_str() == *other\n    }}\n}}");
+    let _ = writeln!(o, "impl ::serde::Serialize for {name} {{\n    fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {{\n        serializer.serialize_str(self.as_str())\n    }}\n}}");
+    let _ = writeln!(o, "impl<'de> ::serde::Deserialize<'de> for {name} {{\n    fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {{\n        <::std::string::String as ::serde::Deserialize>::deserialize(deserializer).map(Self::from)\n    }}\n}}");
+    o
 }
 
 /// `impl` blocks for every closed string enum in `$defs`: `ALL` (schema order) and `as_str`.

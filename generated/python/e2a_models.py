@@ -403,34 +403,18 @@ class PromptResultBody(BaseModel):
     userMessageId: Optional[str] = Field(None, description='Id of the user message.')
 
 
-class ResponseKind(Enum):
-    """
-    The 13 response kinds of the reference (`E2A_RESPONSE_KINDS`, in order).
-    """
-
-    e2a_complete = 'e2a.complete'
-    e2a_chunk = 'e2a.chunk'
-    e2a_error = 'e2a.error'
-    acp_session_update = 'acp.session_update'
-    acp_prompt_result = 'acp.prompt_result'
-    acp_jsonrpc_error = 'acp.jsonrpc_error'
-    acp_output_request = 'acp.output_request'
-    a2a_task = 'a2a.task'
-    a2a_message = 'a2a.message'
-    a2a_stream_event = 'a2a.stream_event'
-    cron = 'cron'
-    plan_approval_required = 'plan.approval_required'
-    ext = 'ext'
+class ResponseKind(RootModel[str]):
+    root: str = Field(
+        ...,
+        description='How to read `body`: the 13 response kinds of the reference (`E2A_RESPONSE_KINDS`, in order). An open enum: the known values are listed in `x-e2a-open-enum`; other strings are kept unchanged.',
+    )
 
 
-class ResponseStatus(Enum):
-    """
-    Lifecycle status of a response frame.
-    """
-
-    succeeded = 'succeeded'
-    failed = 'failed'
-    in_progress = 'in_progress'
+class ResponseStatus(RootModel[str]):
+    root: str = Field(
+        ...,
+        description='Lifecycle status of a response frame. An open enum: the known values are listed in `x-e2a-open-enum`; other strings are kept unchanged.',
+    )
 
 
 class SecretHeaders(RootModel[Dict[str, str]]):
@@ -713,9 +697,9 @@ class E2AResponse(BaseModel):
     response_id: Optional[str] = Field(
         ..., description='Unique id of this record (UUID recommended).'
     )
-    response_kind: str = Field(
+    response_kind: ResponseKind = Field(
         ...,
-        description='How to read `body` (see `ResponseKind`; unknown kinds are kept). Default empty string.',
+        description='How to read `body` (unknown kinds are kept). Default empty string.',
     )
     sequence: conint(ge=0) = Field(
         ...,
@@ -725,9 +709,9 @@ class E2AResponse(BaseModel):
     source_agent_id: Optional[str] = Field(
         None, description='Echo of the upstream agent id.'
     )
-    status: str = Field(
+    status: ResponseStatus = Field(
         ...,
-        description='`succeeded`, `failed` or `in_progress` (see `ResponseStatus`; other strings are kept). Default `in_progress`.',
+        description='`succeeded`, `failed` or `in_progress` (other strings are kept). Default `in_progress`.',
     )
     task_id: Optional[str] = Field(None, description='A2A task id.')
     timestamp: Optional[str] = Field(

@@ -937,16 +937,16 @@ pub struct E2AResponse {
     ///Unique id of this record (UUID recommended).
     #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub response_id: ::std::option::Option<::std::string::String>,
-    ///How to read `body` (see `ResponseKind`; unknown kinds are kept). Default empty string.
-    pub response_kind: ::std::string::String,
+    ///How to read `body` (unknown kinds are kept). Default empty string.
+    pub response_kind: ResponseKind,
     ///Position of this frame in the stream of its `request_id`, starting at 0.
     pub sequence: u64,
     ///Session id.
     pub session_id: ::std::option::Option<::std::string::String>,
     ///Echo of the upstream agent id.
     pub source_agent_id: ::std::option::Option<::std::string::String>,
-    ///`succeeded`, `failed` or `in_progress` (see `ResponseStatus`; other strings are kept). Default `in_progress`.
-    pub status: ::std::string::String,
+    ///`succeeded`, `failed` or `in_progress` (other strings are kept). Default `in_progress`.
+    pub status: ResponseStatus,
     ///A2A task id.
     pub task_id: ::std::option::Option<::std::string::String>,
     ///When this record was produced (ISO-8601 UTC recommended; kept verbatim).
@@ -1574,164 +1574,6 @@ pub struct PromptResultBody {
     #[serde(flatten)]
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
-///The 13 response kinds of the reference (`E2A_RESPONSE_KINDS`, in order).
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum ResponseKind {
-    #[serde(rename = "e2a.complete")]
-    E2aComplete,
-    #[serde(rename = "e2a.chunk")]
-    E2aChunk,
-    #[serde(rename = "e2a.error")]
-    E2aError,
-    #[serde(rename = "acp.session_update")]
-    AcpSessionUpdate,
-    #[serde(rename = "acp.prompt_result")]
-    AcpPromptResult,
-    #[serde(rename = "acp.jsonrpc_error")]
-    AcpJsonrpcError,
-    #[serde(rename = "acp.output_request")]
-    AcpOutputRequest,
-    #[serde(rename = "a2a.task")]
-    A2aTask,
-    #[serde(rename = "a2a.message")]
-    A2aMessage,
-    #[serde(rename = "a2a.stream_event")]
-    A2aStreamEvent,
-    #[serde(rename = "cron")]
-    Cron,
-    #[serde(rename = "plan.approval_required")]
-    PlanApprovalRequired,
-    #[serde(rename = "ext")]
-    Ext,
-}
-impl ::std::fmt::Display for ResponseKind {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::E2aComplete => f.write_str("e2a.complete"),
-            Self::E2aChunk => f.write_str("e2a.chunk"),
-            Self::E2aError => f.write_str("e2a.error"),
-            Self::AcpSessionUpdate => f.write_str("acp.session_update"),
-            Self::AcpPromptResult => f.write_str("acp.prompt_result"),
-            Self::AcpJsonrpcError => f.write_str("acp.jsonrpc_error"),
-            Self::AcpOutputRequest => f.write_str("acp.output_request"),
-            Self::A2aTask => f.write_str("a2a.task"),
-            Self::A2aMessage => f.write_str("a2a.message"),
-            Self::A2aStreamEvent => f.write_str("a2a.stream_event"),
-            Self::Cron => f.write_str("cron"),
-            Self::PlanApprovalRequired => f.write_str("plan.approval_required"),
-            Self::Ext => f.write_str("ext"),
-        }
-    }
-}
-impl ::std::str::FromStr for ResponseKind {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "e2a.complete" => Ok(Self::E2aComplete),
-            "e2a.chunk" => Ok(Self::E2aChunk),
-            "e2a.error" => Ok(Self::E2aError),
-            "acp.session_update" => Ok(Self::AcpSessionUpdate),
-            "acp.prompt_result" => Ok(Self::AcpPromptResult),
-            "acp.jsonrpc_error" => Ok(Self::AcpJsonrpcError),
-            "acp.output_request" => Ok(Self::AcpOutputRequest),
-            "a2a.task" => Ok(Self::A2aTask),
-            "a2a.message" => Ok(Self::A2aMessage),
-            "a2a.stream_event" => Ok(Self::A2aStreamEvent),
-            "cron" => Ok(Self::Cron),
-            "plan.approval_required" => Ok(Self::PlanApprovalRequired),
-            "ext" => Ok(Self::Ext),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for ResponseKind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for ResponseKind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-///Lifecycle status of a response frame.
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum ResponseStatus {
-    #[serde(rename = "succeeded")]
-    Succeeded,
-    #[serde(rename = "failed")]
-    Failed,
-    #[serde(rename = "in_progress")]
-    InProgress,
-}
-impl ::std::fmt::Display for ResponseStatus {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Succeeded => f.write_str("succeeded"),
-            Self::Failed => f.write_str("failed"),
-            Self::InProgress => f.write_str("in_progress"),
-        }
-    }
-}
-impl ::std::str::FromStr for ResponseStatus {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "succeeded" => Ok(Self::Succeeded),
-            "failed" => Ok(Self::Failed),
-            "in_progress" => Ok(Self::InProgress),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for ResponseStatus {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for ResponseStatus {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
 ///Body of `acp.session_update`: an ACP `session/update` update object.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct SessionUpdateBody {
@@ -1921,6 +1763,222 @@ pub mod error {
         fn from(value: String) -> Self {
             Self(value.into())
         }
+    }
+}
+
+///How to read `body`: the 13 response kinds of the reference (`E2A_RESPONSE_KINDS`, in order). An open enum: the known values are listed in `x-e2a-open-enum`; other strings are kept unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ResponseKind {
+    ///`e2a.complete`
+    E2aComplete,
+    ///`e2a.chunk`
+    E2aChunk,
+    ///`e2a.error`
+    E2aError,
+    ///`acp.session_update`
+    AcpSessionUpdate,
+    ///`acp.prompt_result`
+    AcpPromptResult,
+    ///`acp.jsonrpc_error`
+    AcpJsonrpcError,
+    ///`acp.output_request`
+    AcpOutputRequest,
+    ///`a2a.task`
+    A2aTask,
+    ///`a2a.message`
+    A2aMessage,
+    ///`a2a.stream_event`
+    A2aStreamEvent,
+    ///`cron`
+    Cron,
+    ///`plan.approval_required`
+    PlanApprovalRequired,
+    ///`ext`
+    Ext,
+    /// Any other value, kept unchanged.
+    Other(::std::string::String),
+}
+impl ResponseKind {
+    /// Every known value, in schema order.
+    pub const ALL: [Self; 13] = [
+        Self::E2aComplete,
+        Self::E2aChunk,
+        Self::E2aError,
+        Self::AcpSessionUpdate,
+        Self::AcpPromptResult,
+        Self::AcpJsonrpcError,
+        Self::AcpOutputRequest,
+        Self::A2aTask,
+        Self::A2aMessage,
+        Self::A2aStreamEvent,
+        Self::Cron,
+        Self::PlanApprovalRequired,
+        Self::Ext,
+    ];
+    /// The wire string of this value.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::E2aComplete => "e2a.complete",
+            Self::E2aChunk => "e2a.chunk",
+            Self::E2aError => "e2a.error",
+            Self::AcpSessionUpdate => "acp.session_update",
+            Self::AcpPromptResult => "acp.prompt_result",
+            Self::AcpJsonrpcError => "acp.jsonrpc_error",
+            Self::AcpOutputRequest => "acp.output_request",
+            Self::A2aTask => "a2a.task",
+            Self::A2aMessage => "a2a.message",
+            Self::A2aStreamEvent => "a2a.stream_event",
+            Self::Cron => "cron",
+            Self::PlanApprovalRequired => "plan.approval_required",
+            Self::Ext => "ext",
+            Self::Other(s) => s.as_str(),
+        }
+    }
+    /// Whether this is one of the known values.
+    pub fn is_known(&self) -> bool {
+        !matches!(self, Self::Other(_))
+    }
+}
+impl ::std::convert::From<&str> for ResponseKind {
+    fn from(value: &str) -> Self {
+        match value {
+            "e2a.complete" => Self::E2aComplete,
+            "e2a.chunk" => Self::E2aChunk,
+            "e2a.error" => Self::E2aError,
+            "acp.session_update" => Self::AcpSessionUpdate,
+            "acp.prompt_result" => Self::AcpPromptResult,
+            "acp.jsonrpc_error" => Self::AcpJsonrpcError,
+            "acp.output_request" => Self::AcpOutputRequest,
+            "a2a.task" => Self::A2aTask,
+            "a2a.message" => Self::A2aMessage,
+            "a2a.stream_event" => Self::A2aStreamEvent,
+            "cron" => Self::Cron,
+            "plan.approval_required" => Self::PlanApprovalRequired,
+            "ext" => Self::Ext,
+            other => Self::Other(other.to_string()),
+        }
+    }
+}
+impl ::std::convert::From<::std::string::String> for ResponseKind {
+    fn from(value: ::std::string::String) -> Self {
+        match Self::from(value.as_str()) {
+            Self::Other(_) => Self::Other(value),
+            known => known,
+        }
+    }
+}
+impl ::std::str::FromStr for ResponseKind {
+    type Err = ::std::convert::Infallible;
+    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(Self::from(value))
+    }
+}
+impl ::std::fmt::Display for ResponseKind {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+impl ::std::cmp::PartialEq<str> for ResponseKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ResponseKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+impl ::serde::Serialize for ResponseKind {
+    fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ResponseKind {
+    fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        <::std::string::String as ::serde::Deserialize>::deserialize(deserializer).map(Self::from)
+    }
+}
+
+///Lifecycle status of a response frame. An open enum: the known values are listed in `x-e2a-open-enum`; other strings are kept unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ResponseStatus {
+    ///`succeeded`
+    Succeeded,
+    ///`failed`
+    Failed,
+    ///`in_progress`
+    InProgress,
+    /// Any other value, kept unchanged.
+    Other(::std::string::String),
+}
+impl ResponseStatus {
+    /// Every known value, in schema order.
+    pub const ALL: [Self; 3] = [
+        Self::Succeeded,
+        Self::Failed,
+        Self::InProgress,
+    ];
+    /// The wire string of this value.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::InProgress => "in_progress",
+            Self::Other(s) => s.as_str(),
+        }
+    }
+    /// Whether this is one of the known values.
+    pub fn is_known(&self) -> bool {
+        !matches!(self, Self::Other(_))
+    }
+}
+impl ::std::convert::From<&str> for ResponseStatus {
+    fn from(value: &str) -> Self {
+        match value {
+            "succeeded" => Self::Succeeded,
+            "failed" => Self::Failed,
+            "in_progress" => Self::InProgress,
+            other => Self::Other(other.to_string()),
+        }
+    }
+}
+impl ::std::convert::From<::std::string::String> for ResponseStatus {
+    fn from(value: ::std::string::String) -> Self {
+        match Self::from(value.as_str()) {
+            Self::Other(_) => Self::Other(value),
+            known => known,
+        }
+    }
+}
+impl ::std::str::FromStr for ResponseStatus {
+    type Err = ::std::convert::Infallible;
+    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(Self::from(value))
+    }
+}
+impl ::std::fmt::Display for ResponseStatus {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+impl ::std::cmp::PartialEq<str> for ResponseStatus {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ResponseStatus {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+impl ::serde::Serialize for ResponseStatus {
+    fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ResponseStatus {
+    fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        <::std::string::String as ::serde::Deserialize>::deserialize(deserializer).map(Self::from)
     }
 }
 
@@ -2261,58 +2319,6 @@ impl InternalContextKey {
         }
     }
 }
-impl ResponseKind {
-    /// Every value, in schema order.
-    pub const ALL: [Self; 13] = [
-        Self::E2aComplete,
-        Self::E2aChunk,
-        Self::E2aError,
-        Self::AcpSessionUpdate,
-        Self::AcpPromptResult,
-        Self::AcpJsonrpcError,
-        Self::AcpOutputRequest,
-        Self::A2aTask,
-        Self::A2aMessage,
-        Self::A2aStreamEvent,
-        Self::Cron,
-        Self::PlanApprovalRequired,
-        Self::Ext,
-    ];
-    /// The wire string of this value.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::E2aComplete => "e2a.complete",
-            Self::E2aChunk => "e2a.chunk",
-            Self::E2aError => "e2a.error",
-            Self::AcpSessionUpdate => "acp.session_update",
-            Self::AcpPromptResult => "acp.prompt_result",
-            Self::AcpJsonrpcError => "acp.jsonrpc_error",
-            Self::AcpOutputRequest => "acp.output_request",
-            Self::A2aTask => "a2a.task",
-            Self::A2aMessage => "a2a.message",
-            Self::A2aStreamEvent => "a2a.stream_event",
-            Self::Cron => "cron",
-            Self::PlanApprovalRequired => "plan.approval_required",
-            Self::Ext => "ext",
-        }
-    }
-}
-impl ResponseStatus {
-    /// Every value, in schema order.
-    pub const ALL: [Self; 3] = [
-        Self::Succeeded,
-        Self::Failed,
-        Self::InProgress,
-    ];
-    /// The wire string of this value.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Succeeded => "succeeded",
-            Self::Failed => "failed",
-            Self::InProgress => "in_progress",
-        }
-    }
-}
 impl SourceProtocol {
     /// Every value, in schema order.
     pub const ALL: [Self; 3] = [
@@ -2491,11 +2497,11 @@ impl ::std::default::Default for E2AResponse {
             provenance: <E2AProvenance as ::std::default::Default>::default(),
             request_id: ::std::option::Option::None,
             response_id: ::std::option::Option::None,
-            response_kind: "".to_string(),
+            response_kind: <ResponseKind as ::std::convert::From<&str>>::from(""),
             sequence: 0,
             session_id: ::std::option::Option::None,
             source_agent_id: ::std::option::Option::None,
-            status: "in_progress".to_string(),
+            status: <ResponseStatus as ::std::convert::From<&str>>::from("in_progress"),
             task_id: ::std::option::Option::None,
             timestamp: ::std::option::Option::None,
             user_id: ::std::option::Option::None,

@@ -113,6 +113,20 @@ export type IdentityOrigin = "system" | "user" | "agent" | "service";
  */
 export type JsonRpcId = string | number;
 /**
+ * How to read `body`: the 13 response kinds of the reference (`E2A_RESPONSE_KINDS`, in order). An open enum: the known values are listed in `x-e2a-open-enum`; other strings are kept unchanged.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "ResponseKind".
+ */
+export type ResponseKind = string;
+/**
+ * Lifecycle status of a response frame. An open enum: the known values are listed in `x-e2a-open-enum`; other strings are kept unchanged.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "ResponseStatus".
+ */
+export type ResponseStatus = string;
+/**
  * E2A string error codes written into `e2a.error` bodies: the legacy conversions' codes and one per `ErrorKind` (see its `x-e2a-error-table`).
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -190,33 +204,6 @@ export type FileTransferEventType =
  * via the `definition` "InternalContextKey".
  */
 export type InternalContextKey = "_jiuwenswarm" | "normalize_failed" | "legacy_agent_request";
-/**
- * The 13 response kinds of the reference (`E2A_RESPONSE_KINDS`, in order).
- *
- * This interface was referenced by `E2ABundle`'s JSON-Schema
- * via the `definition` "ResponseKind".
- */
-export type ResponseKind =
-  | "e2a.complete"
-  | "e2a.chunk"
-  | "e2a.error"
-  | "acp.session_update"
-  | "acp.prompt_result"
-  | "acp.jsonrpc_error"
-  | "acp.output_request"
-  | "a2a.task"
-  | "a2a.message"
-  | "a2a.stream_event"
-  | "cron"
-  | "plan.approval_required"
-  | "ext";
-/**
- * Lifecycle status of a response frame.
- *
- * This interface was referenced by `E2ABundle`'s JSON-Schema
- * via the `definition` "ResponseStatus".
- */
-export type ResponseStatus = "succeeded" | "failed" | "in_progress";
 /**
  * Known values of `provenance.source_protocol`.
  *
@@ -765,10 +752,7 @@ export interface E2AResponse {
    * Unique id of this record (UUID recommended).
    */
   response_id: string | null;
-  /**
-   * How to read `body` (see `ResponseKind`; unknown kinds are kept). Default empty string.
-   */
-  response_kind: string;
+  response_kind: ResponseKind;
   /**
    * Position of this frame in the stream of its `request_id`, starting at 0.
    */
@@ -781,10 +765,7 @@ export interface E2AResponse {
    * Echo of the upstream agent id.
    */
   source_agent_id?: string | null;
-  /**
-   * `succeeded`, `failed` or `in_progress` (see `ResponseStatus`; other strings are kept). Default `in_progress`.
-   */
-  status: string;
+  status: ResponseStatus;
   /**
    * A2A task id.
    */

@@ -3,6 +3,7 @@
 //! Ingress: [`envelope_from_send_message`]. Egress: [`response_to_stream_payload`] (one
 //! `StreamResponse` member per `a2a.stream_event` frame).
 
+use crate::ResponseKind;
 use serde_json::{Map, Value};
 
 pub mod jsonrpc;
@@ -132,7 +133,7 @@ pub fn stream_member(branch: A2aStreamBranch) -> &'static str {
 /// assert_eq!(serde_json::Value::Object(out), serde_json::json!({"statusUpdate": {"taskId": "t"}}));
 /// ```
 pub fn response_to_stream_payload(resp: &E2AResponse) -> Option<Map<String, Value>> {
-    if resp.response_kind != "a2a.stream_event" {
+    if resp.response_kind != ResponseKind::A2aStreamEvent {
         return None;
     }
     if let Some(Value::Object(proj)) = resp.projections.get("a2a") {

@@ -2,6 +2,7 @@
 //! around them): the `Task` first, text as artifact chunks, reasoning and custom events as
 //! `working` status updates, then a terminal status (`COMPLETED`, `FAILED`, `CANCELED`, …).
 
+use crate::ResponseKind;
 use serde_json::{json, Value};
 
 use crate::taxonomy::ErrorKind;
@@ -78,9 +79,9 @@ impl A2aStreamProjector {
                 "status": {"state": "TASK_STATE_WORKING"}}}));
         }
         let b = &frame.body;
-        match frame.response_kind.as_str() {
-            "a2a.stream_event" => out.extend(super::response_to_stream_payload(frame).map(Value::Object)),
-            "e2a.chunk" => {
+        match &frame.response_kind {
+            ResponseKind::A2aStreamEvent => out.extend(super::response_to_stream_payload(frame).map(Value::Object)),
+            ResponseKind::E2aChunk => {
                 let delta = b.get("delta").cloned().unwrap_or(Value::Null);
                 match (b.get("delta_kind").and_then(Value::as_str), &delta) {
                     (Some("text"), Value::String(t)) => {
@@ -98,14 +99,14 @@ impl A2aStreamProjector {
                     }
                 }
             }
-            "e2a.complete" if frame.is_final => {
+            ResponseKind::E2aComplete if frame.is_final => {
                 if self.chunks > 0 {
                     out.push(self.artifact("", true));
                 }
                 self.finished = true;
                 out.push(self.status("TASK_STATE_COMPLETED", None, &frame.timestamp));
             }
-            "plan.approval_required" => {
+            ResponseKind::PlanApprovalRequired => {
                 let m = self.agent_message(json!([{"data": b}]), frame);
                 self.finished = true;
                 out.push(self.status("TASK_STATE_INPUT_REQUIRED", Some(m), &frame.timestamp));

@@ -5,6 +5,7 @@
 //! agents live in the submodules: prompt blocks, tool-call and text-chunk session updates, and
 //! the `session/new` / `session/list` / `session/prompt` results.
 
+use crate::ResponseKind;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -256,10 +257,10 @@ pub fn response_to_jsonrpc_response(resp: &E2AResponse) -> Option<Map<String, Va
     }
     let id = resp.jsonrpc_id.as_ref().map(rpc_id_value).unwrap_or(Value::Null);
     let body = Value::Object(resp.body.clone());
-    let payload = match resp.response_kind.as_str() {
-        "acp.prompt_result" => ("result", body),
-        "acp.jsonrpc_error" => ("error", body),
-        "e2a.error" => ("error", e2a_error_to_jsonrpc(&resp.body)),
+    let payload = match &resp.response_kind {
+        ResponseKind::AcpPromptResult => ("result", body),
+        ResponseKind::AcpJsonrpcError => ("error", body),
+        ResponseKind::E2aError => ("error", e2a_error_to_jsonrpc(&resp.body)),
         _ => return None,
     };
     let mut out = Map::new();

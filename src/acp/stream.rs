@@ -1,6 +1,7 @@
 //! An E2A response stream → the ACP messages an agent sends: `session/update` notifications
 //! while the turn runs, then the `session/prompt` JSON-RPC response.
 
+use crate::ResponseKind;
 use serde_json::{json, Map, Value};
 
 use super::session_updates::SessionUpdateState;
@@ -53,8 +54,8 @@ impl AcpStreamProjector {
     pub fn push(&mut self, frame: &E2AResponse) -> Vec<Value> {
         let b = &frame.body;
         let mut out = Vec::new();
-        match frame.response_kind.as_str() {
-            "e2a.chunk" => {
+        match &frame.response_kind {
+            ResponseKind::E2aChunk => {
                 let delta = b.get("delta").cloned().unwrap_or(Value::Null);
                 let update = match b.get("delta_kind").and_then(Value::as_str) {
                     Some("text") => self.state.update("chat.delta", &text_payload(&delta, false)),
@@ -73,8 +74,8 @@ impl AcpStreamProjector {
                         .map(|u| notification(&self.session_id, u)),
                 );
             }
-            "acp.session_update" => out.push(notification(&self.session_id, b.clone())),
-            "e2a.complete" if frame.is_final => {
+            ResponseKind::AcpSessionUpdate => out.push(notification(&self.session_id, b.clone())),
+            ResponseKind::E2aComplete if frame.is_final => {
                 let result = b.get("result").and_then(Value::as_object);
                 let stop = result
                     .and_then(|r| r.get("stopReason"))
@@ -85,8 +86,8 @@ impl AcpStreamProjector {
                     self.state.user_message_id.as_deref())}),
                 );
             }
-            "e2a.error" | "acp.jsonrpc_error" | "acp.prompt_result"
-                if frame.is_final || frame.response_kind != "e2a.error" =>
+            ResponseKind::E2aError | ResponseKind::AcpJsonrpcError | ResponseKind::AcpPromptResult
+                if frame.is_final || frame.response_kind != ResponseKind::E2aError =>
             {
                 if ErrorKind::of_response(frame) == Some(ErrorKind::Cancelled) {
                     // ACP: a cancelled turn is not an error.
@@ -107,7 +108,7 @@ impl AcpStreamProjector {
                     out.push(Value::Object(r));
                 }
             }
-            "acp.output_request" => out.push(Value::Object(b.clone())),
+            ResponseKind::AcpOutputRequest => out.push(Value::Object(b.clone())),
             _ => {}
         }
         out

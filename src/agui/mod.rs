@@ -5,6 +5,7 @@
 //! tool-call events properly opened and closed; `RUN_FINISHED` or `RUN_ERROR` last), and
 //! [`verify_events`] checks a sequence of events against the same rules as the AG-UI client.
 
+use crate::ResponseKind;
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
@@ -167,8 +168,8 @@ impl AguiProjector {
             out.push(json!({"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id}));
         }
         let b = &frame.body;
-        match frame.response_kind.as_str() {
-            "e2a.chunk" => {
+        match &frame.response_kind {
+            ResponseKind::E2aChunk => {
                 let delta = b.get("delta").cloned().unwrap_or(Value::Null);
                 match (b.get("delta_kind").and_then(Value::as_str), delta) {
                     (Some("text"), Value::String(t)) if !t.is_empty() => {
@@ -204,7 +205,7 @@ impl AguiProjector {
                     _ => {}
                 }
             }
-            "e2a.complete" if frame.is_final => {
+            ResponseKind::E2aComplete if frame.is_final => {
                 self.close_all(&mut out);
                 self.finished = true;
                 let result = b.get("result").cloned().unwrap_or(Value::Null);
@@ -213,7 +214,7 @@ impl AguiProjector {
                     "result": result, "outcome": {"type": "success"}}),
                 );
             }
-            "plan.approval_required" => {
+            ResponseKind::PlanApprovalRequired => {
                 self.close_all(&mut out);
                 self.finished = true;
                 let id = self.new_id("interrupt");

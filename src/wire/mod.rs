@@ -1,6 +1,7 @@
 //! The agent-server ⇄ gateway WebSocket wire codec (the reference's `wire_codec.py`): legacy
 //! agent records encoded as E2A frames, E2A frames (and deprecated legacy shapes) parsed back.
 
+use crate::{ResponseKind, ResponseStatus};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -128,8 +129,8 @@ fn fallback_frame(
         request_id: Some(request_id.into()),
         sequence,
         is_final: true,
-        status: "failed".into(),
-        response_kind: "e2a.error".into(),
+        status: ResponseStatus::Failed,
+        response_kind: ResponseKind::E2aError,
         channel: Some(channel_id.to_string()).filter(|c| !c.is_empty()),
         ..Default::default()
     };
@@ -167,8 +168,8 @@ pub fn encode_json_parse_error(request_id: &str, channel_id: &str, message: &str
         response_id: Some(rid.into()),
         request_id: Some(request_id.to_string()).filter(|s| !s.is_empty()),
         is_final: true,
-        status: "failed".into(),
-        response_kind: "e2a.error".into(),
+        status: ResponseStatus::Failed,
+        response_kind: ResponseKind::E2aError,
         channel: Some(channel_id.to_string()).filter(|s| !s.is_empty()),
         body: obj(json!({"code": ErrorCode::E2aInvalidJson.as_str(), "message": message, "details": {}})),
         ..Default::default()
