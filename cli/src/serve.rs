@@ -32,6 +32,51 @@ pub struct ServeArgs {
     /// Seconds open streams may run after SIGTERM before they are cut off.
     #[arg(long, default_value_t = 10)]
     pub drain_secs: u64,
+    /// Also serve A2A 1.0: the agent card, JSON-RPC (`--a2a-path`) and HTTP+JSON bindings.
+    #[arg(long)]
+    pub a2a: bool,
+    /// Where A2A tasks are kept: `sqlite:PATH` (survives restarts) or `memory`.
+    #[arg(long, default_value = "sqlite:e2a-tasks.db")]
+    pub store: String,
+    /// Path of the A2A JSON-RPC binding.
+    #[arg(long, default_value = "/a2a")]
+    pub a2a_path: String,
+    /// The public base URL clients reach the gateway at (path prefix included), for the agent
+    /// card's interface URLs when it sits behind a proxy.
+    #[arg(long)]
+    pub public_url: Option<String>,
+    /// A JSON file with the agent card's name, description, version, skills and default modes.
+    #[arg(long)]
+    pub a2a_card: Option<PathBuf>,
+}
+
+/// The A2A configuration and task store of `--a2a`.
+fn a2a_setup(args: &ServeArgs) -> Result<(e2a_gateway::a2a::A2aConfig, Arc<dyn e2a_gateway::a2a::TaskStore>), String> {
+    use e2a_gateway::a2a::{sqlite::SqliteStore, A2aConfig, CardInfo, MemoryStore, TaskStore};
+    let store: Arc<dyn TaskStore> = if args.store == "memory" {
+        Arc::new(MemoryStore::new())
+    } else if let Some(path) = args.store.strip_prefix("sqlite:") {
+        Arc::new(SqliteStore::open(path.as_ref()).map_err(|e| e.to_string())?)
+    } else {
+        return Err(format!("unknown store `{}`: use sqlite:PATH or memory", args.store));
+    };
+    let card = match &args.a2a_card {
+        Some(f) => {
+            let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+            serde_json::from_str::<CardInfo>(&text).map_err(|e| format!("invalid card file {}: {e}", f.display()))?
+        }
+        None => CardInfo::default(),
+    };
+    if !args.a2a_path.starts_with('/') {
+        return Err("--a2a-path must start with /".into());
+    }
+    let config = A2aConfig {
+        jsonrpc_path: args.a2a_path.clone(),
+        public_url: args.public_url.clone(),
+        card,
+        ..A2aConfig::default()
+    };
+    Ok((config, store))
 }
 
 fn agent(spec: &str, token_file: Option<&PathBuf>) -> Result<Arc<dyn Agent>, String> {
@@ -56,7 +101,24 @@ fn agent(spec: &str, token_file: Option<&PathBuf>) -> Result<Arc<dyn Agent>, Str
             .map(|a| Arc::new(a) as Arc<dyn Agent>)
             .map_err(|e| e.to_string());
     }
-    Err(format!("unknown agent `{spec}`: use echo, script:FILE or e2a:URL"))
+    if let Some(url) = spec.strip_prefix("a2a:") {
+        use e2a_gateway::a2a::remote::{RemoteA2aAgent, RemoteA2aConfig};
+        let token = match token_file {
+            Some(f) => {
+                let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+                Some(text.trim().to_string())
+            }
+            None => std::env::var("E2A_AGENT_TOKEN").ok().map(|t| t.trim().to_string()),
+        };
+        let mut config = RemoteA2aConfig::new(url);
+        if let Some(t) = token.filter(|t| !t.is_empty()) {
+            config = config.with_token(url, t.into());
+        }
+        return RemoteA2aAgent::new(config)
+            .map(|a| Arc::new(a) as Arc<dyn Agent>)
+            .map_err(|e| e.to_string());
+    }
+    Err(format!("unknown agent `{spec}`: use echo, script:FILE, e2a:URL or a2a:URL"))
 }
 
 fn auth(token_file: Option<&PathBuf>) -> Result<Auth, String> {
@@ -98,6 +160,8 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         ..GatewayConfig::default()
     };
     let secured = config.auth.is_enabled();
+    let mut a2a = if args.a2a { Some(a2a_setup(args)?) } else { None };
+    let a2a_banner = a2a.as_ref().map(|(c, store)| (c.jsonrpc_path.clone(), store.name()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -108,7 +172,10 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot listen on {}: {e}", args.bind))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let name = agent.name();
-        let gateway = Gateway::with_agent(agent, config);
+        let mut gateway = Gateway::with_agent(agent, config);
+        if let Some((a2a_config, store)) = a2a.take() {
+            gateway = gateway.with_a2a(a2a_config, store);
+        }
         let base = format!("http://{addr}");
         let auth_header = if secured {
             " -H \"Authorization: Bearer $TOKEN\""
@@ -128,6 +195,16 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
              try:  curl -N{auth_header} -H 'Accept: text/event-stream' -H 'Content-Type: application/json' \
              -d '{{\"method\":\"chat.send\",\"params\":{{\"query\":\"hi\"}}}}' {base}{requests}\n"
         );
+        let banner = match &a2a_banner {
+            Some((path, store)) => format!(
+                "{banner}A2A 1.0 (tasks: {store}):\n  \
+                 GET  {base}{card}\n  \
+                 POST {base}{path}  JSON-RPC (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask)\n  \
+                 POST {base}/message:send | /message:stream, GET {base}/tasks[/ID], POST {base}/tasks/ID:cancel | :subscribe\n",
+                card = e2a_gateway::a2a::card::CARD_PATH
+            ),
+            None => banner,
+        };
         // a closed stdout (the reader went away) must not stop the server
         use std::io::Write;
         let mut out = std::io::stdout();

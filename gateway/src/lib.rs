@@ -26,6 +26,7 @@
 
 #![deny(missing_docs)]
 
+pub mod a2a;
 pub mod agent;
 pub mod agents;
 pub mod auth;
@@ -60,6 +61,7 @@ pub struct Shared {
 #[derive(Clone)]
 pub struct Gateway {
     shared: Arc<Shared>,
+    a2a: Option<Arc<a2a::A2aState>>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -88,17 +90,29 @@ impl Gateway {
                 runs,
                 streams,
             }),
+            a2a: None,
         }
+    }
+
+    /// Also serves A2A 1.0 (agent card, JSON-RPC and HTTP+JSON bindings) in front of the same
+    /// agent, with tasks kept in `store`. See [`a2a`].
+    pub fn with_a2a(mut self, config: a2a::A2aConfig, store: Arc<dyn a2a::TaskStore>) -> Self {
+        self.a2a = Some(Arc::new(a2a::A2aState::new(self.shared.clone(), config, store)));
+        self
     }
 
     /// The routes (authentication included), to serve or to merge into another axum app.
     pub fn router(&self) -> axum::Router {
-        http::router(self.shared.clone())
+        let router = http::router(self.shared.clone());
+        match &self.a2a {
+            Some(a2a) => a2a::router(a2a.clone()).merge(router),
+            None => router,
+        }
     }
 
     /// Runs still streaming.
     pub fn live_streams(&self) -> usize {
-        self.shared.runs.live()
+        self.shared.runs.live() + self.a2a.as_ref().map_or(0, |a| a.live())
     }
 
     /// Stops accepting new runs; open streams go on.
@@ -109,6 +123,9 @@ impl Gateway {
     /// Cuts every open stream off with an `e2a.error` final frame (`E2A.CANCELLED`).
     pub fn cut_streams(&self) {
         self.shared.runs.stop_all(StopReason::Shutdown);
+        if let Some(a2a) = &self.a2a {
+            a2a.cancel_all();
+        }
     }
 
     /// Serves on `listener` until `shutdown` completes, then drains: no new runs, open streams

@@ -1,0 +1,238 @@
+//! The JSON-RPC binding: one `POST` endpoint, 1.0 method names (0.3 names accepted), SSE for
+//! the streaming methods with every event a JSON-RPC response carrying the request id.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse, Response};
+use e2a::a2a::jsonrpc::operation;
+use serde_json::{json, Map, Value};
+
+use super::error::{A2aError, A2aErrorKind};
+use super::tasks::{history_length, trim_history, SendOutcome, SendParams};
+use super::A2aState;
+
+fn reply(v: Value) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
+}
+
+fn ok(id: &Value, result: Value) -> Response {
+    reply(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+fn err(id: &Value, e: &A2aError) -> Response {
+    if e.unauthorized {
+        return crate::problem::Problem::unauthorized().into_response();
+    }
+    reply(e.to_jsonrpc(id))
+}
+
+fn is_push_method(m: &str) -> bool {
+    matches!(
+        m,
+        "CreateTaskPushNotificationConfig"
+            | "GetTaskPushNotificationConfig"
+            | "ListTaskPushNotificationConfigs"
+            | "DeleteTaskPushNotificationConfig"
+            | "tasks/pushNotificationConfig/set"
+            | "tasks/pushNotificationConfig/get"
+            | "tasks/pushNotificationConfig/list"
+            | "tasks/pushNotificationConfig/delete"
+    )
+}
+
+/// `POST <jsonrpc_path>`.
+pub(super) async fn handle(
+    State(state): State<Arc<A2aState>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let null = Value::Null;
+    let caller = match super::authenticate(&state, &headers) {
+        Ok(c) => c,
+        Err(e) => return err(&null, &e),
+    };
+    if let Some(ct) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) {
+        let json_like = ct
+            .parse::<mime::Mime>()
+            .is_ok_and(|m| m.subtype() == mime::JSON || m.suffix() == Some(mime::JSON));
+        if !json_like {
+            return err(
+                &null,
+                &A2aError::new(
+                    A2aErrorKind::ContentTypeNotSupported,
+                    "the request body must be application/json",
+                ),
+            );
+        }
+    }
+    let max = state.shared.config.limits.max_bytes;
+    let Ok(bytes) = axum::body::to_bytes(body, max).await else {
+        return err(
+            &null,
+            &A2aError::new(
+                A2aErrorKind::InvalidRequest,
+                format!("the request body exceeds {max} bytes"),
+            ),
+        );
+    };
+    let request: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            return err(
+                &null,
+                &A2aError::new(A2aErrorKind::JsonParse, format!("invalid JSON: {e}")),
+            )
+        }
+    };
+    let Some(obj) = request.as_object() else {
+        return err(
+            &null,
+            &A2aError::new(
+                A2aErrorKind::InvalidRequest,
+                "the request must be a JSON-RPC request object",
+            ),
+        );
+    };
+    let id = obj.get("id").cloned().unwrap_or(Value::Null);
+    if !(id.is_string() || id.is_number() || id.is_null()) {
+        return err(
+            &null,
+            &A2aError::new(A2aErrorKind::InvalidRequest, "id must be a string, a number or null"),
+        );
+    }
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return err(
+            &id,
+            &A2aError::new(A2aErrorKind::InvalidRequest, "jsonrpc must be \"2.0\""),
+        );
+    }
+    let Some(method) = obj.get("method").and_then(Value::as_str) else {
+        return err(
+            &id,
+            &A2aError::new(A2aErrorKind::InvalidRequest, "method must be a string"),
+        );
+    };
+    let params = match obj.get("params") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(p)) => p.clone(),
+        Some(_) => return err(&id, &A2aError::invalid_params("params must be an object")),
+    };
+    let a2a = match super::a2a_headers(&headers, query.as_deref()) {
+        Ok(h) => h,
+        Err(e) => return err(&id, &e),
+    };
+    if is_push_method(method) {
+        return err(
+            &id,
+            &A2aError::new(
+                A2aErrorKind::PushNotificationNotSupported,
+                "push notifications are not supported",
+            ),
+        );
+    }
+    if matches!(method, "GetExtendedAgentCard" | "agent/getAuthenticatedExtendedCard") {
+        return match super::extended_card(&state, &headers) {
+            Ok(card) => ok(&id, card),
+            Err(e) => err(&id, &e),
+        };
+    }
+    let Some(op) = operation(method) else {
+        return err(
+            &id,
+            &A2aError::new(A2aErrorKind::MethodNotFound, format!("method {method} not found")),
+        );
+    };
+    let task_id = || -> Result<String, A2aError> {
+        params
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .ok_or_else(|| A2aError::invalid_params("params.id (the task id) is required"))
+    };
+    let keep_alive = state.shared.config.keep_alive;
+    let result: Result<Response, A2aError> = async {
+        match op {
+            "SendMessage" | "SendStreamingMessage" => {
+                let streaming = op == "SendStreamingMessage";
+                let history = params
+                    .get("configuration")
+                    .and_then(Value::as_object)
+                    .map(history_length)
+                    .transpose()?
+                    .flatten();
+                let blocking = !params
+                    .get("configuration")
+                    .and_then(|c| c.get("returnImmediately"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+                    && params
+                        .get("configuration")
+                        .and_then(|c| c.get("blocking"))
+                        .and_then(Value::as_bool)
+                        .unwrap_or(true);
+                let rpc = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+                let outcome = state
+                    .send(SendParams {
+                        request: rpc,
+                        headers: a2a,
+                        caller: caller.clone(),
+                    })
+                    .await?;
+                match (outcome, streaming) {
+                    (SendOutcome::Message(m), false) => Ok(ok(&id, json!({"message": m}))),
+                    (SendOutcome::Message(m), true) => {
+                        let id = id.clone();
+                        Ok(super::sse(
+                            super::one_event(json!({"message": m})),
+                            keep_alive,
+                            move |e| json!({"jsonrpc": "2.0", "id": id, "result": e}),
+                        ))
+                    }
+                    (SendOutcome::Task { events, .. }, true) => {
+                        let id = id.clone();
+                        Ok(super::sse(
+                            events,
+                            keep_alive,
+                            move |e| json!({"jsonrpc": "2.0", "id": id, "result": e}),
+                        ))
+                    }
+                    (SendOutcome::Task { id: task_id, events }, false) => {
+                        if blocking {
+                            state.wait(events).await;
+                        }
+                        let rec = state.load(&task_id, &caller).await?;
+                        Ok(ok(&id, json!({"task": trim_history(rec.task, history)})))
+                    }
+                }
+            }
+            "GetTask" => {
+                let rec = state.load(&task_id()?, &caller).await?;
+                Ok(ok(&id, trim_history(rec.task, history_length(&params)?)))
+            }
+            "ListTasks" => Ok(ok(&id, state.list(&params, &caller).await?)),
+            "CancelTask" => Ok(ok(&id, state.cancel(&task_id()?, &caller).await?)),
+            "SubscribeToTask" => {
+                let events = state
+                    .subscribe(&task_id()?, &caller, super::last_event_id(&headers)?)
+                    .await?;
+                let id = id.clone();
+                Ok(super::sse(
+                    events,
+                    keep_alive,
+                    move |e| json!({"jsonrpc": "2.0", "id": id, "result": e}),
+                ))
+            }
+            _ => Err(A2aError::new(
+                A2aErrorKind::MethodNotFound,
+                format!("method {method} not found"),
+            )),
+        }
+    }
+    .await;
+    result.unwrap_or_else(|e| err(&id, &e))
+}

@@ -1,0 +1,210 @@
+//! A2A 1.0 on the gateway: the agent card, the JSON-RPC binding (`POST /a2a`), the HTTP+JSON
+//! binding (`POST /message:send`, `GET /tasks/{id}`, …), tasks kept in a [`TaskStore`]
+//! (in memory or embedded SQLite) with an event log that subscribers replay from, and a
+//! remote A2A agent as a backend ([`remote::RemoteA2aAgent`]).
+//!
+//! Every request goes A2A → E2A (`e2a::a2a::jsonrpc::envelope_from_request`) → agent → E2A
+//! frames (checked at the boundary) → A2A (`e2a::a2a::stream::A2aStreamProjector`).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use e2a_gateway::{a2a::{A2aConfig, sqlite::SqliteStore}, agents::EchoAgent, Gateway, GatewayConfig};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = Arc::new(SqliteStore::open("tasks.db".as_ref())?);
+//! let gateway = Gateway::new(EchoAgent::new(), GatewayConfig::default())
+//!     .with_a2a(A2aConfig::default(), store);
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! gateway.serve(listener, e2a_gateway::shutdown_signal()).await?;
+//! # Ok(()) }
+//! ```
+
+pub mod card;
+pub mod error;
+mod jsonrpc;
+pub mod remote;
+mod rest;
+pub mod sqlite;
+pub mod store;
+pub mod tasks;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use e2a::a2a::jsonrpc::A2aHeaders;
+
+pub use card::{A2aConfig, CardInfo};
+pub use error::{A2aError, A2aErrorKind};
+pub use store::{MemoryStore, TaskStore};
+pub use tasks::A2aState;
+
+use crate::agent::Caller;
+use tasks::EventStream;
+
+/// The routes of the A2A bindings and the card (no fallback: merge them into the gateway's).
+pub fn router(state: Arc<A2aState>) -> Router {
+    let rest = rest::routes(&state.config.rest_path);
+    Router::new()
+        .route(card::CARD_PATH, get(agent_card))
+        .route(&state.config.jsonrpc_path, axum::routing::post(jsonrpc::handle))
+        .merge(rest)
+        .with_state(state)
+}
+
+/// The A2A versions served.
+const VERSIONS: &[&str] = &["1.0", "0.3"];
+
+/// Reads `A2A-Version` (header, else the `A2A-Version` query parameter): absent or empty is
+/// 0.3; 1.0 and 0.3 are served; anything else is `VersionNotSupported`.
+pub(crate) fn a2a_headers(headers: &HeaderMap, query: Option<&str>) -> Result<A2aHeaders, A2aError> {
+    let from_query = query.and_then(|q| {
+        q.split('&').find_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            k.eq_ignore_ascii_case("A2A-Version").then(|| v.to_string())
+        })
+    });
+    let version = headers
+        .get("a2a-version")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_string())
+        .or(from_query)
+        .filter(|v| !v.is_empty());
+    if let Some(v) = &version {
+        let major_minor: String = match v.split('.').collect::<Vec<_>>().as_slice() {
+            [maj] => format!("{maj}.0"),
+            [maj, min, ..] => format!("{maj}.{min}"),
+            [] => String::new(),
+        };
+        if !VERSIONS.contains(&major_minor.as_str()) {
+            return Err(A2aError::new(
+                A2aErrorKind::VersionNotSupported,
+                format!("A2A-Version {v} is not supported (supported: {})", VERSIONS.join(", ")),
+            ));
+        }
+    }
+    let extensions = headers
+        .get_all("a2a-extensions")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    Ok(A2aHeaders { version, extensions })
+}
+
+/// The caller, or a `401`-marked error.
+pub(crate) fn authenticate(state: &A2aState, headers: &HeaderMap) -> Result<Caller, A2aError> {
+    state.shared.config.auth.check(headers).map_err(|_| {
+        let mut e = A2aError::new(A2aErrorKind::InvalidRequest, "a valid bearer token is required");
+        e.unauthorized = true;
+        e
+    })
+}
+
+/// The base URL clients reach this gateway at.
+fn base_url(state: &A2aState, headers: &HeaderMap) -> String {
+    if let Some(p) = &state.config.public_url {
+        return p.trim_end_matches('/').to_string();
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_graphic()))
+        .unwrap_or("127.0.0.1");
+    format!("http://{host}")
+}
+
+fn card_response(body: String, max_age: u64, headers: &HeaderMap) -> Response {
+    let tag = card::etag(&body);
+    let cache = format!("public, max-age={max_age}");
+    let matched = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == tag || t.trim() == "*"));
+    let mut resp = if matched {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+    };
+    let h = resp.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&tag) {
+        h.insert(header::ETAG, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&cache) {
+        h.insert(header::CACHE_CONTROL, v);
+    }
+    h.insert(header::VARY, HeaderValue::from_static("Host"));
+    resp
+}
+
+async fn agent_card(State(state): State<Arc<A2aState>>, headers: HeaderMap) -> Response {
+    let base = base_url(&state, &headers);
+    let secured = state.shared.config.auth.is_enabled();
+    let card = card::build_card(&state.config, &base, secured, false);
+    card_response(card.to_string(), state.config.card_max_age, &headers)
+}
+
+/// `GetExtendedAgentCard`: the card with the extended skills, for authenticated callers; not
+/// configured on a gateway without authentication.
+pub(crate) fn extended_card(state: &A2aState, headers: &HeaderMap) -> Result<serde_json::Value, A2aError> {
+    if !state.shared.config.auth.is_enabled() {
+        return Err(A2aError::new(
+            A2aErrorKind::ExtendedAgentCardNotConfigured,
+            "this gateway has no extended agent card (it runs without authentication)",
+        ));
+    }
+    let base = base_url(state, headers);
+    Ok(card::build_card(&state.config, &base, true, true))
+}
+
+/// The `Last-Event-ID` of a resubscription.
+pub(crate) fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, A2aError> {
+    match headers.get("last-event-id").map(|v| v.to_str().map(str::trim)) {
+        None => Ok(None),
+        Some(Ok("")) => Ok(None),
+        Some(Ok(s)) => s
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| A2aError::invalid_params("Last-Event-ID must be an event id this server sent")),
+        Some(Err(_)) => Err(A2aError::invalid_params("Last-Event-ID must be ASCII")),
+    }
+}
+
+/// An SSE response: each event `id: <seq>`, `data: <wrap(event)>`, keep-alive comments.
+pub(crate) fn sse<F>(events: EventStream, keep_alive: Duration, wrap: F) -> Response
+where
+    F: Fn(serde_json::Value) -> serde_json::Value + Send + 'static,
+{
+    let body = async_stream::stream! {
+        let mut events = events;
+        loop {
+            match tokio::time::timeout(keep_alive, futures_util::StreamExt::next(&mut events)).await {
+                Ok(Some(e)) => {
+                    let data = wrap(e.event).to_string();
+                    let chunk = if e.seq > 0 { format!("id: {}\ndata: {data}\n\n", e.seq) } else { format!("data: {data}\n\n") };
+                    yield Ok::<_, std::convert::Infallible>(Bytes::from(chunk));
+                }
+                Ok(None) => break,
+                Err(_) => yield Ok(Bytes::from_static(b": keep-alive\n\n")),
+            }
+        }
+    };
+    let mut resp = Response::new(Body::from_stream(body));
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+/// A single-event stream (a direct message reply).
+pub(crate) fn one_event(event: serde_json::Value) -> EventStream {
+    Box::pin(futures_util::stream::iter([store::StoredEvent { seq: 0, event }]))
+}

@@ -1,0 +1,433 @@
+//! A remote A2A agent as the gateway's backend (`e2a serve --agent a2a:URL`).
+//!
+//! The agent card is discovered at `<URL>/.well-known/agent-card.json` (or `URL` itself when
+//! it names a `.json` card); the JSON-RPC interface of protocol 1.0 is used, and refused when
+//! it is on another origin than the card. Redirects are never followed. A bearer credential is
+//! configured per origin and sent to that origin only; it never appears in `Debug`, logs or
+//! errors. Every run is one `SendStreamingMessage`; the remote's `StreamResponse` events come
+//! back as E2A frames (text artifacts of the remote's `output` as text chunks, other artifacts
+//! as artifact chunks, working messages as reasoning, pauses as `plan.approval_required`,
+//! terminal states as the final frame). A cancelled run sends `CancelTask` to the remote.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use e2a::stream::ResponseStream;
+use e2a::taxonomy::ErrorKind;
+use e2a::{E2AEnvelope, E2AResponse, ResponseKind, SecretString};
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use tokio::sync::OnceCell;
+
+use crate::agent::{Agent, FrameStream, RequestContext};
+use crate::boundary::obj;
+
+/// Where a [`RemoteA2aAgent`] goes and with which credentials.
+#[derive(Debug, Clone)]
+pub struct RemoteA2aConfig {
+    /// The agent's base URL (its card is at `<url>/.well-known/agent-card.json`) or the card URL.
+    pub url: String,
+    /// Bearer tokens by origin (`https://host:port`); a token is only sent to its origin.
+    pub credentials: HashMap<String, SecretString>,
+    /// Timeout for connecting.
+    pub connect_timeout: Duration,
+}
+
+impl RemoteA2aConfig {
+    /// A configuration for `url` without credentials.
+    pub fn new(url: impl Into<String>) -> Self {
+        RemoteA2aConfig {
+            url: url.into(),
+            credentials: HashMap::new(),
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// Adds a bearer token for the origin of `url`.
+    pub fn with_token(mut self, url: &str, token: SecretString) -> Self {
+        if let Some(o) = origin(url) {
+            self.credentials.insert(o, token);
+        }
+        self
+    }
+}
+
+/// Why a [`RemoteA2aAgent`] cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteA2aError {
+    /// The URL is not an `http` or `https` URL.
+    #[error("remote A2A agent URL must start with http:// or https://")]
+    BadUrl,
+    /// The HTTP client cannot be built.
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+}
+
+/// `scheme://host[:port]` of an http(s) URL, lower-cased.
+pub fn origin(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
+    let authority = rest.split(['/', '?', '#']).next()?.to_ascii_lowercase();
+    if authority.is_empty() || authority.contains('@') {
+        return None;
+    }
+    let default_port = if scheme == "http" { ":80" } else { ":443" };
+    let authority = authority.strip_suffix(default_port).unwrap_or(&authority).to_string();
+    Some(format!("{scheme}://{authority}"))
+}
+
+/// The interface a run posts to.
+#[derive(Debug, Clone)]
+struct Interface {
+    url: String,
+}
+
+/// A remote A2A agent (see the module docs).
+#[derive(Clone)]
+pub struct RemoteA2aAgent {
+    card_url: String,
+    credentials: Arc<HashMap<String, SecretString>>,
+    client: reqwest::Client,
+    interface: Arc<OnceCell<Interface>>,
+    /// local task id → (remote task id, remote context id)
+    tasks: Arc<Mutex<HashMap<String, (String, String)>>>,
+}
+
+impl std::fmt::Debug for RemoteA2aAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteA2aAgent")
+            .field("card_url", &self.card_url)
+            .field("credential_origins", &self.credentials.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl RemoteA2aAgent {
+    /// A remote agent for `config` (the card is fetched on the first run).
+    pub fn new(config: RemoteA2aConfig) -> Result<Self, RemoteA2aError> {
+        let url = config.url.trim().trim_end_matches('/');
+        if origin(url).is_none() {
+            return Err(RemoteA2aError::BadUrl);
+        }
+        let card_url = if url.ends_with(".json") {
+            url.to_string()
+        } else {
+            format!("{url}{}", super::card::CARD_PATH)
+        };
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| RemoteA2aError::Client(e.without_url().to_string()))?;
+        Ok(RemoteA2aAgent {
+            card_url,
+            credentials: Arc::new(config.credentials),
+            client,
+            interface: Arc::new(OnceCell::new()),
+            tasks: Arc::default(),
+        })
+    }
+
+    fn token_for(&self, url: &str) -> Option<&SecretString> {
+        origin(url).and_then(|o| self.credentials.get(&o))
+    }
+
+    /// Fetches the card and picks the JSON-RPC 1.0 interface on the card's origin.
+    async fn discover(&self) -> Result<Interface, String> {
+        let mut get = self.client.get(&self.card_url).header("A2A-Version", "1.0");
+        if let Some(t) = self.token_for(&self.card_url) {
+            get = get.bearer_auth(t.expose());
+        }
+        let resp = get
+            .send()
+            .await
+            .map_err(|e| format!("cannot fetch the agent card: {}", e.without_url()))?;
+        if !resp.status().is_success() {
+            return Err(format!("the agent card answered HTTP {}", resp.status().as_u16()));
+        }
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| format!("cannot read the agent card: {}", e.without_url()))?;
+        let card: Value = serde_json::from_str(&text).map_err(|e| format!("the agent card is not JSON: {e}"))?;
+        let interfaces = card
+            .get("supportedInterfaces")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let pick = interfaces.iter().find(|i| {
+            i.get("protocolBinding").and_then(Value::as_str) == Some("JSONRPC")
+                && i.get("protocolVersion")
+                    .and_then(Value::as_str)
+                    .is_none_or(|v| v.starts_with("1."))
+        });
+        let url = match pick.and_then(|i| i.get("url")).and_then(Value::as_str) {
+            Some(u) => u.to_string(),
+            None => return Err("the agent card lists no JSON-RPC interface of A2A 1.0".into()),
+        };
+        if origin(&url) != origin(&self.card_url) {
+            return Err("the agent card's interface is on another origin than the card; refused".into());
+        }
+        Ok(Interface { url })
+    }
+
+    async fn post(&self, url: &str, body: &Value, stream: bool) -> Result<reqwest::Response, String> {
+        let mut req = self
+            .client
+            .post(url)
+            .header("A2A-Version", "1.0")
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(
+                reqwest::header::ACCEPT,
+                if stream {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                },
+            )
+            .body(body.to_string());
+        if let Some(t) = self.token_for(url) {
+            req = req.bearer_auth(t.expose());
+        }
+        req.send()
+            .await
+            .map_err(|e| format!("the remote agent is unreachable: {}", e.without_url()))
+    }
+
+    /// Sends `CancelTask` for a remote task (best effort).
+    fn propagate_cancel(&self, url: String, remote_task: String) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let body = json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(), "method": "CancelTask",
+                "params": {"id": remote_task}});
+            match this.post(&url, &body, false).await {
+                Ok(r) => tracing::info!(
+                    status = r.status().as_u16(),
+                    "cancel propagated to the remote A2A agent"
+                ),
+                Err(e) => tracing::warn!(error = %e, "cannot propagate the cancel to the remote A2A agent"),
+            }
+        });
+    }
+
+    /// The A2A message for a request: the A2A message it came with, or its text.
+    fn message_for(&self, request: &E2AEnvelope) -> Value {
+        let mut message = match request.params.get("message") {
+            Some(Value::Object(m)) if m.contains_key("parts") => m.clone(),
+            _ => obj(json!({"role": "ROLE_USER", "parts": [{"text": crate::agents::request_text(request)}]})),
+        };
+        message.insert("messageId".into(), uuid::Uuid::new_v4().to_string().into());
+        message.remove("taskId");
+        message.remove("contextId");
+        let known = request
+            .task_id
+            .as_ref()
+            .and_then(|t| self.tasks.lock().ok().and_then(|m| m.get(t).cloned()));
+        if let Some((task, context)) = known {
+            message.insert("taskId".into(), task.into());
+            message.insert("contextId".into(), context.into());
+        }
+        Value::Object(message)
+    }
+}
+
+fn text_of(message: Option<&Value>) -> String {
+    message.map(e2a::a2a::jsonrpc::message_text).unwrap_or_default()
+}
+
+fn fail(s: ResponseStream, kind: ErrorKind, message: &str, details: Value) -> E2AResponse {
+    s.fail(kind.mapping().e2a_code, message, obj(details))
+}
+
+struct Mapper {
+    stream: Option<ResponseStream>,
+    text: String,
+}
+
+impl Mapper {
+    /// The frames for one remote event; the stream is gone once a final frame was made.
+    fn push(&mut self, result: &Value) -> Vec<E2AResponse> {
+        let Some(mut s) = self.stream.take() else {
+            return Vec::new();
+        };
+        let mut frames = Vec::new();
+        if let Some(m) = result.get("message") {
+            frames.push(s.event(ResponseKind::A2aMessage, obj(m.clone())));
+            let text = text_of(Some(m));
+            frames.push(s.complete(json!({"content": text, "reply": "message"})));
+            return frames;
+        }
+        let status = result
+            .get("statusUpdate")
+            .and_then(|u| u.get("status"))
+            .or_else(|| result.get("task").and_then(|t| t.get("status")));
+        if let Some(u) = result.get("artifactUpdate") {
+            let a = u.get("artifact").cloned().unwrap_or(Value::Null);
+            let parts = a.get("parts").and_then(Value::as_array).cloned().unwrap_or_default();
+            if a.get("name").and_then(Value::as_str) == Some("output") {
+                for p in &parts {
+                    if let Some(t) = p.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                        self.text.push_str(t);
+                        frames.push(s.text(t));
+                    }
+                }
+            } else {
+                frames.push(s.chunk(obj(json!({"delta_kind": "custom", "event_type": "artifact",
+                    "delta": {"artifact_id": a.get("artifactId"), "name": a.get("name"), "parts": parts,
+                              "append": u.get("append").and_then(Value::as_bool).unwrap_or(false),
+                              "last_chunk": u.get("lastChunk").and_then(Value::as_bool).unwrap_or(false)}}))));
+            }
+        } else if let Some(status) = status {
+            let state = status.get("state").and_then(Value::as_str).unwrap_or("");
+            let text = text_of(status.get("message"));
+            let fin = match e2a::a2a::jsonrpc::normalize_task_state(state).as_str() {
+                "TASK_STATE_COMPLETED" => {
+                    let content = if text.is_empty() { self.text.clone() } else { text };
+                    Some(s.complete(json!({"content": content})))
+                }
+                "TASK_STATE_FAILED" => Some(fail(s, ErrorKind::AgentError, &text, json!({"remote_state": state}))),
+                "TASK_STATE_CANCELED" => Some(fail(s, ErrorKind::Cancelled, &text, json!({"remote_state": state}))),
+                "TASK_STATE_REJECTED" => Some(fail(
+                    s,
+                    ErrorKind::InvalidRequest,
+                    &text,
+                    json!({"rejected": true, "remote_state": state}),
+                )),
+                "TASK_STATE_AUTH_REQUIRED" => {
+                    Some(fail(s, ErrorKind::AuthRequired, &text, json!({"remote_state": state})))
+                }
+                "TASK_STATE_INPUT_REQUIRED" => {
+                    let pause = s.event(
+                        ResponseKind::PlanApprovalRequired,
+                        obj(json!({"plan_content": text, "input_kind": "input", "resumable": true})),
+                    );
+                    frames.push(pause);
+                    Some(s.complete(json!({"state": "input_required", "prompt": text, "resumable": true})))
+                }
+                _ => {
+                    if !text.is_empty() {
+                        frames.push(s.reasoning(&text));
+                    }
+                    self.stream = Some(s);
+                    None
+                }
+            };
+            frames.extend(fin);
+            return frames;
+        }
+        self.stream = Some(s);
+        frames
+    }
+}
+
+impl Agent for RemoteA2aAgent {
+    fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
+        let this = self.clone();
+        Box::pin(async_stream::stream! {
+            let fresh = ResponseStream::for_request(&request);
+            let interface = match this.interface.get_or_try_init(|| this.discover()).await {
+                Ok(i) => i.clone(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "remote A2A agent unusable");
+                    yield fail(fresh, ErrorKind::AgentError, &e, json!({}));
+                    return;
+                }
+            };
+            let body = json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(), "method": "SendStreamingMessage",
+                "params": {"message": this.message_for(&request)}});
+            let sent = tokio::select! {
+                _ = ctx.cancel.cancelled() => return,
+                r = this.post(&interface.url, &body, true) => r,
+            };
+            let resp = match sent {
+                Ok(r) => r,
+                Err(e) => { yield fail(fresh, ErrorKind::AgentError, &e, json!({})); return; }
+            };
+            let status = resp.status();
+            if !status.is_success() {
+                let kind = if status.as_u16() == 401 { ErrorKind::AuthRequired } else { ErrorKind::AgentError };
+                yield fail(fresh, kind, &format!("the remote agent answered HTTP {}", status.as_u16()), json!({"http_status": status.as_u16()}));
+                return;
+            }
+            let mut mapper = Mapper { stream: Some(fresh), text: String::new() };
+            let mut remote_task: Option<String> = None;
+            let mut events = resp.bytes_stream().eventsource();
+            loop {
+                let next = tokio::select! {
+                    _ = ctx.cancel.cancelled() => {
+                        if let Some(t) = remote_task.take() {
+                            this.propagate_cancel(interface.url.clone(), t);
+                        }
+                        return;
+                    }
+                    n = events.next() => n,
+                };
+                let data: Value = match next {
+                    None => return,
+                    Some(Err(e)) => {
+                        if let Some(s) = mapper.stream.take() {
+                            yield fail(s, ErrorKind::AgentError, &format!("the remote agent's stream broke: {e}"), json!({}));
+                        }
+                        return;
+                    }
+                    Some(Ok(ev)) => match serde_json::from_str(&ev.data) {
+                        Ok(v) => v,
+                        Err(_) => continue,
+                    },
+                };
+                if let Some(err) = data.get("error") {
+                    let kind = ErrorKind::from_code(err.get("code").unwrap_or(&Value::Null), "a2a");
+                    let message = err.get("message").and_then(Value::as_str).unwrap_or("the remote agent failed").to_string();
+                    if let Some(s) = mapper.stream.take() {
+                        yield fail(s, kind, &message, json!({"remote_error": err}));
+                    }
+                    return;
+                }
+                let Some(result) = data.get("result") else { continue };
+                let ids = result.get("task").map(|t| (t.get("id"), t.get("contextId")))
+                    .or_else(|| result.get("statusUpdate").map(|u| (u.get("taskId"), u.get("contextId"))));
+                if let Some((Some(Value::String(t)), c)) = ids {
+                    remote_task = Some(t.clone());
+                    if let (Some(local), Some(Value::String(c))) = (request.task_id.clone(), c) {
+                        if let Ok(mut m) = this.tasks.lock() {
+                            m.insert(local, (t.clone(), c.clone()));
+                        }
+                    }
+                }
+                for f in mapper.push(result) {
+                    yield f;
+                }
+                if mapper.stream.is_none() {
+                    return;
+                }
+            }
+        })
+    }
+
+    fn name(&self) -> String {
+        format!("a2a:{}", self.card_url)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins() {
+        assert_eq!(origin("http://127.0.0.1:80/a"), Some("http://127.0.0.1".into()));
+        assert_eq!(
+            origin("HTTPS://Example.com:8443/x?y"),
+            Some("https://example.com:8443".into())
+        );
+        assert_eq!(origin("ftp://x"), None);
+        assert_eq!(origin("http://user@evil"), None);
+        let c = RemoteA2aConfig::new("http://a").with_token("http://a/x", SecretString::new("s3cret"));
+        assert!(!format!("{c:?}").contains("s3cret"));
+    }
+}

@@ -1,0 +1,249 @@
+//! The HTTP+JSON binding: `POST /message:send`, `POST /message:stream`, `GET /tasks/{id}`,
+//! `GET /tasks`, `POST /tasks/{id}:cancel`, `POST|GET /tasks/{id}:subscribe`,
+//! `GET /extendedAgentCard`; errors as `application/problem+json`. The `{id}:verb` segments
+//! are one path segment, split in the handler.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderMap, Method};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
+use axum::Router;
+use serde_json::{json, Map, Value};
+
+use super::error::{A2aError, A2aErrorKind, RestError};
+use super::tasks::{history_length, trim_history, SendOutcome, SendParams};
+use super::A2aState;
+
+/// The routes under `prefix` (empty: at the root).
+pub(super) fn routes(prefix: &str) -> Router<Arc<A2aState>> {
+    let p = prefix.trim_end_matches('/');
+    Router::new()
+        .route(&format!("{p}/message:send"), post(send))
+        .route(&format!("{p}/message:stream"), post(stream))
+        .route(&format!("{p}/tasks"), get(list))
+        .route(&format!("{p}/tasks/{{segment}}"), get(task_get).post(task_post))
+        .route(&format!("{p}/tasks/{{id}}/pushNotificationConfigs"), any(push))
+        .route(
+            &format!("{p}/tasks/{{id}}/pushNotificationConfigs/{{config}}"),
+            any(push),
+        )
+        .route(&format!("{p}/extendedAgentCard"), get(extended))
+}
+
+fn json_response(v: Value) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
+}
+
+async fn body_object(state: &A2aState, headers: &HeaderMap, body: Body) -> Result<Map<String, Value>, A2aError> {
+    if let Some(ct) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) {
+        let json_like = ct
+            .parse::<mime::Mime>()
+            .is_ok_and(|m| m.subtype() == mime::JSON || m.suffix() == Some(mime::JSON));
+        if !json_like {
+            return Err(A2aError::new(
+                A2aErrorKind::ContentTypeNotSupported,
+                "the request body must be application/json or application/a2a+json",
+            ));
+        }
+    }
+    let max = state.shared.config.limits.max_bytes;
+    let bytes = axum::body::to_bytes(body, max).await.map_err(|_| {
+        A2aError::new(
+            A2aErrorKind::InvalidRequest,
+            format!("the request body exceeds {max} bytes"),
+        )
+    })?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(A2aError::new(
+            A2aErrorKind::InvalidRequest,
+            "the request body must be a JSON object",
+        )),
+        Err(e) => Err(A2aError::new(A2aErrorKind::JsonParse, format!("invalid JSON: {e}"))),
+    }
+}
+
+async fn start(
+    state: &Arc<A2aState>,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    body: Body,
+    streaming: bool,
+) -> Result<(SendOutcome, Option<usize>, bool, crate::agent::Caller), A2aError> {
+    let caller = super::authenticate(state, headers)?;
+    let a2a = super::a2a_headers(headers, query)?;
+    let params = body_object(state, headers, body).await?;
+    let config = params.get("configuration").and_then(Value::as_object);
+    let history = config.map(history_length).transpose()?.flatten();
+    let blocking = !config
+        .and_then(|c| c.get("returnImmediately"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let method = if streaming {
+        "SendStreamingMessage"
+    } else {
+        "SendMessage"
+    };
+    let rpc = json!({"jsonrpc": "2.0", "id": null, "method": method, "params": params});
+    let outcome = state
+        .send(SendParams {
+            request: rpc,
+            headers: a2a,
+            caller: caller.clone(),
+        })
+        .await?;
+    Ok((outcome, history, blocking, caller))
+}
+
+async fn send(
+    State(state): State<Arc<A2aState>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, RestError> {
+    let (outcome, history, blocking, caller) = start(&state, &headers, query.as_deref(), body, false).await?;
+    match outcome {
+        SendOutcome::Message(m) => Ok(json_response(json!({"message": m}))),
+        SendOutcome::Task { id, events } => {
+            if blocking {
+                state.wait(events).await;
+            }
+            let rec = state.load(&id, &caller).await?;
+            Ok(json_response(json!({"task": trim_history(rec.task, history)})))
+        }
+    }
+}
+
+async fn stream(
+    State(state): State<Arc<A2aState>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, RestError> {
+    let (outcome, _, _, _) = start(&state, &headers, query.as_deref(), body, true).await?;
+    let keep_alive = state.shared.config.keep_alive;
+    let events = match outcome {
+        SendOutcome::Message(m) => super::one_event(json!({"message": m})),
+        SendOutcome::Task { events, .. } => events,
+    };
+    Ok(super::sse(events, keep_alive, |e| e))
+}
+
+/// The query string's parameters (`application/x-www-form-urlencoded`), as strings.
+fn query_params(raw: Option<&str>) -> Map<String, Value> {
+    let mut out = Map::new();
+    for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        out.insert(percent_decode(k), Value::String(percent_decode(v)));
+    }
+    out
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b[i], hex) {
+            (b'+', _) => out.push(b' '),
+            (b'%', Some(v)) => {
+                out.push(v);
+                i += 2;
+            }
+            (c, _) => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn list(
+    State(state): State<Arc<A2aState>>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, RestError> {
+    let caller = super::authenticate(&state, &headers)?;
+    super::a2a_headers(&headers, raw.as_deref())?;
+    Ok(json_response(state.list(&query_params(raw.as_deref()), &caller).await?))
+}
+
+/// `{id}` or `{id}:verb`.
+fn split_segment(segment: &str) -> (&str, Option<&str>) {
+    match segment.rsplit_once(':') {
+        Some((id, verb)) if matches!(verb, "cancel" | "subscribe") => (id, Some(verb)),
+        _ => (segment, None),
+    }
+}
+
+async fn task_get(
+    State(state): State<Arc<A2aState>>,
+    Path(segment): Path<String>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, RestError> {
+    let caller = super::authenticate(&state, &headers)?;
+    super::a2a_headers(&headers, raw.as_deref())?;
+    match split_segment(&segment) {
+        (id, None) => {
+            let history = history_length(&query_params(raw.as_deref()))?;
+            let rec = state.load(id, &caller).await?;
+            Ok(json_response(trim_history(rec.task, history)))
+        }
+        (id, Some("subscribe")) => subscribe(&state, id, &caller, &headers).await,
+        _ => Err(method_not_allowed().into()),
+    }
+}
+
+async fn task_post(
+    State(state): State<Arc<A2aState>>,
+    Path(segment): Path<String>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, RestError> {
+    let caller = super::authenticate(&state, &headers)?;
+    super::a2a_headers(&headers, raw.as_deref())?;
+    match split_segment(&segment) {
+        (id, Some("cancel")) => Ok(json_response(state.cancel(id, &caller).await?)),
+        (id, Some("subscribe")) => subscribe(&state, id, &caller, &headers).await,
+        _ => Err(method_not_allowed().into()),
+    }
+}
+
+async fn subscribe(
+    state: &Arc<A2aState>,
+    id: &str,
+    caller: &crate::agent::Caller,
+    headers: &HeaderMap,
+) -> Result<Response, RestError> {
+    let events = state.subscribe(id, caller, super::last_event_id(headers)?).await?;
+    Ok(super::sse(events, state.shared.config.keep_alive, |e| e))
+}
+
+fn method_not_allowed() -> A2aError {
+    A2aError::new(A2aErrorKind::MethodNotFound, "no such operation on this resource")
+}
+
+async fn push(State(state): State<Arc<A2aState>>, method: Method, headers: HeaderMap) -> Result<Response, RestError> {
+    let _ = method;
+    super::authenticate(&state, &headers)?;
+    Err(A2aError::new(
+        A2aErrorKind::PushNotificationNotSupported,
+        "push notifications are not supported",
+    )
+    .into())
+}
+
+async fn extended(State(state): State<Arc<A2aState>>, headers: HeaderMap) -> Result<Response, RestError> {
+    super::authenticate(&state, &headers)?;
+    Ok(json_response(super::extended_card(&state, &headers)?))
+}

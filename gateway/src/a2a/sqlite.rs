@@ -1,0 +1,242 @@
+//! The embedded SQLite [`TaskStore`] (`rusqlite`, SQLite bundled): tasks and their event logs
+//! in one file, in WAL mode, each append one transaction — a gateway killed at any point
+//! restarts on the same file with every event it had acknowledged.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::Value;
+
+use super::store::{StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS a2a_tasks (
+    id TEXT PRIMARY KEY,
+    context_id TEXT NOT NULL,
+    owner TEXT,
+    state TEXT NOT NULL,
+    task TEXT NOT NULL,
+    last_seq INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS a2a_tasks_owner_updated ON a2a_tasks (owner, updated_ms);
+CREATE INDEX IF NOT EXISTS a2a_tasks_context ON a2a_tasks (context_id);
+CREATE TABLE IF NOT EXISTS a2a_task_events (
+    task_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (task_id, seq)
+) WITHOUT ROWID;
+";
+
+/// Tasks in an SQLite file.
+#[derive(Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").field("path", &self.path).finish()
+    }
+}
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the store in file `path`.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(path).map_err(|e| StoreError::Backend(format!("{}: {e}", path.display())))?;
+        Self::init(conn, path.to_path_buf())
+    }
+
+    /// A store in memory (for tests).
+    pub fn in_memory() -> Result<Self, StoreError> {
+        let conn = Connection::open_in_memory().map_err(backend)?;
+        Self::init(conn, PathBuf::from(":memory:"))
+    }
+
+    fn init(conn: Connection, path: PathBuf) -> Result<Self, StoreError> {
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(backend)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(backend)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(backend)?;
+        conn.execute_batch(SCHEMA).map_err(backend)?;
+        Ok(SqliteStore {
+            conn: Arc::new(Mutex::new(conn)),
+            path,
+        })
+    }
+
+    async fn with<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut c = conn.lock().map_err(|_| StoreError::Backend("lock poisoned".into()))?;
+            f(&mut c)
+        })
+        .await
+        .map_err(backend)?
+    }
+}
+
+fn record_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<(TaskRecord, String)> {
+    let task: String = row.get(4)?;
+    let last_seq: i64 = row.get(5)?;
+    Ok((
+        TaskRecord {
+            id: row.get(0)?,
+            context_id: row.get(1)?,
+            owner: row.get(2)?,
+            state: row.get(3)?,
+            task: Value::Null,
+            last_seq: u64::try_from(last_seq).unwrap_or(0),
+            created_ms: row.get(6)?,
+            updated_ms: row.get(7)?,
+        },
+        task,
+    ))
+}
+
+fn parse_record((mut r, task): (TaskRecord, String)) -> Result<TaskRecord, StoreError> {
+    r.task = serde_json::from_str(&task).map_err(|e| StoreError::Corrupt(format!("task {}: {e}", r.id)))?;
+    Ok(r)
+}
+
+const COLUMNS: &str = "id, context_id, owner, state, task, last_seq, created_ms, updated_ms";
+
+impl TaskStore for SqliteStore {
+    fn name(&self) -> String {
+        format!("sqlite:{}", self.path.display())
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+        let id = id.to_string();
+        Box::pin(self.with(move |c| {
+            let row = c
+                .query_row(
+                    &format!("SELECT {COLUMNS} FROM a2a_tasks WHERE id = ?1"),
+                    params![id],
+                    record_of,
+                )
+                .optional()
+                .map_err(backend)?;
+            row.map(parse_record).transpose()
+        }))
+    }
+
+    fn append(&self, record: TaskRecord, event: Value) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(self.with(move |c| {
+            let tx = c.transaction().map_err(backend)?;
+            let last: Option<i64> = tx
+                .query_row(
+                    "SELECT last_seq FROM a2a_tasks WHERE id = ?1",
+                    params![record.id],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(backend)?;
+            let seq = last.unwrap_or(0).saturating_add(1);
+            let task = serde_json::to_string(&record.task).map_err(backend)?;
+            tx.execute(
+                "INSERT INTO a2a_tasks (id, context_id, owner, state, task, last_seq, created_ms, updated_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 ON CONFLICT(id) DO UPDATE SET context_id = excluded.context_id, state = excluded.state,
+                   task = excluded.task, last_seq = excluded.last_seq, updated_ms = excluded.updated_ms",
+                params![
+                    record.id,
+                    record.context_id,
+                    record.owner,
+                    record.state,
+                    task,
+                    seq,
+                    record.created_ms,
+                    record.updated_ms
+                ],
+            )
+            .map_err(backend)?;
+            tx.execute(
+                "INSERT INTO a2a_task_events (task_id, seq, event) VALUES (?1, ?2, ?3)",
+                params![record.id, seq, event.to_string()],
+            )
+            .map_err(backend)?;
+            tx.commit().map_err(backend)?;
+            Ok(u64::try_from(seq).unwrap_or(0))
+        }))
+    }
+
+    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>> {
+        let id = id.to_string();
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        Box::pin(self.with(move |c| {
+            let mut stmt = c
+                .prepare("SELECT seq, event FROM a2a_task_events WHERE task_id = ?1 AND seq > ?2 ORDER BY seq")
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![id, after], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                })
+                .map_err(backend)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (seq, text) = row.map_err(backend)?;
+                let event =
+                    serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("event {id}#{seq}: {e}")))?;
+                out.push(StoredEvent {
+                    seq: u64::try_from(seq).unwrap_or(0),
+                    event,
+                });
+            }
+            Ok(out)
+        }))
+    }
+
+    fn list(&self, query: TaskQuery) -> BoxFuture<'_, Result<TaskPage, StoreError>> {
+        Box::pin(self.with(move |c| {
+            let filter = "owner IS ?1 AND (?2 IS NULL OR context_id = ?2) AND (?3 IS NULL OR state = ?3)
+                          AND (?4 IS NULL OR updated_ms > ?4)";
+            let args = params![query.owner, query.context_id, query.state, query.updated_after_ms];
+            let total: i64 = c
+                .query_row(&format!("SELECT COUNT(*) FROM a2a_tasks WHERE {filter}"), args, |r| {
+                    r.get(0)
+                })
+                .map_err(backend)?;
+            let mut stmt = c
+                .prepare(&format!(
+                    "SELECT {COLUMNS} FROM a2a_tasks WHERE {filter} ORDER BY updated_ms DESC, id LIMIT ?5 OFFSET ?6"
+                ))
+                .map_err(backend)?;
+            let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+            let offset = i64::try_from(query.offset).unwrap_or(i64::MAX);
+            let rows = stmt
+                .query_map(
+                    params![
+                        query.owner,
+                        query.context_id,
+                        query.state,
+                        query.updated_after_ms,
+                        limit,
+                        offset
+                    ],
+                    record_of,
+                )
+                .map_err(backend)?;
+            let mut tasks = Vec::new();
+            for row in rows {
+                tasks.push(parse_record(row.map_err(backend)?)?);
+            }
+            Ok(TaskPage {
+                tasks,
+                total: usize::try_from(total).unwrap_or(0),
+            })
+        }))
+    }
+}

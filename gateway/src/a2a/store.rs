@@ -1,0 +1,188 @@
+//! Where A2A tasks live: a [`TaskStore`] keeps each task's snapshot and its event log (every
+//! `StreamResponse` the task produced, numbered 1, 2, 3 … per task), so a subscriber that lost
+//! its connection — or a gateway that restarted — replays exactly the events after the last
+//! one seen.
+//!
+//! Two implementations ship: [`MemoryStore`] (tests, throwaway gateways) and
+//! [`super::sqlite::SqliteStore`] (embedded, the default of `e2a serve`). The trait is async
+//! and object safe, and every operation is one atomic step on the backing store, so a
+//! networked database (PostgreSQL) can implement it the same way.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+/// A task as stored: its A2A `Task` snapshot and the fields the store filters on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRecord {
+    /// Task id.
+    pub id: String,
+    /// Context id.
+    pub context_id: String,
+    /// The caller who created it (`None` without authentication); others never see it.
+    pub owner: Option<String>,
+    /// The task state (`TASK_STATE_WORKING`, …), as in the snapshot.
+    pub state: String,
+    /// The A2A `Task` object (status, history, artifacts, metadata).
+    pub task: Value,
+    /// Sequence number of the last event appended (0: none yet).
+    pub last_seq: u64,
+    /// Creation time, milliseconds since the Unix epoch.
+    pub created_ms: i64,
+    /// Last update time, milliseconds since the Unix epoch.
+    pub updated_ms: i64,
+}
+
+/// One entry of a task's event log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    /// Its sequence number (1, 2, 3 … per task).
+    pub seq: u64,
+    /// The A2A `StreamResponse` (`{"task": …}`, `{"statusUpdate": …}`, …).
+    pub event: Value,
+}
+
+/// What [`TaskStore::list`] returns: one caller's tasks, most recently updated first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskQuery {
+    /// Only this caller's tasks.
+    pub owner: Option<String>,
+    /// Only tasks of this context.
+    pub context_id: Option<String>,
+    /// Only tasks in this state.
+    pub state: Option<String>,
+    /// Only tasks updated after this time (ms since the epoch).
+    pub updated_after_ms: Option<i64>,
+    /// Tasks to skip.
+    pub offset: usize,
+    /// Most tasks to return.
+    pub limit: usize,
+}
+
+/// A page of [`TaskStore::list`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TaskPage {
+    /// The tasks of the page.
+    pub tasks: Vec<TaskRecord>,
+    /// How many tasks match the query in all.
+    pub total: usize,
+}
+
+/// Why the store failed (never holds task content).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database failed.
+    #[error("task store: {0}")]
+    Backend(String),
+    /// A stored value cannot be read back.
+    #[error("task store: corrupt record: {0}")]
+    Corrupt(String),
+}
+
+/// A task store (see the module docs). Implementations must make [`TaskStore::append`] atomic:
+/// the snapshot and the event are written together, and the event gets the next sequence
+/// number of its task.
+pub trait TaskStore: Send + Sync + 'static {
+    /// A short name for logs (`memory`, `sqlite:PATH`).
+    fn name(&self) -> String;
+
+    /// The task `id`, if stored.
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>>;
+
+    /// Writes `record` (insert or replace) and appends `event` to its log, in one step.
+    /// Returns the event's sequence number (the record's previous `last_seq` + 1; the
+    /// `last_seq` passed in is ignored).
+    fn append(&self, record: TaskRecord, event: Value) -> BoxFuture<'_, Result<u64, StoreError>>;
+
+    /// The events of task `id` after sequence number `after`, in order.
+    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>>;
+
+    /// Tasks matching `query`, most recently updated first.
+    fn list(&self, query: TaskQuery) -> BoxFuture<'_, Result<TaskPage, StoreError>>;
+}
+
+/// Tasks in memory: lost when the process ends.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    inner: Mutex<HashMap<String, (TaskRecord, Vec<StoredEvent>)>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+fn poisoned<T>(_: T) -> StoreError {
+    StoreError::Backend("lock poisoned".into())
+}
+
+/// Whether `r` matches `q`.
+pub(crate) fn matches(r: &TaskRecord, q: &TaskQuery) -> bool {
+    r.owner == q.owner
+        && q.context_id.as_ref().is_none_or(|c| *c == r.context_id)
+        && q.state.as_ref().is_none_or(|s| *s == r.state)
+        && q.updated_after_ms.is_none_or(|t| r.updated_ms > t)
+}
+
+impl TaskStore for MemoryStore {
+    fn name(&self) -> String {
+        "memory".into()
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+        Box::pin(async move {
+            let map = self.inner.lock().map_err(poisoned)?;
+            Ok(map.get(id).map(|(r, _)| r.clone()))
+        })
+    }
+
+    fn append(&self, mut record: TaskRecord, event: Value) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let mut map = self.inner.lock().map_err(poisoned)?;
+            let entry = map
+                .entry(record.id.clone())
+                .or_insert_with(|| (record.clone(), Vec::new()));
+            let seq = entry.0.last_seq.saturating_add(1);
+            if entry.1.is_empty() {
+                record.created_ms = record.created_ms.min(entry.0.created_ms);
+            } else {
+                record.created_ms = entry.0.created_ms;
+            }
+            record.last_seq = seq;
+            entry.0 = record;
+            entry.1.push(StoredEvent { seq, event });
+            Ok(seq)
+        })
+    }
+
+    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>> {
+        Box::pin(async move {
+            let map = self.inner.lock().map_err(poisoned)?;
+            Ok(map
+                .get(id)
+                .map(|(_, events)| events.iter().filter(|e| e.seq > after).cloned().collect())
+                .unwrap_or_default())
+        })
+    }
+
+    fn list(&self, query: TaskQuery) -> BoxFuture<'_, Result<TaskPage, StoreError>> {
+        Box::pin(async move {
+            let map = self.inner.lock().map_err(poisoned)?;
+            let mut found: Vec<&TaskRecord> = map.values().map(|(r, _)| r).filter(|r| matches(r, &query)).collect();
+            found.sort_by(|a, b| b.updated_ms.cmp(&a.updated_ms).then_with(|| a.id.cmp(&b.id)));
+            Ok(TaskPage {
+                total: found.len(),
+                tasks: found
+                    .into_iter()
+                    .skip(query.offset)
+                    .take(query.limit)
+                    .cloned()
+                    .collect(),
+            })
+        })
+    }
+}

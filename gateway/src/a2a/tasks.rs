@@ -1,0 +1,904 @@
+//! Tasks: an A2A message becomes an E2A envelope (`e2a::a2a::jsonrpc::envelope_from_request`),
+//! the agent's frames pass the stream boundary and become A2A `StreamResponse` events
+//! (`e2a::a2a::stream::A2aStreamProjector`), and every event is applied to the task's snapshot
+//! and appended to its log in the [`TaskStore`] before any client sees it.
+//!
+//! Lifecycle: `SUBMITTED → WORKING → (INPUT_REQUIRED | AUTH_REQUIRED) → COMPLETED | FAILED |
+//! CANCELED | REJECTED`. A message carrying the `taskId` of a paused task answers it (the same
+//! task goes on, in the same context); an agent that answers with an `a2a.message` frame first
+//! gets a direct `Message` reply and no task. A task found `SUBMITTED`/`WORKING` with no run
+//! behind it (the gateway restarted) is settled as `FAILED`, so its log ends.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use e2a::a2a::jsonrpc::{envelope_from_request, normalize_task_state, A2aHeaders};
+use e2a::a2a::stream::{proto_timestamp, A2aStreamProjector};
+use e2a::{E2AResponse, ResponseKind};
+use futures_util::{Stream, StreamExt};
+use serde_json::{json, Map, Value};
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::card::A2aConfig;
+use super::error::{A2aError, A2aErrorKind};
+use super::store::{StoredEvent, TaskQuery, TaskRecord, TaskStore};
+use crate::agent::{Caller, RequestContext};
+use crate::boundary::{self, StopCell};
+use crate::Shared;
+
+/// A2A events with their log sequence numbers, as a binding streams them.
+pub type EventStream = Pin<Box<dyn Stream<Item = StoredEvent> + Send + 'static>>;
+
+const WORKING: &str = "TASK_STATE_WORKING";
+const SUBMITTED: &str = "TASK_STATE_SUBMITTED";
+const FAILED: &str = "TASK_STATE_FAILED";
+const CANCELED: &str = "TASK_STATE_CANCELED";
+
+/// Whether `state` ends a task.
+pub fn is_terminal(state: &str) -> bool {
+    matches!(
+        state,
+        "TASK_STATE_COMPLETED" | "TASK_STATE_FAILED" | "TASK_STATE_CANCELED" | "TASK_STATE_REJECTED"
+    )
+}
+
+/// Whether `state` pauses a task until the client answers.
+pub fn is_interrupted(state: &str) -> bool {
+    matches!(state, "TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_AUTH_REQUIRED")
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn now_ts() -> String {
+    proto_timestamp(&e2a::timestamp::utc_now_iso())
+}
+
+/// A run in progress: how to follow it and how to stop it.
+#[derive(Clone)]
+struct Live {
+    tx: broadcast::Sender<StoredEvent>,
+    cancel: CancellationToken,
+    canceled_by_client: Arc<AtomicBool>,
+}
+
+/// The A2A side of a gateway: configuration, the task store and the runs in progress.
+pub struct A2aState {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) config: A2aConfig,
+    pub(crate) store: Arc<dyn TaskStore>,
+    live: Mutex<HashMap<String, Live>>,
+}
+
+impl std::fmt::Debug for A2aState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aState")
+            .field("config", &self.config)
+            .field("store", &self.store.name())
+            .field("live", &self.live())
+            .finish()
+    }
+}
+
+/// How a send was answered.
+pub enum SendOutcome {
+    /// A direct message reply (no task).
+    Message(Value),
+    /// A task: its id, and its events from this turn's first on.
+    Task {
+        /// Task id.
+        id: String,
+        /// The events of this turn, then live ones until the turn ends.
+        events: EventStream,
+    },
+}
+
+/// What a caller asked about a send.
+pub struct SendParams {
+    /// The JSON-RPC request (`method`, `params`) the ingress reads.
+    pub request: Value,
+    /// `A2A-Version` and extensions.
+    pub headers: A2aHeaders,
+    /// Who sent it.
+    pub caller: Caller,
+}
+
+impl A2aState {
+    /// The A2A state of a gateway.
+    pub(crate) fn new(shared: Arc<Shared>, config: A2aConfig, store: Arc<dyn TaskStore>) -> Self {
+        A2aState {
+            shared,
+            config,
+            store,
+            live: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Runs in progress.
+    pub fn live(&self) -> usize {
+        self.live.lock().map(|l| l.len()).unwrap_or(0)
+    }
+
+    /// Cancels every run in progress (shutdown).
+    pub fn cancel_all(&self) {
+        if let Ok(l) = self.live.lock() {
+            for live in l.values() {
+                live.cancel.cancel();
+            }
+        }
+    }
+
+    fn live_of(&self, id: &str) -> Option<Live> {
+        self.live.lock().ok().and_then(|l| l.get(id).cloned())
+    }
+
+    /// Writes an event: applies it to the snapshot, appends it to the log, then tells followers.
+    async fn commit(&self, rec: &mut TaskRecord, event: Value, tx: Option<&broadcast::Sender<StoredEvent>>) {
+        apply(&mut rec.task, &event);
+        if let Some(s) = rec.task.pointer("/status/state").and_then(Value::as_str) {
+            rec.state = s.to_string();
+        }
+        rec.updated_ms = now_ms();
+        let seq = match self.store.append(rec.clone(), event.clone()).await {
+            Ok(seq) => seq,
+            Err(e) => {
+                tracing::error!(task_id = %rec.id, error = %e, "cannot store a task event");
+                rec.last_seq.saturating_add(1)
+            }
+        };
+        rec.last_seq = seq;
+        if let Some(tx) = tx {
+            let _ = tx.send(StoredEvent { seq, event });
+        }
+    }
+
+    /// The caller's task `id`, settled if its run is gone.
+    pub async fn load(&self, id: &str, caller: &Caller) -> Result<TaskRecord, A2aError> {
+        let rec = self
+            .store
+            .get(id)
+            .await?
+            .filter(|r| r.owner == caller.subject)
+            .ok_or_else(|| A2aError::task_not_found(id))?;
+        Ok(self.settle(rec).await)
+    }
+
+    /// A task left `SUBMITTED`/`WORKING` without a run (the gateway stopped) ends as `FAILED`.
+    async fn settle(&self, mut rec: TaskRecord) -> TaskRecord {
+        if (rec.state == WORKING || rec.state == SUBMITTED) && self.live_of(&rec.id).is_none() {
+            tracing::warn!(task_id = %rec.id, "task without a run (the gateway restarted): failed");
+            let ev = status_event(
+                &rec,
+                FAILED,
+                Some(agent_message(&rec, "the gateway restarted before the task finished")),
+            );
+            self.commit(&mut rec, ev, None).await;
+        }
+        rec
+    }
+
+    /// Starts a turn: a new task, or the answer to a paused one.
+    pub async fn send(self: &Arc<Self>, p: SendParams) -> Result<SendOutcome, A2aError> {
+        let mut env =
+            envelope_from_request(&p.request, &p.headers).map_err(|e| A2aError::invalid_params(e.to_string()))?;
+        let message = env.params.get("message").cloned().unwrap_or(Value::Null);
+        check_message(&message)?;
+        self.check_output_modes(&env.expected_output_modes)?;
+        let configuration = env
+            .params
+            .get("configuration")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let return_immediately = configuration
+            .get("returnImmediately")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if self.shared.runs.draining() {
+            return Err(A2aError::internal("the gateway is shutting down; retry later"));
+        }
+
+        // an existing task (a paused one, answered) or a new one
+        let existing = match env.task_id.clone() {
+            Some(id) => {
+                let rec = self.load(&id, &p.caller).await?;
+                if is_terminal(&rec.state) {
+                    return Err(A2aError::new(
+                        A2aErrorKind::UnsupportedOperation,
+                        format!("task {id} is in a terminal state ({})", rec.state),
+                    ));
+                }
+                if self.live_of(&id).is_some() {
+                    return Err(A2aError::new(
+                        A2aErrorKind::UnsupportedOperation,
+                        format!("task {id} is still working; wait for it to ask for input"),
+                    ));
+                }
+                if env.context_id.as_ref().is_some_and(|c| *c != rec.context_id) {
+                    return Err(A2aError::invalid_params(format!(
+                        "message contextId does not match the context of task {id}"
+                    )));
+                }
+                Some(rec)
+            }
+            None => None,
+        };
+        let permit = self
+            .shared
+            .streams
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| A2aError::internal("too many runs in progress; retry later"))?;
+
+        let task_id = existing
+            .as_ref()
+            .map(|r| r.id.clone())
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let context_id = existing
+            .as_ref()
+            .map(|r| r.context_id.clone())
+            .or_else(|| env.context_id.clone())
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        env.task_id = Some(task_id.clone());
+        env.context_id = Some(context_id.clone());
+        env.session_id.get_or_insert_with(|| context_id.clone());
+        env.request_id.get_or_insert_with(|| uuid::Uuid::new_v4().to_string());
+
+        let deadline = self.shared.config.max_run.map(|d| Instant::now() + d);
+        let ctx = RequestContext::new(p.caller.clone(), deadline);
+        let agent_stream = self.shared.agent.run(env.clone(), ctx.clone());
+        let mut frames = boundary::guard(
+            env.clone(),
+            agent_stream,
+            ctx.clone(),
+            self.shared.config.deadlines,
+            StopCell::default(),
+            self.shared.agent.name(),
+        );
+
+        // a new task whose agent answers with a message first: a direct reply, no task
+        let mut first: Option<E2AResponse> = None;
+        if existing.is_none() && !return_immediately {
+            first = frames.next().await;
+            if let Some(f) = first.as_ref().filter(|f| f.kind() == Some(ResponseKind::A2aMessage)) {
+                let mut reply = f.body.clone();
+                reply.remove("taskId");
+                reply.insert("contextId".into(), context_id.clone().into());
+                reply
+                    .entry("messageId")
+                    .or_insert_with(|| uuid::Uuid::new_v4().to_string().into());
+                reply.entry("role").or_insert_with(|| "ROLE_AGENT".into());
+                ctx.cancel.cancel();
+                return Ok(SendOutcome::Message(Value::Object(reply)));
+            }
+        }
+
+        let mut user_message = message.clone();
+        if let Some(m) = user_message.as_object_mut() {
+            m.insert("taskId".into(), task_id.clone().into());
+            m.insert("contextId".into(), context_id.clone().into());
+        }
+        let (mut rec, turn) = match existing {
+            Some(mut rec) => {
+                if let Some(t) = rec.task.as_object_mut() {
+                    let history = t.entry("history").or_insert_with(|| json!([]));
+                    if let Some(h) = history.as_array_mut() {
+                        h.push(user_message);
+                    }
+                    t.insert("status".into(), json!({"state": WORKING, "timestamp": now_ts()}));
+                }
+                let turn = user_turns(&rec.task);
+                (rec, turn)
+            }
+            None => {
+                let ms = now_ms();
+                let task = json!({"id": task_id, "contextId": context_id,
+                    "status": {"state": SUBMITTED, "timestamp": now_ts()},
+                    "history": [user_message], "artifacts": []});
+                let rec = TaskRecord {
+                    id: task_id.clone(),
+                    context_id: context_id.clone(),
+                    owner: p.caller.subject.clone(),
+                    state: SUBMITTED.into(),
+                    task,
+                    last_seq: 0,
+                    created_ms: ms,
+                    updated_ms: ms,
+                };
+                (rec, 1)
+            }
+        };
+        let (tx, _) = broadcast::channel(1024);
+        let live = Live {
+            tx: tx.clone(),
+            cancel: ctx.cancel.clone(),
+            canceled_by_client: Arc::new(AtomicBool::new(false)),
+        };
+        if let Ok(mut l) = self.live.lock() {
+            l.insert(task_id.clone(), live.clone());
+        }
+        let snapshot = json!({"task": rec.task.clone()});
+        let before = rec.last_seq;
+        self.commit(&mut rec, snapshot, Some(&tx)).await;
+        let rx = tx.subscribe();
+
+        let mapper = TurnMapper::new(&task_id, &context_id, turn, live.canceled_by_client.clone());
+        let this = self.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            this.pump(rec, first, frames, mapper, tx).await;
+        });
+        Ok(SendOutcome::Task {
+            id: task_id.clone(),
+            events: self.follow(task_id, before, Some(rx)),
+        })
+    }
+
+    async fn pump(
+        &self,
+        mut rec: TaskRecord,
+        first: Option<E2AResponse>,
+        mut frames: crate::FrameStream,
+        mut mapper: TurnMapper,
+        tx: broadcast::Sender<StoredEvent>,
+    ) {
+        let mut next = first;
+        loop {
+            let frame = match next.take() {
+                Some(f) => f,
+                None => match frames.next().await {
+                    Some(f) => f,
+                    None => break,
+                },
+            };
+            for ev in mapper.push(&frame) {
+                self.commit(&mut rec, ev, Some(&tx)).await;
+            }
+            if frame.is_final {
+                break;
+            }
+        }
+        if !is_terminal(&rec.state) && !is_interrupted(&rec.state) {
+            let ev = status_event(
+                &rec,
+                FAILED,
+                Some(agent_message(&rec, "the agent ended without a final state")),
+            );
+            self.commit(&mut rec, ev, Some(&tx)).await;
+        }
+        if let Ok(mut l) = self.live.lock() {
+            l.remove(&rec.id);
+        }
+        drop(tx);
+    }
+
+    /// The events of task `id` after `after` from the log, then live ones until its run ends.
+    fn follow(self: &Arc<Self>, id: String, after: u64, rx: Option<broadcast::Receiver<StoredEvent>>) -> EventStream {
+        let this = self.clone();
+        Box::pin(async_stream::stream! {
+            let mut last = after;
+            match this.store.events_after(&id, last).await {
+                Ok(events) => for e in events { last = e.seq; yield e; },
+                Err(e) => tracing::error!(task_id = %id, error = %e, "cannot read a task log"),
+            }
+            let Some(mut rx) = rx else { return };
+            loop {
+                let closed = match rx.recv().await {
+                    Ok(e) if e.seq == last.saturating_add(1) => { last = e.seq; yield e; continue; }
+                    Ok(e) if e.seq <= last => continue,
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => false,
+                    Err(broadcast::error::RecvError::Closed) => true,
+                };
+                // a gap (lagged): catch up from the log
+                if let Ok(events) = this.store.events_after(&id, last).await {
+                    for e in events { last = e.seq; yield e; }
+                }
+                if closed { break; }
+            }
+        })
+    }
+
+    /// `SubscribeToTask`: with `last_seen` (an SSE `Last-Event-ID`), the events after it, then
+    /// live ones; without, the task as it is, then live events. A task that has ended can only
+    /// be replayed from a `last_seen`.
+    pub async fn subscribe(
+        self: &Arc<Self>,
+        id: &str,
+        caller: &Caller,
+        last_seen: Option<u64>,
+    ) -> Result<EventStream, A2aError> {
+        let live = self.live_of(id);
+        let rx = live.as_ref().map(|l| l.tx.subscribe());
+        let rec = self.load(id, caller).await?;
+        match last_seen {
+            Some(after) => Ok(self.follow(rec.id, after, rx)),
+            None => {
+                if is_terminal(&rec.state) {
+                    return Err(A2aError::new(
+                        A2aErrorKind::UnsupportedOperation,
+                        format!(
+                            "task {id} is in a terminal state ({}); nothing to subscribe to",
+                            rec.state
+                        ),
+                    ));
+                }
+                let head = StoredEvent {
+                    seq: rec.last_seq,
+                    event: json!({"task": rec.task}),
+                };
+                let rest = self.follow(rec.id, rec.last_seq, rx.filter(|_| live.is_some()));
+                Ok(Box::pin(futures_util::stream::iter([head]).chain(rest)))
+            }
+        }
+    }
+
+    /// Waits (up to the blocking timeout) for the current turn of task `id` to end.
+    pub async fn wait(self: &Arc<Self>, mut events: EventStream) {
+        let timeout = self.config.blocking_timeout;
+        let _ = tokio::time::timeout(timeout, async move { while events.next().await.is_some() {} }).await;
+    }
+
+    /// `CancelTask`.
+    pub async fn cancel(self: &Arc<Self>, id: &str, caller: &Caller) -> Result<Value, A2aError> {
+        let mut rec = self.load(id, caller).await?;
+        if is_terminal(&rec.state) {
+            return Err(A2aError::new(
+                A2aErrorKind::TaskNotCancelable,
+                format!("task {id} is already {}", rec.state),
+            ));
+        }
+        match self.live_of(id) {
+            Some(live) => {
+                let rx = live.tx.subscribe();
+                live.canceled_by_client.store(true, Ordering::SeqCst);
+                live.cancel.cancel();
+                let events = self.follow(id.to_string(), rec.last_seq, Some(rx));
+                let _ = tokio::time::timeout(Duration::from_secs(10), async move {
+                    let mut events = events;
+                    while events.next().await.is_some() {}
+                })
+                .await;
+                rec = self.load(id, caller).await?;
+            }
+            None => {
+                let ev = status_event(&rec, CANCELED, Some(agent_message(&rec, "canceled by the client")));
+                self.commit(&mut rec, ev, None).await;
+            }
+        }
+        Ok(rec.task)
+    }
+
+    /// `ListTasks` for `caller` (params in the 1.0 camelCase names).
+    pub async fn list(&self, params: &Map<String, Value>, caller: &Caller) -> Result<Value, A2aError> {
+        let page_size = match params.get("pageSize") {
+            None | Some(Value::Null) => 50,
+            Some(v) => match int_of(v) {
+                Some(n) if (1..=100).contains(&n) => usize::try_from(n).unwrap_or(50),
+                Some(0) => 50,
+                _ => return Err(A2aError::invalid_params("pageSize must be between 1 and 100")),
+            },
+        };
+        let offset = match params
+            .get("pageToken")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            None => 0,
+            Some(t) => t
+                .parse::<usize>()
+                .map_err(|_| A2aError::invalid_params("pageToken is not a token this server issued"))?,
+        };
+        let history = history_length(params)?;
+        let include_artifacts = match params.get("includeArtifacts") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(Value::String(s)) if s == "true" || s == "false" => s == "true",
+            Some(_) => return Err(A2aError::invalid_params("includeArtifacts must be a boolean")),
+        };
+        let state = match params.get("status") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.is_empty() || s == "TASK_STATE_UNSPECIFIED" => None,
+            Some(Value::String(s)) => Some(normalize_task_state(s)),
+            Some(_) => return Err(A2aError::invalid_params("status must be a task state")),
+        };
+        let context_id = params
+            .get("contextId")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(String::from);
+        let updated_after_ms = match params.get("statusTimestampAfter").and_then(Value::as_str) {
+            None => None,
+            Some(t) => Some(
+                parse_rfc3339_ms(t)
+                    .ok_or_else(|| A2aError::invalid_params("statusTimestampAfter must be an RFC 3339 timestamp"))?,
+            ),
+        };
+        let query = TaskQuery {
+            owner: caller.subject.clone(),
+            context_id,
+            state,
+            updated_after_ms,
+            offset,
+            limit: page_size,
+        };
+        let page = self.store.list(query).await?;
+        let mut tasks = Vec::new();
+        for rec in page.tasks {
+            let rec = self.settle(rec).await;
+            let mut task = trim_history(rec.task, history);
+            if !include_artifacts {
+                if let Some(t) = task.as_object_mut() {
+                    t.remove("artifacts");
+                }
+            }
+            tasks.push(task);
+        }
+        let next = offset.saturating_add(tasks.len());
+        let next_token = if next < page.total {
+            next.to_string()
+        } else {
+            String::new()
+        };
+        Ok(json!({"tasks": tasks, "nextPageToken": next_token, "pageSize": page_size, "totalSize": page.total}))
+    }
+
+    fn check_output_modes(&self, accepted: &[String]) -> Result<(), A2aError> {
+        if accepted.is_empty() {
+            return Ok(());
+        }
+        let ours = &self.config.card.default_output_modes;
+        let fits = |a: &str| {
+            let a = a.trim().to_ascii_lowercase();
+            a == "*/*"
+                || ours.iter().any(|o| {
+                    let o = o.to_ascii_lowercase();
+                    o == a || a.strip_suffix("/*").is_some_and(|t| o.starts_with(&format!("{t}/")))
+                })
+        };
+        if accepted.iter().any(|a| fits(a)) {
+            Ok(())
+        } else {
+            Err(A2aError::new(
+                A2aErrorKind::ContentTypeNotSupported,
+                format!(
+                    "none of the accepted output modes is produced (the agent answers {})",
+                    ours.join(", ")
+                ),
+            ))
+        }
+    }
+}
+
+fn int_of(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// `historyLength` of a request: `None` for all of it.
+pub fn history_length(params: &Map<String, Value>) -> Result<Option<usize>, A2aError> {
+    match params.get("historyLength") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match int_of(v) {
+            Some(n) if n >= 0 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+            _ => Err(A2aError::invalid_params("historyLength must be a non-negative integer")),
+        },
+    }
+}
+
+/// The task with only its last `n` history messages (all for `None`; none for 0).
+pub fn trim_history(mut task: Value, n: Option<usize>) -> Value {
+    if let (Some(n), Some(t)) = (n, task.as_object_mut()) {
+        if n == 0 {
+            t.remove("history");
+        } else if let Some(Value::Array(h)) = t.get_mut("history") {
+            let skip = h.len().saturating_sub(n);
+            h.drain(..skip);
+        }
+    }
+    task
+}
+
+fn parse_rfc3339_ms(t: &str) -> Option<i64> {
+    // YYYY-MM-DDTHH:MM:SS[.fff](Z|+00:00)
+    let b = t.as_bytes();
+    if b.len() < 20 {
+        return None;
+    }
+    let num = |s: &str| s.parse::<i64>().ok();
+    let (y, mo, d) = (num(t.get(0..4)?)?, num(t.get(5..7)?)?, num(t.get(8..10)?)?);
+    let (h, mi, s) = (num(t.get(11..13)?)?, num(t.get(14..16)?)?, num(t.get(17..19)?)?);
+    let rest = t.get(19..)?;
+    let (frac, zone) = match rest.strip_prefix('.') {
+        Some(r) => {
+            let end = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
+            (r.get(..end)?, r.get(end..)?)
+        }
+        None => ("", rest),
+    };
+    if !matches!(zone, "Z" | "z" | "+00:00") {
+        return None;
+    }
+    let ms = frac
+        .get(..frac.len().min(3))
+        .map(|f| format!("{f:0<3}"))
+        .and_then(|f| num(&f))
+        .unwrap_or(0);
+    // days from civil (Howard Hinnant)
+    let y2 = if mo <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 86_400 + h * 3_600 + mi * 60 + s) * 1_000) + ms)
+}
+
+fn check_message(message: &Value) -> Result<(), A2aError> {
+    let m = message
+        .as_object()
+        .ok_or_else(|| A2aError::invalid_params("params.message must be an object"))?;
+    if m.get("messageId").and_then(Value::as_str).is_none_or(str::is_empty) {
+        return Err(A2aError::invalid_params("params.message.messageId is required"));
+    }
+    match m.get("parts").and_then(Value::as_array) {
+        Some(parts) if !parts.is_empty() => {
+            for (i, p) in parts.iter().enumerate() {
+                let known = p
+                    .as_object()
+                    .is_some_and(|p| ["text", "raw", "url", "data"].iter().any(|k| p.contains_key(*k)));
+                if !known {
+                    return Err(A2aError::invalid_params(format!(
+                        "params.message.parts[{i}] has none of text, raw, url, data"
+                    )));
+                }
+            }
+            Ok(())
+        }
+        _ => Err(A2aError::invalid_params(
+            "params.message.parts must be a non-empty array",
+        )),
+    }
+}
+
+fn user_turns(task: &Value) -> usize {
+    task.get("history")
+        .and_then(Value::as_array)
+        .map(|h| {
+            h.iter()
+                .filter(|m| m.get("role").and_then(Value::as_str) == Some("ROLE_USER"))
+                .count()
+        })
+        .unwrap_or(1)
+}
+
+fn agent_message(rec: &TaskRecord, text: &str) -> Value {
+    json!({"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_AGENT",
+        "taskId": rec.id, "contextId": rec.context_id, "parts": [{"text": text}]})
+}
+
+fn status_event(rec: &TaskRecord, state: &str, message: Option<Value>) -> Value {
+    let mut status = json!({"state": state, "timestamp": now_ts()});
+    if let Some(m) = message {
+        status["message"] = m;
+    }
+    json!({"statusUpdate": {"taskId": rec.id, "contextId": rec.context_id, "status": status}})
+}
+
+/// Applies a `StreamResponse` to a task snapshot: a `task` replaces it, a status update sets the
+/// status (its message joins the history), an artifact update adds or appends to an artifact.
+pub fn apply(task: &mut Value, event: &Value) {
+    if let Some(t) = event.get("task") {
+        *task = t.clone();
+        return;
+    }
+    let Some(obj) = task.as_object_mut() else { return };
+    if let Some(u) = event.get("statusUpdate") {
+        if let Some(status) = u.get("status") {
+            if let Some(m) = status.get("message") {
+                if let Some(Value::Array(h)) = obj.get_mut("history") {
+                    h.push(m.clone());
+                } else {
+                    obj.insert("history".into(), json!([m]));
+                }
+            }
+            obj.insert("status".into(), status.clone());
+        }
+    } else if let Some(u) = event.get("artifactUpdate") {
+        let Some(artifact) = u.get("artifact") else { return };
+        let id = artifact.get("artifactId").cloned();
+        let append = u.get("append").and_then(Value::as_bool).unwrap_or(false);
+        let list = obj.entry("artifacts").or_insert_with(|| json!([]));
+        let Some(list) = list.as_array_mut() else { return };
+        match list.iter_mut().find(|a| a.get("artifactId") == id.as_ref()) {
+            Some(existing) if append => {
+                let new_parts = artifact
+                    .get("parts")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                if let Some(Value::Array(parts)) = existing.get_mut("parts") {
+                    // text pieces of one text part are joined; other parts are added
+                    for p in new_parts {
+                        match (parts.last_mut(), p.get("text").and_then(Value::as_str)) {
+                            (Some(last), Some(more)) if last.get("text").is_some() => {
+                                let joined =
+                                    format!("{}{more}", last.get("text").and_then(Value::as_str).unwrap_or(""));
+                                last["text"] = joined.into();
+                            }
+                            _ => parts.push(p),
+                        }
+                    }
+                }
+            }
+            Some(existing) => *existing = artifact.clone(),
+            None => list.push(artifact.clone()),
+        }
+    }
+}
+
+/// One turn's frames → A2A events: the e2a projector, with the gateway's task bookkeeping
+/// around it (the task was already sent as `SUBMITTED`, so the projector's opening `task`
+/// becomes a `WORKING` status update; artifact chunks of the agent go through the projector's
+/// `a2a.stream_event` path; the final status carries the final text).
+struct TurnMapper {
+    projector: A2aStreamProjector,
+    task_id: String,
+    context_id: String,
+    output: String,
+    turn: usize,
+    text: String,
+    canceled_by_client: Arc<AtomicBool>,
+}
+
+impl TurnMapper {
+    fn new(task_id: &str, context_id: &str, turn: usize, canceled_by_client: Arc<AtomicBool>) -> Self {
+        TurnMapper {
+            projector: A2aStreamProjector::new(task_id, context_id),
+            task_id: task_id.into(),
+            context_id: context_id.into(),
+            output: format!("{task_id}-output"),
+            turn,
+            text: String::new(),
+            canceled_by_client,
+        }
+    }
+
+    /// An agent's artifact chunk (`delta_kind: custom`, `event_type: artifact`) as the
+    /// `a2a.stream_event` frame the projector passes through.
+    fn artifact_frame(&self, frame: &E2AResponse) -> Option<E2AResponse> {
+        if frame.kind() != Some(ResponseKind::E2aChunk)
+            || frame.body.get("event_type").and_then(Value::as_str) != Some("artifact")
+        {
+            return None;
+        }
+        let d = frame.body.get("delta")?;
+        let mut artifact = json!({"artifactId": d.get("artifact_id").cloned().unwrap_or_else(|| "artifact".into()),
+            "parts": d.get("parts").cloned().unwrap_or_else(|| json!([]))});
+        if let Some(n) = d.get("name").filter(|n| n.is_string()) {
+            artifact["name"] = n.clone();
+        }
+        let payload = json!({"taskId": self.task_id, "contextId": self.context_id, "artifact": artifact,
+            "append": d.get("append").and_then(Value::as_bool).unwrap_or(false),
+            "lastChunk": d.get("last_chunk").and_then(Value::as_bool).unwrap_or(true)});
+        let mut f = E2AResponse::new(
+            ResponseKind::A2aStreamEvent,
+            json!({"branch": "artifact_update", "payload": payload}),
+        );
+        f.sequence = frame.sequence;
+        f.request_id = frame.request_id.clone();
+        f.timestamp = frame.timestamp.clone();
+        Some(f)
+    }
+
+    fn push(&mut self, frame: &E2AResponse) -> Vec<Value> {
+        let converted = self.artifact_frame(frame);
+        let events = self.projector.push(converted.as_ref().unwrap_or(frame));
+        let mut out = Vec::new();
+        for mut ev in events {
+            if let Some(t) = ev.get("task") {
+                ev = json!({"statusUpdate": {"taskId": self.task_id, "contextId": self.context_id,
+                    "status": {"state": t.pointer("/status/state").cloned().unwrap_or_else(|| WORKING.into()),
+                               "timestamp": now_ts()}}});
+            }
+            if let Some(u) = ev.get_mut("artifactUpdate") {
+                if u.pointer("/artifact/artifactId").and_then(Value::as_str) == Some(self.output.as_str()) {
+                    if let Some(Value::Array(parts)) = u.pointer("/artifact/parts") {
+                        for p in parts {
+                            if let Some(t) = p.get("text").and_then(Value::as_str) {
+                                self.text.push_str(t);
+                            }
+                        }
+                    }
+                    if self.turn > 1 {
+                        u["artifact"]["artifactId"] = format!("{}-{}", self.output, self.turn).into();
+                    }
+                    u["artifact"]["name"] = "output".into();
+                }
+            }
+            if let Some(status) = ev.pointer_mut("/statusUpdate/status") {
+                self.finish_status(status, frame);
+            }
+            out.push(ev);
+        }
+        out
+    }
+
+    /// The final status carries the final text; a pause says what it asks; a cancel says who.
+    fn finish_status(&self, status: &mut Value, frame: &E2AResponse) {
+        let state = status.get("state").and_then(Value::as_str).unwrap_or("").to_string();
+        let message = |text: &str| {
+            json!({"messageId": frame.response_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+                "role": "ROLE_AGENT", "taskId": self.task_id, "contextId": self.context_id,
+                "parts": [{"text": text}]})
+        };
+        match state.as_str() {
+            "TASK_STATE_COMPLETED" if status.get("message").is_none() => {
+                let text = if self.text.is_empty() {
+                    frame
+                        .body
+                        .get("result")
+                        .and_then(|r| r.get("content"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                } else {
+                    self.text.clone()
+                };
+                if !text.is_empty() {
+                    status["message"] = message(&text);
+                }
+            }
+            "TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_AUTH_REQUIRED" => {
+                let prompt = frame.body.get("plan_content").and_then(Value::as_str).map(String::from);
+                if let (Some(prompt), Some(Value::Array(parts))) = (prompt, status.pointer_mut("/message/parts")) {
+                    parts.insert(0, json!({"text": prompt}));
+                }
+            }
+            CANCELED if self.canceled_by_client.load(Ordering::SeqCst) => {
+                status["message"] = message("canceled by the client");
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339() {
+        assert_eq!(parse_rfc3339_ms("1970-01-01T00:00:01.5Z"), Some(1500));
+        assert_eq!(parse_rfc3339_ms("2026-03-26T11:33:01Z"), Some(1_774_524_781_000));
+        assert_eq!(parse_rfc3339_ms("nope"), None);
+    }
+
+    #[test]
+    fn artifacts_append() {
+        let mut task = json!({"id": "t", "artifacts": []});
+        apply(
+            &mut task,
+            &json!({"artifactUpdate": {"artifact": {"artifactId": "a", "parts": [{"text": "He"}]}}}),
+        );
+        apply(
+            &mut task,
+            &json!({"artifactUpdate": {"append": true, "artifact": {"artifactId": "a", "parts": [{"text": "llo"}]}}}),
+        );
+        assert_eq!(task["artifacts"][0]["parts"], json!([{"text": "Hello"}]));
+        let t = trim_history(json!({"history": [1, 2, 3]}), Some(2));
+        assert_eq!(t["history"], json!([2, 3]));
+    }
+}
