@@ -12,6 +12,7 @@
 
 mod redact;
 mod secret;
+mod taxonomy;
 
 /// `pub mod $name { include!("../snapshots/$name/rust/e2a_types.rs"); }`, with the lint
 /// allowances `e2a` puts on its generated module.
@@ -28,8 +29,10 @@ fixture!(closed_enums);
 fixture!(defaults);
 fixture!(descriptions);
 fixture!(nullable_optional);
+fixture!(open_enums);
 fixture!(refs_across_files);
 fixture!(secrets);
+fixture!(taxonomy_table);
 fixture!(write_all_keys);
 
 use serde_json::json;
@@ -125,4 +128,42 @@ fn write_all_keys_serializes_every_key_and_defaults_from_the_schema() {
     assert_eq!(serde_json::to_value(Canonical::default()).expect("serialize"), all);
     let read: Canonical = serde_json::from_value(all).expect("canonical form reads back");
     assert_eq!(read, Canonical::default());
+}
+
+#[test]
+fn open_enums_keep_unknown_values_and_defaults_come_from_x_e2a_default() {
+    use open_enums::{Frame, Kind, Status};
+    assert_eq!(Kind::from("e2a.chunk"), Kind::E2aChunk);
+    assert_eq!(
+        Kind::ALL.map(|k| k.as_str().to_string()),
+        ["e2a.chunk", "acp.session_update"]
+    );
+    let odd: Status = serde_json::from_value(json!("paused")).expect("any string");
+    assert_eq!(odd, Status::Other("paused".into()));
+    assert!(!odd.is_known() && Status::Succeeded.is_known());
+    assert_eq!(serde_json::to_value(&odd).expect("serialize"), json!("paused"));
+    assert!(serde_json::from_value::<Status>(json!(1)).is_err());
+    let d = Frame::default();
+    assert_eq!(
+        (d.status, d.kind, d.sequence),
+        (Status::InProgress, Kind::Other(String::new()), 0)
+    );
+    // required on the wire even though they have an x-e2a-default
+    assert!(serde_json::from_value::<Frame>(json!({"status": "succeeded", "kind": "e2a.chunk"})).is_err());
+}
+
+#[test]
+fn error_table_rows_follow_the_schema() {
+    use taxonomy_table::{ErrorKind, ERROR_TABLE};
+    assert_eq!(ERROR_TABLE.len(), ErrorKind::ALL.len());
+    assert_eq!(ERROR_TABLE[0].kind, ErrorKind::NotFound);
+    assert_eq!(
+        (
+            ERROR_TABLE[0].acp_code,
+            ERROR_TABLE[0].a2a_code,
+            ERROR_TABLE[0].http_status
+        ),
+        (-32002, -32001, 404)
+    );
+    assert_eq!(ERROR_TABLE[1].a2a_task_state, None);
 }
