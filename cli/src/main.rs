@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
+mod acp;
 mod convert;
 mod demo;
 mod input;
@@ -110,6 +111,13 @@ enum Command {
         after_help = "Examples:\n  e2a serve\n  e2a serve --agent script:gateway/tests/data/script.json\n  e2a serve --bind 0.0.0.0:8080 --token-file token.txt --agent e2a:http://10.0.0.5:8080"
     )]
     Serve(serve::ServeArgs),
+    /// Be an ACP agent over stdio (what an editor runs as its agent command) in front of an
+    /// agent: echo, a script of scenarios, another E2A server or another ACP agent. stdout
+    /// carries ACP frames only; logs go to stderr (level from $E2A_LOG, default warn).
+    #[command(
+        after_help = "Examples:\n  e2a acp\n  e2a acp --agent script:gateway/tests/data/script.json\n  e2a acp --agent e2a:http://127.0.0.1:8080\n  e2a acp --agent 'acp:my-coding-agent --stdio' --approve read"
+    )]
+    Acp(acp::AcpArgs),
     /// Print a shell completion script.
     #[command(after_help = "Example:\n  e2a completions bash > /etc/bash_completion.d/e2a")]
     Completions {
@@ -155,6 +163,7 @@ fn main() -> ExitCode {
         )),
         Command::Redact { file } => ExitCode::from(redact(&file)),
         Command::Serve(args) => ExitCode::from(serve::run(&args)),
+        Command::Acp(args) => ExitCode::from(acp::run(&args)),
         Command::ConformanceDriver => conformance_driver(),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "e2a", &mut std::io::stdout());

@@ -23,6 +23,9 @@ pub struct ServeArgs {
     /// Bearer token file for the `e2a:URL` agent (default: $E2A_AGENT_TOKEN).
     #[arg(long)]
     pub agent_token_file: Option<PathBuf>,
+    /// Options of `acp:CMD` agents.
+    #[command(flatten)]
+    pub acp_backend: crate::acp::BackendArgs,
     /// Listen on a non-loopback address without a token.
     #[arg(long)]
     pub insecure_no_auth: bool,
@@ -79,7 +82,15 @@ fn a2a_setup(args: &ServeArgs) -> Result<(e2a_gateway::a2a::A2aConfig, Arc<dyn e
     Ok((config, store))
 }
 
-fn agent(spec: &str, token_file: Option<&PathBuf>) -> Result<Arc<dyn Agent>, String> {
+/// The agent of a `--agent` spec: `echo`, `script:FILE`, `e2a:URL` or `acp:CMD ARGS`.
+pub(crate) fn agent(
+    spec: &str,
+    token_file: Option<&PathBuf>,
+    backend: &crate::acp::BackendArgs,
+) -> Result<Arc<dyn Agent>, String> {
+    if let Some(cmd) = spec.strip_prefix("acp:") {
+        return crate::acp::backend(cmd, backend);
+    }
     if spec == "echo" {
         return Ok(Arc::new(EchoAgent::new()));
     }
@@ -118,7 +129,9 @@ fn agent(spec: &str, token_file: Option<&PathBuf>) -> Result<Arc<dyn Agent>, Str
             .map(|a| Arc::new(a) as Arc<dyn Agent>)
             .map_err(|e| e.to_string());
     }
-    Err(format!("unknown agent `{spec}`: use echo, script:FILE, e2a:URL or a2a:URL"))
+    Err(format!(
+        "unknown agent `{spec}`: use echo, script:FILE, e2a:URL, a2a:URL or acp:CMD"
+    ))
 }
 
 fn auth(token_file: Option<&PathBuf>) -> Result<Auth, String> {
@@ -152,7 +165,7 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         .try_init();
     let auth = auth(args.token_file.as_ref())?;
     e2a_gateway::check_bind(args.bind, &auth, args.insecure_no_auth)?;
-    let agent = agent(&args.agent, args.agent_token_file.as_ref())?;
+    let agent = agent(&args.agent, args.agent_token_file.as_ref(), &args.acp_backend)?;
     let config = GatewayConfig {
         auth,
         max_streams: args.max_streams,

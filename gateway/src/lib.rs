@@ -27,8 +27,10 @@
 #![deny(missing_docs)]
 
 pub mod a2a;
+pub mod acp;
 pub mod agent;
 pub mod agents;
+pub mod agui;
 pub mod auth;
 pub mod boundary;
 pub mod config;
@@ -62,6 +64,7 @@ pub struct Shared {
 pub struct Gateway {
     shared: Arc<Shared>,
     a2a: Option<Arc<a2a::A2aState>>,
+    agui: bool,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -91,6 +94,7 @@ impl Gateway {
                 streams,
             }),
             a2a: None,
+            agui: false,
         }
     }
 
@@ -101,9 +105,24 @@ impl Gateway {
         self
     }
 
+    /// Also serves AG-UI over SSE (`POST /agui`, `POST /agents/{name}/agui`) in front of the
+    /// same agent. See [`agui`].
+    pub fn with_agui(mut self) -> Self {
+        self.agui = true;
+        self
+    }
+
+    /// The AG-UI routes alone (authentication included), to merge into another axum app.
+    pub fn agui_router(&self) -> axum::Router {
+        agui::router(self.shared.clone())
+    }
+
     /// The routes (authentication included), to serve or to merge into another axum app.
     pub fn router(&self) -> axum::Router {
-        let router = http::router(self.shared.clone());
+        let mut router = http::router(self.shared.clone());
+        if self.agui {
+            router = self.agui_router().merge(router);
+        }
         match &self.a2a {
             Some(a2a) => a2a::router(a2a.clone()).merge(router),
             None => router,

@@ -1,0 +1,460 @@
+//! An ACP agent program as a gateway agent (`--agent acp:CMD ARGS`): the gateway spawns it
+//! and speaks to it as an ACP client.
+//!
+//! - An E2A request is a turn of an ACP session: requests with the same `session_id` (else
+//!   `context_id`, else `task_id`) share one ACP session; one turn at a time per session. A
+//!   request without any of them gets a session of its own.
+//! - `session/update` notifications become E2A frames: text and thought chunks become
+//!   `e2a.chunk` text / reasoning, tool calls and finished tool-call updates become the tool
+//!   chunk bodies the projectors read, every other update travels as `acp.session_update`
+//!   (which the ACP projector forwards unchanged). The `session/prompt` response completes the
+//!   run (`stopReason` in the result).
+//! - Cancelling the run (client gone, deadline, ACP `session/cancel` at the front) sends
+//!   `session/cancel`; the turn keeps its session locked until the agent has answered.
+//! - An agent that exits ends its running turns with an `e2a.error` final frame and is
+//!   started again on the next request.
+//! - `session/request_permission` follows a [`PermissionPolicy`]: denied unless allowed by
+//!   the `approve` list, every decision logged. `fs/*` and `terminal/*` client methods are
+//!   declined unless enabled.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use e2a::stream::ResponseStream;
+use e2a::taxonomy::ErrorKind;
+use e2a::{E2AEnvelope, E2AResponse, ResponseKind};
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::rpc::{codes, Incoming, NotificationHook, Peer, RpcError};
+use crate::agent::{Agent, FrameStream, RequestContext};
+use crate::agents::{request_text, tool_call_body, tool_result_body};
+use crate::boundary::obj;
+
+/// Which permission requests of the backend agent may be allowed.
+#[derive(Debug, Clone, Default)]
+pub struct PermissionPolicy {
+    /// Patterns allowed: a tool-call `kind` (`read`, `edit`, `execute`, …), a substring of its
+    /// title, or `*` for everything. Empty: every request is denied.
+    pub approve: Vec<String>,
+}
+
+impl PermissionPolicy {
+    /// True when the tool call described by `tool_call` may be allowed.
+    pub fn allows(&self, tool_call: &Value) -> bool {
+        let kind = tool_call.get("kind").and_then(Value::as_str).unwrap_or("");
+        let title = tool_call
+            .get("title")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_lowercase();
+        self.approve.iter().any(|p| {
+            let p = p.trim();
+            p == "*" || (!p.is_empty() && (p == kind || title.contains(&p.to_lowercase())))
+        })
+    }
+}
+
+/// How to run the backend agent.
+#[derive(Debug, Clone)]
+pub struct AcpAgentConfig {
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// Working directory given to `session/new` (default: the current directory).
+    pub cwd: Option<PathBuf>,
+    /// Which permission requests may be allowed.
+    pub policy: PermissionPolicy,
+    /// Serve `fs/read_text_file` and `fs/write_text_file` (declined otherwise).
+    pub allow_fs: bool,
+}
+
+impl AcpAgentConfig {
+    /// A backend running `command`, with the default policy (deny) and no file system.
+    pub fn new(command: Vec<String>) -> Self {
+        AcpAgentConfig {
+            command,
+            cwd: None,
+            policy: PermissionPolicy::default(),
+            allow_fs: false,
+        }
+    }
+}
+
+type Routes = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Value>>>>;
+
+struct Conn {
+    child: tokio::process::Child,
+}
+
+#[derive(Default)]
+struct State {
+    conn: Option<Arc<tokio::sync::Mutex<Conn>>>,
+    peer: Option<Peer>,
+    routes: Option<Routes>,
+    generation: u64,
+    /// E2A session key → (ACP session id, generation of the process that made it).
+    sessions: HashMap<String, (String, u64)>,
+    turns: HashMap<String, Arc<tokio::sync::Mutex<()>>>,
+}
+
+/// An ACP agent program behind the gateway (see the module docs).
+#[derive(Clone)]
+pub struct AcpAgent {
+    config: Arc<AcpAgentConfig>,
+    state: Arc<tokio::sync::Mutex<State>>,
+}
+
+impl std::fmt::Debug for AcpAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcpAgent")
+            .field("command", &self.config.command.first())
+            .finish()
+    }
+}
+
+enum Event {
+    Update(Value),
+    Done(Result<Value, RpcError>),
+}
+
+impl AcpAgent {
+    /// A backend agent (started on the first request).
+    pub fn new(config: AcpAgentConfig) -> Result<Self, String> {
+        if config.command.is_empty() {
+            return Err("acp: a command is required (acp:CMD ARGS)".into());
+        }
+        Ok(AcpAgent {
+            config: Arc::new(config),
+            state: Arc::default(),
+        })
+    }
+
+    fn cwd(&self) -> String {
+        self.config
+            .cwd
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "/".into())
+    }
+
+    /// The running connection, started (and initialized) when there is none or it died.
+    async fn connect(&self, state: &mut State) -> Result<(Peer, Routes, u64), String> {
+        if let (Some(conn), Some(peer), Some(routes)) = (&state.conn, &state.peer, &state.routes) {
+            let alive = {
+                let mut c = conn.lock().await;
+                !peer.closed().is_cancelled() && matches!(c.child.try_wait(), Ok(None))
+            };
+            if alive {
+                return Ok((peer.clone(), routes.clone(), state.generation));
+            }
+            tracing::warn!(agent = %self.name(), "ACP agent exited: restarting");
+        }
+        let (program, args) = self
+            .config
+            .command
+            .split_first()
+            .ok_or_else(|| "no command".to_string())?;
+        let mut child = tokio::process::Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start the ACP agent `{program}`: {e}"))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err("the ACP agent has no stdio".into());
+        };
+        let routes: Routes = Arc::default();
+        let routing = routes.clone();
+        // session/updates are routed on the reading task, so that every update of a turn is
+        // routed before the turn's response completes it
+        let hook: NotificationHook = Arc::new(move |method: &str, params: &Value| {
+            if method != "session/update" {
+                return false;
+            }
+            let sid = params.get("sessionId").and_then(Value::as_str).unwrap_or("");
+            match routing.lock().ok().and_then(|r| r.get(sid).cloned()) {
+                Some(tx) => {
+                    let _ = tx.send(params.get("update").cloned().unwrap_or(Value::Null));
+                }
+                None => tracing::debug!(session = sid, "session/update outside a turn"),
+            }
+            true
+        });
+        let (peer, incoming) = Peer::start_with_hook(stdout, stdin, Some(hook));
+        tokio::spawn(serve_client_side(peer.clone(), incoming, self.config.clone()));
+        let init = json!({
+            "protocolVersion": super::server::PROTOCOL_VERSION,
+            "clientCapabilities": {"fs": {"readTextFile": self.config.allow_fs, "writeTextFile": self.config.allow_fs}, "terminal": false},
+            "clientInfo": {"name": "e2a-gateway", "title": "E2A gateway", "version": env!("CARGO_PKG_VERSION")}
+        });
+        let init = tokio::time::timeout(std::time::Duration::from_secs(30), peer.call("initialize", init))
+            .await
+            .map_err(|_| "the ACP agent did not answer initialize".to_string())?
+            .map_err(|e| format!("the ACP agent refused initialize: {e}"))?;
+        let version = init.get("protocolVersion").and_then(Value::as_u64);
+        if version != Some(super::server::PROTOCOL_VERSION) {
+            return Err(format!("the ACP agent speaks protocol version {version:?}, not 1"));
+        }
+        state.generation += 1;
+        state.conn = Some(Arc::new(tokio::sync::Mutex::new(Conn { child })));
+        state.peer = Some(peer.clone());
+        state.routes = Some(routes.clone());
+        Ok((peer, routes, state.generation))
+    }
+
+    /// The ACP session of an E2A request and its turn lock (a new session when needed).
+    async fn session(
+        &self,
+        key: Option<String>,
+    ) -> Result<(Peer, Routes, String, Arc<tokio::sync::Mutex<()>>), String> {
+        let mut state = self.state.lock().await;
+        let (peer, routes, generation) = self.connect(&mut state).await?;
+        if let Some(k) = &key {
+            if let Some((sid, g)) = state.sessions.get(k) {
+                if *g == generation {
+                    let sid = sid.clone();
+                    let lock = state.turns.entry(sid.clone()).or_default().clone();
+                    return Ok((peer, routes, sid, lock));
+                }
+            }
+        }
+        let created = peer
+            .call("session/new", json!({"cwd": self.cwd(), "mcpServers": []}))
+            .await
+            .map_err(|e| format!("session/new failed: {e}"))?;
+        let sid = created
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| "session/new answered without a sessionId".to_string())?
+            .to_string();
+        if let Some(k) = key {
+            state.sessions.insert(k, (sid.clone(), generation));
+        }
+        let lock = state.turns.entry(sid.clone()).or_default().clone();
+        Ok((peer, routes, sid, lock))
+    }
+}
+
+/// Answers the backend's requests to its client.
+async fn serve_client_side(peer: Peer, mut incoming: mpsc::UnboundedReceiver<Incoming>, config: Arc<AcpAgentConfig>) {
+    while let Some(msg) = incoming.recv().await {
+        match msg {
+            Incoming::Notification { method, .. } => tracing::debug!(method = %method, "notification ignored"),
+            Incoming::Request { id, method, params } => {
+                let answer = client_request(&method, &params, &config).await;
+                match answer {
+                    Ok(v) => peer.respond(id, v),
+                    Err(e) => peer.respond_error(id, e),
+                };
+            }
+        }
+    }
+}
+
+async fn client_request(method: &str, params: &Value, config: &AcpAgentConfig) -> Result<Value, RpcError> {
+    match method {
+        "session/request_permission" => {
+            let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
+            let options: Vec<&Value> = params
+                .get("options")
+                .and_then(Value::as_array)
+                .map(|o| o.iter().collect())
+                .unwrap_or_default();
+            let title = call.get("title").and_then(Value::as_str).unwrap_or("");
+            let allowed = config.policy.allows(&call);
+            let wanted: &[&str] = if allowed {
+                &["allow_once", "allow_always"]
+            } else {
+                &["reject_once", "reject_always"]
+            };
+            let option = wanted.iter().find_map(|k| {
+                options
+                    .iter()
+                    .find(|o| o.get("kind").and_then(Value::as_str) == Some(*k))
+                    .and_then(|o| o.get("optionId").cloned())
+            });
+            tracing::info!(
+                tool = title,
+                allowed,
+                "permission request of the ACP agent decided by policy"
+            );
+            Ok(match option {
+                Some(id) => json!({"outcome": {"outcome": "selected", "optionId": id}}),
+                None => json!({"outcome": {"outcome": "cancelled"}}),
+            })
+        }
+        "fs/read_text_file" if config.allow_fs => {
+            let path = params.get("path").and_then(Value::as_str).unwrap_or("");
+            let text = tokio::fs::read_to_string(path)
+                .await
+                .map_err(|e| RpcError::new(codes::INTERNAL_ERROR, format!("cannot read {path}: {e}")))?;
+            let from = params
+                .get("line")
+                .and_then(Value::as_u64)
+                .map(|l| l.saturating_sub(1) as usize)
+                .unwrap_or(0);
+            let limit = params.get("limit").and_then(Value::as_u64).map(|l| l as usize);
+            let lines: Vec<&str> = text.split_inclusive('\n').skip(from).collect();
+            let lines = match limit {
+                Some(n) => &lines[..n.min(lines.len())],
+                None => &lines[..],
+            };
+            Ok(json!({"content": lines.concat()}))
+        }
+        "fs/write_text_file" if config.allow_fs => {
+            let path = params.get("path").and_then(Value::as_str).unwrap_or("");
+            let content = params.get("content").and_then(Value::as_str).unwrap_or("");
+            tokio::fs::write(path, content)
+                .await
+                .map_err(|e| RpcError::new(codes::INTERNAL_ERROR, format!("cannot write {path}: {e}")))?;
+            Ok(json!({}))
+        }
+        m if m.starts_with("fs/") || m.starts_with("terminal/") => {
+            tracing::info!(method = m, "client method declined (not enabled)");
+            Err(RpcError::new(
+                codes::METHOD_NOT_FOUND,
+                format!("{m} is not enabled on this gateway"),
+            ))
+        }
+        m => Err(RpcError::new(codes::METHOD_NOT_FOUND, format!("Method not found: {m}"))),
+    }
+}
+
+/// The E2A frame of one ACP `session/update` (see the module docs).
+fn update_frame(s: &mut ResponseStream, update: &Value, text: &mut String) -> Option<E2AResponse> {
+    let u = update.as_object()?;
+    let kind = u.get("sessionUpdate").and_then(Value::as_str).unwrap_or("");
+    let content_text = || {
+        u.get("content")
+            .filter(|c| c.get("type").and_then(Value::as_str) == Some("text"))
+            .and_then(|c| c.get("text"))
+            .and_then(Value::as_str)
+    };
+    match kind {
+        "agent_message_chunk" if content_text().is_some() => {
+            let t = content_text().unwrap_or_default();
+            text.push_str(t);
+            Some(s.text(t))
+        }
+        "agent_thought_chunk" if content_text().is_some() => Some(s.reasoning(content_text().unwrap_or_default())),
+        "tool_call" => {
+            let id = u.get("toolCallId").and_then(Value::as_str)?;
+            let name = u.get("title").and_then(Value::as_str).unwrap_or("tool");
+            let args = u.get("rawInput").cloned().unwrap_or_else(|| json!({}));
+            Some(s.chunk(tool_call_body(id, name, &args)))
+        }
+        "tool_call_update" if matches!(u.get("status").and_then(Value::as_str), Some("completed" | "failed")) => {
+            let id = u.get("toolCallId").and_then(Value::as_str)?;
+            let result = u
+                .get("rawOutput")
+                .or_else(|| u.get("content"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            Some(s.chunk(tool_result_body(id, &result)))
+        }
+        _ => Some(s.event(ResponseKind::AcpSessionUpdate, u.clone())),
+    }
+}
+
+fn session_key(request: &E2AEnvelope) -> Option<String> {
+    [&request.session_id, &request.context_id, &request.task_id]
+        .into_iter()
+        .find_map(|v| v.clone().filter(|s| !s.is_empty()))
+}
+
+fn prompt_blocks(request: &E2AEnvelope) -> Value {
+    match request.params.get("prompt") {
+        Some(Value::Array(blocks)) if !blocks.is_empty() => Value::Array(blocks.clone()),
+        _ => json!([{"type": "text", "text": request_text(request)}]),
+    }
+}
+
+impl Agent for AcpAgent {
+    fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
+        let this = self.clone();
+        Box::pin(async_stream::stream! {
+            let mut s = ResponseStream::for_request(&request);
+            let agent_error = ErrorKind::AgentError.mapping().e2a_code;
+            let (peer, routes, sid, turn) = match this.session(session_key(&request)).await {
+                Ok(v) => v,
+                Err(e) => {
+                    tracing::warn!(agent = %this.name(), error = %e, "ACP agent unavailable");
+                    yield s.fail(agent_error, &e, Map::new());
+                    return;
+                }
+            };
+            let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
+            let prompt = json!({"sessionId": sid, "prompt": prompt_blocks(&request)});
+            // the turn runs on its own: it holds the session until the agent has answered,
+            // even when the run is dropped after a cancel
+            let cancel: CancellationToken = ctx.cancel.clone();
+            tokio::spawn(async move {
+                let _turn = turn.lock().await;
+                let (utx, mut urx) = mpsc::unbounded_channel::<Value>();
+                if let Ok(mut r) = routes.lock() {
+                    r.insert(sid.clone(), utx);
+                }
+                let (_, answer) = peer.request("session/prompt", prompt);
+                tokio::pin!(answer);
+                let mut cancel_sent = false;
+                let outcome = loop {
+                    tokio::select! {
+                        biased;
+                        Some(u) = urx.recv() => { let _ = tx.send(Event::Update(u)); }
+                        a = &mut answer => break a,
+                        _ = cancel.cancelled(), if !cancel_sent => {
+                            cancel_sent = true;
+                            tracing::info!(session = %sid, "run cancelled: session/cancel");
+                            peer.notify("session/cancel", json!({"sessionId": sid}));
+                        }
+                    }
+                };
+                while let Ok(u) = urx.try_recv() {
+                    let _ = tx.send(Event::Update(u));
+                }
+                if let Ok(mut r) = routes.lock() {
+                    r.remove(&sid);
+                }
+                let _ = tx.send(Event::Done(outcome));
+            });
+            let mut text = String::new();
+            while let Some(event) = rx.recv().await {
+                match event {
+                    Event::Update(u) => {
+                        if let Some(f) = update_frame(&mut s, &u, &mut text) {
+                            yield f;
+                        }
+                    }
+                    Event::Done(Ok(result)) => {
+                        let stop = result.get("stopReason").and_then(Value::as_str).unwrap_or("end_turn");
+                        if stop == "cancelled" {
+                            let code = ErrorKind::Cancelled.mapping().e2a_code;
+                            yield s.fail(code, "the ACP agent cancelled the turn", obj(json!({"stopReason": stop})));
+                        } else {
+                            yield s.complete(json!({"content": text, "stopReason": stop}));
+                        }
+                        return;
+                    }
+                    Event::Done(Err(e)) => {
+                        tracing::warn!(agent = %this.name(), error = %e, "ACP turn failed");
+                        let details = obj(json!({"acp_code": e.code}));
+                        yield s.fail(agent_error, &format!("the ACP agent failed: {}", e.message), details);
+                        return;
+                    }
+                }
+            }
+            yield s.fail(agent_error, "the ACP turn ended without an answer", Map::new());
+        })
+    }
+
+    fn name(&self) -> String {
+        let program = self.config.command.first().map(String::as_str).unwrap_or("");
+        format!("acp:{program}")
+    }
+}
