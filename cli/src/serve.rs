@@ -51,6 +51,10 @@ pub struct ServeArgs {
     /// A JSON file with the agent card's name, description, version, skills and default modes.
     #[arg(long)]
     pub a2a_card: Option<PathBuf>,
+    /// Also serve AG-UI over SSE: `POST /agui` and `POST /agents/{name}/agui` take a
+    /// RunAgentInput and stream AG-UI events.
+    #[arg(long)]
+    pub agui: bool,
 }
 
 /// The A2A configuration and task store of `--a2a`.
@@ -189,6 +193,9 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         if let Some((a2a_config, store)) = a2a.take() {
             gateway = gateway.with_a2a(a2a_config, store);
         }
+        if args.agui {
+            gateway = gateway.with_agui();
+        }
         let base = format!("http://{addr}");
         let auth_header = if secured {
             " -H \"Authorization: Bearer $TOKEN\""
@@ -217,6 +224,15 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
                 card = e2a_gateway::a2a::card::CARD_PATH
             ),
             None => banner,
+        };
+        let banner = if args.agui {
+            format!(
+                "{banner}AG-UI over SSE:\n  \
+                 POST {base}{agui}  (and {base}/agents/{name}/agui)  RunAgentInput → text/event-stream\n",
+                agui = e2a_gateway::agui::AGUI_PATH
+            )
+        } else {
+            banner
         };
         // a closed stdout (the reader went away) must not stop the server
         use std::io::Write;
