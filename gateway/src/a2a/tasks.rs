@@ -416,8 +416,7 @@ impl A2aState {
         caller: &Caller,
         last_seen: Option<u64>,
     ) -> Result<EventStream, A2aError> {
-        let live = self.live_of(id);
-        let rx = live.as_ref().map(|l| l.tx.subscribe());
+        let rx = self.live_of(id).map(|l| l.tx.subscribe());
         let rec = self.load(id, caller).await?;
         match last_seen {
             Some(after) => Ok(self.follow(rec.id, after, rx)),
@@ -435,7 +434,7 @@ impl A2aState {
                     seq: rec.last_seq,
                     event: json!({"task": rec.task}),
                 };
-                let rest = self.follow(rec.id, rec.last_seq, rx.filter(|_| live.is_some()));
+                let rest = self.follow(rec.id, rec.last_seq, rx);
                 Ok(Box::pin(futures_util::stream::iter([head]).chain(rest)))
             }
         }
@@ -461,6 +460,8 @@ impl A2aState {
                 let rx = live.tx.subscribe();
                 live.canceled_by_client.store(true, Ordering::SeqCst);
                 live.cancel.cancel();
+                // holding a sender would keep the run's channel open
+                drop(live);
                 let events = self.follow(id.to_string(), rec.last_seq, Some(rx));
                 let _ = tokio::time::timeout(Duration::from_secs(10), async move {
                     let mut events = events;
