@@ -1,0 +1,444 @@
+//! A2A on the gateway over real HTTP (reqwest, 127.0.0.1): the card, every A2A error code on
+//! the JSON-RPC binding and as problem+json on HTTP+JSON, auth, and the task stores (memory and
+//! SQLite, reopened) replaying exactly the events after a `Last-Event-ID`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use e2a_gateway::a2a::sqlite::SqliteStore;
+use e2a_gateway::a2a::store::{TaskQuery, TaskRecord};
+use e2a_gateway::a2a::{A2aConfig, MemoryStore, TaskStore};
+use e2a_gateway::agents::ScriptAgent;
+use e2a_gateway::{Auth, Gateway, GatewayConfig};
+use serde_json::{json, Value};
+
+const SCRIPT: &str = include_str!("a2a_clients/script.json");
+
+/// A gateway on 127.0.0.1; dropping it aborts the server like a crash (no drain).
+struct Server {
+    base: String,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn serve(config: GatewayConfig, a2a: A2aConfig, store: Arc<dyn TaskStore>) -> Server {
+    let agent = ScriptAgent::from_json(SCRIPT).expect("script");
+    let gateway = Gateway::new(agent, config).with_a2a(a2a, store);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let task = tokio::spawn(gateway.serve(listener, std::future::pending()));
+    Server {
+        base: format!("http://{addr}"),
+        task,
+    }
+}
+
+async fn plain() -> Server {
+    serve(
+        GatewayConfig::default(),
+        A2aConfig::default(),
+        Arc::new(MemoryStore::new()),
+    )
+    .await
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client")
+}
+
+async fn rpc_with(base: &str, body: &str, headers: &[(&str, &str)]) -> (u16, Value) {
+    let mut req = client()
+        .post(format!("{base}/a2a"))
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = req.send().await.expect("send");
+    let status = resp.status().as_u16();
+    let text = resp.text().await.expect("body");
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+async fn rpc(base: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
+    rpc_with(base, &body, &[("A2A-Version", "1.0")]).await.1
+}
+
+fn msg(text: &str) -> Value {
+    json!({"message": {"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER", "parts": [{"text": text}]}})
+}
+
+fn code(v: &Value) -> i64 {
+    v.pointer("/error/code").and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn reason(v: &Value) -> &str {
+    v.pointer("/error/data/0/reason").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The SSE events of a response body: (id, data).
+fn sse_events(text: &str) -> Vec<(Option<u64>, Value)> {
+    text.split("\n\n")
+        .filter_map(|block| {
+            let mut id = None;
+            let mut data = None;
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id: ") {
+                    id = v.trim().parse().ok();
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    data = serde_json::from_str(v).ok();
+                }
+            }
+            data.map(|d| (id, d))
+        })
+        .collect()
+}
+
+async fn stream_rpc(base: &str, method: &str, params: Value, last_event_id: Option<u64>) -> Vec<(Option<u64>, Value)> {
+    let body = json!({"jsonrpc": "2.0", "id": "s", "method": method, "params": params}).to_string();
+    let mut req = client()
+        .post(format!("{base}/a2a"))
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(body);
+    if let Some(id) = last_event_id {
+        req = req.header("Last-Event-ID", id.to_string());
+    }
+    let resp = req.send().await.expect("send");
+    assert_eq!(
+        resp.headers().get("content-type").and_then(|v| v.to_str().ok()),
+        Some("text/event-stream")
+    );
+    sse_events(&resp.text().await.expect("body"))
+}
+
+#[tokio::test]
+async fn jsonrpc_errors_carry_the_a2a_codes() {
+    let s = plain().await;
+    let b = &s.base;
+    let (_, v) = rpc_with(b, "{not json", &[]).await;
+    assert_eq!((code(&v), v["id"].clone()), (-32700, Value::Null));
+    let (_, v) = rpc_with(b, r#"{"jsonrpc":"1.0","id":1,"method":"GetTask"}"#, &[]).await;
+    assert_eq!(code(&v), -32600);
+    assert_eq!(v["id"], 1);
+    let (_, v) = rpc_with(b, r#"[1,2]"#, &[]).await;
+    assert_eq!(code(&v), -32600);
+    assert_eq!(code(&rpc(b, "NoSuchMethod", json!({})).await), -32601);
+    let v = rpc(b, "SendMessage", json!({})).await;
+    assert_eq!((code(&v), reason(&v)), (-32602, "INVALID_PARAMS"));
+    let v = rpc(
+        b,
+        "SendMessage",
+        json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}}),
+    )
+    .await;
+    assert_eq!(code(&v), -32602);
+    let v = rpc(b, "GetTask", json!({"id": "nope"})).await;
+    assert_eq!((code(&v), reason(&v)), (-32001, "TASK_NOT_FOUND"));
+    assert_eq!(v["id"], 7);
+    let v = rpc(
+        b,
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": "t", "url": "https://x"}),
+    )
+    .await;
+    assert_eq!(code(&v), -32003);
+    let v = rpc(b, "tasks/pushNotificationConfig/set", json!({})).await;
+    assert_eq!(code(&v), -32003);
+    let mut p = msg("hello");
+    p["configuration"] = json!({"acceptedOutputModes": ["image/png"]});
+    assert_eq!(code(&rpc(b, "SendMessage", p).await), -32005);
+    assert_eq!(code(&rpc(b, "GetExtendedAgentCard", json!({})).await), -32007);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}).to_string();
+    let (_, v) = rpc_with(b, &body, &[("A2A-Version", "9.9")]).await;
+    assert_eq!((code(&v), reason(&v)), (-32009, "VERSION_NOT_SUPPORTED"));
+
+    // a completed task: not cancelable, not subscribable, not continued
+    let done = rpc(b, "SendMessage", msg("hello")).await;
+    let id = done["result"]["task"]["id"].as_str().expect("task id").to_string();
+    assert_eq!(done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        done["result"]["task"]["status"]["message"]["parts"][0]["text"],
+        "Echo: hello"
+    );
+    assert_eq!(code(&rpc(b, "CancelTask", json!({"id": id})).await), -32002);
+    assert_eq!(code(&rpc(b, "SubscribeToTask", json!({"id": id})).await), -32004);
+    let mut again = msg("more");
+    again["message"]["taskId"] = id.clone().into();
+    assert_eq!(code(&rpc(b, "SendMessage", again).await), -32004);
+    // 0.3 method names keep working (no A2A-Version header means 0.3)
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"id": id}}).to_string();
+    let (_, v) = rpc_with(b, &body, &[]).await;
+    assert_eq!(v["result"]["id"], id.as_str());
+}
+
+#[tokio::test]
+async fn rest_errors_are_problem_details_with_the_a2a_type() {
+    let s = plain().await;
+    let resp = client()
+        .get(format!("{}/tasks/nope", s.base))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 404);
+    assert_eq!(
+        resp.headers().get("content-type").and_then(|v| v.to_str().ok()),
+        Some("application/problem+json")
+    );
+    let v: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("json");
+    assert_eq!(v["type"], "https://a2a-protocol.org/errors/task-not-found");
+    assert_eq!(v["status"], 404);
+    assert_eq!(v["error"]["details"][0]["reason"], "TASK_NOT_FOUND");
+
+    let resp = client()
+        .post(format!("{}/message:send", s.base))
+        .header("content-type", "application/json")
+        .body(msg("hello").to_string())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 200);
+    let v: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("json");
+    let id = v["task"]["id"].as_str().expect("id").to_string();
+    let resp = client()
+        .post(format!("{}/tasks/{id}:cancel", s.base))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 400);
+    let v: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("json");
+    assert_eq!(v["error"]["details"][0]["reason"], "TASK_NOT_CANCELABLE");
+    let resp = client()
+        .get(format!("{}/tasks?pageSize=1000", s.base))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 400);
+    let resp = client()
+        .get(format!("{}/tasks?pageSize=1&historyLength=0", s.base))
+        .send()
+        .await
+        .expect("send");
+    let v: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("json");
+    assert_eq!(v["totalSize"], 1);
+    assert!(v["tasks"][0].get("history").is_none());
+    let resp = client()
+        .post(format!("{}/tasks/{id}/pushNotificationConfigs", s.base))
+        .send()
+        .await
+        .expect("send");
+    let v: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("json");
+    assert_eq!(v["error"]["details"][0]["reason"], "PUSH_NOTIFICATION_NOT_SUPPORTED");
+}
+
+#[tokio::test]
+async fn card_follows_the_public_url_and_caches() {
+    let config = GatewayConfig {
+        auth: Auth::token("t0ken-abc"),
+        ..GatewayConfig::default()
+    };
+    let a2a = A2aConfig {
+        public_url: Some("https://agents.example.com/team/".into()),
+        ..A2aConfig::default()
+    };
+    let s = serve(config, a2a, Arc::new(MemoryStore::new())).await;
+    let resp = client()
+        .get(format!("{}/.well-known/agent-card.json", s.base))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 200);
+    let etag = resp
+        .headers()
+        .get("etag")
+        .and_then(|v| v.to_str().ok())
+        .expect("etag")
+        .to_string();
+    assert!(resp
+        .headers()
+        .get("cache-control")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.contains("max-age=")));
+    let card: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("json");
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"],
+        "https://agents.example.com/team/a2a"
+    );
+    assert_eq!(card["supportedInterfaces"][1]["url"], "https://agents.example.com/team");
+    assert_eq!(
+        card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
+        "Bearer"
+    );
+    assert_eq!(card["capabilities"]["extendedAgentCard"], true);
+    assert!(!card.to_string().contains("t0ken-abc"));
+    let resp = client()
+        .get(format!("{}/.well-known/agent-card.json", s.base))
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 304);
+
+    // the bindings need the token; the extended card answers authenticated callers
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard"}).to_string();
+    let (status, _) = rpc_with(&s.base, &body, &[]).await;
+    assert_eq!(status, 401);
+    let (status, v) = rpc_with(&s.base, &body, &[("authorization", "Bearer t0ken-abc")]).await;
+    assert_eq!(status, 200);
+    assert_eq!(v["result"]["name"], card["name"]);
+    let resp = client().get(format!("{}/tasks", s.base)).send().await.expect("send");
+    assert_eq!(resp.status().as_u16(), 401);
+    assert!(resp.headers().get("www-authenticate").is_some());
+}
+
+#[tokio::test]
+async fn streams_number_events_and_resume_after_any_of_them() {
+    let s = plain().await;
+    let all = stream_rpc(&s.base, "SendStreamingMessage", msg("artifacts please"), None).await;
+    let ids: Vec<u64> = all.iter().filter_map(|(id, _)| *id).collect();
+    assert_eq!(ids, (1..=all.len() as u64).collect::<Vec<_>>());
+    assert!(all.iter().all(|(_, d)| d["id"] == "s" && d["jsonrpc"] == "2.0"));
+    let task_id = all[0].1["result"]["task"]["id"].as_str().expect("id").to_string();
+    for after in [0, 1, 5, all.len() as u64] {
+        let rest = stream_rpc(&s.base, "SubscribeToTask", json!({"id": task_id}), Some(after)).await;
+        let want: Vec<Value> = all
+            .iter()
+            .skip(after as usize)
+            .map(|(_, d)| d["result"].clone())
+            .collect();
+        let got: Vec<Value> = rest.iter().map(|(_, d)| d["result"].clone()).collect();
+        assert_eq!(got, want, "after {after}");
+    }
+}
+
+#[tokio::test]
+async fn a_run_that_outlives_the_gateway_ends_failed_after_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("tasks.db");
+    let task_id = {
+        let store = Arc::new(SqliteStore::open(&path).expect("open"));
+        let s = serve(GatewayConfig::default(), A2aConfig::default(), store).await;
+        let mut p = msg("never finish");
+        p["configuration"] = json!({"returnImmediately": true});
+        let v = rpc(&s.base, "SendMessage", p).await;
+        let id = v["result"]["task"]["id"].as_str().expect("id").to_string();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        id
+        // the server is aborted here (its run never finished)
+    };
+    let store = Arc::new(SqliteStore::open(&path).expect("reopen"));
+    let s = serve(GatewayConfig::default(), A2aConfig::default(), store).await;
+    let v = rpc(&s.base, "GetTask", json!({"id": task_id})).await;
+    assert_eq!(v["result"]["status"]["state"], "TASK_STATE_FAILED", "{v}");
+    let events = stream_rpc(&s.base, "SubscribeToTask", json!({"id": task_id}), Some(0)).await;
+    let states: Vec<Value> = events
+        .iter()
+        .map(|(_, d)| {
+            d["result"]
+                .pointer("/statusUpdate/status/state")
+                .or_else(|| d["result"].pointer("/task/status/state"))
+                .cloned()
+                .unwrap_or(Value::Null)
+        })
+        .collect();
+    assert_eq!(states.first(), Some(&json!("TASK_STATE_SUBMITTED")));
+    assert_eq!(states.last(), Some(&json!("TASK_STATE_FAILED")));
+}
+
+fn record(id: &str, owner: Option<&str>, context: &str, state: &str, at: i64) -> TaskRecord {
+    TaskRecord {
+        id: id.into(),
+        context_id: context.into(),
+        owner: owner.map(String::from),
+        state: state.into(),
+        task: json!({"id": id, "contextId": context, "status": {"state": state}}),
+        last_seq: 0,
+        created_ms: at,
+        updated_ms: at,
+    }
+}
+
+async fn store_contract(store: &dyn TaskStore) {
+    assert_eq!(store.get("a").await.expect("get"), None);
+    for (i, state) in ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+        .iter()
+        .enumerate()
+    {
+        let seq = store
+            .append(record("a", Some("u1"), "c1", state, 10 + i as i64), json!({"n": i}))
+            .await
+            .expect("append");
+        assert_eq!(seq, i as u64 + 1);
+    }
+    store
+        .append(record("b", Some("u1"), "c2", "TASK_STATE_WORKING", 50), json!({"n": 0}))
+        .await
+        .expect("append");
+    store
+        .append(record("c", Some("u2"), "c1", "TASK_STATE_WORKING", 60), json!({"n": 0}))
+        .await
+        .expect("append");
+    let a = store.get("a").await.expect("get").expect("a");
+    assert_eq!(
+        (a.state.as_str(), a.last_seq, a.created_ms),
+        ("TASK_STATE_COMPLETED", 3, 10)
+    );
+    let after: Vec<u64> = store
+        .events_after("a", 1)
+        .await
+        .expect("events")
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(after, vec![2, 3]);
+    let page = store
+        .list(TaskQuery {
+            owner: Some("u1".into()),
+            limit: 1,
+            ..TaskQuery::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!((page.total, page.tasks[0].id.as_str()), (2, "b"));
+    let page = store
+        .list(TaskQuery {
+            owner: Some("u1".into()),
+            context_id: Some("c1".into()),
+            state: Some("TASK_STATE_COMPLETED".into()),
+            limit: 10,
+            ..TaskQuery::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(page.tasks.len(), 1);
+    let none = store
+        .list(TaskQuery {
+            owner: None,
+            limit: 10,
+            ..TaskQuery::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(none.total, 0);
+}
+
+#[tokio::test]
+async fn stores_keep_the_same_contract() {
+    store_contract(&MemoryStore::new()).await;
+    store_contract(&SqliteStore::in_memory().expect("sqlite")).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.db");
+    store_contract(&SqliteStore::open(&path).expect("open")).await;
+    let reopened = SqliteStore::open(&path).expect("reopen");
+    assert_eq!(reopened.events_after("a", 0).await.expect("events").len(), 3);
+    assert_eq!(reopened.get("a").await.expect("get").map(|r| r.last_seq), Some(3));
+}
