@@ -67,6 +67,8 @@ struct Session {
     running: Mutex<Option<CancellationToken>>,
     /// What a `session/load` replays: every `session/update` sent, and the user's prompts.
     history: Mutex<Vec<Value>>,
+    /// The E2A task of the last turn when it ended in an input pause: the next prompt continues it.
+    paused_task: Mutex<Option<String>>,
 }
 
 impl Session {
@@ -77,6 +79,7 @@ impl Session {
             turn: tokio::sync::Mutex::new(()),
             running: Mutex::new(None),
             history: Mutex::new(Vec::new()),
+            paused_task: Mutex::new(None),
         })
     }
 
@@ -420,6 +423,9 @@ impl AcpServer {
         if request.request_id.is_none() {
             request.request_id = Some(uuid::Uuid::new_v4().to_string());
         }
+        // every turn is an E2A task; a turn that ended in an input pause is continued by the next
+        let paused = session.paused_task.lock().ok().and_then(|mut p| p.take());
+        request.task_id = Some(paused.unwrap_or_else(|| format!("task_{}", uuid::Uuid::new_v4().simple())));
         let mut projector = AcpStreamProjector::new(sid.clone(), request.jsonrpc_id.clone());
         let result = loop {
             match self.run(peer, &session, &request, &mut projector, &turn_cancel).await {
@@ -517,6 +523,9 @@ impl AcpServer {
                         return Turn::Approval(question);
                     }
                     // input pause: show the question; the next prompt of the session answers it
+                    if let Ok(mut p) = session.paused_task.lock() {
+                        p.clone_from(&request.task_id);
+                    }
                     let mut s = ResponseStream::for_request(request);
                     let shown = s.text(&question);
                     self.project(peer, session, projector, &shown);

@@ -3,10 +3,14 @@
 // reasoning, a tool call and streamed text; a RUN_ERROR run; an approval interrupt resumed by
 // a follow-up run (approve and deny); the named-agent route.
 //
-// usage: node agui_client.mjs BASE_URL   (exit 0 when every check passes)
+// usage: node agui_client.mjs BASE_URL [NAMED_ROUTE]   (exit 0 when every check passes)
+// NAMED_ROUTE defaults to /agents/script/agui. INTERRUPTS=policy-deny: the agent is an ACP agent
+// behind the gateway, whose deny-by-default policy answers its permission request (no interrupt).
 import { HttpAgent } from "@ag-ui/client";
 
 const base = process.argv[2] ?? "http://127.0.0.1:8080";
+const named = process.argv[3] ?? "/agents/script/agui";
+const interrupts = process.env.INTERRUPTS ?? "client";
 let failures = 0;
 const check = (ok, what) => {
   console.log(`${ok ? "ok  " : "FAIL"} [agui] ${what}`);
@@ -66,6 +70,7 @@ try {
   check(err && /provider is down/.test(err.message), `run 2 ends with RUN_ERROR (${err?.message})`);
   check(r.types.at(-1) === "RUN_ERROR", "nothing follows RUN_ERROR");
 
+  if (interrupts === "client") {
   // 3. an approval interrupt, resumed by a follow-up run (approve)
   agent = newAgent("/agui", "thread-deploy-1");
   r = await run(agent, "please deploy");
@@ -80,11 +85,18 @@ try {
   const interrupt2 = r.finished?.outcome?.interrupts?.[0];
   r = await run(agent, undefined, { resume: [{ interruptId: interrupt2?.id ?? "x", status: "resolved", payload: { approved: false } }] });
   check(!r.failed && text(r.events) === "Not deployed.", `resumed (denied) → ${JSON.stringify(text(r.events))} ${r.failed ?? ""}`);
+  } else {
+    // 3'. the gateway's policy answers the ACP agent's permission request: denied, no interrupt
+    agent = newAgent("/agui", "thread-deploy-policy");
+    r = await run(agent, "please deploy");
+    check(!r.failed && r.finished?.outcome?.type !== "interrupt", "the run completes without an interrupt");
+    check(text(r.events).endsWith("Not deployed."), `denied by the gateway's policy → ${JSON.stringify(text(r.events))}`);
+  }
 
   // 5. the named-agent route
-  agent = newAgent("/agents/script/agui", "thread-named");
+  agent = newAgent(named, "thread-named");
   r = await run(agent, "hi there");
-  check(!r.failed && text(r.events) === "You said: hi there", `/agents/script/agui → ${JSON.stringify(text(r.events))}`);
+  check(!r.failed && text(r.events) === "You said: hi there", `${named} → ${JSON.stringify(text(r.events))}`);
 } catch (e) {
   check(false, `client error: ${e?.stack ?? e}`);
 }

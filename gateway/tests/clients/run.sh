@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Official clients nobody here wrote, against `e2a acp` and `e2a serve --agui`:
+#   - @agentclientprotocol/sdk (npm, pinned in package-lock.json) spawning `e2a acp`: directly,
+#     in front of an ACP agent behind the gateway (acp:CMD), in front of a second gateway over
+#     E2A (e2a:URL) and over A2A (a2a:URL);
+#   - @ag-ui/client HttpAgent (npm, pinned) against `e2a serve --agui`, directly and in front of
+#     an ACP agent;
+#   - ag-ui-validate (PyPI, pinned in requirements.lock) on the live endpoint and on recorded
+#     runs (tool calls, RUN_ERROR, interrupt).
+# Servers listen on 127.0.0.1 only; every client run is bounded by a timeout.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+cd "$here"
+
+echo "== install the official clients (npm ci, pip -r requirements.lock)"
+npm ci --no-audit --no-fund --loglevel=error
+if [ ! -x .venv/bin/ag-ui-validate ]; then
+  python3 -m venv .venv
+  .venv/bin/pip install -q -r requirements.lock
+fi
+
+echo "== build e2a"
+# E2A_SKIP_BUILD=1 uses the e2a already in target/debug
+[ -n "${E2A_SKIP_BUILD:-}" ] || (cd "$root" && cargo build --locked -q -p e2a-cli)
+E="$root/target/debug/e2a"
+logs=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$logs"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# start_server NAME ARGS… : runs `e2a serve` on a free loopback port; sets $port
+start_server() {
+  local name=$1
+  shift
+  port=$(free_port)
+  "$E" serve --bind "127.0.0.1:$port" "$@" >"$logs/$name.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 100); do
+    curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "server $name did not start:"
+  cat "$logs/$name.log"
+  return 1
+}
+
+ACP_SCRIPT="script:$here/data/acp-script.json"
+AGUI_SCRIPT="script:$here/data/agui-script.json"
+
+echo "== ACP: official client → e2a acp --agent script"
+timeout 120 node acp_client.mjs direct -- "$E" acp --agent "$ACP_SCRIPT"
+
+echo "== ACP: official client → e2a acp --agent acp:\"e2a acp --agent script\" (an ACP agent behind the gateway)"
+PERMISSIONS=policy-deny timeout 120 node acp_client.mjs bridge-acp-deny -- "$E" acp --agent "acp:$E acp --agent $ACP_SCRIPT"
+PERMISSIONS=policy-allow timeout 120 node acp_client.mjs bridge-acp-allow -- "$E" acp --agent "acp:$E acp --agent $ACP_SCRIPT" --approve '*'
+
+echo "== ACP: official client → e2a acp --agent e2a:URL → e2a serve --agent script"
+start_server e2a-back --agent "$ACP_SCRIPT"
+timeout 120 node acp_client.mjs bridge-e2a -- "$E" acp --agent "e2a:http://127.0.0.1:$port"
+
+echo "== ACP: official client → e2a acp --agent a2a:URL → e2a serve --a2a --agent script"
+start_server a2a-back --a2a --store memory --agent "$ACP_SCRIPT"
+# the A2A hop carries the approval pause as input-required and no tool calls (yet)
+PERMISSIONS=next-prompt EXPECT_TOOL_CALLS=0 timeout 120 node acp_client.mjs bridge-a2a -- "$E" acp --agent "a2a:http://127.0.0.1:$port"
+
+echo "== AG-UI: official HttpAgent → e2a serve --agui --agent script"
+start_server agui --agui --agent "$AGUI_SCRIPT"
+agui_port=$port
+timeout 120 node agui_client.mjs "http://127.0.0.1:$agui_port"
+
+echo "== AG-UI: official HttpAgent → e2a serve --agui --agent acp:\"e2a acp --agent script\""
+start_server agui-acp --agui --agent "acp:$E acp --agent $AGUI_SCRIPT"
+INTERRUPTS=policy-deny timeout 120 node agui_client.mjs "http://127.0.0.1:$port" /agents/default/agui
+
+echo "== AG-UI: ag-ui-validate on the live endpoint and on recorded runs"
+timeout 60 .venv/bin/ag-ui-validate --no-color --features agentic-chat "http://127.0.0.1:$agui_port/agui"
+for text in "what is the weather" "crash" "please deploy"; do
+  curl -fsN --max-time 30 -H 'Content-Type: application/json' \
+    -d "{\"threadId\":\"t-$RANDOM\",\"runId\":\"r-$RANDOM\",\"messages\":[{\"id\":\"m1\",\"role\":\"user\",\"content\":\"$text\"}],\"tools\":[],\"context\":[],\"state\":{},\"forwardedProps\":{}}" \
+    "http://127.0.0.1:$agui_port/agui" >"$logs/run.sse"
+  echo "-- $text"
+  timeout 60 .venv/bin/ag-ui-validate --no-color "$logs/run.sse"
+done
+
+echo "== official clients: all sessions passed"
