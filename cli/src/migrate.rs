@@ -137,7 +137,7 @@ pub fn run(input: &str, output: Option<&str>, rejects: Option<&str>, progress: b
             Ok((k, (msg, fired))) => {
                 *counts.entry(k).or_default() += 1;
                 for r in fired {
-                    *rules.entry(r.name()).or_default() += 1;
+                    *rules.entry(r.as_str()).or_default() += 1;
                 }
                 let v = match msg {
                     Msg::Env(e) => e.to_value(),

@@ -168,6 +168,6 @@ pub fn run(files: &[String], mode: ReadMode, json_out: bool) -> u8 {
 
 fn note_rules(notes: &mut Vec<Value>, file: &str, line: usize, rules: &[e2a::LegacyRule]) {
     if !rules.is_empty() {
-        notes.push(json!({"file": file, "line": line, "rules": rules.iter().map(|r| r.name()).collect::<Vec<_>>()}));
+        notes.push(json!({"file": file, "line": line, "rules": rules.iter().map(|r| r.as_str()).collect::<Vec<_>>()}));
     }
 }

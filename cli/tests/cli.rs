@@ -177,7 +177,7 @@ fn convert_directions() {
     assert!(out.contains("\"is_complete\":true"), "{out}");
     let (code, _, err) = stdout(e2a().args(["convert", "--from", "e2a", "--to", "e2a", &data("invalid.jsonl")]));
     assert_eq!(code, 1);
-    assert!(err.contains("invalid.jsonl:1: /request_id: expected string"), "{err}");
+    assert!(err.contains("invalid.jsonl:1: /is_stream: expected boolean"), "{err}");
 }
 
 #[test]

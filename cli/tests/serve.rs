@@ -113,7 +113,7 @@ fn sigterm_drains_open_streams_each_with_a_final_frame_then_exits_0() {
         // the slow one finished within the drain time
         let slow = frames(slow.await.expect("join")).await;
         assert_eq!(
-            slow.last().map(|f| f.status.clone()).as_deref(),
+            slow.last().map(|f| f.status.as_str()),
             Some("succeeded"),
             "{:?}",
             slow.last().map(|f| &f.body)

@@ -61,6 +61,11 @@ pub fn tables(bundled: &Value) -> String {
     for (name, def) in defs {
         let desc = def.get("description").and_then(Value::as_str).unwrap_or("");
         let _ = writeln!(out, "### {name}\n\n{}\n", cell(desc));
+        if name == "LegacyRule" {
+            out.push_str(&crate::reader::rules_table(bundled));
+            out.push('\n');
+            continue;
+        }
         if let Some(rows) = def.get(crate::ERROR_TABLE).and_then(Value::as_array) {
             let _ = writeln!(
                 out,

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 pub mod docs;
 pub mod lint;
 pub mod openapi;
+pub mod reader;
 
 /// The exact typify version this generator is pinned to (recorded in generated headers).
 pub const TYPIFY_VERSION: &str = "0.8.0";
@@ -243,6 +244,7 @@ pub fn rust_source(bundled: &Value) -> Result<String, Error> {
     out.push_str(&error_table(bundled, &file)?);
     out.push_str(&debug_impls(&redacted_debug));
     out.push_str(&defaults);
+    out.push_str(&reader::readers(bundled, &file)?);
     Ok(out)
 }
 

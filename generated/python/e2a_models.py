@@ -371,6 +371,24 @@ class JsonRpcId(RootModel[Union[str, int]]):
     )
 
 
+class LegacyRule(Enum):
+    """
+    A legacy compatibility rule of the lenient reader. Where each applies is declared in `schema/` by the `x-e2a-aliases`, `x-e2a-merge`, `x-e2a-legacy-keys` and `x-e2a-read` keywords (the docs render the table); `null_default` fires when an explicit null on a non-nullable field with a default reads as the default, `unknown_keys` when keys that are not E2A fields were ignored, `epoch_timestamp` when an epoch-number timestamp was converted to ISO-8601.
+    """
+
+    binding = 'binding'
+    payload_merge = 'payload_merge'
+    req_method = 'req_method'
+    channel_id = 'channel_id'
+    metadata_to_channel_context = 'metadata_to_channel_context'
+    app_id = 'app_id'
+    source_agent_id_fallback = 'source_agent_id_fallback'
+    workspace_dir = 'workspace_dir'
+    epoch_timestamp = 'epoch_timestamp'
+    null_default = 'null_default'
+    unknown_keys = 'unknown_keys'
+
+
 class OutputRequestBody(BaseModel):
     """
     Body of `acp.output_request`: an agent→client JSON-RPC request (e.g. `session/request_permission`).

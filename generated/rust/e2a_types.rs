@@ -1523,6 +1523,97 @@ impl ::std::convert::From<i64> for JsonRpcId {
         Self::Integer(value)
     }
 }
+///A legacy compatibility rule of the lenient reader. Where each applies is declared in `schema/` by the `x-e2a-aliases`, `x-e2a-merge`, `x-e2a-legacy-keys` and `x-e2a-read` keywords (the docs render the table); `null_default` fires when an explicit null on a non-nullable field with a default reads as the default, `unknown_keys` when keys that are not E2A fields were ignored, `epoch_timestamp` when an epoch-number timestamp was converted to ISO-8601.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum LegacyRule {
+    #[serde(rename = "binding")]
+    Binding,
+    #[serde(rename = "payload_merge")]
+    PayloadMerge,
+    #[serde(rename = "req_method")]
+    ReqMethod,
+    #[serde(rename = "channel_id")]
+    ChannelId,
+    #[serde(rename = "metadata_to_channel_context")]
+    MetadataToChannelContext,
+    #[serde(rename = "app_id")]
+    AppId,
+    #[serde(rename = "source_agent_id_fallback")]
+    SourceAgentIdFallback,
+    #[serde(rename = "workspace_dir")]
+    WorkspaceDir,
+    #[serde(rename = "epoch_timestamp")]
+    EpochTimestamp,
+    #[serde(rename = "null_default")]
+    NullDefault,
+    #[serde(rename = "unknown_keys")]
+    UnknownKeys,
+}
+impl ::std::fmt::Display for LegacyRule {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Binding => f.write_str("binding"),
+            Self::PayloadMerge => f.write_str("payload_merge"),
+            Self::ReqMethod => f.write_str("req_method"),
+            Self::ChannelId => f.write_str("channel_id"),
+            Self::MetadataToChannelContext => f.write_str("metadata_to_channel_context"),
+            Self::AppId => f.write_str("app_id"),
+            Self::SourceAgentIdFallback => f.write_str("source_agent_id_fallback"),
+            Self::WorkspaceDir => f.write_str("workspace_dir"),
+            Self::EpochTimestamp => f.write_str("epoch_timestamp"),
+            Self::NullDefault => f.write_str("null_default"),
+            Self::UnknownKeys => f.write_str("unknown_keys"),
+        }
+    }
+}
+impl ::std::str::FromStr for LegacyRule {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "binding" => Ok(Self::Binding),
+            "payload_merge" => Ok(Self::PayloadMerge),
+            "req_method" => Ok(Self::ReqMethod),
+            "channel_id" => Ok(Self::ChannelId),
+            "metadata_to_channel_context" => Ok(Self::MetadataToChannelContext),
+            "app_id" => Ok(Self::AppId),
+            "source_agent_id_fallback" => Ok(Self::SourceAgentIdFallback),
+            "workspace_dir" => Ok(Self::WorkspaceDir),
+            "epoch_timestamp" => Ok(Self::EpochTimestamp),
+            "null_default" => Ok(Self::NullDefault),
+            "unknown_keys" => Ok(Self::UnknownKeys),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for LegacyRule {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for LegacyRule {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
 ///Body of `acp.output_request`: an agent→client JSON-RPC request (e.g. `session/request_permission`).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct OutputRequestBody {
@@ -2319,6 +2410,38 @@ impl InternalContextKey {
         }
     }
 }
+impl LegacyRule {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 11] = [
+        Self::Binding,
+        Self::PayloadMerge,
+        Self::ReqMethod,
+        Self::ChannelId,
+        Self::MetadataToChannelContext,
+        Self::AppId,
+        Self::SourceAgentIdFallback,
+        Self::WorkspaceDir,
+        Self::EpochTimestamp,
+        Self::NullDefault,
+        Self::UnknownKeys,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Binding => "binding",
+            Self::PayloadMerge => "payload_merge",
+            Self::ReqMethod => "req_method",
+            Self::ChannelId => "channel_id",
+            Self::MetadataToChannelContext => "metadata_to_channel_context",
+            Self::AppId => "app_id",
+            Self::SourceAgentIdFallback => "source_agent_id_fallback",
+            Self::WorkspaceDir => "workspace_dir",
+            Self::EpochTimestamp => "epoch_timestamp",
+            Self::NullDefault => "null_default",
+            Self::UnknownKeys => "unknown_keys",
+        }
+    }
+}
 impl SourceProtocol {
     /// Every value, in schema order.
     pub const ALL: [Self; 3] = [
@@ -2506,5 +2629,164 @@ impl ::std::default::Default for E2AResponse {
             timestamp: ::std::option::Option::None,
             user_id: ::std::option::Option::None,
         }
+    }
+}
+
+// Lenient readers generated by e2a-codegen from the x-e2a keywords of schema/.
+#[allow(clippy::all, dead_code, unused_mut, unused_variables)]
+pub(crate) mod readers {
+    use super::*;
+    use crate::lenient::{Ctx, Merge};
+    use crate::take::Source;
+
+    /// Every key the `E2AAuth` reader knows: its properties and the legacy keys `schema/` declares.
+    pub(crate) const E2A_AUTH_KEYS: &[&str] = &["_meta", "api_key_ref", "bearer_token", "credential_ref", "extra_headers", "method_id"];
+
+    /// Reads `E2AAuth` leniently: the `x-e2a` rules of its properties, then each by type and default.
+    pub(crate) fn e2a_auth<S: Source>(c: &mut Ctx<'_, S>) -> crate::Result<E2AAuth> {
+        let mut api_key_ref = c.f.opt_str("api_key_ref")?.map(::std::convert::Into::into);
+        let mut bearer_token = c.f.opt_str("bearer_token")?.map(::std::convert::Into::into);
+        let mut credential_ref = c.f.opt_str("credential_ref")?.map(::std::convert::Into::into);
+        let mut extra_headers = c.secret_headers("extra_headers")?;
+        let mut meta = c.f.obj("_meta")?;
+        let mut method_id = c.f.opt_str("method_id")?;
+        Ok(E2AAuth { api_key_ref, bearer_token, credential_ref, extra_headers, meta, method_id })
+    }
+
+    /// Every key the `E2AEnvelope` reader knows: its properties and the legacy keys `schema/` declares.
+    pub(crate) const E2A_ENVELOPE_KEYS: &[&str] = &["a2a_metadata", "acp_meta", "agent_id", "agent_ref", "app_id", "auth", "binding", "channel", "channel_context", "channel_id", "chat_id", "context_id", "correlation_id", "expected_output_modes", "ext_method", "identity_origin", "is_stream", "jsonrpc_id", "message_id", "metadata", "method", "params", "payload", "protocol_version", "provenance", "req_method", "request_id", "service_id", "session_id", "session_update_kind", "source_agent_id", "task_id", "timestamp", "user_id", "workspace_dir", "workspace_key"];
+
+    /// Reads `E2AEnvelope` leniently: the `x-e2a` rules of its properties, then each by type and default.
+    pub(crate) fn e2a_envelope<S: Source>(c: &mut Ctx<'_, S>) -> crate::Result<E2AEnvelope> {
+        let mut auth = c.nested_opt("auth", e2a_auth)?;
+        let mut provenance = c.nested_or_default("provenance", e2a_provenance)?;
+        if let Some(v) = c.f.take("binding") {
+            crate::lenient::binding_migration(c, "binding", v, &mut provenance)?;
+            c.fire(LegacyRule::Binding);
+        }
+        let mut a2a_metadata = c.f.obj("a2a_metadata")?;
+        let mut acp_meta = c.f.obj("acp_meta")?;
+        let mut agent_id = c.f.stripped("agent_id")?;
+        let mut agent_ref = c.f.opt_obj("agent_ref")?;
+        let mut channel = c.f.opt_str("channel")?;
+        let legacy_channel_id = c.f.opt_str("channel_id")?;
+        let mut channel_context = c.f.obj("channel_context")?;
+        c.merge(&mut channel_context, "metadata", Merge::SkipKeys(|k| k.parse::<WireMetadataKey>().is_ok()), LegacyRule::MetadataToChannelContext)?;
+        c.merge(&mut channel_context, "app_id", Merge::As("app_id"), LegacyRule::AppId)?;
+        let mut chat_id = c.f.opt_str("chat_id")?;
+        let mut context_id = c.f.opt_str("context_id")?;
+        let mut correlation_id = c.f.opt_str("correlation_id")?;
+        let mut expected_output_modes = c.f.str_array("expected_output_modes")?;
+        let mut ext_method = c.f.opt_str("ext_method")?;
+        c.null_default("identity_origin");
+        let mut identity_origin = c.parse_or::<IdentityOrigin>("identity_origin", defaults::e2a_envelope_identity_origin())?;
+        c.null_default("is_stream");
+        let mut is_stream = c.f.bool_or("is_stream", false)?;
+        let mut jsonrpc_id = c.f.rpc_id("jsonrpc_id")?;
+        let mut message_id = c.f.opt_str("message_id")?;
+        let mut method = c.f.opt_str("method")?;
+        let legacy_req_method = c.f.opt_str("req_method")?;
+        let mut params = c.f.obj("params")?;
+        c.merge(&mut params, "payload", Merge::SkipEmptyValues, LegacyRule::PayloadMerge)?;
+        c.null_default("protocol_version");
+        let mut protocol_version = c.f.str_or("protocol_version", "1.0")?;
+        let mut request_id = c.f.opt_str("request_id")?;
+        let mut service_id = c.f.stripped("service_id")?;
+        let mut session_id = c.f.opt_str("session_id")?;
+        let mut session_update_kind = c.f.opt_str("session_update_kind")?;
+        let mut source_agent_id = c.f.opt_str("source_agent_id")?;
+        let mut task_id = c.f.opt_str("task_id")?;
+        let mut timestamp = c.timestamp("timestamp")?;
+        let mut user_id = c.f.opt_str("user_id")?;
+        let mut workspace_key = c.f.stripped("workspace_key")?;
+        let legacy_workspace_dir = c.f.stripped("workspace_dir")?;
+        if agent_id.is_none() {
+            agent_id = crate::lenient::stripped(source_agent_id.as_deref());
+            if agent_id.is_some() {
+                c.fire(LegacyRule::SourceAgentIdFallback);
+            }
+        }
+        if channel.is_none() {
+            channel = legacy_channel_id;
+            if channel.is_some() {
+                c.fire(LegacyRule::ChannelId);
+            }
+        }
+        if method.is_none() {
+            method = legacy_req_method;
+            if method.is_some() {
+                c.fire(LegacyRule::ReqMethod);
+            }
+        }
+        if workspace_key.is_none() {
+            workspace_key = legacy_workspace_dir;
+            if workspace_key.is_some() {
+                c.fire(LegacyRule::WorkspaceDir);
+            }
+        }
+        Ok(E2AEnvelope { a2a_metadata, acp_meta, agent_id, agent_ref, auth, channel, channel_context, chat_id, context_id, correlation_id, expected_output_modes, ext_method, identity_origin, is_stream, jsonrpc_id, message_id, method, params, protocol_version, provenance, request_id, service_id, session_id, session_update_kind, source_agent_id, task_id, timestamp, user_id, workspace_key })
+    }
+
+    /// Every key the `E2AProvenance` reader knows: its properties and the legacy keys `schema/` declares.
+    pub(crate) const E2A_PROVENANCE_KEYS: &[&str] = &["converted_at", "converter", "details", "source_protocol"];
+
+    /// Reads `E2AProvenance` leniently: the `x-e2a` rules of its properties, then each by type and default.
+    pub(crate) fn e2a_provenance<S: Source>(c: &mut Ctx<'_, S>) -> crate::Result<E2AProvenance> {
+        let mut converted_at = c.f.opt_str("converted_at")?;
+        let mut converter = c.f.opt_str("converter")?;
+        let mut details = c.f.obj("details")?;
+        c.null_default("source_protocol");
+        let mut source_protocol = c.f.str_or("source_protocol", "e2a")?;
+        Ok(E2AProvenance { converted_at, converter, details, source_protocol })
+    }
+
+    /// Every key the `E2AResponse` reader knows: its properties and the legacy keys `schema/` declares.
+    pub(crate) const E2A_RESPONSE_KEYS: &[&str] = &["a2a_metadata", "acp_meta", "agent_ref", "body", "channel", "channel_context", "channel_id", "context_id", "correlation_id", "identity_origin", "is_final", "is_stream", "jsonrpc_id", "message_id", "metadata", "method", "projections", "protocol_version", "provenance", "request_id", "response_id", "response_kind", "sequence", "session_id", "source_agent_id", "status", "task_id", "timestamp", "user_id"];
+
+    /// Reads `E2AResponse` leniently: the `x-e2a` rules of its properties, then each by type and default.
+    pub(crate) fn e2a_response<S: Source>(c: &mut Ctx<'_, S>) -> crate::Result<E2AResponse> {
+        let mut provenance = c.nested_or_default("provenance", e2a_provenance)?;
+        let mut a2a_metadata = c.f.obj("a2a_metadata")?;
+        let mut acp_meta = c.f.obj("acp_meta")?;
+        let mut agent_ref = c.f.opt_obj("agent_ref")?;
+        let mut body = c.f.obj("body")?;
+        let mut channel = c.f.opt_str("channel")?;
+        let legacy_channel_id = c.f.opt_str("channel_id")?;
+        let mut channel_context = c.f.obj("channel_context")?;
+        let mut context_id = c.f.opt_str("context_id")?;
+        let mut correlation_id = c.f.opt_str("correlation_id")?;
+        c.null_default("identity_origin");
+        let mut identity_origin = c.parse_or::<IdentityOrigin>("identity_origin", defaults::e2a_response_identity_origin())?;
+        c.null_default("is_final");
+        let mut is_final = c.f.bool_or("is_final", false)?;
+        c.null_default("is_stream");
+        let mut is_stream = c.f.bool_or("is_stream", false)?;
+        let mut jsonrpc_id = c.f.rpc_id("jsonrpc_id")?;
+        let mut message_id = c.f.opt_str("message_id")?;
+        let mut metadata = c.f.obj("metadata")?;
+        let mut method = c.f.opt_str("method")?;
+        let mut projections = c.f.obj("projections")?;
+        c.null_default("protocol_version");
+        let mut protocol_version = c.f.str_or("protocol_version", "1.0")?;
+        let mut request_id = c.f.opt_str("request_id")?;
+        let mut response_id = c.f.opt_str("response_id")?;
+        c.null_default("response_kind");
+        let mut response_kind = c.f.str_or("response_kind", "")?.into();
+        c.null_default("sequence");
+        let mut sequence = c.f.seq("sequence", 0)?;
+        let mut session_id = c.f.opt_str("session_id")?;
+        let mut source_agent_id = c.f.opt_str("source_agent_id")?;
+        c.null_default("status");
+        let mut status = c.f.str_or("status", "in_progress")?.into();
+        let mut task_id = c.f.opt_str("task_id")?;
+        let mut timestamp = c.timestamp("timestamp")?;
+        let mut user_id = c.f.opt_str("user_id")?;
+        if channel.is_none() {
+            channel = legacy_channel_id;
+            if channel.is_some() {
+                c.fire(LegacyRule::ChannelId);
+            }
+        }
+        Ok(E2AResponse { a2a_metadata, acp_meta, agent_ref, body, channel, channel_context, context_id, correlation_id, identity_origin, is_final, is_stream, jsonrpc_id, message_id, metadata, method, projections, protocol_version, provenance, request_id, response_id, response_kind, sequence, session_id, source_agent_id, status, task_id, timestamp, user_id })
     }
 }

@@ -205,6 +205,24 @@ export type FileTransferEventType =
  */
 export type InternalContextKey = "_jiuwenswarm" | "normalize_failed" | "legacy_agent_request";
 /**
+ * A legacy compatibility rule of the lenient reader. Where each applies is declared in `schema/` by the `x-e2a-aliases`, `x-e2a-merge`, `x-e2a-legacy-keys` and `x-e2a-read` keywords (the docs render the table); `null_default` fires when an explicit null on a non-nullable field with a default reads as the default, `unknown_keys` when keys that are not E2A fields were ignored, `epoch_timestamp` when an epoch-number timestamp was converted to ISO-8601.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "LegacyRule".
+ */
+export type LegacyRule =
+  | "binding"
+  | "payload_merge"
+  | "req_method"
+  | "channel_id"
+  | "metadata_to_channel_context"
+  | "app_id"
+  | "source_agent_id_fallback"
+  | "workspace_dir"
+  | "epoch_timestamp"
+  | "null_default"
+  | "unknown_keys";
+/**
  * Known values of `provenance.source_protocol`.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
