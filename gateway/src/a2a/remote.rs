@@ -325,6 +325,26 @@ impl Mapper {
     }
 }
 
+/// Sends `CancelTask` for the remote task when a run is dropped before its end (the gateway
+/// stops polling a cancelled run, so this is where the cancel is seen).
+struct CancelOnDrop {
+    agent: RemoteA2aAgent,
+    url: String,
+    task: Option<String>,
+    done: bool,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let (Some(task), Ok(_)) = (self.task.take(), tokio::runtime::Handle::try_current()) {
+            self.agent.propagate_cancel(self.url.clone(), task);
+        }
+    }
+}
+
 impl Agent for RemoteA2aAgent {
     fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
         let this = self.clone();
@@ -355,20 +375,18 @@ impl Agent for RemoteA2aAgent {
                 return;
             }
             let mut mapper = Mapper { stream: Some(fresh), text: String::new() };
-            let mut remote_task: Option<String> = None;
+            let mut guard = CancelOnDrop { agent: this.clone(), url: interface.url.clone(), task: None, done: false };
             let mut events = resp.bytes_stream().eventsource();
             loop {
                 let next = tokio::select! {
-                    _ = ctx.cancel.cancelled() => {
-                        if let Some(t) = remote_task.take() {
-                            this.propagate_cancel(interface.url.clone(), t);
-                        }
-                        return;
-                    }
+                    _ = ctx.cancel.cancelled() => return,
                     n = events.next() => n,
                 };
                 let data: Value = match next {
-                    None => return,
+                    None => {
+                        guard.done = true;
+                        return;
+                    }
                     Some(Err(e)) => {
                         if let Some(s) = mapper.stream.take() {
                             yield fail(s, ErrorKind::AgentError, &format!("the remote agent's stream broke: {e}"), json!({}));
@@ -392,7 +410,7 @@ impl Agent for RemoteA2aAgent {
                 let ids = result.get("task").map(|t| (t.get("id"), t.get("contextId")))
                     .or_else(|| result.get("statusUpdate").map(|u| (u.get("taskId"), u.get("contextId"))));
                 if let Some((Some(Value::String(t)), c)) = ids {
-                    remote_task = Some(t.clone());
+                    guard.task = Some(t.clone());
                     if let (Some(local), Some(Value::String(c))) = (request.task_id.clone(), c) {
                         if let Ok(mut m) = this.tasks.lock() {
                             m.insert(local, (t.clone(), c.clone()));
@@ -403,6 +421,7 @@ impl Agent for RemoteA2aAgent {
                     yield f;
                 }
                 if mapper.stream.is_none() {
+                    guard.done = true;
                     return;
                 }
             }
