@@ -142,6 +142,24 @@ async fn jsonrpc_errors_carry_the_a2a_codes() {
     )
     .await;
     assert_eq!(code(&v), -32602);
+    let v = rpc(
+        b,
+        "SendMessage",
+        json!({"message": {"messageId": "m", "parts": [{"text": "x"}]}}),
+    )
+    .await;
+    assert_eq!(code(&v), -32602, "a message needs a role");
+    // ProtoJSON: the proto field names are accepted too
+    let v = rpc(
+        b,
+        "SendMessage",
+        json!({"message": {"message_id": "snake-1", "role": "ROLE_USER", "context_id": "ctx-snake",
+                           "parts": [{"text": "hi", "metadata": {"keep_me": 1}}]},
+               "configuration": {"history_length": 1}}),
+    )
+    .await;
+    assert_eq!(v["result"]["task"]["contextId"], "ctx-snake", "{v}");
+    assert_eq!(v["result"]["task"]["history"].as_array().map(Vec::len), Some(1));
     let v = rpc(b, "GetTask", json!({"id": "nope"})).await;
     assert_eq!((code(&v), reason(&v)), (-32001, "TASK_NOT_FOUND"));
     assert_eq!(v["id"], 7);

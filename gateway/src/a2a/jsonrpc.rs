@@ -118,7 +118,14 @@ pub(super) async fn handle(
     };
     let params = match obj.get("params") {
         None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(p)) => p.clone(),
+        Some(Value::Object(p)) => {
+            let mut p = Value::Object(p.clone());
+            super::camelize(&mut p);
+            match p {
+                Value::Object(p) => p,
+                _ => Map::new(),
+            }
+        }
         Some(_) => return err(&id, &A2aError::invalid_params("params must be an object")),
     };
     let a2a = match super::a2a_headers(&headers, query.as_deref()) {

@@ -204,6 +204,58 @@ where
     resp
 }
 
+/// ProtoJSON readers accept the proto field names too: `message_id` → `messageId`, … (keys
+/// inside `metadata` and `data` values are the caller's and stay as they are).
+pub(crate) fn camelize(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            let keys: Vec<String> = m.keys().filter(|k| k.contains('_')).cloned().collect();
+            for k in keys {
+                let camel = to_camel(&k);
+                if camel != k && !m.contains_key(&camel) {
+                    if let Some(x) = m.remove(&k) {
+                        m.insert(camel, x);
+                    }
+                }
+            }
+            for (k, x) in m.iter_mut() {
+                if k != "metadata" && k != "data" {
+                    camelize(x);
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(camelize),
+        _ => {}
+    }
+}
+
+/// `page_size` → `pageSize` (other keys unchanged).
+pub(crate) fn to_camel_key(k: &str) -> String {
+    to_camel(k)
+}
+
+fn to_camel(k: &str) -> String {
+    if !k
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return k.to_string();
+    }
+    let mut out = String::with_capacity(k.len());
+    let mut upper = false;
+    for c in k.chars() {
+        if c == '_' {
+            upper = !out.is_empty();
+        } else if upper {
+            out.push(c.to_ascii_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A single-event stream (a direct message reply).
 pub(crate) fn one_event(event: serde_json::Value) -> EventStream {
     Box::pin(futures_util::stream::iter([store::StoredEvent { seq: 0, event }]))

@@ -60,7 +60,14 @@ async fn body_object(state: &A2aState, headers: &HeaderMap, body: Body) -> Resul
         return Ok(Map::new());
     }
     match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(m)) => Ok(m),
+        Ok(Value::Object(m)) => {
+            let mut v = Value::Object(m);
+            super::camelize(&mut v);
+            match v {
+                Value::Object(m) => Ok(m),
+                _ => Ok(Map::new()),
+            }
+        }
         Ok(_) => Err(A2aError::new(
             A2aErrorKind::InvalidRequest,
             "the request body must be a JSON object",
@@ -140,7 +147,10 @@ fn query_params(raw: Option<&str>) -> Map<String, Value> {
     let mut out = Map::new();
     for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        out.insert(percent_decode(k), Value::String(percent_decode(v)));
+        out.insert(
+            super::to_camel_key(&percent_decode(k)),
+            Value::String(percent_decode(v)),
+        );
     }
     out
 }

@@ -654,6 +654,11 @@ fn check_message(message: &Value) -> Result<(), A2aError> {
     if m.get("messageId").and_then(Value::as_str).is_none_or(str::is_empty) {
         return Err(A2aError::invalid_params("params.message.messageId is required"));
     }
+    if !matches!(m.get("role").and_then(Value::as_str), Some("ROLE_USER" | "ROLE_AGENT")) {
+        return Err(A2aError::invalid_params(
+            "params.message.role must be ROLE_USER or ROLE_AGENT",
+        ));
+    }
     match m.get("parts").and_then(Value::as_array) {
         Some(parts) if !parts.is_empty() => {
             for (i, p) in parts.iter().enumerate() {
