@@ -5,7 +5,7 @@ Usage:
   python_client.py sessions BASE_URL [--binding JSONRPC|HTTP+JSON]
   python_client.py auth BASE_URL TOKEN
   python_client.py chain BASE_URL
-  python_client.py restart-before BASE_URL STATE_FILE
+  python_client.py restart-before BASE_URL STATE_FILE GATEWAY_PID
   python_client.py restart-after BASE_URL STATE_FILE
 
 Each check prints PASS/FAIL; the last line is "N passed, M failed" (exit 1 on a failure).
@@ -13,6 +13,8 @@ Each check prints PASS/FAIL; the last line is "N passed, M failed" (exit 1 on a 
 
 import asyncio
 import json
+import os
+import signal
 import sys
 import time
 import uuid
@@ -252,21 +254,24 @@ async def chain(base):
     check("input-required through two gateways", status_text(done.status) == "Booked for 2.", MessageToDict(done))
 
 
-async def restart_before(base, state_file):
-    """Reads the first events of a slow task, then leaves; the script SIGKILLs the gateway."""
+async def restart_before(base, state_file, pid):
+    """Reads the first events of a slow task, SIGKILLs the gateway while the stream is open,
+    and keeps every event that arrived before the connection broke."""
     global PREFIX
     PREFIX = "python[restart]: "
     c = await client_for(base)
-    agen = c.send_message(SendMessageRequest(message=message("count slowly")))
     seen = []
-    async for ev in agen:
-        seen.append(MessageToDict(ev))
-        if len(seen) == 4:
-            break
-    await agen.aclose()
+    broke = False
+    try:
+        async for ev in c.send_message(SendMessageRequest(message=message("count slowly"))):
+            seen.append(MessageToDict(ev))
+            if len(seen) == 4:
+                os.kill(pid, signal.SIGKILL)
+    except A2AClientError:
+        broke = True
     with open(state_file, "w") as f:
         json.dump({"task_id": seen[0]["task"]["id"], "seen": seen}, f)
-    check("events read before the gateway is killed", len(seen) == 4)
+    check("the stream broke when the gateway was killed mid-stream", broke and len(seen) >= 4, len(seen))
 
 
 async def restart_after(base, state_file):
@@ -300,7 +305,7 @@ async def main(argv):
         elif mode == "chain":
             await chain(base)
         elif mode == "restart-before":
-            await restart_before(base, argv[3])
+            await restart_before(base, argv[3], int(argv[4]))
         elif mode == "restart-after":
             await restart_after(base, argv[3])
         else:

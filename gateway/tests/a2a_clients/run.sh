@@ -83,9 +83,9 @@ run python-jsonrpc "$py" "$here/python_client.py" sessions "$base" --binding JSO
 run python-rest "$py" "$here/python_client.py" sessions "$base" --binding HTTP+JSON
 run js node "$here/js/stream.mjs" "$base"
 
-# restart: read part of a slow stream, SIGKILL the gateway, start it on the same file, resubscribe
-run restart-before "$py" "$here/python_client.py" restart-before "$base" "$work/restart.json"
-kill -9 "$last_pid"; wait "$last_pid" 2>/dev/null || true
+# restart: SIGKILL the gateway mid-stream (from the client), start it on the same file, resubscribe
+run restart-before "$py" "$here/python_client.py" restart-before "$base" "$work/restart.json" "$last_pid"
+kill -9 "$last_pid" 2>/dev/null || true; wait "$last_pid" 2>/dev/null || true
 start main-restarted "$port" --store "sqlite:$db" --agent "script:$script"
 run restart-after "$py" "$here/python_client.py" restart-after "$base" "$work/restart.json"
 
