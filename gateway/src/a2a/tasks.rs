@@ -173,8 +173,17 @@ impl A2aState {
     }
 
     /// A task left `SUBMITTED`/`WORKING` without a run (the gateway stopped) ends as `FAILED`.
-    async fn settle(&self, mut rec: TaskRecord) -> TaskRecord {
-        if (rec.state == WORKING || rec.state == SUBMITTED) && self.live_of(&rec.id).is_none() {
+    async fn settle(&self, rec: TaskRecord) -> TaskRecord {
+        let active = |r: &TaskRecord| r.state == WORKING || r.state == SUBMITTED;
+        if !active(&rec) || self.live_of(&rec.id).is_some() {
+            return rec;
+        }
+        // a run commits its last event before it leaves the table: read again to see it
+        let mut rec = match self.store.get(&rec.id).await {
+            Ok(Some(fresh)) => fresh,
+            _ => rec,
+        };
+        if active(&rec) && self.live_of(&rec.id).is_none() {
             tracing::warn!(task_id = %rec.id, "task without a run (the gateway restarted): failed");
             let ev = status_event(
                 &rec,
@@ -255,6 +264,26 @@ impl A2aState {
 
         let deadline = self.shared.config.max_run.map(|d| Instant::now() + d);
         let ctx = RequestContext::new(p.caller.clone(), deadline);
+        // claim the task: one run at a time (two answers to one pause race here)
+        let (tx, _) = broadcast::channel(1024);
+        let live = Live {
+            tx: tx.clone(),
+            cancel: ctx.cancel.clone(),
+            canceled_by_client: Arc::new(AtomicBool::new(false)),
+        };
+        {
+            let mut l = self
+                .live
+                .lock()
+                .map_err(|_| A2aError::internal("the task table is poisoned"))?;
+            if l.contains_key(&task_id) {
+                return Err(A2aError::new(
+                    A2aErrorKind::UnsupportedOperation,
+                    format!("task {task_id} is still working; wait for it to ask for input"),
+                ));
+            }
+            l.insert(task_id.clone(), live.clone());
+        }
         let agent_stream = self.shared.agent.run(env.clone(), ctx.clone());
         let mut frames = boundary::guard(
             env.clone(),
@@ -278,6 +307,9 @@ impl A2aState {
                     .or_insert_with(|| uuid::Uuid::new_v4().to_string().into());
                 reply.entry("role").or_insert_with(|| "ROLE_AGENT".into());
                 ctx.cancel.cancel();
+                if let Ok(mut l) = self.live.lock() {
+                    l.remove(&task_id);
+                }
                 return Ok(SendOutcome::Message(Value::Object(reply)));
             }
         }
@@ -317,15 +349,6 @@ impl A2aState {
                 (rec, 1)
             }
         };
-        let (tx, _) = broadcast::channel(1024);
-        let live = Live {
-            tx: tx.clone(),
-            cancel: ctx.cancel.clone(),
-            canceled_by_client: Arc::new(AtomicBool::new(false)),
-        };
-        if let Ok(mut l) = self.live.lock() {
-            l.insert(task_id.clone(), live.clone());
-        }
         let snapshot = json!({"task": rec.task.clone()});
         let before = rec.last_seq;
         self.commit(&mut rec, snapshot, Some(&tx)).await;
