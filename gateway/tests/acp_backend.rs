@@ -1,0 +1,305 @@
+//! ACP agents behind the gateway ([`e2a_gateway::acp::AcpAgent`], `--agent acp:CMD`): the
+//! gateway speaks to a real ACP agent program as its client — the `e2a acp` binary itself
+//! (built on demand) and a minimal Python ACP agent (`clients/data/fake_acp_agent.py`).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use e2a::{E2AEnvelope, E2AResponse};
+use e2a_gateway::acp::rpc::{NotificationHook, Peer};
+use e2a_gateway::acp::{AcpAgent, AcpAgentConfig, PermissionPolicy};
+use e2a_gateway::{Agent, Caller, RequestContext};
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+
+const SCRIPT: &str = r#"{"scenarios": [
+  {"name": "weather", "match": {"text": "weather"}, "steps": [
+    {"type": "reasoning", "text": "Call the tool."},
+    {"type": "tool_call", "id": "call-1", "name": "get_weather", "arguments": {"city": "Paris"}, "result": {"temp_c": 21}},
+    {"type": "text", "text": "It is 21 °C in Paris.", "chunk_size": 6}, {"type": "complete"}]},
+  {"name": "forever", "match": {"text": "never finish"}, "steps": [
+    {"type": "text", "text": "working on it"}, {"type": "sleep", "ms": 600000}, {"type": "complete"}]},
+  {"name": "echo", "steps": [{"type": "text", "text": "You said: {input}"}, {"type": "complete"}]}
+]}"#;
+
+/// The `e2a` binary: `$E2A_BIN`, else the one of this target directory, built once per run.
+fn e2a_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("E2A_BIN") {
+            return PathBuf::from(bin);
+        }
+        let exe = std::env::current_exe().expect("test exe");
+        let dir = exe.parent().and_then(Path::parent).expect("target dir");
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "e2a-cli", "--bin", "e2a"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo build");
+        assert!(status.success(), "cannot build e2a");
+        dir.join("e2a")
+    })
+    .clone()
+}
+
+fn fake_agent() -> String {
+    format!("{}/tests/clients/data/fake_acp_agent.py", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn script_file(dir: &tempfile::TempDir) -> String {
+    let path = dir.path().join("script.json");
+    std::fs::write(&path, SCRIPT).unwrap();
+    format!("script:{}", path.display())
+}
+
+fn agent(command: Vec<String>, approve: &[&str], allow_fs: bool) -> AcpAgent {
+    let mut config = AcpAgentConfig::new(command);
+    config.policy = PermissionPolicy {
+        approve: approve.iter().map(|s| s.to_string()).collect(),
+    };
+    config.allow_fs = allow_fs;
+    AcpAgent::new(config).unwrap()
+}
+
+fn request(text: &str, session: Option<&str>) -> E2AEnvelope {
+    let mut r =
+        E2AEnvelope::new("session/prompt", json!({"text": text})).with_request_id(uuid::Uuid::new_v4().to_string());
+    r.session_id = session.map(str::to_string);
+    r
+}
+
+async fn run(agent: &AcpAgent, req: E2AEnvelope) -> Vec<E2AResponse> {
+    let ctx = RequestContext::new(Caller::anonymous(), None);
+    let frames = agent.run(req, ctx);
+    tokio::time::timeout(Duration::from_secs(30), frames.collect::<Vec<_>>())
+        .await
+        .expect("the run ends in time")
+}
+
+fn text(frames: &[E2AResponse]) -> String {
+    frames
+        .iter()
+        .filter(|f| f.body.get("delta_kind").and_then(Value::as_str) == Some("text"))
+        .filter_map(|f| f.body.get("delta").and_then(Value::as_str))
+        .collect()
+}
+
+fn final_kind(frames: &[E2AResponse]) -> String {
+    let last = frames.last().expect("frames");
+    assert!(last.is_final, "the last frame is final");
+    assert_eq!(frames.iter().filter(|f| f.is_final).count(), 1);
+    for (i, f) in frames.iter().enumerate() {
+        assert_eq!(f.sequence, i as u64, "sequence");
+    }
+    last.response_kind.to_string()
+}
+
+#[tokio::test]
+async fn e2a_acp_behind_the_gateway_carries_text_reasoning_and_tool_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = e2a_bin().display().to_string();
+    let a = agent(vec![bin, "acp".into(), "--agent".into(), script_file(&dir)], &[], false);
+    let frames = run(&a, request("what is the weather?", Some("s1"))).await;
+    assert_eq!(final_kind(&frames), "e2a.complete");
+    assert_eq!(text(&frames), "It is 21 °C in Paris.");
+    assert!(
+        frames
+            .iter()
+            .filter(|f| f.body.get("delta_kind") == Some(&json!("text")))
+            .count()
+            > 1
+    );
+    assert!(frames
+        .iter()
+        .any(|f| f.body.get("delta_kind") == Some(&json!("reasoning"))));
+    let call = frames
+        .iter()
+        .find(|f| f.body.get("event_type") == Some(&json!("chat.tool_call")))
+        .expect("a tool call");
+    assert_eq!(call.body["delta"]["tool_call"]["tool_call_id"], "call-1");
+    assert_eq!(call.body["delta"]["tool_call"]["arguments"], json!({"city": "Paris"}));
+    let result = frames
+        .iter()
+        .find(|f| f.body.get("event_type") == Some(&json!("chat.tool_result")))
+        .expect("a tool result");
+    assert_eq!(result.body["delta"]["tool_call_id"], "call-1");
+    let last = frames.last().unwrap();
+    assert_eq!(last.body["result"]["stopReason"], "end_turn");
+    // a second request runs on the same (still running) agent
+    let frames = run(&a, request("hello", Some("s1"))).await;
+    assert_eq!(text(&frames), "You said: hello");
+}
+
+#[tokio::test]
+async fn an_e2a_session_keeps_its_acp_session() {
+    let a = agent(vec!["python3".into(), fake_agent()], &[], false);
+    let said = |frames: Vec<E2AResponse>| text(&frames);
+    let one = said(run(&a, request("session", Some("A"))).await);
+    assert_eq!(said(run(&a, request("session", Some("A"))).await), one);
+    let two = said(run(&a, request("session", Some("B"))).await);
+    assert_ne!(one, two);
+    let mut by_context = request("session", None);
+    by_context.context_id = Some("A".into());
+    assert_eq!(said(run(&a, by_context).await), one, "context_id keys the session too");
+    let fresh = said(run(&a, request("session", None)).await);
+    assert!(fresh != one && fresh != two, "no key: a session of its own");
+}
+
+#[tokio::test]
+async fn a_crashed_agent_gives_an_error_frame_and_is_restarted() {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("starts");
+    let cmd = format!(
+        "FAKE_ACP_COUNTER='{}' exec python3 '{}'",
+        counter.display(),
+        fake_agent()
+    );
+    let a = agent(vec!["sh".into(), "-c".into(), cmd], &[], false);
+    let frames = run(&a, request("crash", Some("s"))).await;
+    assert_eq!(final_kind(&frames), "e2a.error");
+    assert_eq!(text(&frames), "about to crash");
+    assert_eq!(frames.last().unwrap().body["code"], "E2A.AGENT_ERROR");
+    let frames = run(&a, request("hi", Some("s"))).await;
+    assert_eq!(final_kind(&frames), "e2a.complete");
+    assert_eq!(text(&frames), "fake: hi");
+    let starts = std::fs::read_to_string(&counter).unwrap();
+    assert_eq!(starts.lines().count(), 2, "restarted once");
+
+    let missing = agent(vec!["/nonexistent/acp-agent".into()], &[], false);
+    let frames = run(&missing, request("hi", None)).await;
+    assert_eq!(final_kind(&frames), "e2a.error");
+}
+
+#[tokio::test]
+async fn permission_requests_follow_the_policy() {
+    let deny_all = agent(vec!["python3".into(), fake_agent()], &[], false);
+    assert_eq!(text(&run(&deny_all, request("permission read", None)).await), "no");
+    let reads = agent(vec!["python3".into(), fake_agent()], &["read"], false);
+    assert_eq!(text(&run(&reads, request("permission read", None)).await), "yes");
+    assert_eq!(text(&run(&reads, request("permission execute", None)).await), "no");
+    let by_title = agent(vec!["python3".into(), fake_agent()], &["EXECUTE tool"], false);
+    assert_eq!(text(&run(&by_title, request("permission execute", None)).await), "yes");
+    let all = agent(vec!["python3".into(), fake_agent()], &["*"], false);
+    assert_eq!(text(&run(&all, request("permission edit", None)).await), "yes");
+}
+
+#[tokio::test]
+async fn file_system_and_terminal_methods_are_declined_unless_enabled() {
+    let closed = agent(vec!["python3".into(), fake_agent()], &[], false);
+    assert_eq!(text(&run(&closed, request("fs", None)).await), "[-32601, -32601]");
+    let fs = agent(vec!["python3".into(), fake_agent()], &[], true);
+    assert_eq!(text(&run(&fs, request("fs", None)).await), "[null, -32601]");
+}
+
+#[tokio::test]
+async fn a_cancelled_run_sends_session_cancel_to_the_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("inner.log");
+    let cmd = format!(
+        "E2A_LOG=info exec '{}' acp --agent '{}' 2>>'{}'",
+        e2a_bin().display(),
+        script_file(&dir),
+        log.display()
+    );
+    let a = agent(vec!["sh".into(), "-c".into(), cmd], &[], false);
+    let ctx = RequestContext::new(Caller::anonymous(), None);
+    let mut frames = a.run(request("never finish", Some("s")), ctx.clone());
+    let first = tokio::time::timeout(Duration::from_secs(30), frames.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.body["delta"], "working on it");
+    ctx.cancel.cancel();
+    let rest: Vec<E2AResponse> = tokio::time::timeout(Duration::from_secs(10), frames.collect())
+        .await
+        .unwrap();
+    let last = rest.last().unwrap();
+    assert!(last.is_final);
+    assert_eq!(last.body["code"], "E2A.CANCELLED");
+    let inner = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        inner.contains("session/cancel"),
+        "the agent behind got session/cancel: {inner}"
+    );
+    // the session takes the next turn
+    assert_eq!(text(&run(&a, request("hi", Some("s"))).await), "You said: hi");
+}
+
+/// `e2a acp --agent acp:"e2a acp --agent script:…"` driven over its stdio: an ACP agent behind
+/// the gateway behind ACP; stdout carries protocol frames only.
+#[tokio::test]
+async fn acp_in_front_of_acp() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = e2a_bin();
+    let inner = format!("acp:{} acp --agent {}", bin.display(), script_file(&dir));
+    let mut child = tokio::process::Command::new(&bin)
+        .args(["acp", "--agent", &inner])
+        .env("E2A_LOG", "debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+    let seen: Arc<std::sync::Mutex<Vec<Value>>> = Arc::default();
+    let log = seen.clone();
+    let hook: NotificationHook = Arc::new(move |method: &str, params: &Value| {
+        assert_eq!(method, "session/update");
+        log.lock().unwrap().push(params["update"].clone());
+        true
+    });
+    let (peer, _incoming) = Peer::start_with_hook(stdout, stdin, Some(hook));
+    let call = |m: &'static str, p: Value| {
+        let peer = peer.clone();
+        async move {
+            tokio::time::timeout(Duration::from_secs(30), peer.call(m, p))
+                .await
+                .unwrap()
+        }
+    };
+    call("initialize", json!({"protocolVersion": 1})).await.unwrap();
+    let sid = call("session/new", json!({"cwd": "/tmp", "mcpServers": []}))
+        .await
+        .unwrap()["sessionId"]
+        .clone();
+    let r = call(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "weather?"}]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r["stopReason"], "end_turn");
+    let updates = std::mem::take(&mut *seen.lock().unwrap());
+    let said: String = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert_eq!(said, "It is 21 °C in Paris.");
+    assert!(updates
+        .iter()
+        .any(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == "call-1"));
+    assert!(updates.iter().any(|u| u["sessionUpdate"] == "agent_thought_chunk"));
+    // cancel at the front: the turn ends cancelled
+    let (_, turn) = peer.request(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "never finish"}]}),
+    );
+    while seen.lock().unwrap().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    peer.notify("session/cancel", json!({"sessionId": sid}));
+    let r = tokio::time::timeout(Duration::from_secs(10), turn)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r["stopReason"], "cancelled");
+    // end of input: e2a acp exits 0 (stdout held nothing but JSON-RPC, or the peer would have
+    // answered parse errors above)
+    peer.close().await;
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
+    assert!(status.is_ok(), "e2a acp exits at the end of its input");
+}
