@@ -106,9 +106,10 @@ enum Command {
     )]
     ConformanceDriver,
     /// Serve E2A over HTTP (JSON, SSE, NDJSON) in front of an agent: echo, a script of
-    /// scenarios, or another E2A server. Prints the URLs; SIGTERM drains open streams.
+    /// scenarios, another E2A server or a remote A2A agent; with --a2a also A2A 1.0 (agent card,
+    /// JSON-RPC, HTTP+JSON, tasks kept in SQLite). Prints the URLs; SIGTERM drains open streams.
     #[command(
-        after_help = "Examples:\n  e2a serve\n  e2a serve --agent script:gateway/tests/data/script.json\n  e2a serve --bind 0.0.0.0:8080 --token-file token.txt --agent e2a:http://10.0.0.5:8080"
+        after_help = "Examples:\n  e2a serve\n  e2a serve --agent script:gateway/tests/data/script.json\n  e2a serve --a2a --agent script:gateway/tests/a2a_clients/script.json\n  e2a serve --a2a --store memory --agent a2a:http://127.0.0.1:9090\n  e2a serve --bind 0.0.0.0:8080 --token-file token.txt --agent e2a:http://10.0.0.5:8080"
     )]
     Serve(serve::ServeArgs),
     /// Be an ACP agent over stdio (what an editor runs as its agent command) in front of an

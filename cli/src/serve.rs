@@ -16,11 +16,13 @@ pub struct ServeArgs {
     /// File holding the accepted bearer token(s), one per line (default: $E2A_TOKEN, else none).
     #[arg(long)]
     pub token_file: Option<PathBuf>,
-    /// The agent: `echo`, `script:FILE` (scenarios, see gateway/README.md) or `e2a:URL` (another
-    /// server speaking E2A over HTTP).
+    /// The agent: `echo`, `script:FILE` (scenarios, see gateway/README.md), `e2a:URL` (another
+    /// server speaking E2A over HTTP), `a2a:URL` (a remote A2A 1.0 agent, its card at
+    /// URL/.well-known/agent-card.json) or `acp:CMD`.
     #[arg(long, default_value = "echo")]
     pub agent: String,
-    /// Bearer token file for the `e2a:URL` agent (default: $E2A_AGENT_TOKEN).
+    /// Bearer token file for the `e2a:URL` or `a2a:URL` agent, sent to that URL's origin only
+    /// (default: $E2A_AGENT_TOKEN).
     #[arg(long)]
     pub agent_token_file: Option<PathBuf>,
     /// Options of `acp:CMD` agents.
