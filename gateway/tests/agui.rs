@@ -1,0 +1,289 @@
+//! AG-UI over SSE (`Gateway::with_agui`): a real HTTP client against a gateway on 127.0.0.1;
+//! every stream received is checked with `e2a::agui::verify_events` (the client's rules).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use e2a_gateway::agents::ScriptAgent;
+use e2a_gateway::{Agent, Auth, Gateway, GatewayConfig};
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+
+const SCRIPT: &str = r#"{"scenarios": [
+  {"name": "weather", "match": {"text": "weather"}, "steps": [
+    {"type": "reasoning", "text": "Call the tool."},
+    {"type": "tool_call", "id": "call-1", "name": "get_weather", "arguments": {"city": "Paris"}, "result": {"temp_c": 21}},
+    {"type": "text", "text": "It is 21 °C in Paris.", "chunk_size": 6}, {"type": "complete"}]},
+  {"name": "fail", "match": {"text": "crash"}, "steps": [
+    {"type": "text", "text": "starting"}, {"type": "fail", "message": "the model provider is down"}]},
+  {"name": "deploy", "match": {"text": "deploy"}, "steps": [
+    {"type": "text", "text": "Ready."},
+    {"type": "approval", "prompt": "Deploy to production?", "on_deny": [{"type": "text", "text": "Not deployed."}, {"type": "complete"}]},
+    {"type": "text", "text": "Deployed."}, {"type": "complete"}]},
+  {"name": "forever", "match": {"text": "never finish"}, "steps": [
+    {"type": "text", "text": "working on it"}, {"type": "sleep", "ms": 600000}, {"type": "complete"}]},
+  {"name": "gap", "match": {"text": "misbehave"}, "steps": [
+    {"type": "text", "text": "ok"}, {"type": "misbehave", "how": "gap"}, {"type": "complete"}]},
+  {"name": "echo", "steps": [{"type": "text", "text": "You said: {input}"}, {"type": "complete"}]}
+]}"#;
+
+struct Server {
+    base: String,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+async fn serve(agent: Arc<dyn Agent>, config: GatewayConfig) -> Server {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let gateway = Gateway::with_agent(agent, config).with_agui();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(gateway.serve(listener, async move {
+        let _ = rx.await;
+    }));
+    Server { base, _stop: tx }
+}
+
+fn input(thread: &str, text: &str) -> Value {
+    json!({"threadId": thread, "runId": format!("run-{}", uuid::Uuid::new_v4()),
+           "messages": [{"id": "m1", "role": "user", "content": text}],
+           "tools": [], "context": [], "state": {}, "forwardedProps": {}})
+}
+
+/// POSTs a RunAgentInput and reads every SSE event (bounded).
+async fn run(base: &str, path: &str, body: &Value) -> Vec<Value> {
+    let resp = reqwest::Client::new()
+        .post(format!("{base}{path}"))
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let text = tokio::time::timeout(Duration::from_secs(20), resp.text())
+        .await
+        .unwrap()
+        .unwrap();
+    let events: Vec<Value> = text
+        .split("\n\n")
+        .filter_map(|block| block.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    e2a::agui::verify_events(&events).unwrap();
+    events
+}
+
+fn types(events: &[Value]) -> Vec<&str> {
+    events.iter().filter_map(|e| e["type"].as_str()).collect()
+}
+
+fn said(events: &[Value]) -> String {
+    events
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .filter_map(|e| e["delta"].as_str())
+        .collect()
+}
+
+fn script() -> Arc<ScriptAgent> {
+    Arc::new(ScriptAgent::from_json(SCRIPT).unwrap())
+}
+
+#[tokio::test]
+async fn a_run_streams_its_lifecycle_text_reasoning_and_tool_calls() {
+    let s = serve(script(), GatewayConfig::default()).await;
+    let body = input("t1", "what is the weather?");
+    let events = run(&s.base, "/agui", &body).await;
+    let t = types(&events);
+    assert_eq!(t.first(), Some(&"RUN_STARTED"));
+    assert_eq!(t.last(), Some(&"RUN_FINISHED"));
+    assert_eq!(events[0]["threadId"], "t1");
+    assert_eq!(events[0]["runId"], body["runId"]);
+    for want in [
+        "REASONING_START",
+        "REASONING_MESSAGE_CONTENT",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_RESULT",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_END",
+    ] {
+        assert!(t.contains(&want), "{want} missing: {t:?}");
+    }
+    assert_eq!(said(&events), "It is 21 °C in Paris.");
+    assert!(t.iter().filter(|x| **x == "TEXT_MESSAGE_CONTENT").count() > 1);
+    let args = events.iter().find(|e| e["type"] == "TOOL_CALL_ARGS").unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(args["delta"].as_str().unwrap()).unwrap(),
+        json!({"city": "Paris"})
+    );
+}
+
+#[tokio::test]
+async fn a_failing_agent_ends_the_run_with_run_error() {
+    let s = serve(script(), GatewayConfig::default()).await;
+    let events = run(&s.base, "/agui", &input("t2", "crash")).await;
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "RUN_ERROR");
+    assert_eq!(last["message"], "the model provider is down");
+    assert_eq!(said(&events), "starting");
+    // an agent breaking the stream invariants is cut off at the boundary: RUN_ERROR too
+    let events = run(&s.base, "/agui", &input("t3", "misbehave")).await;
+    assert_eq!(events.last().unwrap()["type"], "RUN_ERROR");
+}
+
+#[tokio::test]
+async fn an_approval_is_an_interrupt_that_a_follow_up_run_resumes() {
+    let s = serve(script(), GatewayConfig::default()).await;
+    for (thread, resume, expected) in [
+        (
+            "t-allow",
+            json!([{"interruptId": "i", "status": "resolved", "payload": {"approved": true}}]),
+            "Deployed.",
+        ),
+        (
+            "t-deny",
+            json!([{"interruptId": "i", "status": "resolved", "payload": {"approved": false}}]),
+            "Not deployed.",
+        ),
+        (
+            "t-cancel",
+            json!([{"interruptId": "i", "status": "cancelled"}]),
+            "Not deployed.",
+        ),
+    ] {
+        let events = run(&s.base, "/agui", &input(thread, "please deploy")).await;
+        let last = events.last().unwrap();
+        assert_eq!(last["type"], "RUN_FINISHED");
+        assert_eq!(last["outcome"]["type"], "interrupt");
+        let interrupt = &last["outcome"]["interrupts"][0];
+        assert_eq!(interrupt["reason"], "plan.approval_required");
+        assert_eq!(said(&events), "Ready.");
+        let mut follow = input(thread, "please deploy");
+        follow["resume"] = resume.clone();
+        follow["resume"][0]["interruptId"] = interrupt["id"].clone();
+        let events = run(&s.base, "/agui", &follow).await;
+        assert_eq!(said(&events), expected, "{thread}");
+        assert_eq!(events.last().unwrap()["outcome"]["type"], "success");
+    }
+    // without resume entries, the last user message answers
+    run(&s.base, "/agui", &input("t-msg", "please deploy")).await;
+    let events = run(&s.base, "/agui", &input("t-msg", "no")).await;
+    assert_eq!(said(&events), "Not deployed.");
+}
+
+#[tokio::test]
+async fn named_agent_routes_and_request_errors() {
+    let s = serve(script(), GatewayConfig::default()).await;
+    assert_eq!(
+        said(&run(&s.base, "/agents/script/agui", &input("n1", "hi")).await),
+        "You said: hi"
+    );
+    assert_eq!(
+        said(&run(&s.base, "/agents/default/agui", &input("n2", "hi")).await),
+        "You said: hi"
+    );
+    let client = reqwest::Client::new();
+    let post = |path: &str, ct: &str, body: String| {
+        client
+            .post(format!("{}{path}", s.base))
+            .header("content-type", ct)
+            .body(body)
+            .send()
+    };
+    let r = post("/agents/nobody/agui", "application/json", input("n3", "hi").to_string())
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(r.headers()["content-type"], "application/problem+json");
+    let r = post("/agui", "text/plain", "hi".into()).await.unwrap();
+    assert_eq!(r.status(), 415);
+    let r = post("/agui", "application/json", "{not json".into()).await.unwrap();
+    assert_eq!(r.status(), 400);
+    let r = post("/agui", "application/json", json!({"runId": "r"}).to_string())
+        .await
+        .unwrap();
+    assert!(r.status().is_client_error());
+    let problem: Value = r.json().await.unwrap();
+    assert!(
+        problem["detail"].as_str().unwrap_or_default().contains("threadId"),
+        "{problem}"
+    );
+    // the E2A binding is still served next to AG-UI
+    let health: Value = client
+        .get(format!("{}/healthz", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["status"], "ok");
+}
+
+#[tokio::test]
+async fn agui_needs_the_token_when_auth_is_on() {
+    let config = GatewayConfig {
+        auth: Auth::token("s3cret-token"),
+        ..GatewayConfig::default()
+    };
+    let s = serve(script(), config).await;
+    let client = reqwest::Client::new();
+    let r = client
+        .post(format!("{}/agui", s.base))
+        .header("content-type", "application/json")
+        .body(input("a1", "hi").to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(r.headers().contains_key("www-authenticate"));
+    assert!(!r.text().await.unwrap().contains("s3cret-token"));
+    let r = client
+        .post(format!("{}/agui", s.base))
+        .header("content-type", "application/json")
+        .header("authorization", "Bearer s3cret-token")
+        .body(input("a1", "hi").to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn a_client_that_goes_away_cancels_the_run() {
+    let agent = script();
+    let stats = agent.stats();
+    let config = GatewayConfig {
+        disconnect_grace: Duration::from_millis(100),
+        ..GatewayConfig::default()
+    };
+    let s = serve(agent, config).await;
+    let resp = reqwest::Client::new()
+        .post(format!("{}/agui", s.base))
+        .header("content-type", "application/json")
+        .body(input("d1", "never finish").to_string())
+        .send()
+        .await
+        .unwrap();
+    let mut body = resp.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("working on it") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    drop(body);
+    for _ in 0..200 {
+        if stats.cancelled() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(stats.cancelled(), 1, "the agent's run was stopped");
+}
