@@ -20,6 +20,34 @@ fn opt_obj(f: &Fields<'_>, k: &str) -> Result<Option<Map<String, Value>>> {
     Ok(f.opt_obj(k)?.cloned())
 }
 
+/// The key that marks a legacy `AgentResponse` record (from `schema/legacy.json`).
+pub const OK_KEY: &str = "ok";
+/// The key that marks a legacy `AgentResponseChunk` record (from `schema/legacy.json`).
+pub const IS_COMPLETE_KEY: &str = "is_complete";
+
+/// How an explicit null `request_id` / `channel_id` of a legacy record reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NullId {
+    /// An error naming the key (records given to the `legacy` conversions).
+    Error,
+    /// The reference's `str(None)`, `"None"` (records parsed off the agent-server wire).
+    PyStr,
+}
+
+/// `(request_id, channel_id)` of a legacy record: strings (`request_id` required, `channel_id`
+/// defaulting to `""`); any other JSON is an error naming the key (DRIVER.md, deliberate
+/// difference 4); an explicit null as `ids` says.
+fn record_ids(f: &Fields<'_>, ids: NullId) -> Result<(String, String)> {
+    let id = |key: &str| match f.map.get(key) {
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::Null) if ids == NullId::PyStr => Ok(Some(py_str(&Value::Null))),
+        Some(Value::Null) | None => Ok(None),
+        Some(_) => Err(f.err(key, "string")),
+    };
+    let request_id = id("request_id")?.ok_or_else(|| f.err("request_id", "string"))?;
+    Ok((request_id, id("channel_id")?.unwrap_or_default()))
+}
+
 impl AgentResponse {
     /// A successful response with `payload`.
     pub fn ok(request_id: impl Into<String>, channel_id: impl Into<String>, payload: Map<String, Value>) -> Self {
@@ -41,14 +69,22 @@ impl AgentResponse {
 
     fn from_value_at(v: &Value, base: &str) -> Result<Self> {
         let m = v.as_object().ok_or_else(|| Error::field(base, "expected object"))?;
-        let f = Fields::new(m, base);
+        Self::read_record(&Fields::new(m, base), NullId::Error, &[])
+    }
+
+    /// The one reader of an AgentResponse record (`legacy.*` inputs, the deprecated unary wire
+    /// shape and the legacy blob of a frame); `ids` says how a null id reads; keys in `skip`
+    /// are not read (the reference builds some records without them).
+    pub(crate) fn read_record(f: &Fields<'_>, ids: NullId, skip: &[&str]) -> Result<Self> {
+        let (request_id, channel_id) = record_ids(f, ids)?;
+        let obj = |k: &str| if skip.contains(&k) { Ok(None) } else { opt_obj(f, k) };
         Ok(AgentResponse {
-            request_id: f.opt_str("request_id")?.ok_or_else(|| f.err("request_id", "string"))?,
-            channel_id: f.str_or("channel_id", "")?,
+            request_id,
+            channel_id,
             ok: f.bool_or("ok", true)?,
-            payload: opt_obj(&f, "payload")?,
-            metadata: opt_obj(&f, "metadata")?,
-            agent_ref: opt_obj(&f, "agent_ref")?,
+            payload: obj("payload")?,
+            metadata: obj("metadata")?,
+            agent_ref: obj("agent_ref")?,
         })
     }
 
@@ -63,14 +99,30 @@ impl AgentResponseChunk {
     /// to `""`, `is_complete` to false, `metadata` to `{}`).
     pub fn from_value(v: &Value) -> Result<Self> {
         let m = v.as_object().ok_or_else(|| Error::field("", "expected object"))?;
-        let f = Fields::new(m, "");
+        Self::read_record(&Fields::new(m, ""), NullId::Error, &[])
+    }
+
+    /// The one reader of an AgentResponseChunk record (`legacy.*` inputs, the deprecated
+    /// stream wire shape and the legacy blob of a frame); `ids` says how a null id reads; keys
+    /// in `skip` are not read (`metadata` then reads as `{}`).
+    pub(crate) fn read_record(f: &Fields<'_>, ids: NullId, skip: &[&str]) -> Result<Self> {
+        let (request_id, channel_id) = record_ids(f, ids)?;
+        let read = |k: &str| !skip.contains(&k);
         Ok(AgentResponseChunk {
-            request_id: f.opt_str("request_id")?.ok_or_else(|| f.err("request_id", "string"))?,
-            channel_id: f.str_or("channel_id", "")?,
-            payload: opt_obj(&f, "payload")?,
+            request_id,
+            channel_id,
+            payload: opt_obj(f, "payload")?,
             is_complete: f.bool_or("is_complete", false)?,
-            agent_ref: opt_obj(&f, "agent_ref")?,
-            metadata: Some(f.obj("metadata")?),
+            agent_ref: if read("agent_ref") {
+                opt_obj(f, "agent_ref")?
+            } else {
+                None
+            },
+            metadata: Some(if read("metadata") {
+                f.obj("metadata")?
+            } else {
+                Map::new()
+            }),
         })
     }
 
@@ -280,7 +332,8 @@ pub fn response_to_agent_response(resp: &E2AResponse) -> Result<AgentResponse> {
         return Err(Error::Unsupported(format!(
             "e2a_response_to_agent_response: unsupported response_kind={:?} status={:?}. Streaming frames \
              (e2a.chunk / in_progress) must use the chunk path",
-            resp.response_kind, resp.status
+            resp.response_kind.as_str(),
+            resp.status.as_str()
         )));
     };
     Ok(AgentResponse {
@@ -344,7 +397,8 @@ pub fn response_to_agent_chunk(resp: &E2AResponse) -> Result<AgentResponseChunk>
         }
         (kind, fin) => {
             return Err(Error::Unsupported(format!(
-                "e2a_response_to_agent_chunk: unsupported response_kind={kind:?} is_final={}",
+                "e2a_response_to_agent_chunk: unsupported response_kind={:?} is_final={}",
+                kind.as_str(),
                 if fin { "True" } else { "False" }
             )))
         }
@@ -406,8 +460,10 @@ fn chunk_payload(b: &Map<String, Value>) -> Map<String, Value> {
     p
 }
 
-/// Fields of a legacy agent request handed to [`envelope_from_agent_fields`].
-#[derive(Debug, Clone, PartialEq)]
+/// Fields of a legacy agent request handed to [`envelope_from_agent_fields`]. Serialized, they
+/// are the legacy wire object the lenient reader takes (`req_method` as `method`, empty
+/// metadata left out).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct AgentFields {
     /// Request id.
     pub request_id: String,
@@ -416,6 +472,7 @@ pub struct AgentFields {
     /// Session id.
     pub session_id: Option<String>,
     /// Legacy request method.
+    #[serde(rename = "method")]
     pub req_method: Option<String>,
     /// Params object.
     pub params: Map<String, Value>,
@@ -424,6 +481,7 @@ pub struct AgentFields {
     /// Epoch seconds or an ISO string (default 0 → `1970-01-01T00:00:00+00:00`).
     pub timestamp: Value,
     /// Legacy metadata (merged into `channel_context`).
+    #[serde(skip_serializing_if = "no_metadata")]
     pub metadata: Option<Map<String, Value>>,
     /// User id.
     pub user_id: Option<String>,
@@ -459,19 +517,12 @@ impl AgentFields {
 /// assert_eq!(env.timestamp.as_deref(), Some("1970-01-01T00:00:00+00:00"));
 /// ```
 pub fn envelope_from_agent_fields(fields: &AgentFields) -> Result<E2AEnvelope> {
-    let mut wire = Map::new();
-    wire.insert("request_id".into(), fields.request_id.clone().into());
-    wire.insert("channel_id".into(), fields.channel_id.clone().into());
-    wire.insert("session_id".into(), fields.session_id.clone().into());
-    wire.insert("user_id".into(), fields.user_id.clone().into());
-    wire.insert("params".into(), Value::Object(fields.params.clone()));
-    wire.insert("is_stream".into(), fields.is_stream.into());
-    wire.insert("timestamp".into(), fields.timestamp.clone());
-    wire.insert("method".into(), fields.req_method.clone().into());
-    if let Some(m) = fields.metadata.as_ref().filter(|m| !m.is_empty()) {
-        wire.insert("metadata".into(), Value::Object(m.clone()));
-    }
-    E2AEnvelope::from_value(&Value::Object(wire))
+    let wire = serde_json::to_value(fields).map_err(|e| Error::Unsupported(e.to_string()))?;
+    E2AEnvelope::from_value(&wire)
+}
+
+fn no_metadata(m: &Option<Map<String, Value>>) -> bool {
+    m.as_ref().is_none_or(Map::is_empty)
 }
 
 /// Size of Python's `json.dumps(value, ensure_ascii=False)` in UTF-8 bytes (`", "` and `": "`

@@ -33,3 +33,13 @@ fn schema_descriptions_become_doc_comments() {
         "description not found as a doc comment"
     );
 }
+
+#[test]
+fn legacy_record_marker_keys_are_schema_properties() {
+    let schema: serde_json::Value = serde_json::from_str(e2a::SCHEMA_JSON).unwrap();
+    let props = |d: &str| schema["$defs"][d]["properties"].as_object().unwrap().clone();
+    assert!(props("AgentResponse").contains_key(e2a::legacy::OK_KEY));
+    assert!(!props("AgentResponseChunk").contains_key(e2a::legacy::OK_KEY));
+    assert!(props("AgentResponseChunk").contains_key(e2a::legacy::IS_COMPLETE_KEY));
+    assert!(!props("AgentResponse").contains_key(e2a::legacy::IS_COMPLETE_KEY));
+}

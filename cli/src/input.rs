@@ -108,9 +108,8 @@ pub fn for_each_line(path: &str, mut f: impl FnMut(usize, &str) -> std::io::Resu
     Ok(())
 }
 
-/// True when a JSON object looks like a response frame rather than a request envelope.
+/// Whether a line is an E2A response (else it is read as an envelope): the library's one
+/// classifier of message shapes.
 pub fn is_response(v: &serde_json::Value) -> bool {
-    ["response_kind", "response_id", "sequence", "is_final"]
-        .iter()
-        .any(|k| v.get(*k).is_some())
+    e2a::wire::classify(v) == e2a::wire::MessageShape::Response
 }

@@ -11,14 +11,13 @@ use serde_json::{json, Value};
 
 use crate::convert::Msg;
 
-/// What a legacy log line is.
+/// What a legacy log line is (the library's classifier; E2A frames and envelopes read as
+/// requests here, as a legacy log holds none).
 fn kind(v: &Value) -> &'static str {
-    if v.get("ok").is_some() {
-        "agent_response"
-    } else if v.get("is_complete").is_some() {
-        "agent_response_chunk"
-    } else {
-        "agent_request"
+    match e2a::wire::classify(v) {
+        e2a::wire::MessageShape::AgentResponse => "agent_response",
+        e2a::wire::MessageShape::AgentResponseChunk => "agent_response_chunk",
+        _ => "agent_request",
     }
 }
 

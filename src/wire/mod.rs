@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
-use crate::legacy::{self, AgentResponse, AgentResponseChunk};
+use crate::legacy::{self, AgentResponse, AgentResponseChunk, NullId};
 use crate::types::{ConverterId, E2AResponse, ErrorCode, WireMetadataKey};
 
 /// True when `data` is an E2A response frame: an object, `type` not `event`,
@@ -24,6 +24,59 @@ pub fn is_e2a_response(data: &Value) -> bool {
         && m.get("response_kind")
             .and_then(Value::as_str)
             .is_some_and(|k| !k.trim().is_empty())
+}
+
+/// What a JSON message is, for tools that take mixed logs (`e2a validate`, `convert`,
+/// `migrate`): the one classifier of message shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum MessageShape {
+    /// An E2A response frame: it has a key only responses have (`response_kind`, `sequence`,
+    /// `is_final`, …; the keys of the response reader that the envelope reader does not know).
+    Response,
+    /// A legacy agent-server `AgentResponse` record (it has `ok`).
+    AgentResponse,
+    /// A legacy agent-server `AgentResponseChunk` record (it has `is_complete`).
+    AgentResponseChunk,
+    /// A request: an E2A envelope or a legacy `AgentRequest` (the lenient envelope reader
+    /// reads both).
+    Request,
+}
+
+/// Classifies a message (see [`MessageShape`]). The response-only keys come from the generated
+/// key tables, so a key added to the schema is classified without a change here.
+///
+/// ```
+/// use e2a::wire::{classify, MessageShape};
+/// use serde_json::json;
+/// assert_eq!(classify(&json!({"sequence": 1})), MessageShape::Response);
+/// assert_eq!(classify(&json!({"request_id": "r", "channel_id": "c", "ok": true})), MessageShape::AgentResponse);
+/// assert_eq!(classify(&json!({"request_id": "r", "is_complete": false})), MessageShape::AgentResponseChunk);
+/// assert_eq!(classify(&json!({"req_method": "chat.send"})), MessageShape::Request);
+/// ```
+pub fn classify(v: &Value) -> MessageShape {
+    use std::sync::OnceLock;
+    static RESPONSE_ONLY: OnceLock<Vec<&'static str>> = OnceLock::new();
+    let response_only = RESPONSE_ONLY.get_or_init(|| {
+        let envelope = crate::types::readers::E2A_ENVELOPE_KEYS;
+        crate::types::readers::E2A_RESPONSE_KEYS
+            .iter()
+            .filter(|k| !envelope.contains(k))
+            .copied()
+            .collect()
+    });
+    let Some(m) = v.as_object() else {
+        return MessageShape::Request;
+    };
+    if response_only.iter().any(|k| m.contains_key(*k)) {
+        MessageShape::Response
+    } else if m.contains_key(legacy::OK_KEY) {
+        MessageShape::AgentResponse
+    } else if m.contains_key(legacy::IS_COMPLETE_KEY) {
+        MessageShape::AgentResponseChunk
+    } else {
+        MessageShape::Request
+    }
 }
 
 /// Encodes a unary [`AgentResponse`] as its final E2A frame (canonical JSON object).
@@ -215,22 +268,6 @@ fn unrecognized(what: &str, m: &Map<String, Value>) -> Error {
     Error::Unsupported(format!("{what}: unrecognized wire shape keys={keys:?}"))
 }
 
-/// `(str(request_id), str(channel_id))` of a legacy record, as the reference reads them
-/// (`request_id` required, `channel_id` defaulting to `""`, other JSON stringified).
-fn legacy_ids(f: &crate::fields::Fields<'_>) -> Result<(String, String)> {
-    // Strings, or an explicit null read as the reference's `str(None)`; any other JSON is an
-    // error naming the key (DRIVER.md, deliberate difference 4).
-    let id = |key: &str| match f.map.get(key) {
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(Value::Null) => Ok(Some(crate::pyrepr::py_str(&Value::Null))),
-        Some(_) => Err(f.err(key, "string")),
-        None => Ok(None),
-    };
-    let request_id = id("request_id")?.ok_or_else(|| f.err("request_id", "string"))?;
-    let channel_id = id("channel_id")?.unwrap_or_default();
-    Ok((request_id, channel_id))
-}
-
 /// The legacy record kept under `metadata.<key>` of a frame, read with `read`.
 fn from_blob<T>(
     blob: &Value,
@@ -244,29 +281,14 @@ fn from_blob<T>(
     read(&crate::fields::Fields::new(m, &base))
 }
 
-/// An AgentResponse record (the deprecated unary shape, or the legacy blob of a frame).
+/// An AgentResponse record off the wire (the deprecated unary shape, or the legacy blob of a
+/// frame): the reference builds it without `agent_ref`.
 fn agent_response_record(f: &crate::fields::Fields<'_>) -> Result<AgentResponse> {
-    let (request_id, channel_id) = legacy_ids(f)?;
-    Ok(AgentResponse {
-        request_id,
-        channel_id,
-        ok: f.bool_or("ok", true)?,
-        payload: f.opt_obj("payload")?.cloned(),
-        metadata: f.opt_obj("metadata")?.cloned(),
-        agent_ref: None,
-    })
+    AgentResponse::read_record(f, NullId::PyStr, &["agent_ref"])
 }
 
 fn blob_chunk(f: &crate::fields::Fields<'_>) -> Result<AgentResponseChunk> {
-    let (request_id, channel_id) = legacy_ids(f)?;
-    Ok(AgentResponseChunk {
-        request_id,
-        channel_id,
-        payload: f.opt_obj("payload")?.cloned(),
-        is_complete: f.bool_or("is_complete", false)?,
-        agent_ref: f.opt_obj("agent_ref")?.cloned(),
-        metadata: Some(f.obj("metadata")?),
-    })
+    AgentResponseChunk::read_record(f, NullId::PyStr, &[])
 }
 
 /// Parses a stream wire message into an [`AgentResponseChunk`]: an E2A frame (a legacy chunk
@@ -292,16 +314,9 @@ pub fn parse_chunk(data: &Value) -> Result<AgentResponseChunk> {
         .all(|k| m.contains_key(*k))
         && !m.contains_key("ok")
     {
+        // the deprecated stream shape: the reference keeps neither agent_ref nor metadata
         let f = crate::fields::Fields::new(m, "");
-        let (request_id, channel_id) = legacy_ids(&f)?;
-        return Ok(AgentResponseChunk {
-            request_id,
-            channel_id,
-            payload: f.opt_obj("payload")?.cloned(),
-            is_complete: f.bool_or("is_complete", false)?,
-            agent_ref: None,
-            metadata: Some(Map::new()),
-        });
+        return AgentResponseChunk::read_record(&f, NullId::PyStr, &["agent_ref", "metadata"]);
     }
     Err(unrecognized("parse_agent_server_wire_chunk", m))
 }
