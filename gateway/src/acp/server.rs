@@ -531,6 +531,19 @@ impl AcpServer {
                     self.project(peer, session, projector, &shown);
                 }
             }
+            // ACP: once the client cancelled, the turn ends with stopReason cancelled whatever
+            // error the cancellation caused (an agent stopping without a final frame included)
+            let frame = if frame.is_final && cancel.is_cancelled() && frame.response_kind.as_str() != "e2a.complete" {
+                boundary::cutoff_frame(
+                    request,
+                    frame.sequence,
+                    ErrorKind::Cancelled,
+                    "the turn was cancelled",
+                    Map::new(),
+                )
+            } else {
+                frame
+            };
             if let Some(done) = self.project(peer, session, projector, &frame) {
                 return Turn::Done(done);
             }

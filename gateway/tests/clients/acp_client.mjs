@@ -8,6 +8,8 @@
 // ACP agent behind the gateway: the gateway's --approve policy answers, the client is not asked)
 // | next-prompt (the pause reaches the gateway as an input pause: the turn ends with the question
 // and the next prompt answers it). EXPECT_TOOL_CALLS=0: the hop in between carries no tool calls.
+// SCENARIO=example: any agent (gateway/examples/acp_agent.rs): initialize, session/new, two
+// prompts with streamed text and a tool call, a cancel mid-turn.
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
@@ -68,6 +70,22 @@ try {
 
     const { sessionId } = await cx.request(acp.methods.agent.session.new, { cwd: process.cwd(), mcpServers: [] });
     check(typeof sessionId === "string" && sessionId.length > 0, `session/new → ${sessionId}`);
+
+    if (process.env.SCENARIO === "example") {
+      for (const q of ["first question", "second question"]) {
+        const r = await cx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: q }] });
+        await sleep(50);
+        const us = take(sessionId);
+        check(r.stopReason === "end_turn" && text(us).includes(q), `prompt "${q}" → ${JSON.stringify(text(us))}`);
+        check(us.some((u) => u.sessionUpdate === "tool_call"), "a tool call is streamed");
+      }
+      const running = cx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "third" }] });
+      while (text(updates.get(sessionId) ?? []).length === 0) await sleep(5);
+      await cx.notify(acp.methods.agent.session.cancel, { sessionId });
+      const r = await running;
+      check(r.stopReason === "cancelled", `cancel mid-turn → ${r.stopReason}`);
+      return;
+    }
 
     // 1. a prompt with streamed updates
     let r = await cx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "what is the weather in Paris?" }] });
