@@ -98,12 +98,20 @@ pub fn guard(
                 (None, Some(idle)) => Instant::now() + idle,
                 (None, None) => far,
             };
-            let step = tokio::select! {
-                biased;
-                _ = ctx.cancel.cancelled() => Step::Stopped,
-                _ = tokio::time::sleep_until(total) => Step::Deadline,
-                _ = tokio::time::sleep_until(idle_at) => Step::Idle,
-                f = agent.next() => Step::Frame(f.map(Box::new)),
+            // Checked before every frame, so an agent that never waits is still stopped; the
+            // timers are only armed while the agent is waiting (a ready frame costs none).
+            let step = if ctx.cancel.is_cancelled() {
+                Step::Stopped
+            } else if Instant::now() >= total {
+                Step::Deadline
+            } else {
+                let wake = idle_at.min(total);
+                tokio::select! {
+                    biased;
+                    f = agent.next() => Step::Frame(f.map(Box::new)),
+                    _ = ctx.cancel.cancelled() => Step::Stopped,
+                    _ = tokio::time::sleep_until(wake) => if wake >= total { Step::Deadline } else { Step::Idle },
+                }
             };
             match step {
                 Step::Stopped | Step::Idle if held_final.is_some() => {

@@ -310,18 +310,10 @@ async fn send_request(
 
 async fn respond(shared: &Shared, mode: Mode, mut sub: Subscription) -> Response {
     match mode {
-        Mode::Json => {
-            let mut last = None;
-            while let Some(f) = sub.next().await {
-                last = Some(f);
-            }
-            match last {
-                Some(f) => ([(header::CONTENT_TYPE, JSON)], f.to_json()).into_response(),
-                None => {
-                    Problem::new(ErrorKind::NotFound, "the stream has no frame after Last-Event-ID").into_response()
-                }
-            }
-        }
+        Mode::Json => match sub.last().await {
+            Some(f) => ([(header::CONTENT_TYPE, JSON)], f.to_json()).into_response(),
+            None => Problem::new(ErrorKind::NotFound, "the stream has no frame after Last-Event-ID").into_response(),
+        },
         Mode::Sse => {
             let keep_alive = shared.config.keep_alive;
             streaming(SSE, sse_body(sub, keep_alive))

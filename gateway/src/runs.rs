@@ -11,6 +11,7 @@ use std::time::Duration;
 use e2a::E2AResponse;
 use futures_util::StreamExt;
 use tokio::sync::{watch, OwnedSemaphorePermit};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::FrameStream;
@@ -24,6 +25,8 @@ pub struct Run {
     frames: Mutex<Vec<Arc<E2AResponse>>>,
     /// (frames so far, ended)
     progress: watch::Sender<(usize, bool)>,
+    /// Whether the run has ended (changes once: readers of the final frame only wake then).
+    done: watch::Sender<bool>,
     cancel: CancellationToken,
     stop: StopCell,
     subscribers: AtomicUsize,
@@ -44,6 +47,7 @@ impl Run {
 
     fn end(&self) {
         self.progress.send_modify(|p| p.1 = true);
+        self.done.send_replace(true);
     }
 
     /// Whether the run has ended (its final frame is in the log).
@@ -79,6 +83,18 @@ pub struct Subscription {
 }
 
 impl Subscription {
+    /// The final frame once the run has ended (`None` when no frame is after the position
+    /// asked for). Wakes once, at the end, not for every frame.
+    pub async fn last(&mut self) -> Option<Arc<E2AResponse>> {
+        let mut done = self.run.done.subscribe();
+        let _ = done.wait_for(|d| *d).await;
+        let f = self.run.frames.lock().ok()?.last().cloned()?;
+        if self.after.is_some_and(|a| f.sequence <= a) {
+            return None;
+        }
+        Some(f)
+    }
+
     /// The next frame, waiting for it; `None` after the final frame.
     pub async fn next(&mut self) -> Option<Arc<E2AResponse>> {
         loop {
@@ -133,7 +149,7 @@ pub struct Runs {
 struct Inner {
     by_key: HashMap<RunKey, (u64, Arc<Run>)>,
     live: HashMap<u64, Arc<Run>>,
-    ended: VecDeque<(u64, RunKey)>,
+    ended: VecDeque<(u64, RunKey, Instant)>,
 }
 
 impl Runs {
@@ -163,6 +179,7 @@ impl Runs {
         let run = Arc::new(Run {
             frames: Mutex::new(Vec::new()),
             progress,
+            done: watch::channel(false).0,
             cancel,
             stop,
             subscribers: AtomicUsize::new(0),
@@ -190,29 +207,27 @@ impl Runs {
     fn ended(self: &Arc<Self>, id: u64, key: RunKey) {
         let Ok(mut inner) = self.inner.lock() else { return };
         inner.live.remove(&id);
-        inner.ended.push_back((id, key.clone()));
-        while inner.ended.len() > self.max_retained {
-            if let Some((old, k)) = inner.ended.pop_front() {
-                inner.forget(old, &k);
+        inner.ended.push_back((id, key, Instant::now()));
+        self.prune(&mut inner);
+    }
+
+    /// Forgets ended runs past the retention window or beyond `max_retained` (oldest first).
+    /// Runs end in order, so the queue is sorted by end time: no timer per run is needed.
+    fn prune(&self, inner: &mut Inner) {
+        while let Some((id, key, at)) = inner.ended.front().cloned() {
+            if inner.ended.len() <= self.max_retained && at.elapsed() < self.retention {
+                break;
             }
+            inner.ended.pop_front();
+            inner.forget(id, &key);
         }
-        drop(inner);
-        let runs = Arc::downgrade(self);
-        let retention = self.retention;
-        tokio::spawn(async move {
-            tokio::time::sleep(retention).await;
-            if let Some(runs) = runs.upgrade() {
-                if let Ok(mut inner) = runs.inner.lock() {
-                    inner.ended.retain(|(i, _)| *i != id);
-                    inner.forget(id, &key);
-                }
-            }
-        });
     }
 
     /// The run of `key` (live, or ended within the retention window).
     pub fn find(&self, key: &RunKey) -> Option<Arc<Run>> {
-        self.inner.lock().ok()?.by_key.get(key).map(|(_, r)| r.clone())
+        let mut inner = self.inner.lock().ok()?;
+        self.prune(&mut inner);
+        inner.by_key.get(key).map(|(_, r)| r.clone())
     }
 
     /// Runs still going.

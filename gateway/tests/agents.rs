@@ -141,7 +141,7 @@ async fn an_input_and_an_approval_pause_are_answered_by_follow_ups_of_the_same_t
 
     let frames = sse(&server.base, &turn("yes")).await;
     assert_eq!(frames[0].body["delta"], "Booked.");
-    assert_eq!(frames.last().map(|f| f.status.clone()).as_deref(), Some("succeeded"));
+    assert_eq!(frames.last().map(|f| f.status.as_str()), Some("succeeded"));
 
     // the same conversation, denied this time
     let task2 = format!("task-{}", uuid());

@@ -333,7 +333,7 @@ async fn shutdown_drains_open_streams_each_with_a_final_frame() {
     assert_eq!(last.body["details"]["reason"], "shutdown");
     let slow = ndjson_frames(&slow.await.expect("join").expect("body"));
     assert_valid_stream(&slow);
-    assert_eq!(slow.last().map(|f| f.status.clone()).as_deref(), Some("succeeded"));
+    assert_eq!(slow.last().map(|f| f.status.as_str()), Some("succeeded"));
     let served = tokio::time::timeout(Duration::from_secs(5), server.task).await;
     assert!(matches!(served, Ok(Ok(Ok(())))), "serve returns Ok after the drain");
 }
