@@ -175,7 +175,16 @@ async fn jsonrpc_errors_carry_the_a2a_codes() {
     let mut p = msg("hello");
     p["configuration"] = json!({"acceptedOutputModes": ["image/png"]});
     assert_eq!(code(&rpc(b, "SendMessage", p).await), -32005);
-    assert_eq!(code(&rpc(b, "GetExtendedAgentCard", json!({})).await), -32007);
+    // no extended card without auth: capabilities.extendedAgentCard is false → unsupported
+    assert_eq!(code(&rpc(b, "GetExtendedAgentCard", json!({})).await), -32004);
+    let v = rpc(
+        b,
+        "SendMessage",
+        json!({"message": {"messageId": "m", "role": "ROLE_USER",
+                           "parts": [{"raw": "dGNr", "mediaType": "application/x-unsupported"}]}}),
+    )
+    .await;
+    assert_eq!((code(&v), reason(&v)), (-32005, "CONTENT_TYPE_NOT_SUPPORTED"));
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}).to_string();
     let (_, v) = rpc_with(b, &body, &[("A2A-Version", "9.9")]).await;
     assert_eq!((code(&v), reason(&v)), (-32009, "VERSION_NOT_SUPPORTED"));
@@ -232,9 +241,10 @@ async fn rest_errors_are_problem_details_with_the_a2a_type() {
         .send()
         .await
         .expect("send");
-    assert_eq!(resp.status().as_u16(), 400);
+    assert_eq!(resp.status().as_u16(), 409);
     let v: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("json");
     assert_eq!(v["error"]["details"][0]["reason"], "TASK_NOT_CANCELABLE");
+    assert_eq!(v["error"]["status"], "FAILED_PRECONDITION");
     let resp = client()
         .get(format!("{}/tasks?pageSize=1000", s.base))
         .send()

@@ -83,23 +83,26 @@ impl A2aErrorKind {
         }
     }
 
-    /// The HTTP status on the HTTP+JSON binding.
+    /// The HTTP status on the HTTP+JSON binding (A2A 1.0 §5.4).
     pub fn http_status(self) -> StatusCode {
         use A2aErrorKind::*;
         match self {
             TaskNotFound | MethodNotFound => StatusCode::NOT_FOUND,
-            Internal | InvalidAgentResponse => StatusCode::INTERNAL_SERVER_ERROR,
+            TaskNotCancelable => StatusCode::CONFLICT,
             ContentTypeNotSupported => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            InvalidAgentResponse => StatusCode::BAD_GATEWAY,
+            Internal => StatusCode::INTERNAL_SERVER_ERROR,
             _ => StatusCode::BAD_REQUEST,
         }
     }
 
-    /// The `google.rpc.Code` name of the HTTP+JSON `error.status`.
+    /// The `google.rpc.Code` name of the HTTP+JSON `error.status` (A2A 1.0 §5.4).
     pub fn grpc_status(self) -> &'static str {
         use A2aErrorKind::*;
         match self {
             TaskNotFound | MethodNotFound => "NOT_FOUND",
             Internal | InvalidAgentResponse => "INTERNAL",
+            PushNotificationNotSupported | UnsupportedOperation | VersionNotSupported => "UNIMPLEMENTED",
             JsonParse | InvalidRequest | InvalidParams | ContentTypeNotSupported => "INVALID_ARGUMENT",
             _ => "FAILED_PRECONDITION",
         }

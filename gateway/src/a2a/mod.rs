@@ -151,13 +151,14 @@ async fn agent_card(State(state): State<Arc<A2aState>>, headers: HeaderMap) -> R
     card_response(card.to_string(), state.config.card_max_age, &headers)
 }
 
-/// `GetExtendedAgentCard`: the card with the extended skills, for authenticated callers; not
-/// configured on a gateway without authentication.
+/// `GetExtendedAgentCard`: the card with the extended skills, for authenticated callers. A
+/// gateway without authentication does not offer it (`capabilities.extendedAgentCard` is
+/// false), so the operation is unsupported there (A2A 1.0 §3.3.4).
 pub(crate) fn extended_card(state: &A2aState, headers: &HeaderMap) -> Result<serde_json::Value, A2aError> {
     if !state.shared.config.auth.is_enabled() {
         return Err(A2aError::new(
-            A2aErrorKind::ExtendedAgentCardNotConfigured,
-            "this gateway has no extended agent card (it runs without authentication)",
+            A2aErrorKind::UnsupportedOperation,
+            "this gateway has no extended agent card (capabilities.extendedAgentCard is false)",
         ));
     }
     let base = base_url(state, headers);

@@ -361,7 +361,10 @@ impl Agent for RemoteA2aAgent {
             let body = json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(), "method": "SendStreamingMessage",
                 "params": {"message": this.message_for(&request)}});
             let sent = tokio::select! {
-                _ = ctx.cancel.cancelled() => return,
+                _ = ctx.cancel.cancelled() => {
+                    yield fail(fresh, ErrorKind::Cancelled, "the run was cancelled", json!({}));
+                    return;
+                }
                 r = this.post(&interface.url, &body, true) => r,
             };
             let resp = match sent {
@@ -379,7 +382,14 @@ impl Agent for RemoteA2aAgent {
             let mut events = resp.bytes_stream().eventsource();
             loop {
                 let next = tokio::select! {
-                    _ = ctx.cancel.cancelled() => return,
+                    _ = ctx.cancel.cancelled() => {
+                        // a well-behaved end: the final frame says why (the drop guard cancels
+                        // the remote task)
+                        if let Some(s) = mapper.stream.take() {
+                            yield fail(s, ErrorKind::Cancelled, "the run was cancelled", json!({}));
+                        }
+                        return;
+                    }
                     n = events.next() => n,
                 };
                 let data: Value = match next {

@@ -33,8 +33,11 @@ pub(super) fn routes(prefix: &str) -> Router<Arc<A2aState>> {
         .route(&format!("{p}/extendedAgentCard"), get(extended))
 }
 
+/// The media type of HTTP+JSON answers (A2A 1.0 §11.1).
+pub(super) const A2A_JSON: &str = "application/a2a+json";
+
 fn json_response(v: Value) -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
+    ([(header::CONTENT_TYPE, A2A_JSON)], v.to_string()).into_response()
 }
 
 async fn body_object(state: &A2aState, headers: &HeaderMap, body: Body) -> Result<Map<String, Value>, A2aError> {

@@ -201,6 +201,7 @@ impl A2aState {
             envelope_from_request(&p.request, &p.headers).map_err(|e| A2aError::invalid_params(e.to_string()))?;
         let message = env.params.get("message").cloned().unwrap_or(Value::Null);
         check_message(&message)?;
+        self.check_input_modes(&message)?;
         self.check_output_modes(&env.expected_output_modes)?;
         let configuration = env
             .params
@@ -220,6 +221,11 @@ impl A2aState {
         let existing = match env.task_id.clone() {
             Some(id) => {
                 let rec = self.load(&id, &p.caller).await?;
+                if env.context_id.as_ref().is_some_and(|c| *c != rec.context_id) {
+                    return Err(A2aError::invalid_params(format!(
+                        "message contextId does not match the context of task {id}"
+                    )));
+                }
                 if is_terminal(&rec.state) {
                     return Err(A2aError::new(
                         A2aErrorKind::UnsupportedOperation,
@@ -575,6 +581,30 @@ impl A2aState {
         Ok(json!({"tasks": tasks, "nextPageToken": next_token, "pageSize": page_size, "totalSize": page.total}))
     }
 
+    /// Every part's `mediaType` must be one the card accepts (`defaultInputModes`).
+    fn check_input_modes(&self, message: &Value) -> Result<(), A2aError> {
+        let ours = &self.config.card.default_input_modes;
+        let parts = message
+            .get("parts")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for (i, p) in parts.iter().enumerate() {
+            if let Some(media) = p.get("mediaType").and_then(Value::as_str).filter(|m| !m.is_empty()) {
+                if !media_fits(ours, media) {
+                    return Err(A2aError::new(
+                        A2aErrorKind::ContentTypeNotSupported,
+                        format!(
+                            "params.message.parts[{i}].mediaType {media} is not accepted (the agent takes {})",
+                            ours.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn check_output_modes(&self, accepted: &[String]) -> Result<(), A2aError> {
         if accepted.is_empty() {
             return Ok(());
@@ -600,6 +630,16 @@ impl A2aState {
             ))
         }
     }
+}
+
+/// Whether `media` (a part's type) is one of `modes` (`*/*`, `type/*` and parameters allowed).
+fn media_fits(modes: &[String], media: &str) -> bool {
+    let base = |m: &str| m.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let media = base(media);
+    modes
+        .iter()
+        .map(|m| base(m))
+        .any(|m| m == "*/*" || m == media || m.strip_suffix("/*").is_some_and(|t| media.split('/').next() == Some(t)))
 }
 
 fn int_of(v: &Value) -> Option<i64> {

@@ -5,6 +5,7 @@ Usage:
   python_client.py sessions BASE_URL [--binding JSONRPC|HTTP+JSON]
   python_client.py auth BASE_URL TOKEN
   python_client.py chain BASE_URL
+  python_client.py tck BASE_URL            (against tck_script.json: the TCK's message-id prefixes)
   python_client.py restart-before BASE_URL STATE_FILE GATEWAY_PID
   python_client.py restart-after BASE_URL STATE_FILE
 
@@ -43,7 +44,13 @@ from a2a.types import (
     SubscribeToTaskRequest,
     TaskState,
 )
-from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
+from a2a.types import SendMessageConfiguration
+from a2a.utils.errors import (
+    ContentTypeNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
 
 RESULTS = {"passed": 0, "failed": 0}
 PREFIX = ""
@@ -254,6 +261,70 @@ async def chain(base):
     check("input-required through two gateways", status_text(done.status) == "Booked for 2.", MessageToDict(done))
 
 
+async def tck(base):
+    """The behaviours the A2A TCK drives by message-id prefix, through the official client."""
+    global PREFIX
+    PREFIX = "python[tck]: "
+    c = await client_for(base, streaming=False)
+    ctx_id = f"tck-ctx-{uuid.uuid4()}"
+
+    def send(prefix, config=None, **kw):
+        req = SendMessageRequest(message=message("Hello from TCK", message_id=f"{prefix}-{uuid.uuid4()}", **kw))
+        if config is not None:
+            req.configuration.CopyFrom(config)
+        return collect(c.send_message(req))
+
+    done = (await send("tck-complete-task", context_id=ctx_id))[-1].task
+    check("complete-task", done.status.state == TaskState.TASK_STATE_COMPLETED
+          and status_text(done.status) == "Hello from TCK" and done.context_id == ctx_id, MessageToDict(done))
+    quick = (await send("tck-delayed-complete", SendMessageConfiguration(return_immediately=True)))[-1].task
+    check("returnImmediately answers while the task works", quick.status.state in
+          (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING), MessageToDict(quick))
+    slow = (await send("tck-delayed-complete"))[-1].task
+    check("blocking waits for the end", slow.status.state == TaskState.TASK_STATE_COMPLETED
+          and status_text(slow.status) == "Done after delay", MessageToDict(slow))
+    for prefix, check_part in [
+        ("tck-artifact-text", lambda p: p.text == "Generated text content"),
+        ("tck-artifact-file-url", lambda p: p.url == "https://example.com/output.txt" and p.filename == "output.txt"),
+        ("tck-artifact-file", lambda p: p.raw == b"TCK file content" and p.media_type == "text/plain"),
+        ("tck-artifact-data", lambda p: MessageToDict(p).get("data") == {"key": "value", "count": 42}),
+    ]:
+        t = (await send(prefix))[-1].task
+        ok = t.status.state == TaskState.TASK_STATE_COMPLETED and len(t.artifacts) == 1 and check_part(t.artifacts[0].parts[0])
+        check(prefix, ok, MessageToDict(t))
+    m = (await send("tck-message-response"))[-1]
+    check("message-response", kind(m) == "message" and m.message.parts[0].text == "Direct message response")
+    paused = (await send("tck-input-required"))[-1].task
+    check("input-required", paused.status.state == TaskState.TASK_STATE_INPUT_REQUIRED)
+    canceled = await c.cancel_task(CancelTaskRequest(id=paused.id))
+    check("cancel an input-required task", canceled.status.state == TaskState.TASK_STATE_CANCELED)
+    rejected = (await send("tck-reject-task"))[-1].task
+    check("reject-task", rejected.status.state == TaskState.TASK_STATE_REJECTED)
+    for name, exc, kwargs in [
+        ("message to a terminal task: UnsupportedOperation", UnsupportedOperationError, {"task_id": done.id}),
+        ("message to an unknown task: TaskNotFound", TaskNotFoundError, {"task_id": "tck-nonexistent"}),
+    ]:
+        try:
+            await send("tck-complete-task", **kwargs)
+            check(name, False, "no error")
+        except exc:
+            check(name, True)
+    bad = SendMessageRequest(message=Message(message_id="tck-send-003", role=Role.ROLE_USER,
+                                             parts=[Part(raw=b"tck", media_type="application/x-unsupported-tck-type")]))
+    try:
+        await collect(c.send_message(bad))
+        check("unsupported media type: ContentTypeNotSupported", False, "no error")
+    except ContentTypeNotSupportedError:
+        check("unsupported media type: ContentTypeNotSupported", True)
+    for _ in range(2):
+        await send("tck-complete-task", context_id=ctx_id)
+    page = await c.list_tasks(ListTasksRequest(context_id=ctx_id, page_size=2))
+    rest = await c.list_tasks(ListTasksRequest(context_id=ctx_id, page_size=2, page_token=page.next_page_token))
+    ids = [t.id for t in page.tasks] + [t.id for t in rest.tasks]
+    check("ListTasks pages with pageToken, empty nextPageToken at the end", page.next_page_token != ""
+          and rest.next_page_token == "" and len(set(ids)) == 3 and page.total_size == 3, MessageToDict(page))
+
+
 async def restart_before(base, state_file, pid):
     """Reads the first events of a slow task, SIGKILLs the gateway while the stream is open,
     and keeps every event that arrived before the connection broke."""
@@ -304,6 +375,8 @@ async def main(argv):
             await auth(base, argv[3])
         elif mode == "chain":
             await chain(base)
+        elif mode == "tck":
+            await tck(base)
         elif mode == "restart-before":
             await restart_before(base, argv[3], int(argv[4]))
         elif mode == "restart-after":

@@ -101,5 +101,10 @@ cport="$(free_port)"
 start chain "$cport" --store memory --agent "a2a:$base"
 run chain "$py" "$here/python_client.py" chain "http://127.0.0.1:$cport"
 
+# the behaviours an A2A TCK drives by message-id prefix (tck_script.json)
+tport="$(free_port)"
+start tck "$tport" --store memory --agent "script:$here/tck_script.json"
+run tck "$py" "$here/python_client.py" tck "http://127.0.0.1:$tport"
+
 echo "a2a-clients: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]
