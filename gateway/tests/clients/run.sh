@@ -3,6 +3,7 @@
 #   - @agentclientprotocol/sdk (npm, pinned in package-lock.json) spawning `e2a acp`: directly,
 #     in front of an ACP agent behind the gateway (acp:CMD), in front of a second gateway over
 #     E2A (e2a:URL) and over A2A (a2a:URL);
+#   - acpx (npm, pinned in acpx/package-lock.json), a second black-box ACP client: `exec`;
 #   - @ag-ui/client HttpAgent (npm, pinned) against `e2a serve --agui`, directly and in front of
 #     an ACP agent;
 #   - ag-ui-validate (PyPI, pinned in requirements.lock) on the live endpoint and on recorded
@@ -15,6 +16,8 @@ cd "$here"
 
 echo "== install the official clients (npm ci, pip -r requirements.lock)"
 npm ci --no-audit --no-fund --loglevel=error
+# acpx: `npm install` from its lock (npm ci refuses it; see acpx/package.json)
+(cd acpx && npm install --no-audit --no-fund --loglevel=error)
 if [ ! -x .venv/bin/ag-ui-validate ]; then
   python3 -m venv .venv
   .venv/bin/pip install -q -r requirements.lock
@@ -55,6 +58,33 @@ AGUI_SCRIPT="script:$here/data/agui-script.json"
 
 echo "== ACP: official client → e2a acp --agent script"
 timeout 120 node acp_client.mjs direct -- "$E" acp --agent "$ACP_SCRIPT"
+
+echo "== ACP: acpx (a second, black-box ACP client) → e2a acp --agent script"
+# acpx_exec EXPECTED ACPX-ARGS… : `acpx … exec PROMPT` must print EXPECTED, end the turn and
+# exit with $ACPX_RC (default 0; acpx exits 5 when it denied a permission)
+acpx_exec() {
+  local expected=$1
+  shift
+  local out rc=0
+  out=$(HOME="$logs/acpx-home" timeout 120 acpx/node_modules/.bin/acpx --format text "$@" 2>&1) || rc=$?
+  if [ "$rc" != "${ACPX_RC:-0}" ]; then
+    echo "$out"
+    echo "FAIL [acpx] exit status $rc, expected ${ACPX_RC:-0}"
+    return 1
+  fi
+  if grep -qF -- "$expected" <<<"$out" && grep -qF "[done] end_turn" <<<"$out"; then
+    echo "ok   [acpx] $* → $expected"
+  else
+    echo "$out"
+    echo "FAIL [acpx] expected $expected"
+    return 1
+  fi
+}
+mkdir -p "$logs/acpx-home"
+acpx_exec "It is 21 °C in Paris today." --agent "$E acp --agent $ACP_SCRIPT" exec "what is the weather in Paris?"
+acpx_exec "Deployed." --approve-all --agent "$E acp --agent $ACP_SCRIPT" exec "please deploy"
+ACPX_RC=5 acpx_exec "Not deployed." --deny-all --agent "$E acp --agent $ACP_SCRIPT" exec "please deploy"
+acpx_exec "It is 21 °C in Paris today." --agent "$E acp --agent acp:'$E acp --agent $ACP_SCRIPT'" exec "what is the weather in Paris?"
 
 echo "== ACP: official client → gateway/examples/acp_agent.rs (your own Agent behind AcpServer)"
 [ -n "${E2A_SKIP_BUILD:-}" ] || (cd "$root" && cargo build --locked -q -p e2a-gateway --example acp_agent)
