@@ -349,6 +349,43 @@ async fn streams_number_events_and_resume_after_any_of_them() {
 }
 
 #[tokio::test]
+async fn a_subscriber_of_a_paused_task_follows_it_to_the_end() {
+    let s = plain().await;
+    let paused = rpc(&s.base, "SendMessage", msg("book a table")).await;
+    let task = &paused["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{paused}");
+    let id = task["id"].as_str().expect("id").to_string();
+    let base = s.base.clone();
+    let sub_id = id.clone();
+    let subscriber =
+        tokio::spawn(async move { stream_rpc(&base, "SubscribeToTask", json!({"id": sub_id}), None).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut answer = msg("5");
+    answer["message"]["taskId"] = id.clone().into();
+    let done = rpc(&s.base, "SendMessage", answer).await;
+    assert_eq!(
+        done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{done}"
+    );
+    let events = tokio::time::timeout(Duration::from_secs(10), subscriber)
+        .await
+        .expect("the subscription ends at the terminal state")
+        .expect("join");
+    assert_eq!(
+        events[0].1["result"]["task"]["status"]["state"],
+        "TASK_STATE_INPUT_REQUIRED"
+    );
+    let last = &events[events.len() - 1].1["result"];
+    assert_eq!(last["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        last["statusUpdate"]["status"]["message"]["parts"][0]["text"],
+        "Booked for 5."
+    );
+    let ids: Vec<u64> = events.iter().filter_map(|(i, _)| *i).collect();
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
+}
+
+#[tokio::test]
 async fn a_run_that_outlives_the_gateway_ends_failed_after_a_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("tasks.db");

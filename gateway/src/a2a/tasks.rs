@@ -66,7 +66,6 @@ fn now_ts() -> String {
 /// A run in progress: how to follow it and how to stop it.
 #[derive(Clone)]
 struct Live {
-    tx: broadcast::Sender<StoredEvent>,
     cancel: CancellationToken,
     canceled_by_client: Arc<AtomicBool>,
 }
@@ -77,6 +76,28 @@ pub struct A2aState {
     pub(crate) config: A2aConfig,
     pub(crate) store: Arc<dyn TaskStore>,
     live: Mutex<HashMap<String, Live>>,
+    /// One channel per task followed by someone (a run or a subscriber); it outlives runs, so
+    /// a subscriber of a paused task sees the turn its answer starts.
+    channels: Mutex<HashMap<String, broadcast::Sender<StoredEvent>>>,
+}
+
+/// Where a follower's stream ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Until {
+    /// At a terminal or interrupted state (a send's stream: the turn is over).
+    TurnEnd,
+    /// At a terminal state (a subscription).
+    Terminal,
+}
+
+/// Whether `event` ends a stream that runs `until`.
+fn ends(event: &Value, until: Until) -> bool {
+    let state = event
+        .pointer("/statusUpdate/status/state")
+        .or_else(|| event.pointer("/task/status/state"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    is_terminal(state) || (until == Until::TurnEnd && is_interrupted(state))
 }
 
 impl std::fmt::Debug for A2aState {
@@ -120,6 +141,7 @@ impl A2aState {
             config,
             store,
             live: Mutex::new(HashMap::new()),
+            channels: Mutex::new(HashMap::new()),
         }
     }
 
@@ -137,12 +159,23 @@ impl A2aState {
         }
     }
 
+    /// The channel of task `id` (made on first use).
+    fn channel(&self, id: &str) -> broadcast::Sender<StoredEvent> {
+        match self.channels.lock() {
+            Ok(mut c) => c
+                .entry(id.to_string())
+                .or_insert_with(|| broadcast::channel(1024).0)
+                .clone(),
+            Err(_) => broadcast::channel(1).0,
+        }
+    }
+
     fn live_of(&self, id: &str) -> Option<Live> {
         self.live.lock().ok().and_then(|l| l.get(id).cloned())
     }
 
     /// Writes an event: applies it to the snapshot, appends it to the log, then tells followers.
-    async fn commit(&self, rec: &mut TaskRecord, event: Value, tx: Option<&broadcast::Sender<StoredEvent>>) {
+    async fn commit(&self, rec: &mut TaskRecord, event: Value) {
         apply(&mut rec.task, &event);
         if let Some(s) = rec.task.pointer("/status/state").and_then(Value::as_str) {
             rec.state = s.to_string();
@@ -156,6 +189,14 @@ impl A2aState {
             }
         };
         rec.last_seq = seq;
+        let tx = self.channels.lock().ok().and_then(|mut c| {
+            if is_terminal(&rec.state) {
+                // the last event: followers get it, then the channel closes
+                c.remove(&rec.id)
+            } else {
+                c.get(&rec.id).cloned()
+            }
+        });
         if let Some(tx) = tx {
             let _ = tx.send(StoredEvent { seq, event });
         }
@@ -190,7 +231,7 @@ impl A2aState {
                 FAILED,
                 Some(agent_message(&rec, "the gateway restarted before the task finished")),
             );
-            self.commit(&mut rec, ev, None).await;
+            self.commit(&mut rec, ev).await;
         }
         rec
     }
@@ -271,9 +312,7 @@ impl A2aState {
         let deadline = self.shared.config.max_run.map(|d| Instant::now() + d);
         let ctx = RequestContext::new(p.caller.clone(), deadline);
         // claim the task: one run at a time (two answers to one pause race here)
-        let (tx, _) = broadcast::channel(1024);
         let live = Live {
-            tx: tx.clone(),
             cancel: ctx.cancel.clone(),
             canceled_by_client: Arc::new(AtomicBool::new(false)),
         };
@@ -357,18 +396,18 @@ impl A2aState {
         };
         let snapshot = json!({"task": rec.task.clone()});
         let before = rec.last_seq;
-        self.commit(&mut rec, snapshot, Some(&tx)).await;
-        let rx = tx.subscribe();
+        let rx = self.channel(&task_id).subscribe();
+        self.commit(&mut rec, snapshot).await;
 
         let mapper = TurnMapper::new(&task_id, &context_id, turn, live.canceled_by_client.clone());
         let this = self.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            this.pump(rec, first, frames, mapper, tx).await;
+            this.pump(rec, first, frames, mapper).await;
         });
         Ok(SendOutcome::Task {
             id: task_id.clone(),
-            events: self.follow(task_id, before, Some(rx)),
+            events: self.follow(task_id, before, Some(rx), Until::TurnEnd),
         })
     }
 
@@ -378,7 +417,6 @@ impl A2aState {
         first: Option<E2AResponse>,
         mut frames: crate::FrameStream,
         mut mapper: TurnMapper,
-        tx: broadcast::Sender<StoredEvent>,
     ) {
         let mut next = first;
         loop {
@@ -390,7 +428,7 @@ impl A2aState {
                 },
             };
             for ev in mapper.push(&frame) {
-                self.commit(&mut rec, ev, Some(&tx)).await;
+                self.commit(&mut rec, ev).await;
             }
             if frame.is_final {
                 break;
@@ -402,36 +440,76 @@ impl A2aState {
                 FAILED,
                 Some(agent_message(&rec, "the agent ended without a final state")),
             );
-            self.commit(&mut rec, ev, Some(&tx)).await;
+            self.commit(&mut rec, ev).await;
         }
         if let Ok(mut l) = self.live.lock() {
             l.remove(&rec.id);
         }
-        drop(tx);
+        // a channel nobody follows, or of a task that has ended, goes (its followers catch up
+        // from the log)
+        if let Ok(mut c) = self.channels.lock() {
+            let idle = c.get(&rec.id).is_some_and(|tx| tx.receiver_count() == 0);
+            if idle || is_terminal(&rec.state) {
+                c.remove(&rec.id);
+            }
+        }
     }
 
-    /// The events of task `id` after `after` from the log, then live ones until its run ends.
-    fn follow(self: &Arc<Self>, id: String, after: u64, rx: Option<broadcast::Receiver<StoredEvent>>) -> EventStream {
+    /// The events of task `id` after `after` from the log, then live ones, until an event ends
+    /// the stream (`until`), the channel closes, or the gateway drains and no run is behind it.
+    fn follow(
+        self: &Arc<Self>,
+        id: String,
+        after: u64,
+        rx: Option<broadcast::Receiver<StoredEvent>>,
+        until: Until,
+    ) -> EventStream {
         let this = self.clone();
         Box::pin(async_stream::stream! {
             let mut last = after;
             match this.store.events_after(&id, last).await {
-                Ok(events) => for e in events { last = e.seq; yield e; },
+                Ok(events) => for e in events {
+                    last = e.seq;
+                    let end = ends(&e.event, until);
+                    yield e;
+                    if end { return; }
+                },
                 Err(e) => tracing::error!(task_id = %id, error = %e, "cannot read a task log"),
             }
             let Some(mut rx) = rx else { return };
             loop {
-                let closed = match rx.recv().await {
-                    Ok(e) if e.seq == last.saturating_add(1) => { last = e.seq; yield e; continue; }
-                    Ok(e) if e.seq <= last => continue,
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => false,
-                    Err(broadcast::error::RecvError::Closed) => true,
+                let got = tokio::select! {
+                    r = rx.recv() => Some(r),
+                    _ = tokio::time::sleep(Duration::from_millis(250)) => None,
                 };
-                // a gap (lagged): catch up from the log
+                let closed = match got {
+                    None => {
+                        if this.shared.runs.draining() && this.live_of(&id).is_none() {
+                            return;
+                        }
+                        continue;
+                    }
+                    Some(Ok(e)) if e.seq == last.saturating_add(1) => {
+                        last = e.seq;
+                        let end = ends(&e.event, until);
+                        yield e;
+                        if end { return; }
+                        continue;
+                    }
+                    Some(Ok(e)) if e.seq <= last => continue,
+                    Some(Ok(_)) | Some(Err(broadcast::error::RecvError::Lagged(_))) => false,
+                    Some(Err(broadcast::error::RecvError::Closed)) => true,
+                };
+                // a gap (lagged) or the end: catch up from the log
                 if let Ok(events) = this.store.events_after(&id, last).await {
-                    for e in events { last = e.seq; yield e; }
+                    for e in events {
+                        last = e.seq;
+                        let end = ends(&e.event, until);
+                        yield e;
+                        if end { return; }
+                    }
                 }
-                if closed { break; }
+                if closed { return; }
             }
         })
     }
@@ -445,25 +523,34 @@ impl A2aState {
         caller: &Caller,
         last_seen: Option<u64>,
     ) -> Result<EventStream, A2aError> {
-        let rx = self.live_of(id).map(|l| l.tx.subscribe());
+        let rec = self.load(id, caller).await?;
+        if is_terminal(&rec.state) {
+            return match last_seen {
+                // the log of an ended task can still be replayed
+                Some(after) => Ok(self.follow(rec.id, after, None, Until::Terminal)),
+                None => Err(A2aError::new(
+                    A2aErrorKind::UnsupportedOperation,
+                    format!(
+                        "task {id} is in a terminal state ({}); nothing to subscribe to",
+                        rec.state
+                    ),
+                )),
+            };
+        }
+        // follow first, then read the task: nothing falls between the two
+        let rx = self.channel(id).subscribe();
         let rec = self.load(id, caller).await?;
         match last_seen {
-            Some(after) => Ok(self.follow(rec.id, after, rx)),
+            Some(after) => Ok(self.follow(rec.id, after, Some(rx), Until::Terminal)),
             None => {
-                if is_terminal(&rec.state) {
-                    return Err(A2aError::new(
-                        A2aErrorKind::UnsupportedOperation,
-                        format!(
-                            "task {id} is in a terminal state ({}); nothing to subscribe to",
-                            rec.state
-                        ),
-                    ));
-                }
                 let head = StoredEvent {
                     seq: rec.last_seq,
                     event: json!({"task": rec.task}),
                 };
-                let rest = self.follow(rec.id, rec.last_seq, rx);
+                if is_terminal(&rec.state) {
+                    return Ok(Box::pin(futures_util::stream::iter([head])));
+                }
+                let rest = self.follow(rec.id, rec.last_seq, Some(rx), Until::Terminal);
                 Ok(Box::pin(futures_util::stream::iter([head]).chain(rest)))
             }
         }
@@ -486,12 +573,10 @@ impl A2aState {
         }
         match self.live_of(id) {
             Some(live) => {
-                let rx = live.tx.subscribe();
+                let rx = self.channel(id).subscribe();
                 live.canceled_by_client.store(true, Ordering::SeqCst);
                 live.cancel.cancel();
-                // holding a sender would keep the run's channel open
-                drop(live);
-                let events = self.follow(id.to_string(), rec.last_seq, Some(rx));
+                let events = self.follow(id.to_string(), rec.last_seq, Some(rx), Until::TurnEnd);
                 let _ = tokio::time::timeout(Duration::from_secs(10), async move {
                     let mut events = events;
                     while events.next().await.is_some() {}
@@ -501,7 +586,7 @@ impl A2aState {
             }
             None => {
                 let ev = status_event(&rec, CANCELED, Some(agent_message(&rec, "canceled by the client")));
-                self.commit(&mut rec, ev, None).await;
+                self.commit(&mut rec, ev).await;
             }
         }
         Ok(rec.task)
