@@ -137,37 +137,35 @@ impl TaskStore for SqliteStore {
         Box::pin(self.with(move |c| {
             let tx = c.transaction().map_err(backend)?;
             let last: Option<i64> = tx
-                .query_row(
-                    "SELECT last_seq FROM a2a_tasks WHERE id = ?1",
-                    params![record.id],
-                    |r| r.get(0),
-                )
+                .prepare_cached("SELECT last_seq FROM a2a_tasks WHERE id = ?1")
+                .map_err(backend)?
+                .query_row(params![record.id], |r| r.get(0))
                 .optional()
                 .map_err(backend)?;
             let seq = last.unwrap_or(0).saturating_add(1);
             let task = serde_json::to_string(&record.task).map_err(backend)?;
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO a2a_tasks (id, context_id, owner, state, task, last_seq, created_ms, updated_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                  ON CONFLICT(id) DO UPDATE SET context_id = excluded.context_id, state = excluded.state,
                    task = excluded.task, last_seq = excluded.last_seq, updated_ms = excluded.updated_ms",
-                params![
-                    record.id,
-                    record.context_id,
-                    record.owner,
-                    record.state,
-                    task,
-                    seq,
-                    record.created_ms,
-                    record.updated_ms
-                ],
             )
+            .map_err(backend)?
+            .execute(params![
+                record.id,
+                record.context_id,
+                record.owner,
+                record.state,
+                task,
+                seq,
+                record.created_ms,
+                record.updated_ms
+            ])
             .map_err(backend)?;
-            tx.execute(
-                "INSERT INTO a2a_task_events (task_id, seq, event) VALUES (?1, ?2, ?3)",
-                params![record.id, seq, event.to_string()],
-            )
-            .map_err(backend)?;
+            tx.prepare_cached("INSERT INTO a2a_task_events (task_id, seq, event) VALUES (?1, ?2, ?3)")
+                .map_err(backend)?
+                .execute(params![record.id, seq, event.to_string()])
+                .map_err(backend)?;
             tx.commit().map_err(backend)?;
             Ok(u64::try_from(seq).unwrap_or(0))
         }))
