@@ -20,7 +20,7 @@ script="$here/script.json"
 
 if [[ -z "${E2A_BIN:-}" ]]; then
   (cd "$root" && cargo build --locked -q -p e2a-cli)
-  E2A_BIN="$root/target/debug/e2a"
+  E2A_BIN="${CARGO_TARGET_DIR:-$root/target}/debug/e2a"
 fi
 
 # --- install the pinned clients -------------------------------------------------------------
