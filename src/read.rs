@@ -118,6 +118,20 @@ pub trait Message: Sized + Clone + PartialEq + DeserializeOwned + sealed::Sealed
         options.limits.check(input)?;
         match options.mode {
             ReadMode::Lenient => Self::lenient_str(input),
+            ReadMode::Strict => match serde_json::from_str::<Self>(input) {
+                // The generated types carry the schema (types, enums, required sets, no unknown
+                // keys, defaults), so a typed decode is a valid message (tests/properties.rs
+                // checks this against the validator); only a failure needs the validator, to
+                // report every violation with its pointer.
+                Ok(value) => Ok(Read {
+                    value,
+                    rules: Vec::new(),
+                }),
+                Err(_) => {
+                    let value = serde_json::from_str(input).map_err(|e| Error::from_json(&e))?;
+                    Self::schema_read(&value, ReadMode::Strict)
+                }
+            },
             mode => {
                 let value = serde_json::from_str(input).map_err(|e| Error::from_json(&e))?;
                 Self::schema_read(&value, mode)

@@ -147,4 +147,40 @@ proptest! {
         let _ = E2AEnvelope::from_value(&Value::Object(extra.clone()));
         let _ = E2AResponse::from_value(&Value::Object(extra));
     }
+
+    #[test]
+    fn strict_typed_fast_path_agrees_with_the_schema_validator(
+        env in envelope(),
+        resp in response(),
+        drops in prop::collection::vec(0usize..40, 0..4),
+        sets in prop::collection::vec((0usize..40, json_value()), 0..3),
+        extra in prop::option::of(("[a-z]{1,4}", json_leaf())),
+    ) {
+        // Mutations of valid messages: keys dropped, values replaced by any JSON, an unknown key.
+        // The strict text path decodes into the generated types; the value path runs the
+        // jsonschema validator first. They must accept and reject the same messages.
+        for base in [env.to_value(), resp.to_value()] {
+            let mut m = base.as_object().cloned().unwrap_or_default();
+            let keys: Vec<String> = m.keys().cloned().collect();
+            for d in &drops { m.remove(&keys[d % keys.len()]); }
+            for (i, v) in &sets {
+                // integral floats (`5.0`) are integers to JSON Schema but not to serde; skip them
+                if v.as_f64().is_some_and(|f| f.fract() == 0.0 && !v.is_i64()) { continue; }
+                m.insert(keys[i % keys.len()].clone(), v.clone());
+            }
+            if let Some((k, v)) = &extra { m.insert(format!("x_{k}"), v.clone()); }
+            let v = Value::Object(m);
+            let text = v.to_string();
+            let strict = e2a::ReadOptions::strict();
+            if base.get("response_kind").is_some() {
+                let (a, b) = (E2AResponse::read(&text, &strict), E2AResponse::read_value(&v, &strict));
+                prop_assert_eq!(a.is_ok(), b.is_ok(), "{}", text);
+                if let (Ok(a), Ok(b)) = (a, b) { prop_assert_eq!(a.value, b.value); }
+            } else {
+                let (a, b) = (E2AEnvelope::read(&text, &strict), E2AEnvelope::read_value(&v, &strict));
+                prop_assert_eq!(a.is_ok(), b.is_ok(), "{}", text);
+                if let (Ok(a), Ok(b)) = (a, b) { prop_assert_eq!(a.value, b.value); }
+            }
+        }
+    }
 }
