@@ -46,6 +46,10 @@ pub struct ServeArgs {
     /// Path of the A2A JSON-RPC binding.
     #[arg(long, default_value = "/a2a")]
     pub a2a_path: String,
+    /// Prefix of the A2A HTTP+JSON routes (`/a2a/agents/writer` serves
+    /// `/a2a/agents/writer/message:send`, `…/tasks/{id}` and the card there too); default: none.
+    #[arg(long, default_value = "")]
+    pub a2a_rest_path: String,
     /// The public base URL clients reach the gateway at (path prefix included), for the agent
     /// card's interface URLs when it sits behind a proxy.
     #[arg(long)]
@@ -79,8 +83,12 @@ fn a2a_setup(args: &ServeArgs) -> Result<(e2a_gateway::a2a::A2aConfig, Arc<dyn e
     if !args.a2a_path.starts_with('/') {
         return Err("--a2a-path must start with /".into());
     }
+    if !(args.a2a_rest_path.is_empty() || args.a2a_rest_path.starts_with('/')) {
+        return Err("--a2a-rest-path must start with /".into());
+    }
     let config = A2aConfig {
         jsonrpc_path: args.a2a_path.clone(),
+        rest_path: args.a2a_rest_path.trim_end_matches('/').to_string(),
         public_url: args.public_url.clone(),
         card,
         ..A2aConfig::default()

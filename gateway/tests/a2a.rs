@@ -329,6 +329,49 @@ async fn card_follows_the_public_url_and_caches() {
 }
 
 #[tokio::test]
+async fn http_json_routes_under_a_prefix_like_goai() {
+    let a2a = A2aConfig {
+        rest_path: "/a2a/agents/writer".into(),
+        ..A2aConfig::default()
+    };
+    let s = serve(GatewayConfig::default(), a2a, Arc::new(MemoryStore::new())).await;
+    let card: Value = serde_json::from_str(
+        &client()
+            .get(format!("{}/a2a/agents/writer/.well-known/agent-card.json", s.base))
+            .send()
+            .await
+            .expect("send")
+            .text()
+            .await
+            .expect("body"),
+    )
+    .expect("card");
+    let rest_url = card["supportedInterfaces"][1]["url"].as_str().expect("url").to_string();
+    assert_eq!(rest_url, format!("{}/a2a/agents/writer", s.base));
+    let resp = client()
+        .post(format!("{rest_url}/message:send"))
+        .header("content-type", "application/json")
+        .body(msg("hello").to_string())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(
+        resp.headers().get("content-type").and_then(|v| v.to_str().ok()),
+        Some("application/a2a+json")
+    );
+    let v: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("json");
+    let id = v["task"]["id"].as_str().expect("id");
+    let resp = client()
+        .get(format!("{rest_url}/tasks/{id}?historyLength=1"))
+        .send()
+        .await
+        .expect("send");
+    let t: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("json");
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(t["history"].as_array().map(Vec::len), Some(1));
+}
+
+#[tokio::test]
 async fn streams_number_events_and_resume_after_any_of_them() {
     let s = plain().await;
     let all = stream_rpc(&s.base, "SendStreamingMessage", msg("artifacts please"), None).await;

@@ -48,13 +48,19 @@ use crate::agent::Caller;
 use tasks::EventStream;
 
 /// The routes of the A2A bindings and the card (no fallback: merge them into the gateway's).
+///
+/// The card is at `/.well-known/agent-card.json` and, when the HTTP+JSON routes have a prefix
+/// (`/a2a/agents/writer`, as GoAI mounts agents), under that prefix too.
 pub fn router(state: Arc<A2aState>) -> Router {
     let rest = rest::routes(&state.config.rest_path);
-    Router::new()
+    let mut router = Router::new()
         .route(card::CARD_PATH, get(agent_card))
-        .route(&state.config.jsonrpc_path, axum::routing::post(jsonrpc::handle))
-        .merge(rest)
-        .with_state(state)
+        .route(&state.config.jsonrpc_path, axum::routing::post(jsonrpc::handle));
+    let prefix = state.config.rest_path.trim_end_matches('/');
+    if !prefix.is_empty() {
+        router = router.route(&format!("{prefix}{}", card::CARD_PATH), get(agent_card));
+    }
+    router.merge(rest).with_state(state)
 }
 
 /// The A2A versions served.
