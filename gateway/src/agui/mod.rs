@@ -5,8 +5,9 @@
 //! [`e2a::agui::envelope_from_run_input`] (`threadId` → session and context, `runId` →
 //! request id), the agent's frames pass the [boundary](crate::boundary), and
 //! [`e2a::agui::AguiProjector`] turns them into the events that are sent. Before any event
-//! leaves, [`e2a::agui::verify_events`] checks the whole sequence sent so far plus the new
-//! events; a violation is never sent — the run ends with `RUN_ERROR` instead.
+//! leaves, [`e2a::agui::verify_events`] checks the sequence sent so far plus the new events; a
+//! violation is never sent — the run ends with `RUN_ERROR` instead. (What was sent is kept in
+//! [`lifecycle_state`] form, so that the check stays linear in a long stream.)
 //!
 //! An approval or input pause ends the run with `RUN_FINISHED` carrying an interrupt outcome.
 //! A follow-up run on the same thread answers it: its `resume` entries (`status: cancelled`,
@@ -170,6 +171,7 @@ async fn run(shared: Arc<Shared>, caller: Caller, headers: HeaderMap, body: Body
     let keep_alive = shared.config.keep_alive;
     let events = async_stream::stream! {
         let mut projector = AguiProjector::new(thread_id.clone(), run_id.clone());
+        // what was sent, reduced to what the lifecycle check still depends on
         let mut sent: Vec<Value> = Vec::new();
         let mut ended = false;
         loop {
@@ -205,8 +207,10 @@ async fn run(shared: Arc<Shared>, caller: Caller, headers: HeaderMap, body: Body
             for e in &batch {
                 yield Ok(Bytes::from(format!("data: {e}\n\n")));
             }
+            let last = batch.last().and_then(|e| e.get("type")).and_then(Value::as_str).map(str::to_string);
             sent.extend(batch);
-            if ended || matches!(sent.last().and_then(|e| e.get("type")).and_then(Value::as_str), Some("RUN_FINISHED" | "RUN_ERROR")) {
+            sent = lifecycle_state(sent);
+            if ended || matches!(last.as_deref(), Some("RUN_FINISHED" | "RUN_ERROR")) {
                 break;
             }
         }
@@ -219,9 +223,44 @@ async fn run(shared: Arc<Shared>, caller: Caller, headers: HeaderMap, body: Body
     Ok(resp)
 }
 
+/// The events of a verified sequence that the lifecycle check still depends on: the run
+/// events (`RUN_STARTED`, `RUN_FINISHED`, `RUN_ERROR`) and the openings of the text messages,
+/// reasoning messages and tool calls not closed yet. Content events and closed pairs change
+/// nothing in what [`verify_events`] accepts next, so checking `lifecycle_state(sent) + new`
+/// accepts exactly what checking `sent + new` accepts.
+pub fn lifecycle_state(events: Vec<Value>) -> Vec<Value> {
+    let mut kept: Vec<Value> = Vec::new();
+    for e in events {
+        let ty = e.get("type").and_then(Value::as_str).unwrap_or("");
+        let (opening, key) = match ty {
+            "RUN_STARTED"
+            | "RUN_FINISHED"
+            | "RUN_ERROR"
+            | "TEXT_MESSAGE_START"
+            | "REASONING_MESSAGE_START"
+            | "TOOL_CALL_START" => {
+                kept.push(e);
+                continue;
+            }
+            "TEXT_MESSAGE_END" => ("TEXT_MESSAGE_START", "messageId"),
+            "REASONING_MESSAGE_END" => ("REASONING_MESSAGE_START", "messageId"),
+            "TOOL_CALL_END" => ("TOOL_CALL_START", "toolCallId"),
+            _ => continue,
+        };
+        if let Some(i) = kept
+            .iter()
+            .rposition(|k| k.get("type").and_then(Value::as_str) == Some(opening) && k.get(key) == e.get(key))
+        {
+            kept.remove(i);
+        }
+    }
+    kept
+}
+
 #[cfg(test)]
 mod tests {
-    use super::resume_answer;
+    use super::{lifecycle_state, resume_answer};
+    use e2a::agui::verify_events;
     use serde_json::json;
 
     #[test]
@@ -244,5 +283,31 @@ mod tests {
             Some("4")
         );
         assert_eq!(r(json!([])), None);
+    }
+
+    #[test]
+    fn the_lifecycle_state_accepts_what_the_whole_sequence_accepts() {
+        let sent = vec![
+            json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}),
+            json!({"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"}),
+            json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "a"}),
+            json!({"type": "TEXT_MESSAGE_END", "messageId": "m1"}),
+            json!({"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "x"}),
+            json!({"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{}"}),
+        ];
+        let state = lifecycle_state(sent.clone());
+        assert_eq!(state.len(), 2);
+        let nexts = [
+            json!({"type": "TOOL_CALL_END", "toolCallId": "c1"}),
+            json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "late"}),
+            json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}),
+            json!({"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"}),
+            json!({"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "x"}),
+        ];
+        for next in nexts {
+            let whole = verify_events(&[sent.clone(), vec![next.clone()]].concat()).is_ok();
+            let reduced = verify_events(&[state.clone(), vec![next.clone()]].concat()).is_ok();
+            assert_eq!(whole, reduced, "{next}");
+        }
     }
 }
