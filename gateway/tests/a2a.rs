@@ -296,6 +296,11 @@ async fn card_follows_the_public_url_and_caches() {
         .get("cache-control")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|c| c.contains("max-age=")));
+    assert!(resp
+        .headers()
+        .get("last-modified")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.ends_with(" GMT")));
     let card: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("json");
     assert_eq!(
         card["supportedInterfaces"][0]["url"],

@@ -127,7 +127,7 @@ fn base_url(state: &A2aState, headers: &HeaderMap) -> String {
     format!("http://{host}")
 }
 
-fn card_response(body: String, max_age: u64, headers: &HeaderMap) -> Response {
+fn card_response(body: String, max_age: u64, modified: &str, headers: &HeaderMap) -> Response {
     let tag = card::etag(&body);
     let cache = format!("public, max-age={max_age}");
     let matched = headers
@@ -146,6 +146,9 @@ fn card_response(body: String, max_age: u64, headers: &HeaderMap) -> Response {
     if let Ok(v) = HeaderValue::from_str(&cache) {
         h.insert(header::CACHE_CONTROL, v);
     }
+    if let Ok(v) = HeaderValue::from_str(modified) {
+        h.insert(header::LAST_MODIFIED, v);
+    }
     h.insert(header::VARY, HeaderValue::from_static("Host"));
     resp
 }
@@ -154,7 +157,12 @@ async fn agent_card(State(state): State<Arc<A2aState>>, headers: HeaderMap) -> R
     let base = base_url(&state, &headers);
     let secured = state.shared.config.auth.is_enabled();
     let card = card::build_card(&state.config, &base, secured, false);
-    card_response(card.to_string(), state.config.card_max_age, &headers)
+    card_response(
+        card.to_string(),
+        state.config.card_max_age,
+        &state.card_modified,
+        &headers,
+    )
 }
 
 /// `GetExtendedAgentCard`: the card with the extended skills, for authenticated callers. A

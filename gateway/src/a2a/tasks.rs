@@ -75,6 +75,8 @@ pub struct A2aState {
     pub(crate) shared: Arc<Shared>,
     pub(crate) config: A2aConfig,
     pub(crate) store: Arc<dyn TaskStore>,
+    /// When the card was made (it is fixed for the life of the gateway): `Last-Modified`.
+    pub(crate) card_modified: String,
     live: Mutex<HashMap<String, Live>>,
     /// One channel per task followed by someone (a run or a subscriber); it outlives runs, so
     /// a subscriber of a paused task sees the turn its answer starts.
@@ -140,6 +142,7 @@ impl A2aState {
             shared,
             config,
             store,
+            card_modified: super::card::http_date(std::time::SystemTime::now()),
             live: Mutex::new(HashMap::new()),
             channels: Mutex::new(HashMap::new()),
         }
