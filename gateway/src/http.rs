@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -104,7 +104,7 @@ pub fn negotiate(accept: Option<&str>) -> Option<Mode> {
         return Some(Mode::Json);
     };
     let mut best: Option<(f32, usize, Mode)> = None;
-    for (i, item) in accept.split(',').enumerate() {
+    for item in accept.split(',') {
         let Ok(m) = item.trim().parse::<mime::Mime>() else {
             continue;
         };
@@ -131,7 +131,6 @@ pub fn negotiate(accept: Option<&str>) -> Option<Mode> {
         if better {
             best = Some(rank);
         }
-        let _ = i;
     }
     best.map(|(_, _, m)| m)
 }
@@ -219,11 +218,9 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, Problem> {
 async fn send_request(
     State(shared): State<Arc<Shared>>,
     Extension(caller): Extension<Caller>,
-    method: Method,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
-    let _ = method;
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let mode = negotiate(accept).ok_or_else(|| {
         Problem::new(
@@ -359,5 +356,32 @@ fn ndjson_body(
             line.push('\n');
             yield Ok(Bytes::from(line));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{negotiate, Mode};
+
+    #[test]
+    fn accept_picks_the_best_supported_media_type() {
+        assert_eq!(negotiate(None), Some(Mode::Json));
+        assert_eq!(negotiate(Some("*/*")), Some(Mode::Json));
+        assert_eq!(negotiate(Some("text/event-stream")), Some(Mode::Sse));
+        assert_eq!(negotiate(Some("application/x-ndjson")), Some(Mode::Ndjson));
+        assert_eq!(
+            negotiate(Some("application/json;q=0.5, text/event-stream")),
+            Some(Mode::Sse)
+        );
+        assert_eq!(
+            negotiate(Some("*/*;q=0.9, application/x-ndjson;q=0.9")),
+            Some(Mode::Ndjson)
+        );
+        assert_eq!(
+            negotiate(Some("text/event-stream;q=0, application/json")),
+            Some(Mode::Json)
+        );
+        assert_eq!(negotiate(Some("image/png")), None);
+        assert_eq!(negotiate(Some("not a media type")), None);
     }
 }
