@@ -224,9 +224,10 @@ impl AcpAgent {
                 }
             }
         }
-        let created = peer
-            .call("session/new", json!({"cwd": self.cwd(), "mcpServers": []}))
+        let new = peer.call("session/new", json!({"cwd": self.cwd(), "mcpServers": []}));
+        let created = tokio::time::timeout(std::time::Duration::from_secs(30), new)
             .await
+            .map_err(|_| "the ACP agent did not answer session/new".to_string())?
             .map_err(|e| format!("session/new failed: {e}"))?;
         let sid = created
             .get("sessionId")
@@ -456,5 +457,68 @@ impl Agent for AcpAgent {
     fn name(&self) -> String {
         let program = self.config.command.first().map(String::as_str).unwrap_or("");
         format!("acp:{program}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{update_frame, PermissionPolicy};
+    use e2a::stream::ResponseStream;
+    use e2a::E2AEnvelope;
+    use serde_json::json;
+
+    #[test]
+    fn the_policy_denies_unless_approved() {
+        let call = json!({"toolCallId": "t", "title": "Edit src/main.rs", "kind": "edit"});
+        assert!(!PermissionPolicy::default().allows(&call));
+        let p = |v: &[&str]| PermissionPolicy {
+            approve: v.iter().map(|s| s.to_string()).collect(),
+        };
+        assert!(p(&["edit"]).allows(&call));
+        assert!(p(&["main.RS"]).allows(&call));
+        assert!(p(&["*"]).allows(&call));
+        assert!(!p(&["read", ""]).allows(&call));
+    }
+
+    #[test]
+    fn session_updates_become_frames() {
+        let req = E2AEnvelope::new("session/prompt", json!({})).with_request_id("r");
+        let mut s = ResponseStream::for_request(&req);
+        let mut text = String::new();
+        let f = |s: &mut ResponseStream, t: &mut String, u: serde_json::Value| update_frame(s, &u, t).unwrap();
+        let chunk = f(
+            &mut s,
+            &mut text,
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}),
+        );
+        assert_eq!(chunk.body["delta_kind"], "text");
+        let thought = f(
+            &mut s,
+            &mut text,
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}}),
+        );
+        assert_eq!(thought.body["delta_kind"], "reasoning");
+        let call = f(
+            &mut s,
+            &mut text,
+            json!({"sessionUpdate": "tool_call", "toolCallId": "c", "title": "ls", "rawInput": {"a": 1}}),
+        );
+        assert_eq!(call.body["delta"]["tool_call"]["arguments"], json!({"a": 1}));
+        let running = f(
+            &mut s,
+            &mut text,
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "in_progress"}),
+        );
+        assert_eq!(running.response_kind.to_string(), "acp.session_update");
+        let done = f(
+            &mut s,
+            &mut text,
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "completed", "rawOutput": {"ok": true}}),
+        );
+        assert_eq!(done.body["event_type"], "chat.tool_result");
+        let plan = f(&mut s, &mut text, json!({"sessionUpdate": "plan", "entries": []}));
+        assert_eq!(plan.body["sessionUpdate"], "plan");
+        assert_eq!(text, "hi");
+        assert!(update_frame(&mut s, &json!("not an object"), &mut text).is_none());
     }
 }

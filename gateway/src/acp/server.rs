@@ -34,6 +34,9 @@ use crate::boundary::{self, Deadlines, StopCell};
 /// The ACP protocol version this agent speaks.
 pub const PROTOCOL_VERSION: u64 = 1;
 
+/// Most `session/update`s a session keeps for `session/load` (the oldest go first).
+pub const MAX_HISTORY: usize = 10_000;
+
 /// How `e2a acp` presents itself.
 #[derive(Debug, Clone)]
 pub struct AcpServerConfig {
@@ -93,6 +96,10 @@ impl Session {
 
     fn record(&self, update: &Value) {
         if let Ok(mut h) = self.history.lock() {
+            if h.len() >= MAX_HISTORY {
+                // keep memory bounded: the oldest tenth goes
+                h.drain(..MAX_HISTORY / 10);
+            }
             h.push(update.clone());
         }
         if let Ok(mut u) = self.updated_at.lock() {
