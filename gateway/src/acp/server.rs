@@ -3,7 +3,7 @@
 //!
 //! Every `session/prompt` is protocol → E2A → agent → E2A → protocol: the request becomes an
 //! envelope through [`e2a::acp::envelope_from_jsonrpc`], the agent's frames pass the
-//! [boundary](crate::boundary) and [`e2a::acp::stream::AcpStreamProjector`] turns them into the
+//! [`boundary`] and [`e2a::acp::stream::AcpStreamProjector`] turns them into the
 //! `session/update` notifications and the `session/prompt` response that are sent, unchanged.
 //!
 //! A pause of the agent for approval (`plan.approval_required` with `input_kind: approval`)
