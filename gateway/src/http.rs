@@ -285,24 +285,27 @@ async fn send_request(
     let ctx = RequestContext::new(caller.clone(), deadline);
     let stop = StopCell::default();
     let agent_stream = shared.agent.run(request.clone(), ctx.clone());
+    let key = (caller.subject.clone(), id);
+    let grace = shared.config.disconnect_grace;
+    let (cancel, name) = (ctx.cancel.clone(), shared.agent.name());
     let guarded = boundary::guard(
-        request,
+        request.clone(),
         agent_stream,
-        ctx.clone(),
+        ctx,
         shared.config.deadlines,
         stop.clone(),
-        shared.agent.name(),
+        name,
     );
-    let run = shared.runs.start(
-        (caller.subject.clone(), id),
-        guarded,
-        ctx.cancel.clone(),
-        stop,
-        shared.config.disconnect_grace,
-        permit,
-    );
-    let sub = run.subscribe(None);
-    Ok(respond(&shared, mode, sub).await)
+    if mode == Mode::Json {
+        // the answer is the final frame: drive the run here (no task, no wake-up per frame);
+        // the log is still kept for `Last-Event-ID`, and a client gone drops the run at once
+        let (run, pump) = shared.runs.open(key, Some(&request), cancel, stop, grace, permit);
+        let sub = run.subscribe(None);
+        pump.pump(guarded).await;
+        return Ok(respond(&shared, mode, sub).await);
+    }
+    let run = shared.runs.start(key, guarded, cancel, stop, grace, permit);
+    Ok(respond(&shared, mode, run.subscribe(None)).await)
 }
 
 async fn respond(shared: &Shared, mode: Mode, mut sub: Subscription) -> Response {

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use e2a::E2AResponse;
+use e2a::{E2AEnvelope, E2AResponse};
 use futures_util::StreamExt;
 use tokio::sync::{watch, OwnedSemaphorePermit};
 use tokio::time::Instant;
@@ -164,17 +164,18 @@ impl Runs {
         }
     }
 
-    /// Starts pumping `frames` (an already guarded stream) into a new run under `key`.
-    /// `permit` (a stream slot) is held until the run ends.
-    pub fn start(
+    /// Opens a run under `key`: it is findable (for `Last-Event-ID`) and live until the
+    /// returned [`Pump`] has pumped its frames, or is dropped. `permit` (a stream slot) is held
+    /// until then; `request`, when given, makes the final frame of a pump dropped midway.
+    pub fn open(
         self: &Arc<Self>,
         key: RunKey,
-        frames: FrameStream,
+        request: Option<&E2AEnvelope>,
         cancel: CancellationToken,
         stop: StopCell,
         grace: Duration,
         permit: OwnedSemaphorePermit,
-    ) -> Arc<Run> {
+    ) -> (Arc<Run>, Pump) {
         let (progress, _) = watch::channel((0, false));
         let run = Arc::new(Run {
             frames: Mutex::new(Vec::new()),
@@ -190,17 +191,30 @@ impl Runs {
             inner.by_key.insert(key.clone(), (id, run.clone()));
             inner.live.insert(id, run.clone());
         }
-        let (runs, pumped) = (self.clone(), run.clone());
-        tokio::spawn(async move {
-            let _permit = permit;
-            let mut frames = frames;
-            while let Some(f) = frames.next().await {
-                pumped.push(f);
-            }
-            drop(frames);
-            pumped.end();
-            runs.ended(id, key);
-        });
+        let pump = Pump {
+            runs: self.clone(),
+            run: run.clone(),
+            id,
+            key: Some(key),
+            request: request.cloned(),
+            _permit: permit,
+        };
+        (run, pump)
+    }
+
+    /// Opens a run and pumps `frames` (an already guarded stream) into it on its own task.
+    /// `permit` (a stream slot) is held until the run ends.
+    pub fn start(
+        self: &Arc<Self>,
+        key: RunKey,
+        frames: FrameStream,
+        cancel: CancellationToken,
+        stop: StopCell,
+        grace: Duration,
+        permit: OwnedSemaphorePermit,
+    ) -> Arc<Run> {
+        let (run, pump) = self.open(key, None, cancel, stop, grace, permit);
+        tokio::spawn(pump.pump(frames));
         run
     }
 
@@ -255,6 +269,62 @@ impl Runs {
         for r in live {
             r.stop(reason);
         }
+    }
+}
+
+/// Moves a run's frames into its log. Dropped before the end (the client of an inline run
+/// went away), it stops the run and closes the log with an `E2A.CANCELLED` final frame.
+pub struct Pump {
+    runs: Arc<Runs>,
+    run: Arc<Run>,
+    id: u64,
+    key: Option<RunKey>,
+    request: Option<E2AEnvelope>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Pump {
+    /// Pumps every frame of `frames` into the run, then ends it.
+    pub async fn pump(mut self, mut frames: FrameStream) {
+        while let Some(f) = frames.next().await {
+            self.run.push(f);
+        }
+        drop(frames);
+        self.close();
+    }
+
+    fn close(&mut self) {
+        if let Some(key) = self.key.take() {
+            self.run.end();
+            self.runs.ended(self.id, key);
+        }
+    }
+}
+
+impl Drop for Pump {
+    fn drop(&mut self) {
+        if self.key.is_none() {
+            return;
+        }
+        let _ = self.run.stop.set(StopReason::ClientGone);
+        self.run.cancel.cancel();
+        let next = self
+            .run
+            .frames
+            .lock()
+            .ok()
+            .and_then(|v| v.last().map(|f| (f.is_final, f.sequence.saturating_add(1))));
+        if let (Some(request), Some((false, _)) | None) = (self.request.take(), next) {
+            let sequence = next.map(|(_, s)| s).unwrap_or(0);
+            self.run.push(crate::boundary::cutoff_frame(
+                &request,
+                sequence,
+                e2a::taxonomy::ErrorKind::Cancelled,
+                "the client went away",
+                crate::boundary::obj(serde_json::json!({"reason": "client_gone"})),
+            ));
+        }
+        self.close();
     }
 }
 

@@ -337,3 +337,36 @@ async fn shutdown_drains_open_streams_each_with_a_final_frame() {
     let served = tokio::time::timeout(Duration::from_secs(5), server.task).await;
     assert!(matches!(served, Ok(Ok(Ok(())))), "serve returns Ok after the drain");
 }
+
+#[tokio::test]
+async fn a_json_client_that_gives_up_cancels_the_run_and_the_log_gets_a_final_frame() {
+    let agent = script();
+    let stats = agent.stats();
+    let server = start(Arc::new(agent), fast_config()).await;
+    let body = envelope("never finish");
+    let gave_up = client()
+        .post(server.url(e2a_gateway::http::REQUESTS_PATH))
+        .header("content-type", "application/json")
+        .timeout(Duration::from_millis(300))
+        .body(body.to_string())
+        .send()
+        .await;
+    assert!(gave_up.is_err(), "the run never finishes");
+    eventually("the script run is cancelled", || stats.cancelled() == 1).await;
+    eventually("the stream slot is released", || server.gateway.live_streams() == 0).await;
+    // the retained log ends with a cancellation frame
+    let replay = client()
+        .post(server.url(e2a_gateway::http::REQUESTS_PATH))
+        .header("accept", "application/x-ndjson")
+        .header("content-type", "application/json")
+        .header("last-event-id", "0")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("replay");
+    let rest = ndjson_frames(&replay.text().await.expect("body"));
+    let last = rest.last().expect("a final frame");
+    assert!(last.is_final);
+    assert_eq!(last.body["code"], "E2A.CANCELLED");
+    assert_eq!(last.sequence, 1);
+}
