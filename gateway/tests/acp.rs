@@ -456,3 +456,23 @@ async fn malformed_input_gets_jsonrpc_errors() {
         .unwrap()
         .unwrap();
 }
+
+#[tokio::test]
+async fn a_cancel_sent_right_after_the_prompt_is_not_lost() {
+    let c = start(script(), "allow");
+    let sid = c.init().await;
+    for _ in 0..20 {
+        let (_, turn) = c.peer.request(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": "never finish"}]}),
+        );
+        c.peer.notify("session/cancel", json!({"sessionId": sid}));
+        let r = tokio::time::timeout(Duration::from_secs(10), turn)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(r["stopReason"], "cancelled");
+    }
+    // a prompt after the cancel runs normally
+    assert_eq!(c.prompt(&sid, "hi").await.unwrap()["stopReason"], "end_turn");
+}

@@ -303,3 +303,58 @@ async fn acp_in_front_of_acp() {
     let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
     assert!(status.is_ok(), "e2a acp exits at the end of its input");
 }
+
+/// stdout of `e2a acp` carries JSON-RPC frames only, even with every log level on; the logs
+/// go to stderr; the end of stdin ends the process with status 0.
+#[test]
+fn e2a_acp_stdout_carries_protocol_frames_only() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(e2a_bin())
+        .args(["acp", "--agent", &script_file(&dir)])
+        .env("E2A_LOG", "trace")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        let input = [
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}),
+        ];
+        for m in input {
+            writeln!(stdin, "{m}").unwrap();
+        }
+        // the session id is not known here: an unknown one is an error, still a frame
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+            "params": {"sessionId": "nope", "prompt": [{"type": "text", "text": "hi"}]}})
+        )
+        .unwrap();
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("e2a acp exits")
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let frames: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("not a JSON-RPC frame: {l}")))
+        .collect();
+    assert_eq!(frames.len(), 3, "{stdout}");
+    assert!(frames.iter().all(|f| f["jsonrpc"] == "2.0"));
+    // requests are answered concurrently: find the prompt's answer by id
+    let prompt = frames.iter().find(|f| f["id"] == 2).expect("the prompt is answered");
+    assert_eq!(prompt["error"]["code"], -32002);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("initialize"), "logs go to stderr: {stderr}");
+}

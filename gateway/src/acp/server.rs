@@ -72,6 +72,9 @@ struct Session {
     history: Mutex<Vec<Value>>,
     /// The E2A task of the last turn when it ended in an input pause: the next prompt continues it.
     paused_task: Mutex<Option<String>>,
+    /// How many `session/cancel`s arrived: a prompt received before a cancel that it only
+    /// starts after (it waited for the turn, or its task had not started yet) is cancelled too.
+    cancels: AtomicU64,
 }
 
 impl Session {
@@ -83,10 +86,12 @@ impl Session {
             running: Mutex::new(None),
             history: Mutex::new(Vec::new()),
             paused_task: Mutex::new(None),
+            cancels: AtomicU64::new(0),
         })
     }
 
     fn cancel(&self) {
+        self.cancels.fetch_add(1, Ordering::SeqCst);
         if let Ok(r) = self.running.lock() {
             if let Some(t) = r.as_ref() {
                 t.cancel();
@@ -203,11 +208,20 @@ impl AcpServer {
                     if let Ok(mut r) = self.requests.lock() {
                         r.insert(id.to_string(), token.clone());
                     }
+                    // the session's cancel count when the prompt arrived, read before the task runs
+                    let epoch = match method.as_str() {
+                        "session/prompt" => params
+                            .get("sessionId")
+                            .and_then(Value::as_str)
+                            .and_then(|sid| self.session(sid))
+                            .map(|s| s.cancels.load(Ordering::SeqCst)),
+                        _ => None,
+                    };
                     let this = self.clone();
                     let peer = peer.clone();
                     tasks.spawn(async move {
                         let key = id.to_string();
-                        let out = this.request(&peer, id.clone(), &method, &params, token).await;
+                        let out = this.request(&peer, id.clone(), &method, &params, token, epoch).await;
                         if let Ok(mut r) = this.requests.lock() {
                             r.remove(&key);
                         }
@@ -278,6 +292,7 @@ impl AcpServer {
         method: &str,
         params: &Value,
         cancel: CancellationToken,
+        epoch: Option<u64>,
     ) -> Result<Option<Value>, RpcError> {
         let p = params_obj(params)?;
         let simple = |v: Value| Ok(Some(v));
@@ -357,7 +372,7 @@ impl AcpServer {
                 simple(result)
             }
             "session/prompt" => {
-                let response = self.prompt(peer, id, p, cancel).await?;
+                let response = self.prompt(peer, id, p, cancel, epoch).await?;
                 peer.send(response);
                 Ok(None)
             }
@@ -393,6 +408,7 @@ impl AcpServer {
         id: Value,
         p: Map<String, Value>,
         request_cancel: CancellationToken,
+        epoch: Option<u64>,
     ) -> Result<Value, RpcError> {
         let sid = session_id_param(&p)?;
         let session = self
@@ -408,6 +424,10 @@ impl AcpServer {
         let turn_cancel = CancellationToken::new();
         if let Ok(mut r) = session.running.lock() {
             *r = Some(turn_cancel.clone());
+        }
+        if epoch.is_some_and(|e| e != session.cancels.load(Ordering::SeqCst)) {
+            // cancelled after it arrived, before it ran
+            turn_cancel.cancel();
         }
         let link = {
             let (req, turn) = (request_cancel.clone(), turn_cancel.clone());
