@@ -484,6 +484,11 @@ impl AcpServer {
         if request_cancel.is_cancelled() {
             return Err(RpcError::new(codes::REQUEST_CANCELLED, "Request cancelled"));
         }
+        let mut result = result;
+        if let Value::Object(m) = &mut result {
+            // the answer carries the request's id as it came (any JSON-RPC id shape)
+            m.insert("id".into(), id);
+        }
         Ok(result)
     }
 
