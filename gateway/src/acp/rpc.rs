@@ -5,6 +5,12 @@
 //! One task reads lines: responses complete the matching pending request, requests and
 //! notifications go to the [`Incoming`] channel. One task writes: every outgoing message is one
 //! line, flushed at once, so stdout carries protocol frames only.
+//!
+//! Why not the official `agent-client-protocol` crate's connection types: they run `!Send`
+//! handlers on a `LocalSet` over `futures` I/O and take typed requests and responses, so the
+//! JSON the e2a projectors produce would be re-encoded through a second set of types before it
+//! is sent. Here it is sent as produced; the tests check every frame against the official
+//! types of `agent-client-protocol-schema`, and the official TypeScript client drives it.
 
 use std::collections::HashMap;
 use std::fmt;
