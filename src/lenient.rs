@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::fields::truthy;
 use crate::read::Read;
-use crate::take::{KeyTable, Slots, Source, Taker};
+use crate::take::{AsKey, KeyTable, Slots, Source, Taker};
 use crate::types::readers;
 use crate::types::{E2AEnvelope, E2AProvenance, E2AResponse};
 use crate::{SecretHeaders, SecretString};
@@ -49,14 +49,14 @@ impl<'b, S: Source> Ctx<'b, S> {
     }
 
     /// Fires `null_default` when `key` holds an explicit null (it then reads as the default).
-    pub fn null_default(&mut self, key: &str) {
+    pub fn null_default(&mut self, key: impl AsKey) {
         if self.f.is_null(key) {
             self.fire(LegacyRule::NullDefault);
         }
     }
 
     /// A string enum at `key`, `default` when absent or null.
-    pub fn parse_or<T: std::str::FromStr>(&mut self, key: &str, default: T) -> Result<T> {
+    pub fn parse_or<T: std::str::FromStr>(&mut self, key: impl AsKey, default: T) -> Result<T> {
         match self.f.take(key) {
             None => Ok(default),
             Some(Value::String(s)) => s.parse().map_err(|_| self.f.err(key, "origin")),
@@ -66,7 +66,7 @@ impl<'b, S: Source> Ctx<'b, S> {
 
     /// A string timestamp kept verbatim, or epoch seconds converted to ISO-8601 UTC (fires
     /// `epoch_timestamp`).
-    pub fn timestamp(&mut self, key: &str) -> Result<Option<String>> {
+    pub fn timestamp(&mut self, key: impl AsKey) -> Result<Option<String>> {
         if self.f.peek(key).is_some_and(Value::is_number) {
             self.fire(LegacyRule::EpochTimestamp);
         }
@@ -74,7 +74,7 @@ impl<'b, S: Source> Ctx<'b, S> {
     }
 
     /// A header name → secret value map.
-    pub fn secret_headers(&mut self, key: &str) -> Result<SecretHeaders> {
+    pub fn secret_headers(&mut self, key: impl AsKey) -> Result<SecretHeaders> {
         let mut headers = SecretHeaders::default();
         if let Some(h) = self.f.opt_obj(key)? {
             for (k, v) in h {
@@ -92,7 +92,7 @@ impl<'b, S: Source> Ctx<'b, S> {
     /// The object at `key` read by `read` (its default when absent or null).
     pub fn nested_or_default<T: Default>(
         &mut self,
-        key: &str,
+        key: impl AsKey,
         read: fn(&mut Ctx<'_, Map<String, Value>>) -> Result<T>,
     ) -> Result<T> {
         Ok(self.nested_opt(key, read)?.unwrap_or_default())
@@ -101,15 +101,15 @@ impl<'b, S: Source> Ctx<'b, S> {
     /// The object at `key` read by `read`, `None` when absent or null.
     pub fn nested_opt<T>(
         &mut self,
-        key: &str,
+        key: impl AsKey,
         read: fn(&mut Ctx<'_, Map<String, Value>>) -> Result<T>,
     ) -> Result<Option<T>> {
         let Some(map) = self.f.opt_obj(key)? else {
             return Ok(None);
         };
-        let base = self.f.ptr(key);
+        let base = self.f.here();
         let mut inner = Ctx {
-            f: Taker::new(map, &base),
+            f: Taker::nested(map, &base, key.name()),
             rules: std::mem::take(&mut self.rules),
         };
         let read = read(&mut inner);
@@ -119,7 +119,13 @@ impl<'b, S: Source> Ctx<'b, S> {
 
     /// Merges the legacy `key` into `into` as `how` says; fires `rule` when a non-empty legacy
     /// object was merged or a value was inserted.
-    pub fn merge(&mut self, into: &mut Map<String, Value>, key: &str, how: Merge, rule: LegacyRule) -> Result<()> {
+    pub fn merge(
+        &mut self,
+        into: &mut Map<String, Value>,
+        key: impl AsKey,
+        how: Merge,
+        rule: LegacyRule,
+    ) -> Result<()> {
         match how {
             Merge::As(as_key) => {
                 if let Some(v) = self.f.take(key).filter(truthy) {
@@ -175,7 +181,7 @@ pub(crate) fn stripped(s: Option<&str>) -> Option<String> {
 /// `source_protocol` while it is still `e2a`.
 pub(crate) fn binding_migration<S: Source>(
     c: &mut Ctx<'_, S>,
-    key: &str,
+    key: impl AsKey,
     binding: Value,
     prov: &mut E2AProvenance,
 ) -> Result<()> {
@@ -215,7 +221,7 @@ fn response_keys() -> &'static KeyTable {
     T.get_or_init(|| KeyTable::new(readers::E2A_RESPONSE_KEYS))
 }
 
-fn read_slots<T>(slots: Slots, read: fn(&mut Ctx<'_, Slots>) -> Result<T>) -> Result<Read<T>> {
+fn read_slots<'s, T>(slots: &'s mut Slots, read: fn(&mut Ctx<'static, &'s mut Slots>) -> Result<T>) -> Result<Read<T>> {
     let unknown = slots.unknown;
     let mut c = Ctx::new(slots, "");
     if unknown {
@@ -241,13 +247,17 @@ fn read_slots<T>(slots: Slots, read: fn(&mut Ctx<'_, Slots>) -> Result<T>) -> Re
 /// ```
 pub(crate) fn envelope(input: &Value) -> Result<Read<E2AEnvelope>> {
     let map = input.as_object().ok_or_else(|| Error::field("", "expected object"))?;
-    read_slots(Slots::from_map(map, envelope_keys()), readers::e2a_envelope)
+    let mut slots = Slots::new(envelope_keys());
+    slots.fill_from_map(map);
+    read_slots(&mut slots, readers::e2a_envelope)
 }
 
 /// Reads an envelope leniently from JSON text, straight into the struct (no intermediate
 /// `serde_json::Value` for the top level). The caller checks [`crate::Limits`] first.
 pub(crate) fn envelope_str(input: &str) -> Result<Read<E2AEnvelope>> {
-    read_slots(Slots::from_str(input, envelope_keys())?, readers::e2a_envelope)
+    let mut slots = Slots::new(envelope_keys());
+    slots.fill_from_str(input)?;
+    read_slots(&mut slots, readers::e2a_envelope)
 }
 
 /// Reads a response leniently from a JSON object (the reference's `E2AResponse.from_dict`).
@@ -261,11 +271,47 @@ pub(crate) fn envelope_str(input: &str) -> Result<Read<E2AEnvelope>> {
 /// ```
 pub(crate) fn response(input: &Value) -> Result<Read<E2AResponse>> {
     let map = input.as_object().ok_or_else(|| Error::field("", "expected object"))?;
-    read_slots(Slots::from_map(map, response_keys()), readers::e2a_response)
+    let mut slots = Slots::new(response_keys());
+    slots.fill_from_map(map);
+    read_slots(&mut slots, readers::e2a_response)
 }
 
 /// Reads a response leniently from JSON text, straight into the struct. The caller checks
 /// [`crate::Limits`] first.
 pub(crate) fn response_str(input: &str) -> Result<Read<E2AResponse>> {
-    read_slots(Slots::from_str(input, response_keys())?, readers::e2a_response)
+    let mut slots = Slots::new(response_keys());
+    slots.fill_from_str(input)?;
+    read_slots(&mut slots, readers::e2a_response)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::types::readers;
+
+    /// Every `(index, "key")` a generated reader passes names that slot of its own key table
+    /// (the slot reader trusts the index in release builds).
+    #[test]
+    fn generated_key_indices_match_their_tables() {
+        let code = include_str!(concat!(env!("OUT_DIR"), "/e2a_types.rs"));
+        for (func, table) in [
+            ("fn e2a_envelope<", readers::E2A_ENVELOPE_KEYS),
+            ("fn e2a_response<", readers::E2A_RESPONSE_KEYS),
+        ] {
+            let start = code.find(func).expect("reader");
+            let body = &code[start..];
+            let body = &body[..body[1..].find("pub(crate) fn").map_or(body.len(), |e| e + 1)];
+            let mut checked = 0;
+            for (i, _) in body.match_indices('(') {
+                let rest = &body[i + 1..];
+                let Some((num, tail)) = rest.split_once(", \"") else {
+                    continue;
+                };
+                let Ok(idx) = num.parse::<usize>() else { continue };
+                let name = &tail[..tail.find('"').unwrap_or(0)];
+                assert_eq!(table[idx], name, "{func}: index {idx}");
+                checked += 1;
+            }
+            assert!(checked > 20, "{func}: {checked} keyed reads");
+        }
+    }
 }

@@ -12,20 +12,47 @@ use crate::error::{Error, Result};
 use crate::fields::{pointer_key, rpc_id_of};
 use crate::types::JsonRpcId;
 
+/// A key to read: its name, and (from the generated readers) its index in the type's key
+/// table, so a slot is found without hashing or comparing the name.
+pub(crate) trait AsKey: Copy {
+    /// The key's name (for maps and for error pointers).
+    fn name(&self) -> &str;
+    /// The key's index in the reader's key table, when known.
+    fn index(&self) -> Option<usize> {
+        None
+    }
+}
+
+impl AsKey for &str {
+    fn name(&self) -> &str {
+        self
+    }
+}
+
+/// A key with its index in the generated key table (`(index, name)`).
+impl AsKey for (usize, &str) {
+    fn name(&self) -> &str {
+        self.1
+    }
+    fn index(&self) -> Option<usize> {
+        Some(self.0)
+    }
+}
+
 /// Where fields are taken from.
 pub(crate) trait Source {
     /// Removes and returns the value at `key` (a JSON null is `Some(Null)`).
-    fn take(&mut self, key: &str) -> Option<Value>;
+    fn take(&mut self, key: impl AsKey) -> Option<Value>;
     /// The value at `key`, if present.
-    fn peek(&self, key: &str) -> Option<&Value>;
+    fn peek(&self, key: impl AsKey) -> Option<&Value>;
 }
 
 impl Source for Map<String, Value> {
-    fn take(&mut self, key: &str) -> Option<Value> {
-        self.remove(key)
+    fn take(&mut self, key: impl AsKey) -> Option<Value> {
+        self.remove(key.name())
     }
-    fn peek(&self, key: &str) -> Option<&Value> {
-        self.get(key)
+    fn peek(&self, key: impl AsKey) -> Option<&Value> {
+        self.get(key.name())
     }
 }
 
@@ -90,79 +117,97 @@ fn index(keys: &KeyTable, key: &str) -> Option<usize> {
     keys.get(key)
 }
 
-impl Source for Slots {
-    fn take(&mut self, key: &str) -> Option<Value> {
-        self.vals[index(self.keys, key)?].take()
+impl Slots {
+    /// The slot of `key`: its known index (checked against the table), else a table lookup.
+    #[inline]
+    fn slot(&self, key: impl AsKey) -> Option<usize> {
+        match key.index() {
+            // generated readers pass the index of their own key table (checked in debug builds
+            // and by `generated_key_indices_match_their_tables`)
+            Some(i) if i < self.keys.keys.len() => {
+                debug_assert_eq!(self.keys.keys[i], key.name());
+                Some(i)
+            }
+            _ => index(self.keys, key.name()),
+        }
     }
-    fn peek(&self, key: &str) -> Option<&Value> {
-        self.vals[index(self.keys, key)?].as_ref()
+}
+
+impl Source for &mut Slots {
+    fn take(&mut self, key: impl AsKey) -> Option<Value> {
+        let i = self.slot(key)?;
+        self.vals[i].take()
+    }
+    fn peek(&self, key: impl AsKey) -> Option<&Value> {
+        self.vals[self.slot(key)?].as_ref()
     }
 }
 
 impl Slots {
-    /// The known keys of `map`, cloned into slots.
-    pub fn from_map(map: &Map<String, Value>, keys: &'static KeyTable) -> Slots {
-        let mut vals = [const { None }; MAX_KEYS];
-        let mut unknown = false;
-        for (k, v) in map {
-            match index(keys, k) {
-                Some(i) => vals[i] = Some(v.clone()),
-                None => unknown = true,
-            }
+    /// Empty slots for the keys of `keys`.
+    pub fn new(keys: &'static KeyTable) -> Slots {
+        Slots {
+            keys,
+            vals: [const { None }; MAX_KEYS],
+            unknown: false,
         }
-        Slots { keys, vals, unknown }
     }
 
-    /// Parses JSON text (an object) straight into slots. Unknown keys are skipped without
-    /// building their values; duplicate keys keep the last value (as `serde_json::Value`).
-    pub fn from_str(input: &str, keys: &'static KeyTable) -> Result<Slots> {
+    /// The known keys of `map`, cloned into these slots.
+    pub fn fill_from_map(&mut self, map: &Map<String, Value>) {
+        for (k, v) in map {
+            match index(self.keys, k) {
+                Some(i) => self.vals[i] = Some(v.clone()),
+                None => self.unknown = true,
+            }
+        }
+    }
+
+    /// Parses JSON text (an object) straight into these slots, in place (the slot array is
+    /// never moved). Unknown keys are skipped without building their values; duplicate keys
+    /// keep the last value (as `serde_json::Value`).
+    pub fn fill_from_str(&mut self, input: &str) -> Result<()> {
         if !input.trim_start().starts_with('{') {
             // a syntax error is reported as such; valid non-objects are a field error
             serde_json::from_str::<IgnoredAny>(input).map_err(|e| Error::from_json(&e))?;
             return Err(Error::field("", "expected object"));
         }
         let mut de = serde_json::Deserializer::from_str(input);
-        let slots = SlotsSeed { keys }
+        SlotsSeed { slots: self }
             .deserialize(&mut de)
             .map_err(|e| Error::from_json(&e))?;
-        de.end().map_err(|e| Error::from_json(&e))?;
-        Ok(slots)
+        de.end().map_err(|e| Error::from_json(&e))
     }
 }
 
-struct SlotsSeed {
-    keys: &'static KeyTable,
+struct SlotsSeed<'s> {
+    slots: &'s mut Slots,
 }
 
-impl<'de> DeserializeSeed<'de> for SlotsSeed {
-    type Value = Slots;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Slots, D::Error> {
+impl<'de> DeserializeSeed<'de> for SlotsSeed<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for SlotsSeed {
-    type Value = Slots;
+impl<'de> Visitor<'de> for SlotsSeed<'_> {
+    type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON object")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> std::result::Result<Slots, A::Error> {
-        let mut vals = [const { None }; MAX_KEYS];
-        let mut unknown = false;
-        while let Some(i) = a.next_key_seed(KeySeed { keys: self.keys })? {
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> std::result::Result<(), A::Error> {
+        let keys = self.slots.keys;
+        while let Some(i) = a.next_key_seed(KeySeed { keys })? {
             match i {
-                Some(i) => vals[i] = Some(a.next_value::<Value>()?),
+                Some(i) => self.slots.vals[i] = Some(a.next_value::<Value>()?),
                 None => {
-                    unknown = true;
+                    self.slots.unknown = true;
                     a.next_value::<IgnoredAny>()?;
                 }
             }
         }
-        Ok(Slots {
-            keys: self.keys,
-            vals,
-            unknown,
-        })
+        Ok(())
     }
 }
 
@@ -191,36 +236,56 @@ impl<'de> Visitor<'de> for KeySeed {
 pub(crate) struct Taker<'b, S: Source> {
     pub src: S,
     base: &'b str,
+    /// The key of this object inside `base` (a nested object); the pointer is only built when
+    /// an error needs it.
+    sub: Option<&'b str>,
 }
 
 impl<'b, S: Source> Taker<'b, S> {
     pub fn new(src: S, base: &'b str) -> Self {
-        Taker { src, base }
+        Taker { src, base, sub: None }
     }
 
-    pub fn ptr(&self, key: &str) -> String {
-        format!("{}/{}", self.base, pointer_key(key))
+    /// A taker for the object found at `key` of an object at `base`.
+    pub fn nested(src: S, base: &'b str, key: &'b str) -> Self {
+        Taker {
+            src,
+            base,
+            sub: Some(key),
+        }
     }
 
-    pub fn err(&self, key: &str, expected: &str) -> Error {
+    /// The JSON pointer of this object (`base`, plus the nested key).
+    pub fn here(&self) -> String {
+        match self.sub {
+            Some(k) => format!("{}/{}", self.base, pointer_key(k)),
+            None => self.base.to_string(),
+        }
+    }
+
+    pub fn ptr(&self, key: impl AsKey) -> String {
+        format!("{}/{}", self.here(), pointer_key(key.name()))
+    }
+
+    pub fn err(&self, key: impl AsKey, expected: &str) -> Error {
         Error::field(self.ptr(key), format!("expected {expected}"))
     }
 
     /// True when `key` is present with an explicit JSON null.
-    pub fn is_null(&self, key: &str) -> bool {
+    pub fn is_null(&self, key: impl AsKey) -> bool {
         self.src.peek(key).is_some_and(Value::is_null)
     }
 
-    pub fn peek(&self, key: &str) -> Option<&Value> {
+    pub fn peek(&self, key: impl AsKey) -> Option<&Value> {
         self.src.peek(key).filter(|v| !v.is_null())
     }
 
     /// Takes the value at `key`; JSON null reads as absent.
-    pub fn take(&mut self, key: &str) -> Option<Value> {
+    pub fn take(&mut self, key: impl AsKey) -> Option<Value> {
         self.src.take(key).filter(|v| !v.is_null())
     }
 
-    pub fn opt_str(&mut self, key: &str) -> Result<Option<String>> {
+    pub fn opt_str(&mut self, key: impl AsKey) -> Result<Option<String>> {
         match self.take(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
@@ -228,11 +293,11 @@ impl<'b, S: Source> Taker<'b, S> {
         }
     }
 
-    pub fn str_or(&mut self, key: &str, default: &str) -> Result<String> {
+    pub fn str_or(&mut self, key: impl AsKey, default: &str) -> Result<String> {
         Ok(self.opt_str(key)?.unwrap_or_else(|| default.to_string()))
     }
 
-    pub fn opt_obj(&mut self, key: &str) -> Result<Option<Map<String, Value>>> {
+    pub fn opt_obj(&mut self, key: impl AsKey) -> Result<Option<Map<String, Value>>> {
         match self.take(key) {
             None => Ok(None),
             Some(Value::Object(m)) => Ok(Some(m)),
@@ -240,11 +305,11 @@ impl<'b, S: Source> Taker<'b, S> {
         }
     }
 
-    pub fn obj(&mut self, key: &str) -> Result<Map<String, Value>> {
+    pub fn obj(&mut self, key: impl AsKey) -> Result<Map<String, Value>> {
         Ok(self.opt_obj(key)?.unwrap_or_default())
     }
 
-    pub fn bool_or(&mut self, key: &str, default: bool) -> Result<bool> {
+    pub fn bool_or(&mut self, key: impl AsKey, default: bool) -> Result<bool> {
         match self.take(key) {
             None => Ok(default),
             Some(Value::Bool(b)) => Ok(b),
@@ -252,7 +317,7 @@ impl<'b, S: Source> Taker<'b, S> {
         }
     }
 
-    pub fn str_array(&mut self, key: &str) -> Result<Vec<String>> {
+    pub fn str_array(&mut self, key: impl AsKey) -> Result<Vec<String>> {
         match self.take(key) {
             None => Ok(Vec::new()),
             Some(Value::Array(a)) => a
@@ -266,7 +331,7 @@ impl<'b, S: Source> Taker<'b, S> {
         }
     }
 
-    pub fn rpc_id(&mut self, key: &str) -> Result<Option<JsonRpcId>> {
+    pub fn rpc_id(&mut self, key: impl AsKey) -> Result<Option<JsonRpcId>> {
         match self.take(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(JsonRpcId::String(s))),
@@ -274,7 +339,7 @@ impl<'b, S: Source> Taker<'b, S> {
         }
     }
 
-    pub fn seq(&mut self, key: &str, default: u64) -> Result<u64> {
+    pub fn seq(&mut self, key: impl AsKey, default: u64) -> Result<u64> {
         match self.take(key) {
             None => Ok(default),
             Some(Value::Number(n)) => n.as_u64().ok_or_else(|| self.err(key, "seq")),
@@ -282,7 +347,7 @@ impl<'b, S: Source> Taker<'b, S> {
         }
     }
 
-    pub fn timestamp(&mut self, key: &str) -> Result<Option<String>> {
+    pub fn timestamp(&mut self, key: impl AsKey) -> Result<Option<String>> {
         match self.take(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
@@ -299,7 +364,7 @@ impl<'b, S: Source> Taker<'b, S> {
     }
 
     /// A stripped, non-empty string at `key` (blank reads as absent).
-    pub fn stripped(&mut self, key: &str) -> Result<Option<String>> {
+    pub fn stripped(&mut self, key: impl AsKey) -> Result<Option<String>> {
         Ok(self.opt_str(key)?.and_then(|s| {
             let t = s.trim();
             if t.is_empty() {

@@ -183,55 +183,60 @@ pub fn readers(bundled: &Value, file: &syn::File) -> Result<String, Error> {
             let nested = target.is_some_and(|t| defs.get(t).is_some_and(|d| d.get(READER).is_some()));
             let out_body = if nested { &mut nested_body } else { &mut body };
             if null_means_default(p, defs) {
-                let _ = writeln!(out_body, "        c.null_default({key:?});");
+                let _ = writeln!(out_body, "        c.null_default(key!({key:?}));");
             }
             let read = if let Some(named) = p.get(READ).and_then(Value::as_str) {
                 if !NAMED_READS.contains(&named) {
                     return Err(err(format!("{at}: unknown `{READ}` function `{named}`")));
                 }
-                format!("c.{named}({key:?})?")
+                format!("c.{named}(key!({key:?}))?")
             } else if let Some(t) = target.filter(|t| defs.get(*t).is_some_and(|d| d.get(READER).is_some())) {
                 let func = snake(t);
                 if ty.starts_with("::std::option::Option") {
-                    format!("c.nested_opt({key:?}, {func})?")
+                    format!("c.nested_opt(key!({key:?}), {func})?")
                 } else {
-                    format!("c.nested_or_default({key:?}, {func})?")
+                    format!("c.nested_or_default(key!({key:?}), {func})?")
                 }
             } else if target.is_some_and(|t| is_open_enum(defs, t)) {
                 let d = default
                     .and_then(Value::as_str)
                     .ok_or_else(|| err(format!("{at}: an open enum needs a string default")))?;
-                format!("c.f.str_or({key:?}, {d:?})?.into()")
+                format!("c.f.str_or(key!({key:?}), {d:?})?.into()")
             } else if let Some(t) = target.filter(|t| defs.get(*t).is_some_and(|d| d.get("enum").is_some())) {
                 let d = match &f.serde_default {
                     Some(Some(path)) => format!("{path}()"),
                     _ => return Err(err(format!("{at}: an enum field needs a `default`"))),
                 };
-                format!("c.parse_or::<{t}>({key:?}, {d})?")
+                format!("c.parse_or::<{t}>(key!({key:?}), {d})?")
             } else {
                 match ty {
                     "::std::string::String" => {
                         let d = default
                             .and_then(Value::as_str)
                             .ok_or_else(|| err(format!("{at}: a non-null string needs a string default")))?;
-                        format!("c.f.str_or({key:?}, {d:?})?")
+                        format!("c.f.str_or(key!({key:?}), {d:?})?")
                     }
-                    "::std::option::Option<::std::string::String>" if strip => format!("c.f.stripped({key:?})?"),
-                    "::std::option::Option<::std::string::String>" => format!("c.f.opt_str({key:?})?"),
+                    "::std::option::Option<::std::string::String>" if strip => format!("c.f.stripped(key!({key:?}))?"),
+                    "::std::option::Option<::std::string::String>" => format!("c.f.opt_str(key!({key:?}))?"),
                     "::std::option::Option<crate::secret::SecretString>" => {
-                        format!("c.f.opt_str({key:?})?.map(::std::convert::Into::into)")
+                        format!("c.f.opt_str(key!({key:?}))?.map(::std::convert::Into::into)")
                     }
                     "bool" => format!(
-                        "c.f.bool_or({key:?}, {})?",
+                        "c.f.bool_or(key!({key:?}), {})?",
                         default.and_then(Value::as_bool).unwrap_or(false)
                     ),
-                    "u64" => format!("c.f.seq({key:?}, {})?", default.and_then(Value::as_u64).unwrap_or(0)),
-                    "::serde_json::Map<::std::string::String,::serde_json::Value>" => format!("c.f.obj({key:?})?"),
-                    "::std::option::Option<::serde_json::Map<::std::string::String,::serde_json::Value>>" => {
-                        format!("c.f.opt_obj({key:?})?")
+                    "u64" => format!(
+                        "c.f.seq(key!({key:?}), {})?",
+                        default.and_then(Value::as_u64).unwrap_or(0)
+                    ),
+                    "::serde_json::Map<::std::string::String,::serde_json::Value>" => {
+                        format!("c.f.obj(key!({key:?}))?")
                     }
-                    "::std::vec::Vec<::std::string::String>" => format!("c.f.str_array({key:?})?"),
-                    "::std::option::Option<JsonRpcId>" => format!("c.f.rpc_id({key:?})?"),
+                    "::std::option::Option<::serde_json::Map<::std::string::String,::serde_json::Value>>" => {
+                        format!("c.f.opt_obj(key!({key:?}))?")
+                    }
+                    "::std::vec::Vec<::std::string::String>" => format!("c.f.str_array(key!({key:?}))?"),
+                    "::std::option::Option<JsonRpcId>" => format!("c.f.rpc_id(key!({key:?}))?"),
                     other => return Err(err(format!("{at}: no lenient read for type `{other}`"))),
                 }
             };
@@ -255,7 +260,7 @@ pub fn readers(bundled: &Value, file: &syn::File) -> Result<String, Error> {
                     (None, Some(k)) => format!("Merge::As({k:?})"),
                     _ => return Err(err(format!("{at}: needs `skip: empty_values|<Enum>` or `as: <key>`"))),
                 };
-                let _ = writeln!(out_body, "        c.merge(&mut {ident}, {mkey:?}, {how}, {r})?;");
+                let _ = writeln!(out_body, "        c.merge(&mut {ident}, key!({mkey:?}), {how}, {r})?;");
                 keys.push(mkey.to_string());
             }
             // aliases: resolved after every property is read (an alias may be a property)
@@ -283,7 +288,7 @@ pub fn readers(bundled: &Value, file: &syn::File) -> Result<String, Error> {
                     None => {
                         let local = format!("legacy_{}", akey.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
                         let read = if strip { "stripped" } else { "opt_str" };
-                        let _ = writeln!(out_body, "        let {local} = c.f.{read}({akey:?})?;");
+                        let _ = writeln!(out_body, "        let {local} = c.f.{read}(key!({akey:?}))?;");
                         local
                     }
                 };
@@ -316,7 +321,7 @@ pub fn readers(bundled: &Value, file: &syn::File) -> Result<String, Error> {
                 .ok_or_else(|| err(format!("{at}: `into` must name a property")))?;
             let _ = writeln!(
                 legacy,
-                "        if let Some(v) = c.f.take({lkey:?}) {{\n            crate::lenient::{read}(c, {lkey:?}, v, &mut {})?;\n            c.fire({r});\n        }}",
+                "        if let Some(v) = c.f.take(key!({lkey:?})) {{\n            crate::lenient::{read}(c, key!({lkey:?}), v, &mut {})?;\n            c.fire({r});\n        }}",
                 into.ident
             );
             keys.push(lkey.clone());
@@ -326,6 +331,29 @@ pub fn readers(bundled: &Value, file: &syn::File) -> Result<String, Error> {
         if keys.len() > 40 {
             return Err(err(format!("{} keys; the slot reader holds at most 40", keys.len())));
         }
+        // every key argument carries its index in the key table: a slot without a lookup
+        let keyed = |text: &str| -> String {
+            let mut out = String::new();
+            let mut rest = text;
+            while let Some(i) = rest.find("key!(\"") {
+                out.push_str(&rest[..i]);
+                let after = &rest[i + 6..];
+                let end = after.find("\")").unwrap_or(after.len());
+                let k = &after[..end];
+                match keys.iter().position(|x| x == k) {
+                    Some(idx) => {
+                        let _ = write!(out, "({idx}, \"{k}\")");
+                    }
+                    None => {
+                        let _ = write!(out, "\"{k}\"");
+                    }
+                }
+                rest = after.get(end + 2..).unwrap_or("");
+            }
+            out.push_str(rest);
+            out
+        };
+        let (nested_body, legacy, body, tail) = (keyed(&nested_body), keyed(&legacy), keyed(&body), keyed(&tail));
         let func = snake(name);
         let table = func.to_uppercase();
         let _ = writeln!(

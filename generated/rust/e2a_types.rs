@@ -2644,12 +2644,12 @@ pub(crate) mod readers {
 
     /// Reads `E2AAuth` leniently: the `x-e2a` rules of its properties, then each by type and default.
     pub(crate) fn e2a_auth<S: Source>(c: &mut Ctx<'_, S>) -> crate::Result<E2AAuth> {
-        let mut api_key_ref = c.f.opt_str("api_key_ref")?.map(::std::convert::Into::into);
-        let mut bearer_token = c.f.opt_str("bearer_token")?.map(::std::convert::Into::into);
-        let mut credential_ref = c.f.opt_str("credential_ref")?.map(::std::convert::Into::into);
-        let mut extra_headers = c.secret_headers("extra_headers")?;
-        let mut meta = c.f.obj("_meta")?;
-        let mut method_id = c.f.opt_str("method_id")?;
+        let mut api_key_ref = c.f.opt_str((1, "api_key_ref"))?.map(::std::convert::Into::into);
+        let mut bearer_token = c.f.opt_str((2, "bearer_token"))?.map(::std::convert::Into::into);
+        let mut credential_ref = c.f.opt_str((3, "credential_ref"))?.map(::std::convert::Into::into);
+        let mut extra_headers = c.secret_headers((4, "extra_headers"))?;
+        let mut meta = c.f.obj((0, "_meta"))?;
+        let mut method_id = c.f.opt_str((5, "method_id"))?;
         Ok(E2AAuth { api_key_ref, bearer_token, credential_ref, extra_headers, meta, method_id })
     }
 
@@ -2658,48 +2658,48 @@ pub(crate) mod readers {
 
     /// Reads `E2AEnvelope` leniently: the `x-e2a` rules of its properties, then each by type and default.
     pub(crate) fn e2a_envelope<S: Source>(c: &mut Ctx<'_, S>) -> crate::Result<E2AEnvelope> {
-        let mut auth = c.nested_opt("auth", e2a_auth)?;
-        let mut provenance = c.nested_or_default("provenance", e2a_provenance)?;
-        if let Some(v) = c.f.take("binding") {
-            crate::lenient::binding_migration(c, "binding", v, &mut provenance)?;
+        let mut auth = c.nested_opt((5, "auth"), e2a_auth)?;
+        let mut provenance = c.nested_or_default((24, "provenance"), e2a_provenance)?;
+        if let Some(v) = c.f.take((6, "binding")) {
+            crate::lenient::binding_migration(c, (6, "binding"), v, &mut provenance)?;
             c.fire(LegacyRule::Binding);
         }
-        let mut a2a_metadata = c.f.obj("a2a_metadata")?;
-        let mut acp_meta = c.f.obj("acp_meta")?;
-        let mut agent_id = c.f.stripped("agent_id")?;
-        let mut agent_ref = c.f.opt_obj("agent_ref")?;
-        let mut channel = c.f.opt_str("channel")?;
-        let legacy_channel_id = c.f.opt_str("channel_id")?;
-        let mut channel_context = c.f.obj("channel_context")?;
-        c.merge(&mut channel_context, "metadata", Merge::SkipKeys(|k| k.parse::<WireMetadataKey>().is_ok()), LegacyRule::MetadataToChannelContext)?;
-        c.merge(&mut channel_context, "app_id", Merge::As("app_id"), LegacyRule::AppId)?;
-        let mut chat_id = c.f.opt_str("chat_id")?;
-        let mut context_id = c.f.opt_str("context_id")?;
-        let mut correlation_id = c.f.opt_str("correlation_id")?;
-        let mut expected_output_modes = c.f.str_array("expected_output_modes")?;
-        let mut ext_method = c.f.opt_str("ext_method")?;
-        c.null_default("identity_origin");
-        let mut identity_origin = c.parse_or::<IdentityOrigin>("identity_origin", defaults::e2a_envelope_identity_origin())?;
-        c.null_default("is_stream");
-        let mut is_stream = c.f.bool_or("is_stream", false)?;
-        let mut jsonrpc_id = c.f.rpc_id("jsonrpc_id")?;
-        let mut message_id = c.f.opt_str("message_id")?;
-        let mut method = c.f.opt_str("method")?;
-        let legacy_req_method = c.f.opt_str("req_method")?;
-        let mut params = c.f.obj("params")?;
-        c.merge(&mut params, "payload", Merge::SkipEmptyValues, LegacyRule::PayloadMerge)?;
-        c.null_default("protocol_version");
-        let mut protocol_version = c.f.str_or("protocol_version", "1.0")?;
-        let mut request_id = c.f.opt_str("request_id")?;
-        let mut service_id = c.f.stripped("service_id")?;
-        let mut session_id = c.f.opt_str("session_id")?;
-        let mut session_update_kind = c.f.opt_str("session_update_kind")?;
-        let mut source_agent_id = c.f.opt_str("source_agent_id")?;
-        let mut task_id = c.f.opt_str("task_id")?;
-        let mut timestamp = c.timestamp("timestamp")?;
-        let mut user_id = c.f.opt_str("user_id")?;
-        let mut workspace_key = c.f.stripped("workspace_key")?;
-        let legacy_workspace_dir = c.f.stripped("workspace_dir")?;
+        let mut a2a_metadata = c.f.obj((0, "a2a_metadata"))?;
+        let mut acp_meta = c.f.obj((1, "acp_meta"))?;
+        let mut agent_id = c.f.stripped((2, "agent_id"))?;
+        let mut agent_ref = c.f.opt_obj((3, "agent_ref"))?;
+        let mut channel = c.f.opt_str((7, "channel"))?;
+        let legacy_channel_id = c.f.opt_str((9, "channel_id"))?;
+        let mut channel_context = c.f.obj((8, "channel_context"))?;
+        c.merge(&mut channel_context, (19, "metadata"), Merge::SkipKeys(|k| k.parse::<WireMetadataKey>().is_ok()), LegacyRule::MetadataToChannelContext)?;
+        c.merge(&mut channel_context, (4, "app_id"), Merge::As("app_id"), LegacyRule::AppId)?;
+        let mut chat_id = c.f.opt_str((10, "chat_id"))?;
+        let mut context_id = c.f.opt_str((11, "context_id"))?;
+        let mut correlation_id = c.f.opt_str((12, "correlation_id"))?;
+        let mut expected_output_modes = c.f.str_array((13, "expected_output_modes"))?;
+        let mut ext_method = c.f.opt_str((14, "ext_method"))?;
+        c.null_default((15, "identity_origin"));
+        let mut identity_origin = c.parse_or::<IdentityOrigin>((15, "identity_origin"), defaults::e2a_envelope_identity_origin())?;
+        c.null_default((16, "is_stream"));
+        let mut is_stream = c.f.bool_or((16, "is_stream"), false)?;
+        let mut jsonrpc_id = c.f.rpc_id((17, "jsonrpc_id"))?;
+        let mut message_id = c.f.opt_str((18, "message_id"))?;
+        let mut method = c.f.opt_str((20, "method"))?;
+        let legacy_req_method = c.f.opt_str((25, "req_method"))?;
+        let mut params = c.f.obj((21, "params"))?;
+        c.merge(&mut params, (22, "payload"), Merge::SkipEmptyValues, LegacyRule::PayloadMerge)?;
+        c.null_default((23, "protocol_version"));
+        let mut protocol_version = c.f.str_or((23, "protocol_version"), "1.0")?;
+        let mut request_id = c.f.opt_str((26, "request_id"))?;
+        let mut service_id = c.f.stripped((27, "service_id"))?;
+        let mut session_id = c.f.opt_str((28, "session_id"))?;
+        let mut session_update_kind = c.f.opt_str((29, "session_update_kind"))?;
+        let mut source_agent_id = c.f.opt_str((30, "source_agent_id"))?;
+        let mut task_id = c.f.opt_str((31, "task_id"))?;
+        let mut timestamp = c.timestamp((32, "timestamp"))?;
+        let mut user_id = c.f.opt_str((33, "user_id"))?;
+        let mut workspace_key = c.f.stripped((35, "workspace_key"))?;
+        let legacy_workspace_dir = c.f.stripped((34, "workspace_dir"))?;
         if agent_id.is_none() {
             agent_id = crate::lenient::stripped(source_agent_id.as_deref());
             if agent_id.is_some() {
@@ -2732,11 +2732,11 @@ pub(crate) mod readers {
 
     /// Reads `E2AProvenance` leniently: the `x-e2a` rules of its properties, then each by type and default.
     pub(crate) fn e2a_provenance<S: Source>(c: &mut Ctx<'_, S>) -> crate::Result<E2AProvenance> {
-        let mut converted_at = c.f.opt_str("converted_at")?;
-        let mut converter = c.f.opt_str("converter")?;
-        let mut details = c.f.obj("details")?;
-        c.null_default("source_protocol");
-        let mut source_protocol = c.f.str_or("source_protocol", "e2a")?;
+        let mut converted_at = c.f.opt_str((0, "converted_at"))?;
+        let mut converter = c.f.opt_str((1, "converter"))?;
+        let mut details = c.f.obj((2, "details"))?;
+        c.null_default((3, "source_protocol"));
+        let mut source_protocol = c.f.str_or((3, "source_protocol"), "e2a")?;
         Ok(E2AProvenance { converted_at, converter, details, source_protocol })
     }
 
@@ -2745,42 +2745,42 @@ pub(crate) mod readers {
 
     /// Reads `E2AResponse` leniently: the `x-e2a` rules of its properties, then each by type and default.
     pub(crate) fn e2a_response<S: Source>(c: &mut Ctx<'_, S>) -> crate::Result<E2AResponse> {
-        let mut provenance = c.nested_or_default("provenance", e2a_provenance)?;
-        let mut a2a_metadata = c.f.obj("a2a_metadata")?;
-        let mut acp_meta = c.f.obj("acp_meta")?;
-        let mut agent_ref = c.f.opt_obj("agent_ref")?;
-        let mut body = c.f.obj("body")?;
-        let mut channel = c.f.opt_str("channel")?;
-        let legacy_channel_id = c.f.opt_str("channel_id")?;
-        let mut channel_context = c.f.obj("channel_context")?;
-        let mut context_id = c.f.opt_str("context_id")?;
-        let mut correlation_id = c.f.opt_str("correlation_id")?;
-        c.null_default("identity_origin");
-        let mut identity_origin = c.parse_or::<IdentityOrigin>("identity_origin", defaults::e2a_response_identity_origin())?;
-        c.null_default("is_final");
-        let mut is_final = c.f.bool_or("is_final", false)?;
-        c.null_default("is_stream");
-        let mut is_stream = c.f.bool_or("is_stream", false)?;
-        let mut jsonrpc_id = c.f.rpc_id("jsonrpc_id")?;
-        let mut message_id = c.f.opt_str("message_id")?;
-        let mut metadata = c.f.obj("metadata")?;
-        let mut method = c.f.opt_str("method")?;
-        let mut projections = c.f.obj("projections")?;
-        c.null_default("protocol_version");
-        let mut protocol_version = c.f.str_or("protocol_version", "1.0")?;
-        let mut request_id = c.f.opt_str("request_id")?;
-        let mut response_id = c.f.opt_str("response_id")?;
-        c.null_default("response_kind");
-        let mut response_kind = c.f.str_or("response_kind", "")?.into();
-        c.null_default("sequence");
-        let mut sequence = c.f.seq("sequence", 0)?;
-        let mut session_id = c.f.opt_str("session_id")?;
-        let mut source_agent_id = c.f.opt_str("source_agent_id")?;
-        c.null_default("status");
-        let mut status = c.f.str_or("status", "in_progress")?.into();
-        let mut task_id = c.f.opt_str("task_id")?;
-        let mut timestamp = c.timestamp("timestamp")?;
-        let mut user_id = c.f.opt_str("user_id")?;
+        let mut provenance = c.nested_or_default((18, "provenance"), e2a_provenance)?;
+        let mut a2a_metadata = c.f.obj((0, "a2a_metadata"))?;
+        let mut acp_meta = c.f.obj((1, "acp_meta"))?;
+        let mut agent_ref = c.f.opt_obj((2, "agent_ref"))?;
+        let mut body = c.f.obj((3, "body"))?;
+        let mut channel = c.f.opt_str((4, "channel"))?;
+        let legacy_channel_id = c.f.opt_str((6, "channel_id"))?;
+        let mut channel_context = c.f.obj((5, "channel_context"))?;
+        let mut context_id = c.f.opt_str((7, "context_id"))?;
+        let mut correlation_id = c.f.opt_str((8, "correlation_id"))?;
+        c.null_default((9, "identity_origin"));
+        let mut identity_origin = c.parse_or::<IdentityOrigin>((9, "identity_origin"), defaults::e2a_response_identity_origin())?;
+        c.null_default((10, "is_final"));
+        let mut is_final = c.f.bool_or((10, "is_final"), false)?;
+        c.null_default((11, "is_stream"));
+        let mut is_stream = c.f.bool_or((11, "is_stream"), false)?;
+        let mut jsonrpc_id = c.f.rpc_id((12, "jsonrpc_id"))?;
+        let mut message_id = c.f.opt_str((13, "message_id"))?;
+        let mut metadata = c.f.obj((14, "metadata"))?;
+        let mut method = c.f.opt_str((15, "method"))?;
+        let mut projections = c.f.obj((16, "projections"))?;
+        c.null_default((17, "protocol_version"));
+        let mut protocol_version = c.f.str_or((17, "protocol_version"), "1.0")?;
+        let mut request_id = c.f.opt_str((19, "request_id"))?;
+        let mut response_id = c.f.opt_str((20, "response_id"))?;
+        c.null_default((21, "response_kind"));
+        let mut response_kind = c.f.str_or((21, "response_kind"), "")?.into();
+        c.null_default((22, "sequence"));
+        let mut sequence = c.f.seq((22, "sequence"), 0)?;
+        let mut session_id = c.f.opt_str((23, "session_id"))?;
+        let mut source_agent_id = c.f.opt_str((24, "source_agent_id"))?;
+        c.null_default((25, "status"));
+        let mut status = c.f.str_or((25, "status"), "in_progress")?.into();
+        let mut task_id = c.f.opt_str((26, "task_id"))?;
+        let mut timestamp = c.timestamp((27, "timestamp"))?;
+        let mut user_id = c.f.opt_str((28, "user_id"))?;
         if channel.is_none() {
             channel = legacy_channel_id;
             if channel.is_some() {

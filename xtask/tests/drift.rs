@@ -149,3 +149,44 @@ fn lint_catches_undescribed_properties() {
         "{lint:?}"
     );
 }
+
+#[test]
+fn a_new_legacy_alias_or_default_in_schema_changes_the_reader_and_docs() {
+    let (_d, root) = scratch();
+    // a new legacy alias of `user_id`, and a new default of `protocol_version`
+    edit(
+        &root,
+        "schema/envelope.json",
+        r#""user_id": {"description": "End-user id.", "type": ["string", "null"], "default": null}"#,
+        r#""user_id": {"description": "End-user id.", "type": ["string", "null"], "default": null, "x-e2a-aliases": [{"key": "uid", "rule": "channel_id"}]}"#,
+    );
+    edit(
+        &root,
+        "schema/response.json",
+        r#""x-e2a-default": "in_progress""#,
+        r#""x-e2a-default": "succeeded""#,
+    );
+    let drifts = drifted(&root);
+    assert!(
+        drifts.contains(&"generated/rust/e2a_types.rs".to_string()),
+        "{drifts:?}"
+    );
+    assert!(drifts.contains(&"docs/protocol.md".to_string()), "{drifts:?}");
+    codegen(&root, OPTS).unwrap();
+    assert!(drifted(&root).is_empty());
+    let rust = std::fs::read_to_string(root.join("generated/rust/e2a_types.rs")).unwrap();
+    assert!(
+        rust.contains(r#"c.f.opt_str((35, "uid"))?"#) || rust.contains(r#""uid"))?"#),
+        "reader reads the alias"
+    );
+    assert!(
+        rust.contains(r#""uid""#) && rust.contains("E2A_ENVELOPE_KEYS"),
+        "key table knows it"
+    );
+    assert!(rust.contains(r#"c.f.str_or((18, "status"), "succeeded")"#) || rust.contains(r#""status"), "succeeded")"#));
+    let docs = std::fs::read_to_string(root.join("docs/protocol.md")).unwrap();
+    assert!(
+        docs.contains("`uid` is read when `user_id` is absent or null"),
+        "docs list the rule"
+    );
+}
