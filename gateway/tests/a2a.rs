@@ -467,6 +467,60 @@ async fn a_run_that_outlives_the_gateway_ends_failed_after_a_restart() {
     assert_eq!(states.last(), Some(&json!("TASK_STATE_FAILED")));
 }
 
+#[tokio::test]
+async fn long_streams_keep_sparse_snapshots_that_readers_catch_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("tasks.db");
+    let story = "0123456789".repeat(15);
+    let output = |task: &Value| -> String {
+        task["artifacts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|a| a["name"] == "output")
+            .flat_map(|a| a["parts"].as_array().cloned().unwrap_or_default())
+            .filter_map(|p| p["text"].as_str().map(String::from))
+            .collect()
+    };
+    let id = {
+        let s = serve(
+            GatewayConfig::default(),
+            A2aConfig::default(),
+            Arc::new(SqliteStore::open(&path).expect("open")),
+        )
+        .await;
+        let mut p = msg("long story");
+        p["configuration"] = json!({"returnImmediately": true});
+        let v = rpc(&s.base, "SendMessage", p).await;
+        let id = v["result"]["task"]["id"].as_str().expect("id").to_string();
+        let mut task = Value::Null;
+        for _ in 0..100 {
+            task = rpc(&s.base, "GetTask", json!({"id": id})).await["result"].clone();
+            if output(&task).len() == story.len() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(output(&task), story, "GetTask mid-run sees every chunk");
+        assert_eq!(task["status"]["state"], "TASK_STATE_WORKING");
+        id
+    };
+    let store = SqliteStore::open(&path).expect("reopen");
+    let stored = store.get(&id).await.expect("get").expect("task");
+    assert!(
+        stored.snapshot_seq < stored.last_seq,
+        "snapshots are sparse: {stored:?}"
+    );
+    let s = serve(GatewayConfig::default(), A2aConfig::default(), Arc::new(store)).await;
+    let task = rpc(&s.base, "GetTask", json!({"id": id})).await["result"].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED");
+    assert_eq!(
+        output(&task),
+        story,
+        "after a crash the snapshot is rebuilt from the log"
+    );
+}
+
 fn record(id: &str, owner: Option<&str>, context: &str, state: &str, at: i64) -> TaskRecord {
     TaskRecord {
         id: id.into(),
@@ -475,6 +529,7 @@ fn record(id: &str, owner: Option<&str>, context: &str, state: &str, at: i64) ->
         state: state.into(),
         task: json!({"id": id, "contextId": context, "status": {"state": state}}),
         last_seq: 0,
+        snapshot_seq: 0,
         created_ms: at,
         updated_ms: at,
     }
@@ -487,17 +542,29 @@ async fn store_contract(store: &dyn TaskStore) {
         .enumerate()
     {
         let seq = store
-            .append(record("a", Some("u1"), "c1", state, 10 + i as i64), json!({"n": i}))
+            .append(
+                record("a", Some("u1"), "c1", state, 10 + i as i64),
+                json!({"n": i}),
+                true,
+            )
             .await
             .expect("append");
         assert_eq!(seq, i as u64 + 1);
     }
     store
-        .append(record("b", Some("u1"), "c2", "TASK_STATE_WORKING", 50), json!({"n": 0}))
+        .append(
+            record("b", Some("u1"), "c2", "TASK_STATE_WORKING", 50),
+            json!({"n": 0}),
+            true,
+        )
         .await
         .expect("append");
     store
-        .append(record("c", Some("u2"), "c1", "TASK_STATE_WORKING", 60), json!({"n": 0}))
+        .append(
+            record("c", Some("u2"), "c1", "TASK_STATE_WORKING", 60),
+            json!({"n": 0}),
+            true,
+        )
         .await
         .expect("append");
     let a = store.get("a").await.expect("get").expect("a");
@@ -542,6 +609,15 @@ async fn store_contract(store: &dyn TaskStore) {
         .await
         .expect("list");
     assert_eq!(none.total, 0);
+    // an event without a snapshot: the log and last_seq move, the stored task may stay behind
+    let mut changed = record("a", Some("u1"), "c1", "TASK_STATE_COMPLETED", 20);
+    changed.task["marker"] = true.into();
+    let seq = store.append(changed, json!({"n": 9}), false).await.expect("append");
+    assert_eq!(seq, 4);
+    let a = store.get("a").await.expect("get").expect("a");
+    assert_eq!(a.last_seq, 4);
+    assert!(a.snapshot_seq == 3 || a.snapshot_seq == 4, "{a:?}");
+    assert_eq!(a.task.get("marker").is_some(), a.snapshot_seq == 4);
 }
 
 #[tokio::test]
@@ -552,6 +628,7 @@ async fn stores_keep_the_same_contract() {
     let path = dir.path().join("t.db");
     store_contract(&SqliteStore::open(&path).expect("open")).await;
     let reopened = SqliteStore::open(&path).expect("reopen");
-    assert_eq!(reopened.events_after("a", 0).await.expect("events").len(), 3);
-    assert_eq!(reopened.get("a").await.expect("get").map(|r| r.last_seq), Some(3));
+    assert_eq!(reopened.events_after("a", 0).await.expect("events").len(), 4);
+    let a = reopened.get("a").await.expect("get").expect("a");
+    assert_eq!((a.last_seq, a.snapshot_seq), (4, 3));
 }

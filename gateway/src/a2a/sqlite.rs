@@ -19,6 +19,7 @@ CREATE TABLE IF NOT EXISTS a2a_tasks (
     state TEXT NOT NULL,
     task TEXT NOT NULL,
     last_seq INTEGER NOT NULL,
+    snapshot_seq INTEGER NOT NULL DEFAULT 0,
     created_ms INTEGER NOT NULL,
     updated_ms INTEGER NOT NULL
 );
@@ -67,6 +68,18 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(backend)?;
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(backend)?;
         conn.execute_batch(SCHEMA).map_err(backend)?;
+        // files from before snapshot_seq: their snapshots are complete
+        let has_snapshot_seq = conn
+            .prepare("SELECT 1 FROM pragma_table_info('a2a_tasks') WHERE name = 'snapshot_seq'")
+            .and_then(|mut s| s.exists([]))
+            .map_err(backend)?;
+        if !has_snapshot_seq {
+            conn.execute_batch(
+                "ALTER TABLE a2a_tasks ADD COLUMN snapshot_seq INTEGER NOT NULL DEFAULT 0;
+                 UPDATE a2a_tasks SET snapshot_seq = last_seq;",
+            )
+            .map_err(backend)?;
+        }
         Ok(SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
             path,
@@ -91,6 +104,7 @@ impl SqliteStore {
 fn record_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<(TaskRecord, String)> {
     let task: String = row.get(4)?;
     let last_seq: i64 = row.get(5)?;
+    let snapshot_seq: i64 = row.get(8)?;
     Ok((
         TaskRecord {
             id: row.get(0)?,
@@ -99,6 +113,7 @@ fn record_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<(TaskRecord, String)> 
             state: row.get(3)?,
             task: Value::Null,
             last_seq: u64::try_from(last_seq).unwrap_or(0),
+            snapshot_seq: u64::try_from(snapshot_seq).unwrap_or(0),
             created_ms: row.get(6)?,
             updated_ms: row.get(7)?,
         },
@@ -111,7 +126,7 @@ fn parse_record((mut r, task): (TaskRecord, String)) -> Result<TaskRecord, Store
     Ok(r)
 }
 
-const COLUMNS: &str = "id, context_id, owner, state, task, last_seq, created_ms, updated_ms";
+const COLUMNS: &str = "id, context_id, owner, state, task, last_seq, created_ms, updated_ms, snapshot_seq";
 
 impl TaskStore for SqliteStore {
     fn name(&self) -> String {
@@ -133,7 +148,7 @@ impl TaskStore for SqliteStore {
         }))
     }
 
-    fn append(&self, record: TaskRecord, event: Value) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn append(&self, record: TaskRecord, event: Value, snapshot: bool) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(self.with(move |c| {
             let tx = c.transaction().map_err(backend)?;
             let last: Option<i64> = tx
@@ -143,25 +158,33 @@ impl TaskStore for SqliteStore {
                 .optional()
                 .map_err(backend)?;
             let seq = last.unwrap_or(0).saturating_add(1);
-            let task = serde_json::to_string(&record.task).map_err(backend)?;
-            tx.prepare_cached(
-                "INSERT INTO a2a_tasks (id, context_id, owner, state, task, last_seq, created_ms, updated_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                 ON CONFLICT(id) DO UPDATE SET context_id = excluded.context_id, state = excluded.state,
-                   task = excluded.task, last_seq = excluded.last_seq, updated_ms = excluded.updated_ms",
-            )
-            .map_err(backend)?
-            .execute(params![
-                record.id,
-                record.context_id,
-                record.owner,
-                record.state,
-                task,
-                seq,
-                record.created_ms,
-                record.updated_ms
-            ])
-            .map_err(backend)?;
+            if snapshot || last.is_none() {
+                let task = serde_json::to_string(&record.task).map_err(backend)?;
+                tx.prepare_cached(
+                    "INSERT INTO a2a_tasks (id, context_id, owner, state, task, last_seq, snapshot_seq, created_ms, updated_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)
+                     ON CONFLICT(id) DO UPDATE SET context_id = excluded.context_id, state = excluded.state,
+                       task = excluded.task, last_seq = excluded.last_seq, snapshot_seq = excluded.snapshot_seq,
+                       updated_ms = excluded.updated_ms",
+                )
+                .map_err(backend)?
+                .execute(params![
+                    record.id,
+                    record.context_id,
+                    record.owner,
+                    record.state,
+                    task,
+                    seq,
+                    record.created_ms,
+                    record.updated_ms
+                ])
+                .map_err(backend)?;
+            } else {
+                tx.prepare_cached("UPDATE a2a_tasks SET state = ?2, last_seq = ?3, updated_ms = ?4 WHERE id = ?1")
+                    .map_err(backend)?
+                    .execute(params![record.id, record.state, seq, record.updated_ms])
+                    .map_err(backend)?;
+            }
             tx.prepare_cached("INSERT INTO a2a_task_events (task_id, seq, event) VALUES (?1, ?2, ?3)")
                 .map_err(backend)?
                 .execute(params![record.id, seq, event.to_string()])

@@ -29,6 +29,9 @@ pub struct TaskRecord {
     pub task: Value,
     /// Sequence number of the last event appended (0: none yet).
     pub last_seq: u64,
+    /// Sequence number of the last event `task` includes; a reader brings an older snapshot up
+    /// to date by applying the events after it (see [`TaskStore::append`]).
+    pub snapshot_seq: u64,
     /// Creation time, milliseconds since the Unix epoch.
     pub created_ms: i64,
     /// Last update time, milliseconds since the Unix epoch.
@@ -91,10 +94,16 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The task `id`, if stored.
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>>;
 
-    /// Writes `record` (insert or replace) and appends `event` to its log, in one step.
+    /// Appends `event` to the log of `record`'s task and updates the record, in one step.
     /// Returns the event's sequence number (the record's previous `last_seq` + 1; the
-    /// `last_seq` passed in is ignored).
-    fn append(&self, record: TaskRecord, event: Value) -> BoxFuture<'_, Result<u64, StoreError>>;
+    /// `last_seq` and `snapshot_seq` passed in are ignored).
+    ///
+    /// With `snapshot`, the whole record is written (insert or replace) and its `snapshot_seq`
+    /// becomes the new sequence number. Without, only `state`, `last_seq` and `updated_ms`
+    /// change and the stored `task` stays as it was (a long stream of artifact chunks does not
+    /// rewrite a growing task on every chunk); a store may write the snapshot anyway. The first
+    /// event of a task always writes it.
+    fn append(&self, record: TaskRecord, event: Value, snapshot: bool) -> BoxFuture<'_, Result<u64, StoreError>>;
 
     /// The events of task `id` after sequence number `after`, in order.
     fn events_after<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>>;
@@ -140,7 +149,7 @@ impl TaskStore for MemoryStore {
         })
     }
 
-    fn append(&self, mut record: TaskRecord, event: Value) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn append(&self, mut record: TaskRecord, event: Value, _snapshot: bool) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(async move {
             let mut map = self.inner.lock().map_err(poisoned)?;
             let entry = map
@@ -153,6 +162,8 @@ impl TaskStore for MemoryStore {
                 record.created_ms = entry.0.created_ms;
             }
             record.last_seq = seq;
+            // in memory a snapshot costs nothing: always current
+            record.snapshot_seq = seq;
             entry.0 = record;
             entry.1.push(StoredEvent { seq, event });
             Ok(seq)

@@ -38,6 +38,8 @@ const WORKING: &str = "TASK_STATE_WORKING";
 const SUBMITTED: &str = "TASK_STATE_SUBMITTED";
 const FAILED: &str = "TASK_STATE_FAILED";
 const CANCELED: &str = "TASK_STATE_CANCELED";
+/// Most artifact chunks between two stored snapshots of a task.
+const SNAPSHOT_EVERY: u64 = 64;
 
 /// Whether `state` ends a task.
 pub fn is_terminal(state: &str) -> bool {
@@ -184,7 +186,11 @@ impl A2aState {
             rec.state = s.to_string();
         }
         rec.updated_ms = now_ms();
-        let seq = match self.store.append(rec.clone(), event.clone()).await {
+        // artifact chunks leave the stored snapshot alone (up to SNAPSHOT_EVERY of them): a
+        // reader catches up from the log
+        let snapshot = event.get("artifactUpdate").is_none()
+            || rec.last_seq.saturating_sub(rec.snapshot_seq) + 1 >= SNAPSHOT_EVERY;
+        let seq = match self.store.append(rec.clone(), event.clone(), snapshot).await {
             Ok(seq) => seq,
             Err(e) => {
                 tracing::error!(task_id = %rec.id, error = %e, "cannot store a task event");
@@ -192,6 +198,9 @@ impl A2aState {
             }
         };
         rec.last_seq = seq;
+        if snapshot {
+            rec.snapshot_seq = seq;
+        }
         let tx = self.channels.lock().ok().and_then(|mut c| {
             if is_terminal(&rec.state) {
                 // the last event: followers get it, then the channel closes
@@ -205,11 +214,29 @@ impl A2aState {
         }
     }
 
+    /// A stored record with its snapshot brought up to date from the log.
+    async fn caught_up(&self, mut rec: TaskRecord) -> Result<TaskRecord, A2aError> {
+        if rec.snapshot_seq < rec.last_seq {
+            for e in self.store.events_after(&rec.id, rec.snapshot_seq).await? {
+                apply(&mut rec.task, &e.event);
+                rec.snapshot_seq = e.seq;
+            }
+        }
+        Ok(rec)
+    }
+
+    /// Task `id` from the store, up to date.
+    async fn stored(&self, id: &str) -> Result<Option<TaskRecord>, A2aError> {
+        match self.store.get(id).await? {
+            Some(rec) => Ok(Some(self.caught_up(rec).await?)),
+            None => Ok(None),
+        }
+    }
+
     /// The caller's task `id`, settled if its run is gone.
     pub async fn load(&self, id: &str, caller: &Caller) -> Result<TaskRecord, A2aError> {
         let rec = self
-            .store
-            .get(id)
+            .stored(id)
             .await?
             .filter(|r| r.owner == caller.subject)
             .ok_or_else(|| A2aError::task_not_found(id))?;
@@ -223,7 +250,7 @@ impl A2aState {
             return rec;
         }
         // a run commits its last event before it leaves the table: read again to see it
-        let mut rec = match self.store.get(&rec.id).await {
+        let mut rec = match self.stored(&rec.id).await {
             Ok(Some(fresh)) => fresh,
             _ => rec,
         };
@@ -391,6 +418,7 @@ impl A2aState {
                     state: SUBMITTED.into(),
                     task,
                     last_seq: 0,
+                    snapshot_seq: 0,
                     created_ms: ms,
                     updated_ms: ms,
                 };
@@ -651,6 +679,7 @@ impl A2aState {
         let page = self.store.list(query).await?;
         let mut tasks = Vec::new();
         for rec in page.tasks {
+            let rec = self.caught_up(rec).await?;
             let rec = self.settle(rec).await;
             let mut task = trim_history(rec.task, history);
             if !include_artifacts {
