@@ -11,8 +11,7 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput};
 use e2a::stream::{ResponseStream, StreamValidator};
 use e2a::{E2AEnvelope, E2AResponse};
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 struct Counting;
 static ALLOCS: AtomicU64 = AtomicU64::new(0);

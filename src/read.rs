@@ -188,6 +188,60 @@ pub trait Message: Sized + Clone + PartialEq + DeserializeOwned + sealed::Sealed
     }
 }
 
+/// The inherent reading and writing methods of a [`Message`] type (so callers need not import
+/// the trait): `to_value`, `to_json`, `read`, `read_value`, `from_json`, `from_value`.
+macro_rules! message_methods {
+    ($ty:ident) => {
+        impl $ty {
+            /// The canonical JSON object: every field, nulls and empty containers included (the
+            /// reference `to_dict()` key set).
+            pub fn to_value(&self) -> serde_json::Value {
+                <Self as $crate::read::Message>::to_value(self)
+            }
+
+            /// Canonical compact JSON text.
+            pub fn to_json(&self) -> String {
+                serde_json::to_string(self).unwrap_or_default()
+            }
+
+            /// Reads JSON text under `options` (mode and limits); see [`crate::read`].
+            pub fn read(
+                input: &str,
+                options: &$crate::read::ReadOptions,
+            ) -> $crate::Result<$crate::read::Read<Self>> {
+                <Self as $crate::read::Message>::read(input, options)
+            }
+
+            /// Reads a parsed JSON value under `options` (mode and limits); see [`crate::read`].
+            pub fn read_value(
+                input: &serde_json::Value,
+                options: &$crate::read::ReadOptions,
+            ) -> $crate::Result<$crate::read::Read<Self>> {
+                <Self as $crate::read::Message>::read_value(input, options)
+            }
+
+            /// Reads JSON text leniently (legacy shapes accepted) under the default
+            /// [`crate::Limits`].
+            ///
+            /// ```
+            #[doc = concat!("let m = e2a::", stringify!($ty), r##"::from_json(r#"{"request_id":"r1","channel_id":"web"}"#).unwrap();"##)]
+            /// assert_eq!(m.channel.as_deref(), Some("web"));
+            #[doc = concat!("assert!(e2a::", stringify!($ty), r##"::from_json(r#"{"request_id":"#).is_err());"##)]
+            /// ```
+            pub fn from_json(input: &str) -> $crate::Result<Self> {
+                <Self as $crate::read::Message>::from_json(input)
+            }
+
+            /// Reads a JSON value leniently (the reference's `from_dict`) under the default
+            /// [`crate::Limits`].
+            pub fn from_value(input: &serde_json::Value) -> $crate::Result<Self> {
+                <Self as $crate::read::Message>::from_value(input)
+            }
+        }
+    };
+}
+pub(crate) use message_methods;
+
 /// Where a schema-valid `value` is not what e2a writes: a missing key, or a field the lenient
 /// reader normalizes (so "canonical-valid ⇒ lenient-valid with the same value" holds).
 fn non_canonical<T: Message>(value: &Value, decoded: &T) -> Result<Vec<Violation>> {

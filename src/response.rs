@@ -3,7 +3,6 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::read::{Message, Read, ReadOptions};
 use crate::types::{
     A2aStreamEventBody, ChunkBody, CompleteBody, CronBody, E2AResponse, ErrorBody, ExtBody, JsonRpcErrorBody,
     OutputRequestBody, PlanApprovalRequiredBody, PromptResultBody, ResponseKind, ResponseStatus, SessionUpdateBody,
@@ -128,42 +127,6 @@ impl E2AResponse {
             self.timestamp = Some(crate::timestamp::utc_now_iso());
         }
     }
-
-    /// The canonical JSON object: every field, nulls and empty containers included (the
-    /// reference `to_dict()` key set).
-    pub fn to_value(&self) -> Value {
-        <Self as Message>::to_value(self)
-    }
-
-    /// Canonical compact JSON text.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
-    }
-
-    /// Reads JSON text under `options` (mode and limits); see [`crate::read`].
-    pub fn read(input: &str, options: &ReadOptions) -> Result<Read<Self>> {
-        <Self as Message>::read(input, options)
-    }
-
-    /// Reads a parsed JSON value under `options` (mode and limits); see [`crate::read`].
-    pub fn read_value(input: &Value, options: &ReadOptions) -> Result<Read<Self>> {
-        <Self as Message>::read_value(input, options)
-    }
-
-    /// Reads JSON text leniently (legacy shapes accepted) under the default [`crate::Limits`].
-    ///
-    /// ```
-    /// let m = e2a::E2AResponse::from_json(r#"{"request_id":"r1","channel_id":"web"}"#).unwrap();
-    /// assert_eq!(m.channel.as_deref(), Some("web"));
-    /// assert!(e2a::E2AResponse::from_json(r#"{"request_id":"#).is_err());
-    /// ```
-    pub fn from_json(input: &str) -> Result<Self> {
-        <Self as Message>::from_json(input)
-    }
-
-    /// Reads a JSON value leniently (the reference's `from_dict`) under the default
-    /// [`crate::Limits`].
-    pub fn from_value(input: &Value) -> Result<Self> {
-        <Self as Message>::from_value(input)
-    }
 }
+
+crate::read::message_methods!(E2AResponse);
