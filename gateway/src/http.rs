@@ -145,6 +145,8 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(HEALTH_PATH, get(health).fallback(method_not_allowed_get))
         .merge(api)
         .fallback(not_found)
+        // one span per request at DEBUG (method and path; headers are never recorded)
+        .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(shared)
 }
 

@@ -224,3 +224,12 @@ async fn the_echo_agent_answers_like_the_demo() {
         Some(json!("You said: hello gateway"))
     );
 }
+
+#[test]
+fn a_remote_url_may_not_carry_a_credential() {
+    let err = RemoteAgent::new(RemoteConfig::new("http://user:pa55word@127.0.0.1:9/")).expect_err("refused");
+    assert!(!err.to_string().contains("pa55word"));
+    assert!(RemoteAgent::new(RemoteConfig::new("ftp://127.0.0.1/")).is_err());
+    let ok = RemoteAgent::new(RemoteConfig::new("http://127.0.0.1:9")).expect("plain URL");
+    assert_eq!(ok.endpoint(), "http://127.0.0.1:9/v1/e2a/requests");
+}

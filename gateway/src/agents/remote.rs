@@ -55,6 +55,9 @@ pub enum RemoteError {
     /// The URL is not an `http` or `https` URL.
     #[error("remote agent URL must start with http:// or https://")]
     BadUrl,
+    /// The URL carries a credential (`user:password@`); it belongs in the token setting.
+    #[error("remote agent URL must not carry a credential: give the token in the configuration (--agent-token-file)")]
+    CredentialInUrl,
     /// The HTTP client cannot be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
@@ -66,6 +69,11 @@ impl RemoteAgent {
         let url = config.url.trim();
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(RemoteError::BadUrl);
+        }
+        let parsed = reqwest::Url::parse(url).map_err(|_| RemoteError::BadUrl)?;
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            // the URL is logged and shown as the agent's name: no secret may live in it
+            return Err(RemoteError::CredentialInUrl);
         }
         let base = url.trim_end_matches('/');
         let endpoint = if base.ends_with(crate::http::REQUESTS_PATH) {
