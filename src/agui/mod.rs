@@ -221,7 +221,8 @@ impl AguiProjector {
                 out.push(
                     json!({"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id,
                     "outcome": {"type": "interrupt", "interrupts": [{"id": id, "reason": "plan.approval_required",
-                    "payload": b}]}}),
+                    "message": b.get("plan_content").and_then(Value::as_str).unwrap_or("Approval required"),
+                    "metadata": b}]}}),
                 );
             }
             _ if frame.is_final => {
