@@ -217,3 +217,8 @@ pub fn check_bind(addr: SocketAddr, auth: &Auth, insecure_no_auth: bool) -> Resu
         ))
     }
 }
+
+/// The README's Rust samples, compiled (and run where they can) as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
