@@ -5,7 +5,8 @@
 //! after the final one or a stream that ends without a final frame cuts the agent off: the
 //! client gets an `e2a.error` final frame (`E2A.INVALID_AGENT_RESPONSE`) in place of the bad
 //! frame, and a `warn` log line names the violation. Deadlines (idle and total), client
-//! disconnects and shutdown end a run the same way, with `E2A.TIMEOUT` or `E2A.CANCELLED`.
+//! disconnects and shutdown end a run the same way, with `E2A.TIMEOUT` or `E2A.CANCELLED`; an
+//! agent that panics gets `E2A.AGENT_ERROR` (the panic does not reach the server).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -13,7 +14,7 @@ use std::time::Duration;
 use e2a::stream::{ResponseStream, StreamValidator};
 use e2a::taxonomy::ErrorKind;
 use e2a::{E2AEnvelope, E2AResponse};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
@@ -67,6 +68,7 @@ pub fn cutoff_frame(
 
 enum Step {
     Frame(Option<Box<E2AResponse>>),
+    Panicked,
     Stopped,
     Deadline,
     Idle,
@@ -108,7 +110,10 @@ pub fn guard(
                 let wake = idle_at.min(total);
                 tokio::select! {
                     biased;
-                    f = agent.next() => Step::Frame(f.map(Box::new)),
+                    f = std::panic::AssertUnwindSafe(agent.next()).catch_unwind() => match f {
+                        Ok(f) => Step::Frame(f.map(Box::new)),
+                        Err(_) => Step::Panicked,
+                    },
                     _ = ctx.cancel.cancelled() => Step::Stopped,
                     _ = tokio::time::sleep_until(wake) => if wake >= total { Step::Deadline } else { Step::Idle },
                 }
@@ -119,6 +124,15 @@ pub fn guard(
                     if let Some(f) = held_final.take() {
                         yield f;
                     }
+                    return;
+                }
+                Step::Panicked => {
+                    ctx.cancel.cancel();
+                    tracing::error!(request_id = request_id.as_deref(), agent = %agent_name, "agent panicked: cut off");
+                    if let Some(h) = held_final.take() {
+                        next = h.sequence;
+                    }
+                    yield cutoff_frame(&request, next, ErrorKind::AgentError, "the agent failed (it panicked)", obj(json!({"panicked": true})));
                     return;
                 }
                 Step::Stopped => {

@@ -233,3 +233,41 @@ fn a_remote_url_may_not_carry_a_credential() {
     let ok = RemoteAgent::new(RemoteConfig::new("http://127.0.0.1:9")).expect("plain URL");
     assert_eq!(ok.endpoint(), "http://127.0.0.1:9/v1/e2a/requests");
 }
+
+/// Sends one frame, then panics.
+struct Panics;
+
+impl e2a_gateway::Agent for Panics {
+    fn run(&self, request: e2a::E2AEnvelope, _ctx: e2a_gateway::RequestContext) -> e2a_gateway::FrameStream {
+        use futures_util::StreamExt;
+        let mut s = e2a::stream::ResponseStream::for_request(&request);
+        let first = s.text("about to fail");
+        Box::pin(futures_util::stream::iter([first]).chain(futures_util::stream::poll_fn(
+            |_| -> std::task::Poll<Option<E2AResponse>> { panic!("agent bug") },
+        )))
+    }
+}
+
+#[tokio::test]
+async fn an_agent_that_panics_is_cut_off_with_an_error_final_frame() {
+    let server = start(Arc::new(Panics), fast_config()).await;
+    for accept in ["text/event-stream", "application/json"] {
+        let resp = post(&server.base, &envelope("hi"), accept).await;
+        assert_eq!(resp.status(), 200);
+        let text = resp.text().await.expect("body");
+        let last = if accept == "application/json" {
+            E2AResponse::from_json(&text).expect("final frame")
+        } else {
+            let frames = sse_frames(&text);
+            assert_valid_stream(&frames);
+            assert_eq!(frames.len(), 2);
+            frames[1].clone()
+        };
+        assert!(last.is_final);
+        assert_eq!(last.body["code"], "E2A.AGENT_ERROR");
+        assert_eq!(last.sequence, 1);
+    }
+    // the server is still there
+    let again = post(&server.base, &envelope("hi"), "application/json").await;
+    assert_eq!(again.status(), 200);
+}
