@@ -5,6 +5,7 @@
 //!    handler returning the same bytes: 64 connections, throughput, p50/p99 (target ≥ 0.5×);
 //! 2. one SSE stream of 10,000 chunks through the gateway vs. the same frames written to a bare
 //!    SSE response (target ≥ 0.5×);
+//!    (plus the same path with an agent that answers its final frame only);
 //! 3. 10,000 idle open SSE streams: the gateway process's memory per stream (target ≤ 64 KiB).
 //!
 //! `cargo bench -p e2a-gateway --bench gateway` (`-- --quick` for a short run). The idle-stream
@@ -40,6 +41,16 @@ impl Agent for Burst {
             }
             yield s.complete(json!({}));
         })
+    }
+}
+
+/// Answers with the final frame only.
+struct Single;
+
+impl Agent for Single {
+    fn run(&self, request: E2AEnvelope, _ctx: RequestContext) -> FrameStream {
+        let done = ResponseStream::for_request(&request).complete(json!({"content": "You said: hello gateway"}));
+        Box::pin(futures_util::stream::iter([done]))
     }
 }
 
@@ -288,6 +299,15 @@ fn main() {
         );
         let r1 = through.per_sec / base.per_sec.max(1.0);
         println!("  ratio       {r1:.2}× (target ≥ 0.5×)");
+        // the same path with an agent that answers the final frame only: what a frame costs
+        let one = listen(Gateway::new(Single, GatewayConfig::default()).router()).await;
+        let single = load(&one, "application/json", d).await;
+        println!(
+            "  gateway, one-frame agent {:>9.0} req/s  p50 {:>7.2} ms  ({:.2}× of bare)",
+            single.per_sec,
+            single.p50.as_secs_f64() * 1e3,
+            single.per_sec / base.per_sec.max(1.0)
+        );
 
         // 2. one SSE stream of 10,000 chunks
         let n = 10_000;
