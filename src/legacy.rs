@@ -1,12 +1,15 @@
 //! The legacy agent-server records ([`AgentResponse`], [`AgentResponseChunk`], `AgentRequest`)
 //! and the gateway conversions between them and E2A (the reference's `gateway_normalize.py`).
 
+use crate::types::{ChunkBody, DeltaKind};
 use crate::{ResponseKind, ResponseStatus};
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
 use crate::fields::{truthy, Fields};
 use crate::pyrepr::py_str;
+use crate::response::body_map;
+use crate::types::ErrorBody;
 pub use crate::types::{AgentResponse, AgentResponseChunk};
 use crate::types::{ConverterId, E2AEnvelope, E2AResponse, ErrorCode, IdentityOrigin, InternalContextKey};
 
@@ -165,13 +168,6 @@ fn legacy_frame(
     }
 }
 
-fn body(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
-
 /// A unary [`AgentResponse`] as the final E2A frame: `e2a.complete` with `{"result": payload}`
 /// when ok, else `e2a.error` with code `E2A.AGENT_ERROR`, the payload's `error` (or `message`)
 /// as message and the payload as details.
@@ -205,7 +201,7 @@ pub fn response_from_agent_response(
     if resp.ok {
         frame.status = ResponseStatus::Succeeded;
         frame.response_kind = ResponseKind::E2aComplete;
-        frame.body = body(json!({"result": payload}));
+        frame.body = body_map(json!({"result": payload}));
     } else {
         let message = match payload.get("error").or_else(|| payload.get("message")) {
             Some(v) => py_str(v),
@@ -213,7 +209,7 @@ pub fn response_from_agent_response(
         };
         frame.status = ResponseStatus::Failed;
         frame.response_kind = ResponseKind::E2aError;
-        frame.body = body(json!({"code": ErrorCode::E2aAgentError.as_str(), "message": message, "details": payload}));
+        frame.body = body_map(ErrorBody::new(ErrorCode::E2aAgentError.as_str(), message, payload));
     }
     frame.is_final = true;
     frame.metadata = resp.metadata.clone().unwrap_or_default();
@@ -264,11 +260,11 @@ pub fn response_from_agent_chunk(
             };
             frame.status = ResponseStatus::Failed;
             frame.response_kind = ResponseKind::E2aError;
-            frame.body = body(json!({"code": ErrorCode::ChatError.as_str(), "message": message, "details": pl}));
+            frame.body = body_map(ErrorBody::new(ErrorCode::ChatError.as_str(), message, pl));
         } else {
             frame.status = ResponseStatus::Succeeded;
             frame.response_kind = ResponseKind::E2aComplete;
-            frame.body = body(json!({"result": if sentinel { Map::new() } else { pl }}));
+            frame.body = body_map(json!({"result": if sentinel { Map::new() } else { pl }}));
         }
     } else if event_type.as_str() == Some("chat.delta") {
         let reasoning = pl.get("source_chunk_type").and_then(Value::as_str) == Some("llm_reasoning");
@@ -289,7 +285,7 @@ pub fn response_from_agent_chunk(
         frame.body = b;
     } else {
         frame.response_kind = ResponseKind::E2aChunk;
-        frame.body = body(json!({"delta_kind": "custom", "delta": pl, "event_type": event_type}));
+        frame.body = body_map(json!({"delta_kind": "custom", "delta": pl, "event_type": event_type}));
     }
     frame.is_stream = is_stream;
     frame.agent_ref = chunk.agent_ref.clone();
@@ -322,7 +318,7 @@ pub fn response_to_agent_response(resp: &E2AResponse) -> Result<AgentResponse> {
     } else if resp.response_kind == ResponseKind::E2aError || resp.status == ResponseStatus::Failed {
         let payload = match b.get("details") {
             Some(Value::Object(d)) => d.clone(),
-            _ => body(json!({
+            _ => body_map(json!({
                 "error": b.get("message").cloned().unwrap_or_else(|| "Agent error".into()),
                 "code": b.get("code").cloned().unwrap_or(Value::Null),
             })),
@@ -363,7 +359,7 @@ pub fn response_to_agent_chunk(resp: &E2AResponse) -> Result<AgentResponseChunk>
         (ResponseKind::E2aComplete, true) => {
             let result = b.get("result").and_then(Value::as_object);
             if result.is_some_and(Map::is_empty) && b.len() == 1 {
-                (body(json!({"is_complete": true})), true)
+                (body_map(json!({"is_complete": true})), true)
             } else {
                 (result.cloned().unwrap_or_default(), true)
             }
@@ -377,17 +373,20 @@ pub fn response_to_agent_chunk(resp: &E2AResponse) -> Result<AgentResponseChunk>
         ),
         (ResponseKind::E2aChunk, false) => (chunk_payload(b), false),
         (ResponseKind::Cron, _) => (
-            body(
+            body_map(
                 json!({"event_type": "cron.response", "command_id": get("command_id"), "action": get("action"),
                 "status": get("status"), "data": get("data"), "message": get("message")}),
             ),
             true,
         ),
-        (ResponseKind::AcpOutputRequest, _) => (body(json!({"event_type": "acp.output_request", "jsonrpc": b})), false),
+        (ResponseKind::AcpOutputRequest, _) => (
+            body_map(json!({"event_type": "acp.output_request", "jsonrpc": b})),
+            false,
+        ),
         (ResponseKind::PlanApprovalRequired, _) => {
             let d = |k: &str| b.get(k).cloned().unwrap_or_else(|| "".into());
             (
-                body(
+                body_map(
                     json!({"event_type": "plan.approval_required", "plan_content": d("plan_content"),
                     "plan_slug": d("plan_slug"), "plan_path": d("plan_path"),
                     "session_id": resp.session_id.clone().unwrap_or_default()}),
@@ -414,9 +413,11 @@ pub fn response_to_agent_chunk(resp: &E2AResponse) -> Result<AgentResponseChunk>
 }
 
 fn chunk_payload(b: &Map<String, Value>) -> Map<String, Value> {
-    let delta_kind = b.get("delta_kind").and_then(Value::as_str);
+    let delta_kind = ChunkBody::kind_of(b);
     let event_type = b.get("event_type").filter(|v| !v.is_null());
-    if event_type.and_then(Value::as_str) == Some("chat.delta") || matches!(delta_kind, Some("text" | "reasoning")) {
+    if event_type.and_then(Value::as_str) == Some("chat.delta")
+        || matches!(delta_kind, Some(DeltaKind::Text | DeltaKind::Reasoning))
+    {
         let mut p = Map::new();
         p.insert("event_type".into(), "chat.delta".into());
         p.insert(
@@ -426,7 +427,7 @@ fn chunk_payload(b: &Map<String, Value>) -> Map<String, Value> {
                 .cloned()
                 .unwrap_or_else(|| "".into()),
         );
-        let sct = if delta_kind == Some("reasoning") {
+        let sct = if delta_kind == Some(DeltaKind::Reasoning) {
             Some(Value::from("llm_reasoning"))
         } else {
             b.get("source_chunk_type").filter(|v| !v.is_null()).cloned()

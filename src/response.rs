@@ -130,3 +130,58 @@ impl E2AResponse {
 }
 
 crate::read::message_methods!(E2AResponse);
+
+/// A response `body` map from any body value (a value that is not an object is an empty body).
+pub(crate) fn body_map(v: impl serde::Serialize) -> Map<String, Value> {
+    match serde_json::to_value(v) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
+impl ChunkBody {
+    /// An `e2a.chunk` body with one delta (`text`/`reasoning`: a string; `custom`: any JSON).
+    ///
+    /// ```
+    /// let b = e2a::types::ChunkBody::delta(e2a::types::DeltaKind::Text, "Hel");
+    /// assert_eq!(serde_json::to_value(&b).unwrap(), serde_json::json!({"delta_kind": "text", "delta": "Hel"}));
+    /// ```
+    pub fn delta(kind: crate::types::DeltaKind, delta: impl Into<Value>) -> Self {
+        ChunkBody {
+            delta: Some(delta.into()),
+            delta_kind: kind,
+            event_type: None,
+            member_name: None,
+            mime_type: None,
+            rid: None,
+            role: None,
+            source_chunk_type: None,
+            team_id: None,
+            team_name: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// The `delta_kind` of a chunk body, when it is one of the known kinds.
+    pub fn kind_of(body: &Map<String, Value>) -> Option<crate::types::DeltaKind> {
+        body.get("delta_kind")?.as_str()?.parse().ok()
+    }
+}
+
+impl ErrorBody {
+    /// An `e2a.error` body: `{code, message, details}`.
+    ///
+    /// ```
+    /// let b = e2a::types::ErrorBody::new("E2A.TIMEOUT", "too slow", Default::default());
+    /// assert_eq!(serde_json::to_value(&b).unwrap()["details"], serde_json::json!({}));
+    /// ```
+    pub fn new(code: impl Into<Value>, message: impl Into<String>, details: Map<String, Value>) -> Self {
+        ErrorBody {
+            code: Some(code.into()),
+            details: Some(details),
+            external: None,
+            message: Some(message.into()),
+            extra: Map::new(),
+        }
+    }
+}

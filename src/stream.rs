@@ -13,7 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Map, Value};
 
-use crate::types::{E2AEnvelope, E2AResponse, ResponseKind, ResponseStatus};
+use crate::response::body_map;
+use crate::types::{ChunkBody, DeltaKind, E2AEnvelope, E2AResponse, ErrorBody, ResponseKind, ResponseStatus};
 
 /// Produces the response frames of one request with the stream invariants built in.
 ///
@@ -95,12 +96,12 @@ impl ResponseStream {
 
     /// A text delta (`delta_kind: text`).
     pub fn text(&mut self, delta: &str) -> E2AResponse {
-        self.chunk(obj(json!({"delta_kind": "text", "delta": delta})))
+        self.chunk(body_map(ChunkBody::delta(DeltaKind::Text, delta)))
     }
 
     /// A reasoning delta (`delta_kind: reasoning`).
     pub fn reasoning(&mut self, delta: &str) -> E2AResponse {
-        self.chunk(obj(json!({"delta_kind": "reasoning", "delta": delta})))
+        self.chunk(body_map(ChunkBody::delta(DeltaKind::Reasoning, delta)))
     }
 
     /// A non-final frame of another kind (e.g. `acp.session_update`, `a2a.stream_event`).
@@ -116,22 +117,15 @@ impl ResponseStream {
             ResponseKind::E2aComplete,
             ResponseStatus::Succeeded,
             true,
-            obj(json!({"result": result})),
+            body_map(json!({"result": result})),
         )
     }
 
     /// The final failure frame (`e2a.error`, `failed`, `{code, message, details}`).
     /// Consumes the stream: nothing can follow.
     pub fn fail(mut self, code: &str, message: &str, details: Map<String, Value>) -> E2AResponse {
-        let body = obj(json!({"code": code, "message": message, "details": details}));
+        let body = body_map(ErrorBody::new(code, message, details));
         self.frame(ResponseKind::E2aError, ResponseStatus::Failed, true, body)
-    }
-}
-
-fn obj(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
     }
 }
 

@@ -2,6 +2,7 @@
 //! around them): the `Task` first, text as artifact chunks, reasoning and custom events as
 //! `working` status updates, then a terminal status (`COMPLETED`, `FAILED`, `CANCELED`, …).
 
+use crate::types::{ChunkBody, DeltaKind};
 use crate::ResponseKind;
 use serde_json::{json, Value};
 
@@ -83,12 +84,12 @@ impl A2aStreamProjector {
             ResponseKind::A2aStreamEvent => out.extend(super::response_to_stream_payload(frame).map(Value::Object)),
             ResponseKind::E2aChunk => {
                 let delta = b.get("delta").cloned().unwrap_or(Value::Null);
-                match (b.get("delta_kind").and_then(Value::as_str), &delta) {
-                    (Some("text"), Value::String(t)) => {
+                match (ChunkBody::kind_of(b), &delta) {
+                    (Some(DeltaKind::Text), Value::String(t)) => {
                         out.push(self.artifact(t, false));
                         self.chunks += 1;
                     }
-                    (Some("reasoning"), Value::String(t)) => {
+                    (Some(DeltaKind::Reasoning), Value::String(t)) => {
                         let mut m = self.agent_message(json!([{"text": t}]), frame);
                         m["metadata"] = json!({"e2a_delta_kind": "reasoning"});
                         out.push(self.status("TASK_STATE_WORKING", Some(m), &frame.timestamp));

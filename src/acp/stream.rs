@@ -1,6 +1,7 @@
 //! An E2A response stream → the ACP messages an agent sends: `session/update` notifications
 //! while the turn runs, then the `session/prompt` JSON-RPC response.
 
+use crate::types::{ChunkBody, DeltaKind};
 use crate::ResponseKind;
 use serde_json::{json, Map, Value};
 
@@ -57,9 +58,9 @@ impl AcpStreamProjector {
         match &frame.response_kind {
             ResponseKind::E2aChunk => {
                 let delta = b.get("delta").cloned().unwrap_or(Value::Null);
-                let update = match b.get("delta_kind").and_then(Value::as_str) {
-                    Some("text") => self.state.update("chat.delta", &text_payload(&delta, false)),
-                    Some("reasoning") => self.state.update("chat.delta", &text_payload(&delta, true)),
+                let update = match ChunkBody::kind_of(b) {
+                    Some(DeltaKind::Text) => self.state.update("chat.delta", &text_payload(&delta, false)),
+                    Some(DeltaKind::Reasoning) => self.state.update("chat.delta", &text_payload(&delta, true)),
                     _ => {
                         let event = b.get("event_type").and_then(Value::as_str).unwrap_or("");
                         match delta {

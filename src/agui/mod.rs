@@ -5,6 +5,7 @@
 //! tool-call events properly opened and closed; `RUN_FINISHED` or `RUN_ERROR` last), and
 //! [`verify_events`] checks a sequence of events against the same rules as the AG-UI client.
 
+use crate::types::{ChunkBody, DeltaKind};
 use crate::ResponseKind;
 use serde_json::{json, Map, Value};
 
@@ -171,8 +172,8 @@ impl AguiProjector {
         match &frame.response_kind {
             ResponseKind::E2aChunk => {
                 let delta = b.get("delta").cloned().unwrap_or(Value::Null);
-                match (b.get("delta_kind").and_then(Value::as_str), delta) {
-                    (Some("text"), Value::String(t)) if !t.is_empty() => {
+                match (ChunkBody::kind_of(b), delta) {
+                    (Some(DeltaKind::Text), Value::String(t)) if !t.is_empty() => {
                         self.close_reasoning(&mut out);
                         let id = match &self.text {
                             Some(id) => id.clone(),
@@ -185,7 +186,7 @@ impl AguiProjector {
                         };
                         out.push(json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": id, "delta": t}));
                     }
-                    (Some("reasoning"), Value::String(t)) if !t.is_empty() => {
+                    (Some(DeltaKind::Reasoning), Value::String(t)) if !t.is_empty() => {
                         self.close_text(&mut out);
                         let id = match &self.reasoning {
                             Some(id) => id.clone(),

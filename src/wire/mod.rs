@@ -188,20 +188,13 @@ fn fallback_frame(
         ..Default::default()
     };
     frame.provenance.converter = Some(ConverterId::E2aWireEncodeAgentResponseFallback.as_str().into());
-    frame.provenance.details = obj(json!({"error": error, "kind": "wire_encode_fallback"}));
-    frame.body = obj(json!({"code": ErrorCode::E2aWireEncodeError.as_str(),
+    frame.provenance.details = crate::response::body_map(json!({"error": error, "kind": "wire_encode_fallback"}));
+    frame.body = crate::response::body_map(json!({"code": ErrorCode::E2aWireEncodeError.as_str(),
         "message": "Failed to encode AgentResponse as E2A; see metadata legacy blob",
         "details": {"error": error}}));
-    frame.metadata = obj(json!({WireMetadataKey::E2aWireLegacyAgentResponse.as_str(): blob}));
+    frame.metadata = crate::response::body_map(json!({WireMetadataKey::E2aWireLegacyAgentResponse.as_str(): blob}));
     frame.ensure_timestamp();
     frame.to_value()
-}
-
-fn obj(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
 }
 
 /// The frame a gateway answers when a request line is not valid JSON: final `e2a.error` with
@@ -224,11 +217,13 @@ pub fn encode_json_parse_error(request_id: &str, channel_id: &str, message: &str
         status: ResponseStatus::Failed,
         response_kind: ResponseKind::E2aError,
         channel: Some(channel_id.to_string()).filter(|s| !s.is_empty()),
-        body: obj(json!({"code": ErrorCode::E2aInvalidJson.as_str(), "message": message, "details": {}})),
+        body: crate::response::body_map(
+            json!({"code": ErrorCode::E2aInvalidJson.as_str(), "message": message, "details": {}}),
+        ),
         ..Default::default()
     };
     frame.provenance.converter = Some(ConverterId::E2aWireEncodeJsonParseError.as_str().into());
-    frame.provenance.details = obj(json!({"kind": "json_parse_error"}));
+    frame.provenance.details = crate::response::body_map(json!({"kind": "json_parse_error"}));
     frame.ensure_timestamp();
     frame.provenance.converted_at = frame.timestamp.clone();
     frame.to_value()
