@@ -364,10 +364,12 @@ class JsonRpcErrorBody(BaseModel):
     message: Optional[str] = Field(None, description='Error message.')
 
 
-class JsonRpcId(RootModel[Union[str, int]]):
-    root: Union[str, int] = Field(
+class JsonRpcId(
+    RootModel[Union[str, conint(ge=-9223372036854775808, le=9223372036854775807)]]
+):
+    root: Union[str, conint(ge=-9223372036854775808, le=9223372036854775807)] = Field(
         ...,
-        description='A JSON-RPC request id: a string or an integer (never a float or boolean).',
+        description='A JSON-RPC request id: a string or a 64-bit signed integer (never a float or boolean).',
     )
 
 

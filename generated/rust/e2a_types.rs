@@ -1503,7 +1503,7 @@ pub struct JsonRpcErrorBody {
     #[serde(flatten)]
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
-///A JSON-RPC request id: a string or an integer (never a float or boolean).
+///A JSON-RPC request id: a string or a 64-bit signed integer (never a float or boolean).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum JsonRpcId {

@@ -106,7 +106,7 @@ export type SecretString = string;
  */
 export type IdentityOrigin = "system" | "user" | "agent" | "service";
 /**
- * A JSON-RPC request id: a string or an integer (never a float or boolean).
+ * A JSON-RPC request id: a string or a 64-bit signed integer (never a float or boolean).
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
  * via the `definition` "JsonRpcId".
