@@ -118,6 +118,11 @@ pub fn guard(
                     _ = tokio::time::sleep_until(wake) => if wake >= total { Step::Deadline } else { Step::Idle },
                 }
             };
+            // an agent that ends its stream because it was cancelled was stopped, not broken
+            let step = match step {
+                Step::Frame(None) if held_final.is_none() && ctx.cancel.is_cancelled() => Step::Stopped,
+                other => other,
+            };
             match step {
                 Step::Stopped | Step::Idle if held_final.is_some() => {
                     // the agent kept its stream open after the final frame: forward the final
