@@ -44,11 +44,13 @@ impl<'b, S: Source> Ctx<'b, S> {
         }
     }
 
+    #[inline]
     pub fn fire(&mut self, r: LegacyRule) {
         self.rules.push(r);
     }
 
     /// Fires `null_default` when `key` holds an explicit null (it then reads as the default).
+    #[inline]
     pub fn null_default(&mut self, key: impl AsKey) {
         if self.f.is_null(key) {
             self.fire(LegacyRule::NullDefault);
@@ -56,6 +58,7 @@ impl<'b, S: Source> Ctx<'b, S> {
     }
 
     /// A string enum at `key`, `default` when absent or null.
+    #[inline]
     pub fn parse_or<T: std::str::FromStr>(&mut self, key: impl AsKey, default: T) -> Result<T> {
         match self.f.take(key) {
             None => Ok(default),
@@ -66,6 +69,7 @@ impl<'b, S: Source> Ctx<'b, S> {
 
     /// A string timestamp kept verbatim, or epoch seconds converted to ISO-8601 UTC (fires
     /// `epoch_timestamp`).
+    #[inline]
     pub fn timestamp(&mut self, key: impl AsKey) -> Result<Option<String>> {
         if self.f.peek(key).is_some_and(Value::is_number) {
             self.fire(LegacyRule::EpochTimestamp);
@@ -90,6 +94,7 @@ impl<'b, S: Source> Ctx<'b, S> {
     }
 
     /// The object at `key` read by `read` (its default when absent or null).
+    #[inline]
     pub fn nested_or_default<T: Default>(
         &mut self,
         key: impl AsKey,
@@ -99,6 +104,7 @@ impl<'b, S: Source> Ctx<'b, S> {
     }
 
     /// The object at `key` read by `read`, `None` when absent or null.
+    #[inline]
     pub fn nested_opt<T>(
         &mut self,
         key: impl AsKey,

@@ -24,6 +24,7 @@ pub(crate) trait AsKey: Copy {
 }
 
 impl AsKey for &str {
+    #[inline]
     fn name(&self) -> &str {
         self
     }
@@ -31,9 +32,11 @@ impl AsKey for &str {
 
 /// A key with its index in the generated key table (`(index, name)`).
 impl AsKey for (usize, &str) {
+    #[inline]
     fn name(&self) -> &str {
         self.1
     }
+    #[inline]
     fn index(&self) -> Option<usize> {
         Some(self.0)
     }
@@ -134,10 +137,12 @@ impl Slots {
 }
 
 impl Source for &mut Slots {
+    #[inline]
     fn take(&mut self, key: impl AsKey) -> Option<Value> {
         let i = self.slot(key)?;
         self.vals[i].take()
     }
+    #[inline]
     fn peek(&self, key: impl AsKey) -> Option<&Value> {
         self.vals[self.slot(key)?].as_ref()
     }
@@ -272,19 +277,23 @@ impl<'b, S: Source> Taker<'b, S> {
     }
 
     /// True when `key` is present with an explicit JSON null.
+    #[inline]
     pub fn is_null(&self, key: impl AsKey) -> bool {
         self.src.peek(key).is_some_and(Value::is_null)
     }
 
+    #[inline]
     pub fn peek(&self, key: impl AsKey) -> Option<&Value> {
         self.src.peek(key).filter(|v| !v.is_null())
     }
 
     /// Takes the value at `key`; JSON null reads as absent.
+    #[inline]
     pub fn take(&mut self, key: impl AsKey) -> Option<Value> {
         self.src.take(key).filter(|v| !v.is_null())
     }
 
+    #[inline]
     pub fn opt_str(&mut self, key: impl AsKey) -> Result<Option<String>> {
         match self.take(key) {
             None => Ok(None),
@@ -293,10 +302,12 @@ impl<'b, S: Source> Taker<'b, S> {
         }
     }
 
+    #[inline]
     pub fn str_or(&mut self, key: impl AsKey, default: &str) -> Result<String> {
         Ok(self.opt_str(key)?.unwrap_or_else(|| default.to_string()))
     }
 
+    #[inline]
     pub fn opt_obj(&mut self, key: impl AsKey) -> Result<Option<Map<String, Value>>> {
         match self.take(key) {
             None => Ok(None),
@@ -305,10 +316,12 @@ impl<'b, S: Source> Taker<'b, S> {
         }
     }
 
+    #[inline]
     pub fn obj(&mut self, key: impl AsKey) -> Result<Map<String, Value>> {
         Ok(self.opt_obj(key)?.unwrap_or_default())
     }
 
+    #[inline]
     pub fn bool_or(&mut self, key: impl AsKey, default: bool) -> Result<bool> {
         match self.take(key) {
             None => Ok(default),
@@ -339,6 +352,7 @@ impl<'b, S: Source> Taker<'b, S> {
         }
     }
 
+    #[inline]
     pub fn seq(&mut self, key: impl AsKey, default: u64) -> Result<u64> {
         match self.take(key) {
             None => Ok(default),
@@ -364,6 +378,7 @@ impl<'b, S: Source> Taker<'b, S> {
     }
 
     /// A stripped, non-empty string at `key` (blank reads as absent).
+    #[inline]
     pub fn stripped(&mut self, key: impl AsKey) -> Result<Option<String>> {
         Ok(self.opt_str(key)?.and_then(|s| {
             let t = s.trim();
