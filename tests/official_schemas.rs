@@ -4,7 +4,7 @@
 //! types (`a2a-lf`), round-tripping to the same JSON; AG-UI against the lifecycle rules.
 
 use e2a::a2a::jsonrpc::{envelope_from_request, A2aHeaders};
-use e2a::a2a::stream::A2aStreamProjector;
+use e2a::a2a::stream::{carried_frame, A2aStreamProjector};
 use e2a::acp::stream::AcpStreamProjector;
 use e2a::agui::{verify_events, AguiProjector};
 use e2a::stream::ResponseStream;
@@ -187,6 +187,66 @@ fn a2a_events_roundtrip_through_the_official_types() {
     let err = e2a::a2a::stream::jsonrpc_error(failed.last().unwrap()).unwrap();
     assert_eq!(err["error"]["code"], -32001, "E2A.NOT_FOUND is A2A TaskNotFound");
     let _: a2a::JsonRpcResponse = serde_json::from_value(err).unwrap();
+}
+
+/// E2A → A2A → E2A: every frame A2A has no native form for (reasoning, tool calls and their
+/// results, todo and status chunks, ACP session updates, the approval pause) is carried by a
+/// status message that the official types accept, and `carried_frame` reads back the same
+/// kind and body; text goes to the artifact and is not carried.
+#[test]
+fn a2a_carries_frames_without_an_a2a_form_losslessly() {
+    let mut frames = rich_turn(None);
+    frames.pop(); // the complete: the turn pauses instead
+    let req = E2AEnvelope::new("session/prompt", json!({})).with_request_id("r2");
+    let mut s = ResponseStream::for_request(&req);
+    frames.extend([
+        s.chunk(obj(json!({"delta_kind": "reasoning", "delta": "hmm", "source_chunk_type": "llm_reasoning"}))),
+        s.chunk(obj(json!({"delta_kind": "tool", "event_type": "chat.tool_call",
+            "delta": {"tool_call": {"tool_call_id": "call-1", "name": "get_weather", "arguments": {"city": "Paris"}, "status": "in_progress"}}}))),
+        s.chunk(obj(json!({"delta_kind": "tool", "event_type": "chat.tool_result",
+            "delta": {"tool_call_id": "call-1", "result": {"temp_c": 21}, "status": "completed"}}))),
+        s.event(
+            ResponseKind::AcpSessionUpdate,
+            obj(json!({"sessionUpdate": "tool_call_update", "toolCallId": "call-2", "status": "failed"})),
+        ),
+        s.chunk(obj(json!({"delta_kind": "custom", "event_type": "usage", "delta": 42}))),
+        s.event(
+            ResponseKind::PlanApprovalRequired,
+            obj(json!({"plan_content": "Deploy to production?", "input_kind": "approval", "resumable": true, "plan_slug": "deploy"})),
+        ),
+    ]);
+    let mut p = A2aStreamProjector::new("task-1", "ctx-1");
+    let mut carried = Vec::new();
+    let mut states = Vec::new();
+    for f in &frames {
+        for ev in p.push(f) {
+            assert_eq!(&a2a_roundtrip::<a2a::StreamResponse>(&ev), &ev, "a2a-lf re-serializes differently");
+            if let Some(status) = ev.pointer("/statusUpdate/status") {
+                if let Some(frame) = status.get("message").and_then(carried_frame) {
+                    carried.push(frame);
+                    states.push(status["state"].clone());
+                }
+            }
+        }
+    }
+    let is_text = |f: &E2AResponse| f.body.get("delta_kind") == Some(&json!("text"));
+    let expected: Vec<(ResponseKind, Map<String, Value>)> = frames
+        .iter()
+        .filter(|f| !is_text(f))
+        .map(|f| (f.response_kind.clone(), f.body.clone()))
+        .collect();
+    assert_eq!(carried.len(), expected.len());
+    for (got, want) in carried.iter().zip(&expected) {
+        assert_eq!(got, want);
+    }
+    assert_eq!(states.last(), Some(&json!("TASK_STATE_INPUT_REQUIRED")));
+    assert!(states[..states.len() - 1].iter().all(|s| s == "TASK_STATE_WORKING"));
+    // a plain A2A agent's messages carry no frame
+    assert_eq!(carried_frame(&json!({"role": "ROLE_AGENT", "parts": [{"text": "thinking"}]})), None);
+    assert_eq!(
+        carried_frame(&json!({"parts": [{"data": {"x": 1}}], "metadata": {"source": "elsewhere"}})),
+        None
+    );
 }
 
 #[test]

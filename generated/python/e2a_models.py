@@ -15,6 +15,16 @@ class Model(RootModel[Any]):
     )
 
 
+class A2aMetadataKey(Enum):
+    """
+    Keys of an A2A `Message.metadata` that carry an E2A frame A2A has no native form for (`e2a::a2a::stream`): the `TASK_STATE_WORKING` status message of an `e2a.chunk` other than text (its data part holds the `delta` unchanged; reasoning is a text part) or of an `acp.session_update`, and the `TASK_STATE_INPUT_REQUIRED` status message of a `plan.approval_required` pause (their data part holds the `body` unchanged). `e2a_response_kind` is the frame's `response_kind` (written for every kind but `e2a.chunk`), `e2a_delta_kind` a chunk's `delta_kind`, `e2a_chunk` an object with the chunk body's other fields (`event_type`, `source_chunk_type`, …; absent when there are none). A reader rebuilds the same frame from them; a message without them is a plain A2A message.
+    """
+
+    e2a_response_kind = 'e2a_response_kind'
+    e2a_delta_kind = 'e2a_delta_kind'
+    e2a_chunk = 'e2a_chunk'
+
+
 class A2aStreamBranch(Enum):
     """
     Branch of an `a2a.stream_event` body (`E2A_A2A_STREAM_BRANCHES`), snake_case.
