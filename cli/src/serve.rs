@@ -40,9 +40,17 @@ pub struct ServeArgs {
     /// Also serve A2A 1.0: the agent card, JSON-RPC (`--a2a-path`) and HTTP+JSON bindings.
     #[arg(long)]
     pub a2a: bool,
-    /// Where A2A tasks are kept: `sqlite:PATH` (survives restarts) or `memory`.
+    /// Where A2A tasks are kept: `sqlite:PATH` (survives restarts), `postgres://USER@HOST/DB`
+    /// (one database several gateways share; `postgres:URL` works too) or `memory`.
     #[arg(long, default_value = "sqlite:e2a-tasks.db")]
     pub store: String,
+    /// Most connections to a `postgres:` store (one more listens for the other gateways).
+    #[arg(long, default_value_t = 16)]
+    pub store_pool: usize,
+    /// Seconds a gateway's lease on a running task lasts in a `postgres:` store: when a gateway
+    /// dies, its tasks read FAILED on the others this long after.
+    #[arg(long, default_value_t = 30)]
+    pub lease_secs: u64,
     /// Path of the A2A JSON-RPC binding.
     #[arg(long, default_value = "/a2a")]
     pub a2a_path: String,
@@ -64,15 +72,35 @@ pub struct ServeArgs {
 }
 
 /// The A2A configuration and task store of `--a2a`.
-fn a2a_setup(args: &ServeArgs) -> Result<(e2a_gateway::a2a::A2aConfig, Arc<dyn e2a_gateway::a2a::TaskStore>), String> {
+async fn a2a_setup(
+    args: &ServeArgs,
+) -> Result<(e2a_gateway::a2a::A2aConfig, Arc<dyn e2a_gateway::a2a::TaskStore>), String> {
+    use e2a_gateway::a2a::postgres::{PgOptions, PgStore};
     use e2a_gateway::a2a::{sqlite::SqliteStore, A2aConfig, CardInfo, MemoryStore, TaskStore};
+    let postgres = if args.store.starts_with("postgres://") || args.store.starts_with("postgresql://") {
+        Some(args.store.as_str())
+    } else {
+        args.store.strip_prefix("postgres:")
+    };
     let store: Arc<dyn TaskStore> = if args.store == "memory" {
         Arc::new(MemoryStore::new())
     } else if let Some(path) = args.store.strip_prefix("sqlite:") {
         Arc::new(SqliteStore::open(path.as_ref()).map_err(|e| e.to_string())?)
+    } else if let Some(url) = postgres {
+        let options = PgOptions {
+            pool_size: args.store_pool,
+            ..PgOptions::default()
+        };
+        Arc::new(PgStore::connect(url, options).await.map_err(|e| e.to_string())?)
     } else {
-        return Err(format!("unknown store `{}`: use sqlite:PATH or memory", args.store));
+        return Err(format!(
+            "unknown store `{}`: use sqlite:PATH, postgres://USER@HOST/DB or memory",
+            args.store
+        ));
     };
+    if args.lease_secs == 0 {
+        return Err("--lease-secs must be at least 1".into());
+    }
     let card = match &args.a2a_card {
         Some(f) => {
             let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
@@ -91,6 +119,7 @@ fn a2a_setup(args: &ServeArgs) -> Result<(e2a_gateway::a2a::A2aConfig, Arc<dyn e
         rest_path: args.a2a_rest_path.trim_end_matches('/').to_string(),
         public_url: args.public_url.clone(),
         card,
+        lease: std::time::Duration::from_secs(args.lease_secs),
         ..A2aConfig::default()
     };
     Ok((config, store))
@@ -187,12 +216,16 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         ..GatewayConfig::default()
     };
     let secured = config.auth.is_enabled();
-    let mut a2a = if args.a2a { Some(a2a_setup(args)?) } else { None };
-    let a2a_banner = a2a.as_ref().map(|(c, store)| (c.jsonrpc_path.clone(), store.name()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
+    let mut a2a = if args.a2a {
+        Some(runtime.block_on(a2a_setup(args))?)
+    } else {
+        None
+    };
+    let a2a_banner = a2a.as_ref().map(|(c, store)| (c.jsonrpc_path.clone(), store.name()));
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.bind)
             .await

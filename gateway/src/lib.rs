@@ -101,7 +101,9 @@ impl Gateway {
     /// Also serves A2A 1.0 (agent card, JSON-RPC and HTTP+JSON bindings) in front of the same
     /// agent, with tasks kept in `store`. See [`a2a`].
     pub fn with_a2a(mut self, config: a2a::A2aConfig, store: Arc<dyn a2a::TaskStore>) -> Self {
-        self.a2a = Some(Arc::new(a2a::A2aState::new(self.shared.clone(), config, store)));
+        let state = Arc::new(a2a::A2aState::new(self.shared.clone(), config, store));
+        state.start();
+        self.a2a = Some(state);
         self
     }
 

@@ -22,6 +22,7 @@
 pub mod card;
 pub mod error;
 mod jsonrpc;
+pub mod postgres;
 pub mod remote;
 mod rest;
 pub mod sqlite;
@@ -41,7 +42,7 @@ use e2a::a2a::jsonrpc::A2aHeaders;
 
 pub use card::{A2aConfig, CardInfo};
 pub use error::{A2aError, A2aErrorKind};
-pub use store::{MemoryStore, TaskStore};
+pub use store::{MemoryStore, StoreNotice, TaskStore};
 pub use tasks::A2aState;
 
 use crate::agent::Caller;

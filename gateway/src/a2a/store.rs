@@ -3,10 +3,16 @@
 //! its connection — or a gateway that restarted — replays exactly the events after the last
 //! one seen.
 //!
-//! Two implementations ship: [`MemoryStore`] (tests, throwaway gateways) and
-//! [`super::sqlite::SqliteStore`] (embedded, the default of `e2a serve`). The trait is async
-//! and object safe, and every operation is one atomic step on the backing store, so a
-//! networked database (PostgreSQL) can implement it the same way.
+//! Three implementations ship: [`MemoryStore`] (tests, throwaway gateways),
+//! [`super::sqlite::SqliteStore`] (embedded, the default of `e2a serve`) and
+//! [`super::postgres::PgStore`] (one PostgreSQL database shared by several gateways). The
+//! trait is async and object safe, and every operation is one atomic step on the backing store.
+//!
+//! A store that several gateways share ([`TaskStore::shared`]) also keeps **leases** (the
+//! instance running a task holds one and renews it; a task whose lease expired has no run
+//! behind it) and sends **notices** (events appended and cancels asked for by other
+//! instances), so a subscriber on one instance follows a task running on another. The
+//! defaults of those methods describe a store only one gateway uses.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -84,6 +90,26 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+/// What another gateway sharing the store did (see [`TaskStore::notices`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoreNotice {
+    /// It appended an event to a task's log. `event` is `None` when the event was too large
+    /// to travel with the notice: the receiver reads it from the log.
+    Appended {
+        /// The task.
+        task_id: String,
+        /// The event's sequence number.
+        seq: u64,
+        /// The event, when it came along.
+        event: Option<Value>,
+    },
+    /// A client asked it to cancel a task; the instance running the task stops its run.
+    CancelRequested {
+        /// The task.
+        task_id: String,
+    },
+}
+
 /// A task store (see the module docs). Implementations must make [`TaskStore::append`] atomic:
 /// the snapshot and the event are written together, and the event gets the next sequence
 /// number of its task.
@@ -110,6 +136,67 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Tasks matching `query`, most recently updated first.
     fn list(&self, query: TaskQuery) -> BoxFuture<'_, Result<TaskPage, StoreError>>;
+
+    /// Whether several gateways may share this store: leases are honoured and other
+    /// instances' events arrive as [`TaskStore::notices`]. Default: no — a task with no run in
+    /// this process has no run anywhere.
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// Takes (or renews) the lease of task `id` for `holder` until `until_ms` (ms since the
+    /// epoch), unless another holder's lease is still valid at `now_ms`. Returns whether
+    /// `holder` holds it now. The task need not exist yet. Default: always taken.
+    fn acquire<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        now_ms: i64,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let _ = (id, holder, now_ms, until_ms);
+        Box::pin(async { Ok(true) })
+    }
+
+    /// Extends `holder`'s leases of `ids` to `until_ms`; returns the ids `holder` no longer
+    /// holds (another instance took them over: the runs must stop). Default: none lost.
+    fn renew<'a>(
+        &'a self,
+        holder: &'a str,
+        ids: Vec<String>,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        let _ = (holder, ids, until_ms);
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    /// Gives up `holder`'s lease of task `id` (its run ended or paused).
+    fn release<'a>(&'a self, id: &'a str, holder: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = (id, holder);
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Tasks still `SUBMITTED` or `WORKING` whose lease expired before `now_ms` (or that have
+    /// none): their instance is gone. Default: none (one gateway settles its orphans when it
+    /// reads them).
+    fn orphans(&self, now_ms: i64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        let _ = now_ms;
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    /// Asks the instance running task `id` to cancel it (a [`StoreNotice::CancelRequested`]
+    /// to every instance). Default: nothing to tell.
+    fn request_cancel<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = id;
+        Box::pin(async { Ok(()) })
+    }
+
+    /// What other instances sharing the store do, as it happens; `None` for a store only this
+    /// process writes. A receiver that lags has missed notices: its followers catch up from
+    /// the log.
+    fn notices(&self) -> Option<tokio::sync::broadcast::Receiver<StoreNotice>> {
+        None
+    }
 }
 
 /// Tasks in memory: lost when the process ends.

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::card::A2aConfig;
 use super::error::{A2aError, A2aErrorKind};
-use super::store::{StoredEvent, TaskQuery, TaskRecord, TaskStore};
+use super::store::{StoreNotice, StoredEvent, TaskQuery, TaskRecord, TaskStore};
 use crate::agent::{Caller, RequestContext};
 use crate::boundary::{self, StopCell};
 use crate::Shared;
@@ -34,12 +34,15 @@ use crate::Shared;
 /// A2A events with their log sequence numbers, as a binding streams them.
 pub type EventStream = Pin<Box<dyn Stream<Item = StoredEvent> + Send + 'static>>;
 
-const WORKING: &str = "TASK_STATE_WORKING";
-const SUBMITTED: &str = "TASK_STATE_SUBMITTED";
+pub(crate) const WORKING: &str = "TASK_STATE_WORKING";
+pub(crate) const SUBMITTED: &str = "TASK_STATE_SUBMITTED";
 const FAILED: &str = "TASK_STATE_FAILED";
 const CANCELED: &str = "TASK_STATE_CANCELED";
 /// Most artifact chunks between two stored snapshots of a task.
 const SNAPSHOT_EVERY: u64 = 64;
+/// How long a follower of a task another gateway runs waits for a notice before it reads the
+/// task's log itself.
+const REMOTE_POLL: Duration = Duration::from_secs(1);
 
 /// Whether `state` ends a task.
 pub fn is_terminal(state: &str) -> bool {
@@ -54,7 +57,7 @@ pub fn is_interrupted(state: &str) -> bool {
     matches!(state, "TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_AUTH_REQUIRED")
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -81,8 +84,11 @@ pub struct A2aState {
     pub(crate) card_modified: String,
     live: Mutex<HashMap<String, Live>>,
     /// One channel per task followed by someone (a run or a subscriber); it outlives runs, so
-    /// a subscriber of a paused task sees the turn its answer starts.
+    /// a subscriber of a paused task sees the turn its answer starts. Events other gateways
+    /// sharing the store append arrive on it too.
     channels: Mutex<HashMap<String, broadcast::Sender<StoredEvent>>>,
+    /// This gateway's name in task leases.
+    holder: String,
 }
 
 /// Where a follower's stream ends.
@@ -147,6 +153,65 @@ impl A2aState {
             card_modified: super::card::http_date(std::time::SystemTime::now()),
             live: Mutex::new(HashMap::new()),
             channels: Mutex::new(HashMap::new()),
+            holder: uuid::Uuid::new_v4().to_string(),
+        }
+    }
+
+    /// Starts the background work of a gateway (within a Tokio runtime): renewing the leases of
+    /// its runs, and, on a store several gateways share, passing on what the others do and
+    /// failing the tasks of instances that died. Each loop ends when the state is dropped.
+    pub(crate) fn start(self: &Arc<Self>) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            tracing::warn!("A2A background work not started: no Tokio runtime");
+            return;
+        }
+        if self.store.shared() {
+            let lease = self.config.lease.max(Duration::from_millis(150));
+            tokio::spawn(renew_leases(Arc::downgrade(self), lease / 3));
+            tokio::spawn(reap_orphans(Arc::downgrade(self), lease / 2));
+        }
+        if let Some(notices) = self.store.notices() {
+            tokio::spawn(pass_on_notices(Arc::downgrade(self), notices));
+        }
+    }
+
+    /// The lease this gateway takes on a task it runs (until when).
+    fn lease_until(&self) -> i64 {
+        let lease = i64::try_from(self.config.lease.as_millis()).unwrap_or(i64::MAX);
+        now_ms().saturating_add(lease)
+    }
+
+    /// An event another gateway appended: to this gateway's followers of the task, if any.
+    async fn relay(&self, task_id: &str, seq: u64, event: Option<Value>) {
+        let Some(tx) = self.channels.lock().ok().and_then(|c| c.get(task_id).cloned()) else {
+            return;
+        };
+        let event = match event {
+            Some(e) => e,
+            // too large for the notice: from the log
+            None => match self.store.events_after(task_id, seq.saturating_sub(1)).await {
+                Ok(events) => match events.into_iter().find(|e| e.seq == seq) {
+                    Some(e) => e.event,
+                    None => return,
+                },
+                Err(e) => {
+                    tracing::warn!(task_id, error = %e, "cannot read a relayed event");
+                    return;
+                }
+            },
+        };
+        let state = event
+            .pointer("/statusUpdate/status/state")
+            .or_else(|| event.pointer("/task/status/state"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let done = is_terminal(state);
+        let _ = tx.send(StoredEvent { seq, event });
+        if let Ok(mut c) = self.channels.lock() {
+            let idle = c.get(task_id).is_some_and(|tx| tx.receiver_count() == 0);
+            if done || idle {
+                c.remove(task_id);
+            }
         }
     }
 
@@ -254,14 +319,39 @@ impl A2aState {
             Ok(Some(fresh)) => fresh,
             _ => rec,
         };
+        if !active(&rec) || self.live_of(&rec.id).is_some() {
+            return rec;
+        }
+        // on a shared store, another instance may run it: only a task whose lease has expired
+        // (this gateway can take it) has no run anywhere
+        match self
+            .store
+            .acquire(&rec.id, &self.holder, now_ms(), self.lease_until())
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return rec,
+            Err(e) => {
+                tracing::error!(task_id = %rec.id, error = %e, "cannot check a task's lease");
+                return rec;
+            }
+        }
+        // read again under the lease: the run may have ended meanwhile
+        if let Ok(Some(fresh)) = self.stored(&rec.id).await {
+            rec = fresh;
+        }
         if active(&rec) && self.live_of(&rec.id).is_none() {
-            tracing::warn!(task_id = %rec.id, "task without a run (the gateway restarted): failed");
-            let ev = status_event(
-                &rec,
-                FAILED,
-                Some(agent_message(&rec, "the gateway restarted before the task finished")),
-            );
+            let why = if self.store.shared() {
+                "the gateway running the task stopped before it finished (its lease expired)"
+            } else {
+                "the gateway restarted before the task finished"
+            };
+            tracing::warn!(task_id = %rec.id, "task without a run: failed ({why})");
+            let ev = status_event(&rec, FAILED, Some(agent_message(&rec, why)));
             self.commit(&mut rec, ev).await;
+        }
+        if let Err(e) = self.store.release(&rec.id, &self.holder).await {
+            tracing::warn!(task_id = %rec.id, error = %e, "cannot release a task's lease");
         }
         rec
     }
@@ -359,6 +449,23 @@ impl A2aState {
             }
             l.insert(task_id.clone(), live.clone());
         }
+        // and across the gateways sharing the store: the lease
+        let leased = self
+            .store
+            .acquire(&task_id, &self.holder, now_ms(), self.lease_until())
+            .await;
+        if !matches!(leased, Ok(true)) {
+            if let Ok(mut l) = self.live.lock() {
+                l.remove(&task_id);
+            }
+            return Err(match leased {
+                Err(e) => A2aError::from(e),
+                Ok(_) => A2aError::new(
+                    A2aErrorKind::UnsupportedOperation,
+                    format!("task {task_id} is still working on another gateway; wait for it to ask for input"),
+                ),
+            });
+        }
         let agent_stream = self.shared.agent.run(env.clone(), ctx.clone());
         let mut frames = boundary::guard(
             env.clone(),
@@ -385,6 +492,7 @@ impl A2aState {
                 if let Ok(mut l) = self.live.lock() {
                     l.remove(&task_id);
                 }
+                let _ = self.store.release(&task_id, &self.holder).await;
                 return Ok(SendOutcome::Message(Value::Object(reply)));
             }
         }
@@ -476,6 +584,9 @@ impl A2aState {
         if let Ok(mut l) = self.live.lock() {
             l.remove(&rec.id);
         }
+        if let Err(e) = self.store.release(&rec.id, &self.holder).await {
+            tracing::warn!(task_id = %rec.id, error = %e, "cannot release a task's lease");
+        }
         // a channel nobody follows, or of a task that has ended, goes (its followers catch up
         // from the log)
         if let Ok(mut c) = self.channels.lock() {
@@ -508,6 +619,10 @@ impl A2aState {
                 Err(e) => tracing::error!(task_id = %id, error = %e, "cannot read a task log"),
             }
             let Some(mut rx) = rx else { return };
+            // a task another gateway runs: its events come as notices, and after a quiet
+            // REMOTE_POLL from the log (a notice lost while the listener reconnected)
+            let shared = this.store.shared();
+            let mut quiet = Instant::now();
             loop {
                 let got = tokio::select! {
                     r = rx.recv() => Some(r),
@@ -518,9 +633,14 @@ impl A2aState {
                         if this.shared.runs.draining() && this.live_of(&id).is_none() {
                             return;
                         }
-                        continue;
+                        if !(shared && quiet.elapsed() >= REMOTE_POLL && this.live_of(&id).is_none()) {
+                            continue;
+                        }
+                        quiet = Instant::now();
+                        false
                     }
                     Some(Ok(e)) if e.seq == last.saturating_add(1) => {
+                        quiet = Instant::now();
                         last = e.seq;
                         let end = ends(&e.event, until);
                         yield e;
@@ -531,9 +651,10 @@ impl A2aState {
                     Some(Ok(_)) | Some(Err(broadcast::error::RecvError::Lagged(_))) => false,
                     Some(Err(broadcast::error::RecvError::Closed)) => true,
                 };
-                // a gap (lagged) or the end: catch up from the log
+                // a gap (lagged), a quiet spell or the end: catch up from the log
                 if let Ok(events) = this.store.events_after(&id, last).await {
                     for e in events {
+                        quiet = Instant::now();
                         last = e.seq;
                         let end = ends(&e.event, until);
                         yield e;
@@ -616,8 +737,32 @@ impl A2aState {
                 rec = self.load(id, caller).await?;
             }
             None => {
-                let ev = status_event(&rec, CANCELED, Some(agent_message(&rec, "canceled by the client")));
-                self.commit(&mut rec, ev).await;
+                let rx = self.channel(id).subscribe();
+                let free = self
+                    .store
+                    .acquire(id, &self.holder, now_ms(), self.lease_until())
+                    .await?;
+                if free {
+                    // no run anywhere (a paused task, or one whose gateway died)
+                    if let Some(fresh) = self.stored(id).await? {
+                        rec = fresh;
+                    }
+                    if !is_terminal(&rec.state) {
+                        let ev = status_event(&rec, CANCELED, Some(agent_message(&rec, "canceled by the client")));
+                        self.commit(&mut rec, ev).await;
+                    }
+                    self.store.release(id, &self.holder).await?;
+                } else {
+                    // another gateway runs it: ask it to stop, and wait for the turn to end
+                    self.store.request_cancel(id).await?;
+                    let events = self.follow(id.to_string(), rec.last_seq, Some(rx), Until::TurnEnd);
+                    let _ = tokio::time::timeout(Duration::from_secs(10), async move {
+                        let mut events = events;
+                        while events.next().await.is_some() {}
+                    })
+                    .await;
+                    rec = self.load(id, caller).await?;
+                }
             }
         }
         Ok(rec.task)
@@ -750,6 +895,75 @@ impl A2aState {
 }
 
 /// Whether `media` (a part's type) is one of `modes` (`*/*`, `type/*` and parameters allowed).
+/// Renews the leases of this gateway's runs every `period`; a run whose lease another
+/// gateway took over (this one was presumed dead) is cancelled.
+async fn renew_leases(state: std::sync::Weak<A2aState>, period: Duration) {
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(this) = state.upgrade() else { return };
+        let ids: Vec<String> = this
+            .live
+            .lock()
+            .map(|l| l.keys().cloned().collect())
+            .unwrap_or_default();
+        if ids.is_empty() {
+            continue;
+        }
+        match this.store.renew(&this.holder, ids, this.lease_until()).await {
+            Ok(lost) => {
+                for id in lost {
+                    tracing::error!(task_id = %id, "lost the lease of a running task: stopping its run");
+                    if let Some(live) = this.live_of(&id) {
+                        live.cancel.cancel();
+                    }
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "cannot renew task leases"),
+        }
+    }
+}
+
+/// Fails, every `period`, the tasks whose gateway died (their lease expired).
+async fn reap_orphans(state: std::sync::Weak<A2aState>, period: Duration) {
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(this) = state.upgrade() else { return };
+        match this.store.orphans(now_ms()).await {
+            Ok(ids) => {
+                for id in ids {
+                    if let Ok(Some(rec)) = this.stored(&id).await {
+                        this.settle(rec).await;
+                    }
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "cannot look for orphaned tasks"),
+        }
+    }
+}
+
+/// Passes on what other gateways sharing the store do: their events to this gateway's
+/// followers, their cancel requests to this gateway's runs.
+async fn pass_on_notices(state: std::sync::Weak<A2aState>, mut notices: broadcast::Receiver<StoreNotice>) {
+    loop {
+        let notice = notices.recv().await;
+        let Some(this) = state.upgrade() else { return };
+        match notice {
+            Ok(StoreNotice::Appended { task_id, seq, event }) => this.relay(&task_id, seq, event).await,
+            Ok(StoreNotice::CancelRequested { task_id }) => {
+                if let Some(live) = this.live_of(&task_id) {
+                    live.canceled_by_client.store(true, Ordering::SeqCst);
+                    live.cancel.cancel();
+                }
+            }
+            // followers see the gap (or a quiet spell) and read the log
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "task store notices lagged");
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
 fn media_fits(modes: &[String], media: &str) -> bool {
     let base = |m: &str| m.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     let media = base(media);

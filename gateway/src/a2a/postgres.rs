@@ -1,0 +1,649 @@
+//! The PostgreSQL [`TaskStore`] (`--store postgres://…`): tasks, their event logs and the
+//! leases of running tasks in one database that several gateways share.
+//!
+//! - **Atomic appends.** Each append is one transaction: an upsert of the task row that
+//!   increments its `last_seq` (the row lock orders concurrent writers), the event row, and a
+//!   `NOTIFY` — delivered to listeners when, and only when, the transaction commits.
+//! - **Live fan-out: `LISTEN/NOTIFY`.** Every store keeps one dedicated connection that
+//!   listens on `e2a_a2a_events` and `e2a_a2a_cancels` and turns what other instances send into
+//!   [`StoreNotice`]s. The notice carries the event itself when it fits PostgreSQL's 8,000-byte
+//!   payload limit (otherwise the receiver reads it from the log). `NOTIFY` was chosen over
+//!   polling for latency: an event reaches another instance's subscriber a commit later, not a
+//!   poll interval later. Notifications sent while the listening connection is down are lost,
+//!   so followers of tasks running elsewhere also read the log after a second without news
+//!   (see `tasks::A2aState`): a lost notice delays an event, it never loses it.
+//! - **Leases.** `a2a_leases` holds, per running task, the instance running it and until when;
+//!   the instance renews it while the run goes on. A task `SUBMITTED`/`WORKING` whose lease has
+//!   expired has no run anywhere: any instance marks it failed.
+//! - **Migrations** are applied on open, under a transaction-scoped advisory lock, so
+//!   instances started together do not race; applied versions are recorded in
+//!   `e2a_migrations`.
+//!
+//! Connections are plain TCP (no TLS): keep the database on loopback or a private network.
+//! The password of the URL never appears in `Debug`, logs or errors.
+
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use futures_util::future::BoxFuture;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::store::{StoreError, StoreNotice, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore};
+use super::tasks::{SUBMITTED, WORKING};
+
+/// The channel events are announced on.
+const EVENTS_CHANNEL: &str = "e2a_a2a_events";
+/// The channel cancel requests are announced on.
+const CANCELS_CHANNEL: &str = "e2a_a2a_cancels";
+/// Largest notice payload sent with its event (PostgreSQL refuses payloads of 8,000 bytes).
+const MAX_PAYLOAD: usize = 7_900;
+/// The advisory lock key migrations run under (`e2a` in ASCII).
+const MIGRATION_LOCK: i64 = 0x0065_3261;
+
+/// The schema, one entry per version; a database at version `n` gets the entries after `n`.
+const MIGRATIONS: &[&str] = &["
+CREATE TABLE a2a_tasks (
+    id TEXT PRIMARY KEY,
+    context_id TEXT NOT NULL,
+    owner TEXT,
+    state TEXT NOT NULL,
+    task TEXT NOT NULL,
+    last_seq BIGINT NOT NULL,
+    snapshot_seq BIGINT NOT NULL,
+    created_ms BIGINT NOT NULL,
+    updated_ms BIGINT NOT NULL
+);
+CREATE INDEX a2a_tasks_owner_updated ON a2a_tasks (owner, updated_ms);
+CREATE INDEX a2a_tasks_context ON a2a_tasks (context_id);
+CREATE INDEX a2a_tasks_state ON a2a_tasks (state);
+CREATE TABLE a2a_task_events (
+    task_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (task_id, seq)
+);
+CREATE TABLE a2a_leases (
+    task_id TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    until_ms BIGINT NOT NULL
+);
+"];
+
+const COLUMNS: &str = "id, context_id, owner, state, task, last_seq, snapshot_seq, created_ms, updated_ms";
+
+/// How a [`PgStore`] connects.
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    /// Most pooled connections (the listening connection comes on top).
+    pub pool_size: usize,
+    /// How long to wait for a connection (pool or server).
+    pub connect_timeout: Duration,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        PgOptions {
+            pool_size: 16,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Tasks in a PostgreSQL database (see the module docs).
+pub struct PgStore {
+    pool: Pool,
+    name: String,
+    /// This store's id in notices (its own are ignored when they come back).
+    instance: String,
+    notices: broadcast::Sender<StoreNotice>,
+    _listener: DropGuard,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("name", &self.name)
+            .field("instance", &self.instance)
+            .finish()
+    }
+}
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+/// `e` with its whole chain of causes (tokio-postgres puts the server's message in the source).
+fn pg_error(e: &(dyn std::error::Error + 'static)) -> StoreError {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    StoreError::Backend(text)
+}
+
+fn seq_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+fn seq_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// `host:port/dbname` of a configuration: what logs say, without user or password.
+fn describe(config: &tokio_postgres::Config) -> String {
+    let host = config
+        .get_hosts()
+        .first()
+        .map(|h| match h {
+            tokio_postgres::config::Host::Tcp(h) => h.clone(),
+            #[cfg(unix)]
+            tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+        })
+        .unwrap_or_else(|| "localhost".into());
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    format!("postgres://{host}:{port}/{}", config.get_dbname().unwrap_or(""))
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://user:password@host:port/db`, or the `key=value` form),
+    /// applies the migrations this version needs and starts listening for other instances'
+    /// notices. Call it within a Tokio runtime.
+    pub async fn connect(url: &str, options: PgOptions) -> Result<Self, StoreError> {
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e: tokio_postgres::Error| StoreError::Backend(format!("invalid PostgreSQL URL: {e}")))?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(options.connect_timeout);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("e2a-gateway");
+        }
+        let name = describe(&config);
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size.max(1))
+            .wait_timeout(Some(options.connect_timeout))
+            .create_timeout(Some(options.connect_timeout))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(backend)?;
+        let store_name = format!("{name}: ");
+        migrate(&pool)
+            .await
+            .map_err(|e| StoreError::Backend(format!("{store_name}{}", strip_prefix(&e))))?;
+        let (notices, _) = broadcast::channel(4096);
+        let instance = uuid::Uuid::new_v4().to_string();
+        let stop = CancellationToken::new();
+        tokio::spawn(listen(config, notices.clone(), instance.clone(), stop.clone()));
+        Ok(PgStore {
+            pool,
+            name,
+            instance,
+            notices,
+            _listener: stop.drop_guard(),
+        })
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool.get().await.map_err(|e| pg_error(&e))
+    }
+
+    /// Announces a committed-with-the-transaction event to the other instances.
+    fn event_notice(&self, task_id: &str, seq: u64, event: &Value) -> String {
+        let full = json!({"i": self.instance, "t": task_id, "s": seq, "e": event}).to_string();
+        if full.len() <= MAX_PAYLOAD {
+            full
+        } else {
+            json!({"i": self.instance, "t": task_id, "s": seq}).to_string()
+        }
+    }
+}
+
+fn strip_prefix(e: &StoreError) -> String {
+    match e {
+        StoreError::Backend(m) | StoreError::Corrupt(m) => m.clone(),
+    }
+}
+
+/// Brings the schema up to date (one transaction, under the advisory lock).
+async fn migrate(pool: &Pool) -> Result<(), StoreError> {
+    let mut client = pool.get().await.map_err(|e| pg_error(&e))?;
+    let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(|e| pg_error(&e))?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS e2a_migrations (version INTEGER PRIMARY KEY, applied_ms BIGINT NOT NULL)",
+    )
+    .await
+    .map_err(|e| pg_error(&e))?;
+    let row = tx
+        .query_one("SELECT COALESCE(MAX(version), 0) FROM e2a_migrations", &[])
+        .await
+        .map_err(|e| pg_error(&e))?;
+    let current: i32 = row.get(0);
+    let known = i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX);
+    if current > known {
+        return Err(StoreError::Backend(format!(
+            "the database schema is at version {current}, newer than this gateway knows ({known}); upgrade the gateway"
+        )));
+    }
+    for (version, sql) in (1..).zip(MIGRATIONS).skip(usize::try_from(current).unwrap_or(0)) {
+        tx.batch_execute(sql).await.map_err(|e| pg_error(&e))?;
+        tx.execute(
+            "INSERT INTO e2a_migrations (version, applied_ms) VALUES ($1, $2)",
+            &[&version, &super::tasks::now_ms()],
+        )
+        .await
+        .map_err(|e| pg_error(&e))?;
+        tracing::info!(version, "task store: migration applied");
+    }
+    tx.commit().await.map_err(|e| pg_error(&e))
+}
+
+/// The listening connection: reconnects (after 100 ms, doubling up to 5 s) until `stop`.
+async fn listen(
+    config: tokio_postgres::Config,
+    notices: broadcast::Sender<StoreNotice>,
+    instance: String,
+    stop: CancellationToken,
+) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let connected = tokio::select! {
+            c = config.connect(NoTls) => c,
+            () = stop.cancelled() => return,
+        };
+        match connected {
+            Ok((client, mut connection)) => {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                let driver = tokio::spawn(async move {
+                    let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+                    while let Some(message) = messages.next().await {
+                        match message {
+                            Ok(AsyncMessage::Notification(n)) => {
+                                if tx.send(n).is_err() {
+                                    return;
+                                }
+                            }
+                            Ok(_) => {}
+                            Err(e) => {
+                                tracing::warn!(error = %pg_error(&e), "task store: listening connection lost");
+                                return;
+                            }
+                        }
+                    }
+                });
+                let listening = client
+                    .batch_execute(&format!("LISTEN {EVENTS_CHANNEL}; LISTEN {CANCELS_CHANNEL}"))
+                    .await;
+                match listening {
+                    Ok(()) => {
+                        backoff = Duration::from_millis(100);
+                        loop {
+                            let n = tokio::select! {
+                                n = rx.recv() => n,
+                                () = stop.cancelled() => { driver.abort(); return; }
+                            };
+                            let Some(n) = n else { break };
+                            if let Some(notice) = parse_notice(n.channel(), n.payload(), &instance) {
+                                let _ = notices.send(notice);
+                            }
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %pg_error(&e), "task store: cannot LISTEN"),
+                }
+                driver.abort();
+            }
+            Err(e) => tracing::warn!(error = %pg_error(&e), "task store: cannot open the listening connection"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            () = stop.cancelled() => return,
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// A notice from a notification (`None`: this instance's own event, or not ours to read).
+fn parse_notice(channel: &str, payload: &str, instance: &str) -> Option<StoreNotice> {
+    let v: Value = serde_json::from_str(payload).ok()?;
+    let task_id = v.get("t")?.as_str()?.to_string();
+    match channel {
+        EVENTS_CHANNEL => {
+            if v.get("i").and_then(Value::as_str) == Some(instance) {
+                return None;
+            }
+            Some(StoreNotice::Appended {
+                task_id,
+                seq: v.get("s")?.as_u64()?,
+                event: v.get("e").cloned(),
+            })
+        }
+        CANCELS_CHANNEL => Some(StoreNotice::CancelRequested { task_id }),
+        _ => None,
+    }
+}
+
+fn record_of(row: &tokio_postgres::Row) -> Result<TaskRecord, StoreError> {
+    let id: String = row.try_get(0).map_err(backend)?;
+    let task: String = row.try_get(4).map_err(backend)?;
+    Ok(TaskRecord {
+        task: serde_json::from_str(&task).map_err(|e| StoreError::Corrupt(format!("task {id}: {e}")))?,
+        id,
+        context_id: row.try_get(1).map_err(backend)?,
+        owner: row.try_get(2).map_err(backend)?,
+        state: row.try_get(3).map_err(backend)?,
+        last_seq: seq_u64(row.try_get(5).map_err(backend)?),
+        snapshot_seq: seq_u64(row.try_get(6).map_err(backend)?),
+        created_ms: row.try_get(7).map_err(backend)?,
+        updated_ms: row.try_get(8).map_err(backend)?,
+    })
+}
+
+impl TaskStore for PgStore {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(&format!("SELECT {COLUMNS} FROM a2a_tasks WHERE id = $1"))
+                .await
+                .map_err(|e| pg_error(&e))?;
+            let row = client.query_opt(&stmt, &[&id]).await.map_err(|e| pg_error(&e))?;
+            row.as_ref().map(record_of).transpose()
+        })
+    }
+
+    fn append(&self, record: TaskRecord, event: Value, snapshot: bool) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move {
+            // the first event of a task always writes the snapshot: the caller's last_seq 0
+            // says it is the first (the upsert below inserts with the snapshot it has)
+            let snapshot = snapshot || record.last_seq == 0;
+            let task = if snapshot {
+                Some(serde_json::to_string(&record.task).map_err(backend)?)
+            } else {
+                None
+            };
+            let event_text = event.to_string();
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
+            let upsert = tx
+                .prepare_cached(
+                    "INSERT INTO a2a_tasks AS t (id, context_id, owner, state, task, last_seq, snapshot_seq, created_ms, updated_ms)
+                     VALUES ($1, $2, $3, $4, COALESCE($5, '{}'), 1, 1, $6, $7)
+                     ON CONFLICT (id) DO UPDATE SET
+                       state = EXCLUDED.state,
+                       updated_ms = EXCLUDED.updated_ms,
+                       last_seq = t.last_seq + 1,
+                       task = COALESCE($5, t.task),
+                       snapshot_seq = CASE WHEN $5 IS NULL THEN t.snapshot_seq ELSE t.last_seq + 1 END
+                     RETURNING last_seq",
+                )
+                .await
+                .map_err(|e| pg_error(&e))?;
+            let row = tx
+                .query_one(
+                    &upsert,
+                    &[
+                        &record.id,
+                        &record.context_id,
+                        &record.owner,
+                        &record.state,
+                        &task,
+                        &record.created_ms,
+                        &record.updated_ms,
+                    ],
+                )
+                .await
+                .map_err(|e| pg_error(&e))?;
+            let seq: i64 = row.try_get(0).map_err(backend)?;
+            let notice = self.event_notice(&record.id, seq_u64(seq), &event);
+            let insert = tx
+                .prepare_cached(&format!(
+                    "WITH e AS (INSERT INTO a2a_task_events (task_id, seq, event) VALUES ($1, $2, $3))
+                     SELECT pg_notify('{EVENTS_CHANNEL}', $4)"
+                ))
+                .await
+                .map_err(|e| pg_error(&e))?;
+            tx.execute(&insert, &[&record.id, &seq, &event_text, &notice])
+                .await
+                .map_err(|e| pg_error(&e))?;
+            tx.commit().await.map_err(|e| pg_error(&e))?;
+            Ok(seq_u64(seq))
+        })
+    }
+
+    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached("SELECT seq, event FROM a2a_task_events WHERE task_id = $1 AND seq > $2 ORDER BY seq")
+                .await
+                .map_err(|e| pg_error(&e))?;
+            let rows = client
+                .query(&stmt, &[&id, &seq_i64(after)])
+                .await
+                .map_err(|e| pg_error(&e))?;
+            rows.iter()
+                .map(|r| {
+                    let seq: i64 = r.try_get(0).map_err(backend)?;
+                    let text: String = r.try_get(1).map_err(backend)?;
+                    let event = serde_json::from_str(&text)
+                        .map_err(|e| StoreError::Corrupt(format!("event {id}#{seq}: {e}")))?;
+                    Ok(StoredEvent {
+                        seq: seq_u64(seq),
+                        event,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn list(&self, query: TaskQuery) -> BoxFuture<'_, Result<TaskPage, StoreError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let filter = "owner IS NOT DISTINCT FROM $1 AND ($2::TEXT IS NULL OR context_id = $2)
+                          AND ($3::TEXT IS NULL OR state = $3) AND ($4::BIGINT IS NULL OR updated_ms > $4)";
+            let count = client
+                .prepare_cached(&format!("SELECT COUNT(*) FROM a2a_tasks WHERE {filter}"))
+                .await
+                .map_err(|e| pg_error(&e))?;
+            let page = client
+                .prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM a2a_tasks WHERE {filter} ORDER BY updated_ms DESC, id LIMIT $5 OFFSET $6"
+                ))
+                .await
+                .map_err(|e| pg_error(&e))?;
+            let args: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+                [&query.owner, &query.context_id, &query.state, &query.updated_after_ms];
+            let total: i64 = client
+                .query_one(&count, &args)
+                .await
+                .map_err(|e| pg_error(&e))?
+                .try_get(0)
+                .map_err(backend)?;
+            let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+            let offset = i64::try_from(query.offset).unwrap_or(i64::MAX);
+            let rows = client
+                .query(
+                    &page,
+                    &[
+                        &query.owner,
+                        &query.context_id,
+                        &query.state,
+                        &query.updated_after_ms,
+                        &limit,
+                        &offset,
+                    ],
+                )
+                .await
+                .map_err(|e| pg_error(&e))?;
+            Ok(TaskPage {
+                tasks: rows.iter().map(record_of).collect::<Result<_, _>>()?,
+                total: usize::try_from(total).unwrap_or(0),
+            })
+        })
+    }
+
+    fn shared(&self) -> bool {
+        true
+    }
+
+    fn acquire<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        now_ms: i64,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(
+                    "INSERT INTO a2a_leases AS l (task_id, holder, until_ms) VALUES ($1, $2, $4)
+                     ON CONFLICT (task_id) DO UPDATE SET holder = EXCLUDED.holder, until_ms = EXCLUDED.until_ms
+                     WHERE l.holder = EXCLUDED.holder OR l.until_ms < $3
+                     RETURNING holder",
+                )
+                .await
+                .map_err(|e| pg_error(&e))?;
+            let row = client
+                .query_opt(&stmt, &[&id, &holder, &now_ms, &until_ms])
+                .await
+                .map_err(|e| pg_error(&e))?;
+            Ok(row.is_some())
+        })
+    }
+
+    fn renew<'a>(
+        &'a self,
+        holder: &'a str,
+        ids: Vec<String>,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        Box::pin(async move {
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(
+                    "UPDATE a2a_leases SET until_ms = $3 WHERE holder = $1 AND task_id = ANY($2) RETURNING task_id",
+                )
+                .await
+                .map_err(|e| pg_error(&e))?;
+            let rows = client
+                .query(&stmt, &[&holder, &ids, &until_ms])
+                .await
+                .map_err(|e| pg_error(&e))?;
+            let kept: std::collections::HashSet<String> = rows.iter().filter_map(|r| r.try_get(0).ok()).collect();
+            Ok(ids.into_iter().filter(|id| !kept.contains(id)).collect())
+        })
+    }
+
+    fn release<'a>(&'a self, id: &'a str, holder: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached("DELETE FROM a2a_leases WHERE task_id = $1 AND holder = $2")
+                .await
+                .map_err(|e| pg_error(&e))?;
+            client.execute(&stmt, &[&id, &holder]).await.map_err(|e| pg_error(&e))?;
+            Ok(())
+        })
+    }
+
+    fn orphans(&self, now_ms: i64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(
+                    "SELECT t.id FROM a2a_tasks t LEFT JOIN a2a_leases l ON l.task_id = t.id
+                     WHERE t.state IN ($1, $2) AND (l.until_ms IS NULL OR l.until_ms < $3)
+                     ORDER BY t.updated_ms LIMIT 1000",
+                )
+                .await
+                .map_err(|e| pg_error(&e))?;
+            let rows = client
+                .query(&stmt, &[&SUBMITTED, &WORKING, &now_ms])
+                .await
+                .map_err(|e| pg_error(&e))?;
+            rows.iter().map(|r| r.try_get(0).map_err(backend)).collect()
+        })
+    }
+
+    fn request_cancel<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let payload = json!({"i": self.instance, "t": id}).to_string();
+            client
+                .execute("SELECT pg_notify($1, $2)", &[&CANCELS_CHANNEL, &payload])
+                .await
+                .map_err(|e| pg_error(&e))?;
+            Ok(())
+        })
+    }
+
+    fn notices(&self) -> Option<broadcast::Receiver<StoreNotice>> {
+        Some(self.notices.subscribe())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notices_skip_our_own_events_and_read_cancels() {
+        let ev = r#"{"i":"me","t":"task-1","s":3,"e":{"statusUpdate":{}}}"#;
+        assert_eq!(parse_notice(EVENTS_CHANNEL, ev, "me"), None);
+        assert_eq!(
+            parse_notice(EVENTS_CHANNEL, ev, "other"),
+            Some(StoreNotice::Appended {
+                task_id: "task-1".into(),
+                seq: 3,
+                event: Some(json!({"statusUpdate": {}}))
+            })
+        );
+        assert_eq!(
+            parse_notice(EVENTS_CHANNEL, r#"{"i":"x","t":"task-1","s":4}"#, "me"),
+            Some(StoreNotice::Appended {
+                task_id: "task-1".into(),
+                seq: 4,
+                event: None
+            })
+        );
+        assert_eq!(
+            parse_notice(CANCELS_CHANNEL, r#"{"i":"me","t":"task-1"}"#, "me"),
+            Some(StoreNotice::CancelRequested {
+                task_id: "task-1".into()
+            })
+        );
+        assert_eq!(parse_notice(EVENTS_CHANNEL, "not json", "me"), None);
+    }
+
+    #[test]
+    fn names_leave_out_credentials() {
+        let c: tokio_postgres::Config = "postgres://alice:s3cret@127.0.0.1:5433/tasks".parse().unwrap();
+        let name = describe(&c);
+        assert_eq!(name, "postgres://127.0.0.1:5433/tasks");
+        assert!(!name.contains("s3cret"));
+    }
+}
