@@ -1,5 +1,7 @@
 //! A remote A2A agent as the backend (`--agent a2a:URL`): a gateway in front of a second
-//! gateway carries text, artifacts and pauses; the credential goes to its origin only; a card
+//! gateway carries text, artifacts and pauses, and gives the same frames as the agent run
+//! directly (tool calls, their results, an approval pause and its answer); a plain A2A agent's
+//! messages read as reasoning and input pauses; the credential goes to its origin only; a card
 //! whose interface is on another origin, or a redirect, is refused; a cancel reaches the remote.
 
 use std::sync::{Arc, Mutex};
@@ -11,10 +13,14 @@ use axum::routing::{any, get};
 use e2a_gateway::a2a::remote::{RemoteA2aAgent, RemoteA2aConfig};
 use e2a_gateway::a2a::{A2aConfig, MemoryStore};
 use e2a_gateway::agents::ScriptAgent;
-use e2a_gateway::{Agent, Auth, Gateway, GatewayConfig};
-use serde_json::{json, Value};
+use e2a::{E2AEnvelope, E2AResponse, ResponseKind};
+use e2a_gateway::{Agent, Auth, Caller, Gateway, GatewayConfig, RequestContext};
+use futures_util::StreamExt;
+use serde_json::{json, Map, Value};
 
 const SCRIPT: &str = include_str!("a2a_clients/script.json");
+/// The scenarios the official ACP client runs (reasoning, a tool call and its result, an approval).
+const ACP_SCRIPT: &str = include_str!("clients/data/acp-script.json");
 
 /// A server on 127.0.0.1 that is aborted when dropped.
 struct Server {
@@ -239,4 +245,129 @@ async fn another_origin_and_redirects_are_refused_and_get_no_credential() {
         RemoteA2aConfig::new("http://a").with_token("http://a", "hidden-value".into())
     );
     assert!(!debug.contains("hidden-value"));
+}
+
+/// One run of `agent`: every frame, in order.
+async fn run_frames(agent: &dyn Agent, task_id: &str, text: &str) -> Vec<E2AResponse> {
+    let mut request = E2AEnvelope::new("session/prompt", json!({"prompt": [{"type": "text", "text": text}]}))
+        .with_request_id(uuid::Uuid::new_v4().to_string())
+        .with_session_id("s-1");
+    request.task_id = Some(task_id.to_string());
+    let run = agent.run(request, RequestContext::new(Caller::anonymous(), None));
+    tokio::time::timeout(Duration::from_secs(20), run.collect::<Vec<_>>())
+        .await
+        .expect("the run ends")
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+fn kinds_and_bodies(frames: &[E2AResponse]) -> Vec<(ResponseKind, Map<String, Value>)> {
+    frames.iter().map(|f| (f.response_kind.clone(), f.body.clone())).collect()
+}
+
+/// The frames before the final one (the final result says the same in other words: the
+/// front's `content` is the text the remote streamed).
+fn streamed(frames: &[E2AResponse]) -> Vec<(ResponseKind, Map<String, Value>)> {
+    assert!(frames.last().is_some_and(|f| f.is_final), "no final frame: {frames:?}");
+    kinds_and_bodies(&frames[..frames.len() - 1])
+}
+
+#[tokio::test]
+async fn across_a2a_an_e2a_agent_gives_the_same_frames_as_run_directly() {
+    let direct = ScriptAgent::from_json(ACP_SCRIPT).expect("script");
+    let back = gateway(Arc::new(ScriptAgent::from_json(ACP_SCRIPT).expect("script")), Auth::none()).await;
+    let front = remote(&back.base, None);
+
+    // reasoning, a tool call and its result, text: same kinds, same bodies, same order
+    let want = run_frames(&direct, "t-direct-1", "what is the weather in Paris?").await;
+    let got = run_frames(front.as_ref(), "t-front-1", "what is the weather in Paris?").await;
+    assert_eq!(streamed(&got), streamed(&want));
+    let tool = |fs: &[E2AResponse]| fs.iter().filter(|f| f.body.get("delta_kind") == Some(&json!("tool"))).count();
+    assert_eq!(tool(&got), 2, "the tool call and its result cross the hop: {got:?}");
+    assert_eq!(got.last().map(|f| f.body["result"]["content"].clone()), Some(json!("It is 21 °C in Paris today.")));
+
+    // an approval pause: the same pause (input_kind approval) and the same end of the turn
+    for (n, answer, then) in [(2, "yes", "Deployed."), (3, "no", "Not deployed.")] {
+        let (d, f) = (format!("t-direct-{n}"), format!("t-front-{n}"));
+        let want = run_frames(&direct, &d, "please deploy").await;
+        let got = run_frames(front.as_ref(), &f, "please deploy").await;
+        assert_eq!(kinds_and_bodies(&got), kinds_and_bodies(&want));
+        let pause = got.iter().find(|f| f.response_kind == ResponseKind::PlanApprovalRequired);
+        assert_eq!(
+            pause.map(|p| p.body.clone()),
+            Some(obj(
+                json!({"plan_content": "Deploy to production?", "input_kind": "approval", "resumable": true})
+            ))
+        );
+        // the answer (as `e2a acp` sends a permission decision) resumes the paused run
+        let want = run_frames(&direct, &d, answer).await;
+        let got = run_frames(front.as_ref(), &f, answer).await;
+        assert_eq!(streamed(&got), streamed(&want), "answer {answer}");
+        let text: String = got.iter().filter_map(|f| f.body.get("delta").and_then(Value::as_str)).collect();
+        assert_eq!(text, then);
+    }
+}
+
+/// A plain A2A agent (no e2a metadata): a `WORKING` message's text is reasoning, a data-only
+/// message is nothing, `INPUT_REQUIRED` is a pause for input.
+#[tokio::test]
+async fn a_plain_a2a_agents_messages_read_as_reasoning_and_an_input_pause() {
+    let base = Arc::new(Mutex::new(String::new()));
+    let b = base.clone();
+    let router = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            get(move || {
+                let url = format!("{}/a2a", b.lock().map(|b| b.clone()).unwrap_or_default());
+                async move {
+                    let card = json!({"name": "plain", "description": "plain", "version": "1",
+                        "capabilities": {"streaming": true}, "defaultInputModes": ["text/plain"],
+                        "defaultOutputModes": ["text/plain"], "skills": [],
+                        "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]});
+                    ([("content-type", "application/json")], card.to_string()).into_response()
+                }
+            }),
+        )
+        .route(
+            "/a2a",
+            any(|| async {
+                let status = |state: &str, parts: Value| {
+                    json!({"statusUpdate": {"taskId": "rt", "contextId": "rc", "status": {"state": state,
+                        "message": {"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_AGENT", "parts": parts}}}})
+                };
+                let events = [
+                    json!({"task": {"id": "rt", "contextId": "rc", "status": {"state": "TASK_STATE_WORKING"}}}),
+                    status("TASK_STATE_WORKING", json!([{"text": "thinking"}])),
+                    status("TASK_STATE_WORKING", json!([{"data": {"progress": 0.5}}])),
+                    status("TASK_STATE_INPUT_REQUIRED", json!([{"text": "Which size?"}])),
+                ];
+                let body: String = events
+                    .iter()
+                    .map(|e| format!("data: {}\n\n", json!({"jsonrpc": "2.0", "id": 1, "result": e})))
+                    .collect();
+                ([("content-type", "text/event-stream")], body).into_response()
+            }),
+        );
+    let server = spawn(router).await;
+    if let Ok(mut b) = base.lock() {
+        b.clone_from(&server.base);
+    }
+    let frames = run_frames(remote(&server.base, None).as_ref(), "t-plain", "order a shirt").await;
+    let got = kinds_and_bodies(&frames);
+    assert_eq!(
+        got,
+        vec![
+            (ResponseKind::E2aChunk, obj(json!({"delta_kind": "reasoning", "delta": "thinking"}))),
+            (
+                ResponseKind::PlanApprovalRequired,
+                obj(json!({"plan_content": "Which size?", "input_kind": "input", "resumable": true}))
+            ),
+            (
+                ResponseKind::E2aComplete,
+                obj(json!({"result": {"state": "input_required", "prompt": "Which size?", "resumable": true, "input_kind": "input"}}))
+            ),
+        ]
+    );
 }

@@ -7,7 +7,13 @@
 //! errors. Every run is one `SendStreamingMessage`; the remote's `StreamResponse` events come
 //! back as E2A frames (text artifacts of the remote's `output` as text chunks, other artifacts
 //! as artifact chunks, working messages as reasoning, pauses as `plan.approval_required`,
-//! terminal states as the final frame). A cancelled run sends `CancelTask` to the remote.
+//! terminal states as the final frame). A status message that carries an E2A frame under the
+//! convention of [`e2a::a2a::stream`] (`metadata.e2a_delta_kind` / `e2a_response_kind`, as an
+//! e2a gateway writes it) becomes that frame again — tool calls, their results and an approval
+//! pause (`input_kind: approval`) cross the hop unchanged; a plain agent's `WORKING` text is
+//! reasoning and its `INPUT_REQUIRED` a pause for input. A follow-up of a paused run (the
+//! answer to an approval: `yes` / `no`) is sent as a message to the paused remote task. A
+//! cancelled run sends `CancelTask` to the remote.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -240,6 +246,12 @@ fn text_of(message: Option<&Value>) -> String {
     message.map(e2a::a2a::jsonrpc::message_text).unwrap_or_default()
 }
 
+/// The E2A frame a status message carries (`e2a::a2a::stream::carried_frame`: an e2a gateway
+/// marks the frames A2A has no native form for); `None` for a plain A2A agent's message.
+fn carried(status: &Value) -> Option<(ResponseKind, serde_json::Map<String, Value>)> {
+    status.get("message").and_then(e2a::a2a::stream::carried_frame)
+}
+
 fn fail(s: ResponseStream, kind: ErrorKind, message: &str, details: Value) -> E2AResponse {
     s.fail(kind.mapping().e2a_code, message, obj(details))
 }
@@ -302,16 +314,27 @@ impl Mapper {
                     Some(fail(s, ErrorKind::AuthRequired, &text, json!({"remote_state": state})))
                 }
                 "TASK_STATE_INPUT_REQUIRED" => {
-                    let pause = s.event(
-                        ResponseKind::PlanApprovalRequired,
-                        obj(json!({"plan_content": text, "input_kind": "input", "resumable": true})),
-                    );
-                    frames.push(pause);
-                    Some(s.complete(json!({"state": "input_required", "prompt": text, "resumable": true})))
+                    let body = match carried(status) {
+                        // an e2a agent's pause, as it was (approval or input, its question)
+                        Some((ResponseKind::PlanApprovalRequired, body)) => body,
+                        _ => obj(json!({"plan_content": text, "input_kind": "input", "resumable": true})),
+                    };
+                    let mut result = json!({"state": "input_required",
+                        "prompt": body.get("plan_content").filter(|p| p.is_string()).cloned().unwrap_or_else(|| text.into()),
+                        "resumable": body.get("resumable").cloned().unwrap_or(Value::Bool(true))});
+                    if let Some(kind) = body.get("input_kind") {
+                        result["input_kind"] = kind.clone();
+                    }
+                    frames.push(s.event(ResponseKind::PlanApprovalRequired, body));
+                    Some(s.complete(result))
                 }
                 _ => {
-                    if !text.is_empty() {
-                        frames.push(s.reasoning(&text));
+                    match carried(status) {
+                        // an e2a agent's frame without an A2A form (tool calls, plans, …), as it was
+                        Some((ResponseKind::E2aChunk, body)) => frames.push(s.chunk(body)),
+                        Some((kind @ ResponseKind::AcpSessionUpdate, body)) => frames.push(s.event(kind, body)),
+                        _ if !text.is_empty() => frames.push(s.reasoning(&text)),
+                        _ => {}
                     }
                     self.stream = Some(s);
                     None
