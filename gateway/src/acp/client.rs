@@ -6,7 +6,8 @@
 //!   request without any of them gets a session of its own.
 //! - `session/update` notifications become E2A frames: text and thought chunks become
 //!   `e2a.chunk` text / reasoning, tool calls and finished tool-call updates become the tool
-//!   chunk bodies the projectors read, every other update travels as `acp.session_update`
+//!   chunk bodies the projectors read (a result is the update's `rawOutput`, else the text of
+//!   its content when that is only text), every other update travels as `acp.session_update`
 //!   (which the ACP projector forwards unchanged). The `session/prompt` response completes the
 //!   run (`stopReason` in the result).
 //! - Cancelling the run (client gone, deadline, ACP `session/cancel` at the front) sends
@@ -327,6 +328,23 @@ async fn client_request(method: &str, params: &Value, config: &AcpAgentConfig) -
     }
 }
 
+/// The text of a tool call's `content` when every block is text content
+/// (`{"type": "content", "content": {"type": "text", "text": …}}`); `None` otherwise.
+fn content_blocks_text(content: &Value) -> Option<String> {
+    let blocks = content.as_array().filter(|b| !b.is_empty())?;
+    blocks
+        .iter()
+        .map(|b| {
+            let inner = b.get("content").filter(|_| b.get("type").and_then(Value::as_str) == Some("content"))?;
+            inner
+                .get("text")
+                .filter(|_| inner.get("type").and_then(Value::as_str) == Some("text"))
+                .and_then(Value::as_str)
+        })
+        .collect::<Option<Vec<&str>>>()
+        .map(|texts| texts.concat())
+}
+
 /// The E2A frame of one ACP `session/update` (see the module docs).
 fn update_frame(s: &mut ResponseStream, update: &Value, text: &mut String) -> Option<E2AResponse> {
     let u = update.as_object()?;
@@ -352,11 +370,12 @@ fn update_frame(s: &mut ResponseStream, update: &Value, text: &mut String) -> Op
         }
         "tool_call_update" if matches!(u.get("status").and_then(Value::as_str), Some("completed" | "failed")) => {
             let id = u.get("toolCallId").and_then(Value::as_str)?;
-            let result = u
-                .get("rawOutput")
-                .or_else(|| u.get("content"))
-                .cloned()
-                .unwrap_or(Value::Null);
+            let result = match (u.get("rawOutput"), u.get("content")) {
+                (Some(raw), _) => raw.clone(),
+                // content that is only text is the tool's output as the agent showed it
+                (None, Some(content)) => content_blocks_text(content).map_or_else(|| content.clone(), Value::String),
+                (None, None) => Value::Null,
+            };
             Some(s.chunk(tool_result_body(id, &result)))
         }
         _ => Some(s.event(ResponseKind::AcpSessionUpdate, u.clone())),
