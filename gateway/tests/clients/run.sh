@@ -100,8 +100,9 @@ timeout 120 node acp_client.mjs bridge-e2a -- "$E" acp --agent "e2a:http://127.0
 
 echo "== ACP: official client → e2a acp --agent a2a:URL → e2a serve --a2a --agent script"
 start_server a2a-back --a2a --store memory --agent "$ACP_SCRIPT"
-# the A2A hop carries the approval pause as input-required and no tool calls (yet)
-PERMISSIONS=next-prompt EXPECT_TOOL_CALLS=0 timeout 120 node acp_client.mjs bridge-a2a -- "$E" acp --agent "a2a:http://127.0.0.1:$port"
+# the A2A hop carries tool calls and the approval pause as e2a frames (metadata e2a_delta_kind /
+# e2a_response_kind on the status messages): the client is asked, allow and deny
+timeout 120 node acp_client.mjs bridge-a2a -- "$E" acp --agent "a2a:http://127.0.0.1:$port"
 
 echo "== AG-UI: official HttpAgent → e2a serve --agui --agent script"
 start_server agui --agui --agent "$AGUI_SCRIPT"
