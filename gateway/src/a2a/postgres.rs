@@ -1,9 +1,13 @@
 //! The PostgreSQL [`TaskStore`] (`--store postgres://…`): tasks, their event logs and the
 //! leases of running tasks in one database that several gateways share.
 //!
-//! - **Atomic appends.** Each append is one transaction: an upsert of the task row that
-//!   increments its `last_seq` (the row lock orders concurrent writers), the event row, and a
-//!   `NOTIFY` — delivered to listeners when, and only when, the transaction commits.
+//! - **Atomic appends, committed in groups.** An append is one statement: an upsert of the
+//!   task row that increments its `last_seq` (the row lock orders concurrent writers), the
+//!   event row, and a `NOTIFY`, delivered to listeners when, and only when, its transaction
+//!   commits. The appends of all the runs of a gateway queue up and a few writers each commit
+//!   what has queued in one transaction (statements pipelined): under load a commit carries
+//!   tens of events, and an append waits for one round trip and one commit, not for a free
+//!   connection behind hundreds of others.
 //! - **Live fan-out: `LISTEN/NOTIFY`.** Every store keeps one dedicated connection that
 //!   listens on `e2a_a2a_events` and `e2a_a2a_cancels` and turns what other instances send into
 //!   [`StoreNotice`]s. The notice carries the event itself when it fits PostgreSQL's 8,000-byte
@@ -22,13 +26,14 @@
 //! Connections are plain TCP (no TLS): keep the database on loopback or a private network.
 //! The password of the URL never appears in `Debug`, logs or errors.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_postgres::{AsyncMessage, NoTls};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -39,8 +44,11 @@ use super::tasks::{SUBMITTED, WORKING};
 const EVENTS_CHANNEL: &str = "e2a_a2a_events";
 /// The channel cancel requests are announced on.
 const CANCELS_CHANNEL: &str = "e2a_a2a_cancels";
-/// Largest notice payload sent with its event (PostgreSQL refuses payloads of 8,000 bytes).
-const MAX_PAYLOAD: usize = 7_900;
+/// Largest event (bytes of JSON) sent along with its notice: PostgreSQL refuses payloads of
+/// 8,000 bytes, and the notice adds the task id, the sequence number and the instance.
+const MAX_EVENT: usize = 7_600;
+/// Most appends written in one transaction.
+const BATCH: usize = 64;
 /// The advisory lock key migrations run under (`e2a` in ASCII).
 const MIGRATION_LOCK: i64 = 0x0065_3261;
 
@@ -82,6 +90,9 @@ pub struct PgOptions {
     pub pool_size: usize,
     /// How long to wait for a connection (pool or server).
     pub connect_timeout: Duration,
+    /// Transactions writing appends at once (each takes a pooled connection while it writes;
+    /// see the module docs on group commit).
+    pub writers: usize,
 }
 
 impl Default for PgOptions {
@@ -89,6 +100,7 @@ impl Default for PgOptions {
         PgOptions {
             pool_size: 16,
             connect_timeout: Duration::from_secs(10),
+            writers: 4,
         }
     }
 }
@@ -100,6 +112,8 @@ pub struct PgStore {
     /// This store's id in notices (its own are ignored when they come back).
     instance: String,
     notices: broadcast::Sender<StoreNotice>,
+    /// Appends waiting for a writer (see [`writer`]).
+    appends: mpsc::Sender<Pending>,
     _listener: DropGuard,
 }
 
@@ -188,11 +202,17 @@ impl PgStore {
         let instance = uuid::Uuid::new_v4().to_string();
         let stop = CancellationToken::new();
         tokio::spawn(listen(config, notices.clone(), instance.clone(), stop.clone()));
+        let (appends, queue) = mpsc::channel(4 * BATCH);
+        let queue = Arc::new(tokio::sync::Mutex::new(queue));
+        for _ in 0..options.writers.clamp(1, options.pool_size.max(1)) {
+            tokio::spawn(writer(pool.clone(), queue.clone(), instance.clone()));
+        }
         Ok(PgStore {
             pool,
             name,
             instance,
             notices,
+            appends,
             _listener: stop.drop_guard(),
         })
     }
@@ -200,22 +220,152 @@ impl PgStore {
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool.get().await.map_err(|e| pg_error(&e))
     }
-
-    /// Announces a committed-with-the-transaction event to the other instances.
-    fn event_notice(&self, task_id: &str, seq: u64, event: &Value) -> String {
-        let full = json!({"i": self.instance, "t": task_id, "s": seq, "e": event}).to_string();
-        if full.len() <= MAX_PAYLOAD {
-            full
-        } else {
-            json!({"i": self.instance, "t": task_id, "s": seq}).to_string()
-        }
-    }
 }
 
 fn strip_prefix(e: &StoreError) -> String {
     match e {
         StoreError::Backend(m) | StoreError::Corrupt(m) => m.clone(),
     }
+}
+
+/// One append, as a statement and its parameters, waiting for a writer.
+struct Pending {
+    id: String,
+    context_id: String,
+    owner: Option<String>,
+    state: String,
+    /// The snapshot to write, if any.
+    task: Option<String>,
+    created_ms: i64,
+    updated_ms: i64,
+    event: String,
+    done: oneshot::Sender<Result<u64, StoreError>>,
+}
+
+impl Pending {
+    fn new(
+        record: TaskRecord,
+        event: &Value,
+        snapshot: bool,
+        done: oneshot::Sender<Result<u64, StoreError>>,
+    ) -> Result<Self, StoreError> {
+        // the first event of a task always writes the snapshot: the caller's last_seq 0 says
+        // it is the first (the upsert inserts with the snapshot it has)
+        let task = if snapshot || record.last_seq == 0 {
+            Some(serde_json::to_string(&record.task).map_err(backend)?)
+        } else {
+            None
+        };
+        Ok(Pending {
+            id: record.id,
+            context_id: record.context_id,
+            owner: record.owner,
+            state: record.state,
+            task,
+            created_ms: record.created_ms,
+            updated_ms: record.updated_ms,
+            event: event.to_string(),
+            done,
+        })
+    }
+}
+
+/// The append: the task row (an upsert whose row lock orders appends to one task, and whose
+/// `last_seq + 1` is the event's number), the event, and the notice (sent on commit; the event
+/// travels along when it is small enough). `$9` is the writing instance.
+fn append_sql() -> String {
+    format!(
+        "WITH t AS (
+           INSERT INTO a2a_tasks AS t (id, context_id, owner, state, task, last_seq, snapshot_seq, created_ms, updated_ms)
+           VALUES ($1, $2, $3, $4, COALESCE($5, '{{}}'), 1, 1, $6, $7)
+           ON CONFLICT (id) DO UPDATE SET
+             state = EXCLUDED.state,
+             updated_ms = EXCLUDED.updated_ms,
+             last_seq = t.last_seq + 1,
+             task = COALESCE($5, t.task),
+             snapshot_seq = CASE WHEN $5 IS NULL THEN t.snapshot_seq ELSE t.last_seq + 1 END
+           RETURNING last_seq),
+         e AS (
+           INSERT INTO a2a_task_events (task_id, seq, event) SELECT $1, last_seq, $8 FROM t RETURNING seq)
+         SELECT seq, pg_notify('{EVENTS_CHANNEL}',
+           CASE WHEN octet_length($8) <= {MAX_EVENT}
+             THEN json_build_object('i', $9::TEXT, 't', $1::TEXT, 's', seq, 'e', $8::JSON)::TEXT
+             ELSE json_build_object('i', $9::TEXT, 't', $1::TEXT, 's', seq)::TEXT END)
+         FROM e"
+    )
+}
+
+/// Group commit: appends of all the runs of this gateway queue up, and each writer takes what
+/// has queued (up to [`BATCH`]) into one transaction, its statements pipelined — one commit and
+/// one round of notices for many events. A task has at most one append pending (its run waits
+/// for each), so the batches of concurrent writers lock disjoint task rows.
+async fn writer(pool: Pool, queue: Arc<tokio::sync::Mutex<mpsc::Receiver<Pending>>>, instance: String) {
+    loop {
+        let mut batch = Vec::new();
+        {
+            let mut queue = queue.lock().await;
+            match queue.recv().await {
+                Some(p) => batch.push(p),
+                None => return,
+            }
+            while batch.len() < BATCH {
+                match queue.try_recv() {
+                    Ok(p) => batch.push(p),
+                    Err(_) => break,
+                }
+            }
+        }
+        match write(&pool, &instance, &batch).await {
+            Ok(seqs) => {
+                for (p, seq) in batch.into_iter().zip(seqs) {
+                    let _ = p.done.send(Ok(seq));
+                }
+            }
+            // one bad append must not fail the others: each alone
+            Err(_) if batch.len() > 1 => {
+                for p in batch {
+                    let one = write(&pool, &instance, std::slice::from_ref(&p)).await;
+                    let _ = p.done.send(one.map(|s| s.first().copied().unwrap_or(0)));
+                }
+            }
+            Err(e) => {
+                for p in batch {
+                    let _ = p.done.send(Err(StoreError::Backend(strip_prefix(&e))));
+                }
+            }
+        }
+    }
+}
+
+/// Writes `batch` in one transaction; the sequence numbers of its events.
+async fn write(pool: &Pool, instance: &str, batch: &[Pending]) -> Result<Vec<u64>, StoreError> {
+    let mut client = pool.get().await.map_err(|e| pg_error(&e))?;
+    let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
+    let stmt = tx.prepare_cached(&append_sql()).await.map_err(|e| pg_error(&e))?;
+    type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+    let params: Vec<[Param<'_>; 9]> = batch
+        .iter()
+        .map(|p| -> [Param<'_>; 9] {
+            [
+                &p.id,
+                &p.context_id,
+                &p.owner,
+                &p.state,
+                &p.task,
+                &p.created_ms,
+                &p.updated_ms,
+                &p.event,
+                &instance,
+            ]
+        })
+        .collect();
+    let rows = futures_util::future::try_join_all(params.iter().map(|ps| tx.query_one(&stmt, ps)))
+        .await
+        .map_err(|e| pg_error(&e))?;
+    tx.commit().await.map_err(|e| pg_error(&e))?;
+    rows.iter()
+        .map(|r| r.try_get::<_, i64>(0).map(seq_u64).map_err(backend))
+        .collect()
 }
 
 /// Brings the schema up to date (one transaction, under the advisory lock).
@@ -373,60 +523,15 @@ impl TaskStore for PgStore {
 
     fn append(&self, record: TaskRecord, event: Value, snapshot: bool) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(async move {
-            // the first event of a task always writes the snapshot: the caller's last_seq 0
-            // says it is the first (the upsert below inserts with the snapshot it has)
-            let snapshot = snapshot || record.last_seq == 0;
-            let task = if snapshot {
-                Some(serde_json::to_string(&record.task).map_err(backend)?)
-            } else {
-                None
-            };
-            let event_text = event.to_string();
-            let mut client = self.client().await?;
-            let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
-            let upsert = tx
-                .prepare_cached(
-                    "INSERT INTO a2a_tasks AS t (id, context_id, owner, state, task, last_seq, snapshot_seq, created_ms, updated_ms)
-                     VALUES ($1, $2, $3, $4, COALESCE($5, '{}'), 1, 1, $6, $7)
-                     ON CONFLICT (id) DO UPDATE SET
-                       state = EXCLUDED.state,
-                       updated_ms = EXCLUDED.updated_ms,
-                       last_seq = t.last_seq + 1,
-                       task = COALESCE($5, t.task),
-                       snapshot_seq = CASE WHEN $5 IS NULL THEN t.snapshot_seq ELSE t.last_seq + 1 END
-                     RETURNING last_seq",
-                )
+            let (done, result) = oneshot::channel();
+            let pending = Pending::new(record, &event, snapshot, done)?;
+            self.appends
+                .send(pending)
                 .await
-                .map_err(|e| pg_error(&e))?;
-            let row = tx
-                .query_one(
-                    &upsert,
-                    &[
-                        &record.id,
-                        &record.context_id,
-                        &record.owner,
-                        &record.state,
-                        &task,
-                        &record.created_ms,
-                        &record.updated_ms,
-                    ],
-                )
+                .map_err(|_| StoreError::Backend("the task store is closed".into()))?;
+            result
                 .await
-                .map_err(|e| pg_error(&e))?;
-            let seq: i64 = row.try_get(0).map_err(backend)?;
-            let notice = self.event_notice(&record.id, seq_u64(seq), &event);
-            let insert = tx
-                .prepare_cached(&format!(
-                    "WITH e AS (INSERT INTO a2a_task_events (task_id, seq, event) VALUES ($1, $2, $3))
-                     SELECT pg_notify('{EVENTS_CHANNEL}', $4)"
-                ))
-                .await
-                .map_err(|e| pg_error(&e))?;
-            tx.execute(&insert, &[&record.id, &seq, &event_text, &notice])
-                .await
-                .map_err(|e| pg_error(&e))?;
-            tx.commit().await.map_err(|e| pg_error(&e))?;
-            Ok(seq_u64(seq))
+                .map_err(|_| StoreError::Backend("the task store's writer stopped".into()))?
         })
     }
 

@@ -95,8 +95,9 @@ pub struct Step {
     pub action: Action,
 }
 
-/// What a step does. `{input}` in texts is replaced by the request's text and `{answer}` by the
-/// text of the follow-up that answered a pause.
+/// What a step does. `{input}` in texts is replaced by the request's text, `{answer}` by the
+/// text of the follow-up that answered a pause, and `{now_us}` by the time the step runs
+/// (microseconds since the Unix epoch: load tests measure delivery latency with it).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Action {
@@ -476,7 +477,16 @@ impl Agent for ScriptAgent {
 
 impl Runner {
     fn fill(&self, t: &str) -> String {
-        t.replace("{input}", &self.input).replace("{answer}", &self.answer)
+        let t = t.replace("{input}", &self.input).replace("{answer}", &self.answer);
+        if t.contains("{now_us}") {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_micros())
+                .unwrap_or(0);
+            t.replace("{now_us}", &now.to_string())
+        } else {
+            t
+        }
     }
 
     /// Runs one step; `false` when it ended the run.

@@ -1,0 +1,613 @@
+//! Several `e2a serve --a2a --store postgres://…` processes sharing one PostgreSQL database:
+//! a stream started on one gateway resumed mid-stream on another, a task whose gateway was
+//! killed read `FAILED` on the other once its lease expired, a cancel and an answer to a
+//! pause sent to the gateway that does not run the task, and a bounded load test (1,000
+//! streams over two gateways, every event once and in order; the same load on one SQLite
+//! gateway for comparison).
+//!
+//! They need a PostgreSQL server: `E2A_TEST_POSTGRES_URL=postgres://USER@127.0.0.1:PORT/DB`
+//! (`gateway/tests/postgres/start.sh` starts one; each test makes its own database). Without
+//! it they print that they were skipped, unless `E2A_REQUIRE_POSTGRES=1`, which CI sets, makes
+//! that a failure.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+
+const SCRIPT: &str = r#"{"scenarios": [
+ {"name": "long", "match": {"text": "long"},
+  "steps": [{"type": "text", "text": "started "}, {"type": "sleep", "ms": 600000}, {"type": "complete"}]},
+ {"name": "pause", "match": {"text": "book"},
+  "steps": [{"type": "text", "text": "booking "}, {"type": "input_required", "prompt": "how many?"},
+            {"type": "text", "text": "booked for {answer}"}, {"type": "complete"}]},
+ {"name": "count", "match": {"text": "count"},
+  "steps": [{"type": "text", "text": "01 "}, {"type": "text", "text": "02 ", "delay_ms": 100},
+            {"type": "text", "text": "03 ", "delay_ms": 100}, {"type": "text", "text": "04 ", "delay_ms": 100},
+            {"type": "text", "text": "05 ", "delay_ms": 100}, {"type": "text", "text": "06 ", "delay_ms": 100},
+            {"type": "text", "text": "07 ", "delay_ms": 100}, {"type": "text", "text": "08 ", "delay_ms": 100},
+            {"type": "text", "text": "09 ", "delay_ms": 100}, {"type": "text", "text": "10 ", "delay_ms": 100},
+            {"type": "text", "text": "11 ", "delay_ms": 100}, {"type": "text", "text": "12 ", "delay_ms": 100},
+            {"type": "complete"}]},
+ {"name": "load", "match": {"text": "load"},
+  "steps": [{"type": "text", "text": "{now_us} ", "delay_ms": 500},
+            {"type": "text", "text": "{now_us} ", "delay_ms": 30}, {"type": "text", "text": "{now_us} ", "delay_ms": 30},
+            {"type": "text", "text": "{now_us} ", "delay_ms": 30}, {"type": "text", "text": "{now_us} ", "delay_ms": 30},
+            {"type": "text", "text": "{now_us} ", "delay_ms": 30}, {"type": "text", "text": "{now_us} ", "delay_ms": 30},
+            {"type": "text", "text": "{now_us} ", "delay_ms": 30}, {"type": "text", "text": "{now_us} ", "delay_ms": 30},
+            {"type": "text", "text": "{now_us} ", "delay_ms": 30}, {"type": "text", "text": "{now_us} ", "delay_ms": 30},
+            {"type": "complete"}]}
+]}"#;
+
+/// The server's URL, or `None` (the test is skipped) when none is configured.
+fn postgres() -> Option<String> {
+    match std::env::var("E2A_TEST_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var_os("E2A_REQUIRE_POSTGRES").is_none(),
+                "E2A_REQUIRE_POSTGRES is set but E2A_TEST_POSTGRES_URL is not"
+            );
+            eprintln!("skipped: no E2A_TEST_POSTGRES_URL (see gateway/tests/postgres/start.sh)");
+            None
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A new, empty database on the server of `url`; its URL.
+async fn fresh_database(url: &str) -> String {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to the test server");
+    tokio::spawn(connection);
+    let name = format!("e2a_test_{}", uuid::Uuid::new_v4().simple());
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .expect("create database");
+    let (base, _) = url.rsplit_once('/').expect("a URL with a database");
+    format!("{base}/{name}")
+}
+
+/// A running `e2a serve`; killed (SIGKILL) on drop.
+struct Serve {
+    child: Child,
+    base: String,
+    _stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Serve {
+    fn kill(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("wait");
+    }
+}
+
+fn serve(store: &str, script: &Path, extra: &[&str]) -> Serve {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_e2a"))
+        .args(["serve", "--a2a", "--bind", "127.0.0.1:0", "--store", store])
+        .arg("--agent")
+        .arg(format!("script:{}", script.display()))
+        .args(extra)
+        .env("E2A_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn e2a serve");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("first line");
+    let base = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {first:?}"))
+        .to_string();
+    Serve {
+        child,
+        base,
+        _stdout: stdout,
+    }
+}
+
+fn script_file(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("script.json");
+    std::fs::write(&path, SCRIPT).expect("script");
+    path
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(2_000)
+        .build()
+        .expect("client")
+}
+
+fn message(text: &str, task_id: Option<&str>) -> Value {
+    let mut m = json!({"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER", "parts": [{"text": text}]});
+    if let Some(t) = task_id {
+        m["taskId"] = t.into();
+    }
+    m
+}
+
+async fn rpc_request(
+    http: &reqwest::Client,
+    base: &str,
+    method: &str,
+    params: Value,
+    last_event_id: Option<u64>,
+) -> reqwest::Response {
+    let mut req = http
+        .post(format!("{base}/a2a"))
+        .header("A2A-Version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
+    if let Some(id) = last_event_id {
+        req = req.header("Last-Event-ID", id.to_string());
+    }
+    let resp = req.send().await.expect("request");
+    assert!(resp.status().is_success(), "{method}: HTTP {}", resp.status());
+    resp
+}
+
+async fn rpc(http: &reqwest::Client, base: &str, method: &str, params: Value) -> Value {
+    let body: Value = rpc_request(http, base, method, params, None)
+        .await
+        .json()
+        .await
+        .expect("JSON-RPC body");
+    body.get("result")
+        .cloned()
+        .unwrap_or_else(|| panic!("{method} failed: {body}"))
+}
+
+/// One event of an A2A SSE stream: its id (the task log's sequence number), the
+/// `StreamResponse`, and when it arrived.
+#[derive(Debug, Clone)]
+struct Got {
+    seq: u64,
+    event: Value,
+    /// Arrival, µs since the Unix epoch.
+    at_us: u128,
+}
+
+/// The events of an SSE response as they arrive.
+fn events(resp: reqwest::Response) -> impl futures_util::Stream<Item = Got> {
+    resp.bytes_stream().eventsource().filter_map(|e| async move {
+        let e = e.ok()?;
+        let body: Value = serde_json::from_str(&e.data).ok()?;
+        Some(Got {
+            seq: e.id.parse().ok()?,
+            event: body.get("result")?.clone(),
+            at_us: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_micros())
+                .unwrap_or(0),
+        })
+    })
+}
+
+fn state_of(event: &Value) -> Option<&str> {
+    event
+        .pointer("/statusUpdate/status/state")
+        .or_else(|| event.pointer("/task/status/state"))
+        .and_then(Value::as_str)
+}
+
+fn task_id_of(event: &Value) -> String {
+    event
+        .pointer("/task/id")
+        .or_else(|| event.pointer("/statusUpdate/taskId"))
+        .or_else(|| event.pointer("/artifactUpdate/taskId"))
+        .and_then(Value::as_str)
+        .expect("a task id")
+        .to_string()
+}
+
+/// Sequence numbers `from, from + 1, …` with no gap and no repeat.
+fn assert_consecutive(got: &[Got], from: u64) {
+    for (i, g) in got.iter().enumerate() {
+        assert_eq!(
+            g.seq,
+            from + i as u64,
+            "event {i} of {:?}",
+            got.iter().map(|g| g.seq).collect::<Vec<_>>()
+        );
+    }
+}
+
+/// The whole log of a task that has ended (a replay from the start).
+async fn log_of(http: &reqwest::Client, base: &str, id: &str) -> Vec<Got> {
+    let resp = rpc_request(http, base, "SubscribeToTask", json!({"id": id}), Some(0)).await;
+    events(resp).collect().await
+}
+
+#[test]
+fn a_stream_started_on_one_gateway_resumes_on_another_with_exactly_the_remaining_events() {
+    let Some(url) = postgres() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = script_file(dir.path());
+    let rt = runtime();
+    let db = rt.block_on(fresh_database(&url));
+    let a = serve(&db, &script, &[]);
+    let b = serve(&db, &script, &[]);
+    rt.block_on(async {
+        let http = client();
+        // on A: the first five events, then the connection drops
+        let resp = rpc_request(
+            &http,
+            &a.base,
+            "SendStreamingMessage",
+            json!({"message": message("count", None)}),
+            None,
+        )
+        .await;
+        let first: Vec<Got> = events(resp).take(5).collect().await;
+        assert_consecutive(&first, 1);
+        let id = task_id_of(&first[0].event);
+        // the task is still running (on A), and B sees it so
+        let task = rpc(&http, &b.base, "GetTask", json!({"id": id})).await;
+        assert_eq!(task["status"]["state"], "TASK_STATE_WORKING", "{task}");
+        // on B, from the last event seen
+        let resp = rpc_request(&http, &b.base, "SubscribeToTask", json!({"id": id}), Some(5)).await;
+        let rest: Vec<Got> = events(resp).collect().await;
+        assert!(
+            rest.len() > 5,
+            "B delivered the rest of the run, live: {} events",
+            rest.len()
+        );
+        assert_consecutive(&rest, 6);
+        assert_eq!(state_of(&rest[rest.len() - 1].event), Some("TASK_STATE_COMPLETED"));
+        // exactly what the log holds after 5, event for event
+        let log = log_of(&http, &a.base, &id).await;
+        assert_consecutive(&log, 1);
+        let after: Vec<&Value> = log.iter().skip(5).map(|g| &g.event).collect();
+        let delivered: Vec<&Value> = rest.iter().map(|g| &g.event).collect();
+        assert_eq!(delivered, after);
+        // and the task reads the same on both
+        let on_a = rpc(&http, &a.base, "GetTask", json!({"id": id})).await;
+        let on_b = rpc(&http, &b.base, "GetTask", json!({"id": id})).await;
+        assert_eq!(on_a, on_b);
+        let text: String = on_a["status"]["message"]["parts"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .into();
+        assert!(text.starts_with("01 02 03") && text.contains("12"), "{text}");
+    });
+}
+
+#[test]
+fn the_task_of_a_killed_gateway_reads_failed_on_another_once_its_lease_expires() {
+    let Some(url) = postgres() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = script_file(dir.path());
+    let rt = runtime();
+    let db = rt.block_on(fresh_database(&url));
+    let mut a = serve(&db, &script, &["--lease-secs", "3"]);
+    let b = serve(&db, &script, &["--lease-secs", "3"]);
+    rt.block_on(async {
+        let http = client();
+        let resp = rpc_request(
+            &http,
+            &a.base,
+            "SendStreamingMessage",
+            json!({"message": message("long", None)}),
+            None,
+        )
+        .await;
+        let first: Vec<Got> = events(resp).take(3).collect().await;
+        let id = task_id_of(&first[0].event);
+        // a subscriber on B follows the task A runs
+        let resp = rpc_request(&http, &b.base, "SubscribeToTask", json!({"id": id}), Some(3)).await;
+        let follower = tokio::spawn(events(resp).collect::<Vec<Got>>());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+
+        a.kill();
+        let killed = Instant::now();
+        // the lease is still valid: another gateway may be running it, so it is not failed yet
+        let task = rpc(&http, &b.base, "GetTask", json!({"id": id})).await;
+        assert_eq!(task["status"]["state"], "TASK_STATE_WORKING", "{task}");
+        let failed = loop {
+            let task = rpc(&http, &b.base, "GetTask", json!({"id": id})).await;
+            if task["status"]["state"] == "TASK_STATE_FAILED" {
+                break task;
+            }
+            assert!(killed.elapsed() < Duration::from_secs(20), "still {task}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        let waited = killed.elapsed();
+        assert!(
+            waited >= Duration::from_secs(1),
+            "failed after {waited:?}, before the lease could expire"
+        );
+        let why = failed["status"]["message"]["parts"][0]["text"].as_str().unwrap_or("");
+        assert!(why.contains("lease expired"), "{why}");
+        // the follower on B got the end, and nothing twice
+        let got = tokio::time::timeout(Duration::from_secs(10), follower)
+            .await
+            .expect("the follower's stream ended")
+            .expect("join");
+        assert_consecutive(&got, 4);
+        assert_eq!(got.last().and_then(|g| state_of(&g.event)), Some("TASK_STATE_FAILED"));
+    });
+}
+
+#[test]
+fn a_cancel_or_an_answer_sent_to_the_other_gateway_reaches_the_task() {
+    let Some(url) = postgres() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = script_file(dir.path());
+    let rt = runtime();
+    let db = rt.block_on(fresh_database(&url));
+    let a = serve(&db, &script, &[]);
+    let b = serve(&db, &script, &[]);
+    rt.block_on(async {
+        let http = client();
+        // cancel on B of a run on A: A's run stops, A's stream ends canceled
+        let resp = rpc_request(
+            &http,
+            &a.base,
+            "SendStreamingMessage",
+            json!({"message": message("long", None)}),
+            None,
+        )
+        .await;
+        let mut stream = Box::pin(events(resp));
+        let head = stream.next().await.expect("first event");
+        let id = task_id_of(&head.event);
+        let canceled = rpc(&http, &b.base, "CancelTask", json!({"id": id})).await;
+        assert_eq!(canceled["status"]["state"], "TASK_STATE_CANCELED", "{canceled}");
+        let rest: Vec<Got> = tokio::time::timeout(Duration::from_secs(10), stream.collect())
+            .await
+            .expect("A's stream ended");
+        assert_eq!(
+            rest.last().and_then(|g| state_of(&g.event)),
+            Some("TASK_STATE_CANCELED")
+        );
+
+        // a pause on A answered on B: the next turn runs on B, in the same task (the script
+        // agent's own memory of the pause is per process, so the answer is one it matches
+        // afresh: "count")
+        let resp = rpc_request(
+            &http,
+            &a.base,
+            "SendStreamingMessage",
+            json!({"message": message("book a table", None)}),
+            None,
+        )
+        .await;
+        let turn1: Vec<Got> = events(resp).collect().await;
+        assert_eq!(
+            turn1.last().and_then(|g| state_of(&g.event)),
+            Some("TASK_STATE_INPUT_REQUIRED")
+        );
+        let id = task_id_of(&turn1[0].event);
+        let resp = rpc_request(
+            &http,
+            &b.base,
+            "SendStreamingMessage",
+            json!({"message": message("count", Some(&id))}),
+            None,
+        )
+        .await;
+        let turn2: Vec<Got> = events(resp).collect().await;
+        assert_consecutive(&turn2, turn1.len() as u64 + 1);
+        assert_eq!(
+            turn2.last().and_then(|g| state_of(&g.event)),
+            Some("TASK_STATE_COMPLETED")
+        );
+        let task = rpc(&http, &a.base, "GetTask", json!({"id": id})).await;
+        assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+        let user_turns = task["history"]
+            .as_array()
+            .map(|h| h.iter().filter(|m| m["role"] == "ROLE_USER").count());
+        assert_eq!(user_turns, Some(2), "{task}");
+        // while a turn runs on one gateway, the other refuses a second answer
+        let resp = rpc_request(
+            &http,
+            &a.base,
+            "SendStreamingMessage",
+            json!({"message": message("book again", None)}),
+            None,
+        )
+        .await;
+        let turn1: Vec<Got> = events(resp).collect().await;
+        let id = task_id_of(&turn1[0].event);
+        let resp = rpc_request(
+            &http,
+            &b.base,
+            "SendStreamingMessage",
+            json!({"message": message("long", Some(&id))}),
+            None,
+        )
+        .await;
+        let mut running = Box::pin(events(resp));
+        running.next().await.expect("the turn started on B");
+        let refused: Value = rpc_request(
+            &http,
+            &a.base,
+            "SendMessage",
+            json!({"message": message("count", Some(&id))}),
+            None,
+        )
+        .await
+        .json()
+        .await
+        .expect("body");
+        assert_eq!(refused["error"]["code"], -32004, "{refused}");
+        rpc(&http, &a.base, "CancelTask", json!({"id": id})).await;
+    });
+}
+
+/// Text chunks of the `load` scenario.
+const CHUNKS: usize = 11;
+
+/// What one load run measured.
+struct LoadReport {
+    streams: usize,
+    events: usize,
+    seconds: f64,
+    /// Delivery latencies (µs) on the senders' streams (from the gateway running the task).
+    local: Vec<u128>,
+    /// Delivery latencies (µs) on the followers' streams.
+    followed: Vec<u128>,
+}
+
+fn percentile_ms(v: &[u128], p: f64) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_unstable();
+    let i = ((v.len() as f64 * p).ceil() as usize).clamp(1, v.len().max(1)) - 1;
+    v.get(i).copied().unwrap_or_default() as f64 / 1e3
+}
+
+impl LoadReport {
+    fn line(&self, name: &str) -> String {
+        format!(
+            "| {name} | {} | {} | {:.1} | {:.0} | {:.1} / {:.1} | {:.1} / {:.1} |",
+            self.streams,
+            self.events,
+            self.seconds,
+            self.events as f64 / self.seconds,
+            percentile_ms(&self.local, 0.5),
+            percentile_ms(&self.local, 0.99),
+            percentile_ms(&self.followed, 0.5),
+            percentile_ms(&self.followed, 0.99),
+        )
+    }
+}
+
+/// Delivery latencies (µs) of the text chunks in `got`: each carries the time the agent made it.
+fn latencies(got: &[Got]) -> Vec<u128> {
+    got.iter()
+        .filter_map(|g| {
+            let text = g.event.pointer("/artifactUpdate/artifact/parts/0/text")?.as_str()?;
+            let made: u128 = text.trim().parse().ok()?;
+            Some(g.at_us.saturating_sub(made))
+        })
+        .collect()
+}
+
+/// `n` tasks, each sent (streaming) to one gateway of `bases` in turn and followed from the
+/// start (`Last-Event-ID: 0`) on the next one; checks every event arrives once and in order on
+/// both streams, identical. The agent writes the time into each text chunk, so the latency of
+/// a chunk is its arrival time minus the time the agent made it (one clock: same machine).
+async fn load(bases: &[String], n: usize) -> LoadReport {
+    let http = client();
+    let started = Instant::now();
+    let mut runs = Vec::with_capacity(n);
+    for i in 0..n {
+        let http = http.clone();
+        let here = bases[i % bases.len()].clone();
+        let there = bases[(i + 1) % bases.len()].clone();
+        runs.push(tokio::spawn(async move {
+            let resp = rpc_request(
+                &http,
+                &here,
+                "SendStreamingMessage",
+                json!({"message": message("load", None)}),
+                None,
+            )
+            .await;
+            let mut sent = Box::pin(events(resp));
+            let head = sent.next().await.expect("first event");
+            let id = task_id_of(&head.event);
+            let resp = rpc_request(&http, &there, "SubscribeToTask", json!({"id": id}), Some(0)).await;
+            let followed = tokio::spawn(events(resp).collect::<Vec<Got>>());
+            let mut sent_all = vec![head];
+            sent_all.extend(sent.collect::<Vec<Got>>().await);
+            let followed = followed.await.expect("join");
+            (sent_all, followed)
+        }));
+    }
+    let mut report = LoadReport {
+        streams: n,
+        events: 0,
+        seconds: 0.0,
+        local: Vec::new(),
+        followed: Vec::new(),
+    };
+    for run in runs {
+        let (sent, followed) = run.await.expect("a stream failed");
+        assert_consecutive(&sent, 1);
+        assert_consecutive(&followed, 1);
+        assert_eq!(state_of(&sent[sent.len() - 1].event), Some("TASK_STATE_COMPLETED"));
+        let a: Vec<&Value> = sent.iter().map(|g| &g.event).collect();
+        let b: Vec<&Value> = followed.iter().map(|g| &g.event).collect();
+        assert_eq!(a, b, "the follower got what the sender got");
+        report.events += sent.len() + followed.len();
+        let chunks = latencies(&sent);
+        assert_eq!(chunks.len(), CHUNKS, "every text chunk arrived with its time");
+        report.local.extend(chunks);
+        report.followed.extend(latencies(&followed));
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    report
+}
+
+#[test]
+fn load_1000_streams_over_two_gateways_every_event_once_and_in_order() {
+    let Some(url) = postgres() else { return };
+    let n: usize = std::env::var("E2A_LOAD_STREAMS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = script_file(dir.path());
+    let rt = runtime();
+    let limit = Duration::from_secs(240);
+    let extra = ["--max-streams", "4096", "--store-pool", "24"];
+
+    let db = rt.block_on(fresh_database(&url));
+    let pg = {
+        let a = serve(&db, &script, &extra);
+        let b = serve(&db, &script, &extra);
+        let bases = vec![a.base.clone(), b.base.clone()];
+        rt.block_on(async { tokio::time::timeout(limit, load(&bases, n)).await })
+            .expect("the PostgreSQL run finished in time")
+    };
+    let sqlite = {
+        let file = format!("sqlite:{}", dir.path().join("tasks.db").display());
+        let one = serve(&file, &script, &extra);
+        let bases = vec![one.base.clone()];
+        rt.block_on(async { tokio::time::timeout(limit, load(&bases, n)).await })
+            .expect("the SQLite run finished in time")
+    };
+    let table = [
+        "| store | streams | events delivered | seconds | events/s | latency ms, p50 / p99: running gateway | latency ms, p50 / p99: follower's gateway |".to_string(),
+        "|---|---|---|---|---|---|---|".to_string(),
+        pg.line("PostgreSQL, two gateways (follower on the other)"),
+        sqlite.line("SQLite, one gateway"),
+    ]
+    .join("\n");
+    println!("{table}");
+    if let Ok(out) = std::env::var("E2A_LOAD_REPORT") {
+        std::fs::write(out, format!("{table}\n")).expect("write the report");
+    }
+    assert_eq!(
+        pg.followed.len(),
+        CHUNKS * n,
+        "every chunk reached the follower with its time"
+    );
+    assert_eq!(
+        sqlite.followed.len(),
+        CHUNKS * n,
+        "every chunk reached the follower with its time"
+    );
+}
