@@ -220,7 +220,11 @@ fn a2a_carries_frames_without_an_a2a_form_losslessly() {
     let mut states = Vec::new();
     for f in &frames {
         for ev in p.push(f) {
-            assert_eq!(&a2a_roundtrip::<a2a::StreamResponse>(&ev), &ev, "a2a-lf re-serializes differently");
+            assert_eq!(
+                &a2a_roundtrip::<a2a::StreamResponse>(&ev),
+                &ev,
+                "a2a-lf re-serializes differently"
+            );
             if let Some(status) = ev.pointer("/statusUpdate/status") {
                 if let Some(frame) = status.get("message").and_then(carried_frame) {
                     carried.push(frame);
@@ -242,7 +246,10 @@ fn a2a_carries_frames_without_an_a2a_form_losslessly() {
     assert_eq!(states.last(), Some(&json!("TASK_STATE_INPUT_REQUIRED")));
     assert!(states[..states.len() - 1].iter().all(|s| s == "TASK_STATE_WORKING"));
     // a plain A2A agent's messages carry no frame
-    assert_eq!(carried_frame(&json!({"role": "ROLE_AGENT", "parts": [{"text": "thinking"}]})), None);
+    assert_eq!(
+        carried_frame(&json!({"role": "ROLE_AGENT", "parts": [{"text": "thinking"}]})),
+        None
+    );
     assert_eq!(
         carried_frame(&json!({"parts": [{"data": {"x": 1}}], "metadata": {"source": "elsewhere"}})),
         None

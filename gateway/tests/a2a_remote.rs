@@ -10,10 +10,10 @@ use std::time::Duration;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{any, get};
+use e2a::{E2AEnvelope, E2AResponse, ResponseKind};
 use e2a_gateway::a2a::remote::{RemoteA2aAgent, RemoteA2aConfig};
 use e2a_gateway::a2a::{A2aConfig, MemoryStore};
 use e2a_gateway::agents::ScriptAgent;
-use e2a::{E2AEnvelope, E2AResponse, ResponseKind};
 use e2a_gateway::{Agent, Auth, Caller, Gateway, GatewayConfig, RequestContext};
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
@@ -264,7 +264,10 @@ fn obj(v: Value) -> Map<String, Value> {
 }
 
 fn kinds_and_bodies(frames: &[E2AResponse]) -> Vec<(ResponseKind, Map<String, Value>)> {
-    frames.iter().map(|f| (f.response_kind.clone(), f.body.clone())).collect()
+    frames
+        .iter()
+        .map(|f| (f.response_kind.clone(), f.body.clone()))
+        .collect()
 }
 
 /// The frames before the final one (the final result says the same in other words: the
@@ -277,16 +280,27 @@ fn streamed(frames: &[E2AResponse]) -> Vec<(ResponseKind, Map<String, Value>)> {
 #[tokio::test]
 async fn across_a2a_an_e2a_agent_gives_the_same_frames_as_run_directly() {
     let direct = ScriptAgent::from_json(ACP_SCRIPT).expect("script");
-    let back = gateway(Arc::new(ScriptAgent::from_json(ACP_SCRIPT).expect("script")), Auth::none()).await;
+    let back = gateway(
+        Arc::new(ScriptAgent::from_json(ACP_SCRIPT).expect("script")),
+        Auth::none(),
+    )
+    .await;
     let front = remote(&back.base, None);
 
     // reasoning, a tool call and its result, text: same kinds, same bodies, same order
     let want = run_frames(&direct, "t-direct-1", "what is the weather in Paris?").await;
     let got = run_frames(front.as_ref(), "t-front-1", "what is the weather in Paris?").await;
     assert_eq!(streamed(&got), streamed(&want));
-    let tool = |fs: &[E2AResponse]| fs.iter().filter(|f| f.body.get("delta_kind") == Some(&json!("tool"))).count();
+    let tool = |fs: &[E2AResponse]| {
+        fs.iter()
+            .filter(|f| f.body.get("delta_kind") == Some(&json!("tool")))
+            .count()
+    };
     assert_eq!(tool(&got), 2, "the tool call and its result cross the hop: {got:?}");
-    assert_eq!(got.last().map(|f| f.body["result"]["content"].clone()), Some(json!("It is 21 °C in Paris today.")));
+    assert_eq!(
+        got.last().map(|f| f.body["result"]["content"].clone()),
+        Some(json!("It is 21 °C in Paris today."))
+    );
 
     // an approval pause: the same pause (input_kind approval) and the same end of the turn
     for (n, answer, then) in [(2, "yes", "Deployed."), (3, "no", "Not deployed.")] {
@@ -294,7 +308,9 @@ async fn across_a2a_an_e2a_agent_gives_the_same_frames_as_run_directly() {
         let want = run_frames(&direct, &d, "please deploy").await;
         let got = run_frames(front.as_ref(), &f, "please deploy").await;
         assert_eq!(kinds_and_bodies(&got), kinds_and_bodies(&want));
-        let pause = got.iter().find(|f| f.response_kind == ResponseKind::PlanApprovalRequired);
+        let pause = got
+            .iter()
+            .find(|f| f.response_kind == ResponseKind::PlanApprovalRequired);
         assert_eq!(
             pause.map(|p| p.body.clone()),
             Some(obj(
@@ -305,7 +321,10 @@ async fn across_a2a_an_e2a_agent_gives_the_same_frames_as_run_directly() {
         let want = run_frames(&direct, &d, answer).await;
         let got = run_frames(front.as_ref(), &f, answer).await;
         assert_eq!(streamed(&got), streamed(&want), "answer {answer}");
-        let text: String = got.iter().filter_map(|f| f.body.get("delta").and_then(Value::as_str)).collect();
+        let text: String = got
+            .iter()
+            .filter_map(|f| f.body.get("delta").and_then(Value::as_str))
+            .collect();
         assert_eq!(text, then);
     }
 }
@@ -359,14 +378,19 @@ async fn a_plain_a2a_agents_messages_read_as_reasoning_and_an_input_pause() {
     assert_eq!(
         got,
         vec![
-            (ResponseKind::E2aChunk, obj(json!({"delta_kind": "reasoning", "delta": "thinking"}))),
+            (
+                ResponseKind::E2aChunk,
+                obj(json!({"delta_kind": "reasoning", "delta": "thinking"}))
+            ),
             (
                 ResponseKind::PlanApprovalRequired,
                 obj(json!({"plan_content": "Which size?", "input_kind": "input", "resumable": true}))
             ),
             (
                 ResponseKind::E2aComplete,
-                obj(json!({"result": {"state": "input_required", "prompt": "Which size?", "resumable": true, "input_kind": "input"}}))
+                obj(
+                    json!({"result": {"state": "input_required", "prompt": "Which size?", "resumable": true, "input_kind": "input"}})
+                )
             ),
         ]
     );

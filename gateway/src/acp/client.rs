@@ -335,7 +335,9 @@ fn content_blocks_text(content: &Value) -> Option<String> {
     blocks
         .iter()
         .map(|b| {
-            let inner = b.get("content").filter(|_| b.get("type").and_then(Value::as_str) == Some("content"))?;
+            let inner = b
+                .get("content")
+                .filter(|_| b.get("type").and_then(Value::as_str) == Some("content"))?;
             inner
                 .get("text")
                 .filter(|_| inner.get("type").and_then(Value::as_str) == Some("text"))
