@@ -111,7 +111,7 @@ enum Command {
     #[command(
         after_help = "Examples:\n  e2a serve\n  e2a serve --agent script:gateway/tests/data/script.json\n  e2a serve --a2a --agent script:gateway/tests/a2a_clients/script.json\n  e2a serve --a2a --store memory --agent a2a:http://127.0.0.1:9090\n  e2a serve --bind 0.0.0.0:8080 --token-file token.txt --agent e2a:http://10.0.0.5:8080"
     )]
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Be an ACP agent over stdio (what an editor runs as its agent command) in front of an
     /// agent: echo, a script of scenarios, another E2A server or another ACP agent. stdout
     /// carries ACP frames only; logs go to stderr (level from $E2A_LOG, default warn).

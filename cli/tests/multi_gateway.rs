@@ -550,7 +550,14 @@ async fn load(bases: &[String], n: usize) -> LoadReport {
         assert_eq!(state_of(&sent[sent.len() - 1].event), Some("TASK_STATE_COMPLETED"));
         let a: Vec<&Value> = sent.iter().map(|g| &g.event).collect();
         let b: Vec<&Value> = followed.iter().map(|g| &g.event).collect();
-        assert_eq!(a, b, "the follower got what the sender got");
+        if let Some(i) = (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i)) {
+            panic!(
+                "the follower's event {} differs from the sender's:\n  sent:     {:?}\n  followed: {:?}",
+                i + 1,
+                a.get(i),
+                b.get(i)
+            );
+        }
         report.events += sent.len() + followed.len();
         let chunks = latencies(&sent);
         assert_eq!(chunks.len(), CHUNKS, "every text chunk arrived with its time");
@@ -564,50 +571,53 @@ async fn load(bases: &[String], n: usize) -> LoadReport {
 #[test]
 fn load_1000_streams_over_two_gateways_every_event_once_and_in_order() {
     let Some(url) = postgres() else { return };
-    let n: usize = std::env::var("E2A_LOAD_STREAMS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1_000);
+    // the stream counts to run (comma-separated): a moderate load, then the 1,000
+    let counts: Vec<usize> = std::env::var("E2A_LOAD_STREAMS")
+        .unwrap_or_else(|_| "200,1000".into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect();
     let dir = tempfile::tempdir().expect("tempdir");
     let script = script_file(dir.path());
     let rt = runtime();
     let limit = Duration::from_secs(240);
     let extra = ["--max-streams", "4096", "--store-pool", "24"];
-
-    let db = rt.block_on(fresh_database(&url));
-    let pg = {
-        let a = serve(&db, &script, &extra);
-        let b = serve(&db, &script, &extra);
-        let bases = vec![a.base.clone(), b.base.clone()];
-        rt.block_on(async { tokio::time::timeout(limit, load(&bases, n)).await })
-            .expect("the PostgreSQL run finished in time")
-    };
-    let sqlite = {
-        let file = format!("sqlite:{}", dir.path().join("tasks.db").display());
-        let one = serve(&file, &script, &extra);
-        let bases = vec![one.base.clone()];
-        rt.block_on(async { tokio::time::timeout(limit, load(&bases, n)).await })
-            .expect("the SQLite run finished in time")
-    };
-    let table = [
+    let mut table = vec![
         "| store | streams | events delivered | seconds | events/s | latency ms, p50 / p99: running gateway | latency ms, p50 / p99: follower's gateway |".to_string(),
         "|---|---|---|---|---|---|---|".to_string(),
-        pg.line("PostgreSQL, two gateways (follower on the other)"),
-        sqlite.line("SQLite, one gateway"),
-    ]
-    .join("\n");
+    ];
+    for (run, &n) in counts.iter().enumerate() {
+        let db = rt.block_on(fresh_database(&url));
+        let pg = {
+            let a = serve(&db, &script, &extra);
+            let b = serve(&db, &script, &extra);
+            let bases = vec![a.base.clone(), b.base.clone()];
+            rt.block_on(async { tokio::time::timeout(limit, load(&bases, n)).await })
+                .expect("the PostgreSQL run finished in time")
+        };
+        let sqlite = {
+            let file = format!("sqlite:{}", dir.path().join(format!("tasks-{run}.db")).display());
+            let one = serve(&file, &script, &extra);
+            let bases = vec![one.base.clone()];
+            rt.block_on(async { tokio::time::timeout(limit, load(&bases, n)).await })
+                .expect("the SQLite run finished in time")
+        };
+        assert_eq!(
+            pg.followed.len(),
+            CHUNKS * n,
+            "every chunk reached the follower with its time"
+        );
+        assert_eq!(
+            sqlite.followed.len(),
+            CHUNKS * n,
+            "every chunk reached the follower with its time"
+        );
+        table.push(pg.line("PostgreSQL, two gateways (follower on the other)"));
+        table.push(sqlite.line("SQLite, one gateway"));
+    }
+    let table = table.join("\n");
     println!("{table}");
     if let Ok(out) = std::env::var("E2A_LOAD_REPORT") {
         std::fs::write(out, format!("{table}\n")).expect("write the report");
     }
-    assert_eq!(
-        pg.followed.len(),
-        CHUNKS * n,
-        "every chunk reached the follower with its time"
-    );
-    assert_eq!(
-        sqlite.followed.len(),
-        CHUNKS * n,
-        "every chunk reached the follower with its time"
-    );
 }

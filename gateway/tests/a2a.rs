@@ -5,9 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use e2a_gateway::a2a::postgres::{PgOptions, PgStore};
 use e2a_gateway::a2a::sqlite::SqliteStore;
 use e2a_gateway::a2a::store::{TaskQuery, TaskRecord};
-use e2a_gateway::a2a::{A2aConfig, MemoryStore, TaskStore};
+use e2a_gateway::a2a::{A2aConfig, MemoryStore, StoreNotice, TaskStore};
 use e2a_gateway::agents::ScriptAgent;
 use e2a_gateway::{Auth, Gateway, GatewayConfig};
 use serde_json::{json, Value};
@@ -631,4 +632,178 @@ async fn stores_keep_the_same_contract() {
     assert_eq!(reopened.events_after("a", 0).await.expect("events").len(), 4);
     let a = reopened.get("a").await.expect("get").expect("a");
     assert_eq!((a.last_seq, a.snapshot_seq), (4, 3));
+}
+
+/// A new database on the PostgreSQL server of `E2A_TEST_POSTGRES_URL`, or `None` (skipped)
+/// without one — unless `E2A_REQUIRE_POSTGRES` is set (CI), which makes that a failure.
+async fn postgres_database() -> Option<String> {
+    let Some(url) = std::env::var("E2A_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
+        assert!(
+            std::env::var_os("E2A_REQUIRE_POSTGRES").is_none(),
+            "E2A_REQUIRE_POSTGRES is set but E2A_TEST_POSTGRES_URL is not"
+        );
+        eprintln!("skipped: no E2A_TEST_POSTGRES_URL (see gateway/tests/postgres/start.sh)");
+        return None;
+    };
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to the test server");
+    tokio::spawn(connection);
+    let name = format!("e2a_test_{}", uuid::Uuid::new_v4().simple());
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .expect("create database");
+    let (base, _) = url.rsplit_once('/').expect("a URL with a database");
+    Some(format!("{base}/{name}"))
+}
+
+async fn next_notice(rx: &mut tokio::sync::broadcast::Receiver<StoreNotice>) -> StoreNotice {
+    tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("a notice")
+        .expect("open")
+}
+
+async fn pg(url: &str) -> PgStore {
+    PgStore::connect(url, PgOptions::default()).await.expect("connect")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_keeps_the_same_contract_and_migrates_once() {
+    let Some(url) = postgres_database().await else { return };
+    // two gateways starting together: the migrations run once
+    let (a, b) = tokio::join!(pg(&url), pg(&url));
+    assert!(a.shared() && b.shared());
+    store_contract(&a).await;
+    // what one instance wrote, the other reads
+    let seen = b.get("a").await.expect("get").expect("a");
+    assert_eq!(seen.last_seq, 4);
+    assert_eq!(b.events_after("a", 0).await.expect("events").len(), 4);
+    drop((a, b));
+    let again = pg(&url).await;
+    assert_eq!(again.events_after("a", 2).await.expect("events").len(), 2);
+    assert!(!format!("{again:?}").contains("password"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_appends_from_two_instances_get_one_sequence() {
+    let Some(url) = postgres_database().await else { return };
+    let (a, b) = tokio::join!(pg(&url), pg(&url));
+    let (a, b) = (Arc::new(a), Arc::new(b));
+    let mut writers = Vec::new();
+    for (store, name) in [(a.clone(), "a"), (b.clone(), "b")] {
+        writers.push(tokio::spawn(async move {
+            let mut seqs = Vec::new();
+            for i in 0..50 {
+                let rec = record("shared", None, "c", "TASK_STATE_WORKING", 1);
+                seqs.push(
+                    store
+                        .append(rec, json!({"by": name, "i": i}), i % 10 == 0)
+                        .await
+                        .expect("append"),
+                );
+            }
+            seqs
+        }));
+    }
+    let mut all = Vec::new();
+    for w in writers {
+        let seqs = w.await.expect("join");
+        assert!(seqs.windows(2).all(|p| p[0] < p[1]), "one writer's events in its order");
+        all.extend(seqs);
+    }
+    all.sort_unstable();
+    assert_eq!(all, (1..=100).collect::<Vec<u64>>());
+    let log = a.events_after("shared", 0).await.expect("events");
+    assert_eq!(
+        log.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=100).collect::<Vec<u64>>()
+    );
+    assert_eq!(a.get("shared").await.expect("get").expect("task").last_seq, 100);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_leases_notices_and_orphans() {
+    let Some(url) = postgres_database().await else { return };
+    let (a, b) = tokio::join!(pg(&url), pg(&url));
+    let lease = Duration::from_secs(30);
+    // a lease: one holder at a time, renewed by it, free once released
+    assert!(a.acquire("t1", "A", lease).await.expect("acquire"));
+    assert!(!b.acquire("t1", "B", lease).await.expect("acquire"));
+    assert!(a.acquire("t1", "A", lease).await.expect("renew by taking again"));
+    assert_eq!(
+        a.renew("A", vec!["t1".into(), "t2".into()], lease)
+            .await
+            .expect("renew"),
+        vec!["t2".to_string()]
+    );
+    b.release("t1", "B").await.expect("release");
+    assert!(!b.acquire("t1", "B", lease).await.expect("still A's"));
+    a.release("t1", "A").await.expect("release");
+    assert!(b.acquire("t1", "B", lease).await.expect("free"));
+
+    // orphans: working without a valid lease
+    a.append(record("o1", None, "c", "TASK_STATE_WORKING", 1), json!({}), true)
+        .await
+        .expect("append");
+    a.append(record("done", None, "c", "TASK_STATE_COMPLETED", 1), json!({}), true)
+        .await
+        .expect("append");
+    assert_eq!(b.orphans().await.expect("orphans"), vec!["o1".to_string()]);
+    assert!(a.acquire("o1", "A", Duration::from_millis(300)).await.expect("acquire"));
+    assert!(b.orphans().await.expect("orphans").is_empty());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(b.orphans().await.expect("orphans"), vec!["o1".to_string()]);
+    assert!(b
+        .acquire("o1", "B", lease)
+        .await
+        .expect("an expired lease is taken over"));
+    assert_eq!(
+        a.renew("A", vec!["o1".into()], lease).await.expect("renew"),
+        vec!["o1".to_string()]
+    );
+
+    // notices: the other instance hears of events (small ones with the event, large ones
+    // without) and of cancel requests; nobody hears their own events
+    let mut heard_by_b = b.notices().expect("notices");
+    let mut heard_by_a = a.notices().expect("notices");
+    let seq = a
+        .append(
+            record("n1", None, "c", "TASK_STATE_WORKING", 1),
+            json!({"small": true}),
+            true,
+        )
+        .await
+        .expect("append");
+    let big = json!({"text": "x".repeat(20_000)});
+    a.append(record("n1", None, "c", "TASK_STATE_WORKING", 1), big, false)
+        .await
+        .expect("append");
+    b.request_cancel("n1").await.expect("cancel");
+    assert_eq!(
+        next_notice(&mut heard_by_b).await,
+        StoreNotice::Appended {
+            task_id: "n1".into(),
+            seq,
+            event: Some(json!({"small": true}))
+        }
+    );
+    assert_eq!(
+        next_notice(&mut heard_by_b).await,
+        StoreNotice::Appended {
+            task_id: "n1".into(),
+            seq: seq + 1,
+            event: None
+        }
+    );
+    assert_eq!(
+        next_notice(&mut heard_by_b).await,
+        StoreNotice::CancelRequested { task_id: "n1".into() }
+    );
+    // A heard only the cancel
+    assert_eq!(
+        next_notice(&mut heard_by_a).await,
+        StoreNotice::CancelRequested { task_id: "n1".into() }
+    );
 }

@@ -16,8 +16,9 @@
 //!   poll interval later. Notifications sent while the listening connection is down are lost,
 //!   so followers of tasks running elsewhere also read the log after a second without news
 //!   (see `tasks::A2aState`): a lost notice delays an event, it never loses it.
-//! - **Leases.** `a2a_leases` holds, per running task, the instance running it and until when;
-//!   the instance renews it while the run goes on. A task `SUBMITTED`/`WORKING` whose lease has
+//! - **Leases.** `a2a_leases` holds, per running task, the instance running it and until when
+//!   (on the database server's clock, so the gateways' clocks need not agree); the instance
+//!   renews it while the run goes on. A task `SUBMITTED`/`WORKING` whose lease has
 //!   expired has no run anywhere: any instance marks it failed.
 //! - **Migrations** are applied on open, under a transaction-scoped advisory lock, so
 //!   instances started together do not race; applied versions are recorded in
@@ -47,6 +48,8 @@ const CANCELS_CHANNEL: &str = "e2a_a2a_cancels";
 /// Largest event (bytes of JSON) sent along with its notice: PostgreSQL refuses payloads of
 /// 8,000 bytes, and the notice adds the task id, the sequence number and the instance.
 const MAX_EVENT: usize = 7_600;
+/// The database server's clock, ms since the epoch: every lease time is on it.
+const NOW_MS: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
 /// Most appends written in one transaction.
 const BATCH: usize = 64;
 /// The advisory lock key migrations run under (`e2a` in ASCII).
@@ -142,6 +145,10 @@ fn pg_error(e: &(dyn std::error::Error + 'static)) -> StoreError {
     StoreError::Backend(text)
 }
 
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
 fn seq_u64(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
@@ -197,7 +204,7 @@ impl PgStore {
         let store_name = format!("{name}: ");
         migrate(&pool)
             .await
-            .map_err(|e| StoreError::Backend(format!("{store_name}{}", strip_prefix(&e))))?;
+            .map_err(|e| StoreError::Backend(format!("{store_name}{}", message_of(&e))))?;
         let (notices, _) = broadcast::channel(4096);
         let instance = uuid::Uuid::new_v4().to_string();
         let stop = CancellationToken::new();
@@ -222,7 +229,7 @@ impl PgStore {
     }
 }
 
-fn strip_prefix(e: &StoreError) -> String {
+fn message_of(e: &StoreError) -> String {
     match e {
         StoreError::Backend(m) | StoreError::Corrupt(m) => m.clone(),
     }
@@ -330,7 +337,7 @@ async fn writer(pool: Pool, queue: Arc<tokio::sync::Mutex<mpsc::Receiver<Pending
             }
             Err(e) => {
                 for p in batch {
-                    let _ = p.done.send(Err(StoreError::Backend(strip_prefix(&e))));
+                    let _ = p.done.send(Err(StoreError::Backend(message_of(&e))));
                 }
             }
         }
@@ -611,26 +618,20 @@ impl TaskStore for PgStore {
         true
     }
 
-    fn acquire<'a>(
-        &'a self,
-        id: &'a str,
-        holder: &'a str,
-        now_ms: i64,
-        until_ms: i64,
-    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+    fn acquire<'a>(&'a self, id: &'a str, holder: &'a str, lease: Duration) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             let client = self.client().await?;
             let stmt = client
-                .prepare_cached(
-                    "INSERT INTO a2a_leases AS l (task_id, holder, until_ms) VALUES ($1, $2, $4)
+                .prepare_cached(&format!(
+                    "INSERT INTO a2a_leases AS l (task_id, holder, until_ms) VALUES ($1, $2, {NOW_MS} + $3)
                      ON CONFLICT (task_id) DO UPDATE SET holder = EXCLUDED.holder, until_ms = EXCLUDED.until_ms
-                     WHERE l.holder = EXCLUDED.holder OR l.until_ms < $3
-                     RETURNING holder",
-                )
+                     WHERE l.holder = EXCLUDED.holder OR l.until_ms < {NOW_MS}
+                     RETURNING holder"
+                ))
                 .await
                 .map_err(|e| pg_error(&e))?;
             let row = client
-                .query_opt(&stmt, &[&id, &holder, &now_ms, &until_ms])
+                .query_opt(&stmt, &[&id, &holder, &millis(lease)])
                 .await
                 .map_err(|e| pg_error(&e))?;
             Ok(row.is_some())
@@ -641,7 +642,7 @@ impl TaskStore for PgStore {
         &'a self,
         holder: &'a str,
         ids: Vec<String>,
-        until_ms: i64,
+        lease: Duration,
     ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
         Box::pin(async move {
             if ids.is_empty() {
@@ -649,13 +650,13 @@ impl TaskStore for PgStore {
             }
             let client = self.client().await?;
             let stmt = client
-                .prepare_cached(
-                    "UPDATE a2a_leases SET until_ms = $3 WHERE holder = $1 AND task_id = ANY($2) RETURNING task_id",
-                )
+                .prepare_cached(&format!(
+                    "UPDATE a2a_leases SET until_ms = {NOW_MS} + $3 WHERE holder = $1 AND task_id = ANY($2) RETURNING task_id"
+                ))
                 .await
                 .map_err(|e| pg_error(&e))?;
             let rows = client
-                .query(&stmt, &[&holder, &ids, &until_ms])
+                .query(&stmt, &[&holder, &ids, &millis(lease)])
                 .await
                 .map_err(|e| pg_error(&e))?;
             let kept: std::collections::HashSet<String> = rows.iter().filter_map(|r| r.try_get(0).ok()).collect();
@@ -675,19 +676,19 @@ impl TaskStore for PgStore {
         })
     }
 
-    fn orphans(&self, now_ms: i64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+    fn orphans(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         Box::pin(async move {
             let client = self.client().await?;
             let stmt = client
-                .prepare_cached(
+                .prepare_cached(&format!(
                     "SELECT t.id FROM a2a_tasks t LEFT JOIN a2a_leases l ON l.task_id = t.id
-                     WHERE t.state IN ($1, $2) AND (l.until_ms IS NULL OR l.until_ms < $3)
-                     ORDER BY t.updated_ms LIMIT 1000",
-                )
+                     WHERE t.state IN ($1, $2) AND (l.until_ms IS NULL OR l.until_ms < {NOW_MS})
+                     ORDER BY t.updated_ms LIMIT 1000"
+                ))
                 .await
                 .map_err(|e| pg_error(&e))?;
             let rows = client
-                .query(&stmt, &[&SUBMITTED, &WORKING, &now_ms])
+                .query(&stmt, &[&SUBMITTED, &WORKING])
                 .await
                 .map_err(|e| pg_error(&e))?;
             rows.iter().map(|r| r.try_get(0).map_err(backend)).collect()

@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
@@ -144,29 +145,24 @@ pub trait TaskStore: Send + Sync + 'static {
         false
     }
 
-    /// Takes (or renews) the lease of task `id` for `holder` until `until_ms` (ms since the
-    /// epoch), unless another holder's lease is still valid at `now_ms`. Returns whether
-    /// `holder` holds it now. The task need not exist yet. Default: always taken.
-    fn acquire<'a>(
-        &'a self,
-        id: &'a str,
-        holder: &'a str,
-        now_ms: i64,
-        until_ms: i64,
-    ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        let _ = (id, holder, now_ms, until_ms);
+    /// Takes (or renews) the lease of task `id` for `holder`, for `lease` from now, unless
+    /// another holder's lease is still valid. Returns whether `holder` holds it now. The task
+    /// need not exist yet. A store that several gateways share keeps lease times on one clock
+    /// (its own), so the gateways' clocks need not agree. Default: always taken.
+    fn acquire<'a>(&'a self, id: &'a str, holder: &'a str, lease: Duration) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let _ = (id, holder, lease);
         Box::pin(async { Ok(true) })
     }
 
-    /// Extends `holder`'s leases of `ids` to `until_ms`; returns the ids `holder` no longer
-    /// holds (another instance took them over: the runs must stop). Default: none lost.
+    /// Extends `holder`'s leases of `ids` to `lease` from now; returns the ids `holder` no
+    /// longer holds (another instance took them over: the runs must stop). Default: none lost.
     fn renew<'a>(
         &'a self,
         holder: &'a str,
         ids: Vec<String>,
-        until_ms: i64,
+        lease: Duration,
     ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
-        let _ = (holder, ids, until_ms);
+        let _ = (holder, ids, lease);
         Box::pin(async { Ok(Vec::new()) })
     }
 
@@ -176,11 +172,10 @@ pub trait TaskStore: Send + Sync + 'static {
         Box::pin(async { Ok(()) })
     }
 
-    /// Tasks still `SUBMITTED` or `WORKING` whose lease expired before `now_ms` (or that have
-    /// none): their instance is gone. Default: none (one gateway settles its orphans when it
-    /// reads them).
-    fn orphans(&self, now_ms: i64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
-        let _ = now_ms;
+    /// Tasks still `SUBMITTED` or `WORKING` whose lease has expired (or that have none):
+    /// their instance is gone. Default: none (one gateway settles its orphans when it reads
+    /// them).
+    fn orphans(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         Box::pin(async { Ok(Vec::new()) })
     }
 

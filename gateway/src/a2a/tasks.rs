@@ -43,6 +43,9 @@ const SNAPSHOT_EVERY: u64 = 64;
 /// How long a follower of a task another gateway runs waits for a notice before it reads the
 /// task's log itself.
 const REMOTE_POLL: Duration = Duration::from_secs(1);
+/// How often an answer to a paused task tries again (50 ms apart) for the lease the pausing
+/// gateway is about to let go of.
+const LEASE_RETRIES: usize = 10;
 
 /// Whether `state` ends a task.
 pub fn is_terminal(state: &str) -> bool {
@@ -175,12 +178,6 @@ impl A2aState {
         }
     }
 
-    /// The lease this gateway takes on a task it runs (until when).
-    fn lease_until(&self) -> i64 {
-        let lease = i64::try_from(self.config.lease.as_millis()).unwrap_or(i64::MAX);
-        now_ms().saturating_add(lease)
-    }
-
     /// An event another gateway appended: to this gateway's followers of the task, if any.
     async fn relay(&self, task_id: &str, seq: u64, event: Option<Value>) {
         let Some(tx) = self.channels.lock().ok().and_then(|c| c.get(task_id).cloned()) else {
@@ -229,14 +226,16 @@ impl A2aState {
         }
     }
 
-    /// The channel of task `id` (made on first use).
-    fn channel(&self, id: &str) -> broadcast::Sender<StoredEvent> {
+    /// A receiver of task `id`'s channel (made on first use). It subscribes while holding the
+    /// table's lock, so a channel is never dropped as idle between its lookup and the
+    /// subscription.
+    fn channel(&self, id: &str) -> broadcast::Receiver<StoredEvent> {
         match self.channels.lock() {
             Ok(mut c) => c
                 .entry(id.to_string())
                 .or_insert_with(|| broadcast::channel(1024).0)
-                .clone(),
-            Err(_) => broadcast::channel(1).0,
+                .subscribe(),
+            Err(_) => broadcast::channel(1).1,
         }
     }
 
@@ -324,11 +323,7 @@ impl A2aState {
         }
         // on a shared store, another instance may run it: only a task whose lease has expired
         // (this gateway can take it) has no run anywhere
-        match self
-            .store
-            .acquire(&rec.id, &self.holder, now_ms(), self.lease_until())
-            .await
-        {
+        match self.store.acquire(&rec.id, &self.holder, self.config.lease).await {
             Ok(true) => {}
             Ok(false) => return rec,
             Err(e) => {
@@ -449,11 +444,16 @@ impl A2aState {
             }
             l.insert(task_id.clone(), live.clone());
         }
-        // and across the gateways sharing the store: the lease
-        let leased = self
-            .store
-            .acquire(&task_id, &self.holder, now_ms(), self.lease_until())
-            .await;
+        // and across the gateways sharing the store: the lease (the gateway that paused the
+        // task lets go of it just after storing the pause: an answer that quick waits a little)
+        let mut leased = self.store.acquire(&task_id, &self.holder, self.config.lease).await;
+        for _ in 0..LEASE_RETRIES {
+            if !matches!(leased, Ok(false)) || existing.is_none() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            leased = self.store.acquire(&task_id, &self.holder, self.config.lease).await;
+        }
         if !matches!(leased, Ok(true)) {
             if let Ok(mut l) = self.live.lock() {
                 l.remove(&task_id);
@@ -535,7 +535,7 @@ impl A2aState {
         };
         let snapshot = json!({"task": rec.task.clone()});
         let before = rec.last_seq;
-        let rx = self.channel(&task_id).subscribe();
+        let rx = self.channel(&task_id);
         self.commit(&mut rec, snapshot).await;
 
         let mapper = TurnMapper::new(&task_id, &context_id, turn, live.canceled_by_client.clone());
@@ -651,7 +651,7 @@ impl A2aState {
                     Some(Ok(_)) | Some(Err(broadcast::error::RecvError::Lagged(_))) => false,
                     Some(Err(broadcast::error::RecvError::Closed)) => true,
                 };
-                // a gap (lagged), a quiet spell or the end: catch up from the log
+                // a gap (lagged), a quiet spell or a closed channel: catch up from the log
                 if let Ok(events) = this.store.events_after(&id, last).await {
                     for e in events {
                         quiet = Instant::now();
@@ -661,7 +661,11 @@ impl A2aState {
                         if end { return; }
                     }
                 }
-                if closed { return; }
+                if closed {
+                    // a channel closes after its task's last event, which the log then holds;
+                    // one that closed before the end (dropped as idle): follow a new one
+                    rx = this.channel(&id);
+                }
             }
         })
     }
@@ -690,7 +694,7 @@ impl A2aState {
             };
         }
         // follow first, then read the task: nothing falls between the two
-        let rx = self.channel(id).subscribe();
+        let rx = self.channel(id);
         let rec = self.load(id, caller).await?;
         match last_seen {
             Some(after) => Ok(self.follow(rec.id, after, Some(rx), Until::Terminal)),
@@ -725,7 +729,7 @@ impl A2aState {
         }
         match self.live_of(id) {
             Some(live) => {
-                let rx = self.channel(id).subscribe();
+                let rx = self.channel(id);
                 live.canceled_by_client.store(true, Ordering::SeqCst);
                 live.cancel.cancel();
                 let events = self.follow(id.to_string(), rec.last_seq, Some(rx), Until::TurnEnd);
@@ -737,11 +741,8 @@ impl A2aState {
                 rec = self.load(id, caller).await?;
             }
             None => {
-                let rx = self.channel(id).subscribe();
-                let free = self
-                    .store
-                    .acquire(id, &self.holder, now_ms(), self.lease_until())
-                    .await?;
+                let rx = self.channel(id);
+                let free = self.store.acquire(id, &self.holder, self.config.lease).await?;
                 if free {
                     // no run anywhere (a paused task, or one whose gateway died)
                     if let Some(fresh) = self.stored(id).await? {
@@ -909,7 +910,7 @@ async fn renew_leases(state: std::sync::Weak<A2aState>, period: Duration) {
         if ids.is_empty() {
             continue;
         }
-        match this.store.renew(&this.holder, ids, this.lease_until()).await {
+        match this.store.renew(&this.holder, ids, this.config.lease).await {
             Ok(lost) => {
                 for id in lost {
                     tracing::error!(task_id = %id, "lost the lease of a running task: stopping its run");
@@ -928,7 +929,7 @@ async fn reap_orphans(state: std::sync::Weak<A2aState>, period: Duration) {
     loop {
         tokio::time::sleep(period).await;
         let Some(this) = state.upgrade() else { return };
-        match this.store.orphans(now_ms()).await {
+        match this.store.orphans().await {
             Ok(ids) => {
                 for id in ids {
                     if let Ok(Some(rec)) = this.stored(&id).await {
