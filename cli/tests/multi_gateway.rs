@@ -10,9 +10,7 @@
 //! it they print that they were skipped, unless `E2A_REQUIRE_POSTGRES=1`, which CI sets, makes
 //! that a failure.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use eventsource_stream::Eventsource;
@@ -80,51 +78,15 @@ async fn fresh_database(url: &str) -> String {
     format!("{base}/{name}")
 }
 
-/// A running `e2a serve`; killed (SIGKILL) on drop.
-struct Serve {
-    child: Child,
-    base: String,
-    _stdout: BufReader<std::process::ChildStdout>,
-}
+mod common;
+use common::Serve;
 
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Serve {
-    fn kill(&mut self) {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().expect("wait");
-    }
-}
-
+/// `e2a serve --a2a` with tasks in `store`, running `script`.
 fn serve(store: &str, script: &Path, extra: &[&str]) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_e2a"))
-        .args(["serve", "--a2a", "--bind", "127.0.0.1:0", "--store", store])
-        .arg("--agent")
-        .arg(format!("script:{}", script.display()))
-        .args(extra)
-        .env("E2A_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn e2a serve");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut first = String::new();
-    stdout.read_line(&mut first).expect("first line");
-    let base = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {first:?}"))
-        .to_string();
-    Serve {
-        child,
-        base,
-        _stdout: stdout,
-    }
+    let agent = format!("script:{}", script.display());
+    let mut args = vec!["--a2a", "--store", store, "--agent", &agent];
+    args.extend_from_slice(extra);
+    common::serve(&args)
 }
 
 fn script_file(dir: &Path) -> std::path::PathBuf {
@@ -233,6 +195,37 @@ fn assert_consecutive(got: &[Got], from: u64) {
     }
 }
 
+/// `SendStreamingMessage` of `text` (to task `task_id`, if any): its events.
+async fn send_streaming(
+    http: &reqwest::Client,
+    base: &str,
+    text: &str,
+    task_id: Option<&str>,
+) -> impl futures_util::Stream<Item = Got> {
+    let params = json!({"message": message(text, task_id)});
+    events(rpc_request(http, base, "SendStreamingMessage", params, None).await)
+}
+
+/// Two gateways on a new database of the test server, running the test script.
+struct Pair {
+    rt: tokio::runtime::Runtime,
+    a: Serve,
+    b: Serve,
+    _dir: tempfile::TempDir,
+}
+
+/// [`Pair`], each gateway with the `extra` options; `None` without a server.
+fn two_gateways(extra: &[&str]) -> Option<Pair> {
+    let url = postgres()?;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = script_file(dir.path());
+    let rt = runtime();
+    let db = rt.block_on(fresh_database(&url));
+    let a = serve(&db, &script, extra);
+    let b = serve(&db, &script, extra);
+    Some(Pair { rt, a, b, _dir: dir })
+}
+
 /// The whole log of a task that has ended (a replay from the start).
 async fn log_of(http: &reqwest::Client, base: &str, id: &str) -> Vec<Got> {
     let resp = rpc_request(http, base, "SubscribeToTask", json!({"id": id}), Some(0)).await;
@@ -241,25 +234,14 @@ async fn log_of(http: &reqwest::Client, base: &str, id: &str) -> Vec<Got> {
 
 #[test]
 fn a_stream_started_on_one_gateway_resumes_on_another_with_exactly_the_remaining_events() {
-    let Some(url) = postgres() else { return };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let script = script_file(dir.path());
-    let rt = runtime();
-    let db = rt.block_on(fresh_database(&url));
-    let a = serve(&db, &script, &[]);
-    let b = serve(&db, &script, &[]);
+    let Some(Pair { rt, a, b, .. }) = two_gateways(&[]) else {
+        return;
+    };
     rt.block_on(async {
         let http = client();
         // on A: the first five events, then the connection drops
-        let resp = rpc_request(
-            &http,
-            &a.base,
-            "SendStreamingMessage",
-            json!({"message": message("count", None)}),
-            None,
-        )
-        .await;
-        let first: Vec<Got> = events(resp).take(5).collect().await;
+        let stream = send_streaming(&http, &a.base, "count", None).await;
+        let first: Vec<Got> = stream.take(5).collect().await;
         assert_consecutive(&first, 1);
         let id = task_id_of(&first[0].event);
         // the task is still running (on A), and B sees it so
@@ -295,24 +277,13 @@ fn a_stream_started_on_one_gateway_resumes_on_another_with_exactly_the_remaining
 
 #[test]
 fn the_task_of_a_killed_gateway_reads_failed_on_another_once_its_lease_expires() {
-    let Some(url) = postgres() else { return };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let script = script_file(dir.path());
-    let rt = runtime();
-    let db = rt.block_on(fresh_database(&url));
-    let mut a = serve(&db, &script, &["--lease-secs", "3"]);
-    let b = serve(&db, &script, &["--lease-secs", "3"]);
+    let Some(Pair { rt, mut a, b, .. }) = two_gateways(&["--lease-secs", "3"]) else {
+        return;
+    };
     rt.block_on(async {
         let http = client();
-        let resp = rpc_request(
-            &http,
-            &a.base,
-            "SendStreamingMessage",
-            json!({"message": message("long", None)}),
-            None,
-        )
-        .await;
-        let first: Vec<Got> = events(resp).take(3).collect().await;
+        let stream = send_streaming(&http, &a.base, "long", None).await;
+        let first: Vec<Got> = stream.take(3).collect().await;
         let id = task_id_of(&first[0].event);
         // a subscriber on B follows the task A runs
         let resp = rpc_request(&http, &b.base, "SubscribeToTask", json!({"id": id}), Some(3)).await;
@@ -351,25 +322,14 @@ fn the_task_of_a_killed_gateway_reads_failed_on_another_once_its_lease_expires()
 
 #[test]
 fn a_cancel_or_an_answer_sent_to_the_other_gateway_reaches_the_task() {
-    let Some(url) = postgres() else { return };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let script = script_file(dir.path());
-    let rt = runtime();
-    let db = rt.block_on(fresh_database(&url));
-    let a = serve(&db, &script, &[]);
-    let b = serve(&db, &script, &[]);
+    let Some(Pair { rt, a, b, .. }) = two_gateways(&[]) else {
+        return;
+    };
     rt.block_on(async {
         let http = client();
         // cancel on B of a run on A: A's run stops, A's stream ends canceled
-        let resp = rpc_request(
-            &http,
-            &a.base,
-            "SendStreamingMessage",
-            json!({"message": message("long", None)}),
-            None,
-        )
-        .await;
-        let mut stream = Box::pin(events(resp));
+        let stream = send_streaming(&http, &a.base, "long", None).await;
+        let mut stream = Box::pin(stream);
         let head = stream.next().await.expect("first event");
         let id = task_id_of(&head.event);
         let canceled = rpc(&http, &b.base, "CancelTask", json!({"id": id})).await;
@@ -385,29 +345,15 @@ fn a_cancel_or_an_answer_sent_to_the_other_gateway_reaches_the_task() {
         // a pause on A answered on B: the next turn runs on B, in the same task (the script
         // agent's own memory of the pause is per process, so the answer is one it matches
         // afresh: "count")
-        let resp = rpc_request(
-            &http,
-            &a.base,
-            "SendStreamingMessage",
-            json!({"message": message("book a table", None)}),
-            None,
-        )
-        .await;
-        let turn1: Vec<Got> = events(resp).collect().await;
+        let stream = send_streaming(&http, &a.base, "book a table", None).await;
+        let turn1: Vec<Got> = stream.collect().await;
         assert_eq!(
             turn1.last().and_then(|g| state_of(&g.event)),
             Some("TASK_STATE_INPUT_REQUIRED")
         );
         let id = task_id_of(&turn1[0].event);
-        let resp = rpc_request(
-            &http,
-            &b.base,
-            "SendStreamingMessage",
-            json!({"message": message("count", Some(&id))}),
-            None,
-        )
-        .await;
-        let turn2: Vec<Got> = events(resp).collect().await;
+        let stream = send_streaming(&http, &b.base, "count", Some(&id)).await;
+        let turn2: Vec<Got> = stream.collect().await;
         assert_consecutive(&turn2, turn1.len() as u64 + 1);
         assert_eq!(
             turn2.last().and_then(|g| state_of(&g.event)),
@@ -420,25 +366,11 @@ fn a_cancel_or_an_answer_sent_to_the_other_gateway_reaches_the_task() {
             .map(|h| h.iter().filter(|m| m["role"] == "ROLE_USER").count());
         assert_eq!(user_turns, Some(2), "{task}");
         // while a turn runs on one gateway, the other refuses a second answer
-        let resp = rpc_request(
-            &http,
-            &a.base,
-            "SendStreamingMessage",
-            json!({"message": message("book again", None)}),
-            None,
-        )
-        .await;
-        let turn1: Vec<Got> = events(resp).collect().await;
+        let stream = send_streaming(&http, &a.base, "book again", None).await;
+        let turn1: Vec<Got> = stream.collect().await;
         let id = task_id_of(&turn1[0].event);
-        let resp = rpc_request(
-            &http,
-            &b.base,
-            "SendStreamingMessage",
-            json!({"message": message("long", Some(&id))}),
-            None,
-        )
-        .await;
-        let mut running = Box::pin(events(resp));
+        let stream = send_streaming(&http, &b.base, "long", Some(&id)).await;
+        let mut running = Box::pin(stream);
         running.next().await.expect("the turn started on B");
         let refused: Value = rpc_request(
             &http,
@@ -517,15 +449,8 @@ async fn load(bases: &[String], n: usize) -> LoadReport {
         let here = bases[i % bases.len()].clone();
         let there = bases[(i + 1) % bases.len()].clone();
         runs.push(tokio::spawn(async move {
-            let resp = rpc_request(
-                &http,
-                &here,
-                "SendStreamingMessage",
-                json!({"message": message("load", None)}),
-                None,
-            )
-            .await;
-            let mut sent = Box::pin(events(resp));
+            let stream = send_streaming(&http, &here, "load", None).await;
+            let mut sent = Box::pin(stream);
             let head = sent.next().await.expect("first event");
             let id = task_id_of(&head.event);
             let resp = rpc_request(&http, &there, "SubscribeToTask", json!({"id": id}), Some(0)).await;

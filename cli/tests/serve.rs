@@ -2,9 +2,8 @@
 //! front of the first (`--agent e2a:URL`) carries the same frames, non-loopback binds need a
 //! token, and `e2a demo` drives a live gateway.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use e2a::E2AResponse;
@@ -14,45 +13,8 @@ fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../gateway/tests/data/script.json")
 }
 
-/// A running `e2a serve`; killed on drop if the test did not stop it.
-struct Serve {
-    child: Child,
-    base: String,
-    _stdout: BufReader<std::process::ChildStdout>,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(args: &[&str]) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_e2a"))
-        .arg("serve")
-        .args(["--bind", "127.0.0.1:0"])
-        .args(args)
-        .env("E2A_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn e2a serve");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut first = String::new();
-    let mut stdout = BufReader::new(stdout);
-    stdout.read_line(&mut first).expect("first line");
-    let base = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .expect("the URL is printed")
-        .to_string();
-    Serve {
-        child,
-        base,
-        _stdout: stdout,
-    }
-}
+mod common;
+use common::serve;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
