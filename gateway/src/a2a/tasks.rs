@@ -718,6 +718,15 @@ impl A2aState {
         let _ = tokio::time::timeout(timeout, async move { while events.next().await.is_some() {} }).await;
     }
 
+    /// Waits (up to 10 s) for the current turn of task `id` to end, following it from `after`.
+    async fn wait_turn_end(self: &Arc<Self>, id: &str, after: u64, rx: broadcast::Receiver<StoredEvent>) {
+        let mut events = self.follow(id.to_string(), after, Some(rx), Until::TurnEnd);
+        let _ = tokio::time::timeout(Duration::from_secs(10), async move {
+            while events.next().await.is_some() {}
+        })
+        .await;
+    }
+
     /// `CancelTask`.
     pub async fn cancel(self: &Arc<Self>, id: &str, caller: &Caller) -> Result<Value, A2aError> {
         let mut rec = self.load(id, caller).await?;
@@ -732,12 +741,7 @@ impl A2aState {
                 let rx = self.channel(id);
                 live.canceled_by_client.store(true, Ordering::SeqCst);
                 live.cancel.cancel();
-                let events = self.follow(id.to_string(), rec.last_seq, Some(rx), Until::TurnEnd);
-                let _ = tokio::time::timeout(Duration::from_secs(10), async move {
-                    let mut events = events;
-                    while events.next().await.is_some() {}
-                })
-                .await;
+                self.wait_turn_end(id, rec.last_seq, rx).await;
                 rec = self.load(id, caller).await?;
             }
             None => {
@@ -756,12 +760,7 @@ impl A2aState {
                 } else {
                     // another gateway runs it: ask it to stop, and wait for the turn to end
                     self.store.request_cancel(id).await?;
-                    let events = self.follow(id.to_string(), rec.last_seq, Some(rx), Until::TurnEnd);
-                    let _ = tokio::time::timeout(Duration::from_secs(10), async move {
-                        let mut events = events;
-                        while events.next().await.is_some() {}
-                    })
-                    .await;
+                    self.wait_turn_end(id, rec.last_seq, rx).await;
                     rec = self.load(id, caller).await?;
                 }
             }
