@@ -138,8 +138,12 @@ fn pg_error(e: &(dyn std::error::Error + 'static)) -> StoreError {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
+        // layers often repeat what the layer below says
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
         source = s.source();
     }
     StoreError::Backend(text)
@@ -743,6 +747,25 @@ mod tests {
             })
         );
         assert_eq!(parse_notice(EVENTS_CHANNEL, "not json", "me"), None);
+    }
+
+    #[tokio::test]
+    async fn connection_errors_name_the_server_but_not_the_password() {
+        let options = PgOptions {
+            connect_timeout: Duration::from_secs(2),
+            ..PgOptions::default()
+        };
+        // port 1 on loopback: refused at once
+        let err = PgStore::connect("postgres://bob:hunter2@127.0.0.1:1/tasks", options)
+            .await
+            .expect_err("nothing listens on port 1");
+        let text = err.to_string();
+        assert!(text.contains("postgres://127.0.0.1:1/tasks"), "{text}");
+        assert!(!text.contains("hunter2") && !text.contains("bob"), "{text}");
+        let err = PgStore::connect("postgres://bob:hunter2@[::1:5432/x", PgOptions::default())
+            .await
+            .expect_err("not a URL");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
     }
 
     #[test]
