@@ -47,6 +47,12 @@ pub struct ServeArgs {
     /// Most connections to a `postgres:` store (one more listens for the other gateways).
     #[arg(long, default_value_t = 16)]
     pub store_pool: usize,
+    /// A PEM file of CA certificates to trust for a `postgres:` store's TLS (besides the
+    /// Mozilla roots): a managed database's CA bundle, or your own CA's certificate.
+    /// TLS follows the URL's `sslmode` (`disable`, `prefer` (default), `require`); when used,
+    /// the server's certificate is always verified.
+    #[arg(long)]
+    pub store_ca: Option<PathBuf>,
     /// Seconds a gateway's lease on a running task lasts in a `postgres:` store: when a gateway
     /// dies, its tasks read FAILED on the others this long after.
     #[arg(long, default_value_t = 30)]
@@ -89,6 +95,7 @@ async fn a2a_setup(
     } else if let Some(url) = postgres {
         let options = PgOptions {
             pool_size: args.store_pool,
+            ca_file: args.store_ca.clone(),
             ..PgOptions::default()
         };
         Arc::new(PgStore::connect(url, options).await.map_err(|e| e.to_string())?)

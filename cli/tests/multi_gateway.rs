@@ -81,10 +81,15 @@ async fn fresh_database(url: &str) -> String {
 mod common;
 use common::Serve;
 
-/// `e2a serve --a2a` with tasks in `store`, running `script`.
+/// `e2a serve --a2a` with tasks in `store`, running `script` (over TLS, verified, when the test
+/// server speaks it: `E2A_TEST_POSTGRES_CA`).
 fn serve(store: &str, script: &Path, extra: &[&str]) -> Serve {
     let agent = format!("script:{}", script.display());
+    let ca = std::env::var("E2A_TEST_POSTGRES_CA").unwrap_or_default();
     let mut args = vec!["--a2a", "--store", store, "--agent", &agent];
+    if !ca.is_empty() && store.starts_with("postgres") {
+        args.extend(["--store-ca", ca.as_str()]);
+    }
     args.extend_from_slice(extra);
     common::serve(&args)
 }

@@ -665,8 +665,57 @@ async fn next_notice(rx: &mut tokio::sync::broadcast::Receiver<StoreNotice>) -> 
         .expect("open")
 }
 
+/// `E2A_TEST_POSTGRES_CA`: the test server's certificate, when it speaks TLS.
+fn test_ca() -> Option<std::path::PathBuf> {
+    std::env::var_os("E2A_TEST_POSTGRES_CA")
+        .filter(|c| !c.is_empty())
+        .map(Into::into)
+}
+
 async fn pg(url: &str) -> PgStore {
-    PgStore::connect(url, PgOptions::default()).await.expect("connect")
+    let options = PgOptions {
+        ca_file: test_ca(),
+        ..PgOptions::default()
+    };
+    PgStore::connect(url, options).await.expect("connect")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_tls_verifies_the_server_certificate() {
+    let Some(url) = postgres_database().await else { return };
+    let Some(ca) = test_ca() else {
+        eprintln!("skipped: the test server does not speak TLS (no E2A_TEST_POSTGRES_CA)");
+        return;
+    };
+    let options = |ca_file| PgOptions {
+        ca_file,
+        connect_timeout: Duration::from_secs(5),
+        ..PgOptions::default()
+    };
+    // TLS required and verified against the server's own certificate
+    let store = PgStore::connect(&format!("{url}?sslmode=require"), options(Some(ca.clone())))
+        .await
+        .expect("TLS with the server's certificate as CA");
+    store_contract(&store).await;
+    // a certificate nobody vouches for is refused, whatever the sslmode
+    for mode in ["require", "prefer"] {
+        let err = PgStore::connect(&format!("{url}?sslmode={mode}"), options(None))
+            .await
+            .expect_err("an unknown issuer");
+        assert!(err.to_string().to_lowercase().contains("certificate"), "{err}");
+    }
+    // a CA file without certificates is an error of its own
+    let dir = tempfile::tempdir().expect("tempdir");
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "").expect("write");
+    let err = PgStore::connect(&url, options(Some(empty)))
+        .await
+        .expect_err("no certificate");
+    assert!(err.to_string().contains("no certificate"), "{err}");
+    // and sslmode=disable is plain TCP
+    PgStore::connect(&format!("{url}?sslmode=disable"), options(None))
+        .await
+        .expect("plain TCP");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

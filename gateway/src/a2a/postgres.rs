@@ -24,8 +24,12 @@
 //!   instances started together do not race; applied versions are recorded in
 //!   `e2a_migrations`.
 //!
-//! Connections are plain TCP (no TLS): keep the database on loopback or a private network.
-//! The password of the URL never appears in `Debug`, logs or errors.
+//! **TLS** follows the URL's `sslmode` (rustls): `disable` is plain TCP, `prefer` (the
+//! default) uses TLS when the server offers it, `require` insists. Whenever TLS is used the
+//! server's certificate is verified (chain and host name, like libpq's `verify-full`) against
+//! the Mozilla roots and the CA certificates of [`PgOptions::ca_file`] (a managed database's CA
+//! bundle, or the CA of a private one). The password of the URL never appears in
+//! `Debug`, logs or errors.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,7 +39,8 @@ use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
+use tokio_postgres_rustls::MakeRustlsConnect;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::store::{StoreError, StoreNotice, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore};
@@ -93,6 +98,8 @@ pub struct PgOptions {
     pub pool_size: usize,
     /// How long to wait for a connection (pool or server).
     pub connect_timeout: Duration,
+    /// A PEM file of CA certificates to trust for TLS, besides the Mozilla roots.
+    pub ca_file: Option<std::path::PathBuf>,
     /// Transactions writing appends at once (each takes a pooled connection while it writes;
     /// see the module docs on group commit).
     pub writers: usize,
@@ -104,6 +111,7 @@ impl Default for PgOptions {
             pool_size: 16,
             connect_timeout: Duration::from_secs(10),
             writers: 4,
+            ca_file: None,
         }
     }
 }
@@ -191,9 +199,10 @@ impl PgStore {
             config.application_name("e2a-gateway");
         }
         let name = describe(&config);
+        let tls = tls(&options)?;
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -212,7 +221,7 @@ impl PgStore {
         let (notices, _) = broadcast::channel(4096);
         let instance = uuid::Uuid::new_v4().to_string();
         let stop = CancellationToken::new();
-        tokio::spawn(listen(config, notices.clone(), instance.clone(), stop.clone()));
+        tokio::spawn(listen(config, tls, notices.clone(), instance.clone(), stop.clone()));
         let (appends, queue) = mpsc::channel(4 * BATCH);
         let queue = Arc::new(tokio::sync::Mutex::new(queue));
         for _ in 0..options.writers.clamp(1, options.pool_size.max(1)) {
@@ -231,6 +240,30 @@ impl PgStore {
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool.get().await.map_err(|e| pg_error(&e))
     }
+}
+
+/// The TLS connector: rustls, the Mozilla roots and the certificates of `options.ca_file`.
+fn tls(options: &PgOptions) -> Result<MakeRustlsConnect, StoreError> {
+    use rustls_pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(file) = &options.ca_file {
+        let bad = |e: &dyn std::fmt::Display| StoreError::Backend(format!("CA file {}: {e}", file.display()));
+        let mut added = 0;
+        for cert in rustls_pki_types::CertificateDer::pem_file_iter(file).map_err(|e| bad(&e))? {
+            roots.add(cert.map_err(|e| bad(&e))?).map_err(|e| bad(&e))?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err(bad(&"no certificate in it"));
+        }
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(backend)?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(config))
 }
 
 fn message_of(e: &StoreError) -> String {
@@ -418,6 +451,7 @@ async fn migrate(pool: &Pool) -> Result<(), StoreError> {
 /// The listening connection: reconnects (after 100 ms, doubling up to 5 s) until `stop`.
 async fn listen(
     config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
     notices: broadcast::Sender<StoreNotice>,
     instance: String,
     stop: CancellationToken,
@@ -425,7 +459,7 @@ async fn listen(
     let mut backoff = Duration::from_millis(100);
     loop {
         let connected = tokio::select! {
-            c = config.connect(NoTls) => c,
+            c = config.connect(tls.clone()) => c,
             () = stop.cancelled() => return,
         };
         match connected {

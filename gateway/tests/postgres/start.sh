@@ -8,7 +8,9 @@
 # The server comes from Debian's `postgresql` package: its binaries are used where they are,
 # and installed with apt-get when missing. initdb refuses to run as root, so as root the
 # server runs as the `postgres` user the package creates. Authentication is `trust`, and the
-# server listens on 127.0.0.1 only.
+# server listens on 127.0.0.1 only. With openssl on the machine the server also speaks TLS, with
+# a certificate for 127.0.0.1 signed by a throwaway CA in DIR/ca.crt (what clients pass as
+# their CA): the tests connect over TLS and verify it.
 set -euo pipefail
 dir=${1:?usage: start.sh DIR [PORT]}
 port=${2:-54329}
@@ -34,6 +36,21 @@ fi
 
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
+tls=()
+if command -v openssl >/dev/null 2>&1; then
+    if [ ! -f "$dir/server.crt" ]; then
+        # a throwaway CA, and the server's certificate for 127.0.0.1 signed by it
+        openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=e2a test CA" \
+            -keyout "$dir/ca.key" -out "$dir/ca.crt" 2>/dev/null
+        openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+            -keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null
+        printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$dir/server.ext"
+        openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
+            -days 2 -extfile "$dir/server.ext" -out "$dir/server.crt" 2>/dev/null
+        chmod 600 "$dir/server.key" "$dir/ca.key"
+    fi
+    tls=(-c ssl=on -c "ssl_cert_file=$dir/server.crt" -c "ssl_key_file=$dir/server.key")
+fi
 run=()
 if [ "$(id -u)" -eq 0 ]; then
     id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
@@ -45,6 +62,6 @@ if [ ! -f "$dir/data/PG_VERSION" ]; then
         || { cat "$dir/initdb.log" >&2; exit 1; }
 fi
 "${run[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-    -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=300 -c fsync=off -c synchronous_commit=off" >&2 \
+    -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=300 -c fsync=off -c synchronous_commit=off ${tls[*]}" >&2 \
     || { cat "$dir/server.log" >&2; exit 1; }
 echo "postgres://e2a@127.0.0.1:$port/postgres"
