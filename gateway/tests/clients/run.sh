@@ -103,6 +103,15 @@ start_server a2a-back --a2a --store memory --agent "$ACP_SCRIPT"
 # the A2A hop carries tool calls and the approval pause as e2a frames (metadata e2a_delta_kind /
 # e2a_response_kind on the status messages): the client is asked, allow and deny
 timeout 120 node acp_client.mjs bridge-a2a -- "$E" acp --agent "a2a:http://127.0.0.1:$port"
+# the cancel at the front stopped the run at the back: its task there reads CANCELED
+canceled=$(curl -sf -H 'A2A-Version: 1.0' -H 'Content-Type: application/json' "http://127.0.0.1:$port/a2a" \
+  -d '{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"status":"TASK_STATE_CANCELED"}}' \
+  | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["result"]["tasks"]))')
+if [ "${canceled:-0}" -ge 1 ]; then
+  echo "ok   [bridge-a2a] the cancel at the front canceled the task at the back ($canceled canceled)"
+else
+  echo "FAIL [bridge-a2a] no canceled task at the back after the cancel at the front"; exit 1
+fi
 
 echo "== AG-UI: official HttpAgent → e2a serve --agui --agent script"
 start_server agui --agui --agent "$AGUI_SCRIPT"
