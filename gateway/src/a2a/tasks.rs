@@ -178,6 +178,17 @@ impl A2aState {
         }
     }
 
+    /// Drops task `id`'s channel when its task has ended (`done`) or nobody follows it (its
+    /// followers catch up from the log).
+    fn drop_channel(&self, id: &str, done: bool) {
+        if let Ok(mut c) = self.channels.lock() {
+            let idle = c.get(id).is_some_and(|tx| tx.receiver_count() == 0);
+            if done || idle {
+                c.remove(id);
+            }
+        }
+    }
+
     /// An event another gateway appended: to this gateway's followers of the task, if any.
     async fn relay(&self, task_id: &str, seq: u64, event: Option<Value>) {
         let Some(tx) = self.channels.lock().ok().and_then(|c| c.get(task_id).cloned()) else {
@@ -197,19 +208,9 @@ impl A2aState {
                 }
             },
         };
-        let state = event
-            .pointer("/statusUpdate/status/state")
-            .or_else(|| event.pointer("/task/status/state"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let done = is_terminal(state);
+        let done = ends(&event, Until::Terminal);
         let _ = tx.send(StoredEvent { seq, event });
-        if let Ok(mut c) = self.channels.lock() {
-            let idle = c.get(task_id).is_some_and(|tx| tx.receiver_count() == 0);
-            if done || idle {
-                c.remove(task_id);
-            }
-        }
+        self.drop_channel(task_id, done);
     }
 
     /// Runs in progress.
@@ -587,14 +588,7 @@ impl A2aState {
         if let Err(e) = self.store.release(&rec.id, &self.holder).await {
             tracing::warn!(task_id = %rec.id, error = %e, "cannot release a task's lease");
         }
-        // a channel nobody follows, or of a task that has ended, goes (its followers catch up
-        // from the log)
-        if let Ok(mut c) = self.channels.lock() {
-            let idle = c.get(&rec.id).is_some_and(|tx| tx.receiver_count() == 0);
-            if idle || is_terminal(&rec.state) {
-                c.remove(&rec.id);
-            }
-        }
+        self.drop_channel(&rec.id, is_terminal(&rec.state));
     }
 
     /// The events of task `id` after `after` from the log, then live ones, until an event ends
