@@ -14,15 +14,8 @@ use e2a_gateway::{Agent, Caller, RequestContext};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
-const SCRIPT: &str = r#"{"scenarios": [
-  {"name": "weather", "match": {"text": "weather"}, "steps": [
-    {"type": "reasoning", "text": "Call the tool."},
-    {"type": "tool_call", "id": "call-1", "name": "get_weather", "arguments": {"city": "Paris"}, "result": {"temp_c": 21}},
-    {"type": "text", "text": "It is 21 °C in Paris.", "chunk_size": 6}, {"type": "complete"}]},
-  {"name": "forever", "match": {"text": "never finish"}, "steps": [
-    {"type": "text", "text": "working on it"}, {"type": "sleep", "ms": 600000}, {"type": "complete"}]},
-  {"name": "echo", "steps": [{"type": "text", "text": "You said: {input}"}, {"type": "complete"}]}
-]}"#;
+/// The scenarios of the back agent (weather with a tool call, a run that never ends, echo).
+const SCRIPT: &str = include_str!("data/bridge-script.json");
 
 /// The `e2a` binary: `$E2A_BIN`, else the one of this target directory, built once per run.
 fn e2a_bin() -> PathBuf {
