@@ -8,7 +8,6 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::fields::truthy;
 use crate::read::Read;
 use crate::take::{AsKey, KeyTable, Slots, Source, Taker};
 use crate::types::readers;
@@ -32,7 +31,7 @@ pub(crate) enum Merge {
     SkipEmptyValues,
     /// Every key of a legacy object, except keys for which this returns true.
     SkipKeys(fn(&str) -> bool),
-    /// A truthy legacy value, inserted under this key.
+    /// A non-empty legacy string, inserted under this key (any other JSON type is an error).
     As(&'static str),
 }
 
@@ -134,9 +133,10 @@ impl<'b, S: Source> Ctx<'b, S> {
     ) -> Result<()> {
         match how {
             Merge::As(as_key) => {
-                if let Some(v) = self.f.take(key).filter(truthy) {
+                // a string like every other legacy key: a number or a list is an error naming it
+                if let Some(v) = self.f.opt_str(key)?.filter(|s| !s.is_empty()) {
                     if !into.contains_key(as_key) {
-                        into.insert(as_key.into(), v);
+                        into.insert(as_key.into(), v.into());
                         self.fire(rule);
                     }
                 }

@@ -29,6 +29,12 @@ fn wrong_typed_fields_name_the_field() {
         (r#"{"auth": {"extra_headers": {"X": 1}}}"#, "/auth/extra_headers"),
         (r#"{"metadata": "m"}"#, "/metadata"),
         (r#"{"a/b": 1, "channel_context": 3}"#, "/channel_context"),
+        // legacy keys are strings too (DRIVER.md, deliberate differences 1)
+        (r#"{"app_id": 5}"#, "/app_id"),
+        (r#"{"app_id": ["a"]}"#, "/app_id"),
+        (r#"{"app_id": true}"#, "/app_id"),
+        (r#"{"channel_id": 5}"#, "/channel_id"),
+        (r#"{"req_method": {}}"#, "/req_method"),
     ] {
         let (p, reason) = field_error(input);
         assert_eq!(p, pointer, "{input}");
@@ -36,6 +42,15 @@ fn wrong_typed_fields_name_the_field() {
     }
     let err = E2AResponse::from_json(r#"{"sequence": -1}"#).unwrap_err();
     assert_eq!(err.violations()[0].pointer, "/sequence");
+    // a string app_id still lands in channel_context; null and "" are absent
+    let env = E2AEnvelope::from_json(r#"{"app_id": "app"}"#).unwrap();
+    assert_eq!(env.channel_context.get("app_id"), Some(&serde_json::json!("app")));
+    for absent in [r#"{"app_id": null}"#, r#"{"app_id": ""}"#] {
+        assert!(
+            E2AEnvelope::from_json(absent).unwrap().channel_context.is_empty(),
+            "{absent}"
+        );
+    }
 }
 
 #[test]

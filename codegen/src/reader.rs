@@ -8,7 +8,7 @@
 //! | `x-e2a-reader` | definition | generate a lenient reader for this struct |
 //! | `x-e2a-aliases` | property | `[{key, rule}]`: legacy keys (always type-checked) used, in order, when the property is absent or null; `rule` fires when one is used |
 //! | `x-e2a-strip` | property | strings are stripped; blank reads as null |
-//! | `x-e2a-merge` | object property | `[{key, rule, skip?, as?}]`: legacy keys merged in, existing keys win; `skip: empty_values` drops null/`[]`/`{}` values, `skip: <Enum>` drops keys that are values of that enum, `as: k` inserts a truthy scalar under key `k` |
+//! | `x-e2a-merge` | object property | `[{key, rule, skip?, as?}]`: legacy keys merged in, existing keys win; `skip: empty_values` drops null/`[]`/`{}` values, `skip: <Enum>` drops keys that are values of that enum, `as: k` inserts a non-empty string under key `k` (another JSON type is an error) |
 //! | `x-e2a-legacy-keys` | definition | `{key: {rule, read, into}}`: a legacy key handed to the hand-written `read` function with the field `into` |
 //! | `x-e2a-read` | property | a hand-written reader by name (code that cannot be data: `timestamp`, `secret_headers`) |
 //! | `default` / `x-e2a-default` | property | the value when absent; an explicit null on a non-nullable scalar reads as it too and fires `null_default` |
@@ -412,7 +412,7 @@ pub fn rules_table(bundled: &Value) -> String {
                 ) {
                     (Some("empty_values"), _) => "keys merged in (null, `[]` and `{}` values skipped)".to_string(),
                     (Some(e), _) => format!("keys merged in (keys that are `{e}` values skipped)"),
-                    (_, Some(a)) => format!("a truthy value is added as `{a}`"),
+                    (_, Some(a)) => format!("a non-empty string is added as `{a}` (another type is an error)"),
                     _ => String::new(),
                 };
                 uses.entry(r.into())

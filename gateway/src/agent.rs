@@ -35,6 +35,34 @@ impl Caller {
     }
 }
 
+/// The key of conversation state an agent or backend keeps across requests (a paused
+/// scenario, an ACP session, a remote task): the authenticated caller together with the id
+/// the client chose. Ids are the client's to choose, so state keyed by the id alone would let
+/// one caller reach another's conversation by sending the same `session_id`; keyed by this,
+/// two callers never share state. Make one with [`RequestContext::conversation`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ConversationKey {
+    caller: Option<String>,
+    id: String,
+}
+
+impl ConversationKey {
+    /// The client's id in this key.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The id as a backend that keeps its own state should see it, so that it too keeps two
+    /// callers apart: the client's id without a caller, else `LEN:CALLER:ID` (the length makes
+    /// the form unambiguous whatever the names hold).
+    pub fn scoped_id(&self) -> String {
+        match &self.caller {
+            None => self.id.clone(),
+            Some(c) => format!("{}:{c}:{}", c.len(), self.id),
+        }
+    }
+}
+
 /// What a run knows besides the request: when to stop and who asked.
 #[derive(Clone)]
 pub struct RequestContext {
@@ -54,6 +82,14 @@ impl RequestContext {
             cancel: CancellationToken::new(),
             deadline,
             caller,
+        }
+    }
+
+    /// The key of conversation state for the client's `id`, scoped by this run's caller.
+    pub fn conversation(&self, id: impl Into<String>) -> ConversationKey {
+        ConversationKey {
+            caller: self.caller.subject.clone(),
+            id: id.into(),
         }
     }
 

@@ -42,7 +42,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-pub use agent::{Agent, Caller, FrameStream, RequestContext};
+pub use agent::{Agent, Caller, ConversationKey, FrameStream, RequestContext};
 pub use auth::Auth;
 pub use config::GatewayConfig;
 pub use problem::Problem;

@@ -5,7 +5,9 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use e2a::{E2AEnvelope, E2AResponse};
@@ -35,12 +37,10 @@ pub struct Run {
 
 impl Run {
     fn push(&self, f: E2AResponse) {
-        let n = match self.frames.lock() {
-            Ok(mut v) => {
-                v.push(Arc::new(f));
-                v.len()
-            }
-            Err(_) => return,
+        let n = {
+            let mut v = self.frames.lock();
+            v.push(Arc::new(f));
+            v.len()
         };
         self.progress.send_replace((n, false));
     }
@@ -88,7 +88,7 @@ impl Subscription {
     pub async fn last(&mut self) -> Option<Arc<E2AResponse>> {
         let mut done = self.run.done.subscribe();
         let _ = done.wait_for(|d| *d).await;
-        let f = self.run.frames.lock().ok()?.last().cloned()?;
+        let f = self.run.frames.lock().last().cloned()?;
         if self.after.is_some_and(|a| f.sequence <= a) {
             return None;
         }
@@ -100,7 +100,7 @@ impl Subscription {
         loop {
             let (len, ended) = *self.rx.borrow_and_update();
             if self.pos < len {
-                let f = self.run.frames.lock().ok().and_then(|v| v.get(self.pos).cloned())?;
+                let f = self.run.frames.lock().get(self.pos).cloned()?;
                 self.pos += 1;
                 if self.after.is_some_and(|a| f.sequence <= a) {
                     continue;
@@ -187,7 +187,8 @@ impl Runs {
             grace,
         });
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        if let Ok(mut inner) = self.inner.lock() {
+        {
+            let mut inner = self.inner.lock();
             inner.by_key.insert(key.clone(), (id, run.clone()));
             inner.live.insert(id, run.clone());
         }
@@ -219,7 +220,7 @@ impl Runs {
     }
 
     fn ended(self: &Arc<Self>, id: u64, key: RunKey) {
-        let Ok(mut inner) = self.inner.lock() else { return };
+        let mut inner = self.inner.lock();
         inner.live.remove(&id);
         inner.ended.push_back((id, key, Instant::now()));
         self.prune(&mut inner);
@@ -239,14 +240,14 @@ impl Runs {
 
     /// The run of `key` (live, or ended within the retention window).
     pub fn find(&self, key: &RunKey) -> Option<Arc<Run>> {
-        let mut inner = self.inner.lock().ok()?;
+        let mut inner = self.inner.lock();
         self.prune(&mut inner);
         inner.by_key.get(key).map(|(_, r)| r.clone())
     }
 
     /// Runs still going.
     pub fn live(&self) -> usize {
-        self.inner.lock().map(|i| i.live.len()).unwrap_or(0)
+        self.inner.lock().live.len()
     }
 
     /// Marks the gateway as draining (new runs are refused).
@@ -261,11 +262,7 @@ impl Runs {
 
     /// Stops every live run (each gets its final frame).
     pub fn stop_all(&self, reason: StopReason) {
-        let live: Vec<Arc<Run>> = self
-            .inner
-            .lock()
-            .map(|i| i.live.values().cloned().collect())
-            .unwrap_or_default();
+        let live: Vec<Arc<Run>> = self.inner.lock().live.values().cloned().collect();
         for r in live {
             r.stop(reason);
         }
@@ -312,8 +309,8 @@ impl Drop for Pump {
             .run
             .frames
             .lock()
-            .ok()
-            .and_then(|v| v.last().map(|f| (f.is_final, f.sequence.saturating_add(1))));
+            .last()
+            .map(|f| (f.is_final, f.sequence.saturating_add(1)));
         if let (Some(request), Some((false, _)) | None) = (self.request.take(), next) {
             let sequence = next.map(|(_, s)| s).unwrap_or(0);
             self.run.push(crate::boundary::cutoff_frame(

@@ -64,7 +64,11 @@ fn request(text: &str, session: Option<&str>) -> E2AEnvelope {
 }
 
 async fn run(agent: &AcpAgent, req: E2AEnvelope) -> Vec<E2AResponse> {
-    let ctx = RequestContext::new(Caller::anonymous(), None);
+    run_as(agent, req, Caller::anonymous()).await
+}
+
+async fn run_as(agent: &AcpAgent, req: E2AEnvelope, caller: Caller) -> Vec<E2AResponse> {
+    let ctx = RequestContext::new(caller, None);
     let frames = agent.run(req, ctx);
     tokio::time::timeout(Duration::from_secs(30), frames.collect::<Vec<_>>())
         .await
@@ -125,6 +129,17 @@ async fn e2a_acp_behind_the_gateway_carries_text_reasoning_and_tool_calls() {
     // a second request runs on the same (still running) agent
     let frames = run(&a, request("hello", Some("s1"))).await;
     assert_eq!(text(&frames), "You said: hello");
+}
+
+#[tokio::test]
+async fn two_callers_with_one_session_id_get_two_acp_sessions() {
+    let a = agent(vec!["python3".into(), fake_agent()], &[], false);
+    let said = |frames: Vec<E2AResponse>| text(&frames);
+    let one = said(run_as(&a, request("session", Some("default")), Caller::named("token-1")).await);
+    let two = said(run_as(&a, request("session", Some("default")), Caller::named("token-2")).await);
+    assert_ne!(one, two, "caller token-2 reached the ACP session of token-1");
+    let again = said(run_as(&a, request("session", Some("default")), Caller::named("token-1")).await);
+    assert_eq!(again, one, "a caller keeps its own session");
 }
 
 #[tokio::test]

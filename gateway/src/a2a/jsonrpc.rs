@@ -197,16 +197,12 @@ pub(super) async fn handle(
                         Ok(super::sse(
                             super::one_event(json!({"message": m})),
                             keep_alive,
-                            move |e| json!({"jsonrpc": "2.0", "id": id, "result": e}),
+                            move |e| result_or_error(&id, e),
                         ))
                     }
                     (SendOutcome::Task { events, .. }, true) => {
                         let id = id.clone();
-                        Ok(super::sse(
-                            events,
-                            keep_alive,
-                            move |e| json!({"jsonrpc": "2.0", "id": id, "result": e}),
-                        ))
+                        Ok(super::sse(events, keep_alive, move |e| result_or_error(&id, e)))
                     }
                     (SendOutcome::Task { id: task_id, events }, false) => {
                         if blocking {
@@ -228,11 +224,7 @@ pub(super) async fn handle(
                     .subscribe(&task_id()?, &caller, super::last_event_id(&headers)?)
                     .await?;
                 let id = id.clone();
-                Ok(super::sse(
-                    events,
-                    keep_alive,
-                    move |e| json!({"jsonrpc": "2.0", "id": id, "result": e}),
-                ))
+                Ok(super::sse(events, keep_alive, move |e| result_or_error(&id, e)))
             }
             _ => Err(A2aError::new(
                 A2aErrorKind::MethodNotFound,
@@ -242,4 +234,12 @@ pub(super) async fn handle(
     }
     .await;
     result.unwrap_or_else(|e| err(&id, &e))
+}
+
+/// One event of a streamed answer: a JSON-RPC result, or the error that ends the stream.
+fn result_or_error(id: &Value, event: Result<Value, A2aError>) -> Value {
+    match event {
+        Ok(e) => json!({"jsonrpc": "2.0", "id": id, "result": e}),
+        Err(e) => e.to_jsonrpc(id),
+    }
 }

@@ -193,19 +193,24 @@ pub(crate) fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, A2aError
     }
 }
 
-/// An SSE response: each event `id: <seq>`, `data: <wrap(event)>`, keep-alive comments.
+/// An SSE response: each event `id: <seq>`, `data: <wrap(Ok(event))>`, keep-alive comments;
+/// an error ends the stream with `data: <wrap(Err(error))>` (the binding's error form).
 pub(crate) fn sse<F>(events: EventStream, keep_alive: Duration, wrap: F) -> Response
 where
-    F: Fn(serde_json::Value) -> serde_json::Value + Send + 'static,
+    F: Fn(Result<serde_json::Value, error::A2aError>) -> serde_json::Value + Send + 'static,
 {
     let body = async_stream::stream! {
         let mut events = events;
         loop {
             match tokio::time::timeout(keep_alive, futures_util::StreamExt::next(&mut events)).await {
-                Ok(Some(e)) => {
-                    let data = wrap(e.event).to_string();
+                Ok(Some(Ok(e))) => {
+                    let data = wrap(Ok(e.event)).to_string();
                     let chunk = if e.seq > 0 { format!("id: {}\ndata: {data}\n\n", e.seq) } else { format!("data: {data}\n\n") };
                     yield Ok::<_, std::convert::Infallible>(Bytes::from(chunk));
+                }
+                Ok(Some(Err(e))) => {
+                    yield Ok(Bytes::from(format!("data: {}\n\n", wrap(Err(e)))));
+                    break;
                 }
                 Ok(None) => break,
                 Err(_) => yield Ok(Bytes::from_static(b": keep-alive\n\n")),
@@ -274,5 +279,5 @@ fn to_camel(k: &str) -> String {
 
 /// A single-event stream (a direct message reply).
 pub(crate) fn one_event(event: serde_json::Value) -> EventStream {
-    Box::pin(futures_util::stream::iter([store::StoredEvent { seq: 0, event }]))
+    Box::pin(futures_util::stream::iter([Ok(store::StoredEvent { seq: 0, event })]))
 }

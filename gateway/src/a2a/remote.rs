@@ -16,7 +16,9 @@
 //! cancelled run sends `CancelTask` to the remote.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use e2a::stream::ResponseStream;
@@ -27,7 +29,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::OnceCell;
 
-use crate::agent::{Agent, FrameStream, RequestContext};
+use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
 use crate::boundary::obj;
 
 /// Where a [`RemoteA2aAgent`] goes and with which credentials.
@@ -100,8 +102,8 @@ pub struct RemoteA2aAgent {
     credentials: Arc<HashMap<String, SecretString>>,
     client: reqwest::Client,
     interface: Arc<OnceCell<Interface>>,
-    /// local task id → (remote task id, remote context id)
-    tasks: Arc<Mutex<HashMap<String, (String, String)>>>,
+    /// local task id (scoped by the caller) → (remote task id, remote context id)
+    tasks: Arc<Mutex<HashMap<ConversationKey, (String, String)>>>,
 }
 
 impl std::fmt::Debug for RemoteA2aAgent {
@@ -222,7 +224,7 @@ impl RemoteA2aAgent {
     }
 
     /// The A2A message for a request: the A2A message it came with, or its text.
-    fn message_for(&self, request: &E2AEnvelope) -> Value {
+    fn message_for(&self, request: &E2AEnvelope, ctx: &RequestContext) -> Value {
         let mut message = match request.params.get("message") {
             Some(Value::Object(m)) if m.contains_key("parts") => m.clone(),
             _ => obj(json!({"role": "ROLE_USER", "parts": [{"text": crate::agents::request_text(request)}]})),
@@ -233,7 +235,7 @@ impl RemoteA2aAgent {
         let known = request
             .task_id
             .as_ref()
-            .and_then(|t| self.tasks.lock().ok().and_then(|m| m.get(t).cloned()));
+            .and_then(|t| self.tasks.lock().get(&ctx.conversation(t.as_str())).cloned());
         if let Some((task, context)) = known {
             message.insert("taskId".into(), task.into());
             message.insert("contextId".into(), context.into());
@@ -382,7 +384,7 @@ impl Agent for RemoteA2aAgent {
                 }
             };
             let body = json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(), "method": "SendStreamingMessage",
-                "params": {"message": this.message_for(&request)}});
+                "params": {"message": this.message_for(&request, &ctx)}});
             let sent = tokio::select! {
                 _ = ctx.cancel.cancelled() => {
                     yield fail(fresh, ErrorKind::Cancelled, "the run was cancelled", json!({}));
@@ -445,9 +447,7 @@ impl Agent for RemoteA2aAgent {
                 if let Some((Some(Value::String(t)), c)) = ids {
                     guard.task = Some(t.clone());
                     if let (Some(local), Some(Value::String(c))) = (request.task_id.clone(), c) {
-                        if let Ok(mut m) = this.tasks.lock() {
-                            m.insert(local, (t.clone(), c.clone()));
-                        }
+                        this.tasks.lock().insert(ctx.conversation(local), (t.clone(), c.clone()));
                     }
                 }
                 for f in mapper.push(result) {

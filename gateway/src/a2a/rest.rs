@@ -142,7 +142,7 @@ async fn stream(
         SendOutcome::Message(m) => super::one_event(json!({"message": m})),
         SendOutcome::Task { events, .. } => events,
     };
-    Ok(super::sse(events, keep_alive, |e| e))
+    Ok(super::sse(events, keep_alive, event_or_error))
 }
 
 /// The query string's parameters (`application/x-www-form-urlencoded`), as strings.
@@ -239,7 +239,7 @@ async fn subscribe(
     headers: &HeaderMap,
 ) -> Result<Response, RestError> {
     let events = state.subscribe(id, caller, super::last_event_id(headers)?).await?;
-    Ok(super::sse(events, state.shared.config.keep_alive, |e| e))
+    Ok(super::sse(events, state.shared.config.keep_alive, event_or_error))
 }
 
 fn method_not_allowed() -> A2aError {
@@ -259,4 +259,9 @@ async fn push(State(state): State<Arc<A2aState>>, method: Method, headers: Heade
 async fn extended(State(state): State<Arc<A2aState>>, headers: HeaderMap) -> Result<Response, RestError> {
     super::authenticate(&state, &headers)?;
     Ok(json_response(super::extended_card(&state, &headers)?))
+}
+
+/// One event of a streamed answer: the event, or the error (AIP-193 form) that ends the stream.
+fn event_or_error(event: Result<Value, A2aError>) -> Value {
+    event.unwrap_or_else(|e| e.to_problem())
 }

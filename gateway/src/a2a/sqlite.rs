@@ -3,7 +3,9 @@
 //! restarts on the same file with every event it had acknowledged.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use futures_util::future::BoxFuture;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -93,7 +95,7 @@ impl SqliteStore {
     {
         let conn = self.conn.clone();
         tokio::task::spawn_blocking(move || {
-            let mut c = conn.lock().map_err(|_| StoreError::Backend("lock poisoned".into()))?;
+            let mut c = conn.lock();
             f(&mut c)
         })
         .await

@@ -14,8 +14,8 @@
 //! instances), so a subscriber on one instance follows a task running on another. The
 //! defaults of those methods describe a store only one gateway uses.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -207,10 +207,6 @@ impl MemoryStore {
     }
 }
 
-fn poisoned<T>(_: T) -> StoreError {
-    StoreError::Backend("lock poisoned".into())
-}
-
 /// Whether `r` matches `q`.
 pub(crate) fn matches(r: &TaskRecord, q: &TaskQuery) -> bool {
     r.owner == q.owner
@@ -226,14 +222,14 @@ impl TaskStore for MemoryStore {
 
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
         Box::pin(async move {
-            let map = self.inner.lock().map_err(poisoned)?;
+            let map = self.inner.lock();
             Ok(map.get(id).map(|(r, _)| r.clone()))
         })
     }
 
     fn append(&self, mut record: TaskRecord, event: Value, _snapshot: bool) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(async move {
-            let mut map = self.inner.lock().map_err(poisoned)?;
+            let mut map = self.inner.lock();
             let entry = map
                 .entry(record.id.clone())
                 .or_insert_with(|| (record.clone(), Vec::new()));
@@ -254,7 +250,7 @@ impl TaskStore for MemoryStore {
 
     fn events_after<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>> {
         Box::pin(async move {
-            let map = self.inner.lock().map_err(poisoned)?;
+            let map = self.inner.lock();
             Ok(map
                 .get(id)
                 .map(|(_, events)| events.iter().filter(|e| e.seq > after).cloned().collect())
@@ -264,7 +260,7 @@ impl TaskStore for MemoryStore {
 
     fn list(&self, query: TaskQuery) -> BoxFuture<'_, Result<TaskPage, StoreError>> {
         Box::pin(async move {
-            let map = self.inner.lock().map_err(poisoned)?;
+            let map = self.inner.lock();
             let mut found: Vec<&TaskRecord> = map.values().map(|(r, _)| r).filter(|r| matches(r, &query)).collect();
             found.sort_by(|a, b| b.updated_ms.cmp(&a.updated_ms).then_with(|| a.id.cmp(&b.id)));
             Ok(TaskPage {

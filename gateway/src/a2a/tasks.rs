@@ -12,7 +12,9 @@
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use e2a::a2a::jsonrpc::{envelope_from_request, normalize_task_state, A2aHeaders};
@@ -31,8 +33,23 @@ use crate::agent::{Caller, RequestContext};
 use crate::boundary::{self, StopCell};
 use crate::Shared;
 
-/// A2A events with their log sequence numbers, as a binding streams them.
-pub type EventStream = Pin<Box<dyn Stream<Item = StoredEvent> + Send + 'static>>;
+/// A2A events with their log sequence numbers, as a binding streams them. An `Err` ends the
+/// stream: the task could not go on (its store failed) and the binding answers it in its
+/// protocol's error form; every `Ok` event was stored before it was yielded.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StoredEvent, A2aError>> + Send + 'static>>;
+
+/// What a task's channel carries to its followers.
+#[derive(Debug, Clone)]
+enum Feed {
+    /// An event, stored.
+    Event(StoredEvent),
+    /// The store failed while the task ran: the turn ended without a stored terminal event.
+    Broken(Arc<str>),
+}
+
+/// What a client is told when the store fails under a task.
+const STORE_FAILED: &str =
+    "the gateway could not store the task's events (the task store failed): the task was stopped";
 
 pub(crate) const WORKING: &str = "TASK_STATE_WORKING";
 pub(crate) const SUBMITTED: &str = "TASK_STATE_SUBMITTED";
@@ -89,7 +106,10 @@ pub struct A2aState {
     /// One channel per task followed by someone (a run or a subscriber); it outlives runs, so
     /// a subscriber of a paused task sees the turn its answer starts. Events other gateways
     /// sharing the store append arrive on it too.
-    channels: Mutex<HashMap<String, broadcast::Sender<StoredEvent>>>,
+    channels: Mutex<HashMap<String, broadcast::Sender<Feed>>>,
+    /// Tasks whose run the store failed under, and why (what `GetTask` says of them until the
+    /// store takes their `FAILED` status).
+    broken: Mutex<HashMap<String, Arc<str>>>,
     /// This gateway's name in task leases.
     holder: String,
 }
@@ -156,6 +176,7 @@ impl A2aState {
             card_modified: super::card::http_date(std::time::SystemTime::now()),
             live: Mutex::new(HashMap::new()),
             channels: Mutex::new(HashMap::new()),
+            broken: Mutex::new(HashMap::new()),
             holder: uuid::Uuid::new_v4().to_string(),
         }
     }
@@ -181,17 +202,16 @@ impl A2aState {
     /// Drops task `id`'s channel when its task has ended (`done`) or nobody follows it (its
     /// followers catch up from the log).
     fn drop_channel(&self, id: &str, done: bool) {
-        if let Ok(mut c) = self.channels.lock() {
-            let idle = c.get(id).is_some_and(|tx| tx.receiver_count() == 0);
-            if done || idle {
-                c.remove(id);
-            }
+        let mut c = self.channels.lock();
+        let idle = c.get(id).is_some_and(|tx| tx.receiver_count() == 0);
+        if done || idle {
+            c.remove(id);
         }
     }
 
     /// An event another gateway appended: to this gateway's followers of the task, if any.
     async fn relay(&self, task_id: &str, seq: u64, event: Option<Value>) {
-        let Some(tx) = self.channels.lock().ok().and_then(|c| c.get(task_id).cloned()) else {
+        let Some(tx) = self.channels.lock().get(task_id).cloned() else {
             return;
         };
         let event = match event {
@@ -209,43 +229,41 @@ impl A2aState {
             },
         };
         let done = ends(&event, Until::Terminal);
-        let _ = tx.send(StoredEvent { seq, event });
+        let _ = tx.send(Feed::Event(StoredEvent { seq, event }));
         self.drop_channel(task_id, done);
     }
 
     /// Runs in progress.
     pub fn live(&self) -> usize {
-        self.live.lock().map(|l| l.len()).unwrap_or(0)
+        self.live.lock().len()
     }
 
     /// Cancels every run in progress (shutdown).
     pub fn cancel_all(&self) {
-        if let Ok(l) = self.live.lock() {
-            for live in l.values() {
-                live.cancel.cancel();
-            }
+        for live in self.live.lock().values() {
+            live.cancel.cancel();
         }
     }
 
     /// A receiver of task `id`'s channel (made on first use). It subscribes while holding the
     /// table's lock, so a channel is never dropped as idle between its lookup and the
     /// subscription.
-    fn channel(&self, id: &str) -> broadcast::Receiver<StoredEvent> {
-        match self.channels.lock() {
-            Ok(mut c) => c
-                .entry(id.to_string())
-                .or_insert_with(|| broadcast::channel(1024).0)
-                .subscribe(),
-            Err(_) => broadcast::channel(1).1,
-        }
+    fn channel(&self, id: &str) -> broadcast::Receiver<Feed> {
+        self.channels
+            .lock()
+            .entry(id.to_string())
+            .or_insert_with(|| broadcast::channel(1024).0)
+            .subscribe()
     }
 
     fn live_of(&self, id: &str) -> Option<Live> {
-        self.live.lock().ok().and_then(|l| l.get(id).cloned())
+        self.live.lock().get(id).cloned()
     }
 
     /// Writes an event: applies it to the snapshot, appends it to the log, then tells followers.
-    async fn commit(&self, rec: &mut TaskRecord, event: Value) {
+    /// An event the store does not take reaches nobody: the error is returned (and logged), and
+    /// `rec` holds the event applied in memory only.
+    async fn commit(&self, rec: &mut TaskRecord, event: Value) -> Result<(), A2aError> {
         apply(&mut rec.task, &event);
         if let Some(s) = rec.task.pointer("/status/state").and_then(Value::as_str) {
             rec.state = s.to_string();
@@ -255,27 +273,49 @@ impl A2aState {
         // reader catches up from the log
         let snapshot = event.get("artifactUpdate").is_none()
             || rec.last_seq.saturating_sub(rec.snapshot_seq) + 1 >= SNAPSHOT_EVERY;
-        let seq = match self.store.append(rec.clone(), event.clone(), snapshot).await {
-            Ok(seq) => seq,
-            Err(e) => {
-                tracing::error!(task_id = %rec.id, error = %e, "cannot store a task event");
-                rec.last_seq.saturating_add(1)
-            }
-        };
+        let seq = self
+            .store
+            .append(rec.clone(), event.clone(), snapshot)
+            .await
+            .map_err(|e| {
+                tracing::error!(task_id = %rec.id, error = %e, "cannot store a task event: nobody is told of it");
+                A2aError::internal(STORE_FAILED)
+            })?;
         rec.last_seq = seq;
         if snapshot {
             rec.snapshot_seq = seq;
         }
-        let tx = self.channels.lock().ok().and_then(|mut c| {
+        let tx = {
+            let mut c = self.channels.lock();
             if is_terminal(&rec.state) {
                 // the last event: followers get it, then the channel closes
                 c.remove(&rec.id)
             } else {
                 c.get(&rec.id).cloned()
             }
-        });
+        };
         if let Some(tx) = tx {
-            let _ = tx.send(StoredEvent { seq, event });
+            let _ = tx.send(Feed::Event(StoredEvent { seq, event }));
+        }
+        Ok(())
+    }
+
+    /// The store failed under task `rec`'s run: the run is stopped, the task is failed (in the
+    /// store if it takes that, else `GetTask` says so from memory) and its followers end with
+    /// an error; nobody sees an event the store did not take.
+    async fn store_failed(&self, rec: &mut TaskRecord) {
+        let why: Arc<str> = Arc::from(STORE_FAILED);
+        self.broken.lock().insert(rec.id.clone(), why.clone());
+        if let Some(live) = self.live_of(&rec.id) {
+            live.cancel.cancel();
+        }
+        let ev = status_event(rec, FAILED, Some(agent_message(rec, STORE_FAILED)));
+        if self.commit(rec, ev).await.is_ok() {
+            self.broken.lock().remove(&rec.id);
+            return;
+        }
+        if let Some(tx) = self.channels.lock().remove(&rec.id) {
+            let _ = tx.send(Feed::Broken(why));
         }
     }
 
@@ -337,14 +377,20 @@ impl A2aState {
             rec = fresh;
         }
         if active(&rec) && self.live_of(&rec.id).is_none() {
-            let why = if self.store.shared() {
-                "the gateway running the task stopped before it finished (its lease expired)"
-            } else {
-                "the gateway restarted before the task finished"
+            let broken = self.broken.lock().get(&rec.id).cloned();
+            let why = match &broken {
+                Some(why) => why,
+                None if self.store.shared() => {
+                    "the gateway running the task stopped before it finished (its lease expired)"
+                }
+                None => "the gateway restarted before the task finished",
             };
             tracing::warn!(task_id = %rec.id, "task without a run: failed ({why})");
             let ev = status_event(&rec, FAILED, Some(agent_message(&rec, why)));
-            self.commit(&mut rec, ev).await;
+            // a store that still fails: the task reads FAILED from memory (commit applied it)
+            if self.commit(&mut rec, ev).await.is_ok() && broken.is_some() {
+                self.broken.lock().remove(&rec.id);
+            }
         }
         if let Err(e) = self.store.release(&rec.id, &self.holder).await {
             tracing::warn!(task_id = %rec.id, error = %e, "cannot release a task's lease");
@@ -433,10 +479,7 @@ impl A2aState {
             canceled_by_client: Arc::new(AtomicBool::new(false)),
         };
         {
-            let mut l = self
-                .live
-                .lock()
-                .map_err(|_| A2aError::internal("the task table is poisoned"))?;
+            let mut l = self.live.lock();
             if l.contains_key(&task_id) {
                 return Err(A2aError::new(
                     A2aErrorKind::UnsupportedOperation,
@@ -456,9 +499,7 @@ impl A2aState {
             leased = self.store.acquire(&task_id, &self.holder, self.config.lease).await;
         }
         if !matches!(leased, Ok(true)) {
-            if let Ok(mut l) = self.live.lock() {
-                l.remove(&task_id);
-            }
+            self.live.lock().remove(&task_id);
             return Err(match leased {
                 Err(e) => A2aError::from(e),
                 Ok(_) => A2aError::new(
@@ -490,9 +531,7 @@ impl A2aState {
                     .or_insert_with(|| uuid::Uuid::new_v4().to_string().into());
                 reply.entry("role").or_insert_with(|| "ROLE_AGENT".into());
                 ctx.cancel.cancel();
-                if let Ok(mut l) = self.live.lock() {
-                    l.remove(&task_id);
-                }
+                self.live.lock().remove(&task_id);
                 let _ = self.store.release(&task_id, &self.holder).await;
                 return Ok(SendOutcome::Message(Value::Object(reply)));
             }
@@ -537,7 +576,14 @@ impl A2aState {
         let snapshot = json!({"task": rec.task.clone()});
         let before = rec.last_seq;
         let rx = self.channel(&task_id);
-        self.commit(&mut rec, snapshot).await;
+        if let Err(e) = self.commit(&mut rec, snapshot).await {
+            // nothing of the task is stored: no task, and the agent's run stops here
+            ctx.cancel.cancel();
+            self.live.lock().remove(&task_id);
+            self.drop_channel(&task_id, true);
+            let _ = self.store.release(&task_id, &self.holder).await;
+            return Err(e);
+        }
 
         let mapper = TurnMapper::new(&task_id, &context_id, turn, live.canceled_by_client.clone());
         let this = self.clone();
@@ -567,8 +613,16 @@ impl A2aState {
                     None => break,
                 },
             };
+            let mut stored = true;
             for ev in mapper.push(&frame) {
-                self.commit(&mut rec, ev).await;
+                if self.commit(&mut rec, ev).await.is_err() {
+                    stored = false;
+                    break;
+                }
+            }
+            if !stored {
+                self.store_failed(&mut rec).await;
+                break;
             }
             if frame.is_final {
                 break;
@@ -580,11 +634,11 @@ impl A2aState {
                 FAILED,
                 Some(agent_message(&rec, "the agent ended without a final state")),
             );
-            self.commit(&mut rec, ev).await;
+            if self.commit(&mut rec, ev).await.is_err() {
+                self.store_failed(&mut rec).await;
+            }
         }
-        if let Ok(mut l) = self.live.lock() {
-            l.remove(&rec.id);
-        }
+        self.live.lock().remove(&rec.id);
         if let Err(e) = self.store.release(&rec.id, &self.holder).await {
             tracing::warn!(task_id = %rec.id, error = %e, "cannot release a task's lease");
         }
@@ -597,7 +651,7 @@ impl A2aState {
         self: &Arc<Self>,
         id: String,
         after: u64,
-        rx: Option<broadcast::Receiver<StoredEvent>>,
+        rx: Option<broadcast::Receiver<Feed>>,
         until: Until,
     ) -> EventStream {
         let this = self.clone();
@@ -607,10 +661,13 @@ impl A2aState {
                 Ok(events) => for e in events {
                     last = e.seq;
                     let end = ends(&e.event, until);
-                    yield e;
+                    yield Ok(e);
                     if end { return; }
                 },
-                Err(e) => tracing::error!(task_id = %id, error = %e, "cannot read a task log"),
+                Err(e) => {
+                    yield Err(A2aError::from(e));
+                    return;
+                }
             }
             let Some(mut rx) = rx else { return };
             // a task another gateway runs: its events come as notices, and after a quiet
@@ -633,26 +690,34 @@ impl A2aState {
                         quiet = Instant::now();
                         false
                     }
-                    Some(Ok(e)) if e.seq == last.saturating_add(1) => {
+                    Some(Ok(Feed::Broken(why))) => {
+                        yield Err(A2aError::internal(why.to_string()));
+                        return;
+                    }
+                    Some(Ok(Feed::Event(e))) if e.seq == last.saturating_add(1) => {
                         quiet = Instant::now();
                         last = e.seq;
                         let end = ends(&e.event, until);
-                        yield e;
+                        yield Ok(e);
                         if end { return; }
                         continue;
                     }
-                    Some(Ok(e)) if e.seq <= last => continue,
+                    Some(Ok(Feed::Event(e))) if e.seq <= last => continue,
                     Some(Ok(_)) | Some(Err(broadcast::error::RecvError::Lagged(_))) => false,
                     Some(Err(broadcast::error::RecvError::Closed)) => true,
                 };
                 // a gap (lagged), a quiet spell or a closed channel: catch up from the log
-                if let Ok(events) = this.store.events_after(&id, last).await {
-                    for e in events {
+                match this.store.events_after(&id, last).await {
+                    Ok(events) => for e in events {
                         quiet = Instant::now();
                         last = e.seq;
                         let end = ends(&e.event, until);
-                        yield e;
+                        yield Ok(e);
                         if end { return; }
+                    },
+                    Err(e) => {
+                        yield Err(A2aError::from(e));
+                        return;
                     }
                 }
                 if closed {
@@ -698,10 +763,10 @@ impl A2aState {
                     event: json!({"task": rec.task}),
                 };
                 if is_terminal(&rec.state) {
-                    return Ok(Box::pin(futures_util::stream::iter([head])));
+                    return Ok(Box::pin(futures_util::stream::iter([Ok(head)])));
                 }
                 let rest = self.follow(rec.id, rec.last_seq, Some(rx), Until::Terminal);
-                Ok(Box::pin(futures_util::stream::iter([head]).chain(rest)))
+                Ok(Box::pin(futures_util::stream::iter([Ok(head)]).chain(rest)))
             }
         }
     }
@@ -713,7 +778,7 @@ impl A2aState {
     }
 
     /// Waits (up to 10 s) for the current turn of task `id` to end, following it from `after`.
-    async fn wait_turn_end(self: &Arc<Self>, id: &str, after: u64, rx: broadcast::Receiver<StoredEvent>) {
+    async fn wait_turn_end(self: &Arc<Self>, id: &str, after: u64, rx: broadcast::Receiver<Feed>) {
         let mut events = self.follow(id.to_string(), after, Some(rx), Until::TurnEnd);
         let _ = tokio::time::timeout(Duration::from_secs(10), async move {
             while events.next().await.is_some() {}
@@ -746,11 +811,14 @@ impl A2aState {
                     if let Some(fresh) = self.stored(id).await? {
                         rec = fresh;
                     }
-                    if !is_terminal(&rec.state) {
+                    let canceled = if is_terminal(&rec.state) {
+                        Ok(())
+                    } else {
                         let ev = status_event(&rec, CANCELED, Some(agent_message(&rec, "canceled by the client")));
-                        self.commit(&mut rec, ev).await;
-                    }
+                        self.commit(&mut rec, ev).await
+                    };
                     self.store.release(id, &self.holder).await?;
+                    canceled?;
                 } else {
                     // another gateway runs it: ask it to stop, and wait for the turn to end
                     self.store.request_cancel(id).await?;
@@ -895,11 +963,7 @@ async fn renew_leases(state: std::sync::Weak<A2aState>, period: Duration) {
     loop {
         tokio::time::sleep(period).await;
         let Some(this) = state.upgrade() else { return };
-        let ids: Vec<String> = this
-            .live
-            .lock()
-            .map(|l| l.keys().cloned().collect())
-            .unwrap_or_default();
+        let ids: Vec<String> = this.live.lock().keys().cloned().collect();
         if ids.is_empty() {
             continue;
         }

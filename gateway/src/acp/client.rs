@@ -21,7 +21,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use e2a::stream::ResponseStream;
 use e2a::taxonomy::ErrorKind;
@@ -31,7 +33,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::rpc::{codes, Incoming, NotificationHook, Peer, RpcError};
-use crate::agent::{Agent, FrameStream, RequestContext};
+use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
 use crate::agents::{request_text, tool_call_body, tool_result_body};
 use crate::boundary::obj;
 
@@ -96,8 +98,9 @@ struct State {
     peer: Option<Peer>,
     routes: Option<Routes>,
     generation: u64,
-    /// E2A session key → (ACP session id, generation of the process that made it).
-    sessions: HashMap<String, (String, u64)>,
+    /// E2A session key (scoped by the caller) → (ACP session id, generation of the process
+    /// that made it).
+    sessions: HashMap<ConversationKey, (String, u64)>,
     turns: HashMap<String, Arc<tokio::sync::Mutex<()>>>,
 }
 
@@ -179,7 +182,7 @@ impl AcpAgent {
                 return false;
             }
             let sid = params.get("sessionId").and_then(Value::as_str).unwrap_or("");
-            match routing.lock().ok().and_then(|r| r.get(sid).cloned()) {
+            match routing.lock().get(sid).cloned() {
                 Some(tx) => {
                     let _ = tx.send(params.get("update").cloned().unwrap_or(Value::Null));
                 }
@@ -212,7 +215,7 @@ impl AcpAgent {
     /// The ACP session of an E2A request and its turn lock (a new session when needed).
     async fn session(
         &self,
-        key: Option<String>,
+        key: Option<ConversationKey>,
     ) -> Result<(Peer, Routes, String, Arc<tokio::sync::Mutex<()>>), String> {
         let mut state = self.state.lock().await;
         let (peer, routes, generation) = self.connect(&mut state).await?;
@@ -403,7 +406,7 @@ impl Agent for AcpAgent {
         Box::pin(async_stream::stream! {
             let mut s = ResponseStream::for_request(&request);
             let agent_error = ErrorKind::AgentError.mapping().e2a_code;
-            let (peer, routes, sid, turn) = match this.session(session_key(&request)).await {
+            let (peer, routes, sid, turn) = match this.session(session_key(&request).map(|k| ctx.conversation(k))).await {
                 Ok(v) => v,
                 Err(e) => {
                     tracing::warn!(agent = %this.name(), error = %e, "ACP agent unavailable");
@@ -419,9 +422,7 @@ impl Agent for AcpAgent {
             tokio::spawn(async move {
                 let _turn = turn.lock().await;
                 let (utx, mut urx) = mpsc::unbounded_channel::<Value>();
-                if let Ok(mut r) = routes.lock() {
-                    r.insert(sid.clone(), utx);
-                }
+                routes.lock().insert(sid.clone(), utx);
                 let (_, answer) = peer.request("session/prompt", prompt);
                 tokio::pin!(answer);
                 let mut cancel_sent = false;
@@ -440,9 +441,7 @@ impl Agent for AcpAgent {
                 while let Ok(u) = urx.try_recv() {
                     let _ = tx.send(Event::Update(u));
                 }
-                if let Ok(mut r) = routes.lock() {
-                    r.remove(&sid);
-                }
+                routes.lock().remove(&sid);
                 let _ = tx.send(Event::Done(outcome));
             });
             let mut text = String::new();

@@ -15,7 +15,9 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -227,10 +229,7 @@ impl Peer {
                 }
             }
             reading.inner.closed.cancel();
-            let pending: Vec<_> = match reading.inner.pending.lock() {
-                Ok(mut p) => p.drain().collect(),
-                Err(_) => Vec::new(),
-            };
+            let pending: Vec<_> = reading.inner.pending.lock().drain().collect();
             for (_, tx) in pending {
                 let _ = tx.send(Err(RpcError::new(codes::INTERNAL_ERROR, "the connection closed")));
             }
@@ -262,7 +261,7 @@ impl Peer {
                 });
             }
             (None, Some(id)) => {
-                let waiter = self.inner.pending.lock().ok().and_then(|mut p| p.remove(&id_key(id)));
+                let waiter = self.inner.pending.lock().remove(&id_key(id));
                 let outcome = match m.get("error") {
                     Some(e) => Err(RpcError::from_value(e)),
                     None => Ok(m.get("result").cloned().unwrap_or(Value::Null)),
@@ -311,15 +310,8 @@ impl Peer {
     ) {
         let id = Value::from(self.inner.next_id.fetch_add(1, Ordering::SeqCst));
         let (tx, rx) = oneshot::channel();
-        let registered = match self.inner.pending.lock() {
-            Ok(mut p) => {
-                p.insert(id_key(&id), tx);
-                true
-            }
-            Err(_) => false,
-        };
-        let sent = registered
-            && !self.inner.closed.is_cancelled()
+        self.inner.pending.lock().insert(id_key(&id), tx);
+        let sent = !self.inner.closed.is_cancelled()
             && self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         let fut = async move {
             if !sent {

@@ -13,7 +13,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use e2a::acp::stream::AcpStreamProjector;
@@ -92,24 +94,21 @@ impl Session {
 
     fn cancel(&self) {
         self.cancels.fetch_add(1, Ordering::SeqCst);
-        if let Ok(r) = self.running.lock() {
-            if let Some(t) = r.as_ref() {
-                t.cancel();
-            }
+        if let Some(t) = self.running.lock().as_ref() {
+            t.cancel();
         }
     }
 
     fn record(&self, update: &Value) {
-        if let Ok(mut h) = self.history.lock() {
+        {
+            let mut h = self.history.lock();
             if h.len() >= MAX_HISTORY {
                 // keep memory bounded: the oldest tenth goes
                 h.drain(..MAX_HISTORY / 10);
             }
             h.push(update.clone());
         }
-        if let Ok(mut u) = self.updated_at.lock() {
-            *u = now_rfc3339();
-        }
+        *self.updated_at.lock() = now_rfc3339();
     }
 }
 
@@ -205,9 +204,7 @@ impl AcpServer {
             match msg {
                 Incoming::Request { id, method, params } => {
                     let token = CancellationToken::new();
-                    if let Ok(mut r) = self.requests.lock() {
-                        r.insert(id.to_string(), token.clone());
-                    }
+                    self.requests.lock().insert(id.to_string(), token.clone());
                     // the session's cancel count when the prompt arrived, read before the task runs
                     let epoch = match method.as_str() {
                         "session/prompt" => params
@@ -222,9 +219,7 @@ impl AcpServer {
                     tasks.spawn(async move {
                         let key = id.to_string();
                         let out = this.request(&peer, id.clone(), &method, &params, token, epoch).await;
-                        if let Ok(mut r) = this.requests.lock() {
-                            r.remove(&key);
-                        }
+                        this.requests.lock().remove(&key);
                         match out {
                             Ok(Some(result)) => {
                                 peer.respond(id, result);
@@ -242,9 +237,7 @@ impl AcpServer {
             while tasks.try_join_next().is_some() {}
         }
         tracing::info!("client closed the connection: cancelling running turns");
-        if let Ok(s) = self.sessions.lock() {
-            s.values().for_each(|s| s.cancel());
-        }
+        self.sessions.lock().values().for_each(|s| s.cancel());
         let drain = async { while tasks.join_next().await.is_some() {} };
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), drain).await;
         peer.close().await;
@@ -264,7 +257,7 @@ impl AcpServer {
             }
             "$/cancel_request" => {
                 let id = params.get("requestId").map(Value::to_string).unwrap_or_default();
-                if let Some(t) = self.requests.lock().ok().and_then(|r| r.get(&id).cloned()) {
+                if let Some(t) = self.requests.lock().get(&id).cloned() {
                     tracing::info!(request = %id, "$/cancel_request");
                     t.cancel();
                 }
@@ -274,14 +267,12 @@ impl AcpServer {
     }
 
     fn session(&self, id: &str) -> Option<Arc<Session>> {
-        self.sessions.lock().ok().and_then(|s| s.get(id).cloned())
+        self.sessions.lock().get(id).cloned()
     }
 
     fn add_session(&self, id: &str, cwd: String) -> Arc<Session> {
         let s = Session::new(cwd);
-        if let Ok(mut all) = self.sessions.lock() {
-            all.insert(id.to_string(), s.clone());
-        }
+        self.sessions.lock().insert(id.to_string(), s.clone());
         s
     }
 
@@ -317,7 +308,7 @@ impl AcpServer {
                 let s = self
                     .session(&sid)
                     .ok_or_else(|| RpcError::new(codes::RESOURCE_NOT_FOUND, format!("unknown session {sid}")))?;
-                let history = s.history.lock().map(|h| h.clone()).unwrap_or_default();
+                let history = s.history.lock().clone();
                 for update in history {
                     peer.send(update);
                 }
@@ -334,7 +325,7 @@ impl AcpServer {
             }
             "session/close" => {
                 let sid = session_id_param(&p)?;
-                let removed = self.sessions.lock().ok().and_then(|mut s| s.remove(&sid));
+                let removed = self.sessions.lock().remove(&sid);
                 match removed {
                     Some(s) => {
                         s.cancel();
@@ -351,13 +342,14 @@ impl AcpServer {
                 let all: Vec<(String, Arc<Session>)> = self
                     .sessions
                     .lock()
-                    .map(|s| s.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-                    .unwrap_or_default();
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
                 let mut listed: Vec<(String, String, String)> = all
                     .into_iter()
                     .filter(|(_, s)| want_cwd.is_none_or(|c| c == s.cwd))
                     .map(|(k, s)| {
-                        let at = s.updated_at.lock().map(|u| u.clone()).unwrap_or_default();
+                        let at = s.updated_at.lock().clone();
                         (k, s.cwd.clone(), at)
                     })
                     .collect();
@@ -422,9 +414,7 @@ impl AcpServer {
         }
         let _turn = session.turn.lock().await;
         let turn_cancel = CancellationToken::new();
-        if let Ok(mut r) = session.running.lock() {
-            *r = Some(turn_cancel.clone());
-        }
+        *session.running.lock() = Some(turn_cancel.clone());
         if epoch.is_some_and(|e| e != session.cancels.load(Ordering::SeqCst)) {
             // cancelled after it arrived, before it ran
             turn_cancel.cancel();
@@ -451,7 +441,7 @@ impl AcpServer {
             request.request_id = Some(uuid::Uuid::new_v4().to_string());
         }
         // every turn is an E2A task; a turn that ended in an input pause is continued by the next
-        let paused = session.paused_task.lock().ok().and_then(|mut p| p.take());
+        let paused = session.paused_task.lock().take();
         request.task_id = Some(paused.unwrap_or_else(|| format!("task_{}", uuid::Uuid::new_v4().simple())));
         let mut projector = AcpStreamProjector::new(sid.clone(), request.jsonrpc_id.clone());
         let result = loop {
@@ -478,9 +468,7 @@ impl AcpServer {
             }
         };
         link.abort();
-        if let Ok(mut r) = session.running.lock() {
-            *r = None;
-        }
+        *session.running.lock() = None;
         if request_cancel.is_cancelled() {
             return Err(RpcError::new(codes::REQUEST_CANCELLED, "Request cancelled"));
         }
@@ -555,9 +543,7 @@ impl AcpServer {
                         return Turn::Approval(question);
                     }
                     // input pause: show the question; the next prompt of the session answers it
-                    if let Ok(mut p) = session.paused_task.lock() {
-                        p.clone_from(&request.task_id);
-                    }
+                    session.paused_task.lock().clone_from(&request.task_id);
                     let mut s = ResponseStream::for_request(request);
                     let shown = s.text(&question);
                     self.project(peer, session, projector, &shown);

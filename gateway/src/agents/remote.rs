@@ -103,16 +103,42 @@ fn failure(request: &E2AEnvelope, kind: ErrorKind, message: String, details: Val
     ResponseStream::for_request(request).fail(kind.mapping().e2a_code, &message, obj(details))
 }
 
+/// The request as the remote server gets it: its conversation ids (`task_id`, `context_id`,
+/// `session_id`) scoped by the caller, so that two callers of this gateway never share a
+/// conversation on the remote one (which sees one caller: this gateway). Returns the request
+/// and a function giving a frame its client's ids back.
+fn scoped(request: &E2AEnvelope, ctx: &RequestContext) -> (E2AEnvelope, impl Fn(E2AResponse) -> E2AResponse) {
+    let mut sent = request.clone();
+    let mut swaps: Vec<(String, String)> = Vec::new();
+    for id in [&mut sent.task_id, &mut sent.context_id, &mut sent.session_id] {
+        if let Some(original) = id.take() {
+            let scoped = ctx.conversation(original.as_str()).scoped_id();
+            swaps.push((scoped.clone(), original));
+            *id = Some(scoped);
+        }
+    }
+    let restore = move |mut f: E2AResponse| {
+        for id in [&mut f.task_id, &mut f.context_id, &mut f.session_id] {
+            if let Some((_, original)) = swaps.iter().find(|(s, _)| id.as_deref() == Some(s.as_str())) {
+                *id = Some(original.clone());
+            }
+        }
+        f
+    };
+    (sent, restore)
+}
+
 impl Agent for RemoteAgent {
     fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
         let this = self.clone();
+        let (sent, restore) = scoped(&request, &ctx);
         Box::pin(async_stream::stream! {
             let mut post = this
                 .client
                 .post(&this.endpoint)
                 .header(reqwest::header::ACCEPT, "text/event-stream")
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(request.to_json());
+                .body(sent.to_json());
             if let Some(t) = &this.token {
                 post = post.bearer_auth(t.expose());
             }
@@ -168,7 +194,7 @@ impl Agent for RemoteAgent {
                     Some(Ok(ev)) => match E2AResponse::read(&ev.data, &e2a::ReadOptions::lenient().with_limits(this.limits)) {
                         Ok(read) => {
                             next_seq = read.value.sequence.saturating_add(1);
-                            yield read.value;
+                            yield restore(read.value);
                         }
                         Err(e) => {
                             yield at(failure(&request, ErrorKind::InvalidAgentResponse, format!("the remote agent sent an invalid frame: {e}"), json!({})), next_seq);

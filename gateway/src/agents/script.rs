@@ -8,7 +8,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use e2a::stream::ResponseStream;
@@ -17,7 +19,7 @@ use e2a::{E2AEnvelope, E2AResponse, ResponseKind};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::agent::{Agent, FrameStream, RequestContext};
+use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
 use crate::boundary::obj;
 
 /// A script file: scenarios tried in order; the first that matches answers.
@@ -251,7 +253,7 @@ pub enum ScriptError {
 #[derive(Debug, Clone)]
 pub struct ScriptAgent {
     script: Arc<Script>,
-    paused: Arc<Mutex<HashMap<String, Paused>>>,
+    paused: Arc<Mutex<HashMap<ConversationKey, Paused>>>,
     stats: Arc<ScriptStats>,
 }
 
@@ -400,14 +402,14 @@ struct Runner {
 }
 
 impl Agent for ScriptAgent {
-    fn run(&self, request: E2AEnvelope, _ctx: RequestContext) -> FrameStream {
+    fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
         let this = self.clone();
         Box::pin(async_stream::stream! {
             this.stats.started.fetch_add(1, Ordering::SeqCst);
             let mut guard = RunGuard { stats: this.stats.clone(), done: false };
             let text = super::request_text(&request);
-            let key = task_key(&request);
-            let resumed = key.as_ref().and_then(|k| this.paused.lock().ok().and_then(|mut p| p.remove(k)));
+            let key = task_key(&request).map(|k| ctx.conversation(k));
+            let resumed = key.as_ref().and_then(|k| this.paused.lock().remove(k));
             let (steps, name, input, answer) = match resumed {
                 Some(p) => {
                     let steps = match p.on_deny {
@@ -454,9 +456,7 @@ impl Agent for ScriptAgent {
                 }
                 if let (Some(on_deny), Some(k)) = (pause, key.clone()) {
                     let rest: Vec<Step> = steps.by_ref().collect();
-                    if let Ok(mut p) = this.paused.lock() {
-                        p.insert(k, Paused { rest, on_deny, input: r.input.clone() });
-                    }
+                    this.paused.lock().insert(k, Paused { rest, on_deny, input: r.input.clone() });
                 }
                 if !go_on {
                     guard.done = true;
