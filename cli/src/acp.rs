@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use e2a_gateway::acp::{AcpAgent, AcpAgentConfig, AcpServer, AcpServerConfig, PermissionPolicy};
+use e2a_gateway::backends::{AcpProcessAgent, AcpProcessConfig, PermissionPolicy};
+use e2a_gateway::bindings::acp::{AcpServer, AcpServerConfig};
 use e2a_gateway::Agent;
 
 /// Options of an `acp:CMD ARGS` backend agent.
@@ -83,12 +84,12 @@ pub fn split_command(cmd: &str) -> Result<Vec<String>, String> {
 /// The `acp:CMD ARGS` agent.
 pub fn backend(cmd: &str, args: &BackendArgs) -> Result<Arc<dyn Agent>, String> {
     let command = split_command(cmd).map_err(|e| format!("acp:{cmd}: {e}"))?;
-    let mut config = AcpAgentConfig::new(command);
+    let mut config = AcpProcessConfig::new(command);
     config.policy = PermissionPolicy {
         approve: args.approve.clone(),
     };
     config.allow_fs = args.allow_fs;
-    AcpAgent::new(config).map(|a| Arc::new(a) as Arc<dyn Agent>)
+    AcpProcessAgent::new(config).map(|a| Arc::new(a) as Arc<dyn Agent>)
 }
 
 /// Serves ACP on stdin/stdout until the client closes stdin. Logs go to stderr.

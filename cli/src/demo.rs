@@ -149,7 +149,7 @@ pub fn run(json_out: bool) -> Result<(), String> {
 /// and is driven over real HTTP — an SSE stream read frame by frame, the same request as JSON,
 /// and a refused request as problem+json.
 fn live(out: &Out) -> Result<(), String> {
-    use e2a_gateway::agents::EchoAgent;
+    use e2a_gateway::backends::EchoAgent;
     use e2a_gateway::{Gateway, GatewayConfig};
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -167,7 +167,7 @@ fn live(out: &Out) -> Result<(), String> {
         let server = tokio::spawn(gateway.serve(listener, async {
             let _ = stopped.await;
         }));
-        let url = format!("http://{addr}{}", e2a_gateway::http::REQUESTS_PATH);
+        let url = format!("http://{addr}{}", e2a_gateway::bindings::e2a_http::REQUESTS_PATH);
         out.step(
             "http.listen",
             "Live: the gateway in-process (e2a serve without the shell), on an ephemeral port",

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use e2a_gateway::agents::{EchoAgent, RemoteAgent, RemoteConfig, ScriptAgent};
+use e2a_gateway::backends::{E2aRemoteAgent, E2aRemoteConfig, EchoAgent, ScriptAgent};
 use e2a_gateway::{Agent, Auth, Gateway, GatewayConfig};
 
 /// Options of `e2a serve`.
@@ -80,9 +80,16 @@ pub struct ServeArgs {
 /// The A2A configuration and task store of `--a2a`.
 async fn a2a_setup(
     args: &ServeArgs,
-) -> Result<(e2a_gateway::a2a::A2aConfig, Arc<dyn e2a_gateway::a2a::TaskStore>), String> {
-    use e2a_gateway::a2a::postgres::{PgOptions, PgStore};
-    use e2a_gateway::a2a::{sqlite::SqliteStore, A2aConfig, CardInfo, MemoryStore, TaskStore};
+) -> Result<
+    (
+        e2a_gateway::bindings::a2a::A2aConfig,
+        Arc<dyn e2a_gateway::store::TaskStore>,
+    ),
+    String,
+> {
+    use e2a_gateway::bindings::a2a::{A2aConfig, CardInfo};
+    use e2a_gateway::store::{MemoryStore, SqliteStore, TaskStore};
+    use e2a_gateway::store::{PgOptions, PgStore};
     let postgres = if args.store.starts_with("postgres://") || args.store.starts_with("postgresql://") {
         Some(args.store.as_str())
     } else {
@@ -150,7 +157,7 @@ pub(crate) fn agent(
             .map_err(|e| e.to_string());
     }
     if let Some(url) = spec.strip_prefix("e2a:") {
-        let mut config = RemoteConfig::new(url);
+        let mut config = E2aRemoteConfig::new(url);
         config.token = match token_file {
             Some(f) => {
                 let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
@@ -158,12 +165,12 @@ pub(crate) fn agent(
             }
             None => std::env::var("E2A_AGENT_TOKEN").ok().map(|t| t.trim().into()),
         };
-        return RemoteAgent::new(config)
+        return E2aRemoteAgent::new(config)
             .map(|a| Arc::new(a) as Arc<dyn Agent>)
             .map_err(|e| e.to_string());
     }
     if let Some(url) = spec.strip_prefix("a2a:") {
-        use e2a_gateway::a2a::remote::{RemoteA2aAgent, RemoteA2aConfig};
+        use e2a_gateway::backends::{A2aRemoteAgent, A2aRemoteConfig};
         let token = match token_file {
             Some(f) => {
                 let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
@@ -171,11 +178,11 @@ pub(crate) fn agent(
             }
             None => std::env::var("E2A_AGENT_TOKEN").ok().map(|t| t.trim().to_string()),
         };
-        let mut config = RemoteA2aConfig::new(url);
+        let mut config = A2aRemoteConfig::new(url);
         if let Some(t) = token.filter(|t| !t.is_empty()) {
             config = config.with_token(url, t.into());
         }
-        return RemoteA2aAgent::new(config)
+        return A2aRemoteAgent::new(config)
             .map(|a| Arc::new(a) as Arc<dyn Agent>)
             .map_err(|e| e.to_string());
     }
@@ -253,9 +260,9 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
             ""
         };
         let (requests, schema, health) = (
-            e2a_gateway::http::REQUESTS_PATH,
-            e2a_gateway::http::SCHEMA_PATH,
-            e2a_gateway::http::HEALTH_PATH,
+            e2a_gateway::bindings::e2a_http::REQUESTS_PATH,
+            e2a_gateway::bindings::e2a_http::SCHEMA_PATH,
+            e2a_gateway::bindings::e2a_http::HEALTH_PATH,
         );
         let banner = format!(
             "e2a gateway (agent: {name}) listening on {base}\n  \
@@ -271,7 +278,7 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
                  GET  {base}{card}\n  \
                  POST {base}{path}  JSON-RPC (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask)\n  \
                  POST {base}/message:send | /message:stream, GET {base}/tasks[/ID], POST {base}/tasks/ID:cancel | :subscribe\n",
-                card = e2a_gateway::a2a::card::CARD_PATH
+                card = e2a_gateway::bindings::a2a::card::CARD_PATH
             ),
             None => banner,
         };
@@ -279,7 +286,7 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
             format!(
                 "{banner}AG-UI over SSE:\n  \
                  POST {base}{agui}  (and {base}/agents/{name}/agui)  RunAgentInput → text/event-stream\n",
-                agui = e2a_gateway::agui::AGUI_PATH
+                agui = e2a_gateway::bindings::agui::AGUI_PATH
             )
         } else {
             banner

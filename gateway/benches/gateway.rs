@@ -21,7 +21,7 @@ use axum::routing::post;
 use axum::Router;
 use e2a::stream::ResponseStream;
 use e2a::E2AEnvelope;
-use e2a_gateway::agents::EchoAgent;
+use e2a_gateway::backends::EchoAgent;
 use e2a_gateway::{Agent, FrameStream, Gateway, GatewayConfig, RequestContext};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

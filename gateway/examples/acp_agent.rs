@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use e2a::stream::ResponseStream;
 use e2a::E2AEnvelope;
-use e2a_gateway::acp::{AcpServer, AcpServerConfig};
-use e2a_gateway::agents::{request_text, tool_call_body, tool_result_body};
+use e2a_gateway::backends::{request_text, tool_call_body, tool_result_body};
+use e2a_gateway::bindings::acp::{AcpServer, AcpServerConfig};
 use e2a_gateway::{Agent, FrameStream, RequestContext};
 use serde_json::json;
 

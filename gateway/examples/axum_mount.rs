@@ -12,7 +12,7 @@
 
 use axum::routing::get;
 use axum::Router;
-use e2a_gateway::agents::EchoAgent;
+use e2a_gateway::backends::EchoAgent;
 use e2a_gateway::{Gateway, GatewayConfig};
 
 #[tokio::main]

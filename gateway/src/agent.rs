@@ -113,7 +113,7 @@ impl fmt::Debug for RequestContext {
 ///
 /// The stream must keep the E2A stream invariants (sequence 0, 1, 2 … and exactly one final
 /// frame, last). [`e2a::stream::ResponseStream`] builds such frames. The gateway checks every
-/// frame at the boundary ([`crate::boundary`]): an agent that breaks the invariants is cut off
+/// frame at the boundary ([`crate::pipeline::boundary`]): an agent that breaks the invariants is cut off
 /// with an `e2a.error` final frame and is never forwarded as is.
 ///
 /// ```

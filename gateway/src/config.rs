@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use e2a::Limits;
 
-use crate::auth::Auth;
-use crate::boundary::Deadlines;
+use crate::pipeline::boundary::Deadlines;
+use crate::web::auth::Auth;
 
 /// How a [`crate::Gateway`] behaves. `Default` suits a local gateway; every field is public.
 #[derive(Debug, Clone)]

@@ -2,12 +2,12 @@
 //!
 //! The [`Agent`] interface, E2A over HTTP exactly as `generated/openapi.json` describes it
 //! (`POST /v1/e2a/requests` answered as JSON, SSE or NDJSON; `GET /v1/e2a/schema`;
-//! `/healthz`), embedded agents ([`agents::EchoAgent`], [`agents::ScriptAgent`]) and a remote
-//! E2A backend ([`agents::RemoteAgent`]). Library first: mount [`Gateway::router`] in your own
+//! `/healthz`), embedded agents ([`backends::EchoAgent`], [`backends::ScriptAgent`]) and a remote
+//! E2A backend ([`backends::E2aRemoteAgent`]). Library first: mount [`Gateway::router`] in your own
 //! axum app, or let [`Gateway::serve`] run it; `e2a serve` is a thin shell over this crate.
 //!
 //! ```no_run
-//! use e2a_gateway::{agents::EchoAgent, Gateway, GatewayConfig};
+//! use e2a_gateway::{backends::EchoAgent, Gateway, GatewayConfig};
 //!
 //! # async fn run() -> std::io::Result<()> {
 //! let gateway = Gateway::new(EchoAgent::new(), GatewayConfig::default());
@@ -20,50 +20,42 @@
 //! # }
 //! ```
 //!
-//! Every frame an agent yields passes [`boundary::guard`]: the stream invariants are checked
+//! Every frame an agent yields passes [`pipeline::boundary::guard`]: the stream invariants are checked
 //! by `e2a`'s `StreamValidator`, and an agent that breaks them is cut off with an `e2a.error`
 //! final frame.
 
 #![deny(missing_docs)]
 
-pub mod a2a;
-pub mod acp;
 pub mod agent;
-pub mod agents;
-pub mod agui;
-pub mod auth;
-pub mod boundary;
+pub mod backends;
+pub mod bindings;
 pub mod config;
-pub mod http;
-pub mod problem;
-pub mod runs;
+pub mod jsonrpc;
+pub mod pipeline;
+pub(crate) mod runs;
+pub mod store;
+pub mod tasks;
+pub mod web;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 pub use agent::{Agent, Caller, ConversationKey, FrameStream, RequestContext};
-pub use auth::Auth;
 pub use config::GatewayConfig;
-pub use problem::Problem;
+pub use web::auth::Auth;
+pub use web::problem::Problem;
 
-use boundary::StopReason;
+use pipeline::boundary::StopReason;
+use pipeline::Pipeline;
 use runs::Runs;
 use tokio::sync::Semaphore;
-
-/// State shared by the routes of one gateway.
-pub struct Shared {
-    agent: Arc<dyn Agent>,
-    config: GatewayConfig,
-    runs: Arc<Runs>,
-    streams: Arc<Semaphore>,
-}
 
 /// A gateway: one agent behind the E2A HTTP binding.
 #[derive(Clone)]
 pub struct Gateway {
-    shared: Arc<Shared>,
-    a2a: Option<Arc<a2a::A2aState>>,
+    shared: Arc<Pipeline>,
+    a2a: Option<Arc<tasks::A2aState>>,
     agui: bool,
 }
 
@@ -87,7 +79,7 @@ impl Gateway {
         let runs = Arc::new(Runs::new(config.retention, config.max_retained));
         let streams = Arc::new(Semaphore::new(config.max_streams));
         Gateway {
-            shared: Arc::new(Shared {
+            shared: Arc::new(Pipeline {
                 agent,
                 config,
                 runs,
@@ -99,16 +91,16 @@ impl Gateway {
     }
 
     /// Also serves A2A 1.0 (agent card, JSON-RPC and HTTP+JSON bindings) in front of the same
-    /// agent, with tasks kept in `store`. See [`a2a`].
-    pub fn with_a2a(mut self, config: a2a::A2aConfig, store: Arc<dyn a2a::TaskStore>) -> Self {
-        let state = Arc::new(a2a::A2aState::new(self.shared.clone(), config, store));
+    /// agent, with tasks kept in `store`. See [`bindings::a2a`].
+    pub fn with_a2a(mut self, config: bindings::a2a::A2aConfig, store: Arc<dyn store::TaskStore>) -> Self {
+        let state = Arc::new(tasks::A2aState::new(self.shared.clone(), config, store));
         state.start();
         self.a2a = Some(state);
         self
     }
 
     /// Also serves AG-UI over SSE (`POST /agui`, `POST /agents/{name}/agui`) in front of the
-    /// same agent. See [`agui`].
+    /// same agent. See [`bindings::agui`].
     pub fn with_agui(mut self) -> Self {
         self.agui = true;
         self
@@ -116,17 +108,17 @@ impl Gateway {
 
     /// The AG-UI routes alone (authentication included), to merge into another axum app.
     pub fn agui_router(&self) -> axum::Router {
-        agui::router(self.shared.clone())
+        bindings::agui::router(self.shared.clone())
     }
 
     /// The routes (authentication included), to serve or to merge into another axum app.
     pub fn router(&self) -> axum::Router {
-        let mut router = http::router(self.shared.clone());
+        let mut router = bindings::e2a_http::router(self.shared.clone());
         if self.agui {
             router = self.agui_router().merge(router);
         }
         match &self.a2a {
-            Some(a2a) => a2a::router(a2a.clone()).merge(router),
+            Some(a2a) => bindings::a2a::router(a2a.clone()).merge(router),
             None => router,
         }
     }

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::FrameStream;
-use crate::boundary::{StopCell, StopReason};
+use crate::pipeline::boundary::{StopCell, StopReason};
 
 /// Which stream a resuming client asks for: the caller and the request id.
 pub type RunKey = (Option<String>, String);
@@ -313,12 +313,12 @@ impl Drop for Pump {
             .map(|f| (f.is_final, f.sequence.saturating_add(1)));
         if let (Some(request), Some((false, _)) | None) = (self.request.take(), next) {
             let sequence = next.map(|(_, s)| s).unwrap_or(0);
-            self.run.push(crate::boundary::cutoff_frame(
+            self.run.push(crate::pipeline::boundary::cutoff_frame(
                 &request,
                 sequence,
                 e2a::taxonomy::ErrorKind::Cancelled,
                 "the client went away",
-                crate::boundary::obj(serde_json::json!({"reason": "client_gone"})),
+                crate::pipeline::boundary::obj(serde_json::json!({"reason": "client_gone"})),
             ));
         }
         self.close();

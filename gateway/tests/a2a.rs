@@ -5,11 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use e2a_gateway::a2a::postgres::{PgOptions, PgStore};
-use e2a_gateway::a2a::sqlite::SqliteStore;
-use e2a_gateway::a2a::store::{TaskQuery, TaskRecord};
-use e2a_gateway::a2a::{A2aConfig, MemoryStore, StoreNotice, TaskStore};
-use e2a_gateway::agents::ScriptAgent;
+use e2a_gateway::backends::ScriptAgent;
+use e2a_gateway::bindings::a2a::A2aConfig;
+use e2a_gateway::store::SqliteStore;
+use e2a_gateway::store::{MemoryStore, StoreNotice, TaskStore};
+use e2a_gateway::store::{PgOptions, PgStore};
+use e2a_gateway::store::{TaskQuery, TaskRecord};
 use e2a_gateway::{Auth, Gateway, GatewayConfig};
 use serde_json::{json, Value};
 

@@ -11,9 +11,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{any, get};
 use e2a::{E2AEnvelope, E2AResponse, ResponseKind};
-use e2a_gateway::a2a::remote::{RemoteA2aAgent, RemoteA2aConfig};
-use e2a_gateway::a2a::{A2aConfig, MemoryStore};
-use e2a_gateway::agents::ScriptAgent;
+use e2a_gateway::backends::ScriptAgent;
+use e2a_gateway::backends::{A2aRemoteAgent, A2aRemoteConfig};
+use e2a_gateway::bindings::a2a::A2aConfig;
+use e2a_gateway::store::MemoryStore;
 use e2a_gateway::{Agent, Auth, Caller, Gateway, GatewayConfig, RequestContext};
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
@@ -60,11 +61,11 @@ async fn script_gateway(auth: Auth) -> Server {
 }
 
 fn remote(url: &str, token: Option<&str>) -> Arc<dyn Agent> {
-    let mut config = RemoteA2aConfig::new(url);
+    let mut config = A2aRemoteConfig::new(url);
     if let Some(t) = token {
         config = config.with_token(url, t.into());
     }
-    Arc::new(RemoteA2aAgent::new(config).expect("remote"))
+    Arc::new(A2aRemoteAgent::new(config).expect("remote"))
 }
 
 async fn rpc(base: &str, method: &str, params: Value, token: Option<&str>) -> Value {
@@ -242,7 +243,7 @@ async fn another_origin_and_redirects_are_refused_and_get_no_credential() {
     assert!(seen.is_empty(), "the other origin was contacted: {seen:?}");
     let debug = format!(
         "{:?}",
-        RemoteA2aConfig::new("http://a").with_token("http://a", "hidden-value".into())
+        A2aRemoteConfig::new("http://a").with_token("http://a", "hidden-value".into())
     );
     assert!(!debug.contains("hidden-value"));
 }

@@ -1,4 +1,4 @@
-//! `e2a acp`'s agent side ([`e2a_gateway::acp::AcpServer`]) driven in process over a pipe: what
+//! `e2a acp`'s agent side ([`e2a_gateway::bindings::acp::AcpServer`]) driven in process over a pipe: what
 //! is sent is checked against the official ACP types (`agent-client-protocol-schema`), and the
 //! `e2a` binary is checked for a clean stdout.
 
@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_client_protocol_schema::v1 as acp;
-use e2a_gateway::acp::rpc::{Incoming, NotificationHook, Peer};
-use e2a_gateway::acp::{AcpServer, AcpServerConfig};
-use e2a_gateway::agents::{EchoAgent, ScriptAgent};
+use e2a_gateway::backends::{EchoAgent, ScriptAgent};
+use e2a_gateway::bindings::acp::{AcpServer, AcpServerConfig};
+use e2a_gateway::jsonrpc::{Incoming, NotificationHook, Peer};
 use e2a_gateway::Agent;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -91,7 +91,7 @@ async fn answer_requests(
 }
 
 impl Client {
-    async fn call(&self, method: &str, params: Value) -> Result<Value, e2a_gateway::acp::rpc::RpcError> {
+    async fn call(&self, method: &str, params: Value) -> Result<Value, e2a_gateway::jsonrpc::RpcError> {
         tokio::time::timeout(Duration::from_secs(20), self.peer.call(method, params))
             .await
             .expect("answered in time")
@@ -111,7 +111,7 @@ impl Client {
         s.session_id.to_string()
     }
 
-    async fn prompt(&self, sid: &str, text: &str) -> Result<Value, e2a_gateway::acp::rpc::RpcError> {
+    async fn prompt(&self, sid: &str, text: &str) -> Result<Value, e2a_gateway::jsonrpc::RpcError> {
         let r = self
             .call(
                 "session/prompt",

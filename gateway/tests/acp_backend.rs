@@ -1,4 +1,4 @@
-//! ACP agents behind the gateway ([`e2a_gateway::acp::AcpAgent`], `--agent acp:CMD`): the
+//! ACP agents behind the gateway ([`e2a_gateway::backends::AcpProcessAgent`], `--agent acp:CMD`): the
 //! gateway speaks to a real ACP agent program as its client — the `e2a acp` binary itself
 //! (built on demand) and a minimal Python ACP agent (`clients/data/fake_acp_agent.py`).
 
@@ -8,8 +8,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use e2a::{E2AEnvelope, E2AResponse};
-use e2a_gateway::acp::rpc::{NotificationHook, Peer};
-use e2a_gateway::acp::{AcpAgent, AcpAgentConfig, PermissionPolicy};
+use e2a_gateway::backends::{AcpProcessAgent, AcpProcessConfig, PermissionPolicy};
+use e2a_gateway::jsonrpc::{NotificationHook, Peer};
 use e2a_gateway::{Agent, Caller, RequestContext};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -47,13 +47,13 @@ fn script_file(dir: &tempfile::TempDir) -> String {
     format!("script:{}", path.display())
 }
 
-fn agent(command: Vec<String>, approve: &[&str], allow_fs: bool) -> AcpAgent {
-    let mut config = AcpAgentConfig::new(command);
+fn agent(command: Vec<String>, approve: &[&str], allow_fs: bool) -> AcpProcessAgent {
+    let mut config = AcpProcessConfig::new(command);
     config.policy = PermissionPolicy {
         approve: approve.iter().map(|s| s.to_string()).collect(),
     };
     config.allow_fs = allow_fs;
-    AcpAgent::new(config).unwrap()
+    AcpProcessAgent::new(config).unwrap()
 }
 
 fn request(text: &str, session: Option<&str>) -> E2AEnvelope {
@@ -63,11 +63,11 @@ fn request(text: &str, session: Option<&str>) -> E2AEnvelope {
     r
 }
 
-async fn run(agent: &AcpAgent, req: E2AEnvelope) -> Vec<E2AResponse> {
+async fn run(agent: &AcpProcessAgent, req: E2AEnvelope) -> Vec<E2AResponse> {
     run_as(agent, req, Caller::anonymous()).await
 }
 
-async fn run_as(agent: &AcpAgent, req: E2AEnvelope, caller: Caller) -> Vec<E2AResponse> {
+async fn run_as(agent: &AcpProcessAgent, req: E2AEnvelope, caller: Caller) -> Vec<E2AResponse> {
     let ctx = RequestContext::new(caller, None);
     let frames = agent.run(req, ctx);
     tokio::time::timeout(Duration::from_secs(30), frames.collect::<Vec<_>>())

@@ -1,16 +1,17 @@
 //! ACP in front of remote agents, all in process on 127.0.0.1: an ACP client → `AcpServer` →
-//! `e2a:URL` (`RemoteAgent`) or `a2a:URL` (`RemoteA2aAgent`) → a second gateway with a script
+//! `e2a:URL` (`E2aRemoteAgent`) or `a2a:URL` (`A2aRemoteAgent`) → a second gateway with a script
 //! agent. The text arrives intact across the hops, and a cancel at the front stops the run at
 //! the back (observed through the back's script agent).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use e2a_gateway::a2a::remote::{RemoteA2aAgent, RemoteA2aConfig};
-use e2a_gateway::a2a::{A2aConfig, MemoryStore};
-use e2a_gateway::acp::rpc::{NotificationHook, Peer};
-use e2a_gateway::acp::{AcpServer, AcpServerConfig};
-use e2a_gateway::agents::{RemoteAgent, RemoteConfig, ScriptAgent, ScriptStats};
+use e2a_gateway::backends::{A2aRemoteAgent, A2aRemoteConfig};
+use e2a_gateway::backends::{E2aRemoteAgent, E2aRemoteConfig, ScriptAgent, ScriptStats};
+use e2a_gateway::bindings::a2a::A2aConfig;
+use e2a_gateway::bindings::acp::{AcpServer, AcpServerConfig};
+use e2a_gateway::jsonrpc::{NotificationHook, Peer};
+use e2a_gateway::store::MemoryStore;
 use e2a_gateway::{Agent, Gateway, GatewayConfig};
 use serde_json::{json, Value};
 
@@ -117,14 +118,14 @@ async fn check(agent: Arc<dyn Agent>, stats: Arc<ScriptStats>, tool_calls: bool)
 #[tokio::test]
 async fn acp_in_front_of_e2a_over_http() {
     let (base, stats, _stop) = back(false).await;
-    let remote = RemoteAgent::new(RemoteConfig::new(base)).unwrap();
+    let remote = E2aRemoteAgent::new(E2aRemoteConfig::new(base)).unwrap();
     check(Arc::new(remote), stats, true).await;
 }
 
 #[tokio::test]
 async fn acp_in_front_of_a2a() {
     let (base, stats, _stop) = back(true).await;
-    let remote = RemoteA2aAgent::new(RemoteA2aConfig::new(base)).unwrap();
+    let remote = A2aRemoteAgent::new(A2aRemoteConfig::new(base)).unwrap();
     // the A2A hop carries no tool calls (yet)
     check(Arc::new(remote), stats, false).await;
 }

@@ -1,5 +1,5 @@
 //! The embedded agents over real HTTP: every script step shape, the boundary cutting off
-//! misbehaving agents, and a gateway in front of a second gateway (`RemoteAgent`).
+//! misbehaving agents, and a gateway in front of a second gateway (`E2aRemoteAgent`).
 
 mod common;
 
@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use common::*;
 use e2a::E2AResponse;
-use e2a_gateway::agents::{EchoAgent, RemoteAgent, RemoteConfig};
+use e2a_gateway::backends::{E2aRemoteAgent, E2aRemoteConfig, EchoAgent};
 use e2a_gateway::{Auth, GatewayConfig};
 use serde_json::{json, Value};
 
@@ -166,9 +166,9 @@ async fn a_gateway_in_front_of_a_second_gateway_carries_the_same_frames() {
         },
     )
     .await;
-    let mut remote = RemoteConfig::new(back.base.clone());
+    let mut remote = E2aRemoteConfig::new(back.base.clone());
     remote.token = Some("back-token".into());
-    let remote = RemoteAgent::new(remote).expect("remote agent");
+    let remote = E2aRemoteAgent::new(remote).expect("remote agent");
     assert!(
         !format!("{remote:?}").contains("back-token"),
         "the credential is never printed"
@@ -187,7 +187,7 @@ async fn a_gateway_in_front_of_a_second_gateway_carries_the_same_frames() {
     }
 
     // the remote server refusing the credential is an agent error, not a gateway failure
-    let wrong = RemoteAgent::new(RemoteConfig::new(back.base.clone())).expect("remote agent");
+    let wrong = E2aRemoteAgent::new(E2aRemoteConfig::new(back.base.clone())).expect("remote agent");
     let front2 = start(Arc::new(wrong), fast_config()).await;
     let frames = sse(&front2.base, &envelope("hi")).await;
     let last = frames.last().expect("final");
@@ -199,7 +199,7 @@ async fn a_gateway_in_front_of_a_second_gateway_carries_the_same_frames() {
     let stats = agent.stats();
     let back3 = start(Arc::new(agent), fast_config()).await;
     let front3 = start(
-        Arc::new(RemoteAgent::new(RemoteConfig::new(back3.base.clone())).expect("remote")),
+        Arc::new(E2aRemoteAgent::new(E2aRemoteConfig::new(back3.base.clone())).expect("remote")),
         fast_config(),
     )
     .await;
@@ -227,10 +227,10 @@ async fn the_echo_agent_answers_like_the_demo() {
 
 #[test]
 fn a_remote_url_may_not_carry_a_credential() {
-    let err = RemoteAgent::new(RemoteConfig::new("http://user:pa55word@127.0.0.1:9/")).expect_err("refused");
+    let err = E2aRemoteAgent::new(E2aRemoteConfig::new("http://user:pa55word@127.0.0.1:9/")).expect_err("refused");
     assert!(!err.to_string().contains("pa55word"));
-    assert!(RemoteAgent::new(RemoteConfig::new("ftp://127.0.0.1/")).is_err());
-    let ok = RemoteAgent::new(RemoteConfig::new("http://127.0.0.1:9")).expect("plain URL");
+    assert!(E2aRemoteAgent::new(E2aRemoteConfig::new("ftp://127.0.0.1/")).is_err());
+    let ok = E2aRemoteAgent::new(E2aRemoteConfig::new("http://127.0.0.1:9")).expect("plain URL");
     assert_eq!(ok.endpoint(), "http://127.0.0.1:9/v1/e2a/requests");
 }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use e2a_gateway::agents::ScriptAgent;
+use e2a_gateway::backends::ScriptAgent;
 use e2a_gateway::{Agent, Auth, Gateway, GatewayConfig};
 use futures_util::StreamExt;
 use serde_json::{json, Value};

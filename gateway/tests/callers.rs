@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use common::*;
 use e2a::E2AResponse;
-use e2a_gateway::agents::{RemoteAgent, RemoteConfig};
+use e2a_gateway::backends::{E2aRemoteAgent, E2aRemoteConfig};
 use e2a_gateway::{Auth, GatewayConfig};
 use serde_json::{json, Value};
 
@@ -71,7 +71,7 @@ async fn two_callers_with_one_session_id_never_share_a_pause() {
 async fn a_remote_e2a_agent_keeps_callers_apart_at_the_back() {
     // the back gateway sees one caller (the front); the front scopes the ids it sends
     let back = start(Arc::new(script()), fast_config()).await;
-    let remote = RemoteAgent::new(RemoteConfig::new(back.base.clone())).expect("remote agent");
+    let remote = E2aRemoteAgent::new(E2aRemoteConfig::new(back.base.clone())).expect("remote agent");
     let dir = tempfile::tempdir().expect("tmp");
     let front = start(
         Arc::new(remote),

@@ -67,7 +67,7 @@ async fn last_event_id_resumes_with_exactly_the_frames_after_it() {
     drop(first); // the connection drops mid-stream
 
     let resumed = client()
-        .post(server.url(e2a_gateway::http::REQUESTS_PATH))
+        .post(server.url(e2a_gateway::bindings::e2a_http::REQUESTS_PATH))
         .header("accept", "text/event-stream")
         .header("content-type", "application/json")
         .header("last-event-id", "2")
@@ -90,7 +90,7 @@ async fn last_event_id_resumes_with_exactly_the_frames_after_it() {
 
     // after the end, within the retention window, any position can be replayed
     let again = client()
-        .post(server.url(e2a_gateway::http::REQUESTS_PATH))
+        .post(server.url(e2a_gateway::bindings::e2a_http::REQUESTS_PATH))
         .header("accept", "application/x-ndjson")
         .header("content-type", "application/json")
         .header("last-event-id", "6")
@@ -109,7 +109,7 @@ async fn last_event_id_resumes_with_exactly_the_frames_after_it() {
 
     // an unknown stream cannot be resumed
     let unknown = client()
-        .post(server.url(e2a_gateway::http::REQUESTS_PATH))
+        .post(server.url(e2a_gateway::bindings::e2a_http::REQUESTS_PATH))
         .header("accept", "text/event-stream")
         .header("content-type", "application/json")
         .header("last-event-id", "0")
@@ -160,7 +160,7 @@ async fn refused_requests_get_problem_json_naming_the_cause() {
         ..fast_config()
     };
     let server = start(Arc::new(script()), config).await;
-    let url = server.url(e2a_gateway::http::REQUESTS_PATH);
+    let url = server.url(e2a_gateway::bindings::e2a_http::REQUESTS_PATH);
     let c = client();
     let send = |auth: Option<&'static str>, ctype: &'static str, body: String| {
         let mut r = c.post(&url).header("content-type", ctype).body(body);
@@ -345,7 +345,7 @@ async fn a_json_client_that_gives_up_cancels_the_run_and_the_log_gets_a_final_fr
     let server = start(Arc::new(agent), fast_config()).await;
     let body = envelope("never finish");
     let gave_up = client()
-        .post(server.url(e2a_gateway::http::REQUESTS_PATH))
+        .post(server.url(e2a_gateway::bindings::e2a_http::REQUESTS_PATH))
         .header("content-type", "application/json")
         .timeout(Duration::from_millis(300))
         .body(body.to_string())
@@ -356,7 +356,7 @@ async fn a_json_client_that_gives_up_cancels_the_run_and_the_log_gets_a_final_fr
     eventually("the stream slot is released", || server.gateway.live_streams() == 0).await;
     // the retained log ends with a cancellation frame
     let replay = client()
-        .post(server.url(e2a_gateway::http::REQUESTS_PATH))
+        .post(server.url(e2a_gateway::bindings::e2a_http::REQUESTS_PATH))
         .header("accept", "application/x-ndjson")
         .header("content-type", "application/json")
         .header("last-event-id", "0")

@@ -1,5 +1,5 @@
 //! The served routes and the OpenAPI document cannot drift: every operation of
-//! `generated/openapi.json` is in `e2a_gateway::http::ROUTES` with the same request and response
+//! `generated/openapi.json` is in `e2a_gateway::bindings::e2a_http::ROUTES` with the same request and response
 //! media types and status codes, and the other way round; a live server answers each route with
 //! a documented status and media type.
 
@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::*;
-use e2a_gateway::http::ROUTES;
+use e2a_gateway::bindings::e2a_http::ROUTES;
 use e2a_gateway::{Auth, GatewayConfig};
 use serde_json::Value;
 

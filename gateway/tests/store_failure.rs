@@ -6,9 +6,10 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use e2a_gateway::a2a::store::{StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord};
-use e2a_gateway::a2a::{A2aConfig, MemoryStore, TaskStore};
-use e2a_gateway::agents::ScriptAgent;
+use e2a_gateway::backends::ScriptAgent;
+use e2a_gateway::bindings::a2a::A2aConfig;
+use e2a_gateway::store::{MemoryStore, TaskStore};
+use e2a_gateway::store::{StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord};
 use e2a_gateway::{Gateway, GatewayConfig};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};

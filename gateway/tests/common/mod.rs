@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use e2a::E2AResponse;
-use e2a_gateway::agents::ScriptAgent;
+use e2a_gateway::backends::ScriptAgent;
 use e2a_gateway::{Agent, Gateway, GatewayConfig};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -82,7 +82,7 @@ pub async fn post(base: &str, body: &Value, accept: &str) -> reqwest::Response {
 
 pub async fn post_auth(base: &str, body: &Value, accept: &str, token: Option<&str>) -> reqwest::Response {
     let mut req = client()
-        .post(format!("{base}{}", e2a_gateway::http::REQUESTS_PATH))
+        .post(format!("{base}{}", e2a_gateway::bindings::e2a_http::REQUESTS_PATH))
         .header("accept", accept)
         .header("content-type", "application/json")
         .body(body.to_string());

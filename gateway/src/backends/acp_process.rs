@@ -32,10 +32,10 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::rpc::{codes, Incoming, NotificationHook, Peer, RpcError};
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
-use crate::agents::{request_text, tool_call_body, tool_result_body};
-use crate::boundary::obj;
+use crate::backends::{request_text, tool_call_body, tool_result_body};
+use crate::jsonrpc::{codes, Incoming, NotificationHook, Peer, RpcError};
+use crate::pipeline::boundary::obj;
 
 /// Which permission requests of the backend agent may be allowed.
 #[derive(Debug, Clone, Default)]
@@ -63,7 +63,7 @@ impl PermissionPolicy {
 
 /// How to run the backend agent.
 #[derive(Debug, Clone)]
-pub struct AcpAgentConfig {
+pub struct AcpProcessConfig {
     /// The program and its arguments.
     pub command: Vec<String>,
     /// Working directory given to `session/new` (default: the current directory).
@@ -74,10 +74,10 @@ pub struct AcpAgentConfig {
     pub allow_fs: bool,
 }
 
-impl AcpAgentConfig {
+impl AcpProcessConfig {
     /// A backend running `command`, with the default policy (deny) and no file system.
     pub fn new(command: Vec<String>) -> Self {
-        AcpAgentConfig {
+        AcpProcessConfig {
             command,
             cwd: None,
             policy: PermissionPolicy::default(),
@@ -106,14 +106,14 @@ struct State {
 
 /// An ACP agent program behind the gateway (see the module docs).
 #[derive(Clone)]
-pub struct AcpAgent {
-    config: Arc<AcpAgentConfig>,
+pub struct AcpProcessAgent {
+    config: Arc<AcpProcessConfig>,
     state: Arc<tokio::sync::Mutex<State>>,
 }
 
-impl std::fmt::Debug for AcpAgent {
+impl std::fmt::Debug for AcpProcessAgent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AcpAgent")
+        f.debug_struct("AcpProcessAgent")
             .field("command", &self.config.command.first())
             .finish()
     }
@@ -124,13 +124,13 @@ enum Event {
     Done(Result<Value, RpcError>),
 }
 
-impl AcpAgent {
+impl AcpProcessAgent {
     /// A backend agent (started on the first request).
-    pub fn new(config: AcpAgentConfig) -> Result<Self, String> {
+    pub fn new(config: AcpProcessConfig) -> Result<Self, String> {
         if config.command.is_empty() {
             return Err("acp: a command is required (acp:CMD ARGS)".into());
         }
-        Ok(AcpAgent {
+        Ok(AcpProcessAgent {
             config: Arc::new(config),
             state: Arc::default(),
         })
@@ -193,7 +193,7 @@ impl AcpAgent {
         let (peer, incoming) = Peer::start_with_hook(stdout, stdin, Some(hook));
         tokio::spawn(serve_client_side(peer.clone(), incoming, self.config.clone()));
         let init = json!({
-            "protocolVersion": super::server::PROTOCOL_VERSION,
+            "protocolVersion": crate::bindings::acp::PROTOCOL_VERSION,
             "clientCapabilities": {"fs": {"readTextFile": self.config.allow_fs, "writeTextFile": self.config.allow_fs}, "terminal": false},
             "clientInfo": {"name": "e2a-gateway", "title": "E2A gateway", "version": env!("CARGO_PKG_VERSION")}
         });
@@ -202,7 +202,7 @@ impl AcpAgent {
             .map_err(|_| "the ACP agent did not answer initialize".to_string())?
             .map_err(|e| format!("the ACP agent refused initialize: {e}"))?;
         let version = init.get("protocolVersion").and_then(Value::as_u64);
-        if version != Some(super::server::PROTOCOL_VERSION) {
+        if version != Some(crate::bindings::acp::PROTOCOL_VERSION) {
             return Err(format!("the ACP agent speaks protocol version {version:?}, not 1"));
         }
         state.generation += 1;
@@ -247,7 +247,7 @@ impl AcpAgent {
 }
 
 /// Answers the backend's requests to its client.
-async fn serve_client_side(peer: Peer, mut incoming: mpsc::UnboundedReceiver<Incoming>, config: Arc<AcpAgentConfig>) {
+async fn serve_client_side(peer: Peer, mut incoming: mpsc::UnboundedReceiver<Incoming>, config: Arc<AcpProcessConfig>) {
     while let Some(msg) = incoming.recv().await {
         match msg {
             Incoming::Notification { method, .. } => tracing::debug!(method = %method, "notification ignored"),
@@ -262,7 +262,7 @@ async fn serve_client_side(peer: Peer, mut incoming: mpsc::UnboundedReceiver<Inc
     }
 }
 
-async fn client_request(method: &str, params: &Value, config: &AcpAgentConfig) -> Result<Value, RpcError> {
+async fn client_request(method: &str, params: &Value, config: &AcpProcessConfig) -> Result<Value, RpcError> {
     match method {
         "session/request_permission" => {
             let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
@@ -400,7 +400,7 @@ fn prompt_blocks(request: &E2AEnvelope) -> Value {
     }
 }
 
-impl Agent for AcpAgent {
+impl Agent for AcpProcessAgent {
     fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
         let this = self.clone();
         Box::pin(async_stream::stream! {

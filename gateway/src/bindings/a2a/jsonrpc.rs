@@ -10,9 +10,9 @@ use axum::response::{IntoResponse, Response};
 use e2a::a2a::jsonrpc::operation;
 use serde_json::{json, Map, Value};
 
-use super::error::{A2aError, A2aErrorKind};
-use super::tasks::{history_length, trim_history, SendOutcome, SendParams};
-use super::A2aState;
+use crate::tasks::error::{A2aError, A2aErrorKind};
+use crate::tasks::A2aState;
+use crate::tasks::{history_length, trim_history, SendOutcome, SendParams};
 
 fn reply(v: Value) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
@@ -24,7 +24,7 @@ fn ok(id: &Value, result: Value) -> Response {
 
 fn err(id: &Value, e: &A2aError) -> Response {
     if e.unauthorized {
-        return crate::problem::Problem::unauthorized().into_response();
+        return crate::web::problem::Problem::unauthorized().into_response();
     }
     reply(e.to_jsonrpc(id))
 }

@@ -11,7 +11,7 @@ use futures_util::future::BoxFuture;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
-use super::store::{StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore};
+use super::{StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS a2a_tasks (

@@ -13,9 +13,9 @@ use axum::routing::{any, get, post};
 use axum::Router;
 use serde_json::{json, Map, Value};
 
-use super::error::{A2aError, A2aErrorKind, RestError};
-use super::tasks::{history_length, trim_history, SendOutcome, SendParams};
-use super::A2aState;
+use crate::tasks::error::{A2aError, A2aErrorKind, RestError};
+use crate::tasks::A2aState;
+use crate::tasks::{history_length, trim_history, SendOutcome, SendParams};
 
 /// The routes under `prefix` (empty: at the root).
 pub(super) fn routes(prefix: &str) -> Router<Arc<A2aState>> {

@@ -1,6 +1,6 @@
 //! A JSON-RPC 2.0 peer over newline-delimited JSON (ACP's stdio transport), used by both
-//! sides: the ACP agent `e2a acp` serves ([`super::server`]) and the ACP client the gateway
-//! speaks to an `acp:CMD` backend ([`super::client`]).
+//! sides: the ACP agent `e2a acp` serves ([`crate::bindings::acp`]) and the ACP client the gateway
+//! speaks to an `acp:CMD` backend ([`crate::backends::AcpProcessAgent`]).
 //!
 //! One task reads lines: responses complete the matching pending request, requests and
 //! notifications go to the [`Incoming`] channel. One task writes: every outgoing message is one

@@ -8,11 +8,11 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 use crate::agent::{Agent, FrameStream, RequestContext};
-use crate::boundary::obj;
+use crate::pipeline::boundary::obj;
 
-/// Where a [`RemoteAgent`] forwards to and with which credential.
+/// Where a [`E2aRemoteAgent`] forwards to and with which credential.
 #[derive(Debug, Clone)]
-pub struct RemoteConfig {
+pub struct E2aRemoteConfig {
     /// The remote server: its base URL (`http://host:port`) or the full
     /// `…/v1/e2a/requests` endpoint.
     pub url: String,
@@ -24,10 +24,10 @@ pub struct RemoteConfig {
     pub connect_timeout: Duration,
 }
 
-impl RemoteConfig {
+impl E2aRemoteConfig {
     /// A configuration for `url` without a token and default limits.
     pub fn new(url: impl Into<String>) -> Self {
-        RemoteConfig {
+        E2aRemoteConfig {
             url: url.into(),
             token: None,
             limits: Limits::default(),
@@ -42,16 +42,16 @@ impl RemoteConfig {
 /// limits. Dropping the run (client gone, deadline, shutdown) closes the connection, which
 /// cancels the run on the remote server.
 #[derive(Debug, Clone)]
-pub struct RemoteAgent {
+pub struct E2aRemoteAgent {
     endpoint: String,
     token: Option<SecretString>,
     limits: Limits,
     client: reqwest::Client,
 }
 
-/// Why a [`RemoteAgent`] cannot be built.
+/// Why a [`E2aRemoteAgent`] cannot be built.
 #[derive(Debug, thiserror::Error)]
-pub enum RemoteError {
+pub enum E2aRemoteError {
     /// The URL is not an `http` or `https` URL.
     #[error("remote agent URL must start with http:// or https://")]
     BadUrl,
@@ -63,29 +63,29 @@ pub enum RemoteError {
     Client(String),
 }
 
-impl RemoteAgent {
+impl E2aRemoteAgent {
     /// A remote agent for `config`.
-    pub fn new(config: RemoteConfig) -> Result<Self, RemoteError> {
+    pub fn new(config: E2aRemoteConfig) -> Result<Self, E2aRemoteError> {
         let url = config.url.trim();
         if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(RemoteError::BadUrl);
+            return Err(E2aRemoteError::BadUrl);
         }
-        let parsed = reqwest::Url::parse(url).map_err(|_| RemoteError::BadUrl)?;
+        let parsed = reqwest::Url::parse(url).map_err(|_| E2aRemoteError::BadUrl)?;
         if !parsed.username().is_empty() || parsed.password().is_some() {
             // the URL is logged and shown as the agent's name: no secret may live in it
-            return Err(RemoteError::CredentialInUrl);
+            return Err(E2aRemoteError::CredentialInUrl);
         }
         let base = url.trim_end_matches('/');
-        let endpoint = if base.ends_with(crate::http::REQUESTS_PATH) {
+        let endpoint = if base.ends_with(crate::bindings::e2a_http::REQUESTS_PATH) {
             base.to_string()
         } else {
-            format!("{base}{}", crate::http::REQUESTS_PATH)
+            format!("{base}{}", crate::bindings::e2a_http::REQUESTS_PATH)
         };
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .build()
-            .map_err(|e| RemoteError::Client(e.without_url().to_string()))?;
-        Ok(RemoteAgent {
+            .map_err(|e| E2aRemoteError::Client(e.without_url().to_string()))?;
+        Ok(E2aRemoteAgent {
             endpoint,
             token: config.token,
             limits: config.limits,
@@ -128,7 +128,7 @@ fn scoped(request: &E2AEnvelope, ctx: &RequestContext) -> (E2AEnvelope, impl Fn(
     (sent, restore)
 }
 
-impl Agent for RemoteAgent {
+impl Agent for E2aRemoteAgent {
     fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
         let this = self.clone();
         let (sent, restore) = scoped(&request, &ctx);

@@ -30,11 +30,11 @@ use serde_json::{json, Value};
 use tokio::sync::OnceCell;
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
-use crate::boundary::obj;
+use crate::pipeline::boundary::obj;
 
-/// Where a [`RemoteA2aAgent`] goes and with which credentials.
+/// Where a [`A2aRemoteAgent`] goes and with which credentials.
 #[derive(Debug, Clone)]
-pub struct RemoteA2aConfig {
+pub struct A2aRemoteConfig {
     /// The agent's base URL (its card is at `<url>/.well-known/agent-card.json`) or the card URL.
     pub url: String,
     /// Bearer tokens by origin (`https://host:port`); a token is only sent to its origin.
@@ -43,10 +43,10 @@ pub struct RemoteA2aConfig {
     pub connect_timeout: Duration,
 }
 
-impl RemoteA2aConfig {
+impl A2aRemoteConfig {
     /// A configuration for `url` without credentials.
     pub fn new(url: impl Into<String>) -> Self {
-        RemoteA2aConfig {
+        A2aRemoteConfig {
             url: url.into(),
             credentials: HashMap::new(),
             connect_timeout: Duration::from_secs(10),
@@ -62,9 +62,9 @@ impl RemoteA2aConfig {
     }
 }
 
-/// Why a [`RemoteA2aAgent`] cannot be built.
+/// Why a [`A2aRemoteAgent`] cannot be built.
 #[derive(Debug, thiserror::Error)]
-pub enum RemoteA2aError {
+pub enum A2aRemoteError {
     /// The URL is not an `http` or `https` URL.
     #[error("remote A2A agent URL must start with http:// or https://")]
     BadUrl,
@@ -97,7 +97,7 @@ struct Interface {
 
 /// A remote A2A agent (see the module docs).
 #[derive(Clone)]
-pub struct RemoteA2aAgent {
+pub struct A2aRemoteAgent {
     card_url: String,
     credentials: Arc<HashMap<String, SecretString>>,
     client: reqwest::Client,
@@ -106,33 +106,33 @@ pub struct RemoteA2aAgent {
     tasks: Arc<Mutex<HashMap<ConversationKey, (String, String)>>>,
 }
 
-impl std::fmt::Debug for RemoteA2aAgent {
+impl std::fmt::Debug for A2aRemoteAgent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RemoteA2aAgent")
+        f.debug_struct("A2aRemoteAgent")
             .field("card_url", &self.card_url)
             .field("credential_origins", &self.credentials.keys().collect::<Vec<_>>())
             .finish()
     }
 }
 
-impl RemoteA2aAgent {
+impl A2aRemoteAgent {
     /// A remote agent for `config` (the card is fetched on the first run).
-    pub fn new(config: RemoteA2aConfig) -> Result<Self, RemoteA2aError> {
+    pub fn new(config: A2aRemoteConfig) -> Result<Self, A2aRemoteError> {
         let url = config.url.trim().trim_end_matches('/');
         if origin(url).is_none() {
-            return Err(RemoteA2aError::BadUrl);
+            return Err(A2aRemoteError::BadUrl);
         }
         let card_url = if url.ends_with(".json") {
             url.to_string()
         } else {
-            format!("{url}{}", super::card::CARD_PATH)
+            format!("{url}{}", crate::bindings::a2a::card::CARD_PATH)
         };
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| RemoteA2aError::Client(e.without_url().to_string()))?;
-        Ok(RemoteA2aAgent {
+            .map_err(|e| A2aRemoteError::Client(e.without_url().to_string()))?;
+        Ok(A2aRemoteAgent {
             card_url,
             credentials: Arc::new(config.credentials),
             client,
@@ -227,7 +227,7 @@ impl RemoteA2aAgent {
     fn message_for(&self, request: &E2AEnvelope, ctx: &RequestContext) -> Value {
         let mut message = match request.params.get("message") {
             Some(Value::Object(m)) if m.contains_key("parts") => m.clone(),
-            _ => obj(json!({"role": "ROLE_USER", "parts": [{"text": crate::agents::request_text(request)}]})),
+            _ => obj(json!({"role": "ROLE_USER", "parts": [{"text": crate::backends::request_text(request)}]})),
         };
         message.insert("messageId".into(), uuid::Uuid::new_v4().to_string().into());
         message.remove("taskId");
@@ -353,7 +353,7 @@ impl Mapper {
 /// Sends `CancelTask` for the remote task when a run is dropped before its end (the gateway
 /// stops polling a cancelled run, so this is where the cancel is seen).
 struct CancelOnDrop {
-    agent: RemoteA2aAgent,
+    agent: A2aRemoteAgent,
     url: String,
     task: Option<String>,
     done: bool,
@@ -370,7 +370,7 @@ impl Drop for CancelOnDrop {
     }
 }
 
-impl Agent for RemoteA2aAgent {
+impl Agent for A2aRemoteAgent {
     fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
         let this = self.clone();
         Box::pin(async_stream::stream! {
@@ -479,7 +479,7 @@ mod tests {
         );
         assert_eq!(origin("ftp://x"), None);
         assert_eq!(origin("http://user@evil"), None);
-        let c = RemoteA2aConfig::new("http://a").with_token("http://a/x", SecretString::new("s3cret"));
+        let c = A2aRemoteConfig::new("http://a").with_token("http://a/x", SecretString::new("s3cret"));
         assert!(!format!("{c:?}").contains("s3cret"));
     }
 }

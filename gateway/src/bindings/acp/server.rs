@@ -29,9 +29,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::rpc::{codes, Incoming, Peer, RpcError};
 use crate::agent::{Agent, Caller, RequestContext};
-use crate::boundary::{self, Deadlines, StopCell};
+use crate::jsonrpc::{codes, Incoming, Peer, RpcError};
+use crate::pipeline::boundary::{self, Deadlines, StopCell};
 
 /// The ACP protocol version this agent speaks.
 pub const PROTOCOL_VERSION: u64 = 1;

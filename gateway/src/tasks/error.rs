@@ -200,8 +200,8 @@ impl A2aError {
     }
 }
 
-impl From<crate::a2a::store::StoreError> for A2aError {
-    fn from(e: crate::a2a::store::StoreError) -> Self {
+impl From<crate::store::StoreError> for A2aError {
+    fn from(e: crate::store::StoreError) -> Self {
         tracing::error!(error = %e, "task store failed");
         A2aError::internal("the task store failed")
     }
@@ -220,13 +220,13 @@ impl From<A2aError> for RestError {
 impl IntoResponse for RestError {
     fn into_response(self) -> Response {
         if self.0.unauthorized {
-            return crate::problem::Problem::unauthorized().into_response();
+            return crate::web::problem::Problem::unauthorized().into_response();
         }
         let status = self.0.kind.http_status();
         let mut resp = (status, self.0.to_problem().to_string()).into_response();
         resp.headers_mut().insert(
             header::CONTENT_TYPE,
-            HeaderValue::from_static(crate::problem::PROBLEM_JSON),
+            HeaderValue::from_static(crate::web::problem::PROBLEM_JSON),
         );
         resp
     }

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
-use crate::boundary::obj;
+use crate::pipeline::boundary::obj;
 
 /// A script file: scenarios tried in order; the first that matches answers.
 #[derive(Debug, Clone, Deserialize)]

@@ -30,9 +30,9 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use crate::agent::{Caller, RequestContext};
-use crate::boundary::{self, StopCell};
-use crate::problem::Problem;
-use crate::Shared;
+use crate::pipeline::boundary::{self, StopCell};
+use crate::pipeline::Pipeline;
+use crate::web::problem::Problem;
 
 /// Path of the AG-UI endpoint of the gateway's agent.
 pub const AGUI_PATH: &str = "/agui";
@@ -40,7 +40,7 @@ pub const AGUI_PATH: &str = "/agui";
 pub const AGENT_AGUI_PATH: &str = "/agents/{name}/agui";
 
 /// The AG-UI routes (authentication included), to merge into the gateway's router.
-pub fn router(shared: Arc<Shared>) -> Router {
+pub(crate) fn router(shared: Arc<Pipeline>) -> Router {
     Router::new()
         .route(AGUI_PATH, post(run_default))
         .route(AGENT_AGUI_PATH, post(run_named))
@@ -48,7 +48,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-async fn authenticate(State(shared): State<Arc<Shared>>, mut req: Request, next: Next) -> Response {
+async fn authenticate(State(shared): State<Arc<Pipeline>>, mut req: Request, next: Next) -> Response {
     match shared.config.auth.check(req.headers()) {
         Ok(caller) => {
             req.extensions_mut().insert(caller);
@@ -59,7 +59,7 @@ async fn authenticate(State(shared): State<Arc<Shared>>, mut req: Request, next:
 }
 
 async fn run_default(
-    State(shared): State<Arc<Shared>>,
+    State(shared): State<Arc<Pipeline>>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Body,
@@ -68,7 +68,7 @@ async fn run_default(
 }
 
 async fn run_named(
-    State(shared): State<Arc<Shared>>,
+    State(shared): State<Arc<Pipeline>>,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     headers: HeaderMap,
@@ -102,7 +102,7 @@ fn resume_answer(resume: &Value) -> Option<String> {
     })
 }
 
-async fn run(shared: Arc<Shared>, caller: Caller, headers: HeaderMap, body: Body) -> Result<Response, Problem> {
+async fn run(shared: Arc<Pipeline>, caller: Caller, headers: HeaderMap, body: Body) -> Result<Response, Problem> {
     let json_body = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

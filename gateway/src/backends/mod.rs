@@ -1,12 +1,18 @@
-//! Agents the gateway ships: [`EchoAgent`] (the default), [`ScriptAgent`] (scenarios from a
-//! JSON file, for testing clients) and [`RemoteAgent`] (another server speaking E2A over HTTP).
+//! The agents behind the gateway, each an [`crate::Agent`]: [`EchoAgent`] (the default),
+//! [`ScriptAgent`] (scenarios from a JSON file, for testing clients), [`E2aRemoteAgent`]
+//! (another server speaking E2A over HTTP), [`A2aRemoteAgent`] (an A2A 1.0 agent) and
+//! [`AcpProcessAgent`] (an ACP agent program, spoken to over stdio).
 
+mod a2a_remote;
+mod acp_process;
+mod e2a_remote;
 mod echo;
-mod remote;
 pub mod script;
 
+pub use a2a_remote::{A2aRemoteAgent, A2aRemoteConfig, A2aRemoteError};
+pub use acp_process::{AcpProcessAgent, AcpProcessConfig, PermissionPolicy};
+pub use e2a_remote::{E2aRemoteAgent, E2aRemoteConfig, E2aRemoteError};
 pub use echo::EchoAgent;
-pub use remote::{RemoteAgent, RemoteConfig};
 pub use script::{ScriptAgent, ScriptStats};
 
 use e2a::E2AEnvelope;
@@ -37,7 +43,7 @@ pub fn request_text(request: &E2AEnvelope) -> String {
 /// A chunk body for a tool call (`delta_kind: tool`, `event_type: chat.tool_call`), the shape
 /// the ACP and AG-UI projectors of `e2a` read.
 pub fn tool_call_body(id: &str, name: &str, arguments: &Value) -> Map<String, Value> {
-    crate::boundary::obj(serde_json::json!({
+    crate::pipeline::boundary::obj(serde_json::json!({
         "delta_kind": "tool",
         "event_type": "chat.tool_call",
         "delta": {"tool_call": {"tool_call_id": id, "name": name, "arguments": arguments, "status": "in_progress"}}
@@ -46,7 +52,7 @@ pub fn tool_call_body(id: &str, name: &str, arguments: &Value) -> Map<String, Va
 
 /// A chunk body for a tool result (`delta_kind: tool`, `event_type: chat.tool_result`).
 pub fn tool_result_body(id: &str, result: &Value) -> Map<String, Value> {
-    crate::boundary::obj(serde_json::json!({
+    crate::pipeline::boundary::obj(serde_json::json!({
         "delta_kind": "tool",
         "event_type": "chat.tool_result",
         "delta": {"tool_call_id": id, "result": result, "status": "completed"}

@@ -43,8 +43,8 @@ use tokio_postgres::AsyncMessage;
 use tokio_postgres_rustls::MakeRustlsConnect;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::store::{StoreError, StoreNotice, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore};
-use super::tasks::{SUBMITTED, WORKING};
+use super::{StoreError, StoreNotice, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore};
+use crate::tasks::{SUBMITTED, WORKING};
 
 /// The channel events are announced on.
 const EVENTS_CHANNEL: &str = "e2a_a2a_events";
@@ -439,7 +439,7 @@ async fn migrate(pool: &Pool) -> Result<(), StoreError> {
         tx.batch_execute(sql).await.map_err(|e| pg_error(&e))?;
         tx.execute(
             "INSERT INTO e2a_migrations (version, applied_ms) VALUES ($1, $2)",
-            &[&version, &super::tasks::now_ms()],
+            &[&version, &crate::tasks::now_ms()],
         )
         .await
         .map_err(|e| pg_error(&e))?;

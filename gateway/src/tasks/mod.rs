@@ -26,12 +26,14 @@ use tokio::sync::broadcast;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::card::A2aConfig;
-use super::error::{A2aError, A2aErrorKind};
-use super::store::{StoreNotice, StoredEvent, TaskQuery, TaskRecord, TaskStore};
+pub mod error;
+
+use self::error::{A2aError, A2aErrorKind};
 use crate::agent::{Caller, RequestContext};
-use crate::boundary::{self, StopCell};
-use crate::Shared;
+use crate::bindings::a2a::card::A2aConfig;
+use crate::pipeline::boundary::{self, StopCell};
+use crate::pipeline::Pipeline;
+use crate::store::{StoreNotice, StoredEvent, TaskQuery, TaskRecord, TaskStore};
 
 /// A2A events with their log sequence numbers, as a binding streams them. An `Err` ends the
 /// stream: the task could not go on (its store failed) and the binding answers it in its
@@ -97,7 +99,7 @@ struct Live {
 
 /// The A2A side of a gateway: configuration, the task store and the runs in progress.
 pub struct A2aState {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<Pipeline>,
     pub(crate) config: A2aConfig,
     pub(crate) store: Arc<dyn TaskStore>,
     /// When the card was made (it is fixed for the life of the gateway): `Last-Modified`.
@@ -168,12 +170,12 @@ pub struct SendParams {
 
 impl A2aState {
     /// The A2A state of a gateway.
-    pub(crate) fn new(shared: Arc<Shared>, config: A2aConfig, store: Arc<dyn TaskStore>) -> Self {
+    pub(crate) fn new(shared: Arc<Pipeline>, config: A2aConfig, store: Arc<dyn TaskStore>) -> Self {
         A2aState {
             shared,
             config,
             store,
-            card_modified: super::card::http_date(std::time::SystemTime::now()),
+            card_modified: crate::bindings::a2a::card::http_date(std::time::SystemTime::now()),
             live: Mutex::new(HashMap::new()),
             channels: Mutex::new(HashMap::new()),
             broken: Mutex::new(HashMap::new()),

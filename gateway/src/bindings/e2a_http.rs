@@ -18,10 +18,10 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use crate::agent::{Caller, RequestContext};
-use crate::boundary::{self, StopCell};
-use crate::problem::Problem;
+use crate::pipeline::boundary::{self, StopCell};
+use crate::pipeline::Pipeline;
 use crate::runs::Subscription;
-use crate::Shared;
+use crate::web::problem::Problem;
 
 /// Path of the request operation.
 pub const REQUESTS_PATH: &str = "/v1/e2a/requests";
@@ -52,7 +52,7 @@ pub struct RouteSpec {
     pub responses: &'static [(u16, &'static [&'static str])],
 }
 
-const PROBLEM: &[&str] = &[crate::problem::PROBLEM_JSON];
+const PROBLEM: &[&str] = &[crate::web::problem::PROBLEM_JSON];
 
 /// Every operation the router serves.
 pub const ROUTES: &[RouteSpec] = &[
@@ -136,7 +136,7 @@ pub fn negotiate(accept: Option<&str>) -> Option<Mode> {
 }
 
 /// The gateway's routes, authentication included. Merge it into your own axum app.
-pub fn router(shared: Arc<Shared>) -> Router {
+pub(crate) fn router(shared: Arc<Pipeline>) -> Router {
     let api = Router::new()
         .route(REQUESTS_PATH, post(send_request).fallback(method_not_allowed_post))
         .route(SCHEMA_PATH, get(get_schema).fallback(method_not_allowed_get))
@@ -150,7 +150,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-async fn authenticate(State(shared): State<Arc<Shared>>, mut req: Request, next: Next) -> Response {
+async fn authenticate(State(shared): State<Arc<Pipeline>>, mut req: Request, next: Next) -> Response {
     match shared.config.auth.check(req.headers()) {
         Ok(caller) => {
             req.extensions_mut().insert(caller);
@@ -178,7 +178,7 @@ async fn method_not_allowed_get() -> Problem {
     p
 }
 
-async fn health(State(shared): State<Arc<Shared>>) -> Response {
+async fn health(State(shared): State<Arc<Pipeline>>) -> Response {
     let body = json!({
         "status": if shared.runs.draining() { "draining" } else { "ok" },
         "agent": shared.agent.name(),
@@ -218,7 +218,7 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, Problem> {
 }
 
 async fn send_request(
-    State(shared): State<Arc<Shared>>,
+    State(shared): State<Arc<Pipeline>>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Body,
@@ -310,7 +310,7 @@ async fn send_request(
     Ok(respond(&shared, mode, run.subscribe(None)).await)
 }
 
-async fn respond(shared: &Shared, mode: Mode, mut sub: Subscription) -> Response {
+async fn respond(shared: &Pipeline, mode: Mode, mut sub: Subscription) -> Response {
     match mode {
         Mode::Json => match sub.last().await {
             Some(f) => ([(header::CONTENT_TYPE, JSON)], f.to_json()).into_response(),

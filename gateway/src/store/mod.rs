@@ -4,8 +4,8 @@
 //! one seen.
 //!
 //! Three implementations ship: [`MemoryStore`] (tests, throwaway gateways),
-//! [`super::sqlite::SqliteStore`] (embedded, the default of `e2a serve`) and
-//! [`super::postgres::PgStore`] (one PostgreSQL database shared by several gateways). The
+//! [`SqliteStore`] (embedded, the default of `e2a serve`) and
+//! [`PgStore`] (one PostgreSQL database shared by several gateways). The
 //! trait is async and object safe, and every operation is one atomic step on the backing store.
 //!
 //! A store that several gateways share ([`TaskStore::shared`]) also keeps **leases** (the
@@ -14,12 +14,18 @@
 //! instances), so a subscriber on one instance follows a task running on another. The
 //! defaults of those methods describe a store only one gateway uses.
 
+pub mod postgres;
+pub mod sqlite;
+
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
+
+pub use postgres::{PgOptions, PgStore};
+pub use sqlite::SqliteStore;
 
 /// A task as stored: its A2A `Task` snapshot and the fields the store filters on.
 #[derive(Debug, Clone, PartialEq)]

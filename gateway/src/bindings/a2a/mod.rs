@@ -1,14 +1,14 @@
 //! A2A 1.0 on the gateway: the agent card, the JSON-RPC binding (`POST /a2a`), the HTTP+JSON
-//! binding (`POST /message:send`, `GET /tasks/{id}`, …), tasks kept in a [`TaskStore`]
+//! binding (`POST /message:send`, `GET /tasks/{id}`, …), tasks kept in a [`crate::store::TaskStore`]
 //! (in memory or embedded SQLite) with an event log that subscribers replay from, and a
-//! remote A2A agent as a backend ([`remote::RemoteA2aAgent`]).
+//! remote A2A agent as a backend ([`crate::backends::A2aRemoteAgent`]).
 //!
 //! Every request goes A2A → E2A (`e2a::a2a::jsonrpc::envelope_from_request`) → agent → E2A
 //! frames (checked at the boundary) → A2A (`e2a::a2a::stream::A2aStreamProjector`).
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use e2a_gateway::{a2a::{A2aConfig, sqlite::SqliteStore}, agents::EchoAgent, Gateway, GatewayConfig};
+//! use e2a_gateway::{bindings::a2a::A2aConfig, store::SqliteStore, backends::EchoAgent, Gateway, GatewayConfig};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let store = Arc::new(SqliteStore::open("tasks.db".as_ref())?);
@@ -20,14 +20,8 @@
 //! ```
 
 pub mod card;
-pub mod error;
 mod jsonrpc;
-pub mod postgres;
-pub mod remote;
 mod rest;
-pub mod sqlite;
-pub mod store;
-pub mod tasks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,12 +35,12 @@ use axum::Router;
 use e2a::a2a::jsonrpc::A2aHeaders;
 
 pub use card::{A2aConfig, CardInfo};
-pub use error::{A2aError, A2aErrorKind};
-pub use store::{MemoryStore, StoreNotice, TaskStore};
-pub use tasks::A2aState;
+
+use crate::tasks::error::{A2aError, A2aErrorKind};
+use crate::tasks::A2aState;
 
 use crate::agent::Caller;
-use tasks::EventStream;
+use crate::tasks::EventStream;
 
 /// The routes of the A2A bindings and the card (no fallback: merge them into the gateway's).
 ///
@@ -197,7 +191,7 @@ pub(crate) fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, A2aError
 /// an error ends the stream with `data: <wrap(Err(error))>` (the binding's error form).
 pub(crate) fn sse<F>(events: EventStream, keep_alive: Duration, wrap: F) -> Response
 where
-    F: Fn(Result<serde_json::Value, error::A2aError>) -> serde_json::Value + Send + 'static,
+    F: Fn(Result<serde_json::Value, A2aError>) -> serde_json::Value + Send + 'static,
 {
     let body = async_stream::stream! {
         let mut events = events;
@@ -279,5 +273,8 @@ fn to_camel(k: &str) -> String {
 
 /// A single-event stream (a direct message reply).
 pub(crate) fn one_event(event: serde_json::Value) -> EventStream {
-    Box::pin(futures_util::stream::iter([Ok(store::StoredEvent { seq: 0, event })]))
+    Box::pin(futures_util::stream::iter([Ok(crate::store::StoredEvent {
+        seq: 0,
+        event,
+    })]))
 }

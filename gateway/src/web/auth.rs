@@ -8,7 +8,7 @@ use e2a::SecretString;
 use subtle::{Choice, ConstantTimeEq};
 
 use crate::agent::Caller;
-use crate::problem::Problem;
+use crate::web::problem::Problem;
 
 /// The accepted bearer tokens; empty means no authentication.
 #[derive(Debug, Clone, Default)]
