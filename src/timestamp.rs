@@ -60,6 +60,56 @@ pub fn utc_now_iso() -> String {
     format_parts(d.as_secs() as i64, d.subsec_micros()).unwrap_or_default()
 }
 
+/// Milliseconds since the Unix epoch of an RFC 3339 date-time
+/// (`YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`, what this SDK and A2A write); `None` for
+/// anything else or a field out of range.
+///
+/// ```
+/// use e2a::timestamp::parse_rfc3339_ms;
+/// assert_eq!(parse_rfc3339_ms("1970-01-01T00:00:01.5Z"), Some(1500));
+/// assert_eq!(parse_rfc3339_ms("2026-03-26T13:33:01+02:00"), Some(1_774_524_781_000));
+/// assert_eq!(parse_rfc3339_ms("2026-02-30T00:00:00Z"), None);
+/// ```
+pub fn parse_rfc3339_ms(t: &str) -> Option<i64> {
+    let b = t.as_bytes();
+    let sep = |i: usize, c: &[u8]| b.get(i).is_some_and(|x| c.contains(x));
+    if b.len() < 20 || !(sep(4, b"-") && sep(7, b"-") && sep(10, b"Tt ") && sep(13, b":") && sep(16, b":")) {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let s = t.get(r)?;
+        s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok())?
+    };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let max_day = *month_days.get(usize::try_from(mo - 1).ok()?)?;
+    if !(1..=max_day).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let rest = t.get(19..)?;
+    let (frac, zone) = match rest.strip_prefix('.') {
+        Some(r) => {
+            let end = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
+            (r.get(..end).filter(|f| !f.is_empty())?, r.get(end..)?)
+        }
+        None => ("", rest),
+    };
+    let offset_min = match zone {
+        "Z" | "z" => 0,
+        z if z.len() == 6 && (z.starts_with('+') || z.starts_with('-')) && z.get(3..4) == Some(":") => {
+            let (oh, om) = (z.get(1..3)?.parse::<i64>().ok()?, z.get(4..6)?.parse::<i64>().ok()?);
+            let sign = if z.starts_with('-') { -1 } else { 1 };
+            sign * (oh * 60 + om)
+        }
+        _ => return None,
+    };
+    let ms: i64 = format!("{:0<3}", frac.get(..frac.len().min(3))?).parse().ok()?;
+    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3_600 + mi * 60 + s - offset_min * 60;
+    Some(secs * 1_000 + ms)
+}
+
 fn format_parts(secs: i64, micros: u32) -> Option<String> {
     if !(MIN_SECS..=MAX_SECS).contains(&secs) {
         return None;
@@ -73,6 +123,17 @@ fn format_parts(secs: i64, micros: u32) -> Option<String> {
     } else {
         format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{micros:06}+00:00")
     })
+}
+
+/// (year, month, day) in the proleptic Gregorian calendar → days since 1970-01-01 (Howard
+/// Hinnant's `days_from_civil`, the inverse of [`civil_from_days`]).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar

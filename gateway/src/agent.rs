@@ -10,6 +10,8 @@ use futures_util::Stream;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::pipeline::boundary::StopCell;
+
 /// The frames an agent yields for one request, in order, ending with one final frame.
 pub type FrameStream = Pin<Box<dyn Stream<Item = E2AResponse> + Send + 'static>>;
 
@@ -73,6 +75,9 @@ pub struct RequestContext {
     pub deadline: Option<Instant>,
     /// Who sent the request.
     pub caller: Caller,
+    /// Why the gateway cancelled the run from outside, recorded before `cancel` fires (the
+    /// reason the boundary's final frame gives).
+    pub(crate) stop: StopCell,
 }
 
 impl RequestContext {
@@ -82,6 +87,18 @@ impl RequestContext {
             cancel: CancellationToken::new(),
             deadline,
             caller,
+            stop: StopCell::default(),
+        }
+    }
+
+    /// A context for a part of this run: cancelled with it (or on its own), the same deadline
+    /// and caller.
+    pub fn child(&self) -> Self {
+        RequestContext {
+            cancel: self.cancel.child_token(),
+            deadline: self.deadline,
+            caller: self.caller.clone(),
+            stop: StopCell::default(),
         }
     }
 

@@ -48,8 +48,6 @@ pub use web::problem::Problem;
 
 use pipeline::boundary::StopReason;
 use pipeline::Pipeline;
-use runs::Runs;
-use tokio::sync::Semaphore;
 
 /// A gateway: one agent behind the E2A HTTP binding.
 #[derive(Clone)]
@@ -76,15 +74,8 @@ impl Gateway {
 
     /// A gateway in front of a shared agent.
     pub fn with_agent(agent: Arc<dyn Agent>, config: GatewayConfig) -> Self {
-        let runs = Arc::new(Runs::new(config.retention, config.max_retained));
-        let streams = Arc::new(Semaphore::new(config.max_streams));
         Gateway {
-            shared: Arc::new(Pipeline {
-                agent,
-                config,
-                runs,
-                streams,
-            }),
+            shared: Arc::new(Pipeline::new(agent, config)),
             a2a: None,
             agui: false,
         }

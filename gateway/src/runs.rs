@@ -16,7 +16,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::FrameStream;
+use crate::agent::{FrameStream, RequestContext};
 use crate::pipeline::boundary::{StopCell, StopReason};
 
 /// Which stream a resuming client asks for: the caller and the request id.
@@ -171,8 +171,7 @@ impl Runs {
         self: &Arc<Self>,
         key: RunKey,
         request: Option<&E2AEnvelope>,
-        cancel: CancellationToken,
-        stop: StopCell,
+        ctx: &RequestContext,
         grace: Duration,
         permit: OwnedSemaphorePermit,
     ) -> (Arc<Run>, Pump) {
@@ -181,8 +180,8 @@ impl Runs {
             frames: Mutex::new(Vec::new()),
             progress,
             done: watch::channel(false).0,
-            cancel,
-            stop,
+            cancel: ctx.cancel.clone(),
+            stop: ctx.stop.clone(),
             subscribers: AtomicUsize::new(0),
             grace,
         });
@@ -209,12 +208,11 @@ impl Runs {
         self: &Arc<Self>,
         key: RunKey,
         frames: FrameStream,
-        cancel: CancellationToken,
-        stop: StopCell,
+        ctx: &RequestContext,
         grace: Duration,
         permit: OwnedSemaphorePermit,
     ) -> Arc<Run> {
-        let (run, pump) = self.open(key, None, cancel, stop, grace, permit);
+        let (run, pump) = self.open(key, None, ctx, grace, permit);
         tokio::spawn(pump.pump(frames));
         run
     }

@@ -124,6 +124,40 @@ async fn stream_rpc(base: &str, method: &str, params: Value, last_event_id: Opti
 }
 
 #[tokio::test]
+async fn input_limits_hold_on_both_a2a_bindings() {
+    let s = plain().await;
+    let b = &s.base;
+    let deep = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+    let body = format!(r#"{{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {{"id": "t", "x": {deep}}}}}"#);
+    let (_, v) = rpc_with(b, &body, &[("A2A-Version", "1.0")]).await;
+    assert_eq!(code(&v), -32600, "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap_or("").contains("max_depth"),
+        "{v}"
+    );
+    let long =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x".repeat(3 << 20)}}).to_string();
+    let (_, v) = rpc_with(b, &long, &[("A2A-Version", "1.0")]).await;
+    assert_eq!(code(&v), -32600, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("max_string_bytes"),
+        "{v}"
+    );
+    let resp = client()
+        .post(format!("{b}/message:send"))
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(format!(r#"{{"message": {deep}}}"#))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 400);
+}
+
+#[tokio::test]
 async fn jsonrpc_errors_carry_the_a2a_codes() {
     let s = plain().await;
     let b = &s.base;

@@ -175,6 +175,63 @@ async fn an_approval_is_an_interrupt_that_a_follow_up_run_resumes() {
 }
 
 #[tokio::test]
+async fn a_resume_naming_no_pending_interrupt_is_refused_before_the_stream() {
+    let s = serve(script(), GatewayConfig::default()).await;
+    let post = |body: Value| {
+        reqwest::Client::new()
+            .post(format!("{}/agui", s.base))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+    let resume = |thread: &str, id: &Value| {
+        let mut follow = input(thread, "please deploy");
+        follow["resume"] = json!([{"interruptId": id, "status": "resolved", "payload": {"approved": true}}]);
+        follow
+    };
+    // no interrupt at all on this thread
+    let r = post(resume("t-none", &json!("made-up"))).await.unwrap();
+    assert_eq!(r.status(), 422);
+    assert_eq!(r.headers()["content-type"], "application/problem+json");
+    let p: Value = r.json().await.unwrap();
+    assert_eq!(p["pointer"], "/resume/0/interruptId", "{p}");
+    // a pending interrupt, but another id; then the right one, once
+    let events = run(&s.base, "/agui", &input("t-one", "please deploy")).await;
+    let id = events.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
+    assert_eq!(post(resume("t-one", &json!("other"))).await.unwrap().status(), 422);
+    let events = run(&s.base, "/agui", &resume("t-one", &id)).await;
+    assert_eq!(said(&events), "Deployed.");
+    assert_eq!(
+        post(resume("t-one", &id)).await.unwrap().status(),
+        422,
+        "an interrupt is answered once"
+    );
+}
+
+#[tokio::test]
+async fn input_limits_hold_on_agui_too() {
+    let s = serve(script(), GatewayConfig::default()).await;
+    let post = |body: String| {
+        reqwest::Client::new()
+            .post(format!("{}/agui", s.base))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let deep = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+    let mut body = input("t-deep", "hi");
+    body["forwardedProps"] = serde_json::from_str::<Value>(&deep).unwrap();
+    let r = post(body.to_string()).await.unwrap();
+    assert_eq!(r.status(), 400);
+    let p: Value = r.json().await.unwrap();
+    assert!(p["detail"].as_str().unwrap_or("").contains("max_depth"), "{p}");
+    let mut body = input("t-long", "hi");
+    body["forwardedProps"] = json!({"s": "x".repeat(3 << 20)});
+    let r = post(body.to_string()).await.unwrap();
+    assert_eq!(r.status(), 413);
+}
+
+#[tokio::test]
 async fn named_agent_routes_and_request_errors() {
     let s = serve(script(), GatewayConfig::default()).await;
     assert_eq!(

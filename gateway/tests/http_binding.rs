@@ -39,6 +39,12 @@ async fn json_sse_and_ndjson_of_the_same_scripted_run_carry_the_same_frames() {
     let b: Vec<Value> = nd.iter().map(essence).collect();
     assert_eq!(a, b);
     assert_eq!(essence(&js), a[a.len() - 1], "JSON answers the final frame");
+    // frames of a streamed answer say so; the JSON answer is not a stream
+    assert!(
+        sse.iter().chain(&nd).all(|f| f.is_stream),
+        "streamed frames say is_stream"
+    );
+    assert!(!js.is_stream);
     assert!(js.is_final);
     assert_eq!(js.request_id.as_deref(), body["request_id"].as_str());
     // the text chunks add up to the completed content

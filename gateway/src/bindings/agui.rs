@@ -14,25 +14,25 @@
 //! or a `payload` of `false` / `{"approved": false}` / `"no"` deny; a string payload is the
 //! answer; anything else approves) or, without `resume`, its last user message.
 
-use std::convert::Infallible;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
-use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use axum::routing::post;
 use axum::{Extension, Router};
 use e2a::agui::{verify_events, AguiProjector};
 use e2a::taxonomy::ErrorKind;
+use parking_lot::Mutex;
 use serde_json::{json, Value};
-use tokio::time::Instant;
 
-use crate::agent::{Caller, RequestContext};
-use crate::pipeline::boundary::{self, StopCell};
+use crate::agent::Caller;
+use crate::bindings::e2a_http::refused;
 use crate::pipeline::Pipeline;
 use crate::web::problem::Problem;
+use crate::web::{body, sse};
 
 /// Path of the AG-UI endpoint of the gateway's agent.
 pub const AGUI_PATH: &str = "/agui";
@@ -40,41 +40,35 @@ pub const AGUI_PATH: &str = "/agui";
 pub const AGENT_AGUI_PATH: &str = "/agents/{name}/agui";
 
 /// The AG-UI routes (authentication included), to merge into the gateway's router.
-pub(crate) fn router(shared: Arc<Pipeline>) -> Router {
-    Router::new()
+pub(crate) fn router(pipeline: Arc<Pipeline>) -> Router {
+    let auth = pipeline.config.auth.clone();
+    let state = Arc::new(Agui {
+        pipeline,
+        interrupts: Mutex::default(),
+    });
+    let routes = Router::new()
         .route(AGUI_PATH, post(run_default))
-        .route(AGENT_AGUI_PATH, post(run_named))
-        .route_layer(middleware::from_fn_with_state(shared.clone(), authenticate))
-        .with_state(shared)
-}
-
-async fn authenticate(State(shared): State<Arc<Pipeline>>, mut req: Request, next: Next) -> Response {
-    match shared.config.auth.check(req.headers()) {
-        Ok(caller) => {
-            req.extensions_mut().insert(caller);
-            next.run(req).await
-        }
-        Err(p) => p.into_response(),
-    }
+        .route(AGENT_AGUI_PATH, post(run_named));
+    crate::web::auth::require(routes, &auth).with_state(state)
 }
 
 async fn run_default(
-    State(shared): State<Arc<Pipeline>>,
+    State(agui): State<Arc<Agui>>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
-    run(shared, caller, headers, body).await
+    run(agui, caller, headers, body).await
 }
 
 async fn run_named(
-    State(shared): State<Arc<Pipeline>>,
+    State(agui): State<Arc<Agui>>,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
-    let agent = shared.agent.name();
+    let agent = agui.pipeline.agent.name();
     if name != agent && name != "default" {
         return Err(Problem::new(
             ErrorKind::NotFound,
@@ -82,7 +76,7 @@ async fn run_named(
         )
         .at("/path/name"));
     }
-    run(shared, caller, headers, body).await
+    run(agui, caller, headers, body).await
 }
 
 /// The answer a follow-up run gives to the interrupt it resumes.
@@ -102,88 +96,109 @@ fn resume_answer(resume: &Value) -> Option<String> {
     })
 }
 
-async fn run(shared: Arc<Pipeline>, caller: Caller, headers: HeaderMap, body: Body) -> Result<Response, Problem> {
-    let json_body = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|s| s.parse::<mime::Mime>().ok())
-        .is_some_and(|m| m.type_() == mime::APPLICATION && m.subtype() == mime::JSON);
-    if !json_body {
-        return Err(Problem::new(
-            ErrorKind::ContentTypeNotSupported,
-            "the request body must be application/json (a RunAgentInput)",
-        ));
+/// Most threads with an interrupt waiting for its answer that the binding remembers (the
+/// oldest is forgotten first).
+const MAX_PENDING: usize = 4096;
+
+/// The interrupts a run ended with and nobody answered yet, by caller and thread: a resume
+/// must name one of them.
+#[derive(Default)]
+pub(crate) struct Interrupts {
+    pending: HashMap<(Option<String>, String), Vec<String>>,
+    order: VecDeque<(Option<String>, String)>,
+}
+
+impl Interrupts {
+    fn remember(&mut self, key: (Option<String>, String), ids: Vec<String>) {
+        if self.pending.insert(key.clone(), ids).is_none() {
+            self.order.push_back(key);
+        }
+        while self.order.len() > MAX_PENDING {
+            if let Some(old) = self.order.pop_front() {
+                self.pending.remove(&old);
+            }
+        }
     }
-    let limits = shared.config.limits;
-    let bytes: Bytes = axum::body::to_bytes(body, limits.max_bytes).await.map_err(|_| {
-        Problem::new(
-            ErrorKind::InvalidRequest,
-            format!("the request body exceeds max_bytes ({} bytes)", limits.max_bytes),
-        )
-        .with_status(StatusCode::PAYLOAD_TOO_LARGE)
-        .at("")
-    })?;
-    let input: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| Problem::new(ErrorKind::ParseError, format!("the request body is not JSON: {e}")).at(""))?;
+
+    /// Takes the interrupt `id` of `key`; false when it is not pending.
+    fn take(&mut self, key: &(Option<String>, String), id: &str) -> bool {
+        let Some(ids) = self.pending.get(key) else {
+            return false;
+        };
+        if !ids.iter().any(|i| i == id) {
+            return false;
+        }
+        self.pending.remove(key);
+        self.order.retain(|k| k != key);
+        true
+    }
+}
+
+/// The AG-UI binding's state: the pipeline and the pending interrupts.
+pub(crate) struct Agui {
+    pipeline: Arc<Pipeline>,
+    interrupts: Mutex<Interrupts>,
+}
+
+/// The ids of the interrupts an event ends a run with (`RUN_FINISHED` with an interrupt outcome).
+fn interrupt_ids(event: &Value) -> Option<Vec<String>> {
+    let outcome = event
+        .get("outcome")
+        .filter(|o| o.get("type") == Some(&json!("interrupt")))?;
+    let ids = outcome.get("interrupts")?.as_array()?;
+    Some(
+        ids.iter()
+            .filter_map(|i| i.get("id").and_then(Value::as_str).map(String::from))
+            .collect(),
+    )
+}
+
+async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) -> Result<Response, Problem> {
+    let shared = &agui.pipeline;
+    let input = body::read(&headers, body, shared.config.limits).await?.value()?;
     let mut request = e2a::agui::envelope_from_run_input(&input).map_err(|e| Problem::from_read_error(&e))?;
-    if let Some(answer) = request.params.get("resume").and_then(resume_answer) {
-        request.params.insert("text".into(), answer.into());
-    }
     let thread_id = request.session_id.clone().unwrap_or_default();
     let run_id = request.request_id.clone().unwrap_or_default();
-    if shared.runs.draining() {
-        return Err(Problem::unavailable(
-            "the gateway is shutting down",
-            shared.config.retry_after_secs,
-        ));
+    let thread = (caller.subject.clone(), thread_id.clone());
+    if let Some(resume) = request.params.get("resume").filter(|r| !r.is_null()) {
+        // a resume answers an interrupt this caller's thread is waiting on, or nothing runs
+        let named = resume.pointer("/0/interruptId").and_then(Value::as_str).unwrap_or("");
+        if !agui.interrupts.lock().take(&thread, named) {
+            return Err(Problem::new(
+                ErrorKind::InvalidParams,
+                format!("resume names no pending interrupt of thread {thread_id:?}"),
+            )
+            .at("/resume/0/interruptId"));
+        }
+        if let Some(answer) = resume_answer(resume) {
+            request.params.insert("text".into(), answer.into());
+        }
     }
-    let permit = shared
-        .streams
-        .clone()
-        .try_acquire_owned()
-        .map_err(|_| Problem::unavailable("too many open streams", shared.config.retry_after_secs))?;
-    let deadline = shared.config.max_run.map(|d| Instant::now() + d);
-    let ctx = RequestContext::new(caller.clone(), deadline);
-    let stop = StopCell::default();
-    let agent_stream = shared.agent.run(request.clone(), ctx.clone());
-    let guarded = boundary::guard(
-        request,
-        agent_stream,
-        ctx.clone(),
-        shared.config.deadlines,
-        stop.clone(),
-        shared.agent.name(),
-    );
+    let admission = shared.admit(caller.clone()).map_err(|r| refused(shared, r))?;
+    // the frames of a streamed answer say so
+    request.is_stream = true;
+    let guarded = admission.run(request);
     // AG-UI runs are not resumable by Last-Event-ID: a key of their own in the registry
     let key = (
         caller.subject.clone(),
         format!("agui:{run_id}:{}", uuid::Uuid::new_v4()),
     );
+    let ctx = admission.ctx.clone();
     let run = shared.runs.start(
         key,
         guarded,
-        ctx.cancel.clone(),
-        stop,
+        &ctx,
         shared.config.disconnect_grace,
-        permit,
+        admission.into_permit(),
     );
     let mut sub = run.subscribe(None);
-    let keep_alive = shared.config.keep_alive;
+    let state = agui.clone();
     let events = async_stream::stream! {
         let mut projector = AguiProjector::new(thread_id.clone(), run_id.clone());
         // what was sent, reduced to what the lifecycle check still depends on
         let mut sent: Vec<Value> = Vec::new();
         let mut ended = false;
-        loop {
-            let next = tokio::time::timeout(keep_alive, sub.next()).await;
-            let frame = match next {
-                Ok(Some(f)) => f,
-                Ok(None) => break,
-                Err(_) => {
-                    yield Ok::<Bytes, Infallible>(Bytes::from_static(b": keep-alive\n\n"));
-                    continue;
-                }
-            };
+        while let Some(frame) = sub.next().await {
             let new = projector.push(&frame);
             if new.is_empty() {
                 continue;
@@ -205,7 +220,10 @@ async fn run(shared: Arc<Pipeline>, caller: Caller, headers: HeaderMap, body: Bo
                 }
             };
             for e in &batch {
-                yield Ok(Bytes::from(format!("data: {e}\n\n")));
+                if let Some(ids) = interrupt_ids(e) {
+                    state.interrupts.lock().remember(thread.clone(), ids);
+                }
+                yield sse::event(None, &e.to_string());
             }
             let last = batch.last().and_then(|e| e.get("type")).and_then(Value::as_str).map(str::to_string);
             sent.extend(batch);
@@ -215,12 +233,7 @@ async fn run(shared: Arc<Pipeline>, caller: Caller, headers: HeaderMap, body: Bo
             }
         }
     };
-    let mut resp = Response::new(Body::from_stream(events));
-    let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(resp)
+    Ok(sse::response(events, shared.config.keep_alive))
 }
 
 /// The events of a verified sequence that the lifecycle check still depends on: the run

@@ -2,26 +2,22 @@
 //! as JSON (the final frame), SSE or NDJSON by `Accept`; `GET /v1/e2a/schema`; `GET /healthz`.
 //! [`ROUTES`] lists what is served; a test checks it against the OpenAPI document.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::middleware::{self, Next};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use e2a::taxonomy::ErrorKind;
 use e2a::E2AEnvelope;
 use serde_json::json;
-use tokio::time::Instant;
+use std::sync::Arc;
 
-use crate::agent::{Caller, RequestContext};
-use crate::pipeline::boundary::{self, StopCell};
-use crate::pipeline::Pipeline;
+use crate::agent::Caller;
+use crate::pipeline::{Pipeline, Refusal};
 use crate::runs::Subscription;
 use crate::web::problem::Problem;
+use crate::web::{body, last_event_id, sse};
 
 /// Path of the request operation.
 pub const REQUESTS_PATH: &str = "/v1/e2a/requests";
@@ -33,7 +29,7 @@ pub const HEALTH_PATH: &str = "/healthz";
 /// Media types of the request operation's `200` response.
 pub const JSON: &str = "application/json";
 /// Server-Sent Events.
-pub const SSE: &str = "text/event-stream";
+pub const SSE: &str = sse::SSE;
 /// Newline-delimited JSON.
 pub const NDJSON: &str = "application/x-ndjson";
 /// The schema's media type.
@@ -139,25 +135,14 @@ pub fn negotiate(accept: Option<&str>) -> Option<Mode> {
 pub(crate) fn router(shared: Arc<Pipeline>) -> Router {
     let api = Router::new()
         .route(REQUESTS_PATH, post(send_request).fallback(method_not_allowed_post))
-        .route(SCHEMA_PATH, get(get_schema).fallback(method_not_allowed_get))
-        .route_layer(middleware::from_fn_with_state(shared.clone(), authenticate));
+        .route(SCHEMA_PATH, get(get_schema).fallback(method_not_allowed_get));
     Router::new()
         .route(HEALTH_PATH, get(health).fallback(method_not_allowed_get))
-        .merge(api)
+        .merge(crate::web::auth::require(api, &shared.config.auth))
         .fallback(not_found)
         // one span per request at DEBUG (method and path; headers are never recorded)
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(shared)
-}
-
-async fn authenticate(State(shared): State<Arc<Pipeline>>, mut req: Request, next: Next) -> Response {
-    match shared.config.auth.check(req.headers()) {
-        Ok(caller) => {
-            req.extensions_mut().insert(caller);
-            next.run(req).await
-        }
-        Err(p) => p.into_response(),
-    }
 }
 
 async fn not_found() -> Problem {
@@ -191,32 +176,6 @@ async fn get_schema() -> Response {
     ([(header::CONTENT_TYPE, SCHEMA_JSON)], e2a::SCHEMA_JSON).into_response()
 }
 
-fn is_json_media_type(v: &HeaderValue) -> bool {
-    v.to_str()
-        .ok()
-        .and_then(|s| s.parse::<mime::Mime>().ok())
-        .is_some_and(|m| {
-            m.type_() == mime::APPLICATION && (m.subtype() == mime::JSON || m.suffix() == Some(mime::JSON))
-        })
-}
-
-fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, Problem> {
-    let Some(v) = headers.get("last-event-id") else {
-        return Ok(None);
-    };
-    let s = v.to_str().unwrap_or("").trim();
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(Problem::new(
-            ErrorKind::InvalidRequest,
-            "Last-Event-ID must be a frame sequence (digits)",
-        )
-        .at("/headers/Last-Event-ID"));
-    }
-    s.parse::<u64>().map(Some).map_err(|_| {
-        Problem::new(ErrorKind::InvalidRequest, "Last-Event-ID is out of range").at("/headers/Last-Event-ID")
-    })
-}
-
 async fn send_request(
     State(shared): State<Arc<Pipeline>>,
     Extension(caller): Extension<Caller>,
@@ -231,25 +190,10 @@ async fn send_request(
         )
         .with_status(StatusCode::NOT_ACCEPTABLE)
     })?;
-    if !headers.get(header::CONTENT_TYPE).is_some_and(is_json_media_type) {
-        return Err(Problem::new(
-            ErrorKind::ContentTypeNotSupported,
-            "the request body must be application/json",
-        ));
-    }
-    let resume = last_event_id(&headers)?;
+    let resume = last_event_id::read(&headers)?;
     let limits = shared.config.limits;
-    let bytes: Bytes = axum::body::to_bytes(body, limits.max_bytes).await.map_err(|_| {
-        Problem::new(
-            ErrorKind::InvalidRequest,
-            format!("the request body exceeds max_bytes ({} bytes)", limits.max_bytes),
-        )
-        .with_status(StatusCode::PAYLOAD_TOO_LARGE)
-        .at("")
-    })?;
-    let text = std::str::from_utf8(&bytes)
-        .map_err(|e| Problem::new(ErrorKind::ParseError, format!("the request body is not UTF-8: {e}")).at(""))?;
-    let mut request = E2AEnvelope::read(text, &e2a::ReadOptions::lenient().with_limits(limits))
+    let body = body::read(&headers, body, limits).await?;
+    let mut request = E2AEnvelope::read(body.text(), &e2a::ReadOptions::lenient().with_limits(limits))
         .map_err(|e| Problem::from_read_error(&e))?
         .value;
 
@@ -268,46 +212,33 @@ async fn send_request(
         return Ok(respond(&shared, mode, run.subscribe(Some(after))).await);
     }
 
-    if shared.runs.draining() {
-        return Err(Problem::unavailable(
-            "the gateway is shutting down",
-            shared.config.retry_after_secs,
-        ));
-    }
-    let permit = shared
-        .streams
-        .clone()
-        .try_acquire_owned()
-        .map_err(|_| Problem::unavailable("too many open streams", shared.config.retry_after_secs))?;
+    let admission = shared.admit(caller.clone()).map_err(|r| refused(&shared, r))?;
     let id = request
         .request_id
         .get_or_insert_with(|| uuid::Uuid::new_v4().to_string())
         .clone();
-    let deadline = shared.config.max_run.map(|d| Instant::now() + d);
-    let ctx = RequestContext::new(caller.clone(), deadline);
-    let stop = StopCell::default();
-    let agent_stream = shared.agent.run(request.clone(), ctx.clone());
+    // the frames of a streamed answer say so
+    request.is_stream = mode != Mode::Json;
+    let guarded = admission.run(request.clone());
     let key = (caller.subject.clone(), id);
     let grace = shared.config.disconnect_grace;
-    let (cancel, name) = (ctx.cancel.clone(), shared.agent.name());
-    let guarded = boundary::guard(
-        request.clone(),
-        agent_stream,
-        ctx,
-        shared.config.deadlines,
-        stop.clone(),
-        name,
-    );
+    let ctx = admission.ctx.clone();
+    let permit = admission.into_permit();
     if mode == Mode::Json {
         // the answer is the final frame: drive the run here (no task, no wake-up per frame);
         // the log is still kept for `Last-Event-ID`, and a client gone drops the run at once
-        let (run, pump) = shared.runs.open(key, Some(&request), cancel, stop, grace, permit);
+        let (run, pump) = shared.runs.open(key, Some(&request), &ctx, grace, permit);
         let sub = run.subscribe(None);
         pump.pump(guarded).await;
         return Ok(respond(&shared, mode, sub).await);
     }
-    let run = shared.runs.start(key, guarded, cancel, stop, grace, permit);
+    let run = shared.runs.start(key, guarded, &ctx, grace, permit);
     Ok(respond(&shared, mode, run.subscribe(None)).await)
+}
+
+/// A run the pipeline did not admit: `503` with `Retry-After`.
+pub(crate) fn refused(shared: &Pipeline, refusal: Refusal) -> Problem {
+    Problem::unavailable(refusal.message(), shared.retry_after())
 }
 
 async fn respond(shared: &Pipeline, mode: Mode, mut sub: Subscription) -> Response {
@@ -317,49 +248,22 @@ async fn respond(shared: &Pipeline, mode: Mode, mut sub: Subscription) -> Respon
             None => Problem::new(ErrorKind::NotFound, "the stream has no frame after Last-Event-ID").into_response(),
         },
         Mode::Sse => {
-            let keep_alive = shared.config.keep_alive;
-            streaming(SSE, sse_body(sub, keep_alive))
+            let events = async_stream::stream! {
+                while let Some(f) = sub.next().await {
+                    yield Bytes::from(e2a::sse::encode(&f));
+                }
+            };
+            sse::response(events, shared.config.keep_alive)
         }
-        Mode::Ndjson => streaming(NDJSON, ndjson_body(sub)),
-    }
-}
-
-fn streaming<S>(media_type: &'static str, body: S) -> Response
-where
-    S: futures_util::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static,
-{
-    let mut resp = Response::new(Body::from_stream(body));
-    let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    resp
-}
-
-fn sse_body(
-    mut sub: Subscription,
-    keep_alive: Duration,
-) -> impl futures_util::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static {
-    async_stream::stream! {
-        loop {
-            let next = tokio::time::timeout(keep_alive, sub.next()).await;
-            match next {
-                Ok(Some(f)) => yield Ok(Bytes::from(e2a::sse::encode(&f))),
-                Ok(None) => break,
-                Err(_) => yield Ok(Bytes::from_static(b": keep-alive\n\n")),
-            }
-        }
-    }
-}
-
-fn ndjson_body(
-    mut sub: Subscription,
-) -> impl futures_util::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static {
-    async_stream::stream! {
-        while let Some(f) = sub.next().await {
-            let mut line = f.to_json();
-            line.push('\n');
-            yield Ok(Bytes::from(line));
+        Mode::Ndjson => {
+            let lines = async_stream::stream! {
+                while let Some(f) = sub.next().await {
+                    let mut line = f.to_json();
+                    line.push('\n');
+                    yield Bytes::from(line);
+                }
+            };
+            sse::streaming(NDJSON, lines)
         }
     }
 }

@@ -18,7 +18,7 @@ use futures_util::{FutureExt, StreamExt};
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
-use crate::agent::{FrameStream, RequestContext};
+use crate::agent::{Agent, FrameStream, RequestContext};
 
 /// Why the gateway stopped a run from outside (the reason the `e2a.error` frame gives).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +66,33 @@ pub fn cutoff_frame(
     frame
 }
 
+/// An agent whose every stream passes the boundary ([`guard`]): what the pipeline runs, so
+/// no binding can forget it.
+pub struct Guarded {
+    agent: Arc<dyn Agent>,
+    deadlines: Deadlines,
+    name: String,
+}
+
+impl Guarded {
+    /// `agent` behind the boundary, with `deadlines`.
+    pub fn new(agent: Arc<dyn Agent>, deadlines: Deadlines) -> Self {
+        let name = agent.name();
+        Guarded { agent, deadlines, name }
+    }
+}
+
+impl Agent for Guarded {
+    fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
+        let frames = self.agent.run(request.clone(), ctx.clone());
+        guard(request, frames, ctx, self.deadlines, self.name.clone())
+    }
+
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+}
+
 enum Step {
     Frame(Option<Box<E2AResponse>>),
     Panicked,
@@ -77,15 +104,16 @@ enum Step {
 /// Wraps an agent's stream so that what leaves the gateway always keeps the stream invariants
 /// and always ends with exactly one final frame.
 ///
-/// `stop` holds the reason when `ctx.cancel` is cancelled from outside (client gone, shutdown).
+/// `ctx.stop` holds the reason when `ctx.cancel` is cancelled from outside (client gone,
+/// shutdown).
 pub fn guard(
     request: E2AEnvelope,
     agent: FrameStream,
     ctx: RequestContext,
     deadlines: Deadlines,
-    stop: StopCell,
     agent_name: String,
 ) -> FrameStream {
+    let stop = ctx.stop.clone();
     Box::pin(async_stream::stream! {
         let mut agent = agent;
         let mut validator = StreamValidator::new();

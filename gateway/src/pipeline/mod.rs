@@ -1,20 +1,103 @@
-//! The run pipeline every binding uses: admission (drain, stream permits, deadlines, the
-//! caller, cancellation) and the stream [`boundary`] every agent's frames pass.
+//! The run pipeline every binding uses: admission — the drain check, a stream permit, the
+//! run's deadline, its caller and cancellation — then the agent behind the stream
+//! [`boundary`] ([`boundary::Guarded`]), so no binding can run an agent unguarded.
+//!
+//! ```text
+//! binding ── decode ──> Pipeline::admit(caller) ──> Admission::run(request) ──> guarded frames
+//!    ^                        │ Refusal (draining, busy)                              │
+//!    └──── encode (the protocol's own form) <─────────────────────────────────────────┘
+//! ```
 
 pub mod boundary;
 
 use std::sync::Arc;
 
-use tokio::sync::Semaphore;
+use e2a::E2AEnvelope;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
-use crate::agent::Agent;
+use crate::agent::{Agent, Caller, FrameStream, RequestContext};
 use crate::config::GatewayConfig;
 use crate::runs::Runs;
 
-/// What the bindings of one gateway share: the agent, the configuration, the runs.
+/// What the bindings of one gateway share: the guarded agent, the configuration, the runs.
 pub(crate) struct Pipeline {
     pub(crate) agent: Arc<dyn Agent>,
     pub(crate) config: GatewayConfig,
     pub(crate) runs: Arc<Runs>,
-    pub(crate) streams: Arc<Semaphore>,
+    streams: Arc<Semaphore>,
+}
+
+/// Why a run was not admitted; a binding answers it in its protocol's form (`503` with
+/// `Retry-After` on HTTP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The gateway is shutting down.
+    Draining,
+    /// Every stream permit is taken.
+    Busy,
+}
+
+impl Refusal {
+    /// What a client is told.
+    pub(crate) fn message(self) -> &'static str {
+        match self {
+            Refusal::Draining => "the gateway is shutting down; retry later",
+            Refusal::Busy => "too many open streams; retry later",
+        }
+    }
+}
+
+/// An admitted run, before its agent starts: its context (cancellation, deadline, caller) and
+/// the stream permit it holds until it ends.
+pub(crate) struct Admission {
+    /// The run's context.
+    pub(crate) ctx: RequestContext,
+    agent: Arc<dyn Agent>,
+    permit: OwnedSemaphorePermit,
+}
+
+impl Admission {
+    /// Starts the agent on `request`: its guarded frames.
+    pub(crate) fn run(&self, request: E2AEnvelope) -> FrameStream {
+        self.agent.run(request, self.ctx.clone())
+    }
+
+    /// The stream permit, to hold until the run ends.
+    pub(crate) fn into_permit(self) -> OwnedSemaphorePermit {
+        self.permit
+    }
+}
+
+impl Pipeline {
+    /// The pipeline of `agent` (put behind the boundary here) with `config`.
+    pub(crate) fn new(agent: Arc<dyn Agent>, config: GatewayConfig) -> Self {
+        let guarded = boundary::Guarded::new(agent, config.deadlines);
+        Pipeline {
+            agent: Arc::new(guarded),
+            runs: Arc::new(Runs::new(config.retention, config.max_retained)),
+            streams: Arc::new(Semaphore::new(config.max_streams)),
+            config,
+        }
+    }
+
+    /// Admits a run of `caller`: refused while the gateway drains or when every stream permit
+    /// is taken; the run's deadline is `max_run` from now.
+    pub(crate) fn admit(&self, caller: Caller) -> Result<Admission, Refusal> {
+        if self.runs.draining() {
+            return Err(Refusal::Draining);
+        }
+        let permit = self.streams.clone().try_acquire_owned().map_err(|_| Refusal::Busy)?;
+        let deadline = self.config.max_run.map(|d| Instant::now() + d);
+        Ok(Admission {
+            ctx: RequestContext::new(caller, deadline),
+            agent: self.agent.clone(),
+            permit,
+        })
+    }
+
+    /// `Retry-After` seconds of a refusal.
+    pub(crate) fn retry_after(&self) -> u64 {
+        self.config.retry_after_secs
+    }
 }

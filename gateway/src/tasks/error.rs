@@ -139,8 +139,6 @@ pub struct A2aError {
     pub kind: A2aErrorKind,
     /// What went wrong.
     pub message: String,
-    /// Set for `401`: the caller must authenticate (answered as HTTP 401 on both bindings).
-    pub unauthorized: bool,
 }
 
 impl A2aError {
@@ -149,7 +147,6 @@ impl A2aError {
         A2aError {
             kind,
             message: message.into(),
-            unauthorized: false,
         }
     }
 
@@ -219,9 +216,6 @@ impl From<A2aError> for RestError {
 
 impl IntoResponse for RestError {
     fn into_response(self) -> Response {
-        if self.0.unauthorized {
-            return crate::web::problem::Problem::unauthorized().into_response();
-        }
         let status = self.0.kind.http_status();
         let mut resp = (status, self.0.to_problem().to_string()).into_response();
         resp.headers_mut().insert(

@@ -29,9 +29,8 @@ use tokio_util::sync::CancellationToken;
 pub mod error;
 
 use self::error::{A2aError, A2aErrorKind};
-use crate::agent::{Caller, RequestContext};
+use crate::agent::Caller;
 use crate::bindings::a2a::card::A2aConfig;
-use crate::pipeline::boundary::{self, StopCell};
 use crate::pipeline::Pipeline;
 use crate::store::{StoreNotice, StoredEvent, TaskQuery, TaskRecord, TaskStore};
 
@@ -418,9 +417,6 @@ impl A2aState {
             .get("returnImmediately")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        if self.shared.runs.draining() {
-            return Err(A2aError::internal("the gateway is shutting down; retry later"));
-        }
 
         // an existing task (a paused one, answered) or a new one
         let existing = match env.task_id.clone() {
@@ -452,12 +448,10 @@ impl A2aState {
             }
             None => None,
         };
-        let permit = self
+        let admission = self
             .shared
-            .streams
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| A2aError::internal("too many runs in progress; retry later"))?;
+            .admit(p.caller.clone())
+            .map_err(|r| A2aError::internal(r.message()))?;
 
         let task_id = existing
             .as_ref()
@@ -473,8 +467,7 @@ impl A2aState {
         env.session_id.get_or_insert_with(|| context_id.clone());
         env.request_id.get_or_insert_with(|| uuid::Uuid::new_v4().to_string());
 
-        let deadline = self.shared.config.max_run.map(|d| Instant::now() + d);
-        let ctx = RequestContext::new(p.caller.clone(), deadline);
+        let ctx = admission.ctx.clone();
         // claim the task: one run at a time (two answers to one pause race here)
         let live = Live {
             cancel: ctx.cancel.clone(),
@@ -510,15 +503,8 @@ impl A2aState {
                 ),
             });
         }
-        let agent_stream = self.shared.agent.run(env.clone(), ctx.clone());
-        let mut frames = boundary::guard(
-            env.clone(),
-            agent_stream,
-            ctx.clone(),
-            self.shared.config.deadlines,
-            StopCell::default(),
-            self.shared.agent.name(),
-        );
+        let mut frames = admission.run(env.clone());
+        let permit = admission.into_permit();
 
         // a new task whose agent answers with a message first: a direct reply, no task
         let mut first: Option<E2AResponse> = None;
@@ -873,7 +859,7 @@ impl A2aState {
         let updated_after_ms = match params.get("statusTimestampAfter").and_then(Value::as_str) {
             None => None,
             Some(t) => Some(
-                parse_rfc3339_ms(t)
+                e2a::timestamp::parse_rfc3339_ms(t)
                     .ok_or_else(|| A2aError::invalid_params("statusTimestampAfter must be an RFC 3339 timestamp"))?,
             ),
         };
@@ -1063,42 +1049,6 @@ pub fn trim_history(mut task: Value, n: Option<usize>) -> Value {
         }
     }
     task
-}
-
-fn parse_rfc3339_ms(t: &str) -> Option<i64> {
-    // YYYY-MM-DDTHH:MM:SS[.fff](Z|+00:00)
-    let b = t.as_bytes();
-    if b.len() < 20 {
-        return None;
-    }
-    let num = |s: &str| s.parse::<i64>().ok();
-    let (y, mo, d) = (num(t.get(0..4)?)?, num(t.get(5..7)?)?, num(t.get(8..10)?)?);
-    let (h, mi, s) = (num(t.get(11..13)?)?, num(t.get(14..16)?)?, num(t.get(17..19)?)?);
-    let rest = t.get(19..)?;
-    let (frac, zone) = match rest.strip_prefix('.') {
-        Some(r) => {
-            let end = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
-            (r.get(..end)?, r.get(end..)?)
-        }
-        None => ("", rest),
-    };
-    if !matches!(zone, "Z" | "z" | "+00:00") {
-        return None;
-    }
-    let ms = frac
-        .get(..frac.len().min(3))
-        .map(|f| format!("{f:0<3}"))
-        .and_then(|f| num(&f))
-        .unwrap_or(0);
-    // days from civil (Howard Hinnant)
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(((days * 86_400 + h * 3_600 + mi * 60 + s) * 1_000) + ms)
 }
 
 fn check_message(message: &Value) -> Result<(), A2aError> {
@@ -1338,13 +1288,6 @@ impl TurnMapper {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rfc3339() {
-        assert_eq!(parse_rfc3339_ms("1970-01-01T00:00:01.5Z"), Some(1500));
-        assert_eq!(parse_rfc3339_ms("2026-03-26T11:33:01Z"), Some(1_774_524_781_000));
-        assert_eq!(parse_rfc3339_ms("nope"), None);
-    }
 
     #[test]
     fn artifacts_append() {

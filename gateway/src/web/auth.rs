@@ -104,3 +104,28 @@ impl Auth {
             .ok_or_else(Problem::unauthorized)
     }
 }
+
+/// The authentication of every binding, as a route layer on `router`: a request with a valid
+/// token (or any request, without authentication) goes on with its [`Caller`] in the
+/// request's extensions; any other is answered `401` (problem+json with `WWW-Authenticate`).
+pub(crate) fn require<S>(router: axum::Router<S>, auth: &Auth) -> axum::Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
+    router.route_layer(axum::middleware::from_fn_with_state(auth.clone(), authenticate))
+}
+
+async fn authenticate(
+    axum::extract::State(auth): axum::extract::State<Auth>,
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match auth.check(req.headers()) {
+        Ok(caller) => {
+            req.extensions_mut().insert(caller);
+            next.run(req).await
+        }
+        Err(p) => p.into_response(),
+    }
+}

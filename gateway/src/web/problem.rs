@@ -142,3 +142,25 @@ impl IntoResponse for Problem {
         resp
     }
 }
+
+impl From<crate::web::body::BodyError> for Problem {
+    fn from(e: crate::web::body::BodyError) -> Self {
+        match e {
+            crate::web::body::BodyError::MediaType => Problem::new(
+                ErrorKind::ContentTypeNotSupported,
+                "the request body must be JSON (Content-Type: application/json)",
+            ),
+            crate::web::body::BodyError::Input(e) => Problem::from_read_error(&e),
+        }
+    }
+}
+
+impl From<crate::web::last_event_id::NotASequence> for Problem {
+    fn from(_: crate::web::last_event_id::NotASequence) -> Self {
+        Problem::new(
+            ErrorKind::InvalidRequest,
+            crate::web::last_event_id::NotASequence::MESSAGE,
+        )
+        .at("/headers/Last-Event-ID")
+    }
+}

@@ -163,32 +163,9 @@ pub fn build_card(config: &A2aConfig, base: &str, secured: bool, extended: bool)
     card
 }
 
-/// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110) for a time since the Unix epoch.
+/// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110).
 pub fn http_date(t: std::time::SystemTime) -> String {
-    let secs = t
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    let (h, m, s) = (rem / 3_600, rem % 3_600 / 60, rem % 60);
-    // civil from days (Howard Hinnant)
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let weekday = DAYS[usize::try_from(days.rem_euclid(7)).unwrap_or(0)];
-    let month_name = MONTHS[usize::try_from(month - 1).unwrap_or(0).min(11)];
-    format!("{weekday}, {d:02} {month_name} {year} {h:02}:{m:02}:{s:02} GMT")
+    httpdate::fmt_http_date(t)
 }
 
 /// A strong `ETag` for a card body (FNV-1a, 64 bits).

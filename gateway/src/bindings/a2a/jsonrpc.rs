@@ -7,12 +7,15 @@ use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use e2a::a2a::jsonrpc::operation;
 use serde_json::{json, Map, Value};
 
+use crate::agent::Caller;
 use crate::tasks::error::{A2aError, A2aErrorKind};
 use crate::tasks::A2aState;
 use crate::tasks::{history_length, trim_history, SendOutcome, SendParams};
+use crate::web::{body, last_event_id};
 
 fn reply(v: Value) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
@@ -23,9 +26,6 @@ fn ok(id: &Value, result: Value) -> Response {
 }
 
 fn err(id: &Value, e: &A2aError) -> Response {
-    if e.unauthorized {
-        return crate::web::problem::Problem::unauthorized().into_response();
-    }
     reply(e.to_jsonrpc(id))
 }
 
@@ -46,47 +46,16 @@ fn is_push_method(m: &str) -> bool {
 /// `POST <jsonrpc_path>`.
 pub(super) async fn handle(
     State(state): State<Arc<A2aState>>,
+    Extension(caller): Extension<Caller>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let null = Value::Null;
-    let caller = match super::authenticate(&state, &headers) {
-        Ok(c) => c,
-        Err(e) => return err(&null, &e),
-    };
-    if let Some(ct) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) {
-        let json_like = ct
-            .parse::<mime::Mime>()
-            .is_ok_and(|m| m.subtype() == mime::JSON || m.suffix() == Some(mime::JSON));
-        if !json_like {
-            return err(
-                &null,
-                &A2aError::new(
-                    A2aErrorKind::ContentTypeNotSupported,
-                    "the request body must be application/json",
-                ),
-            );
-        }
-    }
-    let max = state.shared.config.limits.max_bytes;
-    let Ok(bytes) = axum::body::to_bytes(body, max).await else {
-        return err(
-            &null,
-            &A2aError::new(
-                A2aErrorKind::InvalidRequest,
-                format!("the request body exceeds {max} bytes"),
-            ),
-        );
-    };
-    let request: Value = match serde_json::from_slice(&bytes) {
+    let read = body::read(&headers, body, state.shared.config.limits).await;
+    let request = match read.and_then(|b| b.value()) {
         Ok(v) => v,
-        Err(e) => {
-            return err(
-                &null,
-                &A2aError::new(A2aErrorKind::JsonParse, format!("invalid JSON: {e}")),
-            )
-        }
+        Err(e) => return err(&null, &A2aError::from(e)),
     };
     let Some(obj) = request.as_object() else {
         return err(
@@ -221,7 +190,7 @@ pub(super) async fn handle(
             "CancelTask" => Ok(ok(&id, state.cancel(&task_id()?, &caller).await?)),
             "SubscribeToTask" => {
                 let events = state
-                    .subscribe(&task_id()?, &caller, super::last_event_id(&headers)?)
+                    .subscribe(&task_id()?, &caller, last_event_id::read(&headers)?)
                     .await?;
                 let id = id.clone();
                 Ok(super::sse(events, keep_alive, move |e| result_or_error(&id, e)))

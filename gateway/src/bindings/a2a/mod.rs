@@ -26,7 +26,6 @@ mod rest;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -39,23 +38,45 @@ pub use card::{A2aConfig, CardInfo};
 use crate::tasks::error::{A2aError, A2aErrorKind};
 use crate::tasks::A2aState;
 
-use crate::agent::Caller;
 use crate::tasks::EventStream;
+use crate::web::body::BodyError;
+use crate::web::last_event_id::NotASequence;
+use crate::web::sse;
 
 /// The routes of the A2A bindings and the card (no fallback: merge them into the gateway's).
 ///
 /// The card is at `/.well-known/agent-card.json` and, when the HTTP+JSON routes have a prefix
 /// (`/a2a/agents/writer`, as GoAI mounts agents), under that prefix too.
-pub fn router(state: Arc<A2aState>) -> Router {
-    let rest = rest::routes(&state.config.rest_path);
-    let mut router = Router::new()
-        .route(card::CARD_PATH, get(agent_card))
-        .route(&state.config.jsonrpc_path, axum::routing::post(jsonrpc::handle));
+pub(crate) fn router(state: Arc<A2aState>) -> Router {
+    let bindings =
+        rest::routes(&state.config.rest_path).route(&state.config.jsonrpc_path, axum::routing::post(jsonrpc::handle));
+    let mut router = Router::new().route(card::CARD_PATH, get(agent_card));
     let prefix = state.config.rest_path.trim_end_matches('/');
     if !prefix.is_empty() {
         router = router.route(&format!("{prefix}{}", card::CARD_PATH), get(agent_card));
     }
-    router.merge(rest).with_state(state)
+    router
+        .merge(crate::web::auth::require(bindings, &state.shared.config.auth))
+        .with_state(state)
+}
+
+impl From<BodyError> for A2aError {
+    fn from(e: BodyError) -> Self {
+        match e {
+            BodyError::MediaType => A2aError::new(
+                A2aErrorKind::ContentTypeNotSupported,
+                "the request body must be application/json or application/a2a+json",
+            ),
+            BodyError::Input(e @ e2a::Error::Json { .. }) => A2aError::new(A2aErrorKind::JsonParse, e.to_string()),
+            BodyError::Input(e) => A2aError::new(A2aErrorKind::InvalidRequest, e.to_string()),
+        }
+    }
+}
+
+impl From<NotASequence> for A2aError {
+    fn from(_: NotASequence) -> Self {
+        A2aError::invalid_params(NotASequence::MESSAGE)
+    }
 }
 
 /// The A2A versions served.
@@ -98,15 +119,6 @@ pub(crate) fn a2a_headers(headers: &HeaderMap, query: Option<&str>) -> Result<A2
         .filter(|s| !s.is_empty())
         .collect();
     Ok(A2aHeaders { version, extensions })
-}
-
-/// The caller, or a `401`-marked error.
-pub(crate) fn authenticate(state: &A2aState, headers: &HeaderMap) -> Result<Caller, A2aError> {
-    state.shared.config.auth.check(headers).map_err(|_| {
-        let mut e = A2aError::new(A2aErrorKind::InvalidRequest, "a valid bearer token is required");
-        e.unauthorized = true;
-        e
-    })
 }
 
 /// The base URL clients reach this gateway at.
@@ -174,49 +186,25 @@ pub(crate) fn extended_card(state: &A2aState, headers: &HeaderMap) -> Result<ser
     Ok(card::build_card(&state.config, &base, true, true))
 }
 
-/// The `Last-Event-ID` of a resubscription.
-pub(crate) fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, A2aError> {
-    match headers.get("last-event-id").map(|v| v.to_str().map(str::trim)) {
-        None => Ok(None),
-        Some(Ok("")) => Ok(None),
-        Some(Ok(s)) => s
-            .parse::<u64>()
-            .map(Some)
-            .map_err(|_| A2aError::invalid_params("Last-Event-ID must be an event id this server sent")),
-        Some(Err(_)) => Err(A2aError::invalid_params("Last-Event-ID must be ASCII")),
-    }
-}
-
 /// An SSE response: each event `id: <seq>`, `data: <wrap(Ok(event))>`, keep-alive comments;
 /// an error ends the stream with `data: <wrap(Err(error))>` (the binding's error form).
 pub(crate) fn sse<F>(events: EventStream, keep_alive: Duration, wrap: F) -> Response
 where
     F: Fn(Result<serde_json::Value, A2aError>) -> serde_json::Value + Send + 'static,
 {
-    let body = async_stream::stream! {
+    let chunks = async_stream::stream! {
         let mut events = events;
-        loop {
-            match tokio::time::timeout(keep_alive, futures_util::StreamExt::next(&mut events)).await {
-                Ok(Some(Ok(e))) => {
-                    let data = wrap(Ok(e.event)).to_string();
-                    let chunk = if e.seq > 0 { format!("id: {}\ndata: {data}\n\n", e.seq) } else { format!("data: {data}\n\n") };
-                    yield Ok::<_, std::convert::Infallible>(Bytes::from(chunk));
-                }
-                Ok(Some(Err(e))) => {
-                    yield Ok(Bytes::from(format!("data: {}\n\n", wrap(Err(e)))));
+        while let Some(e) = futures_util::StreamExt::next(&mut events).await {
+            match e {
+                Ok(e) => yield sse::event((e.seq > 0).then_some(e.seq), &wrap(Ok(e.event)).to_string()),
+                Err(e) => {
+                    yield sse::event(None, &wrap(Err(e)).to_string());
                     break;
                 }
-                Ok(None) => break,
-                Err(_) => yield Ok(Bytes::from_static(b": keep-alive\n\n")),
             }
         }
     };
-    let mut resp = Response::new(Body::from_stream(body));
-    let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    resp
+    sse::response(chunks, keep_alive)
 }
 
 /// ProtoJSON readers accept the proto field names too: `message_id` → `messageId`, … (keys

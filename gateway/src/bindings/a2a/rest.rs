@@ -7,15 +7,18 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap, Method};
+use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
+use axum::Extension;
 use axum::Router;
 use serde_json::{json, Map, Value};
 
+use crate::agent::Caller;
 use crate::tasks::error::{A2aError, A2aErrorKind, RestError};
 use crate::tasks::A2aState;
 use crate::tasks::{history_length, trim_history, SendOutcome, SendParams};
+use crate::web::{body, last_event_id};
 
 /// The routes under `prefix` (empty: at the root).
 pub(super) fn routes(prefix: &str) -> Router<Arc<A2aState>> {
@@ -41,29 +44,12 @@ fn json_response(v: Value) -> Response {
 }
 
 async fn body_object(state: &A2aState, headers: &HeaderMap, body: Body) -> Result<Map<String, Value>, A2aError> {
-    if let Some(ct) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) {
-        let json_like = ct
-            .parse::<mime::Mime>()
-            .is_ok_and(|m| m.subtype() == mime::JSON || m.suffix() == Some(mime::JSON));
-        if !json_like {
-            return Err(A2aError::new(
-                A2aErrorKind::ContentTypeNotSupported,
-                "the request body must be application/json or application/a2a+json",
-            ));
-        }
-    }
-    let max = state.shared.config.limits.max_bytes;
-    let bytes = axum::body::to_bytes(body, max).await.map_err(|_| {
-        A2aError::new(
-            A2aErrorKind::InvalidRequest,
-            format!("the request body exceeds {max} bytes"),
-        )
-    })?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    let body = body::read(headers, body, state.shared.config.limits).await?;
+    if body.is_empty() {
         return Ok(Map::new());
     }
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(m)) => {
+    match body.value()? {
+        Value::Object(m) => {
             let mut v = Value::Object(m);
             super::camelize(&mut v);
             match v {
@@ -71,22 +57,21 @@ async fn body_object(state: &A2aState, headers: &HeaderMap, body: Body) -> Resul
                 _ => Ok(Map::new()),
             }
         }
-        Ok(_) => Err(A2aError::new(
+        _ => Err(A2aError::new(
             A2aErrorKind::InvalidRequest,
             "the request body must be a JSON object",
         )),
-        Err(e) => Err(A2aError::new(A2aErrorKind::JsonParse, format!("invalid JSON: {e}"))),
     }
 }
 
 async fn start(
     state: &Arc<A2aState>,
+    caller: Caller,
     headers: &HeaderMap,
     query: Option<&str>,
     body: Body,
     streaming: bool,
-) -> Result<(SendOutcome, Option<usize>, bool, crate::agent::Caller), A2aError> {
-    let caller = super::authenticate(state, headers)?;
+) -> Result<(SendOutcome, Option<usize>, bool, Caller), A2aError> {
     let a2a = super::a2a_headers(headers, query)?;
     let params = body_object(state, headers, body).await?;
     let config = params.get("configuration").and_then(Value::as_object);
@@ -113,11 +98,12 @@ async fn start(
 
 async fn send(
     State(state): State<Arc<A2aState>>,
+    Extension(caller): Extension<Caller>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, RestError> {
-    let (outcome, history, blocking, caller) = start(&state, &headers, query.as_deref(), body, false).await?;
+    let (outcome, history, blocking, caller) = start(&state, caller, &headers, query.as_deref(), body, false).await?;
     match outcome {
         SendOutcome::Message(m) => Ok(json_response(json!({"message": m}))),
         SendOutcome::Task { id, events } => {
@@ -132,11 +118,12 @@ async fn send(
 
 async fn stream(
     State(state): State<Arc<A2aState>>,
+    Extension(caller): Extension<Caller>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, RestError> {
-    let (outcome, _, _, _) = start(&state, &headers, query.as_deref(), body, true).await?;
+    let (outcome, _, _, _) = start(&state, caller, &headers, query.as_deref(), body, true).await?;
     let keep_alive = state.shared.config.keep_alive;
     let events = match outcome {
         SendOutcome::Message(m) => super::one_event(json!({"message": m})),
@@ -147,45 +134,17 @@ async fn stream(
 
 /// The query string's parameters (`application/x-www-form-urlencoded`), as strings.
 fn query_params(raw: Option<&str>) -> Map<String, Value> {
-    let mut out = Map::new();
-    for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        out.insert(
-            super::to_camel_key(&percent_decode(k)),
-            Value::String(percent_decode(v)),
-        );
-    }
-    out
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = b
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (b[i], hex) {
-            (b'+', _) => out.push(b' '),
-            (b'%', Some(v)) => {
-                out.push(v);
-                i += 2;
-            }
-            (c, _) => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    form_urlencoded::parse(raw.unwrap_or("").as_bytes())
+        .map(|(k, v)| (super::to_camel_key(&k), Value::String(v.into_owned())))
+        .collect()
 }
 
 async fn list(
     State(state): State<Arc<A2aState>>,
+    Extension(caller): Extension<Caller>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, RestError> {
-    let caller = super::authenticate(&state, &headers)?;
     super::a2a_headers(&headers, raw.as_deref())?;
     Ok(json_response(state.list(&query_params(raw.as_deref()), &caller).await?))
 }
@@ -200,11 +159,11 @@ fn split_segment(segment: &str) -> (&str, Option<&str>) {
 
 async fn task_get(
     State(state): State<Arc<A2aState>>,
+    Extension(caller): Extension<Caller>,
     Path(segment): Path<String>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, RestError> {
-    let caller = super::authenticate(&state, &headers)?;
     super::a2a_headers(&headers, raw.as_deref())?;
     match split_segment(&segment) {
         (id, None) => {
@@ -219,11 +178,11 @@ async fn task_get(
 
 async fn task_post(
     State(state): State<Arc<A2aState>>,
+    Extension(caller): Extension<Caller>,
     Path(segment): Path<String>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, RestError> {
-    let caller = super::authenticate(&state, &headers)?;
     super::a2a_headers(&headers, raw.as_deref())?;
     match split_segment(&segment) {
         (id, Some("cancel")) => Ok(json_response(state.cancel(id, &caller).await?)),
@@ -235,10 +194,11 @@ async fn task_post(
 async fn subscribe(
     state: &Arc<A2aState>,
     id: &str,
-    caller: &crate::agent::Caller,
+    caller: &Caller,
     headers: &HeaderMap,
 ) -> Result<Response, RestError> {
-    let events = state.subscribe(id, caller, super::last_event_id(headers)?).await?;
+    let last_seen = last_event_id::read(headers).map_err(A2aError::from)?;
+    let events = state.subscribe(id, caller, last_seen).await?;
     Ok(super::sse(events, state.shared.config.keep_alive, event_or_error))
 }
 
@@ -246,9 +206,7 @@ fn method_not_allowed() -> A2aError {
     A2aError::new(A2aErrorKind::MethodNotFound, "no such operation on this resource")
 }
 
-async fn push(State(state): State<Arc<A2aState>>, method: Method, headers: HeaderMap) -> Result<Response, RestError> {
-    let _ = method;
-    super::authenticate(&state, &headers)?;
+async fn push() -> Result<Response, RestError> {
     Err(A2aError::new(
         A2aErrorKind::PushNotificationNotSupported,
         "push notifications are not supported",
@@ -257,7 +215,6 @@ async fn push(State(state): State<Arc<A2aState>>, method: Method, headers: Heade
 }
 
 async fn extended(State(state): State<Arc<A2aState>>, headers: HeaderMap) -> Result<Response, RestError> {
-    super::authenticate(&state, &headers)?;
     Ok(json_response(super::extended_card(&state, &headers)?))
 }
 

@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, Caller, RequestContext};
 use crate::jsonrpc::{codes, Incoming, Peer, RpcError};
-use crate::pipeline::boundary::{self, Deadlines, StopCell};
+use crate::pipeline::boundary::{self, Deadlines};
 
 /// The ACP protocol version this agent speaks.
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -117,24 +117,7 @@ fn now_rfc3339() -> String {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or_default();
-    // civil-from-days (Howard Hinnant), UTC
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    e2a::timestamp::from_epoch_secs(i64::try_from(secs).unwrap_or_default()).unwrap_or_default()
 }
 
 /// An ACP agent (JSON-RPC over a byte stream, usually stdio) in front of a gateway agent.
@@ -183,7 +166,8 @@ impl AcpServer {
     /// An ACP agent in front of `agent`.
     pub fn new(agent: Arc<dyn Agent>, config: AcpServerConfig) -> Arc<Self> {
         Arc::new(AcpServer {
-            agent,
+            // every turn passes the stream boundary
+            agent: Arc::new(boundary::Guarded::new(agent, config.deadlines)),
             config,
             sessions: Mutex::new(HashMap::new()),
             requests: Mutex::new(HashMap::new()),
@@ -510,21 +494,9 @@ impl AcpServer {
         projector: &mut AcpStreamProjector,
         cancel: &CancellationToken,
     ) -> Turn {
-        let ctx = RequestContext {
-            cancel: cancel.child_token(),
-            deadline: None,
-            caller: Caller::named("acp-client"),
-        };
-        let stop: StopCell = Arc::default();
-        let frames = self.agent.run(request.clone(), ctx.clone());
-        let mut frames = boundary::guard(
-            request.clone(),
-            frames,
-            ctx,
-            self.config.deadlines,
-            stop,
-            self.agent.name(),
-        );
+        let mut ctx = RequestContext::new(Caller::named("acp-client"), None);
+        ctx.cancel = cancel.child_token();
+        let mut frames = self.agent.run(request.clone(), ctx);
         let mut pause: Option<(String, String)> = None;
         while let Some(frame) = frames.next().await {
             if frame.response_kind.as_str() == "plan.approval_required" {

@@ -1,0 +1,102 @@
+//! The JSON body of a request, read the same way for every binding: one media-type rule, the
+//! gateway's input limits (bytes while reading; nesting depth and string length when parsed)
+//! and UTF-8 — before any binding looks at it.
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap};
+use e2a::{LimitKind, Limits};
+use serde_json::Value;
+
+/// Why a body was refused; each binding answers it in its protocol's error form.
+#[derive(Debug)]
+pub(crate) enum BodyError {
+    /// A body that is not declared JSON: a non-empty body needs a `Content-Type` of
+    /// `application/json` or `application/*+json`.
+    MediaType,
+    /// Past a limit, not UTF-8 or not JSON (a [`e2a::Error::Limit`] or [`e2a::Error::Json`]).
+    Input(e2a::Error),
+}
+
+/// A request body: UTF-8 text within `max_bytes`, declared JSON when not empty.
+#[derive(Debug)]
+pub(crate) struct JsonBody {
+    text: String,
+    limits: Limits,
+}
+
+impl JsonBody {
+    /// The text, for the e2a readers (which apply the same limits while reading).
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether the body is empty (whitespace only).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.text.trim().is_empty()
+    }
+
+    /// The body parsed, within every limit.
+    pub(crate) fn value(&self) -> Result<Value, BodyError> {
+        self.limits.parse(&self.text).map_err(BodyError::Input)
+    }
+}
+
+/// Whether a `Content-Type` value declares JSON (`application/json`, `application/*+json`,
+/// parameters allowed).
+pub(crate) fn is_json(content_type: &str) -> bool {
+    content_type
+        .parse::<mime::Mime>()
+        .is_ok_and(|m| m.type_() == mime::APPLICATION && (m.subtype() == mime::JSON || m.suffix() == Some(mime::JSON)))
+}
+
+/// Reads a request body with `limits`.
+pub(crate) async fn read(headers: &HeaderMap, body: Body, limits: Limits) -> Result<JsonBody, BodyError> {
+    let declared = headers.get(header::CONTENT_TYPE).map(|v| v.to_str().is_ok_and(is_json));
+    if declared == Some(false) {
+        return Err(BodyError::MediaType);
+    }
+    let bytes = axum::body::to_bytes(body, limits.max_bytes).await.map_err(|_| {
+        BodyError::Input(e2a::Error::Limit {
+            limit: LimitKind::MessageBytes,
+            max: limits.max_bytes,
+            actual: limits.max_bytes.saturating_add(1),
+        })
+    })?;
+    let text = String::from_utf8(bytes.to_vec()).map_err(|e| {
+        BodyError::Input(e2a::Error::Json {
+            line: 1,
+            column: e.utf8_error().valid_up_to().saturating_add(1),
+            message: "the body is not UTF-8".into(),
+        })
+    })?;
+    let body = JsonBody { text, limits };
+    if declared.is_none() && !body.is_empty() {
+        return Err(BodyError::MediaType);
+    }
+    Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_json;
+
+    #[test]
+    fn json_media_types() {
+        for yes in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "application/a2a+json",
+        ] {
+            assert!(is_json(yes), "{yes}");
+        }
+        for no in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "text/json",
+            "json",
+            "",
+        ] {
+            assert!(!is_json(no), "{no}");
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! Streamed HTTP answers, written once: the headers of a stream (no caching, no proxy
+//! buffering) and SSE with keep-alive comments while the source is quiet.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderValue};
+use axum::response::Response;
+use futures_util::{Stream, StreamExt};
+
+/// The SSE media type.
+pub(crate) const SSE: &str = "text/event-stream";
+
+/// An SSE comment that keeps an idle connection open.
+const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
+
+/// One SSE event: `id:` (when given) and one `data:` line (`data` is one line of JSON).
+pub(crate) fn event(id: Option<u64>, data: &str) -> Bytes {
+    Bytes::from(match id {
+        Some(id) => format!("id: {id}\ndata: {data}\n\n"),
+        None => format!("data: {data}\n\n"),
+    })
+}
+
+/// A streamed response of `media_type` whose body is `chunks`.
+pub(crate) fn streaming<S>(media_type: &'static str, chunks: S) -> Response
+where
+    S: Stream<Item = Bytes> + Send + 'static,
+{
+    let mut resp = Response::new(Body::from_stream(chunks.map(Ok::<_, Infallible>)));
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+/// An SSE response of already encoded `events`, with a keep-alive comment after every
+/// `keep_alive` without one. It ends when `events` does.
+pub(crate) fn response<S>(events: S, keep_alive: Duration) -> Response
+where
+    S: Stream<Item = Bytes> + Send + 'static,
+{
+    let chunks = async_stream::stream! {
+        let mut events = Box::pin(events);
+        loop {
+            match tokio::time::timeout(keep_alive, events.next()).await {
+                Ok(Some(chunk)) => yield chunk,
+                Ok(None) => break,
+                Err(_) => yield Bytes::from_static(KEEP_ALIVE),
+            }
+        }
+    };
+    streaming(SSE, chunks)
+}
