@@ -53,7 +53,7 @@ use pipeline::Pipeline;
 #[derive(Clone)]
 pub struct Gateway {
     shared: Arc<Pipeline>,
-    a2a: Option<Arc<tasks::A2aState>>,
+    a2a: Option<Arc<tasks::TaskService>>,
     agui: bool,
 }
 
@@ -84,7 +84,7 @@ impl Gateway {
     /// Also serves A2A 1.0 (agent card, JSON-RPC and HTTP+JSON bindings) in front of the same
     /// agent, with tasks kept in `store`. See [`bindings::a2a`].
     pub fn with_a2a(mut self, config: bindings::a2a::A2aConfig, store: Arc<dyn store::TaskStore>) -> Self {
-        let state = Arc::new(tasks::A2aState::new(self.shared.clone(), config, store));
+        let state = Arc::new(tasks::TaskService::new(self.shared.clone(), config, store));
         state.start();
         self.a2a = Some(state);
         self

@@ -562,7 +562,7 @@ fn record(id: &str, owner: Option<&str>, context: &str, state: &str, at: i64) ->
         id: id.into(),
         context_id: context.into(),
         owner: owner.map(String::from),
-        state: state.into(),
+        state: state.parse().expect("a task state"),
         task: json!({"id": id, "contextId": context, "status": {"state": state}}),
         last_seq: 0,
         snapshot_seq: 0,
@@ -629,7 +629,7 @@ async fn store_contract(store: &dyn TaskStore) {
         .list(TaskQuery {
             owner: Some("u1".into()),
             context_id: Some("c1".into()),
-            state: Some("TASK_STATE_COMPLETED".into()),
+            state: Some(e2a::types::A2aTaskState::TaskStateCompleted),
             limit: 10,
             ..TaskQuery::default()
         })

@@ -132,6 +132,89 @@ pub struct A2aStreamEventBody {
     #[serde(flatten)]
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
+///A2A 1.0 `TaskState` values, as ProtoJSON writes them. `TASK_STATE_COMPLETED`, `TASK_STATE_FAILED`, `TASK_STATE_CANCELED` and `TASK_STATE_REJECTED` end a task; `TASK_STATE_INPUT_REQUIRED` and `TASK_STATE_AUTH_REQUIRED` pause it until the client answers; `TASK_STATE_UNSPECIFIED` is no state (a filter that selects every task). 0.3's lowercase names (`input-required`) read as these (`e2a::a2a::jsonrpc::normalize_task_state`).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum A2aTaskState {
+    #[serde(rename = "TASK_STATE_UNSPECIFIED")]
+    TaskStateUnspecified,
+    #[serde(rename = "TASK_STATE_SUBMITTED")]
+    TaskStateSubmitted,
+    #[serde(rename = "TASK_STATE_WORKING")]
+    TaskStateWorking,
+    #[serde(rename = "TASK_STATE_COMPLETED")]
+    TaskStateCompleted,
+    #[serde(rename = "TASK_STATE_FAILED")]
+    TaskStateFailed,
+    #[serde(rename = "TASK_STATE_CANCELED")]
+    TaskStateCanceled,
+    #[serde(rename = "TASK_STATE_INPUT_REQUIRED")]
+    TaskStateInputRequired,
+    #[serde(rename = "TASK_STATE_REJECTED")]
+    TaskStateRejected,
+    #[serde(rename = "TASK_STATE_AUTH_REQUIRED")]
+    TaskStateAuthRequired,
+}
+impl ::std::fmt::Display for A2aTaskState {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::TaskStateUnspecified => f.write_str("TASK_STATE_UNSPECIFIED"),
+            Self::TaskStateSubmitted => f.write_str("TASK_STATE_SUBMITTED"),
+            Self::TaskStateWorking => f.write_str("TASK_STATE_WORKING"),
+            Self::TaskStateCompleted => f.write_str("TASK_STATE_COMPLETED"),
+            Self::TaskStateFailed => f.write_str("TASK_STATE_FAILED"),
+            Self::TaskStateCanceled => f.write_str("TASK_STATE_CANCELED"),
+            Self::TaskStateInputRequired => f.write_str("TASK_STATE_INPUT_REQUIRED"),
+            Self::TaskStateRejected => f.write_str("TASK_STATE_REJECTED"),
+            Self::TaskStateAuthRequired => f.write_str("TASK_STATE_AUTH_REQUIRED"),
+        }
+    }
+}
+impl ::std::str::FromStr for A2aTaskState {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "TASK_STATE_UNSPECIFIED" => Ok(Self::TaskStateUnspecified),
+            "TASK_STATE_SUBMITTED" => Ok(Self::TaskStateSubmitted),
+            "TASK_STATE_WORKING" => Ok(Self::TaskStateWorking),
+            "TASK_STATE_COMPLETED" => Ok(Self::TaskStateCompleted),
+            "TASK_STATE_FAILED" => Ok(Self::TaskStateFailed),
+            "TASK_STATE_CANCELED" => Ok(Self::TaskStateCanceled),
+            "TASK_STATE_INPUT_REQUIRED" => Ok(Self::TaskStateInputRequired),
+            "TASK_STATE_REJECTED" => Ok(Self::TaskStateRejected),
+            "TASK_STATE_AUTH_REQUIRED" => Ok(Self::TaskStateAuthRequired),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for A2aTaskState {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for A2aTaskState {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
 ///ACP agent→client JSON-RPC methods (`ACP_AGENT_TO_CLIENT_METHODS`, in order).
 #[derive(
     ::serde::Deserialize,
@@ -2164,6 +2247,34 @@ impl A2aStreamBranch {
             Self::Message => "message",
             Self::StatusUpdate => "status_update",
             Self::ArtifactUpdate => "artifact_update",
+        }
+    }
+}
+impl A2aTaskState {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 9] = [
+        Self::TaskStateUnspecified,
+        Self::TaskStateSubmitted,
+        Self::TaskStateWorking,
+        Self::TaskStateCompleted,
+        Self::TaskStateFailed,
+        Self::TaskStateCanceled,
+        Self::TaskStateInputRequired,
+        Self::TaskStateRejected,
+        Self::TaskStateAuthRequired,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::TaskStateUnspecified => "TASK_STATE_UNSPECIFIED",
+            Self::TaskStateSubmitted => "TASK_STATE_SUBMITTED",
+            Self::TaskStateWorking => "TASK_STATE_WORKING",
+            Self::TaskStateCompleted => "TASK_STATE_COMPLETED",
+            Self::TaskStateFailed => "TASK_STATE_FAILED",
+            Self::TaskStateCanceled => "TASK_STATE_CANCELED",
+            Self::TaskStateInputRequired => "TASK_STATE_INPUT_REQUIRED",
+            Self::TaskStateRejected => "TASK_STATE_REJECTED",
+            Self::TaskStateAuthRequired => "TASK_STATE_AUTH_REQUIRED",
         }
     }
 }

@@ -15,6 +15,22 @@ export type A2AMetadataKey = "e2a_response_kind" | "e2a_delta_kind" | "e2a_chunk
  */
 export type A2AStreamBranch = "task" | "message" | "status_update" | "artifact_update";
 /**
+ * A2A 1.0 `TaskState` values, as ProtoJSON writes them. `TASK_STATE_COMPLETED`, `TASK_STATE_FAILED`, `TASK_STATE_CANCELED` and `TASK_STATE_REJECTED` end a task; `TASK_STATE_INPUT_REQUIRED` and `TASK_STATE_AUTH_REQUIRED` pause it until the client answers; `TASK_STATE_UNSPECIFIED` is no state (a filter that selects every task). 0.3's lowercase names (`input-required`) read as these (`e2a::a2a::jsonrpc::normalize_task_state`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aTaskState".
+ */
+export type A2ATaskState =
+  | "TASK_STATE_UNSPECIFIED"
+  | "TASK_STATE_SUBMITTED"
+  | "TASK_STATE_WORKING"
+  | "TASK_STATE_COMPLETED"
+  | "TASK_STATE_FAILED"
+  | "TASK_STATE_CANCELED"
+  | "TASK_STATE_INPUT_REQUIRED"
+  | "TASK_STATE_REJECTED"
+  | "TASK_STATE_AUTH_REQUIRED";
+/**
  * ACP agent→client JSON-RPC methods (`ACP_AGENT_TO_CLIENT_METHODS`, in order).
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 pub mod jsonrpc;
 pub mod stream;
+mod task_state;
 
 use crate::error::{Error, Result};
 use crate::fields::Fields;

@@ -29,6 +29,8 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::OnceCell;
 
+use e2a::types::A2aTaskState;
+
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
 use crate::pipeline::boundary::obj;
 
@@ -299,23 +301,27 @@ impl Mapper {
         } else if let Some(status) = status {
             let state = status.get("state").and_then(Value::as_str).unwrap_or("");
             let text = text_of(status.get("message"));
-            let fin = match e2a::a2a::jsonrpc::normalize_task_state(state).as_str() {
-                "TASK_STATE_COMPLETED" => {
+            let fin = match A2aTaskState::read(state) {
+                Some(A2aTaskState::TaskStateCompleted) => {
                     let content = if text.is_empty() { self.text.clone() } else { text };
                     Some(s.complete(json!({"content": content})))
                 }
-                "TASK_STATE_FAILED" => Some(fail(s, ErrorKind::AgentError, &text, json!({"remote_state": state}))),
-                "TASK_STATE_CANCELED" => Some(fail(s, ErrorKind::Cancelled, &text, json!({"remote_state": state}))),
-                "TASK_STATE_REJECTED" => Some(fail(
+                Some(A2aTaskState::TaskStateFailed) => {
+                    Some(fail(s, ErrorKind::AgentError, &text, json!({"remote_state": state})))
+                }
+                Some(A2aTaskState::TaskStateCanceled) => {
+                    Some(fail(s, ErrorKind::Cancelled, &text, json!({"remote_state": state})))
+                }
+                Some(A2aTaskState::TaskStateRejected) => Some(fail(
                     s,
                     ErrorKind::InvalidRequest,
                     &text,
                     json!({"rejected": true, "remote_state": state}),
                 )),
-                "TASK_STATE_AUTH_REQUIRED" => {
+                Some(A2aTaskState::TaskStateAuthRequired) => {
                     Some(fail(s, ErrorKind::AuthRequired, &text, json!({"remote_state": state})))
                 }
-                "TASK_STATE_INPUT_REQUIRED" => {
+                Some(A2aTaskState::TaskStateInputRequired) => {
                     let body = match carried(status) {
                         // an e2a agent's pause, as it was (approval or input, its question)
                         Some((ResponseKind::PlanApprovalRequired, body)) => body,

@@ -21,6 +21,7 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use e2a::types::A2aTaskState;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
@@ -36,8 +37,8 @@ pub struct TaskRecord {
     pub context_id: String,
     /// The caller who created it (`None` without authentication); others never see it.
     pub owner: Option<String>,
-    /// The task state (`TASK_STATE_WORKING`, …), as in the snapshot.
-    pub state: String,
+    /// The task state, as in the snapshot.
+    pub state: A2aTaskState,
     /// The A2A `Task` object (status, history, artifacts, metadata).
     pub task: Value,
     /// Sequence number of the last event appended (0: none yet).
@@ -68,7 +69,7 @@ pub struct TaskQuery {
     /// Only tasks of this context.
     pub context_id: Option<String>,
     /// Only tasks in this state.
-    pub state: Option<String>,
+    pub state: Option<A2aTaskState>,
     /// Only tasks updated after this time (ms since the epoch).
     pub updated_after_ms: Option<i64>,
     /// Tasks to skip.
@@ -217,7 +218,7 @@ impl MemoryStore {
 pub(crate) fn matches(r: &TaskRecord, q: &TaskQuery) -> bool {
     r.owner == q.owner
         && q.context_id.as_ref().is_none_or(|c| *c == r.context_id)
-        && q.state.as_ref().is_none_or(|s| *s == r.state)
+        && q.state.is_none_or(|s| s == r.state)
         && q.updated_after_ms.is_none_or(|t| r.updated_ms > t)
 }
 
@@ -280,4 +281,19 @@ impl TaskStore for MemoryStore {
             })
         })
     }
+}
+
+/// A state as a store keeps it (its 1.0 name); anything else is a corrupt record.
+pub(crate) fn stored_state(id: &str, state: &str) -> Result<A2aTaskState, StoreError> {
+    state
+        .parse()
+        .map_err(|_| StoreError::Corrupt(format!("task {id}: unknown state {state:?}")))
+}
+
+/// Milliseconds since the Unix epoch, the unit of a record's times.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
 }

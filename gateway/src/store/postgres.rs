@@ -15,7 +15,7 @@
 //!   polling for latency: an event reaches another instance's subscriber a commit later, not a
 //!   poll interval later. Notifications sent while the listening connection is down are lost,
 //!   so followers of tasks running elsewhere also read the log after a second without news
-//!   (see `tasks::A2aState`): a lost notice delays an event, it never loses it.
+//!   (see `tasks::TaskService`): a lost notice delays an event, it never loses it.
 //! - **Leases.** `a2a_leases` holds, per running task, the instance running it and until when
 //!   (on the database server's clock, so the gateways' clocks need not agree); the instance
 //!   renews it while the run goes on. A task `SUBMITTED`/`WORKING` whose lease has
@@ -44,7 +44,11 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{StoreError, StoreNotice, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore};
-use crate::tasks::{SUBMITTED, WORKING};
+use e2a::types::A2aTaskState;
+
+/// The states a run may still be behind (what an orphan is in).
+const SUBMITTED: A2aTaskState = A2aTaskState::TaskStateSubmitted;
+const WORKING: A2aTaskState = A2aTaskState::TaskStateWorking;
 
 /// The channel events are announced on.
 const EVENTS_CHANNEL: &str = "e2a_a2a_events";
@@ -277,7 +281,7 @@ struct Pending {
     id: String,
     context_id: String,
     owner: Option<String>,
-    state: String,
+    state: &'static str,
     /// The snapshot to write, if any.
     task: Option<String>,
     created_ms: i64,
@@ -304,7 +308,7 @@ impl Pending {
             id: record.id,
             context_id: record.context_id,
             owner: record.owner,
-            state: record.state,
+            state: record.state.as_str(),
             task,
             created_ms: record.created_ms,
             updated_ms: record.updated_ms,
@@ -439,7 +443,7 @@ async fn migrate(pool: &Pool) -> Result<(), StoreError> {
         tx.batch_execute(sql).await.map_err(|e| pg_error(&e))?;
         tx.execute(
             "INSERT INTO e2a_migrations (version, applied_ms) VALUES ($1, $2)",
-            &[&version, &crate::tasks::now_ms()],
+            &[&version, &super::now_ms()],
         )
         .await
         .map_err(|e| pg_error(&e))?;
@@ -536,12 +540,13 @@ fn parse_notice(channel: &str, payload: &str, instance: &str) -> Option<StoreNot
 fn record_of(row: &tokio_postgres::Row) -> Result<TaskRecord, StoreError> {
     let id: String = row.try_get(0).map_err(backend)?;
     let task: String = row.try_get(4).map_err(backend)?;
+    let state = super::stored_state(&id, row.try_get(3).map_err(backend)?)?;
     Ok(TaskRecord {
         task: serde_json::from_str(&task).map_err(|e| StoreError::Corrupt(format!("task {id}: {e}")))?,
         id,
         context_id: row.try_get(1).map_err(backend)?,
         owner: row.try_get(2).map_err(backend)?,
-        state: row.try_get(3).map_err(backend)?,
+        state,
         last_seq: seq_u64(row.try_get(5).map_err(backend)?),
         snapshot_seq: seq_u64(row.try_get(6).map_err(backend)?),
         created_ms: row.try_get(7).map_err(backend)?,
@@ -621,8 +626,9 @@ impl TaskStore for PgStore {
                 ))
                 .await
                 .map_err(|e| pg_error(&e))?;
+            let state = query.state.map(|s| s.as_str());
             let args: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-                [&query.owner, &query.context_id, &query.state, &query.updated_after_ms];
+                [&query.owner, &query.context_id, &state, &query.updated_after_ms];
             let total: i64 = client
                 .query_one(&count, &args)
                 .await
@@ -637,7 +643,7 @@ impl TaskStore for PgStore {
                     &[
                         &query.owner,
                         &query.context_id,
-                        &query.state,
+                        &state,
                         &query.updated_after_ms,
                         &limit,
                         &offset,
@@ -726,7 +732,7 @@ impl TaskStore for PgStore {
                 .await
                 .map_err(|e| pg_error(&e))?;
             let rows = client
-                .query(&stmt, &[&SUBMITTED, &WORKING])
+                .query(&stmt, &[&SUBMITTED.as_str(), &WORKING.as_str()])
                 .await
                 .map_err(|e| pg_error(&e))?;
             rows.iter().map(|r| r.try_get(0).map_err(backend)).collect()

@@ -105,14 +105,18 @@ impl SqliteStore {
 
 fn record_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<(TaskRecord, String)> {
     let task: String = row.get(4)?;
+    let id: String = row.get(0)?;
+    let state: String = row.get(3)?;
+    let state = super::stored_state(&id, &state)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(e)))?;
     let last_seq: i64 = row.get(5)?;
     let snapshot_seq: i64 = row.get(8)?;
     Ok((
         TaskRecord {
-            id: row.get(0)?,
+            id,
             context_id: row.get(1)?,
             owner: row.get(2)?,
-            state: row.get(3)?,
+            state,
             task: Value::Null,
             last_seq: u64::try_from(last_seq).unwrap_or(0),
             snapshot_seq: u64::try_from(snapshot_seq).unwrap_or(0),
@@ -174,7 +178,7 @@ impl TaskStore for SqliteStore {
                     record.id,
                     record.context_id,
                     record.owner,
-                    record.state,
+                    record.state.as_str(),
                     task,
                     seq,
                     record.created_ms,
@@ -184,7 +188,7 @@ impl TaskStore for SqliteStore {
             } else {
                 tx.prepare_cached("UPDATE a2a_tasks SET state = ?2, last_seq = ?3, updated_ms = ?4 WHERE id = ?1")
                     .map_err(backend)?
-                    .execute(params![record.id, record.state, seq, record.updated_ms])
+                    .execute(params![record.id, record.state.as_str(), seq, record.updated_ms])
                     .map_err(backend)?;
             }
             tx.prepare_cached("INSERT INTO a2a_task_events (task_id, seq, event) VALUES (?1, ?2, ?3)")
@@ -226,7 +230,8 @@ impl TaskStore for SqliteStore {
         Box::pin(self.with(move |c| {
             let filter = "owner IS ?1 AND (?2 IS NULL OR context_id = ?2) AND (?3 IS NULL OR state = ?3)
                           AND (?4 IS NULL OR updated_ms > ?4)";
-            let args = params![query.owner, query.context_id, query.state, query.updated_after_ms];
+            let state = query.state.map(|s| s.as_str());
+            let args = params![query.owner, query.context_id, state, query.updated_after_ms];
             let total: i64 = c
                 .query_row(&format!("SELECT COUNT(*) FROM a2a_tasks WHERE {filter}"), args, |r| {
                     r.get(0)
@@ -244,7 +249,7 @@ impl TaskStore for SqliteStore {
                     params![
                         query.owner,
                         query.context_id,
-                        query.state,
+                        state,
                         query.updated_after_ms,
                         limit,
                         offset

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use crate::agent::Caller;
 use crate::tasks::error::{A2aError, A2aErrorKind};
-use crate::tasks::A2aState;
+use crate::tasks::TaskService;
 use crate::tasks::{history_length, trim_history, SendOutcome, SendParams};
 use crate::web::{body, last_event_id};
 
@@ -45,7 +45,7 @@ fn is_push_method(m: &str) -> bool {
 
 /// `POST <jsonrpc_path>`.
 pub(super) async fn handle(
-    State(state): State<Arc<A2aState>>,
+    State(state): State<Arc<TaskService>>,
     Extension(caller): Extension<Caller>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,

@@ -36,7 +36,7 @@ use e2a::a2a::jsonrpc::A2aHeaders;
 pub use card::{A2aConfig, CardInfo};
 
 use crate::tasks::error::{A2aError, A2aErrorKind};
-use crate::tasks::A2aState;
+use crate::tasks::TaskService;
 
 use crate::tasks::EventStream;
 use crate::web::body::BodyError;
@@ -47,7 +47,7 @@ use crate::web::sse;
 ///
 /// The card is at `/.well-known/agent-card.json` and, when the HTTP+JSON routes have a prefix
 /// (`/a2a/agents/writer`, as GoAI mounts agents), under that prefix too.
-pub(crate) fn router(state: Arc<A2aState>) -> Router {
+pub(crate) fn router(state: Arc<TaskService>) -> Router {
     let bindings =
         rest::routes(&state.config.rest_path).route(&state.config.jsonrpc_path, axum::routing::post(jsonrpc::handle));
     let mut router = Router::new().route(card::CARD_PATH, get(agent_card));
@@ -122,7 +122,7 @@ pub(crate) fn a2a_headers(headers: &HeaderMap, query: Option<&str>) -> Result<A2
 }
 
 /// The base URL clients reach this gateway at.
-fn base_url(state: &A2aState, headers: &HeaderMap) -> String {
+fn base_url(state: &TaskService, headers: &HeaderMap) -> String {
     if let Some(p) = &state.config.public_url {
         return p.trim_end_matches('/').to_string();
     }
@@ -160,7 +160,7 @@ fn card_response(body: String, max_age: u64, modified: &str, headers: &HeaderMap
     resp
 }
 
-async fn agent_card(State(state): State<Arc<A2aState>>, headers: HeaderMap) -> Response {
+async fn agent_card(State(state): State<Arc<TaskService>>, headers: HeaderMap) -> Response {
     let base = base_url(&state, &headers);
     let secured = state.shared.config.auth.is_enabled();
     let card = card::build_card(&state.config, &base, secured, false);
@@ -175,7 +175,7 @@ async fn agent_card(State(state): State<Arc<A2aState>>, headers: HeaderMap) -> R
 /// `GetExtendedAgentCard`: the card with the extended skills, for authenticated callers. A
 /// gateway without authentication does not offer it (`capabilities.extendedAgentCard` is
 /// false), so the operation is unsupported there (A2A 1.0 §3.3.4).
-pub(crate) fn extended_card(state: &A2aState, headers: &HeaderMap) -> Result<serde_json::Value, A2aError> {
+pub(crate) fn extended_card(state: &TaskService, headers: &HeaderMap) -> Result<serde_json::Value, A2aError> {
     if !state.shared.config.auth.is_enabled() {
         return Err(A2aError::new(
             A2aErrorKind::UnsupportedOperation,

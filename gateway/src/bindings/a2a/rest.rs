@@ -16,12 +16,12 @@ use serde_json::{json, Map, Value};
 
 use crate::agent::Caller;
 use crate::tasks::error::{A2aError, A2aErrorKind, RestError};
-use crate::tasks::A2aState;
+use crate::tasks::TaskService;
 use crate::tasks::{history_length, trim_history, SendOutcome, SendParams};
 use crate::web::{body, last_event_id};
 
 /// The routes under `prefix` (empty: at the root).
-pub(super) fn routes(prefix: &str) -> Router<Arc<A2aState>> {
+pub(super) fn routes(prefix: &str) -> Router<Arc<TaskService>> {
     let p = prefix.trim_end_matches('/');
     Router::new()
         .route(&format!("{p}/message:send"), post(send))
@@ -43,7 +43,7 @@ fn json_response(v: Value) -> Response {
     ([(header::CONTENT_TYPE, A2A_JSON)], v.to_string()).into_response()
 }
 
-async fn body_object(state: &A2aState, headers: &HeaderMap, body: Body) -> Result<Map<String, Value>, A2aError> {
+async fn body_object(state: &TaskService, headers: &HeaderMap, body: Body) -> Result<Map<String, Value>, A2aError> {
     let body = body::read(headers, body, state.shared.config.limits).await?;
     if body.is_empty() {
         return Ok(Map::new());
@@ -65,7 +65,7 @@ async fn body_object(state: &A2aState, headers: &HeaderMap, body: Body) -> Resul
 }
 
 async fn start(
-    state: &Arc<A2aState>,
+    state: &Arc<TaskService>,
     caller: Caller,
     headers: &HeaderMap,
     query: Option<&str>,
@@ -97,7 +97,7 @@ async fn start(
 }
 
 async fn send(
-    State(state): State<Arc<A2aState>>,
+    State(state): State<Arc<TaskService>>,
     Extension(caller): Extension<Caller>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -117,7 +117,7 @@ async fn send(
 }
 
 async fn stream(
-    State(state): State<Arc<A2aState>>,
+    State(state): State<Arc<TaskService>>,
     Extension(caller): Extension<Caller>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -140,7 +140,7 @@ fn query_params(raw: Option<&str>) -> Map<String, Value> {
 }
 
 async fn list(
-    State(state): State<Arc<A2aState>>,
+    State(state): State<Arc<TaskService>>,
     Extension(caller): Extension<Caller>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
@@ -158,7 +158,7 @@ fn split_segment(segment: &str) -> (&str, Option<&str>) {
 }
 
 async fn task_get(
-    State(state): State<Arc<A2aState>>,
+    State(state): State<Arc<TaskService>>,
     Extension(caller): Extension<Caller>,
     Path(segment): Path<String>,
     RawQuery(raw): RawQuery,
@@ -177,7 +177,7 @@ async fn task_get(
 }
 
 async fn task_post(
-    State(state): State<Arc<A2aState>>,
+    State(state): State<Arc<TaskService>>,
     Extension(caller): Extension<Caller>,
     Path(segment): Path<String>,
     RawQuery(raw): RawQuery,
@@ -192,7 +192,7 @@ async fn task_post(
 }
 
 async fn subscribe(
-    state: &Arc<A2aState>,
+    state: &Arc<TaskService>,
     id: &str,
     caller: &Caller,
     headers: &HeaderMap,
@@ -214,7 +214,7 @@ async fn push() -> Result<Response, RestError> {
     .into())
 }
 
-async fn extended(State(state): State<Arc<A2aState>>, headers: HeaderMap) -> Result<Response, RestError> {
+async fn extended(State(state): State<Arc<TaskService>>, headers: HeaderMap) -> Result<Response, RestError> {
     Ok(json_response(super::extended_card(&state, &headers)?))
 }
 

@@ -1,0 +1,177 @@
+//! The followers of tasks: one broadcast channel per task someone follows (a run or a
+//! subscriber), fed with every event once it is stored, and the stream a follower reads —
+//! the task's log after a position, then live events — until the turn or the task ends.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use e2a::types::A2aTaskState;
+use serde_json::Value;
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+
+use super::error::A2aError;
+use super::{EventStream, TaskService};
+use crate::store::StoredEvent;
+
+/// How long a follower of a task another gateway runs waits for a notice before it reads the
+/// task's log itself.
+const REMOTE_POLL: Duration = Duration::from_secs(1);
+/// What a task's channel carries to its followers.
+#[derive(Debug, Clone)]
+pub(super) enum Feed {
+    /// An event, stored.
+    Event(StoredEvent),
+    /// The store failed while the task ran: the turn ended without a stored terminal event.
+    Broken(Arc<str>),
+}
+
+/// Where a follower's stream ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Until {
+    /// At a terminal or interrupted state (a send's stream: the turn is over).
+    TurnEnd,
+    /// At a terminal state (a subscription).
+    Terminal,
+}
+
+/// Whether `event` ends a stream that runs `until`.
+pub(super) fn ends(event: &Value, until: Until) -> bool {
+    let state = event
+        .pointer("/statusUpdate/status/state")
+        .or_else(|| event.pointer("/task/status/state"))
+        .and_then(Value::as_str)
+        .and_then(A2aTaskState::read);
+    state.is_some_and(|s| s.is_terminal() || (until == Until::TurnEnd && s.is_interrupted()))
+}
+
+impl TaskService {
+    /// Drops task `id`'s channel when its task has ended (`done`) or nobody follows it (its
+    /// followers catch up from the log).
+    pub(super) fn drop_channel(&self, id: &str, done: bool) {
+        let mut c = self.channels.lock();
+        let idle = c.get(id).is_some_and(|tx| tx.receiver_count() == 0);
+        if done || idle {
+            c.remove(id);
+        }
+    }
+
+    /// An event another gateway appended: to this gateway's followers of the task, if any.
+    pub(super) async fn relay(&self, task_id: &str, seq: u64, event: Option<Value>) {
+        let Some(tx) = self.channels.lock().get(task_id).cloned() else {
+            return;
+        };
+        let event = match event {
+            Some(e) => e,
+            // too large for the notice: from the log
+            None => match self.store.events_after(task_id, seq.saturating_sub(1)).await {
+                Ok(events) => match events.into_iter().find(|e| e.seq == seq) {
+                    Some(e) => e.event,
+                    None => return,
+                },
+                Err(e) => {
+                    tracing::warn!(task_id, error = %e, "cannot read a relayed event");
+                    return;
+                }
+            },
+        };
+        let done = ends(&event, Until::Terminal);
+        let _ = tx.send(Feed::Event(StoredEvent { seq, event }));
+        self.drop_channel(task_id, done);
+    }
+
+    /// A receiver of task `id`'s channel (made on first use). It subscribes while holding the
+    /// table's lock, so a channel is never dropped as idle between its lookup and the
+    /// subscription.
+    pub(super) fn channel(&self, id: &str) -> broadcast::Receiver<Feed> {
+        self.channels
+            .lock()
+            .entry(id.to_string())
+            .or_insert_with(|| broadcast::channel(1024).0)
+            .subscribe()
+    }
+
+    /// The events of task `id` after `after` from the log, then live ones, until an event ends
+    /// the stream (`until`), the channel closes, or the gateway drains and no run is behind it.
+    pub(super) fn follow(
+        self: &Arc<Self>,
+        id: String,
+        after: u64,
+        rx: Option<broadcast::Receiver<Feed>>,
+        until: Until,
+    ) -> EventStream {
+        let this = self.clone();
+        Box::pin(async_stream::stream! {
+            let mut last = after;
+            match this.store.events_after(&id, last).await {
+                Ok(events) => for e in events {
+                    last = e.seq;
+                    let end = ends(&e.event, until);
+                    yield Ok(e);
+                    if end { return; }
+                },
+                Err(e) => {
+                    yield Err(A2aError::from(e));
+                    return;
+                }
+            }
+            let Some(mut rx) = rx else { return };
+            // a task another gateway runs: its events come as notices, and after a quiet
+            // REMOTE_POLL from the log (a notice lost while the listener reconnected)
+            let shared = this.store.shared();
+            let mut quiet = Instant::now();
+            loop {
+                let got = tokio::select! {
+                    r = rx.recv() => Some(r),
+                    _ = tokio::time::sleep(Duration::from_millis(250)) => None,
+                };
+                let closed = match got {
+                    None => {
+                        if this.shared.runs.draining() && this.live_of(&id).is_none() {
+                            return;
+                        }
+                        if !(shared && quiet.elapsed() >= REMOTE_POLL && this.live_of(&id).is_none()) {
+                            continue;
+                        }
+                        quiet = Instant::now();
+                        false
+                    }
+                    Some(Ok(Feed::Broken(why))) => {
+                        yield Err(A2aError::internal(why.to_string()));
+                        return;
+                    }
+                    Some(Ok(Feed::Event(e))) if e.seq == last.saturating_add(1) => {
+                        quiet = Instant::now();
+                        last = e.seq;
+                        let end = ends(&e.event, until);
+                        yield Ok(e);
+                        if end { return; }
+                        continue;
+                    }
+                    Some(Ok(Feed::Event(e))) if e.seq <= last => continue,
+                    Some(Ok(_)) | Some(Err(broadcast::error::RecvError::Lagged(_))) => false,
+                    Some(Err(broadcast::error::RecvError::Closed)) => true,
+                };
+                // a gap (lagged), a quiet spell or a closed channel: catch up from the log
+                match this.store.events_after(&id, last).await {
+                    Ok(events) => for e in events {
+                        quiet = Instant::now();
+                        last = e.seq;
+                        let end = ends(&e.event, until);
+                        yield Ok(e);
+                        if end { return; }
+                    },
+                    Err(e) => {
+                        yield Err(A2aError::from(e));
+                        return;
+                    }
+                }
+                if closed {
+                    // a channel closes after its task's last event, which the log then holds;
+                    // one that closed before the end (dropped as idle): follow a new one
+                    rx = this.channel(&id);
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,160 @@
+//! The task log side of the service: every event is applied to the task's snapshot and
+//! appended to its log before any follower sees it; a store that fails fails the turn; a task
+//! left without a run is settled as `FAILED` with the reason.
+
+use std::sync::Arc;
+
+use e2a::types::A2aTaskState;
+use serde_json::Value;
+
+use super::error::A2aError;
+use super::feed::Feed;
+use super::snapshot::{agent_message, apply, status_event};
+use super::{TaskService, FAILED, SNAPSHOT_EVERY, STORE_FAILED};
+use crate::agent::Caller;
+use crate::store::{now_ms, StoredEvent, TaskRecord};
+
+impl TaskService {
+    /// Writes an event: applies it to the snapshot, appends it to the log, then tells followers.
+    /// An event the store does not take reaches nobody: the error is returned (and logged), and
+    /// `rec` holds the event applied in memory only.
+    pub(super) async fn commit(&self, rec: &mut TaskRecord, event: Value) -> Result<(), A2aError> {
+        apply(&mut rec.task, &event);
+        if let Some(s) = rec
+            .task
+            .pointer("/status/state")
+            .and_then(Value::as_str)
+            .and_then(A2aTaskState::read)
+        {
+            rec.state = s;
+        }
+        rec.updated_ms = now_ms();
+        // artifact chunks leave the stored snapshot alone (up to SNAPSHOT_EVERY of them): a
+        // reader catches up from the log
+        let snapshot = event.get("artifactUpdate").is_none()
+            || rec.last_seq.saturating_sub(rec.snapshot_seq) + 1 >= SNAPSHOT_EVERY;
+        let seq = self
+            .store
+            .append(rec.clone(), event.clone(), snapshot)
+            .await
+            .map_err(|e| {
+                tracing::error!(task_id = %rec.id, error = %e, "cannot store a task event: nobody is told of it");
+                A2aError::internal(STORE_FAILED)
+            })?;
+        rec.last_seq = seq;
+        if snapshot {
+            rec.snapshot_seq = seq;
+        }
+        let tx = {
+            let mut c = self.channels.lock();
+            if rec.state.is_terminal() {
+                // the last event: followers get it, then the channel closes
+                c.remove(&rec.id)
+            } else {
+                c.get(&rec.id).cloned()
+            }
+        };
+        if let Some(tx) = tx {
+            let _ = tx.send(Feed::Event(StoredEvent { seq, event }));
+        }
+        Ok(())
+    }
+
+    /// The store failed under task `rec`'s run: the run is stopped, the task is failed (in the
+    /// store if it takes that, else `GetTask` says so from memory) and its followers end with
+    /// an error; nobody sees an event the store did not take.
+    pub(super) async fn store_failed(&self, rec: &mut TaskRecord) {
+        let why: Arc<str> = Arc::from(STORE_FAILED);
+        self.broken.lock().insert(rec.id.clone(), why.clone());
+        if let Some(live) = self.live_of(&rec.id) {
+            live.cancel.cancel();
+        }
+        let ev = status_event(rec, FAILED, Some(agent_message(rec, STORE_FAILED)));
+        if self.commit(rec, ev).await.is_ok() {
+            self.broken.lock().remove(&rec.id);
+            return;
+        }
+        if let Some(tx) = self.channels.lock().remove(&rec.id) {
+            let _ = tx.send(Feed::Broken(why));
+        }
+    }
+
+    /// A stored record with its snapshot brought up to date from the log.
+    pub(super) async fn caught_up(&self, mut rec: TaskRecord) -> Result<TaskRecord, A2aError> {
+        if rec.snapshot_seq < rec.last_seq {
+            for e in self.store.events_after(&rec.id, rec.snapshot_seq).await? {
+                apply(&mut rec.task, &e.event);
+                rec.snapshot_seq = e.seq;
+            }
+        }
+        Ok(rec)
+    }
+
+    /// Task `id` from the store, up to date.
+    pub(super) async fn stored(&self, id: &str) -> Result<Option<TaskRecord>, A2aError> {
+        match self.store.get(id).await? {
+            Some(rec) => Ok(Some(self.caught_up(rec).await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The caller's task `id`, settled if its run is gone.
+    pub async fn load(&self, id: &str, caller: &Caller) -> Result<TaskRecord, A2aError> {
+        let rec = self
+            .stored(id)
+            .await?
+            .filter(|r| r.owner == caller.subject)
+            .ok_or_else(|| A2aError::task_not_found(id))?;
+        Ok(self.settle(rec).await)
+    }
+
+    /// A task left `SUBMITTED`/`WORKING` without a run (the gateway stopped) ends as `FAILED`.
+    pub(super) async fn settle(&self, rec: TaskRecord) -> TaskRecord {
+        let active = |r: &TaskRecord| r.state.is_active();
+        if !active(&rec) || self.live_of(&rec.id).is_some() {
+            return rec;
+        }
+        // a run commits its last event before it leaves the table: read again to see it
+        let mut rec = match self.stored(&rec.id).await {
+            Ok(Some(fresh)) => fresh,
+            _ => rec,
+        };
+        if !active(&rec) || self.live_of(&rec.id).is_some() {
+            return rec;
+        }
+        // on a shared store, another instance may run it: only a task whose lease has expired
+        // (this gateway can take it) has no run anywhere
+        match self.store.acquire(&rec.id, &self.holder, self.config.lease).await {
+            Ok(true) => {}
+            Ok(false) => return rec,
+            Err(e) => {
+                tracing::error!(task_id = %rec.id, error = %e, "cannot check a task's lease");
+                return rec;
+            }
+        }
+        // read again under the lease: the run may have ended meanwhile
+        if let Ok(Some(fresh)) = self.stored(&rec.id).await {
+            rec = fresh;
+        }
+        if active(&rec) && self.live_of(&rec.id).is_none() {
+            let broken = self.broken.lock().get(&rec.id).cloned();
+            let why = match &broken {
+                Some(why) => why,
+                None if self.store.shared() => {
+                    "the gateway running the task stopped before it finished (its lease expired)"
+                }
+                None => "the gateway restarted before the task finished",
+            };
+            tracing::warn!(task_id = %rec.id, "task without a run: failed ({why})");
+            let ev = status_event(&rec, FAILED, Some(agent_message(&rec, why)));
+            // a store that still fails: the task reads FAILED from memory (commit applied it)
+            if self.commit(&mut rec, ev).await.is_ok() && broken.is_some() {
+                self.broken.lock().remove(&rec.id);
+            }
+        }
+        if let Err(e) = self.store.release(&rec.id, &self.holder).await {
+            tracing::warn!(task_id = %rec.id, error = %e, "cannot release a task's lease");
+        }
+        rec
+    }
+}

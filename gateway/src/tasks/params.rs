@@ -1,0 +1,195 @@
+//! What a task request asks, checked: the message of a send, its media types against the
+//! card, `historyLength`, and the parameters of `ListTasks`.
+
+use e2a::types::A2aTaskState;
+use serde_json::{Map, Value};
+
+use super::error::{A2aError, A2aErrorKind};
+
+fn media_fits(modes: &[String], media: &str) -> bool {
+    let base = |m: &str| m.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let media = base(media);
+    modes
+        .iter()
+        .map(|m| base(m))
+        .any(|m| m == "*/*" || m == media || m.strip_suffix("/*").is_some_and(|t| media.split('/').next() == Some(t)))
+}
+
+fn int_of(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// `historyLength` of a request: `None` for all of it.
+pub fn history_length(params: &Map<String, Value>) -> Result<Option<usize>, A2aError> {
+    match params.get("historyLength") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match int_of(v) {
+            Some(n) if n >= 0 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+            _ => Err(A2aError::invalid_params("historyLength must be a non-negative integer")),
+        },
+    }
+}
+
+pub(super) fn check_message(message: &Value) -> Result<(), A2aError> {
+    let m = message
+        .as_object()
+        .ok_or_else(|| A2aError::invalid_params("params.message must be an object"))?;
+    if m.get("messageId").and_then(Value::as_str).is_none_or(str::is_empty) {
+        return Err(A2aError::invalid_params("params.message.messageId is required"));
+    }
+    if !matches!(m.get("role").and_then(Value::as_str), Some("ROLE_USER" | "ROLE_AGENT")) {
+        return Err(A2aError::invalid_params(
+            "params.message.role must be ROLE_USER or ROLE_AGENT",
+        ));
+    }
+    match m.get("parts").and_then(Value::as_array) {
+        Some(parts) if !parts.is_empty() => {
+            for (i, p) in parts.iter().enumerate() {
+                let known = p
+                    .as_object()
+                    .is_some_and(|p| ["text", "raw", "url", "data"].iter().any(|k| p.contains_key(*k)));
+                if !known {
+                    return Err(A2aError::invalid_params(format!(
+                        "params.message.parts[{i}] has none of text, raw, url, data"
+                    )));
+                }
+            }
+            Ok(())
+        }
+        _ => Err(A2aError::invalid_params(
+            "params.message.parts must be a non-empty array",
+        )),
+    }
+}
+
+/// Every part's `mediaType` must be one the card accepts (`ours`: `defaultInputModes`).
+pub(super) fn check_input_modes(ours: &[String], message: &Value) -> Result<(), A2aError> {
+    let parts = message
+        .get("parts")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (i, p) in parts.iter().enumerate() {
+        if let Some(media) = p.get("mediaType").and_then(Value::as_str).filter(|m| !m.is_empty()) {
+            if !media_fits(ours, media) {
+                return Err(A2aError::new(
+                    A2aErrorKind::ContentTypeNotSupported,
+                    format!(
+                        "params.message.parts[{i}].mediaType {media} is not accepted (the agent takes {})",
+                        ours.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One of the client's accepted output modes must be one the agent produces (`ours`:
+/// `defaultOutputModes`); none accepted means any.
+pub(super) fn check_output_modes(ours: &[String], accepted: &[String]) -> Result<(), A2aError> {
+    if accepted.is_empty() {
+        return Ok(());
+    }
+    let fits = |a: &str| {
+        let a = a.trim().to_ascii_lowercase();
+        a == "*/*"
+            || ours.iter().any(|o| {
+                let o = o.to_ascii_lowercase();
+                o == a || a.strip_suffix("/*").is_some_and(|t| o.starts_with(&format!("{t}/")))
+            })
+    };
+    if accepted.iter().any(|a| fits(a)) {
+        Ok(())
+    } else {
+        Err(A2aError::new(
+            A2aErrorKind::ContentTypeNotSupported,
+            format!(
+                "none of the accepted output modes is produced (the agent answers {})",
+                ours.join(", ")
+            ),
+        ))
+    }
+}
+
+/// The parameters of `ListTasks` (1.0 camelCase names), checked.
+pub(super) struct ListParams {
+    /// Tasks per page (1–100, default 50).
+    pub(super) page_size: usize,
+    /// Tasks to skip (the page token).
+    pub(super) offset: usize,
+    /// History messages per task (`None`: all).
+    pub(super) history: Option<usize>,
+    /// Whether tasks carry their artifacts.
+    pub(super) include_artifacts: bool,
+    /// Only tasks in this state.
+    pub(super) state: Option<A2aTaskState>,
+    /// Only tasks of this context.
+    pub(super) context_id: Option<String>,
+    /// Only tasks updated after this time (Unix ms).
+    pub(super) updated_after_ms: Option<i64>,
+}
+
+impl ListParams {
+    /// Reads `params`; a wrong value is invalid params naming it.
+    pub(super) fn read(params: &Map<String, Value>) -> Result<Self, A2aError> {
+        let page_size = match params.get("pageSize") {
+            None | Some(Value::Null) => 50,
+            Some(v) => match int_of(v) {
+                Some(n) if (1..=100).contains(&n) => usize::try_from(n).unwrap_or(50),
+                Some(0) => 50,
+                _ => return Err(A2aError::invalid_params("pageSize must be between 1 and 100")),
+            },
+        };
+        let offset = match params
+            .get("pageToken")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            None => 0,
+            Some(t) => t
+                .parse::<usize>()
+                .map_err(|_| A2aError::invalid_params("pageToken is not a token this server issued"))?,
+        };
+        let include_artifacts = match params.get("includeArtifacts") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(Value::String(s)) if s == "true" || s == "false" => s == "true",
+            Some(_) => return Err(A2aError::invalid_params("includeArtifacts must be a boolean")),
+        };
+        let state = match params.get("status") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.is_empty() => None,
+            Some(Value::String(s)) => match A2aTaskState::read(s) {
+                Some(A2aTaskState::TaskStateUnspecified) => None,
+                Some(state) => Some(state),
+                None => return Err(A2aError::invalid_params(format!("status {s:?} is not a task state"))),
+            },
+            Some(_) => return Err(A2aError::invalid_params("status must be a task state")),
+        };
+        let updated_after_ms = match params.get("statusTimestampAfter").and_then(Value::as_str) {
+            None => None,
+            Some(t) => Some(
+                e2a::timestamp::parse_rfc3339_ms(t)
+                    .ok_or_else(|| A2aError::invalid_params("statusTimestampAfter must be an RFC 3339 timestamp"))?,
+            ),
+        };
+        Ok(ListParams {
+            page_size,
+            offset,
+            history: history_length(params)?,
+            include_artifacts,
+            state,
+            context_id: params
+                .get("contextId")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(String::from),
+            updated_after_ms,
+        })
+    }
+}
