@@ -4,8 +4,9 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::types::{
-    A2aStreamEventBody, ChunkBody, CompleteBody, CronBody, E2AResponse, ErrorBody, ExtBody, JsonRpcErrorBody,
-    OutputRequestBody, PlanApprovalRequiredBody, PromptResultBody, ResponseKind, ResponseStatus, SessionUpdateBody,
+    A2aStreamEventBody, ChunkBody, ChunkEventType, CompleteBody, CronBody, E2AResponse, ErrorBody, ExtBody,
+    JsonRpcErrorBody, OutputRequestBody, PlanApprovalRequiredBody, PromptResultBody, ResponseKind, ResponseStatus,
+    SessionUpdateBody,
 };
 
 /// A response `body` decoded according to `response_kind`.
@@ -160,6 +161,34 @@ impl ChunkBody {
             team_name: None,
             extra: Map::new(),
         }
+    }
+
+    /// A chunk body carrying a structured delta: `event_type` says which (`chat.tool_call`,
+    /// `chat.tool_result`, `artifact`), `delta` is its typed value.
+    pub fn structured(kind: crate::types::DeltaKind, event: ChunkEventType, delta: impl serde::Serialize) -> Self {
+        let mut body = ChunkBody::delta(kind, serde_json::to_value(delta).unwrap_or(Value::Null));
+        body.event_type = Some(event.as_str().into());
+        body
+    }
+
+    /// The structured delta of a chunk body whose `event_type` is `event`, typed (`None` for
+    /// another chunk, or a delta that does not read as `T`).
+    ///
+    /// ```
+    /// use e2a::types::{ChunkEventType, ToolResultDelta};
+    /// let mut frames = e2a::stream::ResponseStream::for_request(&e2a::E2AEnvelope::default());
+    /// let f = frames.tool_result("call-1", serde_json::json!({"temp_c": 21}));
+    /// let r: ToolResultDelta = e2a::types::ChunkBody::structured_delta(&f.body, ChunkEventType::ChatToolResult).unwrap();
+    /// assert_eq!(r.tool_call_id, "call-1");
+    /// ```
+    pub fn structured_delta<T: serde::de::DeserializeOwned>(
+        body: &Map<String, Value>,
+        event: ChunkEventType,
+    ) -> Option<T> {
+        if body.get("event_type").and_then(Value::as_str) != Some(event.as_str()) {
+            return None;
+        }
+        serde_json::from_value(body.get("delta")?.clone()).ok()
     }
 
     /// The `delta_kind` of a chunk body, when it is one of the known kinds.

@@ -14,7 +14,11 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{json, Map, Value};
 
 use crate::response::body_map;
-use crate::types::{ChunkBody, DeltaKind, E2AEnvelope, E2AResponse, ErrorBody, ResponseKind, ResponseStatus};
+use crate::types::{
+    ArtifactDelta, ChunkBody, ChunkEventType, DeltaKind, E2AEnvelope, E2AResponse, ErrorBody, PauseKind, PausedResult,
+    PausedResultState, PlanApprovalRequiredBody, ReplyResult, ReplyResultReply, ResponseKind, ResponseStatus, ToolCall,
+    ToolCallDelta, ToolResultDelta,
+};
 
 /// Produces the response frames of one request with the stream invariants built in.
 ///
@@ -102,6 +106,95 @@ impl ResponseStream {
     /// A reasoning delta (`delta_kind: reasoning`).
     pub fn reasoning(&mut self, delta: &str) -> E2AResponse {
         self.chunk(body_map(ChunkBody::delta(DeltaKind::Reasoning, delta)))
+    }
+
+    /// A tool call (`delta_kind: tool`, `event_type: chat.tool_call`, a [`ToolCallDelta`] with
+    /// status `in_progress`).
+    pub fn tool_call(&mut self, id: &str, name: &str, arguments: Value) -> E2AResponse {
+        let delta = ToolCallDelta {
+            tool_call: ToolCall {
+                tool_call_id: id.into(),
+                name: Some(name.into()),
+                arguments: Some(arguments),
+                status: Some("in_progress".into()),
+                extra: Map::new(),
+            },
+            extra: Map::new(),
+        };
+        self.chunk(body_map(ChunkBody::structured(
+            DeltaKind::Tool,
+            ChunkEventType::ChatToolCall,
+            delta,
+        )))
+    }
+
+    /// The result of tool call `id` (`delta_kind: tool`, `event_type: chat.tool_result`, a
+    /// [`ToolResultDelta`] with status `completed`).
+    pub fn tool_result(&mut self, id: &str, result: Value) -> E2AResponse {
+        let delta = ToolResultDelta {
+            tool_call_id: id.into(),
+            result: Some(result),
+            status: Some("completed".into()),
+            extra: Map::new(),
+        };
+        self.chunk(body_map(ChunkBody::structured(
+            DeltaKind::Tool,
+            ChunkEventType::ChatToolResult,
+            delta,
+        )))
+    }
+
+    /// A piece of an artifact (`delta_kind: custom`, `event_type: artifact`, an
+    /// [`ArtifactDelta`]).
+    pub fn artifact(&mut self, piece: &ArtifactDelta) -> E2AResponse {
+        self.chunk(body_map(ChunkBody::structured(
+            DeltaKind::Custom,
+            ChunkEventType::Artifact,
+            piece,
+        )))
+    }
+
+    /// Pauses the turn to ask the user (`kind`: approval or input): the
+    /// `plan.approval_required` frame and the final `e2a.complete` whose result is a
+    /// [`PausedResult`]. Consumes the stream.
+    pub fn pause(self, kind: PauseKind, question: &str, resumable: bool) -> [E2AResponse; 2] {
+        self.pause_with(PlanApprovalRequiredBody {
+            plan_content: Some(question.into()),
+            plan_slug: None,
+            plan_path: None,
+            input_kind: Some(kind),
+            resumable: Some(resumable),
+            extra: Map::new(),
+        })
+    }
+
+    /// [`ResponseStream::pause`] with a whole pause body (a plan's slug and path, fields of
+    /// the agent's own); what is absent reads as an approval that can be answered.
+    pub fn pause_with(mut self, body: PlanApprovalRequiredBody) -> [E2AResponse; 2] {
+        let result = PausedResult {
+            state: PausedResultState::InputRequired,
+            input_kind: Some(body.input_kind.unwrap_or(PauseKind::Approval)),
+            prompt: body.plan_content.clone(),
+            resumable: Some(body.resumable.unwrap_or(true)),
+            extra: Map::new(),
+        };
+        let asked = self.event(ResponseKind::PlanApprovalRequired, body_map(body));
+        [
+            asked,
+            self.complete(serde_json::to_value(result).unwrap_or(Value::Null)),
+        ]
+    }
+
+    /// Answers with a direct message (A2A: a `Message`, no task): the `a2a.message` frame
+    /// and the final `e2a.complete` whose result is a [`ReplyResult`]. Consumes the stream.
+    pub fn reply(mut self, message: Map<String, Value>, text: &str) -> [E2AResponse; 2] {
+        let said = self.event(ResponseKind::A2aMessage, message);
+        let result = ReplyResult {
+            content: Some(text.into()),
+            reply: ReplyResultReply::Message,
+            extra: Map::new(),
+        };
+        [said, self.complete(serde_json::to_value(result).unwrap_or(Value::Null))]
     }
 
     /// A non-final frame of another kind (e.g. `acp.session_update`, `a2a.stream_event`).

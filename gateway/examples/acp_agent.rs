@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use e2a::stream::ResponseStream;
 use e2a::E2AEnvelope;
-use e2a_gateway::backends::{request_text, tool_call_body, tool_result_body};
+use e2a_gateway::backends::request_text;
 use e2a_gateway::bindings::acp::{AcpServer, AcpServerConfig};
 use e2a_gateway::{Agent, FrameStream, RequestContext};
 use serde_json::json;
@@ -33,8 +33,8 @@ impl Agent for Weather {
             let question = request_text(&request);
             let mut s = ResponseStream::for_request(&request);
             yield s.reasoning("The user asks something; look the weather up first.");
-            yield s.chunk(tool_call_body("call-1", "get_weather", &json!({"city": "Paris"})));
-            yield s.chunk(tool_result_body("call-1", &json!({"temp_c": 21})));
+            yield s.tool_call("call-1", "get_weather", json!({"city": "Paris"}));
+            yield s.tool_result("call-1", json!({"temp_c": 21}));
             let answer = format!("You asked \"{question}\". It is 21 °C in Paris.");
             for word in answer.split_inclusive(' ') {
                 // a cancelled turn stops here; the gateway ends it with stopReason: cancelled

@@ -271,3 +271,29 @@ async fn an_agent_that_panics_is_cut_off_with_an_error_final_frame() {
     let again = post(&server.base, &envelope("hi"), "application/json").await;
     assert_eq!(again.status(), 200);
 }
+
+#[tokio::test]
+async fn a_remote_agents_own_error_words_stay_in_the_log() {
+    // a remote E2A server whose problem detail echoes what it was sent (a credential)
+    let app = axum::Router::new().route(
+        e2a_gateway::bindings::e2a_http::REQUESTS_PATH,
+        axum::routing::post(|| async {
+            (
+                axum::http::StatusCode::BAD_REQUEST,
+                [("content-type", "application/problem+json")],
+                r#"{"code": "E2A.INVALID_PARAMS", "detail": "bad header Authorization: Bearer sk-live-secret"}"#,
+            )
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let back = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let remote = E2aRemoteAgent::new(E2aRemoteConfig::new(back)).expect("remote agent");
+    let front = start(Arc::new(remote), fast_config()).await;
+    let frames = sse(&front.base, &envelope("hi")).await;
+    let last = frames.last().expect("final");
+    assert_eq!(last.body["code"], "E2A.INVALID_PARAMS", "the remote's code is kept");
+    assert_eq!(last.body["details"]["http_status"], 400);
+    let shown = serde_json::to_string(&last.body).unwrap();
+    assert!(!shown.contains("sk-live-secret"), "{shown}");
+}

@@ -177,6 +177,27 @@ class AgentResponseChunk(BaseModel):
     request_id: str = Field(..., description='Request id.')
 
 
+class ArtifactKind(Enum):
+    """
+    What an artifact holds: `text`, `file` (bytes inline, base64), `file_url` (a file by reference) or `data` (structured JSON).
+    """
+
+    text = 'text'
+    file = 'file'
+    file_url = 'file_url'
+    data = 'data'
+
+
+class ChunkEventType(Enum):
+    """
+    `event_type` of the `e2a.chunk`s that carry a structured delta: `chat.tool_call` (`delta_kind: tool`, a `ToolCallDelta`), `chat.tool_result` (`delta_kind: tool`, a `ToolResultDelta`) and `artifact` (`delta_kind: custom`, an `ArtifactDelta`). The ACP, A2A and AG-UI projectors read these.
+    """
+
+    chat_tool_call = 'chat.tool_call'
+    chat_tool_result = 'chat.tool_result'
+    artifact = 'artifact'
+
+
 class CompleteBody(BaseModel):
     """
     Body of `e2a.complete`: the business outcome.
@@ -428,14 +449,55 @@ class OutputRequestBody(BaseModel):
     params: Optional[Dict[str, Any]] = Field(None, description='Method params.')
 
 
-class PlanApprovalRequiredBody(BaseModel):
+class PauseKind(Enum):
     """
-    Body of `plan.approval_required`: a plan waiting for the user's approval.
+    What a pause (`plan.approval_required`) asks the user for: `approval` of a plan (yes / no) or `input` (free text).
     """
 
-    plan_content: Optional[str] = Field(None, description='Plan text.')
+    approval = 'approval'
+    input = 'input'
+
+
+class State(Enum):
+    """
+    Always `input_required`.
+    """
+
+    input_required = 'input_required'
+
+
+class PausedResult(BaseModel):
+    """
+    `result` of the `e2a.complete` that ends a paused turn: `state: input_required`, what it asks and whether it can be answered.
+    """
+
+    input_kind: Optional[PauseKind] = Field(
+        None, description='What the pause asks for.'
+    )
+    prompt: Optional[str] = Field(None, description='The question shown to the user.')
+    resumable: Optional[bool] = Field(
+        None, description='Whether a follow-up request can answer it.'
+    )
+    state: State = Field(..., description='Always `input_required`.')
+
+
+class PlanApprovalRequiredBody(BaseModel):
+    """
+    Body of `plan.approval_required`: the agent pauses the turn and asks the user, for approval of a plan (`input_kind: approval`, answered yes or no) or for input (`input_kind: input`, answered with text). The answer is the next request of the same task, context or session; the turn's final frame is an `e2a.complete` whose `result` is a `PausedResult`.
+    """
+
+    input_kind: Optional[PauseKind] = Field(
+        None, description='What the pause asks for (absent: `approval`).'
+    )
+    plan_content: Optional[str] = Field(
+        None, description='Plan text (the question shown to the user).'
+    )
     plan_path: Optional[str] = Field(None, description='Plan file path.')
     plan_slug: Optional[str] = Field(None, description='Plan slug.')
+    resumable: Optional[bool] = Field(
+        None,
+        description='Whether a follow-up request can answer the pause (false when the request carried no task, context or session id to continue).',
+    )
 
 
 class PromptResultBody(BaseModel):
@@ -447,6 +509,23 @@ class PromptResultBody(BaseModel):
         None, description='ACP stop reason (`end_turn`, `cancelled`, …).'
     )
     userMessageId: Optional[str] = Field(None, description='Id of the user message.')
+
+
+class Reply(Enum):
+    """
+    Always `message`.
+    """
+
+    message = 'message'
+
+
+class ReplyResult(BaseModel):
+    """
+    `result` of the `e2a.complete` after an `a2a.message` frame: the agent answered with a direct message (A2A: a `Message`, no task).
+    """
+
+    content: Optional[str] = Field(None, description="The reply's text.")
+    reply: Reply = Field(..., description='Always `message`.')
 
 
 class ResponseKind(RootModel[str]):
@@ -498,6 +577,46 @@ class SourceProtocol(Enum):
     a2a = 'a2a'
 
 
+class ToolCall(BaseModel):
+    """
+    A tool call the agent makes.
+    """
+
+    arguments: Optional[Any] = Field(
+        None, description="The call's arguments (any JSON, usually an object)."
+    )
+    name: Optional[str] = Field(None, description="The tool's name.")
+    status: Optional[str] = Field(
+        None,
+        description="The call's status (`pending`, `in_progress`, `completed`, `failed`: ACP's `ToolCallStatus`).",
+    )
+    tool_call_id: str = Field(
+        ..., description="The call's id, unique in the turn; its result names it."
+    )
+
+
+class ToolCallDelta(BaseModel):
+    """
+    `delta` of a `chat.tool_call` chunk.
+    """
+
+    tool_call: ToolCall = Field(..., description='The call.')
+
+
+class ToolResultDelta(BaseModel):
+    """
+    `delta` of a `chat.tool_result` chunk: the result of the call `tool_call_id`.
+    """
+
+    result: Optional[Any] = Field(
+        None, description='The result (any JSON; a string is shown as is).'
+    )
+    status: Optional[str] = Field(
+        None, description="The call's status once answered (`completed`, `failed`)."
+    )
+    tool_call_id: str = Field(..., description='The call this answers.')
+
+
 class WireMetadataKey(Enum):
     """
     Internal keys of the agent-server wire that live in `metadata` and are never copied into `channel_context` (`E2A_WIRE_INTERNAL_METADATA_KEYS`).
@@ -507,6 +626,27 @@ class WireMetadataKey(Enum):
     field_e2a_wire_legacy_agent_chunk = '_e2a_wire_legacy_agent_chunk'
     field_jiuwenswarm_server_push = '_jiuwenswarm_server_push'
     field_jiuwenswarm_cancel_source = '_jiuwenswarm_cancel_source'
+
+
+class ArtifactDelta(BaseModel):
+    """
+    `delta` of an `artifact` chunk: one piece of an artifact (A2A `TaskArtifactUpdateEvent`). The pieces of one artifact share `artifact_id`; every piece after the first has `append: true`, the last `last_chunk: true`.
+    """
+
+    append: bool = Field(
+        False,
+        description='Whether this piece extends the artifact (else it starts or replaces it).',
+    )
+    artifact_id: str = Field(..., description="The artifact's id, unique in the task.")
+    kind: Optional[ArtifactKind] = Field(None, description='What it holds.')
+    last_chunk: bool = Field(
+        True, description="Whether this is the artifact's last piece."
+    )
+    name: Optional[str] = Field(None, description="The artifact's name.")
+    parts: List[Dict[str, Any]] = Field(
+        ...,
+        description='A2A `Part`s of this piece (`{"text"}`, `{"raw", "mediaType", "filename"}`, `{"url", …}`, `{"data"}`).',
+    )
 
 
 class ChunkBody(BaseModel):

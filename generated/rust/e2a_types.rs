@@ -609,6 +609,93 @@ pub struct AgentResponseChunk {
     ///Request id.
     pub request_id: ::std::string::String,
 }
+///`delta` of an `artifact` chunk: one piece of an artifact (A2A `TaskArtifactUpdateEvent`). The pieces of one artifact share `artifact_id`; every piece after the first has `append: true`, the last `last_chunk: true`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+pub struct ArtifactDelta {
+    ///Whether this piece extends the artifact (else it starts or replaces it).
+    #[serde(default)]
+    pub append: bool,
+    ///The artifact's id, unique in the task.
+    pub artifact_id: ::std::string::String,
+    ///What it holds.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub kind: ::std::option::Option<ArtifactKind>,
+    ///Whether this is the artifact's last piece.
+    #[serde(default = "defaults::default_bool::<true>")]
+    pub last_chunk: bool,
+    ///The artifact's name.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub name: ::std::option::Option<::std::string::String>,
+    ///A2A `Part`s of this piece (`{"text"}`, `{"raw", "mediaType", "filename"}`, `{"url", …}`, `{"data"}`).
+    pub parts: ::std::vec::Vec<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+    #[serde(flatten)]
+    pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+}
+///What an artifact holds: `text`, `file` (bytes inline, base64), `file_url` (a file by reference) or `data` (structured JSON).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum ArtifactKind {
+    #[serde(rename = "text")]
+    Text,
+    #[serde(rename = "file")]
+    File,
+    #[serde(rename = "file_url")]
+    FileUrl,
+    #[serde(rename = "data")]
+    Data,
+}
+impl ::std::fmt::Display for ArtifactKind {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Text => f.write_str("text"),
+            Self::File => f.write_str("file"),
+            Self::FileUrl => f.write_str("file_url"),
+            Self::Data => f.write_str("data"),
+        }
+    }
+}
+impl ::std::str::FromStr for ArtifactKind {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "text" => Ok(Self::Text),
+            "file" => Ok(Self::File),
+            "file_url" => Ok(Self::FileUrl),
+            "data" => Ok(Self::Data),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for ArtifactKind {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for ArtifactKind {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
 ///Body of `e2a.chunk`: one streamed delta.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct ChunkBody {
@@ -643,6 +730,65 @@ pub struct ChunkBody {
     pub team_name: ::std::option::Option<::serde_json::Value>,
     #[serde(flatten)]
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+}
+///`event_type` of the `e2a.chunk`s that carry a structured delta: `chat.tool_call` (`delta_kind: tool`, a `ToolCallDelta`), `chat.tool_result` (`delta_kind: tool`, a `ToolResultDelta`) and `artifact` (`delta_kind: custom`, an `ArtifactDelta`). The ACP, A2A and AG-UI projectors read these.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum ChunkEventType {
+    #[serde(rename = "chat.tool_call")]
+    ChatToolCall,
+    #[serde(rename = "chat.tool_result")]
+    ChatToolResult,
+    #[serde(rename = "artifact")]
+    Artifact,
+}
+impl ::std::fmt::Display for ChunkEventType {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::ChatToolCall => f.write_str("chat.tool_call"),
+            Self::ChatToolResult => f.write_str("chat.tool_result"),
+            Self::Artifact => f.write_str("artifact"),
+        }
+    }
+}
+impl ::std::str::FromStr for ChunkEventType {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "chat.tool_call" => Ok(Self::ChatToolCall),
+            "chat.tool_result" => Ok(Self::ChatToolResult),
+            "artifact" => Ok(Self::Artifact),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for ChunkEventType {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for ChunkEventType {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
 }
 ///Body of `e2a.complete`: the business outcome.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
@@ -1774,10 +1920,136 @@ pub struct OutputRequestBody {
     #[serde(flatten)]
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
-///Body of `plan.approval_required`: a plan waiting for the user's approval.
+///What a pause (`plan.approval_required`) asks the user for: `approval` of a plan (yes / no) or `input` (free text).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum PauseKind {
+    #[serde(rename = "approval")]
+    Approval,
+    #[serde(rename = "input")]
+    Input,
+}
+impl ::std::fmt::Display for PauseKind {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Approval => f.write_str("approval"),
+            Self::Input => f.write_str("input"),
+        }
+    }
+}
+impl ::std::str::FromStr for PauseKind {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "approval" => Ok(Self::Approval),
+            "input" => Ok(Self::Input),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for PauseKind {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for PauseKind {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+///`result` of the `e2a.complete` that ends a paused turn: `state: input_required`, what it asks and whether it can be answered.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+pub struct PausedResult {
+    ///What the pause asks for.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub input_kind: ::std::option::Option<PauseKind>,
+    ///The question shown to the user.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub prompt: ::std::option::Option<::std::string::String>,
+    ///Whether a follow-up request can answer it.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub resumable: ::std::option::Option<bool>,
+    ///Always `input_required`.
+    pub state: PausedResultState,
+    #[serde(flatten)]
+    pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+}
+///Always `input_required`.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum PausedResultState {
+    #[serde(rename = "input_required")]
+    InputRequired,
+}
+impl ::std::fmt::Display for PausedResultState {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::InputRequired => f.write_str("input_required"),
+        }
+    }
+}
+impl ::std::str::FromStr for PausedResultState {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "input_required" => Ok(Self::InputRequired),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for PausedResultState {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for PausedResultState {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+///Body of `plan.approval_required`: the agent pauses the turn and asks the user, for approval of a plan (`input_kind: approval`, answered yes or no) or for input (`input_kind: input`, answered with text). The answer is the next request of the same task, context or session; the turn's final frame is an `e2a.complete` whose `result` is a `PausedResult`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct PlanApprovalRequiredBody {
-    ///Plan text.
+    ///What the pause asks for (absent: `approval`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub input_kind: ::std::option::Option<PauseKind>,
+    ///Plan text (the question shown to the user).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub plan_content: ::std::option::Option<::std::string::String>,
     ///Plan file path.
@@ -1786,6 +2058,9 @@ pub struct PlanApprovalRequiredBody {
     ///Plan slug.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub plan_slug: ::std::option::Option<::std::string::String>,
+    ///Whether a follow-up request can answer the pause (false when the request carried no task, context or session id to continue).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub resumable: ::std::option::Option<bool>,
     #[serde(flatten)]
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
@@ -1806,6 +2081,68 @@ pub struct PromptResultBody {
     pub user_message_id: ::std::option::Option<::std::string::String>,
     #[serde(flatten)]
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+}
+///`result` of the `e2a.complete` after an `a2a.message` frame: the agent answered with a direct message (A2A: a `Message`, no task).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+pub struct ReplyResult {
+    ///The reply's text.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub content: ::std::option::Option<::std::string::String>,
+    ///Always `message`.
+    pub reply: ReplyResultReply,
+    #[serde(flatten)]
+    pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+}
+///Always `message`.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum ReplyResultReply {
+    #[serde(rename = "message")]
+    Message,
+}
+impl ::std::fmt::Display for ReplyResultReply {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Message => f.write_str("message"),
+        }
+    }
+}
+impl ::std::str::FromStr for ReplyResultReply {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "message" => Ok(Self::Message),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for ReplyResultReply {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for ReplyResultReply {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
 }
 ///Body of `acp.session_update`: an ACP `session/update` update object.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
@@ -1875,6 +2212,45 @@ impl ::std::convert::TryFrom<::std::string::String> for SourceProtocol {
         value.parse()
     }
 }
+///A tool call the agent makes.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+pub struct ToolCall {
+    ///The call's arguments (any JSON, usually an object).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub arguments: ::std::option::Option<::serde_json::Value>,
+    ///The tool's name.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub name: ::std::option::Option<::std::string::String>,
+    ///The call's status (`pending`, `in_progress`, `completed`, `failed`: ACP's `ToolCallStatus`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub status: ::std::option::Option<::std::string::String>,
+    ///The call's id, unique in the turn; its result names it.
+    pub tool_call_id: ::std::string::String,
+    #[serde(flatten)]
+    pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+}
+///`delta` of a `chat.tool_call` chunk.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+pub struct ToolCallDelta {
+    ///The call.
+    pub tool_call: ToolCall,
+    #[serde(flatten)]
+    pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+}
+///`delta` of a `chat.tool_result` chunk: the result of the call `tool_call_id`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+pub struct ToolResultDelta {
+    ///The result (any JSON; a string is shown as is).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub result: ::std::option::Option<::serde_json::Value>,
+    ///The call's status once answered (`completed`, `failed`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub status: ::std::option::Option<::std::string::String>,
+    ///The call this answers.
+    pub tool_call_id: ::std::string::String,
+    #[serde(flatten)]
+    pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+}
 ///Internal keys of the agent-server wire that live in `metadata` and are never copied into `channel_context` (`E2A_WIRE_INTERNAL_METADATA_KEYS`).
 #[derive(
     ::serde::Deserialize,
@@ -1942,6 +2318,9 @@ impl ::std::convert::TryFrom<::std::string::String> for WireMetadataKey {
 }
 /// Generation of default values for serde.
 pub mod defaults {
+    pub(super) fn default_bool<const V: bool>() -> bool {
+        V
+    }
     pub(super) fn e2a_auth_extra_headers() -> crate::secret::SecretHeaders {
         ::serde_json::from_str::<crate::secret::SecretHeaders>("{}").unwrap()
     }
@@ -2394,6 +2773,40 @@ impl AcpSessionUpdateKind {
         }
     }
 }
+impl ArtifactKind {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 4] = [
+        Self::Text,
+        Self::File,
+        Self::FileUrl,
+        Self::Data,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::File => "file",
+            Self::FileUrl => "file_url",
+            Self::Data => "data",
+        }
+    }
+}
+impl ChunkEventType {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 3] = [
+        Self::ChatToolCall,
+        Self::ChatToolResult,
+        Self::Artifact,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::ChatToolCall => "chat.tool_call",
+            Self::ChatToolResult => "chat.tool_result",
+            Self::Artifact => "artifact",
+        }
+    }
+}
 impl ConverterId {
     /// Every value, in schema order.
     pub const ALL: [Self; 7] = [
@@ -2628,6 +3041,20 @@ impl LegacyRule {
         }
     }
 }
+impl PauseKind {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 2] = [
+        Self::Approval,
+        Self::Input,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Approval => "approval",
+            Self::Input => "input",
+        }
+    }
+}
 impl SourceProtocol {
     /// Every value, in schema order.
     pub const ALL: [Self; 3] = [
@@ -2700,6 +3127,11 @@ impl ::std::fmt::Debug for AgentResponseChunk {
         crate::redact::debug_redacted(f, "AgentResponseChunk", self)
     }
 }
+impl ::std::fmt::Debug for ArtifactDelta {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "ArtifactDelta", self)
+    }
+}
 impl ::std::fmt::Debug for ChunkBody {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "ChunkBody", self)
@@ -2765,6 +3197,11 @@ impl ::std::fmt::Debug for OutputRequestBody {
         crate::redact::debug_redacted(f, "OutputRequestBody", self)
     }
 }
+impl ::std::fmt::Debug for PausedResult {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "PausedResult", self)
+    }
+}
 impl ::std::fmt::Debug for PlanApprovalRequiredBody {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "PlanApprovalRequiredBody", self)
@@ -2775,9 +3212,29 @@ impl ::std::fmt::Debug for PromptResultBody {
         crate::redact::debug_redacted(f, "PromptResultBody", self)
     }
 }
+impl ::std::fmt::Debug for ReplyResult {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "ReplyResult", self)
+    }
+}
 impl ::std::fmt::Debug for SessionUpdateBody {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "SessionUpdateBody", self)
+    }
+}
+impl ::std::fmt::Debug for ToolCall {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "ToolCall", self)
+    }
+}
+impl ::std::fmt::Debug for ToolCallDelta {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "ToolCallDelta", self)
+    }
+}
+impl ::std::fmt::Debug for ToolResultDelta {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "ToolResultDelta", self)
     }
 }
 

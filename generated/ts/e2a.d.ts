@@ -94,12 +94,26 @@ export type AcpSessionUpdateKind =
   | "session_info_update"
   | "usage_update";
 /**
+ * What an artifact holds: `text`, `file` (bytes inline, base64), `file_url` (a file by reference) or `data` (structured JSON).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "ArtifactKind".
+ */
+export type ArtifactKind = "text" | "file" | "file_url" | "data";
+/**
  * Kind of an `e2a.chunk` delta. The reference never emits `tool`.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
  * via the `definition` "DeltaKind".
  */
 export type DeltaKind = "text" | "reasoning" | "tool" | "custom";
+/**
+ * `event_type` of the `e2a.chunk`s that carry a structured delta: `chat.tool_call` (`delta_kind: tool`, a `ToolCallDelta`), `chat.tool_result` (`delta_kind: tool`, a `ToolResultDelta`) and `artifact` (`delta_kind: custom`, an `ArtifactDelta`). The ACP, A2A and AG-UI projectors read these.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "ChunkEventType".
+ */
+export type ChunkEventType = "chat.tool_call" | "chat.tool_result" | "artifact";
 /**
  * Converter ids this SDK writes into `provenance.converter` (the Python reference writes its own module paths there).
  *
@@ -246,6 +260,13 @@ export type LegacyRule =
   | "null_default"
   | "unknown_keys";
 /**
+ * What a pause (`plan.approval_required`) asks the user for: `approval` of a plan (yes / no) or `input` (free text).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "PauseKind".
+ */
+export type PauseKind = "approval" | "input";
+/**
  * Known values of `provenance.source_protocol`.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -363,6 +384,41 @@ export interface AgentResponseChunk {
   request_id: string;
 }
 /**
+ * `delta` of an `artifact` chunk: one piece of an artifact (A2A `TaskArtifactUpdateEvent`). The pieces of one artifact share `artifact_id`; every piece after the first has `append: true`, the last `last_chunk: true`.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "ArtifactDelta".
+ */
+export interface ArtifactDelta {
+  /**
+   * Whether this piece extends the artifact (else it starts or replaces it).
+   */
+  append?: boolean;
+  /**
+   * The artifact's id, unique in the task.
+   */
+  artifact_id: string;
+  /**
+   * What it holds.
+   */
+  kind?: ArtifactKind | null;
+  /**
+   * Whether this is the artifact's last piece.
+   */
+  last_chunk?: boolean;
+  /**
+   * The artifact's name.
+   */
+  name?: string | null;
+  /**
+   * A2A `Part`s of this piece (`{"text"}`, `{"raw", "mediaType", "filename"}`, `{"url", …}`, `{"data"}`).
+   */
+  parts: {
+    [k: string]: unknown | undefined;
+  }[];
+  [k: string]: unknown | undefined;
+}
+/**
  * Body of `e2a.chunk`: one streamed delta.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -372,9 +428,7 @@ export interface ChunkBody {
   /**
    * The delta: text for text/reasoning, any JSON (usually an object) for custom.
    */
-  delta?: {
-    [k: string]: unknown | undefined;
-  };
+  delta?: unknown;
   delta_kind: DeltaKind;
   /**
    * Legacy event type (e.g. `chat.delta`).
@@ -383,9 +437,7 @@ export interface ChunkBody {
   /**
    * Team member name, copied when present.
    */
-  member_name?: {
-    [k: string]: unknown | undefined;
-  };
+  member_name?: unknown;
   /**
    * MIME type of the delta, if not text.
    */
@@ -393,15 +445,11 @@ export interface ChunkBody {
   /**
    * Legacy round id, copied when present.
    */
-  rid?: {
-    [k: string]: unknown | undefined;
-  };
+  rid?: unknown;
   /**
    * Legacy role, copied when present.
    */
-  role?: {
-    [k: string]: unknown | undefined;
-  };
+  role?: unknown;
   /**
    * Legacy chunk type (`llm_reasoning` marks reasoning).
    */
@@ -409,15 +457,11 @@ export interface ChunkBody {
   /**
    * Team id, copied when present.
    */
-  team_id?: {
-    [k: string]: unknown | undefined;
-  };
+  team_id?: unknown;
   /**
    * Team name, copied when present.
    */
-  team_name?: {
-    [k: string]: unknown | undefined;
-  };
+  team_name?: unknown;
   [k: string]: unknown | undefined;
 }
 /**
@@ -445,33 +489,23 @@ export interface CronBody {
   /**
    * Cron action.
    */
-  action?: {
-    [k: string]: unknown | undefined;
-  };
+  action?: unknown;
   /**
    * Cron command id.
    */
-  command_id?: {
-    [k: string]: unknown | undefined;
-  };
+  command_id?: unknown;
   /**
    * Cron data.
    */
-  data?: {
-    [k: string]: unknown | undefined;
-  };
+  data?: unknown;
   /**
    * Cron message.
    */
-  message?: {
-    [k: string]: unknown | undefined;
-  };
+  message?: unknown;
   /**
    * Cron status.
    */
-  status?: {
-    [k: string]: unknown | undefined;
-  };
+  status?: unknown;
   [k: string]: unknown | undefined;
 }
 /**
@@ -830,9 +864,7 @@ export interface ErrorBody {
   /**
    * Error code: an E2A string code (`E2A.AGENT_ERROR`) or an integer JSON-RPC code.
    */
-  code?: {
-    [k: string]: unknown | undefined;
-  };
+  code?: unknown;
   /**
    * Structured details.
    */
@@ -905,9 +937,7 @@ export interface JsonRpcErrorBody {
   /**
    * Optional error data.
    */
-  data?: {
-    [k: string]: unknown | undefined;
-  };
+  data?: unknown;
   /**
    * Error message.
    */
@@ -924,9 +954,7 @@ export interface OutputRequestBody {
   /**
    * JSON-RPC id.
    */
-  id?: {
-    [k: string]: unknown | undefined;
-  };
+  id?: unknown;
   /**
    * Always `2.0`.
    */
@@ -944,14 +972,43 @@ export interface OutputRequestBody {
   [k: string]: unknown | undefined;
 }
 /**
- * Body of `plan.approval_required`: a plan waiting for the user's approval.
+ * `result` of the `e2a.complete` that ends a paused turn: `state: input_required`, what it asks and whether it can be answered.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "PausedResult".
+ */
+export interface PausedResult {
+  /**
+   * What the pause asks for.
+   */
+  input_kind?: PauseKind | null;
+  /**
+   * The question shown to the user.
+   */
+  prompt?: string | null;
+  /**
+   * Whether a follow-up request can answer it.
+   */
+  resumable?: boolean | null;
+  /**
+   * Always `input_required`.
+   */
+  state: "input_required";
+  [k: string]: unknown | undefined;
+}
+/**
+ * Body of `plan.approval_required`: the agent pauses the turn and asks the user, for approval of a plan (`input_kind: approval`, answered yes or no) or for input (`input_kind: input`, answered with text). The answer is the next request of the same task, context or session; the turn's final frame is an `e2a.complete` whose `result` is a `PausedResult`.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
  * via the `definition` "PlanApprovalRequiredBody".
  */
 export interface PlanApprovalRequiredBody {
   /**
-   * Plan text.
+   * What the pause asks for (absent: `approval`).
+   */
+  input_kind?: PauseKind | null;
+  /**
+   * Plan text (the question shown to the user).
    */
   plan_content?: string | null;
   /**
@@ -962,6 +1019,10 @@ export interface PlanApprovalRequiredBody {
    * Plan slug.
    */
   plan_slug?: string | null;
+  /**
+   * Whether a follow-up request can answer the pause (false when the request carried no task, context or session id to continue).
+   */
+  resumable?: boolean | null;
   [k: string]: unknown | undefined;
 }
 /**
@@ -982,6 +1043,23 @@ export interface PromptResultBody {
   [k: string]: unknown | undefined;
 }
 /**
+ * `result` of the `e2a.complete` after an `a2a.message` frame: the agent answered with a direct message (A2A: a `Message`, no task).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "ReplyResult".
+ */
+export interface ReplyResult {
+  /**
+   * The reply's text.
+   */
+  content?: string | null;
+  /**
+   * Always `message`.
+   */
+  reply: "message";
+  [k: string]: unknown | undefined;
+}
+/**
  * Body of `acp.session_update`: an ACP `session/update` update object.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -992,5 +1070,61 @@ export interface SessionUpdateBody {
    * Update kind (see `AcpSessionUpdateKind`).
    */
   sessionUpdate: string;
+  [k: string]: unknown | undefined;
+}
+/**
+ * A tool call the agent makes.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "ToolCall".
+ */
+export interface ToolCall {
+  /**
+   * The call's arguments (any JSON, usually an object).
+   */
+  arguments?: unknown;
+  /**
+   * The tool's name.
+   */
+  name?: string | null;
+  /**
+   * The call's status (`pending`, `in_progress`, `completed`, `failed`: ACP's `ToolCallStatus`).
+   */
+  status?: string | null;
+  /**
+   * The call's id, unique in the turn; its result names it.
+   */
+  tool_call_id: string;
+  [k: string]: unknown | undefined;
+}
+/**
+ * `delta` of a `chat.tool_call` chunk.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "ToolCallDelta".
+ */
+export interface ToolCallDelta {
+  tool_call: ToolCall;
+  [k: string]: unknown | undefined;
+}
+/**
+ * `delta` of a `chat.tool_result` chunk: the result of the call `tool_call_id`.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "ToolResultDelta".
+ */
+export interface ToolResultDelta {
+  /**
+   * The result (any JSON; a string is shown as is).
+   */
+  result?: unknown;
+  /**
+   * The call's status once answered (`completed`, `failed`).
+   */
+  status?: string | null;
+  /**
+   * The call this answers.
+   */
+  tool_call_id: string;
   [k: string]: unknown | undefined;
 }

@@ -129,3 +129,39 @@ def test_typescript_follows_the_protocol_required_sets(tmp_path):
     r = subprocess.run([str(tsc), "--noEmit", "--strict", "--target", "es2020", "--moduleResolution", "node",
                         str(src)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+DIALECT = json.loads((ROOT / "tests/exports/dialect.json").read_text())
+
+
+@pytest.mark.parametrize("model", sorted(DIALECT))
+def test_pydantic_models_carry_the_gateway_dialect(model):
+    """The gateway's own frames (tool calls and results, artifacts, the pause, the direct
+    reply) load into the pydantic models and dump back unchanged."""
+    cls = getattr(e2a_models, model)
+    for sample in DIALECT[model]:
+        dumped = cls.model_validate(sample).model_dump(mode="json", by_alias=True, exclude_none=True)
+        assert dumped == sample, model
+    with pytest.raises(Exception):
+        cls.model_validate({"unexpected": "no required field"} if model != "PlanApprovalRequiredBody"
+                           else {"input_kind": "sometimes"})
+
+
+def test_typescript_declarations_carry_the_gateway_dialect(tmp_path):
+    tsc = ROOT / "tools/ts/node_modules/.bin/tsc"
+    if not tsc.exists():
+        pytest.fail("tsc missing: run `cargo xtask setup`")
+    decl = ROOT / "generated/ts/e2a.d.ts"
+    names = sorted(DIALECT)
+    src = tmp_path / "dialect.ts"
+    src.write_text(
+        f'import type {{ {", ".join(names)} }} from "{decl.with_suffix("").with_suffix("")}";\n'
+        + "".join(f"export const {n[0].lower() + n[1:]}: {n}[] = {json.dumps(DIALECT[n])};\n" for n in names)
+        + "// @ts-expect-error an artifact piece needs its parts\n"
+        + 'export const bad: ArtifactDelta = { artifact_id: "a" };\n'
+        + "// @ts-expect-error a pause asks for approval or input\n"
+        + 'export const bad2: PausedResult = { state: "input_required", input_kind: "sometimes" };\n'
+    )
+    r = subprocess.run([str(tsc), "--noEmit", "--strict", "--target", "es2020", "--moduleResolution", "node",
+                        str(src)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

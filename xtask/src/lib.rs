@@ -58,13 +58,34 @@ fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
 }
 
 /// The bundle as json2ts should read it: `$ref` siblings removed (json2ts would emit one
-/// duplicate type per annotated reference) and a root title naming the bundle type.
+/// duplicate type per annotated reference), a property that may be any JSON typed `unknown`
+/// (json2ts would make it an object) and a root title naming the bundle type.
 fn ts_input(bundle: &Value) -> Value {
+    /// Keywords that constrain what a value is; a schema with none of them is any JSON.
+    const SHAPE: &[&str] = &[
+        "type",
+        "$ref",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "enum",
+        "const",
+        "properties",
+        "items",
+        "additionalProperties",
+    ];
     fn strip(v: &mut Value) {
         match v {
             Value::Object(m) => {
                 if m.contains_key("$ref") {
                     m.retain(|k, _| k == "$ref");
+                }
+                if let Some(Value::Object(props)) = m.get_mut("properties") {
+                    for p in props.values_mut().filter_map(Value::as_object_mut) {
+                        if !SHAPE.iter().any(|k| p.contains_key(*k)) {
+                            p.insert("tsType".into(), "unknown".into());
+                        }
+                    }
                 }
                 m.values_mut().for_each(strip);
             }

@@ -29,7 +29,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::OnceCell;
 
-use e2a::types::A2aTaskState;
+use e2a::types::{A2aTaskState, ArtifactDelta, PauseKind, PlanApprovalRequiredBody};
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
 use crate::pipeline::boundary::obj;
@@ -273,10 +273,7 @@ impl Mapper {
         };
         let mut frames = Vec::new();
         if let Some(m) = result.get("message") {
-            frames.push(s.event(ResponseKind::A2aMessage, obj(m.clone())));
-            let text = text_of(Some(m));
-            frames.push(s.complete(json!({"content": text, "reply": "message"})));
-            return frames;
+            return s.reply(obj(m.clone()), &text_of(Some(m))).into();
         }
         let status = result
             .get("statusUpdate")
@@ -293,10 +290,16 @@ impl Mapper {
                     }
                 }
             } else {
-                frames.push(s.chunk(obj(json!({"delta_kind": "custom", "event_type": "artifact",
-                    "delta": {"artifact_id": a.get("artifactId"), "name": a.get("name"), "parts": parts,
-                              "append": u.get("append").and_then(Value::as_bool).unwrap_or(false),
-                              "last_chunk": u.get("lastChunk").and_then(Value::as_bool).unwrap_or(false)}}))));
+                let piece = ArtifactDelta {
+                    artifact_id: a.get("artifactId").and_then(Value::as_str).unwrap_or("artifact").into(),
+                    name: a.get("name").and_then(Value::as_str).map(String::from),
+                    kind: None,
+                    parts: parts.into_iter().filter_map(|p| p.as_object().cloned()).collect(),
+                    append: u.get("append").and_then(Value::as_bool).unwrap_or(false),
+                    last_chunk: u.get("lastChunk").and_then(Value::as_bool).unwrap_or(false),
+                    extra: serde_json::Map::new(),
+                };
+                frames.push(s.artifact(&piece));
             }
         } else if let Some(status) = status {
             let state = status.get("state").and_then(Value::as_str).unwrap_or("");
@@ -322,19 +325,23 @@ impl Mapper {
                     Some(fail(s, ErrorKind::AuthRequired, &text, json!({"remote_state": state})))
                 }
                 Some(A2aTaskState::TaskStateInputRequired) => {
-                    let body = match carried(status) {
-                        // an e2a agent's pause, as it was (approval or input, its question)
-                        Some((ResponseKind::PlanApprovalRequired, body)) => body,
-                        _ => obj(json!({"plan_content": text, "input_kind": "input", "resumable": true})),
+                    // an e2a agent's pause, as it was (approval or input, its question); a
+                    // plain agent's asks for input
+                    let carried = match carried(status) {
+                        Some((ResponseKind::PlanApprovalRequired, body)) => {
+                            serde_json::from_value::<PlanApprovalRequiredBody>(Value::Object(body)).ok()
+                        }
+                        _ => None,
                     };
-                    let mut result = json!({"state": "input_required",
-                        "prompt": body.get("plan_content").filter(|p| p.is_string()).cloned().unwrap_or_else(|| text.into()),
-                        "resumable": body.get("resumable").cloned().unwrap_or(Value::Bool(true))});
-                    if let Some(kind) = body.get("input_kind") {
-                        result["input_kind"] = kind.clone();
-                    }
-                    frames.push(s.event(ResponseKind::PlanApprovalRequired, body));
-                    Some(s.complete(result))
+                    let paused = match carried {
+                        Some(mut body) => {
+                            body.plan_content.get_or_insert(text);
+                            s.pause_with(body)
+                        }
+                        None => s.pause(PauseKind::Input, &text, true),
+                    };
+                    frames.extend(paused);
+                    return frames;
                 }
                 _ => {
                     match carried(status) {
@@ -440,10 +447,14 @@ impl Agent for A2aRemoteAgent {
                     },
                 };
                 if let Some(err) = data.get("error") {
-                    let kind = ErrorKind::from_code(err.get("code").unwrap_or(&Value::Null), "a2a");
-                    let message = err.get("message").and_then(Value::as_str).unwrap_or("the remote agent failed").to_string();
+                    // the remote's own words (which may echo what it was sent) go to the log only
+                    let code = err.get("code").cloned().unwrap_or(Value::Null);
+                    let kind = ErrorKind::from_code(&code, "a2a");
+                    let detail = err.get("message").and_then(Value::as_str).unwrap_or("");
+                    tracing::warn!(remote_code = %code, detail, "the remote A2A agent answered an error");
                     if let Some(s) = mapper.stream.take() {
-                        yield fail(s, kind, &message, json!({"remote_error": err}));
+                        let message = format!("the remote agent failed ({})", kind.mapping().e2a_code);
+                        yield fail(s, kind, &message, json!({"remote_code": code}));
                     }
                     return;
                 }

@@ -33,7 +33,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
-use crate::backends::{request_text, tool_call_body, tool_result_body};
+use crate::backends::request_text;
 use crate::jsonrpc::{codes, Incoming, NotificationHook, Peer, RpcError};
 use crate::pipeline::boundary::obj;
 
@@ -371,7 +371,7 @@ fn update_frame(s: &mut ResponseStream, update: &Value, text: &mut String) -> Op
             let id = u.get("toolCallId").and_then(Value::as_str)?;
             let name = u.get("title").and_then(Value::as_str).unwrap_or("tool");
             let args = u.get("rawInput").cloned().unwrap_or_else(|| json!({}));
-            Some(s.chunk(tool_call_body(id, name, &args)))
+            Some(s.tool_call(id, name, args))
         }
         "tool_call_update" if matches!(u.get("status").and_then(Value::as_str), Some("completed" | "failed")) => {
             let id = u.get("toolCallId").and_then(Value::as_str)?;
@@ -381,7 +381,7 @@ fn update_frame(s: &mut ResponseStream, update: &Value, text: &mut String) -> Op
                 (None, Some(content)) => content_blocks_text(content).map_or_else(|| content.clone(), Value::String),
                 (None, None) => Value::Null,
             };
-            Some(s.chunk(tool_result_body(id, &result)))
+            Some(s.tool_result(id, result))
         }
         _ => Some(s.event(ResponseKind::AcpSessionUpdate, u.clone())),
     }

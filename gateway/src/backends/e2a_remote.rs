@@ -166,10 +166,11 @@ impl Agent for E2aRemoteAgent {
                     k if code.is_string() => k,
                     _ => ErrorKind::AgentError,
                 };
-                let detail = problem.get("detail").and_then(Value::as_str).unwrap_or("").to_string();
-                tracing::warn!(status = status.as_u16(), "remote agent refused the request");
-                yield failure(&request, kind, format!("the remote agent answered HTTP {}: {detail}", status.as_u16()),
-                    json!({"http_status": status.as_u16(), "remote": problem}));
+                // the remote's own words (which may echo what it was sent) go to the log only
+                let detail = problem.get("detail").and_then(Value::as_str).unwrap_or("");
+                tracing::warn!(status = status.as_u16(), remote_code = %code, detail, "remote agent refused the request");
+                yield failure(&request, kind, format!("the remote agent refused the request (HTTP {})", status.as_u16()),
+                    json!({"http_status": status.as_u16(), "remote_code": code}));
                 return;
             }
             let mut events = resp.bytes_stream().eventsource();

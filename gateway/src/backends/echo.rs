@@ -42,9 +42,9 @@ impl Agent for EchoAgent {
             yield s.reasoning("The user said something; echo it back.");
             pause().await;
             let args = json!({"text": prompt});
-            yield s.chunk(super::tool_call_body("echo-1", "echo", &args));
+            yield s.tool_call("echo-1", "echo", args);
             pause().await;
-            yield s.chunk(super::tool_result_body("echo-1", &json!({"length": prompt.chars().count()})));
+            yield s.tool_result("echo-1", json!({"length": prompt.chars().count()}));
             let words: Vec<&str> = reply.split(' ').collect();
             for (i, w) in words.iter().enumerate() {
                 pause().await;

@@ -16,7 +16,7 @@ pub use echo::EchoAgent;
 pub use script::{ScriptAgent, ScriptStats};
 
 use e2a::E2AEnvelope;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// The user's text in a request: ACP prompt blocks, `params.text` / `content` / `query`, or the
 /// text parts of an A2A `params.message`.
@@ -38,23 +38,4 @@ pub fn request_text(request: &E2AEnvelope) -> String {
                 .join("\n")
         })
         .unwrap_or_default()
-}
-
-/// A chunk body for a tool call (`delta_kind: tool`, `event_type: chat.tool_call`), the shape
-/// the ACP and AG-UI projectors of `e2a` read.
-pub fn tool_call_body(id: &str, name: &str, arguments: &Value) -> Map<String, Value> {
-    crate::pipeline::boundary::obj(serde_json::json!({
-        "delta_kind": "tool",
-        "event_type": "chat.tool_call",
-        "delta": {"tool_call": {"tool_call_id": id, "name": name, "arguments": arguments, "status": "in_progress"}}
-    }))
-}
-
-/// A chunk body for a tool result (`delta_kind: tool`, `event_type: chat.tool_result`).
-pub fn tool_result_body(id: &str, result: &Value) -> Map<String, Value> {
-    crate::pipeline::boundary::obj(serde_json::json!({
-        "delta_kind": "tool",
-        "event_type": "chat.tool_result",
-        "delta": {"tool_call_id": id, "result": result, "status": "completed"}
-    }))
 }

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use e2a::stream::ResponseStream;
 use e2a::taxonomy::ErrorKind;
-use e2a::{E2AEnvelope, E2AResponse, ResponseKind};
+use e2a::types::{ArtifactDelta, ArtifactKind, PauseKind};
+use e2a::{E2AEnvelope, E2AResponse};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -54,20 +55,6 @@ pub struct Match {
     pub text: Option<String>,
     /// A prefix of the envelope's `message_id`.
     pub message_id_prefix: Option<String>,
-}
-
-/// A kind of artifact.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ArtifactKind {
-    /// Text (`text`).
-    Text,
-    /// File content inline (`bytes_base64`, `media_type`).
-    File,
-    /// A file by reference (`url`, `media_type`).
-    FileUrl,
-    /// Structured data (`data`).
-    Data,
 }
 
 /// Misbehaviours, to test clients and the gateway's boundary.
@@ -347,7 +334,7 @@ fn split_chars(text: &str, size: Option<usize>) -> Vec<String> {
     chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
 
-fn artifact_parts(kind: ArtifactKind, a: &ArtifactFields<'_>) -> Vec<Value> {
+fn artifact_parts(kind: ArtifactKind, a: &ArtifactFields<'_>) -> Vec<Map<String, Value>> {
     let with_meta = |mut part: Map<String, Value>| {
         if let Some(m) = a.media_type {
             part.insert("mediaType".into(), m.into());
@@ -355,12 +342,12 @@ fn artifact_parts(kind: ArtifactKind, a: &ArtifactFields<'_>) -> Vec<Value> {
         if let Some(n) = a.name {
             part.insert("filename".into(), n.into());
         }
-        Value::Object(part)
+        part
     };
     match kind {
         ArtifactKind::Text => split_chars(a.text.unwrap_or(""), a.chunk_size)
             .into_iter()
-            .map(|t| json!({"text": t}))
+            .map(|t| obj(json!({"text": t})))
             .collect(),
         ArtifactKind::File => {
             // base64 pieces stay decodable on their own: multiples of 4 characters
@@ -373,9 +360,9 @@ fn artifact_parts(kind: ArtifactKind, a: &ArtifactFields<'_>) -> Vec<Value> {
         ArtifactKind::FileUrl => vec![with_meta(obj(json!({"url": a.url.unwrap_or("")})))],
         ArtifactKind::Data => match (a.data, a.chunk_size) {
             (Some(Value::Array(items)), Some(n)) if n > 0 && !items.is_empty() => {
-                items.chunks(n).map(|c| json!({"data": c})).collect()
+                items.chunks(n).map(|c| obj(json!({"data": c}))).collect()
             }
-            (d, _) => vec![json!({"data": d.cloned().unwrap_or(Value::Null)})],
+            (d, _) => vec![obj(json!({"data": d.cloned().unwrap_or(Value::Null)}))],
         },
     }
 }
@@ -513,9 +500,9 @@ impl Runner {
                 arguments,
                 result,
             } => {
-                self.frames.push(s.chunk(super::tool_call_body(id, name, arguments)));
+                self.frames.push(s.tool_call(id, name, arguments.clone()));
                 if let Some(res) = result {
-                    self.frames.push(s.chunk(super::tool_result_body(id, res)));
+                    self.frames.push(s.tool_result(id, res.clone()));
                 }
             }
             Action::Artifact {
@@ -543,38 +530,34 @@ impl Runner {
                 let parts = artifact_parts(*kind, &fields);
                 let n = parts.len();
                 for (i, part) in parts.into_iter().enumerate() {
-                    self.frames.push(s.chunk(obj(json!({
-                        "delta_kind": "custom",
-                        "event_type": "artifact",
-                        "delta": {"artifact_id": id, "name": name, "kind": kind_name(*kind),
-                                  "parts": [part], "append": i > 0, "last_chunk": i + 1 == n}
-                    }))));
+                    let piece = ArtifactDelta {
+                        artifact_id: id.clone(),
+                        name: name.clone(),
+                        kind: Some(*kind),
+                        parts: vec![part],
+                        append: i > 0,
+                        last_chunk: i + 1 == n,
+                        extra: Map::new(),
+                    };
+                    self.frames.push(s.artifact(&piece));
                 }
             }
             Action::InputRequired { prompt } | Action::Approval { prompt, .. } => {
-                let input_kind = if matches!(action, Action::Approval { .. }) {
-                    "approval"
+                let kind = if matches!(action, Action::Approval { .. }) {
+                    PauseKind::Approval
                 } else {
-                    "input"
+                    PauseKind::Input
                 };
                 let prompt = self.fill(prompt);
-                let resumable = task_key(request).is_some();
-                self.frames.push(s.event(
-                    ResponseKind::PlanApprovalRequired,
-                    obj(json!({"plan_content": prompt, "input_kind": input_kind, "resumable": resumable})),
-                ));
-                self.frames.push(stream.complete(
-                    json!({"state": "input_required", "input_kind": input_kind, "prompt": prompt, "resumable": resumable}),
-                ));
+                self.frames
+                    .extend(stream.pause(kind, &prompt, task_key(request).is_some()));
                 return false;
             }
             Action::Message { text } => {
                 let text = self.fill(text);
                 let message = json!({"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_AGENT",
                     "contextId": request.context_id, "parts": [{"text": text}]});
-                self.frames.push(s.event(ResponseKind::A2aMessage, obj(message)));
-                self.frames
-                    .push(stream.complete(json!({"content": text, "reply": "message"})));
+                self.frames.extend(stream.reply(obj(message), &text));
                 return false;
             }
             Action::Reject { message } => {
@@ -637,14 +620,5 @@ impl Runner {
                 true
             }
         }
-    }
-}
-
-fn kind_name(kind: ArtifactKind) -> &'static str {
-    match kind {
-        ArtifactKind::Text => "text",
-        ArtifactKind::File => "file",
-        ArtifactKind::FileUrl => "file_url",
-        ArtifactKind::Data => "data",
     }
 }

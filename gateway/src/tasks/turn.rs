@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use e2a::a2a::stream::A2aStreamProjector;
-use e2a::types::A2aTaskState;
+use e2a::types::{A2aTaskState, ArtifactDelta, ChunkBody, ChunkEventType};
 use e2a::{E2AResponse, ResponseKind};
 use serde_json::{json, Value};
 
@@ -41,20 +41,16 @@ impl TurnMapper {
     /// An agent's artifact chunk (`delta_kind: custom`, `event_type: artifact`) as the
     /// `a2a.stream_event` frame the projector passes through.
     fn artifact_frame(&self, frame: &E2AResponse) -> Option<E2AResponse> {
-        if frame.kind() != Some(ResponseKind::E2aChunk)
-            || frame.body.get("event_type").and_then(Value::as_str) != Some("artifact")
-        {
+        if frame.kind() != Some(ResponseKind::E2aChunk) {
             return None;
         }
-        let d = frame.body.get("delta")?;
-        let mut artifact = json!({"artifactId": d.get("artifact_id").cloned().unwrap_or_else(|| "artifact".into()),
-            "parts": d.get("parts").cloned().unwrap_or_else(|| json!([]))});
-        if let Some(n) = d.get("name").filter(|n| n.is_string()) {
-            artifact["name"] = n.clone();
+        let d: ArtifactDelta = ChunkBody::structured_delta(&frame.body, ChunkEventType::Artifact)?;
+        let mut artifact = json!({"artifactId": d.artifact_id, "parts": d.parts});
+        if let Some(n) = d.name {
+            artifact["name"] = n.into();
         }
         let payload = json!({"taskId": self.task_id, "contextId": self.context_id, "artifact": artifact,
-            "append": d.get("append").and_then(Value::as_bool).unwrap_or(false),
-            "lastChunk": d.get("last_chunk").and_then(Value::as_bool).unwrap_or(true)});
+            "append": d.append, "lastChunk": d.last_chunk});
         let mut f = E2AResponse::new(
             ResponseKind::A2aStreamEvent,
             json!({"branch": "artifact_update", "payload": payload}),

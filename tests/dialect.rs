@@ -1,0 +1,111 @@
+//! The gateway's own frames, as `schema/` declares them: the `ResponseStream` builders write
+//! exactly the shapes of `tests/exports/dialect.json` (which the TypeScript and pydantic
+//! exports are checked on too), every sample reads into its generated type and writes back
+//! unchanged, and the A2A projection carries each frame there and back losslessly.
+
+use e2a::a2a::stream::{carried_frame, A2aStreamProjector};
+use e2a::stream::ResponseStream;
+use e2a::types::{
+    ArtifactDelta, ArtifactKind, ChunkBody, ChunkEventType, PauseKind, PausedResult, PlanApprovalRequiredBody,
+    ReplyResult, ToolCallDelta, ToolResultDelta,
+};
+use e2a::{E2AEnvelope, E2AResponse};
+use serde_json::{json, Map, Value};
+
+fn samples() -> Value {
+    serde_json::from_str(include_str!("exports/dialect.json")).expect("dialect.json")
+}
+
+fn sample(name: &str, i: usize) -> Value {
+    samples()[name][i].clone()
+}
+
+/// Every sample of `name` reads into `T` and writes back the same JSON.
+fn round_trips<T: serde::de::DeserializeOwned + serde::Serialize>(name: &str) {
+    let all = samples();
+    let list = all[name].as_array().expect("samples");
+    assert!(!list.is_empty(), "{name}");
+    for s in list {
+        let typed: T = serde_json::from_value(s.clone()).unwrap_or_else(|e| panic!("{name}: {e}: {s}"));
+        assert_eq!(&serde_json::to_value(&typed).expect("write"), s, "{name}");
+    }
+}
+
+#[test]
+fn every_sample_reads_into_its_generated_type_and_back() {
+    round_trips::<ToolCallDelta>("ToolCallDelta");
+    round_trips::<ToolResultDelta>("ToolResultDelta");
+    round_trips::<ArtifactDelta>("ArtifactDelta");
+    round_trips::<PlanApprovalRequiredBody>("PlanApprovalRequiredBody");
+    round_trips::<PausedResult>("PausedResult");
+    round_trips::<ReplyResult>("ReplyResult");
+}
+
+fn request() -> E2AEnvelope {
+    E2AEnvelope::new("chat.send", json!({"text": "hi"})).with_request_id("r1")
+}
+
+#[test]
+fn the_builders_write_the_declared_shapes() {
+    let mut s = ResponseStream::for_request(&request());
+    let call = s.tool_call("call-1", "get_weather", json!({"city": "Paris"}));
+    assert_eq!(call.body["delta_kind"], "tool");
+    assert_eq!(call.body["event_type"], "chat.tool_call");
+    assert_eq!(call.body["delta"], sample("ToolCallDelta", 0));
+    let result = s.tool_result("call-1", json!({"temp_c": 21}));
+    assert_eq!(result.body["event_type"], "chat.tool_result");
+    assert_eq!(result.body["delta"], sample("ToolResultDelta", 0));
+    let piece: ArtifactDelta = serde_json::from_value(sample("ArtifactDelta", 0)).unwrap();
+    assert_eq!(piece.kind, Some(ArtifactKind::Text));
+    let artifact = s.artifact(&piece);
+    assert_eq!(artifact.body["delta_kind"], "custom");
+    assert_eq!(artifact.body["delta"], sample("ArtifactDelta", 0));
+    let read: ArtifactDelta = ChunkBody::structured_delta(&artifact.body, ChunkEventType::Artifact).unwrap();
+    assert_eq!(read, piece);
+    assert!(ChunkBody::structured_delta::<ArtifactDelta>(&call.body, ChunkEventType::Artifact).is_none());
+
+    let [asked, done] = s.pause(PauseKind::Approval, "Deploy to production?", true);
+    assert_eq!(asked.response_kind, "plan.approval_required");
+    assert_eq!(Value::Object(asked.body), sample("PlanApprovalRequiredBody", 0));
+    assert!(done.is_final);
+    assert_eq!(done.body["result"], sample("PausedResult", 0));
+    let [_, done] = ResponseStream::for_request(&request()).pause(PauseKind::Input, "For how many people?", false);
+    assert_eq!(done.body["result"], sample("PausedResult", 1));
+
+    let message: Map<String, Value> = serde_json::from_value(json!({"messageId": "m1", "role": "ROLE_AGENT",
+        "parts": [{"text": "a direct reply"}]}))
+    .unwrap();
+    let [said, done] = ResponseStream::for_request(&request()).reply(message, "a direct reply");
+    assert_eq!(said.response_kind, "a2a.message");
+    assert_eq!(done.body["result"], sample("ReplyResult", 0));
+}
+
+#[test]
+fn the_frames_cross_a2a_and_come_back_unchanged() {
+    let mut s = ResponseStream::for_request(&request());
+    let frames: Vec<E2AResponse> = vec![
+        s.tool_call("call-1", "get_weather", json!({"city": "Paris"})),
+        s.tool_result("call-1", json!({"temp_c": 21})),
+    ];
+    let mut projector = A2aStreamProjector::new("t1", "c1");
+    for f in &frames {
+        let events = projector.push(f);
+        let back: Vec<(String, Map<String, Value>)> = events
+            .iter()
+            .filter_map(|e| e.pointer("/statusUpdate/status/message"))
+            .filter_map(carried_frame)
+            .map(|(k, b)| (k.to_string(), b))
+            .collect();
+        assert_eq!(back, vec![(f.response_kind.to_string(), f.body.clone())], "{events:?}");
+    }
+    let [asked, _] = ResponseStream::for_request(&request()).pause(PauseKind::Input, "For how many people?", false);
+    let events = A2aStreamProjector::new("t1", "c1").push(&asked);
+    let back = events
+        .iter()
+        .filter_map(|e| e.pointer("/statusUpdate/status/message"))
+        .find_map(carried_frame);
+    assert_eq!(
+        back.map(|(k, b)| (k.to_string(), b)),
+        Some((asked.response_kind.to_string(), asked.body.clone()))
+    );
+}
