@@ -109,3 +109,34 @@ fn the_frames_cross_a2a_and_come_back_unchanged() {
         Some((asked.response_kind.to_string(), asked.body.clone()))
     );
 }
+
+#[test]
+fn the_frames_cross_acp_and_come_back_unchanged() {
+    use e2a::acp::inbound::frame_of_update;
+    use e2a::acp::stream::AcpStreamProjector;
+    let req = request();
+    let mut out = ResponseStream::for_request(&req);
+    let frames = vec![
+        out.text("It is "),
+        out.reasoning("looking it up"),
+        out.tool_call("call-1", "get_weather", json!({"city": "Paris"})),
+        out.tool_result("call-1", json!({"temp_c": 21})),
+        out.text("21 °C."),
+    ];
+    let mut acp = AcpStreamProjector::new("s1", None);
+    let mut back = ResponseStream::for_request(&req);
+    let mut text = String::new();
+    for f in &frames {
+        let updates: Vec<Value> = acp
+            .push(f)
+            .into_iter()
+            .filter(|m| m["method"] == "session/update")
+            .map(|m| m["params"]["update"].clone())
+            .collect();
+        assert_eq!(updates.len(), 1, "{f:?} → {updates:?}");
+        let again = frame_of_update(&mut back, &updates[0], &mut text).expect("a frame");
+        assert_eq!(again.response_kind, f.response_kind, "{updates:?}");
+        assert_eq!(again.body, f.body, "{updates:?}");
+    }
+    assert_eq!(text, "It is 21 °C.");
+}

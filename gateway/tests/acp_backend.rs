@@ -122,8 +122,9 @@ async fn e2a_acp_behind_the_gateway_carries_text_reasoning_and_tool_calls() {
         .find(|f| f.body.get("event_type") == Some(&json!("chat.tool_result")))
         .expect("a tool result");
     assert_eq!(result.body["delta"]["tool_call_id"], "call-1");
-    // the text the agent showed for the result, not its content blocks re-rendered
-    assert_eq!(result.body["delta"]["result"], "{'temp_c': 21}");
+    // the result itself, as the back agent's tool gave it (its `result`), not the text shown
+    // for it nor its content blocks re-rendered: out and back, the frame is unchanged
+    assert_eq!(result.body["delta"]["result"], json!({"temp_c": 21}));
     let last = frames.last().unwrap();
     assert_eq!(last.body["result"]["stopReason"], "end_turn");
     // a second request runs on the same (still running) agent

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::fields::{rpc_id_of, Fields};
 use crate::types::{ConverterId, E2AEnvelope, E2AResponse, IdentityOrigin, JsonRpcId};
 
+pub mod inbound;
 pub mod prompt_blocks;
 pub mod results;
 pub mod session_updates;

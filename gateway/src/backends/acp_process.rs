@@ -27,7 +27,8 @@ use parking_lot::Mutex;
 
 use e2a::stream::ResponseStream;
 use e2a::taxonomy::ErrorKind;
-use e2a::{E2AEnvelope, E2AResponse, ResponseKind};
+use e2a::types::{AcpAgentToClientMethod as AgentMethod, AcpClientToAgentMethod as Method, AcpNotificationName};
+use e2a::E2AEnvelope;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -178,7 +179,7 @@ impl AcpProcessAgent {
         // session/updates are routed on the reading task, so that every update of a turn is
         // routed before the turn's response completes it
         let hook: NotificationHook = Arc::new(move |method: &str, params: &Value| {
-            if method != "session/update" {
+            if method != AgentMethod::SessionUpdate.as_str() {
                 return false;
             }
             let sid = params.get("sessionId").and_then(Value::as_str).unwrap_or("");
@@ -197,10 +198,13 @@ impl AcpProcessAgent {
             "clientCapabilities": {"fs": {"readTextFile": self.config.allow_fs, "writeTextFile": self.config.allow_fs}, "terminal": false},
             "clientInfo": {"name": "e2a-gateway", "title": "E2A gateway", "version": env!("CARGO_PKG_VERSION")}
         });
-        let init = tokio::time::timeout(std::time::Duration::from_secs(30), peer.call("initialize", init))
-            .await
-            .map_err(|_| "the ACP agent did not answer initialize".to_string())?
-            .map_err(|e| format!("the ACP agent refused initialize: {e}"))?;
+        let init = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            peer.call(Method::Initialize.as_str(), init),
+        )
+        .await
+        .map_err(|_| "the ACP agent did not answer initialize".to_string())?
+        .map_err(|e| format!("the ACP agent refused initialize: {e}"))?;
         let version = init.get("protocolVersion").and_then(Value::as_u64);
         if version != Some(crate::bindings::acp::PROTOCOL_VERSION) {
             return Err(format!("the ACP agent speaks protocol version {version:?}, not 1"));
@@ -228,7 +232,10 @@ impl AcpProcessAgent {
                 }
             }
         }
-        let new = peer.call("session/new", json!({"cwd": self.cwd(), "mcpServers": []}));
+        let new = peer.call(
+            Method::SessionNew.as_str(),
+            json!({"cwd": self.cwd(), "mcpServers": []}),
+        );
         let created = tokio::time::timeout(std::time::Duration::from_secs(30), new)
             .await
             .map_err(|_| "the ACP agent did not answer session/new".to_string())?
@@ -263,8 +270,8 @@ async fn serve_client_side(peer: Peer, mut incoming: mpsc::UnboundedReceiver<Inc
 }
 
 async fn client_request(method: &str, params: &Value, config: &AcpProcessConfig) -> Result<Value, RpcError> {
-    match method {
-        "session/request_permission" => {
+    match method.parse::<AgentMethod>() {
+        Ok(AgentMethod::SessionRequestPermission) => {
             let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
             let options: Vec<&Value> = params
                 .get("options")
@@ -294,7 +301,7 @@ async fn client_request(method: &str, params: &Value, config: &AcpProcessConfig)
                 None => json!({"outcome": {"outcome": "cancelled"}}),
             })
         }
-        "fs/read_text_file" if config.allow_fs => {
+        Ok(AgentMethod::FsReadTextFile) if config.allow_fs => {
             let path = params.get("path").and_then(Value::as_str).unwrap_or("");
             let text = tokio::fs::read_to_string(path)
                 .await
@@ -312,7 +319,7 @@ async fn client_request(method: &str, params: &Value, config: &AcpProcessConfig)
             };
             Ok(json!({"content": lines.concat()}))
         }
-        "fs/write_text_file" if config.allow_fs => {
+        Ok(AgentMethod::FsWriteTextFile) if config.allow_fs => {
             let path = params.get("path").and_then(Value::as_str).unwrap_or("");
             let content = params.get("content").and_then(Value::as_str).unwrap_or("");
             tokio::fs::write(path, content)
@@ -320,70 +327,25 @@ async fn client_request(method: &str, params: &Value, config: &AcpProcessConfig)
                 .map_err(|e| RpcError::new(codes::INTERNAL_ERROR, format!("cannot write {path}: {e}")))?;
             Ok(json!({}))
         }
-        m if m.starts_with("fs/") || m.starts_with("terminal/") => {
-            tracing::info!(method = m, "client method declined (not enabled)");
+        Ok(
+            AgentMethod::FsReadTextFile
+            | AgentMethod::FsWriteTextFile
+            | AgentMethod::TerminalCreate
+            | AgentMethod::TerminalOutput
+            | AgentMethod::TerminalRelease
+            | AgentMethod::TerminalWaitForExit
+            | AgentMethod::TerminalKill,
+        ) => {
+            tracing::info!(method, "client method declined (not enabled)");
             Err(RpcError::new(
                 codes::METHOD_NOT_FOUND,
-                format!("{m} is not enabled on this gateway"),
+                format!("{method} is not enabled on this gateway"),
             ))
         }
-        m => Err(RpcError::new(codes::METHOD_NOT_FOUND, format!("Method not found: {m}"))),
-    }
-}
-
-/// The text of a tool call's `content` when every block is text content
-/// (`{"type": "content", "content": {"type": "text", "text": …}}`); `None` otherwise.
-fn content_blocks_text(content: &Value) -> Option<String> {
-    let blocks = content.as_array().filter(|b| !b.is_empty())?;
-    blocks
-        .iter()
-        .map(|b| {
-            let inner = b
-                .get("content")
-                .filter(|_| b.get("type").and_then(Value::as_str) == Some("content"))?;
-            inner
-                .get("text")
-                .filter(|_| inner.get("type").and_then(Value::as_str) == Some("text"))
-                .and_then(Value::as_str)
-        })
-        .collect::<Option<Vec<&str>>>()
-        .map(|texts| texts.concat())
-}
-
-/// The E2A frame of one ACP `session/update` (see the module docs).
-fn update_frame(s: &mut ResponseStream, update: &Value, text: &mut String) -> Option<E2AResponse> {
-    let u = update.as_object()?;
-    let kind = u.get("sessionUpdate").and_then(Value::as_str).unwrap_or("");
-    let content_text = || {
-        u.get("content")
-            .filter(|c| c.get("type").and_then(Value::as_str) == Some("text"))
-            .and_then(|c| c.get("text"))
-            .and_then(Value::as_str)
-    };
-    match kind {
-        "agent_message_chunk" if content_text().is_some() => {
-            let t = content_text().unwrap_or_default();
-            text.push_str(t);
-            Some(s.text(t))
-        }
-        "agent_thought_chunk" if content_text().is_some() => Some(s.reasoning(content_text().unwrap_or_default())),
-        "tool_call" => {
-            let id = u.get("toolCallId").and_then(Value::as_str)?;
-            let name = u.get("title").and_then(Value::as_str).unwrap_or("tool");
-            let args = u.get("rawInput").cloned().unwrap_or_else(|| json!({}));
-            Some(s.tool_call(id, name, args))
-        }
-        "tool_call_update" if matches!(u.get("status").and_then(Value::as_str), Some("completed" | "failed")) => {
-            let id = u.get("toolCallId").and_then(Value::as_str)?;
-            let result = match (u.get("rawOutput"), u.get("content")) {
-                (Some(raw), _) => raw.clone(),
-                // content that is only text is the tool's output as the agent showed it
-                (None, Some(content)) => content_blocks_text(content).map_or_else(|| content.clone(), Value::String),
-                (None, None) => Value::Null,
-            };
-            Some(s.tool_result(id, result))
-        }
-        _ => Some(s.event(ResponseKind::AcpSessionUpdate, u.clone())),
+        _ => Err(RpcError::new(
+            codes::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        )),
     }
 }
 
@@ -423,7 +385,7 @@ impl Agent for AcpProcessAgent {
                 let _turn = turn.lock().await;
                 let (utx, mut urx) = mpsc::unbounded_channel::<Value>();
                 routes.lock().insert(sid.clone(), utx);
-                let (_, answer) = peer.request("session/prompt", prompt);
+                let (_, answer) = peer.request(Method::SessionPrompt.as_str(), prompt);
                 tokio::pin!(answer);
                 let mut cancel_sent = false;
                 let outcome = loop {
@@ -434,7 +396,7 @@ impl Agent for AcpProcessAgent {
                         _ = cancel.cancelled(), if !cancel_sent => {
                             cancel_sent = true;
                             tracing::info!(session = %sid, "run cancelled: session/cancel");
-                            peer.notify("session/cancel", json!({"sessionId": sid}));
+                            peer.notify(AcpNotificationName::SessionCancel.as_str(), json!({"sessionId": sid}));
                         }
                     }
                 };
@@ -448,7 +410,7 @@ impl Agent for AcpProcessAgent {
             while let Some(event) = rx.recv().await {
                 match event {
                     Event::Update(u) => {
-                        if let Some(f) = update_frame(&mut s, &u, &mut text) {
+                        if let Some(f) = e2a::acp::inbound::frame_of_update(&mut s, &u, &mut text) {
                             yield f;
                         }
                     }
@@ -482,9 +444,7 @@ impl Agent for AcpProcessAgent {
 
 #[cfg(test)]
 mod tests {
-    use super::{update_frame, PermissionPolicy};
-    use e2a::stream::ResponseStream;
-    use e2a::E2AEnvelope;
+    use super::PermissionPolicy;
     use serde_json::json;
 
     #[test]
@@ -498,47 +458,5 @@ mod tests {
         assert!(p(&["main.RS"]).allows(&call));
         assert!(p(&["*"]).allows(&call));
         assert!(!p(&["read", ""]).allows(&call));
-    }
-
-    #[test]
-    fn session_updates_become_frames() {
-        let req = E2AEnvelope::new("session/prompt", json!({})).with_request_id("r");
-        let mut s = ResponseStream::for_request(&req);
-        let mut text = String::new();
-        let f = |s: &mut ResponseStream, t: &mut String, u: serde_json::Value| update_frame(s, &u, t).unwrap();
-        let chunk = f(
-            &mut s,
-            &mut text,
-            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}),
-        );
-        assert_eq!(chunk.body["delta_kind"], "text");
-        let thought = f(
-            &mut s,
-            &mut text,
-            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}}),
-        );
-        assert_eq!(thought.body["delta_kind"], "reasoning");
-        let call = f(
-            &mut s,
-            &mut text,
-            json!({"sessionUpdate": "tool_call", "toolCallId": "c", "title": "ls", "rawInput": {"a": 1}}),
-        );
-        assert_eq!(call.body["delta"]["tool_call"]["arguments"], json!({"a": 1}));
-        let running = f(
-            &mut s,
-            &mut text,
-            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "in_progress"}),
-        );
-        assert_eq!(running.response_kind.to_string(), "acp.session_update");
-        let done = f(
-            &mut s,
-            &mut text,
-            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "completed", "rawOutput": {"ok": true}}),
-        );
-        assert_eq!(done.body["event_type"], "chat.tool_result");
-        let plan = f(&mut s, &mut text, json!({"sessionUpdate": "plan", "entries": []}));
-        assert_eq!(plan.body["sessionUpdate"], "plan");
-        assert_eq!(text, "hi");
-        assert!(update_frame(&mut s, &json!("not an object"), &mut text).is_none());
     }
 }

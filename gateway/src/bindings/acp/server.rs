@@ -29,12 +29,17 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use e2a::types::{AcpAgentToClientMethod as AgentMethod, AcpClientToAgentMethod as Method, AcpNotificationName};
+
 use crate::agent::{Agent, Caller, RequestContext};
 use crate::jsonrpc::{codes, Incoming, Peer, RpcError};
 use crate::pipeline::boundary::{self, Deadlines};
 
 /// The ACP protocol version this agent speaks.
 pub const PROTOCOL_VERSION: u64 = 1;
+
+/// The JSON-RPC extension notification that cancels one request (not an ACP method).
+const CANCEL_REQUEST: &str = "$/cancel_request";
 
 /// Most `session/update`s a session keeps for `session/load` (the oldest go first).
 pub const MAX_HISTORY: usize = 10_000;
@@ -190,8 +195,8 @@ impl AcpServer {
                     let token = CancellationToken::new();
                     self.requests.lock().insert(id.to_string(), token.clone());
                     // the session's cancel count when the prompt arrived, read before the task runs
-                    let epoch = match method.as_str() {
-                        "session/prompt" => params
+                    let epoch = match method.parse() {
+                        Ok(Method::SessionPrompt) => params
                             .get("sessionId")
                             .and_then(Value::as_str)
                             .and_then(|sid| self.session(sid))
@@ -228,8 +233,16 @@ impl AcpServer {
     }
 
     fn notification(&self, method: &str, params: &Value) {
-        match method {
-            "session/cancel" => {
+        if method == CANCEL_REQUEST {
+            let id = params.get("requestId").map(Value::to_string).unwrap_or_default();
+            if let Some(t) = self.requests.lock().get(&id).cloned() {
+                tracing::info!(request = %id, "$/cancel_request");
+                t.cancel();
+            }
+            return;
+        }
+        match method.parse() {
+            Ok(AcpNotificationName::SessionCancel) => {
                 let sid = params.get("sessionId").and_then(Value::as_str).unwrap_or("");
                 match self.session(sid) {
                     Some(s) => {
@@ -239,14 +252,7 @@ impl AcpServer {
                     None => tracing::debug!(session = sid, "session/cancel of an unknown session"),
                 }
             }
-            "$/cancel_request" => {
-                let id = params.get("requestId").map(Value::to_string).unwrap_or_default();
-                if let Some(t) = self.requests.lock().get(&id).cloned() {
-                    tracing::info!(request = %id, "$/cancel_request");
-                    t.cancel();
-                }
-            }
-            other => tracing::debug!(method = other, "notification ignored"),
+            _ => tracing::debug!(method, "notification ignored"),
         }
     }
 
@@ -271,23 +277,29 @@ impl AcpServer {
     ) -> Result<Option<Value>, RpcError> {
         let p = params_obj(params)?;
         let simple = |v: Value| Ok(Some(v));
-        match method {
-            "initialize" => simple(self.initialize(&p)),
-            "authenticate" => {
+        let Ok(known) = method.parse::<Method>() else {
+            return Err(RpcError::new(
+                codes::METHOD_NOT_FOUND,
+                format!("Method not found: {method}"),
+            ));
+        };
+        match known {
+            Method::Initialize => simple(self.initialize(&p)),
+            Method::Authenticate => {
                 let method_id = p.get("methodId").and_then(Value::as_str).unwrap_or("");
                 Err(RpcError::new(
                     codes::INVALID_PARAMS,
                     format!("unknown auth method `{method_id}`: this agent declares none"),
                 ))
             }
-            "session/new" => {
+            Method::SessionNew => {
                 let cwd = p.get("cwd").and_then(Value::as_str).unwrap_or("/").to_string();
                 let sid = format!("sess_{}", uuid::Uuid::new_v4().simple());
                 self.add_session(&sid, cwd);
                 tracing::info!(session = %sid, "session/new");
                 simple(e2a::acp::session_new_result(&sid))
             }
-            "session/load" => {
+            Method::SessionLoad => {
                 let sid = session_id_param(&p)?;
                 let s = self
                     .session(&sid)
@@ -298,7 +310,7 @@ impl AcpServer {
                 }
                 simple(json!({}))
             }
-            "session/resume" => {
+            Method::SessionResume => {
                 let sid = session_id_param(&p)?;
                 if self.session(&sid).is_none() {
                     // the agent behind may know the session even when this process does not
@@ -307,7 +319,7 @@ impl AcpServer {
                 }
                 simple(json!({}))
             }
-            "session/close" => {
+            Method::SessionClose => {
                 let sid = session_id_param(&p)?;
                 let removed = self.sessions.lock().remove(&sid);
                 match removed {
@@ -321,7 +333,7 @@ impl AcpServer {
                     )),
                 }
             }
-            "session/list" => {
+            Method::SessionList => {
                 let want_cwd = p.get("cwd").and_then(Value::as_str);
                 let all: Vec<(String, Arc<Session>)> = self
                     .sessions
@@ -347,12 +359,12 @@ impl AcpServer {
                 }
                 simple(result)
             }
-            "session/prompt" => {
+            Method::SessionPrompt => {
                 let response = self.prompt(peer, id, p, cancel, epoch).await?;
                 peer.send(response);
                 Ok(None)
             }
-            "session/set_mode" | "session/set_config_option" => Err(RpcError::new(
+            Method::SessionSetMode | Method::SessionSetConfigOption => Err(RpcError::new(
                 codes::METHOD_NOT_FOUND,
                 format!("{method}: the agent declares no modes or config options"),
             )),
@@ -412,11 +424,11 @@ impl AcpServer {
         };
         for block in p.get("prompt").and_then(Value::as_array).into_iter().flatten() {
             session.record(
-                &json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid,
+                &json!({"jsonrpc": "2.0", "method": AgentMethod::SessionUpdate.as_str(), "params": {"sessionId": sid,
                 "update": {"sessionUpdate": "user_message_chunk", "content": block}}}),
             );
         }
-        let mut ingress = JsonRpcIngress::new("session/prompt", p.clone());
+        let mut ingress = JsonRpcIngress::new(Method::SessionPrompt.as_str(), p.clone());
         ingress.jsonrpc_id = e2a::acp::jsonrpc_id_from_value(&id);
         ingress.session_id = Some(sid.clone());
         ingress.channel = Some("acp".into());
@@ -475,7 +487,7 @@ impl AcpServer {
         let mut last = None;
         for msg in projector.push(frame) {
             if msg.get("method").is_some() {
-                if msg.get("method").and_then(Value::as_str) == Some("session/update") {
+                if msg.get("method").and_then(Value::as_str) == Some(AgentMethod::SessionUpdate.as_str()) {
                     session.record(&msg);
                 }
                 peer.send(msg);
@@ -573,7 +585,7 @@ impl AcpServer {
                 {"optionId": "reject", "name": "Reject", "kind": "reject_once"}
             ]
         });
-        let (_, answer) = peer.request("session/request_permission", params);
+        let (_, answer) = peer.request(AgentMethod::SessionRequestPermission.as_str(), params);
         let outcome = tokio::select! {
             a = answer => a,
             _ = cancel.cancelled() => return None,
