@@ -93,6 +93,31 @@ pub fn tables(bundled: &Value) -> String {
             out.push('\n');
             continue;
         }
+        if let Some(rows) = def.get(crate::A2A_ERROR_TABLE).and_then(Value::as_array) {
+            let _ = writeln!(
+                out,
+                "| kind | JSON-RPC code | `ErrorInfo` reason | HTTP | `google.rpc.Code` | meaning |\n|---|---|---|---|---|---|"
+            );
+            for r in rows {
+                let text = |k: &str| match r.get(k) {
+                    Some(Value::String(s)) => format!("`{s}`"),
+                    Some(other) => other.to_string(),
+                    None => "—".into(),
+                };
+                let _ = writeln!(
+                    out,
+                    "| `{}` | {} | {} | {} | {} | {} |",
+                    r.get("kind").and_then(Value::as_str).unwrap_or_default(),
+                    text("code"),
+                    text("reason"),
+                    text("http_status"),
+                    text("grpc_status"),
+                    cell(r.get("description").and_then(Value::as_str).unwrap_or_default())
+                );
+            }
+            out.push('\n');
+            continue;
+        }
         if let Some(values) = def.get("enum").and_then(Value::as_array) {
             let _ = writeln!(out, "| value |\n|---|");
             for v in values {

@@ -242,6 +242,7 @@ pub fn rust_source(bundled: &Value) -> Result<String, Error> {
     }
     out.push_str(&enum_extras(bundled, &file));
     out.push_str(&error_table(bundled, &file)?);
+    out.push_str(&a2a_error_table(bundled, &file)?);
     out.push_str(&debug_impls(&redacted_debug));
     out.push_str(&defaults);
     out.push_str(&reader::readers(bundled, &file)?);
@@ -719,6 +720,65 @@ fn error_table(bundled: &Value, file: &syn::File) -> Result<String, Error> {
     }
     if seen.len() != variants.len() {
         return Err(err(format!("{} rows for {} values", seen.len(), variants.len())));
+    }
+    out.push_str("];\n");
+    Ok(out)
+}
+
+/// The `x-e2a-a2a-error-table` keyword: rows of how each A2A error reads on the A2A bindings.
+/// Rendered as `A2A_ERROR_TABLE: [crate::a2a::errors::A2aErrorMapping; N]`.
+pub const A2A_ERROR_TABLE: &str = "x-e2a-a2a-error-table";
+
+/// `A2A_ERROR_TABLE` from the one definition carrying [`A2A_ERROR_TABLE`]; every enum value has
+/// exactly one row and every code one kind (so the table reads both ways).
+fn a2a_error_table(bundled: &Value, file: &syn::File) -> Result<String, Error> {
+    let Some(defs) = bundled.get("$defs").and_then(Value::as_object) else {
+        return Ok(String::new());
+    };
+    let Some((name, rows)) = defs
+        .iter()
+        .find_map(|(n, d)| d.get(A2A_ERROR_TABLE).and_then(Value::as_array).map(|r| (n, r)))
+    else {
+        return Ok(String::new());
+    };
+    let err = |m: String| Error::Schema(format!("/$defs/{name}/{A2A_ERROR_TABLE}: {m}"));
+    let variants = enum_variants(file, name).ok_or_else(|| err("not a string enum".into()))?;
+    let mut out = format!(
+        "\n/// How every [`{name}`] reads on the A2A bindings (`{A2A_ERROR_TABLE}` of `schema/`), in schema order.\npub const A2A_ERROR_TABLE: [crate::a2a::errors::A2aErrorMapping; {}] = [\n",
+        rows.len()
+    );
+    let (mut kinds, mut codes) = (Vec::new(), Vec::new());
+    for (i, row) in rows.iter().enumerate() {
+        let s = |k: &str| {
+            row.get(k)
+                .and_then(Value::as_str)
+                .ok_or_else(|| err(format!("row {i}: `{k}` must be a string")))
+        };
+        let n = |k: &str| {
+            row.get(k)
+                .and_then(Value::as_i64)
+                .ok_or_else(|| err(format!("row {i}: `{k}` must be an integer")))
+        };
+        let kind = s("kind")?;
+        let variant = variants
+            .get(kind)
+            .ok_or_else(|| err(format!("row {i}: `{kind}` is not a value of {name}")))?;
+        let code = n("code")?;
+        if kinds.contains(&kind) || codes.contains(&code) {
+            return Err(err(format!("row {i}: `{kind}` or {code} has two rows")));
+        }
+        kinds.push(kind);
+        codes.push(code);
+        let status = u16::try_from(n("http_status")?).map_err(|_| err(format!("row {i}: bad http_status")))?;
+        let _ = writeln!(
+            out,
+            "    crate::a2a::errors::A2aErrorMapping {{ kind: {name}::{variant}, code: {code}, reason: {:?}, http_status: {status}, grpc_status: {:?} }},",
+            s("reason")?,
+            s("grpc_status")?,
+        );
+    }
+    if kinds.len() != variants.len() {
+        return Err(err(format!("{} rows for {} values", kinds.len(), variants.len())));
     }
     out.push_str("];\n");
     Ok(out)

@@ -15,6 +15,27 @@ class Model(RootModel[Any]):
     )
 
 
+class A2aErrorKind(Enum):
+    """
+    The A2A errors (A2A 1.0 §5.4 and the JSON-RPC standard errors). `x-e2a-a2a-error-table` says how each reads on every A2A binding: its JSON-RPC `error.code`, the `google.rpc.ErrorInfo` reason, the HTTP status and the `google.rpc.Code` of HTTP+JSON. An E2A failure of an `ErrorKind` reads as the A2A error whose code is its `a2a_code`.
+    """
+
+    json_parse = 'json_parse'
+    invalid_request = 'invalid_request'
+    method_not_found = 'method_not_found'
+    invalid_params = 'invalid_params'
+    internal = 'internal'
+    task_not_found = 'task_not_found'
+    task_not_cancelable = 'task_not_cancelable'
+    push_notification_not_supported = 'push_notification_not_supported'
+    unsupported_operation = 'unsupported_operation'
+    content_type_not_supported = 'content_type_not_supported'
+    invalid_agent_response = 'invalid_agent_response'
+    extended_agent_card_not_configured = 'extended_agent_card_not_configured'
+    extension_support_required = 'extension_support_required'
+    version_not_supported = 'version_not_supported'
+
+
 class A2aMetadataKey(Enum):
     """
     Keys of an A2A `Message.metadata` that carry an E2A frame A2A has no native form for (`e2a::a2a::stream`): the `TASK_STATE_WORKING` status message of an `e2a.chunk` other than text (its data part holds the `delta` unchanged; reasoning is a text part) or of an `acp.session_update`, and the `TASK_STATE_INPUT_REQUIRED` status message of a `plan.approval_required` pause (their data part holds the `body` unchanged). `e2a_response_kind` is the frame's `response_kind` (written for every kind but `e2a.chunk`), `e2a_delta_kind` a chunk's `delta_kind`, `e2a_chunk` an object with the chunk body's other fields (`event_type`, `source_chunk_type`, …; absent when there are none). A reader rebuilds the same frame from them; a message without them is a plain A2A message.
