@@ -16,7 +16,6 @@ pub use echo::EchoAgent;
 pub use script::{ScriptAgent, ScriptStats};
 
 use e2a::E2AEnvelope;
-use serde_json::Value;
 
 /// The user's text in a request: ACP prompt blocks, `params.text` / `content` / `query`, or the
 /// text parts of an A2A `params.message`.
@@ -28,14 +27,6 @@ pub fn request_text(request: &E2AEnvelope) -> String {
     request
         .params
         .get("message")
-        .and_then(|m| m.get("parts"))
-        .and_then(Value::as_array)
-        .map(|parts| {
-            parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
+        .map(e2a::a2a::jsonrpc::message_text)
         .unwrap_or_default()
 }

@@ -91,6 +91,17 @@ impl TaskService {
             .subscribe()
     }
 
+    /// Task `id`'s logged events after `after`, up to the first that ends a stream running
+    /// `until` (and whether one did).
+    async fn log_after(&self, id: &str, after: u64, until: Until) -> Result<(Vec<StoredEvent>, bool), A2aError> {
+        let mut events = self.store.events_after(id, after).await?;
+        let end = events.iter().position(|e| ends(&e.event, until));
+        if let Some(i) = end {
+            events.truncate(i + 1);
+        }
+        Ok((events, end.is_some()))
+    }
+
     /// The events of task `id` after `after` from the log, then live ones, until an event ends
     /// the stream (`until`), the channel closes, or the gateway drains and no run is behind it.
     pub(super) fn follow(
@@ -103,15 +114,16 @@ impl TaskService {
         let this = self.clone();
         Box::pin(async_stream::stream! {
             let mut last = after;
-            match this.store.events_after(&id, last).await {
-                Ok(events) => for e in events {
-                    last = e.seq;
-                    let end = ends(&e.event, until);
-                    yield Ok(e);
+            match this.log_after(&id, last, until).await {
+                Ok((events, end)) => {
+                    for e in events {
+                        last = e.seq;
+                        yield Ok(e);
+                    }
                     if end { return; }
-                },
+                }
                 Err(e) => {
-                    yield Err(A2aError::from(e));
+                    yield Err(e);
                     return;
                 }
             }
@@ -153,16 +165,17 @@ impl TaskService {
                     Some(Err(broadcast::error::RecvError::Closed)) => true,
                 };
                 // a gap (lagged), a quiet spell or a closed channel: catch up from the log
-                match this.store.events_after(&id, last).await {
-                    Ok(events) => for e in events {
-                        quiet = Instant::now();
-                        last = e.seq;
-                        let end = ends(&e.event, until);
-                        yield Ok(e);
+                match this.log_after(&id, last, until).await {
+                    Ok((events, end)) => {
+                        for e in events {
+                            quiet = Instant::now();
+                            last = e.seq;
+                            yield Ok(e);
+                        }
                         if end { return; }
-                    },
+                    }
                     Err(e) => {
-                        yield Err(A2aError::from(e));
+                        yield Err(e);
                         return;
                     }
                 }

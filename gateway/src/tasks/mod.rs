@@ -34,8 +34,8 @@ use tokio_util::sync::CancellationToken;
 
 use self::error::{A2aError, A2aErrorKind};
 use self::feed::{Feed, Until};
-pub use self::params::history_length;
 use self::params::{check_input_modes, check_message, check_output_modes, ListParams};
+pub use self::params::{history_length, SendConfig};
 use self::snapshot::{agent_message, now_ts, status_event, user_turns};
 pub use self::snapshot::{apply, trim_history};
 use self::turn::TurnMapper;
@@ -114,8 +114,12 @@ pub enum SendOutcome {
 
 /// What a caller asked about a send.
 pub struct SendParams {
-    /// The JSON-RPC request (`method`, `params`) the ingress reads.
-    pub request: Value,
+    /// `SendStreamingMessage` (else `SendMessage`).
+    pub streaming: bool,
+    /// The JSON-RPC request id (null on HTTP+JSON).
+    pub id: Value,
+    /// The request's params (1.0 camelCase names).
+    pub params: Map<String, Value>,
     /// `A2A-Version` and extensions.
     pub headers: A2aHeaders,
     /// Who sent it.
@@ -173,8 +177,14 @@ impl TaskService {
 
     /// Starts a turn: a new task, or the answer to a paused one.
     pub async fn send(self: &Arc<Self>, p: SendParams) -> Result<SendOutcome, A2aError> {
+        let method = if p.streaming {
+            "SendStreamingMessage"
+        } else {
+            "SendMessage"
+        };
+        let request = json!({"jsonrpc": "2.0", "id": p.id, "method": method, "params": p.params});
         let mut env =
-            envelope_from_request(&p.request, &p.headers).map_err(|e| A2aError::invalid_params(e.to_string()))?;
+            envelope_from_request(&request, &p.headers).map_err(|e| A2aError::invalid_params(e.to_string()))?;
         let message = env.params.get("message").cloned().unwrap_or(Value::Null);
         check_message(&message)?;
         check_input_modes(&self.config.card.default_input_modes, &message)?;

@@ -193,3 +193,24 @@ impl ListParams {
         })
     }
 }
+
+/// What a send's `configuration` asks of the answer, read the same way on both bindings.
+pub struct SendConfig {
+    /// History messages of the answered task (`None`: all).
+    pub history: Option<usize>,
+    /// Whether a non-streaming send waits for the turn to end: unless `returnImmediately`
+    /// (1.0) or `blocking: false` (0.3).
+    pub blocking: bool,
+}
+
+impl SendConfig {
+    /// Reads `params.configuration`.
+    pub fn read(params: &Map<String, Value>) -> Result<Self, A2aError> {
+        let config = params.get("configuration").and_then(Value::as_object);
+        let flag = |k: &str| config.and_then(|c| c.get(k)).and_then(Value::as_bool);
+        Ok(SendConfig {
+            history: config.map(history_length).transpose()?.flatten(),
+            blocking: !flag("returnImmediately").unwrap_or(false) && flag("blocking").unwrap_or(true),
+        })
+    }
+}

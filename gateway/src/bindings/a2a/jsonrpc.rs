@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 use crate::agent::Caller;
 use crate::tasks::error::{A2aError, A2aErrorKind};
 use crate::tasks::TaskService;
-use crate::tasks::{history_length, trim_history, SendOutcome, SendParams};
+use crate::tasks::{history_length, trim_history, SendConfig, SendOutcome, SendParams};
 use crate::web::{body, last_event_id};
 
 fn reply(v: Value) -> Response {
@@ -135,26 +135,12 @@ pub(super) async fn handle(
         match op {
             "SendMessage" | "SendStreamingMessage" => {
                 let streaming = op == "SendStreamingMessage";
-                let history = params
-                    .get("configuration")
-                    .and_then(Value::as_object)
-                    .map(history_length)
-                    .transpose()?
-                    .flatten();
-                let blocking = !params
-                    .get("configuration")
-                    .and_then(|c| c.get("returnImmediately"))
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false)
-                    && params
-                        .get("configuration")
-                        .and_then(|c| c.get("blocking"))
-                        .and_then(Value::as_bool)
-                        .unwrap_or(true);
-                let rpc = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+                let SendConfig { history, blocking } = SendConfig::read(&params)?;
                 let outcome = state
                     .send(SendParams {
-                        request: rpc,
+                        streaming,
+                        id: id.clone(),
+                        params: params.clone(),
                         headers: a2a,
                         caller: caller.clone(),
                     })

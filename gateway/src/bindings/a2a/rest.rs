@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap};
+use axum::http::{header, HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use axum::Extension;
@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 use crate::agent::Caller;
 use crate::tasks::error::{A2aError, A2aErrorKind, RestError};
 use crate::tasks::TaskService;
-use crate::tasks::{history_length, trim_history, SendOutcome, SendParams};
+use crate::tasks::{history_length, trim_history, SendConfig, SendOutcome, SendParams};
 use crate::web::{body, last_event_id};
 
 /// The routes under `prefix` (empty: at the root).
@@ -27,7 +27,7 @@ pub(super) fn routes(prefix: &str) -> Router<Arc<TaskService>> {
         .route(&format!("{p}/message:send"), post(send))
         .route(&format!("{p}/message:stream"), post(stream))
         .route(&format!("{p}/tasks"), get(list))
-        .route(&format!("{p}/tasks/{{segment}}"), get(task_get).post(task_post))
+        .route(&format!("{p}/tasks/{{segment}}"), get(task).post(task))
         .route(&format!("{p}/tasks/{{id}}/pushNotificationConfigs"), any(push))
         .route(
             &format!("{p}/tasks/{{id}}/pushNotificationConfigs/{{config}}"),
@@ -74,21 +74,12 @@ async fn start(
 ) -> Result<(SendOutcome, Option<usize>, bool, Caller), A2aError> {
     let a2a = super::a2a_headers(headers, query)?;
     let params = body_object(state, headers, body).await?;
-    let config = params.get("configuration").and_then(Value::as_object);
-    let history = config.map(history_length).transpose()?.flatten();
-    let blocking = !config
-        .and_then(|c| c.get("returnImmediately"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let method = if streaming {
-        "SendStreamingMessage"
-    } else {
-        "SendMessage"
-    };
-    let rpc = json!({"jsonrpc": "2.0", "id": null, "method": method, "params": params});
+    let SendConfig { history, blocking } = SendConfig::read(&params)?;
     let outcome = state
         .send(SendParams {
-            request: rpc,
+            streaming,
+            id: Value::Null,
+            params,
             headers: a2a,
             caller: caller.clone(),
         })
@@ -157,7 +148,9 @@ fn split_segment(segment: &str) -> (&str, Option<&str>) {
     }
 }
 
-async fn task_get(
+/// `GET /tasks/{id}`, `POST /tasks/{id}:cancel`, `GET|POST /tasks/{id}:subscribe`.
+async fn task(
+    method: Method,
     State(state): State<Arc<TaskService>>,
     Extension(caller): Extension<Caller>,
     Path(segment): Path<String>,
@@ -165,28 +158,14 @@ async fn task_get(
     headers: HeaderMap,
 ) -> Result<Response, RestError> {
     super::a2a_headers(&headers, raw.as_deref())?;
-    match split_segment(&segment) {
-        (id, None) => {
+    match (method, split_segment(&segment)) {
+        (Method::GET, (id, None)) => {
             let history = history_length(&query_params(raw.as_deref()))?;
             let rec = state.load(id, &caller).await?;
             Ok(json_response(trim_history(rec.task, history)))
         }
-        (id, Some("subscribe")) => subscribe(&state, id, &caller, &headers).await,
-        _ => Err(method_not_allowed().into()),
-    }
-}
-
-async fn task_post(
-    State(state): State<Arc<TaskService>>,
-    Extension(caller): Extension<Caller>,
-    Path(segment): Path<String>,
-    RawQuery(raw): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, RestError> {
-    super::a2a_headers(&headers, raw.as_deref())?;
-    match split_segment(&segment) {
-        (id, Some("cancel")) => Ok(json_response(state.cancel(id, &caller).await?)),
-        (id, Some("subscribe")) => subscribe(&state, id, &caller, &headers).await,
+        (Method::POST, (id, Some("cancel"))) => Ok(json_response(state.cancel(id, &caller).await?)),
+        (_, (id, Some("subscribe"))) => subscribe(&state, id, &caller, &headers).await,
         _ => Err(method_not_allowed().into()),
     }
 }
