@@ -612,12 +612,7 @@ fn enum_extras(bundled: &Value, file: &syn::File) -> String {
         let Some(values) = defs.get(&name).and_then(|d| d.get("enum")).and_then(Value::as_array) else {
             continue;
         };
-        let mut variants = BTreeMap::new();
-        for v in &e.variants {
-            if let Some(r) = serde_rename(&v.attrs) {
-                variants.insert(r, v.ident.to_string());
-            }
-        }
+        let variants = variant_values(e);
         let pairs: Vec<(&str, &String)> = values
             .iter()
             .filter_map(Value::as_str)
@@ -787,14 +782,21 @@ fn a2a_error_table(bundled: &Value, file: &syn::File) -> Result<String, Error> {
 /// wire value → variant name of the typify enum `name`.
 fn enum_variants(file: &syn::File, name: &str) -> Option<BTreeMap<String, String>> {
     file.items.iter().find_map(|item| match item {
-        syn::Item::Enum(e) if e.ident == name => Some(
-            e.variants
-                .iter()
-                .filter_map(|v| serde_rename(&v.attrs).map(|r| (r, v.ident.to_string())))
-                .collect(),
-        ),
+        syn::Item::Enum(e) if e.ident == name => Some(variant_values(e)),
         _ => None,
     })
+}
+
+/// wire value → variant name of a typify enum: its `serde(rename)`, else (a value that is
+/// already a Rust name, `SendMessage`) the variant's own name.
+fn variant_values(e: &syn::ItemEnum) -> BTreeMap<String, String> {
+    e.variants
+        .iter()
+        .map(|v| {
+            let name = v.ident.to_string();
+            (serde_rename(&v.attrs).unwrap_or_else(|| name.clone()), name)
+        })
+        .collect()
 }
 
 fn serde_rename(attrs: &[syn::Attribute]) -> Option<String> {

@@ -46,6 +46,24 @@ class A2aMetadataKey(Enum):
     e2a_chunk = 'e2a_chunk'
 
 
+class A2aOperation(Enum):
+    """
+    The A2A 1.0 operations, by their JSON-RPC method names (the HTTP+JSON routes and gRPC methods are the same operations). 0.3's method names (`message/send`, `tasks/get`, `tasks/pushNotificationConfig/set`, `agent/getAuthenticatedExtendedCard`, …) read as these (`e2a::a2a::jsonrpc::operation`).
+    """
+
+    SendMessage = 'SendMessage'
+    SendStreamingMessage = 'SendStreamingMessage'
+    GetTask = 'GetTask'
+    ListTasks = 'ListTasks'
+    CancelTask = 'CancelTask'
+    SubscribeToTask = 'SubscribeToTask'
+    CreateTaskPushNotificationConfig = 'CreateTaskPushNotificationConfig'
+    GetTaskPushNotificationConfig = 'GetTaskPushNotificationConfig'
+    ListTaskPushNotificationConfigs = 'ListTaskPushNotificationConfigs'
+    DeleteTaskPushNotificationConfig = 'DeleteTaskPushNotificationConfig'
+    GetExtendedAgentCard = 'GetExtendedAgentCard'
+
+
 class A2aStreamBranch(Enum):
     """
     Branch of an `a2a.stream_event` body (`E2A_A2A_STREAM_BRANCHES`), snake_case.

@@ -168,6 +168,100 @@ impl ::std::convert::TryFrom<::std::string::String> for A2aMetadataKey {
         value.parse()
     }
 }
+///The A2A 1.0 operations, by their JSON-RPC method names (the HTTP+JSON routes and gRPC methods are the same operations). 0.3's method names (`message/send`, `tasks/get`, `tasks/pushNotificationConfig/set`, `agent/getAuthenticatedExtendedCard`, …) read as these (`e2a::a2a::jsonrpc::operation`).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum A2aOperation {
+    SendMessage,
+    SendStreamingMessage,
+    GetTask,
+    ListTasks,
+    CancelTask,
+    SubscribeToTask,
+    CreateTaskPushNotificationConfig,
+    GetTaskPushNotificationConfig,
+    ListTaskPushNotificationConfigs,
+    DeleteTaskPushNotificationConfig,
+    GetExtendedAgentCard,
+}
+impl ::std::fmt::Display for A2aOperation {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::SendMessage => f.write_str("SendMessage"),
+            Self::SendStreamingMessage => f.write_str("SendStreamingMessage"),
+            Self::GetTask => f.write_str("GetTask"),
+            Self::ListTasks => f.write_str("ListTasks"),
+            Self::CancelTask => f.write_str("CancelTask"),
+            Self::SubscribeToTask => f.write_str("SubscribeToTask"),
+            Self::CreateTaskPushNotificationConfig => {
+                f.write_str("CreateTaskPushNotificationConfig")
+            }
+            Self::GetTaskPushNotificationConfig => {
+                f.write_str("GetTaskPushNotificationConfig")
+            }
+            Self::ListTaskPushNotificationConfigs => {
+                f.write_str("ListTaskPushNotificationConfigs")
+            }
+            Self::DeleteTaskPushNotificationConfig => {
+                f.write_str("DeleteTaskPushNotificationConfig")
+            }
+            Self::GetExtendedAgentCard => f.write_str("GetExtendedAgentCard"),
+        }
+    }
+}
+impl ::std::str::FromStr for A2aOperation {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "SendMessage" => Ok(Self::SendMessage),
+            "SendStreamingMessage" => Ok(Self::SendStreamingMessage),
+            "GetTask" => Ok(Self::GetTask),
+            "ListTasks" => Ok(Self::ListTasks),
+            "CancelTask" => Ok(Self::CancelTask),
+            "SubscribeToTask" => Ok(Self::SubscribeToTask),
+            "CreateTaskPushNotificationConfig" => {
+                Ok(Self::CreateTaskPushNotificationConfig)
+            }
+            "GetTaskPushNotificationConfig" => Ok(Self::GetTaskPushNotificationConfig),
+            "ListTaskPushNotificationConfigs" => {
+                Ok(Self::ListTaskPushNotificationConfigs)
+            }
+            "DeleteTaskPushNotificationConfig" => {
+                Ok(Self::DeleteTaskPushNotificationConfig)
+            }
+            "GetExtendedAgentCard" => Ok(Self::GetExtendedAgentCard),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for A2aOperation {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for A2aOperation {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
 ///Branch of an `a2a.stream_event` body (`E2A_A2A_STREAM_BRANCHES`), snake_case.
 #[derive(
     ::serde::Deserialize,
@@ -2755,6 +2849,38 @@ impl A2aMetadataKey {
             Self::E2aResponseKind => "e2a_response_kind",
             Self::E2aDeltaKind => "e2a_delta_kind",
             Self::E2aChunk => "e2a_chunk",
+        }
+    }
+}
+impl A2aOperation {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 11] = [
+        Self::SendMessage,
+        Self::SendStreamingMessage,
+        Self::GetTask,
+        Self::ListTasks,
+        Self::CancelTask,
+        Self::SubscribeToTask,
+        Self::CreateTaskPushNotificationConfig,
+        Self::GetTaskPushNotificationConfig,
+        Self::ListTaskPushNotificationConfigs,
+        Self::DeleteTaskPushNotificationConfig,
+        Self::GetExtendedAgentCard,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::SendMessage => "SendMessage",
+            Self::SendStreamingMessage => "SendStreamingMessage",
+            Self::GetTask => "GetTask",
+            Self::ListTasks => "ListTasks",
+            Self::CancelTask => "CancelTask",
+            Self::SubscribeToTask => "SubscribeToTask",
+            Self::CreateTaskPushNotificationConfig => "CreateTaskPushNotificationConfig",
+            Self::GetTaskPushNotificationConfig => "GetTaskPushNotificationConfig",
+            Self::ListTaskPushNotificationConfigs => "ListTaskPushNotificationConfigs",
+            Self::DeleteTaskPushNotificationConfig => "DeleteTaskPushNotificationConfig",
+            Self::GetExtendedAgentCard => "GetExtendedAgentCard",
         }
     }
 }

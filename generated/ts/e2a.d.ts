@@ -29,6 +29,24 @@ export type A2AErrorKind =
  */
 export type A2AMetadataKey = "e2a_response_kind" | "e2a_delta_kind" | "e2a_chunk";
 /**
+ * The A2A 1.0 operations, by their JSON-RPC method names (the HTTP+JSON routes and gRPC methods are the same operations). 0.3's method names (`message/send`, `tasks/get`, `tasks/pushNotificationConfig/set`, `agent/getAuthenticatedExtendedCard`, …) read as these (`e2a::a2a::jsonrpc::operation`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aOperation".
+ */
+export type A2AOperation =
+  | "SendMessage"
+  | "SendStreamingMessage"
+  | "GetTask"
+  | "ListTasks"
+  | "CancelTask"
+  | "SubscribeToTask"
+  | "CreateTaskPushNotificationConfig"
+  | "GetTaskPushNotificationConfig"
+  | "ListTaskPushNotificationConfigs"
+  | "DeleteTaskPushNotificationConfig"
+  | "GetExtendedAgentCard";
+/**
  * Branch of an `a2a.stream_event` body (`E2A_A2A_STREAM_BRANCHES`), snake_case.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema

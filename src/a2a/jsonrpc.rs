@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
 use crate::fields::{rpc_id_of, Fields};
-use crate::types::E2AEnvelope;
+use crate::types::{A2aOperation, E2AEnvelope};
 
 /// HTTP-level A2A facts that travel with a request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,17 +20,28 @@ pub struct A2aHeaders {
 /// The A2A 1.0 operation of a JSON-RPC method name (1.0 or 0.3 spelling).
 ///
 /// ```
-/// assert_eq!(e2a::a2a::jsonrpc::operation("message/stream"), Some("SendStreamingMessage"));
-/// assert_eq!(e2a::a2a::jsonrpc::operation("GetTask"), Some("GetTask"));
+/// use e2a::types::A2aOperation;
+/// assert_eq!(e2a::a2a::jsonrpc::operation("message/stream"), Some(A2aOperation::SendStreamingMessage));
+/// assert_eq!(e2a::a2a::jsonrpc::operation("GetTask"), Some(A2aOperation::GetTask));
+/// assert_eq!(e2a::a2a::jsonrpc::operation("tasks/send"), None);
 /// ```
-pub fn operation(method: &str) -> Option<&'static str> {
+pub fn operation(method: &str) -> Option<A2aOperation> {
+    if let Ok(op) = method.parse() {
+        return Some(op);
+    }
+    // the 0.3 names
     Some(match method {
-        "SendMessage" | "message/send" => "SendMessage",
-        "SendStreamingMessage" | "message/stream" => "SendStreamingMessage",
-        "GetTask" | "tasks/get" => "GetTask",
-        "CancelTask" | "tasks/cancel" => "CancelTask",
-        "ListTasks" | "tasks/list" => "ListTasks",
-        "SubscribeToTask" | "tasks/resubscribe" => "SubscribeToTask",
+        "message/send" => A2aOperation::SendMessage,
+        "message/stream" => A2aOperation::SendStreamingMessage,
+        "tasks/get" => A2aOperation::GetTask,
+        "tasks/cancel" => A2aOperation::CancelTask,
+        "tasks/list" => A2aOperation::ListTasks,
+        "tasks/resubscribe" => A2aOperation::SubscribeToTask,
+        "tasks/pushNotificationConfig/set" => A2aOperation::CreateTaskPushNotificationConfig,
+        "tasks/pushNotificationConfig/get" => A2aOperation::GetTaskPushNotificationConfig,
+        "tasks/pushNotificationConfig/list" => A2aOperation::ListTaskPushNotificationConfigs,
+        "tasks/pushNotificationConfig/delete" => A2aOperation::DeleteTaskPushNotificationConfig,
+        "agent/getAuthenticatedExtendedCard" => A2aOperation::GetExtendedAgentCard,
         _ => return None,
     })
 }
@@ -181,7 +192,7 @@ pub fn envelope_from_request(req: &Value, headers: &A2aHeaders) -> Result<E2AEnv
     let mut details = Map::new();
     details.insert("kind".into(), "a2a_jsonrpc_request".into());
     details.insert("jsonrpc_method".into(), method.clone().into());
-    details.insert("abstract_operation".into(), op.into());
+    details.insert("abstract_operation".into(), op.as_str().into());
     details.insert(
         "a2a_version".into(),
         headers.version.clone().unwrap_or_else(|| "0.3".into()).into(),
@@ -190,7 +201,7 @@ pub fn envelope_from_request(req: &Value, headers: &A2aHeaders) -> Result<E2AEnv
         details.insert("a2a_extensions".into(), json!(headers.extensions));
     }
     let mut env = match op {
-        "SendMessage" | "SendStreamingMessage" => {
+        A2aOperation::SendMessage | A2aOperation::SendStreamingMessage => {
             let raw = params.get("message").ok_or_else(|| pf.err("message", "object"))?;
             if !raw.is_object() {
                 return Err(pf.err("message", "object"));
@@ -212,15 +223,15 @@ pub fn envelope_from_request(req: &Value, headers: &A2aHeaders) -> Result<E2AEnv
             if !text.is_empty() {
                 env.params.insert("text".into(), text.into());
             }
-            env.is_stream = op == "SendStreamingMessage";
+            env.is_stream = op == A2aOperation::SendStreamingMessage;
             env
         }
         _ => E2AEnvelope {
-            method: Some(op.into()),
+            method: Some(op.as_str().into()),
             task_id: pf.opt_str("id")?,
             context_id: pf.opt_str("contextId")?,
             params: params.clone(),
-            is_stream: op == "SubscribeToTask",
+            is_stream: op == A2aOperation::SubscribeToTask,
             ..Default::default()
         },
     };

@@ -9,6 +9,7 @@ use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use e2a::a2a::jsonrpc::operation;
+use e2a::types::A2aOperation;
 use serde_json::{json, Map, Value};
 
 use crate::agent::Caller;
@@ -29,62 +30,32 @@ fn err(id: &Value, e: &A2aError) -> Response {
     reply(e.to_jsonrpc(id))
 }
 
-fn is_push_method(m: &str) -> bool {
-    matches!(
-        m,
-        "CreateTaskPushNotificationConfig"
-            | "GetTaskPushNotificationConfig"
-            | "ListTaskPushNotificationConfigs"
-            | "DeleteTaskPushNotificationConfig"
-            | "tasks/pushNotificationConfig/set"
-            | "tasks/pushNotificationConfig/get"
-            | "tasks/pushNotificationConfig/list"
-            | "tasks/pushNotificationConfig/delete"
-    )
+/// A JSON-RPC request, decoded: its id, operation and params (1.0 camelCase names).
+struct Call {
+    id: Value,
+    op: A2aOperation,
+    params: Map<String, Value>,
 }
 
-/// `POST <jsonrpc_path>`.
-pub(super) async fn handle(
-    State(state): State<Arc<TaskService>>,
-    Extension(caller): Extension<Caller>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
+/// Decodes a JSON-RPC request; an error carries the id to answer it with (null before the id
+/// is known).
+fn decode(request: &Value) -> Result<Call, (Value, A2aError)> {
+    let invalid = |id: &Value, m: &str| (id.clone(), A2aError::new(A2aErrorKind::InvalidRequest, m));
     let null = Value::Null;
-    let read = body::read(&headers, body, state.shared.config.limits).await;
-    let request = match read.and_then(|b| b.value()) {
-        Ok(v) => v,
-        Err(e) => return err(&null, &A2aError::from(e)),
-    };
-    let Some(obj) = request.as_object() else {
-        return err(
-            &null,
-            &A2aError::new(
-                A2aErrorKind::InvalidRequest,
-                "the request must be a JSON-RPC request object",
-            ),
-        );
-    };
+    let obj = request
+        .as_object()
+        .ok_or_else(|| invalid(&null, "the request must be a JSON-RPC request object"))?;
     let id = obj.get("id").cloned().unwrap_or(Value::Null);
     if !(id.is_string() || id.is_number() || id.is_null()) {
-        return err(
-            &null,
-            &A2aError::new(A2aErrorKind::InvalidRequest, "id must be a string, a number or null"),
-        );
+        return Err(invalid(&null, "id must be a string, a number or null"));
     }
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return err(
-            &id,
-            &A2aError::new(A2aErrorKind::InvalidRequest, "jsonrpc must be \"2.0\""),
-        );
+        return Err(invalid(&id, "jsonrpc must be \"2.0\""));
     }
-    let Some(method) = obj.get("method").and_then(Value::as_str) else {
-        return err(
-            &id,
-            &A2aError::new(A2aErrorKind::InvalidRequest, "method must be a string"),
-        );
-    };
+    let method = obj
+        .get("method")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(&id, "method must be a string"))?;
     let params = match obj.get("params") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(p)) => {
@@ -95,33 +66,49 @@ pub(super) async fn handle(
                 _ => Map::new(),
             }
         }
-        Some(_) => return err(&id, &A2aError::invalid_params("params must be an object")),
+        Some(_) => return Err((id, A2aError::invalid_params("params must be an object"))),
     };
-    let a2a = match super::a2a_headers(&headers, query.as_deref()) {
-        Ok(h) => h,
-        Err(e) => return err(&id, &e),
-    };
-    if is_push_method(method) {
-        return err(
-            &id,
-            &A2aError::new(
-                A2aErrorKind::PushNotificationNotSupported,
-                "push notifications are not supported",
-            ),
-        );
-    }
-    if matches!(method, "GetExtendedAgentCard" | "agent/getAuthenticatedExtendedCard") {
-        return match super::extended_card(&state, &headers) {
-            Ok(card) => ok(&id, card),
-            Err(e) => err(&id, &e),
-        };
-    }
     let Some(op) = operation(method) else {
-        return err(
-            &id,
-            &A2aError::new(A2aErrorKind::MethodNotFound, format!("method {method} not found")),
-        );
+        let e = A2aError::new(A2aErrorKind::MethodNotFound, format!("method {method} not found"));
+        return Err((id, e));
     };
+    Ok(Call { id, op, params })
+}
+
+/// `POST <jsonrpc_path>`.
+pub(super) async fn handle(
+    State(state): State<Arc<TaskService>>,
+    Extension(caller): Extension<Caller>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let read = body::read(&headers, body, state.shared.config.limits).await;
+    let request = match read.and_then(|b| b.value()) {
+        Ok(v) => v,
+        Err(e) => return err(&Value::Null, &A2aError::from(e)),
+    };
+    let call = match decode(&request) {
+        Ok(call) => call,
+        Err((id, e)) => return err(&id, &e),
+    };
+    let id = call.id.clone();
+    match dispatch(&state, call, caller, query.as_deref(), &headers).await {
+        Ok(resp) => resp,
+        Err(e) => err(&id, &e),
+    }
+}
+
+/// Runs one decoded call on the task service and encodes its answer.
+async fn dispatch(
+    state: &Arc<TaskService>,
+    call: Call,
+    caller: Caller,
+    query: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<Response, A2aError> {
+    let a2a = super::a2a_headers(headers, query)?;
+    let Call { id, op, params } = call;
     let task_id = || -> Result<String, A2aError> {
         params
             .get("id")
@@ -131,64 +118,55 @@ pub(super) async fn handle(
             .ok_or_else(|| A2aError::invalid_params("params.id (the task id) is required"))
     };
     let keep_alive = state.shared.config.keep_alive;
-    let result: Result<Response, A2aError> = async {
-        match op {
-            "SendMessage" | "SendStreamingMessage" => {
-                let streaming = op == "SendStreamingMessage";
-                let SendConfig { history, blocking } = SendConfig::read(&params)?;
-                let outcome = state
-                    .send(SendParams {
-                        streaming,
-                        id: id.clone(),
-                        params: params.clone(),
-                        headers: a2a,
-                        caller: caller.clone(),
-                    })
-                    .await?;
-                match (outcome, streaming) {
-                    (SendOutcome::Message(m), false) => Ok(ok(&id, json!({"message": m}))),
-                    (SendOutcome::Message(m), true) => {
-                        let id = id.clone();
-                        Ok(super::sse(
-                            super::one_event(json!({"message": m})),
-                            keep_alive,
-                            move |e| result_or_error(&id, e),
-                        ))
+    let stream = |events| {
+        let id = id.clone();
+        super::sse(events, keep_alive, move |e| result_or_error(&id, e))
+    };
+    match op {
+        A2aOperation::SendMessage | A2aOperation::SendStreamingMessage => {
+            let streaming = op == A2aOperation::SendStreamingMessage;
+            let SendConfig { history, blocking } = SendConfig::read(&params)?;
+            let send = SendParams {
+                streaming,
+                id: id.clone(),
+                params,
+                headers: a2a,
+                caller: caller.clone(),
+            };
+            match (state.send(send).await?, streaming) {
+                (SendOutcome::Message(m), false) => Ok(ok(&id, json!({"message": m}))),
+                (SendOutcome::Message(m), true) => Ok(stream(super::one_event(json!({"message": m})))),
+                (SendOutcome::Task { events, .. }, true) => Ok(stream(events)),
+                (SendOutcome::Task { id: task_id, events }, false) => {
+                    if blocking {
+                        state.wait(events).await;
                     }
-                    (SendOutcome::Task { events, .. }, true) => {
-                        let id = id.clone();
-                        Ok(super::sse(events, keep_alive, move |e| result_or_error(&id, e)))
-                    }
-                    (SendOutcome::Task { id: task_id, events }, false) => {
-                        if blocking {
-                            state.wait(events).await;
-                        }
-                        let rec = state.load(&task_id, &caller).await?;
-                        Ok(ok(&id, json!({"task": trim_history(rec.task, history)})))
-                    }
+                    let rec = state.load(&task_id, &caller).await?;
+                    Ok(ok(&id, json!({"task": trim_history(rec.task, history)})))
                 }
             }
-            "GetTask" => {
-                let rec = state.load(&task_id()?, &caller).await?;
-                Ok(ok(&id, trim_history(rec.task, history_length(&params)?)))
-            }
-            "ListTasks" => Ok(ok(&id, state.list(&params, &caller).await?)),
-            "CancelTask" => Ok(ok(&id, state.cancel(&task_id()?, &caller).await?)),
-            "SubscribeToTask" => {
-                let events = state
-                    .subscribe(&task_id()?, &caller, last_event_id::read(&headers)?)
-                    .await?;
-                let id = id.clone();
-                Ok(super::sse(events, keep_alive, move |e| result_or_error(&id, e)))
-            }
-            _ => Err(A2aError::new(
-                A2aErrorKind::MethodNotFound,
-                format!("method {method} not found"),
-            )),
         }
+        A2aOperation::GetTask => {
+            let rec = state.load(&task_id()?, &caller).await?;
+            Ok(ok(&id, trim_history(rec.task, history_length(&params)?)))
+        }
+        A2aOperation::ListTasks => Ok(ok(&id, state.list(&params, &caller).await?)),
+        A2aOperation::CancelTask => Ok(ok(&id, state.cancel(&task_id()?, &caller).await?)),
+        A2aOperation::SubscribeToTask => {
+            let events = state
+                .subscribe(&task_id()?, &caller, last_event_id::read(headers)?)
+                .await?;
+            Ok(stream(events))
+        }
+        A2aOperation::GetExtendedAgentCard => Ok(ok(&id, super::extended_card(state, headers)?)),
+        A2aOperation::CreateTaskPushNotificationConfig
+        | A2aOperation::GetTaskPushNotificationConfig
+        | A2aOperation::ListTaskPushNotificationConfigs
+        | A2aOperation::DeleteTaskPushNotificationConfig => Err(A2aError::new(
+            A2aErrorKind::PushNotificationNotSupported,
+            "push notifications are not supported",
+        )),
     }
-    .await;
-    result.unwrap_or_else(|e| err(&id, &e))
 }
 
 /// One event of a streamed answer: a JSON-RPC result, or the error that ends the stream.
