@@ -1,0 +1,100 @@
+//! The listening connection: what other instances sharing the database do, as
+//! [`StoreNotice`]s.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde_json::Value;
+use tokio::sync::broadcast;
+use tokio_postgres::AsyncMessage;
+
+use tokio_postgres_rustls::MakeRustlsConnect;
+use tokio_util::sync::CancellationToken;
+
+use super::{pg_error, CANCELS_CHANNEL, EVENTS_CHANNEL};
+use crate::store::StoreNotice;
+
+/// The listening connection: reconnects (after 100 ms, doubling up to 5 s) until `stop`.
+pub(super) async fn listen(
+    config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
+    notices: broadcast::Sender<StoreNotice>,
+    instance: String,
+    stop: CancellationToken,
+) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let connected = tokio::select! {
+            c = config.connect(tls.clone()) => c,
+            () = stop.cancelled() => return,
+        };
+        match connected {
+            Ok((client, mut connection)) => {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                let driver = tokio::spawn(async move {
+                    let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+                    while let Some(message) = messages.next().await {
+                        match message {
+                            Ok(AsyncMessage::Notification(n)) => {
+                                if tx.send(n).is_err() {
+                                    return;
+                                }
+                            }
+                            Ok(_) => {}
+                            Err(e) => {
+                                tracing::warn!(error = %pg_error(&e), "task store: listening connection lost");
+                                return;
+                            }
+                        }
+                    }
+                });
+                let listening = client
+                    .batch_execute(&format!("LISTEN {EVENTS_CHANNEL}; LISTEN {CANCELS_CHANNEL}"))
+                    .await;
+                match listening {
+                    Ok(()) => {
+                        backoff = Duration::from_millis(100);
+                        loop {
+                            let n = tokio::select! {
+                                n = rx.recv() => n,
+                                () = stop.cancelled() => { driver.abort(); return; }
+                            };
+                            let Some(n) = n else { break };
+                            if let Some(notice) = parse_notice(n.channel(), n.payload(), &instance) {
+                                let _ = notices.send(notice);
+                            }
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %pg_error(&e), "task store: cannot LISTEN"),
+                }
+                driver.abort();
+            }
+            Err(e) => tracing::warn!(error = %pg_error(&e), "task store: cannot open the listening connection"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            () = stop.cancelled() => return,
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// A notice from a notification (`None`: this instance's own event, or not ours to read).
+pub(super) fn parse_notice(channel: &str, payload: &str, instance: &str) -> Option<StoreNotice> {
+    let v: Value = serde_json::from_str(payload).ok()?;
+    let task_id = v.get("t")?.as_str()?.to_string();
+    match channel {
+        EVENTS_CHANNEL => {
+            if v.get("i").and_then(Value::as_str) == Some(instance) {
+                return None;
+            }
+            Some(StoreNotice::Appended {
+                task_id,
+                seq: v.get("s")?.as_u64()?,
+                event: v.get("e").cloned(),
+            })
+        }
+        CANCELS_CHANNEL => Some(StoreNotice::CancelRequested { task_id }),
+        _ => None,
+    }
+}

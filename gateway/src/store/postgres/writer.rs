@@ -1,0 +1,151 @@
+//! Group commit: the appends of all the runs of a gateway queue up, and a few writers each
+//! commit what has queued in one transaction, its statements pipelined.
+
+use std::sync::Arc;
+
+use deadpool_postgres::Pool;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{backend, message_of, pg_error, seq_u64, BATCH, EVENTS_CHANNEL, MAX_EVENT};
+use crate::store::{StoreError, TaskRecord};
+
+/// One append, as a statement and its parameters, waiting for a writer.
+pub(super) struct Pending {
+    id: String,
+    context_id: String,
+    owner: Option<String>,
+    state: &'static str,
+    /// The snapshot to write, if any.
+    task: Option<String>,
+    created_ms: i64,
+    updated_ms: i64,
+    event: String,
+    done: oneshot::Sender<Result<u64, StoreError>>,
+}
+
+impl Pending {
+    pub(super) fn new(
+        record: TaskRecord,
+        event: &Value,
+        snapshot: bool,
+        done: oneshot::Sender<Result<u64, StoreError>>,
+    ) -> Result<Self, StoreError> {
+        // the first event of a task always writes the snapshot: the caller's last_seq 0 says
+        // it is the first (the upsert inserts with the snapshot it has)
+        let task = if snapshot || record.last_seq == 0 {
+            Some(serde_json::to_string(&record.task).map_err(backend)?)
+        } else {
+            None
+        };
+        Ok(Pending {
+            id: record.id,
+            context_id: record.context_id,
+            owner: record.owner,
+            state: record.state.as_str(),
+            task,
+            created_ms: record.created_ms,
+            updated_ms: record.updated_ms,
+            event: event.to_string(),
+            done,
+        })
+    }
+}
+
+/// The append: the task row (an upsert whose row lock orders appends to one task, and whose
+/// `last_seq + 1` is the event's number), the event, and the notice (sent on commit; the event
+/// travels along when it is small enough). `$9` is the writing instance.
+pub(super) fn append_sql() -> String {
+    format!(
+        "WITH t AS (
+           INSERT INTO a2a_tasks AS t (id, context_id, owner, state, task, last_seq, snapshot_seq, created_ms, updated_ms)
+           VALUES ($1, $2, $3, $4, COALESCE($5, '{{}}'), 1, 1, $6, $7)
+           ON CONFLICT (id) DO UPDATE SET
+             state = EXCLUDED.state,
+             updated_ms = EXCLUDED.updated_ms,
+             last_seq = t.last_seq + 1,
+             task = COALESCE($5, t.task),
+             snapshot_seq = CASE WHEN $5 IS NULL THEN t.snapshot_seq ELSE t.last_seq + 1 END
+           RETURNING last_seq),
+         e AS (
+           INSERT INTO a2a_task_events (task_id, seq, event) SELECT $1, last_seq, $8 FROM t RETURNING seq)
+         SELECT seq, pg_notify('{EVENTS_CHANNEL}',
+           CASE WHEN octet_length($8) <= {MAX_EVENT}
+             THEN json_build_object('i', $9::TEXT, 't', $1::TEXT, 's', seq, 'e', $8::JSON)::TEXT
+             ELSE json_build_object('i', $9::TEXT, 't', $1::TEXT, 's', seq)::TEXT END)
+         FROM e"
+    )
+}
+
+/// Group commit: appends of all the runs of this gateway queue up, and each writer takes what
+/// has queued (up to [`BATCH`]) into one transaction, its statements pipelined — one commit and
+/// one round of notices for many events. A task has at most one append pending (its run waits
+/// for each), so the batches of concurrent writers lock disjoint task rows.
+pub(super) async fn writer(pool: Pool, queue: Arc<tokio::sync::Mutex<mpsc::Receiver<Pending>>>, instance: String) {
+    loop {
+        let mut batch = Vec::new();
+        {
+            let mut queue = queue.lock().await;
+            match queue.recv().await {
+                Some(p) => batch.push(p),
+                None => return,
+            }
+            while batch.len() < BATCH {
+                match queue.try_recv() {
+                    Ok(p) => batch.push(p),
+                    Err(_) => break,
+                }
+            }
+        }
+        match write(&pool, &instance, &batch).await {
+            Ok(seqs) => {
+                for (p, seq) in batch.into_iter().zip(seqs) {
+                    let _ = p.done.send(Ok(seq));
+                }
+            }
+            // one bad append must not fail the others: each alone
+            Err(_) if batch.len() > 1 => {
+                for p in batch {
+                    let one = write(&pool, &instance, std::slice::from_ref(&p)).await;
+                    let _ = p.done.send(one.map(|s| s.first().copied().unwrap_or(0)));
+                }
+            }
+            Err(e) => {
+                for p in batch {
+                    let _ = p.done.send(Err(StoreError::Backend(message_of(&e))));
+                }
+            }
+        }
+    }
+}
+
+/// Writes `batch` in one transaction; the sequence numbers of its events.
+pub(super) async fn write(pool: &Pool, instance: &str, batch: &[Pending]) -> Result<Vec<u64>, StoreError> {
+    let mut client = pool.get().await.map_err(|e| pg_error(&e))?;
+    let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
+    let stmt = tx.prepare_cached(&append_sql()).await.map_err(|e| pg_error(&e))?;
+    type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+    let params: Vec<[Param<'_>; 9]> = batch
+        .iter()
+        .map(|p| -> [Param<'_>; 9] {
+            [
+                &p.id,
+                &p.context_id,
+                &p.owner,
+                &p.state,
+                &p.task,
+                &p.created_ms,
+                &p.updated_ms,
+                &p.event,
+                &instance,
+            ]
+        })
+        .collect();
+    let rows = futures_util::future::try_join_all(params.iter().map(|ps| tx.query_one(&stmt, ps)))
+        .await
+        .map_err(|e| pg_error(&e))?;
+    tx.commit().await.map_err(|e| pg_error(&e))?;
+    rows.iter()
+        .map(|r| r.try_get::<_, i64>(0).map(seq_u64).map_err(backend))
+        .collect()
+}
