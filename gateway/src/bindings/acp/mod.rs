@@ -3,5 +3,6 @@
 //! the gateway — is the backend [`crate::backends::AcpProcessAgent`].
 
 mod server;
+mod session;
 
 pub use server::{AcpServer, AcpServerConfig, PROTOCOL_VERSION};

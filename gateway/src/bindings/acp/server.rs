@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use e2a::acp::stream::AcpStreamProjector;
 use e2a::acp::{envelope_from_jsonrpc, JsonRpcIngress};
@@ -31,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use e2a::types::{AcpAgentToClientMethod as AgentMethod, AcpClientToAgentMethod as Method, AcpNotificationName};
 
+use super::session::Session;
 use crate::agent::{Agent, Caller, RequestContext};
 use crate::jsonrpc::{codes, Incoming, Peer, RpcError};
 use crate::pipeline::boundary::{self, Deadlines};
@@ -66,63 +66,6 @@ impl Default for AcpServerConfig {
             deadlines: Deadlines::default(),
         }
     }
-}
-
-struct Session {
-    cwd: String,
-    updated_at: Mutex<String>,
-    /// One turn at a time.
-    turn: tokio::sync::Mutex<()>,
-    /// The running turn's cancellation.
-    running: Mutex<Option<CancellationToken>>,
-    /// What a `session/load` replays: every `session/update` sent, and the user's prompts.
-    history: Mutex<Vec<Value>>,
-    /// The E2A task of the last turn when it ended in an input pause: the next prompt continues it.
-    paused_task: Mutex<Option<String>>,
-    /// How many `session/cancel`s arrived: a prompt received before a cancel that it only
-    /// starts after (it waited for the turn, or its task had not started yet) is cancelled too.
-    cancels: AtomicU64,
-}
-
-impl Session {
-    fn new(cwd: String) -> Arc<Self> {
-        Arc::new(Session {
-            cwd,
-            updated_at: Mutex::new(now_rfc3339()),
-            turn: tokio::sync::Mutex::new(()),
-            running: Mutex::new(None),
-            history: Mutex::new(Vec::new()),
-            paused_task: Mutex::new(None),
-            cancels: AtomicU64::new(0),
-        })
-    }
-
-    fn cancel(&self) {
-        self.cancels.fetch_add(1, Ordering::SeqCst);
-        if let Some(t) = self.running.lock().as_ref() {
-            t.cancel();
-        }
-    }
-
-    fn record(&self, update: &Value) {
-        {
-            let mut h = self.history.lock();
-            if h.len() >= MAX_HISTORY {
-                // keep memory bounded: the oldest tenth goes
-                h.drain(..MAX_HISTORY / 10);
-            }
-            h.push(update.clone());
-        }
-        *self.updated_at.lock() = now_rfc3339();
-    }
-}
-
-fn now_rfc3339() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or_default();
-    e2a::timestamp::from_epoch_secs(i64::try_from(secs).unwrap_or_default()).unwrap_or_default()
 }
 
 /// An ACP agent (JSON-RPC over a byte stream, usually stdio) in front of a gateway agent.
