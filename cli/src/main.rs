@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 mod acp;
+mod agent;
 mod convert;
 mod demo;
 mod input;

@@ -4,8 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use e2a_gateway::backends::{E2aRemoteAgent, E2aRemoteConfig, EchoAgent, ScriptAgent};
-use e2a_gateway::{Agent, Auth, Gateway, GatewayConfig};
+use e2a_gateway::{Auth, Gateway, GatewayConfig};
 
 /// Options of `e2a serve`.
 #[derive(clap::Args, Debug)]
@@ -27,7 +26,7 @@ pub struct ServeArgs {
     pub agent_token_file: Option<PathBuf>,
     /// Options of `acp:CMD` agents.
     #[command(flatten)]
-    pub acp_backend: crate::acp::BackendArgs,
+    pub acp_backend: crate::agent::BackendArgs,
     /// Listen on a non-loopback address without a token.
     #[arg(long)]
     pub insecure_no_auth: bool,
@@ -88,30 +87,14 @@ async fn a2a_setup(
     String,
 > {
     use e2a_gateway::bindings::a2a::{A2aConfig, CardInfo};
-    use e2a_gateway::store::{MemoryStore, SqliteStore, TaskStore};
-    use e2a_gateway::store::{PgOptions, PgStore};
-    let postgres = if args.store.starts_with("postgres://") || args.store.starts_with("postgresql://") {
-        Some(args.store.as_str())
-    } else {
-        args.store.strip_prefix("postgres:")
+    use e2a_gateway::store::{PgOptions, StoreSpec};
+    let spec: StoreSpec = args.store.parse().map_err(|e| format!("--store: {e}"))?;
+    let options = PgOptions {
+        pool_size: args.store_pool,
+        ca_file: args.store_ca.clone(),
+        ..PgOptions::default()
     };
-    let store: Arc<dyn TaskStore> = if args.store == "memory" {
-        Arc::new(MemoryStore::new())
-    } else if let Some(path) = args.store.strip_prefix("sqlite:") {
-        Arc::new(SqliteStore::open(path.as_ref()).map_err(|e| e.to_string())?)
-    } else if let Some(url) = postgres {
-        let options = PgOptions {
-            pool_size: args.store_pool,
-            ca_file: args.store_ca.clone(),
-            ..PgOptions::default()
-        };
-        Arc::new(PgStore::connect(url, options).await.map_err(|e| e.to_string())?)
-    } else {
-        return Err(format!(
-            "unknown store `{}`: use sqlite:PATH, postgres://USER@HOST/DB or memory",
-            args.store
-        ));
-    };
+    let store = spec.open(options).await?;
     if args.lease_secs == 0 {
         return Err("--lease-secs must be at least 1".into());
     }
@@ -137,58 +120,6 @@ async fn a2a_setup(
         ..A2aConfig::default()
     };
     Ok((config, store))
-}
-
-/// The agent of a `--agent` spec: `echo`, `script:FILE`, `e2a:URL` or `acp:CMD ARGS`.
-pub(crate) fn agent(
-    spec: &str,
-    token_file: Option<&PathBuf>,
-    backend: &crate::acp::BackendArgs,
-) -> Result<Arc<dyn Agent>, String> {
-    if let Some(cmd) = spec.strip_prefix("acp:") {
-        return crate::acp::backend(cmd, backend);
-    }
-    if spec == "echo" {
-        return Ok(Arc::new(EchoAgent::new()));
-    }
-    if let Some(file) = spec.strip_prefix("script:") {
-        return ScriptAgent::from_file(file.as_ref())
-            .map(|a| Arc::new(a) as Arc<dyn Agent>)
-            .map_err(|e| e.to_string());
-    }
-    if let Some(url) = spec.strip_prefix("e2a:") {
-        let mut config = E2aRemoteConfig::new(url);
-        config.token = match token_file {
-            Some(f) => {
-                let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
-                Some(text.trim().into())
-            }
-            None => std::env::var("E2A_AGENT_TOKEN").ok().map(|t| t.trim().into()),
-        };
-        return E2aRemoteAgent::new(config)
-            .map(|a| Arc::new(a) as Arc<dyn Agent>)
-            .map_err(|e| e.to_string());
-    }
-    if let Some(url) = spec.strip_prefix("a2a:") {
-        use e2a_gateway::backends::{A2aRemoteAgent, A2aRemoteConfig};
-        let token = match token_file {
-            Some(f) => {
-                let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
-                Some(text.trim().to_string())
-            }
-            None => std::env::var("E2A_AGENT_TOKEN").ok().map(|t| t.trim().to_string()),
-        };
-        let mut config = A2aRemoteConfig::new(url);
-        if let Some(t) = token.filter(|t| !t.is_empty()) {
-            config = config.with_token(url, t.into());
-        }
-        return A2aRemoteAgent::new(config)
-            .map(|a| Arc::new(a) as Arc<dyn Agent>)
-            .map_err(|e| e.to_string());
-    }
-    Err(format!(
-        "unknown agent `{spec}`: use echo, script:FILE, e2a:URL, a2a:URL or acp:CMD"
-    ))
 }
 
 fn auth(token_file: Option<&PathBuf>) -> Result<Auth, String> {
@@ -222,7 +153,7 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         .try_init();
     let auth = auth(args.token_file.as_ref())?;
     e2a_gateway::check_bind(args.bind, &auth, args.insecure_no_auth)?;
-    let agent = agent(&args.agent, args.agent_token_file.as_ref(), &args.acp_backend)?;
+    let agent = crate::agent::agent(&args.agent, args.agent_token_file.as_ref(), &args.acp_backend)?;
     let config = GatewayConfig {
         auth,
         max_streams: args.max_streams,

@@ -8,12 +8,14 @@ mod acp_process;
 mod e2a_remote;
 mod echo;
 pub mod script;
+mod spec;
 
 pub use a2a_remote::{A2aRemoteAgent, A2aRemoteConfig, A2aRemoteError};
 pub use acp_process::{AcpProcessAgent, AcpProcessConfig, PermissionPolicy};
 pub use e2a_remote::{E2aRemoteAgent, E2aRemoteConfig, E2aRemoteError};
 pub use echo::EchoAgent;
 pub use script::{ScriptAgent, ScriptStats};
+pub use spec::{AgentOptions, AgentSpec, SpecError};
 
 use e2a::E2AEnvelope;
 

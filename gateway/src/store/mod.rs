@@ -15,6 +15,7 @@
 //! defaults of those methods describe a store only one gateway uses.
 
 pub mod postgres;
+mod spec;
 pub mod sqlite;
 
 use parking_lot::Mutex;
@@ -26,6 +27,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 pub use postgres::{PgOptions, PgStore};
+pub use spec::{StoreSpec, UnknownStore};
 pub use sqlite::SqliteStore;
 
 /// A task as stored: its A2A `Task` snapshot and the fields the store filters on.
