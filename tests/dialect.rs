@@ -140,3 +140,38 @@ fn the_frames_cross_acp_and_come_back_unchanged() {
     }
     assert_eq!(text, "It is 21 °C.");
 }
+
+#[test]
+fn an_a2a_stream_reads_back_into_the_frames_that_made_it() {
+    use e2a::a2a::inbound::A2aStreamReader;
+    let req = request();
+    let mut out = ResponseStream::for_request(&req);
+    let frames = [
+        out.reasoning("looking it up"),
+        out.tool_call("call-1", "get_weather", json!({"city": "Paris"})),
+        out.tool_result("call-1", json!({"temp_c": 21})),
+    ];
+    let [asked, _] = out.pause(PauseKind::Approval, "Deploy to production?", true);
+    let mut projector = A2aStreamProjector::new("t1", "c1");
+    let mut reader = A2aStreamReader::new(ResponseStream::for_request(&req));
+    let mut back = Vec::new();
+    for f in frames.iter().chain([&asked]) {
+        for event in projector.push(f) {
+            back.extend(reader.push(&event));
+        }
+    }
+    // the opening task event makes no frame; every frame comes back, then the pause ends the run
+    let got: Vec<(String, Map<String, Value>)> = back
+        .iter()
+        .map(|f| (f.response_kind.to_string(), f.body.clone()))
+        .collect();
+    let want: Vec<(String, Map<String, Value>)> = frames
+        .iter()
+        .chain([&asked])
+        .map(|f| (f.response_kind.to_string(), f.body.clone()))
+        .collect();
+    assert_eq!(&got[..want.len()], &want[..]);
+    let last = back.last().expect("a final frame");
+    assert!(last.is_final && reader.is_done());
+    assert_eq!(last.body["result"], sample("PausedResult", 0));
+}

@@ -7,6 +7,7 @@ use crate::ResponseKind;
 use serde_json::{Map, Value};
 
 pub mod errors;
+pub mod inbound;
 pub mod jsonrpc;
 pub mod stream;
 mod task_state;

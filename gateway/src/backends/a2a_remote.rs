@@ -23,13 +23,13 @@ use std::time::Duration;
 
 use e2a::stream::ResponseStream;
 use e2a::taxonomy::ErrorKind;
-use e2a::{E2AEnvelope, E2AResponse, ResponseKind, SecretString};
+use e2a::{E2AEnvelope, E2AResponse, SecretString};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::OnceCell;
 
-use e2a::types::{A2aTaskState, ArtifactDelta, PauseKind, PlanApprovalRequiredBody};
+use e2a::a2a::inbound::A2aStreamReader;
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
 use crate::pipeline::boundary::obj;
@@ -246,121 +246,8 @@ impl A2aRemoteAgent {
     }
 }
 
-fn text_of(message: Option<&Value>) -> String {
-    message.map(e2a::a2a::jsonrpc::message_text).unwrap_or_default()
-}
-
-/// The E2A frame a status message carries (`e2a::a2a::stream::carried_frame`: an e2a gateway
-/// marks the frames A2A has no native form for); `None` for a plain A2A agent's message.
-fn carried(status: &Value) -> Option<(ResponseKind, serde_json::Map<String, Value>)> {
-    status.get("message").and_then(e2a::a2a::stream::carried_frame)
-}
-
 fn fail(s: ResponseStream, kind: ErrorKind, message: &str, details: Value) -> E2AResponse {
     s.fail(kind.mapping().e2a_code, message, obj(details))
-}
-
-struct Mapper {
-    stream: Option<ResponseStream>,
-    text: String,
-}
-
-impl Mapper {
-    /// The frames for one remote event; the stream is gone once a final frame was made.
-    fn push(&mut self, result: &Value) -> Vec<E2AResponse> {
-        let Some(mut s) = self.stream.take() else {
-            return Vec::new();
-        };
-        let mut frames = Vec::new();
-        if let Some(m) = result.get("message") {
-            return s.reply(obj(m.clone()), &text_of(Some(m))).into();
-        }
-        let status = result
-            .get("statusUpdate")
-            .and_then(|u| u.get("status"))
-            .or_else(|| result.get("task").and_then(|t| t.get("status")));
-        if let Some(u) = result.get("artifactUpdate") {
-            let a = u.get("artifact").cloned().unwrap_or(Value::Null);
-            let parts = a.get("parts").and_then(Value::as_array).cloned().unwrap_or_default();
-            if a.get("name").and_then(Value::as_str) == Some("output") {
-                for p in &parts {
-                    if let Some(t) = p.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                        self.text.push_str(t);
-                        frames.push(s.text(t));
-                    }
-                }
-            } else {
-                let piece = ArtifactDelta {
-                    artifact_id: a.get("artifactId").and_then(Value::as_str).unwrap_or("artifact").into(),
-                    name: a.get("name").and_then(Value::as_str).map(String::from),
-                    kind: None,
-                    parts: parts.into_iter().filter_map(|p| p.as_object().cloned()).collect(),
-                    append: u.get("append").and_then(Value::as_bool).unwrap_or(false),
-                    last_chunk: u.get("lastChunk").and_then(Value::as_bool).unwrap_or(false),
-                    extra: serde_json::Map::new(),
-                };
-                frames.push(s.artifact(&piece));
-            }
-        } else if let Some(status) = status {
-            let state = status.get("state").and_then(Value::as_str).unwrap_or("");
-            let text = text_of(status.get("message"));
-            let fin = match A2aTaskState::read(state) {
-                Some(A2aTaskState::TaskStateCompleted) => {
-                    let content = if text.is_empty() { self.text.clone() } else { text };
-                    Some(s.complete(json!({"content": content})))
-                }
-                Some(A2aTaskState::TaskStateFailed) => {
-                    Some(fail(s, ErrorKind::AgentError, &text, json!({"remote_state": state})))
-                }
-                Some(A2aTaskState::TaskStateCanceled) => {
-                    Some(fail(s, ErrorKind::Cancelled, &text, json!({"remote_state": state})))
-                }
-                Some(A2aTaskState::TaskStateRejected) => Some(fail(
-                    s,
-                    ErrorKind::InvalidRequest,
-                    &text,
-                    json!({"rejected": true, "remote_state": state}),
-                )),
-                Some(A2aTaskState::TaskStateAuthRequired) => {
-                    Some(fail(s, ErrorKind::AuthRequired, &text, json!({"remote_state": state})))
-                }
-                Some(A2aTaskState::TaskStateInputRequired) => {
-                    // an e2a agent's pause, as it was (approval or input, its question); a
-                    // plain agent's asks for input
-                    let carried = match carried(status) {
-                        Some((ResponseKind::PlanApprovalRequired, body)) => {
-                            serde_json::from_value::<PlanApprovalRequiredBody>(Value::Object(body)).ok()
-                        }
-                        _ => None,
-                    };
-                    let paused = match carried {
-                        Some(mut body) => {
-                            body.plan_content.get_or_insert(text);
-                            s.pause_with(body)
-                        }
-                        None => s.pause(PauseKind::Input, &text, true),
-                    };
-                    frames.extend(paused);
-                    return frames;
-                }
-                _ => {
-                    match carried(status) {
-                        // an e2a agent's frame without an A2A form (tool calls, plans, …), as it was
-                        Some((ResponseKind::E2aChunk, body)) => frames.push(s.chunk(body)),
-                        Some((kind @ ResponseKind::AcpSessionUpdate, body)) => frames.push(s.event(kind, body)),
-                        _ if !text.is_empty() => frames.push(s.reasoning(&text)),
-                        _ => {}
-                    }
-                    self.stream = Some(s);
-                    None
-                }
-            };
-            frames.extend(fin);
-            return frames;
-        }
-        self.stream = Some(s);
-        frames
-    }
 }
 
 /// Sends `CancelTask` for the remote task when a run is dropped before its end (the gateway
@@ -415,7 +302,7 @@ impl Agent for A2aRemoteAgent {
                 yield fail(fresh, kind, &format!("the remote agent answered HTTP {}", status.as_u16()), json!({"http_status": status.as_u16()}));
                 return;
             }
-            let mut mapper = Mapper { stream: Some(fresh), text: String::new() };
+            let mut mapper = A2aStreamReader::new(fresh);
             let mut guard = CancelOnDrop { agent: this.clone(), url: interface.url.clone(), task: None, done: false };
             let mut events = resp.bytes_stream().eventsource();
             loop {
@@ -423,7 +310,7 @@ impl Agent for A2aRemoteAgent {
                     _ = ctx.cancel.cancelled() => {
                         // a well-behaved end: the final frame says why (the drop guard cancels
                         // the remote task)
-                        if let Some(s) = mapper.stream.take() {
+                        if let Some(s) = mapper.take_stream() {
                             yield fail(s, ErrorKind::Cancelled, "the run was cancelled", json!({}));
                         }
                         return;
@@ -436,7 +323,7 @@ impl Agent for A2aRemoteAgent {
                         return;
                     }
                     Some(Err(e)) => {
-                        if let Some(s) = mapper.stream.take() {
+                        if let Some(s) = mapper.take_stream() {
                             yield fail(s, ErrorKind::AgentError, &format!("the remote agent's stream broke: {e}"), json!({}));
                         }
                         return;
@@ -452,7 +339,7 @@ impl Agent for A2aRemoteAgent {
                     let kind = ErrorKind::from_code(&code, "a2a");
                     let detail = err.get("message").and_then(Value::as_str).unwrap_or("");
                     tracing::warn!(remote_code = %code, detail, "the remote A2A agent answered an error");
-                    if let Some(s) = mapper.stream.take() {
+                    if let Some(s) = mapper.take_stream() {
                         let message = format!("the remote agent failed ({})", kind.mapping().e2a_code);
                         yield fail(s, kind, &message, json!({"remote_code": code}));
                     }
@@ -470,7 +357,7 @@ impl Agent for A2aRemoteAgent {
                 for f in mapper.push(result) {
                     yield f;
                 }
-                if mapper.stream.is_none() {
+                if mapper.is_done() {
                     guard.done = true;
                     return;
                 }

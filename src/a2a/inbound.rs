@@ -1,0 +1,165 @@
+//! A2A → E2A: the frames an A2A agent's `StreamResponse` events are, the mirror of
+//! [`crate::a2a::stream::A2aStreamProjector`] (E2A → A2A). A gateway speaking to a remote A2A
+//! agent reads its stream with [`A2aStreamReader`]; out and back, what the projector carried
+//! comes back as it went.
+//!
+//! | event | E2A frames |
+//! |---|---|
+//! | `message` | the direct reply (`a2a.message` + `e2a.complete` with a `ReplyResult`) |
+//! | `artifactUpdate` of the `output` artifact | text chunks |
+//! | other `artifactUpdate` | `artifact` chunks (`ArtifactDelta`) |
+//! | status `WORKING` carrying a frame (`A2aMetadataKey`) | that frame again |
+//! | status `WORKING` with text | reasoning |
+//! | status `INPUT_REQUIRED` | the pause (the carried one, else a pause for input) |
+//! | status `COMPLETED` / `FAILED` / `CANCELED` / `REJECTED` / `AUTH_REQUIRED` | the final frame |
+
+use serde_json::{json, Map, Value};
+
+use crate::stream::ResponseStream;
+use crate::taxonomy::ErrorKind;
+use crate::types::{A2aTaskState, ArtifactDelta, E2AResponse, PauseKind, PlanApprovalRequiredBody, ResponseKind};
+
+fn text_of(message: Option<&Value>) -> String {
+    message.map(crate::a2a::jsonrpc::message_text).unwrap_or_default()
+}
+
+/// The E2A frame a status message carries (`crate::a2a::stream::carried_frame`: an e2a gateway
+/// marks the frames A2A has no native form for); `None` for a plain A2A agent's message.
+fn carried(status: &Value) -> Option<(ResponseKind, serde_json::Map<String, Value>)> {
+    status.get("message").and_then(crate::a2a::stream::carried_frame)
+}
+
+fn fail(s: ResponseStream, kind: ErrorKind, message: &str, details: Value) -> E2AResponse {
+    let details = match details {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    s.fail(kind.mapping().e2a_code, message, details)
+}
+
+/// Reads one A2A stream (the `result` of each `SendStreamingMessage` event) into the E2A
+/// frames of one run, made by its [`ResponseStream`] (see the module docs).
+#[derive(Debug)]
+pub struct A2aStreamReader {
+    stream: Option<ResponseStream>,
+    text: String,
+}
+
+impl A2aStreamReader {
+    /// A reader making the frames of `stream`.
+    pub fn new(stream: ResponseStream) -> Self {
+        A2aStreamReader {
+            stream: Some(stream),
+            text: String::new(),
+        }
+    }
+
+    /// Whether a final frame was made (nothing more comes).
+    pub fn is_done(&self) -> bool {
+        self.stream.is_none()
+    }
+
+    /// The producer, to end the run another way (a broken stream, a JSON-RPC error); `None`
+    /// once a final frame was made.
+    pub fn take_stream(&mut self) -> Option<ResponseStream> {
+        self.stream.take()
+    }
+
+    /// The frames of one A2A `StreamResponse` (`task`, `message`, `statusUpdate` or
+    /// `artifactUpdate`); none once the run has ended.
+    pub fn push(&mut self, result: &Value) -> Vec<E2AResponse> {
+        let Some(mut s) = self.stream.take() else {
+            return Vec::new();
+        };
+        let mut frames = Vec::new();
+        if let Some(m) = result.get("message") {
+            let message = m.as_object().cloned().unwrap_or_default();
+            return s.reply(message, &text_of(Some(m))).into();
+        }
+        let status = result
+            .get("statusUpdate")
+            .and_then(|u| u.get("status"))
+            .or_else(|| result.get("task").and_then(|t| t.get("status")));
+        if let Some(u) = result.get("artifactUpdate") {
+            let a = u.get("artifact").cloned().unwrap_or(Value::Null);
+            let parts = a.get("parts").and_then(Value::as_array).cloned().unwrap_or_default();
+            if a.get("name").and_then(Value::as_str) == Some("output") {
+                for p in &parts {
+                    if let Some(t) = p.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                        self.text.push_str(t);
+                        frames.push(s.text(t));
+                    }
+                }
+            } else {
+                let piece = ArtifactDelta {
+                    artifact_id: a.get("artifactId").and_then(Value::as_str).unwrap_or("artifact").into(),
+                    name: a.get("name").and_then(Value::as_str).map(String::from),
+                    kind: None,
+                    parts: parts.into_iter().filter_map(|p| p.as_object().cloned()).collect(),
+                    append: u.get("append").and_then(Value::as_bool).unwrap_or(false),
+                    last_chunk: u.get("lastChunk").and_then(Value::as_bool).unwrap_or(false),
+                    extra: Map::new(),
+                };
+                frames.push(s.artifact(&piece));
+            }
+        } else if let Some(status) = status {
+            let state = status.get("state").and_then(Value::as_str).unwrap_or("");
+            let text = text_of(status.get("message"));
+            let fin = match A2aTaskState::read(state) {
+                Some(A2aTaskState::TaskStateCompleted) => {
+                    let content = if text.is_empty() { self.text.clone() } else { text };
+                    Some(s.complete(json!({"content": content})))
+                }
+                Some(A2aTaskState::TaskStateFailed) => {
+                    Some(fail(s, ErrorKind::AgentError, &text, json!({"remote_state": state})))
+                }
+                Some(A2aTaskState::TaskStateCanceled) => {
+                    Some(fail(s, ErrorKind::Cancelled, &text, json!({"remote_state": state})))
+                }
+                Some(A2aTaskState::TaskStateRejected) => Some(fail(
+                    s,
+                    ErrorKind::InvalidRequest,
+                    &text,
+                    json!({"rejected": true, "remote_state": state}),
+                )),
+                Some(A2aTaskState::TaskStateAuthRequired) => {
+                    Some(fail(s, ErrorKind::AuthRequired, &text, json!({"remote_state": state})))
+                }
+                Some(A2aTaskState::TaskStateInputRequired) => {
+                    // an e2a agent's pause, as it was (approval or input, its question); a
+                    // plain agent's asks for input
+                    let carried = match carried(status) {
+                        Some((ResponseKind::PlanApprovalRequired, body)) => {
+                            serde_json::from_value::<PlanApprovalRequiredBody>(Value::Object(body)).ok()
+                        }
+                        _ => None,
+                    };
+                    let paused = match carried {
+                        Some(mut body) => {
+                            body.plan_content.get_or_insert(text);
+                            s.pause_with(body)
+                        }
+                        None => s.pause(PauseKind::Input, &text, true),
+                    };
+                    frames.extend(paused);
+                    return frames;
+                }
+                _ => {
+                    match carried(status) {
+                        // an e2a agent's frame without an A2A form (tool calls, plans, …), as it was
+                        Some((ResponseKind::E2aChunk, body)) => frames.push(s.chunk(body)),
+                        Some((kind @ ResponseKind::AcpSessionUpdate, body)) => frames.push(s.event(kind, body)),
+                        _ if !text.is_empty() => frames.push(s.reasoning(&text)),
+                        _ => {}
+                    }
+                    self.stream = Some(s);
+                    None
+                }
+            };
+            frames.extend(fin);
+            return frames;
+        }
+        self.stream = Some(s);
+        frames
+    }
+}
