@@ -71,7 +71,6 @@ impl A2aStreamReader {
         let Some(mut s) = self.stream.take() else {
             return Vec::new();
         };
-        let mut frames = Vec::new();
         if let Some(m) = result.get("message") {
             let message = m.as_object().cloned().unwrap_or_default();
             return s.reply(message, &text_of(Some(m))).into();
@@ -81,85 +80,95 @@ impl A2aStreamReader {
             .and_then(|u| u.get("status"))
             .or_else(|| result.get("task").and_then(|t| t.get("status")));
         if let Some(u) = result.get("artifactUpdate") {
-            let a = u.get("artifact").cloned().unwrap_or(Value::Null);
-            let parts = a.get("parts").and_then(Value::as_array).cloned().unwrap_or_default();
-            if a.get("name").and_then(Value::as_str) == Some("output") {
-                for p in &parts {
-                    if let Some(t) = p.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                        self.text.push_str(t);
-                        frames.push(s.text(t));
-                    }
-                }
-            } else {
-                let piece = ArtifactDelta {
-                    artifact_id: a.get("artifactId").and_then(Value::as_str).unwrap_or("artifact").into(),
-                    name: a.get("name").and_then(Value::as_str).map(String::from),
-                    kind: None,
-                    parts: parts.into_iter().filter_map(|p| p.as_object().cloned()).collect(),
-                    append: u.get("append").and_then(Value::as_bool).unwrap_or(false),
-                    last_chunk: u.get("lastChunk").and_then(Value::as_bool).unwrap_or(false),
-                    extra: Map::new(),
-                };
-                frames.push(s.artifact(&piece));
-            }
-        } else if let Some(status) = status {
-            let state = status.get("state").and_then(Value::as_str).unwrap_or("");
-            let text = text_of(status.get("message"));
-            let fin = match A2aTaskState::read(state) {
-                Some(A2aTaskState::TaskStateCompleted) => {
-                    let content = if text.is_empty() { self.text.clone() } else { text };
-                    Some(s.complete(json!({"content": content})))
-                }
-                Some(A2aTaskState::TaskStateFailed) => {
-                    Some(fail(s, ErrorKind::AgentError, &text, json!({"remote_state": state})))
-                }
-                Some(A2aTaskState::TaskStateCanceled) => {
-                    Some(fail(s, ErrorKind::Cancelled, &text, json!({"remote_state": state})))
-                }
-                Some(A2aTaskState::TaskStateRejected) => Some(fail(
-                    s,
-                    ErrorKind::InvalidRequest,
-                    &text,
-                    json!({"rejected": true, "remote_state": state}),
-                )),
-                Some(A2aTaskState::TaskStateAuthRequired) => {
-                    Some(fail(s, ErrorKind::AuthRequired, &text, json!({"remote_state": state})))
-                }
-                Some(A2aTaskState::TaskStateInputRequired) => {
-                    // an e2a agent's pause, as it was (approval or input, its question); a
-                    // plain agent's asks for input
-                    let carried = match carried(status) {
-                        Some((ResponseKind::PlanApprovalRequired, body)) => {
-                            serde_json::from_value::<PlanApprovalRequiredBody>(Value::Object(body)).ok()
-                        }
-                        _ => None,
-                    };
-                    let paused = match carried {
-                        Some(mut body) => {
-                            body.plan_content.get_or_insert(text);
-                            s.pause_with(body)
-                        }
-                        None => s.pause(PauseKind::Input, &text, true),
-                    };
-                    frames.extend(paused);
-                    return frames;
-                }
-                _ => {
-                    match carried(status) {
-                        // an e2a agent's frame without an A2A form (tool calls, plans, …), as it was
-                        Some((ResponseKind::E2aChunk, body)) => frames.push(s.chunk(body)),
-                        Some((kind @ ResponseKind::AcpSessionUpdate, body)) => frames.push(s.event(kind, body)),
-                        _ if !text.is_empty() => frames.push(s.reasoning(&text)),
-                        _ => {}
-                    }
-                    self.stream = Some(s);
-                    None
-                }
-            };
-            frames.extend(fin);
+            let frames = self.artifact_frames(&mut s, u);
+            self.stream = Some(s);
             return frames;
         }
-        self.stream = Some(s);
-        frames
+        match status {
+            Some(status) => self.status_frames(s, status),
+            None => {
+                self.stream = Some(s);
+                Vec::new()
+            }
+        }
+    }
+
+    /// An artifact update: the `output` artifact's text as text chunks, any other as an
+    /// artifact chunk.
+    fn artifact_frames(&mut self, s: &mut ResponseStream, u: &Value) -> Vec<E2AResponse> {
+        let a = u.get("artifact").cloned().unwrap_or(Value::Null);
+        let parts = a.get("parts").and_then(Value::as_array).cloned().unwrap_or_default();
+        if a.get("name").and_then(Value::as_str) == Some("output") {
+            let texts = parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str));
+            return texts
+                .filter(|t| !t.is_empty())
+                .map(|t| {
+                    self.text.push_str(t);
+                    s.text(t)
+                })
+                .collect();
+        }
+        let piece = ArtifactDelta {
+            artifact_id: a.get("artifactId").and_then(Value::as_str).unwrap_or("artifact").into(),
+            name: a.get("name").and_then(Value::as_str).map(String::from),
+            kind: None,
+            parts: parts.into_iter().filter_map(|p| p.as_object().cloned()).collect(),
+            append: u.get("append").and_then(Value::as_bool).unwrap_or(false),
+            last_chunk: u.get("lastChunk").and_then(Value::as_bool).unwrap_or(false),
+            extra: Map::new(),
+        };
+        vec![s.artifact(&piece)]
+    }
+
+    /// A status: the final frame of a terminal state, the pause of `INPUT_REQUIRED`, else
+    /// the frame it carries or its text as reasoning (the run goes on).
+    fn status_frames(&mut self, s: ResponseStream, status: &Value) -> Vec<E2AResponse> {
+        let state = status.get("state").and_then(Value::as_str).unwrap_or("");
+        let text = text_of(status.get("message"));
+        let end = |s: ResponseStream, kind: ErrorKind, details: Value| vec![fail(s, kind, &text, details)];
+        let remote = json!({"remote_state": state});
+        match A2aTaskState::read(state) {
+            Some(A2aTaskState::TaskStateCompleted) => {
+                let content = if text.is_empty() { self.text.clone() } else { text };
+                vec![s.complete(json!({"content": content}))]
+            }
+            Some(A2aTaskState::TaskStateFailed) => end(s, ErrorKind::AgentError, remote),
+            Some(A2aTaskState::TaskStateCanceled) => end(s, ErrorKind::Cancelled, remote),
+            Some(A2aTaskState::TaskStateRejected) => end(
+                s,
+                ErrorKind::InvalidRequest,
+                json!({"rejected": true, "remote_state": state}),
+            ),
+            Some(A2aTaskState::TaskStateAuthRequired) => end(s, ErrorKind::AuthRequired, remote),
+            Some(A2aTaskState::TaskStateInputRequired) => {
+                // an e2a agent's pause, as it was (approval or input, its question); a plain
+                // agent's asks for input
+                let carried = match carried(status) {
+                    Some((ResponseKind::PlanApprovalRequired, body)) => {
+                        serde_json::from_value::<PlanApprovalRequiredBody>(Value::Object(body)).ok()
+                    }
+                    _ => None,
+                };
+                match carried {
+                    Some(mut body) => {
+                        body.plan_content.get_or_insert(text);
+                        s.pause_with(body).into()
+                    }
+                    None => s.pause(PauseKind::Input, &text, true).into(),
+                }
+            }
+            _ => {
+                let mut s = s;
+                let frame = match carried(status) {
+                    // an e2a agent's frame without an A2A form (tool calls, plans, …), as it was
+                    Some((ResponseKind::E2aChunk, body)) => Some(s.chunk(body)),
+                    Some((kind @ ResponseKind::AcpSessionUpdate, body)) => Some(s.event(kind, body)),
+                    _ if !text.is_empty() => Some(s.reasoning(&text)),
+                    _ => None,
+                };
+                self.stream = Some(s);
+                frame.into_iter().collect()
+            }
+        }
     }
 }

@@ -203,22 +203,8 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
             if new.is_empty() {
                 continue;
             }
-            let mut check = sent.clone();
-            check.extend(new.iter().cloned());
-            let batch = match verify_events(&check) {
-                Ok(()) => new,
-                Err(violation) => {
-                    tracing::error!(run_id = %run_id, violation = %violation, "AG-UI lifecycle violation: run ended with RUN_ERROR");
-                    let mut error = Vec::new();
-                    if sent.is_empty() {
-                        error.push(json!({"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}));
-                    }
-                    error.push(json!({"type": "RUN_ERROR", "message": format!("the gateway stopped an invalid event sequence: {violation}"),
-                        "code": ErrorKind::InvalidAgentResponse.mapping().agui_code}));
-                    ended = true;
-                    error
-                }
-            };
+            let (batch, violated) = checked(&sent, new, &thread_id, &run_id);
+            ended |= violated;
             for e in &batch {
                 if let Some(ids) = interrupt_ids(e) {
                     state.interrupts.lock().remember(thread.clone(), ids);
@@ -234,6 +220,27 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
         }
     };
     Ok(sse::response(events, shared.config.keep_alive))
+}
+
+/// `new` if the events sent so far plus `new` keep the AG-UI lifecycle; else the run's end
+/// (`RUN_ERROR`, after a `RUN_STARTED` when nothing was sent yet) and `true`: a violation is
+/// never sent.
+fn checked(sent: &[Value], new: Vec<Value>, thread_id: &str, run_id: &str) -> (Vec<Value>, bool) {
+    let mut check = sent.to_vec();
+    check.extend(new.iter().cloned());
+    let Err(violation) = verify_events(&check) else {
+        return (new, false);
+    };
+    tracing::error!(run_id, violation = %violation, "AG-UI lifecycle violation: run ended with RUN_ERROR");
+    let mut error = Vec::new();
+    if sent.is_empty() {
+        error.push(json!({"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}));
+    }
+    error.push(
+        json!({"type": "RUN_ERROR", "message": format!("the gateway stopped an invalid event sequence: {violation}"),
+        "code": ErrorKind::InvalidAgentResponse.mapping().agui_code}),
+    );
+    (error, true)
 }
 
 /// The events of a verified sequence that the lifecycle check still depends on: the run

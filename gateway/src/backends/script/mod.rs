@@ -358,8 +358,6 @@ impl Runner {
                 data,
                 chunk_size,
             } => {
-                self.artifacts += 1;
-                let id = id.clone().unwrap_or_else(|| format!("artifact-{}", self.artifacts));
                 let fields = ArtifactFields {
                     name: name.as_deref(),
                     media_type: media_type.as_deref(),
@@ -369,21 +367,53 @@ impl Runner {
                     data: data.as_ref(),
                     chunk_size: *chunk_size,
                 };
-                let parts = artifact_parts(*kind, &fields);
-                let n = parts.len();
-                for (i, part) in parts.into_iter().enumerate() {
-                    let piece = ArtifactDelta {
-                        artifact_id: id.clone(),
-                        name: name.clone(),
-                        kind: Some(*kind),
-                        parts: vec![part],
-                        append: i > 0,
-                        last_chunk: i + 1 == n,
-                        extra: Map::new(),
-                    };
-                    self.frames.push(s.artifact(&piece));
-                }
+                self.artifact(s, *kind, id.clone(), &fields);
             }
+            Action::InputRequired { .. }
+            | Action::Approval { .. }
+            | Action::Message { .. }
+            | Action::Reject { .. }
+            | Action::Fail { .. }
+            | Action::Complete { .. } => {
+                self.finish(stream, request, action);
+                return false;
+            }
+            Action::Sleep { .. } => {}
+            Action::Misbehave { how } => return self.misbehave(stream, *how),
+        }
+        self.stream = Some(stream);
+        true
+    }
+
+    /// The pieces of one artifact, as artifact chunks.
+    fn artifact(
+        &mut self,
+        s: &mut ResponseStream,
+        kind: ArtifactKind,
+        id: Option<String>,
+        fields: &ArtifactFields<'_>,
+    ) {
+        self.artifacts += 1;
+        let id = id.unwrap_or_else(|| format!("artifact-{}", self.artifacts));
+        let parts = artifact_parts(kind, fields);
+        let n = parts.len();
+        for (i, part) in parts.into_iter().enumerate() {
+            let piece = ArtifactDelta {
+                artifact_id: id.clone(),
+                name: fields.name.map(String::from),
+                kind: Some(kind),
+                parts: vec![part],
+                append: i > 0,
+                last_chunk: i + 1 == n,
+                extra: Map::new(),
+            };
+            self.frames.push(s.artifact(&piece));
+        }
+    }
+
+    /// A step that ends the run: a pause, a direct reply, a rejection, a failure or the end.
+    fn finish(&mut self, stream: ResponseStream, request: &E2AEnvelope, action: &Action) {
+        match action {
             Action::InputRequired { prompt } | Action::Approval { prompt, .. } => {
                 let kind = if matches!(action, Action::Approval { .. }) {
                     PauseKind::Approval
@@ -393,21 +423,18 @@ impl Runner {
                 let prompt = self.fill(prompt);
                 self.frames
                     .extend(stream.pause(kind, &prompt, task_key(request).is_some()));
-                return false;
             }
             Action::Message { text } => {
                 let text = self.fill(text);
                 let message = json!({"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_AGENT",
                     "contextId": request.context_id, "parts": [{"text": text}]});
                 self.frames.extend(stream.reply(obj(message), &text));
-                return false;
             }
             Action::Reject { message } => {
                 let message = self.fill(message);
                 let code = ErrorKind::InvalidRequest.mapping().e2a_code;
                 self.frames
                     .push(stream.fail(code, &message, obj(json!({"rejected": true}))));
-                return false;
             }
             Action::Fail { code, message } => {
                 let message = self.fill(message);
@@ -415,18 +442,13 @@ impl Runner {
                     .clone()
                     .unwrap_or_else(|| ErrorKind::AgentError.mapping().e2a_code.into());
                 self.frames.push(stream.fail(&code, &message, Map::new()));
-                return false;
             }
             Action::Complete { result } => {
                 let result = result.clone().unwrap_or_else(|| json!({"content": self.text}));
                 self.frames.push(stream.complete(result));
-                return false;
             }
-            Action::Sleep { .. } => {}
-            Action::Misbehave { how } => return self.misbehave(stream, *how),
+            _ => self.frames.push(stream.complete(json!({"content": self.text}))),
         }
-        self.stream = Some(stream);
-        true
     }
 
     fn misbehave(&mut self, mut s: ResponseStream, how: Misbehaviour) -> bool {

@@ -209,6 +209,34 @@ impl AcpServer {
         s
     }
 
+    /// `session/list`: the sessions (of `cwd`, when given), most recently updated first.
+    fn list_sessions(&self, p: &Map<String, Value>) -> Value {
+        let want_cwd = p.get("cwd").and_then(Value::as_str);
+        let all: Vec<(String, Arc<Session>)> = self
+            .sessions
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut listed: Vec<(String, String, String)> = all
+            .into_iter()
+            .filter(|(_, s)| want_cwd.is_none_or(|c| c == s.cwd))
+            .map(|(k, s)| {
+                let at = s.updated_at.lock().clone();
+                (k, s.cwd.clone(), at)
+            })
+            .collect();
+        listed.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        let mut result =
+            e2a::acp::results::session_list_result_v1(listed.iter().map(|(k, c, _)| (k.as_str(), c.as_str())));
+        if let Some(items) = result.get_mut("sessions").and_then(Value::as_array_mut) {
+            for (item, (_, _, at)) in items.iter_mut().zip(&listed) {
+                item["updatedAt"] = at.clone().into();
+            }
+        }
+        result
+    }
+
     async fn request(
         &self,
         peer: &Peer,
@@ -265,43 +293,12 @@ impl AcpServer {
             Method::SessionClose => {
                 let sid = session_id_param(&p)?;
                 let removed = self.sessions.lock().remove(&sid);
-                match removed {
-                    Some(s) => {
-                        s.cancel();
-                        simple(json!({}))
-                    }
-                    None => Err(RpcError::new(
-                        codes::RESOURCE_NOT_FOUND,
-                        format!("unknown session {sid}"),
-                    )),
-                }
+                let s = removed
+                    .ok_or_else(|| RpcError::new(codes::RESOURCE_NOT_FOUND, format!("unknown session {sid}")))?;
+                s.cancel();
+                simple(json!({}))
             }
-            Method::SessionList => {
-                let want_cwd = p.get("cwd").and_then(Value::as_str);
-                let all: Vec<(String, Arc<Session>)> = self
-                    .sessions
-                    .lock()
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                let mut listed: Vec<(String, String, String)> = all
-                    .into_iter()
-                    .filter(|(_, s)| want_cwd.is_none_or(|c| c == s.cwd))
-                    .map(|(k, s)| {
-                        let at = s.updated_at.lock().clone();
-                        (k, s.cwd.clone(), at)
-                    })
-                    .collect();
-                listed.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
-                let mut result =
-                    e2a::acp::results::session_list_result_v1(listed.iter().map(|(k, c, _)| (k.as_str(), c.as_str())));
-                if let Some(items) = result.get_mut("sessions").and_then(Value::as_array_mut) {
-                    for (item, (_, _, at)) in items.iter_mut().zip(&listed) {
-                        item["updatedAt"] = at.clone().into();
-                    }
-                }
-                simple(result)
-            }
+            Method::SessionList => simple(self.list_sessions(&p)),
             Method::SessionPrompt => {
                 let response = self.prompt(peer, id, p, cancel, epoch).await?;
                 peer.send(response);
