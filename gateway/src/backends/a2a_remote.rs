@@ -30,6 +30,7 @@ use serde_json::{json, Value};
 use tokio::sync::OnceCell;
 
 use e2a::a2a::inbound::A2aStreamReader;
+use e2a::types::A2aOperation;
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
 use crate::pipeline::boundary::obj;
@@ -226,6 +227,26 @@ impl A2aRemoteAgent {
     }
 
     /// The A2A message for a request: the A2A message it came with, or its text.
+    /// The remote task an event names, kept under the local task (scoped by the caller), so
+    /// that a follow-up answers the same remote task; returns its id.
+    fn remember(&self, result: &Value, request: &E2AEnvelope, ctx: &RequestContext) -> Option<String> {
+        let (task, context) = result
+            .get("task")
+            .map(|t| (t.get("id"), t.get("contextId")))
+            .or_else(|| {
+                result
+                    .get("statusUpdate")
+                    .map(|u| (u.get("taskId"), u.get("contextId")))
+            })?;
+        let task = task.and_then(Value::as_str)?.to_string();
+        if let (Some(local), Some(context)) = (request.task_id.clone(), context.and_then(Value::as_str)) {
+            self.tasks
+                .lock()
+                .insert(ctx.conversation(local), (task.clone(), context.into()));
+        }
+        Some(task)
+    }
+
     fn message_for(&self, request: &E2AEnvelope, ctx: &RequestContext) -> Value {
         let mut message = match request.params.get("message") {
             Some(Value::Object(m)) if m.contains_key("parts") => m.clone(),
@@ -244,6 +265,17 @@ impl A2aRemoteAgent {
         }
         Value::Object(message)
     }
+}
+
+/// The final frame of a remote JSON-RPC error: its kind and code; the remote's own words
+/// (which may echo what it was sent) go to the log only.
+fn remote_error(s: ResponseStream, err: &Value) -> E2AResponse {
+    let code = err.get("code").cloned().unwrap_or(Value::Null);
+    let kind = ErrorKind::from_code(&code, "a2a");
+    let detail = err.get("message").and_then(Value::as_str).unwrap_or("");
+    tracing::warn!(remote_code = %code, detail, "the remote A2A agent answered an error");
+    let message = format!("the remote agent failed ({})", kind.mapping().e2a_code);
+    fail(s, kind, &message, json!({"remote_code": code}))
 }
 
 fn fail(s: ResponseStream, kind: ErrorKind, message: &str, details: Value) -> E2AResponse {
@@ -283,7 +315,8 @@ impl Agent for A2aRemoteAgent {
                     return;
                 }
             };
-            let body = json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(), "method": "SendStreamingMessage",
+            let body = json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(),
+                "method": A2aOperation::SendStreamingMessage.as_str(),
                 "params": {"message": this.message_for(&request, &ctx)}});
             let sent = tokio::select! {
                 _ = ctx.cancel.cancelled() => {
@@ -334,25 +367,14 @@ impl Agent for A2aRemoteAgent {
                     },
                 };
                 if let Some(err) = data.get("error") {
-                    // the remote's own words (which may echo what it was sent) go to the log only
-                    let code = err.get("code").cloned().unwrap_or(Value::Null);
-                    let kind = ErrorKind::from_code(&code, "a2a");
-                    let detail = err.get("message").and_then(Value::as_str).unwrap_or("");
-                    tracing::warn!(remote_code = %code, detail, "the remote A2A agent answered an error");
                     if let Some(s) = mapper.take_stream() {
-                        let message = format!("the remote agent failed ({})", kind.mapping().e2a_code);
-                        yield fail(s, kind, &message, json!({"remote_code": code}));
+                        yield remote_error(s, err);
                     }
                     return;
                 }
                 let Some(result) = data.get("result") else { continue };
-                let ids = result.get("task").map(|t| (t.get("id"), t.get("contextId")))
-                    .or_else(|| result.get("statusUpdate").map(|u| (u.get("taskId"), u.get("contextId"))));
-                if let Some((Some(Value::String(t)), c)) = ids {
-                    guard.task = Some(t.clone());
-                    if let (Some(local), Some(Value::String(c))) = (request.task_id.clone(), c) {
-                        this.tasks.lock().insert(ctx.conversation(local), (t.clone(), c.clone()));
-                    }
+                if let Some(task) = this.remember(result, &request, &ctx) {
+                    guard.task = Some(task);
                 }
                 for f in mapper.push(result) {
                     yield f;

@@ -114,39 +114,51 @@ impl TaskService {
         let this = self.clone();
         Box::pin(async_stream::stream! {
             let mut last = after;
-            match this.log_after(&id, last, until).await {
-                Ok((events, end)) => {
-                    for e in events {
-                        last = e.seq;
-                        yield Ok(e);
-                    }
-                    if end { return; }
-                }
-                Err(e) => {
-                    yield Err(e);
-                    return;
-                }
-            }
-            let Some(mut rx) = rx else { return };
+            let mut rx = rx;
             // a task another gateway runs: its events come as notices, and after a quiet
             // REMOTE_POLL from the log (a notice lost while the listener reconnected)
             let shared = this.store.shared();
             let mut quiet = Instant::now();
+            // the log first; again after a gap (lagged), a quiet spell or a closed channel
+            let (mut catch_up, mut resubscribe) = (true, false);
             loop {
+                if catch_up {
+                    match this.log_after(&id, last, until).await {
+                        Ok((events, end)) => {
+                            for e in events {
+                                quiet = Instant::now();
+                                last = e.seq;
+                                yield Ok(e);
+                            }
+                            if end { return; }
+                        }
+                        Err(e) => {
+                            yield Err(e);
+                            return;
+                        }
+                    }
+                    if resubscribe {
+                        // a channel closes after its task's last event, which the log then
+                        // holds; one that closed before the end (dropped as idle): follow a
+                        // new one
+                        rx = Some(this.channel(&id));
+                    }
+                    (catch_up, resubscribe) = (false, false);
+                }
+                let Some(live) = rx.as_mut() else { return };
                 let got = tokio::select! {
-                    r = rx.recv() => Some(r),
+                    r = live.recv() => Some(r),
                     _ = tokio::time::sleep(Duration::from_millis(250)) => None,
                 };
-                let closed = match got {
+                match got {
                     None => {
                         if this.shared.runs.draining() && this.live_of(&id).is_none() {
                             return;
                         }
-                        if !(shared && quiet.elapsed() >= REMOTE_POLL && this.live_of(&id).is_none()) {
-                            continue;
+                        if shared && quiet.elapsed() >= REMOTE_POLL && this.live_of(&id).is_none() {
+                            quiet = Instant::now();
+                            catch_up = true;
                         }
-                        quiet = Instant::now();
-                        false
                     }
                     Some(Ok(Feed::Broken(why))) => {
                         yield Err(A2aError::internal(why.to_string()));
@@ -158,31 +170,10 @@ impl TaskService {
                         let end = ends(&e.event, until);
                         yield Ok(e);
                         if end { return; }
-                        continue;
                     }
-                    Some(Ok(Feed::Event(e))) if e.seq <= last => continue,
-                    Some(Ok(_)) | Some(Err(broadcast::error::RecvError::Lagged(_))) => false,
-                    Some(Err(broadcast::error::RecvError::Closed)) => true,
-                };
-                // a gap (lagged), a quiet spell or a closed channel: catch up from the log
-                match this.log_after(&id, last, until).await {
-                    Ok((events, end)) => {
-                        for e in events {
-                            quiet = Instant::now();
-                            last = e.seq;
-                            yield Ok(e);
-                        }
-                        if end { return; }
-                    }
-                    Err(e) => {
-                        yield Err(e);
-                        return;
-                    }
-                }
-                if closed {
-                    // a channel closes after its task's last event, which the log then holds;
-                    // one that closed before the end (dropped as idle): follow a new one
-                    rx = this.channel(&id);
+                    Some(Ok(Feed::Event(e))) if e.seq <= last => {}
+                    Some(Ok(_)) | Some(Err(broadcast::error::RecvError::Lagged(_))) => catch_up = true,
+                    Some(Err(broadcast::error::RecvError::Closed)) => (catch_up, resubscribe) = (true, true),
                 }
             }
         })
