@@ -647,6 +647,29 @@ fn enum_extras(bundled: &Value, file: &syn::File) -> String {
     out
 }
 
+/// The `$defs`, and the name and rows of the one definition carrying the table keyword `key`.
+fn table<'a>(bundled: &'a Value, key: &str) -> Option<(&'a serde_json::Map<String, Value>, &'a str, &'a [Value])> {
+    let defs = bundled.get("$defs").and_then(Value::as_object)?;
+    let (name, rows) = defs
+        .iter()
+        .find_map(|(n, d)| d.get(key).and_then(Value::as_array).map(|r| (n, r)))?;
+    Some((defs, name.as_str(), rows.as_slice()))
+}
+
+/// Cell `k` of table row `i`, a string.
+fn cell_str<'a>(row: &'a Value, i: usize, k: &str) -> Result<&'a str, String> {
+    row.get(k)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("row {i}: `{k}` must be a string"))
+}
+
+/// Cell `k` of table row `i`, an integer.
+fn cell_int(row: &Value, i: usize, k: &str) -> Result<i64, String> {
+    row.get(k)
+        .and_then(Value::as_i64)
+        .ok_or_else(|| format!("row {i}: `{k}` must be an integer"))
+}
+
 /// The `x-e2a-error-table` keyword: rows of how each value of a failure-kind enum reads on
 /// every protocol. Rendered as `ERROR_TABLE: [crate::taxonomy::ErrorMapping; N]`.
 pub const ERROR_TABLE: &str = "x-e2a-error-table";
@@ -654,13 +677,7 @@ pub const ERROR_TABLE: &str = "x-e2a-error-table";
 /// `ERROR_TABLE` from the one definition carrying [`ERROR_TABLE`]; every enum value has exactly
 /// one row and every row's `e2a_code` is a value of `ErrorCode`.
 fn error_table(bundled: &Value, file: &syn::File) -> Result<String, Error> {
-    let Some(defs) = bundled.get("$defs").and_then(Value::as_object) else {
-        return Ok(String::new());
-    };
-    let Some((name, rows)) = defs
-        .iter()
-        .find_map(|(n, d)| d.get(ERROR_TABLE).and_then(Value::as_array).map(|r| (n, r)))
-    else {
+    let Some((defs, name, rows)) = table(bundled, ERROR_TABLE) else {
         return Ok(String::new());
     };
     let err = |m: String| Error::Schema(format!("/$defs/{name}/{ERROR_TABLE}: {m}"));
@@ -677,16 +694,10 @@ fn error_table(bundled: &Value, file: &syn::File) -> Result<String, Error> {
     );
     let mut seen = Vec::new();
     for (i, row) in rows.iter().enumerate() {
-        let s = |k: &str| {
-            row.get(k)
-                .and_then(Value::as_str)
-                .ok_or_else(|| err(format!("row {i}: `{k}` must be a string")))
-        };
-        let n = |k: &str| {
-            row.get(k)
-                .and_then(Value::as_i64)
-                .ok_or_else(|| err(format!("row {i}: `{k}` must be an integer")))
-        };
+        let (s, n) = (
+            |k: &str| cell_str(row, i, k).map_err(err),
+            |k: &str| cell_int(row, i, k).map_err(err),
+        );
         let kind = s("kind")?;
         let variant = variants
             .get(kind)
@@ -727,13 +738,7 @@ pub const A2A_ERROR_TABLE: &str = "x-e2a-a2a-error-table";
 /// `A2A_ERROR_TABLE` from the one definition carrying [`A2A_ERROR_TABLE`]; every enum value has
 /// exactly one row and every code one kind (so the table reads both ways).
 fn a2a_error_table(bundled: &Value, file: &syn::File) -> Result<String, Error> {
-    let Some(defs) = bundled.get("$defs").and_then(Value::as_object) else {
-        return Ok(String::new());
-    };
-    let Some((name, rows)) = defs
-        .iter()
-        .find_map(|(n, d)| d.get(A2A_ERROR_TABLE).and_then(Value::as_array).map(|r| (n, r)))
-    else {
+    let Some((_, name, rows)) = table(bundled, A2A_ERROR_TABLE) else {
         return Ok(String::new());
     };
     let err = |m: String| Error::Schema(format!("/$defs/{name}/{A2A_ERROR_TABLE}: {m}"));
@@ -744,16 +749,10 @@ fn a2a_error_table(bundled: &Value, file: &syn::File) -> Result<String, Error> {
     );
     let (mut kinds, mut codes) = (Vec::new(), Vec::new());
     for (i, row) in rows.iter().enumerate() {
-        let s = |k: &str| {
-            row.get(k)
-                .and_then(Value::as_str)
-                .ok_or_else(|| err(format!("row {i}: `{k}` must be a string")))
-        };
-        let n = |k: &str| {
-            row.get(k)
-                .and_then(Value::as_i64)
-                .ok_or_else(|| err(format!("row {i}: `{k}` must be an integer")))
-        };
+        let (s, n) = (
+            |k: &str| cell_str(row, i, k).map_err(err),
+            |k: &str| cell_int(row, i, k).map_err(err),
+        );
         let kind = s("kind")?;
         let variant = variants
             .get(kind)

@@ -2,9 +2,12 @@
 //! the JSON-RPC binding and as problem+json on HTTP+JSON, auth, and the task stores (memory and
 //! SQLite, reopened) replaying exactly the events after a `Last-Event-ID`.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::sse_events;
 use e2a_gateway::backends::ScriptAgent;
 use e2a_gateway::bindings::a2a::A2aConfig;
 use e2a_gateway::store::SqliteStore;
@@ -85,24 +88,6 @@ fn code(v: &Value) -> i64 {
 
 fn reason(v: &Value) -> &str {
     v.pointer("/error/data/0/reason").and_then(Value::as_str).unwrap_or("")
-}
-
-/// The SSE events of a response body: (id, data).
-fn sse_events(text: &str) -> Vec<(Option<u64>, Value)> {
-    text.split("\n\n")
-        .filter_map(|block| {
-            let mut id = None;
-            let mut data = None;
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("id: ") {
-                    id = v.trim().parse().ok();
-                } else if let Some(v) = line.strip_prefix("data: ") {
-                    data = serde_json::from_str(v).ok();
-                }
-            }
-            data.map(|d| (id, d))
-        })
-        .collect()
 }
 
 async fn stream_rpc(base: &str, method: &str, params: Value, last_event_id: Option<u64>) -> Vec<(Option<u64>, Value)> {

@@ -2,10 +2,13 @@
 //! terminal error, no follower ever sees an event the store did not take, and the task reads
 //! `FAILED` with the reason — never a made-up "the gateway restarted".
 
+mod common;
+
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::sse_events;
 use e2a_gateway::backends::ScriptAgent;
 use e2a_gateway::bindings::a2a::A2aConfig;
 use e2a_gateway::store::{MemoryStore, TaskStore};
@@ -85,24 +88,6 @@ async fn call(base: &str, method: &str, params: Value) -> reqwest::Response {
         .send()
         .await
         .expect("send")
-}
-
-/// (id, data) of each SSE event.
-fn sse_events(text: &str) -> Vec<(Option<u64>, Value)> {
-    text.split("\n\n")
-        .filter_map(|block| {
-            let mut id = None;
-            let mut data = None;
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("id: ") {
-                    id = v.trim().parse().ok();
-                } else if let Some(v) = line.strip_prefix("data: ") {
-                    data = serde_json::from_str(v).ok();
-                }
-            }
-            data.map(|d| (id, d))
-        })
-        .collect()
 }
 
 fn task_id_of(events: &[(Option<u64>, Value)]) -> String {

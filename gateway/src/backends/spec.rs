@@ -86,42 +86,36 @@ impl FromStr for AgentSpec {
 impl AgentSpec {
     /// The agent this spec names, built with `options`.
     pub fn build(&self, options: &AgentOptions) -> Result<Arc<dyn Agent>, SpecError> {
-        let built = |r: Result<Arc<dyn Agent>, String>| r.map_err(SpecError::Build);
         match self {
             AgentSpec::Echo => Ok(Arc::new(EchoAgent::new())),
-            AgentSpec::Script(file) => built(
-                ScriptAgent::from_file(file)
-                    .map(|a| Arc::new(a) as Arc<dyn Agent>)
-                    .map_err(|e| e.to_string()),
-            ),
+            AgentSpec::Script(file) => shared(ScriptAgent::from_file(file)),
             AgentSpec::E2a(url) => {
                 let mut config = E2aRemoteConfig::new(url.as_str());
                 config.token = options.token.clone();
-                built(
-                    E2aRemoteAgent::new(config)
-                        .map(|a| Arc::new(a) as Arc<dyn Agent>)
-                        .map_err(|e| e.to_string()),
-                )
+                shared(E2aRemoteAgent::new(config))
             }
             AgentSpec::A2a(url) => {
                 let mut config = A2aRemoteConfig::new(url.as_str());
                 if let Some(t) = &options.token {
                     config = config.with_token(url, t.clone());
                 }
-                built(
-                    A2aRemoteAgent::new(config)
-                        .map(|a| Arc::new(a) as Arc<dyn Agent>)
-                        .map_err(|e| e.to_string()),
-                )
+                shared(A2aRemoteAgent::new(config))
             }
             AgentSpec::Acp(command) => {
                 let mut config = AcpProcessConfig::new(command.clone());
                 config.policy = options.policy.clone();
                 config.allow_fs = options.allow_fs;
-                built(AcpProcessAgent::new(config).map(|a| Arc::new(a) as Arc<dyn Agent>))
+                shared(AcpProcessAgent::new(config))
             }
         }
     }
+}
+
+/// A built agent, shared; why it could not be built.
+fn shared<A: Agent, E: std::fmt::Display>(built: Result<A, E>) -> Result<Arc<dyn Agent>, SpecError> {
+    built
+        .map(|a| Arc::new(a) as Arc<dyn Agent>)
+        .map_err(|e| SpecError::Build(e.to_string()))
 }
 
 #[cfg(test)]

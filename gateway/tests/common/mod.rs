@@ -149,3 +149,21 @@ pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     }
     panic!("timed out waiting for: {what}");
 }
+
+/// The SSE events of a response body: (id, data).
+pub fn sse_events(text: &str) -> Vec<(Option<u64>, Value)> {
+    text.split("\n\n")
+        .filter_map(|block| {
+            let mut id = None;
+            let mut data = None;
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id: ") {
+                    id = v.trim().parse().ok();
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    data = serde_json::from_str(v).ok();
+                }
+            }
+            data.map(|d| (id, d))
+        })
+        .collect()
+}
