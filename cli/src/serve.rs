@@ -39,10 +39,12 @@ pub struct ServeArgs {
     /// Also serve A2A 1.0: the agent card, JSON-RPC (`--a2a-path`) and HTTP+JSON bindings.
     #[arg(long)]
     pub a2a: bool,
-    /// Where A2A tasks are kept: `sqlite:PATH` (survives restarts), `postgres://USER@HOST/DB`
-    /// (one database several gateways share; `postgres:URL` works too) or `memory`.
-    #[arg(long, default_value = "sqlite:e2a-tasks.db")]
-    pub store: String,
+    /// Where A2A tasks and the frames of E2A and AG-UI runs are kept: `sqlite:PATH` (survives
+    /// restarts), `postgres://USER@HOST/DB` (one database several gateways share: a run is
+    /// resumable on any of them; `postgres:URL` works too) or `memory`. Default with `--a2a`:
+    /// `sqlite:e2a-tasks.db`; without `--a2a` and `--store`, runs are kept in memory only.
+    #[arg(long)]
+    pub store: Option<String>,
     /// Most connections to a `postgres:` store (one more listens for the other gateways).
     #[arg(long, default_value_t = 16)]
     pub store_pool: usize,
@@ -76,28 +78,27 @@ pub struct ServeArgs {
     pub agui: bool,
 }
 
-/// The A2A configuration and task store of `--a2a`.
-async fn a2a_setup(
-    args: &ServeArgs,
-) -> Result<
-    (
-        e2a_gateway::bindings::a2a::A2aConfig,
-        Arc<dyn e2a_gateway::store::TaskStore>,
-    ),
-    String,
-> {
-    use e2a_gateway::bindings::a2a::{A2aConfig, CardInfo};
+/// The store `--store` names (`sqlite:e2a-tasks.db` with `--a2a` when it names none).
+async fn open_store(args: &ServeArgs) -> Result<Option<Arc<dyn e2a_gateway::store::TaskStore>>, String> {
     use e2a_gateway::store::{PgOptions, StoreSpec};
-    let spec: StoreSpec = args.store.parse().map_err(|e| format!("--store: {e}"))?;
+    let Some(name) = args.store.as_deref().or(args.a2a.then_some(DEFAULT_STORE)) else {
+        return Ok(None);
+    };
+    let spec: StoreSpec = name.parse().map_err(|e| format!("--store: {e}"))?;
     let options = PgOptions {
         pool_size: args.store_pool,
         ca_file: args.store_ca.clone(),
         ..PgOptions::default()
     };
-    let store = spec.open(options).await?;
-    if args.lease_secs == 0 {
-        return Err("--lease-secs must be at least 1".into());
-    }
+    spec.open(options).await.map(Some)
+}
+
+/// The store of `--a2a` without `--store`.
+const DEFAULT_STORE: &str = "sqlite:e2a-tasks.db";
+
+/// The A2A configuration of `--a2a`.
+fn a2a_setup(args: &ServeArgs) -> Result<e2a_gateway::bindings::a2a::A2aConfig, String> {
+    use e2a_gateway::bindings::a2a::{A2aConfig, CardInfo};
     let card = match &args.a2a_card {
         Some(f) => {
             let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
@@ -116,10 +117,9 @@ async fn a2a_setup(
         rest_path: args.a2a_rest_path.trim_end_matches('/').to_string(),
         public_url: args.public_url.clone(),
         card,
-        lease: std::time::Duration::from_secs(args.lease_secs),
         ..A2aConfig::default()
     };
-    Ok((config, store))
+    Ok(config)
 }
 
 fn auth(token_file: Option<&PathBuf>) -> Result<Auth, String> {
@@ -158,6 +158,7 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         auth,
         max_streams: args.max_streams,
         drain_timeout: std::time::Duration::from_secs(args.drain_secs),
+        lease: std::time::Duration::from_secs(args.lease_secs),
         ..GatewayConfig::default()
     };
     let secured = config.auth.is_enabled();
@@ -165,10 +166,13 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let mut a2a = if args.a2a {
-        Some(runtime.block_on(a2a_setup(args))?)
-    } else {
-        None
+    if args.lease_secs == 0 {
+        return Err("--lease-secs must be at least 1".into());
+    }
+    let store = runtime.block_on(open_store(args))?;
+    let mut a2a = match (args.a2a, &store) {
+        (true, Some(store)) => Some((a2a_setup(args)?, store.clone())),
+        _ => None,
     };
     let a2a_banner = a2a.as_ref().map(|(c, store)| (c.jsonrpc_path.clone(), store.name()));
     runtime.block_on(async move {
@@ -178,6 +182,9 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let name = agent.name();
         let mut gateway = Gateway::with_agent(agent, config);
+        if let Some(store) = store {
+            gateway = gateway.with_store(store);
+        }
         if let Some((a2a_config, store)) = a2a.take() {
             gateway = gateway.with_a2a(a2a_config, store);
         }

@@ -49,6 +49,11 @@ pub struct ConversationKey {
 }
 
 impl ConversationKey {
+    /// The key of `caller`'s (`None`: no authentication) conversation `id`.
+    pub fn new(caller: Option<String>, id: impl Into<String>) -> Self {
+        ConversationKey { caller, id: id.into() }
+    }
+
     /// The client's id in this key.
     pub fn id(&self) -> &str {
         &self.id

@@ -26,6 +26,9 @@ pub struct GatewayConfig {
     pub retention: Duration,
     /// Most ended runs retained for resumption (the oldest go first).
     pub max_retained: usize,
+    /// Most bytes of frames the ended runs retained in memory may take (the oldest go first;
+    /// a store that keeps runs still has them for `retention`).
+    pub max_retained_bytes: usize,
     /// How long a run whose every client went away keeps running, waiting for a resume,
     /// before it is cancelled.
     pub disconnect_grace: Duration,
@@ -33,6 +36,11 @@ pub struct GatewayConfig {
     pub drain_timeout: Duration,
     /// Accepted bearer tokens.
     pub auth: Auth,
+    /// How long a gateway's lease on a running task or run lasts in a store several gateways
+    /// share (renewed every third of it while the run goes on): after an instance dies, its
+    /// A2A tasks read `FAILED` and its E2A runs end with an error frame on the others once
+    /// this has passed.
+    pub lease: Duration,
 }
 
 impl Default for GatewayConfig {
@@ -50,9 +58,11 @@ impl Default for GatewayConfig {
             max_run: Some(Duration::from_secs(600)),
             retention: Duration::from_secs(300),
             max_retained: 1024,
+            max_retained_bytes: 256 << 20,
             disconnect_grace: Duration::from_secs(2),
             drain_timeout: Duration::from_secs(10),
             auth: Auth::none(),
+            lease: Duration::from_secs(30),
         }
     }
 }

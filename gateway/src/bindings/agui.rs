@@ -29,10 +29,11 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use crate::agent::Caller;
-use crate::bindings::e2a_http::refused;
+use crate::bindings::e2a_http::{refused, store_failed};
 use crate::pipeline::Pipeline;
+use crate::runs::{self, Subscription};
 use crate::web::problem::Problem;
-use crate::web::{body, sse};
+use crate::web::{body, last_event_id, sse};
 
 /// Path of the AG-UI endpoint of the gateway's agent.
 pub const AGUI_PATH: &str = "/agui";
@@ -155,18 +156,33 @@ fn interrupt_ids(event: &Value) -> Option<Vec<String>> {
 
 async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) -> Result<Response, Problem> {
     let shared = &agui.pipeline;
+    let resume_after = last_event_id::read(&headers)?;
     let input = body::read(&headers, body, shared.config.limits).await?.value()?;
     let mut request = e2a::agui::envelope_from_run_input(&input).map_err(|e| Problem::from_read_error(&e))?;
-    let thread_id = request.session_id.clone().unwrap_or_default();
-    let run_id = request.request_id.clone().unwrap_or_default();
-    let thread = (caller.subject.clone(), thread_id.clone());
+    let ids = RunIds {
+        thread: (caller.subject.clone(), request.session_id.clone().unwrap_or_default()),
+        run_id: request.request_id.clone().unwrap_or_default(),
+    };
+    let key = runs::agui_key(&caller, &ids.thread.1, &ids.run_id);
+    if let Some(after) = resume_after {
+        // the same run again, from after the last event the client saw
+        let sub = shared
+            .runs
+            .resume(&key, None)
+            .await
+            .map_err(|e| store_failed(&e))?
+            .ok_or_else(|| {
+                Problem::new(ErrorKind::NotFound, "no run of this threadId and runId is retained").at("/runId")
+            })?;
+        return Ok(events(agui.clone(), ids, sub, after));
+    }
     if let Some(resume) = request.params.get("resume").filter(|r| !r.is_null()) {
         // a resume answers an interrupt this caller's thread is waiting on, or nothing runs
         let named = resume.pointer("/0/interruptId").and_then(Value::as_str).unwrap_or("");
-        if !agui.interrupts.lock().take(&thread, named) {
+        if !agui.interrupts.lock().take(&ids.thread, named) {
             return Err(Problem::new(
                 ErrorKind::InvalidParams,
-                format!("resume names no pending interrupt of thread {thread_id:?}"),
+                format!("resume names no pending interrupt of thread {:?}", ids.thread.1),
             )
             .at("/resume/0/interruptId"));
         }
@@ -177,49 +193,58 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
     let admission = shared.admit(caller.clone()).map_err(|r| refused(shared, r))?;
     // the frames of a streamed answer say so
     request.is_stream = true;
-    let guarded = admission.run(request);
-    // AG-UI runs are not resumable by Last-Event-ID: a key of their own in the registry
-    let key = (
-        caller.subject.clone(),
-        format!("agui:{run_id}:{}", uuid::Uuid::new_v4()),
-    );
+    let guarded = admission.run(request.clone());
     let ctx = admission.ctx.clone();
-    let run = shared.runs.start(
-        key,
-        guarded,
-        &ctx,
-        shared.config.disconnect_grace,
-        admission.into_permit(),
-    );
-    let mut sub = run.subscribe(None);
-    let state = agui.clone();
+    let grace = shared.config.disconnect_grace;
+    let (run, pump) = shared.runs.open(key, &request, &ctx, grace, admission.into_permit());
+    let sub = run.subscribe(None);
+    pump.spawn(guarded);
+    Ok(events(agui.clone(), ids, sub, 0))
+}
+
+/// Which run a stream shows: its thread (with its caller) and its id.
+struct RunIds {
+    thread: (Option<String>, String),
+    run_id: String,
+}
+
+/// The SSE answer: the run's frames projected into AG-UI events, numbered 1, 2, 3 … in
+/// `id:` — the projection is deterministic, so a client that resumes with `Last-Event-ID: N`
+/// gets the same events after the `N`th (the events up to it are projected and skipped).
+fn events(agui: Arc<Agui>, ids: RunIds, mut sub: Subscription, skip: u64) -> Response {
+    let keep_alive = agui.pipeline.config.keep_alive;
     let events = async_stream::stream! {
+        let RunIds { thread, run_id } = ids;
+        let thread_id = thread.1.clone();
         let mut projector = AguiProjector::new(thread_id.clone(), run_id.clone());
         // what was sent, reduced to what the lifecycle check still depends on
         let mut sent: Vec<Value> = Vec::new();
-        let mut ended = false;
+        let mut n: u64 = 0;
         while let Some(frame) = sub.next().await {
             let new = projector.push(&frame);
             if new.is_empty() {
                 continue;
             }
             let (batch, violated) = checked(&sent, new, &thread_id, &run_id);
-            ended |= violated;
             for e in &batch {
-                if let Some(ids) = interrupt_ids(e) {
-                    state.interrupts.lock().remember(thread.clone(), ids);
+                n += 1;
+                if n <= skip {
+                    continue;
                 }
-                yield sse::event(None, &e.to_string());
+                if let Some(ids) = interrupt_ids(e) {
+                    agui.interrupts.lock().remember(thread.clone(), ids);
+                }
+                yield sse::event(Some(n), &e.to_string());
             }
             let last = batch.last().and_then(|e| e.get("type")).and_then(Value::as_str).map(str::to_string);
             sent.extend(batch);
             sent = lifecycle_state(sent);
-            if ended || matches!(last.as_deref(), Some("RUN_FINISHED" | "RUN_ERROR")) {
+            if violated || matches!(last.as_deref(), Some("RUN_FINISHED" | "RUN_ERROR")) {
                 break;
             }
         }
     };
-    Ok(sse::response(events, shared.config.keep_alive))
+    sse::response(events, keep_alive)
 }
 
 /// `new` if the events sent so far plus `new` keep the AG-UI lifecycle; else the run's end

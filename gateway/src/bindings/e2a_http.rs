@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::agent::Caller;
 use crate::pipeline::{Pipeline, Refusal};
-use crate::runs::Subscription;
+use crate::runs::{self, Subscription};
 use crate::web::problem::Problem;
 use crate::web::{body, last_event_id, sse};
 
@@ -206,10 +206,15 @@ async fn send_request(
             )
             .at("/request_id"));
         };
-        let run = shared.runs.find(&(caller.subject.clone(), id)).ok_or_else(|| {
-            Problem::new(ErrorKind::NotFound, "no stream of this request_id is retained").at("/request_id")
-        })?;
-        return Ok(respond(&shared, mode, run.subscribe(Some(after))).await);
+        let sub = shared
+            .runs
+            .resume(&runs::e2a_key(&caller, &id), Some(after))
+            .await
+            .map_err(|e| store_failed(&e))?
+            .ok_or_else(|| {
+                Problem::new(ErrorKind::NotFound, "no stream of this request_id is retained").at("/request_id")
+            })?;
+        return Ok(respond(&shared, mode, sub).await);
     }
 
     let admission = shared.admit(caller.clone()).map_err(|r| refused(&shared, r))?;
@@ -220,20 +225,26 @@ async fn send_request(
     // the frames of a streamed answer say so
     request.is_stream = mode != Mode::Json;
     let guarded = admission.run(request.clone());
-    let key = (caller.subject.clone(), id);
+    let key = runs::e2a_key(&caller, &id);
     let grace = shared.config.disconnect_grace;
     let ctx = admission.ctx.clone();
     let permit = admission.into_permit();
+    let (run, pump) = shared.runs.open(key, &request, &ctx, grace, permit);
+    let sub = run.subscribe(None);
     if mode == Mode::Json {
         // the answer is the final frame: drive the run here (no task, no wake-up per frame);
         // the log is still kept for `Last-Event-ID`, and a client gone drops the run at once
-        let (run, pump) = shared.runs.open(key, Some(&request), &ctx, grace, permit);
-        let sub = run.subscribe(None);
         pump.pump(guarded).await;
-        return Ok(respond(&shared, mode, sub).await);
+    } else {
+        pump.spawn(guarded);
     }
-    let run = shared.runs.start(key, guarded, &ctx, grace, permit);
-    Ok(respond(&shared, mode, run.subscribe(None)).await)
+    Ok(respond(&shared, mode, sub).await)
+}
+
+/// The store of runs failed: `500`, the detail in the log only.
+pub(crate) fn store_failed(e: &crate::store::StoreError) -> Problem {
+    tracing::error!(error = %e, "cannot read a run from the store");
+    Problem::new(ErrorKind::Internal, "the gateway cannot read this stream now")
 }
 
 /// A run the pipeline did not admit: `503` with `Retry-After`.

@@ -75,7 +75,7 @@ impl Pipeline {
         let guarded = boundary::Guarded::new(agent, config.deadlines);
         Pipeline {
             agent: Arc::new(guarded),
-            runs: Arc::new(Runs::new(config.retention, config.max_retained)),
+            runs: Arc::new(Runs::new(&config)),
             streams: Arc::new(Semaphore::new(config.max_streams)),
             config,
         }

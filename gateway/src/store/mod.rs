@@ -100,6 +100,65 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+/// One frame of an E2A run (E2A over HTTP, AG-UI), as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredFrame {
+    /// The frame's `sequence`.
+    pub seq: u64,
+    /// The frame (`E2AResponse` JSON).
+    pub frame: String,
+    /// Whether it is the run's final frame (it ends the run's log).
+    pub is_final: bool,
+}
+
+/// How a run's log begins: the request it answers and the gateway running it. A run opened
+/// again under the same key replaces the earlier one (a client re-sending a request id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunHead {
+    /// The request (`E2AEnvelope` JSON): what a cutoff frame echoes when its gateway is gone.
+    pub request: String,
+    /// The gateway running it.
+    pub holder: String,
+    /// How long its lease lasts from now (see [`TaskStore::renew_runs`]).
+    pub lease: Duration,
+}
+
+/// What the store holds of one run (see [`TaskStore::run_after`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunLog {
+    /// The run's own id (a key opened again names a new run).
+    pub run: String,
+    /// The request it answers (`E2AEnvelope` JSON).
+    pub request: String,
+    /// Its frames after the position asked for, in order.
+    pub frames: Vec<StoredFrame>,
+    /// Whether its final frame is stored.
+    pub ended: bool,
+    /// Whether its gateway's lease is still valid (a gateway may still be running it).
+    pub leased: bool,
+}
+
+impl RunLog {
+    /// A run's log as read: the last of `frames` is final when the run `ended`.
+    pub fn new(run: String, request: String, mut frames: Vec<StoredFrame>, ended: bool, leased: bool) -> Self {
+        if let Some(last) = frames.last_mut().filter(|_| ended) {
+            last.is_final = true;
+        }
+        RunLog {
+            run,
+            request,
+            frames,
+            ended,
+            leased,
+        }
+    }
+}
+
+/// A frame's sequence as a database column holds it.
+pub(crate) fn run_seq(seq: u64) -> Result<i64, StoreError> {
+    i64::try_from(seq).map_err(|_| StoreError::Backend(format!("frame sequence {seq} is out of the store's range")))
+}
+
 /// What another gateway sharing the store did (see [`TaskStore::notices`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum StoreNotice {
@@ -193,6 +252,54 @@ pub trait TaskStore: Send + Sync + 'static {
     fn request_cancel<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         let _ = id;
         Box::pin(async { Ok(()) })
+    }
+
+    /// Whether this store keeps the frame logs of E2A runs (E2A over HTTP, AG-UI), so that a
+    /// `Last-Event-ID` resume works after a restart, and on any gateway of a shared store.
+    /// Default: no — the gateway keeps them in its own memory.
+    fn keeps_runs(&self) -> bool {
+        false
+    }
+
+    /// Appends `frames` to the log of run `run` (its own id), the run of `key` (a
+    /// caller-scoped request id), in one step. With `head`, the run starts here: an earlier
+    /// run of `key` is forgotten. A final frame ends the run. Frames of a run that `key` no
+    /// longer names (opened again since) are not kept. Default: nothing kept.
+    fn append_frames<'a>(
+        &'a self,
+        key: &'a str,
+        run: &'a str,
+        head: Option<RunHead>,
+        frames: Vec<StoredFrame>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = (key, run, head, frames);
+        Box::pin(async { Ok(()) })
+    }
+
+    /// The log of run `key` with the frames whose sequence is after `after` (every frame for
+    /// `None`); `None` when no run of `key` is kept. Default: none.
+    fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> BoxFuture<'a, Result<Option<RunLog>, StoreError>> {
+        let _ = (key, after);
+        Box::pin(async { Ok(None) })
+    }
+
+    /// Extends `holder`'s leases of the runs `keys` to `lease` from now. Default: nothing.
+    fn renew_runs<'a>(
+        &'a self,
+        holder: &'a str,
+        keys: Vec<String>,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = (holder, keys, lease);
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Forgets the ended runs (and those whose lease expired) last written longer than
+    /// `older_than` ago, and all of them but the `keep` most recently written; returns how
+    /// many went. Default: none kept, none gone.
+    fn prune_runs(&self, older_than: Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let _ = (older_than, keep);
+        Box::pin(async { Ok(0) })
     }
 
     /// What other instances sharing the store do, as it happens; `None` for a store only this

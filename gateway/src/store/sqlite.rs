@@ -11,7 +11,9 @@ use futures_util::future::BoxFuture;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
-use super::{StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore};
+use super::{
+    run_seq, RunHead, RunLog, StoreError, StoredEvent, StoredFrame, TaskPage, TaskQuery, TaskRecord, TaskStore,
+};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS a2a_tasks (
@@ -32,6 +34,22 @@ CREATE TABLE IF NOT EXISTS a2a_task_events (
     seq INTEGER NOT NULL,
     event TEXT NOT NULL,
     PRIMARY KEY (task_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS e2a_runs (
+    key TEXT PRIMARY KEY,
+    run TEXT NOT NULL,
+    request TEXT NOT NULL,
+    holder TEXT NOT NULL,
+    until_ms INTEGER NOT NULL,
+    ended INTEGER NOT NULL DEFAULT 0,
+    updated_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS e2a_runs_updated ON e2a_runs (updated_ms);
+CREATE TABLE IF NOT EXISTS e2a_run_frames (
+    run TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    frame TEXT NOT NULL,
+    PRIMARY KEY (run, seq)
 ) WITHOUT ROWID;
 ";
 
@@ -265,6 +283,149 @@ impl TaskStore for SqliteStore {
                 tasks,
                 total: usize::try_from(total).unwrap_or(0),
             })
+        }))
+    }
+
+    fn keeps_runs(&self) -> bool {
+        true
+    }
+
+    fn append_frames<'a>(
+        &'a self,
+        key: &'a str,
+        run: &'a str,
+        head: Option<RunHead>,
+        frames: Vec<StoredFrame>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let (key, run) = (key.to_string(), run.to_string());
+        Box::pin(self.with(move |c| {
+            let now = super::now_ms();
+            let ended = frames.iter().any(|f| f.is_final);
+            let tx = c.transaction().map_err(backend)?;
+            if let Some(head) = head {
+                tx.prepare_cached("DELETE FROM e2a_run_frames WHERE run = (SELECT run FROM e2a_runs WHERE key = ?1)")
+                    .map_err(backend)?
+                    .execute(params![key])
+                    .map_err(backend)?;
+                let until = now.saturating_add(i64::try_from(head.lease.as_millis()).unwrap_or(i64::MAX));
+                tx.prepare_cached(
+                    "INSERT OR REPLACE INTO e2a_runs (key, run, request, holder, until_ms, ended, updated_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .map_err(backend)?
+                .execute(params![key, run, head.request, head.holder, until, ended, now])
+                .map_err(backend)?;
+            } else {
+                let n = tx
+                    .prepare_cached(
+                        "UPDATE e2a_runs SET updated_ms = ?3, ended = ended OR ?4 WHERE key = ?1 AND run = ?2",
+                    )
+                    .map_err(backend)?
+                    .execute(params![key, run, now, ended])
+                    .map_err(backend)?;
+                if n == 0 {
+                    // opened again since: the key names another run
+                    return Ok(());
+                }
+            }
+            {
+                let mut insert = tx
+                    .prepare_cached("INSERT OR REPLACE INTO e2a_run_frames (run, seq, frame) VALUES (?1, ?2, ?3)")
+                    .map_err(backend)?;
+                for f in &frames {
+                    insert
+                        .execute(params![run, run_seq(f.seq)?, f.frame])
+                        .map_err(backend)?;
+                }
+            }
+            tx.commit().map_err(backend)
+        }))
+    }
+
+    fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> BoxFuture<'a, Result<Option<RunLog>, StoreError>> {
+        let key = key.to_string();
+        Box::pin(self.with(move |c| {
+            let head = c
+                .prepare_cached("SELECT run, request, ended, until_ms > ?2 FROM e2a_runs WHERE key = ?1")
+                .map_err(backend)?
+                .query_row(params![key, super::now_ms()], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, bool>(2)?,
+                        r.get::<_, bool>(3)?,
+                    ))
+                })
+                .optional()
+                .map_err(backend)?;
+            let Some((run, request, ended, leased)) = head else {
+                return Ok(None);
+            };
+            let after = after.map_or(Ok(-1), run_seq)?;
+            let mut stmt = c
+                .prepare_cached("SELECT seq, frame FROM e2a_run_frames WHERE run = ?1 AND seq > ?2 ORDER BY seq")
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![run, after], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                })
+                .map_err(backend)?;
+            let mut frames = Vec::new();
+            for row in rows {
+                let (seq, frame) = row.map_err(backend)?;
+                frames.push(StoredFrame {
+                    seq: u64::try_from(seq).unwrap_or(0),
+                    frame,
+                    is_final: false,
+                });
+            }
+            Ok(Some(RunLog::new(run, request, frames, ended, leased)))
+        }))
+    }
+
+    fn renew_runs<'a>(
+        &'a self,
+        holder: &'a str,
+        keys: Vec<String>,
+        lease: std::time::Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let holder = holder.to_string();
+        Box::pin(self.with(move |c| {
+            let until = super::now_ms().saturating_add(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
+            let tx = c.transaction().map_err(backend)?;
+            {
+                let mut update = tx
+                    .prepare_cached("UPDATE e2a_runs SET until_ms = ?3 WHERE key = ?1 AND holder = ?2")
+                    .map_err(backend)?;
+                for key in &keys {
+                    update.execute(params![key, holder, until]).map_err(backend)?;
+                }
+            }
+            tx.commit().map_err(backend)
+        }))
+    }
+
+    fn prune_runs(&self, older_than: std::time::Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(self.with(move |c| {
+            let now = super::now_ms();
+            let before_ms = now.saturating_sub(i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX));
+            let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+            let tx = c.transaction().map_err(backend)?;
+            let gone = "SELECT run FROM e2a_runs WHERE (ended OR until_ms < ?3)
+                        AND (updated_ms < ?1 OR key NOT IN (SELECT key FROM e2a_runs ORDER BY updated_ms DESC LIMIT ?2))";
+            tx.execute(
+                &format!("DELETE FROM e2a_run_frames WHERE run IN ({gone})"),
+                params![before_ms, keep, now],
+            )
+            .map_err(backend)?;
+            let n = tx
+                .execute(
+                    &format!("DELETE FROM e2a_runs WHERE run IN ({gone})"),
+                    params![before_ms, keep, now],
+                )
+                .map_err(backend)?;
+            tx.commit().map_err(backend)?;
+            Ok(u64::try_from(n).unwrap_or(0))
         }))
     }
 }

@@ -22,7 +22,7 @@ pub(super) async fn renew_leases(state: Weak<TaskService>, period: Duration) {
         if ids.is_empty() {
             continue;
         }
-        match this.store.renew(&this.holder, ids, this.config.lease).await {
+        match this.store.renew(&this.holder, ids, this.shared.config.lease).await {
             Ok(lost) => {
                 for id in lost {
                     tracing::error!(task_id = %id, "lost the lease of a running task: stopping its run");

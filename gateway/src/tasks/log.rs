@@ -124,7 +124,11 @@ impl TaskService {
         }
         // on a shared store, another instance may run it: only a task whose lease has expired
         // (this gateway can take it) has no run anywhere
-        match self.store.acquire(&rec.id, &self.holder, self.config.lease).await {
+        match self
+            .store
+            .acquire(&rec.id, &self.holder, self.shared.config.lease)
+            .await
+        {
             Ok(true) => {}
             Ok(false) => return rec,
             Err(e) => {

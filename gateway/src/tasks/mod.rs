@@ -150,7 +150,7 @@ impl TaskService {
             return;
         }
         if self.store.shared() {
-            let lease = self.config.lease.max(Duration::from_millis(150));
+            let lease = self.shared.config.lease.max(Duration::from_millis(150));
             tokio::spawn(cluster::renew_leases(Arc::downgrade(self), lease / 3));
             tokio::spawn(cluster::reap_orphans(Arc::downgrade(self), lease / 2));
         }
@@ -293,13 +293,13 @@ impl TaskService {
             }
             l.insert(id.to_string(), live.clone());
         }
-        let mut leased = self.store.acquire(id, &self.holder, self.config.lease).await;
+        let mut leased = self.store.acquire(id, &self.holder, self.shared.config.lease).await;
         for _ in 0..LEASE_RETRIES {
             if !matches!(leased, Ok(false)) || !answered {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
-            leased = self.store.acquire(id, &self.holder, self.config.lease).await;
+            leased = self.store.acquire(id, &self.holder, self.shared.config.lease).await;
         }
         match leased {
             Ok(true) => Ok(live),
@@ -491,7 +491,7 @@ impl TaskService {
             }
             None => {
                 let rx = self.channel(id);
-                let free = self.store.acquire(id, &self.holder, self.config.lease).await?;
+                let free = self.store.acquire(id, &self.holder, self.shared.config.lease).await?;
                 if free {
                     // no run anywhere (a paused task, or one whose gateway died)
                     if let Some(fresh) = self.stored(id).await? {

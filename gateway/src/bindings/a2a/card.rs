@@ -87,10 +87,6 @@ pub struct A2aConfig {
     /// Longest time a blocking `SendMessage` waits for the task to end or pause (it then
     /// answers with the task as it is).
     pub blocking_timeout: std::time::Duration,
-    /// How long a gateway's lease on a running task lasts in a store several gateways share
-    /// (renewed every third of it while the run goes on): after an instance dies, its tasks
-    /// read `FAILED` on the others once this has passed.
-    pub lease: std::time::Duration,
 }
 
 impl Default for A2aConfig {
@@ -102,7 +98,6 @@ impl Default for A2aConfig {
             card: CardInfo::default(),
             card_max_age: 300,
             blocking_timeout: std::time::Duration::from_secs(600),
-            lease: std::time::Duration::from_secs(30),
         }
     }
 }

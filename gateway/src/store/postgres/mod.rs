@@ -31,9 +31,12 @@
 //! bundle, or the CA of a private one). The password of the URL never appears in
 //! `Debug`, logs or errors.
 
+mod connect;
 mod listen;
+mod runs;
 mod writer;
 
+use connect::{describe, migrate, tls};
 use listen::listen;
 #[cfg(test)]
 use listen::parse_notice;
@@ -46,10 +49,11 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
-use tokio_postgres_rustls::MakeRustlsConnect;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::{StoreError, StoreNotice, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore};
+use super::{
+    RunHead, RunLog, StoreError, StoreNotice, StoredEvent, StoredFrame, TaskPage, TaskQuery, TaskRecord, TaskStore,
+};
 use e2a::types::A2aTaskState;
 
 /// The states a run may still be behind (what an orphan is in).
@@ -67,38 +71,6 @@ const MAX_EVENT: usize = 7_600;
 const NOW_MS: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
 /// Most appends written in one transaction.
 const BATCH: usize = 64;
-/// The advisory lock key migrations run under (`e2a` in ASCII).
-const MIGRATION_LOCK: i64 = 0x0065_3261;
-
-/// The schema, one entry per version; a database at version `n` gets the entries after `n`.
-const MIGRATIONS: &[&str] = &["
-CREATE TABLE a2a_tasks (
-    id TEXT PRIMARY KEY,
-    context_id TEXT NOT NULL,
-    owner TEXT,
-    state TEXT NOT NULL,
-    task TEXT NOT NULL,
-    last_seq BIGINT NOT NULL,
-    snapshot_seq BIGINT NOT NULL,
-    created_ms BIGINT NOT NULL,
-    updated_ms BIGINT NOT NULL
-);
-CREATE INDEX a2a_tasks_owner_updated ON a2a_tasks (owner, updated_ms);
-CREATE INDEX a2a_tasks_context ON a2a_tasks (context_id);
-CREATE INDEX a2a_tasks_state ON a2a_tasks (state);
-CREATE TABLE a2a_task_events (
-    task_id TEXT NOT NULL,
-    seq BIGINT NOT NULL,
-    event TEXT NOT NULL,
-    PRIMARY KEY (task_id, seq)
-);
-CREATE TABLE a2a_leases (
-    task_id TEXT PRIMARY KEY,
-    holder TEXT NOT NULL,
-    until_ms BIGINT NOT NULL
-);
-"];
-
 const COLUMNS: &str = "id, context_id, owner, state, task, last_seq, snapshot_seq, created_ms, updated_ms";
 
 /// How a [`PgStore`] connects.
@@ -179,21 +151,6 @@ fn seq_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-/// `host:port/dbname` of a configuration: what logs say, without user or password.
-fn describe(config: &tokio_postgres::Config) -> String {
-    let host = config
-        .get_hosts()
-        .first()
-        .map(|h| match h {
-            tokio_postgres::config::Host::Tcp(h) => h.clone(),
-            #[cfg(unix)]
-            tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
-        })
-        .unwrap_or_else(|| "localhost".into());
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    format!("postgres://{host}:{port}/{}", config.get_dbname().unwrap_or(""))
-}
-
 impl PgStore {
     /// Connects to `url` (`postgres://user:password@host:port/db`, or the `key=value` form),
     /// applies the migrations this version needs and starts listening for other instances'
@@ -252,70 +209,10 @@ impl PgStore {
     }
 }
 
-/// The TLS connector: rustls, the Mozilla roots and the certificates of `options.ca_file`.
-fn tls(options: &PgOptions) -> Result<MakeRustlsConnect, StoreError> {
-    use rustls_pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    if let Some(file) = &options.ca_file {
-        let bad = |e: &dyn std::fmt::Display| StoreError::Backend(format!("CA file {}: {e}", file.display()));
-        let mut added = 0;
-        for cert in rustls_pki_types::CertificateDer::pem_file_iter(file).map_err(|e| bad(&e))? {
-            roots.add(cert.map_err(|e| bad(&e))?).map_err(|e| bad(&e))?;
-            added += 1;
-        }
-        if added == 0 {
-            return Err(bad(&"no certificate in it"));
-        }
-    }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(backend)?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(MakeRustlsConnect::new(config))
-}
-
 fn message_of(e: &StoreError) -> String {
     match e {
         StoreError::Backend(m) | StoreError::Corrupt(m) => m.clone(),
     }
-}
-
-/// Brings the schema up to date (one transaction, under the advisory lock).
-async fn migrate(pool: &Pool) -> Result<(), StoreError> {
-    let mut client = pool.get().await.map_err(|e| pg_error(&e))?;
-    let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-        .await
-        .map_err(|e| pg_error(&e))?;
-    tx.batch_execute(
-        "CREATE TABLE IF NOT EXISTS e2a_migrations (version INTEGER PRIMARY KEY, applied_ms BIGINT NOT NULL)",
-    )
-    .await
-    .map_err(|e| pg_error(&e))?;
-    let row = tx
-        .query_one("SELECT COALESCE(MAX(version), 0) FROM e2a_migrations", &[])
-        .await
-        .map_err(|e| pg_error(&e))?;
-    let current: i32 = row.get(0);
-    let known = i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX);
-    if current > known {
-        return Err(StoreError::Backend(format!(
-            "the database schema is at version {current}, newer than this gateway knows ({known}); upgrade the gateway"
-        )));
-    }
-    for (version, sql) in (1..).zip(MIGRATIONS).skip(usize::try_from(current).unwrap_or(0)) {
-        tx.batch_execute(sql).await.map_err(|e| pg_error(&e))?;
-        tx.execute(
-            "INSERT INTO e2a_migrations (version, applied_ms) VALUES ($1, $2)",
-            &[&version, &super::now_ms()],
-        )
-        .await
-        .map_err(|e| pg_error(&e))?;
-        tracing::info!(version, "task store: migration applied");
-    }
-    tx.commit().await.map_err(|e| pg_error(&e))
 }
 
 fn record_of(row: &tokio_postgres::Row) -> Result<TaskRecord, StoreError> {
@@ -441,6 +338,37 @@ impl TaskStore for PgStore {
 
     fn shared(&self) -> bool {
         true
+    }
+
+    fn keeps_runs(&self) -> bool {
+        true
+    }
+
+    fn append_frames<'a>(
+        &'a self,
+        key: &'a str,
+        run: &'a str,
+        head: Option<RunHead>,
+        frames: Vec<StoredFrame>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.append_run_frames(key, run, head, frames))
+    }
+
+    fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> BoxFuture<'a, Result<Option<RunLog>, StoreError>> {
+        Box::pin(self.run_log_after(key, after))
+    }
+
+    fn renew_runs<'a>(
+        &'a self,
+        holder: &'a str,
+        keys: Vec<String>,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.renew_run_leases(holder, keys, lease))
+    }
+
+    fn prune_runs(&self, older_than: Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(self.prune_run_logs(older_than, keep))
     }
 
     fn acquire<'a>(&'a self, id: &'a str, holder: &'a str, lease: Duration) -> BoxFuture<'a, Result<bool, StoreError>> {

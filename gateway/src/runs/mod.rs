@@ -1,0 +1,274 @@
+//! Runs: one agent run per accepted E2A or AG-UI request, pumped by its own task into a frame
+//! log that any number of clients read from a position. The log is what makes `Last-Event-ID`
+//! resumption work (a reconnecting client reads from after the last id it saw), and a run
+//! whose every client went away is cancelled after a grace period.
+//!
+//! With a store that keeps runs ([`TaskStore::keeps_runs`]: SQLite, PostgreSQL) every frame
+//! is stored before a client sees it, so a run can be resumed after a restart, or on another
+//! gateway sharing the store ([`subscription`] follows it there); the gateway's own memory
+//! keeps recent runs for fast resumes, bounded by count, bytes and time.
+
+mod housekeeping;
+mod subscription;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Once, OnceLock};
+use std::time::Duration;
+
+use e2a::{E2AEnvelope, E2AResponse};
+use parking_lot::Mutex;
+use tokio::sync::{watch, OwnedSemaphorePermit};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Caller, ConversationKey, RequestContext};
+use crate::config::GatewayConfig;
+use crate::pipeline::boundary::{StopCell, StopReason};
+use crate::store::{StoreError, TaskStore};
+
+pub(crate) use housekeeping::Pump;
+pub(crate) use subscription::Subscription;
+
+/// The key of the run answering E2A request `request_id` of `caller`.
+pub(crate) fn e2a_key(caller: &Caller, request_id: &str) -> ConversationKey {
+    ConversationKey::new(caller.subject.clone(), format!("e2a:{request_id}"))
+}
+
+/// The key of AG-UI run `run_id` of thread `thread_id` of `caller`.
+pub(crate) fn agui_key(caller: &Caller, thread_id: &str, run_id: &str) -> ConversationKey {
+    ConversationKey::new(
+        caller.subject.clone(),
+        format!("agui:{}:{thread_id}:{run_id}", thread_id.len()),
+    )
+}
+
+/// One run: its frames so far, whether it ended, and how to stop it.
+pub(crate) struct Run {
+    frames: Mutex<Vec<Arc<E2AResponse>>>,
+    /// (frames so far, ended)
+    progress: watch::Sender<(usize, bool)>,
+    /// Whether the run has ended (changes once: readers of the final frame only wake then).
+    done: watch::Sender<bool>,
+    cancel: CancellationToken,
+    stop: StopCell,
+    subscribers: AtomicUsize,
+    /// About how many bytes its frames take (what the retention bound counts).
+    bytes: AtomicUsize,
+    grace: Duration,
+}
+
+impl Run {
+    fn push(&self, f: E2AResponse, bytes: usize) {
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        let n = {
+            let mut v = self.frames.lock();
+            v.push(Arc::new(f));
+            v.len()
+        };
+        self.progress.send_replace((n, false));
+    }
+
+    fn end(&self) {
+        self.progress.send_modify(|p| p.1 = true);
+        self.done.send_replace(true);
+    }
+
+    /// Whether the run has ended (its final frame is in the log).
+    pub(crate) fn ended(&self) -> bool {
+        self.progress.borrow().1
+    }
+
+    /// Stops the run from outside, recording why.
+    pub(crate) fn stop(&self, reason: StopReason) {
+        let _ = self.stop.set(reason);
+        self.cancel.cancel();
+    }
+
+    /// The sequence the next frame gets, and whether the last one was final.
+    fn next_sequence(&self) -> (u64, bool) {
+        self.frames
+            .lock()
+            .last()
+            .map_or((0, false), |f| (f.sequence.saturating_add(1), f.is_final))
+    }
+
+    /// A reader of the frames with a sequence greater than `after` (all frames for `None`).
+    pub(crate) fn subscribe(self: &Arc<Self>, after: Option<u64>) -> Subscription {
+        Subscription::local(self.clone(), after)
+    }
+}
+
+/// How long, how many and how much of the ended runs the gateway keeps.
+#[derive(Debug, Clone, Copy)]
+struct Retention {
+    time: Duration,
+    count: usize,
+    bytes: usize,
+    lease: Duration,
+}
+
+/// Live and retained runs.
+pub(crate) struct Runs {
+    inner: Mutex<Inner>,
+    next_id: AtomicU64,
+    draining: AtomicBool,
+    retention: Retention,
+    /// The store that keeps the runs' frames, when it does.
+    store: OnceLock<Arc<dyn TaskStore>>,
+    /// This gateway's name in run leases.
+    holder: String,
+    housekeeping: Once,
+}
+
+#[derive(Default)]
+struct Inner {
+    by_key: HashMap<ConversationKey, (u64, Arc<Run>)>,
+    live: HashMap<u64, (ConversationKey, Arc<Run>)>,
+    ended: VecDeque<(u64, ConversationKey, Instant, usize)>,
+    /// Bytes of the runs in `ended`.
+    ended_bytes: usize,
+}
+
+impl Runs {
+    /// A registry keeping ended runs as `config` says (`retention`, `max_retained`,
+    /// `max_retained_bytes`).
+    pub(crate) fn new(config: &GatewayConfig) -> Self {
+        Runs {
+            inner: Mutex::default(),
+            next_id: AtomicU64::new(1),
+            draining: AtomicBool::new(false),
+            retention: Retention {
+                time: config.retention,
+                count: config.max_retained,
+                bytes: config.max_retained_bytes,
+                lease: config.lease,
+            },
+            store: OnceLock::new(),
+            holder: uuid::Uuid::new_v4().to_string(),
+            housekeeping: Once::new(),
+        }
+    }
+
+    /// Keeps the runs' frames in `store` too, when it keeps runs (the first store given wins).
+    pub(crate) fn keep_in(&self, store: Arc<dyn TaskStore>) {
+        if store.keeps_runs() {
+            let _ = self.store.set(store);
+        }
+    }
+
+    /// Opens a run under `key` answering `request`: it is findable (for `Last-Event-ID`) and
+    /// live until the returned [`Pump`] has pumped its frames, or is dropped. `permit` (a
+    /// stream slot) is held until then.
+    pub(crate) fn open(
+        self: &Arc<Self>,
+        key: ConversationKey,
+        request: &E2AEnvelope,
+        ctx: &RequestContext,
+        grace: Duration,
+        permit: OwnedSemaphorePermit,
+    ) -> (Arc<Run>, Pump) {
+        let (progress, _) = watch::channel((0, false));
+        let run = Arc::new(Run {
+            frames: Mutex::new(Vec::new()),
+            progress,
+            done: watch::channel(false).0,
+            cancel: ctx.cancel.clone(),
+            stop: ctx.stop.clone(),
+            subscribers: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+            grace,
+        });
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        {
+            let mut inner = self.inner.lock();
+            inner.by_key.insert(key.clone(), (id, run.clone()));
+            inner.live.insert(id, (key.clone(), run.clone()));
+        }
+        if self.store.get().is_some() {
+            self.housekeeping
+                .call_once(|| housekeeping::start(Arc::downgrade(self), self.retention));
+        }
+        let pump = Pump::new(self.clone(), run.clone(), id, key, request.clone(), permit);
+        (run, pump)
+    }
+
+    fn ended(&self, id: u64, key: ConversationKey, bytes: usize) {
+        let mut inner = self.inner.lock();
+        inner.live.remove(&id);
+        inner.ended.push_back((id, key, Instant::now(), bytes));
+        inner.ended_bytes = inner.ended_bytes.saturating_add(bytes);
+        self.prune(&mut inner);
+    }
+
+    /// Forgets ended runs past the retention window, beyond the count or beyond the bytes
+    /// (oldest first). Runs end in order, so the queue is sorted by end time: no timer per run
+    /// is needed.
+    fn prune(&self, inner: &mut Inner) {
+        let r = self.retention;
+        while let Some((id, key, at, bytes)) = inner.ended.front().cloned() {
+            if inner.ended.len() <= r.count && inner.ended_bytes <= r.bytes && at.elapsed() < r.time {
+                break;
+            }
+            inner.ended.pop_front();
+            inner.ended_bytes = inner.ended_bytes.saturating_sub(bytes);
+            if inner.by_key.get(&key).is_some_and(|(i, _)| *i == id) {
+                inner.by_key.remove(&key);
+            }
+        }
+    }
+
+    /// A reader of run `key` from after `after`: the run in this gateway's memory (live, or
+    /// ended within the retention window), else the run's log in the store (kept by an earlier
+    /// process or another gateway). `None` when neither has it.
+    pub(crate) async fn resume(
+        &self,
+        key: &ConversationKey,
+        after: Option<u64>,
+    ) -> Result<Option<Subscription>, StoreError> {
+        let local = {
+            let mut inner = self.inner.lock();
+            self.prune(&mut inner);
+            inner.by_key.get(key).map(|(_, r)| r.clone())
+        };
+        if let Some(run) = local {
+            return Ok(Some(run.subscribe(after)));
+        }
+        let Some(store) = self.store.get() else {
+            return Ok(None);
+        };
+        let stored_key = key.scoped_id();
+        let Some(log) = store.run_after(&stored_key, after).await? else {
+            return Ok(None);
+        };
+        Ok(Some(Subscription::stored(store.clone(), stored_key, log, after)))
+    }
+
+    /// The store keys of the runs still going (what their leases are renewed under).
+    fn live_keys(&self) -> Vec<String> {
+        self.inner.lock().live.values().map(|(k, _)| k.scoped_id()).collect()
+    }
+
+    /// Runs still going.
+    pub(crate) fn live(&self) -> usize {
+        self.inner.lock().live.len()
+    }
+
+    /// Marks the gateway as draining (new runs are refused).
+    pub(crate) fn begin_drain(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the gateway is draining.
+    pub(crate) fn draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    /// Stops every live run (each gets its final frame).
+    pub(crate) fn stop_all(&self, reason: StopReason) {
+        let live: Vec<Arc<Run>> = self.inner.lock().live.values().map(|(_, r)| r.clone()).collect();
+        for r in live {
+            r.stop(reason);
+        }
+    }
+}

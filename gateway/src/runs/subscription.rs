@@ -1,0 +1,226 @@
+//! A client's reading position in a run: in this gateway's memory ([`Subscription::local`]),
+//! or in the store's log of a run this gateway does not have ([`Subscription::stored`]) —
+//! kept by an earlier process, or still running on another gateway sharing the store, which
+//! the reader follows by reading the log again while the run's lease holds.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use e2a::taxonomy::ErrorKind;
+use e2a::{E2AEnvelope, E2AResponse};
+use tokio::sync::watch;
+
+use super::Run;
+use crate::pipeline::boundary::{cutoff_frame, StopReason};
+use crate::store::{RunLog, StoredFrame, TaskStore};
+
+/// How often a reader of a run running on another gateway reads its log again.
+const FOLLOW_EVERY: Duration = Duration::from_millis(100);
+
+/// A client's reading position in a run. Dropping a local one (client gone) cancels the run
+/// after the grace period if no other client reads it.
+pub(crate) struct Subscription(Source);
+
+enum Source {
+    Local(Local),
+    Stored(Box<Stored>),
+}
+
+struct Local {
+    run: Arc<Run>,
+    rx: watch::Receiver<(usize, bool)>,
+    pos: usize,
+    after: Option<u64>,
+}
+
+struct Stored {
+    store: Arc<dyn TaskStore>,
+    key: String,
+    run: String,
+    request: String,
+    buffer: VecDeque<E2AResponse>,
+    after: Option<u64>,
+    ended: bool,
+    leased: bool,
+}
+
+impl Subscription {
+    /// A reader of `run` (in memory) from after `after`.
+    pub(super) fn local(run: Arc<Run>, after: Option<u64>) -> Self {
+        run.subscribers.fetch_add(1, Ordering::SeqCst);
+        let rx = run.progress.subscribe();
+        Subscription(Source::Local(Local { run, rx, pos: 0, after }))
+    }
+
+    /// A reader of the stored run `key`, whose log from after `after` is `log`.
+    pub(super) fn stored(store: Arc<dyn TaskStore>, key: String, log: RunLog, after: Option<u64>) -> Self {
+        let mut s = Stored {
+            store,
+            key,
+            run: log.run.clone(),
+            request: log.request.clone(),
+            buffer: VecDeque::new(),
+            after,
+            ended: false,
+            leased: true,
+        };
+        s.absorb(log);
+        Subscription(Source::Stored(Box::new(s)))
+    }
+
+    /// The final frame once the run has ended (`None` when no frame is after the position
+    /// asked for). Wakes once, at the end, not for every frame.
+    pub(crate) async fn last(&mut self) -> Option<Arc<E2AResponse>> {
+        match &mut self.0 {
+            Source::Local(l) => {
+                let mut done = l.run.done.subscribe();
+                let _ = done.wait_for(|d| *d).await;
+                let f = l.run.frames.lock().last().cloned()?;
+                if l.after.is_some_and(|a| f.sequence <= a) {
+                    return None;
+                }
+                Some(f)
+            }
+            Source::Stored(s) => {
+                let mut last = None;
+                while let Some(f) = s.next().await {
+                    last = Some(f);
+                }
+                last
+            }
+        }
+    }
+
+    /// The next frame, waiting for it; `None` after the final frame.
+    pub(crate) async fn next(&mut self) -> Option<Arc<E2AResponse>> {
+        match &mut self.0 {
+            Source::Local(l) => l.next().await,
+            Source::Stored(s) => s.next().await,
+        }
+    }
+}
+
+impl Local {
+    async fn next(&mut self) -> Option<Arc<E2AResponse>> {
+        loop {
+            let (len, ended) = *self.rx.borrow_and_update();
+            if self.pos < len {
+                let f = self.run.frames.lock().get(self.pos).cloned()?;
+                self.pos += 1;
+                if self.after.is_some_and(|a| f.sequence <= a) {
+                    continue;
+                }
+                return Some(f);
+            }
+            if ended {
+                return None;
+            }
+            if self.rx.changed().await.is_err() {
+                return None;
+            }
+        }
+    }
+}
+
+impl Stored {
+    /// Takes in what a read of the log found.
+    fn absorb(&mut self, log: RunLog) {
+        self.leased = log.leased;
+        for f in log.frames {
+            match serde_json::from_str::<E2AResponse>(&f.frame) {
+                Ok(frame) => self.buffer.push_back(frame),
+                Err(e) => {
+                    tracing::error!(error = %e, seq = f.seq, "a stored frame cannot be read: the run ends here");
+                    let end = self.cutoff("the stored frames of this request cannot be read", "store_corrupt");
+                    self.buffer.push_back(end);
+                    self.ended = true;
+                    return;
+                }
+            }
+        }
+        self.ended = log.ended;
+    }
+
+    /// The final frame of a run that cannot go on (after the last frame read).
+    fn cutoff(&self, message: &str, reason: &str) -> E2AResponse {
+        let request: E2AEnvelope = serde_json::from_str(&self.request).unwrap_or_default();
+        let sequence = self
+            .buffer
+            .back()
+            .map(|f| f.sequence)
+            .or(self.after)
+            .map_or(0, |s| s.saturating_add(1));
+        let mut details = serde_json::Map::new();
+        details.insert("reason".into(), reason.into());
+        cutoff_frame(&request, sequence, ErrorKind::Internal, message, details)
+    }
+
+    async fn next(&mut self) -> Option<Arc<E2AResponse>> {
+        loop {
+            if let Some(f) = self.buffer.pop_front() {
+                self.after = Some(f.sequence);
+                return Some(Arc::new(f));
+            }
+            if self.ended {
+                return None;
+            }
+            if !(self.leased && self.store.shared()) {
+                // no gateway runs it any more: it ends here, for every reader alike
+                let end = self.cutoff(
+                    "the gateway running this request stopped before it finished",
+                    "gateway_gone",
+                );
+                self.settle(&end).await;
+                self.ended = true;
+                return Some(Arc::new(end));
+            }
+            tokio::time::sleep(FOLLOW_EVERY).await;
+            match self.store.run_after(&self.key, self.after).await {
+                Ok(Some(log)) if log.run == self.run => self.absorb(log),
+                // forgotten, or its key opened again for another run
+                Ok(_) => return None,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read a run's log from the store");
+                    self.ended = true;
+                    return Some(Arc::new(
+                        self.cutoff("the gateway cannot read this request's frames", "store_failed"),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Stores the final frame of an orphaned run, so that every later reader gets the same.
+    async fn settle(&self, end: &E2AResponse) {
+        let frame = StoredFrame {
+            seq: end.sequence,
+            frame: end.to_json(),
+            is_final: true,
+        };
+        if let Err(e) = self.store.append_frames(&self.key, &self.run, None, vec![frame]).await {
+            tracing::warn!(error = %e, "cannot store the final frame of an orphaned run");
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let Source::Local(l) = &self.0 else { return };
+        let left = l.run.subscribers.fetch_sub(1, Ordering::SeqCst).saturating_sub(1);
+        if left == 0 && !l.run.ended() {
+            let run = l.run.clone();
+            let cancel_later = async move {
+                tokio::time::sleep(run.grace).await;
+                if run.subscribers.load(Ordering::SeqCst) == 0 && !run.ended() {
+                    tracing::info!("every client went away: cancelling the run");
+                    run.stop(StopReason::ClientGone);
+                }
+            };
+            if let Ok(h) = tokio::runtime::Handle::try_current() {
+                h.spawn(cancel_later);
+            }
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! The frame logs of E2A runs (E2A over HTTP, AG-UI) in `e2a_runs` and `e2a_run_frames`: what
+//! lets a client resume a run on any gateway sharing the database. Times are on the database
+//! server's clock, like the task leases.
+
+use std::time::Duration;
+
+use super::{backend, millis, pg_error, seq_u64, PgStore, NOW_MS};
+use crate::store::{run_seq, RunHead, RunLog, StoreError, StoredFrame};
+
+impl PgStore {
+    pub(super) async fn append_run_frames(
+        &self,
+        key: &str,
+        run: &str,
+        head: Option<RunHead>,
+        frames: Vec<StoredFrame>,
+    ) -> Result<(), StoreError> {
+        let ended = frames.iter().any(|f| f.is_final);
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
+        if let Some(head) = head {
+            tx.execute(
+                "DELETE FROM e2a_run_frames WHERE run = (SELECT run FROM e2a_runs WHERE key = $1)",
+                &[&key],
+            )
+            .await
+            .map_err(|e| pg_error(&e))?;
+            let upsert = format!(
+                "INSERT INTO e2a_runs (key, run, request, holder, until_ms, ended, updated_ms)
+                 VALUES ($1, $6, $2, $3, {NOW_MS} + $4, $5, {NOW_MS})
+                 ON CONFLICT (key) DO UPDATE SET run = EXCLUDED.run, request = EXCLUDED.request, holder = EXCLUDED.holder,
+                   until_ms = EXCLUDED.until_ms, ended = EXCLUDED.ended, updated_ms = EXCLUDED.updated_ms"
+            );
+            tx.execute(
+                &upsert,
+                &[&key, &head.request, &head.holder, &millis(head.lease), &ended, &run],
+            )
+            .await
+            .map_err(|e| pg_error(&e))?;
+        } else {
+            let update =
+                format!("UPDATE e2a_runs SET updated_ms = {NOW_MS}, ended = ended OR $3 WHERE key = $1 AND run = $2");
+            let n = tx
+                .execute(&update, &[&key, &run, &ended])
+                .await
+                .map_err(|e| pg_error(&e))?;
+            if n == 0 {
+                // opened again since: the key names another run
+                return Ok(());
+            }
+        }
+        let insert = tx
+            .prepare_cached(
+                "INSERT INTO e2a_run_frames (run, seq, frame) VALUES ($1, $2, $3)
+                 ON CONFLICT (run, seq) DO UPDATE SET frame = EXCLUDED.frame",
+            )
+            .await
+            .map_err(|e| pg_error(&e))?;
+        for f in &frames {
+            tx.execute(&insert, &[&run, &run_seq(f.seq)?, &f.frame])
+                .await
+                .map_err(|e| pg_error(&e))?;
+        }
+        tx.commit().await.map_err(|e| pg_error(&e))
+    }
+
+    pub(super) async fn run_log_after(&self, key: &str, after: Option<u64>) -> Result<Option<RunLog>, StoreError> {
+        let client = self.client().await?;
+        let head = format!("SELECT run, request, ended, until_ms > {NOW_MS} FROM e2a_runs WHERE key = $1");
+        let Some(row) = client.query_opt(&head, &[&key]).await.map_err(|e| pg_error(&e))? else {
+            return Ok(None);
+        };
+        let run: String = row.try_get(0).map_err(backend)?;
+        let request: String = row.try_get(1).map_err(backend)?;
+        let ended: bool = row.try_get(2).map_err(backend)?;
+        let leased: bool = row.try_get(3).map_err(backend)?;
+        let after = after.map_or(Ok(-1), run_seq)?;
+        let rows = client
+            .query(
+                "SELECT seq, frame FROM e2a_run_frames WHERE run = $1 AND seq > $2 ORDER BY seq",
+                &[&run, &after],
+            )
+            .await
+            .map_err(|e| pg_error(&e))?;
+        let frames = rows
+            .iter()
+            .map(|r| {
+                Ok(StoredFrame {
+                    seq: seq_u64(r.try_get(0).map_err(backend)?),
+                    frame: r.try_get(1).map_err(backend)?,
+                    is_final: false,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(Some(RunLog::new(run, request, frames, ended, leased)))
+    }
+
+    pub(super) async fn renew_run_leases(
+        &self,
+        holder: &str,
+        keys: Vec<String>,
+        lease: Duration,
+    ) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let renew = format!("UPDATE e2a_runs SET until_ms = {NOW_MS} + $3 WHERE holder = $1 AND key = ANY($2)");
+        client
+            .execute(&renew, &[&holder, &keys, &millis(lease)])
+            .await
+            .map_err(|e| pg_error(&e))?;
+        Ok(())
+    }
+
+    pub(super) async fn prune_run_logs(&self, older_than: Duration, keep: usize) -> Result<u64, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
+        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+        let gone = format!(
+            "DELETE FROM e2a_runs WHERE (ended OR until_ms < {NOW_MS})
+               AND (updated_ms < {NOW_MS} - $1
+                    OR key NOT IN (SELECT key FROM e2a_runs ORDER BY updated_ms DESC LIMIT $2))
+             RETURNING run"
+        );
+        let rows = tx
+            .query(&gone, &[&millis(older_than), &keep])
+            .await
+            .map_err(|e| pg_error(&e))?;
+        let runs: Vec<String> = rows
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect::<Result<_, _>>()
+            .map_err(backend)?;
+        tx.execute("DELETE FROM e2a_run_frames WHERE run = ANY($1)", &[&runs])
+            .await
+            .map_err(|e| pg_error(&e))?;
+        tx.commit().await.map_err(|e| pg_error(&e))?;
+        Ok(u64::try_from(runs.len()).unwrap_or(0))
+    }
+}

@@ -1,0 +1,358 @@
+//! The durable run log: an E2A (or AG-UI) run's frames are kept by the task store, so a
+//! `Last-Event-ID` resume works after a restart on SQLite and on another gateway sharing a
+//! PostgreSQL store — and a run whose gateway is gone ends with an error frame, the same for
+//! every reader.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{essence, read_frames, script, sse_events, sse_frames};
+use e2a::E2AResponse;
+use e2a_gateway::store::{MemoryStore, PgOptions, PgStore, SqliteStore, TaskStore};
+use e2a_gateway::store::{RunHead, RunLog, StoreError, StoredFrame};
+use e2a_gateway::{Gateway, GatewayConfig};
+use futures_util::future::BoxFuture;
+use serde_json::{json, Value};
+
+/// A gateway on 127.0.0.1 keeping runs in `store`; dropping it aborts the server like a crash.
+struct Server {
+    base: String,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn serve(config: GatewayConfig, store: Arc<dyn TaskStore>) -> Server {
+    let gateway = Gateway::new(script(), config).with_store(store).with_agui();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let task = tokio::spawn(gateway.serve(listener, std::future::pending()));
+    Server {
+        base: format!("http://{addr}"),
+        task,
+    }
+}
+
+fn request(id: &str, text: &str) -> Value {
+    json!({"method": "chat.send", "request_id": id, "params": {"query": text}})
+}
+
+async fn send(base: &str, body: &Value, last_event_id: Option<u64>) -> reqwest::Response {
+    let mut req = common::client()
+        .post(format!("{base}/v1/e2a/requests"))
+        .header("accept", "text/event-stream")
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    if let Some(id) = last_event_id {
+        req = req.header("last-event-id", id.to_string());
+    }
+    req.send().await.expect("send")
+}
+
+async fn all_frames(base: &str, body: &Value, last_event_id: Option<u64>) -> Vec<E2AResponse> {
+    let resp = send(base, body, last_event_id).await;
+    assert_eq!(resp.status(), 200);
+    sse_frames(&resp.text().await.expect("body"))
+}
+
+fn essences(frames: &[E2AResponse]) -> Vec<Value> {
+    frames.iter().map(essence).collect()
+}
+
+#[tokio::test]
+async fn an_e2a_run_is_resumed_after_a_restart_on_sqlite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gateway.db");
+    let body = request("count-1", "count slowly");
+    let whole = {
+        let s = serve(common::fast_config(), Arc::new(SqliteStore::open(&path).expect("open"))).await;
+        all_frames(&s.base, &body, None).await
+    };
+    assert!(whole.len() > 4 && whole.last().is_some_and(|f| f.is_final), "{whole:?}");
+    let s = serve(
+        common::fast_config(),
+        Arc::new(SqliteStore::open(&path).expect("reopen")),
+    )
+    .await;
+    let after = whole[2].sequence;
+    let resumed = all_frames(&s.base, &body, Some(after)).await;
+    assert_eq!(essences(&resumed), essences(&whole[3..]));
+    // the very same frames, ids and times included
+    assert_eq!(resumed[0].to_json(), whole[3].to_json());
+    // JSON: the final frame
+    let resp = common::client()
+        .post(format!("{}/v1/e2a/requests", s.base))
+        .header("content-type", "application/json")
+        .header("last-event-id", "0")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("send");
+    let last = E2AResponse::from_json(&resp.text().await.expect("body")).expect("frame");
+    assert_eq!(last.to_json(), whole[whole.len() - 1].to_json());
+    // a request id nobody sent is not found
+    let resp = send(&s.base, &request("count-2", "count slowly"), Some(0)).await;
+    assert_eq!(resp.status(), 404);
+}
+
+#[tokio::test]
+async fn a_run_whose_gateway_died_ends_with_an_error_frame_for_every_reader() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gateway.db");
+    let body = request("forever-1", "never finish");
+    let seen = {
+        let s = serve(common::fast_config(), Arc::new(SqliteStore::open(&path).expect("open"))).await;
+        let mut resp = send(&s.base, &body, None).await;
+        read_frames(&mut resp, 1).await
+        // the gateway is aborted here, its run unfinished
+    };
+    assert_eq!(seen.len(), 1);
+    let s = serve(
+        common::fast_config(),
+        Arc::new(SqliteStore::open(&path).expect("reopen")),
+    )
+    .await;
+    let resumed = all_frames(&s.base, &body, Some(seen[0].sequence)).await;
+    assert_eq!(resumed.len(), 1, "{resumed:?}");
+    let end = &resumed[0];
+    assert!(end.is_final);
+    assert_eq!(end.sequence, seen[0].sequence + 1);
+    assert_eq!(end.body["code"], "E2A.INTERNAL", "{end:?}");
+    assert_eq!(end.body["details"]["reason"], "gateway_gone");
+    assert_eq!(end.request_id.as_deref(), Some("forever-1"));
+    // the end is stored: a second reader gets the same frame
+    let again = all_frames(&s.base, &body, Some(seen[0].sequence)).await;
+    assert_eq!(again[0].to_json(), end.to_json());
+}
+
+#[tokio::test]
+async fn an_agui_run_is_resumed_by_last_event_id_after_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gateway.db");
+    let input = json!({"threadId": "t-1", "runId": "r-1", "state": {}, "tools": [], "context": [],
+        "forwardedProps": {}, "messages": [{"id": "m1", "role": "user", "content": "weather please"}]});
+    let post = |base: &str, last: Option<&str>| {
+        let mut req = common::client()
+            .post(format!("{base}/agui"))
+            .header("accept", "text/event-stream")
+            .header("content-type", "application/json")
+            .body(input.to_string());
+        if let Some(l) = last {
+            req = req.header("last-event-id", l);
+        }
+        req.send()
+    };
+    let whole = {
+        let s = serve(common::fast_config(), Arc::new(SqliteStore::open(&path).expect("open"))).await;
+        let text = post(&s.base, None).await.expect("send").text().await.expect("body");
+        sse_events(&text)
+    };
+    let ids: Vec<Option<u64>> = whole.iter().map(|(id, _)| *id).collect();
+    let numbered: Vec<Option<u64>> = (1..=whole.len() as u64).map(Some).collect();
+    assert_eq!(ids, numbered, "AG-UI events are numbered 1, 2, 3 …");
+    assert_eq!(
+        whole.last().map(|(_, e)| e["type"].clone()),
+        Some(json!("RUN_FINISHED"))
+    );
+    let s = serve(
+        common::fast_config(),
+        Arc::new(SqliteStore::open(&path).expect("reopen")),
+    )
+    .await;
+    let resp = post(&s.base, Some("3")).await.expect("send");
+    assert_eq!(resp.status(), 200);
+    let resumed = sse_events(&resp.text().await.expect("body"));
+    assert_eq!(resumed, whole[3..].to_vec());
+    // a run nobody started
+    let resp = common::client()
+        .post(format!("{}/agui", s.base))
+        .header("content-type", "application/json")
+        .header("last-event-id", "1")
+        .body(json!({"threadId": "t-1", "runId": "r-unknown", "messages": []}).to_string())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 404);
+}
+
+#[tokio::test]
+async fn retention_in_memory_is_bounded_by_bytes() {
+    let config = GatewayConfig {
+        max_retained_bytes: 1,
+        ..common::fast_config()
+    };
+    let s = serve(config, Arc::new(MemoryStore::new())).await;
+    let first = request("kept-1", "weather please");
+    all_frames(&s.base, &first, None).await;
+    // the newest run past the bound goes as soon as it ends: nothing to resume
+    let resp = send(&s.base, &first, Some(0)).await;
+    assert_eq!(resp.status(), 404);
+    let s = serve(common::fast_config(), Arc::new(MemoryStore::new())).await;
+    all_frames(&s.base, &first, None).await;
+    assert_eq!(send(&s.base, &first, Some(0)).await.status(), 200);
+}
+
+/// A new database on the PostgreSQL server of `E2A_TEST_POSTGRES_URL`, or `None` (skipped)
+/// without one — unless `E2A_REQUIRE_POSTGRES` is set (CI), which makes that a failure.
+async fn postgres() -> Option<PgStore> {
+    let Some(url) = std::env::var("E2A_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
+        assert!(
+            std::env::var_os("E2A_REQUIRE_POSTGRES").is_none(),
+            "E2A_REQUIRE_POSTGRES is set but E2A_TEST_POSTGRES_URL is not"
+        );
+        eprintln!("skipped: no E2A_TEST_POSTGRES_URL (see gateway/tests/postgres/start.sh)");
+        return None;
+    };
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to the test server");
+    tokio::spawn(connection);
+    let name = format!("e2a_test_{}", uuid::Uuid::new_v4().simple());
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .expect("create database");
+    let (base, _) = url.rsplit_once('/').expect("a URL with a database");
+    let options = PgOptions {
+        ca_file: std::env::var_os("E2A_TEST_POSTGRES_CA")
+            .filter(|c| !c.is_empty())
+            .map(Into::into),
+        ..PgOptions::default()
+    };
+    Some(
+        PgStore::connect(&format!("{base}/{name}"), options)
+            .await
+            .expect("connect"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_e2a_run_started_on_one_gateway_is_resumed_on_another() {
+    let Some(first) = postgres().await else { return };
+    let first: Arc<dyn TaskStore> = Arc::new(first);
+    let a = serve(common::fast_config(), first.clone()).await;
+    let body = request("count-pg", "count slowly");
+    let mut on_a = send(&a.base, &body, None).await;
+    let early = read_frames(&mut on_a, 2).await;
+    assert_eq!(early.len(), 2);
+    // gateway B shares the database (a store of its own, as in another process)
+    let Some(second) = postgres_same(&first).await else {
+        return;
+    };
+    let b = serve(common::fast_config(), second).await;
+    // B follows the run while A still runs it
+    let on_b = all_frames(&b.base, &body, Some(early[1].sequence)).await;
+    let rest_a = sse_frames(&on_a.text().await.expect("body"));
+    let whole: Vec<E2AResponse> = early.into_iter().chain(rest_a).collect();
+    assert!(whole.last().is_some_and(|f| f.is_final));
+    let tail: Vec<String> = whole[2..].iter().map(E2AResponse::to_json).collect();
+    let on_b: Vec<String> = on_b.iter().map(E2AResponse::to_json).collect();
+    assert_eq!(on_b, tail, "B serves exactly A's frames after the id");
+    // and after the run ended, from the log alone
+    let again = all_frames(&b.base, &body, Some(0)).await;
+    assert_eq!(again.len(), whole.len() - 1);
+}
+
+/// Another store on the database `store` uses.
+async fn postgres_same(store: &Arc<dyn TaskStore>) -> Option<Arc<dyn TaskStore>> {
+    let name = store.name();
+    let db = name.rsplit('/').next()?.to_string();
+    let url = std::env::var("E2A_TEST_POSTGRES_URL").ok()?;
+    let (base, _) = url.rsplit_once('/')?;
+    let options = PgOptions {
+        ca_file: std::env::var_os("E2A_TEST_POSTGRES_CA")
+            .filter(|c| !c.is_empty())
+            .map(Into::into),
+        ..PgOptions::default()
+    };
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    Some(Arc::new(
+        PgStore::connect(&format!("{base}/{db}"), options)
+            .await
+            .expect("connect"),
+    ))
+}
+
+/// An SQLite store whose run appends fail once `budget` of them were taken (a full disk).
+struct FullDisk {
+    inner: SqliteStore,
+    budget: std::sync::atomic::AtomicI64,
+}
+
+impl TaskStore for FullDisk {
+    fn name(&self) -> String {
+        "full-disk".into()
+    }
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<e2a_gateway::store::TaskRecord>, StoreError>> {
+        self.inner.get(id)
+    }
+    fn append(
+        &self,
+        record: e2a_gateway::store::TaskRecord,
+        event: Value,
+        snapshot: bool,
+    ) -> BoxFuture<'_, Result<u64, StoreError>> {
+        self.inner.append(record, event, snapshot)
+    }
+    fn events_after<'a>(
+        &'a self,
+        id: &'a str,
+        after: u64,
+    ) -> BoxFuture<'a, Result<Vec<e2a_gateway::store::StoredEvent>, StoreError>> {
+        self.inner.events_after(id, after)
+    }
+    fn list(
+        &self,
+        query: e2a_gateway::store::TaskQuery,
+    ) -> BoxFuture<'_, Result<e2a_gateway::store::TaskPage, StoreError>> {
+        self.inner.list(query)
+    }
+    fn keeps_runs(&self) -> bool {
+        true
+    }
+    fn append_frames<'a>(
+        &'a self,
+        key: &'a str,
+        run: &'a str,
+        head: Option<RunHead>,
+        frames: Vec<StoredFrame>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        use std::sync::atomic::Ordering;
+        if self.budget.fetch_sub(1, Ordering::SeqCst) <= 0 {
+            return Box::pin(async { Err(StoreError::Backend("database or disk is full".into())) });
+        }
+        self.inner.append_frames(key, run, head, frames)
+    }
+    fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> BoxFuture<'a, Result<Option<RunLog>, StoreError>> {
+        self.inner.run_after(key, after)
+    }
+}
+
+#[tokio::test]
+async fn a_run_whose_frames_cannot_be_stored_fails_and_shows_nothing_unstored() {
+    let store = Arc::new(FullDisk {
+        inner: SqliteStore::in_memory().expect("store"),
+        budget: 3.into(),
+    });
+    let s = serve(common::fast_config(), store.clone()).await;
+    let body = request("count-full", "count slowly");
+    let frames = all_frames(&s.base, &body, None).await;
+    let end = frames.last().expect("a final frame");
+    assert!(end.is_final);
+    assert_eq!(end.body["code"], "E2A.INTERNAL", "{end:?}");
+    assert_eq!(end.body["details"]["reason"], "store_failed");
+    common::assert_valid_stream(&frames);
+    // every frame before the end is in the store, at its place
+    let key = "e2a:count-full";
+    let log = store.inner.run_after(key, None).await.expect("read").expect("the run");
+    let stored: Vec<String> = log.frames.iter().map(|f| f.frame.clone()).collect();
+    let shown: Vec<String> = frames[..frames.len() - 1].iter().map(E2AResponse::to_json).collect();
+    assert_eq!(stored, shown);
+    assert!(!log.ended);
+}
