@@ -33,9 +33,17 @@ pub struct ServeArgs {
     /// Most streams open at once (past it: 503 with Retry-After).
     #[arg(long, default_value_t = 1024)]
     pub max_streams: usize,
-    /// Seconds open streams may run after SIGTERM before they are cut off.
+    /// Seconds open streams may run after SIGTERM before they are cut off (the process exits
+    /// at most 2 s after that, whatever the clients do).
     #[arg(long, default_value_t = 10)]
     pub drain_secs: u64,
+    /// Most connections open at once (past it: 503 with Retry-After; lowered to what the
+    /// open-files limit allows).
+    #[arg(long, default_value_t = 4096)]
+    pub max_connections: usize,
+    /// Seconds a request head may take to arrive (and an idle kept-alive connection may stay).
+    #[arg(long, default_value_t = 10)]
+    pub header_timeout_secs: u64,
     /// Also serve A2A 1.0: the agent card, JSON-RPC (`--a2a-path`) and HTTP+JSON bindings.
     #[arg(long)]
     pub a2a: bool,
@@ -159,6 +167,11 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         max_streams: args.max_streams,
         drain_timeout: std::time::Duration::from_secs(args.drain_secs),
         lease: std::time::Duration::from_secs(args.lease_secs),
+        server: e2a_gateway::web::server::ServerLimits {
+            max_connections: args.max_connections.max(1),
+            header_read_timeout: std::time::Duration::from_secs(args.header_timeout_secs.max(1)),
+            ..Default::default()
+        },
         ..GatewayConfig::default()
     };
     let secured = config.auth.is_enabled();

@@ -6,6 +6,7 @@ use e2a::Limits;
 
 use crate::pipeline::boundary::Deadlines;
 use crate::web::auth::Auth;
+use crate::web::server::ServerLimits;
 
 /// How a [`crate::Gateway`] behaves. `Default` suits a local gateway; every field is public.
 #[derive(Debug, Clone)]
@@ -41,6 +42,8 @@ pub struct GatewayConfig {
     /// A2A tasks read `FAILED` and its E2A runs end with an error frame on the others once
     /// this has passed.
     pub lease: Duration,
+    /// How the server treats connections: header-read timeout, connection cap.
+    pub server: ServerLimits,
 }
 
 impl Default for GatewayConfig {
@@ -63,6 +66,7 @@ impl Default for GatewayConfig {
             drain_timeout: Duration::from_secs(10),
             auth: Auth::none(),
             lease: Duration::from_secs(30),
+            server: ServerLimits::default(),
         }
     }
 }

@@ -143,41 +143,47 @@ impl Gateway {
         }
     }
 
-    /// Serves on `listener` until `shutdown` completes, then drains: no new runs, open streams
-    /// run for up to `drain_timeout`, then each is cut off with a final frame; returns when
-    /// every connection has closed.
+    /// Serves on `listener` until `shutdown` completes, then drains: no new connections or
+    /// runs, open streams and detached tasks run for up to `drain_timeout`, then each is cut
+    /// off with a final frame; every connection still open a second later is dropped, so this
+    /// returns within `drain_timeout` + 2 s whatever the clients do. Connections get
+    /// `TCP_NODELAY`, a header-read timeout and a cap ([`GatewayConfig::server`]).
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let drain = self.clone();
-        let timeout = self.shared.config.drain_timeout;
-        let signal = async move {
-            shutdown.await;
-            tracing::info!(
-                open_streams = drain.live_streams(),
-                "shutting down: draining open streams"
-            );
-            drain.begin_drain();
-            let cut = drain.clone();
-            tokio::spawn(async move {
+        let limits = self.shared.config.server;
+        let router = self.router();
+        web::server::serve(listener, router, limits, shutdown, move || self.drain()).await
+    }
+
+    /// Stops new runs, waits up to `drain_timeout` for the live ones, then cuts them off and
+    /// waits up to a second more for them to record their end.
+    async fn drain(self) {
+        tracing::info!(
+            open_streams = self.live_streams(),
+            "shutting down: draining open streams"
+        );
+        self.begin_drain();
+        let wait = |limit: std::time::Duration| {
+            let this = self.clone();
+            async move {
                 let started = tokio::time::Instant::now();
-                while cut.live_streams() > 0 && started.elapsed() < timeout {
+                while this.live_streams() > 0 && started.elapsed() < limit {
                     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                 }
-                if cut.live_streams() > 0 {
-                    tracing::info!(
-                        open_streams = cut.live_streams(),
-                        "drain deadline passed: cutting streams off"
-                    );
-                    cut.cut_streams();
-                }
-            });
+            }
         };
-        axum::serve(listener, self.router())
-            .with_graceful_shutdown(signal)
-            .await
+        wait(self.shared.config.drain_timeout).await;
+        if self.live_streams() > 0 {
+            tracing::info!(
+                open_streams = self.live_streams(),
+                "drain deadline passed: cutting streams off"
+            );
+            self.cut_streams();
+            wait(std::time::Duration::from_secs(1)).await;
+        }
     }
 }
 

@@ -157,7 +157,7 @@ fn interrupt_ids(event: &Value) -> Option<Vec<String>> {
 async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) -> Result<Response, Problem> {
     let shared = &agui.pipeline;
     let resume_after = last_event_id::read(&headers)?;
-    let input = body::read(&headers, body, shared.config.limits).await?.value()?;
+    let input = body::read(&headers, body, &shared.config).await?.value()?;
     let mut request = e2a::agui::envelope_from_run_input(&input).map_err(|e| Problem::from_read_error(&e))?;
     let ids = RunIds {
         thread: (caller.subject.clone(), request.session_id.clone().unwrap_or_default()),

@@ -62,6 +62,7 @@ pub const ROUTES: &[RouteSpec] = &[
             (401, PROBLEM),
             (404, PROBLEM),
             (406, PROBLEM),
+            (408, PROBLEM),
             (413, PROBLEM),
             (415, PROBLEM),
             (422, PROBLEM),
@@ -192,7 +193,7 @@ async fn send_request(
     })?;
     let resume = last_event_id::read(&headers)?;
     let limits = shared.config.limits;
-    let body = body::read(&headers, body, limits).await?;
+    let body = body::read(&headers, body, &shared.config).await?;
     let mut request = E2AEnvelope::read(body.text(), &e2a::ReadOptions::lenient().with_limits(limits))
         .map_err(|e| Problem::from_read_error(&e))?
         .value;

@@ -5,6 +5,8 @@
 use axum::body::Body;
 use axum::http::{header, HeaderMap};
 use e2a::{LimitKind, Limits};
+
+use crate::config::GatewayConfig;
 use serde_json::Value;
 
 /// Why a body was refused; each binding answers it in its protocol's error form.
@@ -15,6 +17,8 @@ pub(crate) enum BodyError {
     MediaType,
     /// Past a limit, not UTF-8 or not JSON (a [`e2a::Error::Limit`] or [`e2a::Error::Json`]).
     Input(e2a::Error),
+    /// The body did not arrive within the time allowed (a client sending it slowly).
+    Timeout(std::time::Duration),
 }
 
 /// A request body: UTF-8 text within `max_bytes`, declared JSON when not empty.
@@ -50,18 +54,23 @@ pub(crate) fn is_json(content_type: &str) -> bool {
 }
 
 /// Reads a request body with `limits`.
-pub(crate) async fn read(headers: &HeaderMap, body: Body, limits: Limits) -> Result<JsonBody, BodyError> {
+pub(crate) async fn read(headers: &HeaderMap, body: Body, config: &GatewayConfig) -> Result<JsonBody, BodyError> {
+    let limits = config.limits;
+    let timeout = config.server.body_read_timeout;
     let declared = headers.get(header::CONTENT_TYPE).map(|v| v.to_str().is_ok_and(is_json));
     if declared == Some(false) {
         return Err(BodyError::MediaType);
     }
-    let bytes = axum::body::to_bytes(body, limits.max_bytes).await.map_err(|_| {
-        BodyError::Input(e2a::Error::Limit {
-            limit: LimitKind::MessageBytes,
-            max: limits.max_bytes,
-            actual: limits.max_bytes.saturating_add(1),
-        })
-    })?;
+    let bytes = tokio::time::timeout(timeout, axum::body::to_bytes(body, limits.max_bytes))
+        .await
+        .map_err(|_| BodyError::Timeout(timeout))?
+        .map_err(|_| {
+            BodyError::Input(e2a::Error::Limit {
+                limit: LimitKind::MessageBytes,
+                max: limits.max_bytes,
+                actual: limits.max_bytes.saturating_add(1),
+            })
+        })?;
     let text = String::from_utf8(bytes.to_vec()).map_err(|e| {
         BodyError::Input(e2a::Error::Json {
             line: 1,

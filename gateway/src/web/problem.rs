@@ -151,6 +151,11 @@ impl From<crate::web::body::BodyError> for Problem {
                 "the request body must be JSON (Content-Type: application/json)",
             ),
             crate::web::body::BodyError::Input(e) => Problem::from_read_error(&e),
+            crate::web::body::BodyError::Timeout(t) => Problem::new(
+                ErrorKind::Timeout,
+                format!("the request body did not arrive within {} s", t.as_secs()),
+            )
+            .with_status(axum::http::StatusCode::REQUEST_TIMEOUT),
         }
     }
 }

@@ -83,7 +83,7 @@ pub(super) async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let read = body::read(&headers, body, state.shared.config.limits).await;
+    let read = body::read(&headers, body, &state.shared.config).await;
     let request = match read.and_then(|b| b.value()) {
         Ok(v) => v,
         Err(e) => return err(&Value::Null, &A2aError::from(e)),

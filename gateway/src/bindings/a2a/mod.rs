@@ -69,6 +69,10 @@ impl From<BodyError> for A2aError {
             ),
             BodyError::Input(e @ e2a::Error::Json { .. }) => A2aError::new(A2aErrorKind::JsonParse, e.to_string()),
             BodyError::Input(e) => A2aError::new(A2aErrorKind::InvalidRequest, e.to_string()),
+            BodyError::Timeout(t) => A2aError::new(
+                A2aErrorKind::InvalidRequest,
+                format!("the request body did not arrive within {} s", t.as_secs()),
+            ),
         }
     }
 }

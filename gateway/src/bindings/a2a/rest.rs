@@ -44,7 +44,7 @@ fn json_response(v: Value) -> Response {
 }
 
 async fn body_object(state: &TaskService, headers: &HeaderMap, body: Body) -> Result<Map<String, Value>, A2aError> {
-    let body = body::read(headers, body, state.shared.config.limits).await?;
+    let body = body::read(headers, body, &state.shared.config).await?;
     if body.is_empty() {
         return Ok(Map::new());
     }

@@ -1,0 +1,152 @@
+//! The HTTP server loop, bounded under abuse: every accepted socket gets `TCP_NODELAY` (an SSE
+//! answer is several writes; without it each waits for the client's delayed ACK, ~40 ms), a
+//! request head must arrive within `header_read_timeout` (slowloris), at most
+//! `max_connections` are open at once (past it a connection gets a `503` and is closed, before
+//! file descriptors run out), and on shutdown the listener closes, idle connections close, and
+//! every connection still open at the deadline is dropped — a client that sends half a request
+//! or stops reading cannot keep the process alive.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+/// What a connection past the cap is told: a `503` problem with `Retry-After`.
+fn busy() -> Vec<u8> {
+    let body = r#"{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"too many connections; retry later"}"#;
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/problem+json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// How the server treats connections.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerLimits {
+    /// Longest time for a request head to arrive, and for the next one on an idle kept-alive
+    /// connection (the connection is closed after it).
+    pub header_read_timeout: Duration,
+    /// Longest time for a request body to arrive once its head has (`408` after it).
+    pub body_read_timeout: Duration,
+    /// Most connections open at once (lowered to what the process's file-descriptor limit
+    /// allows, with room for stores and backends).
+    pub max_connections: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+            max_connections: 4096,
+        }
+    }
+}
+
+impl ServerLimits {
+    /// `max_connections`, within the soft limit on open files less 128 for everything else.
+    pub fn effective_max_connections(&self) -> usize {
+        match open_files_limit() {
+            Some(n) => self.max_connections.min(n.saturating_sub(128).max(16)),
+            None => self.max_connections,
+        }
+    }
+}
+
+/// The soft limit on open files, where the system says (Linux `/proc/self/limits`).
+fn open_files_limit() -> Option<usize> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// Serves `router` on `listener` until `shutdown` completes; then stops accepting, lets open
+/// connections finish until `drain` completes, and drops those still open then. `drain` is
+/// started when `shutdown` completes.
+pub(crate) async fn serve<S, D>(
+    listener: TcpListener,
+    router: axum::Router,
+    limits: ServerLimits,
+    shutdown: S,
+    drain: impl FnOnce() -> D,
+) -> std::io::Result<()>
+where
+    S: Future<Output = ()> + Send,
+    D: Future<Output = ()>,
+{
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(limits.effective_max_connections()));
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        while connections.try_join_next().is_some() {}
+        let (tcp, _peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(c) => c,
+                Err(e) => {
+                    // out of descriptors, or a connection reset before accept: not fatal
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            connections.spawn(refuse(tcp));
+            continue;
+        };
+        let service = TowerToHyperService::new(router.clone());
+        let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
+        let conn = graceful.watch(conn.into_owned());
+        connections.spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    // idle connections close now, busy ones after their answer
+    let closed = graceful.shutdown();
+    let drained = drain();
+    tokio::pin!(closed, drained);
+    tokio::select! {
+        // every connection closed: runs without one (detached tasks) may still be going
+        () = &mut closed => drained.await,
+        () = &mut drained => {
+            // runs ended or cut off: a moment for their final frames to reach the clients
+            if tokio::time::timeout(Duration::from_secs(1), &mut closed).await.is_err() {
+                tracing::info!(open = connections.len(), "drain deadline passed: closing the connections still open");
+            }
+        }
+    }
+    connections.shutdown().await;
+    Ok(())
+}
+
+/// Answers a connection past the cap with a `503` and closes it (within a second).
+async fn refuse(mut tcp: tokio::net::TcpStream) {
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        let _ = tcp.write_all(&busy()).await;
+        let _ = tcp.shutdown().await;
+    })
+    .await;
+}

@@ -1,0 +1,230 @@
+//! The server loop under abuse: TCP_NODELAY (sequential SSE answers on one kept-alive
+//! connection do not wait for delayed ACKs), a request head that never completes is cut, a
+//! connection past the cap gets a 503, slow connections do not keep a normal client out, and
+//! shutdown returns within the drain deadline + 2 s whatever the clients do.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use e2a_gateway::web::server::ServerLimits;
+use e2a_gateway::{Gateway, GatewayConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+
+struct Server {
+    addr: std::net::SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+async fn serve(config: GatewayConfig) -> Server {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let gateway = Gateway::with_agent(Arc::new(common::script()), config);
+    let (tx, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(gateway.serve(listener, async move {
+        let _ = rx.await;
+    }));
+    Server {
+        addr,
+        stop: Some(tx),
+        task,
+    }
+}
+
+fn sse_request(text: &str) -> String {
+    let body = serde_json::json!({"method": "chat.send", "params": {"query": text}}).to_string();
+    format!(
+        "POST /v1/e2a/requests HTTP/1.1\r\nhost: gw\r\naccept: text/event-stream\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// Reads until the peer closes (or `limit` passes); what arrived.
+async fn read_to_close(tcp: &mut TcpStream, limit: Duration) -> Option<String> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let read = async {
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(limit, read).await.ok()?;
+    Some(String::from_utf8_lossy(&out).into_owned())
+}
+
+#[tokio::test]
+async fn sequential_sse_answers_on_one_connection_do_not_wait_for_delayed_acks() {
+    let s = serve(common::fast_config()).await;
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .build()
+        .expect("client");
+    let url = format!("http://{}/v1/e2a/requests", s.addr);
+    let body = serde_json::json!({"method": "chat.send", "params": {"query": "hello"}}).to_string();
+    let mut took = Vec::new();
+    for _ in 0..21 {
+        let started = Instant::now();
+        let resp = client
+            .post(&url)
+            .header("accept", "text/event-stream")
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .expect("send");
+        let text = resp.text().await.expect("body");
+        assert!(text.contains("\"is_final\":true"), "{text}");
+        took.push(started.elapsed());
+    }
+    took.sort();
+    // a delayed ACK costs 40 ms on Linux; with TCP_NODELAY an answer takes a few
+    let median = took[took.len() / 2];
+    assert!(median < Duration::from_millis(25), "median {median:?} of {took:?}");
+}
+
+#[tokio::test]
+async fn a_request_head_that_never_completes_is_cut() {
+    let config = GatewayConfig {
+        server: ServerLimits {
+            header_read_timeout: Duration::from_millis(300),
+            ..ServerLimits::default()
+        },
+        ..common::fast_config()
+    };
+    let s = serve(config).await;
+    let mut slow = TcpStream::connect(s.addr).await.expect("connect");
+    slow.write_all(b"POST /v1/e2a/requests HTTP/1.1\r\nhost: gw\r\n")
+        .await
+        .expect("write");
+    let closed = read_to_close(&mut slow, Duration::from_secs(5)).await;
+    assert!(
+        closed.is_some(),
+        "the connection is closed after the header-read timeout"
+    );
+    // an idle kept-alive connection too
+    let mut idle = TcpStream::connect(s.addr).await.expect("connect");
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nhost: gw\r\n\r\n")
+        .await
+        .expect("write");
+    let answer = read_to_close(&mut idle, Duration::from_secs(5))
+        .await
+        .expect("closed when idle");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_connection_past_the_cap_gets_a_503_and_slow_ones_do_not_keep_others_out() {
+    let config = GatewayConfig {
+        server: ServerLimits {
+            max_connections: 3,
+            ..ServerLimits::default()
+        },
+        ..common::fast_config()
+    };
+    let s = serve(config).await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let mut c = TcpStream::connect(s.addr).await.expect("connect");
+        c.write_all(b"GET /healthz HTTP/1.1\r\n").await.expect("write");
+        held.push(c);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut extra = TcpStream::connect(s.addr).await.expect("connect");
+    let answer = read_to_close(&mut extra, Duration::from_secs(5)).await.expect("closed");
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.to_lowercase().contains("retry-after: 1"), "{answer}");
+    drop(held);
+
+    // many slow connections (under the default cap) do not keep a normal client waiting
+    let s = serve(common::fast_config()).await;
+    let mut slow = Vec::new();
+    for _ in 0..300 {
+        let mut c = TcpStream::connect(s.addr).await.expect("connect");
+        c.write_all(b"POST /v1/e2a/requests HTTP/1.1\r\nhost: gw\r\ncontent-length: 100\r\n")
+            .await
+            .expect("write");
+        slow.push(c);
+    }
+    let resp = common::post(
+        &format!("http://{}", s.addr),
+        &common::envelope("hello"),
+        "application/json",
+    )
+    .await;
+    assert_eq!(resp.status(), 200);
+}
+
+#[tokio::test]
+async fn shutdown_returns_within_the_drain_deadline_whatever_the_clients_do() {
+    let config = GatewayConfig {
+        drain_timeout: Duration::from_millis(500),
+        server: ServerLimits {
+            header_read_timeout: Duration::from_secs(60),
+            ..ServerLimits::default()
+        },
+        ..common::fast_config()
+    };
+    let mut s = serve(config).await;
+    // a partial head, a half-sent body, and a client of a long run that never reads
+    let mut head = TcpStream::connect(s.addr).await.expect("connect");
+    head.write_all(b"POST /v1/e2a/requests HTTP/1.1\r\nhost: gw\r\n")
+        .await
+        .expect("write");
+    let mut body = TcpStream::connect(s.addr).await.expect("connect");
+    body.write_all(b"POST /v1/e2a/requests HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"method\":")
+        .await
+        .expect("write");
+    let mut deaf = TcpStream::connect(s.addr).await.expect("connect");
+    deaf.write_all(sse_request("never finish").as_bytes())
+        .await
+        .expect("write");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    if let Some(stop) = s.stop.take() {
+        let _ = stop.send(());
+    }
+    let ended = tokio::time::timeout(Duration::from_secs(10), &mut s.task).await;
+    let took = started.elapsed();
+    assert!(matches!(ended, Ok(Ok(Ok(())))), "{ended:?}");
+    assert!(
+        took < Duration::from_millis(500) + Duration::from_secs(2),
+        "shutdown took {took:?}"
+    );
+    // the run was cut off with a final frame before its connection went
+    let text = read_to_close(&mut deaf, Duration::from_secs(2))
+        .await
+        .unwrap_or_default();
+    assert!(text.contains("E2A.CANCELLED"), "{text}");
+    drop((head, body));
+}
+
+#[tokio::test]
+async fn a_body_that_arrives_too_slowly_gets_a_408() {
+    let config = GatewayConfig {
+        server: ServerLimits {
+            body_read_timeout: Duration::from_millis(300),
+            ..ServerLimits::default()
+        },
+        ..common::fast_config()
+    };
+    let s = serve(config).await;
+    let mut slow = TcpStream::connect(s.addr).await.expect("connect");
+    slow.write_all(b"POST /v1/e2a/requests HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"method\":")
+        .await
+        .expect("write");
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(5), slow.read(&mut buf))
+        .await
+        .expect("an answer")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&buf[..n]);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("E2A.TIMEOUT"), "{answer}");
+}
