@@ -66,6 +66,12 @@ pub struct ServeArgs {
     /// dies, its tasks read FAILED on the others this long after.
     #[arg(long, default_value_t = 30)]
     pub lease_secs: u64,
+    /// Hours a finished A2A task (and its events) is kept after its last update.
+    #[arg(long, default_value_t = 168)]
+    pub task_retention_hours: u64,
+    /// Most finished A2A tasks kept (the least recently updated are forgotten first).
+    #[arg(long, default_value_t = 100_000)]
+    pub max_finished_tasks: usize,
     /// Path of the A2A JSON-RPC binding.
     #[arg(long, default_value = "/a2a")]
     pub a2a_path: String,
@@ -125,6 +131,8 @@ fn a2a_setup(args: &ServeArgs) -> Result<e2a_gateway::bindings::a2a::A2aConfig, 
         rest_path: args.a2a_rest_path.trim_end_matches('/').to_string(),
         public_url: args.public_url.clone(),
         card,
+        task_retention: std::time::Duration::from_secs(args.task_retention_hours.saturating_mul(3600)),
+        max_finished_tasks: args.max_finished_tasks,
         ..A2aConfig::default()
     };
     Ok(config)

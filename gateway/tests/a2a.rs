@@ -876,3 +876,131 @@ async fn postgres_leases_notices_and_orphans() {
         StoreNotice::CancelRequested { task_id: "n1".into() }
     );
 }
+
+#[tokio::test]
+async fn finished_tasks_are_forgotten_after_the_retention_and_past_the_count() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut stores: Vec<Arc<dyn TaskStore>> = vec![
+        Arc::new(MemoryStore::new()),
+        Arc::new(SqliteStore::open(&dir.path().join("tasks.db")).expect("open")),
+    ];
+    if let Some(url) = postgres_database().await {
+        stores.push(Arc::new(pg(&url).await));
+    }
+    for store in stores {
+        // by age
+        let aged = A2aConfig {
+            task_retention: Duration::from_millis(300),
+            ..A2aConfig::default()
+        };
+        let s = serve(GatewayConfig::default(), aged, store.clone()).await;
+        let v = rpc(&s.base, "SendMessage", msg("hello")).await;
+        let id = v["result"]["task"]["id"].as_str().expect("id").to_string();
+        assert_eq!(v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{v}");
+        assert!(rpc(&s.base, "GetTask", json!({"id": id})).await["result"].is_object());
+        let mut gone = false;
+        for _ in 0..40 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if code(&rpc(&s.base, "GetTask", json!({"id": id})).await) == -32001 {
+                gone = true;
+                break;
+            }
+        }
+        assert!(gone, "{}: the task outlived its retention", store.name());
+        assert!(store.events_after(&id, 0).await.expect("events").is_empty());
+        drop(s);
+        // by count: the two most recent stay
+        let counted = A2aConfig {
+            max_finished_tasks: 2,
+            // (swept every quarter of it)
+            task_retention: Duration::from_secs(8),
+            ..A2aConfig::default()
+        };
+        let s = serve(GatewayConfig::default(), counted, store.clone()).await;
+        let mut ids = Vec::new();
+        for _ in 0..4 {
+            let v = rpc(&s.base, "SendMessage", msg("hello")).await;
+            ids.push(v["result"]["task"]["id"].as_str().expect("id").to_string());
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let mut kept = Vec::new();
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            kept.clear();
+            for id in &ids {
+                if rpc(&s.base, "GetTask", json!({"id": id})).await["result"].is_object() {
+                    kept.push(id.clone());
+                }
+            }
+            if kept.len() == 2 {
+                break;
+            }
+        }
+        assert_eq!(kept, ids[2..].to_vec(), "{}", store.name());
+    }
+}
+
+#[tokio::test]
+async fn at_capacity_runs_and_subscribers_get_503_with_retry_after_on_both_bindings() {
+    let config = GatewayConfig {
+        max_streams: 2,
+        retry_after_secs: 3,
+        ..GatewayConfig::default()
+    };
+    let s = serve(config, A2aConfig::default(), Arc::new(MemoryStore::new())).await;
+    // one run and one subscriber take the two slots
+    let mut p = msg("never finish");
+    p["configuration"] = json!({"returnImmediately": true});
+    let v = rpc(&s.base, "SendMessage", p).await;
+    let id = v["result"]["task"]["id"].as_str().expect("id").to_string();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": id}});
+    let sub = client()
+        .post(format!("{}/a2a", s.base))
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("subscribe");
+    assert_eq!(sub.status(), 200);
+    // a second subscriber, and a new run, are refused on JSON-RPC …
+    for (method, params) in [("SubscribeToTask", json!({"id": id})), ("SendMessage", msg("hello"))] {
+        let body = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params}).to_string();
+        let resp = client()
+            .post(format!("{}/a2a", s.base))
+            .header("content-type", "application/json")
+            .header("A2A-Version", "1.0")
+            .body(body)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(resp.status(), 503, "{method}");
+        assert_eq!(resp.headers()["retry-after"], "3");
+        let v: Value = resp.json().await.expect("json");
+        assert_eq!(v["error"]["code"], -32603, "{v}");
+    }
+    // … and on HTTP+JSON, as a problem with UNAVAILABLE
+    let resp = client()
+        .post(format!("{}/message:send", s.base))
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(msg("hello").to_string())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 503);
+    assert_eq!(resp.headers()["retry-after"], "3");
+    let v: Value = resp.json().await.expect("json");
+    assert_eq!(v["error"]["status"], "UNAVAILABLE", "{v}");
+    // the subscriber gone, its slot is free again
+    drop(sub);
+    let mut ok = false;
+    for _ in 0..50 {
+        if rpc(&s.base, "SendMessage", msg("hello")).await["result"].is_object() {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ok, "the slot of a gone subscriber is given back");
+}

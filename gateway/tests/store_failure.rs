@@ -24,6 +24,8 @@ const SCRIPT: &str = include_str!("a2a_clients/script.json");
 struct FullDisk {
     inner: MemoryStore,
     budget: AtomicI64,
+    /// Appends that wrote the snapshot.
+    snapshots: std::sync::atomic::AtomicUsize,
 }
 
 impl FullDisk {
@@ -31,6 +33,7 @@ impl FullDisk {
         Arc::new(FullDisk {
             inner: MemoryStore::new(),
             budget: AtomicI64::new(budget),
+            snapshots: 0.into(),
         })
     }
 }
@@ -49,6 +52,9 @@ impl TaskStore for FullDisk {
         }
         if left > 0 {
             self.budget.fetch_sub(1, Ordering::SeqCst);
+        }
+        if snapshot {
+            self.snapshots.fetch_add(1, Ordering::SeqCst);
         }
         self.inner.append(record, event, snapshot)
     }
@@ -194,4 +200,38 @@ async fn a_blocking_send_whose_store_fills_up_answers_the_failed_task() {
         .and_then(Value::as_str)
         .unwrap_or("");
     assert!(why.contains("task store failed"), "{why}");
+}
+
+#[tokio::test]
+async fn a_long_answer_costs_its_length_in_snapshots_not_its_square() {
+    // 3,000 one-character chunks: the snapshot is rewritten after 64, 128, 256 … chunks
+    let text = "abcdefghij".repeat(300);
+    let script = json!({"scenarios": [{"name": "long", "match": {"text": "long"},
+        "steps": [{"type": "text", "text": text, "chunk_size": 1}, {"type": "complete"}]}]});
+    let store = FullDisk::new(-1);
+    let agent = ScriptAgent::from_json(&script.to_string()).expect("script");
+    let gateway = Gateway::new(agent, GatewayConfig::default()).with_a2a(A2aConfig::default(), store.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let _server = tokio::spawn(gateway.serve(listener, std::future::pending()));
+    let resp = call(&base, "SendStreamingMessage", send_params("long")).await;
+    let events = sse_events(&resp.text().await.expect("the stream ends"));
+    let task_id = task_id_of(&events);
+    assert!(events.len() > 3000, "{}", events.len());
+    let snapshots = store.snapshots.load(Ordering::SeqCst);
+    assert!(snapshots <= 20, "{snapshots} snapshots for {} events", events.len());
+    // and a reader still gets the whole answer, caught up from the log
+    let got: Value = call(&base, "GetTask", json!({"id": task_id}))
+        .await
+        .json()
+        .await
+        .expect("json");
+    let output: String = got["result"]["artifacts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|a| a["parts"].as_array().cloned().unwrap_or_default())
+        .filter_map(|p| p["text"].as_str().map(String::from))
+        .collect();
+    assert_eq!(output, text);
 }

@@ -84,16 +84,21 @@ impl Pipeline {
     /// Admits a run of `caller`: refused while the gateway drains or when every stream permit
     /// is taken; the run's deadline is `max_run` from now.
     pub(crate) fn admit(&self, caller: Caller) -> Result<Admission, Refusal> {
-        if self.runs.draining() {
-            return Err(Refusal::Draining);
-        }
-        let permit = self.streams.clone().try_acquire_owned().map_err(|_| Refusal::Busy)?;
+        let permit = self.stream_permit()?;
         let deadline = self.config.max_run.map(|d| Instant::now() + d);
         Ok(Admission {
             ctx: RequestContext::new(caller, deadline),
             agent: self.agent.clone(),
             permit,
         })
+    }
+
+    /// A stream slot for a reader that runs no agent (an A2A subscriber): refused like a run.
+    pub(crate) fn stream_permit(&self) -> Result<OwnedSemaphorePermit, Refusal> {
+        if self.runs.draining() {
+            return Err(Refusal::Draining);
+        }
+        self.streams.clone().try_acquire_owned().map_err(|_| Refusal::Busy)
     }
 
     /// `Retry-After` seconds of a refusal.

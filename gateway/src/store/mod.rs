@@ -54,6 +54,24 @@ pub struct TaskRecord {
     pub updated_ms: i64,
 }
 
+impl TaskRecord {
+    /// The record without its snapshot (`task` is `null`): what [`TaskStore::append`] needs
+    /// when it does not write the snapshot.
+    pub fn without_task(&self) -> TaskRecord {
+        TaskRecord {
+            id: self.id.clone(),
+            context_id: self.context_id.clone(),
+            owner: self.owner.clone(),
+            state: self.state,
+            task: Value::Null,
+            last_seq: self.last_seq,
+            snapshot_seq: self.snapshot_seq,
+            created_ms: self.created_ms,
+            updated_ms: self.updated_ms,
+        }
+    }
+}
+
 /// One entry of a task's event log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredEvent {
@@ -254,6 +272,14 @@ pub trait TaskStore: Send + Sync + 'static {
         Box::pin(async { Ok(()) })
     }
 
+    /// Forgets the finished tasks (completed, failed, canceled, rejected) last updated longer
+    /// than `older_than` ago, and all but the `keep` most recently updated finished tasks,
+    /// with their events; returns how many went. Default: none.
+    fn prune_tasks(&self, older_than: Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let _ = (older_than, keep);
+        Box::pin(async { Ok(0) })
+    }
+
     /// Whether this store keeps the frame logs of E2A runs (E2A over HTTP, AG-UI), so that a
     /// `Last-Event-ID` resume works after a restart, and on any gateway of a shared store.
     /// Default: no — the gateway keeps them in its own memory.
@@ -310,10 +336,28 @@ pub trait TaskStore: Send + Sync + 'static {
     }
 }
 
-/// Tasks in memory: lost when the process ends.
+/// Tasks in memory: lost when the process ends. Snapshots and events are kept as compact JSON
+/// (a few hundred bytes per event, not a tree of values) and parsed when read.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    inner: Mutex<HashMap<String, (TaskRecord, Vec<StoredEvent>)>>,
+    inner: Mutex<HashMap<String, MemoryTask>>,
+}
+
+/// One task in a [`MemoryStore`]: its record (the snapshot as JSON) and its events.
+#[derive(Debug)]
+struct MemoryTask {
+    record: TaskRecord,
+    snapshot: Box<str>,
+    events: Vec<(u64, Box<str>)>,
+}
+
+impl MemoryTask {
+    fn record(&self) -> Result<TaskRecord, StoreError> {
+        let mut r = self.record.clone();
+        r.task =
+            serde_json::from_str(&self.snapshot).map_err(|e| StoreError::Corrupt(format!("task {}: {e}", r.id)))?;
+        Ok(r)
+    }
 }
 
 impl MemoryStore {
@@ -339,27 +383,39 @@ impl TaskStore for MemoryStore {
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
         Box::pin(async move {
             let map = self.inner.lock();
-            Ok(map.get(id).map(|(r, _)| r.clone()))
+            map.get(id).map(MemoryTask::record).transpose()
         })
     }
 
-    fn append(&self, mut record: TaskRecord, event: Value, _snapshot: bool) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn append(&self, mut record: TaskRecord, event: Value, snapshot: bool) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(async move {
+            let event: Box<str> = event.to_string().into();
             let mut map = self.inner.lock();
-            let entry = map
-                .entry(record.id.clone())
-                .or_insert_with(|| (record.clone(), Vec::new()));
-            let seq = entry.0.last_seq.saturating_add(1);
-            if entry.1.is_empty() {
-                record.created_ms = record.created_ms.min(entry.0.created_ms);
-            } else {
-                record.created_ms = entry.0.created_ms;
+            let Some(t) = map.get_mut(&record.id) else {
+                // the first event writes the snapshot
+                let snapshot = record.task.to_string().into();
+                record.task = Value::Null;
+                (record.last_seq, record.snapshot_seq) = (1, 1);
+                let id = record.id.clone();
+                map.insert(
+                    id,
+                    MemoryTask {
+                        record,
+                        snapshot,
+                        events: vec![(1, event)],
+                    },
+                );
+                return Ok(1);
+            };
+            let seq = t.record.last_seq.saturating_add(1);
+            if snapshot {
+                t.snapshot = record.task.to_string().into();
+                t.record.snapshot_seq = seq;
             }
-            record.last_seq = seq;
-            // in memory a snapshot costs nothing: always current
-            record.snapshot_seq = seq;
-            entry.0 = record;
-            entry.1.push(StoredEvent { seq, event });
+            t.record.state = record.state;
+            t.record.updated_ms = record.updated_ms;
+            t.record.last_seq = seq;
+            t.events.push((seq, event));
             Ok(seq)
         })
     }
@@ -367,29 +423,76 @@ impl TaskStore for MemoryStore {
     fn events_after<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>> {
         Box::pin(async move {
             let map = self.inner.lock();
-            Ok(map
-                .get(id)
-                .map(|(_, events)| events.iter().filter(|e| e.seq > after).cloned().collect())
-                .unwrap_or_default())
+            let Some(t) = map.get(id) else { return Ok(Vec::new()) };
+            t.events
+                .iter()
+                .filter(|(seq, _)| *seq > after)
+                .map(|(seq, e)| {
+                    let event = serde_json::from_str(e)
+                        .map_err(|err| StoreError::Corrupt(format!("event {id}#{seq}: {err}")))?;
+                    Ok(StoredEvent { seq: *seq, event })
+                })
+                .collect()
+        })
+    }
+
+    fn prune_tasks(&self, older_than: Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let before = now_ms().saturating_sub(millis(older_than));
+            let mut map = self.inner.lock();
+            let mut finished: Vec<(i64, String)> = map
+                .values()
+                .filter(|t| t.record.state.is_terminal())
+                .map(|t| (t.record.updated_ms, t.record.id.clone()))
+                .collect();
+            finished.sort_by(|a, b| b.cmp(a));
+            let mut gone = 0;
+            for (i, (updated, id)) in finished.into_iter().enumerate() {
+                if i >= keep || updated < before {
+                    map.remove(&id);
+                    gone += 1;
+                }
+            }
+            Ok(gone)
         })
     }
 
     fn list(&self, query: TaskQuery) -> BoxFuture<'_, Result<TaskPage, StoreError>> {
         Box::pin(async move {
             let map = self.inner.lock();
-            let mut found: Vec<&TaskRecord> = map.values().map(|(r, _)| r).filter(|r| matches(r, &query)).collect();
-            found.sort_by(|a, b| b.updated_ms.cmp(&a.updated_ms).then_with(|| a.id.cmp(&b.id)));
+            let mut found: Vec<&MemoryTask> = map.values().filter(|t| matches(&t.record, &query)).collect();
+            found.sort_by(|a, b| {
+                b.record
+                    .updated_ms
+                    .cmp(&a.record.updated_ms)
+                    .then_with(|| a.record.id.cmp(&b.record.id))
+            });
             Ok(TaskPage {
                 total: found.len(),
                 tasks: found
                     .into_iter()
                     .skip(query.offset)
                     .take(query.limit)
-                    .cloned()
-                    .collect(),
+                    .map(MemoryTask::record)
+                    .collect::<Result<_, _>>()?,
             })
         })
     }
+}
+
+/// The finished states as an SQL list (`'TASK_STATE_COMPLETED', …`), from the schema's enum.
+pub(crate) fn finished_states_sql() -> String {
+    A2aTaskState::ALL
+        .iter()
+        .filter(|s| s.is_terminal())
+        .map(|s| format!("'{}'", s.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Milliseconds of `d` (saturating).
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// A state as a store keeps it (its 1.0 name); anything else is a corrupt record.

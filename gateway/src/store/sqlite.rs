@@ -286,6 +286,32 @@ impl TaskStore for SqliteStore {
         }))
     }
 
+    fn prune_tasks(&self, older_than: std::time::Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(self.with(move |c| {
+            let before = super::now_ms().saturating_sub(super::millis(older_than));
+            let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+            let finished = super::finished_states_sql();
+            let gone = format!(
+                "SELECT id FROM a2a_tasks WHERE state IN ({finished}) AND (updated_ms < ?1 OR id NOT IN
+                   (SELECT id FROM a2a_tasks WHERE state IN ({finished}) ORDER BY updated_ms DESC LIMIT ?2))"
+            );
+            let tx = c.transaction().map_err(backend)?;
+            tx.execute(
+                &format!("DELETE FROM a2a_task_events WHERE task_id IN ({gone})"),
+                params![before, keep],
+            )
+            .map_err(backend)?;
+            let n = tx
+                .execute(
+                    &format!("DELETE FROM a2a_tasks WHERE id IN ({gone})"),
+                    params![before, keep],
+                )
+                .map_err(backend)?;
+            tx.commit().map_err(backend)?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        }))
+    }
+
     fn keeps_runs(&self) -> bool {
         true
     }
@@ -307,7 +333,7 @@ impl TaskStore for SqliteStore {
                     .map_err(backend)?
                     .execute(params![key])
                     .map_err(backend)?;
-                let until = now.saturating_add(i64::try_from(head.lease.as_millis()).unwrap_or(i64::MAX));
+                let until = now.saturating_add(super::millis(head.lease));
                 tx.prepare_cached(
                     "INSERT OR REPLACE INTO e2a_runs (key, run, request, holder, until_ms, ended, updated_ms)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -391,7 +417,7 @@ impl TaskStore for SqliteStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let holder = holder.to_string();
         Box::pin(self.with(move |c| {
-            let until = super::now_ms().saturating_add(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
+            let until = super::now_ms().saturating_add(super::millis(lease));
             let tx = c.transaction().map_err(backend)?;
             {
                 let mut update = tx
@@ -408,7 +434,7 @@ impl TaskStore for SqliteStore {
     fn prune_runs(&self, older_than: std::time::Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(self.with(move |c| {
             let now = super::now_ms();
-            let before_ms = now.saturating_sub(i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX));
+            let before_ms = now.saturating_sub(super::millis(older_than));
             let keep = i64::try_from(keep).unwrap_or(i64::MAX);
             let tx = c.transaction().map_err(backend)?;
             let gone = "SELECT run FROM e2a_runs WHERE (ended OR until_ms < ?3)

@@ -11,7 +11,6 @@ use tokio::sync::broadcast;
 use super::TaskService;
 use crate::store::StoreNotice;
 
-/// Whether `media` (a part's type) is one of `modes` (`*/*`, `type/*` and parameters allowed).
 /// Renews the leases of this gateway's runs every `period`; a run whose lease another
 /// gateway took over (this one was presumed dead) is cancelled.
 pub(super) async fn renew_leases(state: Weak<TaskService>, period: Duration) {
@@ -50,6 +49,20 @@ pub(super) async fn reap_orphans(state: Weak<TaskService>, period: Duration) {
                 }
             }
             Err(e) => tracing::error!(error = %e, "cannot look for orphaned tasks"),
+        }
+    }
+}
+
+/// Forgets, every `period`, the finished tasks past the retention window or beyond the count.
+pub(super) async fn forget_finished(state: Weak<TaskService>, period: Duration) {
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(this) = state.upgrade() else { return };
+        let (age, keep) = (this.config.task_retention, this.config.max_finished_tasks);
+        match this.store.prune_tasks(age, keep).await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(forgotten = n, "finished tasks past the retention forgotten"),
+            Err(e) => tracing::warn!(error = %e, "cannot forget finished tasks"),
         }
     }
 }

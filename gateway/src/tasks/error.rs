@@ -16,6 +16,9 @@ pub struct A2aError {
     pub kind: A2aErrorKind,
     /// What went wrong.
     pub message: String,
+    /// At capacity: the seconds after which to try again (answered as `503` with
+    /// `Retry-After`).
+    pub retry_after: Option<u64>,
 }
 
 impl A2aError {
@@ -24,6 +27,16 @@ impl A2aError {
         A2aError {
             kind,
             message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// The gateway is at capacity or shutting down: `-32603`, answered as `503` with
+    /// `Retry-After: retry_after` (and `UNAVAILABLE` as the `google.rpc.Status`).
+    pub fn unavailable(message: impl Into<String>, retry_after: u64) -> Self {
+        A2aError {
+            retry_after: Some(retry_after),
+            ..Self::new(A2aErrorKind::Internal, message)
         }
     }
 
@@ -71,14 +84,26 @@ impl A2aError {
             "status": status.as_u16(),
             "detail": self.message,
             "code": m.code,
-            "error": {"code": status.as_u16(), "status": m.grpc_status,
+            "error": {"code": status.as_u16(), "status": if self.retry_after.is_some() { "UNAVAILABLE" } else { m.grpc_status },
                       "message": self.message, "details": self.details()}
         })
     }
 
     /// The HTTP status on the HTTP+JSON binding.
     pub fn http_status(&self) -> StatusCode {
+        if self.retry_after.is_some() {
+            return StatusCode::SERVICE_UNAVAILABLE;
+        }
         StatusCode::from_u16(self.kind.mapping().http_status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+}
+
+impl A2aError {
+    /// Adds `Retry-After` to `resp` when the error says when to try again.
+    pub(crate) fn add_retry_after(&self, resp: &mut Response) {
+        if let Some(secs) = self.retry_after {
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
     }
 }
 
@@ -107,6 +132,7 @@ impl IntoResponse for RestError {
             header::CONTENT_TYPE,
             HeaderValue::from_static(crate::web::problem::PROBLEM_JSON),
         );
+        self.0.add_retry_after(&mut resp);
         resp
     }
 }

@@ -29,18 +29,17 @@ impl TaskService {
             rec.state = s;
         }
         rec.updated_ms = now_ms();
-        // artifact chunks leave the stored snapshot alone (up to SNAPSHOT_EVERY of them): a
-        // reader catches up from the log
-        let snapshot = event.get("artifactUpdate").is_none()
-            || rec.last_seq.saturating_sub(rec.snapshot_seq) + 1 >= SNAPSHOT_EVERY;
-        let seq = self
-            .store
-            .append(rec.clone(), event.clone(), snapshot)
-            .await
-            .map_err(|e| {
-                tracing::error!(task_id = %rec.id, error = %e, "cannot store a task event: nobody is told of it");
-                A2aError::internal(STORE_FAILED)
-            })?;
+        // artifact chunks leave the stored snapshot alone: a reader catches up from the log.
+        // It is rewritten after SNAPSHOT_EVERY chunks, and then after as many chunks as it
+        // already covers, so that a long answer costs its length in snapshots, not its square
+        let since = rec.last_seq.saturating_sub(rec.snapshot_seq) + 1;
+        let snapshot = event.get("artifactUpdate").is_none() || since >= SNAPSHOT_EVERY.max(rec.snapshot_seq);
+        // the task travels only when it is written
+        let record = if snapshot { rec.clone() } else { rec.without_task() };
+        let seq = self.store.append(record, event.clone(), snapshot).await.map_err(|e| {
+            tracing::error!(task_id = %rec.id, error = %e, "cannot store a task event: nobody is told of it");
+            A2aError::internal(STORE_FAILED)
+        })?;
         rec.last_seq = seq;
         if snapshot {
             rec.snapshot_seq = seq;

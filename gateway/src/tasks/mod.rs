@@ -141,9 +141,9 @@ impl TaskService {
         }
     }
 
-    /// Starts the background work of a gateway (within a Tokio runtime): renewing the leases of
-    /// its runs, and, on a store several gateways share, passing on what the others do and
-    /// failing the tasks of instances that died. Each loop ends when the state is dropped.
+    /// Starts the background work of a gateway (within a Tokio runtime): forgetting finished
+    /// tasks past the retention, and, on a store several gateways share, renewing the leases of
+    /// its runs, passing on what the others do and failing the tasks of instances that died. Each loop ends when the state is dropped.
     pub(crate) fn start(self: &Arc<Self>) {
         if tokio::runtime::Handle::try_current().is_err() {
             tracing::warn!("A2A background work not started: no Tokio runtime");
@@ -157,6 +157,8 @@ impl TaskService {
         if let Some(notices) = self.store.notices() {
             tokio::spawn(cluster::pass_on_notices(Arc::downgrade(self), notices));
         }
+        let every = (self.config.task_retention / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+        tokio::spawn(cluster::forget_finished(Arc::downgrade(self), every));
     }
 
     /// Runs in progress.
@@ -203,7 +205,7 @@ impl TaskService {
         let admission = self
             .shared
             .admit(p.caller.clone())
-            .map_err(|r| A2aError::internal(r.message()))?;
+            .map_err(|r| A2aError::unavailable(r.message(), self.shared.retry_after()))?;
         let task_id = existing
             .as_ref()
             .map(|r| r.id.clone())
@@ -419,6 +421,24 @@ impl TaskService {
     /// live ones; without, the task as it is, then live events. A task that has ended can only
     /// be replayed from a `last_seen`.
     pub async fn subscribe(
+        self: &Arc<Self>,
+        id: &str,
+        caller: &Caller,
+        last_seen: Option<u64>,
+    ) -> Result<EventStream, A2aError> {
+        let permit = self
+            .shared
+            .stream_permit()
+            .map_err(|r| A2aError::unavailable(r.message(), self.shared.retry_after()))?;
+        let events = self.subscription(id, caller, last_seen).await?;
+        // a subscriber holds a stream slot while it reads, like a run
+        Ok(Box::pin(events.map(move |e| {
+            let _slot = &permit;
+            e
+        })))
+    }
+
+    async fn subscription(
         self: &Arc<Self>,
         id: &str,
         caller: &Caller,

@@ -82,12 +82,9 @@ pub fn apply(task: &mut Value, event: &Value) {
                 if let Some(Value::Array(parts)) = existing.get_mut("parts") {
                     // text pieces of one text part are joined; other parts are added
                     for p in new_parts {
-                        match (parts.last_mut(), p.get("text").and_then(Value::as_str)) {
-                            (Some(last), Some(more)) if last.get("text").is_some() => {
-                                let joined =
-                                    format!("{}{more}", last.get("text").and_then(Value::as_str).unwrap_or(""));
-                                last["text"] = joined.into();
-                            }
+                        // in place: a long answer costs its length, not its length squared
+                        match (parts.last_mut().and_then(|l| l.get_mut("text")), p.get("text")) {
+                            (Some(Value::String(text)), Some(Value::String(more))) => text.push_str(more),
                             _ => parts.push(p),
                         }
                     }

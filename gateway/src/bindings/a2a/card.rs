@@ -87,6 +87,11 @@ pub struct A2aConfig {
     /// Longest time a blocking `SendMessage` waits for the task to end or pause (it then
     /// answers with the task as it is).
     pub blocking_timeout: std::time::Duration,
+    /// How long a finished task (completed, failed, canceled, rejected) and its events are
+    /// kept after its last update; then the store forgets it.
+    pub task_retention: std::time::Duration,
+    /// Most finished tasks kept (the least recently updated go first).
+    pub max_finished_tasks: usize,
 }
 
 impl Default for A2aConfig {
@@ -98,6 +103,8 @@ impl Default for A2aConfig {
             card: CardInfo::default(),
             card_max_age: 300,
             blocking_timeout: std::time::Duration::from_secs(600),
+            task_retention: std::time::Duration::from_secs(7 * 24 * 3600),
+            max_finished_tasks: 100_000,
         }
     }
 }

@@ -27,7 +27,13 @@ fn ok(id: &Value, result: Value) -> Response {
 }
 
 fn err(id: &Value, e: &A2aError) -> Response {
-    reply(e.to_jsonrpc(id))
+    let mut resp = reply(e.to_jsonrpc(id));
+    if e.retry_after.is_some() {
+        // at capacity: the JSON-RPC error, with the HTTP status and header that say when
+        *resp.status_mut() = e.http_status();
+        e.add_retry_after(&mut resp);
+    }
+    resp
 }
 
 /// A JSON-RPC request, decoded: its id, operation and params (1.0 camelCase names).

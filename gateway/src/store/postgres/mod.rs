@@ -52,7 +52,8 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{
-    RunHead, RunLog, StoreError, StoreNotice, StoredEvent, StoredFrame, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    millis, RunHead, RunLog, StoreError, StoreNotice, StoredEvent, StoredFrame, TaskPage, TaskQuery, TaskRecord,
+    TaskStore,
 };
 use e2a::types::A2aTaskState;
 
@@ -137,10 +138,6 @@ fn pg_error(e: &(dyn std::error::Error + 'static)) -> StoreError {
         source = s.source();
     }
     StoreError::Backend(text)
-}
-
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn seq_u64(v: i64) -> u64 {
@@ -338,6 +335,10 @@ impl TaskStore for PgStore {
 
     fn shared(&self) -> bool {
         true
+    }
+
+    fn prune_tasks(&self, older_than: Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(self.prune_finished_tasks(older_than, keep))
     }
 
     fn keeps_runs(&self) -> bool {

@@ -1,6 +1,6 @@
-//! The frame logs of E2A runs (E2A over HTTP, AG-UI) in `e2a_runs` and `e2a_run_frames`: what
-//! lets a client resume a run on any gateway sharing the database. Times are on the database
-//! server's clock, like the task leases.
+//! The frame logs of E2A runs (E2A over HTTP, AG-UI) in `e2a_runs` and `e2a_run_frames` — what
+//! lets a client resume a run on any gateway sharing the database — and the retention of
+//! finished tasks and runs. Times are on the database server's clock, like the task leases.
 
 use std::time::Duration;
 
@@ -108,6 +108,32 @@ impl PgStore {
             .await
             .map_err(|e| pg_error(&e))?;
         Ok(())
+    }
+
+    pub(super) async fn prune_finished_tasks(&self, older_than: Duration, keep: usize) -> Result<u64, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
+        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+        let finished = crate::store::finished_states_sql();
+        let gone = format!(
+            "DELETE FROM a2a_tasks WHERE state IN ({finished}) AND (updated_ms < {NOW_MS} - $1 OR id NOT IN
+               (SELECT id FROM a2a_tasks WHERE state IN ({finished}) ORDER BY updated_ms DESC LIMIT $2))
+             RETURNING id"
+        );
+        let rows = tx
+            .query(&gone, &[&millis(older_than), &keep])
+            .await
+            .map_err(|e| pg_error(&e))?;
+        let ids: Vec<String> = rows
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect::<Result<_, _>>()
+            .map_err(backend)?;
+        tx.execute("DELETE FROM a2a_task_events WHERE task_id = ANY($1)", &[&ids])
+            .await
+            .map_err(|e| pg_error(&e))?;
+        tx.commit().await.map_err(|e| pg_error(&e))?;
+        Ok(u64::try_from(ids.len()).unwrap_or(0))
     }
 
     pub(super) async fn prune_run_logs(&self, older_than: Duration, keep: usize) -> Result<u64, StoreError> {

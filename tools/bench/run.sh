@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# Side-by-side server benchmark: the e2a gateway against peers, each server in its own
+# process pinned to one core, the load generator in another process pinned to the other.
+# See tools/bench/README.md. Usage: bash tools/bench/run.sh
+#
+# Environment knobs (defaults in brackets):
+#   ROUNDS [5]        rounds per server per case (A B A B ..., medians reported)
+#   SECS [5]          seconds per round
+#   WARMUP [1]        seconds of unrecorded load per server before its case's rounds
+#   CONNS [64]        connections for cases a, b and d
+#   CASES [a,b,c,d]   which cases to run
+#   E2A_BIN           an existing release `e2a` binary (skips building e2a-cli)
+#   E2A_TARGET_DIR [/tmp/bench-target]  target dir of the e2a-cli build
+#   SERVER_CPU [1] / LOADGEN_CPU [0]    cores for taskset
+#   BASE_PORT [18700] first of the loopback ports used
+#   OUT               also write the markdown report to this file
+#   SKIP_BUILD [0]    1: use the already built bench binaries as they are
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+ROUNDS=${ROUNDS:-5}
+SECS=${SECS:-5}
+WARMUP=${WARMUP:-1}
+CONNS=${CONNS:-64}
+CASES=${CASES:-a,b,c,d}
+SERVER_CPU=${SERVER_CPU:-1}
+LOADGEN_CPU=${LOADGEN_CPU:-0}
+BASE_PORT=${BASE_PORT:-18700}
+E2A_TARGET_DIR=${E2A_TARGET_DIR:-/tmp/bench-target}
+SKIP_BUILD=${SKIP_BUILD:-0}
+export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1}
+
+log() { printf '[bench] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# --- build ------------------------------------------------------------------------------------
+if [[ $SKIP_BUILD != 1 ]]; then
+  log "building the bench workspace (release, jobs=$CARGO_BUILD_JOBS)"
+  nice -n 10 cargo build --release --manifest-path "$HERE/Cargo.toml" >&2
+fi
+BENCH_TARGET=$(cd "$HERE" && cargo metadata --format-version 1 --no-deps 2>/dev/null |
+  sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+BENCH_TARGET=${BENCH_TARGET:-$HERE/target}
+BIN=$BENCH_TARGET/release
+for b in loadgen peer-a2a bare-axum; do
+  [[ -x $BIN/$b ]] || die "$BIN/$b is missing (build the bench workspace)"
+done
+if [[ -n ${E2A_BIN:-} ]]; then
+  log "using E2A_BIN=$E2A_BIN (no e2a-cli build)"
+else
+  log "building e2a-cli (release, --target-dir $E2A_TARGET_DIR, jobs=$CARGO_BUILD_JOBS)"
+  (cd "$ROOT" && nice -n 10 cargo build --release -p e2a-cli --target-dir "$E2A_TARGET_DIR" >&2)
+  E2A_BIN=$E2A_TARGET_DIR/release/e2a
+fi
+[[ -x $E2A_BIN ]] || die "$E2A_BIN is not an executable"
+E2A_BIN=$(cd "$(dirname "$E2A_BIN")" && pwd)/$(basename "$E2A_BIN")
+
+# --- workspace, pinning, cleanup --------------------------------------------------------------
+WORK=$(mktemp -d /tmp/e2a-bench.XXXXXX)
+RESULTS=$WORK/results.tsv
+: >"$RESULTS"
+PIDS=()
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  PIDS=()
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+PIN_NOTE="server on core $SERVER_CPU, load generator on core $LOADGEN_CPU (taskset)"
+SERVER_PIN=(taskset -c "$SERVER_CPU")
+LOAD_PIN=(taskset -c "$LOADGEN_CPU")
+if ! taskset -c "$SERVER_CPU" true 2>/dev/null || ! taskset -c "$LOADGEN_CPU" true 2>/dev/null; then
+  SERVER_PIN=()
+  LOAD_PIN=()
+  PIN_NOTE="UNPINNED: taskset -c $SERVER_CPU / -c $LOADGEN_CPU failed; servers and load generator share all cores"
+  log "$PIN_NOTE"
+fi
+CLK_TCK=$(getconf CLK_TCK)
+
+# --- helpers ----------------------------------------------------------------------------------
+# start_server NAME PORT CMD...: starts CMD pinned, in $WORK, logs to $WORK/NAME.log; sets $SPID.
+start_server() {
+  local name=$1 port=$2
+  shift 2
+  (cd "$WORK" && exec "${SERVER_PIN[@]}" "$@") >"$WORK/$name.log" 2>&1 &
+  SPID=$!
+  PIDS+=("$SPID")
+  wait_ready "$name" "$port" "$SPID"
+}
+
+# wait_ready NAME PORT PID: polls GET /healthz for up to 30 s.
+wait_ready() {
+  local name=$1 port=$2 pid=$3
+  for _ in $(seq 300); do
+    kill -0 "$pid" 2>/dev/null || { cat "$WORK/$name.log" >&2; die "$name exited at startup"; }
+    if "$BIN/loadgen" --url "http://127.0.0.1:$port/healthz" --once --timeout 1 >/dev/null 2>&1; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  cat "$WORK/$name.log" >&2
+  die "$name did not become ready on 127.0.0.1:$port"
+}
+
+stop_servers() { cleanup; }
+
+# CPU ticks (utime + stime, fields 14 and 15) of a whole process.
+cpu_ticks() {
+  local rest
+  rest=$(sed 's/^.*) //' "/proc/$1/stat")
+  # After "(comm) ", field 3 (state) comes first: utime is the 12th word, stime the 13th.
+  awk '{print $12 + $13}' <<<"$rest"
+}
+
+json_field() { sed -n "s/.*\"$1\":\([-0-9.e]*\).*/\1/p" <<<"$2"; }
+
+# Per-case request definitions, filled by the case functions below:
+#   URL_PATH, BODY (file), MODE, CONN, HDRS (array of -H args), CHECKS (array of loadgen args)
+# run_load PORT SECONDS: one loadgen run; prints its JSON line.
+run_load() {
+  local port=$1 secs=$2
+  "${LOAD_PIN[@]}" "$BIN/loadgen" --url "http://127.0.0.1:$port$URL_PATH" --body "$BODY" \
+    "${HDRS[@]}" -c "$CONN" -d "$secs" --mode "$MODE" "${CHECKS[@]}" 2>>"$WORK/loadgen.err"
+}
+
+# rounds CASE NAME:PORT:PID ...: warms each server up, then ROUNDS rounds of A B A B ...
+rounds() {
+  local case=$1
+  shift
+  local s name port pid r t0 t1 out req cpu_us srv_pct
+  for s in "$@"; do
+    IFS=: read -r name port pid <<<"$s"
+    log "case $case: warming up $name (${WARMUP}s)"
+    run_load "$port" "$WARMUP" >/dev/null
+  done
+  for r in $(seq "$ROUNDS"); do
+    for s in "$@"; do
+      IFS=: read -r name port pid <<<"$s"
+      t0=$(cpu_ticks "$pid")
+      out=$(run_load "$port" "$SECS")
+      t1=$(cpu_ticks "$pid")
+      req=$(json_field requests "$out")
+      cpu_us=$(awk -v d=$((t1 - t0)) -v hz="$CLK_TCK" -v n="$req" 'BEGIN{ if (n > 0) printf "%.1f", d * 1e6 / hz / n; else print "nan" }')
+      srv_pct=$(awk -v d=$((t1 - t0)) -v hz="$CLK_TCK" -v s="$(json_field secs "$out")" 'BEGIN{ printf "%.0f", d / hz / s * 100 }')
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$name" "$r" \
+        "$(json_field rps "$out")" "$(json_field p50_ms "$out")" "$(json_field p99_ms "$out")" \
+        "$cpu_us" "$req" "$(json_field errors "$out")" "$srv_pct" "$(json_field client_cpu_pct "$out")" >>"$RESULTS"
+      log "case $case round $r/$ROUNDS $name: $out cpu_us_per_req=$cpu_us server_cpu=${srv_pct}%"
+    done
+  done
+}
+
+A2A_HDRS=(-H 'A2A-Version: 1.0' -H 'Content-Type: application/json')
+E2A_ECHO_BODY=$WORK/e2a-echo-request.json
+printf '%s\n' '{"method":"chat.send","params":{"query":"hello"}}' >"$E2A_ECHO_BODY"
+# {{n}}: loadgen puts a run-unique counter there, so no two requests share a messageId.
+A2A_SEND_BODY=$WORK/a2a-send.json
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"bench-{{n}}","role":"ROLE_USER","parts":[{"text":"hello"}]}}}' >"$A2A_SEND_BODY"
+A2A_STREAM_BODY=$WORK/a2a-stream.json
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"bench-{{n}}","role":"ROLE_USER","parts":[{"text":"hello"}]}}}' >"$A2A_STREAM_BODY"
+
+# capture PORT OUTFILE: one request of the current definition; its body to OUTFILE.
+capture() {
+  "$BIN/loadgen" --url "http://127.0.0.1:$1$URL_PATH" --body "$BODY" "${HDRS[@]}" --once >"$2" 2>>"$WORK/capture.err" ||
+    die "capturing a response from 127.0.0.1:$1$URL_PATH failed: $(tail -1 "$WORK/capture.err") $(head -c 300 "$2")"
+}
+
+# --- cases ------------------------------------------------------------------------------------
+case_a() {
+  URL_PATH=/a2a BODY=$A2A_SEND_BODY MODE=json CONN=$CONNS
+  HDRS=("${A2A_HDRS[@]}")
+  CHECKS=(--expect 'You said: hello' --reject '"error"')
+  local p=$BASE_PORT
+  start_server e2a-memory $((p + 1)) "$E2A_BIN" serve --bind "127.0.0.1:$((p + 1))" --a2a --store memory --agent echo
+  local m=$SPID
+  capture $((p + 1)) "$WORK/a2a-send-response.json"
+  start_server e2a-sqlite $((p + 2)) "$E2A_BIN" serve --bind "127.0.0.1:$((p + 2))" --a2a --store "sqlite:$WORK/tasks.db" --agent echo
+  local s=$SPID
+  start_server peer-a2a $((p + 3)) "$BIN/peer-a2a" $((p + 3))
+  local q=$SPID
+  start_server bare-axum $((p + 4)) "$BIN/bare-axum" $((p + 4)) --a2a-body "$WORK/a2a-send-response.json"
+  local b=$SPID
+  rounds a "e2a-memory:$((p + 1)):$m" "e2a-sqlite:$((p + 2)):$s" "peer-a2a:$((p + 3)):$q" "bare-axum:$((p + 4)):$b"
+  stop_servers
+}
+
+case_b() {
+  URL_PATH=/v1/e2a/requests BODY=$E2A_ECHO_BODY MODE=json CONN=$CONNS
+  HDRS=(-H 'Accept: application/json' -H 'Content-Type: application/json')
+  CHECKS=(--expect 'You said: hello')
+  local p=$((BASE_PORT + 10))
+  start_server e2a $((p + 1)) "$E2A_BIN" serve --bind "127.0.0.1:$((p + 1))" --agent echo
+  local e=$SPID
+  capture $((p + 1)) "$WORK/e2a-echo-response.json"
+  start_server bare-axum $((p + 2)) "$BIN/bare-axum" $((p + 2)) --e2a-body "$WORK/e2a-echo-response.json"
+  local b=$SPID
+  rounds b "e2a:$((p + 1)):$e" "bare-axum:$((p + 2)):$b"
+  stop_servers
+}
+
+case_c() {
+  URL_PATH=/v1/e2a/requests BODY=$E2A_ECHO_BODY MODE=sse CONN=1
+  HDRS=(-H 'Accept: text/event-stream' -H 'Content-Type: application/json')
+  CHECKS=(--expect 'You said: hello')
+  local p=$((BASE_PORT + 20))
+  start_server e2a $((p + 1)) "$E2A_BIN" serve --bind "127.0.0.1:$((p + 1))" --agent echo
+  capture $((p + 1)) "$WORK/e2a-echo-sse-response.txt"
+  rounds c "e2a:$((p + 1)):$SPID"
+  stop_servers
+}
+
+case_d() {
+  URL_PATH=/a2a BODY=$A2A_STREAM_BODY MODE=sse CONN=$CONNS
+  HDRS=("${A2A_HDRS[@]}" -H 'Accept: text/event-stream')
+  CHECKS=(--expect 'You said: hello' --reject '"error"')
+  local p=$((BASE_PORT + 30))
+  start_server e2a-memory $((p + 1)) "$E2A_BIN" serve --bind "127.0.0.1:$((p + 1))" --a2a --store memory --agent echo
+  local m=$SPID
+  capture $((p + 1)) "$WORK/a2a-stream-response.txt"
+  start_server peer-a2a $((p + 2)) "$BIN/peer-a2a" $((p + 2))
+  local q=$SPID
+  capture $((p + 2)) "$WORK/a2a-stream-peer-response.txt"
+  rounds d "e2a-memory:$((p + 1)):$m" "peer-a2a:$((p + 2)):$q"
+  stop_servers
+}
+
+# --- run --------------------------------------------------------------------------------------
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+DATE_START=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+E2A_VERSION=$("$E2A_BIN" --version 2>/dev/null || echo unknown)
+log "work dir: $WORK; $PIN_NOTE; load average $LOAD_START"
+IFS=, read -ra WANT <<<"$CASES"
+for c in "${WANT[@]}"; do
+  case $c in
+    a | b | c | d) "case_$c" ;;
+    *) die "unknown case $c (a, b, c or d)" ;;
+  esac
+done
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# --- report -----------------------------------------------------------------------------------
+report() {
+  cat <<EOF
+Machine: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(uname -sr);
+$PIN_NOTE. Date: $DATE_START. Load average (1/5/15 min) at start: $LOAD_START, at end: $LOAD_END.
+$E2A_VERSION ($E2A_BIN); ROUNDS=$ROUNDS x SECS=$SECS s per server, WARMUP=$WARMUP s, CONNS=$CONNS.
+Medians over rounds; each column's median is taken on its own.
+
+| case | server | req/s | p50 ms | p99 ms | CPU µs/req | server CPU % | loadgen CPU % | errors | req/s vs ref | CPU/req vs ref |
+| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+EOF
+  awk -F'\t' '
+    function median(key, col,   n, i, j, t, a) {
+      n = cnt[key]
+      for (i = 1; i <= n; i++) a[i] = v[key, i, col] + 0
+      for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+      if (n % 2) return a[(n + 1) / 2]
+      return (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    {
+      key = $1 SUBSEP $2
+      if (!(key in cnt)) { order[++nk] = key; cnt[key] = 0 }
+      cnt[key]++
+      for (c = 4; c <= 11; c++) v[key, cnt[key], c] = $c
+      errs[key] += $9
+    }
+    END {
+      ref["a"] = "peer-a2a"; ref["b"] = "bare-axum"; ref["d"] = "peer-a2a"
+      desc["a"] = "a. A2A SendMessage"; desc["b"] = "b. E2A JSON echo"
+      desc["c"] = "c. E2A SSE, 1 conn"; desc["d"] = "d. A2A SendStreamingMessage"
+      for (k = 1; k <= nk; k++) {
+        split(order[k], kc, SUBSEP)
+        cs = kc[1]; sv = kc[2]; key = order[k]
+        rps = median(key, 4); cpu = median(key, 7)
+        rr = "–"; cr = "–"
+        rk = cs SUBSEP ref[cs]
+        if ((cs in ref) && (rk in cnt)) {
+          if (sv == ref[cs]) { rr = "ref"; cr = "ref" }
+          else {
+            r0 = median(rk, 4); c0 = median(rk, 7)
+            if (r0 > 0) rr = sprintf("%.2fx", rps / r0)
+            if (c0 > 0) cr = sprintf("%.2fx", cpu / c0)
+          }
+        }
+        printf "| %s | %s | %.0f | %.3f | %.3f | %.1f | %.0f | %.0f | %d | %s | %s |\n", \
+          desc[cs], sv, rps, median(key, 5), median(key, 6), cpu, median(key, 10), median(key, 11), errs[key], rr, cr
+      }
+    }' "$RESULTS"
+  cat <<EOF
+
+References: a and d against peer-a2a (a2a-server-lf 0.5.3), b against bare-axum (fixed bytes).
+"req/s vs ref" above 1 is faster than the reference; "CPU/req vs ref" above 1 costs more CPU per
+request. Errors are summed over all rounds. Raw rounds: $RESULTS
+EOF
+}
+REPORT=$(report)
+printf '%s\n' "$REPORT"
+if [[ -n ${OUT:-} ]]; then printf '%s\n' "$REPORT" >"$OUT"; fi
+if [[ -s $WORK/loadgen.err ]]; then
+  log "load generator reported errors (first lines of $WORK/loadgen.err):"
+  head -5 "$WORK/loadgen.err" >&2
+fi
