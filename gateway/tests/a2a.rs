@@ -1004,3 +1004,48 @@ async fn at_capacity_runs_and_subscribers_get_503_with_retry_after_on_both_bindi
     }
     assert!(ok, "the slot of a gone subscriber is given back");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_appends_committed_together_keep_each_task_in_order_and_fail_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(SqliteStore::open(&dir.path().join("tasks.db")).expect("open"));
+    // 20 tasks × 10 events, all at once: the writer commits them in groups
+    let mut writes = Vec::new();
+    for t in 0..20 {
+        let store = store.clone();
+        writes.push(tokio::spawn(async move {
+            for i in 0..10 {
+                let rec = record(&format!("t{t}"), None, "c", "TASK_STATE_WORKING", i);
+                let seq = store.append(rec, json!({"i": i}), i % 3 == 0).await.expect("append");
+                assert_eq!(seq, u64::try_from(i + 1).expect("seq"));
+            }
+        }));
+    }
+    // a write that fails (a frame sequence no column holds) fails alone
+    let bad = store.append_frames(
+        "k",
+        "r",
+        Some(e2a_gateway::store::RunHead {
+            request: "{}".into(),
+            holder: "h".into(),
+            lease: Duration::from_secs(1),
+        }),
+        vec![e2a_gateway::store::StoredFrame {
+            seq: u64::MAX,
+            frame: "{}".into(),
+            is_final: false,
+        }],
+    );
+    assert!(bad.await.is_err());
+    for w in writes {
+        w.await.expect("join");
+    }
+    for t in 0..20 {
+        let events = store.events_after(&format!("t{t}"), 0).await.expect("events");
+        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=10).collect::<Vec<u64>>());
+        assert_eq!(events[9].event, json!({"i": 9}));
+    }
+    // the failed write left nothing behind
+    assert_eq!(store.run_after("k", None).await.expect("read"), None);
+}

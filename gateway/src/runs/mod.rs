@@ -194,28 +194,39 @@ impl Runs {
     }
 
     fn ended(&self, id: u64, key: ConversationKey, bytes: usize) {
-        let mut inner = self.inner.lock();
-        inner.live.remove(&id);
-        inner.ended.push_back((id, key, Instant::now(), bytes));
-        inner.ended_bytes = inner.ended_bytes.saturating_add(bytes);
-        self.prune(&mut inner);
+        let forgotten = {
+            let mut inner = self.inner.lock();
+            inner.live.remove(&id);
+            inner.ended.push_back((id, key, Instant::now(), bytes));
+            inner.ended_bytes = inner.ended_bytes.saturating_add(bytes);
+            self.prune(&mut inner)
+        };
+        // freed outside the lock
+        drop(forgotten);
     }
 
     /// Forgets ended runs past the retention window, beyond the count or beyond the bytes
-    /// (oldest first). Runs end in order, so the queue is sorted by end time: no timer per run
-    /// is needed.
-    fn prune(&self, inner: &mut Inner) {
+    /// (oldest first); returns them, to be freed once the lock is released. Runs end in order,
+    /// so the queue is sorted by end time: no timer per run is needed.
+    fn prune(&self, inner: &mut Inner) -> Vec<Arc<Run>> {
         let r = self.retention;
-        while let Some((id, key, at, bytes)) = inner.ended.front().cloned() {
+        let mut forgotten = Vec::new();
+        while let Some((id, _, at, bytes)) = inner.ended.front() {
             if inner.ended.len() <= r.count && inner.ended_bytes <= r.bytes && at.elapsed() < r.time {
                 break;
             }
-            inner.ended.pop_front();
+            let (id, bytes) = (*id, *bytes);
+            let Some((_, key, _, _)) = inner.ended.pop_front() else {
+                break;
+            };
             inner.ended_bytes = inner.ended_bytes.saturating_sub(bytes);
             if inner.by_key.get(&key).is_some_and(|(i, _)| *i == id) {
-                inner.by_key.remove(&key);
+                if let Some((_, run)) = inner.by_key.remove(&key) {
+                    forgotten.push(run);
+                }
             }
         }
+        forgotten
     }
 
     /// A reader of run `key` from after `after`: the run in this gateway's memory (live, or
@@ -226,11 +237,12 @@ impl Runs {
         key: &ConversationKey,
         after: Option<u64>,
     ) -> Result<Option<Subscription>, StoreError> {
-        let local = {
+        let (local, forgotten) = {
             let mut inner = self.inner.lock();
-            self.prune(&mut inner);
-            inner.by_key.get(key).map(|(_, r)| r.clone())
+            let forgotten = self.prune(&mut inner);
+            (inner.by_key.get(key).map(|(_, r)| r.clone()), forgotten)
         };
+        drop(forgotten);
         if let Some(run) = local {
             return Ok(Some(run.subscribe(after)));
         }

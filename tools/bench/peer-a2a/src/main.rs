@@ -7,28 +7,40 @@
 //! - `GET /healthz`: `ok` (for the harness's readiness poll).
 //!
 //! Tasks live in the framework's `InMemoryTaskStore`. The executor answers each message with
-//! the user's text, `You said: <text>`, using the fewest events that make a completed task with
-//! the reply in it: one artifact update carrying the reply, then a COMPLETED status update.
-//! (The framework itself records the task as SUBMITTED, with the user's message in its
-//! history, before the executor runs.) `SendMessage` therefore returns the stored task, with
-//! its artifact and history; `SendStreamingMessage` streams those two events as SSE.
+//! the user's text, `You said: <text>`. With `--events minimal` (the default) it uses the
+//! fewest events that make a completed task with the reply in it: one artifact update carrying
+//! the reply, then a COMPLETED status update. (The framework itself records the task as
+//! SUBMITTED, with the user's message in its history, before the executor runs.) `SendMessage`
+//! therefore returns the stored task, with its artifact and history; `SendStreamingMessage`
+//! streams those two events as SSE.
+//!
+//! `--events mirror` sends instead the same sequence the e2a gateway's A2A binding makes of its
+//! `echo` agent, so that both servers do comparable work per request: WORKING, three WORKING
+//! updates carrying the agent's reasoning, tool call and tool result messages, the reply as
+//! four artifact chunks (`You `, `said: `, `hello`, and an empty last chunk), then COMPLETED
+//! with the reply as its message (nine events).
 //!
 //! Like the gateway, the framework requires the `A2A-Version: 1.0` header (an absent header
 //! means 0.3 and is refused).
 //!
-//! Usage: `peer-a2a PORT`; listens on 127.0.0.1:PORT.
+//! Usage: `peer-a2a PORT [--events minimal|mirror]`; listens on 127.0.0.1:PORT.
 
 use std::sync::Arc;
 
+use std::collections::HashMap;
+
 use a2a::{
-    new_artifact_id, A2AError, Artifact, Part, PartContent, StreamResponse, TaskArtifactUpdateEvent,
-    TaskState, TaskStatus, TaskStatusUpdateEvent,
+    new_artifact_id, A2AError, Artifact, Message, Part, PartContent, Role, StreamResponse,
+    TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext, InMemoryTaskStore};
 use axum::serve::ListenerExt;
 use futures::stream::{self, BoxStream, StreamExt};
+use serde_json::json;
 
-struct EchoExecutor;
+struct EchoExecutor {
+    mirror: bool,
+}
 
 /// The text parts of the user's message, joined.
 fn user_text(ctx: &ExecutorContext) -> String {
@@ -46,82 +58,135 @@ fn user_text(ctx: &ExecutorContext) -> String {
         .join("")
 }
 
+fn status(task_id: &str, context_id: &str, state: TaskState, message: Option<Message>) -> StreamResponse {
+    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: task_id.into(),
+        context_id: context_id.into(),
+        status: TaskStatus {
+            state,
+            message,
+            timestamp: None,
+        },
+        metadata: None,
+    })
+}
+
+fn artifact(task_id: &str, context_id: &str, artifact_id: &str, text: &str, append: Option<bool>, last: bool) -> StreamResponse {
+    StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+        task_id: task_id.into(),
+        context_id: context_id.into(),
+        artifact: Artifact {
+            artifact_id: artifact_id.into(),
+            name: append.map(|_| "output".to_string()),
+            description: None,
+            parts: vec![Part::text(text)],
+            metadata: None,
+            extensions: None,
+        },
+        append,
+        last_chunk: Some(last),
+        metadata: None,
+    })
+}
+
+/// An agent message of the task, with `metadata` (an object) if not null.
+fn agent_message(task_id: &str, context_id: &str, part: Part, metadata: serde_json::Value) -> Message {
+    let mut m = Message::new(Role::Agent, vec![part]);
+    m.task_id = Some(task_id.into());
+    m.context_id = Some(context_id.into());
+    if let serde_json::Value::Object(o) = metadata {
+        m.metadata = Some(o.into_iter().collect::<HashMap<_, _>>());
+    }
+    m
+}
+
 impl AgentExecutor for EchoExecutor {
     fn execute(&self, ctx: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
-        let reply = format!("You said: {}", user_text(&ctx));
-        let (task_id, context_id) = ctx.task_info();
-        let artifact = StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
-            task_id: task_id.clone(),
-            context_id: context_id.clone(),
-            artifact: Artifact {
-                artifact_id: new_artifact_id(),
-                name: None,
-                description: None,
-                parts: vec![Part::text(reply)],
-                metadata: None,
-                extensions: None,
-            },
-            append: None,
-            last_chunk: Some(true),
-            metadata: None,
-        });
-        let done = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-            task_id,
-            context_id,
-            status: TaskStatus {
-                state: TaskState::Completed,
-                message: None,
-                timestamp: None,
-            },
-            metadata: None,
-        });
-        stream::iter([Ok(artifact), Ok(done)]).boxed()
+        let prompt = user_text(&ctx);
+        let reply = format!("You said: {prompt}");
+        let (t, c) = ctx.task_info();
+        if !self.mirror {
+            let events = [
+                artifact(&t, &c, &new_artifact_id(), &reply, None, true),
+                status(&t, &c, TaskState::Completed, None),
+            ];
+            return stream::iter(events.map(Ok)).boxed();
+        }
+        let working = |part: Part, metadata: serde_json::Value| {
+            status(&t, &c, TaskState::Working, Some(agent_message(&t, &c, part, metadata)))
+        };
+        let art = format!("{t}-output");
+        let mut events = vec![
+            status(&t, &c, TaskState::Working, None),
+            working(
+                Part::text("The user said something; echo it back."),
+                json!({"e2a_delta_kind": "reasoning"}),
+            ),
+            working(
+                Part::data(json!({"tool_call": {"arguments": {"text": prompt}, "name": "echo",
+                    "status": "in_progress", "tool_call_id": "echo-1"}})),
+                json!({"e2a_chunk": {"event_type": "chat.tool_call"}, "e2a_delta_kind": "tool"}),
+            ),
+            working(
+                Part::data(json!({"result": {"length": prompt.chars().count()}, "status": "completed",
+                    "tool_call_id": "echo-1"})),
+                json!({"e2a_chunk": {"event_type": "chat.tool_result"}, "e2a_delta_kind": "tool"}),
+            ),
+        ];
+        let words: Vec<&str> = reply.split(' ').collect();
+        for (i, w) in words.iter().enumerate() {
+            let piece = if i + 1 < words.len() { format!("{w} ") } else { (*w).to_string() };
+            events.push(artifact(&t, &c, &art, &piece, Some(i > 0), false));
+        }
+        events.push(artifact(&t, &c, &art, "", Some(true), true));
+        let done = agent_message(&t, &c, Part::text(reply), serde_json::Value::Null);
+        events.push(status(&t, &c, TaskState::Completed, Some(done)));
+        stream::iter(events.into_iter().map(Ok)).boxed()
     }
 
     fn cancel(&self, ctx: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
-        let (task_id, context_id) = ctx.task_info();
-        let canceled = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-            task_id,
-            context_id,
-            status: TaskStatus {
-                state: TaskState::Canceled,
-                message: None,
-                timestamp: None,
-            },
-            metadata: None,
-        });
-        stream::iter([Ok(canceled)]).boxed()
+        let (t, c) = ctx.task_info();
+        stream::iter([Ok(status(&t, &c, TaskState::Canceled, None))]).boxed()
     }
 }
 
 fn main() {
-    let port: u16 = match std::env::args().nth(1).map(|p| p.parse()) {
-        Some(Ok(p)) => p,
-        _ => {
-            eprintln!("usage: peer-a2a PORT");
-            std::process::exit(2);
+    let mut port: Option<u16> = None;
+    let mut mirror = false;
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--events" => match it.next().as_deref() {
+                Some("minimal") => mirror = false,
+                Some("mirror") => mirror = true,
+                _ => die("--events: minimal or mirror"),
+            },
+            p if port.is_none() => port = Some(p.parse().unwrap_or_else(|_| die("PORT must be a number"))),
+            other => die(&format!("unknown argument {other:?}")),
         }
-    };
+    }
+    let port = port.unwrap_or_else(|| die("usage: peer-a2a PORT [--events minimal|mirror]"));
     // Worker threads: tokio's default, the CPUs this process may run on (1 under `taskset -c 1`),
     // as for the gateway.
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     rt.block_on(async move {
-        let handler = Arc::new(DefaultRequestHandler::new(EchoExecutor, InMemoryTaskStore::new()));
+        let handler = Arc::new(DefaultRequestHandler::new(EchoExecutor { mirror }, InMemoryTaskStore::new()));
         let app = axum::Router::new()
             .nest("/a2a", a2a_server::jsonrpc::jsonrpc_router(handler.clone()))
             .merge(a2a_server::rest::rest_router(handler))
             .route("/healthz", axum::routing::get(|| async { "ok" }));
-        let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("peer-a2a: cannot listen on 127.0.0.1:{port}: {e}");
-                std::process::exit(2);
-            }
-        };
-        eprintln!("peer-a2a listening on http://{}", listener.local_addr().expect("addr"));
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap_or_else(|e| die(&format!("cannot listen on 127.0.0.1:{port}: {e}")));
+        eprintln!("peer-a2a ({}) listening on http://{}", if mirror { "mirror" } else { "minimal" }, listener.local_addr().expect("addr"));
         let listener = listener.tap_io(|tcp| {
             let _ = tcp.set_nodelay(true);
         });
         axum::serve(listener, app).await.expect("serve");
     });
+}
+
+fn die(msg: &str) -> ! {
+    eprintln!("peer-a2a: {msg}");
+    std::process::exit(2);
 }

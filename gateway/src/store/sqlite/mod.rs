@@ -1,6 +1,9 @@
 //! The embedded SQLite [`TaskStore`] (`rusqlite`, SQLite bundled): tasks and their event logs
-//! in one file, in WAL mode, each append one transaction — a gateway killed at any point
-//! restarts on the same file with every event it had acknowledged.
+//! in one file, in WAL mode, each append committed before it is acknowledged — a gateway killed at any point
+//! restarts on the same file with every event it had acknowledged. Writes go through one
+//! writer thread that commits what is queued together ([`writer`]).
+
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -57,6 +60,8 @@ CREATE TABLE IF NOT EXISTS e2a_run_frames (
 #[derive(Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
+    /// Every write goes through the one writer (group commit).
+    writer: std::sync::mpsc::Sender<writer::Job>,
     path: PathBuf,
 }
 
@@ -100,10 +105,26 @@ impl SqliteStore {
             )
             .map_err(backend)?;
         }
+        let conn = Arc::new(Mutex::new(conn));
         Ok(SqliteStore {
-            conn: Arc::new(Mutex::new(conn)),
+            writer: writer::start(conn.clone())?,
+            conn,
             path,
         })
+    }
+
+    /// Runs write `f` on the writer, committed with the writes queued beside it.
+    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (job, done) = writer::Job::new(f);
+        self.writer
+            .send(job)
+            .map_err(|_| StoreError::Backend("the task store's writer stopped".into()))?;
+        done.await
+            .map_err(|_| StoreError::Backend("the task store could not write".into()))?
     }
 
     async fn with<T, F>(&self, f: F) -> Result<T, StoreError>
@@ -173,8 +194,7 @@ impl TaskStore for SqliteStore {
     }
 
     fn append(&self, record: TaskRecord, event: Value, snapshot: bool) -> BoxFuture<'_, Result<u64, StoreError>> {
-        Box::pin(self.with(move |c| {
-            let tx = c.transaction().map_err(backend)?;
+        Box::pin(self.write(move |tx| {
             let last: Option<i64> = tx
                 .prepare_cached("SELECT last_seq FROM a2a_tasks WHERE id = ?1")
                 .map_err(backend)?
@@ -213,7 +233,6 @@ impl TaskStore for SqliteStore {
                 .map_err(backend)?
                 .execute(params![record.id, seq, event.to_string()])
                 .map_err(backend)?;
-            tx.commit().map_err(backend)?;
             Ok(u64::try_from(seq).unwrap_or(0))
         }))
     }
@@ -287,7 +306,7 @@ impl TaskStore for SqliteStore {
     }
 
     fn prune_tasks(&self, older_than: std::time::Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
-        Box::pin(self.with(move |c| {
+        Box::pin(self.write(move |tx| {
             let before = super::now_ms().saturating_sub(super::millis(older_than));
             let keep = i64::try_from(keep).unwrap_or(i64::MAX);
             let finished = super::finished_states_sql();
@@ -295,7 +314,6 @@ impl TaskStore for SqliteStore {
                 "SELECT id FROM a2a_tasks WHERE state IN ({finished}) AND (updated_ms < ?1 OR id NOT IN
                    (SELECT id FROM a2a_tasks WHERE state IN ({finished}) ORDER BY updated_ms DESC LIMIT ?2))"
             );
-            let tx = c.transaction().map_err(backend)?;
             tx.execute(
                 &format!("DELETE FROM a2a_task_events WHERE task_id IN ({gone})"),
                 params![before, keep],
@@ -307,7 +325,6 @@ impl TaskStore for SqliteStore {
                     params![before, keep],
                 )
                 .map_err(backend)?;
-            tx.commit().map_err(backend)?;
             Ok(u64::try_from(n).unwrap_or(0))
         }))
     }
@@ -324,10 +341,9 @@ impl TaskStore for SqliteStore {
         frames: Vec<StoredFrame>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let (key, run) = (key.to_string(), run.to_string());
-        Box::pin(self.with(move |c| {
+        Box::pin(self.write(move |tx| {
             let now = super::now_ms();
             let ended = frames.iter().any(|f| f.is_final);
-            let tx = c.transaction().map_err(backend)?;
             if let Some(head) = head {
                 tx.prepare_cached("DELETE FROM e2a_run_frames WHERE run = (SELECT run FROM e2a_runs WHERE key = ?1)")
                     .map_err(backend)?
@@ -364,7 +380,7 @@ impl TaskStore for SqliteStore {
                         .map_err(backend)?;
                 }
             }
-            tx.commit().map_err(backend)
+            Ok(())
         }))
     }
 
@@ -416,9 +432,8 @@ impl TaskStore for SqliteStore {
         lease: std::time::Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let holder = holder.to_string();
-        Box::pin(self.with(move |c| {
+        Box::pin(self.write(move |tx| {
             let until = super::now_ms().saturating_add(super::millis(lease));
-            let tx = c.transaction().map_err(backend)?;
             {
                 let mut update = tx
                     .prepare_cached("UPDATE e2a_runs SET until_ms = ?3 WHERE key = ?1 AND holder = ?2")
@@ -427,16 +442,15 @@ impl TaskStore for SqliteStore {
                     update.execute(params![key, holder, until]).map_err(backend)?;
                 }
             }
-            tx.commit().map_err(backend)
+            Ok(())
         }))
     }
 
     fn prune_runs(&self, older_than: std::time::Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
-        Box::pin(self.with(move |c| {
+        Box::pin(self.write(move |tx| {
             let now = super::now_ms();
             let before_ms = now.saturating_sub(super::millis(older_than));
             let keep = i64::try_from(keep).unwrap_or(i64::MAX);
-            let tx = c.transaction().map_err(backend)?;
             let gone = "SELECT run FROM e2a_runs WHERE (ended OR until_ms < ?3)
                         AND (updated_ms < ?1 OR key NOT IN (SELECT key FROM e2a_runs ORDER BY updated_ms DESC LIMIT ?2))";
             tx.execute(
@@ -450,7 +464,6 @@ impl TaskStore for SqliteStore {
                     params![before_ms, keep, now],
                 )
                 .map_err(backend)?;
-            tx.commit().map_err(backend)?;
             Ok(u64::try_from(n).unwrap_or(0))
         }))
     }
