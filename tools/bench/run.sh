@@ -186,9 +186,12 @@ case_a() {
   local s=$SPID
   start_server peer-a2a $((p + 3)) "$BIN/peer-a2a" $((p + 3))
   local q=$SPID
-  start_server bare-axum $((p + 4)) "$BIN/bare-axum" $((p + 4)) --a2a-body "$WORK/a2a-send-response.json"
+  start_server peer-a2a-mirror $((p + 4)) "$BIN/peer-a2a" $((p + 4)) --events mirror
+  local r=$SPID
+  start_server bare-axum $((p + 5)) "$BIN/bare-axum" $((p + 5)) --a2a-body "$WORK/a2a-send-response.json"
   local b=$SPID
-  rounds a "e2a-memory:$((p + 1)):$m" "e2a-sqlite:$((p + 2)):$s" "peer-a2a:$((p + 3)):$q" "bare-axum:$((p + 4)):$b"
+  rounds a "e2a-memory:$((p + 1)):$m" "e2a-sqlite:$((p + 2)):$s" "peer-a2a:$((p + 3)):$q" \
+    "peer-a2a-mirror:$((p + 4)):$r" "bare-axum:$((p + 5)):$b"
   stop_servers
 }
 
@@ -228,7 +231,10 @@ case_d() {
   start_server peer-a2a $((p + 2)) "$BIN/peer-a2a" $((p + 2))
   local q=$SPID
   capture $((p + 2)) "$WORK/a2a-stream-peer-response.txt"
-  rounds d "e2a-memory:$((p + 1)):$m" "peer-a2a:$((p + 2)):$q"
+  start_server peer-a2a-mirror $((p + 3)) "$BIN/peer-a2a" $((p + 3)) --events mirror
+  local r=$SPID
+  capture $((p + 3)) "$WORK/a2a-stream-peer-mirror-response.txt"
+  rounds d "e2a-memory:$((p + 1)):$m" "peer-a2a:$((p + 2)):$q" "peer-a2a-mirror:$((p + 3)):$r"
   stop_servers
 }
 

@@ -22,9 +22,12 @@ pub(super) struct Job {
     run: Box<dyn FnOnce(&Connection) -> Done + Send>,
 }
 
+/// Tells a write the transaction's outcome (`Some(error)` when it did not commit).
+type Finish = Box<dyn FnOnce(Option<&str>) + Send>;
+
 struct Done {
     ok: bool,
-    finish: Box<dyn FnOnce(Option<&str>) + Send>,
+    finish: Finish,
 }
 
 impl Job {
