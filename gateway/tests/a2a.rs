@@ -1049,3 +1049,21 @@ async fn sqlite_appends_committed_together_keep_each_task_in_order_and_fail_alon
     // the failed write left nothing behind
     assert_eq!(store.run_after("k", None).await.expect("read"), None);
 }
+
+#[tokio::test]
+async fn a_message_of_too_many_parts_is_refused_naming_the_parts() {
+    let s = plain().await;
+    let parts: Vec<Value> = (0..1_001).map(|_| json!({"text": "x"})).collect();
+    let p = json!({"message": {"messageId": "m-many", "role": "ROLE_USER", "parts": parts}});
+    let v = rpc(&s.base, "SendMessage", p).await;
+    assert_eq!(code(&v), -32602, "{v}");
+    let message = v["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("params.message.parts") && message.contains("1000"),
+        "{message}"
+    );
+    // the limit itself is accepted
+    let parts: Vec<Value> = (0..1_000).map(|_| json!({"text": "x"})).collect();
+    let p = json!({"message": {"messageId": "m-enough", "role": "ROLE_USER", "parts": parts}});
+    assert!(rpc(&s.base, "SendMessage", p).await["result"].is_object());
+}

@@ -184,6 +184,19 @@ impl TaskService {
         } else {
             "SendMessage"
         };
+        let parts = p
+            .params
+            .get("message")
+            .and_then(|m| m.get("parts"))
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        if parts > self.config.max_parts {
+            // refused before anything copies it
+            return Err(A2aError::invalid_params(format!(
+                "params.message.parts: {parts} parts; at most {} are accepted",
+                self.config.max_parts
+            )));
+        }
         let request = json!({"jsonrpc": "2.0", "id": p.id, "method": method, "params": p.params});
         let mut env =
             envelope_from_request(&request, &p.headers).map_err(|e| A2aError::invalid_params(e.to_string()))?;
@@ -222,7 +235,7 @@ impl TaskService {
 
         let ctx = admission.ctx.clone();
         let live = self.claim(&task_id, existing.is_some(), &ctx.cancel).await?;
-        let mut frames = admission.run(env.clone());
+        let mut frames = admission.run(env);
         let permit = admission.into_permit();
 
         // a new task whose agent answers with a message first: a direct reply, no task

@@ -92,6 +92,9 @@ pub struct A2aConfig {
     pub task_retention: std::time::Duration,
     /// Most finished tasks kept (the least recently updated go first).
     pub max_finished_tasks: usize,
+    /// Most parts in one message (a message of many tiny parts costs far more in memory than
+    /// its bytes).
+    pub max_parts: usize,
 }
 
 impl Default for A2aConfig {
@@ -105,6 +108,7 @@ impl Default for A2aConfig {
             blocking_timeout: std::time::Duration::from_secs(600),
             task_retention: std::time::Duration::from_secs(7 * 24 * 3600),
             max_finished_tasks: 100_000,
+            max_parts: 1_000,
         }
     }
 }

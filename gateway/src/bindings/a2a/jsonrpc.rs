@@ -45,12 +45,12 @@ struct Call {
 
 /// Decodes a JSON-RPC request; an error carries the id to answer it with (null before the id
 /// is known).
-fn decode(request: &Value) -> Result<Call, (Value, A2aError)> {
+fn decode(request: Value) -> Result<Call, (Value, A2aError)> {
     let invalid = |id: &Value, m: &str| (id.clone(), A2aError::new(A2aErrorKind::InvalidRequest, m));
     let null = Value::Null;
-    let obj = request
-        .as_object()
-        .ok_or_else(|| invalid(&null, "the request must be a JSON-RPC request object"))?;
+    let Value::Object(mut obj) = request else {
+        return Err(invalid(&null, "the request must be a JSON-RPC request object"));
+    };
     let id = obj.get("id").cloned().unwrap_or(Value::Null);
     if !(id.is_string() || id.is_number() || id.is_null()) {
         return Err(invalid(&null, "id must be a string, a number or null"));
@@ -61,11 +61,12 @@ fn decode(request: &Value) -> Result<Call, (Value, A2aError)> {
     let method = obj
         .get("method")
         .and_then(Value::as_str)
-        .ok_or_else(|| invalid(&id, "method must be a string"))?;
-    let params = match obj.get("params") {
+        .ok_or_else(|| invalid(&id, "method must be a string"))?
+        .to_string();
+    let params = match obj.remove("params") {
         None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(p)) => {
-            let mut p = Value::Object(p.clone());
+        Some(mut p @ Value::Object(_)) => {
+            // moved, not copied: a large message is held once
             super::camelize(&mut p);
             match p {
                 Value::Object(p) => p,
@@ -74,7 +75,7 @@ fn decode(request: &Value) -> Result<Call, (Value, A2aError)> {
         }
         Some(_) => return Err((id, A2aError::invalid_params("params must be an object"))),
     };
-    let Some(op) = operation(method) else {
+    let Some(op) = operation(&method) else {
         let e = A2aError::new(A2aErrorKind::MethodNotFound, format!("method {method} not found"));
         return Err((id, e));
     };
@@ -94,7 +95,7 @@ pub(super) async fn handle(
         Ok(v) => v,
         Err(e) => return err(&Value::Null, &A2aError::from(e)),
     };
-    let call = match decode(&request) {
+    let call = match decode(request) {
         Ok(call) => call,
         Err((id, e)) => return err(&id, &e),
     };
