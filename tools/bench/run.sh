@@ -59,7 +59,7 @@ E2A_BIN=$(cd "$(dirname "$E2A_BIN")" && pwd)/$(basename "$E2A_BIN")
 # --- workspace, pinning, cleanup --------------------------------------------------------------
 WORK=$(mktemp -d /tmp/e2a-bench.XXXXXX)
 RESULTS=$WORK/results.tsv
-: >"$RESULTS"
+printf '#case\tserver\tround\trps\tp50_ms\tp99_ms\tcpu_us_per_req\trequests\terrors\tserver_cpu_pct\tloadgen_cpu_pct\tother_load_pct\n' >"$RESULTS"
 PIDS=()
 cleanup() {
   local pid
@@ -120,6 +120,9 @@ cpu_ticks() {
   awk '{print $12 + $13}' <<<"$rest"
 }
 
+# Busy ticks of the whole machine (user + nice + system + steal; not idle, iowait, irq, softirq).
+machine_busy() { awk '/^cpu /{print $2 + $3 + $4 + $9; exit}' /proc/stat; }
+
 json_field() { sed -n "s/.*\"$1\":\([-0-9.e]*\).*/\1/p" <<<"$2"; }
 
 # Per-case request definitions, filled by the case functions below:
@@ -135,7 +138,7 @@ run_load() {
 rounds() {
   local case=$1
   shift
-  local s name port pid r t0 t1 out req cpu_us srv_pct
+  local s name port pid r t0 t1 m0 m1 out req cpu_us srv_pct other_pct
   for s in "$@"; do
     IFS=: read -r name port pid <<<"$s"
     log "case $case: warming up $name (${WARMUP}s)"
@@ -144,16 +147,23 @@ rounds() {
   for r in $(seq "$ROUNDS"); do
     for s in "$@"; do
       IFS=: read -r name port pid <<<"$s"
+      m0=$(machine_busy)
       t0=$(cpu_ticks "$pid")
       out=$(run_load "$port" "$SECS")
       t1=$(cpu_ticks "$pid")
+      m1=$(machine_busy)
       req=$(json_field requests "$out")
       cpu_us=$(awk -v d=$((t1 - t0)) -v hz="$CLK_TCK" -v n="$req" 'BEGIN{ if (n > 0) printf "%.1f", d * 1e6 / hz / n; else print "nan" }')
       srv_pct=$(awk -v d=$((t1 - t0)) -v hz="$CLK_TCK" -v s="$(json_field secs "$out")" 'BEGIN{ printf "%.0f", d / hz / s * 100 }')
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$name" "$r" \
+      # Everything else that ran meanwhile, in % of one core: other processes (a build, say),
+      # steal time, and the kernel's own work outside irq/softirq.
+      other_pct=$(awk -v m=$((m1 - m0)) -v t=$((t1 - t0)) -v c="$(json_field client_cpu_pct "$out")" \
+        -v s="$(json_field secs "$out")" -v hz="$CLK_TCK" 'BEGIN{ o = (m - t) / hz / s * 100 - c; printf "%.0f", (o < 0 ? 0 : o) }')
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$name" "$r" \
         "$(json_field rps "$out")" "$(json_field p50_ms "$out")" "$(json_field p99_ms "$out")" \
-        "$cpu_us" "$req" "$(json_field errors "$out")" "$srv_pct" "$(json_field client_cpu_pct "$out")" >>"$RESULTS"
-      log "case $case round $r/$ROUNDS $name: $out cpu_us_per_req=$cpu_us server_cpu=${srv_pct}%"
+        "$cpu_us" "$req" "$(json_field errors "$out")" "$srv_pct" "$(json_field client_cpu_pct "$out")" \
+        "$other_pct" >>"$RESULTS"
+      log "case $case round $r/$ROUNDS $name: $out cpu_us_per_req=$cpu_us server_cpu=${srv_pct}% other_load=${other_pct}%"
     done
   done
 }
@@ -186,8 +196,10 @@ case_a() {
   local s=$SPID
   start_server peer-a2a $((p + 3)) "$BIN/peer-a2a" $((p + 3))
   local q=$SPID
+  capture $((p + 3)) "$WORK/a2a-send-peer-response.json"
   start_server peer-a2a-mirror $((p + 4)) "$BIN/peer-a2a" $((p + 4)) --events mirror
   local r=$SPID
+  capture $((p + 4)) "$WORK/a2a-send-peer-mirror-response.json"
   start_server bare-axum $((p + 5)) "$BIN/bare-axum" $((p + 5)) --a2a-body "$WORK/a2a-send-response.json"
   local b=$SPID
   rounds a "e2a-memory:$((p + 1)):$m" "e2a-sqlite:$((p + 2)):$s" "peer-a2a:$((p + 3)):$q" \
@@ -253,6 +265,18 @@ done
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- report -----------------------------------------------------------------------------------
+# One response of each kind, as captured before the rounds: its size in bytes.
+sizes() {
+  local f line=""
+  for f in a2a-send-response.json:"a e2a" a2a-send-peer-response.json:"a peer-a2a" \
+    a2a-send-peer-mirror-response.json:"a peer-a2a-mirror" e2a-echo-response.json:"b e2a" \
+    e2a-echo-sse-response.txt:"c e2a" a2a-stream-response.txt:"d e2a" \
+    a2a-stream-peer-response.txt:"d peer-a2a" a2a-stream-peer-mirror-response.txt:"d peer-a2a-mirror"; do
+    [[ -s $WORK/${f%%:*} ]] && line+="${line:+, }${f#*:} $(wc -c <"$WORK/${f%%:*}") B"
+  done
+  [[ -n $line ]] && printf 'Response sizes: %s.\n' "$line"
+  return 0
+}
 report() {
   cat <<EOF
 Machine: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(uname -sr);
@@ -260,8 +284,8 @@ $PIN_NOTE. Date: $DATE_START. Load average (1/5/15 min) at start: $LOAD_START, a
 $E2A_VERSION ($E2A_BIN); ROUNDS=$ROUNDS x SECS=$SECS s per server, WARMUP=$WARMUP s, CONNS=$CONNS.
 Medians over rounds; each column's median is taken on its own.
 
-| case | server | req/s | p50 ms | p99 ms | CPU µs/req | server CPU % | loadgen CPU % | errors | req/s vs ref | CPU/req vs ref |
-| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+| case | server | req/s | p50 ms | p99 ms | CPU µs/req | server CPU % | loadgen CPU % | other load % | errors | req/s vs ref | CPU/req vs ref |
+| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 EOF
   awk -F'\t' '
     function median(key, col,   n, i, j, t, a) {
@@ -271,11 +295,12 @@ EOF
       if (n % 2) return a[(n + 1) / 2]
       return (a[n / 2] + a[n / 2 + 1]) / 2
     }
+    /^#/ { next }
     {
       key = $1 SUBSEP $2
       if (!(key in cnt)) { order[++nk] = key; cnt[key] = 0 }
       cnt[key]++
-      for (c = 4; c <= 11; c++) v[key, cnt[key], c] = $c
+      for (c = 4; c <= 12; c++) v[key, cnt[key], c] = $c
       errs[key] += $9
     }
     END {
@@ -296,15 +321,19 @@ EOF
             if (c0 > 0) cr = sprintf("%.2fx", cpu / c0)
           }
         }
-        printf "| %s | %s | %.0f | %.3f | %.3f | %.1f | %.0f | %.0f | %d | %s | %s |\n", \
-          desc[cs], sv, rps, median(key, 5), median(key, 6), cpu, median(key, 10), median(key, 11), errs[key], rr, cr
+        printf "| %s | %s | %.0f | %.3f | %.3f | %.1f | %.0f | %.0f | %.0f | %d | %s | %s |\n", \
+          desc[cs], sv, rps, median(key, 5), median(key, 6), cpu, median(key, 10), median(key, 11), \
+          median(key, 12), errs[key], rr, cr
       }
     }' "$RESULTS"
   cat <<EOF
+$(sizes)
 
 References: a and d against peer-a2a (a2a-server-lf 0.5.3), b against bare-axum (fixed bytes).
 "req/s vs ref" above 1 is faster than the reference; "CPU/req vs ref" above 1 costs more CPU per
-request. Errors are summed over all rounds. Raw rounds: $RESULTS
+request. "server CPU %" and "loadgen CPU %" are of one core; "other load %" is what else kept
+the machine busy meanwhile (other processes, steal), also in % of one core: rounds with much of
+it are unreliable. Errors are summed over all rounds. Raw rounds: $RESULTS
 EOF
 }
 REPORT=$(report)

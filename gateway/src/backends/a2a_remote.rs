@@ -26,14 +26,14 @@ use e2a::taxonomy::ErrorKind;
 use e2a::{E2AEnvelope, E2AResponse, SecretString};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
 use e2a::a2a::inbound::A2aStreamReader;
 use e2a::types::A2aOperation;
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
-use crate::pipeline::boundary::obj;
+use crate::pipeline::boundary::{details, obj};
 
 /// Where a [`A2aRemoteAgent`] goes and with which credentials.
 #[derive(Debug, Clone)]
@@ -275,11 +275,11 @@ fn remote_error(s: ResponseStream, err: &Value) -> E2AResponse {
     let detail = err.get("message").and_then(Value::as_str).unwrap_or("");
     tracing::warn!(remote_code = %code, detail, "the remote A2A agent answered an error");
     let message = format!("the remote agent failed ({})", kind.mapping().e2a_code);
-    fail(s, kind, &message, json!({"remote_code": code}))
+    fail(s, kind, &message, details(&[("remote_code", code)]))
 }
 
-fn fail(s: ResponseStream, kind: ErrorKind, message: &str, details: Value) -> E2AResponse {
-    s.fail(kind.mapping().e2a_code, message, obj(details))
+fn fail(s: ResponseStream, kind: ErrorKind, message: &str, details: Map<String, Value>) -> E2AResponse {
+    s.fail(kind.mapping().e2a_code, message, details)
 }
 
 /// Sends `CancelTask` for the remote task when a run is dropped before its end (the gateway
@@ -302,39 +302,60 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// Why a run could not start: the error frame's kind, message and details.
+type OpenError = (ErrorKind, String, Map<String, Value>);
+
+impl A2aRemoteAgent {
+    /// Sends the run's `SendStreamingMessage` (after finding the agent's interface): the
+    /// interface and the streaming answer, or why not.
+    async fn open(
+        &self,
+        request: &E2AEnvelope,
+        ctx: &RequestContext,
+    ) -> Result<(Interface, reqwest::Response), OpenError> {
+        let interface = match self.interface.get_or_try_init(|| self.discover()).await {
+            Ok(i) => i.clone(),
+            Err(e) => {
+                tracing::warn!(error = %e, "remote A2A agent unusable");
+                return Err((ErrorKind::AgentError, e, Map::new()));
+            }
+        };
+        let body = json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(),
+            "method": A2aOperation::SendStreamingMessage.as_str(),
+            "params": {"message": self.message_for(request, ctx)}});
+        let sent = tokio::select! {
+            _ = ctx.cancel.cancelled() => {
+                return Err((ErrorKind::Cancelled, "the run was cancelled".into(), Map::new()));
+            }
+            r = self.post(&interface.url, &body, true) => r,
+        };
+        let resp = sent.map_err(|e| (ErrorKind::AgentError, e, Map::new()))?;
+        let status = resp.status();
+        if !status.is_success() {
+            let kind = if status.as_u16() == 401 {
+                ErrorKind::AuthRequired
+            } else {
+                ErrorKind::AgentError
+            };
+            let message = format!("the remote agent answered HTTP {}", status.as_u16());
+            return Err((kind, message, details(&[("http_status", status.as_u16().into())])));
+        }
+        Ok((interface, resp))
+    }
+}
+
 impl Agent for A2aRemoteAgent {
     fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
         let this = self.clone();
         Box::pin(async_stream::stream! {
             let fresh = ResponseStream::for_request(&request);
-            let interface = match this.interface.get_or_try_init(|| this.discover()).await {
-                Ok(i) => i.clone(),
-                Err(e) => {
-                    tracing::warn!(error = %e, "remote A2A agent unusable");
-                    yield fail(fresh, ErrorKind::AgentError, &e, json!({}));
+            let (interface, resp) = match this.open(&request, &ctx).await {
+                Ok(opened) => opened,
+                Err((kind, message, d)) => {
+                    yield fail(fresh, kind, &message, d);
                     return;
                 }
             };
-            let body = json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(),
-                "method": A2aOperation::SendStreamingMessage.as_str(),
-                "params": {"message": this.message_for(&request, &ctx)}});
-            let sent = tokio::select! {
-                _ = ctx.cancel.cancelled() => {
-                    yield fail(fresh, ErrorKind::Cancelled, "the run was cancelled", json!({}));
-                    return;
-                }
-                r = this.post(&interface.url, &body, true) => r,
-            };
-            let resp = match sent {
-                Ok(r) => r,
-                Err(e) => { yield fail(fresh, ErrorKind::AgentError, &e, json!({})); return; }
-            };
-            let status = resp.status();
-            if !status.is_success() {
-                let kind = if status.as_u16() == 401 { ErrorKind::AuthRequired } else { ErrorKind::AgentError };
-                yield fail(fresh, kind, &format!("the remote agent answered HTTP {}", status.as_u16()), json!({"http_status": status.as_u16()}));
-                return;
-            }
             let mut mapper = A2aStreamReader::new(fresh);
             let mut guard = CancelOnDrop { agent: this.clone(), url: interface.url.clone(), task: None, done: false };
             let mut events = resp.bytes_stream().eventsource();
@@ -344,7 +365,7 @@ impl Agent for A2aRemoteAgent {
                         // a well-behaved end: the final frame says why (the drop guard cancels
                         // the remote task)
                         if let Some(s) = mapper.take_stream() {
-                            yield fail(s, ErrorKind::Cancelled, "the run was cancelled", json!({}));
+                            yield fail(s, ErrorKind::Cancelled, "the run was cancelled", Map::new());
                         }
                         return;
                     }
@@ -357,7 +378,7 @@ impl Agent for A2aRemoteAgent {
                     }
                     Some(Err(e)) => {
                         if let Some(s) = mapper.take_stream() {
-                            yield fail(s, ErrorKind::AgentError, &format!("the remote agent's stream broke: {e}"), json!({}));
+                            yield fail(s, ErrorKind::AgentError, &format!("the remote agent's stream broke: {e}"), Map::new());
                         }
                         return;
                     }

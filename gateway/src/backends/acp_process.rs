@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
 use crate::backends::request_text;
 use crate::jsonrpc::{codes, Incoming, NotificationHook, Peer, RpcError};
-use crate::pipeline::boundary::obj;
+use crate::pipeline::boundary::details;
 
 /// Which permission requests of the backend agent may be allowed.
 #[derive(Debug, Clone, Default)]
@@ -418,7 +418,7 @@ impl Agent for AcpProcessAgent {
                         let stop = result.get("stopReason").and_then(Value::as_str).unwrap_or("end_turn");
                         if stop == "cancelled" {
                             let code = ErrorKind::Cancelled.mapping().e2a_code;
-                            yield s.fail(code, "the ACP agent cancelled the turn", obj(json!({"stopReason": stop})));
+                            yield s.fail(code, "the ACP agent cancelled the turn", details(&[("stopReason", stop.into())]));
                         } else {
                             yield s.complete(json!({"content": text, "stopReason": stop}));
                         }
@@ -426,8 +426,8 @@ impl Agent for AcpProcessAgent {
                     }
                     Event::Done(Err(e)) => {
                         tracing::warn!(agent = %this.name(), error = %e, "ACP turn failed");
-                        let details = obj(json!({"acp_code": e.code}));
-                        yield s.fail(agent_error, &format!("the ACP agent failed: {}", e.message), details);
+                        let d = details(&[("acp_code", e.code.into())]);
+                        yield s.fail(agent_error, &format!("the ACP agent failed: {}", e.message), d);
                         return;
                     }
                 }

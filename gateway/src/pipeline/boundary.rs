@@ -15,7 +15,7 @@ use e2a::stream::{ResponseStream, StreamValidator};
 use e2a::taxonomy::ErrorKind;
 use e2a::{E2AEnvelope, E2AResponse};
 use futures_util::{FutureExt, StreamExt};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use crate::agent::{Agent, FrameStream, RequestContext};
@@ -113,127 +113,199 @@ pub fn guard(
     deadlines: Deadlines,
     agent_name: String,
 ) -> FrameStream {
-    let stop = ctx.stop.clone();
     Box::pin(async_stream::stream! {
         let mut agent = agent;
-        let mut validator = StreamValidator::new();
-        let mut next: u64 = 0;
-        let mut held_final: Option<E2AResponse> = None;
-        let request_id = request.request_id.clone();
-        let far = Instant::now() + Duration::from_secs(86_400 * 365);
-        let total = ctx.deadline.unwrap_or(far);
+        let mut g = Guard::new(request, ctx, deadlines, agent_name);
         loop {
-            let idle_at = match (&held_final, deadlines.idle) {
-                (Some(_), _) => Instant::now() + deadlines.final_grace,
-                (None, Some(idle)) => Instant::now() + idle,
-                (None, None) => far,
-            };
-            // Checked before every frame, so an agent that never waits is still stopped; the
-            // timers are only armed while the agent is waiting (a ready frame costs none).
-            let step = if ctx.cancel.is_cancelled() {
-                Step::Stopped
-            } else if Instant::now() >= total {
-                Step::Deadline
-            } else {
-                let wake = idle_at.min(total);
-                tokio::select! {
-                    biased;
-                    f = std::panic::AssertUnwindSafe(agent.next()).catch_unwind() => match f {
-                        Ok(f) => Step::Frame(f.map(Box::new)),
-                        Err(_) => Step::Panicked,
-                    },
-                    _ = ctx.cancel.cancelled() => Step::Stopped,
-                    _ = tokio::time::sleep_until(wake) => if wake >= total { Step::Deadline } else { Step::Idle },
-                }
-            };
-            // an agent that ends its stream because it was cancelled was stopped, not broken
-            let step = match step {
-                Step::Frame(None) if held_final.is_none() && ctx.cancel.is_cancelled() => Step::Stopped,
-                other => other,
-            };
-            match step {
-                Step::Stopped | Step::Idle if held_final.is_some() => {
-                    // the agent kept its stream open after the final frame: forward the final
-                    if let Some(f) = held_final.take() {
-                        yield f;
-                    }
+            let step = g.step(&mut agent).await;
+            match g.handle(step) {
+                Next::Send(f) => yield f,
+                Next::Hold => {}
+                Next::End(Some(f)) => {
+                    yield f;
                     return;
                 }
-                Step::Panicked => {
-                    ctx.cancel.cancel();
-                    tracing::error!(request_id = request_id.as_deref(), agent = %agent_name, "agent panicked: cut off");
-                    if let Some(h) = held_final.take() {
-                        next = h.sequence;
-                    }
-                    yield cutoff_frame(&request, next, ErrorKind::AgentError, "the agent failed (it panicked)", obj(json!({"panicked": true})));
-                    return;
-                }
-                Step::Stopped => {
-                    let (message, reason) = match stop.get() {
-                        Some(StopReason::Shutdown) => ("the gateway is shutting down", "shutdown"),
-                        _ => ("the client went away", "client_gone"),
-                    };
-                    tracing::info!(request_id = request_id.as_deref(), agent = %agent_name, reason, "run cancelled");
-                    yield cutoff_frame(&request, next, ErrorKind::Cancelled, message, obj(json!({"reason": reason})));
-                    return;
-                }
-                Step::Deadline => {
-                    ctx.cancel.cancel();
-                    tracing::warn!(request_id = request_id.as_deref(), agent = %agent_name, "run exceeded its total deadline");
-                    yield cutoff_frame(&request, next, ErrorKind::Timeout, "the run exceeded its total deadline", obj(json!({"deadline": "total"})));
-                    return;
-                }
-                Step::Idle => {
-                    ctx.cancel.cancel();
-                    let secs = deadlines.idle.map(|d| d.as_secs_f64()).unwrap_or_default();
-                    tracing::warn!(request_id = request_id.as_deref(), agent = %agent_name, idle_secs = secs, "agent idle past its deadline");
-                    yield cutoff_frame(&request, next, ErrorKind::Timeout, "the agent sent no frame within the idle deadline", obj(json!({"deadline": "idle", "seconds": secs})));
-                    return;
-                }
-                Step::Frame(None) => {
-                    if let Some(f) = held_final.take() {
-                        yield f;
-                    } else {
-                        let violation = "stream ended without a final frame";
-                        tracing::warn!(request_id = request_id.as_deref(), agent = %agent_name, violation, "agent cut off");
-                        yield cutoff_frame(&request, next, ErrorKind::InvalidAgentResponse, &format!("agent broke the stream invariants: {violation}"), obj(json!({"violation": "missing_final"})));
-                    }
-                    return;
-                }
-                Step::Frame(Some(frame)) => {
-                    let before = validator.violations().len();
-                    let foreign = frame.request_id != request_id;
-                    validator.push(&frame);
-                    let found: Vec<String> = if foreign {
-                        vec!["frame of another request".to_string()]
-                    } else {
-                        validator.violations()[before..].iter().map(|v| v.kind.to_string()).collect()
-                    };
-                    if !found.is_empty() {
-                        ctx.cancel.cancel();
-                        if let Some(h) = held_final.take() {
-                            // the held final frame was never sent: the error frame replaces it
-                            next = h.sequence;
-                        }
-                        let violation = found.join("; ");
-                        tracing::warn!(request_id = request_id.as_deref(), agent = %agent_name, sequence = frame.sequence, violation = %violation, "agent cut off");
-                        yield cutoff_frame(&request, next,
-                            ErrorKind::InvalidAgentResponse,
-                            &format!("agent broke the stream invariants: {violation}"),
-                            obj(json!({"violation": violation, "sequence": frame.sequence})),
-                        );
-                        return;
-                    }
-                    next = frame.sequence.saturating_add(1);
-                    if frame.is_final {
-                        held_final = Some(*frame);
-                    } else {
-                        yield *frame;
-                    }
-                }
+                Next::End(None) => return,
             }
         }
     })
+}
+
+/// What the guard does after a step.
+enum Next {
+    /// Forward the frame and go on.
+    Send(E2AResponse),
+    /// Go on (the final frame is held until the agent's stream ends).
+    Hold,
+    /// Forward the frame (if any) and end.
+    End(Option<E2AResponse>),
+}
+
+/// The state of one guarded stream.
+struct Guard {
+    request: E2AEnvelope,
+    ctx: RequestContext,
+    deadlines: Deadlines,
+    agent: String,
+    validator: StreamValidator,
+    /// The sequence the next frame should have.
+    next: u64,
+    held_final: Option<E2AResponse>,
+    total: Instant,
+}
+
+impl Guard {
+    fn new(request: E2AEnvelope, ctx: RequestContext, deadlines: Deadlines, agent: String) -> Self {
+        let total = ctx.deadline.unwrap_or_else(far_future);
+        Guard {
+            request,
+            ctx,
+            deadlines,
+            agent,
+            validator: StreamValidator::new(),
+            next: 0,
+            held_final: None,
+            total,
+        }
+    }
+
+    /// Waits for the agent's next frame, or whatever comes first: a cancel, the total deadline,
+    /// the idle deadline (or the grace after a held final frame).
+    async fn step(&mut self, agent: &mut FrameStream) -> Step {
+        let idle_at = match (&self.held_final, self.deadlines.idle) {
+            (Some(_), _) => Instant::now() + self.deadlines.final_grace,
+            (None, Some(idle)) => Instant::now() + idle,
+            (None, None) => far_future(),
+        };
+        // Checked before every frame, so an agent that never waits is still stopped; the
+        // timers are only armed while the agent is waiting (a ready frame costs none).
+        let step = if self.ctx.cancel.is_cancelled() {
+            Step::Stopped
+        } else if Instant::now() >= self.total {
+            Step::Deadline
+        } else {
+            let wake = idle_at.min(self.total);
+            tokio::select! {
+                biased;
+                f = std::panic::AssertUnwindSafe(agent.next()).catch_unwind() => match f {
+                    Ok(f) => Step::Frame(f.map(Box::new)),
+                    Err(_) => Step::Panicked,
+                },
+                _ = self.ctx.cancel.cancelled() => Step::Stopped,
+                _ = tokio::time::sleep_until(wake) => if wake >= self.total { Step::Deadline } else { Step::Idle },
+            }
+        };
+        // an agent that ends its stream because it was cancelled was stopped, not broken
+        match step {
+            Step::Frame(None) if self.held_final.is_none() && self.ctx.cancel.is_cancelled() => Step::Stopped,
+            other => other,
+        }
+    }
+
+    /// The cutoff frame of `kind` at the next sequence (where a held final frame would have
+    /// been), logged.
+    fn cut(&mut self, kind: ErrorKind, message: &str, details: Map<String, Value>) -> Next {
+        if let Some(h) = self.held_final.take() {
+            // the held final frame was never sent: the error frame replaces it
+            self.next = h.sequence;
+        }
+        Next::End(Some(cutoff_frame(&self.request, self.next, kind, message, details)))
+    }
+
+    fn handle(&mut self, step: Step) -> Next {
+        let request_id = self.request.request_id.clone();
+        let (request_id, agent) = (request_id.as_deref(), self.agent.clone());
+        match step {
+            // the agent kept its stream open after the final frame: forward the final
+            Step::Stopped | Step::Idle if self.held_final.is_some() => Next::End(self.held_final.take()),
+            Step::Panicked => {
+                self.ctx.cancel.cancel();
+                tracing::error!(request_id, agent = %agent, "agent panicked: cut off");
+                self.cut(
+                    ErrorKind::AgentError,
+                    "the agent failed (it panicked)",
+                    details(&[("panicked", true.into())]),
+                )
+            }
+            Step::Stopped => {
+                let (message, reason) = match self.ctx.stop.get() {
+                    Some(StopReason::Shutdown) => ("the gateway is shutting down", "shutdown"),
+                    _ => ("the client went away", "client_gone"),
+                };
+                tracing::info!(request_id, agent = %agent, reason, "run cancelled");
+                self.cut(ErrorKind::Cancelled, message, details(&[("reason", reason.into())]))
+            }
+            Step::Deadline => {
+                self.ctx.cancel.cancel();
+                tracing::warn!(request_id, agent = %agent, "run exceeded its total deadline");
+                let d = details(&[("deadline", "total".into())]);
+                self.cut(ErrorKind::Timeout, "the run exceeded its total deadline", d)
+            }
+            Step::Idle => {
+                self.ctx.cancel.cancel();
+                let secs = self.deadlines.idle.map(|d| d.as_secs_f64()).unwrap_or_default();
+                tracing::warn!(request_id, agent = %agent, idle_secs = secs, "agent idle past its deadline");
+                let d = details(&[("deadline", "idle".into()), ("seconds", secs.into())]);
+                self.cut(
+                    ErrorKind::Timeout,
+                    "the agent sent no frame within the idle deadline",
+                    d,
+                )
+            }
+            Step::Frame(None) => match self.held_final.take() {
+                Some(f) => Next::End(Some(f)),
+                None => {
+                    let violation = "stream ended without a final frame";
+                    tracing::warn!(request_id, agent = %agent, violation, "agent cut off");
+                    let message = format!("agent broke the stream invariants: {violation}");
+                    let d = details(&[("violation", "missing_final".into())]);
+                    self.cut(ErrorKind::InvalidAgentResponse, &message, d)
+                }
+            },
+            Step::Frame(Some(frame)) => self.frame(*frame),
+        }
+    }
+
+    /// A frame of the agent: checked; forwarded, held (a final one) or replaced by a cutoff.
+    fn frame(&mut self, frame: E2AResponse) -> Next {
+        let before = self.validator.violations().len();
+        let foreign = frame.request_id != self.request.request_id;
+        self.validator.push(&frame);
+        let found: Vec<String> = if foreign {
+            vec!["frame of another request".to_string()]
+        } else {
+            self.validator.violations()[before..]
+                .iter()
+                .map(|v| v.kind.to_string())
+                .collect()
+        };
+        if !found.is_empty() {
+            self.ctx.cancel.cancel();
+            let violation = found.join("; ");
+            tracing::warn!(request_id = self.request.request_id.as_deref(), agent = %self.agent,
+                sequence = frame.sequence, violation = %violation, "agent cut off");
+            let message = format!("agent broke the stream invariants: {violation}");
+            let d = details(&[("violation", violation.into()), ("sequence", frame.sequence.into())]);
+            return self.cut(ErrorKind::InvalidAgentResponse, &message, d);
+        }
+        self.next = frame.sequence.saturating_add(1);
+        if frame.is_final {
+            self.held_final = Some(frame);
+            Next::Hold
+        } else {
+            Next::Send(frame)
+        }
+    }
+}
+
+/// A time no run reaches (a year from now).
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365)
+}
+
+/// An error frame's `details`.
+pub(crate) fn details(pairs: &[(&str, Value)]) -> Map<String, Value> {
+    pairs.iter().map(|(k, v)| ((*k).to_string(), v.clone())).collect()
 }
 
 pub(crate) fn obj(v: Value) -> Map<String, Value> {

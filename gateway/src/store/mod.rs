@@ -480,7 +480,7 @@ impl TaskStore for MemoryStore {
     }
 }
 
-/// The finished states as an SQL list (`'TASK_STATE_COMPLETED', …`), from the schema's enum.
+/// The finished states as an SQL list (quoted, comma-separated), from the schema's enum.
 pub(crate) fn finished_states_sql() -> String {
     A2aTaskState::ALL
         .iter()

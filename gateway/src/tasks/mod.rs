@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use e2a::a2a::jsonrpc::{envelope_from_request, A2aHeaders};
+use e2a::a2a::jsonrpc::A2aHeaders;
 use e2a::types::A2aTaskState;
 use e2a::{E2AResponse, ResponseKind};
 use futures_util::{Stream, StreamExt};
@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::error::{A2aError, A2aErrorKind};
 use self::feed::{Feed, Until};
-use self::params::{check_input_modes, check_message, check_output_modes, ListParams};
+use self::params::{decode_send, Decoded, ListParams};
 pub use self::params::{history_length, SendConfig};
 use self::snapshot::{agent_message, now_ts, status_event, user_turns};
 pub use self::snapshot::{apply, trim_history};
@@ -179,45 +179,26 @@ impl TaskService {
 
     /// Starts a turn: a new task, or the answer to a paused one.
     pub async fn send(self: &Arc<Self>, p: SendParams) -> Result<SendOutcome, A2aError> {
-        let method = if p.streaming {
-            "SendStreamingMessage"
-        } else {
-            "SendMessage"
-        };
-        let parts = p
-            .params
-            .get("message")
-            .and_then(|m| m.get("parts"))
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
-        if parts > self.config.max_parts {
-            // refused before anything copies it
-            return Err(A2aError::invalid_params(format!(
-                "params.message.parts: {parts} parts; at most {} are accepted",
-                self.config.max_parts
-            )));
-        }
-        let request = json!({"jsonrpc": "2.0", "id": p.id, "method": method, "params": p.params});
-        let mut env =
-            envelope_from_request(&request, &p.headers).map_err(|e| A2aError::invalid_params(e.to_string()))?;
-        let message = env.params.get("message").cloned().unwrap_or(Value::Null);
-        check_message(&message)?;
-        check_input_modes(&self.config.card.default_input_modes, &message)?;
-        check_output_modes(&self.config.card.default_output_modes, &env.expected_output_modes)?;
-        let return_immediately = env
-            .params
-            .get("configuration")
-            .and_then(|c| c.get("returnImmediately"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let SendParams {
+            streaming,
+            id,
+            params,
+            headers,
+            caller,
+        } = p;
+        let Decoded {
+            mut env,
+            message,
+            return_immediately,
+        } = decode_send(&self.config, streaming, id, params, &headers)?;
         // an existing task (a paused one, answered) or a new one
         let existing = match env.task_id.clone() {
-            Some(id) => Some(self.answerable(&id, env.context_id.as_deref(), &p.caller).await?),
+            Some(id) => Some(self.answerable(&id, env.context_id.as_deref(), &caller).await?),
             None => None,
         };
         let admission = self
             .shared
-            .admit(p.caller.clone())
+            .admit(caller.clone())
             .map_err(|r| A2aError::unavailable(r.message(), self.shared.retry_after()))?;
         let task_id = existing
             .as_ref()
@@ -248,7 +229,7 @@ impl TaskService {
                 return Ok(SendOutcome::Message(direct_reply(f, &context_id)));
             }
         }
-        let (mut rec, turn) = self.open_turn(existing, &task_id, &context_id, &message, &p.caller);
+        let (mut rec, turn) = self.open_turn(existing, &task_id, &context_id, &message, &caller);
         let before = rec.last_seq;
         let rx = self.channel(&task_id);
         let snapshot = json!({"task": rec.task.clone()});

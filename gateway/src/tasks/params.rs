@@ -1,10 +1,65 @@
 //! What a task request asks, checked: the message of a send, its media types against the
 //! card, `historyLength`, and the parameters of `ListTasks`.
 
+use e2a::a2a::jsonrpc::{envelope_from_request, A2aHeaders};
 use e2a::types::A2aTaskState;
-use serde_json::{Map, Value};
+use e2a::E2AEnvelope;
+use serde_json::{json, Map, Value};
 
 use super::error::{A2aError, A2aErrorKind};
+use crate::bindings::a2a::A2aConfig;
+
+/// A send decoded and checked: its envelope, its message, whether to answer at once.
+pub(super) struct Decoded {
+    pub(super) env: E2AEnvelope,
+    pub(super) message: Value,
+    pub(super) return_immediately: bool,
+}
+
+/// Decodes a send (`SendStreamingMessage` when `streaming`) of JSON-RPC request `id` and
+/// checks its message against `config` (parts, media types).
+pub(super) fn decode_send(
+    config: &A2aConfig,
+    streaming: bool,
+    id: Value,
+    params: Map<String, Value>,
+    headers: &A2aHeaders,
+) -> Result<Decoded, A2aError> {
+    let method = if streaming {
+        "SendStreamingMessage"
+    } else {
+        "SendMessage"
+    };
+    let parts = params
+        .get("message")
+        .and_then(|m| m.get("parts"))
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    if parts > config.max_parts {
+        // refused before anything copies it
+        return Err(A2aError::invalid_params(format!(
+            "params.message.parts: {parts} parts; at most {} are accepted",
+            config.max_parts
+        )));
+    }
+    let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let env = envelope_from_request(&request, headers).map_err(|e| A2aError::invalid_params(e.to_string()))?;
+    let message = env.params.get("message").cloned().unwrap_or(Value::Null);
+    check_message(&message)?;
+    check_input_modes(&config.card.default_input_modes, &message)?;
+    check_output_modes(&config.card.default_output_modes, &env.expected_output_modes)?;
+    let return_immediately = env
+        .params
+        .get("configuration")
+        .and_then(|c| c.get("returnImmediately"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Ok(Decoded {
+        env,
+        message,
+        return_immediately,
+    })
+}
 
 fn media_fits(modes: &[String], media: &str) -> bool {
     let base = |m: &str| m.split(';').next().unwrap_or("").trim().to_ascii_lowercase();

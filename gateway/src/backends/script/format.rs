@@ -137,7 +137,7 @@ pub enum Action {
         /// The reply text.
         text: String,
     },
-    /// Rejects the request (`E2A.INVALID_REQUEST`, A2A `TASK_STATE_REJECTED`).
+    /// Rejects the request (`E2A.INVALID_REQUEST`, A2A rejected).
     Reject {
         /// Why.
         message: String,

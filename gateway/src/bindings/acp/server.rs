@@ -362,23 +362,7 @@ impl AcpServer {
                 turn.cancel();
             })
         };
-        for block in p.get("prompt").and_then(Value::as_array).into_iter().flatten() {
-            session.record(
-                &json!({"jsonrpc": "2.0", "method": AgentMethod::SessionUpdate.as_str(), "params": {"sessionId": sid,
-                "update": {"sessionUpdate": "user_message_chunk", "content": block}}}),
-            );
-        }
-        let mut ingress = JsonRpcIngress::new(Method::SessionPrompt.as_str(), p.clone());
-        ingress.jsonrpc_id = e2a::acp::jsonrpc_id_from_value(&id);
-        ingress.session_id = Some(sid.clone());
-        ingress.channel = Some("acp".into());
-        let mut request = envelope_from_jsonrpc(&ingress);
-        if request.request_id.is_none() {
-            request.request_id = Some(uuid::Uuid::new_v4().to_string());
-        }
-        // every turn is an E2A task; a turn that ended in an input pause is continued by the next
-        let paused = session.paused_task.lock().take();
-        request.task_id = Some(paused.unwrap_or_else(|| format!("task_{}", uuid::Uuid::new_v4().simple())));
+        let mut request = turn_request(&session, &sid, &id, p);
         let mut projector = AcpStreamProjector::new(sid.clone(), request.jsonrpc_id.clone());
         let result = loop {
             match self.run(peer, &session, &request, &mut projector, &turn_cancel).await {
@@ -553,4 +537,26 @@ fn follow_up(request: &E2AEnvelope, answer: &str) -> E2AEnvelope {
     next.params = boundary::obj(json!({"prompt": [{"type": "text", "text": answer}]}));
     next.request_id = Some(uuid::Uuid::new_v4().to_string());
     next
+}
+
+/// The E2A request of a `session/prompt` turn (its blocks recorded in the session's replay):
+/// every turn is an E2A task, and a turn that ended in an input pause is continued by the next.
+fn turn_request(session: &Session, sid: &str, id: &Value, p: Map<String, Value>) -> E2AEnvelope {
+    for block in p.get("prompt").and_then(Value::as_array).into_iter().flatten() {
+        session.record(
+            &json!({"jsonrpc": "2.0", "method": AgentMethod::SessionUpdate.as_str(), "params": {"sessionId": sid,
+            "update": {"sessionUpdate": "user_message_chunk", "content": block}}}),
+        );
+    }
+    let mut ingress = JsonRpcIngress::new(Method::SessionPrompt.as_str(), p);
+    ingress.jsonrpc_id = e2a::acp::jsonrpc_id_from_value(id);
+    ingress.session_id = Some(sid.to_string());
+    ingress.channel = Some("acp".into());
+    let mut request = envelope_from_jsonrpc(&ingress);
+    if request.request_id.is_none() {
+        request.request_id = Some(uuid::Uuid::new_v4().to_string());
+    }
+    let paused = session.paused_task.lock().take();
+    request.task_id = Some(paused.unwrap_or_else(|| format!("task_{}", uuid::Uuid::new_v4().simple())));
+    request
 }
