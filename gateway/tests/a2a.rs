@@ -1022,20 +1022,20 @@ async fn sqlite_appends_committed_together_keep_each_task_in_order_and_fail_alon
         }));
     }
     // a write that fails (a frame sequence no column holds) fails alone
-    let bad = store.append_frames(
-        "k",
-        "r",
-        Some(e2a_gateway::store::RunHead {
+    let bad = store.append_frames(e2a_gateway::store::FrameWrite {
+        key: "k".into(),
+        run: "r".into(),
+        head: Some(e2a_gateway::store::RunHead {
             request: "{}".into(),
             holder: "h".into(),
             lease: Duration::from_secs(1),
         }),
-        vec![e2a_gateway::store::StoredFrame {
+        frames: vec![e2a_gateway::store::StoredFrame {
             seq: u64::MAX,
             frame: "{}".into(),
             is_final: false,
         }],
-    );
+    });
     assert!(bad.await.is_err());
     for w in writes {
         w.await.expect("join");

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use common::{essence, read_frames, script, sse_events, sse_frames};
 use e2a::E2AResponse;
+use e2a_gateway::store::{FrameWrite, RunLog, StoreError};
 use e2a_gateway::store::{MemoryStore, PgOptions, PgStore, SqliteStore, TaskStore};
-use e2a_gateway::store::{RunHead, RunLog, StoreError, StoredFrame};
 use e2a_gateway::{Gateway, GatewayConfig};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
@@ -316,18 +316,12 @@ impl TaskStore for FullDisk {
     fn keeps_runs(&self) -> bool {
         true
     }
-    fn append_frames<'a>(
-        &'a self,
-        key: &'a str,
-        run: &'a str,
-        head: Option<RunHead>,
-        frames: Vec<StoredFrame>,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn append_frames(&self, write: FrameWrite) -> BoxFuture<'_, Result<(), StoreError>> {
         use std::sync::atomic::Ordering;
         if self.budget.fetch_sub(1, Ordering::SeqCst) <= 0 {
             return Box::pin(async { Err(StoreError::Backend("database or disk is full".into())) });
         }
-        self.inner.append_frames(key, run, head, frames)
+        self.inner.append_frames(write)
     }
     fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> BoxFuture<'a, Result<Option<RunLog>, StoreError>> {
         self.inner.run_after(key, after)

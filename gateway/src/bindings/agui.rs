@@ -29,7 +29,6 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use crate::agent::Caller;
-use crate::bindings::e2a_http::{refused, store_failed};
 use crate::pipeline::Pipeline;
 use crate::runs::{self, Subscription};
 use crate::web::problem::Problem;
@@ -170,7 +169,7 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
             .runs
             .resume(&key, None)
             .await
-            .map_err(|e| store_failed(&e))?
+            .map_err(|e| Problem::store_failed(&e))?
             .ok_or_else(|| {
                 Problem::new(ErrorKind::NotFound, "no run of this threadId and runId is retained").at("/runId")
             })?;
@@ -190,7 +189,7 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
             request.params.insert("text".into(), answer.into());
         }
     }
-    let admission = shared.admit(caller.clone()).map_err(|r| refused(shared, r))?;
+    let admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
     // the frames of a streamed answer say so
     request.is_stream = true;
     let guarded = admission.run(request.clone());

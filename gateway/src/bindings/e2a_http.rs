@@ -14,7 +14,7 @@ use serde_json::json;
 use std::sync::Arc;
 
 use crate::agent::Caller;
-use crate::pipeline::{Pipeline, Refusal};
+use crate::pipeline::Pipeline;
 use crate::runs::{self, Subscription};
 use crate::web::problem::Problem;
 use crate::web::{body, last_event_id, sse};
@@ -211,14 +211,14 @@ async fn send_request(
             .runs
             .resume(&runs::e2a_key(&caller, &id), Some(after))
             .await
-            .map_err(|e| store_failed(&e))?
+            .map_err(|e| Problem::store_failed(&e))?
             .ok_or_else(|| {
                 Problem::new(ErrorKind::NotFound, "no stream of this request_id is retained").at("/request_id")
             })?;
         return Ok(respond(&shared, mode, sub).await);
     }
 
-    let admission = shared.admit(caller.clone()).map_err(|r| refused(&shared, r))?;
+    let admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
     let id = request
         .request_id
         .get_or_insert_with(|| uuid::Uuid::new_v4().to_string())
@@ -240,17 +240,6 @@ async fn send_request(
         pump.spawn(guarded);
     }
     Ok(respond(&shared, mode, sub).await)
-}
-
-/// The store of runs failed: `500`, the detail in the log only.
-pub(crate) fn store_failed(e: &crate::store::StoreError) -> Problem {
-    tracing::error!(error = %e, "cannot read a run from the store");
-    Problem::new(ErrorKind::Internal, "the gateway cannot read this stream now")
-}
-
-/// A run the pipeline did not admit: `503` with `Retry-After`.
-pub(crate) fn refused(shared: &Pipeline, refusal: Refusal) -> Problem {
-    Problem::unavailable(refusal.message(), shared.retry_after())
 }
 
 async fn respond(shared: &Pipeline, mode: Mode, mut sub: Subscription) -> Response {

@@ -101,6 +101,11 @@ impl Pipeline {
         self.streams.clone().try_acquire_owned().map_err(|_| Refusal::Busy)
     }
 
+    /// A refusal on the E2A and AG-UI bindings: `503` with `Retry-After`.
+    pub(crate) fn refused(&self, refusal: Refusal) -> crate::web::problem::Problem {
+        crate::web::problem::Problem::unavailable(refusal.message(), self.retry_after())
+    }
+
     /// `Retry-After` seconds of a refusal.
     pub(crate) fn retry_after(&self) -> u64 {
         self.config.retry_after_secs

@@ -14,7 +14,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use super::{Retention, Run, Runs};
 use crate::agent::{ConversationKey, FrameStream};
 use crate::pipeline::boundary::{cutoff_frame, StopReason};
-use crate::store::{RunHead, StoreError, StoredFrame};
+use crate::store::{FrameWrite, RunHead, StoreError, StoredFrame};
 
 /// Most frames written to the store in one step.
 const BATCH: usize = 64;
@@ -126,7 +126,12 @@ impl Pump {
             lease: self.runs.retention.lease,
         });
         store
-            .append_frames(&key.scoped_id(), &self.run_id, head, frames)
+            .append_frames(FrameWrite {
+                key: key.scoped_id(),
+                run: self.run_id.clone(),
+                head,
+                frames,
+            })
             .await?;
         self.opened = true;
         Ok(sizes)
@@ -164,7 +169,13 @@ impl Drop for Pump {
                 let run_id = self.run_id.clone();
                 if let Ok(h) = tokio::runtime::Handle::try_current() {
                     h.spawn(async move {
-                        if let Err(e) = store.append_frames(&key.scoped_id(), &run_id, None, vec![frame]).await {
+                        let write = FrameWrite {
+                            key: key.scoped_id(),
+                            run: run_id,
+                            head: None,
+                            frames: vec![frame],
+                        };
+                        if let Err(e) = store.append_frames(write).await {
                             tracing::warn!(error = %e, "cannot store the final frame of a cancelled run");
                         }
                     });

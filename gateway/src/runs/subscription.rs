@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use super::Run;
 use crate::pipeline::boundary::{cutoff_frame, StopReason};
-use crate::store::{RunLog, StoredFrame, TaskStore};
+use crate::store::{FrameWrite, RunLog, StoredFrame, TaskStore};
 
 /// How often a reader of a run running on another gateway reads its log again.
 const FOLLOW_EVERY: Duration = Duration::from_millis(100);
@@ -199,7 +199,13 @@ impl Stored {
             frame: end.to_json(),
             is_final: true,
         };
-        if let Err(e) = self.store.append_frames(&self.key, &self.run, None, vec![frame]).await {
+        let write = FrameWrite {
+            key: self.key.clone(),
+            run: self.run.clone(),
+            head: None,
+            frames: vec![frame],
+        };
+        if let Err(e) = self.store.append_frames(write).await {
             tracing::warn!(error = %e, "cannot store the final frame of an orphaned run");
         }
     }

@@ -141,6 +141,19 @@ pub struct RunHead {
     pub lease: Duration,
 }
 
+/// Frames to append to a run's log (see [`TaskStore::append_frames`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameWrite {
+    /// The run's key: a caller-scoped request id.
+    pub key: String,
+    /// The run's own id (a key opened again names a new run).
+    pub run: String,
+    /// With a head, the run starts here: an earlier run of `key` is forgotten.
+    pub head: Option<RunHead>,
+    /// The frames, in order.
+    pub frames: Vec<StoredFrame>,
+}
+
 /// What the store holds of one run (see [`TaskStore::run_after`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunLog {
@@ -287,18 +300,12 @@ pub trait TaskStore: Send + Sync + 'static {
         false
     }
 
-    /// Appends `frames` to the log of run `run` (its own id), the run of `key` (a
-    /// caller-scoped request id), in one step. With `head`, the run starts here: an earlier
-    /// run of `key` is forgotten. A final frame ends the run. Frames of a run that `key` no
-    /// longer names (opened again since) are not kept. Default: nothing kept.
-    fn append_frames<'a>(
-        &'a self,
-        key: &'a str,
-        run: &'a str,
-        head: Option<RunHead>,
-        frames: Vec<StoredFrame>,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let _ = (key, run, head, frames);
+    /// Appends `write.frames` to the log of run `write.run` of key `write.key`, in one step.
+    /// With a head, the run starts here: an earlier run of the key is forgotten. A final
+    /// frame ends the run. Frames of a run that its key no longer names (opened again since)
+    /// are not kept. Default: nothing kept.
+    fn append_frames(&self, write: FrameWrite) -> BoxFuture<'_, Result<(), StoreError>> {
+        let _ = write;
         Box::pin(async { Ok(()) })
     }
 

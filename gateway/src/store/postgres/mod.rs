@@ -52,8 +52,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{
-    millis, RunHead, RunLog, StoreError, StoreNotice, StoredEvent, StoredFrame, TaskPage, TaskQuery, TaskRecord,
-    TaskStore,
+    millis, FrameWrite, RunLog, StoreError, StoreNotice, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 use e2a::types::A2aTaskState;
 
@@ -345,14 +344,8 @@ impl TaskStore for PgStore {
         true
     }
 
-    fn append_frames<'a>(
-        &'a self,
-        key: &'a str,
-        run: &'a str,
-        head: Option<RunHead>,
-        frames: Vec<StoredFrame>,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.append_run_frames(key, run, head, frames))
+    fn append_frames(&self, write: FrameWrite) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.append_run_frames(write))
     }
 
     fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> BoxFuture<'a, Result<Option<RunLog>, StoreError>> {

@@ -5,16 +5,11 @@
 use std::time::Duration;
 
 use super::{backend, millis, pg_error, seq_u64, PgStore, NOW_MS};
-use crate::store::{run_seq, RunHead, RunLog, StoreError, StoredFrame};
+use crate::store::{run_seq, FrameWrite, RunLog, StoreError, StoredFrame};
 
 impl PgStore {
-    pub(super) async fn append_run_frames(
-        &self,
-        key: &str,
-        run: &str,
-        head: Option<RunHead>,
-        frames: Vec<StoredFrame>,
-    ) -> Result<(), StoreError> {
+    pub(super) async fn append_run_frames(&self, write: FrameWrite) -> Result<(), StoreError> {
+        let FrameWrite { key, run, head, frames } = write;
         let ended = frames.iter().any(|f| f.is_final);
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
@@ -111,17 +106,36 @@ impl PgStore {
     }
 
     pub(super) async fn prune_finished_tasks(&self, older_than: Duration, keep: usize) -> Result<u64, StoreError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
-        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
         let finished = crate::store::finished_states_sql();
         let gone = format!(
             "DELETE FROM a2a_tasks WHERE state IN ({finished}) AND (updated_ms < {NOW_MS} - $1 OR id NOT IN
                (SELECT id FROM a2a_tasks WHERE state IN ({finished}) ORDER BY updated_ms DESC LIMIT $2))
              RETURNING id"
         );
+        let then = "DELETE FROM a2a_task_events WHERE task_id = ANY($1)";
+        self.prune(&gone, then, older_than, keep).await
+    }
+
+    pub(super) async fn prune_run_logs(&self, older_than: Duration, keep: usize) -> Result<u64, StoreError> {
+        let gone = format!(
+            "DELETE FROM e2a_runs WHERE (ended OR until_ms < {NOW_MS})
+               AND (updated_ms < {NOW_MS} - $1
+                    OR key NOT IN (SELECT key FROM e2a_runs ORDER BY updated_ms DESC LIMIT $2))
+             RETURNING run"
+        );
+        let then = "DELETE FROM e2a_run_frames WHERE run = ANY($1)";
+        self.prune(&gone, then, older_than, keep).await
+    }
+
+    /// One retention step, in one transaction: `gone` (`$1`: age in ms, `$2`: how many to
+    /// keep) deletes rows and returns their ids, `then` (`$1`: those ids) deletes what hangs
+    /// on them. How many went.
+    async fn prune(&self, gone: &str, then: &str, older_than: Duration, keep: usize) -> Result<u64, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
+        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
         let rows = tx
-            .query(&gone, &[&millis(older_than), &keep])
+            .query(gone, &[&millis(older_than), &keep])
             .await
             .map_err(|e| pg_error(&e))?;
         let ids: Vec<String> = rows
@@ -129,36 +143,8 @@ impl PgStore {
             .map(|r| r.try_get(0))
             .collect::<Result<_, _>>()
             .map_err(backend)?;
-        tx.execute("DELETE FROM a2a_task_events WHERE task_id = ANY($1)", &[&ids])
-            .await
-            .map_err(|e| pg_error(&e))?;
+        tx.execute(then, &[&ids]).await.map_err(|e| pg_error(&e))?;
         tx.commit().await.map_err(|e| pg_error(&e))?;
         Ok(u64::try_from(ids.len()).unwrap_or(0))
-    }
-
-    pub(super) async fn prune_run_logs(&self, older_than: Duration, keep: usize) -> Result<u64, StoreError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
-        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
-        let gone = format!(
-            "DELETE FROM e2a_runs WHERE (ended OR until_ms < {NOW_MS})
-               AND (updated_ms < {NOW_MS} - $1
-                    OR key NOT IN (SELECT key FROM e2a_runs ORDER BY updated_ms DESC LIMIT $2))
-             RETURNING run"
-        );
-        let rows = tx
-            .query(&gone, &[&millis(older_than), &keep])
-            .await
-            .map_err(|e| pg_error(&e))?;
-        let runs: Vec<String> = rows
-            .iter()
-            .map(|r| r.try_get(0))
-            .collect::<Result<_, _>>()
-            .map_err(backend)?;
-        tx.execute("DELETE FROM e2a_run_frames WHERE run = ANY($1)", &[&runs])
-            .await
-            .map_err(|e| pg_error(&e))?;
-        tx.commit().await.map_err(|e| pg_error(&e))?;
-        Ok(u64::try_from(runs.len()).unwrap_or(0))
     }
 }

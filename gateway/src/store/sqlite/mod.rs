@@ -15,7 +15,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
 use super::{
-    run_seq, RunHead, RunLog, StoreError, StoredEvent, StoredFrame, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    run_seq, FrameWrite, RunLog, StoreError, StoredEvent, StoredFrame, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 
 const SCHEMA: &str = "
@@ -306,41 +306,25 @@ impl TaskStore for SqliteStore {
     }
 
     fn prune_tasks(&self, older_than: std::time::Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
-        Box::pin(self.write(move |tx| {
-            let before = super::now_ms().saturating_sub(super::millis(older_than));
-            let keep = i64::try_from(keep).unwrap_or(i64::MAX);
-            let finished = super::finished_states_sql();
-            let gone = format!(
-                "SELECT id FROM a2a_tasks WHERE state IN ({finished}) AND (updated_ms < ?1 OR id NOT IN
-                   (SELECT id FROM a2a_tasks WHERE state IN ({finished}) ORDER BY updated_ms DESC LIMIT ?2))"
-            );
-            tx.execute(
-                &format!("DELETE FROM a2a_task_events WHERE task_id IN ({gone})"),
-                params![before, keep],
-            )
-            .map_err(backend)?;
-            let n = tx
-                .execute(
-                    &format!("DELETE FROM a2a_tasks WHERE id IN ({gone})"),
-                    params![before, keep],
-                )
-                .map_err(backend)?;
-            Ok(u64::try_from(n).unwrap_or(0))
-        }))
+        let finished = super::finished_states_sql();
+        let gone = format!(
+            "SELECT id FROM a2a_tasks WHERE state IN ({finished}) AND (updated_ms < ?1 OR id NOT IN
+               (SELECT id FROM a2a_tasks WHERE state IN ({finished}) ORDER BY updated_ms DESC LIMIT ?2))"
+        );
+        let deletes = [
+            format!("DELETE FROM a2a_task_events WHERE task_id IN ({gone})"),
+            format!("DELETE FROM a2a_tasks WHERE id IN ({gone})"),
+        ];
+        // a finished task has no lease: no `?3`
+        Box::pin(self.write(move |tx| prune(tx, &deletes, older_than, keep, false)))
     }
 
     fn keeps_runs(&self) -> bool {
         true
     }
 
-    fn append_frames<'a>(
-        &'a self,
-        key: &'a str,
-        run: &'a str,
-        head: Option<RunHead>,
-        frames: Vec<StoredFrame>,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let (key, run) = (key.to_string(), run.to_string());
+    fn append_frames(&self, write: FrameWrite) -> BoxFuture<'_, Result<(), StoreError>> {
+        let FrameWrite { key, run, head, frames } = write;
         Box::pin(self.write(move |tx| {
             let now = super::now_ms();
             let ended = frames.iter().any(|f| f.is_final);
@@ -447,24 +431,36 @@ impl TaskStore for SqliteStore {
     }
 
     fn prune_runs(&self, older_than: std::time::Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
-        Box::pin(self.write(move |tx| {
-            let now = super::now_ms();
-            let before_ms = now.saturating_sub(super::millis(older_than));
-            let keep = i64::try_from(keep).unwrap_or(i64::MAX);
-            let gone = "SELECT run FROM e2a_runs WHERE (ended OR until_ms < ?3)
-                        AND (updated_ms < ?1 OR key NOT IN (SELECT key FROM e2a_runs ORDER BY updated_ms DESC LIMIT ?2))";
-            tx.execute(
-                &format!("DELETE FROM e2a_run_frames WHERE run IN ({gone})"),
-                params![before_ms, keep, now],
-            )
-            .map_err(backend)?;
-            let n = tx
-                .execute(
-                    &format!("DELETE FROM e2a_runs WHERE run IN ({gone})"),
-                    params![before_ms, keep, now],
-                )
-                .map_err(backend)?;
-            Ok(u64::try_from(n).unwrap_or(0))
-        }))
+        let gone = "SELECT run FROM e2a_runs WHERE (ended OR until_ms < ?3)
+                    AND (updated_ms < ?1 OR key NOT IN (SELECT key FROM e2a_runs ORDER BY updated_ms DESC LIMIT ?2))";
+        let deletes = [
+            format!("DELETE FROM e2a_run_frames WHERE run IN ({gone})"),
+            format!("DELETE FROM e2a_runs WHERE run IN ({gone})"),
+        ];
+        Box::pin(self.write(move |tx| prune(tx, &deletes, older_than, keep, true)))
     }
+}
+
+/// One retention step: `deletes` run in order with `?1` the time before which rows go, `?2`
+/// how many to keep and, `with_now`, `?3` now; the last one's count is how many went.
+fn prune(
+    tx: &Connection,
+    deletes: &[String],
+    older_than: std::time::Duration,
+    keep: usize,
+    with_now: bool,
+) -> Result<u64, StoreError> {
+    let now = super::now_ms();
+    let before = now.saturating_sub(super::millis(older_than));
+    let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+    let mut n = 0;
+    for sql in deletes {
+        n = if with_now {
+            tx.execute(sql, params![before, keep, now])
+        } else {
+            tx.execute(sql, params![before, keep])
+        }
+        .map_err(backend)?;
+    }
+    Ok(u64::try_from(n).unwrap_or(0))
 }
