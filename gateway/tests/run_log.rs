@@ -233,7 +233,7 @@ async fn postgres() -> Option<PgStore> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_e2a_run_started_on_one_gateway_is_resumed_on_another() {
+async fn postgres_an_e2a_run_started_on_one_gateway_is_resumed_on_another() {
     let Some(first) = postgres().await else { return };
     let first: Arc<dyn TaskStore> = Arc::new(first);
     let a = serve(common::fast_config(), first.clone()).await;
