@@ -34,7 +34,7 @@ pub mod jsonrpc;
 pub mod pipeline;
 pub(crate) mod runs;
 pub mod store;
-pub mod tasks;
+pub(crate) mod tasks;
 pub mod web;
 
 use std::future::Future;

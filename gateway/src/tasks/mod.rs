@@ -37,7 +37,7 @@ use self::feed::{Feed, Until};
 use self::params::{decode_send, Decoded, ListParams};
 pub use self::params::{history_length, SendConfig};
 use self::snapshot::{agent_message, now_ts, status_event, user_turns};
-pub use self::snapshot::{apply, trim_history};
+pub use self::snapshot::trim_history;
 use self::turn::TurnMapper;
 use crate::agent::Caller;
 use crate::bindings::a2a::card::A2aConfig;
