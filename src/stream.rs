@@ -391,19 +391,7 @@ impl StreamValidator {
     /// Accepts one frame; returns the frames released in order (the frame itself, plus held
     /// frames it unblocked; empty while it is held back).
     pub fn push(&mut self, f: &E2AResponse) -> Vec<E2AResponse> {
-        self.clock = self.clock.saturating_add(1);
-        if f.request_id.is_none() {
-            self.report(f, ViolationKind::MissingRequestId);
-        }
-        let kind_ok = match (&f.status, &f.response_kind) {
-            (ResponseStatus::Failed, k) => *k == ResponseKind::E2aError,
-            (_, ResponseKind::E2aError) => false,
-            (s, ResponseKind::E2aComplete) if f.is_final => *s == ResponseStatus::Succeeded,
-            _ => true,
-        };
-        if !kind_ok {
-            self.report(f, ViolationKind::StatusKindMismatch);
-        }
+        self.frame_checks(f);
         let key = f.request_id.clone();
         let window = self.reorder_window;
         let clock = self.clock;
@@ -431,8 +419,59 @@ impl StreamValidator {
         released
     }
 
+    /// Checks `f` as [`StreamValidator::push`] does, without keeping or returning it (no
+    /// copy of the frame): what a gateway's stream boundary needs. A validator with a reorder
+    /// window or replay does what `push` does.
+    pub fn observe(&mut self, f: &E2AResponse) {
+        if self.reorder_window > 0 || self.keep_for_replay {
+            drop(self.push(f));
+            return;
+        }
+        self.frame_checks(f);
+        let clock = self.clock;
+        if !self.streams.contains_key(&f.request_id) {
+            self.streams.insert(f.request_id.clone(), State::default());
+        }
+        let Some(st) = self.streams.get_mut(&f.request_id) else {
+            return;
+        };
+        st.last_activity = clock;
+        if st.seen(f.sequence) {
+            self.report(f, ViolationKind::Duplicate);
+            return;
+        }
+        self.check(&f.request_id, f);
+    }
+
+    /// The checks of one frame on its own: it names its request, and its status fits its kind.
+    fn frame_checks(&mut self, f: &E2AResponse) {
+        self.clock = self.clock.saturating_add(1);
+        if f.request_id.is_none() {
+            self.report(f, ViolationKind::MissingRequestId);
+        }
+        let kind_ok = match (&f.status, &f.response_kind) {
+            (ResponseStatus::Failed, k) => *k == ResponseKind::E2aError,
+            (_, ResponseKind::E2aError) => false,
+            (s, ResponseKind::E2aComplete) if f.is_final => *s == ResponseStatus::Succeeded,
+            _ => true,
+        };
+        if !kind_ok {
+            self.report(f, ViolationKind::StatusKindMismatch);
+        }
+    }
+
     fn accept(&mut self, key: &Option<String>, f: E2AResponse, released: &mut Vec<E2AResponse>) {
-        let keep = self.keep_for_replay;
+        self.check(key, &f);
+        if self.keep_for_replay {
+            if let Some(st) = self.streams.get_mut(key) {
+                st.kept.push(f.clone());
+            }
+        }
+        released.push(f);
+    }
+
+    /// The checks of `f` in its stream (start, gaps, order, finals), in the stream's state.
+    fn check(&mut self, key: &Option<String>, f: &E2AResponse) {
         let Some(st) = self.streams.get_mut(key) else { return };
         let mut found = Vec::new();
         if !st.started && f.sequence != 0 {
@@ -458,13 +497,9 @@ impl StreamValidator {
         if f.is_final {
             st.finished = true;
         }
-        if keep {
-            st.kept.push(f.clone());
-        }
         for k in found {
-            self.report(&f, k);
+            self.report(f, k);
         }
-        released.push(f);
     }
 
     /// Frames of `request_id` with a sequence greater than `after` (for `Last-Event-ID`),

@@ -196,6 +196,30 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
     #[test]
+    fn observe_reports_what_push_reports(chunks in 1usize..12, ops in proptest::collection::vec((0usize..4, 0usize..100), 0..4)) {
+        // a produced stream, mangled: drops, duplicates, swaps, a sequence rewritten
+        let mut s = build("p", chunks, false);
+        for (op, i) in ops {
+            let n = s.len();
+            if n == 0 { break; }
+            let i = i % n;
+            match op {
+                0 => { s.remove(i); }
+                1 => { let d = s[i].clone(); s.insert(i, d); }
+                2 if n > 1 => s.swap(i, (i + 1) % n),
+                _ => s[i].sequence = s[i].sequence.wrapping_add(3),
+            }
+        }
+        let (mut pushed, mut observed) = (StreamValidator::new(), StreamValidator::new());
+        for f in &s {
+            let _ = pushed.push(f);
+            observed.observe(f);
+        }
+        prop_assert_eq!(pushed.violations(), observed.violations());
+        prop_assert_eq!(pushed.finish(), observed.finish());
+    }
+
+    #[test]
     fn produced_streams_are_valid(chunks in 0usize..20, fail in any::<bool>()) {
         prop_assert!(validate(&build("p", chunks, fail)).is_empty());
     }

@@ -270,7 +270,7 @@ impl Guard {
     fn frame(&mut self, frame: E2AResponse) -> Next {
         let before = self.validator.violations().len();
         let foreign = frame.request_id != self.request.request_id;
-        self.validator.push(&frame);
+        self.validator.observe(&frame);
         let found: Vec<String> = if foreign {
             vec!["frame of another request".to_string()]
         } else {
