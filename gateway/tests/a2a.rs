@@ -967,6 +967,16 @@ async fn at_capacity_runs_and_subscribers_get_503_with_retry_after_on_both_bindi
         .await
         .expect("subscribe");
     assert_eq!(sub.status(), 200);
+    // the health check counts both
+    let health: Value = client()
+        .get(format!("{}/healthz", s.base))
+        .send()
+        .await
+        .expect("health")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(health["live_streams"], 2, "{health}");
     // a second subscriber, and a new run, are refused on JSON-RPC …
     for (method, params) in [("SubscribeToTask", json!({"id": id})), ("SendMessage", msg("hello"))] {
         let body = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params}).to_string();

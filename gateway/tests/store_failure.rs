@@ -26,6 +26,8 @@ struct FullDisk {
     budget: AtomicI64,
     /// Appends that wrote the snapshot.
     snapshots: std::sync::atomic::AtomicUsize,
+    /// How long each append takes (ms): a slow disk.
+    slow_ms: std::sync::atomic::AtomicU64,
 }
 
 impl FullDisk {
@@ -34,6 +36,7 @@ impl FullDisk {
             inner: MemoryStore::new(),
             budget: AtomicI64::new(budget),
             snapshots: 0.into(),
+            slow_ms: 0.into(),
         })
     }
 }
@@ -56,7 +59,13 @@ impl TaskStore for FullDisk {
         if snapshot {
             self.snapshots.fetch_add(1, Ordering::SeqCst);
         }
-        self.inner.append(record, event, snapshot)
+        let slow = self.slow_ms.load(Ordering::SeqCst);
+        Box::pin(async move {
+            if slow > 0 {
+                tokio::time::sleep(Duration::from_millis(slow)).await;
+            }
+            self.inner.append(record, event, snapshot).await
+        })
     }
     fn events_after<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>> {
         self.inner.events_after(id, after)
@@ -234,4 +243,44 @@ async fn a_long_answer_costs_its_length_in_snapshots_not_its_square() {
         .filter_map(|p| p["text"].as_str().map(String::from))
         .collect();
     assert_eq!(output, text);
+}
+
+#[tokio::test]
+async fn a_client_gone_mid_send_leaves_no_task_without_its_run() {
+    let store = FullDisk::new(-1);
+    store.slow_ms.store(300, Ordering::SeqCst);
+    let agent = ScriptAgent::from_json(SCRIPT).expect("script");
+    let gateway = Gateway::new(agent, GatewayConfig::default()).with_a2a(A2aConfig::default(), store.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let _server = tokio::spawn(gateway.clone().serve(listener, std::future::pending()));
+    // the client gives up while the task's first event is being stored
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(100))
+        .build()
+        .expect("client");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": send_params("hello")});
+    let sent = impatient
+        .post(format!("{base}/a2a"))
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(body.to_string())
+        .send()
+        .await;
+    assert!(sent.is_err(), "the client timed out");
+    // the turn went on without its client, and ended
+    let mut settled = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if gateway.live_streams() == 0 {
+            settled = true;
+            break;
+        }
+    }
+    assert!(settled, "a run is left live");
+    store.slow_ms.store(0, Ordering::SeqCst);
+    let listed: Value = call(&base, "ListTasks", json!({})).await.json().await.expect("json");
+    let tasks = listed["result"]["tasks"].as_array().cloned().unwrap_or_default();
+    assert_eq!(tasks.len(), 1, "{listed}");
+    assert_eq!(tasks[0]["status"]["state"], "TASK_STATE_COMPLETED", "{listed}");
 }

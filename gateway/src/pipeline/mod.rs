@@ -101,6 +101,12 @@ impl Pipeline {
         self.streams.clone().try_acquire_owned().map_err(|_| Refusal::Busy)
     }
 
+    /// Streams open now on every binding: runs (E2A, AG-UI, A2A, detached ones too) and A2A
+    /// subscribers — the stream slots taken.
+    pub(crate) fn open_streams(&self) -> usize {
+        self.config.max_streams.saturating_sub(self.streams.available_permits())
+    }
+
     /// A refusal on the E2A and AG-UI bindings: `503` with `Retry-After`.
     pub(crate) fn refused(&self, refusal: Refusal) -> crate::web::problem::Problem {
         crate::web::problem::Problem::unavailable(refusal.message(), self.retry_after())

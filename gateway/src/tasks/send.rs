@@ -1,0 +1,268 @@
+//! Starting a turn: a send decoded, admitted and claimed (one run per task at a time, across
+//! the gateways sharing the store), its task opened or continued, its first event stored —
+//! then the run goes on on its own task.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use e2a::{E2AResponse, ResponseKind};
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::error::{A2aError, A2aErrorKind};
+use super::feed::Until;
+use super::params::{decode_send, Decoded};
+use super::snapshot::{now_ts, user_turns};
+use super::turn::TurnMapper;
+use super::{Live, SendOutcome, SendParams, TaskService, LEASE_RETRIES, SUBMITTED, WORKING};
+use crate::agent::Caller;
+use crate::pipeline::Admission;
+use crate::store::{now_ms, TaskRecord};
+
+/// A send decoded and admitted, before its task is claimed (see `TaskService::start_turn`).
+struct TurnStart {
+    env: e2a::E2AEnvelope,
+    existing: Option<TaskRecord>,
+    task_id: String,
+    context_id: String,
+    message: Value,
+    caller: Caller,
+    return_immediately: bool,
+}
+
+impl TaskService {
+    /// Starts a turn: a new task, or the answer to a paused one.
+    pub async fn send(self: &Arc<Self>, p: SendParams) -> Result<SendOutcome, A2aError> {
+        let SendParams {
+            streaming,
+            id,
+            params,
+            headers,
+            caller,
+        } = p;
+        let Decoded {
+            mut env,
+            message,
+            return_immediately,
+        } = decode_send(&self.config, streaming, id, params, &headers)?;
+        // an existing task (a paused one, answered) or a new one
+        let existing = match env.task_id.clone() {
+            Some(id) => Some(self.answerable(&id, env.context_id.as_deref(), &caller).await?),
+            None => None,
+        };
+        let admission = self
+            .shared
+            .admit(caller.clone())
+            .map_err(|r| A2aError::unavailable(r.message(), self.shared.retry_after()))?;
+        let task_id = existing
+            .as_ref()
+            .map(|r| r.id.clone())
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let context_id = existing
+            .as_ref()
+            .map(|r| r.context_id.clone())
+            .or_else(|| env.context_id.clone())
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        env.task_id = Some(task_id.clone());
+        env.context_id = Some(context_id.clone());
+        env.session_id.get_or_insert_with(|| context_id.clone());
+        env.request_id.get_or_insert_with(|| uuid::Uuid::new_v4().to_string());
+
+        // from the claim on, the turn is started on a task of its own: a client that goes away
+        // mid-request cannot leave a claimed task without its run (its run goes on detached)
+        let start = TurnStart {
+            env,
+            existing,
+            task_id,
+            context_id,
+            message,
+            caller,
+            return_immediately,
+        };
+        tokio::spawn(self.clone().start_turn(start, admission))
+            .await
+            .map_err(|_| A2aError::internal("the turn could not start"))?
+    }
+
+    /// Claims the task, starts the agent and stores the task's first event; the outcome.
+    async fn start_turn(self: Arc<Self>, t: TurnStart, admission: Admission) -> Result<SendOutcome, A2aError> {
+        let TurnStart {
+            env,
+            existing,
+            task_id,
+            context_id,
+            message,
+            caller,
+            return_immediately,
+        } = t;
+        let ctx = admission.ctx.clone();
+        let live = self.claim(&task_id, existing.is_some(), &ctx.cancel).await?;
+        let mut frames = admission.run(env);
+        let permit = admission.into_permit();
+
+        // a new task whose agent answers with a message first: a direct reply, no task
+        let mut first: Option<E2AResponse> = None;
+        if existing.is_none() && !return_immediately {
+            first = frames.next().await;
+            if let Some(f) = first.as_ref().filter(|f| f.kind() == Some(ResponseKind::A2aMessage)) {
+                ctx.cancel.cancel();
+                self.unclaim(&task_id).await;
+                return Ok(SendOutcome::Message(direct_reply(f, &context_id)));
+            }
+        }
+        let (mut rec, turn) = self.open_turn(existing, &task_id, &context_id, &message, &caller);
+        let before = rec.last_seq;
+        let rx = self.channel(&task_id);
+        let snapshot = json!({"task": rec.task.clone()});
+        if let Err(e) = self.commit(&mut rec, snapshot).await {
+            // nothing of the task is stored: no task, and the agent's run stops here
+            ctx.cancel.cancel();
+            self.drop_channel(&task_id, true);
+            self.unclaim(&task_id).await;
+            return Err(e);
+        }
+        let mapper = TurnMapper::new(&task_id, &context_id, turn, live.canceled_by_client.clone());
+        let this = self.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            this.pump(rec, first, frames, mapper).await;
+        });
+        Ok(SendOutcome::Task {
+            id: task_id.clone(),
+            events: self.follow(task_id, before, Some(rx), Until::TurnEnd),
+        })
+    }
+
+    /// The caller's task `id`, if a message may answer it now: not ended, not running, in the
+    /// message's context (when it names one).
+    async fn answerable(&self, id: &str, context_id: Option<&str>, caller: &Caller) -> Result<TaskRecord, A2aError> {
+        let rec = self.load(id, caller).await?;
+        if context_id.is_some_and(|c| c != rec.context_id) {
+            return Err(A2aError::invalid_params(format!(
+                "message contextId does not match the context of task {id}"
+            )));
+        }
+        if rec.state.is_terminal() {
+            return Err(A2aError::new(
+                A2aErrorKind::UnsupportedOperation,
+                format!("task {id} is in a terminal state ({})", rec.state),
+            ));
+        }
+        if self.live_of(id).is_some() {
+            return Err(still_working(id, ""));
+        }
+        Ok(rec)
+    }
+
+    /// Claims task `id` for a run: one at a time in this gateway (two answers to one pause
+    /// race here), and across the gateways sharing the store by its lease (the gateway that
+    /// paused an `answered` task lets go of it just after storing the pause: an answer that
+    /// quick waits a little).
+    async fn claim(&self, id: &str, answered: bool, cancel: &CancellationToken) -> Result<Live, A2aError> {
+        let live = Live {
+            cancel: cancel.clone(),
+            canceled_by_client: Arc::new(AtomicBool::new(false)),
+        };
+        {
+            let mut l = self.live.lock();
+            if l.contains_key(id) {
+                return Err(still_working(id, ""));
+            }
+            l.insert(id.to_string(), live.clone());
+        }
+        let mut leased = self.store.acquire(id, &self.holder, self.shared.config.lease).await;
+        for _ in 0..LEASE_RETRIES {
+            if !matches!(leased, Ok(false)) || !answered {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            leased = self.store.acquire(id, &self.holder, self.shared.config.lease).await;
+        }
+        match leased {
+            Ok(true) => Ok(live),
+            other => {
+                self.live.lock().remove(id);
+                Err(match other {
+                    Err(e) => A2aError::from(e),
+                    Ok(_) => still_working(id, " on another gateway"),
+                })
+            }
+        }
+    }
+
+    /// Lets go of a claimed task whose run did not start a turn.
+    async fn unclaim(&self, id: &str) {
+        self.live.lock().remove(id);
+        let _ = self.store.release(id, &self.holder).await;
+    }
+
+    /// The task a turn runs in, with the user's message in its history, and the turn's number:
+    /// an answered task goes back to `WORKING`, a new one starts `SUBMITTED`.
+    fn open_turn(
+        &self,
+        existing: Option<TaskRecord>,
+        task_id: &str,
+        context_id: &str,
+        message: &Value,
+        caller: &Caller,
+    ) -> (TaskRecord, usize) {
+        let mut user_message = message.clone();
+        if let Some(m) = user_message.as_object_mut() {
+            m.insert("taskId".into(), task_id.into());
+            m.insert("contextId".into(), context_id.into());
+        }
+        match existing {
+            Some(mut rec) => {
+                if let Some(t) = rec.task.as_object_mut() {
+                    let history = t.entry("history").or_insert_with(|| json!([]));
+                    if let Some(h) = history.as_array_mut() {
+                        h.push(user_message);
+                    }
+                    t.insert("status".into(), json!({"state": WORKING, "timestamp": now_ts()}));
+                }
+                let turn = user_turns(&rec.task);
+                (rec, turn)
+            }
+            None => {
+                let ms = now_ms();
+                let task = json!({"id": task_id, "contextId": context_id,
+                    "status": {"state": SUBMITTED, "timestamp": now_ts()},
+                    "history": [user_message], "artifacts": []});
+                let rec = TaskRecord {
+                    id: task_id.into(),
+                    context_id: context_id.into(),
+                    owner: caller.subject.clone(),
+                    state: SUBMITTED,
+                    task,
+                    last_seq: 0,
+                    snapshot_seq: 0,
+                    created_ms: ms,
+                    updated_ms: ms,
+                };
+                (rec, 1)
+            }
+        }
+    }
+}
+
+/// `task id is still working{where}`: an answer while its turn runs.
+fn still_working(id: &str, place: &str) -> A2aError {
+    A2aError::new(
+        A2aErrorKind::UnsupportedOperation,
+        format!("task {id} is still working{place}; wait for it to ask for input"),
+    )
+}
+
+/// The direct `Message` reply of an agent that answered with an `a2a.message` frame.
+fn direct_reply(frame: &E2AResponse, context_id: &str) -> Value {
+    let mut reply = frame.body.clone();
+    reply.remove("taskId");
+    reply.insert("contextId".into(), context_id.into());
+    reply
+        .entry("messageId")
+        .or_insert_with(|| uuid::Uuid::new_v4().to_string().into());
+    reply.entry("role").or_insert_with(|| "ROLE_AGENT".into());
+    Value::Object(reply)
+}
