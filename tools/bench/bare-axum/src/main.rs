@@ -48,7 +48,10 @@ fn main() {
     let port = port.unwrap_or_else(|| die("usage: bare-axum PORT [--e2a-body FILE] [--a2a-body FILE]"));
     // Worker threads: tokio's default, the CPUs this process may run on (1 under `taskset -c 1`),
     // as for the gateway.
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     rt.block_on(async move {
         let app = Router::new()
             .route("/v1/e2a/requests", fixed(e2a))

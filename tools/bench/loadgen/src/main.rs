@@ -108,8 +108,9 @@ fn parse_args() -> Result<Args, String> {
     if !method_set && body.is_some() {
         method = Method::POST;
     }
-    if connections == 0 || !(duration > 0.0 && duration <= 3600.0) || !(timeout > 0.0) {
-        return Err("need -c >= 1, 0 < -d <= 3600 and --timeout > 0".into());
+    let bounded = |x: f64, max: f64| x.is_finite() && x > 0.0 && x <= max;
+    if connections == 0 || !bounded(duration, 3600.0) || !bounded(timeout, 3600.0) {
+        return Err("need -c >= 1, 0 < -d <= 3600 and 0 < --timeout <= 3600".into());
     }
     Ok(Args {
         uri,
@@ -304,17 +305,32 @@ async fn connection(shared: Rc<Shared>) {
 /// `--once`: one request on a fresh connection; the body to stdout, the verdict as exit code.
 async fn once(shared: &Shared) -> i32 {
     let fut = async {
-        let stream = TcpStream::connect(shared.authority.as_str()).await.map_err(|e| format!("connect: {e}"))?;
+        let stream = TcpStream::connect(shared.authority.as_str())
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| format!("handshake: {e}"))?;
         tokio::task::spawn_local(async move {
             let _ = conn.await;
         });
-        let resp = sender.send_request(shared.request()).await.map_err(|e| format!("request: {e}"))?;
+        let resp = sender
+            .send_request(shared.request())
+            .await
+            .map_err(|e| format!("request: {e}"))?;
         let status = resp.status();
-        let ct = resp.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
-        let body = resp.into_body().collect().await.map_err(|e| format!("body: {e}"))?.to_bytes();
+        let ct = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("body: {e}"))?
+            .to_bytes();
         Ok::<_, String>((status, ct, body))
     };
     match tokio::time::timeout(shared.args.timeout, fut).await {
@@ -378,7 +394,10 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let local = tokio::task::LocalSet::new();
     let code = local.block_on(&rt, run(args));
     std::process::exit(code);
@@ -393,7 +412,11 @@ async fn run(args: Args) -> i32 {
             return 2;
         }
     };
-    let path = args.uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
+    let path = args
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
     let body_parts = args.body.as_ref().map(|b| match b.split_once("{{n}}") {
         Some((before, after)) => (before.to_string(), Some(after.to_string())),
         None => (b.clone(), None),

@@ -30,8 +30,8 @@ use std::sync::Arc;
 use std::collections::HashMap;
 
 use a2a::{
-    new_artifact_id, A2AError, Artifact, Message, Part, PartContent, Role, StreamResponse,
-    TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
+    new_artifact_id, A2AError, Artifact, Message, Part, PartContent, Role, StreamResponse, TaskArtifactUpdateEvent,
+    TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext, InMemoryTaskStore};
 use axum::serve::ListenerExt;
@@ -71,7 +71,14 @@ fn status(task_id: &str, context_id: &str, state: TaskState, message: Option<Mes
     })
 }
 
-fn artifact(task_id: &str, context_id: &str, artifact_id: &str, text: &str, append: Option<bool>, last: bool) -> StreamResponse {
+fn artifact(
+    task_id: &str,
+    context_id: &str,
+    artifact_id: &str,
+    text: &str,
+    append: Option<bool>,
+    last: bool,
+) -> StreamResponse {
     StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
         task_id: task_id.into(),
         context_id: context_id.into(),
@@ -128,14 +135,20 @@ impl AgentExecutor for EchoExecutor {
                 json!({"e2a_chunk": {"event_type": "chat.tool_call"}, "e2a_delta_kind": "tool"}),
             ),
             working(
-                Part::data(json!({"result": {"length": prompt.chars().count()}, "status": "completed",
-                    "tool_call_id": "echo-1"})),
+                Part::data(
+                    json!({"result": {"length": prompt.chars().count()}, "status": "completed",
+                    "tool_call_id": "echo-1"}),
+                ),
                 json!({"e2a_chunk": {"event_type": "chat.tool_result"}, "e2a_delta_kind": "tool"}),
             ),
         ];
         let words: Vec<&str> = reply.split(' ').collect();
         for (i, w) in words.iter().enumerate() {
-            let piece = if i + 1 < words.len() { format!("{w} ") } else { (*w).to_string() };
+            let piece = if i + 1 < words.len() {
+                format!("{w} ")
+            } else {
+                (*w).to_string()
+            };
             events.push(artifact(&t, &c, &art, &piece, Some(i > 0), false));
         }
         events.push(artifact(&t, &c, &art, "", Some(true), true));
@@ -168,9 +181,15 @@ fn main() {
     let port = port.unwrap_or_else(|| die("usage: peer-a2a PORT [--events minimal|mirror]"));
     // Worker threads: tokio's default, the CPUs this process may run on (1 under `taskset -c 1`),
     // as for the gateway.
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     rt.block_on(async move {
-        let handler = Arc::new(DefaultRequestHandler::new(EchoExecutor { mirror }, InMemoryTaskStore::new()));
+        let handler = Arc::new(DefaultRequestHandler::new(
+            EchoExecutor { mirror },
+            InMemoryTaskStore::new(),
+        ));
         let app = axum::Router::new()
             .nest("/a2a", a2a_server::jsonrpc::jsonrpc_router(handler.clone()))
             .merge(a2a_server::rest::rest_router(handler))
@@ -178,7 +197,11 @@ fn main() {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .unwrap_or_else(|e| die(&format!("cannot listen on 127.0.0.1:{port}: {e}")));
-        eprintln!("peer-a2a ({}) listening on http://{}", if mirror { "mirror" } else { "minimal" }, listener.local_addr().expect("addr"));
+        eprintln!(
+            "peer-a2a ({}) listening on http://{}",
+            if mirror { "mirror" } else { "minimal" },
+            listener.local_addr().expect("addr")
+        );
         let listener = listener.tap_io(|tcp| {
             let _ = tcp.set_nodelay(true);
         });
