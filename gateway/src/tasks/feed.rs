@@ -45,6 +45,11 @@ pub(super) fn ends(event: &Value, until: Until) -> bool {
     state.is_some_and(|s| s.is_terminal() || (until == Until::TurnEnd && s.is_interrupted()))
 }
 
+/// Events a task's channel holds for a slow follower; one that falls further behind reads the
+/// log instead (a channel is made per task, so its ring is kept small: one of 1,024 slots was
+/// tens of KiB allocated and freed per request).
+const FEED_CAPACITY: usize = 64;
+
 impl TaskService {
     /// Drops task `id`'s channel when its task has ended (`done`) or nobody follows it (its
     /// followers catch up from the log).
@@ -87,7 +92,7 @@ impl TaskService {
         self.channels
             .lock()
             .entry(id.to_string())
-            .or_insert_with(|| broadcast::channel(1024).0)
+            .or_insert_with(|| broadcast::channel(FEED_CAPACITY).0)
             .subscribe()
     }
 
