@@ -19,6 +19,7 @@ impl TaskService {
     /// An event the store does not take reaches nobody: the error is returned (and logged), and
     /// `rec` holds the event applied in memory only.
     pub(super) async fn commit(&self, rec: &mut TaskRecord, event: Value) -> Result<(), A2aError> {
+        let before = rec.state;
         apply(&mut rec.task, &event);
         if let Some(s) = rec
             .task
@@ -29,11 +30,13 @@ impl TaskService {
             rec.state = s;
         }
         rec.updated_ms = now_ms();
-        // artifact chunks leave the stored snapshot alone: a reader catches up from the log.
-        // It is rewritten after SNAPSHOT_EVERY chunks, and then after as many chunks as it
-        // already covers, so that a long answer costs its length in snapshots, not its square
+        // the stored snapshot is rewritten when the state changes (a task's first event and its
+        // last among them); events in between (artifact chunks, messages of a working task)
+        // leave it alone — a reader catches up from the log — until SNAPSHOT_EVERY of them, and
+        // then as many as it already covers: a long answer costs its length in snapshots, not
+        // its square
         let since = rec.last_seq.saturating_sub(rec.snapshot_seq) + 1;
-        let snapshot = event.get("artifactUpdate").is_none() || since >= SNAPSHOT_EVERY.max(rec.snapshot_seq);
+        let snapshot = rec.last_seq == 0 || rec.state != before || since >= SNAPSHOT_EVERY.max(rec.snapshot_seq);
         // the task travels only when it is written
         let record = if snapshot { rec.clone() } else { rec.without_task() };
         let seq = self.store.append(record, event.clone(), snapshot).await.map_err(|e| {
