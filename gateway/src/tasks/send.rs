@@ -88,50 +88,41 @@ impl TaskService {
 
     /// Claims the task, starts the agent and stores the task's first event; the outcome.
     async fn start_turn(self: Arc<Self>, t: TurnStart, admission: Admission) -> Result<SendOutcome, A2aError> {
-        let TurnStart {
-            env,
-            existing,
-            task_id,
-            context_id,
-            message,
-            caller,
-            return_immediately,
-        } = t;
         let ctx = admission.ctx.clone();
-        let live = self.claim(&task_id, existing.is_some(), &ctx.cancel).await?;
-        let mut frames = admission.run(env);
+        let live = self.claim(&t.task_id, t.existing.is_some(), &ctx.cancel).await?;
+        let mut frames = admission.run(t.env);
         let permit = admission.into_permit();
 
         // a new task whose agent answers with a message first: a direct reply, no task
         let mut first: Option<E2AResponse> = None;
-        if existing.is_none() && !return_immediately {
+        if t.existing.is_none() && !t.return_immediately {
             first = frames.next().await;
             if let Some(f) = first.as_ref().filter(|f| f.kind() == Some(ResponseKind::A2aMessage)) {
                 ctx.cancel.cancel();
-                self.unclaim(&task_id).await;
-                return Ok(SendOutcome::Message(direct_reply(f, &context_id)));
+                self.unclaim(&t.task_id).await;
+                return Ok(SendOutcome::Message(direct_reply(f, &t.context_id)));
             }
         }
-        let (mut rec, turn) = self.open_turn(existing, &task_id, &context_id, &message, &caller);
+        let (mut rec, turn) = self.open_turn(t.existing, &t.task_id, &t.context_id, &t.message, &t.caller);
         let before = rec.last_seq;
-        let rx = self.channel(&task_id);
+        let rx = self.channel(&t.task_id);
         let snapshot = json!({"task": rec.task.clone()});
         if let Err(e) = self.commit(&mut rec, snapshot).await {
             // nothing of the task is stored: no task, and the agent's run stops here
             ctx.cancel.cancel();
-            self.drop_channel(&task_id, true);
-            self.unclaim(&task_id).await;
+            self.drop_channel(&t.task_id, true);
+            self.unclaim(&t.task_id).await;
             return Err(e);
         }
-        let mapper = TurnMapper::new(&task_id, &context_id, turn, live.canceled_by_client.clone());
+        let mapper = TurnMapper::new(&t.task_id, &t.context_id, turn, live.canceled_by_client.clone());
         let this = self.clone();
         tokio::spawn(async move {
             let _permit = permit;
             this.pump(rec, first, frames, mapper).await;
         });
         Ok(SendOutcome::Task {
-            id: task_id.clone(),
-            events: self.follow(task_id, before, Some(rx), Until::TurnEnd),
+            id: t.task_id.clone(),
+            events: self.follow(t.task_id, before, Some(rx), Until::TurnEnd),
         })
     }
 
