@@ -654,30 +654,6 @@ async fn stores_keep_the_same_contract() {
     assert_eq!((a.last_seq, a.snapshot_seq), (4, 3));
 }
 
-/// A new database on the PostgreSQL server of `E2A_TEST_POSTGRES_URL`, or `None` (skipped)
-/// without one — unless `E2A_REQUIRE_POSTGRES` is set (CI), which makes that a failure.
-async fn postgres_database() -> Option<String> {
-    let Some(url) = std::env::var("E2A_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
-        assert!(
-            std::env::var_os("E2A_REQUIRE_POSTGRES").is_none(),
-            "E2A_REQUIRE_POSTGRES is set but E2A_TEST_POSTGRES_URL is not"
-        );
-        eprintln!("skipped: no E2A_TEST_POSTGRES_URL (see gateway/tests/postgres/start.sh)");
-        return None;
-    };
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .expect("connect to the test server");
-    tokio::spawn(connection);
-    let name = format!("e2a_test_{}", uuid::Uuid::new_v4().simple());
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .expect("create database");
-    let (base, _) = url.rsplit_once('/').expect("a URL with a database");
-    Some(format!("{base}/{name}"))
-}
-
 async fn next_notice(rx: &mut tokio::sync::broadcast::Receiver<StoreNotice>) -> StoreNotice {
     tokio::time::timeout(Duration::from_secs(5), rx.recv())
         .await
@@ -685,25 +661,12 @@ async fn next_notice(rx: &mut tokio::sync::broadcast::Receiver<StoreNotice>) -> 
         .expect("open")
 }
 
-/// `E2A_TEST_POSTGRES_CA`: the test server's certificate, when it speaks TLS.
-fn test_ca() -> Option<std::path::PathBuf> {
-    std::env::var_os("E2A_TEST_POSTGRES_CA")
-        .filter(|c| !c.is_empty())
-        .map(Into::into)
-}
-
-async fn pg(url: &str) -> PgStore {
-    let options = PgOptions {
-        ca_file: test_ca(),
-        ..PgOptions::default()
-    };
-    PgStore::connect(url, options).await.expect("connect")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_tls_verifies_the_server_certificate() {
-    let Some(url) = postgres_database().await else { return };
-    let Some(ca) = test_ca() else {
+    let Some(url) = common::postgres_database().await else {
+        return;
+    };
+    let Some(ca) = common::test_ca() else {
         eprintln!("skipped: the test server does not speak TLS (no E2A_TEST_POSTGRES_CA)");
         return;
     };
@@ -740,9 +703,11 @@ async fn postgres_tls_verifies_the_server_certificate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_keeps_the_same_contract_and_migrates_once() {
-    let Some(url) = postgres_database().await else { return };
+    let Some(url) = common::postgres_database().await else {
+        return;
+    };
     // two gateways starting together: the migrations run once
-    let (a, b) = tokio::join!(pg(&url), pg(&url));
+    let (a, b) = tokio::join!(common::pg(&url), common::pg(&url));
     assert!(a.shared() && b.shared());
     store_contract(&a).await;
     // what one instance wrote, the other reads
@@ -750,15 +715,17 @@ async fn postgres_keeps_the_same_contract_and_migrates_once() {
     assert_eq!(seen.last_seq, 4);
     assert_eq!(b.events_after("a", 0).await.expect("events").len(), 4);
     drop((a, b));
-    let again = pg(&url).await;
+    let again = common::pg(&url).await;
     assert_eq!(again.events_after("a", 2).await.expect("events").len(), 2);
     assert!(!format!("{again:?}").contains("password"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_appends_from_two_instances_get_one_sequence() {
-    let Some(url) = postgres_database().await else { return };
-    let (a, b) = tokio::join!(pg(&url), pg(&url));
+    let Some(url) = common::postgres_database().await else {
+        return;
+    };
+    let (a, b) = tokio::join!(common::pg(&url), common::pg(&url));
     let (a, b) = (Arc::new(a), Arc::new(b));
     let mut writers = Vec::new();
     for (store, name) in [(a.clone(), "a"), (b.clone(), "b")] {
@@ -794,8 +761,10 @@ async fn postgres_appends_from_two_instances_get_one_sequence() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_leases_notices_and_orphans() {
-    let Some(url) = postgres_database().await else { return };
-    let (a, b) = tokio::join!(pg(&url), pg(&url));
+    let Some(url) = common::postgres_database().await else {
+        return;
+    };
+    let (a, b) = tokio::join!(common::pg(&url), common::pg(&url));
     let lease = Duration::from_secs(30);
     // a lease: one holder at a time, renewed by it, free once released
     assert!(a.acquire("t1", "A", lease).await.expect("acquire"));
@@ -886,8 +855,10 @@ async fn finished_tasks_are_forgotten_after_the_retention_and_past_the_count() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_forgets_finished_tasks() {
-    let Some(url) = postgres_database().await else { return };
-    forgets_finished_tasks(Arc::new(pg(&url).await)).await;
+    let Some(url) = common::postgres_database().await else {
+        return;
+    };
+    forgets_finished_tasks(Arc::new(common::pg(&url).await)).await;
 }
 
 async fn forgets_finished_tasks(store: Arc<dyn TaskStore>) {

@@ -6,12 +6,11 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use common::{essence, read_frames, script, sse_events, sse_frames};
 use e2a::E2AResponse;
 use e2a_gateway::store::{FrameWrite, RunLog, StoreError};
-use e2a_gateway::store::{MemoryStore, PgOptions, PgStore, SqliteStore, TaskStore};
+use e2a_gateway::store::{MemoryStore, SqliteStore, TaskStore};
 use e2a_gateway::{Gateway, GatewayConfig};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
@@ -198,54 +197,19 @@ async fn retention_in_memory_is_bounded_by_bytes() {
     assert_eq!(send(&s.base, &first, Some(0)).await.status(), 200);
 }
 
-/// A new database on the PostgreSQL server of `E2A_TEST_POSTGRES_URL`, or `None` (skipped)
-/// without one — unless `E2A_REQUIRE_POSTGRES` is set (CI), which makes that a failure.
-async fn postgres() -> Option<PgStore> {
-    let Some(url) = std::env::var("E2A_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
-        assert!(
-            std::env::var_os("E2A_REQUIRE_POSTGRES").is_none(),
-            "E2A_REQUIRE_POSTGRES is set but E2A_TEST_POSTGRES_URL is not"
-        );
-        eprintln!("skipped: no E2A_TEST_POSTGRES_URL (see gateway/tests/postgres/start.sh)");
-        return None;
-    };
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .expect("connect to the test server");
-    tokio::spawn(connection);
-    let name = format!("e2a_test_{}", uuid::Uuid::new_v4().simple());
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .expect("create database");
-    let (base, _) = url.rsplit_once('/').expect("a URL with a database");
-    let options = PgOptions {
-        ca_file: std::env::var_os("E2A_TEST_POSTGRES_CA")
-            .filter(|c| !c.is_empty())
-            .map(Into::into),
-        ..PgOptions::default()
-    };
-    Some(
-        PgStore::connect(&format!("{base}/{name}"), options)
-            .await
-            .expect("connect"),
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_an_e2a_run_started_on_one_gateway_is_resumed_on_another() {
-    let Some(first) = postgres().await else { return };
-    let first: Arc<dyn TaskStore> = Arc::new(first);
+    let Some(url) = common::postgres_database().await else {
+        return;
+    };
+    let first: Arc<dyn TaskStore> = Arc::new(common::pg(&url).await);
     let a = serve(common::fast_config(), first.clone()).await;
     let body = request("count-pg", "count slowly");
     let mut on_a = send(&a.base, &body, None).await;
     let early = read_frames(&mut on_a, 2).await;
     assert_eq!(early.len(), 2);
     // gateway B shares the database (a store of its own, as in another process)
-    let Some(second) = postgres_same(&first).await else {
-        return;
-    };
-    let b = serve(common::fast_config(), second).await;
+    let b = serve(common::fast_config(), Arc::new(common::pg(&url).await)).await;
     // B follows the run while A still runs it
     let on_b = all_frames(&b.base, &body, Some(early[1].sequence)).await;
     let rest_a = sse_frames(&on_a.text().await.expect("body"));
@@ -257,26 +221,6 @@ async fn postgres_an_e2a_run_started_on_one_gateway_is_resumed_on_another() {
     // and after the run ended, from the log alone
     let again = all_frames(&b.base, &body, Some(0)).await;
     assert_eq!(again.len(), whole.len() - 1);
-}
-
-/// Another store on the database `store` uses.
-async fn postgres_same(store: &Arc<dyn TaskStore>) -> Option<Arc<dyn TaskStore>> {
-    let name = store.name();
-    let db = name.rsplit('/').next()?.to_string();
-    let url = std::env::var("E2A_TEST_POSTGRES_URL").ok()?;
-    let (base, _) = url.rsplit_once('/')?;
-    let options = PgOptions {
-        ca_file: std::env::var_os("E2A_TEST_POSTGRES_CA")
-            .filter(|c| !c.is_empty())
-            .map(Into::into),
-        ..PgOptions::default()
-    };
-    tokio::time::sleep(Duration::from_millis(1)).await;
-    Some(Arc::new(
-        PgStore::connect(&format!("{base}/{db}"), options)
-            .await
-            .expect("connect"),
-    ))
 }
 
 /// An SQLite store whose run appends fail once `budget` of them were taken (a full disk).
