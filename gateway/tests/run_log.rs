@@ -236,13 +236,8 @@ impl TaskStore for FullDisk {
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<e2a_gateway::store::TaskRecord>, StoreError>> {
         self.inner.get(id)
     }
-    fn append(
-        &self,
-        record: e2a_gateway::store::TaskRecord,
-        event: Value,
-        snapshot: bool,
-    ) -> BoxFuture<'_, Result<u64, StoreError>> {
-        self.inner.append(record, event, snapshot)
+    fn append(&self, write: e2a_gateway::store::TaskAppend) -> BoxFuture<'_, Result<u64, StoreError>> {
+        self.inner.append(write)
     }
     fn events_after<'a>(
         &'a self,

@@ -12,7 +12,7 @@ use common::sse_events;
 use e2a_gateway::backends::ScriptAgent;
 use e2a_gateway::bindings::a2a::A2aConfig;
 use e2a_gateway::store::{MemoryStore, TaskStore};
-use e2a_gateway::store::{StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord};
+use e2a_gateway::store::{StoreError, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord};
 use e2a_gateway::{Gateway, GatewayConfig};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
@@ -48,7 +48,7 @@ impl TaskStore for FullDisk {
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
         self.inner.get(id)
     }
-    fn append(&self, record: TaskRecord, event: Value, snapshot: bool) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn append(&self, write: TaskAppend) -> BoxFuture<'_, Result<u64, StoreError>> {
         let left = self.budget.load(Ordering::SeqCst);
         if left == 0 {
             return Box::pin(async { Err(StoreError::Backend("database or disk is full".into())) });
@@ -56,7 +56,7 @@ impl TaskStore for FullDisk {
         if left > 0 {
             self.budget.fetch_sub(1, Ordering::SeqCst);
         }
-        if snapshot {
+        if write.snapshot.is_some() {
             self.snapshots.fetch_add(1, Ordering::SeqCst);
         }
         let slow = self.slow_ms.load(Ordering::SeqCst);
@@ -64,7 +64,7 @@ impl TaskStore for FullDisk {
             if slow > 0 {
                 tokio::time::sleep(Duration::from_millis(slow)).await;
             }
-            self.inner.append(record, event, snapshot).await
+            self.inner.append(write).await
         })
     }
     fn events_after<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>> {

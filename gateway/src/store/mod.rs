@@ -20,6 +20,7 @@ pub mod sqlite;
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use e2a::types::A2aTaskState;
@@ -68,6 +69,36 @@ impl TaskRecord {
             snapshot_seq: self.snapshot_seq,
             created_ms: self.created_ms,
             updated_ms: self.updated_ms,
+        }
+    }
+}
+
+/// One event appended to a task's log (see [`TaskStore::append`]), serialized once by the task
+/// service for whichever store keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskAppend {
+    /// The task's record after the event. Its `task` is not read (the snapshot travels
+    /// serialized, in `snapshot`), nor are its `last_seq` and `snapshot_seq`.
+    pub record: TaskRecord,
+    /// The task's `Task` JSON after the event, when this append rewrites the stored snapshot
+    /// (always on a task's first event).
+    pub snapshot: Option<Arc<str>>,
+    /// The event (`StreamResponse` JSON).
+    pub event: String,
+}
+
+impl TaskAppend {
+    /// An append of `event` to `record`'s task, with `record.task` as the snapshot when
+    /// `snapshot` says so.
+    pub fn new(record: TaskRecord, event: &Value, snapshot: bool) -> Self {
+        let snapshot = snapshot.then(|| record.task.to_string().into());
+        TaskAppend {
+            record: TaskRecord {
+                task: Value::Null,
+                ..record
+            },
+            snapshot,
+            event: event.to_string(),
         }
     }
 }
@@ -220,16 +251,15 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The task `id`, if stored.
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>>;
 
-    /// Appends `event` to the log of `record`'s task and updates the record, in one step.
-    /// Returns the event's sequence number (the record's previous `last_seq` + 1; the
-    /// `last_seq` and `snapshot_seq` passed in are ignored).
+    /// Appends `write.event` to the log of `write.record`'s task and updates the record, in one
+    /// step. Returns the event's sequence number (the stored `last_seq` + 1).
     ///
-    /// With `snapshot`, the whole record is written (insert or replace) and its `snapshot_seq`
-    /// becomes the new sequence number. Without, only `state`, `last_seq` and `updated_ms`
-    /// change and the stored `task` stays as it was (a long stream of artifact chunks does not
-    /// rewrite a growing task on every chunk); a store may write the snapshot anyway. The first
-    /// event of a task always writes it.
-    fn append(&self, record: TaskRecord, event: Value, snapshot: bool) -> BoxFuture<'_, Result<u64, StoreError>>;
+    /// With a `snapshot`, the whole record is written (insert or replace) and its
+    /// `snapshot_seq` becomes the new sequence number. Without, only `state`, `last_seq` and
+    /// `updated_ms` change and the stored `task` stays as it was (a long stream of artifact
+    /// chunks does not rewrite a growing task on every chunk). The first event of a task
+    /// always comes with its snapshot.
+    fn append(&self, write: TaskAppend) -> BoxFuture<'_, Result<u64, StoreError>>;
 
     /// The events of task `id` after sequence number `after`, in order.
     fn events_after<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>>;
@@ -354,7 +384,7 @@ pub struct MemoryStore {
 #[derive(Debug)]
 struct MemoryTask {
     record: TaskRecord,
-    snapshot: Box<str>,
+    snapshot: Arc<str>,
     events: Vec<(u64, Box<str>)>,
 }
 
@@ -394,13 +424,18 @@ impl TaskStore for MemoryStore {
         })
     }
 
-    fn append(&self, mut record: TaskRecord, event: Value, snapshot: bool) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn append(&self, write: TaskAppend) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(async move {
-            let event: Box<str> = event.to_string().into();
+            let TaskAppend {
+                mut record,
+                snapshot,
+                event,
+            } = write;
+            let event: Box<str> = event.into();
             let mut map = self.inner.lock();
             let Some(t) = map.get_mut(&record.id) else {
-                // the first event writes the snapshot
-                let snapshot = record.task.to_string().into();
+                // (like the SQL stores: a first event without a snapshot makes an empty one)
+                let snapshot = snapshot.unwrap_or_else(|| Arc::from("{}"));
                 record.task = Value::Null;
                 (record.last_seq, record.snapshot_seq) = (1, 1);
                 let id = record.id.clone();
@@ -415,8 +450,8 @@ impl TaskStore for MemoryStore {
                 return Ok(1);
             };
             let seq = t.record.last_seq.saturating_add(1);
-            if snapshot {
-                t.snapshot = record.task.to_string().into();
+            if let Some(snapshot) = snapshot {
+                t.snapshot = snapshot;
                 t.record.snapshot_seq = seq;
             }
             t.record.state = record.state;

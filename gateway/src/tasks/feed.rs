@@ -116,6 +116,29 @@ impl TaskService {
         rx: Option<broadcast::Receiver<Feed>>,
         until: Until,
     ) -> EventStream {
+        self.follow_from(id, after, rx, until, true)
+    }
+
+    /// [`TaskService::follow`] with `rx` subscribed before the event after `after` was
+    /// stored: the log is read only after a gap, not first.
+    pub(super) fn follow_live(
+        self: &Arc<Self>,
+        id: String,
+        after: u64,
+        rx: broadcast::Receiver<Feed>,
+        until: Until,
+    ) -> EventStream {
+        self.follow_from(id, after, Some(rx), until, false)
+    }
+
+    fn follow_from(
+        self: &Arc<Self>,
+        id: String,
+        after: u64,
+        rx: Option<broadcast::Receiver<Feed>>,
+        until: Until,
+        read_log_first: bool,
+    ) -> EventStream {
         let this = self.clone();
         Box::pin(async_stream::stream! {
             let mut last = after;
@@ -125,7 +148,7 @@ impl TaskService {
             let shared = this.store.shared();
             let mut quiet = Instant::now();
             // the log first; again after a gap (lagged), a quiet spell or a closed channel
-            let (mut catch_up, mut resubscribe) = (true, false);
+            let (mut catch_up, mut resubscribe) = (read_log_first, false);
             loop {
                 if catch_up {
                     match this.log_after(&id, last, until).await {

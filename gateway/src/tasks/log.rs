@@ -12,13 +12,14 @@ use super::feed::Feed;
 use super::snapshot::{agent_message, apply, status_event};
 use super::{TaskService, FAILED, SNAPSHOT_EVERY, STORE_FAILED};
 use crate::agent::Caller;
-use crate::store::{now_ms, StoredEvent, TaskRecord};
+use crate::store::{now_ms, StoredEvent, TaskAppend, TaskRecord};
 
 impl TaskService {
     /// Writes an event: applies it to the snapshot, appends it to the log, then tells followers.
-    /// An event the store does not take reaches nobody: the error is returned (and logged), and
-    /// `rec` holds the event applied in memory only.
-    pub(super) async fn commit(&self, rec: &mut TaskRecord, event: Value) -> Result<(), A2aError> {
+    /// Returns the task's JSON when this event rewrote the stored snapshot. An event the store
+    /// does not take reaches nobody: the error is returned (and logged), and `rec` holds the
+    /// event applied in memory only.
+    pub(super) async fn commit(&self, rec: &mut TaskRecord, event: Value) -> Result<Option<Arc<str>>, A2aError> {
         let before = rec.state;
         apply(&mut rec.task, &event);
         if let Some(s) = rec
@@ -37,9 +38,14 @@ impl TaskService {
         // its square
         let since = rec.last_seq.saturating_sub(rec.snapshot_seq) + 1;
         let snapshot = rec.last_seq == 0 || rec.state != before || since >= SNAPSHOT_EVERY.max(rec.snapshot_seq);
-        // the task travels only when it is written
-        let record = if snapshot { rec.clone() } else { rec.without_task() };
-        let seq = self.store.append(record, event.clone(), snapshot).await.map_err(|e| {
+        // serialized once, here, for whichever store keeps them
+        let task: Option<Arc<str>> = snapshot.then(|| rec.task.to_string().into());
+        let write = TaskAppend {
+            record: rec.without_task(),
+            snapshot: task.clone(),
+            event: event.to_string(),
+        };
+        let seq = self.store.append(write).await.map_err(|e| {
             tracing::error!(task_id = %rec.id, error = %e, "cannot store a task event: nobody is told of it");
             A2aError::internal(STORE_FAILED)
         })?;
@@ -56,10 +62,10 @@ impl TaskService {
                 c.get(&rec.id).cloned()
             }
         };
-        if let Some(tx) = tx {
+        if let Some(tx) = tx.filter(|tx| tx.receiver_count() > 0) {
             let _ = tx.send(Feed::Event(StoredEvent { seq, event }));
         }
-        Ok(())
+        Ok(task)
     }
 
     /// The store failed under task `rec`'s run: the run is stopped, the task is failed (in the

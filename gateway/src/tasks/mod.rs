@@ -29,8 +29,9 @@ use e2a::types::A2aTaskState;
 use e2a::E2AResponse;
 use futures_util::{Stream, StreamExt};
 use parking_lot::Mutex;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use self::error::{A2aError, A2aErrorKind};
@@ -63,6 +64,15 @@ const SNAPSHOT_EVERY: u64 = 64;
 /// How often an answer to a paused task tries again (50 ms apart) for the lease the pausing
 /// gateway is about to let go of.
 const LEASE_RETRIES: usize = 10;
+
+/// What a run pumps into its task: the frame already read (the first, when the agent's answer
+/// was looked at before the task was made), the rest of the agent's frames, and their mapping
+/// to A2A events.
+struct Turn {
+    next: Option<E2AResponse>,
+    frames: crate::FrameStream,
+    mapper: TurnMapper,
+}
 
 /// A run in progress: how to follow it and how to stop it.
 #[derive(Clone)]
@@ -110,8 +120,15 @@ pub enum SendOutcome {
         id: String,
         /// The events of this turn, then live ones until the turn ends.
         events: EventStream,
+        /// The task as stored when the turn ended, from its run.
+        done: TurnDone,
     },
 }
+
+/// The task (its `Task` JSON) as a run stored it when its turn ended: what a blocking send
+/// answers with, without reading the store back. Nothing comes when the run's last write was
+/// not a snapshot (its store failed).
+pub struct TurnDone(oneshot::Receiver<Arc<str>>);
 
 /// What a caller asked about a send.
 pub struct SendParams {
@@ -178,14 +195,14 @@ impl TaskService {
         self.live.lock().get(id).cloned()
     }
 
-    async fn pump(
-        &self,
-        mut rec: TaskRecord,
-        first: Option<E2AResponse>,
-        mut frames: crate::FrameStream,
-        mut mapper: TurnMapper,
-    ) {
-        let mut next = first;
+    async fn pump(&self, mut rec: TaskRecord, turn: Turn, done: oneshot::Sender<Arc<str>>) {
+        let Turn {
+            mut next,
+            mut frames,
+            mut mapper,
+        } = turn;
+        // the stored snapshot, while it is the task's latest
+        let mut task: Option<Arc<str>> = None;
         loop {
             let frame = match next.take() {
                 Some(f) => f,
@@ -196,12 +213,16 @@ impl TaskService {
             };
             let mut stored = true;
             for ev in mapper.push(&frame) {
-                if self.commit(&mut rec, ev).await.is_err() {
-                    stored = false;
-                    break;
+                match self.commit(&mut rec, ev).await {
+                    Ok(t) => task = t,
+                    Err(_) => {
+                        stored = false;
+                        break;
+                    }
                 }
             }
             if !stored {
+                task = None;
                 self.store_failed(&mut rec).await;
                 break;
             }
@@ -215,8 +236,12 @@ impl TaskService {
                 FAILED,
                 Some(agent_message(&rec, "the agent ended without a final state")),
             );
-            if self.commit(&mut rec, ev).await.is_err() {
-                self.store_failed(&mut rec).await;
+            match self.commit(&mut rec, ev).await {
+                Ok(t) => task = t,
+                Err(_) => {
+                    task = None;
+                    self.store_failed(&mut rec).await;
+                }
             }
         }
         self.live.lock().remove(&rec.id);
@@ -224,6 +249,38 @@ impl TaskService {
             tracing::warn!(task_id = %rec.id, error = %e, "cannot release a task's lease");
         }
         self.drop_channel(&rec.id, rec.state.is_terminal());
+        // told last: a client answering a pause at once finds the task free
+        if let Some(t) = task {
+            let _ = done.send(t);
+        }
+    }
+
+    /// The task a send started, as its binding answers it (`Task` JSON): when `blocking`, as
+    /// its run stored it at the turn's end (waiting up to the blocking timeout), else as it is
+    /// now; its history trimmed to `history` messages.
+    pub async fn sent_task(
+        &self,
+        id: &str,
+        done: TurnDone,
+        blocking: bool,
+        history: Option<usize>,
+        caller: &Caller,
+    ) -> Result<Box<RawValue>, A2aError> {
+        let raw = |json: String| {
+            RawValue::from_string(json).map_err(|e| A2aError::internal(format!("a stored task is not JSON: {e}")))
+        };
+        if blocking {
+            if let Ok(Ok(task)) = tokio::time::timeout(self.config.blocking_timeout, done.0).await {
+                if history.is_none() {
+                    return raw(task.to_string());
+                }
+                let task: Value = serde_json::from_str(&task)
+                    .map_err(|e| A2aError::internal(format!("a stored task is not JSON: {e}")))?;
+                return raw(trim_history(task, history).to_string());
+            }
+        }
+        let rec = self.load(id, caller).await?;
+        raw(trim_history(rec.task, history).to_string())
     }
 
     /// `SubscribeToTask`: with `last_seen` (an SSE `Last-Event-ID`), the events after it, then
@@ -286,12 +343,6 @@ impl TaskService {
         }
     }
 
-    /// Waits (up to the blocking timeout) for the current turn of task `id` to end.
-    pub async fn wait(self: &Arc<Self>, mut events: EventStream) {
-        let timeout = self.config.blocking_timeout;
-        let _ = tokio::time::timeout(timeout, async move { while events.next().await.is_some() {} }).await;
-    }
-
     /// Waits (up to 10 s) for the current turn of task `id` to end, following it from `after`.
     async fn wait_turn_end(self: &Arc<Self>, id: &str, after: u64, rx: broadcast::Receiver<Feed>) {
         let mut events = self.follow(id.to_string(), after, Some(rx), Until::TurnEnd);
@@ -330,7 +381,7 @@ impl TaskService {
                         Ok(())
                     } else {
                         let ev = status_event(&rec, CANCELED, Some(agent_message(&rec, "canceled by the client")));
-                        self.commit(&mut rec, ev).await
+                        self.commit(&mut rec, ev).await.map(|_| ())
                     };
                     self.store.release(id, &self.holder).await?;
                     canceled?;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use e2a::{E2AResponse, ResponseKind};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::error::{A2aError, A2aErrorKind};
@@ -16,7 +17,7 @@ use super::feed::Until;
 use super::params::{decode_send, Decoded};
 use super::snapshot::{now_ts, user_turns};
 use super::turn::TurnMapper;
-use super::{Live, SendOutcome, SendParams, TaskService, LEASE_RETRIES, SUBMITTED, WORKING};
+use super::{Live, SendOutcome, SendParams, TaskService, Turn, TurnDone, LEASE_RETRIES, SUBMITTED, WORKING};
 use crate::agent::Caller;
 use crate::pipeline::Admission;
 use crate::store::{now_ms, TaskRecord};
@@ -115,14 +116,22 @@ impl TaskService {
             return Err(e);
         }
         let mapper = TurnMapper::new(&t.task_id, &t.context_id, turn, live.canceled_by_client.clone());
+        let turn = Turn {
+            next: first,
+            frames,
+            mapper,
+        };
+        let (done, turn_done) = oneshot::channel();
         let this = self.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            this.pump(rec, first, frames, mapper).await;
+            this.pump(rec, turn, done).await;
         });
         Ok(SendOutcome::Task {
             id: t.task_id.clone(),
-            events: self.follow(t.task_id, before, Some(rx), Until::TurnEnd),
+            // subscribed before the task's first event: every event reaches it live
+            events: self.follow_live(t.task_id, before, rx, Until::TurnEnd),
+            done: TurnDone(turn_done),
         })
     }
 

@@ -16,10 +16,23 @@ use crate::agent::Caller;
 use crate::tasks::error::{A2aError, A2aErrorKind};
 use crate::tasks::TaskService;
 use crate::tasks::{history_length, trim_history, SendConfig, SendOutcome, SendParams};
+use super::SentTask;
 use crate::web::{body, last_event_id};
 
 fn reply(v: Value) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
+}
+
+/// A JSON-RPC success response whose result is written as it is.
+#[derive(serde::Serialize)]
+struct Success<'a, T> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    result: T,
+}
+
+fn reply_with<T: serde::Serialize>(v: &T) -> Result<Response, A2aError> {
+    Ok(([(header::CONTENT_TYPE, "application/json")], super::to_json(v)?).into_response())
 }
 
 fn ok(id: &Value, result: Value) -> Response {
@@ -144,12 +157,13 @@ async fn dispatch(
                 (SendOutcome::Message(m), false) => Ok(ok(&id, json!({"message": m}))),
                 (SendOutcome::Message(m), true) => Ok(stream(super::one_event(json!({"message": m})))),
                 (SendOutcome::Task { events, .. }, true) => Ok(stream(events)),
-                (SendOutcome::Task { id: task_id, events }, false) => {
-                    if blocking {
-                        state.wait(events).await;
-                    }
-                    let rec = state.load(&task_id, &caller).await?;
-                    Ok(ok(&id, json!({"task": trim_history(rec.task, history)})))
+                (SendOutcome::Task { id: task_id, done, .. }, false) => {
+                    let task = state.sent_task(&task_id, done, blocking, history, &caller).await?;
+                    reply_with(&Success {
+                        jsonrpc: "2.0",
+                        id: &id,
+                        result: SentTask { task: &task },
+                    })
                 }
             }
         }

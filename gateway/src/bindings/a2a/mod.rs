@@ -213,6 +213,17 @@ where
 
 /// ProtoJSON readers accept the proto field names too: `message_id` → `messageId`, … (keys
 /// inside `metadata` and `data` values are the caller's and stay as they are).
+/// A send's answer carrying a task: its JSON as the run stored it, not parsed again.
+#[derive(serde::Serialize)]
+pub(crate) struct SentTask<'a> {
+    pub(crate) task: &'a serde_json::value::RawValue,
+}
+
+/// `v` as JSON text.
+pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> Result<String, A2aError> {
+    serde_json::to_string(v).map_err(|e| A2aError::internal(format!("cannot write the answer: {e}")))
+}
+
 pub(crate) fn camelize(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::Object(m) => {

@@ -18,6 +18,7 @@ use crate::agent::Caller;
 use crate::tasks::error::{A2aError, A2aErrorKind, RestError};
 use crate::tasks::TaskService;
 use crate::tasks::{history_length, trim_history, SendConfig, SendOutcome, SendParams};
+use super::SentTask;
 use crate::web::{body, last_event_id};
 
 /// The routes under `prefix` (empty: at the root).
@@ -97,12 +98,10 @@ async fn send(
     let (outcome, history, blocking, caller) = start(&state, caller, &headers, query.as_deref(), body, false).await?;
     match outcome {
         SendOutcome::Message(m) => Ok(json_response(json!({"message": m}))),
-        SendOutcome::Task { id, events } => {
-            if blocking {
-                state.wait(events).await;
-            }
-            let rec = state.load(&id, &caller).await?;
-            Ok(json_response(json!({"task": trim_history(rec.task, history)})))
+        SendOutcome::Task { id, done, .. } => {
+            let task = state.sent_task(&id, done, blocking, history, &caller).await?;
+            let body = super::to_json(&SentTask { task: &task })?;
+            Ok(([(header::CONTENT_TYPE, A2A_JSON)], body).into_response())
         }
     }
 }

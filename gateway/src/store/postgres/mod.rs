@@ -47,12 +47,13 @@ use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use futures_util::future::BoxFuture;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{
-    millis, FrameWrite, RunLog, StoreError, StoreNotice, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    millis, FrameWrite, RunLog, StoreError, StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord,
+    TaskStore,
 };
 use e2a::types::A2aTaskState;
 
@@ -245,10 +246,10 @@ impl TaskStore for PgStore {
         })
     }
 
-    fn append(&self, record: TaskRecord, event: Value, snapshot: bool) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn append(&self, write: TaskAppend) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(async move {
             let (done, result) = oneshot::channel();
-            let pending = Pending::new(record, &event, snapshot, done)?;
+            let pending = Pending::new(write, done);
             self.appends
                 .send(pending)
                 .await

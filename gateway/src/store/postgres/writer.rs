@@ -4,11 +4,10 @@
 use std::sync::Arc;
 
 use deadpool_postgres::Pool;
-use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{backend, message_of, pg_error, seq_u64, BATCH, EVENTS_CHANNEL, MAX_EVENT};
-use crate::store::{StoreError, TaskRecord};
+use crate::store::{StoreError, TaskAppend};
 
 /// One append, as a statement and its parameters, waiting for a writer.
 pub(super) struct Pending {
@@ -17,7 +16,7 @@ pub(super) struct Pending {
     owner: Option<String>,
     state: &'static str,
     /// The snapshot to write, if any.
-    task: Option<String>,
+    task: Option<Arc<str>>,
     created_ms: i64,
     updated_ms: i64,
     event: String,
@@ -25,30 +24,23 @@ pub(super) struct Pending {
 }
 
 impl Pending {
-    pub(super) fn new(
-        record: TaskRecord,
-        event: &Value,
-        snapshot: bool,
-        done: oneshot::Sender<Result<u64, StoreError>>,
-    ) -> Result<Self, StoreError> {
-        // the first event of a task always writes the snapshot: the caller's last_seq 0 says
-        // it is the first (the upsert inserts with the snapshot it has)
-        let task = if snapshot || record.last_seq == 0 {
-            Some(serde_json::to_string(&record.task).map_err(backend)?)
-        } else {
-            None
-        };
-        Ok(Pending {
+    pub(super) fn new(write: TaskAppend, done: oneshot::Sender<Result<u64, StoreError>>) -> Self {
+        let TaskAppend {
+            record,
+            snapshot,
+            event,
+        } = write;
+        Pending {
             id: record.id,
             context_id: record.context_id,
             owner: record.owner,
             state: record.state.as_str(),
-            task,
+            task: snapshot,
             created_ms: record.created_ms,
             updated_ms: record.updated_ms,
-            event: event.to_string(),
+            event,
             done,
-        })
+        }
     }
 }
 
@@ -125,15 +117,17 @@ pub(super) async fn write(pool: &Pool, instance: &str, batch: &[Pending]) -> Res
     let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
     let stmt = tx.prepare_cached(&append_sql()).await.map_err(|e| pg_error(&e))?;
     type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+    let tasks: Vec<Option<&str>> = batch.iter().map(|p| p.task.as_deref()).collect();
     let params: Vec<[Param<'_>; 9]> = batch
         .iter()
-        .map(|p| -> [Param<'_>; 9] {
+        .zip(&tasks)
+        .map(|(p, task)| -> [Param<'_>; 9] {
             [
                 &p.id,
                 &p.context_id,
                 &p.owner,
                 &p.state,
-                &p.task,
+                task,
                 &p.created_ms,
                 &p.updated_ms,
                 &p.event,

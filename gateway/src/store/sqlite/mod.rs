@@ -15,7 +15,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
 use super::{
-    run_seq, FrameWrite, RunLog, StoreError, StoredEvent, StoredFrame, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    run_seq, FrameWrite, RunLog, StoreError, StoredEvent, StoredFrame, TaskAppend, TaskPage, TaskQuery, TaskRecord,
+    TaskStore,
 };
 
 const SCHEMA: &str = "
@@ -193,7 +194,12 @@ impl TaskStore for SqliteStore {
         }))
     }
 
-    fn append(&self, record: TaskRecord, event: Value, snapshot: bool) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn append(&self, write: TaskAppend) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let TaskAppend {
+            record,
+            snapshot,
+            event,
+        } = write;
         Box::pin(self.write(move |tx| {
             let last: Option<i64> = tx
                 .prepare_cached("SELECT last_seq FROM a2a_tasks WHERE id = ?1")
@@ -202,8 +208,8 @@ impl TaskStore for SqliteStore {
                 .optional()
                 .map_err(backend)?;
             let seq = last.unwrap_or(0).saturating_add(1);
-            if snapshot || last.is_none() {
-                let task = serde_json::to_string(&record.task).map_err(backend)?;
+            if snapshot.is_some() || last.is_none() {
+                let task = snapshot.as_deref().unwrap_or("{}");
                 tx.prepare_cached(
                     "INSERT INTO a2a_tasks (id, context_id, owner, state, task, last_seq, snapshot_seq, created_ms, updated_ms)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)
@@ -231,7 +237,7 @@ impl TaskStore for SqliteStore {
             }
             tx.prepare_cached("INSERT INTO a2a_task_events (task_id, seq, event) VALUES (?1, ?2, ?3)")
                 .map_err(backend)?
-                .execute(params![record.id, seq, event.to_string()])
+                .execute(params![record.id, seq, event])
                 .map_err(backend)?;
             Ok(u64::try_from(seq).unwrap_or(0))
         }))
