@@ -563,17 +563,29 @@ async fn store_contract(store: &dyn TaskStore) {
         .enumerate()
     {
         let seq = store
-            .append(TaskAppend::new(record("a", Some("u1"), "c1", state, 10 + i as i64), &json!({"n": i}), true))
+            .append(TaskAppend::new(
+                record("a", Some("u1"), "c1", state, 10 + i as i64),
+                &json!({"n": i}),
+                true,
+            ))
             .await
             .expect("append");
         assert_eq!(seq, i as u64 + 1);
     }
     store
-        .append(TaskAppend::new(record("b", Some("u1"), "c2", "TASK_STATE_WORKING", 50), &json!({"n": 0}), true))
+        .append(TaskAppend::new(
+            record("b", Some("u1"), "c2", "TASK_STATE_WORKING", 50),
+            &json!({"n": 0}),
+            true,
+        ))
         .await
         .expect("append");
     store
-        .append(TaskAppend::new(record("c", Some("u2"), "c1", "TASK_STATE_WORKING", 60), &json!({"n": 0}), true))
+        .append(TaskAppend::new(
+            record("c", Some("u2"), "c1", "TASK_STATE_WORKING", 60),
+            &json!({"n": 0}),
+            true,
+        ))
         .await
         .expect("append");
     let a = store.get("a").await.expect("get").expect("a");
@@ -621,7 +633,10 @@ async fn store_contract(store: &dyn TaskStore) {
     // an event without a snapshot: the log and last_seq move, the stored task may stay behind
     let mut changed = record("a", Some("u1"), "c1", "TASK_STATE_COMPLETED", 20);
     changed.task["marker"] = true.into();
-    let seq = store.append(TaskAppend::new(changed, &json!({"n": 9}), false)).await.expect("append");
+    let seq = store
+        .append(TaskAppend::new(changed, &json!({"n": 9}), false))
+        .await
+        .expect("append");
     assert_eq!(seq, 4);
     let a = store.get("a").await.expect("get").expect("a");
     assert_eq!(a.last_seq, 4);
@@ -770,12 +785,20 @@ async fn postgres_leases_notices_and_orphans() {
     assert!(b.acquire("t1", "B", lease).await.expect("free"));
 
     // orphans: working without a valid lease
-    a.append(TaskAppend::new(record("o1", None, "c", "TASK_STATE_WORKING", 1), &json!({}), true))
-        .await
-        .expect("append");
-    a.append(TaskAppend::new(record("done", None, "c", "TASK_STATE_COMPLETED", 1), &json!({}), true))
-        .await
-        .expect("append");
+    a.append(TaskAppend::new(
+        record("o1", None, "c", "TASK_STATE_WORKING", 1),
+        &json!({}),
+        true,
+    ))
+    .await
+    .expect("append");
+    a.append(TaskAppend::new(
+        record("done", None, "c", "TASK_STATE_COMPLETED", 1),
+        &json!({}),
+        true,
+    ))
+    .await
+    .expect("append");
     assert_eq!(b.orphans().await.expect("orphans"), vec!["o1".to_string()]);
     assert!(a.acquire("o1", "A", Duration::from_millis(300)).await.expect("acquire"));
     assert!(b.orphans().await.expect("orphans").is_empty());
@@ -795,13 +818,21 @@ async fn postgres_leases_notices_and_orphans() {
     let mut heard_by_b = b.notices().expect("notices");
     let mut heard_by_a = a.notices().expect("notices");
     let seq = a
-        .append(TaskAppend::new(record("n1", None, "c", "TASK_STATE_WORKING", 1), &json!({"small": true}), true))
+        .append(TaskAppend::new(
+            record("n1", None, "c", "TASK_STATE_WORKING", 1),
+            &json!({"small": true}),
+            true,
+        ))
         .await
         .expect("append");
     let big = json!({"text": "x".repeat(20_000)});
-    a.append(TaskAppend::new(record("n1", None, "c", "TASK_STATE_WORKING", 1), &big, false))
-        .await
-        .expect("append");
+    a.append(TaskAppend::new(
+        record("n1", None, "c", "TASK_STATE_WORKING", 1),
+        &big,
+        false,
+    ))
+    .await
+    .expect("append");
     b.request_cancel("n1").await.expect("cancel");
     assert_eq!(
         next_notice(&mut heard_by_b).await,
@@ -985,7 +1016,10 @@ async fn sqlite_appends_committed_together_keep_each_task_in_order_and_fail_alon
         writes.push(tokio::spawn(async move {
             for i in 0..10 {
                 let rec = record(&format!("t{t}"), None, "c", "TASK_STATE_WORKING", i);
-                let seq = store.append(TaskAppend::new(rec, &json!({"i": i}), i % 3 == 0)).await.expect("append");
+                let seq = store
+                    .append(TaskAppend::new(rec, &json!({"i": i}), i % 3 == 0))
+                    .await
+                    .expect("append");
                 assert_eq!(seq, u64::try_from(i + 1).expect("seq"));
             }
         }));

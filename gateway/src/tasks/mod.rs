@@ -36,8 +36,8 @@ use tokio_util::sync::CancellationToken;
 
 use self::error::{A2aError, A2aErrorKind};
 use self::feed::{Feed, Until};
+pub use self::params::history_length;
 use self::params::ListParams;
-pub use self::params::{history_length, SendConfig};
 pub use self::snapshot::trim_history;
 use self::snapshot::{agent_message, status_event};
 use self::turn::TurnMapper;
@@ -110,19 +110,23 @@ impl std::fmt::Debug for TaskService {
     }
 }
 
-/// How a send was answered.
-pub enum SendOutcome {
+/// How the service started a send (see [`TaskService::send_message`] and
+/// [`TaskService::send_streaming`] for what a binding gets).
+enum SendOutcome {
     /// A direct message reply (no task).
     Message(Value),
-    /// A task: its id, and its events from this turn's first on.
-    Task {
-        /// Task id.
-        id: String,
-        /// The events of this turn, then live ones until the turn ends.
-        events: EventStream,
-        /// The task as stored when the turn ended, from its run.
-        done: TurnDone,
-    },
+    /// A task, to a streaming send: its id, and its events from this turn's first on.
+    Stream { id: String, events: EventStream },
+    /// A task, to a non-streaming send: its id, and the task when the turn ends.
+    Task { id: String, done: TurnDone },
+}
+
+/// What a non-streaming send (`SendMessage`) is answered with.
+pub enum Sent {
+    /// The agent's direct `Message` reply (no task).
+    Message(Value),
+    /// The `Task` (JSON as stored, not parsed again).
+    Task(Box<RawValue>),
 }
 
 /// The task (its `Task` JSON) as a run stored it when its turn ended: what a blocking send
@@ -132,8 +136,6 @@ pub struct TurnDone(oneshot::Receiver<Arc<str>>);
 
 /// What a caller asked about a send.
 pub struct SendParams {
-    /// `SendStreamingMessage` (else `SendMessage`).
-    pub streaming: bool,
     /// The JSON-RPC request id (null on HTTP+JSON).
     pub id: Value,
     /// The request's params (1.0 camelCase names).
@@ -258,10 +260,10 @@ impl TaskService {
     /// The task a send started, as its binding answers it (`Task` JSON): when `blocking`, as
     /// its run stored it at the turn's end (waiting up to the blocking timeout), else as it is
     /// now; its history trimmed to `history` messages.
-    pub async fn sent_task(
+    async fn sent_task(
         &self,
         id: &str,
-        done: TurnDone,
+        done: Option<TurnDone>,
         blocking: bool,
         history: Option<usize>,
         caller: &Caller,
@@ -269,7 +271,7 @@ impl TaskService {
         let raw = |json: String| {
             RawValue::from_string(json).map_err(|e| A2aError::internal(format!("a stored task is not JSON: {e}")))
         };
-        if blocking {
+        if let Some(done) = done.filter(|_| blocking) {
             if let Ok(Ok(task)) = tokio::time::timeout(self.config.blocking_timeout, done.0).await {
                 if history.is_none() {
                     return raw(task.to_string());

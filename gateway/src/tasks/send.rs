@@ -14,13 +14,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::{A2aError, A2aErrorKind};
 use super::feed::Until;
+use super::params::SendConfig;
 use super::params::{decode_send, Decoded};
 use super::snapshot::{now_ts, user_turns};
 use super::turn::TurnMapper;
-use super::{Live, SendOutcome, SendParams, TaskService, Turn, TurnDone, LEASE_RETRIES, SUBMITTED, WORKING};
+use super::{
+    EventStream, Live, SendOutcome, SendParams, Sent, TaskService, Turn, TurnDone, LEASE_RETRIES, SUBMITTED, WORKING,
+};
 use crate::agent::Caller;
 use crate::pipeline::Admission;
-use crate::store::{now_ms, TaskRecord};
+use crate::store::{now_ms, StoredEvent, TaskRecord};
 
 /// A send decoded and admitted, before its task is claimed (see `TaskService::start_turn`).
 struct TurnStart {
@@ -31,13 +34,46 @@ struct TurnStart {
     message: Value,
     caller: Caller,
     return_immediately: bool,
+    streaming: bool,
 }
 
 impl TaskService {
+    /// `SendMessage`: starts a turn (a new task, or the answer to a paused one) and answers
+    /// with the agent's direct reply, or the task — after the turn unless the client asked to
+    /// return at once.
+    pub async fn send_message(self: &Arc<Self>, p: SendParams) -> Result<Sent, A2aError> {
+        let SendConfig { history, blocking } = SendConfig::read(&p.params)?;
+        let caller = p.caller.clone();
+        Ok(match self.send(p, false).await? {
+            SendOutcome::Message(m) => Sent::Message(m),
+            SendOutcome::Task { id, done } => {
+                Sent::Task(self.sent_task(&id, Some(done), blocking, history, &caller).await?)
+            }
+            SendOutcome::Stream { id, .. } => Sent::Task(self.sent_task(&id, None, false, history, &caller).await?),
+        })
+    }
+
+    /// `SendStreamingMessage`: starts a turn and streams its events (the agent's direct
+    /// reply as a single `message` event).
+    pub async fn send_streaming(self: &Arc<Self>, p: SendParams) -> Result<EventStream, A2aError> {
+        // its configuration is checked like a non-streaming send's
+        SendConfig::read(&p.params)?;
+        Ok(match self.send(p, true).await? {
+            SendOutcome::Message(m) => {
+                let event = StoredEvent {
+                    seq: 0,
+                    event: json!({"message": m}),
+                };
+                Box::pin(futures_util::stream::iter([Ok(event)]))
+            }
+            SendOutcome::Stream { events, .. } => events,
+            SendOutcome::Task { id, .. } => self.follow(id, 0, None, Until::TurnEnd),
+        })
+    }
+
     /// Starts a turn: a new task, or the answer to a paused one.
-    pub async fn send(self: &Arc<Self>, p: SendParams) -> Result<SendOutcome, A2aError> {
+    async fn send(self: &Arc<Self>, p: SendParams, streaming: bool) -> Result<SendOutcome, A2aError> {
         let SendParams {
-            streaming,
             id,
             params,
             headers,
@@ -81,6 +117,7 @@ impl TaskService {
             message,
             caller,
             return_immediately,
+            streaming,
         };
         tokio::spawn(self.clone().start_turn(start, admission))
             .await
@@ -106,7 +143,8 @@ impl TaskService {
         }
         let (mut rec, turn) = self.open_turn(t.existing, &t.task_id, &t.context_id, &t.message, &t.caller);
         let before = rec.last_seq;
-        let rx = self.channel(&t.task_id);
+        // a stream's follower subscribes before the task's first event: every event reaches it
+        let rx = t.streaming.then(|| self.channel(&t.task_id));
         let snapshot = json!({"task": rec.task.clone()});
         if let Err(e) = self.commit(&mut rec, snapshot).await {
             // nothing of the task is stored: no task, and the agent's run stops here
@@ -127,11 +165,15 @@ impl TaskService {
             let _permit = permit;
             this.pump(rec, turn, done).await;
         });
-        Ok(SendOutcome::Task {
-            id: t.task_id.clone(),
-            // subscribed before the task's first event: every event reaches it live
-            events: self.follow_live(t.task_id, before, rx, Until::TurnEnd),
-            done: TurnDone(turn_done),
+        Ok(match rx {
+            Some(rx) => SendOutcome::Stream {
+                id: t.task_id.clone(),
+                events: self.follow_live(t.task_id, before, rx, Until::TurnEnd),
+            },
+            None => SendOutcome::Task {
+                id: t.task_id,
+                done: TurnDone(turn_done),
+            },
         })
     }
 

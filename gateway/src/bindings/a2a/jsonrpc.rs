@@ -12,11 +12,11 @@ use e2a::a2a::jsonrpc::operation;
 use e2a::types::A2aOperation;
 use serde_json::{json, Map, Value};
 
+use super::SentTask;
 use crate::agent::Caller;
 use crate::tasks::error::{A2aError, A2aErrorKind};
 use crate::tasks::TaskService;
-use crate::tasks::{history_length, trim_history, SendConfig, SendOutcome, SendParams};
-use super::SentTask;
+use crate::tasks::{history_length, trim_history, SendParams, Sent};
 use crate::web::{body, last_event_id};
 
 fn reply(v: Value) -> Response {
@@ -144,27 +144,22 @@ async fn dispatch(
     };
     match op {
         A2aOperation::SendMessage | A2aOperation::SendStreamingMessage => {
-            let streaming = op == A2aOperation::SendStreamingMessage;
-            let SendConfig { history, blocking } = SendConfig::read(&params)?;
             let send = SendParams {
-                streaming,
                 id: id.clone(),
                 params,
                 headers: a2a,
                 caller: caller.clone(),
             };
-            match (state.send(send).await?, streaming) {
-                (SendOutcome::Message(m), false) => Ok(ok(&id, json!({"message": m}))),
-                (SendOutcome::Message(m), true) => Ok(stream(super::one_event(json!({"message": m})))),
-                (SendOutcome::Task { events, .. }, true) => Ok(stream(events)),
-                (SendOutcome::Task { id: task_id, done, .. }, false) => {
-                    let task = state.sent_task(&task_id, done, blocking, history, &caller).await?;
-                    reply_with(&Success {
-                        jsonrpc: "2.0",
-                        id: &id,
-                        result: SentTask { task: &task },
-                    })
-                }
+            if op == A2aOperation::SendStreamingMessage {
+                return Ok(stream(state.send_streaming(send).await?));
+            }
+            match state.send_message(send).await? {
+                Sent::Message(m) => Ok(ok(&id, json!({"message": m}))),
+                Sent::Task(task) => reply_with(&Success {
+                    jsonrpc: "2.0",
+                    id: &id,
+                    result: SentTask { task: &task },
+                }),
             }
         }
         A2aOperation::GetTask => {

@@ -273,11 +273,3 @@ fn to_camel(k: &str) -> String {
     }
     out
 }
-
-/// A single-event stream (a direct message reply).
-pub(crate) fn one_event(event: serde_json::Value) -> EventStream {
-    Box::pin(futures_util::stream::iter([Ok(crate::store::StoredEvent {
-        seq: 0,
-        event,
-    })]))
-}

@@ -14,11 +14,11 @@ use axum::Extension;
 use axum::Router;
 use serde_json::{json, Map, Value};
 
+use super::SentTask;
 use crate::agent::Caller;
 use crate::tasks::error::{A2aError, A2aErrorKind, RestError};
 use crate::tasks::TaskService;
-use crate::tasks::{history_length, trim_history, SendConfig, SendOutcome, SendParams};
-use super::SentTask;
+use crate::tasks::{history_length, trim_history, SendParams, Sent};
 use crate::web::{body, last_event_id};
 
 /// The routes under `prefix` (empty: at the root).
@@ -65,27 +65,22 @@ async fn body_object(state: &TaskService, headers: &HeaderMap, body: Body) -> Re
     }
 }
 
-async fn start(
-    state: &Arc<TaskService>,
+/// The send a request body asks for.
+async fn send_params(
+    state: &TaskService,
     caller: Caller,
     headers: &HeaderMap,
     query: Option<&str>,
     body: Body,
-    streaming: bool,
-) -> Result<(SendOutcome, Option<usize>, bool, Caller), A2aError> {
+) -> Result<SendParams, A2aError> {
     let a2a = super::a2a_headers(headers, query)?;
     let params = body_object(state, headers, body).await?;
-    let SendConfig { history, blocking } = SendConfig::read(&params)?;
-    let outcome = state
-        .send(SendParams {
-            streaming,
-            id: Value::Null,
-            params,
-            headers: a2a,
-            caller: caller.clone(),
-        })
-        .await?;
-    Ok((outcome, history, blocking, caller))
+    Ok(SendParams {
+        id: Value::Null,
+        params,
+        headers: a2a,
+        caller,
+    })
 }
 
 async fn send(
@@ -95,11 +90,10 @@ async fn send(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, RestError> {
-    let (outcome, history, blocking, caller) = start(&state, caller, &headers, query.as_deref(), body, false).await?;
-    match outcome {
-        SendOutcome::Message(m) => Ok(json_response(json!({"message": m}))),
-        SendOutcome::Task { id, done, .. } => {
-            let task = state.sent_task(&id, done, blocking, history, &caller).await?;
+    let p = send_params(&state, caller, &headers, query.as_deref(), body).await?;
+    match state.send_message(p).await? {
+        Sent::Message(m) => Ok(json_response(json!({"message": m}))),
+        Sent::Task(task) => {
             let body = super::to_json(&SentTask { task: &task })?;
             Ok(([(header::CONTENT_TYPE, A2A_JSON)], body).into_response())
         }
@@ -113,13 +107,9 @@ async fn stream(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, RestError> {
-    let (outcome, _, _, _) = start(&state, caller, &headers, query.as_deref(), body, true).await?;
-    let keep_alive = state.shared.config.keep_alive;
-    let events = match outcome {
-        SendOutcome::Message(m) => super::one_event(json!({"message": m})),
-        SendOutcome::Task { events, .. } => events,
-    };
-    Ok(super::sse(events, keep_alive, event_or_error))
+    let p = send_params(&state, caller, &headers, query.as_deref(), body).await?;
+    let events = state.send_streaming(p).await?;
+    Ok(super::sse(events, state.shared.config.keep_alive, event_or_error))
 }
 
 /// The query string's parameters (`application/x-www-form-urlencoded`), as strings.
