@@ -49,6 +49,12 @@ pub use web::problem::Problem;
 use pipeline::boundary::StopReason;
 use pipeline::Pipeline;
 
+/// `v` as compact JSON text. Written straight into a byte buffer (`Value`'s `Display` goes
+/// through the formatting machinery, a call per token); a `Value` always serializes.
+pub(crate) fn json_text(v: &serde_json::Value) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
 /// A gateway: one agent behind the E2A HTTP binding.
 #[derive(Clone)]
 pub struct Gateway {

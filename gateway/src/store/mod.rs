@@ -91,14 +91,14 @@ impl TaskAppend {
     /// An append of `event` to `record`'s task, with `record.task` as the snapshot when
     /// `snapshot` says so.
     pub fn new(record: TaskRecord, event: &Value, snapshot: bool) -> Self {
-        let snapshot = snapshot.then(|| record.task.to_string().into());
+        let snapshot = snapshot.then(|| crate::json_text(&record.task).into());
         TaskAppend {
             record: TaskRecord {
                 task: Value::Null,
                 ..record
             },
             snapshot,
-            event: event.to_string(),
+            event: crate::json_text(event),
         }
     }
 }

@@ -31,19 +31,21 @@ impl TaskService {
             rec.state = s;
         }
         rec.updated_ms = now_ms();
-        // the stored snapshot is rewritten when the state changes (a task's first event and its
-        // last among them); events in between (artifact chunks, messages of a working task)
-        // leave it alone — a reader catches up from the log — until SNAPSHOT_EVERY of them, and
-        // then as many as it already covers: a long answer costs its length in snapshots, not
-        // its square
+        // the stored snapshot is written by a task's first event and by the event that ends a
+        // turn (a terminal or interrupted state: what a blocking send answers, what `GetTask`
+        // reads most); events in between (WORKING, artifact chunks, messages of a working
+        // task) leave it alone — a reader catches up from the log — until SNAPSHOT_EVERY of
+        // them, and then as many as it already covers: a long answer costs its length in
+        // snapshots, not its square
         let since = rec.last_seq.saturating_sub(rec.snapshot_seq) + 1;
-        let snapshot = rec.last_seq == 0 || rec.state != before || since >= SNAPSHOT_EVERY.max(rec.snapshot_seq);
+        let turn_ends = rec.state != before && (rec.state.is_terminal() || rec.state.is_interrupted());
+        let snapshot = rec.last_seq == 0 || turn_ends || since >= SNAPSHOT_EVERY.max(rec.snapshot_seq);
         // serialized once, here, for whichever store keeps them
-        let task: Option<Arc<str>> = snapshot.then(|| rec.task.to_string().into());
+        let task: Option<Arc<str>> = snapshot.then(|| crate::json_text(&rec.task).into());
         let write = TaskAppend {
             record: rec.without_task(),
             snapshot: task.clone(),
-            event: event.to_string(),
+            event: crate::json_text(&event),
         };
         let seq = self.store.append(write).await.map_err(|e| {
             tracing::error!(task_id = %rec.id, error = %e, "cannot store a task event: nobody is told of it");

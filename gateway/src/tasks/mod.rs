@@ -278,11 +278,11 @@ impl TaskService {
                 }
                 let task: Value = serde_json::from_str(&task)
                     .map_err(|e| A2aError::internal(format!("a stored task is not JSON: {e}")))?;
-                return raw(trim_history(task, history).to_string());
+                return raw(crate::json_text(&trim_history(task, history)));
             }
         }
         let rec = self.load(id, caller).await?;
-        raw(trim_history(rec.task, history).to_string())
+        raw(crate::json_text(&trim_history(rec.task, history)))
     }
 
     /// `SubscribeToTask`: with `last_seen` (an SSE `Last-Event-ID`), the events after it, then

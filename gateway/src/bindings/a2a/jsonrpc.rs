@@ -20,7 +20,7 @@ use crate::tasks::{history_length, trim_history, SendParams, Sent};
 use crate::web::{body, last_event_id};
 
 fn reply(v: Value) -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
+    ([(header::CONTENT_TYPE, "application/json")], crate::json_text(&v)).into_response()
 }
 
 /// A JSON-RPC success response whose result is written as it is.

@@ -200,9 +200,9 @@ where
         let mut events = events;
         while let Some(e) = futures_util::StreamExt::next(&mut events).await {
             match e {
-                Ok(e) => yield sse::event((e.seq > 0).then_some(e.seq), &wrap(Ok(e.event)).to_string()),
+                Ok(e) => yield sse::event((e.seq > 0).then_some(e.seq), &crate::json_text(&wrap(Ok(e.event)))),
                 Err(e) => {
-                    yield sse::event(None, &wrap(Err(e)).to_string());
+                    yield sse::event(None, &crate::json_text(&wrap(Err(e))));
                     break;
                 }
             }

@@ -41,7 +41,7 @@ pub(super) fn routes(prefix: &str) -> Router<Arc<TaskService>> {
 pub(super) const A2A_JSON: &str = "application/a2a+json";
 
 fn json_response(v: Value) -> Response {
-    ([(header::CONTENT_TYPE, A2A_JSON)], v.to_string()).into_response()
+    ([(header::CONTENT_TYPE, A2A_JSON)], crate::json_text(&v)).into_response()
 }
 
 async fn body_object(state: &TaskService, headers: &HeaderMap, body: Body) -> Result<Map<String, Value>, A2aError> {
