@@ -73,18 +73,18 @@ impl TaskRecord {
     }
 }
 
-/// One event appended to a task's log (see [`TaskStore::append`]), serialized once by the task
-/// service for whichever store keeps it.
+/// Events appended to a task's log in one step (see [`TaskStore::append`]), serialized once by
+/// the task service for whichever store keeps them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskAppend {
-    /// The task's record after the event. Its `task` is not read (the snapshot travels
+    /// The task's record after the events. Its `task` is not read (the snapshot travels
     /// serialized, in `snapshot`), nor are its `last_seq` and `snapshot_seq`.
     pub record: TaskRecord,
-    /// The task's `Task` JSON after the event, when this append rewrites the stored snapshot
-    /// (always on a task's first event).
+    /// The task's `Task` JSON after the events, when this append rewrites the stored snapshot
+    /// (always on a task's first append).
     pub snapshot: Option<Arc<str>>,
-    /// The event (`StreamResponse` JSON).
-    pub event: String,
+    /// The events (`StreamResponse` JSON), in order; at least one.
+    pub events: Vec<String>,
 }
 
 impl TaskAppend {
@@ -98,7 +98,7 @@ impl TaskAppend {
                 ..record
             },
             snapshot,
-            event: crate::json_text(event),
+            events: vec![crate::json_text(event)],
         }
     }
 }
@@ -251,13 +251,14 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The task `id`, if stored.
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>>;
 
-    /// Appends `write.event` to the log of `write.record`'s task and updates the record, in one
-    /// step. Returns the event's sequence number (the stored `last_seq` + 1).
+    /// Appends `write.events` to the log of `write.record`'s task and updates the record, in
+    /// one step. The events are numbered on from the stored `last_seq`; returns the last one's
+    /// sequence number.
     ///
     /// With a `snapshot`, the whole record is written (insert or replace) and its
-    /// `snapshot_seq` becomes the new sequence number. Without, only `state`, `last_seq` and
+    /// `snapshot_seq` becomes the last event's number. Without, only `state`, `last_seq` and
     /// `updated_ms` change and the stored `task` stays as it was (a long stream of artifact
-    /// chunks does not rewrite a growing task on every chunk). The first event of a task
+    /// chunks does not rewrite a growing task on every chunk). The first append of a task
     /// always comes with its snapshot.
     fn append(&self, write: TaskAppend) -> BoxFuture<'_, Result<u64, StoreError>>;
 
@@ -429,35 +430,34 @@ impl TaskStore for MemoryStore {
             let TaskAppend {
                 mut record,
                 snapshot,
-                event,
+                events,
             } = write;
-            let event: Box<str> = event.into();
             let mut map = self.inner.lock();
-            let Some(t) = map.get_mut(&record.id) else {
-                // (like the SQL stores: a first event without a snapshot makes an empty one)
-                let snapshot = snapshot.unwrap_or_else(|| Arc::from("{}"));
-                record.task = Value::Null;
-                (record.last_seq, record.snapshot_seq) = (1, 1);
-                let id = record.id.clone();
-                map.insert(
-                    id,
-                    MemoryTask {
-                        record,
-                        snapshot,
-                        events: vec![(1, event)],
-                    },
-                );
-                return Ok(1);
+            let t = match map.entry(record.id.clone()) {
+                std::collections::hash_map::Entry::Occupied(t) => t.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    record.task = Value::Null;
+                    (record.last_seq, record.snapshot_seq) = (0, 0);
+                    v.insert(MemoryTask {
+                        record: record.clone(),
+                        // (like the SQL stores: a first append without a snapshot makes an
+                        // empty one)
+                        snapshot: Arc::from("{}"),
+                        events: Vec::new(),
+                    })
+                }
             };
-            let seq = t.record.last_seq.saturating_add(1);
+            for e in events {
+                t.record.last_seq = t.record.last_seq.saturating_add(1);
+                t.events.push((t.record.last_seq, e.into()));
+            }
+            let seq = t.record.last_seq;
             if let Some(snapshot) = snapshot {
                 t.snapshot = snapshot;
                 t.record.snapshot_seq = seq;
             }
             t.record.state = record.state;
             t.record.updated_ms = record.updated_ms;
-            t.record.last_seq = seq;
-            t.events.push((seq, event));
             Ok(seq)
         })
     }

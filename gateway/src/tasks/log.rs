@@ -15,13 +15,27 @@ use crate::agent::Caller;
 use crate::store::{now_ms, StoredEvent, TaskAppend, TaskRecord};
 
 impl TaskService {
-    /// Writes an event: applies it to the snapshot, appends it to the log, then tells followers.
-    /// Returns the task's JSON when this event rewrote the stored snapshot. An event the store
-    /// does not take reaches nobody: the error is returned (and logged), and `rec` holds the
-    /// event applied in memory only.
+    /// Writes an event (see [`TaskService::commit_all`]).
     pub(super) async fn commit(&self, rec: &mut TaskRecord, event: Value) -> Result<Option<Arc<str>>, A2aError> {
+        self.commit_all(rec, vec![event]).await
+    }
+
+    /// Writes events: applies them to the snapshot, appends them to the log in one step, then
+    /// tells followers. Returns the task's JSON when the append rewrote the stored snapshot.
+    /// Events the store does not take reach nobody: the error is returned (and logged), and
+    /// `rec` holds the events applied in memory only.
+    pub(super) async fn commit_all(
+        &self,
+        rec: &mut TaskRecord,
+        events: Vec<Value>,
+    ) -> Result<Option<Arc<str>>, A2aError> {
+        if events.is_empty() {
+            return Ok(None);
+        }
         let before = rec.state;
-        apply(&mut rec.task, &event);
+        for event in &events {
+            apply(&mut rec.task, event);
+        }
         if let Some(s) = rec
             .task
             .pointer("/status/state")
@@ -31,12 +45,15 @@ impl TaskService {
             rec.state = s;
         }
         rec.updated_ms = now_ms();
-        // the stored snapshot is written by a task's first event and by the event that ends a
+        // the stored snapshot is written by a task's first append and by the one that ends a
         // turn (a terminal or interrupted state: what a blocking send answers, what `GetTask`
         // reads most); events in between (WORKING, artifact chunks, messages of a working
         // task) leave it alone — a reader catches up from the log — until SNAPSHOT_EVERY of
         // them, and then as many as it already covers: a long answer costs its length in
         // snapshots, not its square
+        // (counted before this append: one whose events come in a burst leaves the snapshot
+        // stale, the next rewrites it)
+        let n = events.len() as u64;
         let since = rec.last_seq.saturating_sub(rec.snapshot_seq) + 1;
         let turn_ends = rec.state != before && (rec.state.is_terminal() || rec.state.is_interrupted());
         let snapshot = rec.last_seq == 0 || turn_ends || since >= SNAPSHOT_EVERY.max(rec.snapshot_seq);
@@ -45,27 +62,30 @@ impl TaskService {
         let write = TaskAppend {
             record: rec.without_task(),
             snapshot: task.clone(),
-            event: crate::json_text(&event),
+            events: events.iter().map(crate::json_text).collect(),
         };
-        let seq = self.store.append(write).await.map_err(|e| {
+        let last = self.store.append(write).await.map_err(|e| {
             tracing::error!(task_id = %rec.id, error = %e, "cannot store a task event: nobody is told of it");
             A2aError::internal(STORE_FAILED)
         })?;
-        rec.last_seq = seq;
+        rec.last_seq = last;
         if snapshot {
-            rec.snapshot_seq = seq;
+            rec.snapshot_seq = last;
         }
         let tx = {
             let mut c = self.channels.lock();
             if rec.state.is_terminal() {
-                // the last event: followers get it, then the channel closes
+                // the last events: followers get them, then the channel closes
                 c.remove(&rec.id)
             } else {
                 c.get(&rec.id).cloned()
             }
         };
         if let Some(tx) = tx.filter(|tx| tx.receiver_count() > 0) {
-            let _ = tx.send(Feed::Event(StoredEvent { seq, event }));
+            let first = last.saturating_sub(n - 1);
+            for (seq, event) in (first..).zip(events) {
+                let _ = tx.send(Feed::Event(StoredEvent { seq, event }));
+            }
         }
         Ok(task)
     }

@@ -27,7 +27,7 @@ use std::time::Duration;
 use e2a::a2a::jsonrpc::A2aHeaders;
 use e2a::types::A2aTaskState;
 use e2a::E2AResponse;
-use futures_util::{Stream, StreamExt};
+use futures_util::{FutureExt, Stream, StreamExt};
 use parking_lot::Mutex;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -59,6 +59,8 @@ const SUBMITTED: A2aTaskState = A2aTaskState::TaskStateSubmitted;
 const WORKING: A2aTaskState = A2aTaskState::TaskStateWorking;
 const FAILED: A2aTaskState = A2aTaskState::TaskStateFailed;
 const CANCELED: A2aTaskState = A2aTaskState::TaskStateCanceled;
+/// Most events a run stores in one append (what its agent had ready at once).
+const READY_EVENTS: usize = 256;
 /// Most artifact chunks between two stored snapshots of a task.
 const SNAPSHOT_EVERY: u64 = 64;
 /// How often an answer to a paused task tries again (50 ms apart) for the lease the pausing
@@ -213,22 +215,19 @@ impl TaskService {
                     None => break,
                 },
             };
-            let mut stored = true;
-            for ev in mapper.push(&frame) {
-                match self.commit(&mut rec, ev).await {
+            // the events of every frame the agent has ready, stored in one append
+            let (events, more) = Self::ready_events(frame, &mut frames, &mut mapper);
+            if !events.is_empty() {
+                match self.commit_all(&mut rec, events).await {
                     Ok(t) => task = t,
                     Err(_) => {
-                        stored = false;
+                        task = None;
+                        self.store_failed(&mut rec).await;
                         break;
                     }
                 }
             }
-            if !stored {
-                task = None;
-                self.store_failed(&mut rec).await;
-                break;
-            }
-            if frame.is_final {
+            if !more {
                 break;
             }
         }
@@ -254,6 +253,32 @@ impl TaskService {
         // told last: a client answering a pause at once finds the task free
         if let Some(t) = task {
             let _ = done.send(t);
+        }
+    }
+
+    /// The A2A events of `frame` and of the frames after it the agent already has ready (up
+    /// to `READY_EVENTS` events), and whether more may follow (no final frame, the stream
+    /// not ended).
+    fn ready_events(
+        frame: E2AResponse,
+        frames: &mut crate::FrameStream,
+        mapper: &mut TurnMapper,
+    ) -> (Vec<Value>, bool) {
+        let mut events = Vec::new();
+        let mut frame = frame;
+        loop {
+            events.extend(mapper.push(&frame));
+            if frame.is_final {
+                return (events, false);
+            }
+            if events.len() >= READY_EVENTS {
+                return (events, true);
+            }
+            match frames.next().now_or_never() {
+                Some(Some(f)) => frame = f,
+                Some(None) => return (events, false),
+                None => return (events, true),
+            }
         }
     }
 

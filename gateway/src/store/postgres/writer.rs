@@ -19,7 +19,8 @@ pub(super) struct Pending {
     task: Option<Arc<str>>,
     created_ms: i64,
     updated_ms: i64,
-    event: String,
+    /// The events, in order (the snapshot goes with the last).
+    events: Vec<String>,
     done: oneshot::Sender<Result<u64, StoreError>>,
 }
 
@@ -28,7 +29,7 @@ impl Pending {
         let TaskAppend {
             record,
             snapshot,
-            event,
+            events,
         } = write;
         Pending {
             id: record.id,
@@ -38,7 +39,7 @@ impl Pending {
             task: snapshot,
             created_ms: record.created_ms,
             updated_ms: record.updated_ms,
-            event,
+            events,
             done,
         }
     }
@@ -111,35 +112,47 @@ pub(super) async fn writer(pool: Pool, queue: Arc<tokio::sync::Mutex<mpsc::Recei
     }
 }
 
-/// Writes `batch` in one transaction; the sequence numbers of its events.
+/// Writes `batch` in one transaction, one statement per event (pipelined); the sequence number
+/// of each append's last event.
 pub(super) async fn write(pool: &Pool, instance: &str, batch: &[Pending]) -> Result<Vec<u64>, StoreError> {
     let mut client = pool.get().await.map_err(|e| pg_error(&e))?;
     let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
     let stmt = tx.prepare_cached(&append_sql()).await.map_err(|e| pg_error(&e))?;
     type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+    // the snapshot is the task after an append's last event: it goes with that one
+    let no_task: Option<&str> = None;
     let tasks: Vec<Option<&str>> = batch.iter().map(|p| p.task.as_deref()).collect();
-    let params: Vec<[Param<'_>; 9]> = batch
-        .iter()
-        .zip(&tasks)
-        .map(|(p, task)| -> [Param<'_>; 9] {
-            [
+    let mut params: Vec<[Param<'_>; 9]> = Vec::new();
+    for (p, task) in batch.iter().zip(&tasks) {
+        let last = p.events.len().saturating_sub(1);
+        for (i, event) in p.events.iter().enumerate() {
+            params.push([
                 &p.id,
                 &p.context_id,
                 &p.owner,
                 &p.state,
-                task,
+                if i == last { task } else { &no_task },
                 &p.created_ms,
                 &p.updated_ms,
-                &p.event,
+                event,
                 &instance,
-            ]
-        })
-        .collect();
+            ]);
+        }
+    }
     let rows = futures_util::future::try_join_all(params.iter().map(|ps| tx.query_one(&stmt, ps)))
         .await
         .map_err(|e| pg_error(&e))?;
     tx.commit().await.map_err(|e| pg_error(&e))?;
-    rows.iter()
+    let seqs: Vec<u64> = rows
+        .iter()
         .map(|r| r.try_get::<_, i64>(0).map(seq_u64).map_err(backend))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    let mut at = 0;
+    Ok(batch
+        .iter()
+        .map(|p| {
+            at += p.events.len();
+            seqs.get(at.wrapping_sub(1)).copied().unwrap_or(0)
+        })
+        .collect())
 }
