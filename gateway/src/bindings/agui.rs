@@ -233,7 +233,7 @@ fn events(agui: Arc<Agui>, ids: RunIds, mut sub: Subscription, skip: u64) -> Res
                 if let Some(ids) = interrupt_ids(e) {
                     agui.interrupts.lock().remember(thread.clone(), ids);
                 }
-                yield sse::event(Some(n), &crate::json_text(&e));
+                yield sse::event(Some(n), &crate::json_text(e));
             }
             let last = batch.last().and_then(|e| e.get("type")).and_then(Value::as_str).map(str::to_string);
             sent.extend(batch);
