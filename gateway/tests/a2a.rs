@@ -642,6 +642,29 @@ async fn store_contract(store: &dyn TaskStore) {
     assert_eq!(a.last_seq, 4);
     assert!(a.snapshot_seq == 3 || a.snapshot_seq == 4, "{a:?}");
     assert_eq!(a.task.get("marker").is_some(), a.snapshot_seq == 4);
+    // several events in one append: numbered on in order, the snapshot after the last
+    let mut burst = record("a", Some("u1"), "c1", "TASK_STATE_COMPLETED", 30);
+    burst.task["burst"] = true.into();
+    let mut write = TaskAppend::new(burst, &json!({"n": 10}), true);
+    write
+        .events
+        .extend([json!({"n": 11}).to_string(), json!({"n": 12}).to_string()]);
+    let seq = store.append(write).await.expect("append");
+    assert_eq!(seq, 7);
+    let a = store.get("a").await.expect("get").expect("a");
+    assert_eq!((a.last_seq, a.snapshot_seq, a.updated_ms), (7, 7, 30), "{a:?}");
+    assert_eq!(a.task["burst"], true);
+    let log: Vec<(u64, Value)> = store
+        .events_after("a", 4)
+        .await
+        .expect("events")
+        .into_iter()
+        .map(|e| (e.seq, e.event))
+        .collect();
+    assert_eq!(
+        log,
+        vec![(5, json!({"n": 10})), (6, json!({"n": 11})), (7, json!({"n": 12}))]
+    );
 }
 
 #[tokio::test]
@@ -652,9 +675,9 @@ async fn stores_keep_the_same_contract() {
     let path = dir.path().join("t.db");
     store_contract(&SqliteStore::open(&path).expect("open")).await;
     let reopened = SqliteStore::open(&path).expect("reopen");
-    assert_eq!(reopened.events_after("a", 0).await.expect("events").len(), 4);
+    assert_eq!(reopened.events_after("a", 0).await.expect("events").len(), 7);
     let a = reopened.get("a").await.expect("get").expect("a");
-    assert_eq!((a.last_seq, a.snapshot_seq), (4, 3));
+    assert_eq!((a.last_seq, a.snapshot_seq), (7, 7));
 }
 
 async fn next_notice(rx: &mut tokio::sync::broadcast::Receiver<StoreNotice>) -> StoreNotice {

@@ -230,14 +230,7 @@ impl A2aRemoteAgent {
     /// The remote task an event names, kept under the local task (scoped by the caller), so
     /// that a follow-up answers the same remote task; returns its id.
     fn remember(&self, result: &Value, request: &E2AEnvelope, ctx: &RequestContext) -> Option<String> {
-        let (task, context) = result
-            .get("task")
-            .map(|t| (t.get("id"), t.get("contextId")))
-            .or_else(|| {
-                result
-                    .get("statusUpdate")
-                    .map(|u| (u.get("taskId"), u.get("contextId")))
-            })?;
+        let (task, context) = remote_task_and_context(result)?;
         let task = task.and_then(Value::as_str)?.to_string();
         if let (Some(local), Some(context)) = (request.task_id.clone(), context.and_then(Value::as_str)) {
             self.tasks
@@ -282,24 +275,76 @@ fn fail(s: ResponseStream, kind: ErrorKind, message: &str, details: Map<String, 
     s.fail(kind.mapping().e2a_code, message, details)
 }
 
+/// A remote agent's `SendStreamingMessage` answer, as SSE events.
+type RemoteEvents = std::pin::Pin<
+    Box<
+        dyn futures_util::Stream<
+                Item = Result<eventsource_stream::Event, eventsource_stream::EventStreamError<reqwest::Error>>,
+            > + Send,
+    >,
+>;
+
+/// How long a run dropped before its remote task's id arrived waits for it (reading the
+/// remote's stream on), so its cancel still reaches the remote task.
+const CANCEL_LEARN: Duration = Duration::from_secs(2);
+
 /// Sends `CancelTask` for the remote task when a run is dropped before its end (the gateway
-/// stops polling a cancelled run, so this is where the cancel is seen).
+/// stops polling a cancelled run, so this is where the cancel is seen). It holds the remote's
+/// stream: a run dropped before the remote task's id arrived reads on for it.
 struct CancelOnDrop {
     agent: A2aRemoteAgent,
     url: String,
     task: Option<String>,
     done: bool,
+    events: Option<RemoteEvents>,
 }
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if self.done {
+        if self.done || tokio::runtime::Handle::try_current().is_err() {
             return;
         }
-        if let (Some(task), Ok(_)) = (self.task.take(), tokio::runtime::Handle::try_current()) {
+        if let Some(task) = self.task.take() {
             self.agent.propagate_cancel(self.url.clone(), task);
+            return;
         }
+        let Some(mut events) = self.events.take() else { return };
+        let (agent, url) = (self.agent.clone(), self.url.clone());
+        tokio::spawn(async move {
+            let learn = async {
+                while let Some(Ok(ev)) = events.next().await {
+                    let Ok(data) = serde_json::from_str::<Value>(&ev.data) else {
+                        continue;
+                    };
+                    if let Some(task) = data.get("result").and_then(remote_task_of) {
+                        return Some(task);
+                    }
+                }
+                None
+            };
+            if let Ok(Some(task)) = tokio::time::timeout(CANCEL_LEARN, learn).await {
+                agent.propagate_cancel(url, task);
+            }
+        });
     }
+}
+
+/// The remote task (and its context) an event of the remote's stream names.
+fn remote_task_and_context(result: &Value) -> Option<(Option<&Value>, Option<&Value>)> {
+    result
+        .get("task")
+        .map(|t| (t.get("id"), t.get("contextId")))
+        .or_else(|| {
+            result
+                .get("statusUpdate")
+                .map(|u| (u.get("taskId"), u.get("contextId")))
+        })
+}
+
+/// The remote task an event of the remote's stream names.
+fn remote_task_of(result: &Value) -> Option<String> {
+    let (task, _) = remote_task_and_context(result)?;
+    task.and_then(Value::as_str).map(String::from)
 }
 
 /// Why a run could not start: the error frame's kind, message and details.
@@ -357,8 +402,8 @@ impl Agent for A2aRemoteAgent {
                 }
             };
             let mut mapper = A2aStreamReader::new(fresh);
-            let mut guard = CancelOnDrop { agent: this.clone(), url: interface.url.clone(), task: None, done: false };
-            let mut events = resp.bytes_stream().eventsource();
+            let events: RemoteEvents = Box::pin(resp.bytes_stream().eventsource());
+            let mut guard = CancelOnDrop { agent: this.clone(), url: interface.url.clone(), task: None, done: false, events: Some(events) };
             loop {
                 let next = tokio::select! {
                     _ = ctx.cancel.cancelled() => {
@@ -369,7 +414,12 @@ impl Agent for A2aRemoteAgent {
                         }
                         return;
                     }
-                    n = events.next() => n,
+                    n = async {
+                        match guard.events.as_mut() {
+                            Some(events) => events.next().await,
+                            None => None,
+                        }
+                    } => n,
                 };
                 let data: Value = match next {
                     None => {

@@ -71,6 +71,9 @@ const LEASE_RETRIES: usize = 10;
 /// was looked at before the task was made), the rest of the agent's frames, and their mapping
 /// to A2A events.
 struct Turn {
+    /// The turn's opening event (the task, `SUBMITTED` or answered), when the run stores it:
+    /// with the agent's first ready frames, or alone when none is ready.
+    opening: Option<Value>,
     next: Option<E2AResponse>,
     frames: crate::FrameStream,
     mapper: TurnMapper,
@@ -132,9 +135,9 @@ pub enum Sent {
 }
 
 /// The task (its `Task` JSON) as a run stored it when its turn ended: what a blocking send
-/// answers with, without reading the store back. Nothing comes when the run's last write was
-/// not a snapshot (its store failed).
-pub struct TurnDone(oneshot::Receiver<Arc<str>>);
+/// answers with, without reading the store back; or why nothing of the turn was stored.
+/// Nothing comes when the run's last write was not a snapshot (its store failed later).
+pub struct TurnDone(oneshot::Receiver<Result<Arc<str>, A2aError>>);
 
 /// What a caller asked about a send.
 pub struct SendParams {
@@ -199,36 +202,57 @@ impl TaskService {
         self.live.lock().get(id).cloned()
     }
 
-    async fn pump(&self, mut rec: TaskRecord, turn: Turn, done: oneshot::Sender<Arc<str>>) {
+    async fn pump(&self, mut rec: TaskRecord, turn: Turn, done: oneshot::Sender<Result<Arc<str>, A2aError>>) {
         let Turn {
+            opening,
             mut next,
             mut frames,
             mut mapper,
         } = turn;
         // the stored snapshot, while it is the task's latest
         let mut task: Option<Arc<str>> = None;
-        loop {
+        let mut batch: Vec<Value> = opening.into_iter().collect();
+        let mut opened = batch.is_empty();
+        let mut more = true;
+        while more {
             let frame = match next.take() {
-                Some(f) => f,
+                Some(f) => Some(f),
+                // the opening waits for no agent: stored alone when nothing is ready
+                None if !opened => match frames.next().now_or_never() {
+                    Some(f) => {
+                        more = f.is_some();
+                        f
+                    }
+                    None => None,
+                },
                 None => match frames.next().await {
-                    Some(f) => f,
+                    Some(f) => Some(f),
                     None => break,
                 },
             };
-            // the events of every frame the agent has ready, stored in one append
-            let (events, more) = Self::ready_events(frame, &mut frames, &mut mapper);
-            if !events.is_empty() {
-                match self.commit_all(&mut rec, events).await {
-                    Ok(t) => task = t,
-                    Err(_) => {
-                        task = None;
-                        self.store_failed(&mut rec).await;
-                        break;
-                    }
-                }
+            if let Some(frame) = frame {
+                // the events of every frame the agent has ready, stored in one append
+                let (events, m) = Self::ready_events(frame, &mut frames, &mut mapper);
+                batch.extend(events);
+                more = m;
             }
-            if !more {
-                break;
+            if batch.is_empty() {
+                continue;
+            }
+            match self.commit_all(&mut rec, std::mem::take(&mut batch)).await {
+                Ok(t) => {
+                    task = t;
+                    opened = true;
+                }
+                Err(e) if !opened => {
+                    self.abandon(&rec.id, e, done).await;
+                    return;
+                }
+                Err(_) => {
+                    task = None;
+                    self.store_failed(&mut rec).await;
+                    break;
+                }
             }
         }
         if !rec.state.is_terminal() && !rec.state.is_interrupted() {
@@ -252,8 +276,22 @@ impl TaskService {
         self.drop_channel(&rec.id, rec.state.is_terminal());
         // told last: a client answering a pause at once finds the task free
         if let Some(t) = task {
-            let _ = done.send(t);
+            let _ = done.send(Ok(t));
         }
+    }
+
+    /// The opening event of task `id`'s turn could not be stored, so nothing of the turn is:
+    /// the run stops, its followers end with the error, the claim goes, and a waiting send
+    /// gets the error.
+    async fn abandon(&self, id: &str, e: A2aError, done: oneshot::Sender<Result<Arc<str>, A2aError>>) {
+        if let Some(live) = self.live_of(id) {
+            live.cancel.cancel();
+        }
+        if let Some(tx) = self.channels.lock().remove(id) {
+            let _ = tx.send(Feed::Broken(Arc::from(STORE_FAILED)));
+        }
+        self.unclaim(id).await;
+        let _ = done.send(Err(e));
     }
 
     /// The A2A events of `frame` and of the frames after it the agent already has ready (up
@@ -298,6 +336,7 @@ impl TaskService {
         };
         if let Some(done) = done.filter(|_| blocking) {
             if let Ok(Ok(task)) = tokio::time::timeout(self.config.blocking_timeout, done.0).await {
+                let task = task?;
                 if history.is_none() {
                     return raw(task.to_string());
                 }

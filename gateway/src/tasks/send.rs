@@ -145,16 +145,25 @@ impl TaskService {
         let before = rec.last_seq;
         // a stream's follower subscribes before the task's first event: every event reaches it
         let rx = t.streaming.then(|| self.channel(&t.task_id));
-        let snapshot = json!({"task": rec.task.clone()});
-        if let Err(e) = self.commit(&mut rec, snapshot).await {
-            // nothing of the task is stored: no task, and the agent's run stops here
-            ctx.cancel.cancel();
-            self.drop_channel(&t.task_id, true);
-            self.unclaim(&t.task_id).await;
-            return Err(e);
-        }
+        let opening = json!({"task": rec.task.clone()});
+        // the opening is stored here when the answer is the task as it is now, or a stream
+        // (which starts with it, or with the error that nothing could be stored); a blocking
+        // send's run stores it with what the agent has ready
+        let opening = if t.return_immediately || t.streaming {
+            if let Err(e) = self.commit(&mut rec, opening).await {
+                // nothing of the task is stored: no task, and the agent's run stops here
+                ctx.cancel.cancel();
+                self.drop_channel(&t.task_id, true);
+                self.unclaim(&t.task_id).await;
+                return Err(e);
+            }
+            None
+        } else {
+            Some(opening)
+        };
         let mapper = TurnMapper::new(&t.task_id, &t.context_id, turn, live.canceled_by_client.clone());
         let turn = Turn {
+            opening,
             next: first,
             frames,
             mapper,
@@ -235,7 +244,7 @@ impl TaskService {
     }
 
     /// Lets go of a claimed task whose run did not start a turn.
-    async fn unclaim(&self, id: &str) {
+    pub(super) async fn unclaim(&self, id: &str) {
         self.live.lock().remove(id);
         let _ = self.store.release(id, &self.holder).await;
     }
