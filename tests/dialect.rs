@@ -5,6 +5,7 @@
 
 use e2a::a2a::stream::{carried_frame, A2aStreamProjector};
 use e2a::stream::ResponseStream;
+use e2a::types::A2aStreamResponse;
 use e2a::types::{
     ArtifactDelta, ArtifactKind, ChunkBody, ChunkEventType, PauseKind, PausedResult, PlanApprovalRequiredBody,
     ReplyResult, ToolCallDelta, ToolResultDelta,
@@ -89,7 +90,7 @@ fn the_frames_cross_a2a_and_come_back_unchanged() {
     ];
     let mut projector = A2aStreamProjector::new("t1", "c1");
     for f in &frames {
-        let events = projector.push(f);
+        let events: Vec<Value> = projector.push(f).iter().map(A2aStreamResponse::to_value).collect();
         let back: Vec<(String, Map<String, Value>)> = events
             .iter()
             .filter_map(|e| e.pointer("/statusUpdate/status/message"))
@@ -100,6 +101,7 @@ fn the_frames_cross_a2a_and_come_back_unchanged() {
     }
     let [asked, _] = ResponseStream::for_request(&request()).pause(PauseKind::Input, "For how many people?", false);
     let events = A2aStreamProjector::new("t1", "c1").push(&asked);
+    let events: Vec<Value> = events.iter().map(A2aStreamResponse::to_value).collect();
     let back = events
         .iter()
         .filter_map(|e| e.pointer("/statusUpdate/status/message"))
@@ -157,7 +159,7 @@ fn an_a2a_stream_reads_back_into_the_frames_that_made_it() {
     let mut back = Vec::new();
     for f in frames.iter().chain([&asked]) {
         for event in projector.push(f) {
-            back.extend(reader.push(&event));
+            back.extend(reader.push(&event.to_value()));
         }
     }
     // the opening task event makes no frame; every frame comes back, then the pause ends the run
@@ -174,4 +176,99 @@ fn an_a2a_stream_reads_back_into_the_frames_that_made_it() {
     let last = back.last().expect("a final frame");
     assert!(last.is_final && reader.is_done());
     assert_eq!(last.body["result"], sample("PausedResult", 0));
+}
+
+#[test]
+fn text_and_artifacts_cross_a2a_natively_and_come_back() {
+    use e2a::a2a::inbound::A2aStreamReader;
+    use e2a::types::ArtifactDelta;
+    let req = request();
+    let mut out = ResponseStream::for_request(&req);
+    let piece = |append, last_chunk, text: &str| ArtifactDelta {
+        artifact_id: "report".into(),
+        name: Some("report.md".into()),
+        kind: None,
+        parts: vec![json!({"text": text}).as_object().cloned().unwrap_or_default()],
+        append,
+        last_chunk,
+        extra: Map::new(),
+    };
+    let frames = [
+        out.text("It is "),
+        out.artifact(&piece(false, false, "# Weather")),
+        out.artifact(&piece(true, true, "\nsunny")),
+        out.text("21 °C."),
+    ];
+    let done = out.complete(json!({"content": "It is 21 °C."}));
+    let mut projector = A2aStreamProjector::new("t1", "c1");
+    let mut reader = A2aStreamReader::new(ResponseStream::for_request(&req));
+    let mut events = Vec::new();
+    let mut back = Vec::new();
+    for f in frames.iter().chain([&done]) {
+        for event in projector.push(f) {
+            back.extend(reader.push(&event.to_value()));
+            events.push(event);
+        }
+    }
+    // artifact pieces travel as A2A artifact updates of their own artifact, not as carriers
+    let updates: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            A2aStreamResponse::ArtifactUpdate(u) => Some((u.artifact.artifact_id.as_str(), u.append, u.last_chunk)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        updates,
+        [
+            ("t1-output", false, false),
+            ("report", false, false),
+            ("report", true, true),
+            ("t1-output", true, false),
+            ("t1-output", true, true)
+        ]
+    );
+    let got: Vec<(String, Map<String, Value>)> = back
+        .iter()
+        .map(|f| (f.response_kind.to_string(), f.body.clone()))
+        .collect();
+    let want: Vec<(String, Map<String, Value>)> = frames
+        .iter()
+        .chain([&done])
+        .map(|f| (f.response_kind.to_string(), f.body.clone()))
+        .collect();
+    assert_eq!(got, want);
+    assert!(reader.is_done());
+}
+
+/// One turn and one pause, with fixed ids and times, projected onto A2A.
+fn projected_samples() -> Vec<Value> {
+    let mut s = ResponseStream::for_request(&request());
+    let piece: ArtifactDelta = serde_json::from_value(sample("ArtifactDelta", 0)).expect("piece");
+    let mut frames = vec![
+        s.text("It is 21 °C."),
+        s.tool_call("call-1", "get_weather", json!({"city": "Paris"})),
+        s.artifact(&piece),
+        s.complete(json!({"content": "It is 21 °C."})),
+    ];
+    let [asked, _] = ResponseStream::for_request(&request()).pause(PauseKind::Approval, "Deploy?", true);
+    frames.push(asked);
+    for (i, f) in frames.iter_mut().enumerate() {
+        f.response_id = Some(format!("m{i}"));
+        f.timestamp = Some("2026-03-26T11:33:01.150000+00:00".into());
+    }
+    let (turn, pause) = frames.split_at(4);
+    let mut p = A2aStreamProjector::new("t1", "c1");
+    let mut out: Vec<Value> = turn.iter().flat_map(|f| p.push(f)).map(|e| e.to_value()).collect();
+    let mut p = A2aStreamProjector::new("t2", "c1").announced();
+    out.extend(pause.iter().flat_map(|f| p.push(f)).map(|e| e.to_value()));
+    out
+}
+
+#[test]
+fn the_a2a_projection_writes_the_declared_samples() {
+    let got = projected_samples();
+    let want = samples()["A2aStreamResponse"].clone();
+    assert_eq!(Value::Array(got), want, "tests/exports/dialect.json, A2aStreamResponse");
+    round_trips::<A2aStreamResponse>("A2aStreamResponse");
 }

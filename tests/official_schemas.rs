@@ -165,7 +165,7 @@ fn a2a_events_roundtrip_through_the_official_types() {
         ) {
             f.timestamp = Some((*ts).into());
         }
-        let events: Vec<Value> = frames.iter().flat_map(|f| p.push(f)).collect();
+        let events: Vec<Value> = frames.iter().flat_map(|f| p.push(f)).map(|e| e.to_value()).collect();
         assert!(events.len() >= 6);
         for ev in &events {
             assert_eq!(
@@ -220,6 +220,7 @@ fn a2a_carries_frames_without_an_a2a_form_losslessly() {
     let mut states = Vec::new();
     for f in &frames {
         for ev in p.push(f) {
+            let ev = ev.to_value();
             assert_eq!(
                 &a2a_roundtrip::<a2a::StreamResponse>(&ev),
                 &ev,

@@ -96,7 +96,7 @@ impl Converter {
                     )
                 });
                 for ev in p.push(&r) {
-                    emit(jsonrpc_result(r.jsonrpc_id.as_ref(), ev))?;
+                    emit(jsonrpc_result(r.jsonrpc_id.as_ref(), ev.to_value()))?;
                 }
                 if r.is_final {
                     self.a2a.remove(&r.request_id);

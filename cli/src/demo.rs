@@ -139,7 +139,7 @@ pub fn run(json_out: bool) -> Result<(), String> {
     out.title("A2A StreamResponse events (SSE data lines)");
     for f in &frames {
         for ev in a2a.push(f) {
-            out.line("a2a.event", &jsonrpc_result(env.jsonrpc_id.as_ref(), ev));
+            out.line("a2a.event", &jsonrpc_result(env.jsonrpc_id.as_ref(), ev.to_value()));
         }
     }
     live(&out)

@@ -64,6 +64,42 @@ class A2aOperation(Enum):
     GetExtendedAgentCard = 'GetExtendedAgentCard'
 
 
+class A2aPart(BaseModel):
+    """
+    A2A 1.0 `Part`: one piece of a message or artifact. Exactly one of `text`, `raw`, `url` and `data` holds its content (the proto's `oneof content`).
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    data: Optional[Any] = Field(
+        None,
+        description='Structured content: any JSON value (`google.protobuf.Value`).',
+    )
+    filename: Optional[str] = Field(
+        None, description="The file's name, for `raw` and `url` parts."
+    )
+    mediaType: Optional[str] = Field(
+        None, description="The content's media type (`text/plain`, `image/png`, …)."
+    )
+    metadata: Optional[Dict[str, Any]] = Field(
+        None, description='Free-form metadata of the part.'
+    )
+    raw: Optional[str] = Field(None, description='Bytes, base64 (ProtoJSON `bytes`).')
+    text: Optional[str] = Field(None, description='Text content.')
+    url: Optional[str] = Field(None, description='A file by reference: its URL.')
+
+
+class A2aRole(Enum):
+    """
+    A2A 1.0 `Role` of a message's sender, as ProtoJSON writes it. 0.3's `user` / `agent` read as these (`e2a::a2a::jsonrpc::normalize_message`).
+    """
+
+    ROLE_UNSPECIFIED = 'ROLE_UNSPECIFIED'
+    ROLE_USER = 'ROLE_USER'
+    ROLE_AGENT = 'ROLE_AGENT'
+
+
 class A2aStreamBranch(Enum):
     """
     Branch of an `a2a.stream_event` body (`E2A_A2A_STREAM_BRANCHES`), snake_case.
@@ -667,6 +703,118 @@ class WireMetadataKey(Enum):
     field_jiuwenswarm_cancel_source = '_jiuwenswarm_cancel_source'
 
 
+class A2aArtifact(BaseModel):
+    """
+    A2A 1.0 `Artifact`: an output of a task (e2a's text answer is the artifact named `output`).
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    artifactId: str = Field(..., description="The artifact's id, unique in the task.")
+    description: Optional[str] = Field(None, description='What the artifact is.')
+    extensions: Optional[List[str]] = Field(
+        None, description='URIs of the extensions that apply to this artifact.'
+    )
+    metadata: Optional[Dict[str, Any]] = Field(None, description='Free-form metadata.')
+    name: Optional[str] = Field(None, description="The artifact's name.")
+    parts: List[A2aPart] = Field(..., description="The artifact's content.")
+
+
+class A2aMessage(BaseModel):
+    """
+    A2A 1.0 `Message`: one turn of a conversation, from the user or the agent.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    contextId: Optional[str] = Field(
+        None, description='The conversation (context) the message belongs to.'
+    )
+    extensions: Optional[List[str]] = Field(
+        None, description='URIs of the extensions that apply to this message.'
+    )
+    messageId: str = Field(..., description="The message's id, chosen by its sender.")
+    metadata: Optional[Dict[str, Any]] = Field(
+        None,
+        description='Free-form metadata (e2a marks the frames A2A has no native form for here: `A2aMetadataKey`).',
+    )
+    parts: List[A2aPart] = Field(..., description="The message's content.")
+    referenceTaskIds: Optional[List[str]] = Field(
+        None, description='Tasks this message refers to.'
+    )
+    role: A2aRole = Field(..., description='Who sent it.')
+    taskId: Optional[str] = Field(None, description='The task the message belongs to.')
+
+
+class A2aStreamResponse2(BaseModel):
+    """
+    A direct reply, without a task.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    message: A2aMessage = Field(..., description='The message.')
+
+
+class A2aTaskArtifactUpdateEvent(BaseModel):
+    """
+    A2A 1.0 `TaskArtifactUpdateEvent`: an artifact was produced, or a piece added to it.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    append: bool = Field(
+        False,
+        description='Whether the parts extend the artifact of the same id (else they start or replace it).',
+    )
+    artifact: A2aArtifact = Field(
+        ..., description='The artifact, or the piece of it this event adds.'
+    )
+    contextId: str = Field(..., description="The task's context.")
+    lastChunk: bool = Field(
+        False, description="Whether this is the artifact's last piece."
+    )
+    metadata: Optional[Dict[str, Any]] = Field(None, description='Free-form metadata.')
+    taskId: str = Field(..., description='The task.')
+
+
+class A2aTaskStatus(BaseModel):
+    """
+    A2A 1.0 `TaskStatus`: a task's state, with the message that goes with it and when it was set.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    message: Optional[A2aMessage] = Field(
+        None,
+        description="The agent's message for this state (the final answer, the question of a pause, the reason of a failure).",
+    )
+    state: A2aTaskState = Field(..., description="The task's state.")
+    timestamp: Optional[str] = Field(
+        None,
+        description='When the state was set (ProtoJSON `Timestamp`: RFC 3339, UTC, `Z`).',
+    )
+
+
+class A2aTaskStatusUpdateEvent(BaseModel):
+    """
+    A2A 1.0 `TaskStatusUpdateEvent`: a task's status changed.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    contextId: str = Field(..., description="The task's context.")
+    metadata: Optional[Dict[str, Any]] = Field(None, description='Free-form metadata.')
+    status: A2aTaskStatus = Field(..., description='The new status.')
+    taskId: str = Field(..., description='The task.')
+
+
 class ArtifactDelta(BaseModel):
     """
     `delta` of an `artifact` chunk: one piece of an artifact (A2A `TaskArtifactUpdateEvent`). The pieces of one artifact share `artifact_id`; every piece after the first has `append: true`, the last `last_chunk: true`.
@@ -960,3 +1108,76 @@ class ErrorBody(BaseModel):
         None, description="The peer protocol's own error, when there was one."
     )
     message: Optional[str] = Field(None, description='Human-readable message.')
+
+
+class A2aStreamResponse3(BaseModel):
+    """
+    A status change.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    statusUpdate: A2aTaskStatusUpdateEvent = Field(..., description='The update.')
+
+
+class A2aStreamResponse4(BaseModel):
+    """
+    An artifact, or a piece of one.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    artifactUpdate: A2aTaskArtifactUpdateEvent = Field(..., description='The update.')
+
+
+class A2aTask(BaseModel):
+    """
+    A2A 1.0 `Task`: a unit of work, with its status, its outputs and its conversation.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    artifacts: Optional[List[A2aArtifact]] = Field(
+        None, description="The task's outputs."
+    )
+    contextId: str = Field(
+        ..., description='The conversation (context) the task belongs to.'
+    )
+    history: Optional[List[A2aMessage]] = Field(
+        None, description="The task's messages, oldest first."
+    )
+    id: str = Field(..., description="The task's id.")
+    metadata: Optional[Dict[str, Any]] = Field(None, description='Free-form metadata.')
+    status: A2aTaskStatus = Field(..., description="The task's current status.")
+
+
+class A2aStreamResponse1(BaseModel):
+    """
+    The task, whole.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    task: A2aTask = Field(..., description='The task.')
+
+
+class A2aStreamResponse(
+    RootModel[
+        Union[
+            A2aStreamResponse1,
+            A2aStreamResponse2,
+            A2aStreamResponse3,
+            A2aStreamResponse4,
+        ]
+    ]
+):
+    root: Union[
+        A2aStreamResponse1, A2aStreamResponse2, A2aStreamResponse3, A2aStreamResponse4
+    ] = Field(
+        ...,
+        description="A2A 1.0 `StreamResponse`: one event of a task's stream (and, stored, of its log), holding exactly one of `task`, `message`, `statusUpdate` and `artifactUpdate`.",
+    )

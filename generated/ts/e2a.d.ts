@@ -22,6 +22,13 @@ export type A2AErrorKind =
   | "extension_support_required"
   | "version_not_supported";
 /**
+ * A2A 1.0 `Role` of a message's sender, as ProtoJSON writes it. 0.3's `user` / `agent` read as these (`e2a::a2a::jsonrpc::normalize_message`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aRole".
+ */
+export type A2ARole = "ROLE_UNSPECIFIED" | "ROLE_USER" | "ROLE_AGENT";
+/**
  * Keys of an A2A `Message.metadata` that carry an E2A frame A2A has no native form for (`e2a::a2a::stream`): the `TASK_STATE_WORKING` status message of an `e2a.chunk` other than text (its data part holds the `delta` unchanged; reasoning is a text part) or of an `acp.session_update`, and the `TASK_STATE_INPUT_REQUIRED` status message of a `plan.approval_required` pause (their data part holds the `body` unchanged). `e2a_response_kind` is the frame's `response_kind` (written for every kind but `e2a.chunk`), `e2a_delta_kind` a chunk's `delta_kind`, `e2a_chunk` an object with the chunk body's other fields (`event_type`, `source_chunk_type`, …; absent when there are none). A reader rebuilds the same frame from them; a message without them is a plain A2A message.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -53,6 +60,25 @@ export type A2AOperation =
  * via the `definition` "A2aStreamBranch".
  */
 export type A2AStreamBranch = "task" | "message" | "status_update" | "artifact_update";
+/**
+ * A2A 1.0 `StreamResponse`: one event of a task's stream (and, stored, of its log), holding exactly one of `task`, `message`, `statusUpdate` and `artifactUpdate`.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aStreamResponse".
+ */
+export type A2AStreamResponse =
+  | {
+      task: A2ATask;
+    }
+  | {
+      message: A2AMessage;
+    }
+  | {
+      statusUpdate: A2ATaskStatusUpdateEvent;
+    }
+  | {
+      artifactUpdate: A2ATaskArtifactUpdateEvent;
+    };
 /**
  * A2A 1.0 `TaskState` values, as ProtoJSON writes them. `TASK_STATE_COMPLETED`, `TASK_STATE_FAILED`, `TASK_STATE_CANCELED` and `TASK_STATE_REJECTED` end a task; `TASK_STATE_INPUT_REQUIRED` and `TASK_STATE_AUTH_REQUIRED` pause it until the client answers; `TASK_STATE_UNSPECIFIED` is no state (a filter that selects every task). 0.3's lowercase names (`input-required`) read as these (`e2a::a2a::jsonrpc::normalize_task_state`).
  *
@@ -331,6 +357,120 @@ export interface E2ABundle {
   [k: string]: unknown | undefined;
 }
 /**
+ * A2A 1.0 `Artifact`: an output of a task (e2a's text answer is the artifact named `output`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aArtifact".
+ */
+export interface A2AArtifact {
+  /**
+   * The artifact's id, unique in the task.
+   */
+  artifactId: string;
+  /**
+   * What the artifact is.
+   */
+  description?: string;
+  /**
+   * URIs of the extensions that apply to this artifact.
+   */
+  extensions?: string[];
+  /**
+   * Free-form metadata.
+   */
+  metadata?: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * The artifact's name.
+   */
+  name?: string;
+  /**
+   * The artifact's content.
+   */
+  parts: A2APart[];
+  [k: string]: unknown | undefined;
+}
+/**
+ * A2A 1.0 `Part`: one piece of a message or artifact. Exactly one of `text`, `raw`, `url` and `data` holds its content (the proto's `oneof content`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aPart".
+ */
+export interface A2APart {
+  /**
+   * Structured content: any JSON value (`google.protobuf.Value`).
+   */
+  data?: unknown;
+  /**
+   * The file's name, for `raw` and `url` parts.
+   */
+  filename?: string;
+  /**
+   * The content's media type (`text/plain`, `image/png`, …).
+   */
+  mediaType?: string;
+  /**
+   * Free-form metadata of the part.
+   */
+  metadata?: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * Bytes, base64 (ProtoJSON `bytes`).
+   */
+  raw?: string;
+  /**
+   * Text content.
+   */
+  text?: string;
+  /**
+   * A file by reference: its URL.
+   */
+  url?: string;
+  [k: string]: unknown | undefined;
+}
+/**
+ * A2A 1.0 `Message`: one turn of a conversation, from the user or the agent.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aMessage".
+ */
+export interface A2AMessage {
+  /**
+   * The conversation (context) the message belongs to.
+   */
+  contextId?: string;
+  /**
+   * URIs of the extensions that apply to this message.
+   */
+  extensions?: string[];
+  /**
+   * The message's id, chosen by its sender.
+   */
+  messageId: string;
+  /**
+   * Free-form metadata (e2a marks the frames A2A has no native form for here: `A2aMetadataKey`).
+   */
+  metadata?: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * The message's content.
+   */
+  parts: A2APart[];
+  /**
+   * Tasks this message refers to.
+   */
+  referenceTaskIds?: string[];
+  role: A2ARole;
+  /**
+   * The task the message belongs to.
+   */
+  taskId?: string;
+  [k: string]: unknown | undefined;
+}
+/**
  * Body of `a2a.stream_event`.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -344,6 +484,109 @@ export interface A2AStreamEventBody {
   payload: {
     [k: string]: unknown | undefined;
   };
+  [k: string]: unknown | undefined;
+}
+/**
+ * A2A 1.0 `Task`: a unit of work, with its status, its outputs and its conversation.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aTask".
+ */
+export interface A2ATask {
+  /**
+   * The task's outputs.
+   */
+  artifacts?: A2AArtifact[];
+  /**
+   * The conversation (context) the task belongs to.
+   */
+  contextId: string;
+  /**
+   * The task's messages, oldest first.
+   */
+  history?: A2AMessage[];
+  /**
+   * The task's id.
+   */
+  id: string;
+  /**
+   * Free-form metadata.
+   */
+  metadata?: {
+    [k: string]: unknown | undefined;
+  };
+  status: A2ATaskStatus;
+  [k: string]: unknown | undefined;
+}
+/**
+ * A2A 1.0 `TaskStatus`: a task's state, with the message that goes with it and when it was set.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aTaskStatus".
+ */
+export interface A2ATaskStatus {
+  message?: A2AMessage;
+  state: A2ATaskState;
+  /**
+   * When the state was set (ProtoJSON `Timestamp`: RFC 3339, UTC, `Z`).
+   */
+  timestamp?: string;
+  [k: string]: unknown | undefined;
+}
+/**
+ * A2A 1.0 `TaskStatusUpdateEvent`: a task's status changed.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aTaskStatusUpdateEvent".
+ */
+export interface A2ATaskStatusUpdateEvent {
+  /**
+   * The task's context.
+   */
+  contextId: string;
+  /**
+   * Free-form metadata.
+   */
+  metadata?: {
+    [k: string]: unknown | undefined;
+  };
+  status: A2ATaskStatus;
+  /**
+   * The task.
+   */
+  taskId: string;
+  [k: string]: unknown | undefined;
+}
+/**
+ * A2A 1.0 `TaskArtifactUpdateEvent`: an artifact was produced, or a piece added to it.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aTaskArtifactUpdateEvent".
+ */
+export interface A2ATaskArtifactUpdateEvent {
+  /**
+   * Whether the parts extend the artifact of the same id (else they start or replace it).
+   */
+  append?: boolean;
+  artifact: A2AArtifact;
+  /**
+   * The task's context.
+   */
+  contextId: string;
+  /**
+   * Whether this is the artifact's last piece.
+   */
+  lastChunk?: boolean;
+  /**
+   * Free-form metadata.
+   */
+  metadata?: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * The task.
+   */
+  taskId: string;
   [k: string]: unknown | undefined;
 }
 /**

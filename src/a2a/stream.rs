@@ -15,12 +15,12 @@
 //! | `e2a.chunk`, `delta_kind: reasoning` | `TASK_STATE_WORKING` | `e2a_delta_kind: "reasoning"` (+ `e2a_chunk`) | `[{"text": delta}]` |
 //! | `e2a.chunk`, any other non-text kind (`tool`, `custom`, …) | `TASK_STATE_WORKING` | `e2a_delta_kind: <delta_kind>` (+ `e2a_chunk`) | `[{"data": delta}]` |
 //! | `acp.session_update` | `TASK_STATE_WORKING` | `e2a_response_kind: "acp.session_update"` | `[{"data": body}]` |
-//! | `plan.approval_required` | `TASK_STATE_INPUT_REQUIRED` | `e2a_response_kind: "plan.approval_required"` | `[{"data": body}]` |
+//! | `plan.approval_required` | `TASK_STATE_INPUT_REQUIRED` | `e2a_response_kind: "plan.approval_required"` | `[{"text": plan_content}, {"data": body}]` |
 //!
 //! `e2a_chunk` holds the chunk body's fields other than `delta_kind` and `delta` (for example
 //! `event_type: chat.tool_call`, which tells a tool call from its result); it is left out when
 //! there are none. The delta and the body are never rewritten. A reader takes the first data
-//! part (the gateway puts the pause's question as a text part before it, for plain clients),
+//! part (the pause's question comes as a text part before it, for plain clients),
 //! or for a reasoning chunk the message's text. A plain A2A agent's status message has no such
 //! metadata: [`carried_frame`] answers `None` and the reader treats it as plain A2A (a
 //! `WORKING` message's text is reasoning, `INPUT_REQUIRED` a pause for input).
@@ -32,12 +32,16 @@
 //! let tool = s.chunk(serde_json::from_value(serde_json::json!({"delta_kind": "tool",
 //!     "event_type": "chat.tool_call", "delta": {"tool_call": {"tool_call_id": "c1", "name": "ls"}}})).unwrap());
 //! let events = A2aStreamProjector::new("task-1", "ctx-1").push(&tool);
-//! let message = &events[1]["statusUpdate"]["status"]["message"];
+//! let event = events[1].to_value();
+//! let message = &event["statusUpdate"]["status"]["message"];
 //! assert_eq!(message["metadata"]["e2a_delta_kind"], "tool");
 //! assert_eq!(carried_frame(message), Some((ResponseKind::E2aChunk, tool.body.clone())));
 //! ```
 
-use crate::types::{A2aMetadataKey, ChunkBody, DeltaKind};
+use crate::types::{
+    A2aArtifact, A2aMessage, A2aMetadataKey, A2aPart, A2aRole, A2aStreamResponse, A2aTask, A2aTaskArtifactUpdateEvent,
+    A2aTaskState, A2aTaskStatus, A2aTaskStatusUpdateEvent, ArtifactDelta, ChunkBody, ChunkEventType, DeltaKind,
+};
 use crate::ResponseKind;
 use serde_json::{json, Map, Value};
 
@@ -55,8 +59,8 @@ pub const CHUNK_FIELDS_KEY: &str = A2aMetadataKey::E2aChunk.as_str();
 const DELTA_KIND: &str = "delta_kind";
 const DELTA: &str = "delta";
 
-/// The message `metadata` and parts that carry a chunk body (see the module docs).
-fn chunk_carrier(body: &Map<String, Value>, parts: Value) -> (Value, Value) {
+/// The message `metadata` that carries a chunk body (see the module docs).
+fn chunk_metadata(body: &Map<String, Value>) -> Map<String, Value> {
     let mut meta = Map::new();
     if let Some(kind) = body.get(DELTA_KIND) {
         meta.insert(DELTA_KIND_KEY.into(), kind.clone());
@@ -69,7 +73,7 @@ fn chunk_carrier(body: &Map<String, Value>, parts: Value) -> (Value, Value) {
     if !rest.is_empty() {
         meta.insert(CHUNK_FIELDS_KEY.into(), Value::Object(rest));
     }
-    (Value::Object(meta), parts)
+    meta
 }
 
 /// The E2A frame an A2A message carries under the convention of the module docs: its
@@ -123,27 +127,82 @@ pub fn carried_frame(message: &Value) -> Option<(ResponseKind, Map<String, Value
     }
 }
 
-/// Projects the frames of one request onto A2A stream events.
+/// Projects the frames of one request onto typed A2A 1.0 stream events.
+///
+/// | E2A frame | A2A event |
+/// |---|---|
+/// | the first frame | the `Task` (`WORKING`) first — or, for a task already announced ([`Self::announced`]), a `WORKING` status update |
+/// | `e2a.chunk` text | a piece of the `output` artifact (`{task}-output`; turn `n` > 1: `{task}-output-{n}`) |
+/// | `e2a.chunk`, `event_type: artifact` ([`crate::types::ArtifactDelta`]) | an `artifactUpdate` of that artifact |
+/// | other `e2a.chunk`s, `acp.session_update` | a `WORKING` status whose message carries the frame (module docs) |
+/// | `a2a.stream_event` | its `StreamResponse`, as it is (dropped when it is not one) |
+/// | `e2a.complete` | the output's last piece, then `COMPLETED` with the answer's text as its message |
+/// | `plan.approval_required` | `INPUT_REQUIRED`: the question as a text part, then the carried body |
+/// | a failure | the state of its [`ErrorKind`] with its message ([`Self::cancel_reason`] for a cancel) |
 ///
 /// ```
 /// use e2a::{E2AEnvelope, a2a::stream::A2aStreamProjector, stream::ResponseStream};
+/// use e2a::types::{A2aStreamResponse, A2aTaskState};
 /// let req = E2AEnvelope::new("session/prompt", serde_json::json!({}));
 /// let mut a2a = A2aStreamProjector::new("task-1", "ctx-1");
 /// let mut s = ResponseStream::for_request(&req);
 /// let first = a2a.push(&s.text("Hel"));
-/// assert!(first[0].get("task").is_some());
-/// assert_eq!(first[1]["artifactUpdate"]["artifact"]["parts"][0]["text"], "Hel");
+/// assert!(matches!(first[0], A2aStreamResponse::Task(_)));
+/// assert_eq!(first[1].to_value()["artifactUpdate"]["artifact"]["parts"][0]["text"], "Hel");
 /// let last = a2a.push(&s.complete(serde_json::json!({})));
-/// assert_eq!(last.last().unwrap()["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
+/// let A2aStreamResponse::StatusUpdate(u) = last.last().unwrap() else { panic!() };
+/// assert_eq!(u.status.state, A2aTaskState::TaskStateCompleted);
+/// assert_eq!(u.status.message.as_ref().unwrap().parts[0].text.as_deref(), Some("Hel"));
 /// ```
 #[derive(Debug, Clone)]
 pub struct A2aStreamProjector {
     task_id: String,
     context_id: String,
     artifact_id: String,
+    announced: bool,
     started: bool,
     chunks: u64,
+    text: String,
+    cancel_reason: Option<String>,
     finished: bool,
+}
+
+/// The name of the artifact holding the text answer.
+pub const OUTPUT_ARTIFACT: &str = "output";
+
+/// A part holding `text`.
+pub fn text_part(text: impl Into<String>) -> A2aPart {
+    A2aPart {
+        text: Some(text.into()),
+        ..A2aPart::default()
+    }
+}
+
+/// A part holding structured `data`.
+pub fn data_part(data: Value) -> A2aPart {
+    A2aPart {
+        data: Some(data),
+        ..A2aPart::default()
+    }
+}
+
+/// An artifact of `parts`, without description, metadata or extensions.
+pub fn artifact(artifact_id: String, name: Option<String>, parts: Vec<A2aPart>) -> A2aArtifact {
+    A2aArtifact {
+        artifact_id,
+        name,
+        description: None,
+        parts,
+        metadata: Map::new(),
+        extensions: Vec::new(),
+    }
+}
+
+impl A2aStreamResponse {
+    /// The event as JSON (`{"task": …}`, `{"statusUpdate": …}`, …).
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
 }
 
 impl A2aStreamProjector {
@@ -151,96 +210,199 @@ impl A2aStreamProjector {
     pub fn new(task_id: impl Into<String>, context_id: impl Into<String>) -> Self {
         let task_id = task_id.into();
         A2aStreamProjector {
-            artifact_id: format!("{task_id}-output"),
+            artifact_id: format!("{task_id}-{OUTPUT_ARTIFACT}"),
             task_id,
             context_id: context_id.into(),
+            announced: false,
             started: false,
             chunks: 0,
+            text: String::new(),
+            cancel_reason: None,
             finished: false,
         }
     }
 
-    fn status(&self, state: &str, message: Option<Value>, timestamp: &Option<String>) -> Value {
-        let mut status = json!({"state": state});
-        if let Some(m) = message {
-            status["message"] = m;
-        }
-        if let Some(t) = timestamp {
-            status["timestamp"] = proto_timestamp(t).into();
-        }
-        json!({"statusUpdate": {"taskId": self.task_id, "contextId": self.context_id, "status": status}})
+    /// The task was already sent (a task service announces it as `SUBMITTED` before the agent
+    /// runs): the stream opens with a `WORKING` status update instead of the `Task`.
+    pub fn announced(mut self) -> Self {
+        self.announced = true;
+        self
     }
 
-    fn agent_message(&self, parts: Value, frame: &E2AResponse) -> Value {
-        json!({"messageId": frame.response_id.clone().unwrap_or_else(|| format!("{}-{}", self.task_id, frame.sequence)),
-            "taskId": self.task_id, "contextId": self.context_id, "role": "ROLE_AGENT", "parts": parts})
+    /// This is turn `turn` of the task (the first is 1): from the second on, each turn's text
+    /// goes to its own output artifact, `{task}-output-{turn}`.
+    pub fn turn(mut self, turn: usize) -> Self {
+        if turn > 1 {
+            self.artifact_id = format!("{}-{OUTPUT_ARTIFACT}-{turn}", self.task_id);
+        }
+        self
+    }
+
+    /// The message of a `CANCELED` final status (who canceled), instead of the frame's own.
+    pub fn cancel_reason(&mut self, reason: impl Into<String>) {
+        self.cancel_reason = Some(reason.into());
+    }
+
+    fn status(
+        &self,
+        state: A2aTaskState,
+        message: Option<A2aMessage>,
+        timestamp: &Option<String>,
+    ) -> A2aStreamResponse {
+        A2aStreamResponse::StatusUpdate(A2aTaskStatusUpdateEvent {
+            task_id: self.task_id.clone(),
+            context_id: self.context_id.clone(),
+            status: A2aTaskStatus {
+                state,
+                message,
+                timestamp: timestamp.as_deref().map(proto_timestamp),
+            },
+            metadata: Map::new(),
+        })
+    }
+
+    fn agent_message(&self, parts: Vec<A2aPart>, frame: &E2AResponse) -> A2aMessage {
+        A2aMessage {
+            message_id: frame
+                .response_id
+                .clone()
+                .unwrap_or_else(|| format!("{}-{}", self.task_id, frame.sequence)),
+            task_id: Some(self.task_id.clone()),
+            context_id: Some(self.context_id.clone()),
+            role: A2aRole::RoleAgent,
+            parts,
+            metadata: Map::new(),
+            extensions: Vec::new(),
+            reference_task_ids: Vec::new(),
+        }
     }
 
     /// A status update whose message carries an E2A frame (see the module docs).
-    fn carrier(&self, state: &str, metadata: Value, parts: Value, frame: &E2AResponse) -> Value {
+    fn carrier(
+        &self,
+        state: A2aTaskState,
+        metadata: Map<String, Value>,
+        parts: Vec<A2aPart>,
+        frame: &E2AResponse,
+    ) -> A2aStreamResponse {
         let mut m = self.agent_message(parts, frame);
-        m["metadata"] = metadata;
+        m.metadata = metadata;
         self.status(state, Some(m), &frame.timestamp)
     }
 
-    fn artifact(&self, text: &str, last: bool) -> Value {
-        json!({"artifactUpdate": {"taskId": self.task_id, "contextId": self.context_id,
-            "artifact": {"artifactId": self.artifact_id, "parts": [{"text": text}]},
-            "append": self.chunks > 0, "lastChunk": last}})
+    fn artifact_update(&self, artifact: A2aArtifact, append: bool, last_chunk: bool) -> A2aStreamResponse {
+        A2aStreamResponse::ArtifactUpdate(A2aTaskArtifactUpdateEvent {
+            task_id: self.task_id.clone(),
+            context_id: self.context_id.clone(),
+            artifact,
+            append,
+            last_chunk,
+            metadata: Map::new(),
+        })
+    }
+
+    fn output(&mut self, text: &str, last: bool) -> A2aStreamResponse {
+        self.text.push_str(text);
+        let artifact = artifact(
+            self.artifact_id.clone(),
+            Some(OUTPUT_ARTIFACT.into()),
+            vec![text_part(text)],
+        );
+        let append = self.chunks > 0;
+        self.chunks += 1;
+        self.artifact_update(artifact, append, last)
+    }
+
+    /// An agent's artifact piece (`event_type: artifact`) as its own `artifactUpdate`; `None`
+    /// when the chunk is not one or its parts are not A2A parts.
+    fn artifact_piece(&self, body: &Map<String, Value>) -> Option<A2aStreamResponse> {
+        let d: ArtifactDelta = ChunkBody::structured_delta(body, ChunkEventType::Artifact)?;
+        let parts = d
+            .parts
+            .into_iter()
+            .map(|p| serde_json::from_value(Value::Object(p)))
+            .collect::<Result<Vec<A2aPart>, _>>()
+            .ok()?;
+        Some(self.artifact_update(artifact(d.artifact_id, d.name, parts), d.append, d.last_chunk))
+    }
+
+    fn opening(&self, frame: &E2AResponse) -> A2aStreamResponse {
+        if self.announced {
+            return self.status(A2aTaskState::TaskStateWorking, None, &frame.timestamp);
+        }
+        A2aStreamResponse::Task(A2aTask {
+            id: self.task_id.clone(),
+            context_id: self.context_id.clone(),
+            status: A2aTaskStatus {
+                state: A2aTaskState::TaskStateWorking,
+                message: None,
+                timestamp: None,
+            },
+            artifacts: Vec::new(),
+            history: Vec::new(),
+            metadata: Map::new(),
+        })
     }
 
     /// The `StreamResponse` events for one frame (nothing after the terminal status).
-    pub fn push(&mut self, frame: &E2AResponse) -> Vec<Value> {
+    pub fn push(&mut self, frame: &E2AResponse) -> Vec<A2aStreamResponse> {
         let mut out = Vec::new();
         if self.finished {
             return out;
         }
         if !self.started {
             self.started = true;
-            out.push(json!({"task": {"id": self.task_id, "contextId": self.context_id,
-                "status": {"state": "TASK_STATE_WORKING"}}}));
+            out.push(self.opening(frame));
         }
         let b = &frame.body;
         match &frame.response_kind {
-            ResponseKind::A2aStreamEvent => out.extend(super::response_to_stream_payload(frame).map(Value::Object)),
-            ResponseKind::E2aChunk => {
-                let delta = b.get("delta").cloned().unwrap_or(Value::Null);
-                match (ChunkBody::kind_of(b), &delta) {
-                    (Some(DeltaKind::Text), Value::String(t)) => {
-                        out.push(self.artifact(t, false));
-                        self.chunks += 1;
-                    }
-                    (Some(DeltaKind::Reasoning), Value::String(t)) => {
-                        let (meta, parts) = chunk_carrier(b, json!([{"text": t}]));
-                        out.push(self.carrier("TASK_STATE_WORKING", meta, parts, frame));
-                    }
-                    _ => {
-                        let (meta, parts) = chunk_carrier(b, json!([{"data": delta}]));
-                        out.push(self.carrier("TASK_STATE_WORKING", meta, parts, frame));
-                    }
-                }
-            }
+            ResponseKind::A2aStreamEvent => out.extend(
+                super::response_to_stream_payload(frame).and_then(|m| serde_json::from_value(Value::Object(m)).ok()),
+            ),
+            ResponseKind::E2aChunk => out.push(self.chunk(frame)),
             ResponseKind::AcpSessionUpdate if !frame.is_final => {
-                let meta = json!({RESPONSE_KIND_KEY: frame.response_kind.as_str()});
-                out.push(self.carrier("TASK_STATE_WORKING", meta, json!([{"data": b}]), frame));
+                let meta = Map::from_iter([(RESPONSE_KIND_KEY.into(), frame.response_kind.as_str().into())]);
+                let parts = vec![data_part(Value::Object(b.clone()))];
+                out.push(self.carrier(A2aTaskState::TaskStateWorking, meta, parts, frame));
             }
             ResponseKind::E2aComplete if frame.is_final => {
                 if self.chunks > 0 {
-                    out.push(self.artifact("", true));
+                    out.push(self.output("", true));
                 }
                 self.finished = true;
-                out.push(self.status("TASK_STATE_COMPLETED", None, &frame.timestamp));
+                let text = match self.text.is_empty() {
+                    true => b
+                        .get("result")
+                        .and_then(|r| r.get("content"))
+                        .and_then(Value::as_str)
+                        .unwrap_or(""),
+                    false => self.text.as_str(),
+                };
+                let message = (!text.is_empty()).then(|| self.agent_message(vec![text_part(text)], frame));
+                out.push(self.status(A2aTaskState::TaskStateCompleted, message, &frame.timestamp));
             }
             ResponseKind::PlanApprovalRequired => {
-                let meta = json!({RESPONSE_KIND_KEY: frame.response_kind.as_str()});
+                let meta = Map::from_iter([(RESPONSE_KIND_KEY.into(), frame.response_kind.as_str().into())]);
+                let question = b.get("plan_content").and_then(Value::as_str).map(text_part);
+                let parts = question
+                    .into_iter()
+                    .chain([data_part(Value::Object(b.clone()))])
+                    .collect();
                 self.finished = true;
-                out.push(self.carrier("TASK_STATE_INPUT_REQUIRED", meta, json!([{"data": b}]), frame));
+                out.push(self.carrier(A2aTaskState::TaskStateInputRequired, meta, parts, frame));
             }
             _ if frame.is_final => {
                 if let Some(kind) = ErrorKind::of_response(frame) {
-                    let state = kind.mapping().a2a_task_state.unwrap_or("TASK_STATE_FAILED");
-                    let text = b.get("message").and_then(Value::as_str).unwrap_or("agent error");
-                    let m = self.agent_message(json!([{"text": text}]), frame);
+                    let state = kind
+                        .mapping()
+                        .a2a_task_state
+                        .and_then(A2aTaskState::read)
+                        .unwrap_or(A2aTaskState::TaskStateFailed);
+                    let text = match (&self.cancel_reason, state) {
+                        (Some(reason), A2aTaskState::TaskStateCanceled) => reason.as_str(),
+                        _ => b.get("message").and_then(Value::as_str).unwrap_or("agent error"),
+                    };
+                    let m = self.agent_message(vec![text_part(text)], frame);
                     self.finished = true;
                     out.push(self.status(state, Some(m), &frame.timestamp));
                 }
@@ -248,6 +410,23 @@ impl A2aStreamProjector {
             _ => {}
         }
         out
+    }
+
+    /// An `e2a.chunk`: text into the output, an artifact piece as itself, anything else carried.
+    fn chunk(&mut self, frame: &E2AResponse) -> A2aStreamResponse {
+        let b = &frame.body;
+        let delta = b.get(DELTA);
+        match (ChunkBody::kind_of(b), delta) {
+            (Some(DeltaKind::Text), Some(Value::String(t))) => self.output(t, false),
+            (Some(DeltaKind::Reasoning), Some(Value::String(t))) => {
+                let parts = vec![text_part(t.as_str())];
+                self.carrier(A2aTaskState::TaskStateWorking, chunk_metadata(b), parts, frame)
+            }
+            _ => self.artifact_piece(b).unwrap_or_else(|| {
+                let parts = vec![data_part(delta.cloned().unwrap_or(Value::Null))];
+                self.carrier(A2aTaskState::TaskStateWorking, chunk_metadata(b), parts, frame)
+            }),
+        }
     }
 }
 

@@ -152,15 +152,18 @@ def test_typescript_declarations_carry_the_gateway_dialect(tmp_path):
     if not tsc.exists():
         pytest.fail("tsc missing: run `cargo xtask setup`")
     decl = ROOT / "generated/ts/e2a.d.ts"
-    names = sorted(DIALECT)
+    # json-schema-to-typescript spells the A2A types `A2A…` (`A2aStreamResponse` → `A2AStreamResponse`)
+    names = {n: n.replace("A2a", "A2A", 1) for n in sorted(DIALECT)}
     src = tmp_path / "dialect.ts"
     src.write_text(
-        f'import type {{ {", ".join(names)} }} from "{decl.with_suffix("").with_suffix("")}";\n'
-        + "".join(f"export const {n[0].lower() + n[1:]}: {n}[] = {json.dumps(DIALECT[n])};\n" for n in names)
+        f'import type {{ {", ".join(names.values())} }} from "{decl.with_suffix("").with_suffix("")}";\n'
+        + "".join(f"export const {n[0].lower() + n[1:]}: {t}[] = {json.dumps(DIALECT[n])};\n" for n, t in names.items())
         + "// @ts-expect-error an artifact piece needs its parts\n"
         + 'export const bad: ArtifactDelta = { artifact_id: "a" };\n'
         + "// @ts-expect-error a pause asks for approval or input\n"
         + 'export const bad2: PausedResult = { state: "input_required", input_kind: "sometimes" };\n'
+        + "// @ts-expect-error a status update names its task's context and its status\n"
+        + 'export const bad3: A2AStreamResponse = { statusUpdate: { taskId: "t" } };\n'
     )
     r = subprocess.run([str(tsc), "--noEmit", "--strict", "--target", "es2020", "--moduleResolution", "node",
                         str(src)], capture_output=True, text=True)

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use e2a::a2a::jsonrpc::A2aHeaders;
-use e2a::types::A2aTaskState;
+use e2a::types::{A2aStreamResponse, A2aTaskState};
 use e2a::E2AResponse;
 use futures_util::{FutureExt, Stream, StreamExt};
 use parking_lot::Mutex;
@@ -305,7 +305,7 @@ impl TaskService {
         let mut events = Vec::new();
         let mut frame = frame;
         loop {
-            events.extend(mapper.push(&frame));
+            events.extend(mapper.push(&frame).iter().map(A2aStreamResponse::to_value));
             if frame.is_final {
                 return (events, false);
             }
@@ -446,7 +446,7 @@ impl TaskService {
                     let canceled = if rec.state.is_terminal() {
                         Ok(())
                     } else {
-                        let ev = status_event(&rec, CANCELED, Some(agent_message(&rec, "canceled by the client")));
+                        let ev = status_event(&rec, CANCELED, Some(agent_message(&rec, turn::CANCELED_BY_CLIENT)));
                         self.commit(&mut rec, ev).await.map(|_| ())
                     };
                     self.store.release(id, &self.holder).await?;
