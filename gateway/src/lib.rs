@@ -51,7 +51,7 @@ use pipeline::Pipeline;
 
 /// `v` as compact JSON text. Written straight into a byte buffer (`Value`'s `Display` goes
 /// through the formatting machinery, a call per token); a `Value` always serializes.
-pub(crate) fn json_text(v: &serde_json::Value) -> String {
+pub(crate) fn json_text<T: serde::Serialize + ?Sized>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 

@@ -548,7 +548,8 @@ fn record(id: &str, owner: Option<&str>, context: &str, state: &str, at: i64) ->
         context_id: context.into(),
         owner: owner.map(String::from),
         state: state.parse().expect("a task state"),
-        task: json!({"id": id, "contextId": context, "status": {"state": state}}),
+        task: serde_json::from_value(json!({"id": id, "contextId": context, "status": {"state": state}}))
+            .expect("a task"),
         last_seq: 0,
         snapshot_seq: 0,
         created_ms: at,
@@ -632,7 +633,7 @@ async fn store_contract(store: &dyn TaskStore) {
     assert_eq!(none.total, 0);
     // an event without a snapshot: the log and last_seq move, the stored task may stay behind
     let mut changed = record("a", Some("u1"), "c1", "TASK_STATE_COMPLETED", 20);
-    changed.task["marker"] = true.into();
+    changed.task.metadata.insert("marker".into(), true.into());
     let seq = store
         .append(TaskAppend::new(changed, &json!({"n": 9}), false))
         .await
@@ -641,10 +642,10 @@ async fn store_contract(store: &dyn TaskStore) {
     let a = store.get("a").await.expect("get").expect("a");
     assert_eq!(a.last_seq, 4);
     assert!(a.snapshot_seq == 3 || a.snapshot_seq == 4, "{a:?}");
-    assert_eq!(a.task.get("marker").is_some(), a.snapshot_seq == 4);
+    assert_eq!(a.task.metadata.get("marker").is_some(), a.snapshot_seq == 4);
     // several events in one append: numbered on in order, the snapshot after the last
     let mut burst = record("a", Some("u1"), "c1", "TASK_STATE_COMPLETED", 30);
-    burst.task["burst"] = true.into();
+    burst.task.metadata.insert("burst".into(), true.into());
     let mut write = TaskAppend::new(burst, &json!({"n": 10}), true);
     write
         .events
@@ -653,7 +654,7 @@ async fn store_contract(store: &dyn TaskStore) {
     assert_eq!(seq, 7);
     let a = store.get("a").await.expect("get").expect("a");
     assert_eq!((a.last_seq, a.snapshot_seq, a.updated_ms), (7, 7, 30), "{a:?}");
-    assert_eq!(a.task["burst"], true);
+    assert_eq!(a.task.metadata["burst"], true);
     let log: Vec<(u64, Value)> = store
         .events_after("a", 4)
         .await

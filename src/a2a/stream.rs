@@ -198,6 +198,45 @@ pub fn artifact(artifact_id: String, name: Option<String>, parts: Vec<A2aPart>) 
     }
 }
 
+impl A2aTask {
+    /// A task in `state`, with no history, artifacts or metadata yet.
+    pub fn new(id: impl Into<String>, context_id: impl Into<String>, state: A2aTaskState) -> Self {
+        A2aTask {
+            id: id.into(),
+            context_id: context_id.into(),
+            status: A2aTaskStatus {
+                state,
+                message: None,
+                timestamp: None,
+            },
+            artifacts: Vec::new(),
+            history: Vec::new(),
+            metadata: Map::new(),
+        }
+    }
+}
+
+impl A2aMessage {
+    /// The agent's message `message_id` in task `task_id` of context `context_id`.
+    pub fn agent(
+        message_id: impl Into<String>,
+        task_id: impl Into<String>,
+        context_id: impl Into<String>,
+        parts: Vec<A2aPart>,
+    ) -> Self {
+        A2aMessage {
+            message_id: message_id.into(),
+            task_id: Some(task_id.into()),
+            context_id: Some(context_id.into()),
+            role: A2aRole::RoleAgent,
+            parts,
+            metadata: Map::new(),
+            extensions: Vec::new(),
+            reference_task_ids: Vec::new(),
+        }
+    }
+}
+
 impl A2aStreamResponse {
     /// The event as JSON (`{"task": …}`, `{"statusUpdate": …}`, …).
     pub fn to_value(&self) -> Value {
@@ -262,19 +301,11 @@ impl A2aStreamProjector {
     }
 
     fn agent_message(&self, parts: Vec<A2aPart>, frame: &E2AResponse) -> A2aMessage {
-        A2aMessage {
-            message_id: frame
-                .response_id
-                .clone()
-                .unwrap_or_else(|| format!("{}-{}", self.task_id, frame.sequence)),
-            task_id: Some(self.task_id.clone()),
-            context_id: Some(self.context_id.clone()),
-            role: A2aRole::RoleAgent,
-            parts,
-            metadata: Map::new(),
-            extensions: Vec::new(),
-            reference_task_ids: Vec::new(),
-        }
+        let id = frame
+            .response_id
+            .clone()
+            .unwrap_or_else(|| format!("{}-{}", self.task_id, frame.sequence));
+        A2aMessage::agent(id, &self.task_id, &self.context_id, parts)
     }
 
     /// A status update whose message carries an E2A frame (see the module docs).
@@ -330,18 +361,11 @@ impl A2aStreamProjector {
         if self.announced {
             return self.status(A2aTaskState::TaskStateWorking, None, &frame.timestamp);
         }
-        A2aStreamResponse::Task(A2aTask {
-            id: self.task_id.clone(),
-            context_id: self.context_id.clone(),
-            status: A2aTaskStatus {
-                state: A2aTaskState::TaskStateWorking,
-                message: None,
-                timestamp: None,
-            },
-            artifacts: Vec::new(),
-            history: Vec::new(),
-            metadata: Map::new(),
-        })
+        A2aStreamResponse::Task(A2aTask::new(
+            &self.task_id,
+            &self.context_id,
+            A2aTaskState::TaskStateWorking,
+        ))
     }
 
     /// The `StreamResponse` events for one frame (nothing after the terminal status).

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use e2a::types::A2aTaskState;
+use e2a::types::{A2aTask, A2aTaskState};
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
@@ -42,8 +42,8 @@ pub struct TaskRecord {
     pub owner: Option<String>,
     /// The task state, as in the snapshot.
     pub state: A2aTaskState,
-    /// The A2A `Task` object (status, history, artifacts, metadata).
-    pub task: Value,
+    /// The A2A `Task` (status, history, artifacts, metadata).
+    pub task: A2aTask,
     /// Sequence number of the last event appended (0: none yet).
     pub last_seq: u64,
     /// Sequence number of the last event `task` includes; a reader brings an older snapshot up
@@ -56,20 +56,32 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
-    /// The record without its snapshot (`task` is `null`): what [`TaskStore::append`] needs
-    /// when it does not write the snapshot.
+    /// The record without its snapshot (`task` is a bare task in its state): what
+    /// [`TaskStore::append`] needs when it does not write the snapshot.
     pub fn without_task(&self) -> TaskRecord {
         TaskRecord {
             id: self.id.clone(),
             context_id: self.context_id.clone(),
             owner: self.owner.clone(),
             state: self.state,
-            task: Value::Null,
+            task: A2aTask::new(&self.id, &self.context_id, self.state),
             last_seq: self.last_seq,
             snapshot_seq: self.snapshot_seq,
             created_ms: self.created_ms,
             updated_ms: self.updated_ms,
         }
+    }
+}
+
+impl TaskRecord {
+    /// Sets `task` from a stored snapshot (`Task` JSON). The empty object a first append
+    /// without a snapshot leaves reads as a bare task in the record's state.
+    pub fn read_snapshot(&mut self, json: &str) -> Result<(), StoreError> {
+        self.task = match json.trim() {
+            "{}" | "" => A2aTask::new(&self.id, &self.context_id, self.state),
+            json => serde_json::from_str(json).map_err(|e| StoreError::Corrupt(format!("task {}: {e}", self.id)))?,
+        };
+        Ok(())
     }
 }
 
@@ -94,7 +106,7 @@ impl TaskAppend {
         let snapshot = snapshot.then(|| crate::json_text(&record.task).into());
         TaskAppend {
             record: TaskRecord {
-                task: Value::Null,
+                task: A2aTask::new(&record.id, &record.context_id, record.state),
                 ..record
             },
             snapshot,
@@ -392,8 +404,7 @@ struct MemoryTask {
 impl MemoryTask {
     fn record(&self) -> Result<TaskRecord, StoreError> {
         let mut r = self.record.clone();
-        r.task =
-            serde_json::from_str(&self.snapshot).map_err(|e| StoreError::Corrupt(format!("task {}: {e}", r.id)))?;
+        r.read_snapshot(&self.snapshot)?;
         Ok(r)
     }
 }
@@ -436,7 +447,6 @@ impl TaskStore for MemoryStore {
             let t = match map.entry(record.id.clone()) {
                 std::collections::hash_map::Entry::Occupied(t) => t.into_mut(),
                 std::collections::hash_map::Entry::Vacant(v) => {
-                    record.task = Value::Null;
                     (record.last_seq, record.snapshot_seq) = (0, 0);
                     v.insert(MemoryTask {
                         record: record.clone(),

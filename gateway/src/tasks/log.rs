@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use e2a::types::A2aTaskState;
-use serde_json::Value;
+use e2a::types::A2aStreamResponse;
+
+use serde::Deserialize;
 
 use super::error::A2aError;
 use super::feed::Feed;
@@ -16,7 +17,11 @@ use crate::store::{now_ms, StoredEvent, TaskAppend, TaskRecord};
 
 impl TaskService {
     /// Writes an event (see [`TaskService::commit_all`]).
-    pub(super) async fn commit(&self, rec: &mut TaskRecord, event: Value) -> Result<Option<Arc<str>>, A2aError> {
+    pub(super) async fn commit(
+        &self,
+        rec: &mut TaskRecord,
+        event: A2aStreamResponse,
+    ) -> Result<Option<Arc<str>>, A2aError> {
         self.commit_all(rec, vec![event]).await
     }
 
@@ -27,7 +32,7 @@ impl TaskService {
     pub(super) async fn commit_all(
         &self,
         rec: &mut TaskRecord,
-        events: Vec<Value>,
+        events: Vec<A2aStreamResponse>,
     ) -> Result<Option<Arc<str>>, A2aError> {
         if events.is_empty() {
             return Ok(None);
@@ -36,14 +41,7 @@ impl TaskService {
         for event in &events {
             apply(&mut rec.task, event);
         }
-        if let Some(s) = rec
-            .task
-            .pointer("/status/state")
-            .and_then(Value::as_str)
-            .and_then(A2aTaskState::read)
-        {
-            rec.state = s;
-        }
+        rec.state = rec.task.status.state;
         rec.updated_ms = now_ms();
         // the stored snapshot is written by a task's first append and by the one that ends a
         // turn (a terminal or interrupted state: what a blocking send answers, what `GetTask`
@@ -84,6 +82,7 @@ impl TaskService {
         if let Some(tx) = tx.filter(|tx| tx.receiver_count() > 0) {
             let first = last.saturating_sub(n - 1);
             for (seq, event) in (first..).zip(events) {
+                let event = event.to_value();
                 let _ = tx.send(Feed::Event(StoredEvent { seq, event }));
             }
         }
@@ -113,7 +112,12 @@ impl TaskService {
     pub(super) async fn caught_up(&self, mut rec: TaskRecord) -> Result<TaskRecord, A2aError> {
         if rec.snapshot_seq < rec.last_seq {
             for e in self.store.events_after(&rec.id, rec.snapshot_seq).await? {
-                apply(&mut rec.task, &e.event);
+                match A2aStreamResponse::deserialize(&e.event) {
+                    Ok(event) => apply(&mut rec.task, &event),
+                    Err(err) => {
+                        tracing::warn!(task_id = %rec.id, seq = e.seq, error = %err, "a stored event is not an A2A event: skipped")
+                    }
+                }
                 rec.snapshot_seq = e.seq;
             }
         }

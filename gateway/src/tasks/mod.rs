@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use e2a::a2a::jsonrpc::A2aHeaders;
-use e2a::types::{A2aStreamResponse, A2aTaskState};
+use e2a::types::{A2aStreamResponse, A2aTask, A2aTaskState};
 use e2a::E2AResponse;
 use futures_util::{FutureExt, Stream, StreamExt};
 use parking_lot::Mutex;
@@ -73,7 +73,7 @@ const LEASE_RETRIES: usize = 10;
 struct Turn {
     /// The turn's opening event (the task, `SUBMITTED` or answered), when the run stores it:
     /// with the agent's first ready frames, or alone when none is ready.
-    opening: Option<Value>,
+    opening: Option<A2aStreamResponse>,
     next: Option<E2AResponse>,
     frames: crate::FrameStream,
     mapper: TurnMapper,
@@ -211,7 +211,7 @@ impl TaskService {
         } = turn;
         // the stored snapshot, while it is the task's latest
         let mut task: Option<Arc<str>> = None;
-        let mut batch: Vec<Value> = opening.into_iter().collect();
+        let mut batch: Vec<A2aStreamResponse> = opening.into_iter().collect();
         let mut opened = batch.is_empty();
         let mut more = true;
         while more {
@@ -301,11 +301,11 @@ impl TaskService {
         frame: E2AResponse,
         frames: &mut crate::FrameStream,
         mapper: &mut TurnMapper,
-    ) -> (Vec<Value>, bool) {
+    ) -> (Vec<A2aStreamResponse>, bool) {
         let mut events = Vec::new();
         let mut frame = frame;
         loop {
-            events.extend(mapper.push(&frame).iter().map(A2aStreamResponse::to_value));
+            events.extend(mapper.push(&frame));
             if frame.is_final {
                 return (events, false);
             }
@@ -340,8 +340,8 @@ impl TaskService {
                 if history.is_none() {
                     return raw(task.to_string());
                 }
-                let task: Value = serde_json::from_str(&task)
-                    .map_err(|e| A2aError::internal(format!("a stored task is not JSON: {e}")))?;
+                let task: A2aTask = serde_json::from_str(&task)
+                    .map_err(|e| A2aError::internal(format!("a stored task is not an A2A task: {e}")))?;
                 return raw(crate::json_text(&trim_history(task, history)));
             }
         }
@@ -398,7 +398,7 @@ impl TaskService {
             None => {
                 let head = StoredEvent {
                     seq: rec.last_seq,
-                    event: json!({"task": rec.task}),
+                    event: A2aStreamResponse::Task(rec.task).to_value(),
                 };
                 if rec.state.is_terminal() {
                     return Ok(Box::pin(futures_util::stream::iter([Ok(head)])));
@@ -419,7 +419,7 @@ impl TaskService {
     }
 
     /// `CancelTask`.
-    pub async fn cancel(self: &Arc<Self>, id: &str, caller: &Caller) -> Result<Value, A2aError> {
+    pub async fn cancel(self: &Arc<Self>, id: &str, caller: &Caller) -> Result<A2aTask, A2aError> {
         let mut rec = self.load(id, caller).await?;
         if rec.state.is_terminal() {
             return Err(A2aError::new(
@@ -481,9 +481,7 @@ impl TaskService {
             let rec = self.settle(rec).await;
             let mut task = trim_history(rec.task, history);
             if !include_artifacts {
-                if let Some(t) = task.as_object_mut() {
-                    t.remove("artifacts");
-                }
+                task.artifacts.clear();
             }
             tasks.push(task);
         }

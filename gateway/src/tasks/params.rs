@@ -2,7 +2,7 @@
 //! card, `historyLength`, and the parameters of `ListTasks`.
 
 use e2a::a2a::jsonrpc::{envelope_from_request, A2aHeaders};
-use e2a::types::A2aTaskState;
+use e2a::types::{A2aMessage, A2aRole, A2aTaskState};
 use e2a::E2AEnvelope;
 use serde_json::{json, Map, Value};
 
@@ -12,7 +12,7 @@ use crate::bindings::a2a::A2aConfig;
 /// A send decoded and checked: its envelope, its message, whether to answer at once.
 pub(super) struct Decoded {
     pub(super) env: E2AEnvelope,
-    pub(super) message: Value,
+    pub(super) message: A2aMessage,
     pub(super) return_immediately: bool,
 }
 
@@ -44,8 +44,7 @@ pub(super) fn decode_send(
     }
     let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     let env = envelope_from_request(&request, headers).map_err(|e| A2aError::invalid_params(e.to_string()))?;
-    let message = env.params.get("message").cloned().unwrap_or(Value::Null);
-    check_message(&message)?;
+    let message = read_message(env.params.get("message").unwrap_or(&Value::Null))?;
     check_input_modes(&config.card.default_input_modes, &message)?;
     check_output_modes(&config.card.default_output_modes, &env.expected_output_modes)?;
     let return_immediately = env
@@ -89,47 +88,48 @@ pub fn history_length(params: &Map<String, Value>) -> Result<Option<usize>, A2aE
     }
 }
 
-pub(super) fn check_message(message: &Value) -> Result<(), A2aError> {
-    let m = message
-        .as_object()
-        .ok_or_else(|| A2aError::invalid_params("params.message must be an object"))?;
-    if m.get("messageId").and_then(Value::as_str).is_none_or(str::is_empty) {
+/// The message of a send, read and checked: an A2A `Message` from the user (or an agent) with
+/// an id and at least one part, each holding text, bytes, a URL or data. Errors name the field.
+pub(super) fn read_message(message: &Value) -> Result<A2aMessage, A2aError> {
+    if !message.is_object() {
+        return Err(A2aError::invalid_params("params.message must be an object"));
+    }
+    let m: A2aMessage = serde_path_to_error::deserialize(message).map_err(|e| {
+        let at = match e.path().to_string() {
+            p if p == "." => String::new(),
+            p => format!(".{p}"),
+        };
+        A2aError::invalid_params(format!("params.message{at}: {}", e.inner()))
+    })?;
+    if m.message_id.is_empty() {
         return Err(A2aError::invalid_params("params.message.messageId is required"));
     }
-    if !matches!(m.get("role").and_then(Value::as_str), Some("ROLE_USER" | "ROLE_AGENT")) {
+    if m.role == A2aRole::RoleUnspecified {
         return Err(A2aError::invalid_params(
             "params.message.role must be ROLE_USER or ROLE_AGENT",
         ));
     }
-    match m.get("parts").and_then(Value::as_array) {
-        Some(parts) if !parts.is_empty() => {
-            for (i, p) in parts.iter().enumerate() {
-                let known = p
-                    .as_object()
-                    .is_some_and(|p| ["text", "raw", "url", "data"].iter().any(|k| p.contains_key(*k)));
-                if !known {
-                    return Err(A2aError::invalid_params(format!(
-                        "params.message.parts[{i}] has none of text, raw, url, data"
-                    )));
-                }
-            }
-            Ok(())
-        }
-        _ => Err(A2aError::invalid_params(
+    if m.parts.is_empty() {
+        return Err(A2aError::invalid_params(
             "params.message.parts must be a non-empty array",
-        )),
+        ));
     }
+    if let Some(i) = m
+        .parts
+        .iter()
+        .position(|p| p.text.is_none() && p.raw.is_none() && p.url.is_none() && p.data.is_none())
+    {
+        return Err(A2aError::invalid_params(format!(
+            "params.message.parts[{i}] has none of text, raw, url, data"
+        )));
+    }
+    Ok(m)
 }
 
 /// Every part's `mediaType` must be one the card accepts (`ours`: `defaultInputModes`).
-pub(super) fn check_input_modes(ours: &[String], message: &Value) -> Result<(), A2aError> {
-    let parts = message
-        .get("parts")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for (i, p) in parts.iter().enumerate() {
-        if let Some(media) = p.get("mediaType").and_then(Value::as_str).filter(|m| !m.is_empty()) {
+pub(super) fn check_input_modes(ours: &[String], message: &A2aMessage) -> Result<(), A2aError> {
+    for (i, p) in message.parts.iter().enumerate() {
+        if let Some(media) = p.media_type.as_deref().filter(|m| !m.is_empty()) {
             if !media_fits(ours, media) {
                 return Err(A2aError::new(
                     A2aErrorKind::ContentTypeNotSupported,

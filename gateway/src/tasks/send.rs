@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use e2a::types::{A2aMessage, A2aStreamResponse, A2aTask};
 use e2a::{E2AResponse, ResponseKind};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -16,7 +17,7 @@ use super::error::{A2aError, A2aErrorKind};
 use super::feed::Until;
 use super::params::SendConfig;
 use super::params::{decode_send, Decoded};
-use super::snapshot::{now_ts, user_turns};
+use super::snapshot::{status_now, user_turns};
 use super::turn::TurnMapper;
 use super::{
     EventStream, Live, SendOutcome, SendParams, Sent, TaskService, Turn, TurnDone, LEASE_RETRIES, SUBMITTED, WORKING,
@@ -31,7 +32,7 @@ struct TurnStart {
     existing: Option<TaskRecord>,
     task_id: String,
     context_id: String,
-    message: Value,
+    message: A2aMessage,
     caller: Caller,
     return_immediately: bool,
     streaming: bool,
@@ -141,11 +142,11 @@ impl TaskService {
                 return Ok(SendOutcome::Message(direct_reply(f, &t.context_id)));
             }
         }
-        let (mut rec, turn) = self.open_turn(t.existing, &t.task_id, &t.context_id, &t.message, &t.caller);
+        let (mut rec, turn) = self.open_turn(t.existing, &t.task_id, &t.context_id, t.message, &t.caller);
         let before = rec.last_seq;
         // a stream's follower subscribes before the task's first event: every event reaches it
         let rx = t.streaming.then(|| self.channel(&t.task_id));
-        let opening = json!({"task": rec.task.clone()});
+        let opening = A2aStreamResponse::Task(rec.task.clone());
         // the opening is stored here when the answer is the task as it is now, or a stream
         // (which starts with it, or with the error that nothing could be stored); a blocking
         // send's run stores it with what the agent has ready
@@ -256,31 +257,26 @@ impl TaskService {
         existing: Option<TaskRecord>,
         task_id: &str,
         context_id: &str,
-        message: &Value,
+        message: A2aMessage,
         caller: &Caller,
     ) -> (TaskRecord, usize) {
-        let mut user_message = message.clone();
-        if let Some(m) = user_message.as_object_mut() {
-            m.insert("taskId".into(), task_id.into());
-            m.insert("contextId".into(), context_id.into());
-        }
+        let user_message = A2aMessage {
+            task_id: Some(task_id.into()),
+            context_id: Some(context_id.into()),
+            ..message
+        };
         match existing {
             Some(mut rec) => {
-                if let Some(t) = rec.task.as_object_mut() {
-                    let history = t.entry("history").or_insert_with(|| json!([]));
-                    if let Some(h) = history.as_array_mut() {
-                        h.push(user_message);
-                    }
-                    t.insert("status".into(), json!({"state": WORKING, "timestamp": now_ts()}));
-                }
+                rec.task.history.push(user_message);
+                rec.task.status = status_now(WORKING, None);
                 let turn = user_turns(&rec.task);
                 (rec, turn)
             }
             None => {
                 let ms = now_ms();
-                let task = json!({"id": task_id, "contextId": context_id,
-                    "status": {"state": SUBMITTED, "timestamp": now_ts()},
-                    "history": [user_message], "artifacts": []});
+                let mut task = A2aTask::new(task_id, context_id, SUBMITTED);
+                task.status = status_now(SUBMITTED, None);
+                task.history.push(user_message);
                 let rec = TaskRecord {
                     id: task_id.into(),
                     context_id: context_id.into(),

@@ -35,6 +35,14 @@ fn reply_with<T: serde::Serialize>(v: &T) -> Result<Response, A2aError> {
     Ok(([(header::CONTENT_TYPE, "application/json")], super::to_json(v)?).into_response())
 }
 
+fn typed_ok<T: serde::Serialize>(id: &Value, result: &T) -> Result<Response, A2aError> {
+    reply_with(&Success {
+        jsonrpc: "2.0",
+        id,
+        result,
+    })
+}
+
 fn ok(id: &Value, result: Value) -> Response {
     reply(json!({"jsonrpc": "2.0", "id": id, "result": result}))
 }
@@ -164,10 +172,10 @@ async fn dispatch(
         }
         A2aOperation::GetTask => {
             let rec = state.load(&task_id()?, &caller).await?;
-            Ok(ok(&id, trim_history(rec.task, history_length(&params)?)))
+            typed_ok(&id, &trim_history(rec.task, history_length(&params)?))
         }
         A2aOperation::ListTasks => Ok(ok(&id, state.list(&params, &caller).await?)),
-        A2aOperation::CancelTask => Ok(ok(&id, state.cancel(&task_id()?, &caller).await?)),
+        A2aOperation::CancelTask => typed_ok(&id, &state.cancel(&task_id()?, &caller).await?),
         A2aOperation::SubscribeToTask => {
             let events = state
                 .subscribe(&task_id()?, &caller, last_event_id::read(headers)?)

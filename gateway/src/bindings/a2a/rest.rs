@@ -40,7 +40,7 @@ pub(super) fn routes(prefix: &str) -> Router<Arc<TaskService>> {
 /// The media type of HTTP+JSON answers (A2A 1.0 §11.1).
 pub(super) const A2A_JSON: &str = "application/a2a+json";
 
-fn json_response(v: Value) -> Response {
+fn json_response<T: serde::Serialize>(v: T) -> Response {
     ([(header::CONTENT_TYPE, A2A_JSON)], crate::json_text(&v)).into_response()
 }
 

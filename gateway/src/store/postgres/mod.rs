@@ -216,17 +216,20 @@ fn record_of(row: &tokio_postgres::Row) -> Result<TaskRecord, StoreError> {
     let id: String = row.try_get(0).map_err(backend)?;
     let task: String = row.try_get(4).map_err(backend)?;
     let state = super::stored_state(&id, row.try_get(3).map_err(backend)?)?;
-    Ok(TaskRecord {
-        task: serde_json::from_str(&task).map_err(|e| StoreError::Corrupt(format!("task {id}: {e}")))?,
+    let context_id: String = row.try_get(1).map_err(backend)?;
+    let mut r = TaskRecord {
+        task: e2a::types::A2aTask::new(&id, &context_id, state),
         id,
-        context_id: row.try_get(1).map_err(backend)?,
+        context_id,
         owner: row.try_get(2).map_err(backend)?,
         state,
         last_seq: seq_u64(row.try_get(5).map_err(backend)?),
         snapshot_seq: seq_u64(row.try_get(6).map_err(backend)?),
         created_ms: row.try_get(7).map_err(backend)?,
         updated_ms: row.try_get(8).map_err(backend)?,
-    })
+    };
+    r.read_snapshot(&task)?;
+    Ok(r)
 }
 
 impl TaskStore for PgStore {

@@ -12,7 +12,6 @@ use parking_lot::Mutex;
 
 use futures_util::future::BoxFuture;
 use rusqlite::{params, Connection, OptionalExtension};
-use serde_json::Value;
 
 use super::{
     run_seq, FrameWrite, RunLog, StoreError, StoredEvent, StoredFrame, TaskAppend, TaskPage, TaskQuery, TaskRecord,
@@ -157,13 +156,14 @@ fn record_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<(TaskRecord, String)> 
         .map_err(|e| rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(e)))?;
     let last_seq: i64 = row.get(5)?;
     let snapshot_seq: i64 = row.get(8)?;
+    let context_id: String = row.get(1)?;
     Ok((
         TaskRecord {
+            task: e2a::types::A2aTask::new(&id, &context_id, state),
             id,
-            context_id: row.get(1)?,
+            context_id,
             owner: row.get(2)?,
             state,
-            task: Value::Null,
             last_seq: u64::try_from(last_seq).unwrap_or(0),
             snapshot_seq: u64::try_from(snapshot_seq).unwrap_or(0),
             created_ms: row.get(6)?,
@@ -174,7 +174,7 @@ fn record_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<(TaskRecord, String)> 
 }
 
 fn parse_record((mut r, task): (TaskRecord, String)) -> Result<TaskRecord, StoreError> {
-    r.task = serde_json::from_str(&task).map_err(|e| StoreError::Corrupt(format!("task {}: {e}", r.id)))?;
+    r.read_snapshot(&task)?;
     Ok(r)
 }
 
