@@ -649,7 +649,7 @@ async fn store_contract(store: &dyn TaskStore) {
     let mut write = TaskAppend::new(burst, &json!({"n": 10}), true);
     write
         .events
-        .extend([json!({"n": 11}).to_string(), json!({"n": 12}).to_string()]);
+        .extend([json!({"n": 11}).to_string().into(), json!({"n": 12}).to_string().into()]);
     let seq = store.append(write).await.expect("append");
     assert_eq!(seq, 7);
     let a = store.get("a").await.expect("get").expect("a");
@@ -660,7 +660,7 @@ async fn store_contract(store: &dyn TaskStore) {
         .await
         .expect("events")
         .into_iter()
-        .map(|e| (e.seq, e.event))
+        .map(|e| (e.seq, e.json().expect("JSON")))
         .collect();
     assert_eq!(
         log,
@@ -858,14 +858,17 @@ async fn postgres_leases_notices_and_orphans() {
     .await
     .expect("append");
     b.request_cancel("n1").await.expect("cancel");
-    assert_eq!(
-        next_notice(&mut heard_by_b).await,
+    match next_notice(&mut heard_by_b).await {
         StoreNotice::Appended {
-            task_id: "n1".into(),
-            seq,
-            event: Some(json!({"small": true}))
+            task_id,
+            seq: got,
+            event: Some(e),
+        } => {
+            assert_eq!((task_id.as_str(), got), ("n1", seq));
+            assert_eq!(serde_json::from_str::<Value>(&e).expect("JSON"), json!({"small": true}));
         }
-    );
+        other => panic!("{other:?}"),
+    }
     assert_eq!(
         next_notice(&mut heard_by_b).await,
         StoreNotice::Appended {
@@ -1071,7 +1074,7 @@ async fn sqlite_appends_committed_together_keep_each_task_in_order_and_fail_alon
         let events = store.events_after(&format!("t{t}"), 0).await.expect("events");
         let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, (1..=10).collect::<Vec<u64>>());
-        assert_eq!(events[9].event, json!({"i": 9}));
+        assert_eq!(events[9].json().expect("JSON"), json!({"i": 9}));
     }
     // the failed write left nothing behind
     assert_eq!(store.run_after("k", None).await.expect("read"), None);

@@ -139,7 +139,7 @@ async fn a_store_that_fills_up_fails_the_streamed_turn_and_nobody_sees_an_unstor
             .iter()
             .find(|s| Some(s.seq) == *id)
             .expect("a delivered event was stored");
-        assert_eq!(&stored.event, &e["result"]);
+        assert_eq!(&stored.json().expect("JSON"), &e["result"]);
     }
 
     // the task says what happened, while the store still fails …
@@ -164,7 +164,7 @@ async fn a_store_that_fills_up_fails_the_streamed_turn_and_nobody_sees_an_unstor
         .expect("json");
     assert_eq!(got["result"]["status"]["state"], "TASK_STATE_FAILED");
     let log = store.events_after(&task_id, 0).await.expect("log");
-    let end = &log.last().expect("log").event;
+    let end = &log.last().expect("log").json().expect("JSON");
     assert_eq!(end["statusUpdate"]["status"]["state"], "TASK_STATE_FAILED", "{end}");
     let why = end
         .pointer("/statusUpdate/status/message/parts/0/text")

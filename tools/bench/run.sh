@@ -171,6 +171,8 @@ rounds() {
 
 A2A_HDRS=(-H 'A2A-Version: 1.0' -H 'Content-Type: application/json')
 E2A_ECHO_BODY=$WORK/e2a-echo-request.json
+# the peer's agent work for e2a (one text answer): the script agent
+MINIMAL_AGENT=$HERE/minimal-agent.json
 printf '%s\n' '{"method":"chat.send","params":{"query":"hello"}}' >"$E2A_ECHO_BODY"
 # {{n}}: loadgen puts a run-unique counter there, so no two requests share a messageId.
 A2A_SEND_BODY=$WORK/a2a-send.json
@@ -203,8 +205,11 @@ case_a() {
   capture $((p + 4)) "$WORK/a2a-send-peer-mirror-response.json"
   start_server bare-axum $((p + 5)) "$BIN/bare-axum" $((p + 5)) --a2a-body "$WORK/a2a-send-response.json"
   local b=$SPID
+  start_server e2a-minimal $((p + 6)) "$E2A_BIN" serve --bind "127.0.0.1:$((p + 6))" --a2a --store memory --agent "script:$MINIMAL_AGENT"
+  local n=$SPID
+  capture $((p + 6)) "$WORK/a2a-send-minimal-response.json"
   rounds a "e2a-memory:$((p + 1)):$m" "e2a-sqlite:$((p + 2)):$s" "peer-a2a:$((p + 3)):$q" \
-    "peer-a2a-mirror:$((p + 4)):$r" "bare-axum:$((p + 5)):$b"
+    "peer-a2a-mirror:$((p + 4)):$r" "bare-axum:$((p + 5)):$b" "e2a-minimal:$((p + 6)):$n"
   stop_servers
 }
 
@@ -247,7 +252,10 @@ case_d() {
   start_server peer-a2a-mirror $((p + 3)) "$BIN/peer-a2a" $((p + 3)) --events mirror
   local r=$SPID
   capture $((p + 3)) "$WORK/a2a-stream-peer-mirror-response.txt"
-  rounds d "e2a-memory:$((p + 1)):$m" "peer-a2a:$((p + 2)):$q" "peer-a2a-mirror:$((p + 3)):$r"
+  start_server e2a-minimal $((p + 4)) "$E2A_BIN" serve --bind "127.0.0.1:$((p + 4))" --a2a --store memory --agent "script:$MINIMAL_AGENT"
+  local n=$SPID
+  capture $((p + 4)) "$WORK/a2a-stream-minimal-response.txt"
+  rounds d "e2a-memory:$((p + 1)):$m" "peer-a2a:$((p + 2)):$q" "peer-a2a-mirror:$((p + 3)):$r" "e2a-minimal:$((p + 4)):$n"
   stop_servers
 }
 
@@ -270,7 +278,8 @@ LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 sizes() {
   local f line=""
   for f in a2a-send-response.json:"a e2a" a2a-send-peer-response.json:"a peer-a2a" \
-    a2a-send-peer-mirror-response.json:"a peer-a2a-mirror" e2a-echo-response.json:"b e2a" \
+    a2a-send-peer-mirror-response.json:"a peer-a2a-mirror" a2a-send-minimal-response.json:"a e2a-minimal" \
+    a2a-stream-minimal-response.txt:"d e2a-minimal" e2a-echo-response.json:"b e2a" \
     e2a-echo-sse-response.txt:"c e2a" a2a-stream-response.txt:"d e2a" \
     a2a-stream-peer-response.txt:"d peer-a2a" a2a-stream-peer-mirror-response.txt:"d peer-a2a-mirror"; do
     [[ -s $WORK/${f%%:*} ]] && line+="${line:+, }${f#*:} $(wc -c <"$WORK/${f%%:*}") B"

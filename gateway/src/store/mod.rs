@@ -95,8 +95,9 @@ pub struct TaskAppend {
     /// The task's `Task` JSON after the events, when this append rewrites the stored snapshot
     /// (always on a task's first append).
     pub snapshot: Option<Arc<str>>,
-    /// The events (`StreamResponse` JSON), in order; at least one.
-    pub events: Vec<String>,
+    /// The events (`StreamResponse` JSON), in order; at least one. Shared: the task service
+    /// hands the same text to its followers, and a store in memory keeps it as it is.
+    pub events: Vec<Arc<str>>,
 }
 
 impl TaskAppend {
@@ -110,7 +111,7 @@ impl TaskAppend {
                 ..record
             },
             snapshot,
-            events: vec![crate::json_text(event)],
+            events: vec![crate::json_text(event).into()],
         }
     }
 }
@@ -120,8 +121,24 @@ impl TaskAppend {
 pub struct StoredEvent {
     /// Its sequence number (1, 2, 3 … per task).
     pub seq: u64,
-    /// The A2A `StreamResponse` (`{"task": …}`, `{"statusUpdate": …}`, …).
-    pub event: Value,
+    /// The A2A `StreamResponse` (`{"task": …}`, `{"statusUpdate": …}`, …), as JSON text.
+    pub event: Arc<str>,
+}
+
+impl StoredEvent {
+    /// A logged event read back from a store: `text` must be JSON (anything else is a
+    /// corrupt log, named by task and sequence number).
+    pub fn read(task_id: &str, seq: u64, text: impl Into<Arc<str>>) -> Result<Self, StoreError> {
+        let event = text.into();
+        serde_json::from_str::<serde::de::IgnoredAny>(&event)
+            .map_err(|e| StoreError::Corrupt(format!("event {task_id}#{seq}: {e}")))?;
+        Ok(StoredEvent { seq, event })
+    }
+
+    /// The event as a JSON value.
+    pub fn json(&self) -> Result<Value, StoreError> {
+        serde_json::from_str(&self.event).map_err(|e| StoreError::Corrupt(format!("event #{}: {e}", self.seq)))
+    }
 }
 
 /// What [`TaskStore::list`] returns: one caller's tasks, most recently updated first.
@@ -243,8 +260,8 @@ pub enum StoreNotice {
         task_id: String,
         /// The event's sequence number.
         seq: u64,
-        /// The event, when it came along.
-        event: Option<Value>,
+        /// The event (JSON text), when it came along.
+        event: Option<Arc<str>>,
     },
     /// A client asked it to cancel a task; the instance running the task stops its run.
     CancelRequested {
@@ -398,7 +415,7 @@ pub struct MemoryStore {
 struct MemoryTask {
     record: TaskRecord,
     snapshot: Arc<str>,
-    events: Vec<(u64, Box<str>)>,
+    events: Vec<(u64, Arc<str>)>,
 }
 
 impl MemoryTask {
@@ -459,7 +476,7 @@ impl TaskStore for MemoryStore {
             };
             for e in events {
                 t.record.last_seq = t.record.last_seq.saturating_add(1);
-                t.events.push((t.record.last_seq, e.into()));
+                t.events.push((t.record.last_seq, e));
             }
             let seq = t.record.last_seq;
             if let Some(snapshot) = snapshot {
@@ -480,9 +497,10 @@ impl TaskStore for MemoryStore {
                 .iter()
                 .filter(|(seq, _)| *seq > after)
                 .map(|(seq, e)| {
-                    let event = serde_json::from_str(e)
-                        .map_err(|err| StoreError::Corrupt(format!("event {id}#{seq}: {err}")))?;
-                    Ok(StoredEvent { seq: *seq, event })
+                    Ok(StoredEvent {
+                        seq: *seq,
+                        event: e.clone(),
+                    })
                 })
                 .collect()
         })

@@ -5,8 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use e2a::types::A2aTaskState;
-use serde_json::Value;
+use e2a::types::{A2aStreamResponse, A2aTaskState};
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
@@ -20,8 +19,8 @@ const REMOTE_POLL: Duration = Duration::from_secs(1);
 /// What a task's channel carries to its followers.
 #[derive(Debug, Clone)]
 pub(super) enum Feed {
-    /// An event, stored.
-    Event(StoredEvent),
+    /// An event, stored, and the state it sets (if it sets one).
+    Event(StoredEvent, Option<A2aTaskState>),
     /// The store failed while the task ran: the turn ended without a stored terminal event.
     Broken(Arc<str>),
 }
@@ -35,13 +34,37 @@ pub(super) enum Until {
     Terminal,
 }
 
-/// Whether `event` ends a stream that runs `until`.
-pub(super) fn ends(event: &Value, until: Until) -> bool {
-    let state = event
-        .pointer("/statusUpdate/status/state")
-        .or_else(|| event.pointer("/task/status/state"))
-        .and_then(Value::as_str)
-        .and_then(A2aTaskState::read);
+/// The state an event sets: its status update's, or its task's.
+pub(super) fn ends_at(event: &A2aStreamResponse) -> Option<A2aTaskState> {
+    match event {
+        A2aStreamResponse::StatusUpdate(u) => Some(u.status.state),
+        A2aStreamResponse::Task(t) => Some(t.status.state),
+        _ => None,
+    }
+}
+
+/// The state a logged event (JSON text) sets, read without building the event.
+fn state_in(json: &str) -> Option<A2aTaskState> {
+    #[derive(serde::Deserialize)]
+    struct Status {
+        state: Option<A2aTaskState>,
+    }
+    #[derive(serde::Deserialize)]
+    struct HasStatus {
+        status: Option<Status>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Event {
+        #[serde(rename = "statusUpdate")]
+        status_update: Option<HasStatus>,
+        task: Option<HasStatus>,
+    }
+    let e: Event = serde_json::from_str(json).ok()?;
+    e.status_update.or(e.task)?.status?.state
+}
+
+/// Whether an event setting `state` ends a stream that runs `until`.
+pub(super) fn ends(state: Option<A2aTaskState>, until: Until) -> bool {
     state.is_some_and(|s| s.is_terminal() || (until == Until::TurnEnd && s.is_interrupted()))
 }
 
@@ -62,7 +85,7 @@ impl TaskService {
     }
 
     /// An event another gateway appended: to this gateway's followers of the task, if any.
-    pub(super) async fn relay(&self, task_id: &str, seq: u64, event: Option<Value>) {
+    pub(super) async fn relay(&self, task_id: &str, seq: u64, event: Option<Arc<str>>) {
         let Some(tx) = self.channels.lock().get(task_id).cloned() else {
             return;
         };
@@ -80,8 +103,9 @@ impl TaskService {
                 }
             },
         };
-        let done = ends(&event, Until::Terminal);
-        let _ = tx.send(Feed::Event(StoredEvent { seq, event }));
+        let state = state_in(&event);
+        let done = ends(state, Until::Terminal);
+        let _ = tx.send(Feed::Event(StoredEvent { seq, event }, state));
         self.drop_channel(task_id, done);
     }
 
@@ -100,7 +124,7 @@ impl TaskService {
     /// `until` (and whether one did).
     async fn log_after(&self, id: &str, after: u64, until: Until) -> Result<(Vec<StoredEvent>, bool), A2aError> {
         let mut events = self.store.events_after(id, after).await?;
-        let end = events.iter().position(|e| ends(&e.event, until));
+        let end = events.iter().position(|e| ends(state_in(&e.event), until));
         if let Some(i) = end {
             events.truncate(i + 1);
         }
@@ -192,14 +216,14 @@ impl TaskService {
                         yield Err(A2aError::internal(why.to_string()));
                         return;
                     }
-                    Some(Ok(Feed::Event(e))) if e.seq == last.saturating_add(1) => {
+                    Some(Ok(Feed::Event(e, state))) if e.seq == last.saturating_add(1) => {
                         quiet = Instant::now();
                         last = e.seq;
-                        let end = ends(&e.event, until);
+                        let end = ends(state, until);
                         yield Ok(e);
                         if end { return; }
                     }
-                    Some(Ok(Feed::Event(e))) if e.seq <= last => {}
+                    Some(Ok(Feed::Event(e, _))) if e.seq <= last => {}
                     Some(Ok(_)) | Some(Err(broadcast::error::RecvError::Lagged(_))) => catch_up = true,
                     Some(Err(broadcast::error::RecvError::Closed)) => (catch_up, resubscribe) = (true, true),
                 }

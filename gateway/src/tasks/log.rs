@@ -6,10 +6,8 @@ use std::sync::Arc;
 
 use e2a::types::A2aStreamResponse;
 
-use serde::Deserialize;
-
 use super::error::A2aError;
-use super::feed::Feed;
+use super::feed::{ends_at, Feed};
 use super::snapshot::{agent_message, apply, status_event};
 use super::{TaskService, FAILED, SNAPSHOT_EVERY, STORE_FAILED};
 use crate::agent::Caller;
@@ -57,10 +55,11 @@ impl TaskService {
         let snapshot = rec.last_seq == 0 || turn_ends || since >= SNAPSHOT_EVERY.max(rec.snapshot_seq);
         // serialized once, here, for whichever store keeps them
         let task: Option<Arc<str>> = snapshot.then(|| crate::json_text(&rec.task).into());
+        let texts: Vec<Arc<str>> = events.iter().map(|e| Arc::from(crate::json_text(e))).collect();
         let write = TaskAppend {
             record: rec.without_task(),
             snapshot: task.clone(),
-            events: events.iter().map(crate::json_text).collect(),
+            events: texts.clone(),
         };
         let last = self.store.append(write).await.map_err(|e| {
             tracing::error!(task_id = %rec.id, error = %e, "cannot store a task event: nobody is told of it");
@@ -81,9 +80,8 @@ impl TaskService {
         };
         if let Some(tx) = tx.filter(|tx| tx.receiver_count() > 0) {
             let first = last.saturating_sub(n - 1);
-            for (seq, event) in (first..).zip(events) {
-                let event = event.to_value();
-                let _ = tx.send(Feed::Event(StoredEvent { seq, event }));
+            for ((seq, event), ends) in (first..).zip(texts).zip(&events) {
+                let _ = tx.send(Feed::Event(StoredEvent { seq, event }, ends_at(ends)));
             }
         }
         Ok(task)
@@ -112,7 +110,7 @@ impl TaskService {
     pub(super) async fn caught_up(&self, mut rec: TaskRecord) -> Result<TaskRecord, A2aError> {
         if rec.snapshot_seq < rec.last_seq {
             for e in self.store.events_after(&rec.id, rec.snapshot_seq).await? {
-                match A2aStreamResponse::deserialize(&e.event) {
+                match serde_json::from_str::<A2aStreamResponse>(&e.event) {
                     Ok(event) => apply(&mut rec.task, &event),
                     Err(err) => {
                         tracing::warn!(task_id = %rec.id, seq = e.seq, error = %err, "a stored event is not an A2A event: skipped")

@@ -398,7 +398,7 @@ impl TaskService {
             None => {
                 let head = StoredEvent {
                     seq: rec.last_seq,
-                    event: A2aStreamResponse::Task(rec.task).to_value(),
+                    event: crate::json_text(&A2aStreamResponse::Task(rec.task)).into(),
                 };
                 if rec.state.is_terminal() {
                     return Ok(Box::pin(futures_util::stream::iter([Ok(head)])));

@@ -63,7 +63,7 @@ impl TaskService {
             SendOutcome::Message(m) => {
                 let event = StoredEvent {
                     seq: 0,
-                    event: json!({"message": m}),
+                    event: crate::json_text(&json!({"message": m})).into(),
                 };
                 Box::pin(futures_util::stream::iter([Ok(event)]))
             }

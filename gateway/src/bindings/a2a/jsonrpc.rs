@@ -148,7 +148,8 @@ async fn dispatch(
     let keep_alive = state.shared.config.keep_alive;
     let stream = |events| {
         let id = id.clone();
-        super::sse(events, keep_alive, move |e| result_or_error(&id, e))
+        let id_json = crate::json_text(&id);
+        super::sse(events, keep_alive, move |e| result_or_error(&id, &id_json, e))
     };
     match op {
         A2aOperation::SendMessage | A2aOperation::SendStreamingMessage => {
@@ -194,9 +195,9 @@ async fn dispatch(
 }
 
 /// One event of a streamed answer: a JSON-RPC result, or the error that ends the stream.
-fn result_or_error(id: &Value, event: Result<Value, A2aError>) -> Value {
+fn result_or_error(id: &Value, id_json: &str, event: Result<&str, A2aError>) -> String {
     match event {
-        Ok(e) => json!({"jsonrpc": "2.0", "id": id, "result": e}),
-        Err(e) => e.to_jsonrpc(id),
+        Ok(e) => format!(r#"{{"jsonrpc":"2.0","id":{id_json},"result":{e}}}"#),
+        Err(e) => crate::json_text(&e.to_jsonrpc(id)),
     }
 }

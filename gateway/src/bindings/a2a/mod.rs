@@ -190,19 +190,20 @@ pub(crate) fn extended_card(state: &TaskService, headers: &HeaderMap) -> Result<
     Ok(card::build_card(&state.config, &base, true, true))
 }
 
-/// An SSE response: each event `id: <seq>`, `data: <wrap(Ok(event))>`, keep-alive comments;
-/// an error ends the stream with `data: <wrap(Err(error))>` (the binding's error form).
+/// An SSE response: each event `id: <seq>`, `data: <wrap(Ok(event JSON))>`, keep-alive
+/// comments; an error ends the stream with `data: <wrap(Err(error))>` (the binding's error
+/// form). The events' JSON is written as the store keeps it, not parsed again.
 pub(crate) fn sse<F>(events: EventStream, keep_alive: Duration, wrap: F) -> Response
 where
-    F: Fn(Result<serde_json::Value, A2aError>) -> serde_json::Value + Send + 'static,
+    F: Fn(Result<&str, A2aError>) -> String + Send + 'static,
 {
     let chunks = async_stream::stream! {
         let mut events = events;
         while let Some(e) = futures_util::StreamExt::next(&mut events).await {
             match e {
-                Ok(e) => yield sse::event((e.seq > 0).then_some(e.seq), &crate::json_text(&wrap(Ok(e.event)))),
+                Ok(e) => yield sse::event((e.seq > 0).then_some(e.seq), &wrap(Ok(&e.event))),
                 Err(e) => {
-                    yield sse::event(None, &crate::json_text(&wrap(Err(e))));
+                    yield sse::event(None, &wrap(Err(e)));
                     break;
                 }
             }

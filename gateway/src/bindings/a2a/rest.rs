@@ -187,6 +187,9 @@ async fn extended(State(state): State<Arc<TaskService>>, headers: HeaderMap) -> 
 }
 
 /// One event of a streamed answer: the event, or the error (AIP-193 form) that ends the stream.
-fn event_or_error(event: Result<Value, A2aError>) -> Value {
-    event.unwrap_or_else(|e| e.to_problem())
+fn event_or_error(event: Result<&str, A2aError>) -> String {
+    match event {
+        Ok(e) => e.to_string(),
+        Err(e) => crate::json_text(&e.to_problem()),
+    }
 }

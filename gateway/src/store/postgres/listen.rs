@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use serde_json::Value;
 use tokio::sync::broadcast;
 use tokio_postgres::AsyncMessage;
 
@@ -79,22 +78,33 @@ pub(super) async fn listen(
     }
 }
 
+/// A notification's payload: `t` the task, `i` the instance that sent it, `s` and `e` an
+/// appended event's number and JSON (`e` is left out when it would not fit).
+#[derive(serde::Deserialize)]
+struct Payload<'a> {
+    t: String,
+    #[serde(default, borrow)]
+    i: Option<std::borrow::Cow<'a, str>>,
+    s: Option<u64>,
+    #[serde(default, borrow)]
+    e: Option<&'a serde_json::value::RawValue>,
+}
+
 /// A notice from a notification (`None`: this instance's own event, or not ours to read).
 pub(super) fn parse_notice(channel: &str, payload: &str, instance: &str) -> Option<StoreNotice> {
-    let v: Value = serde_json::from_str(payload).ok()?;
-    let task_id = v.get("t")?.as_str()?.to_string();
+    let p: Payload<'_> = serde_json::from_str(payload).ok()?;
     match channel {
         EVENTS_CHANNEL => {
-            if v.get("i").and_then(Value::as_str) == Some(instance) {
+            if p.i.as_deref() == Some(instance) {
                 return None;
             }
             Some(StoreNotice::Appended {
-                task_id,
-                seq: v.get("s")?.as_u64()?,
-                event: v.get("e").cloned(),
+                task_id: p.t,
+                seq: p.s?,
+                event: p.e.map(|e| e.get().into()),
             })
         }
-        CANCELS_CHANNEL => Some(StoreNotice::CancelRequested { task_id }),
+        CANCELS_CHANNEL => Some(StoreNotice::CancelRequested { task_id: p.t }),
         _ => None,
     }
 }

@@ -278,12 +278,7 @@ impl TaskStore for PgStore {
                 .map(|r| {
                     let seq: i64 = r.try_get(0).map_err(backend)?;
                     let text: String = r.try_get(1).map_err(backend)?;
-                    let event = serde_json::from_str(&text)
-                        .map_err(|e| StoreError::Corrupt(format!("event {id}#{seq}: {e}")))?;
-                    Ok(StoredEvent {
-                        seq: seq_u64(seq),
-                        event,
-                    })
+                    StoredEvent::read(id, seq_u64(seq), text)
                 })
                 .collect()
         })
@@ -476,7 +471,7 @@ mod tests {
             Some(StoreNotice::Appended {
                 task_id: "task-1".into(),
                 seq: 3,
-                event: Some(json!({"statusUpdate": {}}))
+                event: Some(r#"{"statusUpdate":{}}"#.into())
             })
         );
         assert_eq!(

@@ -20,7 +20,7 @@ pub(super) struct Pending {
     created_ms: i64,
     updated_ms: i64,
     /// The events, in order (the snapshot goes with the last).
-    events: Vec<String>,
+    events: Vec<Arc<str>>,
     done: oneshot::Sender<Result<u64, StoreError>>,
 }
 
@@ -122,10 +122,11 @@ pub(super) async fn write(pool: &Pool, instance: &str, batch: &[Pending]) -> Res
     // the snapshot is the task after an append's last event: it goes with that one
     let no_task: Option<&str> = None;
     let tasks: Vec<Option<&str>> = batch.iter().map(|p| p.task.as_deref()).collect();
+    let texts: Vec<Vec<&str>> = batch.iter().map(|p| p.events.iter().map(|e| &**e).collect()).collect();
     let mut params: Vec<[Param<'_>; 9]> = Vec::new();
-    for (p, task) in batch.iter().zip(&tasks) {
-        let last = p.events.len().saturating_sub(1);
-        for (i, event) in p.events.iter().enumerate() {
+    for ((p, task), events) in batch.iter().zip(&tasks).zip(&texts) {
+        let last = events.len().saturating_sub(1);
+        for (i, event) in events.iter().enumerate() {
             params.push([
                 &p.id,
                 &p.context_id,

@@ -247,7 +247,7 @@ impl TaskStore for SqliteStore {
                 .prepare_cached("INSERT INTO a2a_task_events (task_id, seq, event) VALUES (?1, ?2, ?3)")
                 .map_err(backend)?;
             for (i, event) in (first..).zip(&events) {
-                insert.execute(params![record.id, i, event]).map_err(backend)?;
+                insert.execute(params![record.id, i, &**event]).map_err(backend)?;
             }
             Ok(u64::try_from(seq).unwrap_or(0))
         }))
@@ -268,12 +268,7 @@ impl TaskStore for SqliteStore {
             let mut out = Vec::new();
             for row in rows {
                 let (seq, text) = row.map_err(backend)?;
-                let event =
-                    serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("event {id}#{seq}: {e}")))?;
-                out.push(StoredEvent {
-                    seq: u64::try_from(seq).unwrap_or(0),
-                    event,
-                });
+                out.push(StoredEvent::read(&id, u64::try_from(seq).unwrap_or(0), text)?);
             }
             Ok(out)
         }))
