@@ -140,6 +140,33 @@ fn normalize_configuration(c: &Map<String, Value>) -> Map<String, Value> {
     out
 }
 
+/// [`normalize_message`] of a message owned: a 1.0 message (no `kind`, `ROLE_*` roles, 1.0
+/// parts) comes back as it went, without a copy.
+fn normalize_message_owned(msg: Value) -> Value {
+    let Value::Object(mut m) = msg else { return msg };
+    m.remove("kind");
+    if let Some(Value::String(role)) = m.get_mut("role") {
+        match role.as_str() {
+            "user" => *role = "ROLE_USER".into(),
+            "agent" => *role = "ROLE_AGENT".into(),
+            _ => {}
+        }
+    }
+    if let Some(Value::Array(parts)) = m.get_mut("parts") {
+        for p in parts.iter_mut() {
+            let is_1_0 = p.as_object().is_some_and(|p| {
+                !["kind", "mimeType", "media_type", "name"]
+                    .iter()
+                    .any(|k| p.contains_key(*k))
+            });
+            if !is_1_0 {
+                *p = normalize_part(p);
+            }
+        }
+    }
+    Value::Object(m)
+}
+
 /// The text of a message: its text parts joined by newlines.
 /// ```
 /// let m = serde_json::json!({"parts": [{"text": "a"}, {"data": {}}, {"text": "b"}]});
@@ -181,17 +208,34 @@ pub fn message_text(msg: &Value) -> String {
 pub fn envelope_from_request(req: &Value, headers: &A2aHeaders) -> Result<E2AEnvelope> {
     let m = req.as_object().ok_or_else(|| Error::field("", "expected object"))?;
     let f = Fields::new(m, "");
-    let method = f.opt_str("method")?.ok_or_else(|| f.err("method", "string"))?;
-    let op = operation(&method).ok_or_else(|| Error::field("/method", "not an A2A method"))?;
-    let params = f.obj("params")?;
-    let pf = Fields::new(&params, "/params");
-    let jsonrpc_id = match m.get("id") {
+    let method = f.opt_str_ref("method")?.ok_or_else(|| f.err("method", "string"))?;
+    envelope_from_call(method, m.get("id"), f.obj("params")?, headers)
+}
+
+/// [`envelope_from_request`] for a request already taken apart: its `method`, `id` and
+/// `params` (moved in, not copied; errors point into `/params` as for the whole request).
+///
+/// ```
+/// use e2a::a2a::jsonrpc::{envelope_from_call, A2aHeaders};
+/// let params = serde_json::json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}});
+/// let env = envelope_from_call("SendMessage", Some(&1.into()), params.as_object().cloned().unwrap(), &A2aHeaders::default()).unwrap();
+/// assert_eq!(env.params["text"], "hi");
+/// assert_eq!(env.message_id.as_deref(), Some("m1"));
+/// ```
+pub fn envelope_from_call(
+    method: &str,
+    id: Option<&Value>,
+    mut params: Map<String, Value>,
+    headers: &A2aHeaders,
+) -> Result<E2AEnvelope> {
+    let op = operation(method).ok_or_else(|| Error::field("/method", "not an A2A method"))?;
+    let jsonrpc_id = match id {
         None | Some(Value::Null) => None,
-        Some(v) => Some(rpc_id_of(v).ok_or_else(|| f.err("id", "rpcid"))?),
+        Some(v) => Some(rpc_id_of(v).ok_or_else(|| Error::field("/id", "expected rpcid"))?),
     };
     let mut details = Map::new();
     details.insert("kind".into(), "a2a_jsonrpc_request".into());
-    details.insert("jsonrpc_method".into(), method.clone().into());
+    details.insert("jsonrpc_method".into(), method.into());
     details.insert("abstract_operation".into(), op.as_str().into());
     details.insert(
         "a2a_version".into(),
@@ -202,38 +246,45 @@ pub fn envelope_from_request(req: &Value, headers: &A2aHeaders) -> Result<E2AEnv
     }
     let mut env = match op {
         A2aOperation::SendMessage | A2aOperation::SendStreamingMessage => {
-            let raw = params.get("message").ok_or_else(|| pf.err("message", "object"))?;
-            if !raw.is_object() {
-                return Err(pf.err("message", "object"));
-            }
-            let message = normalize_message(raw);
-            let mf = message.as_object().cloned().unwrap_or_default();
-            let mf = Fields::new(&mf, "/params/message");
+            let message = match params.remove("message") {
+                Some(m @ Value::Object(_)) => normalize_message_owned(m),
+                _ => return Err(Error::field("/params/message", "expected object")),
+            };
+            let (task_id, context_id, message_id) = {
+                let mf = message.as_object().map(|m| Fields::new(m, "/params/message"));
+                let opt = |k: &str| mf.as_ref().map_or(Ok(None), |f| f.opt_str(k));
+                (opt("taskId")?, opt("contextId")?, opt("messageId")?)
+            };
+            let pf = Fields::new(&params, "/params");
             let ingress = super::SendMessageIngress {
-                task_id: mf.opt_str("taskId")?,
-                context_id: mf.opt_str("contextId")?,
-                message_body: message.clone(),
+                task_id,
+                context_id,
+                message_body: Value::Null,
                 metadata: pf.opt_obj("metadata")?.cloned(),
                 configuration: pf.opt_obj("configuration")?.map(normalize_configuration),
                 ..Default::default()
             };
             let mut env = super::envelope_from_send_message(&ingress)?;
-            env.message_id = mf.opt_str("messageId")?;
+            env.message_id = message_id;
             let text = message_text(&message);
             if !text.is_empty() {
                 env.params.insert("text".into(), text.into());
             }
+            env.params.insert("message".into(), message);
             env.is_stream = op == A2aOperation::SendStreamingMessage;
             env
         }
-        _ => E2AEnvelope {
-            method: Some(op.as_str().into()),
-            task_id: pf.opt_str("id")?,
-            context_id: pf.opt_str("contextId")?,
-            params: params.clone(),
-            is_stream: op == A2aOperation::SubscribeToTask,
-            ..Default::default()
-        },
+        _ => {
+            let pf = Fields::new(&params, "/params");
+            E2AEnvelope {
+                method: Some(op.as_str().into()),
+                task_id: pf.opt_str("id")?,
+                context_id: pf.opt_str("contextId")?,
+                is_stream: op == A2aOperation::SubscribeToTask,
+                params,
+                ..Default::default()
+            }
+        }
     };
     env.jsonrpc_id = jsonrpc_id;
     env.provenance.source_protocol = "a2a".into();

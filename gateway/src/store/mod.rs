@@ -460,13 +460,14 @@ impl TaskStore for MemoryStore {
                 snapshot,
                 events,
             } = write;
+            let (state, updated_ms) = (record.state, record.updated_ms);
             let mut map = self.inner.lock();
             let t = match map.entry(record.id.clone()) {
                 std::collections::hash_map::Entry::Occupied(t) => t.into_mut(),
                 std::collections::hash_map::Entry::Vacant(v) => {
                     (record.last_seq, record.snapshot_seq) = (0, 0);
                     v.insert(MemoryTask {
-                        record: record.clone(),
+                        record,
                         // (like the SQL stores: a first append without a snapshot makes an
                         // empty one)
                         snapshot: Arc::from("{}"),
@@ -483,8 +484,8 @@ impl TaskStore for MemoryStore {
                 t.snapshot = snapshot;
                 t.record.snapshot_seq = seq;
             }
-            t.record.state = record.state;
-            t.record.updated_ms = record.updated_ms;
+            t.record.state = state;
+            t.record.updated_ms = updated_ms;
             Ok(seq)
         })
     }

@@ -1,4 +1,4 @@
-//! Tasks: an A2A message becomes an E2A envelope (`e2a::a2a::jsonrpc::envelope_from_request`),
+//! Tasks: an A2A message becomes an E2A envelope (`e2a::a2a::jsonrpc::envelope_from_call`),
 //! the agent's frames pass the stream boundary and become A2A `StreamResponse` events
 //! (`e2a::a2a::stream::A2aStreamProjector`), and every event is applied to the task's snapshot
 //! and appended to its log in the [`TaskStore`] before any client sees it.

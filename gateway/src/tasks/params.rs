@@ -1,10 +1,10 @@
 //! What a task request asks, checked: the message of a send, its media types against the
 //! card, `historyLength`, and the parameters of `ListTasks`.
 
-use e2a::a2a::jsonrpc::{envelope_from_request, A2aHeaders};
-use e2a::types::{A2aMessage, A2aRole, A2aTaskState};
+use e2a::a2a::jsonrpc::{envelope_from_call, A2aHeaders};
+use e2a::types::{A2aMessage, A2aOperation, A2aRole, A2aTaskState};
 use e2a::E2AEnvelope;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::error::{A2aError, A2aErrorKind};
 use crate::bindings::a2a::A2aConfig;
@@ -25,11 +25,11 @@ pub(super) fn decode_send(
     params: Map<String, Value>,
     headers: &A2aHeaders,
 ) -> Result<Decoded, A2aError> {
-    let method = if streaming {
-        "SendStreamingMessage"
-    } else {
-        "SendMessage"
-    };
+    let method = match streaming {
+        true => A2aOperation::SendStreamingMessage,
+        false => A2aOperation::SendMessage,
+    }
+    .as_str();
     let parts = params
         .get("message")
         .and_then(|m| m.get("parts"))
@@ -42,8 +42,8 @@ pub(super) fn decode_send(
             config.max_parts
         )));
     }
-    let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let env = envelope_from_request(&request, headers).map_err(|e| A2aError::invalid_params(e.to_string()))?;
+    let env =
+        envelope_from_call(method, Some(&id), params, headers).map_err(|e| A2aError::invalid_params(e.to_string()))?;
     let message = read_message(env.params.get("message").unwrap_or(&Value::Null))?;
     check_input_modes(&config.card.default_input_modes, &message)?;
     check_output_modes(&config.card.default_output_modes, &env.expected_output_modes)?;
