@@ -1154,6 +1154,26 @@ class A2aTask(BaseModel):
     status: A2aTaskStatus = Field(..., description="The task's current status.")
 
 
+class A2aListTasksResponse(BaseModel):
+    """
+    A2A 1.0 `ListTasksResponse`: one page of the caller's tasks, most recently updated first.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    nextPageToken: str = Field(
+        ..., description='The token of the next page; empty on the last.'
+    )
+    pageSize: conint(ge=0) = Field(
+        ..., description='The page size asked for (or the default).'
+    )
+    tasks: List[A2aTask] = Field(..., description='The tasks of this page.')
+    totalSize: conint(ge=0) = Field(
+        ..., description='How many tasks match, over all pages.'
+    )
+
+
 class A2aStreamResponse1(BaseModel):
     """
     The task, whole.

@@ -130,6 +130,21 @@ impl ::std::convert::TryFrom<::std::string::String> for A2aErrorKind {
         value.parse()
     }
 }
+///A2A 1.0 `ListTasksResponse`: one page of the caller's tasks, most recently updated first.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+pub struct A2aListTasksResponse {
+    ///The token of the next page; empty on the last.
+    #[serde(rename = "nextPageToken")]
+    pub next_page_token: ::std::string::String,
+    ///The page size asked for (or the default).
+    #[serde(rename = "pageSize")]
+    pub page_size: u64,
+    ///The tasks of this page.
+    pub tasks: ::std::vec::Vec<A2aTask>,
+    ///How many tasks match, over all pages.
+    #[serde(rename = "totalSize")]
+    pub total_size: u64,
+}
 ///A2A 1.0 `Message`: one turn of a conversation, from the user or the agent.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct A2aMessage {
@@ -3667,6 +3682,11 @@ pub const A2A_ERROR_TABLE: [crate::a2a::errors::A2aErrorMapping; 14] = [
 impl ::std::fmt::Debug for A2aArtifact {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "A2aArtifact", self)
+    }
+}
+impl ::std::fmt::Debug for A2aListTasksResponse {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "A2aListTasksResponse", self)
     }
 }
 impl ::std::fmt::Debug for A2aMessage {

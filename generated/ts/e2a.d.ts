@@ -29,6 +29,22 @@ export type A2AErrorKind =
  */
 export type A2ARole = "ROLE_UNSPECIFIED" | "ROLE_USER" | "ROLE_AGENT";
 /**
+ * A2A 1.0 `TaskState` values, as ProtoJSON writes them. `TASK_STATE_COMPLETED`, `TASK_STATE_FAILED`, `TASK_STATE_CANCELED` and `TASK_STATE_REJECTED` end a task; `TASK_STATE_INPUT_REQUIRED` and `TASK_STATE_AUTH_REQUIRED` pause it until the client answers; `TASK_STATE_UNSPECIFIED` is no state (a filter that selects every task). 0.3's lowercase names (`input-required`) read as these (`e2a::a2a::jsonrpc::normalize_task_state`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aTaskState".
+ */
+export type A2ATaskState =
+  | "TASK_STATE_UNSPECIFIED"
+  | "TASK_STATE_SUBMITTED"
+  | "TASK_STATE_WORKING"
+  | "TASK_STATE_COMPLETED"
+  | "TASK_STATE_FAILED"
+  | "TASK_STATE_CANCELED"
+  | "TASK_STATE_INPUT_REQUIRED"
+  | "TASK_STATE_REJECTED"
+  | "TASK_STATE_AUTH_REQUIRED";
+/**
  * Keys of an A2A `Message.metadata` that carry an E2A frame A2A has no native form for (`e2a::a2a::stream`): the `TASK_STATE_WORKING` status message of an `e2a.chunk` other than text (its data part holds the `delta` unchanged; reasoning is a text part) or of an `acp.session_update`, and the `TASK_STATE_INPUT_REQUIRED` status message of a `plan.approval_required` pause (their data part holds the `body` unchanged). `e2a_response_kind` is the frame's `response_kind` (written for every kind but `e2a.chunk`), `e2a_delta_kind` a chunk's `delta_kind`, `e2a_chunk` an object with the chunk body's other fields (`event_type`, `source_chunk_type`, …; absent when there are none). A reader rebuilds the same frame from them; a message without them is a plain A2A message.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -79,22 +95,6 @@ export type A2AStreamResponse =
   | {
       artifactUpdate: A2ATaskArtifactUpdateEvent;
     };
-/**
- * A2A 1.0 `TaskState` values, as ProtoJSON writes them. `TASK_STATE_COMPLETED`, `TASK_STATE_FAILED`, `TASK_STATE_CANCELED` and `TASK_STATE_REJECTED` end a task; `TASK_STATE_INPUT_REQUIRED` and `TASK_STATE_AUTH_REQUIRED` pause it until the client answers; `TASK_STATE_UNSPECIFIED` is no state (a filter that selects every task). 0.3's lowercase names (`input-required`) read as these (`e2a::a2a::jsonrpc::normalize_task_state`).
- *
- * This interface was referenced by `E2ABundle`'s JSON-Schema
- * via the `definition` "A2aTaskState".
- */
-export type A2ATaskState =
-  | "TASK_STATE_UNSPECIFIED"
-  | "TASK_STATE_SUBMITTED"
-  | "TASK_STATE_WORKING"
-  | "TASK_STATE_COMPLETED"
-  | "TASK_STATE_FAILED"
-  | "TASK_STATE_CANCELED"
-  | "TASK_STATE_INPUT_REQUIRED"
-  | "TASK_STATE_REJECTED"
-  | "TASK_STATE_AUTH_REQUIRED";
 /**
  * ACP agent→client JSON-RPC methods (`ACP_AGENT_TO_CLIENT_METHODS`, in order).
  *
@@ -431,6 +431,63 @@ export interface A2APart {
   [k: string]: unknown | undefined;
 }
 /**
+ * A2A 1.0 `ListTasksResponse`: one page of the caller's tasks, most recently updated first.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aListTasksResponse".
+ */
+export interface A2AListTasksResponse {
+  /**
+   * The token of the next page; empty on the last.
+   */
+  nextPageToken: string;
+  /**
+   * The page size asked for (or the default).
+   */
+  pageSize: number;
+  /**
+   * The tasks of this page.
+   */
+  tasks: A2ATask[];
+  /**
+   * How many tasks match, over all pages.
+   */
+  totalSize: number;
+  [k: string]: unknown | undefined;
+}
+/**
+ * A2A 1.0 `Task`: a unit of work, with its status, its outputs and its conversation.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aTask".
+ */
+export interface A2ATask {
+  /**
+   * The task's outputs.
+   */
+  artifacts?: A2AArtifact[];
+  /**
+   * The conversation (context) the task belongs to.
+   */
+  contextId: string;
+  /**
+   * The task's messages, oldest first.
+   */
+  history?: A2AMessage[];
+  /**
+   * The task's id.
+   */
+  id: string;
+  /**
+   * Free-form metadata.
+   */
+  metadata?: {
+    [k: string]: unknown | undefined;
+  };
+  status: A2ATaskStatus;
+  [k: string]: unknown | undefined;
+}
+/**
  * A2A 1.0 `Message`: one turn of a conversation, from the user or the agent.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -471,6 +528,21 @@ export interface A2AMessage {
   [k: string]: unknown | undefined;
 }
 /**
+ * A2A 1.0 `TaskStatus`: a task's state, with the message that goes with it and when it was set.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aTaskStatus".
+ */
+export interface A2ATaskStatus {
+  message?: A2AMessage;
+  state: A2ATaskState;
+  /**
+   * When the state was set (ProtoJSON `Timestamp`: RFC 3339, UTC, `Z`).
+   */
+  timestamp?: string;
+  [k: string]: unknown | undefined;
+}
+/**
  * Body of `a2a.stream_event`.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -484,53 +556,6 @@ export interface A2AStreamEventBody {
   payload: {
     [k: string]: unknown | undefined;
   };
-  [k: string]: unknown | undefined;
-}
-/**
- * A2A 1.0 `Task`: a unit of work, with its status, its outputs and its conversation.
- *
- * This interface was referenced by `E2ABundle`'s JSON-Schema
- * via the `definition` "A2aTask".
- */
-export interface A2ATask {
-  /**
-   * The task's outputs.
-   */
-  artifacts?: A2AArtifact[];
-  /**
-   * The conversation (context) the task belongs to.
-   */
-  contextId: string;
-  /**
-   * The task's messages, oldest first.
-   */
-  history?: A2AMessage[];
-  /**
-   * The task's id.
-   */
-  id: string;
-  /**
-   * Free-form metadata.
-   */
-  metadata?: {
-    [k: string]: unknown | undefined;
-  };
-  status: A2ATaskStatus;
-  [k: string]: unknown | undefined;
-}
-/**
- * A2A 1.0 `TaskStatus`: a task's state, with the message that goes with it and when it was set.
- *
- * This interface was referenced by `E2ABundle`'s JSON-Schema
- * via the `definition` "A2aTaskStatus".
- */
-export interface A2ATaskStatus {
-  message?: A2AMessage;
-  state: A2ATaskState;
-  /**
-   * When the state was set (ProtoJSON `Timestamp`: RFC 3339, UTC, `Z`).
-   */
-  timestamp?: string;
   [k: string]: unknown | undefined;
 }
 /**

@@ -25,12 +25,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use e2a::a2a::jsonrpc::A2aHeaders;
-use e2a::types::{A2aStreamResponse, A2aTask, A2aTaskState};
+use e2a::types::{A2aListTasksResponse, A2aStreamResponse, A2aTask, A2aTaskState};
 use e2a::E2AResponse;
 use futures_util::{FutureExt, Stream, StreamExt};
 use parking_lot::Mutex;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -463,7 +463,7 @@ impl TaskService {
     }
 
     /// `ListTasks` for `caller` (params in the 1.0 camelCase names).
-    pub async fn list(&self, params: &Map<String, Value>, caller: &Caller) -> Result<Value, A2aError> {
+    pub async fn list(&self, params: &Map<String, Value>, caller: &Caller) -> Result<A2aListTasksResponse, A2aError> {
         let p = ListParams::read(params)?;
         let (history, include_artifacts, offset, page_size) = (p.history, p.include_artifacts, p.offset, p.page_size);
         let query = TaskQuery {
@@ -491,6 +491,11 @@ impl TaskService {
         } else {
             String::new()
         };
-        Ok(json!({"tasks": tasks, "nextPageToken": next_token, "pageSize": page_size, "totalSize": page.total}))
+        Ok(A2aListTasksResponse {
+            tasks,
+            next_page_token: next_token,
+            page_size: u64::try_from(page_size).unwrap_or(u64::MAX),
+            total_size: u64::try_from(page.total).unwrap_or(u64::MAX),
+        })
     }
 }

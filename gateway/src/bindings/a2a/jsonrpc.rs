@@ -175,7 +175,7 @@ async fn dispatch(
             let rec = state.load(&task_id()?, &caller).await?;
             typed_ok(&id, &trim_history(rec.task, history_length(&params)?))
         }
-        A2aOperation::ListTasks => Ok(ok(&id, state.list(&params, &caller).await?)),
+        A2aOperation::ListTasks => typed_ok(&id, &state.list(&params, &caller).await?),
         A2aOperation::CancelTask => typed_ok(&id, &state.cancel(&task_id()?, &caller).await?),
         A2aOperation::SubscribeToTask => {
             let events = state
