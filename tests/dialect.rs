@@ -143,6 +143,14 @@ fn the_frames_cross_acp_and_come_back_unchanged() {
     assert_eq!(text, "It is 21 °C.");
 }
 
+/// Each frame's `response_kind` and body, in order: what a round trip must keep.
+fn kinds_and_bodies<'a>(frames: impl IntoIterator<Item = &'a E2AResponse>) -> Vec<(String, Map<String, Value>)> {
+    frames
+        .into_iter()
+        .map(|f| (f.response_kind.to_string(), f.body.clone()))
+        .collect()
+}
+
 #[test]
 fn an_a2a_stream_reads_back_into_the_frames_that_made_it() {
     use e2a::a2a::inbound::A2aStreamReader;
@@ -163,15 +171,8 @@ fn an_a2a_stream_reads_back_into_the_frames_that_made_it() {
         }
     }
     // the opening task event makes no frame; every frame comes back, then the pause ends the run
-    let got: Vec<(String, Map<String, Value>)> = back
-        .iter()
-        .map(|f| (f.response_kind.to_string(), f.body.clone()))
-        .collect();
-    let want: Vec<(String, Map<String, Value>)> = frames
-        .iter()
-        .chain([&asked])
-        .map(|f| (f.response_kind.to_string(), f.body.clone()))
-        .collect();
+    let got = kinds_and_bodies(&back);
+    let want = kinds_and_bodies(frames.iter().chain([&asked]));
     assert_eq!(&got[..want.len()], &want[..]);
     let last = back.last().expect("a final frame");
     assert!(last.is_final && reader.is_done());
@@ -228,16 +229,7 @@ fn text_and_artifacts_cross_a2a_natively_and_come_back() {
             ("t1-output", true, true)
         ]
     );
-    let got: Vec<(String, Map<String, Value>)> = back
-        .iter()
-        .map(|f| (f.response_kind.to_string(), f.body.clone()))
-        .collect();
-    let want: Vec<(String, Map<String, Value>)> = frames
-        .iter()
-        .chain([&done])
-        .map(|f| (f.response_kind.to_string(), f.body.clone()))
-        .collect();
-    assert_eq!(got, want);
+    assert_eq!(kinds_and_bodies(&back), kinds_and_bodies(frames.iter().chain([&done])));
     assert!(reader.is_done());
 }
 
