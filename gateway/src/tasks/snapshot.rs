@@ -66,12 +66,10 @@ pub fn apply(task: &mut A2aTask, event: &A2aStreamResponse) {
         A2aStreamResponse::Task(t) => *task = t.clone(),
         A2aStreamResponse::Message(_) => {}
         A2aStreamResponse::StatusUpdate(u) => {
-            let mut status = u.status.clone();
-            if let Some(m) = status.message.take() {
+            if let Some(m) = &u.status.message {
                 task.history.push(m.clone());
-                status.message = Some(m);
             }
-            task.status = status;
+            task.status = u.status.clone();
         }
         A2aStreamResponse::ArtifactUpdate(u) => {
             let artifact = &u.artifact;
