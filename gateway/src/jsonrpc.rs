@@ -19,11 +19,10 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use futures_util::StreamExt;
-use serde_json::{json, Value};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::codec::{FramedRead, LinesCodec};
 use tokio_util::sync::CancellationToken;
 
 /// Longest accepted line (one JSON-RPC message), in bytes.
@@ -50,14 +49,21 @@ pub mod codes {
 }
 
 /// A JSON-RPC error object.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RpcError {
-    /// Error code.
+    /// Error code (an error object without one reads as an internal error).
+    #[serde(default = "internal_error")]
     pub code: i64,
     /// Human-readable message.
+    #[serde(default)]
     pub message: String,
     /// Optional data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
+}
+
+fn internal_error() -> i64 {
+    codes::INTERNAL_ERROR
 }
 
 impl RpcError {
@@ -72,19 +78,61 @@ impl RpcError {
 
     /// The error as a JSON-RPC `error` member.
     pub fn to_value(&self) -> Value {
-        let mut v = json!({"code": self.code, "message": self.message});
-        if let Some(d) = &self.data {
-            v["data"] = d.clone();
-        }
-        v
+        serde_json::to_value(self).unwrap_or(Value::Null)
     }
+}
 
-    fn from_value(v: &Value) -> Self {
-        RpcError {
-            code: v.get("code").and_then(Value::as_i64).unwrap_or(codes::INTERNAL_ERROR),
-            message: v.get("message").and_then(Value::as_str).unwrap_or("error").to_string(),
-            data: v.get("data").cloned(),
-        }
+/// One JSON-RPC message as read: which of request, notification or response it is follows
+/// from the members present (JSON-RPC 2.0 §4–5).
+#[derive(Deserialize)]
+struct WireIn {
+    #[serde(default)]
+    method: Option<String>,
+    /// `Some(Value::Null)` is an explicit `"id": null`; `None` is no `id` member.
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default)]
+    params: Value,
+    #[serde(default)]
+    result: Value,
+    #[serde(default)]
+    error: Option<RpcError>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// One JSON-RPC message as written.
+#[derive(Serialize)]
+struct WireOut<'a> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a RpcError>,
+}
+
+impl<'a> WireOut<'a> {
+    const EMPTY: WireOut<'static> = WireOut {
+        jsonrpc: "2.0",
+        id: None,
+        method: None,
+        params: None,
+        result: None,
+        error: None,
+    };
+
+    fn line(&self) -> String {
+        let mut line = serde_json::to_string(self).unwrap_or_default();
+        line.push('\n');
+        line
     }
 }
 
@@ -118,7 +166,7 @@ pub enum Incoming {
 }
 
 enum Out {
-    Message(Value),
+    Line(String),
     Close(oneshot::Sender<()>),
 }
 
@@ -146,6 +194,48 @@ impl fmt::Debug for Peer {
         f.debug_struct("Peer")
             .field("closed", &self.inner.closed.is_cancelled())
             .finish()
+    }
+}
+
+/// What [`read_line`] found.
+enum Line {
+    /// A whole line (up to [`MAX_LINE`] bytes) is in the buffer.
+    Read,
+    /// A line longer than [`MAX_LINE`] was read and dropped.
+    TooLong,
+    /// The input ended.
+    End,
+}
+
+/// Reads one `\n`-terminated line into `buf`, at most [`MAX_LINE`] bytes of it: a longer
+/// line is consumed and dropped, so the next one is read whole.
+async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R, buf: &mut Vec<u8>) -> std::io::Result<Line> {
+    let (mut any, mut too_long) = (false, false);
+    loop {
+        let chunk = reader.fill_buf().await?;
+        if chunk.is_empty() {
+            return Ok(match (any, too_long) {
+                (false, _) => Line::End,
+                (true, false) => Line::Read,
+                (true, true) => Line::TooLong,
+            });
+        }
+        any = true;
+        let (take, ends) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        if !too_long && buf.len() + take > MAX_LINE + 1 {
+            too_long = true;
+            *buf = Vec::new();
+        }
+        if !too_long {
+            buf.extend_from_slice(&chunk[..take]);
+        }
+        reader.consume(take);
+        if ends {
+            return Ok(if too_long { Line::TooLong } else { Line::Read });
+        }
     }
 }
 
@@ -188,9 +278,7 @@ impl Peer {
             let mut writer = writer;
             while let Some(out) = out_rx.recv().await {
                 match out {
-                    Out::Message(v) => {
-                        let mut line = v.to_string();
-                        line.push('\n');
+                    Out::Line(line) => {
                         if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err() {
                             tracing::debug!("json-rpc output closed");
                             break;
@@ -207,24 +295,31 @@ impl Peer {
         });
         let reading = peer.clone();
         tokio::spawn(async move {
-            let mut lines = FramedRead::new(reader, LinesCodec::new_with_max_length(MAX_LINE));
-            while let Some(line) = lines.next().await {
-                let line = match line {
-                    Ok(l) => l,
+            let mut reader = BufReader::new(reader);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match read_line(&mut reader, &mut line).await {
+                    Ok(Line::End) => break,
+                    Ok(Line::TooLong) => {
+                        tracing::warn!(max = MAX_LINE, "json-rpc line too long: skipped");
+                        let too_long = format!("Invalid Request: a message longer than {MAX_LINE} bytes");
+                        reading.respond_error(Value::Null, RpcError::new(codes::INVALID_REQUEST, too_long));
+                    }
+                    Ok(Line::Read) => match std::str::from_utf8(&line).map(str::trim) {
+                        Ok("") => {}
+                        Ok(text) => reading.dispatch(text, &in_tx, hook.as_ref()),
+                        Err(_) => {
+                            tracing::warn!("json-rpc line is not UTF-8");
+                            reading.respond_error(
+                                Value::Null,
+                                RpcError::new(codes::PARSE_ERROR, "Parse error: not UTF-8"),
+                            );
+                        }
+                    },
                     Err(e) => {
                         tracing::warn!(error = %e, "json-rpc input unreadable: closing");
                         break;
-                    }
-                };
-                let text = line.trim();
-                if text.is_empty() {
-                    continue;
-                }
-                match serde_json::from_str::<Value>(text) {
-                    Ok(msg) => reading.dispatch(msg, &in_tx, hook.as_ref()),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "json-rpc line is not JSON");
-                        reading.respond_error(Value::Null, RpcError::new(codes::PARSE_ERROR, "Parse error"));
                     }
                 }
             }
@@ -237,41 +332,57 @@ impl Peer {
         (peer, in_rx)
     }
 
-    fn dispatch(&self, msg: Value, incoming: &mpsc::UnboundedSender<Incoming>, hook: Option<&NotificationHook>) {
-        let Value::Object(m) = msg else {
-            self.respond_error(Value::Null, RpcError::new(codes::INVALID_REQUEST, "Invalid Request"));
-            return;
+    /// Reads one line: a request or notification goes to `incoming` (or the hook), a response
+    /// completes its pending request. A line that is not JSON is answered with a parse error and
+    /// a message of no known form with an invalid request; a response is never answered, so two
+    /// peers cannot trade errors forever.
+    fn dispatch(&self, text: &str, incoming: &mpsc::UnboundedSender<Incoming>, hook: Option<&NotificationHook>) {
+        let msg = match serde_json::from_str::<WireIn>(text) {
+            Ok(msg) => msg,
+            Err(e) if e.is_syntax() || e.is_eof() => {
+                tracing::warn!(error = %e, "json-rpc line is not JSON");
+                self.respond_error(Value::Null, RpcError::new(codes::PARSE_ERROR, "Parse error"));
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "json-rpc message of no known form");
+                self.respond_error(Value::Null, RpcError::new(codes::INVALID_REQUEST, "Invalid Request"));
+                return;
+            }
         };
-        let params = m.get("params").cloned().unwrap_or(Value::Null);
-        match (m.get("method").and_then(Value::as_str), m.get("id")) {
+        match (msg.method, msg.id) {
             (Some(method), Some(id)) if !id.is_null() => {
                 let _ = incoming.send(Incoming::Request {
-                    id: id.clone(),
-                    method: method.to_string(),
-                    params,
+                    id,
+                    method,
+                    params: msg.params,
                 });
             }
             (Some(method), _) => {
-                if hook.is_some_and(|h| h(method, &params)) {
+                if hook.is_some_and(|h| h(&method, &msg.params)) {
                     return;
                 }
                 let _ = incoming.send(Incoming::Notification {
-                    method: method.to_string(),
-                    params,
+                    method,
+                    params: msg.params,
                 });
             }
             (None, Some(id)) => {
-                let waiter = self.inner.pending.lock().remove(&id_key(id));
-                let outcome = match m.get("error") {
-                    Some(e) => Err(RpcError::from_value(e)),
-                    None => Ok(m.get("result").cloned().unwrap_or(Value::Null)),
+                let waiter = self.inner.pending.lock().remove(&id_key(&id));
+                let outcome = match msg.error {
+                    Some(e) => Err(e),
+                    None => Ok(msg.result),
                 };
-                match waiter {
-                    Some(tx) => {
+                match (waiter, outcome) {
+                    (Some(tx), outcome) => {
                         let _ = tx.send(outcome);
                     }
-                    None => tracing::debug!(id = %id, "response to no pending request"),
+                    (None, Err(e)) => tracing::debug!(id = %id, error = %e, "error response to no pending request"),
+                    (None, Ok(_)) => tracing::debug!(id = %id, "response to no pending request"),
                 }
+            }
+            (None, None) if msg.error.is_some() => {
+                tracing::debug!(error = ?msg.error, "error response without an id");
             }
             (None, None) => {
                 self.respond_error(Value::Null, RpcError::new(codes::INVALID_REQUEST, "Invalid Request"));
@@ -279,24 +390,42 @@ impl Peer {
         }
     }
 
+    fn write(&self, message: &WireOut<'_>) -> bool {
+        self.inner.out.send(Out::Line(message.line())).is_ok()
+    }
+
     /// Sends one message as is (a line of JSON). `false` once the output is closed.
     pub fn send(&self, message: Value) -> bool {
-        self.inner.out.send(Out::Message(message)).is_ok()
+        let mut line = message.to_string();
+        line.push('\n');
+        self.inner.out.send(Out::Line(line)).is_ok()
     }
 
     /// Sends a notification.
     pub fn notify(&self, method: &str, params: Value) -> bool {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
+        self.write(&WireOut {
+            method: Some(method),
+            params: Some(&params),
+            ..WireOut::EMPTY
+        })
     }
 
     /// Answers request `id` with `result`.
     pub fn respond(&self, id: Value, result: Value) -> bool {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+        self.write(&WireOut {
+            id: Some(&id),
+            result: Some(&result),
+            ..WireOut::EMPTY
+        })
     }
 
     /// Answers request `id` with an error.
     pub fn respond_error(&self, id: Value, error: RpcError) -> bool {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "error": error.to_value()}))
+        self.write(&WireOut {
+            id: Some(&id),
+            error: Some(&error),
+            ..WireOut::EMPTY
+        })
     }
 
     /// Sends a request; returns its id and a future of its outcome.
@@ -312,7 +441,12 @@ impl Peer {
         let (tx, rx) = oneshot::channel();
         self.inner.pending.lock().insert(id_key(&id), tx);
         let sent = !self.inner.closed.is_cancelled()
-            && self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+            && self.write(&WireOut {
+                id: Some(&id),
+                method: Some(method),
+                params: Some(&params),
+                ..WireOut::EMPTY
+            });
         let fut = async move {
             if !sent {
                 return Err(RpcError::new(codes::INTERNAL_ERROR, "the connection is closed"));
@@ -339,5 +473,88 @@ impl Peer {
         if self.inner.out.send(Out::Close(tx)).is_ok() {
             let _ = rx.await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    /// A peer whose other side is the test: returns what to write to it, its output lines
+    /// and its incoming channel.
+    fn peer() -> (
+        tokio::io::DuplexStream,
+        tokio::io::Lines<BufReader<tokio::io::DuplexStream>>,
+        mpsc::UnboundedReceiver<Incoming>,
+    ) {
+        let (ours, theirs_in) = tokio::io::duplex(1 << 16);
+        let (theirs_out, ours_out) = tokio::io::duplex(1 << 16);
+        let (_peer, incoming) = Peer::start(theirs_in, theirs_out);
+        (ours, BufReader::new(ours_out).lines(), incoming)
+    }
+
+    async fn next_json(lines: &mut tokio::io::Lines<BufReader<tokio::io::DuplexStream>>) -> Value {
+        let line = lines.next_line().await.unwrap().unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_bad_line_is_answered_and_the_next_one_is_read() {
+        let (mut input, mut out, mut incoming) = peer();
+        input.write_all(b"\xff\xfe not utf-8\n").await.unwrap();
+        input.write_all(b"not json\n").await.unwrap();
+        input.write_all(b"[1]\n").await.unwrap();
+        let long = vec![b' '; MAX_LINE + 10];
+        input.write_all(&long).await.unwrap();
+        input
+            .write_all(b"\n{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"m\",\"params\":{\"a\":1}}\n")
+            .await
+            .unwrap();
+        for code in [
+            codes::PARSE_ERROR,
+            codes::PARSE_ERROR,
+            codes::INVALID_REQUEST,
+            codes::INVALID_REQUEST,
+        ] {
+            let answer = next_json(&mut out).await;
+            assert_eq!(answer["error"]["code"], code, "{answer}");
+            assert_eq!(answer["id"], Value::Null);
+        }
+        match incoming.recv().await.unwrap() {
+            Incoming::Request { id, method, params } => {
+                assert_eq!(
+                    (id, method.as_str(), params),
+                    (Value::from(7), "m", serde_json::json!({"a": 1}))
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_response_is_never_answered() {
+        let (mut input, mut out, mut incoming) = peer();
+        input
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"Parse error\"}}\n")
+            .await
+            .unwrap();
+        input
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":99,\"result\":{}}\n")
+            .await
+            .unwrap();
+        input
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n")
+            .await
+            .unwrap();
+        match incoming.recv().await.unwrap() {
+            Incoming::Notification { method, params } => assert_eq!((method.as_str(), params), ("n", Value::Null)),
+            other => panic!("{other:?}"),
+        }
+        drop(input);
+        assert!(
+            out.next_line().await.unwrap().is_none(),
+            "the peer wrote an answer to a response"
+        );
     }
 }
