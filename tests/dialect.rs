@@ -81,6 +81,16 @@ fn the_builders_write_the_declared_shapes() {
     assert_eq!(done.body["result"], sample("ReplyResult", 0));
 }
 
+/// The status message of a `statusUpdate` event as a client reads it from JSON.
+fn status_message(event: &Value) -> Option<e2a::types::A2aMessage> {
+    serde_json::from_value(event.pointer("/statusUpdate/status/message")?.clone()).ok()
+}
+
+/// An event as the other side reads it: written as JSON, read back.
+fn over_the_wire(event: &A2aStreamResponse) -> A2aStreamResponse {
+    serde_json::from_value(event.to_value()).expect("an event reads back")
+}
+
 #[test]
 fn the_frames_cross_a2a_and_come_back_unchanged() {
     let mut s = ResponseStream::for_request(&request());
@@ -93,8 +103,8 @@ fn the_frames_cross_a2a_and_come_back_unchanged() {
         let events: Vec<Value> = projector.push(f).iter().map(A2aStreamResponse::to_value).collect();
         let back: Vec<(String, Map<String, Value>)> = events
             .iter()
-            .filter_map(|e| e.pointer("/statusUpdate/status/message"))
-            .filter_map(carried_frame)
+            .filter_map(status_message)
+            .filter_map(|m| carried_frame(&m))
             .map(|(k, b)| (k.to_string(), b))
             .collect();
         assert_eq!(back, vec![(f.response_kind.to_string(), f.body.clone())], "{events:?}");
@@ -102,10 +112,7 @@ fn the_frames_cross_a2a_and_come_back_unchanged() {
     let [asked, _] = ResponseStream::for_request(&request()).pause(PauseKind::Input, "For how many people?", false);
     let events = A2aStreamProjector::new("t1", "c1").push(&asked);
     let events: Vec<Value> = events.iter().map(A2aStreamResponse::to_value).collect();
-    let back = events
-        .iter()
-        .filter_map(|e| e.pointer("/statusUpdate/status/message"))
-        .find_map(carried_frame);
+    let back = events.iter().filter_map(status_message).find_map(|m| carried_frame(&m));
     assert_eq!(
         back.map(|(k, b)| (k.to_string(), b)),
         Some((asked.response_kind.to_string(), asked.body.clone()))
@@ -167,7 +174,7 @@ fn an_a2a_stream_reads_back_into_the_frames_that_made_it() {
     let mut back = Vec::new();
     for f in frames.iter().chain([&asked]) {
         for event in projector.push(f) {
-            back.extend(reader.push(&event.to_value()));
+            back.extend(reader.push(&over_the_wire(&event)));
         }
     }
     // the opening task event makes no frame; every frame comes back, then the pause ends the run
@@ -207,7 +214,7 @@ fn text_and_artifacts_cross_a2a_natively_and_come_back() {
     let mut back = Vec::new();
     for f in frames.iter().chain([&done]) {
         for event in projector.push(f) {
-            back.extend(reader.push(&event.to_value()));
+            back.extend(reader.push(&over_the_wire(&event)));
             events.push(event);
         }
     }

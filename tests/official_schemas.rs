@@ -5,6 +5,11 @@
 
 use e2a::a2a::jsonrpc::{envelope_from_request, A2aHeaders};
 use e2a::a2a::stream::{carried_frame, A2aStreamProjector};
+use e2a::types::A2aMessage;
+
+fn message(v: Value) -> A2aMessage {
+    serde_json::from_value(v).expect("an A2A message")
+}
 use e2a::acp::stream::AcpStreamProjector;
 use e2a::agui::{verify_events, AguiProjector};
 use e2a::stream::ResponseStream;
@@ -227,7 +232,8 @@ fn a2a_carries_frames_without_an_a2a_form_losslessly() {
                 "a2a-lf re-serializes differently"
             );
             if let Some(status) = ev.pointer("/statusUpdate/status") {
-                if let Some(frame) = status.get("message").and_then(carried_frame) {
+                let message = status.get("message").cloned().map(serde_json::from_value::<A2aMessage>);
+                if let Some(frame) = message.and_then(Result::ok).as_ref().and_then(carried_frame) {
                     carried.push(frame);
                     states.push(status["state"].clone());
                 }
@@ -248,11 +254,15 @@ fn a2a_carries_frames_without_an_a2a_form_losslessly() {
     assert!(states[..states.len() - 1].iter().all(|s| s == "TASK_STATE_WORKING"));
     // a plain A2A agent's messages carry no frame
     assert_eq!(
-        carried_frame(&json!({"role": "ROLE_AGENT", "parts": [{"text": "thinking"}]})),
+        carried_frame(&message(
+            json!({"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "thinking"}]})
+        )),
         None
     );
     assert_eq!(
-        carried_frame(&json!({"parts": [{"data": {"x": 1}}], "metadata": {"source": "elsewhere"}})),
+        carried_frame(&message(
+            json!({"messageId": "m", "role": "ROLE_AGENT", "parts": [{"data": {"x": 1}}], "metadata": {"source": "elsewhere"}})
+        )),
         None
     );
 }

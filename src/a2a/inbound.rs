@@ -17,16 +17,21 @@ use serde_json::{json, Map, Value};
 
 use crate::stream::ResponseStream;
 use crate::taxonomy::ErrorKind;
-use crate::types::{A2aTaskState, ArtifactDelta, E2AResponse, PauseKind, PlanApprovalRequiredBody, ResponseKind};
+use crate::types::{
+    A2aMessage, A2aStreamResponse, A2aTaskArtifactUpdateEvent, A2aTaskState, A2aTaskStatus, ArtifactDelta, E2AResponse,
+    PauseKind, PlanApprovalRequiredBody, ResponseKind,
+};
 
-fn text_of(message: Option<&Value>) -> String {
-    message.map(crate::a2a::jsonrpc::message_text).unwrap_or_default()
+use crate::a2a::stream::{carried_frame, OUTPUT_ARTIFACT};
+
+fn text_of(message: Option<&A2aMessage>) -> String {
+    message.map(A2aMessage::text).unwrap_or_default()
 }
 
-/// The E2A frame a status message carries (`crate::a2a::stream::carried_frame`: an e2a gateway
-/// marks the frames A2A has no native form for); `None` for a plain A2A agent's message.
-fn carried(status: &Value) -> Option<(ResponseKind, serde_json::Map<String, Value>)> {
-    status.get("message").and_then(crate::a2a::stream::carried_frame)
+/// The E2A frame a status message carries ([`carried_frame`]: an e2a gateway marks the frames
+/// A2A has no native form for); `None` for a plain A2A agent's message.
+fn carried(status: &A2aTaskStatus) -> Option<(ResponseKind, Map<String, Value>)> {
+    status.message.as_ref().and_then(carried_frame)
 }
 
 fn fail(s: ResponseStream, kind: ErrorKind, message: &str, details: Value) -> E2AResponse {
@@ -35,6 +40,14 @@ fn fail(s: ResponseStream, kind: ErrorKind, message: &str, details: Value) -> E2
         _ => Map::new(),
     };
     s.fail(kind.mapping().e2a_code, message, details)
+}
+
+/// A JSON object of a value that serializes to one (A2A objects into E2A bodies).
+fn object_of<T: serde::Serialize>(v: &T) -> Map<String, Value> {
+    match serde_json::to_value(v) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
 }
 
 /// Reads one A2A stream (the `result` of each `SendStreamingMessage` event) into the E2A
@@ -67,39 +80,28 @@ impl A2aStreamReader {
 
     /// The frames of one A2A `StreamResponse` (`task`, `message`, `statusUpdate` or
     /// `artifactUpdate`); none once the run has ended.
-    pub fn push(&mut self, result: &Value) -> Vec<E2AResponse> {
+    pub fn push(&mut self, event: &A2aStreamResponse) -> Vec<E2AResponse> {
         let Some(mut s) = self.stream.take() else {
             return Vec::new();
         };
-        if let Some(m) = result.get("message") {
-            let message = m.as_object().cloned().unwrap_or_default();
-            return s.reply(message, &text_of(Some(m))).into();
-        }
-        let status = result
-            .get("statusUpdate")
-            .and_then(|u| u.get("status"))
-            .or_else(|| result.get("task").and_then(|t| t.get("status")));
-        if let Some(u) = result.get("artifactUpdate") {
-            let frames = self.artifact_frames(&mut s, u);
-            self.stream = Some(s);
-            return frames;
-        }
-        match status {
-            Some(status) => self.status_frames(s, status),
-            None => {
+        match event {
+            A2aStreamResponse::Message(m) => s.reply(object_of(m), &m.text()).into(),
+            A2aStreamResponse::ArtifactUpdate(u) => {
+                let frames = self.artifact_frames(&mut s, u);
                 self.stream = Some(s);
-                Vec::new()
+                frames
             }
+            A2aStreamResponse::StatusUpdate(u) => self.status_frames(s, &u.status),
+            A2aStreamResponse::Task(t) => self.status_frames(s, &t.status),
         }
     }
 
     /// An artifact update: the `output` artifact's text as text chunks, any other as an
     /// artifact chunk.
-    fn artifact_frames(&mut self, s: &mut ResponseStream, u: &Value) -> Vec<E2AResponse> {
-        let a = u.get("artifact").cloned().unwrap_or(Value::Null);
-        let parts = a.get("parts").and_then(Value::as_array).cloned().unwrap_or_default();
-        if a.get("name").and_then(Value::as_str) == Some("output") {
-            let texts = parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str));
+    fn artifact_frames(&mut self, s: &mut ResponseStream, u: &A2aTaskArtifactUpdateEvent) -> Vec<E2AResponse> {
+        let a = &u.artifact;
+        if a.name.as_deref() == Some(OUTPUT_ARTIFACT) {
+            let texts = a.parts.iter().filter_map(|p| p.text.as_deref());
             return texts
                 .filter(|t| !t.is_empty())
                 .map(|t| {
@@ -109,12 +111,12 @@ impl A2aStreamReader {
                 .collect();
         }
         let piece = ArtifactDelta {
-            artifact_id: a.get("artifactId").and_then(Value::as_str).unwrap_or("artifact").into(),
-            name: a.get("name").and_then(Value::as_str).map(String::from),
+            artifact_id: a.artifact_id.clone(),
+            name: a.name.clone(),
             kind: None,
-            parts: parts.into_iter().filter_map(|p| p.as_object().cloned()).collect(),
-            append: u.get("append").and_then(Value::as_bool).unwrap_or(false),
-            last_chunk: u.get("lastChunk").and_then(Value::as_bool).unwrap_or(false),
+            parts: a.parts.iter().map(object_of).collect(),
+            append: u.append,
+            last_chunk: u.last_chunk,
             extra: Map::new(),
         };
         vec![s.artifact(&piece)]
@@ -122,25 +124,25 @@ impl A2aStreamReader {
 
     /// A status: the final frame of a terminal state, the pause of `INPUT_REQUIRED`, else
     /// the frame it carries or its text as reasoning (the run goes on).
-    fn status_frames(&mut self, s: ResponseStream, status: &Value) -> Vec<E2AResponse> {
-        let state = status.get("state").and_then(Value::as_str).unwrap_or("");
-        let text = text_of(status.get("message"));
+    fn status_frames(&mut self, s: ResponseStream, status: &A2aTaskStatus) -> Vec<E2AResponse> {
+        let state = status.state.as_str();
+        let text = text_of(status.message.as_ref());
         let end = |s: ResponseStream, kind: ErrorKind, details: Value| vec![fail(s, kind, &text, details)];
         let remote = json!({"remote_state": state});
-        match A2aTaskState::read(state) {
-            Some(A2aTaskState::TaskStateCompleted) => {
+        match status.state {
+            A2aTaskState::TaskStateCompleted => {
                 let content = if text.is_empty() { self.text.clone() } else { text };
                 vec![s.complete(json!({"content": content}))]
             }
-            Some(A2aTaskState::TaskStateFailed) => end(s, ErrorKind::AgentError, remote),
-            Some(A2aTaskState::TaskStateCanceled) => end(s, ErrorKind::Cancelled, remote),
-            Some(A2aTaskState::TaskStateRejected) => end(
+            A2aTaskState::TaskStateFailed => end(s, ErrorKind::AgentError, remote),
+            A2aTaskState::TaskStateCanceled => end(s, ErrorKind::Cancelled, remote),
+            A2aTaskState::TaskStateRejected => end(
                 s,
                 ErrorKind::InvalidRequest,
                 json!({"rejected": true, "remote_state": state}),
             ),
-            Some(A2aTaskState::TaskStateAuthRequired) => end(s, ErrorKind::AuthRequired, remote),
-            Some(A2aTaskState::TaskStateInputRequired) => {
+            A2aTaskState::TaskStateAuthRequired => end(s, ErrorKind::AuthRequired, remote),
+            A2aTaskState::TaskStateInputRequired => {
                 // an e2a agent's pause, as it was (approval or input, its question); a plain
                 // agent's asks for input
                 let carried = match carried(status) {

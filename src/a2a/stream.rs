@@ -27,14 +27,15 @@
 //!
 //! ```
 //! use e2a::{E2AEnvelope, ResponseKind, a2a::stream::{A2aStreamProjector, carried_frame}, stream::ResponseStream};
+//! use e2a::types::A2aStreamResponse;
 //! let req = E2AEnvelope::new("session/prompt", serde_json::json!({}));
 //! let mut s = ResponseStream::for_request(&req);
 //! let tool = s.chunk(serde_json::from_value(serde_json::json!({"delta_kind": "tool",
 //!     "event_type": "chat.tool_call", "delta": {"tool_call": {"tool_call_id": "c1", "name": "ls"}}})).unwrap());
 //! let events = A2aStreamProjector::new("task-1", "ctx-1").push(&tool);
-//! let event = events[1].to_value();
-//! let message = &event["statusUpdate"]["status"]["message"];
-//! assert_eq!(message["metadata"]["e2a_delta_kind"], "tool");
+//! let A2aStreamResponse::StatusUpdate(update) = &events[1] else { panic!() };
+//! let message = update.status.message.as_ref().unwrap();
+//! assert_eq!(message.metadata["e2a_delta_kind"], "tool");
 //! assert_eq!(carried_frame(message), Some((ResponseKind::E2aChunk, tool.body.clone())));
 //! ```
 
@@ -82,18 +83,18 @@ fn chunk_metadata(body: &Map<String, Value>) -> Map<String, Value> {
 ///
 /// ```
 /// use e2a::{ResponseKind, a2a::stream::carried_frame};
-/// let pause = serde_json::json!({"role": "ROLE_AGENT", "parts": [{"text": "Deploy?"},
+/// let pause = serde_json::json!({"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "Deploy?"},
 ///     {"data": {"plan_content": "Deploy?", "input_kind": "approval"}}],
 ///     "metadata": {"e2a_response_kind": "plan.approval_required"}});
-/// let (kind, body) = carried_frame(&pause).unwrap();
+/// let (kind, body) = carried_frame(&serde_json::from_value(pause).unwrap()).unwrap();
 /// assert_eq!(kind, ResponseKind::PlanApprovalRequired);
 /// assert_eq!(body["input_kind"], "approval");
-/// assert_eq!(carried_frame(&serde_json::json!({"parts": [{"text": "thinking"}]})), None);
+/// let plain = serde_json::json!({"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "thinking"}]});
+/// assert_eq!(carried_frame(&serde_json::from_value(plain).unwrap()), None);
 /// ```
-pub fn carried_frame(message: &Value) -> Option<(ResponseKind, Map<String, Value>)> {
-    let meta = message.get("metadata")?.as_object()?;
-    let parts = message.get("parts").and_then(Value::as_array);
-    let data = parts.and_then(|ps| ps.iter().find_map(|p| p.get("data")));
+pub fn carried_frame(message: &A2aMessage) -> Option<(ResponseKind, Map<String, Value>)> {
+    let meta = &message.metadata;
+    let data = message.parts.iter().find_map(|p| p.data.as_ref());
     let kind = meta
         .get(RESPONSE_KIND_KEY)
         .and_then(Value::as_str)
@@ -109,11 +110,7 @@ pub fn carried_frame(message: &Value) -> Option<(ResponseKind, Map<String, Value
             let delta = match data {
                 Some(d) => Some(d.clone()),
                 None => {
-                    let texts: Vec<&str> = parts
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|p| p.get("text").and_then(Value::as_str))
-                        .collect();
+                    let texts: Vec<&str> = message.parts.iter().filter_map(|p| p.text.as_deref()).collect();
                     (!texts.is_empty()).then(|| Value::String(texts.concat()))
                 }
             };
@@ -217,6 +214,18 @@ impl A2aTask {
 }
 
 impl A2aMessage {
+    /// The message's text: its text parts, one per line.
+    ///
+    /// ```
+    /// let m: e2a::types::A2aMessage = serde_json::from_value(serde_json::json!({"messageId": "m",
+    ///     "role": "ROLE_AGENT", "parts": [{"text": "a"}, {"data": {}}, {"text": "b"}]})).unwrap();
+    /// assert_eq!(m.text(), "a\nb");
+    /// ```
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self.parts.iter().filter_map(|p| p.text.as_deref()).collect();
+        texts.join("\n")
+    }
+
     /// The agent's message `message_id` in task `task_id` of context `context_id`.
     pub fn agent(
         message_id: impl Into<String>,

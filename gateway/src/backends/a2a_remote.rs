@@ -26,14 +26,16 @@ use e2a::taxonomy::ErrorKind;
 use e2a::{E2AEnvelope, E2AResponse, SecretString};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use tokio::sync::OnceCell;
 
 use e2a::a2a::inbound::A2aStreamReader;
-use e2a::types::A2aOperation;
+use e2a::a2a::stream::text_part;
+use e2a::types::{A2aMessage, A2aOperation, A2aPart, A2aRole, A2aStreamResponse, JsonRpcErrorBody};
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
-use crate::pipeline::boundary::{details, obj};
+use crate::pipeline::boundary::details;
 
 /// Where a [`A2aRemoteAgent`] goes and with which credentials.
 #[derive(Debug, Clone)]
@@ -165,20 +167,13 @@ impl A2aRemoteAgent {
             .text()
             .await
             .map_err(|e| format!("cannot read the agent card: {}", e.without_url()))?;
-        let card: Value = serde_json::from_str(&text).map_err(|e| format!("the agent card is not JSON: {e}"))?;
-        let interfaces = card
-            .get("supportedInterfaces")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let pick = interfaces.iter().find(|i| {
-            i.get("protocolBinding").and_then(Value::as_str) == Some("JSONRPC")
-                && i.get("protocolVersion")
-                    .and_then(Value::as_str)
-                    .is_none_or(|v| v.starts_with("1."))
+        let card: CardInterfaces =
+            serde_json::from_str(&text).map_err(|e| format!("the agent card is not a card: {e}"))?;
+        let pick = card.supported_interfaces.into_iter().find(|i| {
+            i.protocol_binding == "JSONRPC" && i.protocol_version.as_deref().is_none_or(|v| v.starts_with("1."))
         });
-        let url = match pick.and_then(|i| i.get("url")).and_then(Value::as_str) {
-            Some(u) => u.to_string(),
+        let url = match pick {
+            Some(i) => i.url,
             None => return Err("the agent card lists no JSON-RPC interface of A2A 1.0".into()),
         };
         if origin(&url) != origin(&self.card_url) {
@@ -187,7 +182,7 @@ impl A2aRemoteAgent {
         Ok(Interface { url })
     }
 
-    async fn post(&self, url: &str, body: &Value, stream: bool) -> Result<reqwest::Response, String> {
+    async fn post(&self, url: &str, body: String, stream: bool) -> Result<reqwest::Response, String> {
         let mut req = self
             .client
             .post(url)
@@ -201,7 +196,7 @@ impl A2aRemoteAgent {
                     "application/json"
                 },
             )
-            .body(body.to_string());
+            .body(body);
         if let Some(t) = self.token_for(url) {
             req = req.bearer_auth(t.expose());
         }
@@ -214,9 +209,8 @@ impl A2aRemoteAgent {
     fn propagate_cancel(&self, url: String, remote_task: String) {
         let this = self.clone();
         tokio::spawn(async move {
-            let body = json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(), "method": "CancelTask",
-                "params": {"id": remote_task}});
-            match this.post(&url, &body, false).await {
+            let body = call(A2aOperation::CancelTask, &TaskIdParams { id: &remote_task });
+            match this.post(&url, body, false).await {
                 Ok(r) => tracing::info!(
                     status = r.status().as_u16(),
                     "cancel propagated to the remote A2A agent"
@@ -229,43 +223,122 @@ impl A2aRemoteAgent {
     /// The A2A message for a request: the A2A message it came with, or its text.
     /// The remote task an event names, kept under the local task (scoped by the caller), so
     /// that a follow-up answers the same remote task; returns its id.
-    fn remember(&self, result: &Value, request: &E2AEnvelope, ctx: &RequestContext) -> Option<String> {
-        let (task, context) = remote_task_and_context(result)?;
-        let task = task.and_then(Value::as_str)?.to_string();
-        if let (Some(local), Some(context)) = (request.task_id.clone(), context.and_then(Value::as_str)) {
+    fn remember(&self, event: &A2aStreamResponse, request: &E2AEnvelope, ctx: &RequestContext) -> Option<String> {
+        let (task, context) = remote_task_and_context(event)?;
+        if let Some(local) = request.task_id.clone() {
             self.tasks
                 .lock()
-                .insert(ctx.conversation(local), (task.clone(), context.into()));
+                .insert(ctx.conversation(local), (task.to_string(), context.to_string()));
         }
-        Some(task)
+        Some(task.to_string())
     }
 
-    fn message_for(&self, request: &E2AEnvelope, ctx: &RequestContext) -> Value {
-        let mut message = match request.params.get("message") {
-            Some(Value::Object(m)) if m.contains_key("parts") => m.clone(),
-            _ => obj(json!({"role": "ROLE_USER", "parts": [{"text": crate::backends::request_text(request)}]})),
-        };
-        message.insert("messageId".into(), uuid::Uuid::new_v4().to_string().into());
-        message.remove("taskId");
-        message.remove("contextId");
+    fn message_for(&self, request: &E2AEnvelope, ctx: &RequestContext) -> A2aMessage {
+        let given = request.params.get("message").cloned();
+        let given = given.and_then(|m| serde_json::from_value::<GivenMessage>(m).ok());
+        let given = given.unwrap_or_else(|| GivenMessage {
+            parts: vec![text_part(crate::backends::request_text(request))],
+            ..GivenMessage::default()
+        });
         let known = request
             .task_id
             .as_ref()
             .and_then(|t| self.tasks.lock().get(&ctx.conversation(t.as_str())).cloned());
-        if let Some((task, context)) = known {
-            message.insert("taskId".into(), task.into());
-            message.insert("contextId".into(), context.into());
+        let (task_id, context_id) = known.map(|(t, c)| (Some(t), Some(c))).unwrap_or_default();
+        A2aMessage {
+            message_id: uuid::Uuid::new_v4().to_string(),
+            role: A2aRole::RoleUser,
+            task_id,
+            context_id,
+            parts: given.parts,
+            metadata: given.metadata,
+            extensions: given.extensions,
+            reference_task_ids: given.reference_task_ids,
         }
-        Value::Object(message)
     }
+}
+
+/// The message a request came with (its A2A `params.message`, or any message with `parts`):
+/// what of it goes on to the remote agent. Its ids do not: the message gets a new id and the
+/// remote task's ids.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct GivenMessage {
+    parts: Vec<A2aPart>,
+    #[serde(default)]
+    metadata: Map<String, Value>,
+    #[serde(default)]
+    extensions: Vec<String>,
+    #[serde(default)]
+    reference_task_ids: Vec<String>,
+}
+
+/// The interfaces an agent card lists (the part of the card a run needs).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CardInterfaces {
+    #[serde(default)]
+    supported_interfaces: Vec<CardInterface>,
+}
+
+/// One `AgentInterface` of a card.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CardInterface {
+    #[serde(default)]
+    url: String,
+    #[serde(default)]
+    protocol_binding: String,
+    #[serde(default)]
+    protocol_version: Option<String>,
+}
+
+/// `CancelTask`'s params.
+#[derive(Serialize)]
+struct TaskIdParams<'a> {
+    id: &'a str,
+}
+
+/// `SendStreamingMessage`'s params.
+#[derive(Serialize)]
+struct SendParams<'a> {
+    message: &'a A2aMessage,
+}
+
+/// A JSON-RPC request of `operation` with `params`, as text.
+fn call<P: Serialize>(operation: A2aOperation, params: &P) -> String {
+    #[derive(Serialize)]
+    struct Call<'a, P> {
+        jsonrpc: &'static str,
+        id: String,
+        method: &'static str,
+        params: &'a P,
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    serde_json::to_string(&Call {
+        jsonrpc: "2.0",
+        id,
+        method: operation.as_str(),
+        params,
+    })
+    .unwrap_or_default()
+}
+
+/// One event of the remote's stream: a JSON-RPC response whose result is a `StreamResponse`.
+#[derive(Deserialize)]
+struct RemoteEvent {
+    #[serde(default)]
+    result: Option<A2aStreamResponse>,
+    #[serde(default)]
+    error: Option<JsonRpcErrorBody>,
 }
 
 /// The final frame of a remote JSON-RPC error: its kind and code; the remote's own words
 /// (which may echo what it was sent) go to the log only.
-fn remote_error(s: ResponseStream, err: &Value) -> E2AResponse {
-    let code = err.get("code").cloned().unwrap_or(Value::Null);
+fn remote_error(s: ResponseStream, err: &JsonRpcErrorBody) -> E2AResponse {
+    let code = err.code.map(Value::from).unwrap_or(Value::Null);
     let kind = ErrorKind::from_code(&code, "a2a");
-    let detail = err.get("message").and_then(Value::as_str).unwrap_or("");
+    let detail = err.message.as_deref().unwrap_or("");
     tracing::warn!(remote_code = %code, detail, "the remote A2A agent answered an error");
     let message = format!("the remote agent failed ({})", kind.mapping().e2a_code);
     fail(s, kind, &message, details(&[("remote_code", code)]))
@@ -313,11 +386,14 @@ impl Drop for CancelOnDrop {
         tokio::spawn(async move {
             let learn = async {
                 while let Some(Ok(ev)) = events.next().await {
-                    let Ok(data) = serde_json::from_str::<Value>(&ev.data) else {
+                    let Ok(RemoteEvent {
+                        result: Some(event), ..
+                    }) = serde_json::from_str(&ev.data)
+                    else {
                         continue;
                     };
-                    if let Some(task) = data.get("result").and_then(remote_task_of) {
-                        return Some(task);
+                    if let Some((task, _)) = remote_task_and_context(&event) {
+                        return Some(task.to_string());
                     }
                 }
                 None
@@ -329,22 +405,13 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// The remote task (and its context) an event of the remote's stream names.
-fn remote_task_and_context(result: &Value) -> Option<(Option<&Value>, Option<&Value>)> {
-    result
-        .get("task")
-        .map(|t| (t.get("id"), t.get("contextId")))
-        .or_else(|| {
-            result
-                .get("statusUpdate")
-                .map(|u| (u.get("taskId"), u.get("contextId")))
-        })
-}
-
-/// The remote task an event of the remote's stream names.
-fn remote_task_of(result: &Value) -> Option<String> {
-    let (task, _) = remote_task_and_context(result)?;
-    task.and_then(Value::as_str).map(String::from)
+/// The remote task and its context an event of the remote's stream names.
+fn remote_task_and_context(event: &A2aStreamResponse) -> Option<(&str, &str)> {
+    match event {
+        A2aStreamResponse::Task(t) => Some((&t.id, &t.context_id)),
+        A2aStreamResponse::StatusUpdate(u) => Some((&u.task_id, &u.context_id)),
+        A2aStreamResponse::ArtifactUpdate(_) | A2aStreamResponse::Message(_) => None,
+    }
 }
 
 /// Why a run could not start: the error frame's kind, message and details.
@@ -365,14 +432,13 @@ impl A2aRemoteAgent {
                 return Err((ErrorKind::AgentError, e, Map::new()));
             }
         };
-        let body = json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(),
-            "method": A2aOperation::SendStreamingMessage.as_str(),
-            "params": {"message": self.message_for(request, ctx)}});
+        let message = self.message_for(request, ctx);
+        let body = call(A2aOperation::SendStreamingMessage, &SendParams { message: &message });
         let sent = tokio::select! {
             _ = ctx.cancel.cancelled() => {
                 return Err((ErrorKind::Cancelled, "the run was cancelled".into(), Map::new()));
             }
-            r = self.post(&interface.url, &body, true) => r,
+            r = self.post(&interface.url, body, true) => r,
         };
         let resp = sent.map_err(|e| (ErrorKind::AgentError, e, Map::new()))?;
         let status = resp.status();
@@ -421,7 +487,7 @@ impl Agent for A2aRemoteAgent {
                         }
                     } => n,
                 };
-                let data: Value = match next {
+                let data: RemoteEvent = match next {
                     None => {
                         guard.done = true;
                         return;
@@ -437,13 +503,13 @@ impl Agent for A2aRemoteAgent {
                         Err(_) => continue,
                     },
                 };
-                if let Some(err) = data.get("error") {
+                if let Some(err) = &data.error {
                     if let Some(s) = mapper.take_stream() {
                         yield remote_error(s, err);
                     }
                     return;
                 }
-                let Some(result) = data.get("result") else { continue };
+                let Some(result) = &data.result else { continue };
                 if let Some(task) = this.remember(result, &request, &ctx) {
                     guard.task = Some(task);
                 }
