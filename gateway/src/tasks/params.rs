@@ -4,6 +4,8 @@
 use e2a::a2a::jsonrpc::{envelope_from_call, A2aHeaders};
 use e2a::types::{A2aMessage, A2aOperation, A2aRole, A2aTaskState};
 use e2a::E2AEnvelope;
+use serde::de::{value::MapDeserializer, IgnoredAny};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::error::{A2aError, A2aErrorKind};
@@ -30,11 +32,7 @@ pub(super) fn decode_send(
         false => A2aOperation::SendMessage,
     }
     .as_str();
-    let parts = params
-        .get("message")
-        .and_then(|m| m.get("parts"))
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
+    let parts = view::<SendView>(&params).map_or(0, |v| v.message.parts.0);
     if parts > config.max_parts {
         // refused before anything copies it
         return Err(A2aError::invalid_params(format!(
@@ -44,15 +42,10 @@ pub(super) fn decode_send(
     }
     let env =
         envelope_from_call(method, Some(&id), params, headers).map_err(|e| A2aError::invalid_params(e.to_string()))?;
-    let message = read_message(env.params.get("message").unwrap_or(&Value::Null))?;
+    let message = read_message(&env.params)?;
     check_input_modes(&config.card.default_input_modes, &message)?;
     check_output_modes(&config.card.default_output_modes, &env.expected_output_modes)?;
-    let return_immediately = env
-        .params
-        .get("configuration")
-        .and_then(|c| c.get("returnImmediately"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let return_immediately = SendConfig::read(&env.params)?.return_immediately;
     Ok(Decoded {
         env,
         message,
@@ -69,38 +62,136 @@ fn media_fits(modes: &[String], media: &str) -> bool {
         .any(|m| m == "*/*" || m == media || m.strip_suffix("/*").is_some_and(|t| media.split('/').next() == Some(t)))
 }
 
-fn int_of(v: &Value) -> Option<i64> {
-    match v {
-        Value::Number(n) => n.as_i64(),
-        Value::String(s) => s.parse().ok(),
-        _ => None,
+/// Reads a view `T` of request params (the fields a check needs) without copying them.
+fn view<'a, T: Deserialize<'a>>(params: &'a Map<String, Value>) -> Result<T, serde_json::Error> {
+    let entries = params.iter().map(|(k, v)| (k.as_str(), v));
+    T::deserialize(MapDeserializer::<_, serde_json::Error>::new(entries))
+}
+
+/// A parameter as a client may send it: a JSON value, or (HTTP+JSON query) its text.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Param<'a> {
+    Bool(bool),
+    Int(i64),
+    Text(std::borrow::Cow<'a, str>),
+    Other(IgnoredAny),
+}
+
+impl Param<'_> {
+    fn int(&self) -> Option<i64> {
+        match self {
+            Param::Int(n) => Some(*n),
+            Param::Text(s) => s.parse().ok(),
+            _ => None,
+        }
+    }
+
+    fn text(&self) -> Option<&str> {
+        match self {
+            Param::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn flag(&self) -> Option<bool> {
+        match self {
+            Param::Bool(b) => Some(*b),
+            Param::Text(s) if s == "true" || s == "false" => Some(s == "true"),
+            _ => None,
+        }
+    }
+}
+
+/// How many of something a request holds, counted without keeping them.
+#[derive(Default)]
+struct Count(usize);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Vec::<IgnoredAny>::deserialize(d)
+            .map(|v| Count(v.len()))
+            .or(Ok(Count(0)))
+    }
+}
+
+/// What the size check of a send reads: how many parts its message has.
+#[derive(Deserialize, Default)]
+struct SendView {
+    #[serde(default)]
+    message: PartsView,
+}
+
+#[derive(Deserialize, Default)]
+struct PartsView {
+    #[serde(default)]
+    parts: Count,
+}
+
+/// The parameters a task read takes (`GetTask`, `ListTasks`, a send's `configuration`), as
+/// written; each is checked where it is used.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct TaskQuery<'a> {
+    #[serde(borrow)]
+    history_length: Option<Param<'a>>,
+    #[serde(borrow)]
+    page_size: Option<Param<'a>>,
+    #[serde(borrow)]
+    page_token: Option<Param<'a>>,
+    #[serde(borrow)]
+    include_artifacts: Option<Param<'a>>,
+    #[serde(borrow)]
+    status: Option<Param<'a>>,
+    #[serde(borrow)]
+    status_timestamp_after: Option<Param<'a>>,
+    #[serde(borrow)]
+    context_id: Option<Param<'a>>,
+    #[serde(borrow)]
+    return_immediately: Option<Param<'a>>,
+    #[serde(borrow)]
+    blocking: Option<Param<'a>>,
+}
+
+impl<'a> TaskQuery<'a> {
+    fn read(params: &'a Map<String, Value>) -> Result<Self, A2aError> {
+        view(params).map_err(|e| A2aError::invalid_params(e.to_string()))
+    }
+
+    fn history(&self) -> Result<Option<usize>, A2aError> {
+        match &self.history_length {
+            None => Ok(None),
+            Some(v) => match v.int() {
+                Some(n) if n >= 0 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+                _ => Err(A2aError::invalid_params("historyLength must be a non-negative integer")),
+            },
+        }
     }
 }
 
 /// `historyLength` of a request: `None` for all of it.
 pub fn history_length(params: &Map<String, Value>) -> Result<Option<usize>, A2aError> {
-    match params.get("historyLength") {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => match int_of(v) {
-            Some(n) if n >= 0 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
-            _ => Err(A2aError::invalid_params("historyLength must be a non-negative integer")),
-        },
-    }
+    TaskQuery::read(params)?.history()
 }
 
-/// The message of a send, read and checked: an A2A `Message` from the user (or an agent) with
-/// an id and at least one part, each holding text, bytes, a URL or data. Errors name the field.
-pub(super) fn read_message(message: &Value) -> Result<A2aMessage, A2aError> {
-    if !message.is_object() {
-        return Err(A2aError::invalid_params("params.message must be an object"));
+/// The message of a send (`params.message`), read and checked: an A2A `Message` from the user
+/// (or an agent) with an id and at least one part, each holding text, bytes, a URL or data.
+/// Errors name the field.
+pub(super) fn read_message(params: &Map<String, Value>) -> Result<A2aMessage, A2aError> {
+    #[derive(Deserialize)]
+    struct Send {
+        message: A2aMessage,
     }
-    let m: A2aMessage = serde_path_to_error::deserialize(message).map_err(|e| {
-        let at = match e.path().to_string() {
-            p if p == "." => String::new(),
-            p => format!(".{p}"),
-        };
-        A2aError::invalid_params(format!("params.message{at}: {}", e.inner()))
-    })?;
+    let entries = params.iter().map(|(k, v)| (k.as_str(), v));
+    let send: Send =
+        serde_path_to_error::deserialize(MapDeserializer::<_, serde_json::Error>::new(entries)).map_err(|e| match e
+            .path()
+            .to_string()
+        {
+            p if p == "." => A2aError::invalid_params("params.message must be an object"),
+            p => A2aError::invalid_params(format!("params.{p}: {}", e.inner())),
+        })?;
+    let m = send.message;
     if m.message_id.is_empty() {
         return Err(A2aError::invalid_params("params.message.messageId is required"));
     }
@@ -192,41 +283,38 @@ pub(super) struct ListParams {
 impl ListParams {
     /// Reads `params`; a wrong value is invalid params naming it.
     pub(super) fn read(params: &Map<String, Value>) -> Result<Self, A2aError> {
-        let page_size = match params.get("pageSize") {
-            None | Some(Value::Null) => 50,
-            Some(v) => match int_of(v) {
+        let q = TaskQuery::read(params)?;
+        let page_size = match &q.page_size {
+            None => 50,
+            Some(v) => match v.int() {
                 Some(n) if (1..=100).contains(&n) => usize::try_from(n).unwrap_or(50),
                 Some(0) => 50,
                 _ => return Err(A2aError::invalid_params("pageSize must be between 1 and 100")),
             },
         };
-        let offset = match params
-            .get("pageToken")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-        {
+        let offset = match q.page_token.as_ref().and_then(Param::text).filter(|s| !s.is_empty()) {
             None => 0,
             Some(t) => t
                 .parse::<usize>()
                 .map_err(|_| A2aError::invalid_params("pageToken is not a token this server issued"))?,
         };
-        let include_artifacts = match params.get("includeArtifacts") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(Value::String(s)) if s == "true" || s == "false" => s == "true",
-            Some(_) => return Err(A2aError::invalid_params("includeArtifacts must be a boolean")),
+        let include_artifacts = match &q.include_artifacts {
+            None => false,
+            Some(v) => v
+                .flag()
+                .ok_or_else(|| A2aError::invalid_params("includeArtifacts must be a boolean"))?,
         };
-        let state = match params.get("status") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) if s.is_empty() => None,
-            Some(Value::String(s)) => match A2aTaskState::read(s) {
+        let state = match &q.status {
+            None => None,
+            Some(Param::Text(s)) if s.is_empty() => None,
+            Some(Param::Text(s)) => match A2aTaskState::read(s) {
                 Some(A2aTaskState::TaskStateUnspecified) => None,
                 Some(state) => Some(state),
                 None => return Err(A2aError::invalid_params(format!("status {s:?} is not a task state"))),
             },
             Some(_) => return Err(A2aError::invalid_params("status must be a task state")),
         };
-        let updated_after_ms = match params.get("statusTimestampAfter").and_then(Value::as_str) {
+        let updated_after_ms = match q.status_timestamp_after.as_ref().and_then(Param::text) {
             None => None,
             Some(t) => Some(
                 e2a::timestamp::parse_rfc3339_ms(t)
@@ -236,12 +324,13 @@ impl ListParams {
         Ok(ListParams {
             page_size,
             offset,
-            history: history_length(params)?,
+            history: q.history()?,
             include_artifacts,
             state,
-            context_id: params
-                .get("contextId")
-                .and_then(Value::as_str)
+            context_id: q
+                .context_id
+                .as_ref()
+                .and_then(Param::text)
                 .filter(|s| !s.is_empty())
                 .map(String::from),
             updated_after_ms,
@@ -256,16 +345,124 @@ pub struct SendConfig {
     /// Whether a non-streaming send waits for the turn to end: unless `returnImmediately`
     /// (1.0) or `blocking: false` (0.3).
     pub blocking: bool,
+    /// `returnImmediately` (1.0): the task is answered as soon as it is stored.
+    pub return_immediately: bool,
+}
+
+/// A send's params as far as its `configuration` goes.
+#[derive(Deserialize, Default)]
+struct ConfigView<'a> {
+    #[serde(default, borrow)]
+    configuration: Option<TaskQuery<'a>>,
 }
 
 impl SendConfig {
     /// Reads `params.configuration`.
     pub fn read(params: &Map<String, Value>) -> Result<Self, A2aError> {
-        let config = params.get("configuration").and_then(Value::as_object);
-        let flag = |k: &str| config.and_then(|c| c.get(k)).and_then(Value::as_bool);
+        let view: ConfigView<'_> = view(params).unwrap_or_default();
+        let config = view.configuration.unwrap_or_default();
+        let flag = |p: &Option<Param<'_>>| match p {
+            Some(Param::Bool(b)) => Some(*b),
+            _ => None,
+        };
+        let return_immediately = flag(&config.return_immediately).unwrap_or(false);
         Ok(SendConfig {
-            history: config.map(history_length).transpose()?.flatten(),
-            blocking: !flag("returnImmediately").unwrap_or(false) && flag("blocking").unwrap_or(true),
+            history: config.history()?,
+            blocking: !return_immediately && flag(&config.blocking).unwrap_or(true),
+            return_immediately,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn params(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    fn error_of<T>(r: Result<T, A2aError>) -> String {
+        match r {
+            Ok(_) => panic!("accepted"),
+            Err(e) => e.message,
+        }
+    }
+
+    #[test]
+    fn list_params_read_json_values_and_query_text_alike() {
+        for p in [
+            json!({"pageSize": 5, "includeArtifacts": true, "status": "TASK_STATE_WORKING", "historyLength": 2, "contextId": "c"}),
+            json!({"pageSize": "5", "includeArtifacts": "true", "status": "working", "historyLength": "2", "contextId": "c"}),
+        ] {
+            let l = ListParams::read(&params(p)).expect("read");
+            assert_eq!((l.page_size, l.include_artifacts, l.history), (5, true, Some(2)));
+            assert_eq!(
+                (l.state, l.context_id.as_deref()),
+                (Some(A2aTaskState::TaskStateWorking), Some("c"))
+            );
+        }
+        let l = ListParams::read(&params(json!({"pageSize": 0, "pageToken": "10"}))).expect("read");
+        assert_eq!((l.page_size, l.offset, l.state, l.history), (50, 10, None, None));
+        for (bad, named) in [
+            (json!({"pageSize": 101}), "pageSize"),
+            (json!({"pageSize": 2.5}), "pageSize"),
+            (json!({"includeArtifacts": 3}), "includeArtifacts"),
+            (json!({"status": "sleeping"}), "status"),
+            (json!({"status": 4}), "status"),
+            (json!({"historyLength": -1}), "historyLength"),
+            (json!({"pageToken": "x"}), "pageToken"),
+            (json!({"statusTimestampAfter": "yesterday"}), "statusTimestampAfter"),
+        ] {
+            let message = error_of(ListParams::read(&params(bad.clone())));
+            assert!(message.contains(named), "{bad}: {message}");
+        }
+    }
+
+    #[test]
+    fn a_send_blocks_unless_it_asks_not_to() {
+        let blocking = |v: Value| SendConfig::read(&params(v)).expect("read").blocking;
+        assert!(blocking(json!({})));
+        assert!(blocking(json!({"configuration": "not an object"})));
+        assert!(!blocking(json!({"configuration": {"returnImmediately": true}})));
+        assert!(!blocking(json!({"configuration": {"blocking": false}})));
+        let c = SendConfig::read(&params(json!({"configuration": {"historyLength": 1}}))).expect("read");
+        assert_eq!((c.history, c.return_immediately), (Some(1), false));
+        assert!(error_of(SendConfig::read(&params(
+            json!({"configuration": {"historyLength": "many"}})
+        )))
+        .contains("historyLength"));
+    }
+
+    #[test]
+    fn a_bad_message_is_refused_naming_the_field() {
+        for (bad, says) in [
+            (json!({}), "params.message must be an object"),
+            (json!({"message": "hi"}), "params.message: invalid type"),
+            (
+                json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": 1}]}}),
+                "params.message.parts[0].text",
+            ),
+            (
+                json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}}),
+                "params.message.parts must be",
+            ),
+            (
+                json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{}]}}),
+                "params.message.parts[0] has none",
+            ),
+            (
+                json!({"message": {"messageId": "m", "role": "ROLE_UNSPECIFIED", "parts": [{"text": "x"}]}}),
+                "params.message.role",
+            ),
+        ] {
+            let message = error_of(read_message(&params(bad.clone())));
+            assert!(message.starts_with(says), "{bad}: {message}");
+        }
+        let m = read_message(&params(
+            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]}}),
+        ));
+        assert_eq!(m.expect("read").text(), "x");
     }
 }

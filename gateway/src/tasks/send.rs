@@ -43,7 +43,7 @@ impl TaskService {
     /// with the agent's direct reply, or the task — after the turn unless the client asked to
     /// return at once.
     pub async fn send_message(self: &Arc<Self>, p: SendParams) -> Result<Sent, A2aError> {
-        let SendConfig { history, blocking } = SendConfig::read(&p.params)?;
+        let SendConfig { history, blocking, .. } = SendConfig::read(&p.params)?;
         let caller = p.caller.clone();
         Ok(match self.send(p, false).await? {
             SendOutcome::Message(m) => Sent::Message(m),
