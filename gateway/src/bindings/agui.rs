@@ -26,6 +26,7 @@ use axum::{Extension, Router};
 use e2a::agui::{verify_events, AguiProjector};
 use e2a::taxonomy::ErrorKind;
 use parking_lot::Mutex;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::agent::Caller;
@@ -79,21 +80,88 @@ async fn run_named(
     run(agui, caller, headers, body).await
 }
 
+/// One entry of a run input's `resume`: the answer to an interrupt.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResumeEntry {
+    #[serde(default)]
+    interrupt_id: String,
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    payload: Value,
+}
+
+/// What an interrupt's answer may say, in its `payload` object.
+#[derive(Deserialize)]
+struct AnswerPayload {
+    #[serde(default)]
+    approved: Option<bool>,
+    #[serde(default)]
+    answer: Option<String>,
+}
+
 /// The answer a follow-up run gives to the interrupt it resumes.
-fn resume_answer(resume: &Value) -> Option<String> {
-    let entry = resume.as_array()?.first()?;
-    if entry.get("status").and_then(Value::as_str) == Some("cancelled") {
-        return Some("no".into());
+fn resume_answer(entry: &ResumeEntry) -> String {
+    if entry.status == "cancelled" {
+        return "no".into();
     }
-    Some(match entry.get("payload") {
-        Some(Value::Bool(false)) => "no".into(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Object(m)) if m.get("approved") == Some(&Value::Bool(false)) => "no".into(),
-        Some(Value::Object(m)) if m.get("answer").is_some_and(Value::is_string) => {
-            m.get("answer").and_then(Value::as_str).unwrap_or_default().to_string()
-        }
+    match &entry.payload {
+        Value::Bool(false) => "no".into(),
+        Value::String(s) => s.clone(),
+        p @ Value::Object(_) => match AnswerPayload::deserialize(p) {
+            Ok(AnswerPayload {
+                approved: Some(false), ..
+            }) => "no".into(),
+            Ok(AnswerPayload { answer: Some(a), .. }) => a,
+            _ => "yes".into(),
+        },
         _ => "yes".into(),
-    })
+    }
+}
+
+/// The fields of an AG-UI event the binding reads: its type, the id a lifecycle pair shares
+/// and a run's outcome.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct EventHead<'a> {
+    #[serde(default, rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    message_id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tool_call_id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    outcome: Option<Outcome>,
+}
+
+impl<'a> EventHead<'a> {
+    fn of(event: &'a Value) -> Self {
+        EventHead::deserialize(event).unwrap_or_default()
+    }
+
+    /// The id an opening and its end share: `toolCallId` of a tool call, else `messageId`.
+    fn pair_id(&self, tool_call: bool) -> Option<&str> {
+        match tool_call {
+            true => self.tool_call_id.as_deref(),
+            false => self.message_id.as_deref(),
+        }
+    }
+}
+
+/// `RUN_FINISHED`'s `outcome`.
+#[derive(Deserialize)]
+struct Outcome {
+    #[serde(default, rename = "type")]
+    kind: String,
+    #[serde(default)]
+    interrupts: Vec<Interrupt>,
+}
+
+#[derive(Deserialize)]
+struct Interrupt {
+    #[serde(default)]
+    id: Option<String>,
 }
 
 /// Most threads with an interrupt waiting for its answer that the binding remembers (the
@@ -141,16 +209,9 @@ pub(crate) struct Agui {
 }
 
 /// The ids of the interrupts an event ends a run with (`RUN_FINISHED` with an interrupt outcome).
-fn interrupt_ids(event: &Value) -> Option<Vec<String>> {
-    let outcome = event
-        .get("outcome")
-        .filter(|o| o.get("type") == Some(&json!("interrupt")))?;
-    let ids = outcome.get("interrupts")?.as_array()?;
-    Some(
-        ids.iter()
-            .filter_map(|i| i.get("id").and_then(Value::as_str).map(String::from))
-            .collect(),
-    )
+fn interrupt_ids(event: &EventHead<'_>) -> Option<Vec<String>> {
+    let outcome = event.outcome.as_ref().filter(|o| o.kind == "interrupt")?;
+    Some(outcome.interrupts.iter().filter_map(|i| i.id.clone()).collect())
 }
 
 async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) -> Result<Response, Problem> {
@@ -177,7 +238,10 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
     }
     if let Some(resume) = request.params.get("resume").filter(|r| !r.is_null()) {
         // a resume answers an interrupt this caller's thread is waiting on, or nothing runs
-        let named = resume.pointer("/0/interruptId").and_then(Value::as_str).unwrap_or("");
+        let first = Vec::<ResumeEntry>::deserialize(resume)
+            .ok()
+            .and_then(|r| r.into_iter().next());
+        let named = first.as_ref().map_or("", |e| e.interrupt_id.as_str());
         if !agui.interrupts.lock().take(&ids.thread, named) {
             return Err(Problem::new(
                 ErrorKind::InvalidParams,
@@ -185,8 +249,8 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
             )
             .at("/resume/0/interruptId"));
         }
-        if let Some(answer) = resume_answer(resume) {
-            request.params.insert("text".into(), answer.into());
+        if let Some(entry) = &first {
+            request.params.insert("text".into(), resume_answer(entry).into());
         }
     }
     let admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
@@ -230,15 +294,15 @@ fn events(agui: Arc<Agui>, ids: RunIds, mut sub: Subscription, skip: u64) -> Res
                 if n <= skip {
                     continue;
                 }
-                if let Some(ids) = interrupt_ids(e) {
+                if let Some(ids) = interrupt_ids(&EventHead::of(e)) {
                     agui.interrupts.lock().remember(thread.clone(), ids);
                 }
                 yield sse::event(Some(n), &crate::json_text(e));
             }
-            let last = batch.last().and_then(|e| e.get("type")).and_then(Value::as_str).map(str::to_string);
+            let ended = batch.last().map(EventHead::of).is_some_and(|e| matches!(&*e.kind, "RUN_FINISHED" | "RUN_ERROR"));
             sent.extend(batch);
             sent = lifecycle_state(sent);
-            if violated || matches!(last.as_deref(), Some("RUN_FINISHED" | "RUN_ERROR")) {
+            if violated || ended {
                 break;
             }
         }
@@ -275,8 +339,8 @@ fn checked(sent: &[Value], new: Vec<Value>, thread_id: &str, run_id: &str) -> (V
 pub fn lifecycle_state(events: Vec<Value>) -> Vec<Value> {
     let mut kept: Vec<Value> = Vec::new();
     for e in events {
-        let ty = e.get("type").and_then(Value::as_str).unwrap_or("");
-        let (opening, key) = match ty {
+        let head = EventHead::of(&e);
+        let (opening, tool_call) = match &*head.kind {
             "RUN_STARTED"
             | "RUN_FINISHED"
             | "RUN_ERROR"
@@ -286,15 +350,16 @@ pub fn lifecycle_state(events: Vec<Value>) -> Vec<Value> {
                 kept.push(e);
                 continue;
             }
-            "TEXT_MESSAGE_END" => ("TEXT_MESSAGE_START", "messageId"),
-            "REASONING_MESSAGE_END" => ("REASONING_MESSAGE_START", "messageId"),
-            "TOOL_CALL_END" => ("TOOL_CALL_START", "toolCallId"),
+            "TEXT_MESSAGE_END" => ("TEXT_MESSAGE_START", false),
+            "REASONING_MESSAGE_END" => ("REASONING_MESSAGE_START", false),
+            "TOOL_CALL_END" => ("TOOL_CALL_START", true),
             _ => continue,
         };
-        if let Some(i) = kept
-            .iter()
-            .rposition(|k| k.get("type").and_then(Value::as_str) == Some(opening) && k.get(key) == e.get(key))
-        {
+        let closes = head.pair_id(tool_call);
+        if let Some(i) = kept.iter().rposition(|k| {
+            let k = EventHead::of(k);
+            k.kind == opening && k.pair_id(tool_call) == closes
+        }) {
             kept.remove(i);
         }
     }
@@ -303,13 +368,17 @@ pub fn lifecycle_state(events: Vec<Value>) -> Vec<Value> {
 
 #[cfg(test)]
 mod tests {
-    use super::{lifecycle_state, resume_answer};
+    use super::{lifecycle_state, resume_answer, ResumeEntry};
     use e2a::agui::verify_events;
+    use serde::Deserialize;
     use serde_json::json;
 
     #[test]
     fn resume_answers() {
-        let r = |v| resume_answer(&v);
+        let r = |v: serde_json::Value| {
+            let entries = Vec::<ResumeEntry>::deserialize(&v).expect("resume entries");
+            entries.first().map(resume_answer)
+        };
         assert_eq!(
             r(json!([{"interruptId": "i", "status": "cancelled"}])).as_deref(),
             Some("no")
@@ -325,6 +394,14 @@ mod tests {
         assert_eq!(
             r(json!([{"interruptId": "i", "status": "resolved", "payload": "4"}])).as_deref(),
             Some("4")
+        );
+        assert_eq!(
+            r(json!([{"interruptId": "i", "status": "resolved", "payload": {"answer": "blue"}}])).as_deref(),
+            Some("blue")
+        );
+        assert_eq!(
+            r(json!([{"interruptId": "i", "status": "resolved", "payload": {"approved": false}}])).as_deref(),
+            Some("no")
         );
         assert_eq!(r(json!([])), None);
     }
