@@ -15,9 +15,9 @@ use serde_json::{json, Map, Value};
 
 use crate::response::body_map;
 use crate::types::{
-    ArtifactDelta, ChunkBody, ChunkEventType, DeltaKind, E2AEnvelope, E2AResponse, ErrorBody, PauseKind, PausedResult,
-    PausedResultState, PlanApprovalRequiredBody, ReplyResult, ReplyResultReply, ResponseKind, ResponseStatus, ToolCall,
-    ToolCallDelta, ToolResultDelta,
+    AnswerResult, ArtifactDelta, ChunkBody, ChunkEventType, DeltaKind, E2AEnvelope, E2AResponse, ErrorBody, PauseKind,
+    PausedResult, PausedResultState, PlanApprovalRequiredBody, ReplyResult, ReplyResultReply, ResponseKind,
+    ResponseStatus, ToolCall, ToolCallDelta, ToolResultDelta,
 };
 
 /// Produces the response frames of one request with the stream invariants built in.
@@ -214,11 +214,37 @@ impl ResponseStream {
         )
     }
 
+    /// Ends the turn with its answer: the final `e2a.complete` whose result is an
+    /// [`AnswerResult`] (the whole `text`, and `stop_reason` when the agent said why it
+    /// stopped). Consumes the stream.
+    ///
+    /// ```
+    /// let req = e2a::E2AEnvelope::new("session/prompt", serde_json::json!({}));
+    /// let done = e2a::stream::ResponseStream::for_request(&req).answer("Hello", Some("end_turn"));
+    /// assert_eq!(done.body["result"], serde_json::json!({"content": "Hello", "stopReason": "end_turn"}));
+    /// ```
+    pub fn answer(self, text: &str, stop_reason: Option<&str>) -> E2AResponse {
+        let result = AnswerResult {
+            content: Some(text.into()),
+            stop_reason: stop_reason.map(String::from),
+            extra: Map::new(),
+        };
+        self.complete(serde_json::to_value(result).unwrap_or(Value::Null))
+    }
+
     /// The final failure frame (`e2a.error`, `failed`, `{code, message, details}`).
     /// Consumes the stream: nothing can follow.
     pub fn fail(mut self, code: &str, message: &str, details: Map<String, Value>) -> E2AResponse {
         let body = body_map(ErrorBody::new(code, message, details));
         self.frame(ResponseKind::E2aError, ResponseStatus::Failed, true, body)
+    }
+}
+
+impl AnswerResult {
+    /// The answer a final `e2a.complete` carries (its `result` read as an [`AnswerResult`]);
+    /// `None` when it has no result of that shape.
+    pub fn of(frame: &E2AResponse) -> Option<AnswerResult> {
+        serde::Deserialize::deserialize(frame.body.get("result")?).ok()
     }
 }
 

@@ -252,6 +252,18 @@ class AgentResponseChunk(BaseModel):
     request_id: str = Field(..., description='Request id.')
 
 
+class AnswerResult(BaseModel):
+    """
+    `result` of the `e2a.complete` that ends an answered turn: the answer's whole text and, from an ACP agent, why its turn stopped. The A2A projection answers `COMPLETED` with `content` when no text was streamed; the ACP projection answers `session/prompt` with `stopReason` (default `end_turn`).
+    """
+
+    content: Optional[str] = Field(None, description="The answer's text.")
+    stopReason: Optional[str] = Field(
+        None,
+        description='Why the turn stopped (ACP `StopReason`: `end_turn`, `max_tokens`, `max_turn_requests`, `refusal`, `cancelled`).',
+    )
+
+
 class ArtifactKind(Enum):
     """
     What an artifact holds: `text`, `file` (bytes inline, base64), `file_url` (a file by reference) or `data` (structured JSON).

@@ -1072,6 +1072,21 @@ pub struct AgentResponseChunk {
     ///Request id.
     pub request_id: ::std::string::String,
 }
+///`result` of the `e2a.complete` that ends an answered turn: the answer's whole text and, from an ACP agent, why its turn stopped. The A2A projection answers `COMPLETED` with `content` when no text was streamed; the ACP projection answers `session/prompt` with `stopReason` (default `end_turn`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+pub struct AnswerResult {
+    ///The answer's text.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub content: ::std::option::Option<::std::string::String>,
+    ///Why the turn stopped (ACP `StopReason`: `end_turn`, `max_tokens`, `max_turn_requests`, `refusal`, `cancelled`).
+    #[serde(
+        rename = "stopReason",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub stop_reason: ::std::option::Option<::std::string::String>,
+    #[serde(flatten)]
+    pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+}
 ///`delta` of an `artifact` chunk: one piece of an artifact (A2A `TaskArtifactUpdateEvent`). The pieces of one artifact share `artifact_id`; every piece after the first has `append: true`, the last `last_chunk: true`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct ArtifactDelta {
@@ -3732,6 +3747,11 @@ impl ::std::fmt::Debug for AgentResponse {
 impl ::std::fmt::Debug for AgentResponseChunk {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "AgentResponseChunk", self)
+    }
+}
+impl ::std::fmt::Debug for AnswerResult {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "AnswerResult", self)
     }
 }
 impl ::std::fmt::Debug for ArtifactDelta {

@@ -691,6 +691,23 @@ export interface AgentResponseChunk {
   request_id: string;
 }
 /**
+ * `result` of the `e2a.complete` that ends an answered turn: the answer's whole text and, from an ACP agent, why its turn stopped. The A2A projection answers `COMPLETED` with `content` when no text was streamed; the ACP projection answers `session/prompt` with `stopReason` (default `end_turn`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "AnswerResult".
+ */
+export interface AnswerResult {
+  /**
+   * The answer's text.
+   */
+  content?: string | null;
+  /**
+   * Why the turn stopped (ACP `StopReason`: `end_turn`, `max_tokens`, `max_turn_requests`, `refusal`, `cancelled`).
+   */
+  stopReason?: string | null;
+  [k: string]: unknown | undefined;
+}
+/**
  * `delta` of an `artifact` chunk: one piece of an artifact (A2A `TaskArtifactUpdateEvent`). The pieces of one artifact share `artifact_id`; every piece after the first has `append: true`, the last `last_chunk: true`.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema

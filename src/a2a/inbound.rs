@@ -132,7 +132,7 @@ impl A2aStreamReader {
         match status.state {
             A2aTaskState::TaskStateCompleted => {
                 let content = if text.is_empty() { self.text.clone() } else { text };
-                vec![s.complete(json!({"content": content}))]
+                vec![s.answer(&content, None)]
             }
             A2aTaskState::TaskStateFailed => end(s, ErrorKind::AgentError, remote),
             A2aTaskState::TaskStateCanceled => end(s, ErrorKind::Cancelled, remote),

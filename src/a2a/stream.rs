@@ -41,7 +41,8 @@
 
 use crate::types::{
     A2aArtifact, A2aMessage, A2aMetadataKey, A2aPart, A2aRole, A2aStreamResponse, A2aTask, A2aTaskArtifactUpdateEvent,
-    A2aTaskState, A2aTaskStatus, A2aTaskStatusUpdateEvent, ArtifactDelta, ChunkBody, ChunkEventType, DeltaKind,
+    A2aTaskState, A2aTaskStatus, A2aTaskStatusUpdateEvent, AnswerResult, ArtifactDelta, ChunkBody, ChunkEventType,
+    DeltaKind,
 };
 use crate::ResponseKind;
 use serde_json::{json, Map, Value};
@@ -403,12 +404,9 @@ impl A2aStreamProjector {
                     out.push(self.output("", true));
                 }
                 self.finished = true;
+                let answered = AnswerResult::of(frame).and_then(|a| a.content);
                 let text = match self.text.is_empty() {
-                    true => b
-                        .get("result")
-                        .and_then(|r| r.get("content"))
-                        .and_then(Value::as_str)
-                        .unwrap_or(""),
+                    true => answered.as_deref().unwrap_or(""),
                     false => self.text.as_str(),
                 };
                 let message = (!text.is_empty()).then(|| self.agent_message(vec![text_part(text)], frame));

@@ -1,7 +1,7 @@
 //! An E2A response stream → the ACP messages an agent sends: `session/update` notifications
 //! while the turn runs, then the `session/prompt` JSON-RPC response.
 
-use crate::types::{ChunkBody, DeltaKind};
+use crate::types::{AnswerResult, ChunkBody, DeltaKind};
 use crate::ResponseKind;
 use serde_json::{json, Map, Value};
 
@@ -77,10 +77,10 @@ impl AcpStreamProjector {
             }
             ResponseKind::AcpSessionUpdate => out.push(notification(&self.session_id, b.clone())),
             ResponseKind::E2aComplete if frame.is_final => {
-                let result = b.get("result").and_then(Value::as_object);
-                let stop = result
-                    .and_then(|r| r.get("stopReason"))
-                    .and_then(Value::as_str)
+                let answer = AnswerResult::of(frame);
+                let stop = answer
+                    .as_ref()
+                    .and_then(|a| a.stop_reason.as_deref())
                     .unwrap_or("end_turn");
                 out.push(
                     json!({"jsonrpc": "2.0", "id": self.id(), "result": super::prompt_result(stop,

@@ -420,7 +420,7 @@ impl Agent for AcpProcessAgent {
                             let code = ErrorKind::Cancelled.mapping().e2a_code;
                             yield s.fail(code, "the ACP agent cancelled the turn", details(&[("stopReason", stop.into())]));
                         } else {
-                            yield s.complete(json!({"content": text, "stopReason": stop}));
+                            yield s.answer(&text, Some(stop));
                         }
                         return;
                     }

@@ -5,10 +5,10 @@ use e2a::taxonomy::ErrorKind;
 use e2a::{E2AEnvelope, E2AResponse, Limits, SecretString};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
 use crate::agent::{Agent, FrameStream, RequestContext};
-use crate::pipeline::boundary::obj;
+use crate::pipeline::boundary::details;
 
 /// Where a [`E2aRemoteAgent`] forwards to and with which credential.
 #[derive(Debug, Clone)]
@@ -99,8 +99,18 @@ impl E2aRemoteAgent {
     }
 }
 
-fn failure(request: &E2AEnvelope, kind: ErrorKind, message: String, details: Value) -> E2AResponse {
-    ResponseStream::for_request(request).fail(kind.mapping().e2a_code, &message, obj(details))
+/// The parts of a remote gateway's problem+json answer that are read: its E2A error code and
+/// its detail (for the log).
+#[derive(serde::Deserialize, Default)]
+struct RemoteProblem {
+    #[serde(default)]
+    code: Value,
+    #[serde(default)]
+    detail: Option<String>,
+}
+
+fn failure(request: &E2AEnvelope, kind: ErrorKind, message: String, details: Map<String, Value>) -> E2AResponse {
+    ResponseStream::for_request(request).fail(kind.mapping().e2a_code, &message, details)
 }
 
 /// The request as the remote server gets it: its conversation ids (`task_id`, `context_id`,
@@ -151,7 +161,7 @@ impl Agent for E2aRemoteAgent {
                 Err(e) => {
                     let e = e.without_url();
                     tracing::warn!(error = %e, "remote agent unreachable");
-                    yield failure(&request, ErrorKind::AgentError, format!("the remote agent is unreachable: {e}"), json!({}));
+                    yield failure(&request, ErrorKind::AgentError, format!("the remote agent is unreachable: {e}"), Map::new());
                     return;
                 }
             };
@@ -159,18 +169,17 @@ impl Agent for E2aRemoteAgent {
             if !status.is_success() {
                 // the remote refused the request: keep its problem code when it sent one
                 let body = resp.text().await.unwrap_or_default();
-                let problem: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-                let code = problem.get("code").cloned().unwrap_or(Value::Null);
+                let problem: RemoteProblem = serde_json::from_str(&body).unwrap_or_default();
+                let code = problem.code;
                 let kind = match ErrorKind::from_code(&code, "e2a") {
                     ErrorKind::Internal | ErrorKind::AuthRequired => ErrorKind::AgentError,
                     k if code.is_string() => k,
                     _ => ErrorKind::AgentError,
                 };
                 // the remote's own words (which may echo what it was sent) go to the log only
-                let detail = problem.get("detail").and_then(Value::as_str).unwrap_or("");
-                tracing::warn!(status = status.as_u16(), remote_code = %code, detail, "remote agent refused the request");
+                tracing::warn!(status = status.as_u16(), remote_code = %code, detail = problem.detail.as_deref().unwrap_or(""), "remote agent refused the request");
                 yield failure(&request, kind, format!("the remote agent refused the request (HTTP {})", status.as_u16()),
-                    json!({"http_status": status.as_u16(), "remote_code": code}));
+                    details(&[("http_status", status.as_u16().into()), ("remote_code", code)]));
                 return;
             }
             let mut events = resp.bytes_stream().eventsource();
@@ -188,7 +197,7 @@ impl Agent for E2aRemoteAgent {
                     None => return,
                     Some(Err(e)) => {
                         tracing::warn!(error = %e, "remote agent stream broke");
-                        yield at(failure(&request, ErrorKind::AgentError, format!("the remote agent's stream broke: {e}"), json!({})), next_seq);
+                        yield at(failure(&request, ErrorKind::AgentError, format!("the remote agent's stream broke: {e}"), Map::new()), next_seq);
                         return;
                     }
                     Some(Ok(ev)) if !ev.event.is_empty() && ev.event != e2a::sse::EVENT && ev.event != "message" => continue,
@@ -198,7 +207,7 @@ impl Agent for E2aRemoteAgent {
                             yield restore(read.value);
                         }
                         Err(e) => {
-                            yield at(failure(&request, ErrorKind::InvalidAgentResponse, format!("the remote agent sent an invalid frame: {e}"), json!({})), next_seq);
+                            yield at(failure(&request, ErrorKind::InvalidAgentResponse, format!("the remote agent sent an invalid frame: {e}"), Map::new()), next_seq);
                             return;
                         }
                     },

@@ -52,7 +52,7 @@ impl Agent for EchoAgent {
                 yield s.text(&piece);
             }
             pause().await;
-            yield s.complete(json!({"content": reply, "stopReason": "end_turn"}));
+            yield s.answer(&reply, Some("end_turn"));
         })
     }
 

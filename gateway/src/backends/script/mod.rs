@@ -13,18 +13,19 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use std::time::Duration;
 
+use e2a::a2a::stream::{data_part, text_part};
 use e2a::stream::ResponseStream;
 use e2a::taxonomy::ErrorKind;
-use e2a::types::{ArtifactDelta, ArtifactKind, PauseKind};
+use e2a::types::{A2aMessage, A2aPart, ArtifactDelta, ArtifactKind, PauseKind};
 use e2a::{E2AEnvelope, E2AResponse};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 mod format;
 
 pub use format::{Action, Match, Misbehaviour, Scenario, Script, Step};
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
-use crate::pipeline::boundary::obj;
+use crate::pipeline::boundary::details;
 
 /// What the script agent has done, for tests and operators.
 #[derive(Debug, Default)]
@@ -177,35 +178,49 @@ fn split_chars(text: &str, size: Option<usize>) -> Vec<String> {
 }
 
 fn artifact_parts(kind: ArtifactKind, a: &ArtifactFields<'_>) -> Vec<Map<String, Value>> {
-    let with_meta = |mut part: Map<String, Value>| {
-        if let Some(m) = a.media_type {
-            part.insert("mediaType".into(), m.into());
-        }
-        if let Some(n) = a.name {
-            part.insert("filename".into(), n.into());
-        }
-        part
+    // a file's part says what it holds and what it is called
+    let file = |part: A2aPart| A2aPart {
+        media_type: a.media_type.map(String::from),
+        filename: a.name.map(String::from),
+        ..part
     };
-    match kind {
+    let parts: Vec<A2aPart> = match kind {
         ArtifactKind::Text => split_chars(a.text.unwrap_or(""), a.chunk_size)
             .into_iter()
-            .map(|t| obj(json!({"text": t})))
+            .map(text_part)
             .collect(),
         ArtifactKind::File => {
             // base64 pieces stay decodable on their own: multiples of 4 characters
             let size = a.chunk_size.map(|s| s.max(4) / 4 * 4);
             split_chars(a.bytes_base64.unwrap_or(""), size)
                 .into_iter()
-                .map(|b| with_meta(obj(json!({"raw": b}))))
+                .map(|b| {
+                    file(A2aPart {
+                        raw: Some(b),
+                        ..A2aPart::default()
+                    })
+                })
                 .collect()
         }
-        ArtifactKind::FileUrl => vec![with_meta(obj(json!({"url": a.url.unwrap_or("")})))],
+        ArtifactKind::FileUrl => vec![file(A2aPart {
+            url: Some(a.url.unwrap_or("").into()),
+            ..A2aPart::default()
+        })],
         ArtifactKind::Data => match (a.data, a.chunk_size) {
             (Some(Value::Array(items)), Some(n)) if n > 0 && !items.is_empty() => {
-                items.chunks(n).map(|c| obj(json!({"data": c}))).collect()
+                items.chunks(n).map(|c| data_part(Value::Array(c.to_vec()))).collect()
             }
-            (d, _) => vec![obj(json!({"data": d.cloned().unwrap_or(Value::Null)}))],
+            (d, _) => vec![data_part(d.cloned().unwrap_or(Value::Null))],
         },
+    };
+    parts.iter().map(object_of).collect()
+}
+
+/// A typed value as the JSON object it serializes to.
+fn object_of<T: serde::Serialize>(v: &T) -> Map<String, Value> {
+    match serde_json::to_value(v) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
     }
 }
 
@@ -293,7 +308,7 @@ impl Agent for ScriptAgent {
                 }
             }
             if let Some(s) = r.stream.take() {
-                yield s.complete(json!({"content": r.text}));
+                yield s.answer(&r.text, None);
             }
             guard.done = true;
         })
@@ -426,15 +441,18 @@ impl Runner {
             }
             Action::Message { text } => {
                 let text = self.fill(text);
-                let message = json!({"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_AGENT",
-                    "contextId": request.context_id, "parts": [{"text": text}]});
-                self.frames.extend(stream.reply(obj(message), &text));
+                let message = A2aMessage {
+                    context_id: request.context_id.clone(),
+                    task_id: None,
+                    ..A2aMessage::agent(uuid::Uuid::new_v4().to_string(), "", "", vec![text_part(text.as_str())])
+                };
+                self.frames.extend(stream.reply(object_of(&message), &text));
             }
             Action::Reject { message } => {
                 let message = self.fill(message);
                 let code = ErrorKind::InvalidRequest.mapping().e2a_code;
                 self.frames
-                    .push(stream.fail(code, &message, obj(json!({"rejected": true}))));
+                    .push(stream.fail(code, &message, details(&[("rejected", true.into())])));
             }
             Action::Fail { code, message } => {
                 let message = self.fill(message);
@@ -443,11 +461,9 @@ impl Runner {
                     .unwrap_or_else(|| ErrorKind::AgentError.mapping().e2a_code.into());
                 self.frames.push(stream.fail(&code, &message, Map::new()));
             }
-            Action::Complete { result } => {
-                let result = result.clone().unwrap_or_else(|| json!({"content": self.text}));
-                self.frames.push(stream.complete(result));
-            }
-            _ => self.frames.push(stream.complete(json!({"content": self.text}))),
+            Action::Complete { result: Some(result) } => self.frames.push(stream.complete(result.clone())),
+            Action::Complete { result: None } => self.frames.push(stream.answer(&self.text, None)),
+            _ => self.frames.push(stream.answer(&self.text, None)),
         }
     }
 
@@ -467,7 +483,7 @@ impl Runner {
                 true
             }
             Misbehaviour::SecondFinal => {
-                let fin = s.complete(json!({"content": self.text}));
+                let fin = s.answer(&self.text, None);
                 let mut again = fin.clone();
                 again.sequence = fin.sequence.saturating_add(1);
                 again.response_id = Some(uuid::Uuid::new_v4().to_string());
