@@ -132,8 +132,14 @@ impl E2AResponse {
 
 crate::read::message_methods!(E2AResponse);
 
-/// A response `body` map from any body value (a value that is not an object is an empty body).
-pub(crate) fn body_map(v: impl serde::Serialize) -> Map<String, Value> {
+/// A JSON object from any serializable value — a response `body`, an A2A object carried in one
+/// (a value that is not an object is an empty map).
+///
+/// ```
+/// let part = e2a::a2a::stream::text_part("hi");
+/// assert_eq!(e2a::response::body_map(&part), serde_json::json!({"text": "hi"}).as_object().cloned().unwrap());
+/// ```
+pub fn body_map(v: impl serde::Serialize) -> Map<String, Value> {
     match serde_json::to_value(v) {
         Ok(Value::Object(m)) => m,
         _ => Map::new(),

@@ -23,6 +23,7 @@ use crate::types::{
 };
 
 use crate::a2a::stream::{carried_frame, OUTPUT_ARTIFACT};
+use crate::response::body_map;
 
 fn text_of(message: Option<&A2aMessage>) -> String {
     message.map(A2aMessage::text).unwrap_or_default()
@@ -40,14 +41,6 @@ fn fail(s: ResponseStream, kind: ErrorKind, message: &str, details: Value) -> E2
         _ => Map::new(),
     };
     s.fail(kind.mapping().e2a_code, message, details)
-}
-
-/// A JSON object of a value that serializes to one (A2A objects into E2A bodies).
-fn object_of<T: serde::Serialize>(v: &T) -> Map<String, Value> {
-    match serde_json::to_value(v) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    }
 }
 
 /// Reads one A2A stream (the `result` of each `SendStreamingMessage` event) into the E2A
@@ -85,7 +78,7 @@ impl A2aStreamReader {
             return Vec::new();
         };
         match event {
-            A2aStreamResponse::Message(m) => s.reply(object_of(m), &m.text()).into(),
+            A2aStreamResponse::Message(m) => s.reply(body_map(m), &m.text()).into(),
             A2aStreamResponse::ArtifactUpdate(u) => {
                 let frames = self.artifact_frames(&mut s, u);
                 self.stream = Some(s);
@@ -114,7 +107,7 @@ impl A2aStreamReader {
             artifact_id: a.artifact_id.clone(),
             name: a.name.clone(),
             kind: None,
-            parts: a.parts.iter().map(object_of).collect(),
+            parts: a.parts.iter().map(body_map).collect(),
             append: u.append,
             last_chunk: u.last_chunk,
             extra: Map::new(),

@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 use std::time::Duration;
 
 use e2a::a2a::stream::{data_part, text_part};
+use e2a::response::body_map;
 use e2a::stream::ResponseStream;
 use e2a::taxonomy::ErrorKind;
 use e2a::types::{A2aMessage, A2aPart, ArtifactDelta, ArtifactKind, PauseKind};
@@ -213,15 +214,7 @@ fn artifact_parts(kind: ArtifactKind, a: &ArtifactFields<'_>) -> Vec<Map<String,
             (d, _) => vec![data_part(d.cloned().unwrap_or(Value::Null))],
         },
     };
-    parts.iter().map(object_of).collect()
-}
-
-/// A typed value as the JSON object it serializes to.
-fn object_of<T: serde::Serialize>(v: &T) -> Map<String, Value> {
-    match serde_json::to_value(v) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    }
+    parts.iter().map(body_map).collect()
 }
 
 struct ArtifactFields<'a> {
@@ -446,7 +439,7 @@ impl Runner {
                     task_id: None,
                     ..A2aMessage::agent(uuid::Uuid::new_v4().to_string(), "", "", vec![text_part(text.as_str())])
                 };
-                self.frames.extend(stream.reply(object_of(&message), &text));
+                self.frames.extend(stream.reply(body_map(&message), &text));
             }
             Action::Reject { message } => {
                 let message = self.fill(message);
