@@ -25,7 +25,7 @@ pub struct SessionUpdateState {
 }
 
 fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+    crate::stream::new_id()
 }
 
 fn is_reasoning(event_type: &str, payload: &Map<String, Value>) -> bool {

@@ -246,7 +246,7 @@ impl A2aRemoteAgent {
             .and_then(|t| self.tasks.lock().get(&ctx.conversation(t.as_str())).cloned());
         let (task_id, context_id) = known.map(|(t, c)| (Some(t), Some(c))).unwrap_or_default();
         A2aMessage {
-            message_id: uuid::Uuid::new_v4().to_string(),
+            message_id: e2a::stream::new_id(),
             role: A2aRole::RoleUser,
             task_id,
             context_id,
@@ -314,7 +314,7 @@ fn call<P: Serialize>(operation: A2aOperation, params: &P) -> String {
         method: &'static str,
         params: &'a P,
     }
-    let id = uuid::Uuid::new_v4().to_string();
+    let id = e2a::stream::new_id();
     serde_json::to_string(&Call {
         jsonrpc: "2.0",
         id,

@@ -53,7 +53,7 @@ impl Pump {
             id,
             key: Some(key),
             request,
-            run_id: uuid::Uuid::new_v4().to_string(),
+            run_id: e2a::stream::new_id(),
             opened: false,
             _permit: permit,
         }

@@ -145,7 +145,7 @@ impl Runs {
                 lease: config.lease,
             },
             store: OnceLock::new(),
-            holder: uuid::Uuid::new_v4().to_string(),
+            holder: e2a::stream::new_id(),
             housekeeping: Once::new(),
         }
     }

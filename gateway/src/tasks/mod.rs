@@ -162,7 +162,7 @@ impl TaskService {
             live: Mutex::new(HashMap::new()),
             channels: Mutex::new(HashMap::new()),
             broken: Mutex::new(HashMap::new()),
-            holder: uuid::Uuid::new_v4().to_string(),
+            holder: e2a::stream::new_id(),
         }
     }
 

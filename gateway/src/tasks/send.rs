@@ -97,16 +97,16 @@ impl TaskService {
         let task_id = existing
             .as_ref()
             .map(|r| r.id.clone())
-            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+            .unwrap_or_else(e2a::stream::new_id);
         let context_id = existing
             .as_ref()
             .map(|r| r.context_id.clone())
             .or_else(|| env.context_id.clone())
-            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+            .unwrap_or_else(e2a::stream::new_id);
         env.task_id = Some(task_id.clone());
         env.context_id = Some(context_id.clone());
         env.session_id.get_or_insert_with(|| context_id.clone());
-        env.request_id.get_or_insert_with(|| uuid::Uuid::new_v4().to_string());
+        env.request_id.get_or_insert_with(e2a::stream::new_id);
 
         // from the claim on, the turn is started on a task of its own: a client that goes away
         // mid-request cannot leave a claimed task without its run (its run goes on detached)
@@ -307,9 +307,7 @@ fn direct_reply(frame: &E2AResponse, context_id: &str) -> Value {
     let mut reply = frame.body.clone();
     reply.remove("taskId");
     reply.insert("contextId".into(), context_id.into());
-    reply
-        .entry("messageId")
-        .or_insert_with(|| uuid::Uuid::new_v4().to_string().into());
+    reply.entry("messageId").or_insert_with(|| e2a::stream::new_id().into());
     reply.entry("role").or_insert_with(|| "ROLE_AGENT".into());
     Value::Object(reply)
 }

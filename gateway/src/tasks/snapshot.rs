@@ -32,12 +32,7 @@ pub(super) fn user_turns(task: &A2aTask) -> usize {
 
 /// A message of the agent in `rec`'s task, saying `text`.
 pub(super) fn agent_message(rec: &TaskRecord, text: &str) -> A2aMessage {
-    A2aMessage::agent(
-        uuid::Uuid::new_v4().to_string(),
-        &rec.id,
-        &rec.context_id,
-        vec![text_part(text)],
-    )
+    A2aMessage::agent(e2a::stream::new_id(), &rec.id, &rec.context_id, vec![text_part(text)])
 }
 
 /// A status, set now.

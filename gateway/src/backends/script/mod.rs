@@ -437,7 +437,7 @@ impl Runner {
                 let message = A2aMessage {
                     context_id: request.context_id.clone(),
                     task_id: None,
-                    ..A2aMessage::agent(uuid::Uuid::new_v4().to_string(), "", "", vec![text_part(text.as_str())])
+                    ..A2aMessage::agent(e2a::stream::new_id(), "", "", vec![text_part(text.as_str())])
                 };
                 self.frames.extend(stream.reply(body_map(&message), &text));
             }
@@ -479,7 +479,7 @@ impl Runner {
                 let fin = s.answer(&self.text, None);
                 let mut again = fin.clone();
                 again.sequence = fin.sequence.saturating_add(1);
-                again.response_id = Some(uuid::Uuid::new_v4().to_string());
+                again.response_id = Some(e2a::stream::new_id());
                 self.frames.push(fin);
                 self.frames.push(again);
                 false

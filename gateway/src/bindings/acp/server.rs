@@ -535,7 +535,7 @@ impl AcpServer {
 fn follow_up(request: &E2AEnvelope, answer: &str) -> E2AEnvelope {
     let mut next = request.clone();
     next.params = boundary::obj(json!({"prompt": [{"type": "text", "text": answer}]}));
-    next.request_id = Some(uuid::Uuid::new_v4().to_string());
+    next.request_id = Some(e2a::stream::new_id());
     next
 }
 
@@ -554,7 +554,7 @@ fn turn_request(session: &Session, sid: &str, id: &Value, p: Map<String, Value>)
     ingress.channel = Some("acp".into());
     let mut request = envelope_from_jsonrpc(&ingress);
     if request.request_id.is_none() {
-        request.request_id = Some(uuid::Uuid::new_v4().to_string());
+        request.request_id = Some(e2a::stream::new_id());
     }
     let paused = session.paused_task.lock().take();
     request.task_id = Some(paused.unwrap_or_else(|| format!("task_{}", uuid::Uuid::new_v4().simple())));

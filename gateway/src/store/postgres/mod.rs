@@ -183,7 +183,7 @@ impl PgStore {
             .await
             .map_err(|e| StoreError::Backend(format!("{store_name}{}", message_of(&e))))?;
         let (notices, _) = broadcast::channel(4096);
-        let instance = uuid::Uuid::new_v4().to_string();
+        let instance = e2a::stream::new_id();
         let stop = CancellationToken::new();
         tokio::spawn(listen(config, tls, notices.clone(), instance.clone(), stop.clone()));
         let (appends, queue) = mpsc::channel(4 * BATCH);
