@@ -26,7 +26,7 @@ pub fn agent(spec: &str, token_file: Option<&PathBuf>, backend: &BackendArgs) ->
     let spec: AgentSpec = spec.parse().map_err(|e: SpecError| e.to_string())?;
     let token = match token_file {
         Some(f) => Some(std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?),
-        None => std::env::var("E2A_AGENT_TOKEN").ok(),
+        None => std::env::var(e2a_gateway::config::AGENT_TOKEN_ENV).ok(),
     };
     let options = AgentOptions {
         token: token

@@ -141,7 +141,7 @@ fn a2a_setup(args: &ServeArgs) -> Result<e2a_gateway::bindings::a2a::A2aConfig, 
 fn auth(token_file: Option<&PathBuf>) -> Result<Auth, String> {
     match token_file {
         Some(f) => Auth::from_file(f).map_err(|e| e.to_string()),
-        None => Auth::from_env("E2A_TOKEN")
+        None => Auth::from_env(e2a_gateway::config::TOKEN_ENV)
             .map(Option::unwrap_or_default)
             .map_err(|e| e.to_string()),
     }

@@ -8,6 +8,14 @@ use crate::pipeline::boundary::Deadlines;
 use crate::web::auth::Auth;
 use crate::web::server::ServerLimits;
 
+/// The environment variable holding the gateway's own bearer token(s) (`e2a serve`).
+pub const TOKEN_ENV: &str = "E2A_TOKEN";
+/// The environment variable holding the token the gateway sends to an `e2a:` / `a2a:` agent.
+pub const AGENT_TOKEN_ENV: &str = "E2A_AGENT_TOKEN";
+/// The gateway's credentials in its environment: an agent process it starts (`acp:CMD`) never
+/// inherits them.
+pub const SECRET_ENV: &[&str] = &[TOKEN_ENV, AGENT_TOKEN_ENV];
+
 /// How a [`crate::Gateway`] behaves. `Default` suits a local gateway; every field is public.
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {

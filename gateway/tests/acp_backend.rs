@@ -369,3 +369,31 @@ fn e2a_acp_stdout_carries_protocol_frames_only() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("initialize"), "logs go to stderr: {stderr}");
 }
+
+#[tokio::test]
+async fn an_acp_agent_does_not_inherit_the_gateways_credentials() {
+    // SAFETY: set once, before the agent below is started; no other test reads these, and an
+    // agent process of another test only loses them (the gateway removes them)
+    unsafe {
+        std::env::set_var(e2a_gateway::config::TOKEN_ENV, "gateway-secret-one");
+        std::env::set_var(e2a_gateway::config::AGENT_TOKEN_ENV, "gateway-secret-two");
+        std::env::set_var("E2A_TEST_VISIBLE", "an ordinary variable");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("env.txt");
+    let shell = format!(
+        "env > '{}'; exec '{}' acp --agent '{}'",
+        seen.display(),
+        e2a_bin().display(),
+        script_file(&dir)
+    );
+    let a = agent(vec!["sh".into(), "-c".into(), shell], &[], false);
+    let frames = run(&a, request("echo hello", Some("s-env"))).await;
+    assert_eq!(final_kind(&frames), "e2a.complete");
+    let env = std::fs::read_to_string(&seen).expect("the agent wrote its environment");
+    assert!(env.contains("E2A_TEST_VISIBLE=an ordinary variable"), "{env}");
+    for secret in e2a_gateway::config::SECRET_ENV {
+        assert!(!env.contains(&format!("{secret}=")), "{secret} reached the agent");
+    }
+    assert!(!env.contains("gateway-secret"));
+}

@@ -163,7 +163,11 @@ impl AcpProcessAgent {
             .command
             .split_first()
             .ok_or_else(|| "no command".to_string())?;
-        let mut child = tokio::process::Command::new(program)
+        let mut command = tokio::process::Command::new(program);
+        for secret in crate::config::SECRET_ENV {
+            command.env_remove(secret);
+        }
+        let mut child = command
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
