@@ -53,8 +53,11 @@ impl Converter {
             Proto::E2a if is_response(v) => Msg::Resp(Box::new(E2AResponse::from_value(v).map_err(err)?)),
             Proto::E2a => Msg::Env(Box::new(E2AEnvelope::from_value(v).map_err(err)?)),
             Proto::Acp => {
+                // the ACP session is the transport's (`params.sessionId`), as the gateway's ACP
+                // server passes it; the reader itself takes only `session_id` (as the reference)
                 let ingress = e2a::acp::JsonRpcIngress::from_value(&serde_json::json!({
-                    "method": v.get("method"), "params": v.get("params"), "jsonrpc_id": v.get("id")}))
+                    "method": v.get("method"), "params": v.get("params"), "jsonrpc_id": v.get("id"),
+                    "session_id": v.pointer("/params/sessionId").filter(|s| s.is_string())}))
                 .map_err(err)?;
                 Msg::Env(Box::new(e2a::acp::envelope_from_jsonrpc(&ingress)))
             }

@@ -166,6 +166,18 @@ fn convert_directions() {
     let first: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
     assert_eq!(first["provenance"]["source_protocol"], "acp");
     assert_eq!(first["session_id"], "s1");
+    // a real ACP request names its session `sessionId`
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("acp.jsonl");
+    std::fs::write(
+        &real,
+        r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"sess-9","prompt":[{"type":"text","text":"hi"}]}}"#,
+    )
+    .unwrap();
+    let (code, out, _) = stdout(e2a().args(["convert", "--from", "acp", "--to", "e2a", &real.display().to_string()]));
+    assert_eq!(code, 0);
+    let env: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(env["session_id"], "sess-9", "{env}");
     let (code, out, _) = stdout(e2a().args(["convert", "--from", "e2a", "--to", "a2a", &data("valid.jsonl")]));
     assert_eq!(code, 0);
     assert!(
