@@ -236,6 +236,16 @@ async fn initialize_negotiates_and_sessions_have_a_lifecycle() {
     );
     assert_eq!(c.call("no/such", json!({})).await.unwrap_err().code, -32601);
     assert_eq!(c.call("session/new", json!([1])).await.unwrap_err().code, -32602);
+    // ACP's cwd is an absolute path, and required
+    for params in [
+        json!({"cwd": "relative/dir", "mcpServers": []}),
+        json!({"mcpServers": []}),
+        json!({"cwd": 7}),
+    ] {
+        let e = c.call("session/new", params.clone()).await.unwrap_err();
+        assert_eq!(e.code, -32602, "{params}");
+        assert!(e.message.contains("cwd"), "{params}: {}", e.message);
+    }
 }
 
 #[tokio::test]

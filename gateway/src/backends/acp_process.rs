@@ -137,13 +137,16 @@ impl AcpProcessAgent {
         })
     }
 
+    /// The working directory sent in `session/new`: absolute, as ACP requires (a relative
+    /// `cwd` is taken from the gateway's current directory).
     fn cwd(&self) -> String {
-        self.config
-            .cwd
-            .clone()
-            .or_else(|| std::env::current_dir().ok())
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| "/".into())
+        let here = std::env::current_dir().ok();
+        let dir = match (&self.config.cwd, here) {
+            (Some(d), Some(here)) if d.is_relative() => Some(here.join(d)),
+            (Some(d), _) => Some(d.clone()),
+            (None, here) => here,
+        };
+        dir.map(|p| p.display().to_string()).unwrap_or_else(|| "/".into())
     }
 
     /// The running connection, started (and initialized) when there is none or it died.

@@ -103,6 +103,27 @@ fn session_id_param(p: &Map<String, Value>) -> Result<String, RpcError> {
         .ok_or_else(|| RpcError::new(codes::INVALID_PARAMS, "missing sessionId"))
 }
 
+/// The session's working directory: ACP requires an absolute path (`cwd`).
+fn cwd_param(p: &Map<String, Value>) -> Result<String, RpcError> {
+    #[derive(serde::Deserialize)]
+    struct Cwd {
+        cwd: String,
+    }
+    let entries = p.iter().map(|(k, v)| (k.as_str(), v));
+    let de = serde::de::value::MapDeserializer::<_, serde_json::Error>::new(entries);
+    match <Cwd as serde::Deserialize>::deserialize(de) {
+        Ok(Cwd { cwd }) if std::path::Path::new(&cwd).is_absolute() => Ok(cwd),
+        Ok(Cwd { cwd }) => Err(RpcError::new(
+            codes::INVALID_PARAMS,
+            format!("cwd must be an absolute path, not {cwd:?}"),
+        )),
+        Err(_) => Err(RpcError::new(
+            codes::INVALID_PARAMS,
+            "cwd (an absolute path) is required",
+        )),
+    }
+}
+
 enum Turn {
     /// The projector's `session/prompt` response: send it as is.
     Done(Value),
@@ -264,7 +285,7 @@ impl AcpServer {
                 ))
             }
             Method::SessionNew => {
-                let cwd = p.get("cwd").and_then(Value::as_str).unwrap_or("/").to_string();
+                let cwd = cwd_param(&p)?;
                 let sid = format!("sess_{}", uuid::Uuid::new_v4().simple());
                 self.add_session(&sid, cwd);
                 tracing::info!(session = %sid, "session/new");
