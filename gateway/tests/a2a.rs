@@ -109,6 +109,45 @@ async fn stream_rpc(base: &str, method: &str, params: Value, last_event_id: Opti
 }
 
 #[tokio::test]
+async fn the_bindings_answer_with_and_without_a_trailing_slash() {
+    let s = plain().await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": msg("hi")});
+    for path in ["/a2a", "/a2a/"] {
+        let resp = client()
+            .post(format!("{}{path}", s.base))
+            .header("content-type", "application/json")
+            .header("A2A-Version", "1.0")
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(resp.status().as_u16(), 200, "{path}");
+        let v: Value = resp.json().await.expect("json");
+        assert!(v.pointer("/result/task/id").is_some(), "{path}: {v}");
+    }
+    for path in ["/tasks", "/tasks/"] {
+        let resp = client()
+            .get(format!("{}{path}", s.base))
+            .header("A2A-Version", "1.0")
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(resp.status().as_u16(), 200, "{path}");
+    }
+    for path in ["/message:send", "/message:send/"] {
+        let resp = client()
+            .post(format!("{}{path}", s.base))
+            .header("content-type", "application/json")
+            .header("A2A-Version", "1.0")
+            .body(msg("hi").to_string())
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(resp.status().as_u16(), 200, "{path}");
+    }
+}
+
+#[tokio::test]
 async fn input_limits_hold_on_both_a2a_bindings() {
     let s = plain().await;
     let b = &s.base;

@@ -48,8 +48,11 @@ use crate::web::sse;
 /// The card is at `/.well-known/agent-card.json` and, when the HTTP+JSON routes have a prefix
 /// (`/a2a/agents/writer`, as GoAI mounts agents), under that prefix too.
 pub(crate) fn router(state: Arc<TaskService>) -> Router {
-    let bindings =
-        rest::routes(&state.config.rest_path).route(&state.config.jsonrpc_path, axum::routing::post(jsonrpc::handle));
+    let mut bindings = rest::routes(&state.config.rest_path);
+    // the JSON-RPC endpoint answers with and without a trailing slash (clients join URLs both ways)
+    for path in path_forms(&state.config.jsonrpc_path) {
+        bindings = bindings.route(&path, axum::routing::post(jsonrpc::handle));
+    }
     let mut router = Router::new().route(card::CARD_PATH, get(agent_card));
     let prefix = state.config.rest_path.trim_end_matches('/');
     if !prefix.is_empty() {
@@ -58,6 +61,16 @@ pub(crate) fn router(state: Arc<TaskService>) -> Router {
     router
         .merge(crate::web::auth::require(bindings, &state.shared.config.auth))
         .with_state(state)
+}
+
+/// `path` and its other form: without the trailing slash if it has one, else with one (`/`
+/// alone has one form).
+pub(super) fn path_forms(path: &str) -> Vec<String> {
+    let bare = path.trim_end_matches('/');
+    match bare.is_empty() {
+        true => vec!["/".into()],
+        false => vec![bare.to_string(), format!("{bare}/")],
+    }
 }
 
 impl From<BodyError> for A2aError {

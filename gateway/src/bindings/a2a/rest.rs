@@ -24,10 +24,18 @@ use crate::web::{body, last_event_id};
 /// The routes under `prefix` (empty: at the root).
 pub(super) fn routes(prefix: &str) -> Router<Arc<TaskService>> {
     let p = prefix.trim_end_matches('/');
-    Router::new()
-        .route(&format!("{p}/message:send"), post(send))
-        .route(&format!("{p}/message:stream"), post(stream))
-        .route(&format!("{p}/tasks"), get(list))
+    let mut router = Router::new();
+    // the collection routes answer with and without a trailing slash
+    for path in super::path_forms(&format!("{p}/message:send")) {
+        router = router.route(&path, post(send));
+    }
+    for path in super::path_forms(&format!("{p}/message:stream")) {
+        router = router.route(&path, post(stream));
+    }
+    for path in super::path_forms(&format!("{p}/tasks")) {
+        router = router.route(&path, get(list));
+    }
+    router
         .route(&format!("{p}/tasks/{{segment}}"), get(task).post(task))
         .route(&format!("{p}/tasks/{{id}}/pushNotificationConfigs"), any(push))
         .route(
