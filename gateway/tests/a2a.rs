@@ -148,6 +148,49 @@ async fn the_bindings_answer_with_and_without_a_trailing_slash() {
 }
 
 #[tokio::test]
+async fn http_json_answers_in_the_media_type_the_client_accepts() {
+    let s = plain().await;
+    let get = |path: &str, accept: Option<&str>| {
+        let mut req = client().get(format!("{}{path}", s.base)).header("A2A-Version", "1.0");
+        if let Some(a) = accept {
+            req = req.header("accept", a);
+        }
+        req.send()
+    };
+    let kind = |r: &reqwest::Response| {
+        r.headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    for (accept, list, error) in [
+        (Some("application/json"), "application/json", "application/json"),
+        (None, "application/a2a+json", "application/problem+json"),
+        (
+            Some("application/a2a+json, application/json;q=0.5"),
+            "application/a2a+json",
+            "application/problem+json",
+        ),
+    ] {
+        let ok = get("/tasks", accept).await.expect("send");
+        assert_eq!((ok.status().as_u16(), kind(&ok)), (200, list.to_string()), "{accept:?}");
+        let missing = get("/tasks/no-such-task", accept).await.expect("send");
+        assert_eq!(
+            (missing.status().as_u16(), kind(&missing)),
+            (404, error.to_string()),
+            "{accept:?}"
+        );
+        let body: Value = missing.json().await.expect("json");
+        assert_eq!(
+            body.pointer("/error/status").and_then(Value::as_str),
+            Some("NOT_FOUND"),
+            "{body}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn input_limits_hold_on_both_a2a_bindings() {
     let s = plain().await;
     let b = &s.base;
