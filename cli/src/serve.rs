@@ -206,7 +206,16 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         if let Some(store) = store {
             gateway = gateway.with_store(store);
         }
-        if let Some((a2a_config, store)) = a2a.take() {
+        if let Some((mut a2a_config, store)) = a2a.take() {
+            // the card names the address the gateway is bound to, not a Host header a client
+            // chose; bound to every interface, only --public-url can say which one is public
+            if a2a_config.public_url.is_none() {
+                if addr.ip().is_unspecified() {
+                    tracing::warn!(%addr, "no --public-url: the agent card's URLs follow the client's Host header");
+                } else {
+                    a2a_config.public_url = Some(format!("http://{addr}"));
+                }
+            }
             gateway = gateway.with_a2a(a2a_config, store);
         }
         if args.agui {

@@ -155,3 +155,30 @@ fn demo_drives_a_live_gateway_over_http_and_sse() {
     assert_eq!(of("http.json")[0]["value"]["is_final"], true);
     assert_eq!(of("http.problem")[0]["value"]["pointer"], "/is_stream");
 }
+
+#[test]
+fn the_agent_card_names_the_bound_address_whatever_host_a_client_sends() {
+    let script_agent = format!("script:{}", script().display());
+    let gw = serve(&["--agent", &script_agent, "--a2a"]);
+    runtime().block_on(async {
+        let card: Value = reqwest::Client::new()
+            .get(format!("{}/.well-known/agent-card.json", gw.base))
+            .header("host", "attacker.example:666")
+            .send()
+            .await
+            .expect("card")
+            .json()
+            .await
+            .expect("json");
+        let urls: Vec<&str> = card["supportedInterfaces"]
+            .as_array()
+            .expect("interfaces")
+            .iter()
+            .filter_map(|i| i["url"].as_str())
+            .collect();
+        assert!(!urls.is_empty());
+        for url in urls {
+            assert!(url.starts_with(&gw.base), "{url} is not on {}", gw.base);
+        }
+    });
+}
