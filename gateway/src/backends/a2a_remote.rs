@@ -73,6 +73,9 @@ pub enum A2aRemoteError {
     /// The URL is not an `http` or `https` URL.
     #[error("remote A2A agent URL must start with http:// or https://")]
     BadUrl,
+    /// A token would go over plain `http` to a host that is not loopback.
+    #[error("the remote agent's token would cross the network in clear text: use an https:// URL")]
+    TokenInClear,
     /// The HTTP client cannot be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
@@ -126,6 +129,9 @@ impl A2aRemoteAgent {
         let url = config.url.trim().trim_end_matches('/');
         if origin(url).is_none() {
             return Err(A2aRemoteError::BadUrl);
+        }
+        if config.credentials.keys().any(|o| super::token_in_clear(o)) {
+            return Err(A2aRemoteError::TokenInClear);
         }
         let card_url = if url.ends_with(".json") {
             url.to_string()

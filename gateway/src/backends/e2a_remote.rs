@@ -58,6 +58,9 @@ pub enum E2aRemoteError {
     /// The URL carries a credential (`user:password@`); it belongs in the token setting.
     #[error("remote agent URL must not carry a credential: give the token in the configuration (--agent-token-file)")]
     CredentialInUrl,
+    /// A token would go over plain `http` to a host that is not loopback.
+    #[error("the remote agent's token would cross the network in clear text: use an https:// URL")]
+    TokenInClear,
     /// The HTTP client cannot be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
@@ -74,6 +77,9 @@ impl E2aRemoteAgent {
         if !parsed.username().is_empty() || parsed.password().is_some() {
             // the URL is logged and shown as the agent's name: no secret may live in it
             return Err(E2aRemoteError::CredentialInUrl);
+        }
+        if config.token.is_some() && super::token_in_clear(url) {
+            return Err(E2aRemoteError::TokenInClear);
         }
         let base = url.trim_end_matches('/');
         let endpoint = if base.ends_with(crate::bindings::e2a_http::REQUESTS_PATH) {
