@@ -4,7 +4,7 @@
 use e2a::a2a::jsonrpc::{envelope_from_call, A2aHeaders};
 use e2a::types::{A2aMessage, A2aOperation, A2aRole, A2aTaskState};
 use e2a::E2AEnvelope;
-use serde::de::{value::MapDeserializer, IgnoredAny};
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -64,8 +64,7 @@ fn media_fits(modes: &[String], media: &str) -> bool {
 
 /// Reads a view `T` of request params (the fields a check needs) without copying them.
 fn view<'a, T: Deserialize<'a>>(params: &'a Map<String, Value>) -> Result<T, serde_json::Error> {
-    let entries = params.iter().map(|(k, v)| (k.as_str(), v));
-    T::deserialize(MapDeserializer::<_, serde_json::Error>::new(entries))
+    T::deserialize(crate::object_deserializer(params))
 }
 
 /// A parameter as a client may send it: a JSON value, or (HTTP+JSON query) its text.
@@ -182,15 +181,12 @@ pub(super) fn read_message(params: &Map<String, Value>) -> Result<A2aMessage, A2
     struct Send {
         message: A2aMessage,
     }
-    let entries = params.iter().map(|(k, v)| (k.as_str(), v));
-    let send: Send =
-        serde_path_to_error::deserialize(MapDeserializer::<_, serde_json::Error>::new(entries)).map_err(|e| match e
-            .path()
-            .to_string()
-        {
+    let send: Send = serde_path_to_error::deserialize(crate::object_deserializer(params)).map_err(|e| {
+        match e.path().to_string() {
             p if p == "." => A2aError::invalid_params("params.message must be an object"),
             p => A2aError::invalid_params(format!("params.{p}: {}", e.inner())),
-        })?;
+        }
+    })?;
     let m = send.message;
     if m.message_id.is_empty() {
         return Err(A2aError::invalid_params("params.message.messageId is required"));

@@ -109,9 +109,7 @@ fn cwd_param(p: &Map<String, Value>) -> Result<String, RpcError> {
     struct Cwd {
         cwd: String,
     }
-    let entries = p.iter().map(|(k, v)| (k.as_str(), v));
-    let de = serde::de::value::MapDeserializer::<_, serde_json::Error>::new(entries);
-    match <Cwd as serde::Deserialize>::deserialize(de) {
+    match <Cwd as serde::Deserialize>::deserialize(crate::object_deserializer(p)) {
         Ok(Cwd { cwd }) if std::path::Path::new(&cwd).is_absolute() => Ok(cwd),
         Ok(Cwd { cwd }) => Err(RpcError::new(
             codes::INVALID_PARAMS,
