@@ -8,8 +8,10 @@ use std::sync::Arc;
 
 use common::*;
 use e2a::E2AResponse;
-use e2a_gateway::backends::{E2aRemoteAgent, E2aRemoteConfig};
-use e2a_gateway::{Auth, GatewayConfig};
+use e2a_gateway::backends::{AcpProcessAgent, AcpProcessConfig, E2aRemoteAgent, E2aRemoteConfig};
+use e2a_gateway::bindings::a2a::A2aConfig;
+use e2a_gateway::store::MemoryStore;
+use e2a_gateway::{Auth, Gateway, GatewayConfig};
 use serde_json::{json, Value};
 
 const ONE: &str = "token-of-caller-one";
@@ -96,4 +98,67 @@ async fn a_remote_e2a_agent_keeps_callers_apart_at_the_back() {
     );
     let answered = said(&turn(f, ONE, "default", "4").await);
     assert!(answered.contains("A table for 4."), "{answered}");
+}
+
+/// Every text part in an A2A answer (its artifacts, status and history), in order.
+fn a2a_text(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let own = m.get("text").and_then(Value::as_str).unwrap_or_default().to_string();
+            m.iter()
+                .filter(|(k, _)| *k != "text")
+                .fold(own, |acc, (_, v)| acc + &a2a_text(v))
+        }
+        Value::Array(a) => a.iter().map(a2a_text).collect(),
+        _ => String::new(),
+    }
+}
+
+/// One blocking A2A `SendMessage` of `token`'s caller in context `context`; the answer's text.
+async fn a2a_send(base: &str, token: &str, context: &str, text: &str) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+        "messageId": uuid(), "role": "ROLE_USER", "contextId": context, "parts": [{"text": text}]}}});
+    let resp = client()
+        .post(format!("{base}/a2a"))
+        .bearer_auth(token)
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 200);
+    let v: Value = resp.json().await.expect("json");
+    assert!(v.get("error").is_none(), "{v}");
+    a2a_text(&v["result"]["task"]["artifacts"])
+}
+
+#[tokio::test]
+async fn two_a2a_callers_with_one_context_id_never_share_an_acp_session() {
+    // behind the gateway: an ACP agent program that says which session a prompt reached
+    let agent = format!("{}/tests/clients/data/fake_acp_agent.py", env!("CARGO_MANIFEST_DIR"));
+    let agent = AcpProcessAgent::new(AcpProcessConfig::new(vec!["python3".into(), agent])).expect("acp agent");
+    let dir = tempfile::tempdir().expect("tmp");
+    let config = GatewayConfig {
+        auth: two_callers(&dir),
+        ..fast_config()
+    };
+    let gateway = Gateway::new(agent, config).with_a2a(A2aConfig::default(), Arc::new(MemoryStore::new()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let server = tokio::spawn(gateway.serve(listener, std::future::pending()));
+
+    let one = a2a_send(&base, ONE, "shared", "session").await;
+    assert!(one.contains("fake-"), "{one}");
+    let two = a2a_send(&base, TWO, "shared", "session").await;
+    assert!(two.contains("fake-"), "{two}");
+    assert_ne!(
+        one, two,
+        "caller TWO reached caller ONE's ACP session through contextId"
+    );
+    assert_eq!(
+        a2a_send(&base, ONE, "shared", "session").await,
+        one,
+        "ONE keeps its session"
+    );
+    server.abort();
 }

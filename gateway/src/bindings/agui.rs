@@ -48,29 +48,21 @@ pub(crate) fn router(pipeline: Arc<Pipeline>) -> Router {
         interrupts: Mutex::default(),
     });
     let routes = Router::new()
-        .route(AGUI_PATH, post(run_default))
-        .route(AGENT_AGUI_PATH, post(run_named));
+        .route(AGUI_PATH, post(run_route))
+        .route(AGENT_AGUI_PATH, post(run_route));
     crate::web::auth::require(routes, &auth).with_state(state)
 }
 
-async fn run_default(
+/// `POST /agui` and `POST /agents/{name}/agui` (the name must be this gateway's agent).
+async fn run_route(
     State(agui): State<Arc<Agui>>,
     Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, Problem> {
-    run(agui, caller, headers, body).await
-}
-
-async fn run_named(
-    State(agui): State<Arc<Agui>>,
-    Extension(caller): Extension<Caller>,
-    Path(name): Path<String>,
+    name: Option<Path<String>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
     let agent = agui.pipeline.agent.name();
-    if name != agent && name != "default" {
+    if let Some(Path(name)) = name.filter(|Path(n)| n.as_str() != agent && n != "default") {
         return Err(Problem::new(
             ErrorKind::NotFound,
             format!("no agent named `{name}` (this gateway serves `{agent}`)"),

@@ -31,6 +31,9 @@ pub use postgres::{PgOptions, PgStore};
 pub use spec::{StoreSpec, UnknownStore};
 pub use sqlite::SqliteStore;
 
+/// What a [`TaskStore`] method returns: a boxed future of its answer or a [`StoreError`].
+pub type StoreFuture<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
+
 /// A task as stored: its A2A `Task` snapshot and the fields the store filters on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskRecord {
@@ -278,7 +281,7 @@ pub trait TaskStore: Send + Sync + 'static {
     fn name(&self) -> String;
 
     /// The task `id`, if stored.
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>>;
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>>;
 
     /// Appends `write.events` to the log of `write.record`'s task and updates the record, in
     /// one step. The events are numbered on from the stored `last_seq`; returns the last one's
@@ -289,13 +292,13 @@ pub trait TaskStore: Send + Sync + 'static {
     /// `updated_ms` change and the stored `task` stays as it was (a long stream of artifact
     /// chunks does not rewrite a growing task on every chunk). The first append of a task
     /// always comes with its snapshot.
-    fn append(&self, write: TaskAppend) -> BoxFuture<'_, Result<u64, StoreError>>;
+    fn append(&self, write: TaskAppend) -> StoreFuture<'_, u64>;
 
     /// The events of task `id` after sequence number `after`, in order.
-    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>>;
+    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> StoreFuture<'a, Vec<StoredEvent>>;
 
     /// Tasks matching `query`, most recently updated first.
-    fn list(&self, query: TaskQuery) -> BoxFuture<'_, Result<TaskPage, StoreError>>;
+    fn list(&self, query: TaskQuery) -> StoreFuture<'_, TaskPage>;
 
     /// Whether several gateways may share this store: leases are honoured and other
     /// instances' events arrive as [`TaskStore::notices`]. Default: no — a task with no run in
@@ -308,25 +311,20 @@ pub trait TaskStore: Send + Sync + 'static {
     /// another holder's lease is still valid. Returns whether `holder` holds it now. The task
     /// need not exist yet. A store that several gateways share keeps lease times on one clock
     /// (its own), so the gateways' clocks need not agree. Default: always taken.
-    fn acquire<'a>(&'a self, id: &'a str, holder: &'a str, lease: Duration) -> BoxFuture<'a, Result<bool, StoreError>> {
+    fn acquire<'a>(&'a self, id: &'a str, holder: &'a str, lease: Duration) -> StoreFuture<'a, bool> {
         let _ = (id, holder, lease);
         Box::pin(async { Ok(true) })
     }
 
     /// Extends `holder`'s leases of `ids` to `lease` from now; returns the ids `holder` no
     /// longer holds (another instance took them over: the runs must stop). Default: none lost.
-    fn renew<'a>(
-        &'a self,
-        holder: &'a str,
-        ids: Vec<String>,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+    fn renew<'a>(&'a self, holder: &'a str, ids: Vec<String>, lease: Duration) -> StoreFuture<'a, Vec<String>> {
         let _ = (holder, ids, lease);
         Box::pin(async { Ok(Vec::new()) })
     }
 
     /// Gives up `holder`'s lease of task `id` (its run ended or paused).
-    fn release<'a>(&'a self, id: &'a str, holder: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn release<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
         let _ = (id, holder);
         Box::pin(async { Ok(()) })
     }
@@ -334,13 +332,13 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Tasks still `SUBMITTED` or `WORKING` whose lease has expired (or that have none):
     /// their instance is gone. Default: none (one gateway settles its orphans when it reads
     /// them).
-    fn orphans(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+    fn orphans(&self) -> StoreFuture<'_, Vec<String>> {
         Box::pin(async { Ok(Vec::new()) })
     }
 
     /// Asks the instance running task `id` to cancel it (a [`StoreNotice::CancelRequested`]
     /// to every instance). Default: nothing to tell.
-    fn request_cancel<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
         let _ = id;
         Box::pin(async { Ok(()) })
     }
@@ -348,7 +346,7 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Forgets the finished tasks (completed, failed, canceled, rejected) last updated longer
     /// than `older_than` ago, and all but the `keep` most recently updated finished tasks,
     /// with their events; returns how many went. Default: none.
-    fn prune_tasks(&self, older_than: Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
         let _ = (older_than, keep);
         Box::pin(async { Ok(0) })
     }
@@ -364,25 +362,20 @@ pub trait TaskStore: Send + Sync + 'static {
     /// With a head, the run starts here: an earlier run of the key is forgotten. A final
     /// frame ends the run. Frames of a run that its key no longer names (opened again since)
     /// are not kept. Default: nothing kept.
-    fn append_frames(&self, write: FrameWrite) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn append_frames(&self, write: FrameWrite) -> StoreFuture<'_, ()> {
         let _ = write;
         Box::pin(async { Ok(()) })
     }
 
     /// The log of run `key` with the frames whose sequence is after `after` (every frame for
     /// `None`); `None` when no run of `key` is kept. Default: none.
-    fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> BoxFuture<'a, Result<Option<RunLog>, StoreError>> {
+    fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> StoreFuture<'a, Option<RunLog>> {
         let _ = (key, after);
         Box::pin(async { Ok(None) })
     }
 
     /// Extends `holder`'s leases of the runs `keys` to `lease` from now. Default: nothing.
-    fn renew_runs<'a>(
-        &'a self,
-        holder: &'a str,
-        keys: Vec<String>,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn renew_runs<'a>(&'a self, holder: &'a str, keys: Vec<String>, lease: Duration) -> StoreFuture<'a, ()> {
         let _ = (holder, keys, lease);
         Box::pin(async { Ok(()) })
     }
@@ -390,7 +383,7 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Forgets the ended runs (and those whose lease expired) last written longer than
     /// `older_than` ago, and all of them but the `keep` most recently written; returns how
     /// many went. Default: none kept, none gone.
-    fn prune_runs(&self, older_than: Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn prune_runs(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
         let _ = (older_than, keep);
         Box::pin(async { Ok(0) })
     }
@@ -446,14 +439,14 @@ impl TaskStore for MemoryStore {
         "memory".into()
     }
 
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
         Box::pin(async move {
             let map = self.inner.lock();
             map.get(id).map(MemoryTask::record).transpose()
         })
     }
 
-    fn append(&self, write: TaskAppend) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn append(&self, write: TaskAppend) -> StoreFuture<'_, u64> {
         Box::pin(async move {
             let TaskAppend {
                 mut record,
@@ -490,7 +483,7 @@ impl TaskStore for MemoryStore {
         })
     }
 
-    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>> {
+    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> StoreFuture<'a, Vec<StoredEvent>> {
         Box::pin(async move {
             let map = self.inner.lock();
             let Some(t) = map.get(id) else { return Ok(Vec::new()) };
@@ -507,7 +500,7 @@ impl TaskStore for MemoryStore {
         })
     }
 
-    fn prune_tasks(&self, older_than: Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
         Box::pin(async move {
             let before = now_ms().saturating_sub(millis(older_than));
             let mut map = self.inner.lock();
@@ -528,7 +521,7 @@ impl TaskStore for MemoryStore {
         })
     }
 
-    fn list(&self, query: TaskQuery) -> BoxFuture<'_, Result<TaskPage, StoreError>> {
+    fn list(&self, query: TaskQuery) -> StoreFuture<'_, TaskPage> {
         Box::pin(async move {
             let map = self.inner.lock();
             let mut found: Vec<&MemoryTask> = map.values().filter(|t| matches(&t.record, &query)).collect();

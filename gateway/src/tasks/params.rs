@@ -132,23 +132,14 @@ struct PartsView {
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct TaskQuery<'a> {
-    #[serde(borrow)]
     history_length: Option<Param<'a>>,
-    #[serde(borrow)]
     page_size: Option<Param<'a>>,
-    #[serde(borrow)]
     page_token: Option<Param<'a>>,
-    #[serde(borrow)]
     include_artifacts: Option<Param<'a>>,
-    #[serde(borrow)]
     status: Option<Param<'a>>,
-    #[serde(borrow)]
     status_timestamp_after: Option<Param<'a>>,
-    #[serde(borrow)]
     context_id: Option<Param<'a>>,
-    #[serde(borrow)]
     return_immediately: Option<Param<'a>>,
-    #[serde(borrow)]
     blocking: Option<Param<'a>>,
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap, Method};
+use axum::http::{header, HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use axum::Extension;
@@ -26,11 +26,10 @@ pub(super) fn routes(prefix: &str) -> Router<Arc<TaskService>> {
     let p = prefix.trim_end_matches('/');
     let mut router = Router::new();
     // the collection routes answer with and without a trailing slash
-    for path in super::path_forms(&format!("{p}/message:send")) {
-        router = router.route(&path, post(send));
-    }
-    for path in super::path_forms(&format!("{p}/message:stream")) {
-        router = router.route(&path, post(stream));
+    for verb in ["send", STREAM] {
+        for path in super::path_forms(&format!("{p}/message:{verb}")) {
+            router = router.route(&path, post(send));
+        }
     }
     for path in super::path_forms(&format!("{p}/tasks")) {
         router = router.route(&path, get(list));
@@ -114,14 +113,23 @@ async fn send_params(
     })
 }
 
+/// The verb of the streaming send (`message:stream`; `message:send` answers once).
+const STREAM: &str = "stream";
+
+/// `message:send` and `message:stream`: one decoding, two ways to answer.
 async fn send(
     State(state): State<Arc<TaskService>>,
     Extension(caller): Extension<Caller>,
     RawQuery(query): RawQuery,
+    uri: Uri,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, RestError> {
     let p = send_params(&state, caller, &headers, query.as_deref(), body).await?;
+    if uri.path().trim_end_matches('/').ends_with(STREAM) {
+        let events = state.send_streaming(p).await?;
+        return Ok(super::sse(events, state.shared.config.keep_alive, event_or_error));
+    }
     match state.send_message(p).await? {
         Sent::Message(m) => Ok(json_response(json!({"message": m}))),
         Sent::Task(task) => {
@@ -129,18 +137,6 @@ async fn send(
             Ok(([(header::CONTENT_TYPE, A2A_JSON)], body).into_response())
         }
     }
-}
-
-async fn stream(
-    State(state): State<Arc<TaskService>>,
-    Extension(caller): Extension<Caller>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, RestError> {
-    let p = send_params(&state, caller, &headers, query.as_deref(), body).await?;
-    let events = state.send_streaming(p).await?;
-    Ok(super::sse(events, state.shared.config.keep_alive, event_or_error))
 }
 
 /// The query string's parameters (`application/x-www-form-urlencoded`), as strings.

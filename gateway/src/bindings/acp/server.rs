@@ -21,7 +21,8 @@ use e2a::acp::stream::AcpStreamProjector;
 use e2a::acp::{envelope_from_jsonrpc, JsonRpcIngress};
 use e2a::stream::ResponseStream;
 use e2a::taxonomy::ErrorKind;
-use e2a::{E2AEnvelope, E2AResponse};
+use e2a::types::{PauseKind, ResponseKind};
+use e2a::{E2AEnvelope, E2AResponse, ResponseBody};
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -452,21 +453,18 @@ impl AcpServer {
         let mut ctx = RequestContext::new(Caller::named("acp-client"), None);
         ctx.cancel = cancel.child_token();
         let mut frames = self.agent.run(request.clone(), ctx);
-        let mut pause: Option<(String, String)> = None;
+        let mut pause: Option<(PauseKind, String)> = None;
         while let Some(frame) = frames.next().await {
-            if frame.response_kind.as_str() == "plan.approval_required" {
-                let b = &frame.body;
-                let kind = b.get("input_kind").and_then(Value::as_str).unwrap_or("approval");
-                let question = b
-                    .get("plan_content")
-                    .and_then(Value::as_str)
-                    .unwrap_or("The agent asks for approval")
-                    .to_string();
-                pause = Some((kind.to_string(), question));
+            if frame.response_kind == ResponseKind::PlanApprovalRequired {
+                if let Ok(ResponseBody::PlanApprovalRequired(b)) = frame.typed_body() {
+                    let question = b.plan_content.unwrap_or_else(|| "The agent asks for approval".into());
+                    pause = Some((b.input_kind.unwrap_or(PauseKind::Approval), question));
+                }
             }
-            if frame.is_final && frame.response_kind.as_str() == "e2a.complete" {
+            let completes = frame.response_kind == ResponseKind::E2aComplete;
+            if frame.is_final && completes {
                 if let Some((kind, question)) = pause.take() {
-                    if kind == "approval" && !cancel.is_cancelled() {
+                    if kind == PauseKind::Approval && !cancel.is_cancelled() {
                         return Turn::Approval(question);
                     }
                     // input pause: show the question; the next prompt of the session answers it
@@ -478,7 +476,7 @@ impl AcpServer {
             }
             // ACP: once the client cancelled, the turn ends with stopReason cancelled whatever
             // error the cancellation caused (an agent stopping without a final frame included)
-            let frame = if frame.is_final && cancel.is_cancelled() && frame.response_kind.as_str() != "e2a.complete" {
+            let frame = if frame.is_final && cancel.is_cancelled() && !completes {
                 boundary::cutoff_frame(
                     request,
                     frame.sequence,

@@ -46,14 +46,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use futures_util::future::BoxFuture;
 use serde_json::json;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{
-    millis, FrameWrite, RunLog, StoreError, StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord,
-    TaskStore,
+    millis, FrameWrite, RunLog, StoreError, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery,
+    TaskRecord, TaskStore,
 };
 use e2a::types::A2aTaskState;
 
@@ -204,6 +203,17 @@ impl PgStore {
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool.get().await.map_err(|e| pg_error(&e))
     }
+
+    /// The rows of `sql` (prepared once per connection) with `args`, on a pooled connection.
+    async fn rows(
+        &self,
+        sql: &str,
+        args: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(sql).await.map_err(|e| pg_error(&e))?;
+        client.query(&stmt, args).await.map_err(|e| pg_error(&e))
+    }
 }
 
 fn message_of(e: &StoreError) -> String {
@@ -237,19 +247,16 @@ impl TaskStore for PgStore {
         self.name.clone()
     }
 
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
         Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached(&format!("SELECT {COLUMNS} FROM a2a_tasks WHERE id = $1"))
-                .await
-                .map_err(|e| pg_error(&e))?;
-            let row = client.query_opt(&stmt, &[&id]).await.map_err(|e| pg_error(&e))?;
-            row.as_ref().map(record_of).transpose()
+            let rows = self
+                .rows(&format!("SELECT {COLUMNS} FROM a2a_tasks WHERE id = $1"), &[&id])
+                .await?;
+            rows.first().map(record_of).transpose()
         })
     }
 
-    fn append(&self, write: TaskAppend) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn append(&self, write: TaskAppend) -> StoreFuture<'_, u64> {
         Box::pin(async move {
             let (done, result) = oneshot::channel();
             let pending = Pending::new(write, done);
@@ -263,17 +270,10 @@ impl TaskStore for PgStore {
         })
     }
 
-    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>> {
+    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> StoreFuture<'a, Vec<StoredEvent>> {
         Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached("SELECT seq, event FROM a2a_task_events WHERE task_id = $1 AND seq > $2 ORDER BY seq")
-                .await
-                .map_err(|e| pg_error(&e))?;
-            let rows = client
-                .query(&stmt, &[&id, &seq_i64(after)])
-                .await
-                .map_err(|e| pg_error(&e))?;
+            let sql = "SELECT seq, event FROM a2a_task_events WHERE task_id = $1 AND seq > $2 ORDER BY seq";
+            let rows = self.rows(sql, &[&id, &seq_i64(after)]).await?;
             rows.iter()
                 .map(|r| {
                     let seq: i64 = r.try_get(0).map_err(backend)?;
@@ -284,7 +284,7 @@ impl TaskStore for PgStore {
         })
     }
 
-    fn list(&self, query: TaskQuery) -> BoxFuture<'_, Result<TaskPage, StoreError>> {
+    fn list(&self, query: TaskQuery) -> StoreFuture<'_, TaskPage> {
         Box::pin(async move {
             let client = self.client().await?;
             let filter = "owner IS NOT DISTINCT FROM $1 AND ($2::TEXT IS NULL OR context_id = $2)
@@ -335,7 +335,7 @@ impl TaskStore for PgStore {
         true
     }
 
-    fn prune_tasks(&self, older_than: Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
         Box::pin(self.prune_finished_tasks(older_than, keep))
     }
 
@@ -343,105 +343,68 @@ impl TaskStore for PgStore {
         true
     }
 
-    fn append_frames(&self, write: FrameWrite) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn append_frames(&self, write: FrameWrite) -> StoreFuture<'_, ()> {
         Box::pin(self.append_run_frames(write))
     }
 
-    fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> BoxFuture<'a, Result<Option<RunLog>, StoreError>> {
+    fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> StoreFuture<'a, Option<RunLog>> {
         Box::pin(self.run_log_after(key, after))
     }
 
-    fn renew_runs<'a>(
-        &'a self,
-        holder: &'a str,
-        keys: Vec<String>,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn renew_runs<'a>(&'a self, holder: &'a str, keys: Vec<String>, lease: Duration) -> StoreFuture<'a, ()> {
         Box::pin(self.renew_run_leases(holder, keys, lease))
     }
 
-    fn prune_runs(&self, older_than: Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn prune_runs(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
         Box::pin(self.prune_run_logs(older_than, keep))
     }
 
-    fn acquire<'a>(&'a self, id: &'a str, holder: &'a str, lease: Duration) -> BoxFuture<'a, Result<bool, StoreError>> {
+    fn acquire<'a>(&'a self, id: &'a str, holder: &'a str, lease: Duration) -> StoreFuture<'a, bool> {
         Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached(&format!(
-                    "INSERT INTO a2a_leases AS l (task_id, holder, until_ms) VALUES ($1, $2, {NOW_MS} + $3)
-                     ON CONFLICT (task_id) DO UPDATE SET holder = EXCLUDED.holder, until_ms = EXCLUDED.until_ms
-                     WHERE l.holder = EXCLUDED.holder OR l.until_ms < {NOW_MS}
-                     RETURNING holder"
-                ))
-                .await
-                .map_err(|e| pg_error(&e))?;
-            let row = client
-                .query_opt(&stmt, &[&id, &holder, &millis(lease)])
-                .await
-                .map_err(|e| pg_error(&e))?;
-            Ok(row.is_some())
+            let sql = format!(
+                "INSERT INTO a2a_leases AS l (task_id, holder, until_ms) VALUES ($1, $2, {NOW_MS} + $3)
+                 ON CONFLICT (task_id) DO UPDATE SET holder = EXCLUDED.holder, until_ms = EXCLUDED.until_ms
+                 WHERE l.holder = EXCLUDED.holder OR l.until_ms < {NOW_MS}
+                 RETURNING holder"
+            );
+            Ok(!self.rows(&sql, &[&id, &holder, &millis(lease)]).await?.is_empty())
         })
     }
 
-    fn renew<'a>(
-        &'a self,
-        holder: &'a str,
-        ids: Vec<String>,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+    fn renew<'a>(&'a self, holder: &'a str, ids: Vec<String>, lease: Duration) -> StoreFuture<'a, Vec<String>> {
         Box::pin(async move {
             if ids.is_empty() {
                 return Ok(Vec::new());
             }
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached(&format!(
-                    "UPDATE a2a_leases SET until_ms = {NOW_MS} + $3 WHERE holder = $1 AND task_id = ANY($2) RETURNING task_id"
-                ))
-                .await
-                .map_err(|e| pg_error(&e))?;
-            let rows = client
-                .query(&stmt, &[&holder, &ids, &millis(lease)])
-                .await
-                .map_err(|e| pg_error(&e))?;
+            let sql = format!(
+                "UPDATE a2a_leases SET until_ms = {NOW_MS} + $3 WHERE holder = $1 AND task_id = ANY($2) RETURNING task_id"
+            );
+            let rows = self.rows(&sql, &[&holder, &ids, &millis(lease)]).await?;
             let kept: std::collections::HashSet<String> = rows.iter().filter_map(|r| r.try_get(0).ok()).collect();
             Ok(ids.into_iter().filter(|id| !kept.contains(id)).collect())
         })
     }
 
-    fn release<'a>(&'a self, id: &'a str, holder: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn release<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached("DELETE FROM a2a_leases WHERE task_id = $1 AND holder = $2")
-                .await
-                .map_err(|e| pg_error(&e))?;
-            client.execute(&stmt, &[&id, &holder]).await.map_err(|e| pg_error(&e))?;
-            Ok(())
+            let sql = "DELETE FROM a2a_leases WHERE task_id = $1 AND holder = $2";
+            self.rows(sql, &[&id, &holder]).await.map(drop)
         })
     }
 
-    fn orphans(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+    fn orphans(&self) -> StoreFuture<'_, Vec<String>> {
         Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached(&format!(
-                    "SELECT t.id FROM a2a_tasks t LEFT JOIN a2a_leases l ON l.task_id = t.id
-                     WHERE t.state IN ($1, $2) AND (l.until_ms IS NULL OR l.until_ms < {NOW_MS})
-                     ORDER BY t.updated_ms LIMIT 1000"
-                ))
-                .await
-                .map_err(|e| pg_error(&e))?;
-            let rows = client
-                .query(&stmt, &[&SUBMITTED.as_str(), &WORKING.as_str()])
-                .await
-                .map_err(|e| pg_error(&e))?;
+            let sql = format!(
+                "SELECT t.id FROM a2a_tasks t LEFT JOIN a2a_leases l ON l.task_id = t.id
+                 WHERE t.state IN ($1, $2) AND (l.until_ms IS NULL OR l.until_ms < {NOW_MS})
+                 ORDER BY t.updated_ms LIMIT 1000"
+            );
+            let rows = self.rows(&sql, &[&SUBMITTED.as_str(), &WORKING.as_str()]).await?;
             rows.iter().map(|r| r.try_get(0).map_err(backend)).collect()
         })
     }
 
-    fn request_cancel<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let client = self.client().await?;
             let payload = json!({"i": self.instance, "t": id}).to_string();

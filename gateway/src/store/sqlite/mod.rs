@@ -10,12 +10,11 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use futures_util::future::BoxFuture;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{
-    run_seq, FrameWrite, RunLog, StoreError, StoredEvent, StoredFrame, TaskAppend, TaskPage, TaskQuery, TaskRecord,
-    TaskStore,
+    run_seq, FrameWrite, RunLog, StoreError, StoreFuture, StoredEvent, StoredFrame, TaskAppend, TaskPage, TaskQuery,
+    TaskRecord, TaskStore,
 };
 
 const SCHEMA: &str = "
@@ -73,6 +72,22 @@ impl std::fmt::Debug for SqliteStore {
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
+}
+
+/// The `(seq, text)` rows of a log query (`sql` takes the log's key and the sequence to read
+/// after), in order.
+fn seq_texts(c: &Connection, sql: &str, key: &str, after: i64) -> Result<Vec<(u64, String)>, StoreError> {
+    let mut stmt = c.prepare_cached(sql).map_err(backend)?;
+    let rows = stmt
+        .query_map(params![key, after], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })
+        .map_err(backend)?;
+    rows.map(|row| {
+        let (seq, text) = row.map_err(backend)?;
+        Ok((u64::try_from(seq).unwrap_or(0), text))
+    })
+    .collect()
 }
 
 impl SqliteStore {
@@ -185,7 +200,7 @@ impl TaskStore for SqliteStore {
         format!("sqlite:{}", self.path.display())
     }
 
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
         let id = id.to_string();
         Box::pin(self.with(move |c| {
             let row = c
@@ -200,7 +215,7 @@ impl TaskStore for SqliteStore {
         }))
     }
 
-    fn append(&self, write: TaskAppend) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn append(&self, write: TaskAppend) -> StoreFuture<'_, u64> {
         let TaskAppend {
             record,
             snapshot,
@@ -253,28 +268,19 @@ impl TaskStore for SqliteStore {
         }))
     }
 
-    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>> {
+    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> StoreFuture<'a, Vec<StoredEvent>> {
         let id = id.to_string();
         let after = i64::try_from(after).unwrap_or(i64::MAX);
         Box::pin(self.with(move |c| {
-            let mut stmt = c
-                .prepare("SELECT seq, event FROM a2a_task_events WHERE task_id = ?1 AND seq > ?2 ORDER BY seq")
-                .map_err(backend)?;
-            let rows = stmt
-                .query_map(params![id, after], |r| {
-                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-                })
-                .map_err(backend)?;
-            let mut out = Vec::new();
-            for row in rows {
-                let (seq, text) = row.map_err(backend)?;
-                out.push(StoredEvent::read(&id, u64::try_from(seq).unwrap_or(0), text)?);
-            }
-            Ok(out)
+            let sql = "SELECT seq, event FROM a2a_task_events WHERE task_id = ?1 AND seq > ?2 ORDER BY seq";
+            seq_texts(c, sql, &id, after)?
+                .into_iter()
+                .map(|(seq, text)| StoredEvent::read(&id, seq, text))
+                .collect()
         }))
     }
 
-    fn list(&self, query: TaskQuery) -> BoxFuture<'_, Result<TaskPage, StoreError>> {
+    fn list(&self, query: TaskQuery) -> StoreFuture<'_, TaskPage> {
         Box::pin(self.with(move |c| {
             let filter = "owner IS ?1 AND (?2 IS NULL OR context_id = ?2) AND (?3 IS NULL OR state = ?3)
                           AND (?4 IS NULL OR updated_ms > ?4)";
@@ -316,7 +322,7 @@ impl TaskStore for SqliteStore {
         }))
     }
 
-    fn prune_tasks(&self, older_than: std::time::Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn prune_tasks(&self, older_than: std::time::Duration, keep: usize) -> StoreFuture<'_, u64> {
         let finished = super::finished_states_sql();
         let gone = format!(
             "SELECT id FROM a2a_tasks WHERE state IN ({finished}) AND (updated_ms < ?1 OR id NOT IN
@@ -334,7 +340,7 @@ impl TaskStore for SqliteStore {
         true
     }
 
-    fn append_frames(&self, write: FrameWrite) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn append_frames(&self, write: FrameWrite) -> StoreFuture<'_, ()> {
         let FrameWrite { key, run, head, frames } = write;
         Box::pin(self.write(move |tx| {
             let now = super::now_ms();
@@ -379,7 +385,7 @@ impl TaskStore for SqliteStore {
         }))
     }
 
-    fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> BoxFuture<'a, Result<Option<RunLog>, StoreError>> {
+    fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> StoreFuture<'a, Option<RunLog>> {
         let key = key.to_string();
         Box::pin(self.with(move |c| {
             let head = c
@@ -399,33 +405,20 @@ impl TaskStore for SqliteStore {
                 return Ok(None);
             };
             let after = after.map_or(Ok(-1), run_seq)?;
-            let mut stmt = c
-                .prepare_cached("SELECT seq, frame FROM e2a_run_frames WHERE run = ?1 AND seq > ?2 ORDER BY seq")
-                .map_err(backend)?;
-            let rows = stmt
-                .query_map(params![run, after], |r| {
-                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-                })
-                .map_err(backend)?;
-            let mut frames = Vec::new();
-            for row in rows {
-                let (seq, frame) = row.map_err(backend)?;
-                frames.push(StoredFrame {
-                    seq: u64::try_from(seq).unwrap_or(0),
+            let sql = "SELECT seq, frame FROM e2a_run_frames WHERE run = ?1 AND seq > ?2 ORDER BY seq";
+            let frames = seq_texts(c, sql, &run, after)?
+                .into_iter()
+                .map(|(seq, frame)| StoredFrame {
+                    seq,
                     frame,
                     is_final: false,
-                });
-            }
+                })
+                .collect();
             Ok(Some(RunLog::new(run, request, frames, ended, leased)))
         }))
     }
 
-    fn renew_runs<'a>(
-        &'a self,
-        holder: &'a str,
-        keys: Vec<String>,
-        lease: std::time::Duration,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn renew_runs<'a>(&'a self, holder: &'a str, keys: Vec<String>, lease: std::time::Duration) -> StoreFuture<'a, ()> {
         let holder = holder.to_string();
         Box::pin(self.write(move |tx| {
             let until = super::now_ms().saturating_add(super::millis(lease));
@@ -441,7 +434,7 @@ impl TaskStore for SqliteStore {
         }))
     }
 
-    fn prune_runs(&self, older_than: std::time::Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn prune_runs(&self, older_than: std::time::Duration, keep: usize) -> StoreFuture<'_, u64> {
         let gone = "SELECT run FROM e2a_runs WHERE (ended OR until_ms < ?3)
                     AND (updated_ms < ?1 OR key NOT IN (SELECT key FROM e2a_runs ORDER BY updated_ms DESC LIMIT ?2))";
         let deletes = [
