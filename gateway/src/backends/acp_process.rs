@@ -378,9 +378,8 @@ impl Agent for AcpProcessAgent {
             let (peer, routes, sid, turn) = match this.session(session_key(&request).map(|k| ctx.conversation(k))).await {
                 Ok(v) => v,
                 Err(e) => {
-                    // the detail (which may carry what the agent said) goes to the log only
                     tracing::warn!(agent = %this.name(), error = %e, "ACP agent unavailable");
-                    yield s.fail(agent_error, "the ACP agent is unavailable", Map::new());
+                    yield s.fail(agent_error, &e, Map::new());
                     return;
                 }
             };
@@ -433,10 +432,9 @@ impl Agent for AcpProcessAgent {
                         return;
                     }
                     Event::Done(Err(e)) => {
-                        // the agent's own words may echo what it was given: the log has them
                         tracing::warn!(agent = %this.name(), error = %e, "ACP turn failed");
                         let d = details(&[("acp_code", e.code.into())]);
-                        yield s.fail(agent_error, &format!("the ACP agent failed (ACP error {})", e.code), d);
+                        yield s.fail(agent_error, &format!("the ACP agent failed: {}", e.message), d);
                         return;
                     }
                 }

@@ -6,7 +6,6 @@ The prompt text selects what it does:
   fs             asks its client for fs/read_text_file and terminal/create, says the error codes
   permission K   asks session/request_permission for a tool call of kind K, says the option chosen
   session        says its session id
-  fail           answers the prompt with a JSON-RPC error whose message echoes a credential
   anything else  says "fake: <text>"
 Every process start appends a line to $FAKE_ACP_COUNTER (when set).
 """
@@ -73,10 +72,6 @@ while True:
             say(sid, r["result"]["outcome"].get("optionId", "cancelled"))
         elif text == "session":
             say(sid, sid)
-        elif text == "fail":
-            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603,
-                  "message": "upstream refused api_key=sk-fake-0123456789"}})
-            continue
         else:
             say(sid, f"fake: {text}")
         send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}})
