@@ -372,6 +372,46 @@ impl State {
             self.seen_above.insert(seq);
         }
     }
+
+    /// The checks of `f` in this stream (start, gaps, order, finals); the state moves on.
+    fn check(&mut self, f: &E2AResponse) -> Vec<ViolationKind> {
+        let mut found = Vec::new();
+        if !self.started && f.sequence != 0 {
+            found.push(ViolationKind::DoesNotStartAtZero { got: f.sequence });
+        } else if f.sequence > self.expected {
+            found.push(ViolationKind::Gap {
+                expected: self.expected,
+                got: f.sequence,
+            });
+        } else if f.sequence < self.expected {
+            found.push(ViolationKind::Reorder {
+                expected: self.expected,
+            });
+        }
+        if self.finished {
+            found.push(if f.is_final {
+                ViolationKind::SecondFinal
+            } else {
+                ViolationKind::AfterFinal
+            });
+        }
+        self.started = true;
+        self.mark_seen(f.sequence);
+        self.expected = self.expected.max(f.sequence.saturating_add(1));
+        if f.is_final {
+            self.finished = true;
+        }
+        found
+    }
+
+    /// [`State::check`] of a frame not kept: a duplicate is only reported.
+    fn observe(&mut self, f: &E2AResponse, clock: u64) -> Vec<ViolationKind> {
+        self.last_activity = clock;
+        if self.seen(f.sequence) {
+            return vec![ViolationKind::Duplicate];
+        }
+        self.check(f)
+    }
 }
 
 /// Checks the stream invariants over frames of many interleaved requests.
@@ -467,18 +507,14 @@ impl StreamValidator {
         }
         self.frame_checks(f);
         let clock = self.clock;
-        if !self.streams.contains_key(&f.request_id) {
-            self.streams.insert(f.request_id.clone(), State::default());
-        }
-        let Some(st) = self.streams.get_mut(&f.request_id) else {
-            return;
+        // one lookup for a stream already known (the request id is hashed once per frame)
+        let found = match self.streams.get_mut(&f.request_id) {
+            Some(st) => st.observe(f, clock),
+            None => self.streams.entry(f.request_id.clone()).or_default().observe(f, clock),
         };
-        st.last_activity = clock;
-        if st.seen(f.sequence) {
-            self.report(f, ViolationKind::Duplicate);
-            return;
+        for k in found {
+            self.report(f, k);
         }
-        self.check(&f.request_id, f);
     }
 
     /// The checks of one frame on its own: it names its request, and its status fits its kind.
@@ -511,31 +547,7 @@ impl StreamValidator {
     /// The checks of `f` in its stream (start, gaps, order, finals), in the stream's state.
     fn check(&mut self, key: &Option<String>, f: &E2AResponse) {
         let Some(st) = self.streams.get_mut(key) else { return };
-        let mut found = Vec::new();
-        if !st.started && f.sequence != 0 {
-            found.push(ViolationKind::DoesNotStartAtZero { got: f.sequence });
-        } else if f.sequence > st.expected {
-            found.push(ViolationKind::Gap {
-                expected: st.expected,
-                got: f.sequence,
-            });
-        } else if f.sequence < st.expected {
-            found.push(ViolationKind::Reorder { expected: st.expected });
-        }
-        if st.finished {
-            found.push(if f.is_final {
-                ViolationKind::SecondFinal
-            } else {
-                ViolationKind::AfterFinal
-            });
-        }
-        st.started = true;
-        st.mark_seen(f.sequence);
-        st.expected = st.expected.max(f.sequence.saturating_add(1));
-        if f.is_final {
-            st.finished = true;
-        }
-        for k in found {
+        for k in st.check(f) {
             self.report(f, k);
         }
     }
