@@ -1,9 +1,9 @@
 //! Several `e2a serve --a2a --store postgres://…` processes sharing one PostgreSQL database:
 //! a stream started on one gateway resumed mid-stream on another, a task whose gateway was
-//! killed read `FAILED` on the other once its lease expired, a cancel and an answer to a
-//! pause sent to the gateway that does not run the task, and a bounded load test (1,000
-//! streams over two gateways, every event once and in order; the same load on one SQLite
-//! gateway for comparison).
+//! killed read `FAILED` on the other once its lease expired, a cancel sent to the gateway that
+//! does not run the task, an answer to a pause refused where its agent does not hold it, and a
+//! bounded load test (1,000 streams over two gateways, every event once and in order; the same
+//! load on one SQLite gateway for comparison).
 //!
 //! They need a PostgreSQL server: `E2A_TEST_POSTGRES_URL=postgres://USER@127.0.0.1:PORT/DB`
 //! (`gateway/tests/postgres/start.sh` starts one; each test makes its own database). Without
@@ -326,7 +326,7 @@ fn the_task_of_a_killed_gateway_reads_failed_on_another_once_its_lease_expires()
 }
 
 #[test]
-fn a_cancel_or_an_answer_sent_to_the_other_gateway_reaches_the_task() {
+fn a_cancel_on_the_other_gateway_reaches_the_task_and_an_answer_needs_the_pauses_holder() {
     let Some(Pair { rt, a, b, .. }) = two_gateways(&[]) else {
         return;
     };
@@ -347,9 +347,9 @@ fn a_cancel_or_an_answer_sent_to_the_other_gateway_reaches_the_task() {
             Some("TASK_STATE_CANCELED")
         );
 
-        // a pause on A answered on B: the next turn runs on B, in the same task (the script
-        // agent's own memory of the pause is per process, so the answer is one it matches
-        // afresh: "count")
+        // a pause on A answered on B: B's agent does not hold A's pause (the script agent keeps
+        // it in A's memory), so B refuses the answer rather than run it as a new turn; on A it
+        // goes on in the same task
         let stream = send_streaming(&http, &a.base, "book a table", None).await;
         let turn1: Vec<Got> = stream.collect().await;
         assert_eq!(
@@ -357,29 +357,39 @@ fn a_cancel_or_an_answer_sent_to_the_other_gateway_reaches_the_task() {
             Some("TASK_STATE_INPUT_REQUIRED")
         );
         let id = task_id_of(&turn1[0].event);
-        let stream = send_streaming(&http, &b.base, "count", Some(&id)).await;
+        let refused: Value = rpc_request(
+            &http,
+            &b.base,
+            "SendMessage",
+            json!({"message": message("4", Some(&id))}),
+            None,
+        )
+        .await
+        .json()
+        .await
+        .expect("body");
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        let stream = send_streaming(&http, &a.base, "4", Some(&id)).await;
         let turn2: Vec<Got> = stream.collect().await;
         assert_consecutive(&turn2, turn1.len() as u64 + 1);
         assert_eq!(
             turn2.last().and_then(|g| state_of(&g.event)),
             Some("TASK_STATE_COMPLETED")
         );
-        let task = rpc(&http, &a.base, "GetTask", json!({"id": id})).await;
+        let task = rpc(&http, &b.base, "GetTask", json!({"id": id})).await;
         assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
         let user_turns = task["history"]
             .as_array()
             .map(|h| h.iter().filter(|m| m["role"] == "ROLE_USER").count());
         assert_eq!(user_turns, Some(2), "{task}");
-        // while a turn runs on one gateway, the other refuses a second answer
-        let stream = send_streaming(&http, &a.base, "book again", None).await;
-        let turn1: Vec<Got> = stream.collect().await;
-        let id = task_id_of(&turn1[0].event);
-        let stream = send_streaming(&http, &b.base, "long", Some(&id)).await;
+        // while a turn runs on one gateway, the other refuses a message to its task
+        let stream = send_streaming(&http, &a.base, "long", None).await;
         let mut running = Box::pin(stream);
-        running.next().await.expect("the turn started on B");
+        let head = running.next().await.expect("the turn started on A");
+        let id = task_id_of(&head.event);
         let refused: Value = rpc_request(
             &http,
-            &a.base,
+            &b.base,
             "SendMessage",
             json!({"message": message("count", Some(&id))}),
             None,

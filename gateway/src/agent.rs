@@ -161,4 +161,15 @@ pub trait Agent: Send + Sync + 'static {
     fn name(&self) -> String {
         "agent".into()
     }
+
+    /// Whether this agent still holds the pause of conversation `key` (a turn it paused there,
+    /// waiting for its answer): `Some(false)` when it knows it does not — its state lived in
+    /// a process that has gone, or on another gateway —, so that an answer is refused with the
+    /// protocol's error instead of being run as a new turn. `None` (the default): the agent
+    /// cannot tell (its state lives elsewhere, e.g. behind a remote gateway); the answer is
+    /// passed on.
+    fn holds_pause(&self, key: &ConversationKey) -> Option<bool> {
+        let _ = key;
+        None
+    }
 }

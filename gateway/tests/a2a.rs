@@ -537,6 +537,54 @@ async fn a_subscriber_of_a_paused_task_follows_it_to_the_end() {
 }
 
 #[tokio::test]
+async fn an_answer_to_a_pause_lost_in_a_restart_is_refused_not_run_as_a_new_turn() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("tasks.db");
+    let id = {
+        let store = Arc::new(SqliteStore::open(&path).expect("open"));
+        let s = serve(GatewayConfig::default(), A2aConfig::default(), store).await;
+        let paused = rpc(&s.base, "SendMessage", msg("book a table")).await;
+        assert_eq!(
+            paused["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+            "{paused}"
+        );
+        paused["result"]["task"]["id"].as_str().expect("id").to_string()
+        // the gateway goes away, and its agent's memory of the pause with it
+    };
+    let store = Arc::new(SqliteStore::open(&path).expect("reopen"));
+    let s = serve(GatewayConfig::default(), A2aConfig::default(), store).await;
+    // "book a table" would match the scenario afresh: a silent new turn would pause again
+    let mut answer = msg("book a table");
+    answer["message"]["taskId"] = id.clone().into();
+    let refused = rpc(&s.base, "SendMessage", answer.clone()).await;
+    assert_eq!(code(&refused), -32602, "{refused}");
+    let said = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains(&id) && said.contains("no longer holds"), "{refused}");
+    // the same on HTTP+JSON: 400 before any stream
+    let resp = client()
+        .post(format!("{}/message:stream", s.base))
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(answer.to_string())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 400);
+    // the task is as the pause left it, and a new task is served
+    let task = rpc(&s.base, "GetTask", json!({"id": id})).await;
+    assert_eq!(task["result"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{task}");
+    let fresh = rpc(&s.base, "SendMessage", msg("book a table")).await;
+    let fresh_id = fresh["result"]["task"]["id"].as_str().expect("id").to_string();
+    let mut answer = msg("2");
+    answer["message"]["taskId"] = fresh_id.into();
+    let done = rpc(&s.base, "SendMessage", answer).await;
+    assert_eq!(
+        done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{done}"
+    );
+}
+
+#[tokio::test]
 async fn a_run_that_outlives_the_gateway_ends_failed_after_a_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("tasks.db");

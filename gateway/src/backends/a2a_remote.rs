@@ -226,7 +226,6 @@ impl A2aRemoteAgent {
         });
     }
 
-    /// The A2A message for a request: the A2A message it came with, or its text.
     /// The remote task an event names, kept under the local task (scoped by the caller), so
     /// that a follow-up answers the same remote task; returns its id.
     fn remember(&self, event: &A2aStreamResponse, request: &E2AEnvelope, ctx: &RequestContext) -> Option<String> {
@@ -239,6 +238,8 @@ impl A2aRemoteAgent {
         Some(task.to_string())
     }
 
+    /// The A2A message for a request: the A2A message it came with, or its text, on the
+    /// remote task that answers the request's task when there is one.
     fn message_for(&self, request: &E2AEnvelope, ctx: &RequestContext) -> A2aMessage {
         let given = request.params.get("message").cloned();
         let given = given.and_then(|m| serde_json::from_value::<GivenMessage>(m).ok());
@@ -532,6 +533,12 @@ impl Agent for A2aRemoteAgent {
 
     fn name(&self) -> String {
         format!("a2a:{}", self.card_url)
+    }
+
+    /// The remote task behind a local one is known only in this process: without it an answer
+    /// would start a new remote task.
+    fn holds_pause(&self, key: &ConversationKey) -> Option<bool> {
+        Some(self.tasks.lock().contains_key(key))
     }
 }
 

@@ -18,7 +18,7 @@ use futures_util::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use crate::agent::{Agent, FrameStream, RequestContext};
+use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
 
 /// Why the gateway stopped a run from outside (the reason the `e2a.error` frame gives).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +90,10 @@ impl Agent for Guarded {
 
     fn name(&self) -> String {
         self.name.clone()
+    }
+
+    fn holds_pause(&self, key: &ConversationKey) -> Option<bool> {
+        self.agent.holds_pause(key)
     }
 }
 

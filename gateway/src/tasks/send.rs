@@ -22,7 +22,7 @@ use super::turn::TurnMapper;
 use super::{
     EventStream, Live, SendOutcome, SendParams, Sent, TaskService, Turn, TurnDone, LEASE_RETRIES, SUBMITTED, WORKING,
 };
-use crate::agent::Caller;
+use crate::agent::{Caller, ConversationKey};
 use crate::pipeline::Admission;
 use crate::store::{now_ms, StoredEvent, TaskRecord};
 
@@ -204,6 +204,14 @@ impl TaskService {
         }
         if self.live_of(id).is_some() {
             return Err(still_working(id, ""));
+        }
+        // an answer to a pause its agent no longer holds is refused, never run as a new turn
+        let key = ConversationKey::new(caller.subject.clone(), id);
+        if rec.state.is_interrupted() && self.shared.agent.holds_pause(&key) == Some(false) {
+            return Err(A2aError::invalid_params(format!(
+                "task {id} waits for an answer that its agent no longer holds (the gateway restarted, \
+                 or another gateway paused it): start a new task"
+            )));
         }
         Ok(rec)
     }

@@ -288,12 +288,13 @@ impl Agent for ScriptAgent {
                     _ => None,
                 };
                 let go_on = r.step(&request, &step.action);
-                for f in r.frames.drain(..) {
-                    yield f;
-                }
+                // the pause is held before its frames go out: an answer may follow at once
                 if let (Some(on_deny), Some(k)) = (pause, key.clone()) {
                     let rest: Vec<Step> = steps.by_ref().collect();
                     this.paused.lock().insert(k, Paused { rest, on_deny, input: r.input.clone() });
+                }
+                for f in r.frames.drain(..) {
+                    yield f;
                 }
                 if !go_on {
                     guard.done = true;
@@ -309,6 +310,11 @@ impl Agent for ScriptAgent {
 
     fn name(&self) -> String {
         "script".into()
+    }
+
+    /// A script's pauses live in this process's memory: it knows exactly which it holds.
+    fn holds_pause(&self, key: &ConversationKey) -> Option<bool> {
+        Some(self.paused.lock().contains_key(key))
     }
 }
 
