@@ -135,14 +135,24 @@ async fn rpc_request(
 }
 
 async fn rpc(http: &reqwest::Client, base: &str, method: &str, params: Value) -> Value {
-    let body: Value = rpc_request(http, base, method, params, None)
-        .await
-        .json()
-        .await
-        .expect("JSON-RPC body");
+    let body = rpc_answer(http, base, method, params).await;
     body.get("result")
         .cloned()
         .unwrap_or_else(|| panic!("{method} failed: {body}"))
+}
+
+/// The whole JSON-RPC answer (result or error) of `method`.
+async fn rpc_answer(http: &reqwest::Client, base: &str, method: &str, params: Value) -> Value {
+    rpc_request(http, base, method, params, None)
+        .await
+        .json()
+        .await
+        .expect("JSON-RPC body")
+}
+
+/// The JSON-RPC answer to a `SendMessage` of `text` to task `id`.
+async fn send_to(http: &reqwest::Client, base: &str, text: &str, id: &str) -> Value {
+    rpc_answer(http, base, "SendMessage", json!({"message": message(text, Some(id))})).await
 }
 
 /// One event of an A2A SSE stream: its id (the task log's sequence number), the
@@ -357,17 +367,7 @@ fn a_cancel_on_the_other_gateway_reaches_the_task_and_an_answer_needs_the_pauses
             Some("TASK_STATE_INPUT_REQUIRED")
         );
         let id = task_id_of(&turn1[0].event);
-        let refused: Value = rpc_request(
-            &http,
-            &b.base,
-            "SendMessage",
-            json!({"message": message("4", Some(&id))}),
-            None,
-        )
-        .await
-        .json()
-        .await
-        .expect("body");
+        let refused = send_to(&http, &b.base, "4", &id).await;
         assert_eq!(refused["error"]["code"], -32602, "{refused}");
         let stream = send_streaming(&http, &a.base, "4", Some(&id)).await;
         let turn2: Vec<Got> = stream.collect().await;
@@ -387,17 +387,7 @@ fn a_cancel_on_the_other_gateway_reaches_the_task_and_an_answer_needs_the_pauses
         let mut running = Box::pin(stream);
         let head = running.next().await.expect("the turn started on A");
         let id = task_id_of(&head.event);
-        let refused: Value = rpc_request(
-            &http,
-            &b.base,
-            "SendMessage",
-            json!({"message": message("count", Some(&id))}),
-            None,
-        )
-        .await
-        .json()
-        .await
-        .expect("body");
+        let refused = send_to(&http, &b.base, "count", &id).await;
         assert_eq!(refused["error"]["code"], -32004, "{refused}");
         rpc(&http, &a.base, "CancelTask", json!({"id": id})).await;
     });

@@ -43,6 +43,12 @@ async fn serve(config: GatewayConfig, a2a: A2aConfig, store: Arc<dyn TaskStore>)
     }
 }
 
+/// A gateway on the SQLite store in file `path` (opened, or reopened after a restart).
+async fn sqlite_gateway(path: &std::path::Path) -> Server {
+    let store = Arc::new(SqliteStore::open(path).expect("open the store"));
+    serve(GatewayConfig::default(), A2aConfig::default(), store).await
+}
+
 async fn plain() -> Server {
     serve(
         GatewayConfig::default(),
@@ -71,6 +77,18 @@ async fn rpc_with(base: &str, body: &str, headers: &[(&str, &str)]) -> (u16, Val
     let status = resp.status().as_u16();
     let text = resp.text().await.expect("body");
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// A POST of `body` (JSON text) to `url`, as an A2A 1.0 client sends it.
+async fn post_a2a(url: String, body: impl Into<reqwest::Body>) -> reqwest::Response {
+    client()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(body)
+        .send()
+        .await
+        .expect("send")
 }
 
 async fn rpc(base: &str, method: &str, params: Value) -> Value {
@@ -113,14 +131,7 @@ async fn the_bindings_answer_with_and_without_a_trailing_slash() {
     let s = plain().await;
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": msg("hi")});
     for path in ["/a2a", "/a2a/"] {
-        let resp = client()
-            .post(format!("{}{path}", s.base))
-            .header("content-type", "application/json")
-            .header("A2A-Version", "1.0")
-            .body(body.to_string())
-            .send()
-            .await
-            .expect("send");
+        let resp = post_a2a(format!("{}{path}", s.base), body.to_string()).await;
         assert_eq!(resp.status().as_u16(), 200, "{path}");
         let v: Value = resp.json().await.expect("json");
         assert!(v.pointer("/result/task/id").is_some(), "{path}: {v}");
@@ -135,14 +146,7 @@ async fn the_bindings_answer_with_and_without_a_trailing_slash() {
         assert_eq!(resp.status().as_u16(), 200, "{path}");
     }
     for path in ["/message:send", "/message:send/"] {
-        let resp = client()
-            .post(format!("{}{path}", s.base))
-            .header("content-type", "application/json")
-            .header("A2A-Version", "1.0")
-            .body(msg("hi").to_string())
-            .send()
-            .await
-            .expect("send");
+        let resp = post_a2a(format!("{}{path}", s.base), msg("hi").to_string()).await;
         assert_eq!(resp.status().as_u16(), 200, "{path}");
     }
 }
@@ -213,14 +217,7 @@ async fn input_limits_hold_on_both_a2a_bindings() {
             .contains("max_string_bytes"),
         "{v}"
     );
-    let resp = client()
-        .post(format!("{b}/message:send"))
-        .header("content-type", "application/json")
-        .header("A2A-Version", "1.0")
-        .body(format!(r#"{{"message": {deep}}}"#))
-        .send()
-        .await
-        .expect("send");
+    let resp = post_a2a(format!("{b}/message:send"), format!(r#"{{"message": {deep}}}"#)).await;
     assert_eq!(resp.status(), 400);
 }
 
@@ -541,8 +538,7 @@ async fn an_answer_to_a_pause_lost_in_a_restart_is_refused_not_run_as_a_new_turn
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("tasks.db");
     let id = {
-        let store = Arc::new(SqliteStore::open(&path).expect("open"));
-        let s = serve(GatewayConfig::default(), A2aConfig::default(), store).await;
+        let s = sqlite_gateway(&path).await;
         let paused = rpc(&s.base, "SendMessage", msg("book a table")).await;
         assert_eq!(
             paused["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
@@ -551,8 +547,7 @@ async fn an_answer_to_a_pause_lost_in_a_restart_is_refused_not_run_as_a_new_turn
         paused["result"]["task"]["id"].as_str().expect("id").to_string()
         // the gateway goes away, and its agent's memory of the pause with it
     };
-    let store = Arc::new(SqliteStore::open(&path).expect("reopen"));
-    let s = serve(GatewayConfig::default(), A2aConfig::default(), store).await;
+    let s = sqlite_gateway(&path).await;
     // "book a table" would match the scenario afresh: a silent new turn would pause again
     let mut answer = msg("book a table");
     answer["message"]["taskId"] = id.clone().into();
@@ -561,14 +556,7 @@ async fn an_answer_to_a_pause_lost_in_a_restart_is_refused_not_run_as_a_new_turn
     let said = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(said.contains(&id) && said.contains("no longer holds"), "{refused}");
     // the same on HTTP+JSON: 400 before any stream
-    let resp = client()
-        .post(format!("{}/message:stream", s.base))
-        .header("content-type", "application/json")
-        .header("A2A-Version", "1.0")
-        .body(answer.to_string())
-        .send()
-        .await
-        .expect("send");
+    let resp = post_a2a(format!("{}/message:stream", s.base), answer.to_string()).await;
     assert_eq!(resp.status(), 400);
     // the task is as the pause left it, and a new task is served
     let task = rpc(&s.base, "GetTask", json!({"id": id})).await;
@@ -589,8 +577,7 @@ async fn a_run_that_outlives_the_gateway_ends_failed_after_a_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("tasks.db");
     let task_id = {
-        let store = Arc::new(SqliteStore::open(&path).expect("open"));
-        let s = serve(GatewayConfig::default(), A2aConfig::default(), store).await;
+        let s = sqlite_gateway(&path).await;
         let mut p = msg("never finish");
         p["configuration"] = json!({"returnImmediately": true});
         let v = rpc(&s.base, "SendMessage", p).await;
@@ -599,8 +586,7 @@ async fn a_run_that_outlives_the_gateway_ends_failed_after_a_restart() {
         id
         // the server is aborted here (its run never finished)
     };
-    let store = Arc::new(SqliteStore::open(&path).expect("reopen"));
-    let s = serve(GatewayConfig::default(), A2aConfig::default(), store).await;
+    let s = sqlite_gateway(&path).await;
     let v = rpc(&s.base, "GetTask", json!({"id": task_id})).await;
     assert_eq!(v["result"]["status"]["state"], "TASK_STATE_FAILED", "{v}");
     let events = stream_rpc(&s.base, "SubscribeToTask", json!({"id": task_id}), Some(0)).await;
@@ -1101,14 +1087,7 @@ async fn at_capacity_runs_and_subscribers_get_503_with_retry_after_on_both_bindi
     let v = rpc(&s.base, "SendMessage", p).await;
     let id = v["result"]["task"]["id"].as_str().expect("id").to_string();
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": id}});
-    let sub = client()
-        .post(format!("{}/a2a", s.base))
-        .header("content-type", "application/json")
-        .header("A2A-Version", "1.0")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("subscribe");
+    let sub = post_a2a(format!("{}/a2a", s.base), body.to_string()).await;
     assert_eq!(sub.status(), 200);
     // the health check counts both
     let health: Value = client()
@@ -1123,28 +1102,14 @@ async fn at_capacity_runs_and_subscribers_get_503_with_retry_after_on_both_bindi
     // a second subscriber, and a new run, are refused on JSON-RPC …
     for (method, params) in [("SubscribeToTask", json!({"id": id})), ("SendMessage", msg("hello"))] {
         let body = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params}).to_string();
-        let resp = client()
-            .post(format!("{}/a2a", s.base))
-            .header("content-type", "application/json")
-            .header("A2A-Version", "1.0")
-            .body(body)
-            .send()
-            .await
-            .expect("send");
+        let resp = post_a2a(format!("{}/a2a", s.base), body).await;
         assert_eq!(resp.status(), 503, "{method}");
         assert_eq!(resp.headers()["retry-after"], "3");
         let v: Value = resp.json().await.expect("json");
         assert_eq!(v["error"]["code"], -32603, "{v}");
     }
     // … and on HTTP+JSON, as a problem with UNAVAILABLE
-    let resp = client()
-        .post(format!("{}/message:send", s.base))
-        .header("content-type", "application/json")
-        .header("A2A-Version", "1.0")
-        .body(msg("hello").to_string())
-        .send()
-        .await
-        .expect("send");
+    let resp = post_a2a(format!("{}/message:send", s.base), msg("hello").to_string()).await;
     assert_eq!(resp.status(), 503);
     assert_eq!(resp.headers()["retry-after"], "3");
     let v: Value = resp.json().await.expect("json");
