@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use e2a::types::{A2aMessage, A2aStreamResponse, A2aTask};
+use e2a::types::{A2aMessage, A2aStreamResponse, A2aTask, A2aTaskState};
 use e2a::{E2AResponse, ResponseKind};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -206,8 +206,9 @@ impl TaskService {
             return Err(still_working(id, ""));
         }
         // an answer to a pause its agent no longer holds is refused, never run as a new turn
+        // (a pause is INPUT_REQUIRED; AUTH_REQUIRED comes from a failed turn, nothing is held)
         let key = ConversationKey::new(caller.subject.clone(), id);
-        if rec.state.is_interrupted() && self.shared.agent.holds_pause(&key) == Some(false) {
+        if rec.state == A2aTaskState::TaskStateInputRequired && self.shared.agent.holds_pause(&key) == Some(false) {
             return Err(A2aError::invalid_params(format!(
                 "task {id} waits for an answer that its agent no longer holds (the gateway restarted, \
                  or another gateway paused it): start a new task"
