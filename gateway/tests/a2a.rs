@@ -145,9 +145,17 @@ async fn the_bindings_answer_with_and_without_a_trailing_slash() {
             .expect("send");
         assert_eq!(resp.status().as_u16(), 200, "{path}");
     }
-    for path in ["/message:send", "/message:send/"] {
+    // each send route answers its own way: once as JSON, or as an event stream
+    for (path, media) in [
+        ("/message:send", "application/a2a+json"),
+        ("/message:send/", "application/a2a+json"),
+        ("/message:stream", "text/event-stream"),
+        ("/message:stream/", "text/event-stream"),
+    ] {
         let resp = post_a2a(format!("{}{path}", s.base), msg("hi").to_string()).await;
         assert_eq!(resp.status().as_u16(), 200, "{path}");
+        let got = resp.headers().get("content-type").and_then(|v| v.to_str().ok());
+        assert_eq!(got, Some(media), "{path}");
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap, Method, Uri};
+use axum::http::{header, HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use axum::Extension;
@@ -26,9 +26,9 @@ pub(super) fn routes(prefix: &str) -> Router<Arc<TaskService>> {
     let p = prefix.trim_end_matches('/');
     let mut router = Router::new();
     // the collection routes answer with and without a trailing slash
-    for verb in ["send", STREAM] {
+    for (verb, answer) in [("send", Answer::Once), ("stream", Answer::Stream)] {
         for path in super::path_forms(&format!("{p}/message:{verb}")) {
-            router = router.route(&path, post(send));
+            router = router.route(&path, post(send).layer(Extension(answer)));
         }
     }
     for path in super::path_forms(&format!("{p}/tasks")) {
@@ -113,20 +113,25 @@ async fn send_params(
     })
 }
 
-/// The verb of the streaming send (`message:stream`; `message:send` answers once).
-const STREAM: &str = "stream";
+/// How a send route answers: `message:send` once, `message:stream` as an event stream (set on
+/// the route, so the handler never reads it back from the path).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    Once,
+    Stream,
+}
 
 /// `message:send` and `message:stream`: one decoding, two ways to answer.
 async fn send(
     State(state): State<Arc<TaskService>>,
     Extension(caller): Extension<Caller>,
+    Extension(answer): Extension<Answer>,
     RawQuery(query): RawQuery,
-    uri: Uri,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, RestError> {
     let p = send_params(&state, caller, &headers, query.as_deref(), body).await?;
-    if uri.path().trim_end_matches('/').ends_with(STREAM) {
+    if answer == Answer::Stream {
         let events = state.send_streaming(p).await?;
         return Ok(super::sse(events, state.shared.config.keep_alive, event_or_error));
     }
