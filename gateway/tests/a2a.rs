@@ -126,6 +126,26 @@ async fn stream_rpc(base: &str, method: &str, params: Value, last_event_id: Opti
     sse_events(&resp.text().await.expect("body"))
 }
 
+/// Ids the gateway makes for tasks and contexts are keys of the store's tables: they are
+/// time-ordered (UUID v7), so new rows go to the end of each index, not to a random page.
+#[tokio::test]
+async fn new_task_and_context_ids_are_time_ordered() {
+    let srv = plain().await;
+    let mut ids = Vec::new();
+    for text in ["one", "two", "three"] {
+        let r = rpc(&srv.base, "SendMessage", msg(text)).await;
+        let task = r.pointer("/result/task").unwrap_or(&Value::Null);
+        let id = |k: &str| task.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        ids.push((id("id"), id("contextId")));
+    }
+    for (task, context) in &ids {
+        for id in [task, context] {
+            assert_eq!(uuid::Uuid::parse_str(id).map(|u| u.get_version_num()), Ok(7), "{id}");
+        }
+    }
+    assert!(ids.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1), "{ids:?}");
+}
+
 #[tokio::test]
 async fn the_bindings_answer_with_and_without_a_trailing_slash() {
     let s = plain().await;

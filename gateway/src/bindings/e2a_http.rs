@@ -219,7 +219,10 @@ async fn send_request(
     }
 
     let admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
-    let id = request.request_id.get_or_insert_with(e2a::stream::new_id).clone();
+    let id = request
+        .request_id
+        .get_or_insert_with(e2a::stream::new_ordered_id)
+        .clone();
     // the frames of a streamed answer say so
     request.is_stream = mode != Mode::Json;
     let guarded = admission.run(request.clone());

@@ -53,7 +53,7 @@ impl Pump {
             id,
             key: Some(key),
             request,
-            run_id: e2a::stream::new_id(),
+            run_id: e2a::stream::new_ordered_id(),
             opened: false,
             _permit: permit,
         }

@@ -97,12 +97,12 @@ impl TaskService {
         let task_id = existing
             .as_ref()
             .map(|r| r.id.clone())
-            .unwrap_or_else(e2a::stream::new_id);
+            .unwrap_or_else(e2a::stream::new_ordered_id);
         let context_id = existing
             .as_ref()
             .map(|r| r.context_id.clone())
             .or_else(|| env.context_id.clone())
-            .unwrap_or_else(e2a::stream::new_id);
+            .unwrap_or_else(e2a::stream::new_ordered_id);
         env.task_id = Some(task_id.clone());
         env.context_id = Some(context_id.clone());
         env.session_id.get_or_insert_with(|| context_id.clone());
