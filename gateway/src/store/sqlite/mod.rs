@@ -106,6 +106,7 @@ impl SqliteStore {
     fn init(conn: Connection, path: PathBuf) -> Result<Self, StoreError> {
         conn.pragma_update(None, "journal_mode", "WAL").map_err(backend)?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(backend)?;
+        conn.pragma_update(None, "temp_store", "MEMORY").map_err(backend)?;
         // a larger page cache, reads through a memory map, and checkpoints every 32 MiB of
         // WAL (not 4): pages a busy gateway rewrites often are copied back once per
         // checkpoint, not once per 1,000 pages written
@@ -138,7 +139,7 @@ impl SqliteStore {
     async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        F: Fn(&Connection) -> Result<T, StoreError> + Send + 'static,
     {
         let (job, done) = writer::Job::new(f);
         self.writer
@@ -345,7 +346,7 @@ impl TaskStore for SqliteStore {
         Box::pin(self.write(move |tx| {
             let now = super::now_ms();
             let ended = frames.iter().any(|f| f.is_final);
-            if let Some(head) = head {
+            if let Some(head) = &head {
                 tx.prepare_cached("DELETE FROM e2a_run_frames WHERE run = (SELECT run FROM e2a_runs WHERE key = ?1)")
                     .map_err(backend)?
                     .execute(params![key])

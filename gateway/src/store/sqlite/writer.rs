@@ -1,7 +1,12 @@
-//! The store's one writer: a thread that takes every write waiting, runs each in a savepoint of
-//! one transaction and commits them together (group commit). Under load one commit carries
-//! many appends, and no write pays for a thread hand-off of its own; a write that fails rolls
-//! back alone.
+//! The store's one writer: a thread that takes every write waiting and commits them in one
+//! transaction (group commit). Under load one commit carries many appends, and no write pays
+//! for a thread hand-off or a commit of its own.
+//!
+//! A write that fails must not take the others with it, and must leave nothing behind. Writes
+//! are plain functions of what they write (`Fn`), so the writer needs no savepoint per write
+//! (each one copies the pages it touches into a statement journal): when one fails, the whole
+//! transaction is rolled back and each write of the batch runs again in a transaction of its
+//! own, so that only the failing one fails.
 
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -16,18 +21,17 @@ use crate::store::StoreError;
 /// Most writes committed together.
 const BATCH: usize = 256;
 
-/// A write: runs on the connection (inside its savepoint) and says whether it succeeded; then
-/// `finish` is told whether the transaction committed.
+/// How often the writer, finding the queue empty, lets the threads that make writes run before
+/// it commits what it has. On a machine with fewer free cores than busy threads the writer
+/// otherwise wakes for each write and commits it alone; with a core of its own a yield returns
+/// at once.
+const YIELDS: u32 = 2;
+
+/// A write: runs on the connection inside the batch's transaction (possibly twice, see the
+/// module), then is told the outcome.
 pub(super) struct Job {
-    run: Box<dyn FnOnce(&Connection) -> Done + Send>,
-}
-
-/// Tells a write the transaction's outcome (`Some(error)` when it did not commit).
-type Finish = Box<dyn FnOnce(Option<&str>) + Send>;
-
-struct Done {
-    ok: bool,
-    finish: Finish,
+    run: Box<dyn Fn(&Connection) -> Result<(), StoreError> + Send>,
+    finish: Box<dyn FnOnce(Result<(), StoreError>) + Send>,
 }
 
 impl Job {
@@ -35,23 +39,27 @@ impl Job {
     pub(super) fn new<T, F>(f: F) -> (Job, oneshot::Receiver<Result<T, StoreError>>)
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        F: Fn(&Connection) -> Result<T, StoreError> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
+        // the value of the last run: the one that counts if the transaction commits
+        let value: Arc<Mutex<Option<T>>> = Arc::new(Mutex::new(None));
+        let kept = value.clone();
         let run = Box::new(move |c: &Connection| {
-            let result = f(c);
-            Done {
-                ok: result.is_ok(),
-                finish: Box::new(move |commit_error: Option<&str>| {
-                    let result = match (commit_error, result) {
-                        (Some(e), Ok(_)) => Err(StoreError::Backend(e.to_string())),
-                        (_, r) => r,
-                    };
-                    let _ = tx.send(result);
-                }),
-            }
+            let v = f(c)?;
+            *kept.lock() = Some(v);
+            Ok(())
         });
-        (Job { run }, rx)
+        let finish = Box::new(move |outcome: Result<(), StoreError>| {
+            let result = outcome.and_then(|()| {
+                value
+                    .lock()
+                    .take()
+                    .ok_or_else(|| StoreError::Backend("the task store lost a write's result".into()))
+            });
+            let _ = tx.send(result);
+        });
+        (Job { run, finish }, rx)
     }
 }
 
@@ -63,51 +71,103 @@ pub(super) fn start(conn: Arc<Mutex<Connection>>) -> Result<mpsc::Sender<Job>, S
         .spawn(move || {
             while let Ok(first) = rx.recv() {
                 let mut batch = vec![first];
+                let mut yields = 0;
                 while batch.len() < BATCH {
                     match rx.try_recv() {
                         Ok(job) => batch.push(job),
+                        Err(mpsc::TryRecvError::Empty) if yields < YIELDS => {
+                            yields += 1;
+                            std::thread::yield_now();
+                        }
                         Err(_) => break,
                     }
                 }
-                commit(&conn, batch);
+                commit(&mut conn.lock(), batch);
             }
         })
         .map_err(backend)?;
     Ok(tx)
 }
 
-/// Runs `batch` in one transaction, each job in its own savepoint, and tells each the outcome.
-fn commit(conn: &Mutex<Connection>, batch: Vec<Job>) {
-    let mut c = conn.lock();
-    let mut tx = match c.transaction() {
-        Ok(tx) => tx,
-        Err(e) => {
-            // dropping the jobs tells their callers that the write failed
-            tracing::error!(error = %e, writes = batch.len(), "task store: cannot begin a transaction");
-            return;
-        }
-    };
-    let mut finished = Vec::with_capacity(batch.len());
-    for job in batch {
-        let done = match tx.savepoint() {
-            Ok(sp) => {
-                let done = (job.run)(&sp);
-                if done.ok {
-                    if let Err(e) = sp.commit() {
-                        tracing::error!(error = %e, "task store: cannot release a savepoint");
-                    }
+/// Runs `batch` in one transaction and tells each job the outcome; if a job fails, the
+/// transaction is rolled back and every job runs again alone.
+fn commit(c: &mut Connection, batch: Vec<Job>) {
+    if batch.len() > 1 {
+        match together(c, &batch) {
+            Ok(()) => {
+                for job in batch {
+                    (job.finish)(Ok(()));
                 }
-                done
+                return;
             }
-            Err(e) => {
-                tracing::error!(error = %e, "task store: cannot open a savepoint");
-                continue;
-            }
-        };
-        finished.push(done.finish);
+            Err(e) => tracing::debug!(error = %e, writes = batch.len(), "task store: a batch failed, writing alone"),
+        }
     }
-    let committed = tx.commit().err().map(|e| e.to_string());
-    for finish in finished {
-        finish(committed.as_deref());
+    for job in batch {
+        let outcome = together(c, std::slice::from_ref(&job));
+        (job.finish)(outcome);
+    }
+}
+
+/// Runs `jobs` in one transaction: committed if every one succeeds, else rolled back (dropping
+/// the transaction) with the first error.
+fn together(c: &mut Connection, jobs: &[Job]) -> Result<(), StoreError> {
+    let tx = c.transaction().map_err(backend)?;
+    for job in jobs {
+        (job.run)(&tx)?;
+    }
+    tx.commit().map_err(backend)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A write that inserts `n` into table `t`, then fails when `n` is odd: what it inserted
+    /// must not stay.
+    fn insert(n: i64) -> (Job, oneshot::Receiver<Result<i64, StoreError>>) {
+        Job::new(move |c: &Connection| {
+            c.execute("INSERT INTO t (n) VALUES (?1)", [n]).map_err(backend)?;
+            if n % 2 == 1 {
+                return Err(StoreError::Backend(format!("{n} is odd")));
+            }
+            Ok(n)
+        })
+    }
+
+    #[test]
+    fn a_failing_write_fails_alone_and_leaves_nothing() {
+        let mut c = Connection::open_in_memory().expect("open");
+        c.execute_batch("CREATE TABLE t (n INTEGER NOT NULL)").expect("table");
+        let (jobs, mut results): (Vec<_>, Vec<_>) = (0..6).map(insert).unzip();
+        commit(&mut c, jobs);
+        let outcomes: Vec<_> = results
+            .iter_mut()
+            .map(|rx| rx.try_recv().expect("told").map_err(|e| e.to_string()))
+            .collect();
+        assert_eq!(outcomes[0], Ok(0));
+        assert_eq!(outcomes[1], Err("task store: 1 is odd".into()));
+        assert_eq!(outcomes[4], Ok(4));
+        let mut stored: Vec<i64> = Vec::new();
+        let mut stmt = c.prepare("SELECT n FROM t ORDER BY n").expect("query");
+        for n in stmt.query_map([], |r| r.get(0)).expect("rows") {
+            stored.push(n.expect("row"));
+        }
+        assert_eq!(stored, vec![0, 2, 4]);
+    }
+
+    #[test]
+    fn writes_of_one_batch_see_each_other() {
+        let mut c = Connection::open_in_memory().expect("open");
+        c.execute_batch("CREATE TABLE t (n INTEGER NOT NULL)").expect("table");
+        let count = |c: &Connection| {
+            c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get::<_, i64>(0))
+                .map_err(backend)
+        };
+        let (a, _ra) = insert(2);
+        let (b, rb) = Job::new(count);
+        commit(&mut c, vec![a, b]);
+        let mut rb = rb;
+        assert_eq!(rb.try_recv().expect("told").map_err(|e| e.to_string()), Ok(1));
     }
 }
