@@ -30,9 +30,12 @@ const YIELDS: u32 = 2;
 /// A write: runs on the connection inside the batch's transaction (possibly twice, see the
 /// module), then is told the outcome.
 pub(super) struct Job {
-    run: Box<dyn Fn(&Connection) -> Result<(), StoreError> + Send>,
+    run: Run,
     finish: Box<dyn FnOnce(Result<(), StoreError>) + Send>,
 }
+
+/// A write's statements, keeping its value for `finish`.
+type Run = Box<dyn Fn(&Connection) -> Result<(), StoreError> + Send>;
 
 impl Job {
     /// The job running `f`, and where its result arrives once it is committed.
