@@ -7,7 +7,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue};
 use axum::response::Response;
-use futures_util::{Stream, StreamExt};
+use futures_util::{FutureExt, Stream, StreamExt};
 
 /// The SSE media type.
 pub(crate) const SSE: &str = "text/event-stream";
@@ -45,6 +45,17 @@ where
     let chunks = async_stream::stream! {
         let mut events = Box::pin(events);
         loop {
+            // an event that is ready goes out without arming a timer (a burst of events
+            // costs no timer each); only a wait is bounded by the keep-alive
+            if let Some(ready) = events.next().now_or_never() {
+                match ready {
+                    Some(chunk) => {
+                        yield chunk;
+                        continue;
+                    }
+                    None => break,
+                }
+            }
             match tokio::time::timeout(keep_alive, events.next()).await {
                 Ok(Some(chunk)) => yield chunk,
                 Ok(None) => break,
