@@ -36,7 +36,8 @@ pub struct GatewayConfig {
     /// Most ended runs retained for resumption (the oldest go first).
     pub max_retained: usize,
     /// Most bytes of frames the ended runs retained in memory may take (the oldest go first;
-    /// a store that keeps runs still has them for `retention`).
+    /// a store that keeps runs still has them for `retention`). Default 64 MiB: what fits a
+    /// small machine next to the live runs (a frame counts about 1.6 KiB besides its body).
     pub max_retained_bytes: usize,
     /// How long a run whose every client went away keeps running, waiting for a resume,
     /// before it is cancelled.
@@ -69,7 +70,7 @@ impl Default for GatewayConfig {
             max_run: Some(Duration::from_secs(600)),
             retention: Duration::from_secs(300),
             max_retained: 1024,
-            max_retained_bytes: 256 << 20,
+            max_retained_bytes: 64 << 20,
             disconnect_grace: Duration::from_secs(2),
             drain_timeout: Duration::from_secs(10),
             auth: Auth::none(),

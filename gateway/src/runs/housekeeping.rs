@@ -20,8 +20,11 @@ use crate::store::{FrameWrite, RunHead, StoreError, StoredFrame};
 const BATCH: usize = 64;
 /// How often the store forgets runs past the retention window.
 const PRUNE_EVERY: Duration = Duration::from_secs(30);
-/// What a frame costs besides its body, about (what the memory bound counts).
-const FRAME_OVERHEAD: usize = 512;
+/// What a frame in memory costs besides its body, about (what the memory bound counts): the
+/// `E2AResponse` itself and the dozen small strings every frame carries (ids, timestamp,
+/// provenance), with the allocator's rounding. Calibrated by `tools/bench/retention.sh`:
+/// runs of one-character text chunks take about 1.7 KiB of RSS per retained frame.
+const FRAME_OVERHEAD: usize = 1536;
 
 /// Moves a run's frames into its log. Dropped before the end (the client of an inline run
 /// went away), it stops the run and closes the log with an `E2A.CANCELLED` final frame.
@@ -108,8 +111,10 @@ impl Pump {
 
     /// Writes `batch` to the store when it keeps runs; the frames' sizes.
     async fn store(&mut self, batch: &[E2AResponse]) -> Result<Vec<usize>, StoreError> {
+        // what the frames take in memory, where the run keeps them (not their stored text)
+        let sizes = batch.iter().map(size_of).collect();
         let (Some(store), Some(key)) = (self.runs.store.get(), &self.key) else {
-            return Ok(batch.iter().map(size_of).collect());
+            return Ok(sizes);
         };
         let frames: Vec<StoredFrame> = batch
             .iter()
@@ -119,7 +124,6 @@ impl Pump {
                 is_final: f.is_final,
             })
             .collect();
-        let sizes = frames.iter().map(|f| f.frame.len()).collect();
         let head = (!self.opened).then(|| RunHead {
             request: serde_json::to_string(&self.request).unwrap_or_default(),
             holder: self.runs.holder.clone(),
