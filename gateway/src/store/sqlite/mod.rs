@@ -104,6 +104,9 @@ impl SqliteStore {
     }
 
     fn init(conn: Connection, path: PathBuf) -> Result<Self, StoreError> {
+        // 16 KiB pages for a new file (an existing one keeps its own): a task's snapshot and
+        // events are a few KiB, so with 4 KiB pages nearly every append split a page
+        conn.pragma_update(None, "page_size", 16_384).map_err(backend)?;
         conn.pragma_update(None, "journal_mode", "WAL").map_err(backend)?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(backend)?;
         conn.pragma_update(None, "temp_store", "MEMORY").map_err(backend)?;
@@ -112,7 +115,11 @@ impl SqliteStore {
         // checkpoint, not once per 1,000 pages written
         conn.pragma_update(None, "cache_size", -32_768).map_err(backend)?;
         conn.pragma_update(None, "mmap_size", 256_i64 << 20).map_err(backend)?;
-        conn.pragma_update(None, "wal_autocheckpoint", 8_192).map_err(backend)?;
+        let page: i64 = conn
+            .pragma_query_value(None, "page_size", |r| r.get(0))
+            .map_err(backend)?;
+        conn.pragma_update(None, "wal_autocheckpoint", (32_i64 << 20) / page.max(512))
+            .map_err(backend)?;
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(backend)?;
         conn.execute_batch(SCHEMA).map_err(backend)?;
         // files from before snapshot_seq: their snapshots are complete
