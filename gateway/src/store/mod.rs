@@ -96,7 +96,7 @@ pub struct TaskAppend {
     /// serialized, in `snapshot`), nor are its `last_seq` and `snapshot_seq`.
     pub record: TaskRecord,
     /// The task's `Task` JSON after the events, when this append rewrites the stored snapshot
-    /// (always on a task's first append).
+    /// (the service writes it when a turn ends, and every so many events of a long one).
     pub snapshot: Option<Arc<str>>,
     /// The events (`StreamResponse` JSON), in order; at least one. Shared: the task service
     /// hands the same text to its followers, and a store in memory keeps it as it is.
@@ -290,8 +290,9 @@ pub trait TaskStore: Send + Sync + 'static {
     /// With a `snapshot`, the whole record is written (insert or replace) and its
     /// `snapshot_seq` becomes the last event's number. Without, only `state`, `last_seq` and
     /// `updated_ms` change and the stored `task` stays as it was (a long stream of artifact
-    /// chunks does not rewrite a growing task on every chunk). The first append of a task
-    /// always comes with its snapshot.
+    /// chunks does not rewrite a growing task on every chunk). A task's first append without a
+    /// snapshot makes the record with an empty one (`{}`) and `snapshot_seq` 0: its first
+    /// event is the whole task, and a reader catches up from it.
     fn append(&self, write: TaskAppend) -> StoreFuture<'_, u64>;
 
     /// The events of task `id` after sequence number `after`, in order.

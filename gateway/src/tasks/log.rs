@@ -41,7 +41,7 @@ impl TaskService {
         }
         rec.state = rec.task.status.state;
         rec.updated_ms = now_ms();
-        // the stored snapshot is written by a task's first append and by the one that ends a
+        // the stored snapshot is written by the append that ends a
         // turn (a terminal or interrupted state: what a blocking send answers, what `GetTask`
         // reads most); events in between (WORKING, artifact chunks, messages of a working
         // task) leave it alone — a reader catches up from the log — until SNAPSHOT_EVERY of
@@ -52,7 +52,9 @@ impl TaskService {
         let n = events.len() as u64;
         let since = rec.last_seq.saturating_sub(rec.snapshot_seq) + 1;
         let turn_ends = rec.state != before && (rec.state.is_terminal() || rec.state.is_interrupted());
-        let snapshot = rec.last_seq == 0 || turn_ends || since >= SNAPSHOT_EVERY.max(rec.snapshot_seq);
+        // (not on a task's first append unless it ends the turn: its first event is the whole
+        // task, so a reader catches up from it at no cost)
+        let snapshot = turn_ends || since >= SNAPSHOT_EVERY.max(rec.snapshot_seq);
         // serialized once, here, for whichever store keeps them
         let task: Option<Arc<str>> = snapshot.then(|| crate::json_text(&rec.task).into());
         let texts: Vec<Arc<str>> = events.iter().map(|e| Arc::from(crate::json_text(e))).collect();

@@ -52,7 +52,7 @@ pub(super) fn append_sql() -> String {
     format!(
         "WITH t AS (
            INSERT INTO a2a_tasks AS t (id, context_id, owner, state, task, last_seq, snapshot_seq, created_ms, updated_ms)
-           VALUES ($1, $2, $3, $4, COALESCE($5, '{{}}'), 1, 1, $6, $7)
+           VALUES ($1, $2, $3, $4, COALESCE($5, '{{}}'), 1, CASE WHEN $5 IS NULL THEN 0 ELSE 1 END, $6, $7)
            ON CONFLICT (id) DO UPDATE SET
              state = EXCLUDED.state,
              updated_ms = EXCLUDED.updated_ms,

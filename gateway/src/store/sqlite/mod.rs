@@ -241,9 +241,11 @@ impl TaskStore for SqliteStore {
             let seq = first.saturating_add(n).saturating_sub(1);
             if snapshot.is_some() || last.is_none() {
                 let task = snapshot.as_deref().unwrap_or("{}");
+                // a new task without a snapshot: a reader catches up from its first event
+                let snapshot_seq = if snapshot.is_some() { seq } else { 0 };
                 tx.prepare_cached(
                     "INSERT INTO a2a_tasks (id, context_id, owner, state, task, last_seq, snapshot_seq, created_ms, updated_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?9, ?7, ?8)
                      ON CONFLICT(id) DO UPDATE SET context_id = excluded.context_id, state = excluded.state,
                        task = excluded.task, last_seq = excluded.last_seq, snapshot_seq = excluded.snapshot_seq,
                        updated_ms = excluded.updated_ms",
@@ -257,7 +259,8 @@ impl TaskStore for SqliteStore {
                     task,
                     seq,
                     record.created_ms,
-                    record.updated_ms
+                    record.updated_ms,
+                    snapshot_seq
                 ])
                 .map_err(backend)?;
             } else {
