@@ -14,12 +14,11 @@
 //! instances), so a subscriber on one instance follows a task running on another. The
 //! defaults of those methods describe a store only one gateway uses.
 
+mod memory;
 pub mod postgres;
 mod spec;
 pub mod sqlite;
 
-use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +26,7 @@ use e2a::types::{A2aTask, A2aTaskState};
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
+pub use memory::MemoryStore;
 pub use postgres::{PgOptions, PgStore};
 pub use spec::{StoreSpec, UnknownStore};
 pub use sqlite::SqliteStore;
@@ -394,154 +394,6 @@ pub trait TaskStore: Send + Sync + 'static {
     /// the log.
     fn notices(&self) -> Option<tokio::sync::broadcast::Receiver<StoreNotice>> {
         None
-    }
-}
-
-/// Tasks in memory: lost when the process ends. Snapshots and events are kept as compact JSON
-/// (a few hundred bytes per event, not a tree of values) and parsed when read.
-#[derive(Debug, Default)]
-pub struct MemoryStore {
-    inner: Mutex<HashMap<String, MemoryTask>>,
-}
-
-/// One task in a [`MemoryStore`]: its record (the snapshot as JSON) and its events.
-#[derive(Debug)]
-struct MemoryTask {
-    record: TaskRecord,
-    snapshot: Arc<str>,
-    events: Vec<(u64, Arc<str>)>,
-}
-
-impl MemoryTask {
-    fn record(&self) -> Result<TaskRecord, StoreError> {
-        let mut r = self.record.clone();
-        r.read_snapshot(&self.snapshot)?;
-        Ok(r)
-    }
-}
-
-impl MemoryStore {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self::default()
-    }
-}
-
-/// Whether `r` matches `q`.
-pub(crate) fn matches(r: &TaskRecord, q: &TaskQuery) -> bool {
-    r.owner == q.owner
-        && q.context_id.as_ref().is_none_or(|c| *c == r.context_id)
-        && q.state.is_none_or(|s| s == r.state)
-        && q.updated_after_ms.is_none_or(|t| r.updated_ms > t)
-}
-
-impl TaskStore for MemoryStore {
-    fn name(&self) -> String {
-        "memory".into()
-    }
-
-    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
-        Box::pin(async move {
-            let map = self.inner.lock();
-            map.get(id).map(MemoryTask::record).transpose()
-        })
-    }
-
-    fn append(&self, write: TaskAppend) -> StoreFuture<'_, u64> {
-        Box::pin(async move {
-            let TaskAppend {
-                mut record,
-                snapshot,
-                events,
-            } = write;
-            let (state, updated_ms) = (record.state, record.updated_ms);
-            let mut map = self.inner.lock();
-            let t = match map.entry(record.id.clone()) {
-                std::collections::hash_map::Entry::Occupied(t) => t.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    (record.last_seq, record.snapshot_seq) = (0, 0);
-                    v.insert(MemoryTask {
-                        record,
-                        // (like the SQL stores: a first append without a snapshot makes an
-                        // empty one)
-                        snapshot: Arc::from("{}"),
-                        events: Vec::new(),
-                    })
-                }
-            };
-            for e in events {
-                t.record.last_seq = t.record.last_seq.saturating_add(1);
-                t.events.push((t.record.last_seq, e));
-            }
-            let seq = t.record.last_seq;
-            if let Some(snapshot) = snapshot {
-                t.snapshot = snapshot;
-                t.record.snapshot_seq = seq;
-            }
-            t.record.state = state;
-            t.record.updated_ms = updated_ms;
-            Ok(seq)
-        })
-    }
-
-    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> StoreFuture<'a, Vec<StoredEvent>> {
-        Box::pin(async move {
-            let map = self.inner.lock();
-            let Some(t) = map.get(id) else { return Ok(Vec::new()) };
-            t.events
-                .iter()
-                .filter(|(seq, _)| *seq > after)
-                .map(|(seq, e)| {
-                    Ok(StoredEvent {
-                        seq: *seq,
-                        event: e.clone(),
-                    })
-                })
-                .collect()
-        })
-    }
-
-    fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
-        Box::pin(async move {
-            let before = now_ms().saturating_sub(millis(older_than));
-            let mut map = self.inner.lock();
-            let mut finished: Vec<(i64, String)> = map
-                .values()
-                .filter(|t| t.record.state.is_terminal())
-                .map(|t| (t.record.updated_ms, t.record.id.clone()))
-                .collect();
-            finished.sort_by(|a, b| b.cmp(a));
-            let mut gone = 0;
-            for (i, (updated, id)) in finished.into_iter().enumerate() {
-                if i >= keep || updated < before {
-                    map.remove(&id);
-                    gone += 1;
-                }
-            }
-            Ok(gone)
-        })
-    }
-
-    fn list(&self, query: TaskQuery) -> StoreFuture<'_, TaskPage> {
-        Box::pin(async move {
-            let map = self.inner.lock();
-            let mut found: Vec<&MemoryTask> = map.values().filter(|t| matches(&t.record, &query)).collect();
-            found.sort_by(|a, b| {
-                b.record
-                    .updated_ms
-                    .cmp(&a.record.updated_ms)
-                    .then_with(|| a.record.id.cmp(&b.record.id))
-            });
-            Ok(TaskPage {
-                total: found.len(),
-                tasks: found
-                    .into_iter()
-                    .skip(query.offset)
-                    .take(query.limit)
-                    .map(MemoryTask::record)
-                    .collect::<Result<_, _>>()?,
-            })
-        })
     }
 }
 

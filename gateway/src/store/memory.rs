@@ -1,0 +1,245 @@
+//! The [`MemoryStore`]: tasks in process memory, kept compact — a task's id once (the key), its
+//! snapshot and events as the JSON text the service wrote, and the events of an ended task
+//! packed into one allocation.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use e2a::types::{A2aTask, A2aTaskState};
+use parking_lot::Mutex;
+
+use super::{
+    millis, now_ms, StoreError, StoreFuture, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord, TaskStore,
+};
+
+/// Tasks in memory: lost when the process ends. Snapshots and events are kept as compact JSON
+/// (a few hundred bytes per event, not a tree of values) and parsed when read.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    inner: Mutex<HashMap<String, MemoryTask>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// One task in a [`MemoryStore`]: its record without the id (the map's key) and without a
+/// task (the snapshot is its JSON), and its events.
+#[derive(Debug)]
+struct MemoryTask {
+    context_id: String,
+    owner: Option<String>,
+    state: A2aTaskState,
+    last_seq: u64,
+    snapshot_seq: u64,
+    created_ms: i64,
+    updated_ms: i64,
+    snapshot: Arc<str>,
+    events: Events,
+}
+
+/// A task's events, numbered 1, 2, 3 … by their place.
+#[derive(Debug)]
+enum Events {
+    /// Each event's text as the service handed it over (shared with its followers).
+    Open(Vec<Arc<str>>),
+    /// An ended task's events, one after another in one text; `ends[i]` is where event `i + 1`
+    /// ends.
+    Packed { text: Box<str>, ends: Box<[usize]> },
+}
+
+impl Events {
+    fn len(&self) -> usize {
+        match self {
+            Events::Open(v) => v.len(),
+            Events::Packed { ends, .. } => ends.len(),
+        }
+    }
+
+    /// The text of event `i` (0-based).
+    fn get(&self, i: usize) -> Option<Arc<str>> {
+        match self {
+            Events::Open(v) => v.get(i).cloned(),
+            Events::Packed { text, ends } => {
+                let start = if i == 0 { 0 } else { *ends.get(i - 1)? };
+                text.get(start..*ends.get(i)?).map(Arc::from)
+            }
+        }
+    }
+
+    /// The events as separate texts (again, for an ended task that gets another event).
+    fn into_texts(self) -> Vec<Arc<str>> {
+        match self {
+            Events::Open(v) => v,
+            packed => (0..packed.len()).filter_map(|i| packed.get(i)).collect(),
+        }
+    }
+
+    /// `texts` packed into one text.
+    fn packed(texts: &[Arc<str>]) -> Events {
+        let mut text = String::with_capacity(texts.iter().map(|e| e.len()).sum());
+        let ends = texts
+            .iter()
+            .map(|e| {
+                text.push_str(e);
+                text.len()
+            })
+            .collect();
+        Events::Packed {
+            text: text.into_boxed_str(),
+            ends,
+        }
+    }
+}
+
+impl MemoryTask {
+    fn record(&self, id: &str) -> Result<TaskRecord, StoreError> {
+        let mut r = TaskRecord {
+            id: id.to_string(),
+            context_id: self.context_id.clone(),
+            owner: self.owner.clone(),
+            state: self.state,
+            task: A2aTask::new(id, &self.context_id, self.state),
+            last_seq: self.last_seq,
+            snapshot_seq: self.snapshot_seq,
+            created_ms: self.created_ms,
+            updated_ms: self.updated_ms,
+        };
+        r.read_snapshot(&self.snapshot)?;
+        Ok(r)
+    }
+
+    /// Whether the task matches `q`.
+    fn matches(&self, q: &TaskQuery) -> bool {
+        self.owner == q.owner
+            && q.context_id.as_ref().is_none_or(|c| *c == self.context_id)
+            && q.state.is_none_or(|s| s == self.state)
+            && q.updated_after_ms.is_none_or(|t| self.updated_ms > t)
+    }
+}
+
+impl TaskStore for MemoryStore {
+    fn name(&self) -> String {
+        "memory".into()
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
+        Box::pin(async move {
+            let map = self.inner.lock();
+            map.get(id).map(|t| t.record(id)).transpose()
+        })
+    }
+
+    fn append(&self, write: TaskAppend) -> StoreFuture<'_, u64> {
+        Box::pin(async move {
+            let TaskAppend {
+                record,
+                snapshot,
+                events,
+            } = write;
+            let mut map = self.inner.lock();
+            let t = map.entry(record.id).or_insert_with(|| MemoryTask {
+                context_id: record.context_id,
+                owner: record.owner,
+                state: record.state,
+                last_seq: 0,
+                snapshot_seq: 0,
+                created_ms: record.created_ms,
+                updated_ms: record.updated_ms,
+                // (like the SQL stores: a first append without a snapshot makes an empty one)
+                snapshot: Arc::from("{}"),
+                events: Events::Open(Vec::new()),
+            });
+            let mut log = std::mem::replace(&mut t.events, Events::Open(Vec::new())).into_texts();
+            log.extend(events);
+            let seq = log.len() as u64;
+            t.last_seq = seq;
+            if let Some(snapshot) = snapshot {
+                t.snapshot = snapshot;
+                t.snapshot_seq = seq;
+            }
+            t.state = record.state;
+            t.updated_ms = record.updated_ms;
+            // an ended task's events take one allocation, not one each
+            t.events = match t.state.is_terminal() {
+                true => Events::packed(&log),
+                false => Events::Open(log),
+            };
+            Ok(seq)
+        })
+    }
+
+    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> StoreFuture<'a, Vec<StoredEvent>> {
+        Box::pin(async move {
+            let map = self.inner.lock();
+            let Some(t) = map.get(id) else { return Ok(Vec::new()) };
+            let from = usize::try_from(after).unwrap_or(usize::MAX);
+            Ok((from..t.events.len())
+                .filter_map(|i| {
+                    Some(StoredEvent {
+                        seq: i as u64 + 1,
+                        event: t.events.get(i)?,
+                    })
+                })
+                .collect())
+        })
+    }
+
+    fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
+        Box::pin(async move {
+            let before = now_ms().saturating_sub(millis(older_than));
+            let mut map = self.inner.lock();
+            let mut finished: Vec<(i64, String)> = map
+                .iter()
+                .filter(|(_, t)| t.state.is_terminal())
+                .map(|(id, t)| (t.updated_ms, id.clone()))
+                .collect();
+            finished.sort_by(|a, b| b.cmp(a));
+            let mut gone = 0;
+            for (i, (updated, id)) in finished.into_iter().enumerate() {
+                if i >= keep || updated < before {
+                    map.remove(&id);
+                    gone += 1;
+                }
+            }
+            Ok(gone)
+        })
+    }
+
+    fn list(&self, query: TaskQuery) -> StoreFuture<'_, TaskPage> {
+        Box::pin(async move {
+            let map = self.inner.lock();
+            let mut found: Vec<(&String, &MemoryTask)> = map.iter().filter(|(_, t)| t.matches(&query)).collect();
+            found.sort_by(|(a_id, a), (b_id, b)| b.updated_ms.cmp(&a.updated_ms).then_with(|| a_id.cmp(b_id)));
+            Ok(TaskPage {
+                total: found.len(),
+                tasks: found
+                    .into_iter()
+                    .skip(query.offset)
+                    .take(query.limit)
+                    .map(|(id, t)| t.record(id))
+                    .collect::<Result<_, _>>()?,
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_events_read_as_they_were_written() {
+        let texts: Vec<Arc<str>> = ["{\"a\":1}", "", "{\"ü\":\"ß\"}"].into_iter().map(Arc::from).collect();
+        let e = Events::packed(&texts);
+        assert!(matches!(e, Events::Packed { .. }));
+        let read: Vec<_> = (0..e.len()).filter_map(|i| e.get(i)).collect();
+        assert_eq!(read, texts);
+        assert_eq!(e.get(3), None);
+        assert_eq!(e.into_texts(), texts);
+    }
+}
