@@ -64,7 +64,7 @@ impl Pump {
 
     /// Starts pumping `frames` (an already guarded stream) on its own task.
     pub(crate) fn spawn(self, frames: FrameStream) {
-        tokio::spawn(self.pump(frames));
+        tokio::spawn(Box::pin(self.pump(frames)));
     }
 
     /// Pumps every frame of `frames` into the run, then ends it. A frame the store cannot

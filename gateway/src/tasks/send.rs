@@ -120,7 +120,8 @@ impl TaskService {
             return_immediately,
             streaming,
         };
-        tokio::spawn(self.clone().start_turn(start, admission))
+        // (boxed: the turn's future is large, and a spawn moves it several times)
+        tokio::spawn(Box::pin(self.clone().start_turn(start, admission)))
             .await
             .map_err(|_| A2aError::internal("the turn could not start"))?
     }
@@ -171,10 +172,10 @@ impl TaskService {
         };
         let (done, turn_done) = oneshot::channel();
         let this = self.clone();
-        tokio::spawn(async move {
+        tokio::spawn(Box::pin(async move {
             let _permit = permit;
             this.pump(rec, turn, done).await;
-        });
+        }));
         Ok(match rx {
             Some(rx) => SendOutcome::Stream {
                 id: t.task_id.clone(),
