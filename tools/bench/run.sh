@@ -15,6 +15,8 @@
 #   BASE_PORT [18700] first of the loopback ports used
 #   OUT               also write the markdown report to this file
 #   SKIP_BUILD [0]    1: use the already built bench binaries as they are
+#   SDK_PEERS [1]     0: leave out the official Python (a2a-sdk) and JS (@a2a-js/sdk) servers,
+#                     which otherwise run in cases a and d when python3 >= 3.10 / node >= 20 exist
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -55,6 +57,37 @@ else
 fi
 [[ -x $E2A_BIN ]] || die "$E2A_BIN is not an executable"
 E2A_BIN=$(cd "$(dirname "$E2A_BIN")" && pwd)/$(basename "$E2A_BIN")
+
+# --- optional peers: the official Python and JS A2A servers (pinned in tools/bench/peers) -------
+PY_PEER=()
+JS_PEER=()
+if [[ ${SDK_PEERS:-1} == 1 ]]; then
+  venv=$BENCH_TARGET/peers/venv
+  lock=$HERE/peers/python/requirements.lock
+  if command -v python3 >/dev/null && python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+    if ! cmp -s "$lock" "$venv/.installed.lock" 2>/dev/null; then
+      log "installing the a2a-sdk (Python) peer into $venv"
+      rm -rf "$venv"
+      if python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check -r "$lock" >&2; then
+        cp "$lock" "$venv/.installed.lock"
+      else
+        log "the a2a-sdk (Python) peer could not be installed: its rows are left out"
+      fi
+    fi
+    [[ -f $venv/.installed.lock ]] && PY_PEER=("$venv/bin/python" "$HERE/peers/python/server.py")
+  else
+    log "no python3 >= 3.10: the a2a-sdk (Python) rows are left out"
+  fi
+  if command -v node >/dev/null && node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 20 ? 1 : 0)'; then
+    if (cd "$HERE/peers/js" && npm ci --no-audit --no-fund --silent >&2); then
+      JS_PEER=(node "$HERE/peers/js/server.mjs")
+    else
+      log "the @a2a-js/sdk peer could not be installed: its rows are left out"
+    fi
+  else
+    log "no node >= 20: the @a2a-js/sdk rows are left out"
+  fi
+fi
 
 # --- workspace, pinning, cleanup --------------------------------------------------------------
 WORK=$(mktemp -d /tmp/e2a-bench.XXXXXX)
@@ -186,6 +219,20 @@ capture() {
     die "capturing a response from 127.0.0.1:$1$URL_PATH failed: $(tail -1 "$WORK/capture.err") $(head -c 300 "$2")"
 }
 
+# sdk_peers FIRST_PORT: starts the optional SDK peers on FIRST_PORT and the next; sets $SDK_ROWS
+# to their `name:port:pid` entries for `rounds`.
+sdk_peers() {
+  SDK_ROWS=()
+  if ((${#PY_PEER[@]})); then
+    start_server a2a-sdk-py "$1" "${PY_PEER[@]}" "$1"
+    SDK_ROWS+=("a2a-sdk-py:$1:$SPID")
+  fi
+  if ((${#JS_PEER[@]})); then
+    start_server a2a-js "$(($1 + 1))" "${JS_PEER[@]}" "$(($1 + 1))"
+    SDK_ROWS+=("a2a-js:$(($1 + 1)):$SPID")
+  fi
+}
+
 # --- cases ------------------------------------------------------------------------------------
 case_a() {
   URL_PATH=/a2a BODY=$A2A_SEND_BODY MODE=json CONN=$CONNS
@@ -208,8 +255,9 @@ case_a() {
   start_server e2a-minimal $((p + 6)) "$E2A_BIN" serve --bind "127.0.0.1:$((p + 6))" --a2a --store memory --agent "script:$MINIMAL_AGENT"
   local n=$SPID
   capture $((p + 6)) "$WORK/a2a-send-minimal-response.json"
+  sdk_peers $((p + 7))
   rounds a "e2a-memory:$((p + 1)):$m" "e2a-sqlite:$((p + 2)):$s" "peer-a2a:$((p + 3)):$q" \
-    "peer-a2a-mirror:$((p + 4)):$r" "bare-axum:$((p + 5)):$b" "e2a-minimal:$((p + 6)):$n"
+    "peer-a2a-mirror:$((p + 4)):$r" "bare-axum:$((p + 5)):$b" "e2a-minimal:$((p + 6)):$n" "${SDK_ROWS[@]}"
   stop_servers
 }
 
@@ -255,7 +303,8 @@ case_d() {
   start_server e2a-minimal $((p + 4)) "$E2A_BIN" serve --bind "127.0.0.1:$((p + 4))" --a2a --store memory --agent "script:$MINIMAL_AGENT"
   local n=$SPID
   capture $((p + 4)) "$WORK/a2a-stream-minimal-response.txt"
-  rounds d "e2a-memory:$((p + 1)):$m" "peer-a2a:$((p + 2)):$q" "peer-a2a-mirror:$((p + 3)):$r" "e2a-minimal:$((p + 4)):$n"
+  sdk_peers $((p + 5))
+  rounds d "e2a-memory:$((p + 1)):$m" "peer-a2a:$((p + 2)):$q" "peer-a2a-mirror:$((p + 3)):$r" "e2a-minimal:$((p + 4)):$n" "${SDK_ROWS[@]}"
   stop_servers
 }
 
