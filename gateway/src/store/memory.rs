@@ -27,14 +27,13 @@ impl MemoryStore {
     }
 }
 
-/// One task in a [`MemoryStore`]: its record without the id (the map's key) and without a
-/// task (the snapshot is its JSON), and its events.
+/// One task in a [`MemoryStore`]: its record without the id (the map's key), without a task
+/// (the snapshot is its JSON) and without `last_seq` (its number of events), and its events.
 #[derive(Debug)]
 struct MemoryTask {
     context_id: String,
     owner: Option<String>,
     state: A2aTaskState,
-    last_seq: u64,
     snapshot_seq: u64,
     created_ms: i64,
     updated_ms: i64,
@@ -104,7 +103,7 @@ impl MemoryTask {
             owner: self.owner.clone(),
             state: self.state,
             task: A2aTask::new(id, &self.context_id, self.state),
-            last_seq: self.last_seq,
+            last_seq: self.events.len() as u64,
             snapshot_seq: self.snapshot_seq,
             created_ms: self.created_ms,
             updated_ms: self.updated_ms,
@@ -146,7 +145,6 @@ impl TaskStore for MemoryStore {
                 context_id: record.context_id,
                 owner: record.owner,
                 state: record.state,
-                last_seq: 0,
                 snapshot_seq: 0,
                 created_ms: record.created_ms,
                 updated_ms: record.updated_ms,
@@ -157,7 +155,6 @@ impl TaskStore for MemoryStore {
             let mut log = std::mem::replace(&mut t.events, Events::Open(Vec::new())).into_texts();
             log.extend(events);
             let seq = log.len() as u64;
-            t.last_seq = seq;
             if let Some(snapshot) = snapshot {
                 t.snapshot = snapshot;
                 t.snapshot_seq = seq;
