@@ -29,13 +29,44 @@ const YIELDS: u32 = 2;
 
 /// A write: runs on the connection inside the batch's transaction (possibly twice, see the
 /// module), then is told the outcome.
-pub(super) struct Job {
-    run: Run,
-    finish: Box<dyn FnOnce(Result<(), StoreError>) + Send>,
+pub(super) struct Job(Box<dyn Write>);
+
+/// What the writer does with a job: run its statements (keeping their value), then hand the
+/// kept value, or the error, to whoever waits for it.
+trait Write: Send {
+    fn run(&self, c: &Connection) -> Result<(), StoreError>;
+    fn finish(self: Box<Self>, outcome: Result<(), StoreError>);
 }
 
-/// A write's statements, keeping its value for `finish`.
-type Run = Box<dyn Fn(&Connection) -> Result<(), StoreError> + Send>;
+/// A write of `f`, whose value goes to `tx` once its transaction committed.
+struct Pending<T, F> {
+    f: F,
+    /// The value of the last run: the one that counts if the transaction commits.
+    value: Mutex<Option<T>>,
+    tx: oneshot::Sender<Result<T, StoreError>>,
+}
+
+impl<T, F> Write for Pending<T, F>
+where
+    T: Send,
+    F: Fn(&Connection) -> Result<T, StoreError> + Send,
+{
+    fn run(&self, c: &Connection) -> Result<(), StoreError> {
+        let v = (self.f)(c)?;
+        *self.value.lock() = Some(v);
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, outcome: Result<(), StoreError>) {
+        let Pending { value, tx, .. } = *self;
+        let result = outcome.and_then(|()| {
+            value
+                .into_inner()
+                .ok_or_else(|| StoreError::Backend("the task store lost a write's result".into()))
+        });
+        let _ = tx.send(result);
+    }
+}
 
 impl Job {
     /// The job running `f`, and where its result arrives once it is committed.
@@ -45,24 +76,12 @@ impl Job {
         F: Fn(&Connection) -> Result<T, StoreError> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
-        // the value of the last run: the one that counts if the transaction commits
-        let value: Arc<Mutex<Option<T>>> = Arc::new(Mutex::new(None));
-        let kept = value.clone();
-        let run = Box::new(move |c: &Connection| {
-            let v = f(c)?;
-            *kept.lock() = Some(v);
-            Ok(())
-        });
-        let finish = Box::new(move |outcome: Result<(), StoreError>| {
-            let result = outcome.and_then(|()| {
-                value
-                    .lock()
-                    .take()
-                    .ok_or_else(|| StoreError::Backend("the task store lost a write's result".into()))
-            });
-            let _ = tx.send(result);
-        });
-        (Job { run, finish }, rx)
+        let pending = Pending {
+            f,
+            value: Mutex::new(None),
+            tx,
+        };
+        (Job(Box::new(pending)), rx)
     }
 }
 
@@ -99,7 +118,7 @@ fn commit(c: &mut Connection, batch: Vec<Job>) {
         match together(c, &batch) {
             Ok(()) => {
                 for job in batch {
-                    (job.finish)(Ok(()));
+                    job.0.finish(Ok(()));
                 }
                 return;
             }
@@ -108,7 +127,7 @@ fn commit(c: &mut Connection, batch: Vec<Job>) {
     }
     for job in batch {
         let outcome = together(c, std::slice::from_ref(&job));
-        (job.finish)(outcome);
+        job.0.finish(outcome);
     }
 }
 
@@ -117,7 +136,7 @@ fn commit(c: &mut Connection, batch: Vec<Job>) {
 fn together(c: &mut Connection, jobs: &[Job]) -> Result<(), StoreError> {
     let tx = c.transaction().map_err(backend)?;
     for job in jobs {
-        (job.run)(&tx)?;
+        job.0.run(&tx)?;
     }
     tx.commit().map_err(backend)
 }
