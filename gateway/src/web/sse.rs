@@ -47,19 +47,19 @@ where
         loop {
             // an event that is ready goes out without arming a timer (a burst of events
             // costs no timer each); only a wait is bounded by the keep-alive
-            if let Some(ready) = events.next().now_or_never() {
-                match ready {
-                    Some(chunk) => {
-                        yield chunk;
+            let next = match events.next().now_or_never() {
+                Some(next) => next,
+                None => match tokio::time::timeout(keep_alive, events.next()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        yield Bytes::from_static(KEEP_ALIVE);
                         continue;
                     }
-                    None => break,
-                }
-            }
-            match tokio::time::timeout(keep_alive, events.next()).await {
-                Ok(Some(chunk)) => yield chunk,
-                Ok(None) => break,
-                Err(_) => yield Bytes::from_static(KEEP_ALIVE),
+                },
+            };
+            match next {
+                Some(chunk) => yield chunk,
+                None => break,
             }
         }
     };
