@@ -9,11 +9,10 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::read::Read;
-use crate::take::{AsKey, KeyTable, Slots, Source, Taker};
+use crate::take::{AsKey, KeyTable, NestedSlots, Slots, Source, Taker};
 use crate::types::readers;
 use crate::types::{E2AEnvelope, E2AProvenance, E2AResponse};
 use crate::{SecretHeaders, SecretString};
-use std::sync::OnceLock;
 
 pub use crate::types::LegacyRule;
 
@@ -92,33 +91,47 @@ impl<'b, S: Source> Ctx<'b, S> {
         Ok(headers)
     }
 
-    /// The object at `key` read by `read` (its default when absent or null).
+    /// The object at `key` read by `read` (its default when absent or null). `read` and
+    /// `read_slots` are the same generated reader, over a map and over slots.
     #[inline]
     pub fn nested_or_default<T: Default>(
         &mut self,
         key: impl AsKey,
         read: fn(&mut Ctx<'_, Map<String, Value>>) -> Result<T>,
+        read_slots: fn(&mut Ctx<'_, NestedSlots>) -> Result<T>,
     ) -> Result<T> {
-        Ok(self.nested_opt(key, read)?.unwrap_or_default())
+        Ok(self.nested_opt(key, read, read_slots)?.unwrap_or_default())
     }
 
-    /// The object at `key` read by `read`, `None` when absent or null.
+    /// The object at `key` read by `read` (over a map) or `read_slots` (over the slots the text
+    /// path parsed it into), `None` when absent or null.
     #[inline]
     pub fn nested_opt<T>(
         &mut self,
         key: impl AsKey,
         read: fn(&mut Ctx<'_, Map<String, Value>>) -> Result<T>,
+        read_slots: fn(&mut Ctx<'_, NestedSlots>) -> Result<T>,
     ) -> Result<Option<T>> {
-        let Some(map) = self.f.opt_obj(key)? else {
-            return Ok(None);
+        let (read, rules) = if let Some(slots) = self.f.src.take_nested(key) {
+            // nested keys outside the reader's table are dropped, as on the map path
+            let base = self.f.here();
+            let mut inner = Ctx {
+                f: Taker::nested(slots, &base, key.name()),
+                rules: std::mem::take(&mut self.rules),
+            };
+            (read_slots(&mut inner), inner.rules)
+        } else {
+            let Some(map) = self.f.opt_obj(key)? else {
+                return Ok(None);
+            };
+            let base = self.f.here();
+            let mut inner = Ctx {
+                f: Taker::nested(map, &base, key.name()),
+                rules: std::mem::take(&mut self.rules),
+            };
+            (read(&mut inner), inner.rules)
         };
-        let base = self.f.here();
-        let mut inner = Ctx {
-            f: Taker::nested(map, &base, key.name()),
-            rules: std::mem::take(&mut self.rules),
-        };
-        let read = read(&mut inner);
-        self.rules = inner.rules;
+        self.rules = rules;
         read.map(Some)
     }
 
@@ -218,13 +231,11 @@ pub(crate) fn binding_migration<S: Source>(
 }
 
 fn envelope_keys() -> &'static KeyTable {
-    static T: OnceLock<KeyTable> = OnceLock::new();
-    T.get_or_init(|| KeyTable::new(readers::E2A_ENVELOPE_KEYS))
+    &readers::E2A_ENVELOPE_TABLE
 }
 
 fn response_keys() -> &'static KeyTable {
-    static T: OnceLock<KeyTable> = OnceLock::new();
-    T.get_or_init(|| KeyTable::new(readers::E2A_RESPONSE_KEYS))
+    &readers::E2A_RESPONSE_TABLE
 }
 
 fn read_slots<'s, T>(slots: &'s mut Slots, read: fn(&mut Ctx<'static, &'s mut Slots>) -> Result<T>) -> Result<Read<T>> {

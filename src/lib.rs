@@ -53,6 +53,7 @@ mod take;
 pub mod taxonomy;
 pub mod timestamp;
 pub mod wire;
+pub mod write;
 
 /// Types generated from `schema/` by typify 0.8 (see `generated/rust/e2a_types.rs` for the
 /// committed copy). Do not edit; change the schema and run `cargo xtask codegen`.

@@ -199,9 +199,10 @@ macro_rules! message_methods {
                 <Self as $crate::read::Message>::to_value(self)
             }
 
-            /// Canonical compact JSON text.
+            /// Canonical compact JSON text (what `serde_json` writes for this type, by the
+            /// generated writer of [`crate::write`]).
             pub fn to_json(&self) -> String {
-                serde_json::to_string(self).unwrap_or_default()
+                $crate::write::to_json(self)
             }
 
             /// Reads JSON text under `options` (mode and limits); see [`crate::read`].

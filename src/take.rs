@@ -48,6 +48,11 @@ pub(crate) trait Source {
     fn take(&mut self, key: impl AsKey) -> Option<Value>;
     /// The value at `key`, if present.
     fn peek(&self, key: impl AsKey) -> Option<&Value>;
+    /// Removes and returns the object at `key` when it was parsed straight into slots of its
+    /// own (a nested reader's object on the text path); `None` otherwise.
+    fn take_nested(&mut self, _key: impl AsKey) -> Option<NestedSlots> {
+        None
+    }
 }
 
 impl Source for Map<String, Value> {
@@ -62,44 +67,76 @@ impl Source for Map<String, Value> {
 /// The most keys a message type may have (slots live on the stack).
 pub(crate) const MAX_KEYS: usize = 40;
 
-/// One slot per known key of a message type.
-pub(crate) struct Slots {
+/// What a slot holds.
+pub(crate) enum Slot {
+    /// The key was absent.
+    Empty,
+    /// The key's value.
+    Value(Value),
+    /// The key's object, read into one slot per key of its nested reader's table.
+    Nested(Vec<Slot>),
+}
+
+// a slot is no bigger than the value it holds
+const _: () = assert!(std::mem::size_of::<Slot>() == std::mem::size_of::<Value>());
+
+/// One slot per known key of a message type: on the stack for a message, in a `Vec` sized to
+/// its table for a nested object ([`NestedSlots`]).
+pub(crate) struct Slots<V = [Slot; MAX_KEYS]> {
     keys: &'static KeyTable,
-    vals: [Option<Value>; MAX_KEYS],
+    vals: V,
     /// Whether the message had keys outside `keys`.
     pub unknown: bool,
 }
 
+/// The slots of a nested reader's object.
+pub(crate) type NestedSlots = Slots<Vec<Slot>>;
+
 /// An open-addressing hash table over a fixed key list: O(1) key → slot index with one string
 /// comparison (the readers look up ~40 keys per message, so a linear scan would dominate).
+/// Built at compile time by the generated readers; it also names the keys whose object is
+/// read by a nested reader, with that reader's table.
 pub(crate) struct KeyTable {
     keys: &'static [&'static str],
     table: [u8; 128],
+    nested: [Option<&'static KeyTable>; MAX_KEYS],
 }
 
 #[inline]
-fn hash(key: &str) -> usize {
+const fn hash(key: &str) -> usize {
     let b = key.as_bytes();
-    let (first, mid, last) = match b.len() {
-        0 => (0, 0, 0),
-        n => (b[0] as usize, b[n / 2] as usize, b[n - 1] as usize),
+    let n = b.len();
+    let (first, mid, last) = if n == 0 {
+        (0, 0, 0)
+    } else {
+        (b[0] as usize, b[n / 2] as usize, b[n - 1] as usize)
     };
-    (b.len().wrapping_mul(131) ^ first.wrapping_mul(7) ^ mid.wrapping_mul(31) ^ last.wrapping_mul(13)) & 127
+    (n.wrapping_mul(131) ^ first.wrapping_mul(7) ^ mid.wrapping_mul(31) ^ last.wrapping_mul(13)) & 127
 }
 
 impl KeyTable {
-    /// A table for up to [`MAX_KEYS`] keys.
-    pub fn new(keys: &'static [&'static str]) -> KeyTable {
+    /// A table for up to [`MAX_KEYS`] keys; `nested` gives `(index, table)` of the keys whose
+    /// object is read by a nested reader.
+    pub const fn new(keys: &'static [&'static str], nested: &[(usize, &'static KeyTable)]) -> KeyTable {
         assert!(keys.len() <= MAX_KEYS, "KeyTable: too many keys");
         let mut table = [0u8; 128];
-        for (i, k) in keys.iter().enumerate().take(100) {
-            let mut h = hash(k);
+        let mut i = 0;
+        while i < keys.len() {
+            let mut h = hash(keys[i]);
             while table[h] != 0 {
                 h = (h + 1) & 127;
             }
             table[h] = (i + 1) as u8;
+            i += 1;
         }
-        KeyTable { keys, table }
+        let mut n: [Option<&'static KeyTable>; MAX_KEYS] = [None; MAX_KEYS];
+        let mut j = 0;
+        while j < nested.len() {
+            assert!(nested[j].0 < keys.len(), "KeyTable: nested index out of range");
+            n[nested[j].0] = Some(nested[j].1);
+            j += 1;
+        }
+        KeyTable { keys, table, nested: n }
     }
 
     /// The index of `key`, if it is one of the keys.
@@ -120,7 +157,7 @@ fn index(keys: &KeyTable, key: &str) -> Option<usize> {
     keys.get(key)
 }
 
-impl Slots {
+impl<V: AsRef<[Slot]> + AsMut<[Slot]>> Slots<V> {
     /// The slot of `key`: its known index (checked against the table), else a table lookup.
     #[inline]
     fn slot(&self, key: impl AsKey) -> Option<usize> {
@@ -134,17 +171,93 @@ impl Slots {
             _ => index(self.keys, key.name()),
         }
     }
+
+    #[inline]
+    fn take_value(&mut self, key: impl AsKey) -> Option<Value> {
+        let i = self.slot(key)?;
+        let slot = self.vals.as_mut().get_mut(i)?;
+        match std::mem::replace(slot, Slot::Empty) {
+            Slot::Value(v) => Some(v),
+            // a nested reader's key is only read by `take_nested`; put it back
+            other => {
+                *slot = other;
+                None
+            }
+        }
+    }
+
+    #[inline]
+    fn peek_value(&self, key: impl AsKey) -> Option<&Value> {
+        match self.vals.as_ref().get(self.slot(key)?)? {
+            Slot::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn take_slots(&mut self, key: impl AsKey) -> Option<NestedSlots> {
+        let i = self.slot(key)?;
+        let keys = self.keys.nested[i]?;
+        let slot = self.vals.as_mut().get_mut(i)?;
+        match std::mem::replace(slot, Slot::Empty) {
+            Slot::Nested(vals) => Some(Slots {
+                keys,
+                vals,
+                unknown: false,
+            }),
+            other => {
+                *slot = other;
+                None
+            }
+        }
+    }
+
+    /// Reads the entries of a JSON object into these slots.
+    fn fill<'de, A: MapAccess<'de>>(&mut self, mut a: A) -> std::result::Result<(), A::Error> {
+        let keys = self.keys;
+        while let Some(i) = a.next_key_seed(KeySeed { keys })? {
+            let Some(slot) = i.and_then(|i| self.vals.as_mut().get_mut(i).map(|s| (i, s))) else {
+                self.unknown = true;
+                a.next_value::<IgnoredAny>()?;
+                continue;
+            };
+            *slot.1 = match keys.nested[slot.0] {
+                Some(table) => a.next_value_seed(NestedSeed { keys: table })?,
+                None => Slot::Value(a.next_value::<Value>()?),
+            };
+        }
+        Ok(())
+    }
 }
 
-impl Source for &mut Slots {
+impl<V: AsRef<[Slot]> + AsMut<[Slot]>> Source for &mut Slots<V> {
     #[inline]
     fn take(&mut self, key: impl AsKey) -> Option<Value> {
-        let i = self.slot(key)?;
-        self.vals[i].take()
+        self.take_value(key)
     }
     #[inline]
     fn peek(&self, key: impl AsKey) -> Option<&Value> {
-        self.vals[self.slot(key)?].as_ref()
+        self.peek_value(key)
+    }
+    #[inline]
+    fn take_nested(&mut self, key: impl AsKey) -> Option<NestedSlots> {
+        self.take_slots(key)
+    }
+}
+
+/// A nested object's own slots (what a nested reader reads on the text path).
+impl Source for NestedSlots {
+    #[inline]
+    fn take(&mut self, key: impl AsKey) -> Option<Value> {
+        self.take_value(key)
+    }
+    #[inline]
+    fn peek(&self, key: impl AsKey) -> Option<&Value> {
+        self.peek_value(key)
+    }
+    #[inline]
+    fn take_nested(&mut self, key: impl AsKey) -> Option<NestedSlots> {
+        self.take_slots(key)
     }
 }
 
@@ -153,7 +266,7 @@ impl Slots {
     pub fn new(keys: &'static KeyTable) -> Slots {
         Slots {
             keys,
-            vals: [const { None }; MAX_KEYS],
+            vals: [const { Slot::Empty }; MAX_KEYS],
             unknown: false,
         }
     }
@@ -162,7 +275,7 @@ impl Slots {
     pub fn fill_from_map(&mut self, map: &Map<String, Value>) {
         for (k, v) in map {
             match index(self.keys, k) {
-                Some(i) => self.vals[i] = Some(v.clone()),
+                Some(i) => self.vals[i] = Slot::Value(v.clone()),
                 None => self.unknown = true,
             }
         }
@@ -170,7 +283,8 @@ impl Slots {
 
     /// Parses JSON text (an object) straight into these slots, in place (the slot array is
     /// never moved). Unknown keys are skipped without building their values; duplicate keys
-    /// keep the last value (as `serde_json::Value`).
+    /// keep the last value (as `serde_json::Value`); the object of a nested reader's key is
+    /// parsed into slots of its own.
     pub fn fill_from_str(&mut self, input: &str) -> Result<()> {
         if !input.trim_start().starts_with('{') {
             // a syntax error is reported as such; valid non-objects are a field error
@@ -201,18 +315,67 @@ impl<'de> Visitor<'de> for SlotsSeed<'_> {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON object")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> std::result::Result<(), A::Error> {
-        let keys = self.slots.keys;
-        while let Some(i) = a.next_key_seed(KeySeed { keys })? {
-            match i {
-                Some(i) => self.slots.vals[i] = Some(a.next_value::<Value>()?),
-                None => {
-                    self.slots.unknown = true;
-                    a.next_value::<IgnoredAny>()?;
-                }
-            }
+    fn visit_map<A: MapAccess<'de>>(self, a: A) -> std::result::Result<(), A::Error> {
+        self.slots.fill(a)
+    }
+}
+
+/// The value of a nested reader's key: an object into slots of its own, anything else as a
+/// [`Value`] (which the reader then reports as the wrong type, or reads as absent when null).
+struct NestedSeed {
+    keys: &'static KeyTable,
+}
+
+impl<'de> DeserializeSeed<'de> for NestedSeed {
+    type Value = Slot;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Slot, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for NestedSeed {
+    type Value = Slot;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, a: A) -> std::result::Result<Slot, A::Error> {
+        let mut vals = Vec::with_capacity(self.keys.keys.len());
+        vals.resize_with(self.keys.keys.len(), || Slot::Empty);
+        let mut slots = Slots {
+            keys: self.keys,
+            vals,
+            unknown: false,
+        };
+        slots.fill(a)?;
+        Ok(Slot::Nested(slots.vals))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> std::result::Result<Slot, A::Error> {
+        let mut items = Vec::new();
+        while let Some(v) = a.next_element::<Value>()? {
+            items.push(v);
         }
-        Ok(())
+        Ok(Slot::Value(Value::Array(items)))
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Slot, E> {
+        Ok(Slot::Value(Value::Null))
+    }
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Slot, E> {
+        Ok(Slot::Value(Value::Bool(v)))
+    }
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Slot, E> {
+        Ok(Slot::Value(Value::from(v)))
+    }
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Slot, E> {
+        Ok(Slot::Value(Value::from(v)))
+    }
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Slot, E> {
+        Ok(Slot::Value(Value::from(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Slot, E> {
+        Ok(Slot::Value(Value::String(v.to_string())))
+    }
+    fn visit_string<E>(self, v: String) -> std::result::Result<Slot, E> {
+        Ok(Slot::Value(Value::String(v)))
     }
 }
 
@@ -409,7 +572,7 @@ mod tests {
             "x",
             "is_stream",
         ];
-        let t = KeyTable::new(KEYS);
+        let t = KeyTable::new(KEYS, &[]);
         for (i, k) in KEYS.iter().enumerate() {
             assert_eq!(t.get(k), Some(i));
         }

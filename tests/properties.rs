@@ -127,6 +127,24 @@ proptest! {
     }
 
     #[test]
+    fn generated_writer_writes_what_serde_writes(
+        env in envelope(),
+        resp in response(),
+        tricky in prop::collection::vec(prop::option::of("[a-z\"\\\\\\x00-\\x1f\\x7f é🎉/<>]{0,8}"), 6),
+    ) {
+        // the canonical writer (`e2a::write`, generated) against the derived Serialize
+        prop_assert_eq!(env.to_json(), serde_json::to_string(&env).unwrap());
+        prop_assert_eq!(resp.to_json(), serde_json::to_string(&resp).unwrap());
+        let mut resp = resp;
+        (resp.channel, resp.session_id, resp.timestamp, resp.user_id) =
+            (tricky[0].clone(), tricky[1].clone(), tricky[2].clone(), tricky[3].clone());
+        resp.status = tricky[4].clone().unwrap_or_default().into();
+        resp.response_kind = tricky[5].clone().unwrap_or_default().into();
+        resp.provenance.converter = tricky[0].clone();
+        prop_assert_eq!(resp.to_json(), serde_json::to_string(&resp).unwrap());
+    }
+
+    #[test]
     fn text_and_value_paths_agree(m in map(), env in envelope()) {
         // the fast path (JSON text straight into the struct) and the Value path read the same
         for v in [Value::Object(m), env.to_value()] {

@@ -338,3 +338,43 @@ fn strict_requires_canonical_form() {
         .unwrap();
     assert_eq!(E2AEnvelope::from_value(&v).unwrap(), strict);
 }
+
+#[test]
+fn nested_objects_read_the_same_from_text_and_from_a_value() {
+    // on the text path a nested reader's object (provenance, auth) is parsed into slots of its
+    // own; the map path reads the parsed object: both give the same message or the same error
+    for nested in [
+        json!(null),
+        json!("x"),
+        json!(3),
+        json!(1.5),
+        json!(true),
+        json!([1, {"a": 2}]),
+        json!({}),
+        json!({"source_protocol": null, "converter": "c", "unknown": [1]}),
+        json!({"source_protocol": "a2a", "details": {"k": {"deep": [1, 2]}}}),
+        json!({"details": 5}),
+        json!({"converted_at": 7}),
+        json!({"method_id": "m", "bearer_token": "tok", "extra_headers": {"X-A": "1"}, "_meta": {"m": 1}}),
+        json!({"extra_headers": {"X": 1}}),
+    ] {
+        for key in ["provenance", "auth"] {
+            let v = json!({key: nested.clone(), "binding": "acp", "request_id": "r"});
+            let text = v.to_string();
+            let (a, b) = (
+                E2AEnvelope::read(&text, &e2a::ReadOptions::lenient()),
+                E2AEnvelope::read_value(&v, &e2a::ReadOptions::lenient()),
+            );
+            assert_eq!(format!("{a:?}"), format!("{b:?}"), "{text}");
+            if key == "provenance" {
+                let v = json!({key: nested.clone(), "response_kind": "e2a.chunk"});
+                let text = v.to_string();
+                let (a, b) = (
+                    E2AResponse::read(&text, &e2a::ReadOptions::lenient()),
+                    E2AResponse::read_value(&v, &e2a::ReadOptions::lenient()),
+                );
+                assert_eq!(format!("{a:?}"), format!("{b:?}"), "{text}");
+            }
+        }
+    }
+}

@@ -17,6 +17,7 @@ pub mod docs;
 pub mod lint;
 pub mod openapi;
 pub mod reader;
+pub mod writer;
 
 /// The exact typify version this generator is pinned to (recorded in generated headers).
 pub const TYPIFY_VERSION: &str = "0.8.0";
@@ -246,6 +247,9 @@ pub fn rust_source(bundled: &Value) -> Result<String, Error> {
     out.push_str(&debug_impls(&redacted_debug));
     out.push_str(&defaults);
     out.push_str(&reader::readers(bundled, &file)?);
+    let mut string_enums: std::collections::BTreeSet<String> = open.iter().map(|(n, _)| n.clone()).collect();
+    string_enums.extend(closed_string_enums(bundled, &file));
+    out.push_str(&writer::writers(bundled, &file, &string_enums)?);
     Ok(out)
 }
 
@@ -597,6 +601,21 @@ fn open_enum_source(name: &str, values: &[String], bundled: &Value) -> String {
     let _ = writeln!(o, "impl ::serde::Serialize for {name} {{\n    fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {{\n        serializer.serialize_str(self.as_str())\n    }}\n}}");
     let _ = writeln!(o, "impl<'de> ::serde::Deserialize<'de> for {name} {{\n    fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {{\n        <::std::string::String as ::serde::Deserialize>::deserialize(deserializer).map(Self::from)\n    }}\n}}");
     o
+}
+
+/// Names of the closed string enums of `file` (those `enum_extras` gives `as_str`).
+fn closed_string_enums(bundled: &Value, file: &syn::File) -> Vec<String> {
+    let Some(defs) = bundled.get("$defs").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    file.items
+        .iter()
+        .filter_map(|item| match item {
+            syn::Item::Enum(e) => Some(e.ident.to_string()),
+            _ => None,
+        })
+        .filter(|n| defs.get(n).and_then(|d| d.get("enum")).is_some_and(Value::is_array))
+        .collect()
 }
 
 /// `impl` blocks for every closed string enum in `$defs`: `ALL` (schema order) and `as_str`.

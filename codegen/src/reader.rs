@@ -172,6 +172,7 @@ pub fn readers(bundled: &Value, file: &syn::File) -> Result<String, Error> {
         // struct-typed fields are read first (legacy keys may write into them), then the
         // legacy keys, then the other properties, then the aliases
         let mut nested_body = String::new();
+        let mut nested_keys: Vec<(String, String)> = Vec::new();
         let mut body = String::new();
         let mut tail = String::new();
         for f in &fields {
@@ -192,10 +193,12 @@ pub fn readers(bundled: &Value, file: &syn::File) -> Result<String, Error> {
                 format!("c.{named}(key!({key:?}))?")
             } else if let Some(t) = target.filter(|t| defs.get(*t).is_some_and(|d| d.get(READER).is_some())) {
                 let func = snake(t);
+                nested_keys.push((key.clone(), func.to_uppercase()));
+                // the reader over a map, then over slots (the text path)
                 if ty.starts_with("::std::option::Option") {
-                    format!("c.nested_opt(key!({key:?}), {func})?")
+                    format!("c.nested_opt(key!({key:?}), {func}, {func})?")
                 } else {
-                    format!("c.nested_or_default(key!({key:?}), {func})?")
+                    format!("c.nested_or_default(key!({key:?}), {func}, {func})?")
                 }
             } else if target.is_some_and(|t| is_open_enum(defs, t)) {
                 let d = default
@@ -359,6 +362,19 @@ pub fn readers(bundled: &Value, file: &syn::File) -> Result<String, Error> {
         let _ = writeln!(
             out,
             "\n    /// Every key the `{name}` reader knows: its properties and the legacy keys `schema/` declares.\n    pub(crate) const {table}_KEYS: &[&str] = &{keys:?};\n"
+        );
+        let mut nested = Vec::new();
+        for (k, t) in &nested_keys {
+            let idx = keys
+                .iter()
+                .position(|x| x == k)
+                .ok_or_else(|| err(format!("nested key `{k}` is not in the key table")))?;
+            nested.push(format!("({idx}, &{t}_TABLE)"));
+        }
+        let _ = writeln!(
+            out,
+            "    /// The `{name}` key table (keys whose object a nested reader reads, with its table).\n    pub(crate) static {table}_TABLE: crate::take::KeyTable = crate::take::KeyTable::new({table}_KEYS, &[{}]);\n",
+            nested.join(", ")
         );
         let _ = writeln!(
             out,

@@ -3912,6 +3912,9 @@ pub(crate) mod readers {
     /// Every key the `E2AAuth` reader knows: its properties and the legacy keys `schema/` declares.
     pub(crate) const E2A_AUTH_KEYS: &[&str] = &["_meta", "api_key_ref", "bearer_token", "credential_ref", "extra_headers", "method_id"];
 
+    /// The `E2AAuth` key table (keys whose object a nested reader reads, with its table).
+    pub(crate) static E2A_AUTH_TABLE: crate::take::KeyTable = crate::take::KeyTable::new(E2A_AUTH_KEYS, &[]);
+
     /// Reads `E2AAuth` leniently: the `x-e2a` rules of its properties, then each by type and default.
     pub(crate) fn e2a_auth<S: Source>(c: &mut Ctx<'_, S>) -> crate::Result<E2AAuth> {
         let mut api_key_ref = c.f.opt_str((1, "api_key_ref"))?.map(::std::convert::Into::into);
@@ -3926,10 +3929,13 @@ pub(crate) mod readers {
     /// Every key the `E2AEnvelope` reader knows: its properties and the legacy keys `schema/` declares.
     pub(crate) const E2A_ENVELOPE_KEYS: &[&str] = &["a2a_metadata", "acp_meta", "agent_id", "agent_ref", "app_id", "auth", "binding", "channel", "channel_context", "channel_id", "chat_id", "context_id", "correlation_id", "expected_output_modes", "ext_method", "identity_origin", "is_stream", "jsonrpc_id", "message_id", "metadata", "method", "params", "payload", "protocol_version", "provenance", "req_method", "request_id", "service_id", "session_id", "session_update_kind", "source_agent_id", "task_id", "timestamp", "user_id", "workspace_dir", "workspace_key"];
 
+    /// The `E2AEnvelope` key table (keys whose object a nested reader reads, with its table).
+    pub(crate) static E2A_ENVELOPE_TABLE: crate::take::KeyTable = crate::take::KeyTable::new(E2A_ENVELOPE_KEYS, &[(5, &E2A_AUTH_TABLE), (24, &E2A_PROVENANCE_TABLE)]);
+
     /// Reads `E2AEnvelope` leniently: the `x-e2a` rules of its properties, then each by type and default.
     pub(crate) fn e2a_envelope<S: Source>(c: &mut Ctx<'_, S>) -> crate::Result<E2AEnvelope> {
-        let mut auth = c.nested_opt((5, "auth"), e2a_auth)?;
-        let mut provenance = c.nested_or_default((24, "provenance"), e2a_provenance)?;
+        let mut auth = c.nested_opt((5, "auth"), e2a_auth, e2a_auth)?;
+        let mut provenance = c.nested_or_default((24, "provenance"), e2a_provenance, e2a_provenance)?;
         if let Some(v) = c.f.take((6, "binding")) {
             crate::lenient::binding_migration(c, (6, "binding"), v, &mut provenance)?;
             c.fire(LegacyRule::Binding);
@@ -4000,6 +4006,9 @@ pub(crate) mod readers {
     /// Every key the `E2AProvenance` reader knows: its properties and the legacy keys `schema/` declares.
     pub(crate) const E2A_PROVENANCE_KEYS: &[&str] = &["converted_at", "converter", "details", "source_protocol"];
 
+    /// The `E2AProvenance` key table (keys whose object a nested reader reads, with its table).
+    pub(crate) static E2A_PROVENANCE_TABLE: crate::take::KeyTable = crate::take::KeyTable::new(E2A_PROVENANCE_KEYS, &[]);
+
     /// Reads `E2AProvenance` leniently: the `x-e2a` rules of its properties, then each by type and default.
     pub(crate) fn e2a_provenance<S: Source>(c: &mut Ctx<'_, S>) -> crate::Result<E2AProvenance> {
         let mut converted_at = c.f.opt_str((0, "converted_at"))?;
@@ -4013,9 +4022,12 @@ pub(crate) mod readers {
     /// Every key the `E2AResponse` reader knows: its properties and the legacy keys `schema/` declares.
     pub(crate) const E2A_RESPONSE_KEYS: &[&str] = &["a2a_metadata", "acp_meta", "agent_ref", "body", "channel", "channel_context", "channel_id", "context_id", "correlation_id", "identity_origin", "is_final", "is_stream", "jsonrpc_id", "message_id", "metadata", "method", "projections", "protocol_version", "provenance", "request_id", "response_id", "response_kind", "sequence", "session_id", "source_agent_id", "status", "task_id", "timestamp", "user_id"];
 
+    /// The `E2AResponse` key table (keys whose object a nested reader reads, with its table).
+    pub(crate) static E2A_RESPONSE_TABLE: crate::take::KeyTable = crate::take::KeyTable::new(E2A_RESPONSE_KEYS, &[(18, &E2A_PROVENANCE_TABLE)]);
+
     /// Reads `E2AResponse` leniently: the `x-e2a` rules of its properties, then each by type and default.
     pub(crate) fn e2a_response<S: Source>(c: &mut Ctx<'_, S>) -> crate::Result<E2AResponse> {
-        let mut provenance = c.nested_or_default((18, "provenance"), e2a_provenance)?;
+        let mut provenance = c.nested_or_default((18, "provenance"), e2a_provenance, e2a_provenance)?;
         let mut a2a_metadata = c.f.obj((0, "a2a_metadata"))?;
         let mut acp_meta = c.f.obj((1, "acp_meta"))?;
         let mut agent_ref = c.f.opt_obj((2, "agent_ref"))?;
@@ -4058,5 +4070,165 @@ pub(crate) mod readers {
             }
         }
         Ok(E2AResponse { a2a_metadata, acp_meta, agent_ref, body, channel, channel_context, context_id, correlation_id, identity_origin, is_final, is_stream, jsonrpc_id, message_id, metadata, method, projections, protocol_version, provenance, request_id, response_id, response_kind, sequence, session_id, source_agent_id, status, task_id, timestamp, user_id })
+    }
+}
+
+// Canonical writers generated by e2a-codegen (not typify): `crate::write`.
+impl crate::write::WriteJson for E2AAuth {
+    const FIXED_LEN: usize = 90;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        w.raw("{\"api_key_ref\":");
+        w.serde(&self.api_key_ref);
+        w.raw(",\"bearer_token\":");
+        w.serde(&self.bearer_token);
+        w.raw(",\"credential_ref\":");
+        w.serde(&self.credential_ref);
+        w.raw(",\"extra_headers\":");
+        w.serde(&self.extra_headers);
+        w.raw(",\"_meta\":");
+        w.map(&self.meta);
+        w.raw(",\"method_id\":");
+        w.opt_str(self.method_id.as_deref());
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for E2AEnvelope {
+    const FIXED_LEN: usize = 425;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        w.raw("{\"a2a_metadata\":");
+        w.map(&self.a2a_metadata);
+        w.raw(",\"acp_meta\":");
+        w.map(&self.acp_meta);
+        w.raw(",\"agent_id\":");
+        w.opt_str(self.agent_id.as_deref());
+        w.raw(",\"agent_ref\":");
+        w.opt_map(self.agent_ref.as_ref());
+        w.raw(",\"auth\":");
+        w.opt(self.auth.as_ref());
+        w.raw(",\"channel\":");
+        w.opt_str(self.channel.as_deref());
+        w.raw(",\"channel_context\":");
+        w.map(&self.channel_context);
+        w.raw(",\"chat_id\":");
+        w.opt_str(self.chat_id.as_deref());
+        w.raw(",\"context_id\":");
+        w.opt_str(self.context_id.as_deref());
+        w.raw(",\"correlation_id\":");
+        w.opt_str(self.correlation_id.as_deref());
+        w.raw(",\"expected_output_modes\":");
+        w.serde(&self.expected_output_modes);
+        w.raw(",\"ext_method\":");
+        w.opt_str(self.ext_method.as_deref());
+        w.raw(",\"identity_origin\":");
+        w.str(self.identity_origin.as_str());
+        w.raw(",\"is_stream\":");
+        w.bool(self.is_stream);
+        w.raw(",\"jsonrpc_id\":");
+        w.serde(&self.jsonrpc_id);
+        w.raw(",\"message_id\":");
+        w.opt_str(self.message_id.as_deref());
+        w.raw(",\"method\":");
+        w.opt_str(self.method.as_deref());
+        w.raw(",\"params\":");
+        w.map(&self.params);
+        w.raw(",\"protocol_version\":");
+        w.str(&self.protocol_version);
+        w.raw(",\"provenance\":");
+        crate::write::WriteJson::write_json(&self.provenance, w);
+        w.raw(",\"request_id\":");
+        w.opt_str(self.request_id.as_deref());
+        w.raw(",\"service_id\":");
+        w.opt_str(self.service_id.as_deref());
+        w.raw(",\"session_id\":");
+        w.opt_str(self.session_id.as_deref());
+        w.raw(",\"session_update_kind\":");
+        w.opt_str(self.session_update_kind.as_deref());
+        w.raw(",\"source_agent_id\":");
+        w.opt_str(self.source_agent_id.as_deref());
+        w.raw(",\"task_id\":");
+        w.opt_str(self.task_id.as_deref());
+        w.raw(",\"timestamp\":");
+        w.opt_str(self.timestamp.as_deref());
+        w.raw(",\"user_id\":");
+        w.opt_str(self.user_id.as_deref());
+        w.raw(",\"workspace_key\":");
+        w.opt_str(self.workspace_key.as_deref());
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for E2AProvenance {
+    const FIXED_LEN: usize = 61;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        w.raw("{\"converted_at\":");
+        w.opt_str(self.converted_at.as_deref());
+        w.raw(",\"converter\":");
+        w.opt_str(self.converter.as_deref());
+        w.raw(",\"details\":");
+        w.map(&self.details);
+        w.raw(",\"source_protocol\":");
+        w.str(&self.source_protocol);
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for E2AResponse {
+    const FIXED_LEN: usize = 392;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        w.raw("{\"a2a_metadata\":");
+        w.map(&self.a2a_metadata);
+        w.raw(",\"acp_meta\":");
+        w.map(&self.acp_meta);
+        w.raw(",\"agent_ref\":");
+        w.opt_map(self.agent_ref.as_ref());
+        w.raw(",\"body\":");
+        w.map(&self.body);
+        w.raw(",\"channel\":");
+        w.opt_str(self.channel.as_deref());
+        w.raw(",\"channel_context\":");
+        w.map(&self.channel_context);
+        w.raw(",\"context_id\":");
+        w.opt_str(self.context_id.as_deref());
+        w.raw(",\"correlation_id\":");
+        w.opt_str(self.correlation_id.as_deref());
+        w.raw(",\"identity_origin\":");
+        w.str(self.identity_origin.as_str());
+        w.raw(",\"is_final\":");
+        w.bool(self.is_final);
+        w.raw(",\"is_stream\":");
+        w.bool(self.is_stream);
+        w.raw(",\"jsonrpc_id\":");
+        w.serde(&self.jsonrpc_id);
+        w.raw(",\"message_id\":");
+        w.opt_str(self.message_id.as_deref());
+        w.raw(",\"metadata\":");
+        w.map(&self.metadata);
+        w.raw(",\"method\":");
+        w.opt_str(self.method.as_deref());
+        w.raw(",\"projections\":");
+        w.map(&self.projections);
+        w.raw(",\"protocol_version\":");
+        w.str(&self.protocol_version);
+        w.raw(",\"provenance\":");
+        crate::write::WriteJson::write_json(&self.provenance, w);
+        w.raw(",\"request_id\":");
+        w.opt_str(self.request_id.as_deref());
+        w.raw(",\"response_id\":");
+        w.opt_str(self.response_id.as_deref());
+        w.raw(",\"response_kind\":");
+        w.str(self.response_kind.as_str());
+        w.raw(",\"sequence\":");
+        w.u64(self.sequence);
+        w.raw(",\"session_id\":");
+        w.opt_str(self.session_id.as_deref());
+        w.raw(",\"source_agent_id\":");
+        w.opt_str(self.source_agent_id.as_deref());
+        w.raw(",\"status\":");
+        w.str(self.status.as_str());
+        w.raw(",\"task_id\":");
+        w.opt_str(self.task_id.as_deref());
+        w.raw(",\"timestamp\":");
+        w.opt_str(self.timestamp.as_deref());
+        w.raw(",\"user_id\":");
+        w.opt_str(self.user_id.as_deref());
+        w.raw("}");
     }
 }
