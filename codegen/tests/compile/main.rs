@@ -4,7 +4,8 @@
 //! Each snapshot is `include!`d in its own module, as `src/lib.rs` of `e2a` does with the real
 //! output; `secret` and `redact` below stand in for the `e2a` items the generated code names
 //! (`crate::secret::SecretString`, `crate::secret::SecretHeaders`,
-//! `crate::redact::debug_redacted`). When the generator starts calling another hand-written
+//! `crate::redact::debug_redacted`); the canonical writer's runtime (`crate::write`) is e2a's
+//! own `src/write.rs`, compiled here as it is. When the generator starts calling another hand-written
 //! item of `e2a` by path, add a stand-in with the same signature here.
 //!
 //! A new successful fixture needs one `fixture!(name);` line below (`tests/generate.rs`
@@ -13,6 +14,9 @@
 mod redact;
 mod secret;
 mod taxonomy;
+#[allow(dead_code)] // the fixtures call only some of its writes
+#[path = "../../../src/write.rs"]
+mod write;
 
 /// `pub mod $name { include!("../snapshots/$name/rust/e2a_types.rs"); }`, with the lint
 /// allowances `e2a` puts on its generated module.
@@ -128,6 +132,14 @@ fn write_all_keys_serializes_every_key_and_defaults_from_the_schema() {
     assert_eq!(serde_json::to_value(Canonical::default()).expect("serialize"), all);
     let read: Canonical = serde_json::from_value(all).expect("canonical form reads back");
     assert_eq!(read, Canonical::default());
+    // the generated writer writes what the derived Serialize writes
+    let c = Canonical {
+        note: Some("a \"quoted\"\nline".into()),
+        ..Canonical::default()
+    };
+    for v in [Canonical::default(), c] {
+        assert_eq!(write::to_json(&v), serde_json::to_string(&v).expect("serialize"));
+    }
 }
 
 #[test]

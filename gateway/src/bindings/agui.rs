@@ -29,6 +29,7 @@ use parking_lot::Mutex;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::agent::Agent;
 use crate::agent::Caller;
 use crate::pipeline::Pipeline;
 use crate::runs::{self, Subscription};

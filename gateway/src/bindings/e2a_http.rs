@@ -13,6 +13,7 @@ use e2a::E2AEnvelope;
 use serde_json::json;
 use std::sync::Arc;
 
+use crate::agent::Agent;
 use crate::agent::Caller;
 use crate::pipeline::Pipeline;
 use crate::runs::{self, Subscription};

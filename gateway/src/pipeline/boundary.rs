@@ -20,6 +20,9 @@ use tokio::time::Instant;
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
 
+/// Guarded frames, each shared from the boundary on.
+pub type SharedFrames = std::pin::Pin<Box<dyn futures_util::Stream<Item = Arc<E2AResponse>> + Send + 'static>>;
+
 /// Why the gateway stopped a run from outside (the reason the `e2a.error` frame gives).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
@@ -82,10 +85,18 @@ impl Guarded {
     }
 }
 
-impl Agent for Guarded {
-    fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
+impl Guarded {
+    /// The agent's guarded frames on `request`, each behind an `Arc` from the moment it passes
+    /// the boundary (a frame is moved as a pointer from there on, and a run log keeps it as is).
+    pub(crate) fn run_shared(&self, request: E2AEnvelope, ctx: RequestContext) -> SharedFrames {
         let frames = self.agent.run(request.clone(), ctx.clone());
         guard(request, frames, ctx, self.deadlines, self.name.clone())
+    }
+}
+
+impl Agent for Guarded {
+    fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
+        Box::pin(self.run_shared(request, ctx).map(Arc::unwrap_or_clone))
     }
 
     fn name(&self) -> String {
@@ -98,7 +109,7 @@ impl Agent for Guarded {
 }
 
 enum Step {
-    Frame(Option<Box<E2AResponse>>),
+    Frame(Option<Arc<E2AResponse>>),
     Panicked,
     Stopped,
     Deadline,
@@ -116,7 +127,7 @@ pub fn guard(
     ctx: RequestContext,
     deadlines: Deadlines,
     agent_name: String,
-) -> FrameStream {
+) -> SharedFrames {
     Box::pin(async_stream::stream! {
         let mut agent = agent;
         let mut g = Guard::new(request, ctx, deadlines, agent_name);
@@ -138,11 +149,11 @@ pub fn guard(
 /// What the guard does after a step.
 enum Next {
     /// Forward the frame and go on.
-    Send(E2AResponse),
+    Send(Arc<E2AResponse>),
     /// Go on (the final frame is held until the agent's stream ends).
     Hold,
     /// Forward the frame (if any) and end.
-    End(Option<E2AResponse>),
+    End(Option<Arc<E2AResponse>>),
 }
 
 /// The state of one guarded stream.
@@ -154,7 +165,7 @@ struct Guard {
     validator: StreamValidator,
     /// The sequence the next frame should have.
     next: u64,
-    held_final: Option<E2AResponse>,
+    held_final: Option<Arc<E2AResponse>>,
     total: Instant,
 }
 
@@ -192,7 +203,7 @@ impl Guard {
             tokio::select! {
                 biased;
                 f = std::panic::AssertUnwindSafe(agent.next()).catch_unwind() => match f {
-                    Ok(f) => Step::Frame(f.map(Box::new)),
+                    Ok(f) => Step::Frame(f.map(Arc::new)),
                     Err(_) => Step::Panicked,
                 },
                 _ = self.ctx.cancel.cancelled() => Step::Stopped,
@@ -213,7 +224,13 @@ impl Guard {
             // the held final frame was never sent: the error frame replaces it
             self.next = h.sequence;
         }
-        Next::End(Some(cutoff_frame(&self.request, self.next, kind, message, details)))
+        Next::End(Some(Arc::new(cutoff_frame(
+            &self.request,
+            self.next,
+            kind,
+            message,
+            details,
+        ))))
     }
 
     fn handle(&mut self, step: Step) -> Next {
@@ -266,12 +283,12 @@ impl Guard {
                     self.cut(ErrorKind::InvalidAgentResponse, &message, d)
                 }
             },
-            Step::Frame(Some(frame)) => self.frame(*frame),
+            Step::Frame(Some(frame)) => self.frame(frame),
         }
     }
 
     /// A frame of the agent: checked; forwarded, held (a final one) or replaced by a cutoff.
-    fn frame(&mut self, frame: E2AResponse) -> Next {
+    fn frame(&mut self, frame: Arc<E2AResponse>) -> Next {
         let before = self.validator.violations().len();
         let foreign = frame.request_id != self.request.request_id;
         self.validator.observe(&frame);

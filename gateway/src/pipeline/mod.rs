@@ -16,13 +16,14 @@ use e2a::E2AEnvelope;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
-use crate::agent::{Agent, Caller, FrameStream, RequestContext};
+use crate::agent::{Agent, Caller, RequestContext};
 use crate::config::GatewayConfig;
 use crate::runs::Runs;
+use boundary::SharedFrames;
 
 /// What the bindings of one gateway share: the guarded agent, the configuration, the runs.
 pub(crate) struct Pipeline {
-    pub(crate) agent: Arc<dyn Agent>,
+    pub(crate) agent: Arc<boundary::Guarded>,
     pub(crate) config: GatewayConfig,
     pub(crate) runs: Arc<Runs>,
     streams: Arc<Semaphore>,
@@ -53,14 +54,14 @@ impl Refusal {
 pub(crate) struct Admission {
     /// The run's context.
     pub(crate) ctx: RequestContext,
-    agent: Arc<dyn Agent>,
+    agent: Arc<boundary::Guarded>,
     permit: OwnedSemaphorePermit,
 }
 
 impl Admission {
     /// Starts the agent on `request`: its guarded frames.
-    pub(crate) fn run(&self, request: E2AEnvelope) -> FrameStream {
-        self.agent.run(request, self.ctx.clone())
+    pub(crate) fn run(&self, request: E2AEnvelope) -> SharedFrames {
+        self.agent.run_shared(request, self.ctx.clone())
     }
 
     /// The stream permit, to hold until the run ends.

@@ -12,7 +12,8 @@ use futures_util::{FutureExt, StreamExt};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::{Retention, Run, Runs};
-use crate::agent::{ConversationKey, FrameStream};
+use crate::agent::ConversationKey;
+use crate::pipeline::boundary::SharedFrames;
 use crate::pipeline::boundary::{cutoff_frame, StopReason};
 use crate::store::{FrameWrite, RunHead, StoreError, StoredFrame};
 
@@ -63,13 +64,13 @@ impl Pump {
     }
 
     /// Starts pumping `frames` (an already guarded stream) on its own task.
-    pub(crate) fn spawn(self, frames: FrameStream) {
+    pub(crate) fn spawn(self, frames: SharedFrames) {
         tokio::spawn(Box::pin(self.pump(frames)));
     }
 
     /// Pumps every frame of `frames` into the run, then ends it. A frame the store cannot
     /// keep ends the run with an `E2A.INTERNAL` final frame instead.
-    pub(crate) async fn pump(mut self, mut frames: FrameStream) {
+    pub(crate) async fn pump(mut self, mut frames: SharedFrames) {
         let mut finished = false;
         while !finished {
             let Some(first) = frames.next().await else { break };
@@ -100,7 +101,7 @@ impl Pump {
                         "the gateway could not store the answer's frames",
                         "store_failed",
                     );
-                    self.run.push(end, FRAME_OVERHEAD);
+                    self.run.push(Arc::new(end), FRAME_OVERHEAD);
                     break;
                 }
             }
@@ -110,9 +111,9 @@ impl Pump {
     }
 
     /// Writes `batch` to the store when it keeps runs; the frames' sizes.
-    async fn store(&mut self, batch: &[E2AResponse]) -> Result<Vec<usize>, StoreError> {
+    async fn store(&mut self, batch: &[Arc<E2AResponse>]) -> Result<Vec<usize>, StoreError> {
         // what the frames take in memory, where the run keeps them (not their stored text)
-        let sizes = batch.iter().map(size_of).collect();
+        let sizes = batch.iter().map(|f| size_of(f)).collect();
         let (Some(store), Some(key)) = (self.runs.store.get(), &self.key) else {
             return Ok(sizes);
         };
@@ -185,7 +186,7 @@ impl Drop for Pump {
                     });
                 }
             }
-            self.run.push(end, FRAME_OVERHEAD);
+            self.run.push(Arc::new(end), FRAME_OVERHEAD);
         }
         self.close();
     }

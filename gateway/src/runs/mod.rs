@@ -59,11 +59,11 @@ pub(crate) struct Run {
 }
 
 impl Run {
-    fn push(&self, f: E2AResponse, bytes: usize) {
+    fn push(&self, f: Arc<E2AResponse>, bytes: usize) {
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
         let n = {
             let mut v = self.frames.lock();
-            v.push(Arc::new(f));
+            v.push(f);
             v.len()
         };
         self.progress.send_replace((n, false));

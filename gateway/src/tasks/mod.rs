@@ -27,6 +27,8 @@ use std::time::Duration;
 use e2a::a2a::jsonrpc::A2aHeaders;
 use e2a::types::{A2aListTasksResponse, A2aStreamResponse, A2aTask, A2aTaskState};
 use e2a::E2AResponse;
+
+use crate::pipeline::boundary::SharedFrames;
 use futures_util::{FutureExt, Stream, StreamExt};
 use parking_lot::Mutex;
 use serde_json::value::RawValue;
@@ -74,8 +76,8 @@ struct Turn {
     /// The turn's opening event (the task, `SUBMITTED` or answered), when the run stores it:
     /// with the agent's first ready frames, or alone when none is ready.
     opening: Option<A2aStreamResponse>,
-    next: Option<E2AResponse>,
-    frames: crate::FrameStream,
+    next: Option<Arc<E2AResponse>>,
+    frames: SharedFrames,
     mapper: TurnMapper,
 }
 
@@ -298,8 +300,8 @@ impl TaskService {
     /// to `READY_EVENTS` events), and whether more may follow (no final frame, the stream
     /// not ended).
     fn ready_events(
-        frame: E2AResponse,
-        frames: &mut crate::FrameStream,
+        frame: Arc<E2AResponse>,
+        frames: &mut SharedFrames,
         mapper: &mut TurnMapper,
     ) -> (Vec<A2aStreamResponse>, bool) {
         let mut events = Vec::new();

@@ -22,6 +22,7 @@ use super::turn::TurnMapper;
 use super::{
     EventStream, Live, SendOutcome, SendParams, Sent, TaskService, Turn, TurnDone, LEASE_RETRIES, SUBMITTED, WORKING,
 };
+use crate::agent::Agent;
 use crate::agent::{Caller, ConversationKey};
 use crate::pipeline::Admission;
 use crate::store::{now_ms, StoredEvent, TaskRecord};
@@ -134,7 +135,7 @@ impl TaskService {
         let permit = admission.into_permit();
 
         // a new task whose agent answers with a message first: a direct reply, no task
-        let mut first: Option<E2AResponse> = None;
+        let mut first: Option<Arc<E2AResponse>> = None;
         if t.existing.is_none() && !t.return_immediately {
             first = frames.next().await;
             if let Some(f) = first.as_ref().filter(|f| f.kind() == Some(ResponseKind::A2aMessage)) {
