@@ -230,7 +230,9 @@ impl<V: AsRef<[Slot]> + AsMut<[Slot]>> Slots<V> {
     }
 }
 
-impl<V: AsRef<[Slot]> + AsMut<[Slot]>> Source for &mut Slots<V> {
+/// Slots are read in place (`&mut Slots`: a message's slots on the stack) or owned (a
+/// nested object's [`NestedSlots`]).
+impl<V: AsRef<[Slot]> + AsMut<[Slot]>> Source for Slots<V> {
     #[inline]
     fn take(&mut self, key: impl AsKey) -> Option<Value> {
         self.take_value(key)
@@ -245,19 +247,18 @@ impl<V: AsRef<[Slot]> + AsMut<[Slot]>> Source for &mut Slots<V> {
     }
 }
 
-/// A nested object's own slots (what a nested reader reads on the text path).
-impl Source for NestedSlots {
+impl<T: Source> Source for &mut T {
     #[inline]
     fn take(&mut self, key: impl AsKey) -> Option<Value> {
-        self.take_value(key)
+        (**self).take(key)
     }
     #[inline]
     fn peek(&self, key: impl AsKey) -> Option<&Value> {
-        self.peek_value(key)
+        (**self).peek(key)
     }
     #[inline]
     fn take_nested(&mut self, key: impl AsKey) -> Option<NestedSlots> {
-        self.take_slots(key)
+        (**self).take_nested(key)
     }
 }
 
