@@ -202,3 +202,161 @@ proptest! {
         }
     }
 }
+
+mod a2a_writer {
+    //! The generated writers of the A2A types (what the gateway stores and sends for every task
+    //! event) against their derived `Serialize`.
+    use super::{json_value, map};
+    use e2a::types::{
+        A2aArtifact, A2aMessage, A2aPart, A2aRole, A2aStreamResponse, A2aTask, A2aTaskArtifactUpdateEvent,
+        A2aTaskState, A2aTaskStatus, A2aTaskStatusUpdateEvent,
+    };
+    use proptest::prelude::*;
+
+    fn text() -> impl Strategy<Value = String> {
+        "[a-zA-Z0-9 \"\\\\\\x00-\\x1f\\x7f é🎉/]{0,10}"
+    }
+
+    fn opt_text() -> impl Strategy<Value = Option<String>> {
+        prop::option::of(text())
+    }
+
+    fn part() -> impl Strategy<Value = A2aPart> {
+        (
+            opt_text(),
+            prop::option::of(json_value()),
+            opt_text(),
+            map(),
+            opt_text(),
+            opt_text(),
+            opt_text(),
+        )
+            .prop_map(|(text, data, media_type, metadata, url, filename, raw)| A2aPart {
+                data,
+                filename,
+                media_type,
+                metadata,
+                raw,
+                text,
+                url,
+            })
+    }
+
+    fn message() -> impl Strategy<Value = A2aMessage> {
+        (
+            opt_text(),
+            prop::collection::vec(text(), 0..2),
+            text(),
+            map(),
+            prop::collection::vec(part(), 0..3),
+            prop::collection::vec(text(), 0..2),
+            prop_oneof![Just(A2aRole::RoleUser), Just(A2aRole::RoleAgent)],
+            opt_text(),
+        )
+            .prop_map(
+                |(context_id, extensions, message_id, metadata, parts, reference_task_ids, role, task_id)| A2aMessage {
+                    context_id,
+                    extensions,
+                    message_id,
+                    metadata,
+                    parts,
+                    reference_task_ids,
+                    role,
+                    task_id,
+                },
+            )
+    }
+
+    fn artifact() -> impl Strategy<Value = A2aArtifact> {
+        (
+            text(),
+            opt_text(),
+            prop::collection::vec(text(), 0..2),
+            map(),
+            opt_text(),
+            prop::collection::vec(part(), 0..3),
+        )
+            .prop_map(
+                |(artifact_id, description, extensions, metadata, name, parts)| A2aArtifact {
+                    artifact_id,
+                    description,
+                    extensions,
+                    metadata,
+                    name,
+                    parts,
+                },
+            )
+    }
+
+    fn status() -> impl Strategy<Value = A2aTaskStatus> {
+        (
+            prop::option::of(message()),
+            prop_oneof![
+                Just(A2aTaskState::TaskStateWorking),
+                Just(A2aTaskState::TaskStateCompleted)
+            ],
+            opt_text(),
+        )
+            .prop_map(|(message, state, timestamp)| A2aTaskStatus {
+                message,
+                state,
+                timestamp,
+            })
+    }
+
+    fn event() -> impl Strategy<Value = A2aStreamResponse> {
+        prop_oneof![
+            (
+                prop::collection::vec(artifact(), 0..2),
+                text(),
+                prop::collection::vec(message(), 0..2),
+                text(),
+                map(),
+                status()
+            )
+                .prop_map(|(artifacts, context_id, history, id, metadata, status)| {
+                    A2aStreamResponse::Task(A2aTask {
+                        artifacts,
+                        context_id,
+                        history,
+                        id,
+                        metadata,
+                        status,
+                    })
+                }),
+            message().prop_map(A2aStreamResponse::Message),
+            (text(), map(), status(), text()).prop_map(|(context_id, metadata, status, task_id)| {
+                A2aStreamResponse::StatusUpdate(A2aTaskStatusUpdateEvent {
+                    context_id,
+                    metadata,
+                    status,
+                    task_id,
+                })
+            }),
+            (any::<bool>(), artifact(), text(), any::<bool>(), map(), text()).prop_map(
+                |(append, artifact, context_id, last_chunk, metadata, task_id)| {
+                    A2aStreamResponse::ArtifactUpdate(A2aTaskArtifactUpdateEvent {
+                        append,
+                        artifact,
+                        context_id,
+                        last_chunk,
+                        metadata,
+                        task_id,
+                    })
+                }
+            ),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn generated_a2a_writers_write_what_serde_writes(ev in event()) {
+            prop_assert_eq!(e2a::write::to_json(&ev), serde_json::to_string(&ev).unwrap());
+            if let A2aStreamResponse::Task(t) = &ev {
+                prop_assert_eq!(e2a::write::to_json(t), serde_json::to_string(t).unwrap());
+            }
+        }
+    }
+}

@@ -1,9 +1,17 @@
-//! The canonical writers, generated from the structs typify wrote for every
-//! `x-e2a-write-all-keys` definition: `impl crate::write::WriteJson` that writes the struct's
-//! keys as literal text, in field order (serde's order), each value by its type. The output is
-//! byte for byte what the struct's derived `Serialize` gives with `serde_json` (the e2a crate
-//! tests this on arbitrary messages); a field whose serde attributes would change that is a
-//! generation error, never a silent difference.
+//! The canonical writers, generated from the structs and enums typify wrote: `impl
+//! crate::write::WriteJson` that writes a struct's keys as literal text, in field order (serde's
+//! order), each value by its type. The output is byte for byte what the type's derived
+//! `Serialize` gives with `serde_json` (the e2a crate tests this on arbitrary messages).
+//!
+//! - An `x-e2a-write-all-keys` struct writes every key (its layout is fixed); a serde attribute
+//!   the writer cannot honour there is a generation error, never a silent difference.
+//! - Any other struct gets a writer when every field's serde attributes are ones the writer
+//!   honours (`rename`, `default`, `deserialize_with`, and `skip_serializing_if` with
+//!   `Option::is_none`, `Vec::is_empty` or `Map::is_empty`); a struct with `flatten` or another
+//!   predicate keeps its derived `Serialize` only.
+//! - An externally tagged enum of newtype variants (`{"task": {…}}`) gets one too.
+//!
+//! A field whose type has no writer is written by `serde_json`.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -14,148 +22,336 @@ use crate::{quote_type, serde_rename, type_name, Error, WRITE_ALL_KEYS};
 
 const STRING: &str = ":: std :: string :: String";
 const MAP: &str = ":: serde_json :: Map < :: std :: string :: String , :: serde_json :: Value >";
+const IS_NONE: &str = "::std::option::Option::is_none";
+const VEC_EMPTY: &str = "::std::vec::Vec::is_empty";
+const MAP_EMPTY: &str = "::serde_json::Map::is_empty";
 
 fn option_of(inner: &str) -> String {
     format!(":: std :: option :: Option < {inner} >")
 }
 
-/// Serde attributes of a field that the generated writer would not honour.
-fn unsupported_serde(attrs: &[syn::Attribute]) -> Option<String> {
-    let mut found = None;
+fn vec_of(inner: &str) -> String {
+    format!(":: std :: vec :: Vec < {inner} >")
+}
+
+/// When a field is left out of the output.
+#[derive(Clone, Copy, PartialEq)]
+enum Skip {
+    /// Never.
+    No,
+    /// When `None` (the value written is the `Some`).
+    IfNone,
+    /// When empty (a `Vec` or a `Map`).
+    IfEmpty,
+}
+
+/// A field's serde attributes as the writer sees them: its `skip_serializing_if`, or the name of
+/// an attribute it cannot honour.
+fn serde_of(attrs: &[syn::Attribute]) -> Result<Skip, String> {
+    let mut skip = Skip::No;
+    let mut bad = None;
     for a in attrs.iter().filter(|a| a.path().is_ident("serde")) {
         let _ = a.parse_nested_meta(|m| {
             let name = m.path.get_ident().map(ToString::to_string).unwrap_or_default();
-            if !matches!(name.as_str(), "default" | "rename" | "deserialize_with") {
-                found = Some(name);
-            }
-            if m.input.peek(syn::Token![=]) {
-                let _: syn::Expr = m.value()?.parse()?;
+            let value = if m.input.peek(syn::Token![=]) {
+                let v: syn::Expr = m.value()?.parse()?;
+                match v {
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(s), ..
+                    }) => Some(s.value()),
+                    _ => None,
+                }
+            } else {
+                None
+            };
+            match (name.as_str(), value.as_deref()) {
+                ("default" | "rename" | "deserialize_with", _) => {}
+                ("skip_serializing_if", Some(IS_NONE)) => skip = Skip::IfNone,
+                ("skip_serializing_if", Some(VEC_EMPTY | MAP_EMPTY)) => skip = Skip::IfEmpty,
+                _ => bad = Some(name),
             }
             Ok(())
         });
     }
-    found
+    match bad {
+        Some(b) => Err(b),
+        None => Ok(skip),
+    }
 }
 
-/// The write of one field's value, by its type.
-fn value_write(
-    field: &str,
-    ty: &str,
-    name: Option<&str>,
-    structs: &BTreeSet<String>,
-    enums: &BTreeSet<String>,
-) -> String {
-    let f = format!("self.{field}");
-    if ty == STRING {
-        return format!("w.str(&{f});");
-    }
-    if ty == option_of(STRING) {
-        return format!("w.opt_str({f}.as_deref());");
-    }
-    if ty == "bool" {
-        return format!("w.bool({f});");
-    }
-    if ty == "u64" {
-        return format!("w.u64({f});");
-    }
-    if ty == MAP {
-        return format!("w.map(&{f});");
-    }
-    if ty == option_of(MAP) {
-        return format!("w.opt_map({f}.as_ref());");
-    }
-    if let Some(n) = name {
-        if structs.contains(n) {
-            if ty.ends_with(&format!("{n} >")) && ty.starts_with(":: std :: option :: Option") {
-                return format!("w.opt({f}.as_ref());");
-            }
-            if !ty.contains('<') {
-                return format!("crate::write::WriteJson::write_json(&{f}, w);");
-            }
-        }
-        if enums.contains(n) && !ty.contains('<') {
-            return format!("w.str({f}.as_str());");
-        }
-    }
-    format!("w.serde(&{f});")
-}
-
-/// `impl WriteJson` for every `x-e2a-write-all-keys` struct of `file`. `enums` names the string
-/// enums (closed and open) that have `as_str`.
-pub fn writers(bundled: &Value, file: &syn::File, enums: &BTreeSet<String>) -> Result<String, Error> {
-    let Some(defs) = bundled.get("$defs").and_then(Value::as_object) else {
-        return Ok(String::new());
-    };
-    let structs: BTreeSet<String> = file
-        .items
-        .iter()
-        .filter_map(|item| match item {
-            syn::Item::Struct(st) => Some(st.ident.to_string()),
+/// The type inside `Option<…>` / `Vec<…>` (its last path segment's first type argument).
+fn first_arg(ty: &syn::Type) -> Option<&syn::Type> {
+    let syn::Type::Path(p) = ty else { return None };
+    match &p.path.segments.last()?.arguments {
+        syn::PathArguments::AngleBracketed(a) => a.args.iter().find_map(|g| match g {
+            syn::GenericArgument::Type(t) => Some(t),
             _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// What the generator knows about the types of the file.
+struct Types<'a> {
+    /// Types with a generated writer.
+    writable: &'a BTreeSet<String>,
+    /// String enums with `as_str`.
+    enums: &'a BTreeSet<String>,
+}
+
+impl Types<'_> {
+    /// The bare name of `ty` when it is one of the file's types (no generic arguments).
+    fn own(&self, ty: &syn::Type) -> Option<String> {
+        let t = quote_type(ty);
+        (!t.contains('<')).then(|| type_name(ty)).flatten()
+    }
+
+    /// The write of the value `r` (an expression of type `&ty`: `v` or `&self.field`).
+    fn write(&self, r: &str, ty: &syn::Type) -> String {
+        // `r` as a method receiver
+        let m = if r.starts_with('&') {
+            format!("({r})")
+        } else {
+            r.to_string()
+        };
+        let t = quote_type(ty);
+        let own = self.own(ty);
+        let inner = first_arg(ty);
+        let inner_own = inner.and_then(|i| self.own(i));
+        if t == STRING {
+            format!("w.str({r});")
+        } else if t == option_of(STRING) {
+            format!("w.opt_str({m}.as_deref());")
+        } else if t == "bool" {
+            format!("w.bool(*{r});")
+        } else if t == "u64" {
+            format!("w.u64(*{r});")
+        } else if t == "i64" {
+            format!("w.i64(*{r});")
+        } else if t == MAP {
+            format!("w.map({r});")
+        } else if t == option_of(MAP) {
+            format!("w.opt_map({m}.as_ref());")
+        } else if t == vec_of(STRING) {
+            format!("w.str_array({r});")
+        } else if own.as_ref().is_some_and(|n| self.writable.contains(n)) {
+            format!("crate::write::WriteJson::write_json({r}, w);")
+        } else if own.as_ref().is_some_and(|n| self.enums.contains(n)) {
+            format!("w.str({m}.as_str());")
+        } else if t.starts_with(":: std :: option :: Option <")
+            && inner_own.as_ref().is_some_and(|n| self.writable.contains(n))
+        {
+            format!("w.opt({m}.as_ref());")
+        } else if t.starts_with(":: std :: vec :: Vec <")
+            && inner_own.as_ref().is_some_and(|n| self.writable.contains(n))
+        {
+            format!("w.array({r});")
+        } else {
+            format!("w.serde({r});")
+        }
+    }
+}
+
+/// One field as the writer sees it.
+struct Plan<'a> {
+    ident: String,
+    key: String,
+    ty: &'a syn::Type,
+    skip: Skip,
+}
+
+/// The fields of `st`, or why the struct cannot have a writer.
+fn plan(st: &syn::ItemStruct) -> Result<Vec<Plan<'_>>, String> {
+    let mut out = Vec::new();
+    for field in &st.fields {
+        let Some(ident) = &field.ident else {
+            return Err("a tuple struct cannot be written by key".into());
+        };
+        let skip = serde_of(&field.attrs).map_err(|a| format!("{ident}: serde `{a}` is not supported"))?;
+        let ident = ident.to_string();
+        let key = serde_rename(&field.attrs).unwrap_or_else(|| ident.trim_start_matches("r#").to_string());
+        if !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            return Err(format!("key {key:?} would need escaping"));
+        }
+        out.push(Plan {
+            ident,
+            key,
+            ty: &field.ty,
+            skip,
+        });
+    }
+    if st.attrs.iter().filter(|a| a.path().is_ident("serde")).any(|a| {
+        let mut other = false;
+        let _ = a.parse_nested_meta(|m| {
+            other |= !m.path.is_ident("deny_unknown_fields");
+            Ok(())
+        });
+        other
+    }) {
+        return Err("a struct-level serde attribute other than deny_unknown_fields".into());
+    }
+    Ok(out)
+}
+
+/// The newtype variants `(wire name, variant, inner type)` of an externally tagged enum, or
+/// `None` when `e` is not one.
+fn newtype_variants(e: &syn::ItemEnum) -> Option<Vec<(String, String, &syn::Type)>> {
+    if e.attrs.iter().any(|a| a.path().is_ident("serde")) || e.variants.is_empty() {
+        return None;
+    }
+    e.variants
+        .iter()
+        .map(|v| {
+            let syn::Fields::Unnamed(f) = &v.fields else {
+                return None;
+            };
+            if f.unnamed.len() != 1 {
+                return None;
+            }
+            let only_rename = v.attrs.iter().filter(|a| a.path().is_ident("serde")).all(|a| {
+                let mut ok = true;
+                let _ = a.parse_nested_meta(|m| {
+                    ok &= m.path.is_ident("rename");
+                    if m.input.peek(syn::Token![=]) {
+                        let _: syn::Expr = m.value()?.parse()?;
+                    }
+                    Ok(())
+                });
+                ok
+            });
+            if !only_rename {
+                return None;
+            }
+            let name = v.ident.to_string();
+            let wire = serde_rename(&v.attrs).unwrap_or_else(|| name.clone());
+            wire.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                .then_some((wire, name, &f.unnamed[0].ty))
         })
-        .filter(|n| {
-            defs.get(n)
-                .and_then(|d| d.get(WRITE_ALL_KEYS))
-                .and_then(Value::as_bool)
-                .unwrap_or(false)
-        })
-        .collect();
-    if structs.is_empty() {
+        .collect()
+}
+
+/// `impl WriteJson` for the structs and enums of `file` that can have one (see the module
+/// docs). `enums` names the string enums (closed and open) that have `as_str`.
+pub fn writers(bundled: &Value, file: &syn::File, enums: &BTreeSet<String>) -> Result<String, Error> {
+    let defs = bundled.get("$defs").and_then(Value::as_object);
+    let all_keys = |name: &str| {
+        defs.and_then(|d| d.get(name))
+            .and_then(|d| d.get(WRITE_ALL_KEYS))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    };
+    let mut writable = BTreeSet::new();
+    for item in &file.items {
+        match item {
+            syn::Item::Struct(st) => {
+                let name = st.ident.to_string();
+                match plan(st) {
+                    Ok(_) => {
+                        writable.insert(name);
+                    }
+                    Err(why) if all_keys(&name) => {
+                        return Err(Error::Typify(format!("{name}: {why} (an x-e2a-write-all-keys struct)")));
+                    }
+                    Err(_) => {}
+                }
+            }
+            syn::Item::Enum(e) if newtype_variants(e).is_some() => {
+                writable.insert(e.ident.to_string());
+            }
+            _ => {}
+        }
+    }
+    if writable.is_empty() {
         return Ok(String::new());
     }
+    let types = Types {
+        writable: &writable,
+        enums,
+    };
     let mut out = String::from("\n// Canonical writers generated by e2a-codegen (not typify): `crate::write`.\n");
     for item in &file.items {
-        let syn::Item::Struct(st) = item else { continue };
-        let name = st.ident.to_string();
-        if !structs.contains(&name) {
-            continue;
-        }
-        let mut body = String::new();
-        let mut fixed = 2;
-        for (i, field) in st.fields.iter().enumerate() {
-            let Some(ident) = &field.ident else {
-                return Err(Error::Typify(format!(
-                    "{name}: a tuple struct cannot be written by key"
-                )));
-            };
-            if let Some(attr) = unsupported_serde(&field.attrs) {
-                return Err(Error::Typify(format!(
-                    "{name}.{ident}: serde `{attr}` is not supported by the generated writer"
-                )));
+        let (name, fixed, body) = match item {
+            syn::Item::Struct(st) if writable.contains(&st.ident.to_string()) => {
+                let name = st.ident.to_string();
+                let fields = plan(st).map_err(Error::Typify)?;
+                let (fixed, body) = if all_keys(&name) || fields.iter().all(|f| f.skip == Skip::No) {
+                    struct_fixed(&fields, &types)
+                } else {
+                    struct_skipping(&fields, &types)
+                };
+                (name, fixed, body)
             }
-            let ident = ident.to_string();
-            let key = serde_rename(&field.attrs).unwrap_or_else(|| ident.trim_start_matches("r#").to_string());
-            if !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-                return Err(Error::Typify(format!("{name}: key {key:?} would need escaping")));
+            syn::Item::Enum(e) if writable.contains(&e.ident.to_string()) => {
+                let Some(variants) = newtype_variants(e) else { continue };
+                let mut body = String::from("        match self {\n");
+                for (wire, variant, ty) in &variants {
+                    let lit = format!("{{\"{wire}\":");
+                    let _ = writeln!(
+                        body,
+                        "            Self::{variant}(v) => {{\n                w.raw({lit:?});\n                {}\n                w.raw(\"}}\");\n            }}",
+                        types.write("v", ty)
+                    );
+                }
+                body.push_str("        }\n");
+                (e.ident.to_string(), 2, body)
             }
-            let lit = format!("{}\"{key}\":", if i == 0 { "{" } else { "," });
-            fixed += lit.len();
-            let ty = quote_type(&field.ty);
-            let inner_name = match &field.ty {
-                syn::Type::Path(p) => p.path.segments.last().and_then(|s| match &s.arguments {
-                    syn::PathArguments::AngleBracketed(a) => a.args.first().and_then(|g| match g {
-                        syn::GenericArgument::Type(t) => type_name(t),
-                        _ => None,
-                    }),
-                    _ => type_name(&field.ty),
-                }),
-                _ => None,
-            };
-            let _ = writeln!(body, "        w.raw({lit:?});");
-            let _ = writeln!(
-                body,
-                "        {}",
-                value_write(&ident, &ty, inner_name.as_deref(), &structs, enums)
-            );
-        }
-        if st.fields.is_empty() {
-            let _ = writeln!(body, "        w.raw(\"{{\");");
-        }
-        let _ = writeln!(body, "        w.raw(\"}}\");");
+            _ => continue,
+        };
         let _ = writeln!(
             out,
             "impl crate::write::WriteJson for {name} {{\n    const FIXED_LEN: usize = {fixed};\n    fn write_json(&self, w: &mut crate::write::JsonWriter) {{\n{body}    }}\n}}"
         );
     }
     Ok(out)
+}
+
+/// Every key written, with literal separators.
+fn struct_fixed(fields: &[Plan<'_>], types: &Types<'_>) -> (usize, String) {
+    let mut body = String::new();
+    let mut fixed = 2;
+    for (i, f) in fields.iter().enumerate() {
+        let lit = format!("{}\"{}\":", if i == 0 { "{" } else { "," }, f.key);
+        fixed += lit.len();
+        let _ = writeln!(body, "        w.raw({lit:?});");
+        let _ = writeln!(body, "        {}", types.write(&format!("&self.{}", f.ident), f.ty));
+    }
+    if fields.is_empty() {
+        let _ = writeln!(body, "        w.raw(\"{{\");");
+    }
+    let _ = writeln!(body, "        w.raw(\"}}\");");
+    (fixed, body)
+}
+
+/// Keys left out by `skip_serializing_if`: the separator is decided as the fields are written.
+fn struct_skipping(fields: &[Plan<'_>], types: &Types<'_>) -> (usize, String) {
+    let mut body = String::from("        let mut first = true;\n        w.raw(\"{\");\n");
+    for f in fields {
+        let key = format!("\"{}\":", f.key);
+        match f.skip {
+            Skip::No => {
+                let _ = writeln!(body, "        w.key(&mut first, {key:?});");
+                let _ = writeln!(body, "        {}", types.write(&format!("&self.{}", f.ident), f.ty));
+            }
+            Skip::IfEmpty => {
+                let _ = writeln!(
+                    body,
+                    "        if !self.{}.is_empty() {{\n            w.key(&mut first, {key:?});\n            {}\n        }}",
+                    f.ident,
+                    types.write(&format!("&self.{}", f.ident), f.ty)
+                );
+            }
+            Skip::IfNone => {
+                let inner = first_arg(f.ty).unwrap_or(f.ty);
+                let _ = writeln!(
+                    body,
+                    "        if let Some(v) = &self.{} {{\n            w.key(&mut first, {key:?});\n            {}\n        }}",
+                    f.ident,
+                    types.write("v", inner)
+                );
+            }
+        }
+    }
+    body.push_str("        let _ = first;\n        w.raw(\"}\");\n");
+    (2, body)
 }

@@ -55,9 +55,9 @@ impl TaskService {
         // (not on a task's first append unless it ends the turn: its first event is the whole
         // task, so a reader catches up from it at no cost)
         let snapshot = turn_ends || since >= SNAPSHOT_EVERY.max(rec.snapshot_seq);
-        // serialized once, here, for whichever store keeps them
-        let task: Option<Arc<str>> = snapshot.then(|| crate::json_text(&rec.task).into());
-        let texts: Vec<Arc<str>> = events.iter().map(|e| Arc::from(crate::json_text(e))).collect();
+        // serialized once, here, for whichever store keeps them (by the generated writers)
+        let task: Option<Arc<str>> = snapshot.then(|| e2a::write::to_json(&rec.task).into());
+        let texts: Vec<Arc<str>> = events.iter().map(|e| Arc::from(e2a::write::to_json(e))).collect();
         let write = TaskAppend {
             record: rec.without_task(),
             snapshot: task.clone(),

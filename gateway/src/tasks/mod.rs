@@ -400,7 +400,7 @@ impl TaskService {
             None => {
                 let head = StoredEvent {
                     seq: rec.last_seq,
-                    event: crate::json_text(&A2aStreamResponse::Task(rec.task)).into(),
+                    event: e2a::write::to_json(&A2aStreamResponse::Task(rec.task)).into(),
                 };
                 if rec.state.is_terminal() {
                     return Ok(Box::pin(futures_util::stream::iter([Ok(head)])));

@@ -104,15 +104,23 @@ impl crate::write::WriteJson for Canonical {
     const FIXED_LEN: usize = 44;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"count\":");
-        w.serde(&self.count);
+        w.i64(*&self.count);
         w.raw(",\"inner\":");
-        w.serde(&self.inner);
+        crate::write::WriteJson::write_json(&self.inner, w);
         w.raw(",\"kind\":");
         w.str(&self.kind);
         w.raw(",\"note\":");
-        w.opt_str(self.note.as_deref());
+        w.opt_str((&self.note).as_deref());
         w.raw(",\"tags\":");
-        w.serde(&self.tags);
+        w.str_array(&self.tags);
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for Inner {
+    const FIXED_LEN: usize = 10;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        w.raw("{\"flag\":");
+        w.bool(*&self.flag);
         w.raw("}");
     }
 }
