@@ -69,6 +69,11 @@ impl ResponseStream {
         ResponseStream { template, next: 0 }
     }
 
+    /// The `request_id` every frame of this stream echoes.
+    pub fn request_id(&self) -> Option<&str> {
+        self.template.request_id.as_deref()
+    }
+
     /// The sequence number the next frame will get.
     pub fn next_sequence(&self) -> u64 {
         self.next
@@ -206,12 +211,10 @@ impl ResponseStream {
     /// Consumes the stream: nothing can follow.
     pub fn complete(mut self, result: Value) -> E2AResponse {
         let result = if result.is_object() { result } else { json!({}) };
-        self.frame(
-            ResponseKind::E2aComplete,
-            ResponseStatus::Succeeded,
-            true,
-            body_map(json!({"result": result})),
-        )
+        // the body `{"result": …}`, the result moved in (not copied through a serializer)
+        let mut body = Map::new();
+        body.insert("result".into(), result);
+        self.frame(ResponseKind::E2aComplete, ResponseStatus::Succeeded, true, body)
     }
 
     /// Ends the turn with its answer: the final `e2a.complete` whose result is an

@@ -480,11 +480,18 @@ pub fn proto_timestamp(t: &str) -> String {
         4..=6 => 6,
         _ => 9,
     };
-    if digits == 0 {
-        format!("{secs}Z")
-    } else {
-        format!("{secs}.{frac:0<digits$}Z")
+    // `{secs}.{frac:0<digits$}Z`, without the formatting machinery
+    let mut out = String::with_capacity(secs.len() + frac.len().max(digits) + 2);
+    out.push_str(secs);
+    if digits > 0 {
+        out.push('.');
+        out.push_str(frac);
+        for _ in frac.len()..digits {
+            out.push('0');
+        }
     }
+    out.push('Z');
+    out
 }
 
 /// A JSON-RPC success envelope around a `StreamResponse` (one SSE `data:` line).

@@ -64,7 +64,18 @@ pub fn cutoff_frame(
     message: &str,
     details: Map<String, Value>,
 ) -> E2AResponse {
-    let mut frame = ResponseStream::for_request(request).fail(kind.mapping().e2a_code, message, details);
+    cutoff_from(ResponseStream::for_request(request), sequence, kind, message, details)
+}
+
+/// [`cutoff_frame`] from the request's frame template.
+fn cutoff_from(
+    stream: ResponseStream,
+    sequence: u64,
+    kind: ErrorKind,
+    message: &str,
+    details: Map<String, Value>,
+) -> E2AResponse {
+    let mut frame = stream.fail(kind.mapping().e2a_code, message, details);
     frame.sequence = sequence;
     frame
 }
@@ -89,8 +100,10 @@ impl Guarded {
     /// The agent's guarded frames on `request`, each behind an `Arc` from the moment it passes
     /// the boundary (a frame is moved as a pointer from there on, and a run log keeps it as is).
     pub(crate) fn run_shared(&self, request: E2AEnvelope, ctx: RequestContext) -> SharedFrames {
-        let frames = self.agent.run(request.clone(), ctx.clone());
-        guard(request, frames, ctx, self.deadlines, self.name.clone())
+        // the guard keeps what a cutoff frame echoes, not the request (which the agent takes)
+        let template = ResponseStream::for_request(&request);
+        let frames = self.agent.run(request, ctx.clone());
+        guard(template, frames, ctx, self.deadlines, self.name.clone())
     }
 }
 
@@ -122,7 +135,7 @@ enum Step {
 /// `ctx.stop` holds the reason when `ctx.cancel` is cancelled from outside (client gone,
 /// shutdown).
 pub fn guard(
-    request: E2AEnvelope,
+    template: ResponseStream,
     agent: FrameStream,
     ctx: RequestContext,
     deadlines: Deadlines,
@@ -130,7 +143,7 @@ pub fn guard(
 ) -> SharedFrames {
     Box::pin(async_stream::stream! {
         let mut agent = agent;
-        let mut g = Guard::new(request, ctx, deadlines, agent_name);
+        let mut g = Guard::new(template, ctx, deadlines, agent_name);
         loop {
             let step = g.step(&mut agent).await;
             match g.handle(step) {
@@ -158,7 +171,9 @@ enum Next {
 
 /// The state of one guarded stream.
 struct Guard {
-    request: E2AEnvelope,
+    /// The frame template of the request (what a cutoff frame echoes).
+    template: ResponseStream,
+    request_id: Option<String>,
     ctx: RequestContext,
     deadlines: Deadlines,
     agent: String,
@@ -170,10 +185,11 @@ struct Guard {
 }
 
 impl Guard {
-    fn new(request: E2AEnvelope, ctx: RequestContext, deadlines: Deadlines, agent: String) -> Self {
+    fn new(template: ResponseStream, ctx: RequestContext, deadlines: Deadlines, agent: String) -> Self {
         let total = ctx.deadline.unwrap_or_else(far_future);
         Guard {
-            request,
+            request_id: template.request_id().map(str::to_string),
+            template,
             ctx,
             deadlines,
             agent,
@@ -224,8 +240,8 @@ impl Guard {
             // the held final frame was never sent: the error frame replaces it
             self.next = h.sequence;
         }
-        Next::End(Some(Arc::new(cutoff_frame(
-            &self.request,
+        Next::End(Some(Arc::new(cutoff_from(
+            self.template.clone(),
             self.next,
             kind,
             message,
@@ -234,7 +250,12 @@ impl Guard {
     }
 
     fn handle(&mut self, step: Step) -> Next {
-        let request_id = self.request.request_id.clone();
+        // a frame, the common case, needs none of the names the other cases log
+        let step = match step {
+            Step::Frame(Some(frame)) => return self.frame(frame),
+            other => other,
+        };
+        let request_id = self.request_id.clone();
         let (request_id, agent) = (request_id.as_deref(), self.agent.clone());
         match step {
             // the agent kept its stream open after the final frame: forward the final
@@ -290,7 +311,7 @@ impl Guard {
     /// A frame of the agent: checked; forwarded, held (a final one) or replaced by a cutoff.
     fn frame(&mut self, frame: Arc<E2AResponse>) -> Next {
         let before = self.validator.violations().len();
-        let foreign = frame.request_id != self.request.request_id;
+        let foreign = frame.request_id != self.request_id;
         self.validator.observe(&frame);
         let found: Vec<String> = if foreign {
             vec!["frame of another request".to_string()]
@@ -303,7 +324,7 @@ impl Guard {
         if !found.is_empty() {
             self.ctx.cancel.cancel();
             let violation = found.join("; ");
-            tracing::warn!(request_id = self.request.request_id.as_deref(), agent = %self.agent,
+            tracing::warn!(request_id = self.request_id.as_deref(), agent = %self.agent,
                 sequence = frame.sequence, violation = %violation, "agent cut off");
             let message = format!("agent broke the stream invariants: {violation}");
             let d = details(&[("violation", violation.into()), ("sequence", frame.sequence.into())]);

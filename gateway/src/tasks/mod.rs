@@ -31,7 +31,6 @@ use e2a::E2AResponse;
 use crate::pipeline::boundary::SharedFrames;
 use futures_util::{FutureExt, Stream, StreamExt};
 use parking_lot::Mutex;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -132,8 +131,8 @@ enum SendOutcome {
 pub enum Sent {
     /// The agent's direct `Message` reply (no task).
     Message(Value),
-    /// The `Task` (JSON as stored, not parsed again).
-    Task(Box<RawValue>),
+    /// The `Task` JSON as the gateway wrote it (as stored; trusted, so never parsed again).
+    Task(Arc<str>),
 }
 
 /// The task (its `Task` JSON) as a run stored it when its turn ended: what a blocking send
@@ -332,23 +331,20 @@ impl TaskService {
         blocking: bool,
         history: Option<usize>,
         caller: &Caller,
-    ) -> Result<Box<RawValue>, A2aError> {
-        let raw = |json: String| {
-            RawValue::from_string(json).map_err(|e| A2aError::internal(format!("a stored task is not JSON: {e}")))
-        };
+    ) -> Result<Arc<str>, A2aError> {
         if let Some(done) = done.filter(|_| blocking) {
             if let Ok(Ok(task)) = tokio::time::timeout(self.config.blocking_timeout, done.0).await {
                 let task = task?;
                 if history.is_none() {
-                    return raw(task.to_string());
+                    return Ok(task);
                 }
                 let task: A2aTask = serde_json::from_str(&task)
                     .map_err(|e| A2aError::internal(format!("a stored task is not an A2A task: {e}")))?;
-                return raw(crate::json_text(&trim_history(task, history)));
+                return Ok(e2a::write::to_json(&trim_history(task, history)).into());
             }
         }
         let rec = self.load(id, caller).await?;
-        raw(crate::json_text(&trim_history(rec.task, history)))
+        Ok(e2a::write::to_json(&trim_history(rec.task, history)).into())
     }
 
     /// `SubscribeToTask`: with `last_seen` (an SSE `Last-Event-ID`), the events after it, then

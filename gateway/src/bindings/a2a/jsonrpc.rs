@@ -12,7 +12,6 @@ use e2a::a2a::jsonrpc::operation;
 use e2a::types::A2aOperation;
 use serde_json::{json, Map, Value};
 
-use super::SentTask;
 use crate::agent::Caller;
 use crate::tasks::error::{A2aError, A2aErrorKind};
 use crate::tasks::TaskService;
@@ -164,11 +163,15 @@ async fn dispatch(
             }
             match state.send_message(send).await? {
                 Sent::Message(m) => Ok(ok(&id, json!({"message": m}))),
-                Sent::Task(task) => reply_with(&Success {
-                    jsonrpc: "2.0",
-                    id: &id,
-                    result: SentTask { task: &task },
-                }),
+                Sent::Task(task) => {
+                    // the task's JSON as written, copied in (a `Success` of it, key for key)
+                    let body = format!(
+                        r#"{{"jsonrpc":"2.0","id":{},"result":{}}}"#,
+                        crate::json_text(&id),
+                        super::sent_task(&task)
+                    );
+                    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+                }
             }
         }
         A2aOperation::GetTask => {

@@ -227,10 +227,10 @@ where
 
 /// ProtoJSON readers accept the proto field names too: `message_id` → `messageId`, … (keys
 /// inside `metadata` and `data` values are the caller's and stay as they are).
-/// A send's answer carrying a task: its JSON as the run stored it, not parsed again.
-#[derive(serde::Serialize)]
-pub(crate) struct SentTask<'a> {
-    pub(crate) task: &'a serde_json::value::RawValue,
+/// A send's answer carrying a task (`{"task": …}`): its JSON as the gateway wrote it, copied
+/// in, not parsed again.
+pub(crate) fn sent_task(task: &str) -> String {
+    format!(r#"{{"task":{task}}}"#)
 }
 
 /// `v` as JSON text.

@@ -14,7 +14,6 @@ use axum::Extension;
 use axum::Router;
 use serde_json::{json, Map, Value};
 
-use super::SentTask;
 use crate::agent::Caller;
 use crate::tasks::error::{A2aError, A2aErrorKind, RestError};
 use crate::tasks::TaskService;
@@ -138,7 +137,7 @@ async fn send(
     match state.send_message(p).await? {
         Sent::Message(m) => Ok(json_response(json!({"message": m}))),
         Sent::Task(task) => {
-            let body = super::to_json(&SentTask { task: &task })?;
+            let body = super::sent_task(&task);
             Ok(([(header::CONTENT_TYPE, A2A_JSON)], body).into_response())
         }
     }
