@@ -122,24 +122,23 @@ impl JsonWriter {
 
     /// An array of strings.
     pub fn str_array(&mut self, items: &[String]) {
-        self.buf.push(b'[');
-        for (i, s) in items.iter().enumerate() {
-            if i > 0 {
-                self.buf.push(b',');
-            }
-            self.str(s);
-        }
-        self.buf.push(b']');
+        self.seq(items, |w, s| w.str(s));
     }
 
     /// An array of generated types.
     pub fn array<T: WriteJson>(&mut self, items: &[T]) {
+        self.seq(items, |w, v| v.write_json(w));
+    }
+
+    /// `[` the items, each written by `one`, `,` between them `]`.
+    #[inline]
+    fn seq<T>(&mut self, items: &[T], mut one: impl FnMut(&mut Self, &T)) {
         self.buf.push(b'[');
         for (i, v) in items.iter().enumerate() {
             if i > 0 {
                 self.buf.push(b',');
             }
-            v.write_json(self);
+            one(self, v);
         }
         self.buf.push(b']');
     }
