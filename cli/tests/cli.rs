@@ -193,6 +193,26 @@ fn convert_directions() {
 }
 
 #[test]
+fn objects_keep_their_key_order() {
+    // the Python reference keeps a dict's insertion order; so does every build of e2a
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("order.jsonl");
+    std::fs::write(
+        &input,
+        r#"{"request_id":"r1","method":"chat.send","params":{"zeta":1,"alpha":2,"mid":{"y":1,"b":2}},"channel_context":{"z":1,"a":2}}"#,
+    )
+    .unwrap();
+    let (code, out, err) =
+        stdout(e2a().args(["convert", "--from", "e2a", "--to", "e2a", &input.display().to_string()]));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(r#""params":{"zeta":1,"alpha":2,"mid":{"y":1,"b":2}}"#),
+        "{out}"
+    );
+    assert!(out.contains(r#""channel_context":{"z":1,"a":2}"#), "{out}");
+}
+
+#[test]
 fn redact_strips_secrets() {
     let (code, out, err) = stdout(e2a().args(["redact", &data("secrets.jsonl")]));
     assert_eq!(code, 1, "a non-JSON line was withheld");
