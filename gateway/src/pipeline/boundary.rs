@@ -94,9 +94,7 @@ impl Guarded {
         let name = agent.name();
         Guarded { agent, deadlines, name }
     }
-}
 
-impl Guarded {
     /// The agent's guarded frames on `request`, each behind an `Arc` from the moment it passes
     /// the boundary (a frame is moved as a pointer from there on, and a run log keeps it as is).
     pub(crate) fn run_shared(&self, request: E2AEnvelope, ctx: RequestContext) -> SharedFrames {
@@ -250,19 +248,15 @@ impl Guard {
     }
 
     fn handle(&mut self, step: Step) -> Next {
-        // a frame, the common case, needs none of the names the other cases log
-        let step = match step {
-            Step::Frame(Some(frame)) => return self.frame(frame),
-            other => other,
-        };
-        let request_id = self.request_id.clone();
-        let (request_id, agent) = (request_id.as_deref(), self.agent.clone());
         match step {
+            // the common case first; the others log the request and the agent (borrowed only
+            // for the log line)
+            Step::Frame(Some(frame)) => self.frame(frame),
             // the agent kept its stream open after the final frame: forward the final
             Step::Stopped | Step::Idle if self.held_final.is_some() => Next::End(self.held_final.take()),
             Step::Panicked => {
                 self.ctx.cancel.cancel();
-                tracing::error!(request_id, agent = %agent, "agent panicked: cut off");
+                tracing::error!(request_id = self.request_id.as_deref(), agent = %self.agent, "agent panicked: cut off");
                 self.cut(
                     ErrorKind::AgentError,
                     "the agent failed (it panicked)",
@@ -274,19 +268,19 @@ impl Guard {
                     Some(StopReason::Shutdown) => ("the gateway is shutting down", "shutdown"),
                     _ => ("the client went away", "client_gone"),
                 };
-                tracing::info!(request_id, agent = %agent, reason, "run cancelled");
+                tracing::info!(request_id = self.request_id.as_deref(), agent = %self.agent, reason, "run cancelled");
                 self.cut(ErrorKind::Cancelled, message, details(&[("reason", reason.into())]))
             }
             Step::Deadline => {
                 self.ctx.cancel.cancel();
-                tracing::warn!(request_id, agent = %agent, "run exceeded its total deadline");
+                tracing::warn!(request_id = self.request_id.as_deref(), agent = %self.agent, "run exceeded its total deadline");
                 let d = details(&[("deadline", "total".into())]);
                 self.cut(ErrorKind::Timeout, "the run exceeded its total deadline", d)
             }
             Step::Idle => {
                 self.ctx.cancel.cancel();
                 let secs = self.deadlines.idle.map(|d| d.as_secs_f64()).unwrap_or_default();
-                tracing::warn!(request_id, agent = %agent, idle_secs = secs, "agent idle past its deadline");
+                tracing::warn!(request_id = self.request_id.as_deref(), agent = %self.agent, idle_secs = secs, "agent idle past its deadline");
                 let d = details(&[("deadline", "idle".into()), ("seconds", secs.into())]);
                 self.cut(
                     ErrorKind::Timeout,
@@ -298,13 +292,12 @@ impl Guard {
                 Some(f) => Next::End(Some(f)),
                 None => {
                     let violation = "stream ended without a final frame";
-                    tracing::warn!(request_id, agent = %agent, violation, "agent cut off");
+                    tracing::warn!(request_id = self.request_id.as_deref(), agent = %self.agent, violation, "agent cut off");
                     let message = format!("agent broke the stream invariants: {violation}");
                     let d = details(&[("violation", "missing_final".into())]);
                     self.cut(ErrorKind::InvalidAgentResponse, &message, d)
                 }
             },
-            Step::Frame(Some(frame)) => self.frame(frame),
         }
     }
 

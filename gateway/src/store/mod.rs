@@ -107,7 +107,7 @@ impl TaskAppend {
     /// An append of `event` to `record`'s task, with `record.task` as the snapshot when
     /// `snapshot` says so.
     pub fn new(record: TaskRecord, event: &Value, snapshot: bool) -> Self {
-        let snapshot = snapshot.then(|| crate::json_text(&record.task).into());
+        let snapshot = snapshot.then(|| e2a::write::to_json(&record.task).into());
         TaskAppend {
             record: TaskRecord {
                 task: A2aTask::new(&record.id, &record.context_id, record.state),

@@ -27,8 +27,6 @@ use std::time::Duration;
 use e2a::a2a::jsonrpc::A2aHeaders;
 use e2a::types::{A2aListTasksResponse, A2aStreamResponse, A2aTask, A2aTaskState};
 use e2a::E2AResponse;
-
-use crate::pipeline::boundary::SharedFrames;
 use futures_util::{FutureExt, Stream, StreamExt};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
@@ -44,6 +42,7 @@ use self::snapshot::{agent_message, status_event};
 use self::turn::TurnMapper;
 use crate::agent::Caller;
 use crate::bindings::a2a::card::A2aConfig;
+use crate::pipeline::boundary::SharedFrames;
 use crate::pipeline::Pipeline;
 use crate::store::{StoredEvent, TaskQuery, TaskRecord, TaskStore};
 
