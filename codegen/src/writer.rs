@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::{quote_type, serde_rename, type_name, Error, WRITE_ALL_KEYS};
+use crate::{quote_type, serde_rename, type_name, writes_all_keys, Error};
 
 const STRING: &str = ":: std :: string :: String";
 const MAP: &str = ":: serde_json :: Map < :: std :: string :: String , :: serde_json :: Value >";
@@ -152,6 +152,11 @@ impl Types<'_> {
     }
 }
 
+/// Whether `key` can be written as literal text between quotes (nothing to escape).
+fn literal_key(key: &str) -> bool {
+    key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 /// One field as the writer sees it.
 struct Plan<'a> {
     ident: String,
@@ -170,7 +175,7 @@ fn plan(st: &syn::ItemStruct) -> Result<Vec<Plan<'_>>, String> {
         let skip = serde_of(&field.attrs).map_err(|a| format!("{ident}: serde `{a}` is not supported"))?;
         let ident = ident.to_string();
         let key = serde_rename(&field.attrs).unwrap_or_else(|| ident.trim_start_matches("r#").to_string());
-        if !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        if !literal_key(&key) {
             return Err(format!("key {key:?} would need escaping"));
         }
         out.push(Plan {
@@ -224,9 +229,7 @@ fn newtype_variants(e: &syn::ItemEnum) -> Option<Vec<(String, String, &syn::Type
             }
             let name = v.ident.to_string();
             let wire = serde_rename(&v.attrs).unwrap_or_else(|| name.clone());
-            wire.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-                .then_some((wire, name, &f.unnamed[0].ty))
+            literal_key(&wire).then_some((wire, name, &f.unnamed[0].ty))
         })
         .collect()
 }
@@ -234,13 +237,7 @@ fn newtype_variants(e: &syn::ItemEnum) -> Option<Vec<(String, String, &syn::Type
 /// `impl WriteJson` for the structs and enums of `file` that can have one (see the module
 /// docs). `enums` names the string enums (closed and open) that have `as_str`.
 pub fn writers(bundled: &Value, file: &syn::File, enums: &BTreeSet<String>) -> Result<String, Error> {
-    let defs = bundled.get("$defs").and_then(Value::as_object);
-    let all_keys = |name: &str| {
-        defs.and_then(|d| d.get(name))
-            .and_then(|d| d.get(WRITE_ALL_KEYS))
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-    };
+    let all_keys = |name: &str| writes_all_keys(bundled, name);
     let mut writable = BTreeSet::new();
     for item in &file.items {
         match item {
@@ -352,6 +349,6 @@ fn struct_skipping(fields: &[Plan<'_>], types: &Types<'_>) -> (usize, String) {
             }
         }
     }
-    body.push_str("        let _ = first;\n        w.raw(\"}\");\n");
+    body.push_str("        w.raw(\"}\");\n");
     (2, body)
 }

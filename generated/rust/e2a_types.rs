@@ -4099,7 +4099,6 @@ impl crate::write::WriteJson for A2aArtifact {
         }
         w.key(&mut first, "\"parts\":");
         w.array(&self.parts);
-        let _ = first;
         w.raw("}");
     }
 }
@@ -4148,7 +4147,6 @@ impl crate::write::WriteJson for A2aMessage {
             w.key(&mut first, "\"taskId\":");
             w.str(v);
         }
-        let _ = first;
         w.raw("}");
     }
 }
@@ -4185,7 +4183,6 @@ impl crate::write::WriteJson for A2aPart {
             w.key(&mut first, "\"url\":");
             w.str(v);
         }
-        let _ = first;
         w.raw("}");
     }
 }
@@ -4239,7 +4236,6 @@ impl crate::write::WriteJson for A2aTask {
         }
         w.key(&mut first, "\"status\":");
         crate::write::WriteJson::write_json(&self.status, w);
-        let _ = first;
         w.raw("}");
     }
 }
@@ -4262,7 +4258,6 @@ impl crate::write::WriteJson for A2aTaskArtifactUpdateEvent {
         }
         w.key(&mut first, "\"taskId\":");
         w.str(&self.task_id);
-        let _ = first;
         w.raw("}");
     }
 }
@@ -4281,7 +4276,6 @@ impl crate::write::WriteJson for A2aTaskStatus {
             w.key(&mut first, "\"timestamp\":");
             w.str(v);
         }
-        let _ = first;
         w.raw("}");
     }
 }
@@ -4300,7 +4294,6 @@ impl crate::write::WriteJson for A2aTaskStatusUpdateEvent {
         crate::write::WriteJson::write_json(&self.status, w);
         w.key(&mut first, "\"taskId\":");
         w.str(&self.task_id);
-        let _ = first;
         w.raw("}");
     }
 }
@@ -4445,7 +4438,6 @@ impl crate::write::WriteJson for E2AFileRef {
         }
         w.key(&mut first, "\"uri\":");
         w.str(&self.uri);
-        let _ = first;
         w.raw("}");
     }
 }

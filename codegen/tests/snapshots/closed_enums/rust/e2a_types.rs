@@ -208,7 +208,6 @@ impl crate::write::WriteJson for Call {
             w.key(&mut first, "\"single\":");
             w.str(v.as_str());
         }
-        let _ = first;
         w.raw("}");
     }
 }

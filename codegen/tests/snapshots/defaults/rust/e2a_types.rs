@@ -194,7 +194,6 @@ impl crate::write::WriteJson for E2AEnvelope {
             w.key(&mut first, "\"tags\":");
             w.str_array(&self.tags);
         }
-        let _ = first;
         w.raw("}");
     }
 }

@@ -133,7 +133,6 @@ impl crate::write::WriteJson for Documented {
             w.key(&mut first, "\"titled\":");
             w.i64(*v);
         }
-        let _ = first;
         w.raw("}");
     }
 }

@@ -90,7 +90,6 @@ impl crate::write::WriteJson for Record {
             w.key(&mut first, "\"parent\":");
             w.serde(v);
         }
-        let _ = first;
         w.raw("}");
     }
 }

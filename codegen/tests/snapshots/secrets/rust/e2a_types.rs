@@ -71,7 +71,6 @@ impl crate::write::WriteJson for Credentials {
         }
         w.key(&mut first, "\"token\":");
         w.serde(&self.token);
-        let _ = first;
         w.raw("}");
     }
 }
