@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::read::Read;
-use crate::take::{AsKey, KeyTable, NestedSlots, Slots, Source, Taker};
+use crate::take::{AsKey, NestedSlots, Slots, Source, Taker};
 use crate::types::readers;
 use crate::types::{E2AEnvelope, E2AProvenance, E2AResponse};
 use crate::{SecretHeaders, SecretString};
@@ -112,27 +112,31 @@ impl<'b, S: Source> Ctx<'b, S> {
         read: fn(&mut Ctx<'_, Map<String, Value>>) -> Result<T>,
         read_slots: fn(&mut Ctx<'_, NestedSlots>) -> Result<T>,
     ) -> Result<Option<T>> {
-        let (read, rules) = if let Some(slots) = self.f.src.take_nested(key) {
+        if let Some(slots) = self.f.src.take_nested(key) {
             // nested keys outside the reader's table are dropped, as on the map path
-            let base = self.f.here();
-            let mut inner = Ctx {
-                f: Taker::nested(slots, &base, key.name()),
-                rules: std::mem::take(&mut self.rules),
-            };
-            (read_slots(&mut inner), inner.rules)
-        } else {
-            let Some(map) = self.f.opt_obj(key)? else {
-                return Ok(None);
-            };
-            let base = self.f.here();
-            let mut inner = Ctx {
-                f: Taker::nested(map, &base, key.name()),
-                rules: std::mem::take(&mut self.rules),
-            };
-            (read(&mut inner), inner.rules)
+            return self.read_nested(slots, key, read_slots).map(Some);
+        }
+        match self.f.opt_obj(key)? {
+            Some(map) => self.read_nested(map, key, read).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Reads the object `src` found at `key` with `read`, carrying the rules that fire.
+    fn read_nested<N: Source, T>(
+        &mut self,
+        src: N,
+        key: impl AsKey,
+        read: fn(&mut Ctx<'_, N>) -> Result<T>,
+    ) -> Result<T> {
+        let base = self.f.here();
+        let mut inner = Ctx {
+            f: Taker::nested(src, &base, key.name()),
+            rules: std::mem::take(&mut self.rules),
         };
-        self.rules = rules;
-        read.map(Some)
+        let read = read(&mut inner);
+        self.rules = inner.rules;
+        read
     }
 
     /// Merges the legacy `key` into `into` as `how` says; fires `rule` when a non-empty legacy
@@ -230,14 +234,6 @@ pub(crate) fn binding_migration<S: Source>(
     Ok(())
 }
 
-fn envelope_keys() -> &'static KeyTable {
-    &readers::E2A_ENVELOPE_TABLE
-}
-
-fn response_keys() -> &'static KeyTable {
-    &readers::E2A_RESPONSE_TABLE
-}
-
 fn read_slots<'s, T>(slots: &'s mut Slots, read: fn(&mut Ctx<'static, &'s mut Slots>) -> Result<T>) -> Result<Read<T>> {
     let unknown = slots.unknown;
     let mut c = Ctx::new(slots, "");
@@ -264,7 +260,7 @@ fn read_slots<'s, T>(slots: &'s mut Slots, read: fn(&mut Ctx<'static, &'s mut Sl
 /// ```
 pub(crate) fn envelope(input: &Value) -> Result<Read<E2AEnvelope>> {
     let map = input.as_object().ok_or_else(|| Error::field("", "expected object"))?;
-    let mut slots = Slots::new(envelope_keys());
+    let mut slots = Slots::new(&readers::E2A_ENVELOPE_TABLE);
     slots.fill_from_map(map);
     read_slots(&mut slots, readers::e2a_envelope)
 }
@@ -272,7 +268,7 @@ pub(crate) fn envelope(input: &Value) -> Result<Read<E2AEnvelope>> {
 /// Reads an envelope leniently from JSON text, straight into the struct (no intermediate
 /// `serde_json::Value` for the top level). The caller checks [`crate::Limits`] first.
 pub(crate) fn envelope_str(input: &str) -> Result<Read<E2AEnvelope>> {
-    let mut slots = Slots::new(envelope_keys());
+    let mut slots = Slots::new(&readers::E2A_ENVELOPE_TABLE);
     slots.fill_from_str(input)?;
     read_slots(&mut slots, readers::e2a_envelope)
 }
@@ -288,7 +284,7 @@ pub(crate) fn envelope_str(input: &str) -> Result<Read<E2AEnvelope>> {
 /// ```
 pub(crate) fn response(input: &Value) -> Result<Read<E2AResponse>> {
     let map = input.as_object().ok_or_else(|| Error::field("", "expected object"))?;
-    let mut slots = Slots::new(response_keys());
+    let mut slots = Slots::new(&readers::E2A_RESPONSE_TABLE);
     slots.fill_from_map(map);
     read_slots(&mut slots, readers::e2a_response)
 }
@@ -296,7 +292,7 @@ pub(crate) fn response(input: &Value) -> Result<Read<E2AResponse>> {
 /// Reads a response leniently from JSON text, straight into the struct. The caller checks
 /// [`crate::Limits`] first.
 pub(crate) fn response_str(input: &str) -> Result<Read<E2AResponse>> {
-    let mut slots = Slots::new(response_keys());
+    let mut slots = Slots::new(&readers::E2A_RESPONSE_TABLE);
     slots.fill_from_str(input)?;
     read_slots(&mut slots, readers::e2a_response)
 }

@@ -183,11 +183,6 @@ impl JsonWriter {
         // every write above appends UTF-8 (copied `&str`s, ASCII, or serde_json's output)
         String::from_utf8(self.buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     }
-
-    /// The bytes written so far.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.buf
-    }
 }
 
 /// Room for the values of a typical message, beyond its keys.
