@@ -86,6 +86,77 @@ pub fn redact_value(v: &mut Value) {
     }
 }
 
+/// Token-shaped text, wherever it appears in a string: an `Authorization` scheme with its
+/// credentials (`Bearer …`, `Basic …`), API keys by their well-known prefixes (`sk-…`,
+/// `ghp_…` and GitHub's other token kinds, `github_pat_…`, Slack `xox?-…`, AWS `AKIA…`,
+/// Google `AIza…`) and JWTs (`eyJ….eyJ….…`).
+fn token_pattern() -> &'static regex::Regex {
+    static PATTERN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    PATTERN.get_or_init(|| {
+        regex::Regex::new(concat!(
+            r"(?i:\b(bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}",
+            r"|\bsk-[A-Za-z0-9_-]{16,}",
+            r"|\bgh[pousr]_[A-Za-z0-9]{20,}",
+            r"|\bgithub_pat_[A-Za-z0-9_]{20,}",
+            r"|\bxox[abposr]-[A-Za-z0-9-]{10,}",
+            r"|\bAKIA[0-9A-Z]{16}\b",
+            r"|\bAIza[0-9A-Za-z_-]{35}",
+            r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        ))
+        .expect("the token pattern is a valid regex")
+    })
+}
+
+/// `text` with every token-shaped part replaced by [`REDACTED`] (an `Authorization` scheme
+/// keeps its name); `None` when there is none.
+///
+/// ```
+/// use e2a::redact::redact_tokens;
+/// assert_eq!(redact_tokens("use Bearer abcdefgh12345678 now").as_deref(), Some("use Bearer [REDACTED] now"));
+/// assert_eq!(redact_tokens("key sk-proj-0123456789abcdefXYZ").as_deref(), Some("key [REDACTED]"));
+/// assert_eq!(redact_tokens("a task-0123456789abcdefghij and skeleton keys"), None);
+/// ```
+pub fn redact_tokens(text: &str) -> Option<String> {
+    let pattern = token_pattern();
+    if !pattern.is_match(text) {
+        return None;
+    }
+    Some(
+        pattern
+            .replace_all(text, |c: &regex::Captures<'_>| match c.get(1) {
+                Some(scheme) => format!("{} {REDACTED}", scheme.as_str()),
+                None => REDACTED.to_string(),
+            })
+            .into_owned(),
+    )
+}
+
+/// What a gateway sends an editor or a client: [`redact_value`], and token-shaped text
+/// ([`redact_tokens`]) in every string, object keys excepted.
+///
+/// ```
+/// let mut v = serde_json::json!({"update": {"content": {"text": "your key: ghp_0123456789abcdefghijABCD"}}, "api_key": "k"});
+/// e2a::redact::redact_outbound(&mut v);
+/// assert_eq!(v, serde_json::json!({"update": {"content": {"text": "your key: [REDACTED]"}}, "api_key": "[REDACTED]"}));
+/// ```
+pub fn redact_outbound(v: &mut Value) {
+    redact_value(v);
+    redact_strings(v);
+}
+
+fn redact_strings(v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            if let Some(clean) = redact_tokens(s) {
+                *s = clean;
+            }
+        }
+        Value::Object(m) => m.values_mut().for_each(redact_strings),
+        Value::Array(a) => a.iter_mut().for_each(redact_strings),
+        _ => {}
+    }
+}
+
 /// A redacted copy of a JSON value.
 pub fn redacted(v: &Value) -> Value {
     let mut v = v.clone();

@@ -3,12 +3,15 @@
 
 use std::path::PathBuf;
 
-use e2a_gateway::bindings::acp::{AcpServer, AcpServerConfig};
+use e2a_gateway::backends::AgentSpec;
+use e2a_gateway::bindings::acp::{AcpRelay, AcpServer, AcpServerConfig};
 
 /// Options of `e2a acp`.
 #[derive(clap::Args, Debug)]
 pub struct AcpArgs {
-    /// The agent: `echo`, `script:FILE`, `e2a:URL` or `acp:CMD ARGS` (another ACP agent).
+    /// The agent: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` (a remote A2A 1.0 agent) or
+    /// `acp:CMD ARGS` (another ACP agent, relayed transparently: the editor sees its
+    /// capabilities, sessions, modes and commands, and answers its permission and file requests).
     #[arg(long, default_value = "echo")]
     pub agent: String,
     /// Bearer token file for the `e2a:URL` agent (default: $E2A_AGENT_TOKEN).
@@ -29,12 +32,41 @@ pub fn run(args: &AcpArgs) -> u8 {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .try_init();
-    let agent = match crate::agent::agent(&args.agent, args.agent_token_file.as_ref(), &args.backend) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("e2a acp: {e}");
-            return 2;
+    let relay = match args.agent.parse::<AgentSpec>() {
+        Ok(AgentSpec::Acp(command)) => {
+            if !args.backend.approve.is_empty() || args.backend.allow_fs {
+                eprintln!(
+                    "e2a acp: --approve and --allow-fs do not apply to an ACP agent behind `e2a acp`: \
+                     its permission and file requests go to the editor"
+                );
+                return 2;
+            }
+            let options = match crate::agent::options(None, &args.backend) {
+                Ok(o) => o,
+                Err(e) => {
+                    eprintln!("e2a acp: {e}");
+                    return 2;
+                }
+            };
+            match AcpRelay::new(options.acp_process(&command)) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    eprintln!("e2a acp: {e}");
+                    return 2;
+                }
+            }
         }
+        _ => None,
+    };
+    let agent = match relay {
+        Some(_) => None,
+        None => match crate::agent::agent(&args.agent, args.agent_token_file.as_ref(), &args.backend) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                eprintln!("e2a acp: {e}");
+                return 2;
+            }
+        },
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
@@ -44,8 +76,14 @@ pub fn run(args: &AcpArgs) -> u8 {
         }
     };
     runtime.block_on(async move {
-        let server = AcpServer::new(agent, AcpServerConfig::default());
-        server.serve(tokio::io::stdin(), tokio::io::stdout()).await;
+        match (relay, agent) {
+            (Some(relay), _) => relay.serve(tokio::io::stdin(), tokio::io::stdout()).await,
+            (None, Some(agent)) => {
+                let server = AcpServer::new(agent, AcpServerConfig::default());
+                server.serve(tokio::io::stdin(), tokio::io::stdout()).await;
+            }
+            (None, None) => {}
+        }
     });
     // a still-blocked stdin reader must not keep the process alive
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));

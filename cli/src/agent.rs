@@ -14,16 +14,28 @@ pub struct BackendArgs {
     /// `edit`, `execute`, …), title substring, or `*` (repeatable; default: deny all).
     #[arg(long, value_name = "KIND|TITLE|*")]
     pub approve: Vec<String>,
-    /// For `acp:CMD` agents: serve their `fs/read_text_file` / `fs/write_text_file` requests
-    /// (declined otherwise; terminal requests are always declined).
+    /// For `acp:CMD` agents: serve their `fs/read_text_file` / `fs/write_text_file` requests for
+    /// files inside the session's working directory, symlinks resolved (declined otherwise;
+    /// terminal requests are always declined).
     #[arg(long)]
     pub allow_fs: bool,
+    /// For `acp:CMD` agents: an environment variable to pass to the agent process (repeatable).
+    /// It gets only PATH, HOME, USER, SHELL, TERM, TMPDIR, TZ, the locale (LANG, LC_*) and XDG_*
+    /// otherwise: never the gateway's credentials, and no API key unless named here.
+    #[arg(long, value_name = "NAME")]
+    pub agent_env: Vec<String>,
 }
 
 /// The agent of a `--agent` spec (`e2a_gateway::backends::AgentSpec`): its token from
 /// `token_file` (else `$E2A_AGENT_TOKEN`), its ACP options from `backend`.
 pub fn agent(spec: &str, token_file: Option<&PathBuf>, backend: &BackendArgs) -> Result<Arc<dyn Agent>, String> {
     let spec: AgentSpec = spec.parse().map_err(|e: SpecError| e.to_string())?;
+    spec.build(&options(token_file, backend)?).map_err(|e| e.to_string())
+}
+
+/// The options of the agents of `--agent`: the token from `token_file` (else
+/// `$E2A_AGENT_TOKEN`), the ACP options from `backend`.
+pub fn options(token_file: Option<&PathBuf>, backend: &BackendArgs) -> Result<AgentOptions, String> {
     let token = match token_file {
         Some(f) => Some(std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?),
         None => std::env::var(e2a_gateway::config::AGENT_TOKEN_ENV).ok(),
@@ -37,6 +49,7 @@ pub fn agent(spec: &str, token_file: Option<&PathBuf>, backend: &BackendArgs) ->
             approve: backend.approve.clone(),
         },
         allow_fs: backend.allow_fs,
+        env: backend.agent_env.clone(),
     };
-    spec.build(&options).map_err(|e| e.to_string())
+    Ok(options)
 }

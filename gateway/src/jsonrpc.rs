@@ -176,11 +176,64 @@ type Pending = Mutex<HashMap<String, oneshot::Sender<Result<Value, RpcError>>>>;
 /// `true` when it consumed the notification (`method`, `params`).
 pub type NotificationHook = Arc<dyn Fn(&str, &Value) -> bool + Send + Sync>;
 
+/// Takes every request and notification on the reading task itself, in the order they were
+/// read and before any later response completes its request; gets the peer that read it (to
+/// answer). Returns the message when it did not consume it (it then goes to the [`Incoming`]
+/// channel).
+pub type Hook = Arc<dyn Fn(&Peer, Incoming) -> Option<Incoming> + Send + Sync>;
+
+/// How a [`Peer`] reads and answers; `Default` is [`Peer::start`]'s behaviour.
+#[derive(Clone, Default)]
+pub struct PeerOptions {
+    /// Offered every request and notification first (see [`Hook`]).
+    pub hook: Option<Hook>,
+    /// Never answer an unreadable line (not UTF-8, not JSON, too long, of no known form): log
+    /// the first and then at most one summary every [`QUIET_LOG_EVERY`]. For the side that
+    /// faces an agent process, whose stray output must not start an exchange of errors.
+    pub quiet: bool,
+    /// Read the next line only once this other peer's output queue is below [`HIGH_WATER`]
+    /// bytes: a relay's reading side waits for the side it forwards to (backpressure).
+    pub paced_by: Option<Peer>,
+}
+
+/// Bytes queued for output above which a peer that paces its reading on this one waits.
+pub const HIGH_WATER: usize = 4 * 1024 * 1024;
+
+/// How often a quiet peer logs a summary of the unreadable lines it skipped.
+pub const QUIET_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
 struct Inner {
     out: mpsc::UnboundedSender<Out>,
     pending: Pending,
     next_id: AtomicU64,
     closed: CancellationToken,
+    /// Bytes handed to the writer and not yet written.
+    queued: std::sync::atomic::AtomicUsize,
+    /// Signalled by the writer when `queued` falls below [`HIGH_WATER`].
+    drained: tokio::sync::Notify,
+}
+
+/// Logs unreadable lines of a quiet peer: the first at once, then a count at most every
+/// [`QUIET_LOG_EVERY`].
+#[derive(Default)]
+struct BadLines {
+    skipped: u64,
+    last_log: Option<std::time::Instant>,
+}
+
+impl BadLines {
+    fn note(&mut self, what: &str) {
+        self.skipped += 1;
+        let now = std::time::Instant::now();
+        if self.last_log.is_none_or(|t| now.duration_since(t) >= QUIET_LOG_EVERY) {
+            tracing::warn!(
+                skipped = self.skipped,
+                "json-rpc peer wrote a line that is {what}: skipped, not answered"
+            );
+            self.last_log = Some(now);
+            self.skipped = 0;
+        }
+    }
 }
 
 /// One side of a JSON-RPC connection. Cheap to clone.
@@ -265,6 +318,28 @@ impl Peer {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
+        let hook = hook.map(|h| -> Hook {
+            Arc::new(move |_: &Peer, msg: Incoming| match &msg {
+                Incoming::Notification { method, params } if h(method, params) => None,
+                _ => Some(msg),
+            })
+        });
+        Self::start_with(
+            reader,
+            writer,
+            PeerOptions {
+                hook,
+                ..PeerOptions::default()
+            },
+        )
+    }
+
+    /// Starts the reader and writer tasks with `options`; see [`Peer::start`].
+    pub fn start_with<R, W>(reader: R, writer: W, options: PeerOptions) -> (Peer, mpsc::UnboundedReceiver<Incoming>)
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Out>();
         let (in_tx, in_rx) = mpsc::unbounded_channel::<Incoming>();
         let inner = Arc::new(Inner {
@@ -272,14 +347,22 @@ impl Peer {
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
             closed: CancellationToken::new(),
+            queued: std::sync::atomic::AtomicUsize::new(0),
+            drained: tokio::sync::Notify::new(),
         });
         let peer = Peer { inner };
+        let writing = peer.clone();
         tokio::spawn(async move {
             let mut writer = writer;
             while let Some(out) = out_rx.recv().await {
                 match out {
                     Out::Line(line) => {
-                        if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err() {
+                        let written = writer.write_all(line.as_bytes()).await.is_ok() && writer.flush().await.is_ok();
+                        let before = writing.inner.queued.fetch_sub(line.len(), Ordering::SeqCst);
+                        if before >= HIGH_WATER && before - line.len() < HIGH_WATER {
+                            writing.inner.drained.notify_waiters();
+                        }
+                        if !written {
                             tracing::debug!("json-rpc output closed");
                             break;
                         }
@@ -295,12 +378,18 @@ impl Peer {
         });
         let reading = peer.clone();
         tokio::spawn(async move {
+            let PeerOptions { hook, quiet, paced_by } = options;
+            let mut bad = BadLines::default();
             let mut reader = BufReader::new(reader);
             let mut line = Vec::new();
             loop {
                 line.clear();
+                if let Some(p) = &paced_by {
+                    p.writable().await;
+                }
                 match read_line(&mut reader, &mut line).await {
                     Ok(Line::End) => break,
+                    Ok(Line::TooLong) if quiet => bad.note("too long"),
                     Ok(Line::TooLong) => {
                         tracing::warn!(max = MAX_LINE, "json-rpc line too long: skipped");
                         let too_long = format!("Invalid Request: a message longer than {MAX_LINE} bytes");
@@ -308,7 +397,8 @@ impl Peer {
                     }
                     Ok(Line::Read) => match std::str::from_utf8(&line).map(str::trim) {
                         Ok("") => {}
-                        Ok(text) => reading.dispatch(text, &in_tx, hook.as_ref()),
+                        Ok(text) => reading.dispatch(text, &in_tx, hook.as_ref(), quiet.then_some(&mut bad)),
+                        Err(_) if quiet => bad.note("not UTF-8"),
                         Err(_) => {
                             tracing::warn!("json-rpc line is not UTF-8");
                             reading.respond_error(
@@ -336,37 +426,53 @@ impl Peer {
     /// completes its pending request. A line that is not JSON is answered with a parse error and
     /// a message of no known form with an invalid request; a response is never answered, so two
     /// peers cannot trade errors forever.
-    fn dispatch(&self, text: &str, incoming: &mpsc::UnboundedSender<Incoming>, hook: Option<&NotificationHook>) {
-        let msg = match serde_json::from_str::<WireIn>(text) {
-            Ok(msg) => msg,
-            Err(e) if e.is_syntax() || e.is_eof() => {
+    fn dispatch(
+        &self,
+        text: &str,
+        incoming: &mpsc::UnboundedSender<Incoming>,
+        hook: Option<&Hook>,
+        quiet: Option<&mut BadLines>,
+    ) {
+        let msg = match (serde_json::from_str::<WireIn>(text), quiet) {
+            (Ok(msg), _) => msg,
+            (Err(e), Some(bad)) => {
+                bad.note(if e.is_syntax() || e.is_eof() {
+                    "not JSON"
+                } else {
+                    "of no known form"
+                });
+                return;
+            }
+            (Err(e), None) if e.is_syntax() || e.is_eof() => {
                 tracing::warn!(error = %e, "json-rpc line is not JSON");
                 self.respond_error(Value::Null, RpcError::new(codes::PARSE_ERROR, "Parse error"));
                 return;
             }
-            Err(e) => {
+            (Err(e), None) => {
                 tracing::warn!(error = %e, "json-rpc message of no known form");
                 self.respond_error(Value::Null, RpcError::new(codes::INVALID_REQUEST, "Invalid Request"));
                 return;
             }
         };
+        let offer = |m: Incoming| {
+            let unconsumed = match hook {
+                Some(h) => h(self, m),
+                None => Some(m),
+            };
+            if let Some(m) = unconsumed {
+                let _ = incoming.send(m);
+            }
+        };
         match (msg.method, msg.id) {
-            (Some(method), Some(id)) if !id.is_null() => {
-                let _ = incoming.send(Incoming::Request {
-                    id,
-                    method,
-                    params: msg.params,
-                });
-            }
-            (Some(method), _) => {
-                if hook.is_some_and(|h| h(&method, &msg.params)) {
-                    return;
-                }
-                let _ = incoming.send(Incoming::Notification {
-                    method,
-                    params: msg.params,
-                });
-            }
+            (Some(method), Some(id)) if !id.is_null() => offer(Incoming::Request {
+                id,
+                method,
+                params: msg.params,
+            }),
+            (Some(method), _) => offer(Incoming::Notification {
+                method,
+                params: msg.params,
+            }),
             (None, Some(id)) => {
                 let waiter = self.inner.pending.lock().remove(&id_key(&id));
                 let outcome = match msg.error {
@@ -391,14 +497,40 @@ impl Peer {
     }
 
     fn write(&self, message: &WireOut<'_>) -> bool {
-        self.inner.out.send(Out::Line(message.line())).is_ok()
+        self.queue(message.line())
+    }
+
+    fn queue(&self, line: String) -> bool {
+        self.inner.queued.fetch_add(line.len(), Ordering::SeqCst);
+        let len = line.len();
+        let sent = self.inner.out.send(Out::Line(line)).is_ok();
+        if !sent {
+            self.inner.queued.fetch_sub(len, Ordering::SeqCst);
+        }
+        sent
+    }
+
+    /// Waits until fewer than [`HIGH_WATER`] bytes are queued for output (at once when the
+    /// output is closed: nothing will drain then).
+    pub async fn writable(&self) {
+        loop {
+            let drained = self.inner.drained.notified();
+            if self.inner.queued.load(Ordering::SeqCst) < HIGH_WATER || self.inner.out.is_closed() {
+                return;
+            }
+            tokio::select! {
+                _ = drained => {}
+                // the writer may have stopped (output closed) with the queue still full
+                _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {}
+            }
+        }
     }
 
     /// Sends one message as is (a line of JSON). `false` once the output is closed.
     pub fn send(&self, message: Value) -> bool {
         let mut line = message.to_string();
         line.push('\n');
-        self.inner.out.send(Out::Line(line)).is_ok()
+        self.queue(line)
     }
 
     /// Sends a notification.

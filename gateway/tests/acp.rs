@@ -184,8 +184,14 @@ async fn initialize_negotiates_and_sessions_have_a_lifecycle() {
     assert_eq!(only_w["sessions"][0]["sessionId"], sid.as_str());
     assert_eq!(only_w["sessions"].as_array().unwrap().len(), 1);
 
+    // resuming a session this agent never made is refused: no phantom session appears
+    let unknown = c
+        .call("session/resume", json!({"sessionId": "elsewhere", "cwd": "/w"}))
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code, -32002, "{unknown:?}");
     assert_eq!(
-        c.call("session/resume", json!({"sessionId": "elsewhere", "cwd": "/w"}))
+        c.call("session/resume", json!({"sessionId": sid, "cwd": "/w"}))
             .await
             .unwrap(),
         json!({})

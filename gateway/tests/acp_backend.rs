@@ -200,8 +200,27 @@ async fn permission_requests_follow_the_policy() {
 async fn file_system_and_terminal_methods_are_declined_unless_enabled() {
     let closed = agent(vec!["python3".into(), fake_agent()], &[], false);
     assert_eq!(text(&run(&closed, request("fs", None)).await), "[-32601, -32601]");
-    let fs = agent(vec!["python3".into(), fake_agent()], &[], true);
-    assert_eq!(text(&run(&fs, request("fs", None)).await), "[null, -32601]");
+    // enabled: files inside the session's directory only, symlinks resolved
+    let dir = tempfile::tempdir().unwrap();
+    let inside = dir.path().join("inside.txt");
+    std::fs::write(&inside, "mine\n").unwrap();
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    let link = dir.path().join("link.txt");
+    std::os::unix::fs::symlink(outside.path(), &link).unwrap();
+    let mut config = AcpProcessConfig::new(vec!["python3".into(), fake_agent()]);
+    config.allow_fs = true;
+    config.cwd = Some(dir.path().to_path_buf());
+    let fs = AcpProcessAgent::new(config).unwrap();
+    let read = |p: &Path| request(&format!("fs {}", p.display()), None);
+    assert_eq!(text(&run(&fs, read(&inside)).await), "[null, -32601]");
+    assert_eq!(text(&run(&fs, read(outside.path())).await), "[-32602, -32601]");
+    assert_eq!(text(&run(&fs, read(&link)).await), "[-32602, -32601]");
+    let dotdot = dir.path().join("..").join(outside.path().file_name().unwrap());
+    assert_eq!(text(&run(&fs, read(&dotdot)).await), "[-32602, -32601]");
+    assert_eq!(
+        text(&run(&fs, request("fs relative.txt", None)).await),
+        "[-32602, -32601]"
+    );
 }
 
 #[tokio::test]
@@ -387,8 +406,24 @@ async fn an_acp_agent_does_not_inherit_the_gateways_credentials() {
         e2a_bin().display(),
         script_file(&dir)
     );
-    let a = agent(vec!["sh".into(), "-c".into(), shell], &[], false);
-    let frames = run(&a, request("echo hello", Some("s-env"))).await;
+    let env_of = |names: &[&str]| {
+        let mut config = AcpProcessConfig::new(vec!["sh".into(), "-c".into(), shell.clone()]);
+        config.env = names.iter().map(|n| n.to_string()).collect();
+        AcpProcessAgent::new(config).unwrap()
+    };
+    // by default: what programs need to run, nothing else
+    let frames = run(&env_of(&[]), request("echo hello", Some("s-env"))).await;
+    assert_eq!(final_kind(&frames), "e2a.complete");
+    let env = std::fs::read_to_string(&seen).expect("the agent wrote its environment");
+    assert!(env.contains("PATH="), "{env}");
+    assert!(!env.contains("E2A_TEST_VISIBLE"), "{env}");
+    // what the operator names is passed too, the gateway's credentials never
+    let named = [
+        "E2A_TEST_VISIBLE",
+        e2a_gateway::config::TOKEN_ENV,
+        e2a_gateway::config::AGENT_TOKEN_ENV,
+    ];
+    let frames = run(&env_of(&named), request("echo hello", Some("s-env"))).await;
     assert_eq!(final_kind(&frames), "e2a.complete");
     let env = std::fs::read_to_string(&seen).expect("the agent wrote its environment");
     assert!(env.contains("E2A_TEST_VISIBLE=an ordinary variable"), "{env}");

@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
 use crate::backends::request_text;
-use crate::jsonrpc::{codes, Incoming, NotificationHook, Peer, RpcError};
+use crate::jsonrpc::{codes, Hook, Incoming, Peer, PeerOptions, RpcError};
 use crate::pipeline::boundary::details;
 
 /// Which permission requests of the backend agent may be allowed.
@@ -71,21 +71,108 @@ pub struct AcpProcessConfig {
     pub cwd: Option<PathBuf>,
     /// Which permission requests may be allowed.
     pub policy: PermissionPolicy,
-    /// Serve `fs/read_text_file` and `fs/write_text_file` (declined otherwise).
+    /// Serve `fs/read_text_file` and `fs/write_text_file`, only for files inside the session's
+    /// working directory ([`AcpProcessConfig::cwd`]), symlinks resolved (declined otherwise).
     pub allow_fs: bool,
+    /// Environment variables passed to the agent besides [`AGENT_ENV`] (its environment is
+    /// otherwise empty: the gateway's credentials never reach it).
+    pub env: Vec<String>,
 }
 
 impl AcpProcessConfig {
-    /// A backend running `command`, with the default policy (deny) and no file system.
+    /// A backend running `command`, with the default policy (deny), no file system and the
+    /// default environment.
     pub fn new(command: Vec<String>) -> Self {
         AcpProcessConfig {
             command,
             cwd: None,
             policy: PermissionPolicy::default(),
             allow_fs: false,
+            env: Vec::new(),
+        }
+    }
+
+    /// The working directory of the agent's sessions: absolute, as ACP requires (a relative
+    /// [`AcpProcessConfig::cwd`] is taken from the gateway's current directory; none is the
+    /// current directory).
+    pub fn session_cwd(&self) -> PathBuf {
+        let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        match &self.cwd {
+            Some(d) if d.is_relative() => here.join(d),
+            Some(d) => d.clone(),
+            None => here,
+        }
+    }
+
+    /// Starts the agent program with stdin and stdout piped (stderr inherited) and a scrubbed
+    /// environment: [`AGENT_ENV`] and the names in [`AcpProcessConfig::env`] are passed, nothing
+    /// else; the gateway's own credentials ([`crate::config::SECRET_ENV`]) never.
+    pub fn spawn(
+        &self,
+    ) -> Result<
+        (
+            tokio::process::Child,
+            tokio::process::ChildStdin,
+            tokio::process::ChildStdout,
+        ),
+        String,
+    > {
+        let (program, args) = self.command.split_first().ok_or_else(|| "no command".to_string())?;
+        let mut command = tokio::process::Command::new(program);
+        command.env_clear();
+        for (name, value) in std::env::vars_os() {
+            let Some(n) = name.to_str() else { continue };
+            if crate::config::SECRET_ENV.contains(&n) {
+                continue;
+            }
+            let wanted = AGENT_ENV.contains(&n)
+                || AGENT_ENV_PREFIXES.iter().any(|p| n.starts_with(p))
+                || self.env.iter().any(|e| e == n);
+            if wanted {
+                command.env(&name, value);
+            }
+        }
+        let mut child = command
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start the ACP agent `{program}`: {e}"))?;
+        match (child.stdin.take(), child.stdout.take()) {
+            (Some(stdin), Some(stdout)) => Ok((child, stdin, stdout)),
+            _ => Err("the ACP agent has no stdio".into()),
         }
     }
 }
+
+/// The environment variables an ACP agent process gets by default (when set): what programs
+/// need to run (`PATH`, `HOME`, locale, temporary directory, terminal), never credentials.
+pub const AGENT_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "TMPDIR",
+    "TZ",
+    "SYSTEMROOT",
+    "COMSPEC",
+    "PATHEXT",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "USERPROFILE",
+    "TEMP",
+    "TMP",
+];
+
+/// Prefixes of the environment variables an ACP agent process gets by default (locale and XDG
+/// directories).
+pub const AGENT_ENV_PREFIXES: &[&str] = &["LC_", "XDG_"];
 
 type Routes = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Value>>>>;
 
@@ -137,16 +224,9 @@ impl AcpProcessAgent {
         })
     }
 
-    /// The working directory sent in `session/new`: absolute, as ACP requires (a relative
-    /// `cwd` is taken from the gateway's current directory).
+    /// The working directory sent in `session/new` ([`AcpProcessConfig::session_cwd`]).
     fn cwd(&self) -> String {
-        let here = std::env::current_dir().ok();
-        let dir = match (&self.config.cwd, here) {
-            (Some(d), Some(here)) if d.is_relative() => Some(here.join(d)),
-            (Some(d), _) => Some(d.clone()),
-            (None, here) => here,
-        };
-        dir.map(|p| p.display().to_string()).unwrap_or_else(|| "/".into())
+        self.config.session_cwd().display().to_string()
     }
 
     /// The running connection, started (and initialized) when there is none or it died.
@@ -161,33 +241,17 @@ impl AcpProcessAgent {
             }
             tracing::warn!(agent = %self.name(), "ACP agent exited: restarting");
         }
-        let (program, args) = self
-            .config
-            .command
-            .split_first()
-            .ok_or_else(|| "no command".to_string())?;
-        let mut command = tokio::process::Command::new(program);
-        for secret in crate::config::SECRET_ENV {
-            command.env_remove(secret);
-        }
-        let mut child = command
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot start the ACP agent `{program}`: {e}"))?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err("the ACP agent has no stdio".into());
-        };
+        let (child, stdin, stdout) = self.config.spawn()?;
         let routes: Routes = Arc::default();
         let routing = routes.clone();
         // session/updates are routed on the reading task, so that every update of a turn is
         // routed before the turn's response completes it
-        let hook: NotificationHook = Arc::new(move |method: &str, params: &Value| {
+        let hook: Hook = Arc::new(move |_: &Peer, msg: Incoming| {
+            let Incoming::Notification { method, params } = &msg else {
+                return Some(msg);
+            };
             if method != AgentMethod::SessionUpdate.as_str() {
-                return false;
+                return Some(msg);
             }
             let sid = params.get("sessionId").and_then(Value::as_str).unwrap_or("");
             match routing.lock().get(sid).cloned() {
@@ -196,9 +260,15 @@ impl AcpProcessAgent {
                 }
                 None => tracing::debug!(session = sid, "session/update outside a turn"),
             }
-            true
+            None
         });
-        let (peer, incoming) = Peer::start_with_hook(stdout, stdin, Some(hook));
+        // the agent's stray output is logged, never answered (no exchange of errors)
+        let options = PeerOptions {
+            hook: Some(hook),
+            quiet: true,
+            paced_by: None,
+        };
+        let (peer, incoming) = Peer::start_with(stdout, stdin, options);
         tokio::spawn(serve_client_side(peer.clone(), incoming, self.config.clone()));
         let init = json!({
             "protocolVersion": crate::bindings::acp::PROTOCOL_VERSION,
@@ -309,10 +379,10 @@ async fn client_request(method: &str, params: &Value, config: &AcpProcessConfig)
             })
         }
         Ok(AgentMethod::FsReadTextFile) if config.allow_fs => {
-            let path = params.get("path").and_then(Value::as_str).unwrap_or("");
-            let text = tokio::fs::read_to_string(path)
+            let path = confined(params, &config.session_cwd(), false)?;
+            let text = tokio::fs::read_to_string(&path)
                 .await
-                .map_err(|e| RpcError::new(codes::INTERNAL_ERROR, format!("cannot read {path}: {e}")))?;
+                .map_err(|e| RpcError::new(codes::INTERNAL_ERROR, format!("cannot read {}: {e}", path.display())))?;
             let from = params
                 .get("line")
                 .and_then(Value::as_u64)
@@ -327,11 +397,11 @@ async fn client_request(method: &str, params: &Value, config: &AcpProcessConfig)
             Ok(json!({"content": lines.concat()}))
         }
         Ok(AgentMethod::FsWriteTextFile) if config.allow_fs => {
-            let path = params.get("path").and_then(Value::as_str).unwrap_or("");
+            let path = confined(params, &config.session_cwd(), true)?;
             let content = params.get("content").and_then(Value::as_str).unwrap_or("");
-            tokio::fs::write(path, content)
+            tokio::fs::write(&path, content)
                 .await
-                .map_err(|e| RpcError::new(codes::INTERNAL_ERROR, format!("cannot write {path}: {e}")))?;
+                .map_err(|e| RpcError::new(codes::INTERNAL_ERROR, format!("cannot write {}: {e}", path.display())))?;
             Ok(json!({}))
         }
         Ok(
@@ -353,6 +423,45 @@ async fn client_request(method: &str, params: &Value, config: &AcpProcessConfig)
             codes::METHOD_NOT_FOUND,
             format!("Method not found: {method}"),
         )),
+    }
+}
+
+/// The file named by `params.path` when it lies inside `root` once symlinks are resolved (for a
+/// file to be written, its directory is resolved and the file itself when it exists); an
+/// invalid-params error otherwise.
+fn confined(params: &Value, root: &std::path::Path, write: bool) -> Result<PathBuf, RpcError> {
+    let denied = |why: String| RpcError::new(codes::INVALID_PARAMS, why);
+    let path = params
+        .get("path")
+        .and_then(Value::as_str)
+        .ok_or_else(|| denied("path (an absolute path) is required".into()))?;
+    let path = std::path::Path::new(path);
+    if !path.is_absolute() {
+        return Err(denied(format!("path must be absolute, not {}", path.display())));
+    }
+    let root = root
+        .canonicalize()
+        .map_err(|e| denied(format!("the session directory is unusable: {e}")))?;
+    let resolved = match (write, path.canonicalize()) {
+        (_, Ok(p)) => p,
+        (true, Err(_)) => {
+            let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+                return Err(denied(format!("{} names no file", path.display())));
+            };
+            dir.canonicalize()
+                .map_err(|e| denied(format!("cannot write {}: {e}", path.display())))?
+                .join(name)
+        }
+        (false, Err(e)) => return Err(denied(format!("cannot read {}: {e}", path.display()))),
+    };
+    if resolved.starts_with(&root) {
+        Ok(resolved)
+    } else {
+        Err(denied(format!(
+            "{} is outside the session directory {}",
+            path.display(),
+            root.display()
+        )))
     }
 }
 

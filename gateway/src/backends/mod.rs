@@ -11,7 +11,7 @@ pub mod script;
 mod spec;
 
 pub use a2a_remote::{A2aRemoteAgent, A2aRemoteConfig, A2aRemoteError};
-pub use acp_process::{AcpProcessAgent, AcpProcessConfig, PermissionPolicy};
+pub use acp_process::{AcpProcessAgent, AcpProcessConfig, PermissionPolicy, AGENT_ENV, AGENT_ENV_PREFIXES};
 pub use e2a_remote::{E2aRemoteAgent, E2aRemoteConfig, E2aRemoteError};
 pub use echo::EchoAgent;
 pub use script::{ScriptAgent, ScriptStats};

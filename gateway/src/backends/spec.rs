@@ -46,8 +46,23 @@ pub struct AgentOptions {
     pub token: Option<SecretString>,
     /// For `acp:` agents: which of their permission requests may be allowed.
     pub policy: PermissionPolicy,
-    /// For `acp:` agents: whether their file-system requests are served.
+    /// For `acp:` agents: whether their file-system requests are served (inside the session's
+    /// working directory only).
     pub allow_fs: bool,
+    /// For `acp:` agents: environment variables passed besides
+    /// [`crate::backends::AGENT_ENV`].
+    pub env: Vec<String>,
+}
+
+impl AgentOptions {
+    /// The process configuration of an `acp:` agent running `command` with these options.
+    pub fn acp_process(&self, command: &[String]) -> AcpProcessConfig {
+        let mut config = AcpProcessConfig::new(command.to_vec());
+        config.policy = self.policy.clone();
+        config.allow_fs = self.allow_fs;
+        config.env = self.env.clone();
+        config
+    }
 }
 
 /// Why an agent name cannot be read or its agent built (never holds a credential).
@@ -101,12 +116,7 @@ impl AgentSpec {
                 }
                 shared(A2aRemoteAgent::new(config))
             }
-            AgentSpec::Acp(command) => {
-                let mut config = AcpProcessConfig::new(command.clone());
-                config.policy = options.policy.clone();
-                config.allow_fs = options.allow_fs;
-                shared(AcpProcessAgent::new(config))
-            }
+            AgentSpec::Acp(command) => shared(AcpProcessAgent::new(options.acp_process(command))),
         }
     }
 }

@@ -4,8 +4,6 @@
 // → session/list, load, close → an agent error.
 //
 // usage: node acp_client.mjs <label> -- CMD ARGS…   (exit 0 when every check passes)
-// PERMISSIONS=client (default: the agent asks this client) | policy-allow | policy-deny (an
-// ACP agent behind the gateway: the gateway's --approve policy answers, the client is not asked).
 // Every hop (ACP, E2A, A2A) must deliver the script's tool call and its result as the direct
 // session does: same toolCallId, title, kind, status, rawInput and content.
 // SCENARIO=example: any agent (gateway/examples/acp_agent.rs): initialize, session/new, two
@@ -124,32 +122,21 @@ try {
     check(r.stopReason === "cancelled", `cancel mid-turn ends with cancelled (got ${r.stopReason})`);
     take(sessionId);
 
-    const mode = process.env.PERMISSIONS ?? "client";
-    if (mode === "client") {
-      // 4. permission round trip: allow
-      permissionAnswer = "allow";
-      r = await cx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "please deploy" }] });
-      await sleep(50);
-      us = take(sessionId);
-      check(permissionRequests.length === 1 && permissionRequests[0].toolCall.title === "Deploy to production?", "permission requested from the client");
-      check(r.stopReason === "end_turn" && text(us).includes("Deployed."), `allowed → the run resumes (${JSON.stringify(text(us))})`);
+    // 4. permission round trip: allow
+    permissionAnswer = "allow";
+    r = await cx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "please deploy" }] });
+    await sleep(50);
+    us = take(sessionId);
+    check(permissionRequests.length === 1 && permissionRequests[0].toolCall.title === "Deploy to production?", "permission requested from the client");
+    check(r.stopReason === "end_turn" && text(us).includes("Deployed."), `allowed → the run resumes (${JSON.stringify(text(us))})`);
 
-      // 5. permission round trip: deny
-      permissionAnswer = "deny";
-      r = await cx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "deploy again" }] });
-      await sleep(50);
-      us = take(sessionId);
-      check(permissionRequests.length === 2, "second permission requested");
-      check(text(us).includes("Not deployed.") && !text(us).includes("Deployed."), `denied → the agent's on_deny branch (${JSON.stringify(text(us))})`);
-    } else {
-      // 4'. the agent behind the gateway asks the gateway, whose policy answers
-      r = await cx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "please deploy" }] });
-      await sleep(50);
-      us = take(sessionId);
-      check(permissionRequests.length === 0, "the front client is not asked (the gateway's policy answers)");
-      const expected = mode === "policy-allow" ? "Deployed." : "Not deployed.";
-      check(r.stopReason === "end_turn" && text(us).endsWith(expected), `${mode}: ${JSON.stringify(text(us))} ends with ${JSON.stringify(expected)}`);
-    }
+    // 5. permission round trip: deny
+    permissionAnswer = "deny";
+    r = await cx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "deploy again" }] });
+    await sleep(50);
+    us = take(sessionId);
+    check(permissionRequests.length === 2, "second permission requested");
+    check(text(us).includes("Not deployed.") && !text(us).includes("Deployed."), `denied → the agent's on_deny branch (${JSON.stringify(text(us))})`);
 
     // 6. sessions: list, load (replay), close
     const listed = await cx.request(acp.methods.agent.session.list, {});

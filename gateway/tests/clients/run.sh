@@ -90,9 +90,8 @@ echo "== ACP: official client → gateway/examples/acp_agent.rs (your own Agent 
 [ -n "${E2A_SKIP_BUILD:-}" ] || (cd "$root" && cargo build --locked -q -p e2a-gateway --example acp_agent)
 SCENARIO=example timeout 120 node acp_client.mjs example -- "$root/target/debug/examples/acp_agent"
 
-echo "== ACP: official client → e2a acp --agent acp:\"e2a acp --agent script\" (an ACP agent behind the gateway)"
-PERMISSIONS=policy-deny timeout 120 node acp_client.mjs bridge-acp-deny -- "$E" acp --agent "acp:$E acp --agent $ACP_SCRIPT"
-PERMISSIONS=policy-allow timeout 120 node acp_client.mjs bridge-acp-allow -- "$E" acp --agent "acp:$E acp --agent $ACP_SCRIPT" --approve '*'
+echo "== ACP: official client → e2a acp --agent acp:\"e2a acp --agent script\" (the transparent hop: the client answers the agent's permission requests)"
+timeout 120 node acp_client.mjs bridge-acp -- "$E" acp --agent "acp:$E acp --agent $ACP_SCRIPT"
 
 echo "== ACP: official client → e2a acp --agent e2a:URL → e2a serve --agent script"
 start_server e2a-back --agent "$ACP_SCRIPT"

@@ -1,8 +1,11 @@
 //! ACP (Agent Client Protocol, JSON-RPC over stdio): [`AcpServer`] is an ACP agent in front of
-//! any gateway [`crate::Agent`] (`e2a acp`). The other direction — an ACP agent program behind
-//! the gateway — is the backend [`crate::backends::AcpProcessAgent`].
+//! any gateway [`crate::Agent`] (`e2a acp`); [`AcpRelay`] is the transparent hop between an
+//! editor and an ACP agent program (`e2a acp --agent acp:CMD`). An ACP agent program behind
+//! the other bindings is the backend [`crate::backends::AcpProcessAgent`].
 
+mod relay;
 mod server;
 mod session;
 
+pub use relay::AcpRelay;
 pub use server::{AcpServer, AcpServerConfig, PROTOCOL_VERSION};

@@ -303,11 +303,9 @@ impl AcpServer {
             }
             Method::SessionResume => {
                 let sid = session_id_param(&p)?;
-                if self.session(&sid).is_none() {
-                    // the agent behind may know the session even when this process does not
-                    let cwd = p.get("cwd").and_then(Value::as_str).unwrap_or("/").to_string();
-                    self.add_session(&sid, cwd);
-                }
+                // an unknown id is refused: resuming must not make a session appear
+                self.session(&sid)
+                    .ok_or_else(|| RpcError::new(codes::RESOURCE_NOT_FOUND, format!("unknown session {sid}")))?;
                 simple(json!({}))
             }
             Method::SessionClose => {
@@ -429,7 +427,9 @@ impl AcpServer {
         frame: &E2AResponse,
     ) -> Option<Value> {
         let mut last = None;
-        for msg in projector.push(frame) {
+        for mut msg in projector.push(frame) {
+            // what the agent said may carry a credential: never to the editor as is
+            e2a::redact::redact_outbound(&mut msg);
             if msg.get("method").is_some() {
                 if msg.get("method").and_then(Value::as_str) == Some(AgentMethod::SessionUpdate.as_str()) {
                     session.record(&msg);

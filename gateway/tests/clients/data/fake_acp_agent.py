@@ -3,7 +3,8 @@
 
 The prompt text selects what it does:
   crash          exits with status 3 in the middle of the turn
-  fs             asks its client for fs/read_text_file and terminal/create, says the error codes
+  fs [PATH]      asks its client for fs/read_text_file of PATH (default /etc/hostname) and
+                 terminal/create, says the error codes
   permission K   asks session/request_permission for a tool call of kind K, says the option chosen
   session        says its session id
   anything else  says "fake: <text>"
@@ -58,8 +59,9 @@ while True:
         if text == "crash":
             say(sid, "about to crash")
             sys.exit(3)
-        elif text == "fs":
-            r1 = request("c1", "fs/read_text_file", {"sessionId": sid, "path": "/etc/hostname"})
+        elif text == "fs" or text.startswith("fs "):
+            path = text[3:] or "/etc/hostname"
+            r1 = request("c1", "fs/read_text_file", {"sessionId": sid, "path": path})
             r2 = request("c2", "terminal/create", {"sessionId": sid, "command": "ls"})
             say(sid, json.dumps([r1.get("error", {}).get("code"), r2.get("error", {}).get("code")]))
         elif text.startswith("permission "):
