@@ -119,12 +119,18 @@ impl AcpStreamProjector {
 /// Rewrites the reference's project-specific update shapes into standard ACP v1 ones:
 /// `todo_update` becomes a `plan` (entries with content, priority, status); a `plan` whose
 /// payload has no `entries` and a `usage_update` without `used`/`size` are dropped (they have
-/// no ACP form); everything else passes through.
+/// no ACP form); a `tool_call_update` with a structured result shows it as JSON text (a
+/// deliberate difference from the reference, which shows a Python repr); everything else
+/// passes through.
 /// ```
 /// let todo = serde_json::json!({"sessionUpdate": "todo_update", "todos": [{"content": "a", "status": "done"}]});
 /// let plan = e2a::acp::stream::standard_update(todo.as_object().unwrap().clone()).unwrap();
 /// assert_eq!(serde_json::Value::Object(plan), serde_json::json!({"sessionUpdate": "plan",
 ///     "entries": [{"content": "a", "priority": "medium", "status": "completed"}]}));
+/// let done = serde_json::json!({"sessionUpdate": "tool_call_update", "result": {"temp_c": 21},
+///     "content": [{"type": "content", "content": {"type": "text", "text": "{'temp_c': 21}"}}]});
+/// let shown = e2a::acp::stream::standard_update(done.as_object().unwrap().clone()).unwrap();
+/// assert_eq!(shown["content"][0]["content"]["text"], r#"{"temp_c":21}"#);
 /// ```
 pub fn standard_update(update: Map<String, Value>) -> Option<Map<String, Value>> {
     let kind = update.get("sessionUpdate").and_then(Value::as_str).unwrap_or("");
@@ -175,8 +181,28 @@ pub fn standard_update(update: Map<String, Value>) -> Option<Map<String, Value>>
             }
             u.as_object().cloned()
         }
+        "tool_call_update" => Some(json_result_text(update)),
         _ => Some(update),
     }
+}
+
+/// A tool-call update whose `result` is structured (an object or a list) shows it as JSON text,
+/// not as the reference's Python repr (`{'temp_c': 21}`), which [`super::tool_updates::tool_result_update`]
+/// keeps for conformance: the text is what an editor displays.
+fn json_result_text(mut update: Map<String, Value>) -> Map<String, Value> {
+    let structured = update.get("result").filter(|r| r.is_object() || r.is_array());
+    if let Some(text) = structured.and_then(|r| serde_json::to_string(r).ok()) {
+        if let Some(Value::Array(content)) = update.get_mut("content") {
+            if let [Value::Object(item)] = content.as_mut_slice() {
+                if let Some(Value::Object(c)) = item.get_mut("content") {
+                    if c.get("type").and_then(Value::as_str) == Some("text") {
+                        c.insert("text".into(), text.into());
+                    }
+                }
+            }
+        }
+    }
+    update
 }
 
 fn text_payload(delta: &Value, reasoning: bool) -> Map<String, Value> {

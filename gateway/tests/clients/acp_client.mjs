@@ -104,7 +104,7 @@ try {
     const callWant = { toolCallId: "call-1", title: "Get Weather", kind: "other", status: "in_progress", rawInput: { city: "Paris" } };
     check(same(pick(call, Object.keys(callWant)), callWant), `the tool call arrives intact (${JSON.stringify(call)})`);
     const done = us.find((u) => u.sessionUpdate === "tool_call_update");
-    const doneWant = { ...callWant, status: "completed", content: [{ type: "content", content: { type: "text", text: "{'temp_c': 21}" } }] };
+    const doneWant = { ...callWant, status: "completed", content: [{ type: "content", content: { type: "text", text: '{"temp_c":21}' } }] };
     check(same(pick(done, Object.keys(doneWant)), doneWant), `the tool call update arrives intact (${JSON.stringify(done)})`);
 
     // 2. a second prompt in the same session

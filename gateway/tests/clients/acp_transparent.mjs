@@ -67,7 +67,6 @@ const app = acp
     if (onPermission === "cancel") {
       // the editor's cancel: session/cancel, then the pending permission answered "cancelled"
       await activeCx.notify(acp.methods.agent.session.cancel, { sessionId: cx.params.sessionId });
-      await sleep(200);
       return { outcome: { outcome: "cancelled" } };
     }
     const option = cx.params.options.find((o) => o.kind === "allow_once");
