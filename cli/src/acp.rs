@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use e2a_gateway::backends::AgentSpec;
-use e2a_gateway::bindings::acp::{AcpRelay, AcpServer, AcpServerConfig};
+use e2a_gateway::bindings::acp::{AcpRelay, AcpServer, AcpServerConfig, ConfigOptionDecl, ModeDecl};
 
 /// Options of `e2a acp`.
 #[derive(clap::Args, Debug)]
@@ -17,6 +17,16 @@ pub struct AcpArgs {
     /// Bearer token file for the `e2a:URL` agent (default: $E2A_AGENT_TOKEN).
     #[arg(long)]
     pub agent_token_file: Option<PathBuf>,
+    /// A session mode offered to the editor, `ID` or `ID=NAME` (repeatable; the first is every
+    /// new session's). The current mode reaches the agent in each turn's envelope
+    /// (`channel_context.acp_session.modeId`). Not for `acp:` agents, which declare their own.
+    #[arg(long = "mode", value_name = "ID[=NAME]")]
+    pub modes: Vec<ModeDecl>,
+    /// A session config option offered to the editor, `ID=VALUE,VALUE…` (repeatable; the first
+    /// value is the default), e.g. `model=fast,smart`. Current values reach the agent in each
+    /// turn's envelope (`channel_context.acp_session.configOptions`).
+    #[arg(long = "config-option", value_name = "ID=VALUE,…")]
+    pub config_options: Vec<ConfigOptionDecl>,
     /// Options of `acp:CMD` agents.
     #[command(flatten)]
     pub backend: crate::agent::BackendArgs,
@@ -39,6 +49,10 @@ pub fn run(args: &AcpArgs) -> u8 {
                     "e2a acp: --approve and --allow-fs do not apply to an ACP agent behind `e2a acp`: \
                      its permission and file requests go to the editor"
                 );
+                return 2;
+            }
+            if !args.modes.is_empty() || !args.config_options.is_empty() {
+                eprintln!("e2a acp: --mode and --config-option do not apply to an ACP agent: it declares its own");
                 return 2;
             }
             let options = match crate::agent::options(None, &args.backend) {
@@ -79,7 +93,12 @@ pub fn run(args: &AcpArgs) -> u8 {
         match (relay, agent) {
             (Some(relay), _) => relay.serve(tokio::io::stdin(), tokio::io::stdout()).await,
             (None, Some(agent)) => {
-                let server = AcpServer::new(agent, AcpServerConfig::default());
+                let config = AcpServerConfig {
+                    modes: args.modes.clone(),
+                    config_options: args.config_options.clone(),
+                    ..AcpServerConfig::default()
+                };
+                let server = AcpServer::new(agent, config);
                 server.serve(tokio::io::stdin(), tokio::io::stdout()).await;
             }
             (None, None) => {}

@@ -162,7 +162,7 @@ async fn initialize_negotiates_and_sessions_have_a_lifecycle() {
     assert!(typed.agent_capabilities.load_session);
     assert_eq!(
         r["agentCapabilities"]["sessionCapabilities"],
-        json!({"list": {}, "resume": {}, "close": {}})
+        json!({"list": {}, "resume": {}, "close": {}, "delete": {}})
     );
 
     let err = c.call("authenticate", json!({"methodId": "nope"})).await.unwrap_err();
@@ -283,7 +283,8 @@ async fn a_prompt_streams_every_update_kind_through_the_projector() {
         )
         .await
         .unwrap();
-    assert_eq!(loaded, json!({}));
+    // no modes declared: the session's (empty) config options
+    assert_eq!(loaded, json!({"configOptions": []}));
     let replay = c.take();
     assert_eq!(
         replay

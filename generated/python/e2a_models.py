@@ -177,6 +177,17 @@ class AcpClientToAgentMethod(Enum):
     logout = 'logout'
 
 
+class AcpMethodBeyondReference(Enum):
+    """
+    ACP v1 methods the gateway speaks that the reference's lists (`AcpClientToAgentMethod`, `AcpAgentToClientMethod`, `AcpNotificationName`) lack: `session/delete` (client→agent), `elicitation/create` (agent→client), the `elicitation/complete` notification (agent→client) and the `$/cancel_request` notification (either way).
+    """
+
+    session_delete = 'session/delete'
+    elicitation_create = 'elicitation/create'
+    elicitation_complete = 'elicitation/complete'
+    field__cancel_request = '$/cancel_request'
+
+
 class AcpNotificationName(Enum):
     """
     ACP notification names (`ACP_NOTIFICATION_NAMES`).

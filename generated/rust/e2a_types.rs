@@ -864,6 +864,69 @@ impl ::std::convert::TryFrom<::std::string::String> for AcpClientToAgentMethod {
         value.parse()
     }
 }
+///ACP v1 methods the gateway speaks that the reference's lists (`AcpClientToAgentMethod`, `AcpAgentToClientMethod`, `AcpNotificationName`) lack: `session/delete` (client→agent), `elicitation/create` (agent→client), the `elicitation/complete` notification (agent→client) and the `$/cancel_request` notification (either way).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum AcpMethodBeyondReference {
+    #[serde(rename = "session/delete")]
+    SessionDelete,
+    #[serde(rename = "elicitation/create")]
+    ElicitationCreate,
+    #[serde(rename = "elicitation/complete")]
+    ElicitationComplete,
+    #[serde(rename = "$/cancel_request")]
+    CancelRequest,
+}
+impl ::std::fmt::Display for AcpMethodBeyondReference {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::SessionDelete => f.write_str("session/delete"),
+            Self::ElicitationCreate => f.write_str("elicitation/create"),
+            Self::ElicitationComplete => f.write_str("elicitation/complete"),
+            Self::CancelRequest => f.write_str("$/cancel_request"),
+        }
+    }
+}
+impl ::std::str::FromStr for AcpMethodBeyondReference {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "session/delete" => Ok(Self::SessionDelete),
+            "elicitation/create" => Ok(Self::ElicitationCreate),
+            "elicitation/complete" => Ok(Self::ElicitationComplete),
+            "$/cancel_request" => Ok(Self::CancelRequest),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for AcpMethodBeyondReference {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for AcpMethodBeyondReference {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
 ///ACP notification names (`ACP_NOTIFICATION_NAMES`).
 #[derive(
     ::serde::Deserialize,
@@ -3284,6 +3347,24 @@ impl AcpClientToAgentMethod {
             Self::SessionResume => "session/resume",
             Self::SessionClose => "session/close",
             Self::Logout => "logout",
+        }
+    }
+}
+impl AcpMethodBeyondReference {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 4] = [
+        Self::SessionDelete,
+        Self::ElicitationCreate,
+        Self::ElicitationComplete,
+        Self::CancelRequest,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::SessionDelete => "session/delete",
+            Self::ElicitationCreate => "elicitation/create",
+            Self::ElicitationComplete => "elicitation/complete",
+            Self::CancelRequest => "$/cancel_request",
         }
     }
 }

@@ -133,6 +133,14 @@ export type AcpClientToAgentMethod =
   | "session/close"
   | "logout";
 /**
+ * ACP v1 methods the gateway speaks that the reference's lists (`AcpClientToAgentMethod`, `AcpAgentToClientMethod`, `AcpNotificationName`) lack: `session/delete` (client→agent), `elicitation/create` (agent→client), the `elicitation/complete` notification (agent→client) and the `$/cancel_request` notification (either way).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "AcpMethodBeyondReference".
+ */
+export type AcpMethodBeyondReference =
+  "session/delete" | "elicitation/create" | "elicitation/complete" | "$/cancel_request";
+/**
  * ACP notification names (`ACP_NOTIFICATION_NAMES`).
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema

@@ -404,7 +404,7 @@ async def scenario() -> None:
             check(who.get("cancelRequests") == [{"matchedInFlightPrompt": True}], f"$/cancel_request named the in-flight prompt ({who.get('cancelRequests')})")
             check(who.get("mode") == target and who.get("verbosity") == "high", "set_mode and set_config_option reached the agent")
         else:
-            call = "***CALL_TOOL read_text_file " + json.dumps({"path": FILE})
+            call = "***CALL_TOOL read_text_file " + json.dumps({"path": FILE}, separators=(",", ":"))
             prompts.append(call)
             r = await prompt(conn, sid, call)
             step("prompt tool read_text_file", **r)

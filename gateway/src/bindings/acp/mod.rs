@@ -8,4 +8,4 @@ mod server;
 mod session;
 
 pub use relay::AcpRelay;
-pub use server::{AcpServer, AcpServerConfig, PROTOCOL_VERSION};
+pub use server::{AcpServer, AcpServerConfig, ConfigOptionDecl, ModeDecl, PROTOCOL_VERSION, SESSION_CONTEXT_KEY};

@@ -28,13 +28,15 @@ use serde_json::{json, Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use e2a::acp::{envelope_from_jsonrpc, envelope_to_jsonrpc_call, jsonrpc_id_from_value, JsonRpcIngress};
-use e2a::types::AcpClientToAgentMethod as Method;
+use e2a::types::{AcpClientToAgentMethod as Method, AcpMethodBeyondReference as Beyond};
 
 use crate::backends::AcpProcessConfig;
 use crate::jsonrpc::{codes, Hook, Incoming, Peer, PeerOptions, RpcError};
 
-/// The JSON-RPC extension notification that cancels one request.
-const CANCEL_REQUEST: &str = "$/cancel_request";
+/// The JSON-RPC notification that cancels one request (`$/cancel_request`).
+fn cancel_request() -> &'static str {
+    Beyond::CancelRequest.as_str()
+}
 
 /// A transparent ACP hop to an agent program (see the module docs).
 #[derive(Debug)]
@@ -146,12 +148,12 @@ impl AcpRelay {
                         tracing::debug!(method = %method, "notification while no agent runs: dropped");
                         continue;
                     };
-                    if method == CANCEL_REQUEST {
+                    if method == cancel_request() {
                         let key = params.get("requestId").map(Value::to_string).unwrap_or_default();
                         let target = shared.ids.lock().to_agent.get(&key).cloned();
                         match target {
                             Some((g, agent_id)) if g == generation => {
-                                peer.notify(CANCEL_REQUEST, json!({"requestId": agent_id}));
+                                peer.notify(cancel_request(), json!({"requestId": agent_id}));
                             }
                             _ => tracing::debug!(request = %key, "$/cancel_request of no forwarded request"),
                         }
@@ -236,11 +238,11 @@ fn agent_hook(shared: Arc<Shared>, generation: u64) -> Hook {
     Arc::new(move |agent: &Peer, msg: Incoming| {
         match msg {
             Incoming::Notification { method, mut params } => {
-                if method == CANCEL_REQUEST {
+                if method == cancel_request() {
                     let key = params.get("requestId").map(Value::to_string).unwrap_or_default();
                     let target = shared.ids.lock().to_editor.get(&(generation, key)).cloned();
                     if let Some(editor_id) = target {
-                        shared.editor.notify(CANCEL_REQUEST, json!({"requestId": editor_id}));
+                        shared.editor.notify(cancel_request(), json!({"requestId": editor_id}));
                     }
                     return None;
                 }

@@ -29,7 +29,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use e2a::types::{AcpAgentToClientMethod as AgentMethod, AcpClientToAgentMethod as Method, AcpNotificationName};
+use e2a::types::{
+    AcpAgentToClientMethod as AgentMethod, AcpClientToAgentMethod as Method, AcpMethodBeyondReference as Beyond,
+    AcpNotificationName,
+};
 
 use super::session::Session;
 use crate::agent::{Agent, Caller, RequestContext};
@@ -39,8 +42,9 @@ use crate::pipeline::boundary::{self, Deadlines};
 /// The ACP protocol version this agent speaks.
 pub const PROTOCOL_VERSION: u64 = 1;
 
-/// The JSON-RPC extension notification that cancels one request (not an ACP method).
-const CANCEL_REQUEST: &str = "$/cancel_request";
+/// The `channel_context` key under which every turn's envelope carries the session's set-up:
+/// `{cwd, mcpServers, modeId?, configOptions: {id: value}}`.
+pub const SESSION_CONTEXT_KEY: &str = "acp_session";
 
 /// Most `session/update`s a session keeps for `session/load` (the oldest go first).
 pub const MAX_HISTORY: usize = 10_000;
@@ -56,6 +60,11 @@ pub struct AcpServerConfig {
     pub version: String,
     /// Deadlines applied to every run at the boundary.
     pub deadlines: Deadlines,
+    /// The session modes offered (the first is every new session's); none: `session/set_mode`
+    /// is refused.
+    pub modes: Vec<ModeDecl>,
+    /// The session config options offered (each a select; its first value is the default).
+    pub config_options: Vec<ConfigOptionDecl>,
 }
 
 impl Default for AcpServerConfig {
@@ -65,7 +74,79 @@ impl Default for AcpServerConfig {
             title: "E2A gateway".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             deadlines: Deadlines::default(),
+            modes: Vec::new(),
+            config_options: Vec::new(),
         }
+    }
+}
+
+/// A session mode declared by the operator: `ID` or `ID=NAME` (`--mode`).
+///
+/// ```
+/// use e2a_gateway::bindings::acp::ModeDecl;
+/// let m: ModeDecl = "plan=Plan first".parse().unwrap();
+/// assert_eq!((m.id.as_str(), m.name.as_str()), ("plan", "Plan first"));
+/// assert_eq!("code".parse::<ModeDecl>().unwrap().name, "code");
+/// assert!("=x".parse::<ModeDecl>().is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModeDecl {
+    /// `id` of the ACP `SessionMode`.
+    pub id: String,
+    /// Its `name`.
+    pub name: String,
+}
+
+impl std::str::FromStr for ModeDecl {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (id, name) = s.split_once('=').unwrap_or((s, s));
+        let (id, name) = (id.trim(), name.trim());
+        if id.is_empty() || name.is_empty() {
+            return Err(format!("a mode is ID or ID=NAME, not {s:?}"));
+        }
+        Ok(ModeDecl {
+            id: id.into(),
+            name: name.into(),
+        })
+    }
+}
+
+/// A select config option declared by the operator: `ID=VALUE,VALUE…` (`--config-option`);
+/// its first value is the default.
+///
+/// ```
+/// use e2a_gateway::bindings::acp::ConfigOptionDecl;
+/// let o: ConfigOptionDecl = "model=fast,smart".parse().unwrap();
+/// assert_eq!((o.id.as_str(), o.values.len()), ("model", 2));
+/// assert!("model=".parse::<ConfigOptionDecl>().is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigOptionDecl {
+    /// `id` (and `name`) of the ACP `SessionConfigOption`.
+    pub id: String,
+    /// Its values, the first the default.
+    pub values: Vec<String>,
+}
+
+impl std::str::FromStr for ConfigOptionDecl {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("a config option is ID=VALUE,VALUE…, not {s:?}");
+        let (id, values) = s.split_once('=').ok_or_else(bad)?;
+        let values: Vec<String> = values
+            .split(',')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(String::from)
+            .collect();
+        if id.trim().is_empty() || values.is_empty() {
+            return Err(bad());
+        }
+        Ok(ConfigOptionDecl {
+            id: id.trim().into(),
+            values,
+        })
     }
 }
 
@@ -77,6 +158,8 @@ pub struct AcpServer {
     /// Cancellation of each request in flight, by JSON-RPC id (`$/cancel_request`).
     requests: Mutex<HashMap<String, CancellationToken>>,
     approvals: AtomicU64,
+    /// The client's `clientCapabilities` (from `initialize`).
+    client: Mutex<Value>,
 }
 
 impl std::fmt::Debug for AcpServer {
@@ -123,11 +206,35 @@ fn cwd_param(p: &Map<String, Value>) -> Result<String, RpcError> {
     }
 }
 
+/// The MCP servers of `session/new`: (passed to the agent, names of those refused). Stdio
+/// servers are passed; `http` and `sse` ones are refused (this agent declares neither).
+fn mcp_servers_param(p: &Map<String, Value>) -> Result<(Vec<Value>, Vec<String>), RpcError> {
+    let servers = match p.get("mcpServers") {
+        None | Some(Value::Null) => return Ok((Vec::new(), Vec::new())),
+        Some(Value::Array(a)) => a,
+        Some(_) => return Err(RpcError::new(codes::INVALID_PARAMS, "mcpServers must be an array")),
+    };
+    let (mut passed, mut refused) = (Vec::new(), Vec::new());
+    for server in servers {
+        match server.get("type").and_then(Value::as_str) {
+            Some(kind @ ("http" | "sse")) => {
+                let name = server.get("name").and_then(Value::as_str).unwrap_or("?");
+                refused.push(format!("{name} ({kind})"));
+            }
+            _ => passed.push(server.clone()),
+        }
+    }
+    Ok((passed, refused))
+}
+
 enum Turn {
     /// The projector's `session/prompt` response: send it as is.
     Done(Value),
     /// The agent paused for approval: ask the client, then resume with the answer.
     Approval(String),
+    /// The agent paused with a question and the client fills forms: ask it with
+    /// `elicitation/create`, then resume with the answer.
+    Question(String),
 }
 
 impl AcpServer {
@@ -140,6 +247,7 @@ impl AcpServer {
             sessions: Mutex::new(HashMap::new()),
             requests: Mutex::new(HashMap::new()),
             approvals: AtomicU64::new(0),
+            client: Mutex::new(Value::Null),
         })
     }
 
@@ -196,7 +304,7 @@ impl AcpServer {
     }
 
     fn notification(&self, method: &str, params: &Value) {
-        if method == CANCEL_REQUEST {
+        if method == Beyond::CancelRequest.as_str() {
             let id = params.get("requestId").map(Value::to_string).unwrap_or_default();
             if let Some(t) = self.requests.lock().get(&id).cloned() {
                 tracing::info!(request = %id, "$/cancel_request");
@@ -223,10 +331,69 @@ impl AcpServer {
         self.sessions.lock().get(id).cloned()
     }
 
-    fn add_session(&self, id: &str, cwd: String) -> Arc<Session> {
-        let s = Session::new(cwd);
+    fn add_session(&self, id: &str, cwd: String, mcp_servers: Vec<Value>) -> Arc<Session> {
+        let c = &self.config;
+        let mode = c.modes.first().map(|m| m.id.clone());
+        let config = c
+            .config_options
+            .iter()
+            .map(|o| (o.id.clone(), o.values[0].clone()))
+            .collect();
+        let s = Session::new(cwd, mcp_servers, mode, config);
         self.sessions.lock().insert(id.to_string(), s.clone());
         s
+    }
+
+    /// A session that is open (not closed) or a resource-not-found error.
+    fn open_session(&self, sid: &str) -> Result<Arc<Session>, RpcError> {
+        match self.session(sid) {
+            Some(s) if !s.closed.load(Ordering::SeqCst) => Ok(s),
+            Some(_) => Err(RpcError::new(
+                codes::RESOURCE_NOT_FOUND,
+                format!("session {sid} is closed: load or resume it first"),
+            )),
+            None => Err(RpcError::new(
+                codes::RESOURCE_NOT_FOUND,
+                format!("unknown session {sid}"),
+            )),
+        }
+    }
+
+    /// The session's `modes` (ACP `SessionModeState`), `None` when no modes are declared.
+    fn modes(&self, session: &Session) -> Option<Value> {
+        let current = session.mode.lock().clone()?;
+        let available: Vec<Value> = self
+            .config
+            .modes
+            .iter()
+            .map(|m| json!({"id": m.id, "name": m.name}))
+            .collect();
+        Some(json!({"currentModeId": current, "availableModes": available}))
+    }
+
+    /// The session's `configOptions` (ACP `SessionConfigOption`s, each a select).
+    fn config_options(&self, session: &Session) -> Value {
+        let current = session.config.lock().clone();
+        let options: Vec<Value> = self
+            .config
+            .config_options
+            .iter()
+            .zip(current)
+            .map(|(decl, (_, value))| {
+                let values: Vec<Value> = decl.values.iter().map(|v| json!({"value": v, "name": v})).collect();
+                json!({"id": decl.id, "name": decl.id, "type": "select", "currentValue": value, "options": values})
+            })
+            .collect();
+        Value::Array(options)
+    }
+
+    /// What `session/new`, `load` and `resume` answer: the session's modes and config options.
+    fn session_state(&self, session: &Session, mut result: Value) -> Value {
+        if let Some(modes) = self.modes(session) {
+            result["modes"] = modes;
+        }
+        result["configOptions"] = self.config_options(session);
+        result
     }
 
     /// `session/list`: the sessions (of `cwd`, when given), most recently updated first.
@@ -268,6 +435,15 @@ impl AcpServer {
     ) -> Result<Option<Value>, RpcError> {
         let p = params_obj(params)?;
         let simple = |v: Value| Ok(Some(v));
+        if method == Beyond::SessionDelete.as_str() {
+            let sid = session_id_param(&p)?;
+            let removed = self.sessions.lock().remove(&sid);
+            let s =
+                removed.ok_or_else(|| RpcError::new(codes::RESOURCE_NOT_FOUND, format!("unknown session {sid}")))?;
+            s.cancel();
+            tracing::info!(session = %sid, "session/delete");
+            return simple(json!({}));
+        }
         let Ok(known) = method.parse::<Method>() else {
             return Err(RpcError::new(
                 codes::METHOD_NOT_FOUND,
@@ -285,34 +461,52 @@ impl AcpServer {
             }
             Method::SessionNew => {
                 let cwd = cwd_param(&p)?;
+                let (passed, refused) = mcp_servers_param(&p)?;
                 let sid = format!("sess_{}", uuid::Uuid::new_v4().simple());
-                self.add_session(&sid, cwd);
+                let session = self.add_session(&sid, cwd, passed);
                 tracing::info!(session = %sid, "session/new");
-                simple(e2a::acp::session_new_result(&sid))
+                let result = self.session_state(&session, e2a::acp::session_new_result(&sid));
+                peer.respond(id, result);
+                if !refused.is_empty() {
+                    // the editor sees why some of its MCP servers will not be used
+                    let text = format!(
+                        "Note: MCP servers not passed to the agent ({}): only stdio servers are supported.",
+                        refused.join(", ")
+                    );
+                    tracing::warn!(session = %sid, servers = %refused.join(", "), "MCP servers refused");
+                    let update = json!({"jsonrpc": "2.0", "method": AgentMethod::SessionUpdate.as_str(), "params": {
+                        "sessionId": sid, "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}});
+                    session.record(&update);
+                    peer.send(update);
+                }
+                Ok(None)
             }
             Method::SessionLoad => {
                 let sid = session_id_param(&p)?;
                 let s = self
                     .session(&sid)
                     .ok_or_else(|| RpcError::new(codes::RESOURCE_NOT_FOUND, format!("unknown session {sid}")))?;
+                s.closed.store(false, Ordering::SeqCst);
                 let history = s.history.lock().clone();
                 for update in history {
                     peer.send(update);
                 }
-                simple(json!({}))
+                simple(self.session_state(&s, json!({})))
             }
             Method::SessionResume => {
                 let sid = session_id_param(&p)?;
                 // an unknown id is refused: resuming must not make a session appear
-                self.session(&sid)
+                let s = self
+                    .session(&sid)
                     .ok_or_else(|| RpcError::new(codes::RESOURCE_NOT_FOUND, format!("unknown session {sid}")))?;
-                simple(json!({}))
+                s.closed.store(false, Ordering::SeqCst);
+                simple(self.session_state(&s, json!({})))
             }
             Method::SessionClose => {
+                // closed: its turn cancelled, still listed and loadable (close is not delete)
                 let sid = session_id_param(&p)?;
-                let removed = self.sessions.lock().remove(&sid);
-                let s = removed
-                    .ok_or_else(|| RpcError::new(codes::RESOURCE_NOT_FOUND, format!("unknown session {sid}")))?;
+                let s = self.open_session(&sid)?;
+                s.closed.store(true, Ordering::SeqCst);
                 s.cancel();
                 simple(json!({}))
             }
@@ -322,10 +516,52 @@ impl AcpServer {
                 peer.send(response);
                 Ok(None)
             }
-            Method::SessionSetMode | Method::SessionSetConfigOption => Err(RpcError::new(
-                codes::METHOD_NOT_FOUND,
-                format!("{method}: the agent declares no modes or config options"),
-            )),
+            Method::SessionSetMode => {
+                if self.config.modes.is_empty() {
+                    return Err(RpcError::new(
+                        codes::METHOD_NOT_FOUND,
+                        format!("{method}: this agent declares no modes"),
+                    ));
+                }
+                let s = self.open_session(&session_id_param(&p)?)?;
+                let mode = p.get("modeId").and_then(Value::as_str).unwrap_or("");
+                if !self.config.modes.iter().any(|m| m.id == mode) {
+                    return Err(RpcError::new(codes::INVALID_PARAMS, format!("unknown modeId {mode:?}")));
+                }
+                *s.mode.lock() = Some(mode.to_string());
+                let update = json!({"jsonrpc": "2.0", "method": AgentMethod::SessionUpdate.as_str(), "params": {
+                    "sessionId": p.get("sessionId"), "update": {"sessionUpdate": "current_mode_update", "currentModeId": mode}}});
+                s.record(&update);
+                peer.send(update);
+                simple(json!({}))
+            }
+            Method::SessionSetConfigOption => {
+                let s = self.open_session(&session_id_param(&p)?)?;
+                let config_id = p.get("configId").and_then(Value::as_str).unwrap_or("");
+                let Some(decl) = self.config.config_options.iter().find(|o| o.id == config_id) else {
+                    return Err(RpcError::new(
+                        codes::INVALID_PARAMS,
+                        format!("unknown configId {config_id:?}"),
+                    ));
+                };
+                let value = match p.get("value") {
+                    Some(Value::String(v)) if decl.values.contains(v) => v.clone(),
+                    other => {
+                        return Err(RpcError::new(
+                            codes::INVALID_PARAMS,
+                            format!(
+                                "value of {config_id} must be one of {:?}, not {}",
+                                decl.values,
+                                other.unwrap_or(&Value::Null)
+                            ),
+                        ))
+                    }
+                };
+                if let Some(slot) = s.config.lock().iter_mut().find(|(k, _)| k == config_id) {
+                    slot.1 = value;
+                }
+                simple(json!({"configOptions": self.config_options(&s)}))
+            }
             _ => Err(RpcError::new(
                 codes::METHOD_NOT_FOUND,
                 format!("Method not found: {method}"),
@@ -339,11 +575,12 @@ impl AcpServer {
             .and_then(Value::as_u64)
             .unwrap_or(PROTOCOL_VERSION);
         tracing::info!(client_version = asked, "initialize");
+        *self.client.lock() = p.get("clientCapabilities").cloned().unwrap_or(Value::Null);
         let c = &self.config;
         let mut r = e2a::acp::results::initialize_result(&c.name, &c.title, &c.version);
         // the latest version this agent supports (the client disconnects if it cannot speak it)
         r["protocolVersion"] = PROTOCOL_VERSION.into();
-        r["agentCapabilities"]["sessionCapabilities"] = json!({"list": {}, "resume": {}, "close": {}});
+        r["agentCapabilities"]["sessionCapabilities"] = json!({"list": {}, "resume": {}, "close": {}, "delete": {}});
         r
     }
 
@@ -357,9 +594,7 @@ impl AcpServer {
         epoch: Option<u64>,
     ) -> Result<Value, RpcError> {
         let sid = session_id_param(&p)?;
-        let session = self
-            .session(&sid)
-            .ok_or_else(|| RpcError::new(codes::RESOURCE_NOT_FOUND, format!("unknown session {sid}")))?;
+        let session = self.open_session(&sid)?;
         if !p.get("prompt").is_some_and(Value::is_array) {
             return Err(RpcError::new(
                 codes::INVALID_PARAMS,
@@ -383,25 +618,19 @@ impl AcpServer {
         let mut request = turn_request(&session, &sid, &id, p);
         let mut projector = AcpStreamProjector::new(sid.clone(), request.jsonrpc_id.clone());
         let result = loop {
-            match self.run(peer, &session, &request, &mut projector, &turn_cancel).await {
+            let answer = match self.run(peer, &session, &request, &mut projector, &turn_cancel).await {
                 Turn::Done(response) => break response,
-                Turn::Approval(question) => {
-                    let answer = self.ask_permission(peer, &sid, &question, &turn_cancel).await;
-                    match answer {
-                        Some(text) => request = follow_up(&request, &text),
-                        None => {
-                            let frame = boundary::cutoff_frame(
-                                &request,
-                                0,
-                                ErrorKind::Cancelled,
-                                "the turn was cancelled",
-                                Map::new(),
-                            );
-                            break self
-                                .project(peer, &session, &mut projector, &frame)
-                                .unwrap_or(Value::Null);
-                        }
-                    }
+                Turn::Approval(question) => self.ask_permission(peer, &sid, &question, &turn_cancel).await,
+                Turn::Question(question) => self.ask_form(peer, &sid, &question, &turn_cancel).await,
+            };
+            match answer {
+                Some(text) => request = follow_up(&request, &text),
+                None => {
+                    let frame =
+                        boundary::cutoff_frame(&request, 0, ErrorKind::Cancelled, "the turn was cancelled", Map::new());
+                    break self
+                        .project(peer, &session, &mut projector, &frame)
+                        .unwrap_or(Value::Null);
                 }
             }
         };
@@ -467,6 +696,9 @@ impl AcpServer {
                     if kind == PauseKind::Approval && !cancel.is_cancelled() {
                         return Turn::Approval(question);
                     }
+                    if self.fills_forms() && !cancel.is_cancelled() {
+                        return Turn::Question(question);
+                    }
                     // input pause: show the question; the next prompt of the session answers it
                     session.paused_task.lock().clone_from(&request.task_id);
                     let mut s = ResponseStream::for_request(request);
@@ -505,6 +737,46 @@ impl AcpServer {
             self.project(peer, session, projector, &frame)
                 .unwrap_or_else(|| json!({"jsonrpc": "2.0", "id": Value::Null, "result": {"stopReason": "end_turn"}})),
         )
+    }
+
+    /// True when the client declared form elicitation (`clientCapabilities.elicitation.form`).
+    fn fills_forms(&self) -> bool {
+        self.client
+            .lock()
+            .pointer("/elicitation/form")
+            .is_some_and(Value::is_object)
+    }
+
+    /// Asks the question with `elicitation/create` (a form of one text field); `Some(answer)`
+    /// when the user accepted, `None` when they declined or cancelled, or the turn was.
+    async fn ask_form(&self, peer: &Peer, sid: &str, question: &str, cancel: &CancellationToken) -> Option<String> {
+        let params = json!({
+            "sessionId": sid,
+            "mode": "form",
+            "message": question,
+            "requestedSchema": {"type": "object", "properties": {"answer": {"type": "string", "title": "Answer"}},
+                                "required": ["answer"]}
+        });
+        let (_, answer) = peer.request(Beyond::ElicitationCreate.as_str(), params);
+        let outcome = tokio::select! {
+            a = answer => a,
+            _ = cancel.cancelled() => return None,
+        };
+        match outcome {
+            Ok(r) if r["action"] == "accept" => match &r["content"]["answer"] {
+                Value::String(s) => Some(s.clone()),
+                Value::Null => Some(String::new()),
+                other => Some(other.to_string()),
+            },
+            Ok(r) => {
+                tracing::info!(action = %r["action"], "the question was not answered: the turn ends");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "elicitation/create failed: the turn ends");
+                None
+            }
+        }
     }
 
     /// Sends `session/request_permission`; `Some("yes"|"no")` is the answer for the agent,
@@ -575,5 +847,22 @@ fn turn_request(session: &Session, sid: &str, id: &Value, p: Map<String, Value>)
     }
     let paused = session.paused_task.lock().take();
     request.task_id = Some(paused.unwrap_or_else(|| format!("task_{}", uuid::Uuid::new_v4().simple())));
+    // what the editor set up for the session, for the agent to honour
+    let mut state = Map::new();
+    state.insert("cwd".into(), session.cwd.clone().into());
+    state.insert("mcpServers".into(), Value::Array(session.mcp_servers.clone()));
+    if let Some(mode) = session.mode.lock().clone() {
+        state.insert("modeId".into(), mode.into());
+    }
+    let config: Map<String, Value> = session
+        .config
+        .lock()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().into()))
+        .collect();
+    state.insert("configOptions".into(), Value::Object(config));
+    request
+        .channel_context
+        .insert(SESSION_CONTEXT_KEY.into(), Value::Object(state));
     request
 }

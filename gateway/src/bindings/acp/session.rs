@@ -14,6 +14,15 @@ use super::server::MAX_HISTORY;
 /// A session.
 pub(super) struct Session {
     pub(super) cwd: String,
+    /// The MCP servers the editor gave it (passed to the agent with every turn).
+    pub(super) mcp_servers: Vec<Value>,
+    /// The current mode (one of the declared modes; `None` when none are declared).
+    pub(super) mode: Mutex<Option<String>>,
+    /// The current value of every declared config option, in declaration order.
+    pub(super) config: Mutex<Vec<(String, String)>>,
+    /// Closed (`session/close`): listed and loadable, but prompts are refused until a
+    /// `session/load` or `session/resume` opens it again.
+    pub(super) closed: std::sync::atomic::AtomicBool,
     pub(super) updated_at: Mutex<String>,
     /// One turn at a time.
     pub(super) turn: tokio::sync::Mutex<()>,
@@ -29,9 +38,18 @@ pub(super) struct Session {
 }
 
 impl Session {
-    pub(super) fn new(cwd: String) -> Arc<Self> {
+    pub(super) fn new(
+        cwd: String,
+        mcp_servers: Vec<Value>,
+        mode: Option<String>,
+        config: Vec<(String, String)>,
+    ) -> Arc<Self> {
         Arc::new(Session {
             cwd,
+            mcp_servers,
+            mode: Mutex::new(mode),
+            config: Mutex::new(config),
+            closed: std::sync::atomic::AtomicBool::new(false),
             updated_at: Mutex::new(now_rfc3339()),
             turn: tokio::sync::Mutex::new(()),
             running: Mutex::new(None),
