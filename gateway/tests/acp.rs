@@ -194,7 +194,7 @@ async fn initialize_negotiates_and_sessions_have_a_lifecycle() {
         c.call("session/resume", json!({"sessionId": sid, "cwd": "/w"}))
             .await
             .unwrap(),
-        json!({})
+        json!({"configOptions": []})
     );
     assert_eq!(
         c.call("session/close", json!({"sessionId": other["sessionId"]}))
