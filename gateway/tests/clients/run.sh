@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Official clients nobody here wrote, against `e2a acp` and `e2a serve --agui`:
+#   - the transparent ACP hop (transparent.sh): the official TypeScript and Python ACP clients
+#     against fast-agent and a recording agent, directly and through `e2a acp --agent acp:…`;
+#     the transcripts must be identical;
 #   - @agentclientprotocol/sdk (npm, pinned in package-lock.json) spawning `e2a acp`: directly,
 #     in front of an ACP agent behind the gateway (acp:CMD), in front of a second gateway over
 #     E2A (e2a:URL) and over A2A (a2a:URL);
@@ -130,5 +133,8 @@ for text in "what is the weather" "crash" "please deploy"; do
   echo "-- $text"
   timeout 60 .venv/bin/ag-ui-validate --no-color "$logs/run.sse"
 done
+
+echo "== ACP transparent hop: the official TypeScript and Python clients × fast-agent (PyPI, passthrough) and a recording agent, directly and through e2a acp --agent acp:… (pinned: acp-agents/requirements.lock)"
+bash "$here/transparent.sh" "$E"
 
 echo "== official clients: all sessions passed"
