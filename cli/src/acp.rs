@@ -3,8 +3,12 @@
 
 use std::path::PathBuf;
 
+use std::sync::Arc;
+
 use e2a_gateway::backends::AgentSpec;
+use e2a_gateway::bindings::acp::HistoryLimits;
 use e2a_gateway::bindings::acp::{AcpRelay, AcpServer, AcpServerConfig, ConfigOptionDecl, ModeDecl};
+use e2a_gateway::store::{MemoryStore, SqliteStore, StoreSpec, TaskStore};
 
 /// Options of `e2a acp`.
 #[derive(clap::Args, Debug)]
@@ -27,9 +31,59 @@ pub struct AcpArgs {
     /// turn's envelope (`channel_context.acp_session.configOptions`).
     #[arg(long = "config-option", value_name = "ID=VALUE,…")]
     pub config_options: Vec<ConfigOptionDecl>,
+    /// Where sessions and their replay history are kept: `sqlite:PATH` or `memory` (lost at
+    /// exit). Default: `sqlite:` a file in the user's state directory
+    /// ($XDG_STATE_HOME/e2a/acp-sessions.db, else ~/.local/state/e2a/acp-sessions.db), so
+    /// `session/load` works after the editor restarts `e2a acp`.
+    #[arg(long)]
+    pub store: Option<String>,
+    /// Most messages of a session `session/load` replays (the latest are kept).
+    #[arg(long, default_value_t = 500)]
+    pub history_messages: usize,
+    /// Most bytes of text of one replayed message (the rest is cut).
+    #[arg(long, default_value_t = 16 * 1024)]
+    pub history_text_bytes: usize,
     /// Options of `acp:CMD` agents.
     #[command(flatten)]
     pub backend: crate::agent::BackendArgs,
+}
+
+/// The default session store of `e2a acp`: a file in the user's state directory, or `None`
+/// when there is no such directory (no `$XDG_STATE_HOME`, no `$HOME`).
+fn default_store() -> Option<PathBuf> {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/state"))
+        })?;
+    Some(state.join("e2a").join("acp-sessions.db"))
+}
+
+/// The session store `--store` names (see [`AcpArgs::store`]).
+fn open_store(args: &AcpArgs) -> Result<Arc<dyn TaskStore>, String> {
+    let spec = match args.store.as_deref() {
+        Some(name) => name.parse::<StoreSpec>().map_err(|e| format!("--store: {e}"))?,
+        None => match default_store() {
+            Some(path) => {
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                }
+                StoreSpec::Sqlite(path)
+            }
+            None => {
+                tracing::warn!("no state directory ($XDG_STATE_HOME, $HOME): sessions are kept in memory");
+                StoreSpec::Memory
+            }
+        },
+    };
+    match spec {
+        StoreSpec::Memory => Ok(Arc::new(MemoryStore::new())),
+        StoreSpec::Sqlite(path) => Ok(Arc::new(SqliteStore::open(&path).map_err(|e| e.to_string())?)),
+        StoreSpec::Postgres(_) => Err("--store: e2a acp keeps its sessions in memory or sqlite:PATH".into()),
+    }
 }
 
 /// Serves ACP on stdin/stdout until the client closes stdin. Logs go to stderr.
@@ -51,8 +105,11 @@ pub fn run(args: &AcpArgs) -> u8 {
                 );
                 return 2;
             }
-            if !args.modes.is_empty() || !args.config_options.is_empty() {
-                eprintln!("e2a acp: --mode and --config-option do not apply to an ACP agent: it declares its own");
+            if !args.modes.is_empty() || !args.config_options.is_empty() || args.store.is_some() {
+                eprintln!(
+                    "e2a acp: --mode, --config-option and --store do not apply to an ACP agent: it declares its own \
+                     modes and keeps its own sessions"
+                );
                 return 2;
             }
             let options = match crate::agent::options(None, &args.backend) {
@@ -74,7 +131,9 @@ pub fn run(args: &AcpArgs) -> u8 {
     };
     let agent = match relay {
         Some(_) => None,
-        None => match crate::agent::agent(&args.agent, args.agent_token_file.as_ref(), &args.backend) {
+        None => match crate::agent::agent(&args.agent, args.agent_token_file.as_ref(), &args.backend)
+            .and_then(|agent| Ok((agent, open_store(args)?)))
+        {
             Ok(a) => Some(a),
             Err(e) => {
                 eprintln!("e2a acp: {e}");
@@ -92,14 +151,20 @@ pub fn run(args: &AcpArgs) -> u8 {
     runtime.block_on(async move {
         match (relay, agent) {
             (Some(relay), _) => relay.serve(tokio::io::stdin(), tokio::io::stdout()).await,
-            (None, Some(agent)) => {
+            (None, Some((agent, store))) => {
                 let config = AcpServerConfig {
                     modes: args.modes.clone(),
                     config_options: args.config_options.clone(),
+                    history: HistoryLimits {
+                        messages: args.history_messages,
+                        text_bytes: args.history_text_bytes,
+                    },
                     ..AcpServerConfig::default()
                 };
-                let server = AcpServer::new(agent, config);
-                server.serve(tokio::io::stdin(), tokio::io::stdout()).await;
+                match AcpServer::with_store(agent, config, store) {
+                    Ok(server) => server.serve(tokio::io::stdin(), tokio::io::stdout()).await,
+                    Err(e) => eprintln!("e2a acp: {e}"),
+                }
             }
             (None, None) => {}
         }

@@ -11,8 +11,9 @@ use agent_client_protocol_schema::v1 as acp;
 use e2a::E2AEnvelope;
 use e2a_gateway::agent::FrameStream;
 use e2a_gateway::backends::ScriptAgent;
-use e2a_gateway::bindings::acp::{AcpServer, AcpServerConfig, SESSION_CONTEXT_KEY};
+use e2a_gateway::bindings::acp::{AcpServer, AcpServerConfig, HistoryLimits, LIST_PAGE, SESSION_CONTEXT_KEY};
 use e2a_gateway::jsonrpc::{Incoming, Peer, RpcError};
+use e2a_gateway::store::{MemoryStore, SessionQuery, SessionRecord, SqliteStore, TaskStore};
 use e2a_gateway::{Agent, RequestContext};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -49,6 +50,11 @@ struct Client {
 /// A client of `e2a acp --mode ask=Ask --mode code=Code --config-option model=fast,smart`;
 /// it answers an elicitation with `form_answer` (`None`: declines).
 fn start(form_answer: Option<&'static str>) -> Client {
+    start_on(form_answer, Arc::new(MemoryStore::new()), AcpServerConfig::default())
+}
+
+/// Like [`start`], sessions kept in `store`, `base` giving the history limits.
+fn start_on(form_answer: Option<&'static str>, store: Arc<dyn TaskStore>, base: AcpServerConfig) -> Client {
     let seen: Arc<Mutex<Vec<E2AEnvelope>>> = Arc::default();
     let agent = Recording {
         inner: ScriptAgent::from_json(SCRIPT).unwrap(),
@@ -57,11 +63,12 @@ fn start(form_answer: Option<&'static str>) -> Client {
     let config = AcpServerConfig {
         modes: vec!["ask=Ask".parse().unwrap(), "code=Code".parse().unwrap()],
         config_options: vec!["model=fast,smart".parse().unwrap()],
-        ..AcpServerConfig::default()
+        ..base
     };
     let (client_io, agent_io) = tokio::io::duplex(1 << 16);
     let (agent_read, agent_write) = tokio::io::split(agent_io);
-    tokio::spawn(AcpServer::new(Arc::new(agent), config).serve(agent_read, agent_write));
+    let server = AcpServer::with_store(Arc::new(agent), config, store).unwrap();
+    tokio::spawn(server.serve(agent_read, agent_write));
     let (read, write) = tokio::io::split(client_io);
     let (peer, mut incoming) = Peer::start(read, write);
     let updates: Arc<Mutex<Vec<Value>>> = Arc::default();
@@ -327,4 +334,137 @@ async fn input_rules_and_redaction() {
     let (sid, _) = c.new_session(json!([])).await;
     c.prompt(&sid, "leak").await.unwrap();
     assert_eq!(c.said(), "the key is [REDACTED] and Bearer [REDACTED]");
+}
+
+#[tokio::test]
+async fn sessions_outlive_the_process_with_a_bounded_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sessions.db");
+    let limits = AcpServerConfig {
+        history: HistoryLimits {
+            messages: 4,
+            text_bytes: 12,
+        },
+        ..AcpServerConfig::default()
+    };
+    let sid = {
+        let c = start_on(Some("4"), Arc::new(SqliteStore::open(&file).unwrap()), limits.clone());
+        c.init(json!({})).await;
+        let (sid, _) = c.new_session(json!([])).await;
+        c.call("session/set_mode", json!({"sessionId": sid, "modeId": "code"}))
+            .await
+            .unwrap();
+        for text in ["one", "two", "a rather long third message"] {
+            c.prompt(&sid, text).await.unwrap();
+        }
+        c.peer.close().await;
+        sid
+    };
+    // another process on the same file: listed, loaded with its mode and the latest 4
+    // messages, each cut to 12 bytes
+    let c = start_on(Some("4"), Arc::new(SqliteStore::open(&file).unwrap()), limits);
+    c.init(json!({})).await;
+    let listed = c.call("session/list", json!({})).await.unwrap();
+    assert_eq!(listed["sessions"][0]["sessionId"], sid.as_str());
+    assert_eq!(c.prompt(&sid, "not loaded yet").await.unwrap_err().code, -32002);
+    let loaded = c
+        .call(
+            "session/load",
+            json!({"sessionId": sid, "cwd": "/work", "mcpServers": []}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(loaded["modes"]["currentModeId"], "code");
+    let replay: Vec<Value> = std::mem::take(&mut *c.updates.lock());
+    let shown: Vec<String> = replay
+        .iter()
+        .map(|u| u["update"]["content"]["text"].as_str().unwrap_or("").to_string())
+        .collect();
+    // 12 bytes of text including the 3 of the ellipsis
+    assert_eq!(shown, ["two", "You said:…", "a rather …", "You said:…"]);
+    // and it goes on
+    c.prompt(&sid, "four").await.unwrap();
+    assert_eq!(c.said(), "You said: four");
+    assert_eq!(c.last_session_state()["modeId"], "code");
+}
+
+#[tokio::test]
+async fn session_list_is_paged() {
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+    for i in 0..(LIST_PAGE + 5) {
+        let record = SessionRecord {
+            id: format!("s{i:04}"),
+            cwd: "/work".into(),
+            state: json!({}),
+            updated_ms: i as i64,
+        };
+        store.put_session(record).await.unwrap();
+    }
+    let c = start_on(Some("4"), store, AcpServerConfig::default());
+    c.init(json!({})).await;
+    let first = c.call("session/list", json!({})).await.unwrap();
+    let first: acp::ListSessionsResponse = serde_json::from_value(first).unwrap();
+    assert_eq!(first.sessions.len(), LIST_PAGE);
+    let cursor = first.next_cursor.expect("a next page");
+    let rest = c.call("session/list", json!({"cursor": cursor})).await.unwrap();
+    assert_eq!(rest["sessions"].as_array().unwrap().len(), 5);
+    assert!(rest.get("nextCursor").is_none());
+    assert_eq!(rest["sessions"][4]["sessionId"], "s0000");
+    let bad = c.call("session/list", json!({"cursor": "x"})).await.unwrap_err();
+    assert_eq!(bad.code, -32602);
+}
+
+/// What every store that keeps sessions does.
+async fn session_contract(store: &dyn TaskStore) {
+    assert!(store.keeps_sessions());
+    let s = |id: &str, cwd: &str, ms: i64| SessionRecord {
+        id: id.into(),
+        cwd: cwd.into(),
+        state: json!({"modeId": "ask", "mcpServers": [{"name": "x"}]}),
+        updated_ms: ms,
+    };
+    store.put_session(s("a", "/one", 1)).await.unwrap();
+    store.put_session(s("b", "/two", 2)).await.unwrap();
+    store.put_session(s("a", "/one", 3)).await.unwrap();
+    assert_eq!(store.get_session("a").await.unwrap(), Some(s("a", "/one", 3)));
+    assert_eq!(store.get_session("zz").await.unwrap(), None);
+    let all = |cwd: Option<&str>| SessionQuery {
+        cwd: cwd.map(str::to_string),
+        offset: 0,
+        limit: 10,
+    };
+    let page = store.list_sessions(all(None)).await.unwrap();
+    let ids: Vec<&str> = page.sessions.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!((ids, page.more), (vec!["a", "b"], false));
+    let page = store.list_sessions(all(Some("/two"))).await.unwrap();
+    assert_eq!(page.sessions.len(), 1);
+    let first = store
+        .list_sessions(SessionQuery {
+            cwd: None,
+            offset: 0,
+            limit: 1,
+        })
+        .await
+        .unwrap();
+    assert!(first.more);
+    store
+        .append_history("a", vec!["1".into(), "2".into()], 3)
+        .await
+        .unwrap();
+    store
+        .append_history("a", vec!["3".into(), "4".into()], 3)
+        .await
+        .unwrap();
+    assert_eq!(store.history("a").await.unwrap(), ["2", "3", "4"]);
+    assert!(store.history("b").await.unwrap().is_empty());
+    assert!(store.delete_session("a").await.unwrap());
+    assert!(!store.delete_session("a").await.unwrap());
+    assert_eq!(store.get_session("a").await.unwrap(), None);
+    assert!(store.history("a").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn stores_keep_sessions_the_same_way() {
+    session_contract(&MemoryStore::new()).await;
+    session_contract(&SqliteStore::in_memory().unwrap()).await;
 }

@@ -181,6 +181,46 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+/// An ACP session of `e2a acp` as stored (its replay history is kept beside it, see
+/// [`TaskStore::append_history`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRecord {
+    /// Session id.
+    pub id: String,
+    /// Its working directory (absolute).
+    pub cwd: String,
+    /// Its set-up as the ACP server keeps it (a JSON object: MCP servers, mode, config
+    /// option values, whether it is closed).
+    pub state: Value,
+    /// Last update time, milliseconds since the Unix epoch.
+    pub updated_ms: i64,
+}
+
+/// Which sessions [`TaskStore::list_sessions`] returns: those of `cwd` (all for `None`),
+/// most recently updated first, `limit` of them after skipping `offset`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionQuery {
+    /// Only sessions of this working directory.
+    pub cwd: Option<String>,
+    /// How many to skip.
+    pub offset: usize,
+    /// Most to return.
+    pub limit: usize,
+}
+
+/// A page of sessions and whether more follow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionPage {
+    /// The sessions.
+    pub sessions: Vec<SessionRecord>,
+    /// Whether sessions follow this page.
+    pub more: bool,
+}
+
+fn no_sessions<'a, T: Send + 'a>() -> StoreFuture<'a, T> {
+    Box::pin(async { Err(StoreError::Backend("this store keeps no ACP sessions".into())) })
+}
+
 /// One frame of an E2A run (E2A over HTTP, AG-UI), as the store keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredFrame {
@@ -387,6 +427,49 @@ pub trait TaskStore: Send + Sync + 'static {
     fn prune_runs(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
         let _ = (older_than, keep);
         Box::pin(async { Ok(0) })
+    }
+
+    /// Whether this store keeps the ACP sessions of `e2a acp` (so `session/load` replays after
+    /// a restart). Default: no, and the session methods below fail.
+    fn keeps_sessions(&self) -> bool {
+        false
+    }
+
+    /// Writes session `session.id` (insert or replace).
+    fn put_session(&self, session: SessionRecord) -> StoreFuture<'_, ()> {
+        let _ = session;
+        no_sessions()
+    }
+
+    /// The session `id`, if stored.
+    fn get_session<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<SessionRecord>> {
+        let _ = id;
+        no_sessions()
+    }
+
+    /// A page of the stored sessions (see [`SessionQuery`]).
+    fn list_sessions(&self, query: SessionQuery) -> StoreFuture<'_, SessionPage> {
+        let _ = query;
+        no_sessions()
+    }
+
+    /// Forgets session `id` and its history; `false` when it was not stored.
+    fn delete_session<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+        let _ = id;
+        no_sessions()
+    }
+
+    /// Appends `entries` (JSON texts, in order) to the history of session `id` and forgets
+    /// all but its latest `keep` entries.
+    fn append_history<'a>(&'a self, id: &'a str, entries: Vec<String>, keep: usize) -> StoreFuture<'a, ()> {
+        let _ = (id, entries, keep);
+        no_sessions()
+    }
+
+    /// The history of session `id`, oldest first.
+    fn history<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Vec<String>> {
+        let _ = id;
+        no_sessions()
     }
 
     /// What other instances sharing the store do, as it happens; `None` for a store only this

@@ -31,6 +31,8 @@ echo "== build e2a"
 [ -n "${E2A_SKIP_BUILD:-}" ] || (cd "$root" && cargo build --locked -q -p e2a-cli)
 E="$root/target/debug/e2a"
 logs=$(mktemp -d)
+# `e2a acp` keeps its sessions in the user's state directory: a throwaway one here
+export XDG_STATE_HOME="$logs/state"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -133,6 +135,9 @@ for text in "what is the weather" "crash" "please deploy"; do
   echo "-- $text"
   timeout 60 .venv/bin/ag-ui-validate --no-color "$logs/run.sse"
 done
+
+echo "== ACP: acplint (PyPI, pinned: acplint/requirements.lock) against e2a acp — its 6 failures are its own reading of the spec, judged one by one in acplint/run.sh"
+bash "$here/acplint/run.sh" "$E"
 
 echo "== ACP transparent hop: the official TypeScript and Python clients × fast-agent (PyPI, passthrough) and a recording agent, directly and through e2a acp --agent acp:… (pinned: acp-agents/requirements.lock)"
 bash "$here/transparent.sh" "$E"

@@ -8,4 +8,7 @@ mod server;
 mod session;
 
 pub use relay::AcpRelay;
-pub use server::{AcpServer, AcpServerConfig, ConfigOptionDecl, ModeDecl, PROTOCOL_VERSION, SESSION_CONTEXT_KEY};
+pub use server::{
+    AcpServer, AcpServerConfig, ConfigOptionDecl, ModeDecl, LIST_PAGE, PROTOCOL_VERSION, SESSION_CONTEXT_KEY,
+};
+pub use session::HistoryLimits;

@@ -34,10 +34,11 @@ use e2a::types::{
     AcpNotificationName,
 };
 
-use super::session::Session;
+use super::session::{HistoryLimits, Session};
 use crate::agent::{Agent, Caller, RequestContext};
 use crate::jsonrpc::{codes, Incoming, Peer, RpcError};
 use crate::pipeline::boundary::{self, Deadlines};
+use crate::store::{MemoryStore, SessionQuery, TaskStore};
 
 /// The ACP protocol version this agent speaks.
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -46,8 +47,8 @@ pub const PROTOCOL_VERSION: u64 = 1;
 /// `{cwd, mcpServers, modeId?, configOptions: {id: value}}`.
 pub const SESSION_CONTEXT_KEY: &str = "acp_session";
 
-/// Most `session/update`s a session keeps for `session/load` (the oldest go first).
-pub const MAX_HISTORY: usize = 10_000;
+/// Most sessions one `session/list` page holds (`nextCursor` leads to the next).
+pub const LIST_PAGE: usize = 100;
 
 /// How `e2a acp` presents itself.
 #[derive(Debug, Clone)]
@@ -65,6 +66,8 @@ pub struct AcpServerConfig {
     pub modes: Vec<ModeDecl>,
     /// The session config options offered (each a select; its first value is the default).
     pub config_options: Vec<ConfigOptionDecl>,
+    /// How much of a session `session/load` replays.
+    pub history: HistoryLimits,
 }
 
 impl Default for AcpServerConfig {
@@ -76,6 +79,7 @@ impl Default for AcpServerConfig {
             deadlines: Deadlines::default(),
             modes: Vec::new(),
             config_options: Vec::new(),
+            history: HistoryLimits::default(),
         }
     }
 }
@@ -160,6 +164,8 @@ pub struct AcpServer {
     approvals: AtomicU64,
     /// The client's `clientCapabilities` (from `initialize`).
     client: Mutex<Value>,
+    /// Where sessions and their histories are kept (a [`MemoryStore`] unless one was given).
+    store: Arc<dyn TaskStore>,
 }
 
 impl std::fmt::Debug for AcpServer {
@@ -206,6 +212,13 @@ fn cwd_param(p: &Map<String, Value>) -> Result<String, RpcError> {
     }
 }
 
+/// A store failure as the JSON-RPC error the client gets (the store's words, which never hold
+/// a credential).
+fn store_error(e: crate::store::StoreError) -> RpcError {
+    tracing::warn!(error = %e, "session store");
+    RpcError::new(codes::INTERNAL_ERROR, e.to_string())
+}
+
 /// The MCP servers of `session/new`: (passed to the agent, names of those refused). Stdio
 /// servers are passed; `http` and `sse` ones are refused (this agent declares neither).
 fn mcp_servers_param(p: &Map<String, Value>) -> Result<(Vec<Value>, Vec<String>), RpcError> {
@@ -238,8 +251,28 @@ enum Turn {
 }
 
 impl AcpServer {
-    /// An ACP agent in front of `agent`.
+    /// An ACP agent in front of `agent`; its sessions live as long as the process.
     pub fn new(agent: Arc<dyn Agent>, config: AcpServerConfig) -> Arc<Self> {
+        Self::build(agent, config, Arc::new(MemoryStore::new()))
+    }
+
+    /// An ACP agent in front of `agent` whose sessions are kept in `store` (SQLite: a
+    /// `session/load` replays after a restart); an error when the store keeps no sessions.
+    pub fn with_store(
+        agent: Arc<dyn Agent>,
+        config: AcpServerConfig,
+        store: Arc<dyn TaskStore>,
+    ) -> Result<Arc<Self>, String> {
+        if !store.keeps_sessions() {
+            return Err(format!(
+                "the store {} keeps no ACP sessions: use memory or sqlite:PATH",
+                store.name()
+            ));
+        }
+        Ok(Self::build(agent, config, store))
+    }
+
+    fn build(agent: Arc<dyn Agent>, config: AcpServerConfig, store: Arc<dyn TaskStore>) -> Arc<Self> {
         Arc::new(AcpServer {
             // every turn passes the stream boundary
             agent: Arc::new(boundary::Guarded::new(agent, config.deadlines)),
@@ -248,6 +281,7 @@ impl AcpServer {
             requests: Mutex::new(HashMap::new()),
             approvals: AtomicU64::new(0),
             client: Mutex::new(Value::Null),
+            store,
         })
     }
 
@@ -332,6 +366,14 @@ impl AcpServer {
     }
 
     fn add_session(&self, id: &str, cwd: String, mcp_servers: Vec<Value>) -> Arc<Session> {
+        let (mode, config) = self.defaults();
+        let s = Session::new(cwd, mcp_servers, mode, config, self.config.history);
+        self.sessions.lock().insert(id.to_string(), s.clone());
+        s
+    }
+
+    /// The declared modes' default and config options' defaults.
+    fn defaults(&self) -> (Option<String>, Vec<(String, String)>) {
         let c = &self.config;
         let mode = c.modes.first().map(|m| m.id.clone());
         let config = c
@@ -339,9 +381,43 @@ impl AcpServer {
             .iter()
             .map(|o| (o.id.clone(), o.values[0].clone()))
             .collect();
-        let s = Session::new(cwd, mcp_servers, mode, config);
-        self.sessions.lock().insert(id.to_string(), s.clone());
-        s
+        (mode, config)
+    }
+
+    /// The session `sid`: the live one, else the stored one brought back (after a restart).
+    async fn known_session(&self, sid: &str) -> Result<Arc<Session>, RpcError> {
+        if let Some(s) = self.session(sid) {
+            return Ok(s);
+        }
+        let unknown = || RpcError::new(codes::RESOURCE_NOT_FOUND, format!("unknown session {sid}"));
+        let record = self
+            .store
+            .get_session(sid)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(unknown)?;
+        let history = self.store.history(sid).await.map_err(store_error)?;
+        let history = history.iter().filter_map(|e| serde_json::from_str(e).ok()).collect();
+        let (mode, config) = self.defaults();
+        let s = Session::restored(&record, history, mode, config, self.config.history);
+        // a request that raced this one may have brought it back first
+        Ok(self.sessions.lock().entry(sid.to_string()).or_insert(s).clone())
+    }
+
+    /// Writes the session and the history it has not stored yet.
+    async fn persist(&self, sid: &str, session: &Session) -> Result<(), RpcError> {
+        let entries = session.history.lock().take_unsaved();
+        if !entries.is_empty() {
+            let keep = self.config.history.messages;
+            self.store
+                .append_history(sid, entries, keep)
+                .await
+                .map_err(store_error)?;
+        }
+        self.store
+            .put_session(session.record_of(sid))
+            .await
+            .map_err(store_error)
     }
 
     /// A session that is open (not closed) or a resource-not-found error.
@@ -396,32 +472,33 @@ impl AcpServer {
         result
     }
 
-    /// `session/list`: the sessions (of `cwd`, when given), most recently updated first.
-    fn list_sessions(&self, p: &Map<String, Value>) -> Value {
-        let want_cwd = p.get("cwd").and_then(Value::as_str);
-        let all: Vec<(String, Arc<Session>)> = self
-            .sessions
-            .lock()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let mut listed: Vec<(String, String, String)> = all
-            .into_iter()
-            .filter(|(_, s)| want_cwd.is_none_or(|c| c == s.cwd))
-            .map(|(k, s)| {
-                let at = s.updated_at.lock().clone();
-                (k, s.cwd.clone(), at)
-            })
-            .collect();
-        listed.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    /// `session/list`: the sessions (of `cwd`, when given), most recently updated first, a page
+    /// of [`LIST_PAGE`] at a time (`cursor` / `nextCursor`).
+    async fn list_sessions(&self, p: &Map<String, Value>) -> Result<Value, RpcError> {
+        let offset = match p.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(c)) => c
+                .parse::<usize>()
+                .map_err(|_| RpcError::new(codes::INVALID_PARAMS, format!("unknown cursor {c:?}")))?,
+            Some(_) => return Err(RpcError::new(codes::INVALID_PARAMS, "cursor must be a string")),
+        };
+        let query = SessionQuery {
+            cwd: p.get("cwd").and_then(Value::as_str).map(str::to_string),
+            offset,
+            limit: LIST_PAGE,
+        };
+        let page = self.store.list_sessions(query).await.map_err(store_error)?;
         let mut result =
-            e2a::acp::results::session_list_result_v1(listed.iter().map(|(k, c, _)| (k.as_str(), c.as_str())));
+            e2a::acp::results::session_list_result_v1(page.sessions.iter().map(|r| (r.id.as_str(), r.cwd.as_str())));
         if let Some(items) = result.get_mut("sessions").and_then(Value::as_array_mut) {
-            for (item, (_, _, at)) in items.iter_mut().zip(&listed) {
-                item["updatedAt"] = at.clone().into();
+            for (item, r) in items.iter_mut().zip(&page.sessions) {
+                item["updatedAt"] = Session::updated_at(r.updated_ms).into();
             }
         }
-        result
+        if page.more {
+            result["nextCursor"] = (offset + LIST_PAGE).to_string().into();
+        }
+        Ok(result)
     }
 
     async fn request(
@@ -438,9 +515,16 @@ impl AcpServer {
         if method == Beyond::SessionDelete.as_str() {
             let sid = session_id_param(&p)?;
             let removed = self.sessions.lock().remove(&sid);
-            let s =
-                removed.ok_or_else(|| RpcError::new(codes::RESOURCE_NOT_FOUND, format!("unknown session {sid}")))?;
-            s.cancel();
+            if let Some(s) = &removed {
+                s.cancel();
+            }
+            let stored = self.store.delete_session(&sid).await.map_err(store_error)?;
+            if removed.is_none() && !stored {
+                return Err(RpcError::new(
+                    codes::RESOURCE_NOT_FOUND,
+                    format!("unknown session {sid}"),
+                ));
+            }
             tracing::info!(session = %sid, "session/delete");
             return simple(json!({}));
         }
@@ -465,9 +549,7 @@ impl AcpServer {
                 let sid = format!("sess_{}", uuid::Uuid::new_v4().simple());
                 let session = self.add_session(&sid, cwd, passed);
                 tracing::info!(session = %sid, "session/new");
-                let result = self.session_state(&session, e2a::acp::session_new_result(&sid));
-                peer.respond(id, result);
-                if !refused.is_empty() {
+                let note = (!refused.is_empty()).then(|| {
                     // the editor sees why some of its MCP servers will not be used
                     let text = format!(
                         "Note: MCP servers not passed to the agent ({}): only stdio servers are supported.",
@@ -477,29 +559,32 @@ impl AcpServer {
                     let update = json!({"jsonrpc": "2.0", "method": AgentMethod::SessionUpdate.as_str(), "params": {
                         "sessionId": sid, "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}});
                     session.record(&update);
+                    update
+                });
+                if let Err(e) = self.persist(&sid, &session).await {
+                    self.sessions.lock().remove(&sid);
+                    return Err(e);
+                }
+                let result = self.session_state(&session, e2a::acp::session_new_result(&sid));
+                peer.respond(id, result);
+                if let Some(update) = note {
                     peer.send(update);
                 }
                 Ok(None)
             }
-            Method::SessionLoad => {
+            Method::SessionLoad | Method::SessionResume => {
                 let sid = session_id_param(&p)?;
-                let s = self
-                    .session(&sid)
-                    .ok_or_else(|| RpcError::new(codes::RESOURCE_NOT_FOUND, format!("unknown session {sid}")))?;
-                s.closed.store(false, Ordering::SeqCst);
-                let history = s.history.lock().clone();
-                for update in history {
-                    peer.send(update);
+                // an unknown id is refused: loading or resuming must not make a session appear
+                let s = self.known_session(&sid).await?;
+                if s.closed.swap(false, Ordering::SeqCst) {
+                    self.persist(&sid, &s).await?;
                 }
-                simple(self.session_state(&s, json!({})))
-            }
-            Method::SessionResume => {
-                let sid = session_id_param(&p)?;
-                // an unknown id is refused: resuming must not make a session appear
-                let s = self
-                    .session(&sid)
-                    .ok_or_else(|| RpcError::new(codes::RESOURCE_NOT_FOUND, format!("unknown session {sid}")))?;
-                s.closed.store(false, Ordering::SeqCst);
+                if known == Method::SessionLoad {
+                    let history = s.history.lock().replay();
+                    for update in history {
+                        peer.send(update);
+                    }
+                }
                 simple(self.session_state(&s, json!({})))
             }
             Method::SessionClose => {
@@ -508,9 +593,10 @@ impl AcpServer {
                 let s = self.open_session(&sid)?;
                 s.closed.store(true, Ordering::SeqCst);
                 s.cancel();
+                self.persist(&sid, &s).await?;
                 simple(json!({}))
             }
-            Method::SessionList => simple(self.list_sessions(&p)),
+            Method::SessionList => simple(self.list_sessions(&p).await?),
             Method::SessionPrompt => {
                 let response = self.prompt(peer, id, p, cancel, epoch).await?;
                 peer.send(response);
@@ -523,7 +609,8 @@ impl AcpServer {
                         format!("{method}: this agent declares no modes"),
                     ));
                 }
-                let s = self.open_session(&session_id_param(&p)?)?;
+                let sid = session_id_param(&p)?;
+                let s = self.open_session(&sid)?;
                 let mode = p.get("modeId").and_then(Value::as_str).unwrap_or("");
                 if !self.config.modes.iter().any(|m| m.id == mode) {
                     return Err(RpcError::new(codes::INVALID_PARAMS, format!("unknown modeId {mode:?}")));
@@ -532,11 +619,13 @@ impl AcpServer {
                 let update = json!({"jsonrpc": "2.0", "method": AgentMethod::SessionUpdate.as_str(), "params": {
                     "sessionId": p.get("sessionId"), "update": {"sessionUpdate": "current_mode_update", "currentModeId": mode}}});
                 s.record(&update);
+                self.persist(&sid, &s).await?;
                 peer.send(update);
                 simple(json!({}))
             }
             Method::SessionSetConfigOption => {
-                let s = self.open_session(&session_id_param(&p)?)?;
+                let sid = session_id_param(&p)?;
+                let s = self.open_session(&sid)?;
                 let config_id = p.get("configId").and_then(Value::as_str).unwrap_or("");
                 let Some(decl) = self.config.config_options.iter().find(|o| o.id == config_id) else {
                     return Err(RpcError::new(
@@ -560,6 +649,8 @@ impl AcpServer {
                 if let Some(slot) = s.config.lock().iter_mut().find(|(k, _)| k == config_id) {
                     slot.1 = value;
                 }
+                s.touch();
+                self.persist(&sid, &s).await?;
                 simple(json!({"configOptions": self.config_options(&s)}))
             }
             _ => Err(RpcError::new(
@@ -636,6 +727,10 @@ impl AcpServer {
         };
         link.abort();
         *session.running.lock() = None;
+        if let Err(e) = self.persist(&sid, &session).await {
+            // the turn happened: its answer is sent, only its replay may be incomplete
+            tracing::warn!(session = %sid, error = %e, "the session's history could not be stored");
+        }
         if request_cancel.is_cancelled() {
             return Err(RpcError::new(codes::REQUEST_CANCELLED, "Request cancelled"));
         }
