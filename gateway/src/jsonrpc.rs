@@ -170,7 +170,27 @@ enum Out {
     Close(oneshot::Sender<()>),
 }
 
-type Pending = Mutex<HashMap<String, oneshot::Sender<Result<Value, RpcError>>>>;
+/// Who gets the answer to a request this peer sent.
+enum Waiter {
+    /// A future ([`Peer::request`], [`Peer::call`]).
+    Future(oneshot::Sender<Result<Value, RpcError>>),
+    /// A function run on the reading task, in order with the messages read around the answer
+    /// ([`Peer::request_then`]).
+    Then(Box<dyn FnOnce(Result<Value, RpcError>) + Send>),
+}
+
+impl Waiter {
+    fn answer(self, outcome: Result<Value, RpcError>) {
+        match self {
+            Waiter::Future(tx) => {
+                let _ = tx.send(outcome);
+            }
+            Waiter::Then(f) => f(outcome),
+        }
+    }
+}
+
+type Pending = Mutex<HashMap<String, Waiter>>;
 
 /// Takes notifications on the reading task itself, in order with the responses: returns
 /// `true` when it consumed the notification (`method`, `params`).
@@ -415,8 +435,8 @@ impl Peer {
             }
             reading.inner.closed.cancel();
             let pending: Vec<_> = reading.inner.pending.lock().drain().collect();
-            for (_, tx) in pending {
-                let _ = tx.send(Err(RpcError::new(codes::INTERNAL_ERROR, "the connection closed")));
+            for (_, waiter) in pending {
+                waiter.answer(Err(RpcError::new(codes::INTERNAL_ERROR, "the connection closed")));
             }
         });
         (peer, in_rx)
@@ -480,9 +500,7 @@ impl Peer {
                     None => Ok(msg.result),
                 };
                 match (waiter, outcome) {
-                    (Some(tx), outcome) => {
-                        let _ = tx.send(outcome);
-                    }
+                    (Some(waiter), outcome) => waiter.answer(outcome),
                     (None, Err(e)) => tracing::debug!(id = %id, error = %e, "error response to no pending request"),
                     (None, Ok(_)) => tracing::debug!(id = %id, "response to no pending request"),
                 }
@@ -571,7 +589,7 @@ impl Peer {
     ) {
         let id = Value::from(self.inner.next_id.fetch_add(1, Ordering::SeqCst));
         let (tx, rx) = oneshot::channel();
-        self.inner.pending.lock().insert(id_key(&id), tx);
+        self.inner.pending.lock().insert(id_key(&id), Waiter::Future(tx));
         let sent = !self.inner.closed.is_cancelled()
             && self.write(&WireOut {
                 id: Some(&id),
@@ -587,6 +605,39 @@ impl Peer {
                 .unwrap_or_else(|_| Err(RpcError::new(codes::INTERNAL_ERROR, "the connection closed")))
         };
         (id, fut)
+    }
+
+    /// Sends a request whose answer goes to `then`, run on the reading task in the order the
+    /// answer was read among the other messages (so a relay forwards answers and notifications
+    /// in the order they came). Returns the request's id, or `None` — `then` not called — when
+    /// the connection is closed.
+    pub fn request_then(
+        &self,
+        method: &str,
+        params: Value,
+        then: impl FnOnce(Result<Value, RpcError>) + Send + 'static,
+    ) -> Option<Value> {
+        if self.inner.closed.is_cancelled() {
+            return None;
+        }
+        let id = Value::from(self.inner.next_id.fetch_add(1, Ordering::SeqCst));
+        self.inner
+            .pending
+            .lock()
+            .insert(id_key(&id), Waiter::Then(Box::new(then)));
+        // closed meanwhile: the reader may have answered the pending requests before this
+        // one was added; whoever takes it back from the map answers it
+        let sent = !self.inner.closed.is_cancelled()
+            && self.write(&WireOut {
+                id: Some(&id),
+                method: Some(method),
+                params: Some(&params),
+                ..WireOut::EMPTY
+            });
+        if !sent && self.inner.pending.lock().remove(&id_key(&id)).is_some() {
+            return None;
+        }
+        Some(id)
     }
 
     /// Sends a request and waits for its outcome.

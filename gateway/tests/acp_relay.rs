@@ -18,6 +18,8 @@ struct Editor {
     notes: Arc<Mutex<Vec<(String, Value)>>>,
     /// Every request received (method, params).
     asked: Arc<Mutex<Vec<(String, Value)>>>,
+    /// Send `session/cancel` just before answering a permission request.
+    cancel_first: Arc<std::sync::atomic::AtomicBool>,
     dir: tempfile::TempDir,
 }
 
@@ -41,12 +43,16 @@ impl Editor {
         let (peer, mut incoming) = Peer::start(editor_in, editor_side);
         let notes: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
         let asked: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
-        let (n, a, answering) = (notes.clone(), asked.clone(), peer.clone());
+        let cancel_first: Arc<std::sync::atomic::AtomicBool> = Arc::default();
+        let (n, a, answering, first) = (notes.clone(), asked.clone(), peer.clone(), cancel_first.clone());
         tokio::spawn(async move {
             while let Some(msg) = incoming.recv().await {
                 match msg {
                     Incoming::Notification { method, params } => n.lock().push((method, params)),
                     Incoming::Request { id, method, params } => {
+                        if method == "session/request_permission" && first.load(std::sync::atomic::Ordering::SeqCst) {
+                            answering.notify("session/cancel", json!({"sessionId": params["sessionId"]}));
+                        }
                         a.lock().push((method.clone(), params));
                         let result = match method.as_str() {
                             "session/request_permission" => {
@@ -64,6 +70,7 @@ impl Editor {
             peer,
             notes,
             asked,
+            cancel_first,
             dir,
         }
     }
@@ -235,6 +242,33 @@ async fn cancels_propagate_under_the_other_sides_ids() {
         .collect();
     assert_eq!(forwarded.len(), 1);
     assert_eq!(forwarded[0]["params"]["requestId"], prompts[1]["id"]);
+}
+
+#[tokio::test]
+async fn what_the_editor_sends_reaches_the_agent_in_the_order_sent() {
+    let _one = SERIAL.lock().await;
+    let e = Editor::start();
+    e.call("initialize", json!({"protocolVersion": 1})).await.unwrap();
+    let sid = e.session().await;
+    e.cancel_first.store(true, std::sync::atomic::Ordering::SeqCst);
+    for _ in 0..20 {
+        e.call("session/prompt", prompt(&sid, "ask")).await.unwrap();
+    }
+    // every session/cancel came before the answer to the permission request it preceded
+    let log: Vec<Value> = e
+        .agent_log()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    let order: Vec<&str> = log
+        .iter()
+        .filter_map(|m| match (m["method"].as_str(), &m["id"]) {
+            (Some("session/cancel"), _) => Some("cancel"),
+            (None, id) if id == "c1" => Some("answer"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["cancel", "answer"].repeat(20));
 }
 
 #[tokio::test]

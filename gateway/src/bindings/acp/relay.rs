@@ -17,11 +17,17 @@
 //! - What the agent sends the editor is redacted ([`e2a::redact::redact_outbound`]).
 //! - An agent that exits fails the requests it had not answered with a JSON-RPC error; the
 //!   next request starts it again (with the editor's `initialize` re-sent first).
-//! - Reading each side waits while the other side's output queue is full, so a fast agent
-//!   in front of a slow editor is paused, not buffered without bound.
+//! - Order is kept both ways: each side's messages — requests, notifications and answers — are
+//!   forwarded on the task that reads them, in the order they were read (an editor's
+//!   `session/cancel` and its answer to a pending permission request reach the agent in the
+//!   order the editor sent them). Only while the agent is being (re)started do the editor's
+//!   messages wait in a queue, which is then forwarded in order.
+//! - Reading the agent waits while the editor's output queue is full, so a fast agent in front
+//!   of a slow editor is paused, not buffered without bound.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
@@ -48,7 +54,6 @@ pub struct AcpRelay {
 struct Conn {
     peer: Peer,
     child: tokio::process::Child,
-    generation: u64,
 }
 
 /// What the relay tracks between the two sides.
@@ -60,9 +65,109 @@ struct Ids {
     to_editor: HashMap<(u64, String), Value>,
 }
 
+/// What both reading tasks and the restarting loop share.
 struct Shared {
-    editor: Peer,
+    editor: OnceLock<Peer>,
     ids: Mutex<Ids>,
+    /// The running, initialized agent and its generation (`None` while none runs).
+    agent: Mutex<Option<(Peer, u64)>>,
+    /// Editor messages handed to the restarting loop and not forwarded yet: while there are
+    /// any, later ones queue behind them.
+    queued: AtomicUsize,
+    generation: AtomicU64,
+}
+
+impl Shared {
+    fn editor(&self) -> Option<&Peer> {
+        self.editor.get()
+    }
+
+    /// The agent when it runs.
+    fn live_agent(&self) -> Option<(Peer, u64)> {
+        self.agent
+            .lock()
+            .as_ref()
+            .filter(|(p, _)| !p.closed().is_cancelled())
+            .cloned()
+    }
+
+    /// Forwards one editor message to `agent` (of `generation`).
+    fn forward(self: &Arc<Self>, msg: Incoming, agent: &Peer, generation: u64) {
+        let Some(editor) = self.editor() else { return };
+        match msg {
+            Incoming::Request { id, method, params } => {
+                let Some((method, params)) = through_envelope(&method, params, Some(&id)) else {
+                    editor.respond_error(id, RpcError::new(codes::INVALID_PARAMS, "params must be an object"));
+                    return;
+                };
+                let key = id.to_string();
+                let (shared, closed) = (self.clone(), agent.closed());
+                let answered_key = key.clone();
+                let editor_id = id.clone();
+                let answered_method = method.clone();
+                let mut ids = self.ids.lock();
+                let then = move |outcome: Result<Value, RpcError>| {
+                    shared.ids.lock().to_agent.remove(&answered_key);
+                    let Some(editor) = shared.editor() else { return };
+                    match outcome {
+                        Ok(mut result) => {
+                            e2a::redact::redact_outbound(&mut result);
+                            editor.respond(editor_id, result);
+                        }
+                        Err(e) if closed.is_cancelled() => {
+                            tracing::warn!(method = %answered_method, "the ACP agent exited before answering");
+                            let gone = format!(
+                                "the ACP agent exited before answering {answered_method}; the next request starts it again"
+                            );
+                            editor.respond_error(
+                                editor_id,
+                                RpcError {
+                                    data: e.data,
+                                    ..RpcError::new(codes::INTERNAL_ERROR, gone)
+                                },
+                            );
+                        }
+                        Err(mut e) => {
+                            if let Some(d) = e.data.as_mut() {
+                                e2a::redact::redact_outbound(d);
+                            }
+                            editor.respond_error(editor_id, e);
+                        }
+                    }
+                };
+                match agent.request_then(&method, params, then) {
+                    Some(agent_id) => {
+                        ids.to_agent.insert(key, (generation, agent_id));
+                    }
+                    None => {
+                        drop(ids);
+                        editor.respond_error(id, RpcError::new(codes::INTERNAL_ERROR, "the ACP agent exited"));
+                    }
+                }
+            }
+            Incoming::Notification { method, params } => {
+                if method == cancel_request() {
+                    let key = params.get("requestId").map(Value::to_string).unwrap_or_default();
+                    let target = self.ids.lock().to_agent.get(&key).cloned();
+                    match target {
+                        Some((g, agent_id)) if g == generation => {
+                            agent.notify(cancel_request(), json!({"requestId": agent_id}));
+                        }
+                        _ => tracing::debug!(request = %key, "$/cancel_request of no forwarded request"),
+                    }
+                    return;
+                }
+                match through_envelope(&method, params, None) {
+                    Some((method, params)) => {
+                        agent.notify(&method, params);
+                    }
+                    None => {
+                        tracing::debug!(method = %method, "notification with params that are not an object: dropped")
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl AcpRelay {
@@ -81,96 +186,44 @@ impl AcpRelay {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (editor, mut incoming) = Peer::start(reader, writer);
         let shared = Arc::new(Shared {
-            editor: editor.clone(),
+            editor: OnceLock::new(),
             ids: Mutex::default(),
+            agent: Mutex::new(None),
+            queued: AtomicUsize::new(0),
+            generation: AtomicU64::new(0),
         });
+        let options = PeerOptions {
+            hook: Some(editor_hook(shared.clone())),
+            ..PeerOptions::default()
+        };
+        let (editor, mut incoming) = Peer::start_with(reader, writer, options);
+        let _ = shared.editor.set(editor.clone());
         let mut conn: Option<Conn> = None;
-        let mut generation = 0;
         let mut initialize: Option<Value> = None;
+        // what the editor hook could not forward: no agent runs (yet, or any more)
         while let Some(msg) = incoming.recv().await {
-            match msg {
-                Incoming::Request { id, method, params } => {
-                    let Some((method, params)) = through_envelope(&method, params, Some(&id)) else {
-                        editor.respond_error(id, RpcError::new(codes::INVALID_PARAMS, "params must be an object"));
-                        continue;
-                    };
-                    let is_init = method == Method::Initialize.as_str();
-                    if is_init {
-                        initialize = Some(params.clone());
-                    }
-                    let replay = if is_init { None } else { initialize.as_ref() };
-                    let peer = match self.connected(&mut conn, &mut generation, &shared, replay).await {
-                        Ok(c) => c,
-                        Err(e) => {
-                            tracing::warn!(error = %e, "ACP agent unavailable");
-                            editor.respond_error(id, RpcError::new(codes::INTERNAL_ERROR, e));
-                            continue;
-                        }
-                    };
-                    let (agent_id, answer) = peer.request(&method, params);
-                    let key = id.to_string();
-                    shared.ids.lock().to_agent.insert(key.clone(), (generation, agent_id));
-                    let shared = shared.clone();
-                    let closed = peer.closed();
-                    tokio::spawn(async move {
-                        let outcome = answer.await;
-                        shared.ids.lock().to_agent.remove(&key);
-                        match outcome {
-                            Ok(mut result) => {
-                                e2a::redact::redact_outbound(&mut result);
-                                shared.editor.respond(id, result);
-                            }
-                            Err(e) if closed.is_cancelled() => {
-                                tracing::warn!(method = %method, "the ACP agent exited before answering");
-                                let gone = RpcError::new(
-                                    codes::INTERNAL_ERROR,
-                                    format!("the ACP agent exited before answering {method}; the next request starts it again"),
-                                );
-                                shared.editor.respond_error(id, RpcError { data: e.data, ..gone });
-                            }
-                            Err(mut e) => {
-                                if let Some(d) = e.data.as_mut() {
-                                    e2a::redact::redact_outbound(d);
-                                }
-                                shared.editor.respond_error(id, e);
-                            }
-                        }
-                    });
-                }
-                Incoming::Notification { method, params } => {
-                    let Some(peer) = conn
-                        .as_ref()
-                        .filter(|c| !c.peer.closed().is_cancelled())
-                        .map(|c| &c.peer)
-                    else {
-                        tracing::debug!(method = %method, "notification while no agent runs: dropped");
-                        continue;
-                    };
-                    if method == cancel_request() {
-                        let key = params.get("requestId").map(Value::to_string).unwrap_or_default();
-                        let target = shared.ids.lock().to_agent.get(&key).cloned();
-                        match target {
-                            Some((g, agent_id)) if g == generation => {
-                                peer.notify(cancel_request(), json!({"requestId": agent_id}));
-                            }
-                            _ => tracing::debug!(request = %key, "$/cancel_request of no forwarded request"),
-                        }
-                        continue;
-                    }
-                    match through_envelope(&method, params, None) {
-                        Some((method, params)) => {
-                            peer.notify(&method, params);
-                        }
-                        None => {
-                            tracing::debug!(method = %method, "notification with params that are not an object: dropped")
-                        }
-                    }
+            if let Incoming::Request { method, params, .. } = &msg {
+                if method == Method::Initialize.as_str() {
+                    initialize = Some(params.clone());
                 }
             }
+            let is_init = matches!(&msg, Incoming::Request { method, .. } if method == Method::Initialize.as_str());
+            let replay = if is_init { None } else { initialize.as_ref() };
+            match (&msg, self.connected(&mut conn, &shared, replay).await) {
+                (_, Ok((peer, generation))) => shared.forward(msg, &peer, generation),
+                (Incoming::Request { id, .. }, Err(e)) => {
+                    tracing::warn!(error = %e, "ACP agent unavailable");
+                    editor.respond_error(id.clone(), RpcError::new(codes::INTERNAL_ERROR, e));
+                }
+                (Incoming::Notification { method, .. }, Err(_)) => {
+                    tracing::debug!(method = %method, "notification while no agent runs: dropped");
+                }
+            }
+            shared.queued.fetch_sub(1, Ordering::SeqCst);
         }
         tracing::info!("the editor closed the connection: stopping the agent");
+        *shared.agent.lock() = None;
         if let Some(mut c) = conn.take() {
             c.peer.close().await;
             // the agent gets a moment to exit on its own after its input closed
@@ -184,30 +237,31 @@ impl AcpRelay {
         editor.close().await;
     }
 
-    /// The running agent's peer: a new process when none runs or it exited, initialized with
+    /// The running agent: a new process when none runs or it exited, initialized with
     /// `initialize` (the editor's own params) when the editor has already initialized one.
     async fn connected(
         &self,
         conn: &mut Option<Conn>,
-        generation: &mut u64,
         shared: &Arc<Shared>,
         initialize: Option<&Value>,
-    ) -> Result<Peer, String> {
+    ) -> Result<(Peer, u64), String> {
         if let Some(c) = conn.as_mut() {
             if !c.peer.closed().is_cancelled() && matches!(c.child.try_wait(), Ok(None)) {
-                return Ok(c.peer.clone());
+                let generation = shared.generation.load(Ordering::SeqCst);
+                return Ok((c.peer.clone(), generation));
             }
             tracing::warn!(command = %self.config.command[0], "the ACP agent exited: starting it again");
         }
         *conn = None;
+        *shared.agent.lock() = None;
         let (child, stdin, stdout) = self.config.spawn()?;
-        *generation += 1;
+        let generation = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
         let options = PeerOptions {
-            hook: Some(agent_hook(shared.clone(), *generation)),
+            hook: Some(agent_hook(shared.clone(), generation)),
             // stray output of the agent is logged, never answered
             quiet: true,
             // a slow editor pauses the reading of the agent's output
-            paced_by: Some(shared.editor.clone()),
+            paced_by: shared.editor().cloned(),
         };
         let (peer, mut rest) = Peer::start_with(stdout, stdin, options);
         // the hook takes every request and notification: nothing else arrives here
@@ -220,49 +274,74 @@ impl AcpRelay {
         *conn = Some(Conn {
             peer: peer.clone(),
             child,
-            generation: *generation,
         });
-        Ok(peer)
+        *shared.agent.lock() = Some((peer.clone(), generation));
+        Ok((peer, generation))
     }
 }
 
 impl std::fmt::Debug for Conn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Conn").field("generation", &self.generation).finish()
+        f.debug_struct("Conn").field("peer", &self.peer).finish()
     }
 }
 
-/// Handles the agent's requests and notifications on its reading task, in order: requests go
-/// to the editor (their answers back to the agent), notifications to the editor, redacted.
+/// Forwards the editor's messages on its reading task, in order, while an agent runs and no
+/// earlier message waits in the restarting loop's queue; hands them to that loop otherwise.
+fn editor_hook(shared: Arc<Shared>) -> Hook {
+    Arc::new(move |_: &Peer, msg: Incoming| {
+        if shared.queued.load(Ordering::SeqCst) == 0 {
+            if let Some((agent, generation)) = shared.live_agent() {
+                shared.forward(msg, &agent, generation);
+                return None;
+            }
+        }
+        shared.queued.fetch_add(1, Ordering::SeqCst);
+        Some(msg)
+    })
+}
+
+/// Forwards the agent's requests and notifications on its reading task, in order, redacted:
+/// requests go to the editor (their answers back to the agent, in the editor's order),
+/// notifications to the editor.
 fn agent_hook(shared: Arc<Shared>, generation: u64) -> Hook {
     Arc::new(move |agent: &Peer, msg: Incoming| {
+        let Some(editor) = shared.editor() else { return None };
         match msg {
             Incoming::Notification { method, mut params } => {
                 if method == cancel_request() {
                     let key = params.get("requestId").map(Value::to_string).unwrap_or_default();
                     let target = shared.ids.lock().to_editor.get(&(generation, key)).cloned();
                     if let Some(editor_id) = target {
-                        shared.editor.notify(cancel_request(), json!({"requestId": editor_id}));
+                        editor.notify(cancel_request(), json!({"requestId": editor_id}));
                     }
                     return None;
                 }
                 e2a::redact::redact_outbound(&mut params);
-                shared.editor.notify(&method, params);
+                editor.notify(&method, params);
             }
             Incoming::Request { id, method, mut params } => {
                 e2a::redact::redact_outbound(&mut params);
-                let (editor_id, answer) = shared.editor.request(&method, params);
                 let key = (generation, id.to_string());
-                shared.ids.lock().to_editor.insert(key.clone(), editor_id);
-                let (shared, agent) = (shared.clone(), agent.clone());
-                tokio::spawn(async move {
-                    let outcome = answer.await;
-                    shared.ids.lock().to_editor.remove(&key);
+                let (answered, agent_answers, agent_id) = (shared.clone(), agent.clone(), id.clone());
+                let answered_key = key.clone();
+                let mut ids = shared.ids.lock();
+                let then = move |outcome: Result<Value, RpcError>| {
+                    answered.ids.lock().to_editor.remove(&answered_key);
                     match outcome {
-                        Ok(result) => agent.respond(id, result),
-                        Err(e) => agent.respond_error(id, e),
+                        Ok(result) => agent_answers.respond(agent_id, result),
+                        Err(e) => agent_answers.respond_error(agent_id, e),
                     };
-                });
+                };
+                match editor.request_then(&method, params, then) {
+                    Some(editor_id) => {
+                        ids.to_editor.insert(key, editor_id);
+                    }
+                    None => {
+                        drop(ids);
+                        agent.respond_error(id, RpcError::new(codes::INTERNAL_ERROR, "the editor is gone"));
+                    }
+                }
             }
         }
         None
