@@ -306,7 +306,7 @@ fn editor_hook(shared: Arc<Shared>) -> Hook {
 /// notifications to the editor.
 fn agent_hook(shared: Arc<Shared>, generation: u64) -> Hook {
     Arc::new(move |agent: &Peer, msg: Incoming| {
-        let Some(editor) = shared.editor() else { return None };
+        let editor = shared.editor()?;
         match msg {
             Incoming::Notification { method, mut params } => {
                 if method == cancel_request() {
