@@ -170,25 +170,9 @@ enum Out {
     Close(oneshot::Sender<()>),
 }
 
-/// Who gets the answer to a request this peer sent.
-enum Waiter {
-    /// A future ([`Peer::request`], [`Peer::call`]).
-    Future(oneshot::Sender<Result<Value, RpcError>>),
-    /// A function run on the reading task, in order with the messages read around the answer
-    /// ([`Peer::request_then`]).
-    Then(Box<dyn FnOnce(Result<Value, RpcError>) + Send>),
-}
-
-impl Waiter {
-    fn answer(self, outcome: Result<Value, RpcError>) {
-        match self {
-            Waiter::Future(tx) => {
-                let _ = tx.send(outcome);
-            }
-            Waiter::Then(f) => f(outcome),
-        }
-    }
-}
+/// What gets the answer to a request this peer sent: run on the reading task, in order with
+/// the messages read around the answer.
+type Waiter = Box<dyn FnOnce(Result<Value, RpcError>) + Send>;
 
 type Pending = Mutex<HashMap<String, Waiter>>;
 
@@ -227,6 +211,14 @@ struct Inner {
     pending: Pending,
     next_id: AtomicU64,
     closed: CancellationToken,
+    /// How much output waits for the writer (shared with it).
+    flow: Arc<Flow>,
+}
+
+/// Output waiting for the writer task: the writer holds this, not the peer, so that it ends
+/// when the last peer is dropped.
+#[derive(Default)]
+struct Flow {
     /// Bytes handed to the writer and not yet written.
     queued: std::sync::atomic::AtomicUsize,
     /// Signalled by the writer when `queued` falls below [`HIGH_WATER`].
@@ -367,20 +359,19 @@ impl Peer {
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
             closed: CancellationToken::new(),
-            queued: std::sync::atomic::AtomicUsize::new(0),
-            drained: tokio::sync::Notify::new(),
+            flow: Arc::default(),
         });
+        let flow = inner.flow.clone();
         let peer = Peer { inner };
-        let writing = peer.clone();
         tokio::spawn(async move {
             let mut writer = writer;
             while let Some(out) = out_rx.recv().await {
                 match out {
                     Out::Line(line) => {
                         let written = writer.write_all(line.as_bytes()).await.is_ok() && writer.flush().await.is_ok();
-                        let before = writing.inner.queued.fetch_sub(line.len(), Ordering::SeqCst);
+                        let before = flow.queued.fetch_sub(line.len(), Ordering::SeqCst);
                         if before >= HIGH_WATER && before - line.len() < HIGH_WATER {
-                            writing.inner.drained.notify_waiters();
+                            flow.drained.notify_waiters();
                         }
                         if !written {
                             tracing::debug!("json-rpc output closed");
@@ -436,7 +427,7 @@ impl Peer {
             reading.inner.closed.cancel();
             let pending: Vec<_> = reading.inner.pending.lock().drain().collect();
             for (_, waiter) in pending {
-                waiter.answer(Err(RpcError::new(codes::INTERNAL_ERROR, "the connection closed")));
+                waiter(Err(RpcError::new(codes::INTERNAL_ERROR, "the connection closed")));
             }
         });
         (peer, in_rx)
@@ -500,7 +491,7 @@ impl Peer {
                     None => Ok(msg.result),
                 };
                 match (waiter, outcome) {
-                    (Some(waiter), outcome) => waiter.answer(outcome),
+                    (Some(waiter), outcome) => waiter(outcome),
                     (None, Err(e)) => tracing::debug!(id = %id, error = %e, "error response to no pending request"),
                     (None, Ok(_)) => tracing::debug!(id = %id, "response to no pending request"),
                 }
@@ -519,11 +510,12 @@ impl Peer {
     }
 
     fn queue(&self, line: String) -> bool {
-        self.inner.queued.fetch_add(line.len(), Ordering::SeqCst);
+        let flow = &self.inner.flow;
+        flow.queued.fetch_add(line.len(), Ordering::SeqCst);
         let len = line.len();
         let sent = self.inner.out.send(Out::Line(line)).is_ok();
         if !sent {
-            self.inner.queued.fetch_sub(len, Ordering::SeqCst);
+            flow.queued.fetch_sub(len, Ordering::SeqCst);
         }
         sent
     }
@@ -532,8 +524,9 @@ impl Peer {
     /// output is closed: nothing will drain then).
     pub async fn writable(&self) {
         loop {
-            let drained = self.inner.drained.notified();
-            if self.inner.queued.load(Ordering::SeqCst) < HIGH_WATER || self.inner.out.is_closed() {
+            let flow = &self.inner.flow;
+            let drained = flow.drained.notified();
+            if flow.queued.load(Ordering::SeqCst) < HIGH_WATER || self.inner.out.is_closed() {
                 return;
             }
             tokio::select! {
@@ -578,7 +571,8 @@ impl Peer {
         })
     }
 
-    /// Sends a request; returns its id and a future of its outcome.
+    /// Sends a request; returns its id (`null` when the connection is closed) and a future of
+    /// its outcome.
     pub fn request(
         &self,
         method: &str,
@@ -587,24 +581,16 @@ impl Peer {
         Value,
         impl std::future::Future<Output = Result<Value, RpcError>> + Send + 'static,
     ) {
-        let id = Value::from(self.inner.next_id.fetch_add(1, Ordering::SeqCst));
         let (tx, rx) = oneshot::channel();
-        self.inner.pending.lock().insert(id_key(&id), Waiter::Future(tx));
-        let sent = !self.inner.closed.is_cancelled()
-            && self.write(&WireOut {
-                id: Some(&id),
-                method: Some(method),
-                params: Some(&params),
-                ..WireOut::EMPTY
-            });
+        let id = self.request_then(method, params, move |outcome| {
+            let _ = tx.send(outcome);
+        });
+        // not sent: the handler (and `tx` with it) is dropped, and the future says so
         let fut = async move {
-            if !sent {
-                return Err(RpcError::new(codes::INTERNAL_ERROR, "the connection is closed"));
-            }
             rx.await
-                .unwrap_or_else(|_| Err(RpcError::new(codes::INTERNAL_ERROR, "the connection closed")))
+                .unwrap_or_else(|_| Err(RpcError::new(codes::INTERNAL_ERROR, "the connection is closed")))
         };
-        (id, fut)
+        (id.unwrap_or(Value::Null), fut)
     }
 
     /// Sends a request whose answer goes to `then`, run on the reading task in the order the
@@ -621,10 +607,7 @@ impl Peer {
             return None;
         }
         let id = Value::from(self.inner.next_id.fetch_add(1, Ordering::SeqCst));
-        self.inner
-            .pending
-            .lock()
-            .insert(id_key(&id), Waiter::Then(Box::new(then)));
+        self.inner.pending.lock().insert(id_key(&id), Box::new(then));
         // closed meanwhile: the reader may have answered the pending requests before this
         // one was added; whoever takes it back from the map answers it
         let sent = !self.inner.closed.is_cancelled()

@@ -1,6 +1,6 @@
 //! The transparent ACP hop ([`e2a_gateway::bindings::acp::AcpRelay`], `e2a acp --agent acp:CMD`):
 //! an editor (this test, over an in-memory pipe) and an ACP agent program
-//! (`data/mirror_acp_agent.py`, which answers with what reached it) see each other as if
+//! (`clients/data/mirror_acp_agent.py`, which answers with what reached it) see each other as if
 //! nothing stood between them.
 
 use std::sync::Arc;
@@ -27,7 +27,7 @@ impl Editor {
     /// An editor talking to `e2a acp --agent acp:python3 mirror_acp_agent.py` (in process).
     fn start() -> Editor {
         let dir = tempfile::tempdir().unwrap();
-        let agent = format!("{}/tests/data/mirror_acp_agent.py", env!("CARGO_MANIFEST_DIR"));
+        let agent = format!("{}/tests/clients/data/mirror_acp_agent.py", env!("CARGO_MANIFEST_DIR"));
         let mut config = AcpProcessConfig::new(vec!["python3".into(), agent]);
         config.env = vec!["MIRROR_LOG".into(), "MIRROR_STARTS".into()];
         // SAFETY: every test of this file sets the same two names to its own files before its

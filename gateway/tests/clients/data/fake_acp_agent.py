@@ -11,37 +11,11 @@ The prompt text selects what it does:
 Every process start appends a line to $FAKE_ACP_COUNTER (when set).
 """
 import json
-import os
 import sys
 
-if os.environ.get("FAKE_ACP_COUNTER"):
-    with open(os.environ["FAKE_ACP_COUNTER"], "a") as f:
-        f.write("start\n")
+from acp_lines import count_start, recv, request, say, send
 
-
-def send(m):
-    sys.stdout.write(json.dumps(m) + "\n")
-    sys.stdout.flush()
-
-
-def recv():
-    line = sys.stdin.readline()
-    if not line:
-        sys.exit(0)
-    return json.loads(line)
-
-
-def request(rid, method, params):
-    send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-    while True:
-        m = recv()
-        if m.get("id") == rid and "method" not in m:
-            return m
-
-
-def say(sid, text):
-    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid,
-          "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
+count_start("FAKE_ACP_COUNTER")
 
 
 sessions = 0

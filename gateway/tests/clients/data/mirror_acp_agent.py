@@ -21,40 +21,11 @@ import json
 import os
 import sys
 
-if os.environ.get("MIRROR_STARTS"):
-    with open(os.environ["MIRROR_STARTS"], "a") as f:
-        f.write("start\n")
+import acp_lines
+from acp_lines import count_start, recv, request, say, send, update
 
-
-def send(m):
-    sys.stdout.write(json.dumps(m) + "\n")
-    sys.stdout.flush()
-
-
-def recv():
-    line = sys.stdin.readline()
-    if not line:
-        sys.exit(0)
-    if os.environ.get("MIRROR_LOG"):
-        with open(os.environ["MIRROR_LOG"], "a") as f:
-            f.write(line)
-    return json.loads(line)
-
-
-def request(rid, method, params):
-    send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-    while True:
-        m = recv()
-        if m.get("id") == rid and "method" not in m:
-            return m
-
-
-def update(sid, u):
-    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": u}})
-
-
-def say(sid, text):
-    update(sid, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+count_start("MIRROR_STARTS")
+acp_lines.LOG = os.environ.get("MIRROR_LOG")
 
 
 sessions = 0
