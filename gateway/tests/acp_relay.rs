@@ -331,3 +331,70 @@ async fn wait_for(mut ready: impl FnMut() -> bool) {
     }
     panic!("timed out");
 }
+
+#[tokio::test]
+async fn an_editor_that_does_not_read_pauses_the_agent() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let _one = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let flooded = dir.path().join("flooded");
+    let agent = format!("{}/tests/clients/data/mirror_acp_agent.py", env!("CARGO_MANIFEST_DIR"));
+    let mut config = AcpProcessConfig::new(vec!["python3".into(), agent]);
+    config.env = vec!["MIRROR_FLOODED".into()];
+    // SAFETY: set before the relay starts its agent, which reads it; tests of this file run one
+    // at a time
+    unsafe { std::env::set_var("MIRROR_FLOODED", &flooded) };
+    let (mut editor_out, relay_in) = tokio::io::duplex(1 << 16);
+    let (relay_out, editor_in) = tokio::io::duplex(1 << 16);
+    tokio::spawn(AcpRelay::new(config).unwrap().serve(relay_in, relay_out));
+    let mut lines = tokio::io::BufReader::new(editor_in).lines();
+    let mut send = async |m: Value| editor_out.write_all(format!("{m}\n").as_bytes()).await.unwrap();
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})).await;
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/w", "mcpServers": []}})).await;
+    let mut sid = String::new();
+    while sid.is_empty() {
+        let m: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        if m["id"] == 2 {
+            sid = m["result"]["sessionId"].as_str().unwrap().to_string();
+        }
+    }
+    // 200,000 chunks (~30 MB of JSON) while the editor reads nothing: the agent is held back
+    // once a few MiB wait for the editor, and stays so (its progress stops)
+    let n = 200_000;
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": prompt(&sid, &format!("flood {n}"))}))
+        .await;
+    let said = || {
+        std::fs::read_to_string(&flooded)
+            .ok()
+            .and_then(|t| t.trim().parse::<usize>().ok())
+            .unwrap_or(0)
+    };
+    let mut last = usize::MAX;
+    for _ in 0..120 {
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let now = said();
+        if now == last || now == n {
+            break;
+        }
+        last = now;
+    }
+    let held = said();
+    assert!(
+        held > 0 && held < n / 2,
+        "the agent said {held} of {n} chunks although the editor read nothing"
+    );
+    // the editor reads: every chunk arrives, then the answer
+    let mut chunks = 0;
+    loop {
+        let m: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        if m["id"] == 3 {
+            assert_eq!(m["result"]["stopReason"], "end_turn");
+            break;
+        }
+        if m["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+            chunks += 1;
+        }
+    }
+    assert_eq!(chunks, n);
+    assert_eq!(said(), n);
+}

@@ -13,6 +13,7 @@ to $MIRROR_STARTS (when set).
     secret    says a text with a bearer token in it
     noise     writes a line that is not JSON to stdout, then says "after noise"
     crash     exits with status 3 in the middle of the turn
+    flood N   says N chunks of 80 bytes, writing how many it has said to $MIRROR_FLOODED every 1,000
     slow      says "tick" and waits: session/cancel ends the turn with stopReason cancelled,
               $/cancel_request of the prompt's id answers it with error -32800
     else      says "mirror: <text>"
@@ -73,6 +74,13 @@ while True:
         elif text == "crash":
             say(sid, "about to crash")
             sys.exit(3)
+        elif text.startswith("flood "):
+            n = int(text.split()[1])
+            for i in range(1, n + 1):
+                say(sid, "x" * 80)
+                if i % 1000 == 0 or i == n:
+                    with open(os.environ["MIRROR_FLOODED"], "w") as f:
+                        f.write(str(i))
         elif text == "slow":
             say(sid, "tick")
             while True:
