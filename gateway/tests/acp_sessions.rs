@@ -468,3 +468,21 @@ async fn stores_keep_sessions_the_same_way() {
     session_contract(&MemoryStore::new()).await;
     session_contract(&SqliteStore::in_memory().unwrap()).await;
 }
+
+#[tokio::test]
+async fn a_prompts_trace_names_the_turn() {
+    let c = start(Some("4"));
+    c.init(json!({})).await;
+    let (sid, _) = c.new_session(json!([])).await;
+    let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    c.call(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}], "_meta": {"traceparent": traceparent}}),
+    )
+    .await
+    .unwrap();
+    let seen = c.seen.lock().last().unwrap().correlation_id.clone();
+    assert_eq!(seen.as_deref(), Some("4bf92f3577b34da6a3ce929d0e0e4736"));
+    c.prompt(&sid, "no trace").await.unwrap();
+    assert_eq!(c.seen.lock().last().unwrap().correlation_id, None);
+}

@@ -188,7 +188,13 @@ impl A2aRemoteAgent {
         Ok(Interface { url })
     }
 
-    async fn post(&self, url: &str, body: String, stream: bool) -> Result<reqwest::Response, String> {
+    async fn post(
+        &self,
+        url: &str,
+        body: String,
+        stream: bool,
+        trace: Option<&str>,
+    ) -> Result<reqwest::Response, String> {
         let mut req = self
             .client
             .post(url)
@@ -206,6 +212,10 @@ impl A2aRemoteAgent {
         if let Some(t) = self.token_for(url) {
             req = req.bearer_auth(t.expose());
         }
+        // the trace goes on to the next hop
+        for (name, value) in trace.map(crate::web::trace::outgoing).unwrap_or_default() {
+            req = req.header(name, value);
+        }
         req.send()
             .await
             .map_err(|e| format!("the remote agent is unreachable: {}", e.without_url()))
@@ -216,7 +226,7 @@ impl A2aRemoteAgent {
         let this = self.clone();
         tokio::spawn(async move {
             let body = call(A2aOperation::CancelTask, &TaskIdParams { id: &remote_task });
-            match this.post(&url, body, false).await {
+            match this.post(&url, body, false, None).await {
                 Ok(r) => tracing::info!(
                     status = r.status().as_u16(),
                     "cancel propagated to the remote A2A agent"
@@ -445,7 +455,7 @@ impl A2aRemoteAgent {
             _ = ctx.cancel.cancelled() => {
                 return Err((ErrorKind::Cancelled, "the run was cancelled".into(), Map::new()));
             }
-            r = self.post(&interface.url, body, true) => r,
+            r = self.post(&interface.url, body, true, request.correlation_id.as_deref()) => r,
         };
         let resp = sent.map_err(|e| (ErrorKind::AgentError, e, Map::new()))?;
         let status = resp.status();

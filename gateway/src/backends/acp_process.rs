@@ -493,7 +493,15 @@ impl Agent for AcpProcessAgent {
                 }
             };
             let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
-            let prompt = json!({"sessionId": sid, "prompt": prompt_blocks(&request)});
+            let mut prompt = json!({"sessionId": sid, "prompt": prompt_blocks(&request)});
+            // the trace goes on to the agent, in _meta
+            if let Some(cid) = request.correlation_id.as_deref() {
+                let meta: Map<String, Value> = crate::web::trace::outgoing(cid)
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v.into()))
+                    .collect();
+                prompt["_meta"] = Value::Object(meta);
+            }
             // the turn runs on its own: it holds the session until the agent has answered,
             // even when the run is dropped after a cancel
             let cancel: CancellationToken = ctx.cancel.clone();

@@ -158,6 +158,10 @@ impl Agent for E2aRemoteAgent {
             if let Some(t) = &this.token {
                 post = post.bearer_auth(t.expose());
             }
+            // the trace goes on to the next hop
+            for (name, value) in sent.correlation_id.as_deref().map(crate::web::trace::outgoing).unwrap_or_default() {
+                post = post.header(name, value);
+            }
             let sent = tokio::select! {
                 _ = ctx.cancel.cancelled() => return,
                 r = post.send() => r,

@@ -212,6 +212,10 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
     let resume_after = last_event_id::read(&headers)?;
     let input = body::read(&headers, body, &shared.config).await?.value()?;
     let mut request = e2a::agui::envelope_from_run_input(&input).map_err(|e| Problem::from_read_error(&e))?;
+    crate::web::trace::correlate(
+        &mut request,
+        crate::web::trace::TraceContext::from_headers(&headers).trace_id,
+    );
     let ids = RunIds {
         thread: (caller.subject.clone(), request.session_id.clone().unwrap_or_default()),
         run_id: request.request_id.clone().unwrap_or_default(),

@@ -5,6 +5,8 @@
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
+
+use crate::web::trace::{self, TraceContext};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
@@ -198,6 +200,7 @@ async fn send_request(
     let mut request = E2AEnvelope::read(body.text(), &e2a::ReadOptions::lenient().with_limits(limits))
         .map_err(|e| Problem::from_read_error(&e))?
         .value;
+    trace::correlate(&mut request, TraceContext::from_headers(&headers).trace_id);
 
     if let Some(after) = resume {
         let Some(id) = request.request_id.clone() else {

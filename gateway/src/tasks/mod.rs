@@ -149,6 +149,9 @@ pub struct SendParams {
     pub headers: A2aHeaders,
     /// Who sent it.
     pub caller: Caller,
+    /// The trace the request belongs to (its `traceparent` or `X-Trace-ID`): the envelope's
+    /// `correlation_id` when the message names none.
+    pub trace_id: Option<String>,
 }
 
 impl TaskService {

@@ -80,12 +80,14 @@ impl TaskService {
             params,
             headers,
             caller,
+            trace_id,
         } = p;
         let Decoded {
             mut env,
             message,
             return_immediately,
         } = decode_send(&self.config, streaming, id, params, &headers)?;
+        crate::web::trace::correlate(&mut env, trace_id);
         // an existing task (a paused one, answered) or a new one
         let existing = match env.task_id.clone() {
             Some(id) => Some(self.answerable(&id, env.context_id.as_deref(), &caller).await?),

@@ -108,11 +108,14 @@ impl Auth {
 /// The authentication of every binding, as a route layer on `router`: a request with a valid
 /// token (or any request, without authentication) goes on with its [`Caller`] in the
 /// request's extensions; any other is answered `401` (problem+json with `WWW-Authenticate`).
+/// Around it, the trace context layer ([`crate::web::trace`]) echoes `X-Trace-ID`.
 pub(crate) fn require<S>(router: axum::Router<S>, auth: &Auth) -> axum::Router<S>
 where
     S: Clone + Send + Sync + 'static,
 {
-    router.route_layer(axum::middleware::from_fn_with_state(auth.clone(), authenticate))
+    router
+        .route_layer(axum::middleware::from_fn_with_state(auth.clone(), authenticate))
+        .route_layer(axum::middleware::from_fn(crate::web::trace::layer))
 }
 
 async fn authenticate(

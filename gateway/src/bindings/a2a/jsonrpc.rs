@@ -157,6 +157,7 @@ async fn dispatch(
                 params,
                 headers: a2a,
                 caller: caller.clone(),
+                trace_id: crate::web::trace::TraceContext::from_headers(headers).trace_id,
             };
             if op == A2aOperation::SendStreamingMessage {
                 return Ok(stream(state.send_streaming(send).await?));

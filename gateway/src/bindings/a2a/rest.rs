@@ -109,6 +109,7 @@ async fn send_params(
         params,
         headers: a2a,
         caller,
+        trace_id: crate::web::trace::TraceContext::from_headers(headers).trace_id,
     })
 }
 

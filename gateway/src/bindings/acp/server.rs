@@ -932,6 +932,7 @@ fn turn_request(session: &Session, sid: &str, id: &Value, p: Map<String, Value>)
             "update": {"sessionUpdate": "user_message_chunk", "content": block}}}),
         );
     }
+    let trace = crate::web::trace::TraceContext::from_meta(p.get("_meta"));
     let mut ingress = JsonRpcIngress::new(Method::SessionPrompt.as_str(), p);
     ingress.jsonrpc_id = e2a::acp::jsonrpc_id_from_value(id);
     ingress.session_id = Some(sid.to_string());
@@ -940,6 +941,8 @@ fn turn_request(session: &Session, sid: &str, id: &Value, p: Map<String, Value>)
     if request.request_id.is_none() {
         request.request_id = Some(e2a::stream::new_id());
     }
+    // the editor's trace (`_meta.traceparent` or `x-trace-id`) names the turn
+    crate::web::trace::correlate(&mut request, trace.trace_id);
     let paused = session.paused_task.lock().take();
     request.task_id = Some(paused.unwrap_or_else(|| format!("task_{}", uuid::Uuid::new_v4().simple())));
     // what the editor set up for the session, for the agent to honour
