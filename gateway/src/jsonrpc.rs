@@ -195,12 +195,15 @@ pub struct PeerOptions {
     /// the first and then at most one summary every [`QUIET_LOG_EVERY`]. For the side that
     /// faces an agent process, whose stray output must not start an exchange of errors.
     pub quiet: bool,
-    /// Read the next line only once this other peer's output queue is below [`HIGH_WATER`]
-    /// bytes: a relay's reading side waits for the side it forwards to (backpressure).
-    pub paced_by: Option<Peer>,
+    /// Awaited before each line is read: a reader that forwards what it reads waits for the
+    /// side it forwards to (backpressure), e.g. [`Peer::writable`] of that side.
+    pub pace: Option<Pace>,
 }
 
-/// Bytes queued for output above which a peer that paces its reading on this one waits.
+/// What a reading peer awaits before each line ([`PeerOptions::pace`]).
+pub type Pace = Arc<dyn Fn() -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
+
+/// Bytes queued for output above which [`Peer::writable`] waits.
 pub const HIGH_WATER: usize = 4 * 1024 * 1024;
 
 /// How often a quiet peer logs a summary of the unreadable lines it skipped.
@@ -389,14 +392,14 @@ impl Peer {
         });
         let reading = peer.clone();
         tokio::spawn(async move {
-            let PeerOptions { hook, quiet, paced_by } = options;
+            let PeerOptions { hook, quiet, pace } = options;
             let mut bad = BadLines::default();
             let mut reader = BufReader::new(reader);
             let mut line = Vec::new();
             loop {
                 line.clear();
-                if let Some(p) = &paced_by {
-                    p.writable().await;
+                if let Some(pace) = &pace {
+                    pace().await;
                 }
                 match read_line(&mut reader, &mut line).await {
                     Ok(Line::End) => break,

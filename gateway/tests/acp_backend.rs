@@ -432,3 +432,49 @@ async fn an_acp_agent_does_not_inherit_the_gateways_credentials() {
     }
     assert!(!env.contains("gateway-secret"));
 }
+
+#[tokio::test]
+async fn a_run_that_does_not_keep_up_holds_the_agent_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let progress = dir.path().join("said");
+    let mirror = format!("{}/tests/clients/data/mirror_acp_agent.py", env!("CARGO_MANIFEST_DIR"));
+    let shell = format!("MIRROR_FLOODED='{}' exec python3 '{mirror}'", progress.display());
+    let a = agent(vec!["sh".into(), "-c".into(), shell], &[], false);
+    let n = 200_000;
+    let mut frames = a.run(
+        request(&format!("flood {n}"), Some("s-flood")),
+        RequestContext::new(Caller::anonymous(), None),
+    );
+    // the run starts (its first frame), then its reader stops taking frames
+    let first = tokio::time::timeout(Duration::from_secs(30), frames.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!first.is_final);
+    let said = || {
+        std::fs::read_to_string(&progress)
+            .ok()
+            .and_then(|t| t.trim().parse::<usize>().ok())
+            .unwrap_or(0)
+    };
+    let mut last = usize::MAX;
+    for _ in 0..120 {
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let now = said();
+        if now == last || now == n {
+            break;
+        }
+        last = now;
+    }
+    let held = said();
+    assert!(
+        held < n / 2,
+        "the agent said {held} of {n} chunks although the run took one frame"
+    );
+    // the run takes the rest: every chunk arrives, and the agent finishes
+    let rest = tokio::time::timeout(Duration::from_secs(120), frames.collect::<Vec<_>>())
+        .await
+        .unwrap();
+    assert_eq!(rest.last().map(|f| f.is_final), Some(true));
+    assert_eq!(said(), n);
+}

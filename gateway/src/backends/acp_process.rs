@@ -14,6 +14,8 @@
 //!   `session/cancel`; the turn keeps its session locked until the agent has answered.
 //! - An agent that exits ends its running turns with an `e2a.error` final frame and is
 //!   started again on the next request.
+//! - A run that does not keep up holds the agent back: past [`MAX_BACKLOG`] updates waiting
+//!   for their runs, the agent's output is not read until they are taken.
 //! - `session/request_permission` follows a [`PermissionPolicy`]: denied unless allowed by
 //!   the `approve` list, every decision logged. `fs/*` and `terminal/*` client methods are
 //!   declined unless enabled.
@@ -35,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
 use crate::backends::request_text;
-use crate::jsonrpc::{codes, Hook, Incoming, Peer, PeerOptions, RpcError};
+use crate::jsonrpc::{codes, Hook, Incoming, Pace, Peer, PeerOptions, RpcError};
 use crate::pipeline::boundary::details;
 
 /// Which permission requests of the backend agent may be allowed.
@@ -174,7 +176,51 @@ pub const AGENT_ENV: &[&str] = &[
 /// directories).
 pub const AGENT_ENV_PREFIXES: &[&str] = &["LC_", "XDG_"];
 
-type Routes = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Value>>>>;
+type Routes = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Counted>>>>;
+
+/// Most `session/update`s of an agent routed to its runs and not yet taken by them: past it
+/// the agent's output is not read (the agent waits) until a run takes some.
+pub const MAX_BACKLOG: usize = 1024;
+
+/// The updates of one agent process waiting for their runs.
+#[derive(Default)]
+struct Backlog {
+    waiting: std::sync::atomic::AtomicUsize,
+    taken: tokio::sync::Notify,
+}
+
+impl Backlog {
+    /// Waits until fewer than [`MAX_BACKLOG`] updates wait.
+    async fn room(&self) {
+        loop {
+            let taken = self.taken.notified();
+            if self.waiting.load(std::sync::atomic::Ordering::SeqCst) < MAX_BACKLOG {
+                return;
+            }
+            taken.await;
+        }
+    }
+}
+
+/// An update on its way to its run, counted in the [`Backlog`] until it is dropped (taken by
+/// the run, or dropped with a run that ended).
+struct Counted(Value, Arc<Backlog>);
+
+impl Counted {
+    fn new(update: Value, backlog: &Arc<Backlog>) -> Self {
+        backlog.waiting.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Counted(update, backlog.clone())
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        // only the update that makes room wakes the reader
+        if self.1.waiting.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) >= MAX_BACKLOG {
+            self.1.taken.notify_waiters();
+        }
+    }
+}
 
 struct Conn {
     child: tokio::process::Child,
@@ -208,7 +254,7 @@ impl std::fmt::Debug for AcpProcessAgent {
 }
 
 enum Event {
-    Update(Value),
+    Update(Counted),
     Done(Result<Value, RpcError>),
 }
 
@@ -244,6 +290,8 @@ impl AcpProcessAgent {
         let (child, stdin, stdout) = self.config.spawn()?;
         let routes: Routes = Arc::default();
         let routing = routes.clone();
+        let backlog: Arc<Backlog> = Arc::default();
+        let counting = backlog.clone();
         // session/updates are routed on the reading task, so that every update of a turn is
         // routed before the turn's response completes it
         let hook: Hook = Arc::new(move |_: &Peer, msg: Incoming| {
@@ -256,17 +304,23 @@ impl AcpProcessAgent {
             let sid = params.get("sessionId").and_then(Value::as_str).unwrap_or("");
             match routing.lock().get(sid).cloned() {
                 Some(tx) => {
-                    let _ = tx.send(params.get("update").cloned().unwrap_or(Value::Null));
+                    let update = params.get("update").cloned().unwrap_or(Value::Null);
+                    let _ = tx.send(Counted::new(update, &counting));
                 }
                 None => tracing::debug!(session = sid, "session/update outside a turn"),
             }
             None
         });
-        // the agent's stray output is logged, never answered (no exchange of errors)
+        // the agent's stray output is logged, never answered (no exchange of errors); its
+        // output is read while its runs keep up
+        let pace: Pace = Arc::new(move || {
+            let backlog = backlog.clone();
+            Box::pin(async move { backlog.room().await })
+        });
         let options = PeerOptions {
             hook: Some(hook),
             quiet: true,
-            paced_by: None,
+            pace: Some(pace),
         };
         let (peer, incoming) = Peer::start_with(stdout, stdin, options);
         tokio::spawn(serve_client_side(peer.clone(), incoming, self.config.clone()));
@@ -507,7 +561,7 @@ impl Agent for AcpProcessAgent {
             let cancel: CancellationToken = ctx.cancel.clone();
             tokio::spawn(async move {
                 let _turn = turn.lock().await;
-                let (utx, mut urx) = mpsc::unbounded_channel::<Value>();
+                let (utx, mut urx) = mpsc::unbounded_channel::<Counted>();
                 routes.lock().insert(sid.clone(), utx);
                 let (_, answer) = peer.request(Method::SessionPrompt.as_str(), prompt);
                 tokio::pin!(answer);
@@ -534,7 +588,7 @@ impl Agent for AcpProcessAgent {
             while let Some(event) = rx.recv().await {
                 match event {
                     Event::Update(u) => {
-                        if let Some(f) = e2a::acp::inbound::frame_of_update(&mut s, &u, &mut text) {
+                        if let Some(f) = e2a::acp::inbound::frame_of_update(&mut s, &u.0, &mut text) {
                             yield f;
                         }
                     }

@@ -37,7 +37,7 @@ use e2a::acp::{envelope_from_jsonrpc, envelope_to_jsonrpc_call, jsonrpc_id_from_
 use e2a::types::{AcpClientToAgentMethod as Method, AcpMethodBeyondReference as Beyond};
 
 use crate::backends::AcpProcessConfig;
-use crate::jsonrpc::{codes, Hook, Incoming, Peer, PeerOptions, RpcError};
+use crate::jsonrpc::{codes, Hook, Incoming, Pace, Peer, PeerOptions, RpcError};
 
 /// The JSON-RPC notification that cancels one request (`$/cancel_request`).
 fn cancel_request() -> &'static str {
@@ -261,7 +261,12 @@ impl AcpRelay {
             // stray output of the agent is logged, never answered
             quiet: true,
             // a slow editor pauses the reading of the agent's output
-            paced_by: shared.editor().cloned(),
+            pace: shared.editor().cloned().map(|editor| -> Pace {
+                Arc::new(move || {
+                    let editor = editor.clone();
+                    Box::pin(async move { editor.writable().await })
+                })
+            }),
         };
         let (peer, mut rest) = Peer::start_with(stdout, stdin, options);
         // the hook takes every request and notification: nothing else arrives here
