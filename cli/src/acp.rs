@@ -82,8 +82,50 @@ fn open_store(args: &AcpArgs) -> Result<Arc<dyn TaskStore>, String> {
     match spec {
         StoreSpec::Memory => Ok(Arc::new(MemoryStore::new())),
         StoreSpec::Sqlite(path) => Ok(Arc::new(SqliteStore::open(&path).map_err(|e| e.to_string())?)),
-        StoreSpec::Postgres(_) => Err("--store: e2a acp keeps its sessions in memory or sqlite:PATH".into()),
+        StoreSpec::Postgres(_) => {
+            Err("--store: ACP sessions are kept in memory or sqlite:PATH, not in PostgreSQL".into())
+        }
     }
+}
+
+/// What `e2a acp` runs: the transparent hop to an ACP agent, or the ACP server in front of
+/// any other agent.
+enum Front {
+    Relay(AcpRelay),
+    Server(Arc<AcpServer>),
+}
+
+/// The front `args` ask for, or why it cannot run.
+fn front(args: &AcpArgs) -> Result<Front, String> {
+    if let Ok(AgentSpec::Acp(command)) = args.agent.parse::<AgentSpec>() {
+        if !args.backend.approve.is_empty() || args.backend.allow_fs {
+            return Err(
+                "--approve and --allow-fs do not apply to an ACP agent behind `e2a acp`: \
+                        its permission and file requests go to the editor"
+                    .into(),
+            );
+        }
+        if !args.modes.is_empty() || !args.config_options.is_empty() || args.store.is_some() {
+            return Err(
+                "--mode, --config-option and --store do not apply to an ACP agent: it declares \
+                        its own modes and keeps its own sessions"
+                    .into(),
+            );
+        }
+        let options = crate::agent::options(None, &args.backend)?;
+        return AcpRelay::new(options.acp_process(&command)).map(Front::Relay);
+    }
+    let agent = crate::agent::agent(&args.agent, args.agent_token_file.as_ref(), &args.backend)?;
+    let config = AcpServerConfig {
+        modes: args.modes.clone(),
+        config_options: args.config_options.clone(),
+        history: HistoryLimits {
+            messages: args.history_messages,
+            text_bytes: args.history_text_bytes,
+        },
+        ..AcpServerConfig::default()
+    };
+    AcpServer::with_store(agent, config, open_store(args)?).map(Front::Server)
 }
 
 /// Serves ACP on stdin/stdout until the client closes stdin. Logs go to stderr.
@@ -96,51 +138,6 @@ pub fn run(args: &AcpArgs) -> u8 {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .try_init();
-    let relay = match args.agent.parse::<AgentSpec>() {
-        Ok(AgentSpec::Acp(command)) => {
-            if !args.backend.approve.is_empty() || args.backend.allow_fs {
-                eprintln!(
-                    "e2a acp: --approve and --allow-fs do not apply to an ACP agent behind `e2a acp`: \
-                     its permission and file requests go to the editor"
-                );
-                return 2;
-            }
-            if !args.modes.is_empty() || !args.config_options.is_empty() || args.store.is_some() {
-                eprintln!(
-                    "e2a acp: --mode, --config-option and --store do not apply to an ACP agent: it declares its own \
-                     modes and keeps its own sessions"
-                );
-                return 2;
-            }
-            let options = match crate::agent::options(None, &args.backend) {
-                Ok(o) => o,
-                Err(e) => {
-                    eprintln!("e2a acp: {e}");
-                    return 2;
-                }
-            };
-            match AcpRelay::new(options.acp_process(&command)) {
-                Ok(r) => Some(r),
-                Err(e) => {
-                    eprintln!("e2a acp: {e}");
-                    return 2;
-                }
-            }
-        }
-        _ => None,
-    };
-    let agent = match relay {
-        Some(_) => None,
-        None => match crate::agent::agent(&args.agent, args.agent_token_file.as_ref(), &args.backend)
-            .and_then(|agent| Ok((agent, open_store(args)?)))
-        {
-            Ok(a) => Some(a),
-            Err(e) => {
-                eprintln!("e2a acp: {e}");
-                return 2;
-            }
-        },
-    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -148,25 +145,18 @@ pub fn run(args: &AcpArgs) -> u8 {
             return 2;
         }
     };
+    // built inside the runtime: the agents and stores may start tasks
+    let front = match runtime.block_on(async { front(args) }) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("e2a acp: {e}");
+            return 2;
+        }
+    };
     runtime.block_on(async move {
-        match (relay, agent) {
-            (Some(relay), _) => relay.serve(tokio::io::stdin(), tokio::io::stdout()).await,
-            (None, Some((agent, store))) => {
-                let config = AcpServerConfig {
-                    modes: args.modes.clone(),
-                    config_options: args.config_options.clone(),
-                    history: HistoryLimits {
-                        messages: args.history_messages,
-                        text_bytes: args.history_text_bytes,
-                    },
-                    ..AcpServerConfig::default()
-                };
-                match AcpServer::with_store(agent, config, store) {
-                    Ok(server) => server.serve(tokio::io::stdin(), tokio::io::stdout()).await,
-                    Err(e) => eprintln!("e2a acp: {e}"),
-                }
-            }
-            (None, None) => {}
+        match front {
+            Front::Relay(relay) => relay.serve(tokio::io::stdin(), tokio::io::stdout()).await,
+            Front::Server(server) => server.serve(tokio::io::stdin(), tokio::io::stdout()).await,
         }
     });
     // a still-blocked stdin reader must not keep the process alive
