@@ -244,3 +244,20 @@ fn completions_and_help() {
         assert!(out.contains("Example"), "{sub} --help has examples");
     }
 }
+
+#[test]
+fn acp_refuses_what_its_agent_cannot_use() {
+    let refused = [
+        vec!["acp", "--agent", "acp:some-agent --stdio", "--approve", "*"],
+        vec!["acp", "--agent", "acp:some-agent --stdio", "--mode", "code"],
+        vec!["acp", "--agent", "acp:some-agent --stdio", "--store", "memory"],
+        vec!["acp", "--agent", "echo", "--store", "postgres://e2a@127.0.0.1/e2a"],
+        vec!["acp", "--agent", "echo", "--config-option", "model="],
+    ];
+    for args in refused {
+        let (code, out, err) = stdout(e2a().args(&args).write_stdin(""));
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: stdout is for protocol frames only: {out}");
+        assert!(!err.trim().is_empty(), "{args:?}: no reason given");
+    }
+}
