@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Checks that e2a is publishable and usable from outside this workspace:
-#   1. the packaged crates hold what they need (e2a: build.rs, schema/*.json, README.md, src/);
-#   2. `cargo publish --dry-run -p e2a-codegen -p e2a`: both crates are packaged in workspace
-#      order and each is built from its .crate file alone, e2a against the packaged e2a-codegen
-#      (cargo's multi-package publish resolves the local build-dependency; e2a-codegen is not on
-#      crates.io). `cargo publish` asks the registry even in a dry run, so with
+# Checks that the four crates are publishable and e2a usable from outside this workspace:
+#   1. the packaged crates hold what they need (e2a: build.rs, schema/*.json, README.md, src/;
+#      e2a-gateway: src/, examples/, README.md and not its test suites; e2a-cli: src/);
+#   2. `cargo publish --dry-run -p e2a-codegen -p e2a -p e2a-gateway -p e2a-cli`: the crates are
+#      packaged in workspace order and each is built from its .crate file alone, against the
+#      packaged crates before it (cargo's multi-package publish resolves the local dependencies;
+#      none of them is on crates.io). `cargo publish` asks the registry even in a dry run, so with
 #      CARGO_NET_OFFLINE=true the same packaging and verification runs as `cargo package`;
 #   3. a new crate in a temp dir, outside the workspace, depends on `e2a` by path and builds and
 #      runs the README quick start (the first ```rust block of README.md, extracted here so the
@@ -19,7 +20,7 @@ cd "$root"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/e2a-publish-check.XXXXXX")"
 # To verify e2a, cargo unpacks the packaged e2a-codegen from a temporary local registry under the
 # target dir into $CARGO_HOME/registry/src/<hash of that registry's path>/. Remove what this run
-# added there (directories that hold nothing but e2a-codegen, which is not on crates.io).
+# added there (directories that hold nothing but the e2a crates, which are not on crates.io).
 registry_src="${CARGO_HOME:-$HOME/.cargo}/registry/src"
 mkdir -p "$registry_src"
 ls -1 "$registry_src" >"$tmp/registry-src.before"
@@ -28,7 +29,7 @@ cleanup() {
     for d in "$registry_src"/*/; do
         d="${d%/}"
         if ! grep -qxF -- "$(basename "$d")" "$tmp/registry-src.before" &&
-            [ -z "$(find "$d" -mindepth 1 -maxdepth 1 ! -name 'e2a-codegen-*' -print -quit)" ]; then
+            [ -z "$(find "$d" -mindepth 1 -maxdepth 1 ! -name 'e2a-*' -print -quit)" ]; then
             rm -rf "$d"
         fi
     done
@@ -54,7 +55,7 @@ offline=false
 case "${CARGO_NET_OFFLINE:-}" in true | 1 | yes) offline=true ;; esac
 
 # Local edits are what is checked: a clean tree (CI) and a working copy alike.
-pkg_flags=(--allow-dirty --locked -p e2a-codegen -p e2a)
+pkg_flags=(--allow-dirty --locked -p e2a-codegen -p e2a -p e2a-gateway -p e2a-cli)
 
 echo "== publish-check: package contents"
 cargo package --list --allow-dirty -p e2a >"$tmp/e2a.list"
@@ -74,8 +75,25 @@ for f in Cargo.toml src/lib.rs; do
         missing=1
     fi
 done
+cargo package --list --allow-dirty -p e2a-gateway >"$tmp/gateway.list"
+cargo package --list --allow-dirty -p e2a-cli >"$tmp/cli.list"
+for f in Cargo.toml README.md src/lib.rs examples/axum_mount.rs; do
+    if ! grep -qxF "$f" "$tmp/gateway.list"; then
+        echo "publish-check: the e2a-gateway package lacks $f" >&2
+        missing=1
+    fi
+done
+if grep -q '^tests/' "$tmp/gateway.list"; then
+    echo "publish-check: the e2a-gateway package holds its test suites (node_modules, venvs…): see include" >&2
+    missing=1
+fi
+if ! grep -qxF src/main.rs "$tmp/cli.list"; then
+    echo "publish-check: the e2a-cli package lacks src/main.rs" >&2
+    missing=1
+fi
 [ "$missing" = 0 ]
-echo "e2a: $(wc -l <"$tmp/e2a.list") files (${#need[@]} required present); e2a-codegen: $(wc -l <"$tmp/codegen.list") files"
+echo "e2a: $(wc -l <"$tmp/e2a.list") files (${#need[@]} required present); e2a-codegen: $(wc -l <"$tmp/codegen.list") files;" \
+    "e2a-gateway: $(wc -l <"$tmp/gateway.list") files; e2a-cli: $(wc -l <"$tmp/cli.list") files"
 
 if [ "$offline" = true ]; then
     echo "== publish-check: cargo package ${pkg_flags[*]} (offline: publish --dry-run needs the registry)"
