@@ -200,3 +200,43 @@ async fn one_trace_id_follows_a_request_across_a2a_e2a_and_acp_hops() {
         "{meta}"
     );
 }
+
+/// Captures what the gateway logs.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn request_logs_hold_the_path_not_the_query_string() {
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .finish();
+    // this runtime has one thread: the server's spans are all recorded here
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let (agent, _) = recording();
+    let s = serve(agent).await;
+    let resp = reqwest::Client::new()
+        .post(format!("{}/v1/e2a/requests?api_key=planted-secret-value", s.base))
+        .header("Accept", "application/json")
+        .json(&hello())
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success());
+    let logs = String::from_utf8_lossy(&captured.0.lock()).to_string();
+    assert!(logs.contains("path=/v1/e2a/requests"), "{logs}");
+    assert!(!logs.contains("planted-secret-value"), "{logs}");
+}
