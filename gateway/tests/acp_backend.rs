@@ -2,6 +2,8 @@
 //! gateway speaks to a real ACP agent program as its client — the `e2a acp` binary itself
 //! (built on demand) and a minimal Python ACP agent (`clients/data/fake_acp_agent.py`).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, OnceLock};
@@ -451,22 +453,7 @@ async fn a_run_that_does_not_keep_up_holds_the_agent_back() {
         .unwrap()
         .unwrap();
     assert!(!first.is_final);
-    let said = || {
-        std::fs::read_to_string(&progress)
-            .ok()
-            .and_then(|t| t.trim().parse::<usize>().ok())
-            .unwrap_or(0)
-    };
-    let mut last = usize::MAX;
-    for _ in 0..120 {
-        tokio::time::sleep(Duration::from_millis(1000)).await;
-        let now = said();
-        if now == last || now == n {
-            break;
-        }
-        last = now;
-    }
-    let held = said();
+    let held = common::progress_when_still(&progress, n).await;
     assert!(
         held < n / 2,
         "the agent said {held} of {n} chunks although the run took one frame"
@@ -476,5 +463,5 @@ async fn a_run_that_does_not_keep_up_holds_the_agent_back() {
         .await
         .unwrap();
     assert_eq!(rest.last().map(|f| f.is_final), Some(true));
-    assert_eq!(said(), n);
+    assert_eq!(common::progress(&progress), n);
 }

@@ -3,6 +3,8 @@
 //! (`clients/data/mirror_acp_agent.py`, which answers with what reached it) see each other as if
 //! nothing stood between them.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -209,7 +211,7 @@ async fn cancels_propagate_under_the_other_sides_ids() {
     // session/cancel
     let (_, turn) = e.peer.request("session/prompt", prompt(&sid, "slow"));
     let turn = tokio::spawn(turn);
-    wait_for(|| e.said() == "tick").await;
+    common::eventually("the agent said tick", || e.said() == "tick").await;
     e.peer.notify("session/cancel", json!({"sessionId": sid}));
     let done = tokio::time::timeout(Duration::from_secs(20), turn)
         .await
@@ -220,7 +222,7 @@ async fn cancels_propagate_under_the_other_sides_ids() {
     // $/cancel_request names the editor's id; the agent gets its own
     let (id, turn) = e.peer.request("session/prompt", prompt(&sid, "slow"));
     let turn = tokio::spawn(turn);
-    wait_for(|| e.said() == "tick").await;
+    common::eventually("the agent said tick", || e.said() == "tick").await;
     e.peer.notify("$/cancel_request", json!({"requestId": id}));
     let err = tokio::time::timeout(Duration::from_secs(20), turn)
         .await
@@ -322,16 +324,6 @@ async fn credentials_are_redacted_and_stray_output_is_never_answered() {
     }
 }
 
-async fn wait_for(mut ready: impl FnMut() -> bool) {
-    for _ in 0..200 {
-        if ready() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("timed out");
-}
-
 #[tokio::test]
 async fn an_editor_that_does_not_read_pauses_the_agent() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
@@ -363,22 +355,7 @@ async fn an_editor_that_does_not_read_pauses_the_agent() {
     let n = 200_000;
     send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": prompt(&sid, &format!("flood {n}"))}))
         .await;
-    let said = || {
-        std::fs::read_to_string(&flooded)
-            .ok()
-            .and_then(|t| t.trim().parse::<usize>().ok())
-            .unwrap_or(0)
-    };
-    let mut last = usize::MAX;
-    for _ in 0..120 {
-        tokio::time::sleep(Duration::from_millis(1000)).await;
-        let now = said();
-        if now == last || now == n {
-            break;
-        }
-        last = now;
-    }
-    let held = said();
+    let held = common::progress_when_still(&flooded, n).await;
     assert!(
         held > 0 && held < n / 2,
         "the agent said {held} of {n} chunks although the editor read nothing"
@@ -396,5 +373,5 @@ async fn an_editor_that_does_not_read_pauses_the_agent() {
         }
     }
     assert_eq!(chunks, n);
-    assert_eq!(said(), n);
+    assert_eq!(common::progress(&flooded), n);
 }

@@ -208,3 +208,26 @@ pub async fn pg(url: &str) -> e2a_gateway::store::PgStore {
         .await
         .expect("connect")
 }
+
+/// The number in file `progress` (what a flooding agent has said so far; 0 before it wrote any).
+pub fn progress(path: &std::path::Path) -> usize {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.trim().parse::<usize>().ok())
+        .unwrap_or(0)
+}
+
+/// Waits until the number in file `path` stops changing for a second or reaches `n` (at most two
+/// minutes); returns it.
+pub async fn progress_when_still(path: &std::path::Path, n: usize) -> usize {
+    let mut last = usize::MAX;
+    for _ in 0..120 {
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let now = progress(path);
+        if now == last || now == n {
+            break;
+        }
+        last = now;
+    }
+    progress(path)
+}
