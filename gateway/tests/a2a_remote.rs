@@ -4,6 +4,9 @@
 //! messages read as reasoning and input pauses; the credential goes to its origin only; a card
 //! whose interface is on another origin, or a redirect, is refused; a cancel reaches the remote.
 
+mod common;
+use common::{spawn, Spawned};
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,31 +26,7 @@ const SCRIPT: &str = include_str!("a2a_clients/script.json");
 /// The scenarios the official ACP client runs (reasoning, a tool call and its result, an approval).
 const ACP_SCRIPT: &str = include_str!("clients/data/acp-script.json");
 
-/// A server on 127.0.0.1 that is aborted when dropped.
-struct Server {
-    base: String,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn spawn(router: axum::Router) -> Server {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    Server {
-        base: format!("http://{addr}"),
-        task,
-    }
-}
-
-async fn gateway(agent: Arc<dyn Agent>, auth: Auth) -> Server {
+async fn gateway(agent: Arc<dyn Agent>, auth: Auth) -> Spawned {
     let config = GatewayConfig {
         auth,
         ..GatewayConfig::default()
@@ -56,7 +35,7 @@ async fn gateway(agent: Arc<dyn Agent>, auth: Auth) -> Server {
     spawn(g.router()).await
 }
 
-async fn script_gateway(auth: Auth) -> Server {
+async fn script_gateway(auth: Auth) -> Spawned {
     gateway(Arc::new(ScriptAgent::from_json(SCRIPT).expect("script")), auth).await
 }
 
@@ -175,7 +154,7 @@ async fn a_cancel_reaches_the_remote_task() {
 type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
 
 /// A server that records every request (path, Authorization) and answers 404.
-async fn recorder() -> (Server, Seen) {
+async fn recorder() -> (Spawned, Seen) {
     let seen: Seen = Arc::default();
     let s = seen.clone();
     let router = axum::Router::new().fallback(any(move |uri: axum::http::Uri, headers: HeaderMap| {

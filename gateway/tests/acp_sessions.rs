@@ -139,6 +139,14 @@ impl Client {
         .await
     }
 
+    async fn load(&self, sid: &str) -> Result<Value, RpcError> {
+        self.call(
+            "session/load",
+            json!({"sessionId": sid, "cwd": "/work", "mcpServers": []}),
+        )
+        .await
+    }
+
     /// The text of the agent_message_chunks received so far (forgotten after).
     fn said(&self) -> String {
         std::mem::take(&mut *self.updates.lock())
@@ -228,13 +236,7 @@ async fn close_is_not_delete() {
     assert_eq!(listed["sessions"][0]["sessionId"], sid.as_str());
     assert_eq!(c.prompt(&sid, "hello?").await.unwrap_err().code, -32002);
     c.said();
-    let loaded = c
-        .call(
-            "session/load",
-            json!({"sessionId": sid, "cwd": "/work", "mcpServers": []}),
-        )
-        .await
-        .unwrap();
+    let loaded = c.load(&sid).await.unwrap();
     let _: acp::LoadSessionResponse = serde_json::from_value(loaded.clone()).unwrap();
     assert_eq!(loaded["modes"]["currentModeId"], "ask");
     assert_eq!(c.said(), "You said: remember me");
@@ -246,13 +248,7 @@ async fn close_is_not_delete() {
     );
     let listed = c.call("session/list", json!({})).await.unwrap();
     assert_eq!(listed["sessions"], json!([]));
-    let gone = c
-        .call(
-            "session/load",
-            json!({"sessionId": sid, "cwd": "/work", "mcpServers": []}),
-        )
-        .await
-        .unwrap_err();
+    let gone = c.load(&sid).await.unwrap_err();
     assert_eq!(gone.code, -32002);
     assert_eq!(
         c.call("session/delete", json!({"sessionId": sid}))
@@ -367,13 +363,7 @@ async fn sessions_outlive_the_process_with_a_bounded_replay() {
     let listed = c.call("session/list", json!({})).await.unwrap();
     assert_eq!(listed["sessions"][0]["sessionId"], sid.as_str());
     assert_eq!(c.prompt(&sid, "not loaded yet").await.unwrap_err().code, -32002);
-    let loaded = c
-        .call(
-            "session/load",
-            json!({"sessionId": sid, "cwd": "/work", "mcpServers": []}),
-        )
-        .await
-        .unwrap();
+    let loaded = c.load(&sid).await.unwrap();
     assert_eq!(loaded["modes"]["currentModeId"], "code");
     let replay: Vec<Value> = std::mem::take(&mut *c.updates.lock());
     let shown: Vec<String> = replay

@@ -3,6 +3,9 @@
 //! and HTTP+JSON, AG-UI), is echoed as `X-Trace-ID`, comes back in the frames, and reaches the
 //! agent behind the next hop: another gateway over A2A or E2A, and an ACP agent (`_meta`).
 
+mod common;
+use common::{spawn, Spawned};
+
 use std::sync::Arc;
 
 use e2a::E2AEnvelope;
@@ -34,28 +37,11 @@ impl Agent for Recording {
     }
 }
 
-struct Server {
-    base: String,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn serve(agent: Arc<dyn Agent>) -> Server {
+async fn serve(agent: Arc<dyn Agent>) -> Spawned {
     let gateway = Gateway::with_agent(agent, GatewayConfig::default())
         .with_a2a(A2aConfig::default(), Arc::new(MemoryStore::new()))
         .with_agui();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let router = gateway.router();
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    Server { base, task }
+    spawn(gateway.router()).await
 }
 
 fn recording() -> (Arc<dyn Agent>, Seen) {

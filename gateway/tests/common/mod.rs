@@ -231,3 +231,25 @@ pub async fn progress_when_still(path: &std::path::Path, n: usize) -> usize {
     }
     progress(path)
 }
+
+/// A router served on 127.0.0.1 (an ephemeral port), aborted when dropped.
+pub struct Spawned {
+    pub base: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Serves `router` on 127.0.0.1.
+pub async fn spawn(router: axum::Router) -> Spawned {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    Spawned { base, task }
+}
