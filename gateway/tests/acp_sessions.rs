@@ -476,3 +476,20 @@ async fn a_prompts_trace_names_the_turn() {
     c.prompt(&sid, "no trace").await.unwrap();
     assert_eq!(c.seen.lock().last().unwrap().correlation_id, None);
 }
+
+#[tokio::test]
+async fn a_stored_mode_or_value_no_longer_declared_falls_back_to_the_default() {
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+    let record = SessionRecord {
+        id: "old".into(),
+        cwd: "/work".into(),
+        state: json!({"mcpServers": [], "modeId": "gone", "configOptions": {"model": "huge"}, "closed": false}),
+        updated_ms: 1,
+    };
+    store.put_session(record).await.unwrap();
+    let c = start_on(Some("4"), store, AcpServerConfig::default());
+    c.init(json!({})).await;
+    let loaded = c.load("old").await.unwrap();
+    assert_eq!(loaded["modes"]["currentModeId"], "ask");
+    assert_eq!(loaded["configOptions"][0]["currentValue"], "fast");
+}

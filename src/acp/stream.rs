@@ -28,8 +28,15 @@ pub struct AcpStreamProjector {
     state: SessionUpdateState,
 }
 
-fn notification(session_id: &str, update: Map<String, Value>) -> Value {
-    json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": update}})
+/// The `session/update` notification carrying `update` for session `session_id`.
+///
+/// ```
+/// let n = e2a::acp::stream::session_update("s1", serde_json::json!({"sessionUpdate": "current_mode_update", "currentModeId": "code"}));
+/// assert_eq!(n["params"]["sessionId"], "s1");
+/// assert_eq!(n["method"], "session/update");
+/// ```
+pub fn session_update(session_id: &str, update: impl Into<Value>) -> Value {
+    json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": update.into()}})
 }
 
 impl AcpStreamProjector {
@@ -72,10 +79,10 @@ impl AcpStreamProjector {
                 out.extend(
                     update
                         .and_then(standard_update)
-                        .map(|u| notification(&self.session_id, u)),
+                        .map(|u| session_update(&self.session_id, u)),
                 );
             }
-            ResponseKind::AcpSessionUpdate => out.push(notification(&self.session_id, b.clone())),
+            ResponseKind::AcpSessionUpdate => out.push(session_update(&self.session_id, b.clone())),
             ResponseKind::E2aComplete if frame.is_final => {
                 let answer = AnswerResult::of(frame);
                 let stop = answer

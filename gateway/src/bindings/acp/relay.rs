@@ -285,12 +285,6 @@ impl AcpRelay {
     }
 }
 
-impl std::fmt::Debug for Conn {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Conn").field("peer", &self.peer).finish()
-    }
-}
-
 /// Forwards the editor's messages on its reading task, in order, while an agent runs and no
 /// earlier message waits in the restarting loop's queue; hands them to that loop otherwise.
 fn editor_hook(shared: Arc<Shared>) -> Hook {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use e2a::acp::stream::AcpStreamProjector;
+use e2a::acp::stream::{session_update, AcpStreamProjector};
 use e2a::acp::{envelope_from_jsonrpc, JsonRpcIngress};
 use e2a::stream::ResponseStream;
 use e2a::taxonomy::ErrorKind;
@@ -398,7 +398,27 @@ impl AcpServer {
             .ok_or_else(unknown)?;
         let history = self.store.history(sid).await.map_err(store_error)?;
         let history = history.iter().filter_map(|e| serde_json::from_str(e).ok()).collect();
-        let (mode, config) = self.defaults();
+        // the stored mode and config values, where they are still declared; the defaults else
+        let stored = &record.state;
+        let (default_mode, defaults) = self.defaults();
+        let mode = stored["modeId"]
+            .as_str()
+            .filter(|m| self.config.modes.iter().any(|d| d.id == *m))
+            .map(str::to_string)
+            .or(default_mode);
+        let config = self
+            .config
+            .config_options
+            .iter()
+            .zip(defaults)
+            .map(|(decl, (id, default))| {
+                let value = stored["configOptions"][&id]
+                    .as_str()
+                    .filter(|v| decl.values.iter().any(|d| d == v))
+                    .map_or(default, str::to_string);
+                (id, value)
+            })
+            .collect();
         let s = Session::restored(&record, history, mode, config, self.config.history);
         // a request that raced this one may have brought it back first
         Ok(self.sessions.lock().entry(sid.to_string()).or_insert(s).clone())
@@ -556,8 +576,10 @@ impl AcpServer {
                         refused.join(", ")
                     );
                     tracing::warn!(session = %sid, servers = %refused.join(", "), "MCP servers refused");
-                    let update = json!({"jsonrpc": "2.0", "method": AgentMethod::SessionUpdate.as_str(), "params": {
-                        "sessionId": sid, "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}});
+                    let update = session_update(
+                        &sid,
+                        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}),
+                    );
                     session.record(&update);
                     update
                 });
@@ -616,8 +638,10 @@ impl AcpServer {
                     return Err(RpcError::new(codes::INVALID_PARAMS, format!("unknown modeId {mode:?}")));
                 }
                 *s.mode.lock() = Some(mode.to_string());
-                let update = json!({"jsonrpc": "2.0", "method": AgentMethod::SessionUpdate.as_str(), "params": {
-                    "sessionId": p.get("sessionId"), "update": {"sessionUpdate": "current_mode_update", "currentModeId": mode}}});
+                let update = session_update(
+                    &sid,
+                    json!({"sessionUpdate": "current_mode_update", "currentModeId": mode}),
+                );
                 s.record(&update);
                 self.persist(&sid, &s).await?;
                 peer.send(update);
@@ -927,10 +951,10 @@ fn follow_up(request: &E2AEnvelope, answer: &str) -> E2AEnvelope {
 /// every turn is an E2A task, and a turn that ended in an input pause is continued by the next.
 fn turn_request(session: &Session, sid: &str, id: &Value, p: Map<String, Value>) -> E2AEnvelope {
     for block in p.get("prompt").and_then(Value::as_array).into_iter().flatten() {
-        session.record(
-            &json!({"jsonrpc": "2.0", "method": AgentMethod::SessionUpdate.as_str(), "params": {"sessionId": sid,
-            "update": {"sessionUpdate": "user_message_chunk", "content": block}}}),
-        );
+        session.record(&session_update(
+            sid,
+            json!({"sessionUpdate": "user_message_chunk", "content": block}),
+        ));
     }
     let trace = crate::web::trace::TraceContext::from_meta(p.get("_meta"));
     let mut ingress = JsonRpcIngress::new(Method::SessionPrompt.as_str(), p);

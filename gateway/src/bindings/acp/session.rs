@@ -181,8 +181,8 @@ impl Session {
         })
     }
 
-    /// A session read back from the store: its set-up from `record`, its history from
-    /// `history`; a mode or config value no longer declared falls back to the default.
+    /// A session read back from the store: its directory, MCP servers and state from `record`,
+    /// its history from `history`, its mode and config values as the server resolved them.
     pub(super) fn restored(
         record: &SessionRecord,
         history: Vec<Value>,
@@ -192,17 +192,6 @@ impl Session {
     ) -> Arc<Self> {
         let state = &record.state;
         let servers = state["mcpServers"].as_array().cloned().unwrap_or_default();
-        let mode = match (mode, state["modeId"].as_str()) {
-            (Some(_), Some(stored)) => Some(stored.to_string()),
-            (declared, _) => declared,
-        };
-        let config = config
-            .into_iter()
-            .map(|(k, default)| {
-                let stored = state["configOptions"][&k].as_str().map(str::to_string);
-                (k, stored.unwrap_or(default))
-            })
-            .collect();
         let s = Session::new(record.cwd.clone(), servers, mode, config, limits);
         s.closed.store(state["closed"] == true, Ordering::SeqCst);
         s.updated_ms.store(record.updated_ms, Ordering::SeqCst);
