@@ -68,7 +68,7 @@ pub use limits::Limits;
 pub use read::{Lenient, Message, Read, ReadMode, ReadOptions, Strict};
 pub use response::ResponseBody;
 pub use secret::{SecretHeaders, SecretString};
-pub use strict::{schema as bundled_schema, SCHEMA_JSON};
+pub use strict::{schema as bundled_schema, violations_of as schema_violations, SCHEMA_JSON};
 pub use types::{
     E2AAuth, E2AEnvelope, E2AFileRef, E2AProvenance, E2AResponse, IdentityOrigin, JsonRpcId, ResponseKind,
     ResponseStatus, E2A_PROTOCOL_VERSION,

@@ -106,3 +106,47 @@ fn keyword_name(kind: &ValidationErrorKind) -> String {
         .unwrap_or("unknown")
         .to_string()
 }
+
+/// Every violation of `value` against `#/$defs/{name}` of the bundled schema (empty when
+/// valid), for documents other than messages (the gateway's configuration file). An unknown
+/// key is reported once per key, at its own pointer, with the reason `unknown key`.
+pub fn violations_of(name: &str, value: &Value) -> Result<Vec<Violation>> {
+    let mut doc = schema().clone();
+    if let Some(root) = doc.as_object_mut() {
+        root.insert("$ref".into(), Value::String(format!("#/$defs/{name}")));
+    }
+    if schema().pointer(&format!("/$defs/{name}")).is_none() {
+        return Err(Error::Unsupported(format!("the schema defines no `{name}`")));
+    }
+    let validator = jsonschema::options()
+        .build(&doc)
+        .map_err(|_| Error::Unsupported(format!("embedded schema for {name} does not compile")))?;
+    let mut out = Vec::new();
+    for e in validator.iter_errors(value) {
+        match e.kind() {
+            ValidationErrorKind::AdditionalProperties { unexpected } => {
+                for key in unexpected {
+                    out.push(Violation {
+                        pointer: format!("{}/{}", e.instance_path(), crate::fields::pointer_key(key)),
+                        reason: "unknown key".into(),
+                    });
+                }
+            }
+            ValidationErrorKind::Required { property } => out.push(Violation {
+                pointer: format!(
+                    "{}/{}",
+                    e.instance_path(),
+                    crate::fields::pointer_key(property.as_str().unwrap_or_default())
+                ),
+                reason: "missing required key".into(),
+            }),
+            kind => out.push(Violation {
+                pointer: e.instance_path().to_string(),
+                reason: reason(kind),
+            }),
+        }
+    }
+    out.sort_by(|a, b| a.pointer.cmp(&b.pointer).then(a.reason.cmp(&b.reason)));
+    out.dedup();
+    Ok(out)
+}

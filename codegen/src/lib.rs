@@ -230,7 +230,7 @@ pub fn rust_source(bundled: &Value) -> Result<String, Error> {
     let redacted_debug = strip_debug(&mut file);
     keep_every_key(&mut file, bundled);
     let defaults = default_impls(&file, bundled)?;
-    let body = prettyplease::unparse(&file);
+    let body = typed_maps(&prettyplease::unparse(&file));
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -251,6 +251,32 @@ pub fn rust_source(bundled: &Value) -> Result<String, Error> {
     string_enums.extend(closed_string_enums(bundled, &file).map(|(e, _)| e.ident.to_string()));
     out.push_str(&writer::writers(bundled, &file, &string_enums)?);
     Ok(out)
+}
+
+/// `serde_json::Map` holds only `Value`s (it deserializes no other value type), so a map of
+/// typed values (`additionalProperties: {"$ref": …}`, e.g. the config file's `[agents.NAME]`)
+/// becomes a `BTreeMap`: sorted, like every other generated output.
+fn typed_maps(body: &str) -> String {
+    const MAP: &str = "::serde_json::Map<::std::string::String, ";
+    let mut out = String::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(at) = rest.find(MAP) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + MAP.len()..];
+        if after.starts_with("::serde_json::Value>") {
+            out.push_str(MAP);
+        } else {
+            // the field's `skip_serializing_if` names the map type too
+            const SKIP: &str = "\":: serde_json :: Map::is_empty\"";
+            if let Some(at) = out.rfind(SKIP).filter(|at| out[*at..].matches('\n').count() == 1) {
+                out.replace_range(at..at + SKIP.len(), "\":: std :: collections :: BTreeMap::is_empty\"");
+            }
+            out.push_str("::std::collections::BTreeMap<::std::string::String, ");
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Replaces the derived `Debug` of every generated struct (structs carry free-form JSON that may

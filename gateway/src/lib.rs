@@ -30,6 +30,7 @@ pub mod agent;
 pub mod backends;
 pub mod bindings;
 pub mod config;
+pub mod config_file;
 pub mod jsonrpc;
 pub mod pipeline;
 pub(crate) mod runs;

@@ -5,7 +5,15 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Dict, List, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, conint
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    RootModel,
+    conint,
+    constr,
+)
 
 
 class Model(RootModel[Any]):
@@ -100,6 +108,29 @@ class A2aRole(Enum):
     ROLE_AGENT = 'ROLE_AGENT'
 
 
+class A2aSettings(BaseModel):
+    """
+    The A2A 1.0 bindings (agent card, JSON-RPC, HTTP+JSON).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    card_file: Optional[str] = Field(
+        None,
+        description="JSON file with the root agent's card: name, description, version, skills, modes (flag `--a2a-card`).",
+    )
+    enabled: bool = Field(False, description='Serve A2A (flag `--a2a`).')
+    path: str = Field(
+        '/a2a',
+        description="Path of the root agent's JSON-RPC binding (flag `--a2a-path`).",
+    )
+    rest_path: str = Field(
+        '',
+        description="Prefix of the root agent's HTTP+JSON routes; empty: at the root (flag `--a2a-rest-path`).",
+    )
+
+
 class A2aStreamBranch(Enum):
     """
     Branch of an `a2a.stream_event` body (`E2A_A2A_STREAM_BRANCHES`), snake_case.
@@ -155,6 +186,28 @@ class AcpAgentToClientMethod(Enum):
     terminal_wait_for_exit = 'terminal/wait_for_exit'
     terminal_kill = 'terminal/kill'
     session_elicitation = 'session/elicitation'
+
+
+class AcpBackendSettings(BaseModel):
+    """
+    Options of `acp:CMD` agents, root and named.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    allow_fs: bool = Field(
+        False,
+        description="Serve the agents' file requests inside the session's directory (flag `--allow-fs`).",
+    )
+    approve: List[str] = Field(
+        [],
+        description='Permission requests that may be allowed, by tool kind, title substring or `*` (flag `--approve`).',
+    )
+    env: List[str] = Field(
+        [],
+        description='Environment variables passed to agent processes besides the safe defaults (flag `--agent-env`).',
+    )
 
 
 class AcpClientToAgentMethod(Enum):
@@ -217,6 +270,56 @@ class AcpSessionUpdateKind(Enum):
     usage_update = 'usage_update'
 
 
+class AgentCardSettings(BaseModel):
+    """
+    The A2A card of a named agent.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    default_input_modes: List[str] = Field(
+        None, description='Media types the agent accepts.'
+    )
+    default_output_modes: List[str] = Field(
+        None, description='Media types the agent answers with.'
+    )
+    description: Optional[str] = Field(None, description='What the agent does.')
+    documentation_url: Optional[str] = Field(None, description='Documentation URL.')
+    name: Optional[str] = Field(None, description='Display name.')
+    skills: List[Dict[str, Any]] = Field(
+        [],
+        description='A2A `AgentSkill` objects (`id`, `name`, `description`, `tags`, …).',
+    )
+    version: Optional[str] = Field(None, description='Agent version.')
+
+
+class AgentEntry(BaseModel):
+    """
+    A named agent (`[agents.NAME]`).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    agent: str = Field(
+        ...,
+        description='What serves it: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD`.',
+    )
+    card: Optional[AgentCardSettings] = Field(
+        None,
+        description="What its A2A card says; unset fields take the gateway's defaults, the name defaults to the agent's key.",
+    )
+    token_env: Optional[str] = Field(
+        None,
+        description='Environment variable holding that token (when `token_file` is not set).',
+    )
+    token_file: Optional[str] = Field(
+        None,
+        description="File holding the bearer token sent to an `e2a:`/`a2a:` agent's origin.",
+    )
+
+
 class AgentResponse(BaseModel):
     """
     Legacy agent-server unary response record.
@@ -263,6 +366,17 @@ class AgentResponseChunk(BaseModel):
     request_id: str = Field(..., description='Request id.')
 
 
+class AguiSettings(BaseModel):
+    """
+    The AG-UI binding (`POST /agui`).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    enabled: bool = Field(False, description='Serve AG-UI over SSE (flag `--agui`).')
+
+
 class AnswerResult(BaseModel):
     """
     `result` of the `e2a.complete` that ends an answered turn: the answer's whole text and, from an ACP agent, why its turn stopped. The A2A projection answers `COMPLETED` with `content` when no text was streamed; the ACP projection answers `session/prompt` with `stopReason` (default `end_turn`).
@@ -284,6 +398,15 @@ class ArtifactKind(Enum):
     file = 'file'
     file_url = 'file_url'
     data = 'data'
+
+
+class CallerKind(Enum):
+    """
+    Whether a caller is a person (`user`) or another agent (`agent`).
+    """
+
+    user = 'user'
+    agent = 'agent'
 
 
 class ChunkEventType(Enum):
@@ -518,6 +641,42 @@ class JsonRpcId(
     )
 
 
+class JwtAlgorithm(Enum):
+    """
+    A JWT signature algorithm the gateway verifies.
+    """
+
+    HS256 = 'HS256'
+    RS256 = 'RS256'
+    ES256 = 'ES256'
+
+
+class JwtSettings(BaseModel):
+    """
+    How a caller's JWTs are verified (`exp` is always required).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    algorithm: JwtAlgorithm = Field(..., description='Signature algorithm.')
+    audience: Optional[str] = Field(None, description='Required `aud`.')
+    issuer: Optional[str] = Field(None, description='Required `iss`.')
+    jwks_file: Optional[str] = Field(
+        None,
+        description="RS256/ES256: JWKS file of the issuer's keys (the token's `kid` picks one).",
+    )
+    leeway_secs: conint(ge=0) = Field(
+        30, description='Clock skew allowed on `exp` and `nbf`, seconds.'
+    )
+    public_key_file: Optional[str] = Field(
+        None, description="RS256/ES256: PEM file of the issuer's public key."
+    )
+    secret_file: Optional[str] = Field(
+        None, description='HS256: file holding the shared secret.'
+    )
+
+
 class LegacyRule(Enum):
     """
     A legacy compatibility rule of the lenient reader. Where each applies is declared in `schema/` by the `x-e2a-aliases`, `x-e2a-merge`, `x-e2a-legacy-keys` and `x-e2a-read` keywords (the docs render the table); `null_default` fires when an explicit null on a non-nullable field with a default reads as the default, `unknown_keys` when keys that are not E2A fields were ignored, `epoch_timestamp` when an epoch-number timestamp was converted to ISO-8601.
@@ -534,6 +693,21 @@ class LegacyRule(Enum):
     epoch_timestamp = 'epoch_timestamp'
     null_default = 'null_default'
     unknown_keys = 'unknown_keys'
+
+
+class MetricsSettings(BaseModel):
+    """
+    `GET /metrics` in Prometheus text format.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    enabled: bool = Field(True, description='Serve `/metrics`.')
+    public: bool = Field(
+        False,
+        description='Serve it without a credential (otherwise it needs one, like the other routes).',
+    )
 
 
 class OutputRequestBody(BaseModel):
@@ -609,6 +783,21 @@ class PromptResultBody(BaseModel):
     userMessageId: Optional[str] = Field(None, description='Id of the user message.')
 
 
+class RateLimitSettings(BaseModel):
+    """
+    A token bucket per caller (per JWT subject): `per_second` requests refill it, `burst` is its size; past it `429` with `Retry-After`.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    burst: Optional[conint(ge=1)] = Field(
+        None,
+        description='Requests allowed at once (default: `per_second`, at least 1).',
+    )
+    per_second: PositiveFloat = Field(..., description='Sustained requests per second.')
+
+
 class Reply(Enum):
     """
     Always `message`.
@@ -640,6 +829,27 @@ class ResponseStatus(RootModel[str]):
     )
 
 
+class RouteTemplates(BaseModel):
+    """
+    Where named agents are served; `{name}` stands for the agent's name. GoAI's layout is the default.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    a2a: str = Field(
+        '/a2a/agents/{name}',
+        description="Prefix of a named agent's A2A routes: its card at `{prefix}/.well-known/agent-card.json`, JSON-RPC at `{prefix}`, HTTP+JSON at `{prefix}/message:send`, `{prefix}/tasks/{id}`….",
+    )
+    agui: str = Field(
+        '/api/agents/{name}/agui', description="Path of a named agent's AG-UI endpoint."
+    )
+    e2a: str = Field(
+        '/agents/{name}',
+        description="Prefix of a named agent's E2A HTTP routes (`{prefix}/v1/e2a/requests`).",
+    )
+
+
 class SecretHeaders(RootModel[Dict[str, str]]):
     """
     HTTP header name → value map whose values are secret: serialized verbatim, redacted in `Debug`.
@@ -652,6 +862,48 @@ class SecretString(RootModel[str]):
     root: str = Field(
         ...,
         description='A string that holds a secret: serialized verbatim on the wire, redacted in `Debug` and `Display`.',
+    )
+
+
+class ServerSettings(BaseModel):
+    """
+    How the gateway listens and sheds load.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    bind: str = Field(
+        '127.0.0.1:8080',
+        description='Address to listen on; port 0 picks a free port (flag `--bind`).',
+    )
+    drain_secs: conint(ge=0) = Field(
+        10,
+        description='Seconds open streams may run after SIGTERM before they are cut off (flag `--drain-secs`).',
+    )
+    header_timeout_secs: conint(ge=1) = Field(
+        10,
+        description='Seconds a request head may take to arrive, and an idle kept-alive connection may stay (flag `--header-timeout-secs`).',
+    )
+    insecure_no_auth: bool = Field(
+        False,
+        description='Listen on a non-loopback address without any credential (flag `--insecure-no-auth`).',
+    )
+    max_connections: conint(ge=1) = Field(
+        4096,
+        description='Most connections open at once; past it `503` (flag `--max-connections`; lowered to what the open-files limit allows).',
+    )
+    max_streams: conint(ge=1) = Field(
+        1024,
+        description='Most streams open at once per agent; past it `503` with `Retry-After` (flag `--max-streams`).',
+    )
+    public_url: Optional[str] = Field(
+        None,
+        description="The public base URL clients reach the gateway at, for the agent cards' interface URLs behind a proxy (flag `--public-url`).",
+    )
+    token_file: Optional[str] = Field(
+        None,
+        description='File of accepted bearer tokens, one per line; their callers are `token-1`, `token-2`… (flag `--token-file`; default: `$E2A_TOKEN`).',
     )
 
 
@@ -673,6 +925,39 @@ class SourceProtocol(Enum):
     e2a = 'e2a'
     acp = 'acp'
     a2a = 'a2a'
+
+
+class StoreSettings(BaseModel):
+    """
+    The task and run store.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    ca_file: Optional[str] = Field(
+        None,
+        description="PEM file of CA certificates to trust for a `postgres:` store's TLS (flag `--store-ca`).",
+    )
+    lease_secs: conint(ge=1) = Field(
+        30,
+        description="Seconds a gateway's lease on a running task lasts in a shared store (flag `--lease-secs`).",
+    )
+    max_finished_tasks: conint(ge=0) = Field(
+        100000,
+        description='Most finished A2A tasks kept (flag `--max-finished-tasks`).',
+    )
+    pool: conint(ge=1) = Field(
+        16, description='Most connections to a `postgres:` store (flag `--store-pool`).'
+    )
+    task_retention_hours: conint(ge=0) = Field(
+        168,
+        description='Hours a finished A2A task is kept after its last update (flag `--task-retention-hours`).',
+    )
+    url: Optional[str] = Field(
+        None,
+        description='`memory`, `sqlite:PATH` or `postgres://USER@HOST/DB` (flag `--store`). Default: `sqlite:e2a-tasks.db` when A2A is on, else runs are kept in memory only.',
+    )
 
 
 class ToolCall(BaseModel):
@@ -856,6 +1141,42 @@ class ArtifactDelta(BaseModel):
     parts: List[Dict[str, Any]] = Field(
         ...,
         description='A2A `Part`s of this piece (`{"text"}`, `{"raw", "mediaType", "filename"}`, `{"url", …}`, `{"data"}`).',
+    )
+
+
+class CallerEntry(BaseModel):
+    """
+    A caller (`[callers.NAME]`): how it proves who it is, what it may call, how often. Exactly one of `api_key_sha256`, `api_key_file`, `api_key_env` and `jwt`.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    agents: List[str] = Field(
+        None,
+        description='The agents it may call (names of `agents`; `default` for the root agent); null: every agent.',
+    )
+    api_key_env: Optional[str] = Field(
+        None,
+        description='Environment variable holding its API key (hashed when loaded).',
+    )
+    api_key_file: Optional[str] = Field(
+        None, description='File holding its API key (hashed when loaded).'
+    )
+    api_key_sha256: Optional[constr(min_length=64, max_length=64)] = Field(
+        None,
+        description='The SHA-256 of its API key, 64 hex digits (`printf %s KEY | sha256sum`); the key itself is never stored.',
+    )
+    jwt: Optional[JwtSettings] = Field(
+        None,
+        description='JWT verification: a bearer token signed by this issuer is this caller; its `sub` names the user or agent.',
+    )
+    kind: CallerKind = Field(
+        'user',
+        description="`user` (its name goes into the envelope's `user_id`) or `agent` (into `source_agent_id`).",
+    )
+    rate_limit: Optional[RateLimitSettings] = Field(
+        None, description='Its rate limit; null: none.'
     )
 
 
@@ -1131,6 +1452,54 @@ class ErrorBody(BaseModel):
         None, description="The peer protocol's own error, when there was one."
     )
     message: Optional[str] = Field(None, description='Human-readable message.')
+
+
+class GatewayFile(BaseModel):
+    """
+    The configuration file of `e2a serve --config FILE` (TOML). Every `e2a serve` flag sets one of these keys and wins over the file. Secrets are never written here: bearer tokens, API keys and JWT secrets are named by file (`*_file`) or environment variable (`*_env`).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    a2a: Optional[A2aSettings] = Field(None, description='The A2A 1.0 bindings.')
+    acp: Optional[AcpBackendSettings] = Field(
+        None, description='Options of `acp:CMD` agents.'
+    )
+    agent: str = Field(
+        'echo',
+        description='The agent served at the root routes when `default_agent` is not set: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD` (flag `--agent`).',
+    )
+    agent_token_file: Optional[str] = Field(
+        None,
+        description="File holding the bearer token sent to the root `e2a:`/`a2a:` agent's origin (flag `--agent-token-file`; default: `$E2A_AGENT_TOKEN`).",
+    )
+    agents: Dict[str, AgentEntry] = Field(
+        {},
+        description='Named agents, each served under its own routes with its own card (`[agents.NAME]`). Names are 1–64 characters of `a-z`, `0-9`, `-`, `_`.',
+    )
+    agui: Optional[AguiSettings] = Field(None, description='The AG-UI binding.')
+    callers: Dict[str, CallerEntry] = Field(
+        {},
+        description='Who may call the gateway (`[callers.NAME]`): each by API key or JWT, with the agents it may call and a rate limit. With callers, every route but `/healthz` and the agent cards needs a credential.',
+    )
+    default_agent: Optional[str] = Field(
+        None,
+        description='The named agent (a key of `agents`) that also answers at the root routes (`/v1/e2a/requests`, `/a2a`, `/agui`, the root agent card), instead of `agent`.',
+    )
+    metrics: Optional[MetricsSettings] = Field(
+        None, description='The Prometheus endpoint.'
+    )
+    routes: Optional[RouteTemplates] = Field(
+        None,
+        description='Where each named agent is served; `{name}` stands for its name.',
+    )
+    server: Optional[ServerSettings] = Field(
+        None, description='Listening, limits and shutdown.'
+    )
+    store: Optional[StoreSettings] = Field(
+        None, description='Where tasks and runs are kept.'
+    )
 
 
 class A2aStreamResponse3(BaseModel):

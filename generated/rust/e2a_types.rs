@@ -418,6 +418,33 @@ impl ::std::convert::TryFrom<::std::string::String> for A2aRole {
         value.parse()
     }
 }
+///The A2A 1.0 bindings (agent card, JSON-RPC, HTTP+JSON).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct A2aSettings {
+    ///JSON file with the root agent's card: name, description, version, skills, modes (flag `--a2a-card`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub card_file: ::std::option::Option<::std::string::String>,
+    ///Serve A2A (flag `--a2a`).
+    #[serde(default)]
+    pub enabled: bool,
+    ///Path of the root agent's JSON-RPC binding (flag `--a2a-path`).
+    #[serde(default = "defaults::a2a_settings_path")]
+    pub path: ::std::string::String,
+    ///Prefix of the root agent's HTTP+JSON routes; empty: at the root (flag `--a2a-rest-path`).
+    #[serde(default)]
+    pub rest_path: ::std::string::String,
+}
+impl ::std::default::Default for A2aSettings {
+    fn default() -> Self {
+        Self {
+            card_file: Default::default(),
+            enabled: Default::default(),
+            path: defaults::a2a_settings_path(),
+            rest_path: Default::default(),
+        }
+    }
+}
 ///Branch of an `a2a.stream_event` body (`E2A_A2A_STREAM_BRANCHES`), snake_case.
 #[derive(
     ::serde::Deserialize,
@@ -765,6 +792,20 @@ impl ::std::convert::TryFrom<::std::string::String> for AcpAgentToClientMethod {
         value.parse()
     }
 }
+///Options of `acp:CMD` agents, root and named.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AcpBackendSettings {
+    ///Serve the agents' file requests inside the session's directory (flag `--allow-fs`).
+    #[serde(default)]
+    pub allow_fs: bool,
+    ///Permission requests that may be allowed, by tool kind, title substring or `*` (flag `--approve`).
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub approve: ::std::vec::Vec<::std::string::String>,
+    ///Environment variables passed to agent processes besides the safe defaults (flag `--agent-env`).
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub env: ::std::vec::Vec<::std::string::String>,
+}
 ///ACP client→agent JSON-RPC methods (`ACP_CLIENT_TO_AGENT_METHODS`, in order).
 #[derive(
     ::serde::Deserialize,
@@ -1083,6 +1124,54 @@ impl ::std::convert::TryFrom<::std::string::String> for AcpSessionUpdateKind {
         value.parse()
     }
 }
+///The A2A card of a named agent.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AgentCardSettings {
+    ///Media types the agent accepts.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub default_input_modes: ::std::option::Option<
+        ::std::vec::Vec<::std::string::String>,
+    >,
+    ///Media types the agent answers with.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub default_output_modes: ::std::option::Option<
+        ::std::vec::Vec<::std::string::String>,
+    >,
+    ///What the agent does.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub description: ::std::option::Option<::std::string::String>,
+    ///Documentation URL.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub documentation_url: ::std::option::Option<::std::string::String>,
+    ///Display name.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub name: ::std::option::Option<::std::string::String>,
+    ///A2A `AgentSkill` objects (`id`, `name`, `description`, `tags`, …).
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub skills: ::std::vec::Vec<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+    ///Agent version.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub version: ::std::option::Option<::std::string::String>,
+}
+///A named agent (`[agents.NAME]`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AgentEntry {
+    ///What serves it: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD`.
+    pub agent: ::std::string::String,
+    ///What its A2A card says; unset fields take the gateway's defaults, the name defaults to the agent's key.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub card: ::std::option::Option<AgentCardSettings>,
+    ///Environment variable holding that token (when `token_file` is not set).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub token_env: ::std::option::Option<::std::string::String>,
+    ///File holding the bearer token sent to an `e2a:`/`a2a:` agent's origin.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub token_file: ::std::option::Option<::std::string::String>,
+}
 ///Legacy agent-server unary response record.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -1134,6 +1223,14 @@ pub struct AgentResponseChunk {
     >,
     ///Request id.
     pub request_id: ::std::string::String,
+}
+///The AG-UI binding (`POST /agui`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AguiSettings {
+    ///Serve AG-UI over SSE (flag `--agui`).
+    #[serde(default)]
+    pub enabled: bool,
 }
 ///`result` of the `e2a.complete` that ends an answered turn: the answer's whole text and, from an ACP agent, why its turn stopped. The A2A projection answers `COMPLETED` with `content` when no text was streamed; the ACP projection answers `session/prompt` with `stopReason` (default `end_turn`).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
@@ -1230,6 +1327,157 @@ impl ::std::convert::TryFrom<&str> for ArtifactKind {
     }
 }
 impl ::std::convert::TryFrom<::std::string::String> for ArtifactKind {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+///A caller (`[callers.NAME]`): how it proves who it is, what it may call, how often. Exactly one of `api_key_sha256`, `api_key_file`, `api_key_env` and `jwt`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CallerEntry {
+    ///The agents it may call (names of `agents`; `default` for the root agent); null: every agent.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub agents: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    ///Environment variable holding its API key (hashed when loaded).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub api_key_env: ::std::option::Option<::std::string::String>,
+    ///File holding its API key (hashed when loaded).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub api_key_file: ::std::option::Option<::std::string::String>,
+    ///The SHA-256 of its API key, 64 hex digits (`printf %s KEY | sha256sum`); the key itself is never stored.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub api_key_sha256: ::std::option::Option<CallerEntryApiKeySha256>,
+    ///JWT verification: a bearer token signed by this issuer is this caller; its `sub` names the user or agent.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub jwt: ::std::option::Option<JwtSettings>,
+    ///`user` (its name goes into the envelope's `user_id`) or `agent` (into `source_agent_id`).
+    #[serde(default = "defaults::caller_entry_kind")]
+    pub kind: CallerKind,
+    ///Its rate limit; null: none.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub rate_limit: ::std::option::Option<RateLimitSettings>,
+}
+impl ::std::default::Default for CallerEntry {
+    fn default() -> Self {
+        Self {
+            agents: Default::default(),
+            api_key_env: Default::default(),
+            api_key_file: Default::default(),
+            api_key_sha256: Default::default(),
+            jwt: Default::default(),
+            kind: defaults::caller_entry_kind(),
+            rate_limit: Default::default(),
+        }
+    }
+}
+///The SHA-256 of its API key, 64 hex digits (`printf %s KEY | sha256sum`); the key itself is never stored.
+#[derive(::serde::Serialize, Clone, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct CallerEntryApiKeySha256(::std::string::String);
+impl ::std::ops::Deref for CallerEntryApiKeySha256 {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::convert::From<CallerEntryApiKeySha256> for ::std::string::String {
+    fn from(value: CallerEntryApiKeySha256) -> Self {
+        value.0
+    }
+}
+impl ::std::str::FromStr for CallerEntryApiKeySha256 {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        if value.chars().count() > 64usize {
+            return Err("longer than 64 characters".into());
+        }
+        if value.chars().count() < 64usize {
+            return Err("shorter than 64 characters".into());
+        }
+        Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::TryFrom<&str> for CallerEntryApiKeySha256 {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for CallerEntryApiKeySha256 {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CallerEntryApiKeySha256 {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
+    }
+}
+///Whether a caller is a person (`user`) or another agent (`agent`).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum CallerKind {
+    #[serde(rename = "user")]
+    User,
+    #[serde(rename = "agent")]
+    Agent,
+}
+impl ::std::fmt::Display for CallerKind {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::User => f.write_str("user"),
+            Self::Agent => f.write_str("agent"),
+        }
+    }
+}
+impl ::std::str::FromStr for CallerKind {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "user" => Ok(Self::User),
+            "agent" => Ok(Self::Agent),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for CallerKind {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for CallerKind {
     type Error = self::error::ConversionError;
     fn try_from(
         value: ::std::string::String,
@@ -2195,6 +2443,65 @@ impl ::std::convert::TryFrom<::std::string::String> for FileTransferEventType {
         value.parse()
     }
 }
+///The configuration file of `e2a serve --config FILE` (TOML). Every `e2a serve` flag sets one of these keys and wins over the file. Secrets are never written here: bearer tokens, API keys and JWT secrets are named by file (`*_file`) or environment variable (`*_env`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayFile {
+    ///The A2A 1.0 bindings.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub a2a: ::std::option::Option<A2aSettings>,
+    ///Options of `acp:CMD` agents.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub acp: ::std::option::Option<AcpBackendSettings>,
+    ///The agent served at the root routes when `default_agent` is not set: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD` (flag `--agent`).
+    #[serde(default = "defaults::gateway_file_agent")]
+    pub agent: ::std::string::String,
+    ///File holding the bearer token sent to the root `e2a:`/`a2a:` agent's origin (flag `--agent-token-file`; default: `$E2A_AGENT_TOKEN`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub agent_token_file: ::std::option::Option<::std::string::String>,
+    ///Named agents, each served under its own routes with its own card (`[agents.NAME]`). Names are 1–64 characters of `a-z`, `0-9`, `-`, `_`.
+    #[serde(default, skip_serializing_if = ":: std :: collections :: BTreeMap::is_empty")]
+    pub agents: ::std::collections::BTreeMap<::std::string::String, AgentEntry>,
+    ///The AG-UI binding.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub agui: ::std::option::Option<AguiSettings>,
+    ///Who may call the gateway (`[callers.NAME]`): each by API key or JWT, with the agents it may call and a rate limit. With callers, every route but `/healthz` and the agent cards needs a credential.
+    #[serde(default, skip_serializing_if = ":: std :: collections :: BTreeMap::is_empty")]
+    pub callers: ::std::collections::BTreeMap<::std::string::String, CallerEntry>,
+    ///The named agent (a key of `agents`) that also answers at the root routes (`/v1/e2a/requests`, `/a2a`, `/agui`, the root agent card), instead of `agent`.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub default_agent: ::std::option::Option<::std::string::String>,
+    ///The Prometheus endpoint.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub metrics: ::std::option::Option<MetricsSettings>,
+    ///Where each named agent is served; `{name}` stands for its name.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub routes: ::std::option::Option<RouteTemplates>,
+    ///Listening, limits and shutdown.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub server: ::std::option::Option<ServerSettings>,
+    ///Where tasks and runs are kept.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub store: ::std::option::Option<StoreSettings>,
+}
+impl ::std::default::Default for GatewayFile {
+    fn default() -> Self {
+        Self {
+            a2a: Default::default(),
+            acp: Default::default(),
+            agent: defaults::gateway_file_agent(),
+            agent_token_file: Default::default(),
+            agents: Default::default(),
+            agui: Default::default(),
+            callers: Default::default(),
+            default_agent: Default::default(),
+            metrics: Default::default(),
+            routes: Default::default(),
+            server: Default::default(),
+            store: Default::default(),
+        }
+    }
+}
 ///Who originated a message.
 #[derive(
     ::serde::Deserialize,
@@ -2352,6 +2659,90 @@ impl ::std::convert::From<i64> for JsonRpcId {
         Self::Integer(value)
     }
 }
+///A JWT signature algorithm the gateway verifies.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum JwtAlgorithm {
+    #[serde(rename = "HS256")]
+    Hs256,
+    #[serde(rename = "RS256")]
+    Rs256,
+    #[serde(rename = "ES256")]
+    Es256,
+}
+impl ::std::fmt::Display for JwtAlgorithm {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Hs256 => f.write_str("HS256"),
+            Self::Rs256 => f.write_str("RS256"),
+            Self::Es256 => f.write_str("ES256"),
+        }
+    }
+}
+impl ::std::str::FromStr for JwtAlgorithm {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "HS256" => Ok(Self::Hs256),
+            "RS256" => Ok(Self::Rs256),
+            "ES256" => Ok(Self::Es256),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for JwtAlgorithm {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for JwtAlgorithm {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+///How a caller's JWTs are verified (`exp` is always required).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct JwtSettings {
+    ///Signature algorithm.
+    pub algorithm: JwtAlgorithm,
+    ///Required `aud`.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub audience: ::std::option::Option<::std::string::String>,
+    ///Required `iss`.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub issuer: ::std::option::Option<::std::string::String>,
+    ///RS256/ES256: JWKS file of the issuer's keys (the token's `kid` picks one).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub jwks_file: ::std::option::Option<::std::string::String>,
+    ///Clock skew allowed on `exp` and `nbf`, seconds.
+    #[serde(default = "defaults::default_u64::<u64, 30>")]
+    pub leeway_secs: u64,
+    ///RS256/ES256: PEM file of the issuer's public key.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub public_key_file: ::std::option::Option<::std::string::String>,
+    ///HS256: file holding the shared secret.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub secret_file: ::std::option::Option<::std::string::String>,
+}
 ///A legacy compatibility rule of the lenient reader. Where each applies is declared in `schema/` by the `x-e2a-aliases`, `x-e2a-merge`, `x-e2a-legacy-keys` and `x-e2a-read` keywords (the docs render the table); `null_default` fires when an explicit null on a non-nullable field with a default reads as the default, `unknown_keys` when keys that are not E2A fields were ignored, `epoch_timestamp` when an epoch-number timestamp was converted to ISO-8601.
 #[derive(
     ::serde::Deserialize,
@@ -2441,6 +2832,25 @@ impl ::std::convert::TryFrom<::std::string::String> for LegacyRule {
         value: ::std::string::String,
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         value.parse()
+    }
+}
+///`GET /metrics` in Prometheus text format.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSettings {
+    ///Serve `/metrics`.
+    #[serde(default = "defaults::default_bool::<true>")]
+    pub enabled: bool,
+    ///Serve it without a credential (otherwise it needs one, like the other routes).
+    #[serde(default)]
+    pub public: bool,
+}
+impl ::std::default::Default for MetricsSettings {
+    fn default() -> Self {
+        Self {
+            enabled: defaults::default_bool::<true>(),
+            public: Default::default(),
+        }
     }
 }
 ///Body of `acp.output_request`: an agent→client JSON-RPC request (e.g. `session/request_permission`).
@@ -2623,6 +3033,16 @@ pub struct PromptResultBody {
     #[serde(flatten)]
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
+///A token bucket per caller (per JWT subject): `per_second` requests refill it, `burst` is its size; past it `429` with `Retry-After`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitSettings {
+    ///Requests allowed at once (default: `per_second`, at least 1).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub burst: ::std::option::Option<::std::num::NonZeroU64>,
+    ///Sustained requests per second.
+    pub per_second: f64,
+}
 ///`result` of the `e2a.complete` after an `a2a.message` frame: the agent answered with a direct message (A2A: a `Message`, no task).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct ReplyResult {
@@ -2683,6 +3103,72 @@ impl ::std::convert::TryFrom<::std::string::String> for ReplyResultReply {
         value: ::std::string::String,
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         value.parse()
+    }
+}
+///Where named agents are served; `{name}` stands for the agent's name. GoAI's layout is the default.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RouteTemplates {
+    ///Prefix of a named agent's A2A routes: its card at `{prefix}/.well-known/agent-card.json`, JSON-RPC at `{prefix}`, HTTP+JSON at `{prefix}/message:send`, `{prefix}/tasks/{id}`….
+    #[serde(default = "defaults::route_templates_a2a")]
+    pub a2a: ::std::string::String,
+    ///Path of a named agent's AG-UI endpoint.
+    #[serde(default = "defaults::route_templates_agui")]
+    pub agui: ::std::string::String,
+    ///Prefix of a named agent's E2A HTTP routes (`{prefix}/v1/e2a/requests`).
+    #[serde(default = "defaults::route_templates_e2a")]
+    pub e2a: ::std::string::String,
+}
+impl ::std::default::Default for RouteTemplates {
+    fn default() -> Self {
+        Self {
+            a2a: defaults::route_templates_a2a(),
+            agui: defaults::route_templates_agui(),
+            e2a: defaults::route_templates_e2a(),
+        }
+    }
+}
+///How the gateway listens and sheds load.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    ///Address to listen on; port 0 picks a free port (flag `--bind`).
+    #[serde(default = "defaults::server_settings_bind")]
+    pub bind: ::std::string::String,
+    ///Seconds open streams may run after SIGTERM before they are cut off (flag `--drain-secs`).
+    #[serde(default = "defaults::default_u64::<u64, 10>")]
+    pub drain_secs: u64,
+    ///Seconds a request head may take to arrive, and an idle kept-alive connection may stay (flag `--header-timeout-secs`).
+    #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 10>")]
+    pub header_timeout_secs: ::std::num::NonZeroU64,
+    ///Listen on a non-loopback address without any credential (flag `--insecure-no-auth`).
+    #[serde(default)]
+    pub insecure_no_auth: bool,
+    ///Most connections open at once; past it `503` (flag `--max-connections`; lowered to what the open-files limit allows).
+    #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 4096>")]
+    pub max_connections: ::std::num::NonZeroU64,
+    ///Most streams open at once per agent; past it `503` with `Retry-After` (flag `--max-streams`).
+    #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 1024>")]
+    pub max_streams: ::std::num::NonZeroU64,
+    ///The public base URL clients reach the gateway at, for the agent cards' interface URLs behind a proxy (flag `--public-url`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub public_url: ::std::option::Option<::std::string::String>,
+    ///File of accepted bearer tokens, one per line; their callers are `token-1`, `token-2`… (flag `--token-file`; default: `$E2A_TOKEN`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub token_file: ::std::option::Option<::std::string::String>,
+}
+impl ::std::default::Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            bind: defaults::server_settings_bind(),
+            drain_secs: defaults::default_u64::<u64, 10>(),
+            header_timeout_secs: defaults::default_nzu64::<::std::num::NonZeroU64, 10>(),
+            insecure_no_auth: Default::default(),
+            max_connections: defaults::default_nzu64::<::std::num::NonZeroU64, 4096>(),
+            max_streams: defaults::default_nzu64::<::std::num::NonZeroU64, 1024>(),
+            public_url: Default::default(),
+            token_file: Default::default(),
+        }
     }
 }
 ///Body of `acp.session_update`: an ACP `session/update` update object.
@@ -2751,6 +3237,41 @@ impl ::std::convert::TryFrom<::std::string::String> for SourceProtocol {
         value: ::std::string::String,
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         value.parse()
+    }
+}
+///The task and run store.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSettings {
+    ///PEM file of CA certificates to trust for a `postgres:` store's TLS (flag `--store-ca`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub ca_file: ::std::option::Option<::std::string::String>,
+    ///Seconds a gateway's lease on a running task lasts in a shared store (flag `--lease-secs`).
+    #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 30>")]
+    pub lease_secs: ::std::num::NonZeroU64,
+    ///Most finished A2A tasks kept (flag `--max-finished-tasks`).
+    #[serde(default = "defaults::default_u64::<u64, 100000>")]
+    pub max_finished_tasks: u64,
+    ///Most connections to a `postgres:` store (flag `--store-pool`).
+    #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 16>")]
+    pub pool: ::std::num::NonZeroU64,
+    ///Hours a finished A2A task is kept after its last update (flag `--task-retention-hours`).
+    #[serde(default = "defaults::default_u64::<u64, 168>")]
+    pub task_retention_hours: u64,
+    ///`memory`, `sqlite:PATH` or `postgres://USER@HOST/DB` (flag `--store`). Default: `sqlite:e2a-tasks.db` when A2A is on, else runs are kept in memory only.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub url: ::std::option::Option<::std::string::String>,
+}
+impl ::std::default::Default for StoreSettings {
+    fn default() -> Self {
+        Self {
+            ca_file: Default::default(),
+            lease_secs: defaults::default_nzu64::<::std::num::NonZeroU64, 30>(),
+            max_finished_tasks: defaults::default_u64::<u64, 100000>(),
+            pool: defaults::default_nzu64::<::std::num::NonZeroU64, 16>(),
+            task_retention_hours: defaults::default_u64::<u64, 168>(),
+            url: Default::default(),
+        }
     }
 }
 ///A tool call the agent makes.
@@ -2862,6 +3383,26 @@ pub mod defaults {
     pub(super) fn default_bool<const V: bool>() -> bool {
         V
     }
+    pub(super) fn default_u64<T, const V: u64>() -> T
+    where
+        T: ::std::convert::TryFrom<u64>,
+        <T as ::std::convert::TryFrom<u64>>::Error: ::std::fmt::Debug,
+    {
+        T::try_from(V).unwrap()
+    }
+    pub(super) fn default_nzu64<T, const V: u64>() -> T
+    where
+        T: ::std::convert::TryFrom<::std::num::NonZeroU64>,
+        <T as ::std::convert::TryFrom<::std::num::NonZeroU64>>::Error: ::std::fmt::Debug,
+    {
+        T::try_from(::std::num::NonZeroU64::try_from(V).unwrap()).unwrap()
+    }
+    pub(super) fn a2a_settings_path() -> ::std::string::String {
+        "/a2a".to_string()
+    }
+    pub(super) fn caller_entry_kind() -> super::CallerKind {
+        super::CallerKind::User
+    }
     pub(super) fn e2a_auth_extra_headers() -> crate::secret::SecretHeaders {
         ::serde_json::from_str::<crate::secret::SecretHeaders>("{}").unwrap()
     }
@@ -2884,6 +3425,21 @@ pub mod defaults {
     }
     pub(super) fn e2a_response_identity_origin() -> super::IdentityOrigin {
         super::IdentityOrigin::Agent
+    }
+    pub(super) fn gateway_file_agent() -> ::std::string::String {
+        "echo".to_string()
+    }
+    pub(super) fn route_templates_a2a() -> ::std::string::String {
+        "/a2a/agents/{name}".to_string()
+    }
+    pub(super) fn route_templates_agui() -> ::std::string::String {
+        "/api/agents/{name}/agui".to_string()
+    }
+    pub(super) fn route_templates_e2a() -> ::std::string::String {
+        "/agents/{name}".to_string()
+    }
+    pub(super) fn server_settings_bind() -> ::std::string::String {
+        "127.0.0.1:8080".to_string()
     }
 }
 /// Error types.
@@ -3436,6 +3992,20 @@ impl ArtifactKind {
         }
     }
 }
+impl CallerKind {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 2] = [
+        Self::User,
+        Self::Agent,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Agent => "agent",
+        }
+    }
+}
 impl ChunkEventType {
     /// Every value, in schema order.
     pub const ALL: [Self; 3] = [
@@ -3654,6 +4224,22 @@ impl InternalContextKey {
         }
     }
 }
+impl JwtAlgorithm {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 3] = [
+        Self::Hs256,
+        Self::Rs256,
+        Self::Es256,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Hs256 => "HS256",
+            Self::Rs256 => "RS256",
+            Self::Es256 => "ES256",
+        }
+    }
+}
 impl LegacyRule {
     /// Every value, in schema order.
     pub const ALL: [Self; 11] = [
@@ -3795,6 +4381,11 @@ impl ::std::fmt::Debug for A2aPart {
         crate::redact::debug_redacted(f, "A2aPart", self)
     }
 }
+impl ::std::fmt::Debug for A2aSettings {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "A2aSettings", self)
+    }
+}
 impl ::std::fmt::Debug for A2aStreamEventBody {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "A2aStreamEventBody", self)
@@ -3820,6 +4411,21 @@ impl ::std::fmt::Debug for A2aTaskStatusUpdateEvent {
         crate::redact::debug_redacted(f, "A2aTaskStatusUpdateEvent", self)
     }
 }
+impl ::std::fmt::Debug for AcpBackendSettings {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "AcpBackendSettings", self)
+    }
+}
+impl ::std::fmt::Debug for AgentCardSettings {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "AgentCardSettings", self)
+    }
+}
+impl ::std::fmt::Debug for AgentEntry {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "AgentEntry", self)
+    }
+}
 impl ::std::fmt::Debug for AgentResponse {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "AgentResponse", self)
@@ -3830,6 +4436,11 @@ impl ::std::fmt::Debug for AgentResponseChunk {
         crate::redact::debug_redacted(f, "AgentResponseChunk", self)
     }
 }
+impl ::std::fmt::Debug for AguiSettings {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "AguiSettings", self)
+    }
+}
 impl ::std::fmt::Debug for AnswerResult {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "AnswerResult", self)
@@ -3838,6 +4449,16 @@ impl ::std::fmt::Debug for AnswerResult {
 impl ::std::fmt::Debug for ArtifactDelta {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "ArtifactDelta", self)
+    }
+}
+impl ::std::fmt::Debug for CallerEntry {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "CallerEntry", self)
+    }
+}
+impl ::std::fmt::Debug for CallerEntryApiKeySha256 {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "CallerEntryApiKeySha256", self)
     }
 }
 impl ::std::fmt::Debug for ChunkBody {
@@ -3895,9 +4516,24 @@ impl ::std::fmt::Debug for ExternalError {
         crate::redact::debug_redacted(f, "ExternalError", self)
     }
 }
+impl ::std::fmt::Debug for GatewayFile {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "GatewayFile", self)
+    }
+}
 impl ::std::fmt::Debug for JsonRpcErrorBody {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "JsonRpcErrorBody", self)
+    }
+}
+impl ::std::fmt::Debug for JwtSettings {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "JwtSettings", self)
+    }
+}
+impl ::std::fmt::Debug for MetricsSettings {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "MetricsSettings", self)
     }
 }
 impl ::std::fmt::Debug for OutputRequestBody {
@@ -3920,14 +4556,34 @@ impl ::std::fmt::Debug for PromptResultBody {
         crate::redact::debug_redacted(f, "PromptResultBody", self)
     }
 }
+impl ::std::fmt::Debug for RateLimitSettings {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "RateLimitSettings", self)
+    }
+}
 impl ::std::fmt::Debug for ReplyResult {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "ReplyResult", self)
     }
 }
+impl ::std::fmt::Debug for RouteTemplates {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "RouteTemplates", self)
+    }
+}
+impl ::std::fmt::Debug for ServerSettings {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "ServerSettings", self)
+    }
+}
 impl ::std::fmt::Debug for SessionUpdateBody {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "SessionUpdateBody", self)
+    }
+}
+impl ::std::fmt::Debug for StoreSettings {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "StoreSettings", self)
     }
 }
 impl ::std::fmt::Debug for ToolCall {
@@ -4267,6 +4923,24 @@ impl crate::write::WriteJson for A2aPart {
         w.raw("}");
     }
 }
+impl crate::write::WriteJson for A2aSettings {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.card_file {
+            w.key(&mut first, "\"card_file\":");
+            w.str(v);
+        }
+        w.key(&mut first, "\"enabled\":");
+        w.bool(*&self.enabled);
+        w.key(&mut first, "\"path\":");
+        w.str(&self.path);
+        w.key(&mut first, "\"rest_path\":");
+        w.str(&self.rest_path);
+        w.raw("}");
+    }
+}
 impl crate::write::WriteJson for A2aStreamResponse {
     const FIXED_LEN: usize = 2;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
@@ -4378,6 +5052,82 @@ impl crate::write::WriteJson for A2aTaskStatusUpdateEvent {
         w.raw("}");
     }
 }
+impl crate::write::WriteJson for AcpBackendSettings {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        w.key(&mut first, "\"allow_fs\":");
+        w.bool(*&self.allow_fs);
+        if !self.approve.is_empty() {
+            w.key(&mut first, "\"approve\":");
+            w.str_array(&self.approve);
+        }
+        if !self.env.is_empty() {
+            w.key(&mut first, "\"env\":");
+            w.str_array(&self.env);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for AgentCardSettings {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.default_input_modes {
+            w.key(&mut first, "\"default_input_modes\":");
+            w.str_array(v);
+        }
+        if let Some(v) = &self.default_output_modes {
+            w.key(&mut first, "\"default_output_modes\":");
+            w.str_array(v);
+        }
+        if let Some(v) = &self.description {
+            w.key(&mut first, "\"description\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.documentation_url {
+            w.key(&mut first, "\"documentation_url\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.name {
+            w.key(&mut first, "\"name\":");
+            w.str(v);
+        }
+        if !self.skills.is_empty() {
+            w.key(&mut first, "\"skills\":");
+            w.serde(&self.skills);
+        }
+        if let Some(v) = &self.version {
+            w.key(&mut first, "\"version\":");
+            w.str(v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for AgentEntry {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        w.key(&mut first, "\"agent\":");
+        w.str(&self.agent);
+        if let Some(v) = &self.card {
+            w.key(&mut first, "\"card\":");
+            crate::write::WriteJson::write_json(v, w);
+        }
+        if let Some(v) = &self.token_env {
+            w.key(&mut first, "\"token_env\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.token_file {
+            w.key(&mut first, "\"token_file\":");
+            w.str(v);
+        }
+        w.raw("}");
+    }
+}
 impl crate::write::WriteJson for AgentResponse {
     const FIXED_LEN: usize = 72;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
@@ -4411,6 +5161,48 @@ impl crate::write::WriteJson for AgentResponseChunk {
         w.opt_map((&self.payload).as_ref());
         w.raw(",\"request_id\":");
         w.str(&self.request_id);
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for AguiSettings {
+    const FIXED_LEN: usize = 13;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        w.raw("{\"enabled\":");
+        w.bool(*&self.enabled);
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for CallerEntry {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.agents {
+            w.key(&mut first, "\"agents\":");
+            w.str_array(v);
+        }
+        if let Some(v) = &self.api_key_env {
+            w.key(&mut first, "\"api_key_env\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.api_key_file {
+            w.key(&mut first, "\"api_key_file\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.api_key_sha256 {
+            w.key(&mut first, "\"api_key_sha256\":");
+            w.serde(v);
+        }
+        if let Some(v) = &self.jwt {
+            w.key(&mut first, "\"jwt\":");
+            crate::write::WriteJson::write_json(v, w);
+        }
+        w.key(&mut first, "\"kind\":");
+        w.str((&self.kind).as_str());
+        if let Some(v) = &self.rate_limit {
+            w.key(&mut first, "\"rate_limit\":");
+            crate::write::WriteJson::write_json(v, w);
+        }
         w.raw("}");
     }
 }
@@ -4595,6 +5387,126 @@ impl crate::write::WriteJson for E2AResponse {
         w.opt_str((&self.timestamp).as_deref());
         w.raw(",\"user_id\":");
         w.opt_str((&self.user_id).as_deref());
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for JwtSettings {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        w.key(&mut first, "\"algorithm\":");
+        w.str((&self.algorithm).as_str());
+        if let Some(v) = &self.audience {
+            w.key(&mut first, "\"audience\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.issuer {
+            w.key(&mut first, "\"issuer\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.jwks_file {
+            w.key(&mut first, "\"jwks_file\":");
+            w.str(v);
+        }
+        w.key(&mut first, "\"leeway_secs\":");
+        w.u64(*&self.leeway_secs);
+        if let Some(v) = &self.public_key_file {
+            w.key(&mut first, "\"public_key_file\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.secret_file {
+            w.key(&mut first, "\"secret_file\":");
+            w.str(v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for MetricsSettings {
+    const FIXED_LEN: usize = 23;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        w.raw("{\"enabled\":");
+        w.bool(*&self.enabled);
+        w.raw(",\"public\":");
+        w.bool(*&self.public);
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for RateLimitSettings {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.burst {
+            w.key(&mut first, "\"burst\":");
+            w.serde(v);
+        }
+        w.key(&mut first, "\"per_second\":");
+        w.serde(&self.per_second);
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for RouteTemplates {
+    const FIXED_LEN: usize = 24;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        w.raw("{\"a2a\":");
+        w.str(&self.a2a);
+        w.raw(",\"agui\":");
+        w.str(&self.agui);
+        w.raw(",\"e2a\":");
+        w.str(&self.e2a);
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for ServerSettings {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        w.key(&mut first, "\"bind\":");
+        w.str(&self.bind);
+        w.key(&mut first, "\"drain_secs\":");
+        w.u64(*&self.drain_secs);
+        w.key(&mut first, "\"header_timeout_secs\":");
+        w.serde(&self.header_timeout_secs);
+        w.key(&mut first, "\"insecure_no_auth\":");
+        w.bool(*&self.insecure_no_auth);
+        w.key(&mut first, "\"max_connections\":");
+        w.serde(&self.max_connections);
+        w.key(&mut first, "\"max_streams\":");
+        w.serde(&self.max_streams);
+        if let Some(v) = &self.public_url {
+            w.key(&mut first, "\"public_url\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.token_file {
+            w.key(&mut first, "\"token_file\":");
+            w.str(v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for StoreSettings {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.ca_file {
+            w.key(&mut first, "\"ca_file\":");
+            w.str(v);
+        }
+        w.key(&mut first, "\"lease_secs\":");
+        w.serde(&self.lease_secs);
+        w.key(&mut first, "\"max_finished_tasks\":");
+        w.u64(*&self.max_finished_tasks);
+        w.key(&mut first, "\"pool\":");
+        w.serde(&self.pool);
+        w.key(&mut first, "\"task_retention_hours\":");
+        w.u64(*&self.task_retention_hours);
+        if let Some(v) = &self.url {
+            w.key(&mut first, "\"url\":");
+            w.str(v);
+        }
         w.raw("}");
     }
 }

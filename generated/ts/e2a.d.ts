@@ -174,6 +174,20 @@ export type AcpSessionUpdateKind =
  */
 export type ArtifactKind = "text" | "file" | "file_url" | "data";
 /**
+ * A JWT signature algorithm the gateway verifies.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "JwtAlgorithm".
+ */
+export type JwtAlgorithm = "HS256" | "RS256" | "ES256";
+/**
+ * Whether a caller is a person (`user`) or another agent (`agent`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "CallerKind".
+ */
+export type CallerKind = "user" | "agent";
+/**
  * Kind of an `e2a.chunk` delta. The reference never emits `tool`.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -551,6 +565,30 @@ export interface A2ATaskStatus {
   [k: string]: unknown | undefined;
 }
 /**
+ * The A2A 1.0 bindings (agent card, JSON-RPC, HTTP+JSON).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aSettings".
+ */
+export interface A2ASettings {
+  /**
+   * JSON file with the root agent's card: name, description, version, skills, modes (flag `--a2a-card`).
+   */
+  card_file?: string | null;
+  /**
+   * Serve A2A (flag `--a2a`).
+   */
+  enabled?: boolean;
+  /**
+   * Path of the root agent's JSON-RPC binding (flag `--a2a-path`).
+   */
+  path?: string;
+  /**
+   * Prefix of the root agent's HTTP+JSON routes; empty: at the root (flag `--a2a-rest-path`).
+   */
+  rest_path?: string;
+}
+/**
  * Body of `a2a.stream_event`.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -621,6 +659,88 @@ export interface A2ATaskArtifactUpdateEvent {
    */
   taskId: string;
   [k: string]: unknown | undefined;
+}
+/**
+ * Options of `acp:CMD` agents, root and named.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "AcpBackendSettings".
+ */
+export interface AcpBackendSettings {
+  /**
+   * Serve the agents' file requests inside the session's directory (flag `--allow-fs`).
+   */
+  allow_fs?: boolean;
+  /**
+   * Permission requests that may be allowed, by tool kind, title substring or `*` (flag `--approve`).
+   */
+  approve?: string[];
+  /**
+   * Environment variables passed to agent processes besides the safe defaults (flag `--agent-env`).
+   */
+  env?: string[];
+}
+/**
+ * The A2A card of a named agent.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "AgentCardSettings".
+ */
+export interface AgentCardSettings {
+  /**
+   * Media types the agent accepts.
+   */
+  default_input_modes?: string[] | null;
+  /**
+   * Media types the agent answers with.
+   */
+  default_output_modes?: string[] | null;
+  /**
+   * What the agent does.
+   */
+  description?: string | null;
+  /**
+   * Documentation URL.
+   */
+  documentation_url?: string | null;
+  /**
+   * Display name.
+   */
+  name?: string | null;
+  /**
+   * A2A `AgentSkill` objects (`id`, `name`, `description`, `tags`, …).
+   */
+  skills?: {
+    [k: string]: unknown | undefined;
+  }[];
+  /**
+   * Agent version.
+   */
+  version?: string | null;
+}
+/**
+ * A named agent (`[agents.NAME]`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "AgentEntry".
+ */
+export interface AgentEntry {
+  /**
+   * What serves it: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD`.
+   */
+  agent: string;
+  /**
+   * What its A2A card says; unset fields take the gateway's defaults, the name defaults to the agent's key.
+   */
+  card?: AgentCardSettings | null;
+  /**
+   * Environment variable holding that token (when `token_file` is not set).
+   */
+  token_env?: string | null;
+  /**
+   * File holding the bearer token sent to an `e2a:`/`a2a:` agent's origin.
+   */
+  token_file?: string | null;
 }
 /**
  * Legacy agent-server unary response record.
@@ -699,6 +819,18 @@ export interface AgentResponseChunk {
   request_id: string;
 }
 /**
+ * The AG-UI binding (`POST /agui`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "AguiSettings".
+ */
+export interface AguiSettings {
+  /**
+   * Serve AG-UI over SSE (flag `--agui`).
+   */
+  enabled?: boolean;
+}
+/**
  * `result` of the `e2a.complete` that ends an answered turn: the answer's whole text and, from an ACP agent, why its turn stopped. The A2A projection answers `COMPLETED` with `content` when no text was streamed; the ACP projection answers `session/prompt` with `stopReason` (default `end_turn`).
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -749,6 +881,88 @@ export interface ArtifactDelta {
     [k: string]: unknown | undefined;
   }[];
   [k: string]: unknown | undefined;
+}
+/**
+ * A caller (`[callers.NAME]`): how it proves who it is, what it may call, how often. Exactly one of `api_key_sha256`, `api_key_file`, `api_key_env` and `jwt`.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "CallerEntry".
+ */
+export interface CallerEntry {
+  /**
+   * The agents it may call (names of `agents`; `default` for the root agent); null: every agent.
+   */
+  agents?: string[] | null;
+  /**
+   * Environment variable holding its API key (hashed when loaded).
+   */
+  api_key_env?: string | null;
+  /**
+   * File holding its API key (hashed when loaded).
+   */
+  api_key_file?: string | null;
+  /**
+   * The SHA-256 of its API key, 64 hex digits (`printf %s KEY | sha256sum`); the key itself is never stored.
+   */
+  api_key_sha256?: string | null;
+  /**
+   * JWT verification: a bearer token signed by this issuer is this caller; its `sub` names the user or agent.
+   */
+  jwt?: JwtSettings | null;
+  kind?: CallerKind;
+  /**
+   * Its rate limit; null: none.
+   */
+  rate_limit?: RateLimitSettings | null;
+}
+/**
+ * How a caller's JWTs are verified (`exp` is always required).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "JwtSettings".
+ */
+export interface JwtSettings {
+  algorithm: JwtAlgorithm;
+  /**
+   * Required `aud`.
+   */
+  audience?: string | null;
+  /**
+   * Required `iss`.
+   */
+  issuer?: string | null;
+  /**
+   * RS256/ES256: JWKS file of the issuer's keys (the token's `kid` picks one).
+   */
+  jwks_file?: string | null;
+  /**
+   * Clock skew allowed on `exp` and `nbf`, seconds.
+   */
+  leeway_secs?: number;
+  /**
+   * RS256/ES256: PEM file of the issuer's public key.
+   */
+  public_key_file?: string | null;
+  /**
+   * HS256: file holding the shared secret.
+   */
+  secret_file?: string | null;
+}
+/**
+ * A token bucket per caller (per JWT subject): `per_second` requests refill it, `burst` is its size; past it `429` with `Retry-After`.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "RateLimitSettings".
+ */
+export interface RateLimitSettings {
+  /**
+   * Requests allowed at once (default: `per_second`, at least 1).
+   */
+  burst?: number;
+  /**
+   * Sustained requests per second.
+   */
+  per_second: number;
 }
 /**
  * Body of `e2a.chunk`: one streamed delta.
@@ -1254,6 +1468,153 @@ export interface ExtBody {
     [k: string]: unknown | undefined;
   };
   [k: string]: unknown | undefined;
+}
+/**
+ * The configuration file of `e2a serve --config FILE` (TOML). Every `e2a serve` flag sets one of these keys and wins over the file. Secrets are never written here: bearer tokens, API keys and JWT secrets are named by file (`*_file`) or environment variable (`*_env`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "GatewayFile".
+ */
+export interface GatewayFile {
+  a2a?: A2ASettings;
+  acp?: AcpBackendSettings;
+  /**
+   * The agent served at the root routes when `default_agent` is not set: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD` (flag `--agent`).
+   */
+  agent?: string;
+  /**
+   * File holding the bearer token sent to the root `e2a:`/`a2a:` agent's origin (flag `--agent-token-file`; default: `$E2A_AGENT_TOKEN`).
+   */
+  agent_token_file?: string | null;
+  /**
+   * Named agents, each served under its own routes with its own card (`[agents.NAME]`). Names are 1–64 characters of `a-z`, `0-9`, `-`, `_`.
+   */
+  agents?: {
+    [k: string]: AgentEntry;
+  };
+  agui?: AguiSettings;
+  /**
+   * Who may call the gateway (`[callers.NAME]`): each by API key or JWT, with the agents it may call and a rate limit. With callers, every route but `/healthz` and the agent cards needs a credential.
+   */
+  callers?: {
+    [k: string]: CallerEntry;
+  };
+  /**
+   * The named agent (a key of `agents`) that also answers at the root routes (`/v1/e2a/requests`, `/a2a`, `/agui`, the root agent card), instead of `agent`.
+   */
+  default_agent?: string | null;
+  metrics?: MetricsSettings;
+  routes?: RouteTemplates;
+  server?: ServerSettings;
+  store?: StoreSettings;
+}
+/**
+ * `GET /metrics` in Prometheus text format.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "MetricsSettings".
+ */
+export interface MetricsSettings {
+  /**
+   * Serve `/metrics`.
+   */
+  enabled?: boolean;
+  /**
+   * Serve it without a credential (otherwise it needs one, like the other routes).
+   */
+  public?: boolean;
+}
+/**
+ * Where named agents are served; `{name}` stands for the agent's name. GoAI's layout is the default.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "RouteTemplates".
+ */
+export interface RouteTemplates {
+  /**
+   * Prefix of a named agent's A2A routes: its card at `{prefix}/.well-known/agent-card.json`, JSON-RPC at `{prefix}`, HTTP+JSON at `{prefix}/message:send`, `{prefix}/tasks/{id}`….
+   */
+  a2a?: string;
+  /**
+   * Path of a named agent's AG-UI endpoint.
+   */
+  agui?: string;
+  /**
+   * Prefix of a named agent's E2A HTTP routes (`{prefix}/v1/e2a/requests`).
+   */
+  e2a?: string;
+}
+/**
+ * How the gateway listens and sheds load.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "ServerSettings".
+ */
+export interface ServerSettings {
+  /**
+   * Address to listen on; port 0 picks a free port (flag `--bind`).
+   */
+  bind?: string;
+  /**
+   * Seconds open streams may run after SIGTERM before they are cut off (flag `--drain-secs`).
+   */
+  drain_secs?: number;
+  /**
+   * Seconds a request head may take to arrive, and an idle kept-alive connection may stay (flag `--header-timeout-secs`).
+   */
+  header_timeout_secs?: number;
+  /**
+   * Listen on a non-loopback address without any credential (flag `--insecure-no-auth`).
+   */
+  insecure_no_auth?: boolean;
+  /**
+   * Most connections open at once; past it `503` (flag `--max-connections`; lowered to what the open-files limit allows).
+   */
+  max_connections?: number;
+  /**
+   * Most streams open at once per agent; past it `503` with `Retry-After` (flag `--max-streams`).
+   */
+  max_streams?: number;
+  /**
+   * The public base URL clients reach the gateway at, for the agent cards' interface URLs behind a proxy (flag `--public-url`).
+   */
+  public_url?: string | null;
+  /**
+   * File of accepted bearer tokens, one per line; their callers are `token-1`, `token-2`… (flag `--token-file`; default: `$E2A_TOKEN`).
+   */
+  token_file?: string | null;
+}
+/**
+ * The task and run store.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "StoreSettings".
+ */
+export interface StoreSettings {
+  /**
+   * PEM file of CA certificates to trust for a `postgres:` store's TLS (flag `--store-ca`).
+   */
+  ca_file?: string | null;
+  /**
+   * Seconds a gateway's lease on a running task lasts in a shared store (flag `--lease-secs`).
+   */
+  lease_secs?: number;
+  /**
+   * Most finished A2A tasks kept (flag `--max-finished-tasks`).
+   */
+  max_finished_tasks?: number;
+  /**
+   * Most connections to a `postgres:` store (flag `--store-pool`).
+   */
+  pool?: number;
+  /**
+   * Hours a finished A2A task is kept after its last update (flag `--task-retention-hours`).
+   */
+  task_retention_hours?: number;
+  /**
+   * `memory`, `sqlite:PATH` or `postgres://USER@HOST/DB` (flag `--store`). Default: `sqlite:e2a-tasks.db` when A2A is on, else runs are kept in memory only.
+   */
+  url?: string | null;
 }
 /**
  * Body of `acp.jsonrpc_error`: a JSON-RPC error object, used verbatim.

@@ -6,7 +6,10 @@
 # input-required round trip, artifacts of each kind, direct message reply, SubscribeToTask after
 # a dropped connection (snapshot and Last-Event-ID), errors — over JSON-RPC and HTTP+JSON; bearer
 # auth accepted and refused; a restart (SIGKILL mid-stream, same SQLite file, resubscribe: no
-# event lost or repeated); a chain (`--agent a2a:URL` in front of a second gateway).
+# event lost or repeated); a chain (`--agent a2a:URL` in front of a second gateway); named agents
+# and callers of `e2a serve --config FILE` (named_agents.py: config check, each agent's card and
+# routes, API keys, an RS256 JWT, allow-lists, a rate limit, task isolation, /metrics parsed with
+# prometheus-client).
 #
 # Usage: gateway/tests/a2a_clients/run.sh   (from anywhere; needs cargo, python3 >= 3.10, node >= 20)
 # Env: E2A_BIN (a built e2a binary; default: cargo build -p e2a-cli), A2A_CLIENTS_WORK (scratch dir).
@@ -105,6 +108,11 @@ run chain "$py" "$here/python_client.py" chain "http://127.0.0.1:$cport"
 tport="$(free_port)"
 start tck "$tport" --store memory --agent "script:$here/tck_script.json"
 run tck "$py" "$here/python_client.py" tck "http://127.0.0.1:$tport"
+
+# named agents, callers (API keys, an RS256 JWT, allow-lists, a rate limit) and /metrics of
+# `e2a serve --config FILE`: the session writes its config, checks it and starts the gateway itself
+rm -rf "$work/named"
+run named-agents "$py" "$here/named_agents.py" "$E2A_BIN" "$work/named"
 
 echo "a2a-clients: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

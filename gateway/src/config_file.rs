@@ -1,0 +1,509 @@
+//! The gateway's configuration file (`e2a serve --config FILE`): TOML, described by the
+//! `GatewayFile` definition of the E2A schema (`schema/config.json`; the types are
+//! [`e2a::types::GatewayFile`] and the rest, generated from it).
+//!
+//! Loading is three steps, each reporting every problem with the file, line and key:
+//! the TOML syntax; the schema (unknown keys, wrong types, out-of-range values, missing keys),
+//! with `e2a serve` flags laid over the file first ([`Override`]); then what the schema cannot
+//! say — names, references between sections, and secrets, which are read from the files and
+//! environment variables the file names (a secret is never written in the file itself).
+//!
+//! ```
+//! use e2a_gateway::config_file::ConfigFile;
+//!
+//! let text = "[a2a]\nenabled = true\n\n[agents.writer]\nagent = \"echo\"\n";
+//! let file = ConfigFile::parse(text, "e2a.toml", ".".as_ref(), &[]).unwrap();
+//! assert!(file.a2a().enabled);
+//! assert_eq!(file.settings.agents["writer"].agent, "echo");
+//!
+//! let errors = ConfigFile::parse("[server]\nbogus = 1\n", "e2a.toml", ".".as_ref(), &[]).unwrap_err();
+//! assert_eq!(errors[0].to_string(), "e2a.toml:2: server.bogus: unknown key");
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use e2a::types::GatewayFile;
+use serde_json::{Map, Value};
+
+/// The name a caller's allow-list uses for the agent at the root routes.
+pub const ROOT_AGENT: &str = "default";
+
+/// One problem with a configuration: where (file and line, or the flag) and which key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file, or `flag --NAME` when a flag set the key.
+    pub origin: String,
+    /// The line of the key (1-based), when the file has it.
+    pub line: Option<usize>,
+    /// The key, dotted (`callers.bob.api_key_file`); empty for the whole file.
+    pub key: String,
+    /// What is wrong (never a secret's value).
+    pub reason: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.origin)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if !self.key.is_empty() {
+            write!(f, ": {}", self.key)?;
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// A value a flag sets, laid over the file: the key's JSON pointer (`/server/bind`), the value
+/// and the flag's name for messages.
+#[derive(Debug, Clone)]
+pub struct Override {
+    /// JSON pointer of the key.
+    pub pointer: String,
+    /// Its value.
+    pub value: Value,
+    /// The flag (`--bind`).
+    pub flag: String,
+}
+
+/// A loaded, checked configuration.
+#[derive(Clone)]
+pub struct ConfigFile {
+    /// The settings, every default filled in.
+    pub settings: GatewayFile,
+    /// Where relative `*_file` paths start: the file's directory.
+    pub dir: PathBuf,
+    origin: String,
+    lines: HashMap<String, usize>,
+    flags: HashMap<String, String>,
+}
+
+impl fmt::Debug for ConfigFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConfigFile")
+            .field("origin", &self.origin)
+            .field("settings", &self.settings)
+            .finish()
+    }
+}
+
+impl ConfigFile {
+    /// Reads and checks `path`, with `overrides` laid over it.
+    pub fn load(path: &Path, overrides: &[Override]) -> Result<Self, Vec<ConfigError>> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            vec![ConfigError {
+                origin: origin.clone(),
+                line: None,
+                key: String::new(),
+                reason: format!("cannot read: {e}"),
+            }]
+        })?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Self::parse(&text, &origin, &dir, overrides)
+    }
+
+    /// The configuration of the flags alone (no file; relative paths from the working directory).
+    pub fn from_flags(overrides: &[Override]) -> Result<Self, Vec<ConfigError>> {
+        Self::parse("", "flags", Path::new(""), overrides)
+    }
+
+    /// Checks TOML `text` read from `origin`, relative paths starting at `dir`.
+    pub fn parse(text: &str, origin: &str, dir: &Path, overrides: &[Override]) -> Result<Self, Vec<ConfigError>> {
+        let doc = toml_edit::Document::parse(text).map_err(|e| {
+            vec![ConfigError {
+                origin: origin.to_string(),
+                line: e.span().map(|s| line_of(text, s.start)),
+                key: String::new(),
+                reason: e.message().trim().to_string(),
+            }]
+        })?;
+        let mut lines = HashMap::new();
+        let mut value = table_json(doc.as_table(), text, "", &mut lines);
+        let mut flags = HashMap::new();
+        for o in overrides {
+            set_pointer(&mut value, &o.pointer, o.value.clone());
+            flags.insert(o.pointer.clone(), o.flag.clone());
+        }
+        let mut file = ConfigFile {
+            settings: GatewayFile::default(),
+            dir: dir.to_path_buf(),
+            origin: origin.to_string(),
+            lines,
+            flags,
+        };
+        let violations =
+            e2a::schema_violations("GatewayFile", &value).map_err(|e| vec![file.error("", e.to_string())])?;
+        if !violations.is_empty() {
+            return Err(violations
+                .into_iter()
+                .map(|v| file.error(&v.pointer, v.reason))
+                .collect());
+        }
+        file.settings = serde_json::from_value(value).map_err(|e| vec![file.error("", e.to_string())])?;
+        let errors = file.semantic_errors();
+        if errors.is_empty() {
+            Ok(file)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// An error at the key of `pointer`, located at its line (or its nearest table's line).
+    pub fn error(&self, pointer: &str, reason: impl Into<String>) -> ConfigError {
+        let flag = self
+            .flags
+            .iter()
+            .find(|(p, _)| pointer == *p || pointer.starts_with(&format!("{p}/")));
+        let (origin, line) = match flag {
+            Some((_, flag)) => (format!("flag {flag}"), None),
+            None => {
+                let mut p = pointer;
+                let line = loop {
+                    if let Some(l) = self.lines.get(p) {
+                        break Some(*l);
+                    }
+                    match p.rfind('/') {
+                        Some(i) => p = &p[..i],
+                        None => break None,
+                    }
+                };
+                (self.origin.clone(), line)
+            }
+        };
+        ConfigError {
+            origin,
+            line,
+            key: dotted(pointer),
+            reason: reason.into(),
+        }
+    }
+
+    /// `path` as the file means it: relative paths start at the file's directory.
+    pub fn path(&self, path: &str) -> PathBuf {
+        let p = Path::new(path);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.dir.join(p)
+        }
+    }
+
+    /// A secret the file names: the trimmed, non-empty contents of the file `path` (relative
+    /// to the file) or of the environment variable `var`; the error names `pointer`'s key.
+    pub fn secret(
+        &self,
+        pointer: &str,
+        file: Option<&str>,
+        var: Option<&str>,
+    ) -> Result<Option<e2a::SecretString>, ConfigError> {
+        let (text, what) = match (file, var) {
+            (Some(f), _) => {
+                let path = self.path(f);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| self.error(pointer, format!("cannot read {}: {e}", path.display())))?;
+                (text, path.display().to_string())
+            }
+            (None, Some(v)) => {
+                let text = std::env::var(v)
+                    .map_err(|_| self.error(pointer, format!("environment variable {v} is not set")))?;
+                (text, format!("environment variable {v}"))
+            }
+            (None, None) => return Ok(None),
+        };
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(self.error(pointer, format!("{what} is empty")));
+        }
+        Ok(Some(text.into()))
+    }
+
+    /// `[server]`, defaults filled in.
+    pub fn server(&self) -> e2a::types::ServerSettings {
+        self.settings.server.clone().unwrap_or_default()
+    }
+
+    /// `[store]`, defaults filled in.
+    pub fn store(&self) -> e2a::types::StoreSettings {
+        self.settings.store.clone().unwrap_or_default()
+    }
+
+    /// `[a2a]`, defaults filled in.
+    pub fn a2a(&self) -> e2a::types::A2aSettings {
+        self.settings.a2a.clone().unwrap_or_default()
+    }
+
+    /// Whether `[agui] enabled`.
+    pub fn agui(&self) -> bool {
+        self.settings.agui.as_ref().is_some_and(|a| a.enabled)
+    }
+
+    /// `[acp]`, defaults filled in.
+    pub fn acp(&self) -> e2a::types::AcpBackendSettings {
+        self.settings.acp.clone().unwrap_or_default()
+    }
+
+    /// `[routes]`, defaults filled in.
+    pub fn routes(&self) -> e2a::types::RouteTemplates {
+        self.settings.routes.clone().unwrap_or_default()
+    }
+
+    /// `[metrics]`, defaults filled in.
+    pub fn metrics(&self) -> e2a::types::MetricsSettings {
+        self.settings.metrics.clone().unwrap_or_default()
+    }
+
+    /// What the schema cannot say: agent names, references between sections, route templates,
+    /// one credential per caller, the keys JWT verification needs.
+    fn semantic_errors(&self) -> Vec<ConfigError> {
+        let s = &self.settings;
+        let routes = self.routes();
+        let mut errors = Vec::new();
+        for name in s.agents.keys() {
+            let ok = (1..=64).contains(&name.len())
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+            if !ok {
+                errors.push(self.error(
+                    &format!("/agents/{}", pointer_key(name)),
+                    "an agent's name is 1–64 characters of a-z, 0-9, - and _",
+                ));
+            } else if name == ROOT_AGENT {
+                errors.push(self.error(
+                    &format!("/agents/{name}"),
+                    format!("`{ROOT_AGENT}` names the root agent in allow-lists; choose another name"),
+                ));
+            }
+        }
+        if let Some(d) = &s.default_agent {
+            if !s.agents.contains_key(d) {
+                errors.push(self.error("/default_agent", format!("no agent `{d}` in [agents]")));
+            }
+        }
+        for (key, template) in [("e2a", &routes.e2a), ("a2a", &routes.a2a), ("agui", &routes.agui)] {
+            if !template.starts_with('/') || !template.contains("{name}") {
+                errors.push(self.error(
+                    &format!("/routes/{key}"),
+                    "a route template starts with / and holds {name}",
+                ));
+            }
+        }
+        for (name, c) in &s.callers {
+            let at = |k: &str| format!("/callers/{}{k}", pointer_key(name));
+            let credentials = [
+                c.api_key_sha256.is_some(),
+                c.api_key_file.is_some(),
+                c.api_key_env.is_some(),
+                c.jwt.is_some(),
+            ];
+            if credentials.iter().filter(|x| **x).count() != 1 {
+                errors.push(self.error(
+                    &at(""),
+                    "give exactly one of api_key_sha256, api_key_file, api_key_env and jwt",
+                ));
+            }
+            if let Some(h) = &c.api_key_sha256 {
+                if !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    errors.push(self.error(&at("/api_key_sha256"), "expected 64 hex digits"));
+                }
+            }
+            for (i, agent) in c.agents.iter().flatten().enumerate() {
+                if agent != ROOT_AGENT && !s.agents.contains_key(agent) {
+                    errors.push(self.error(&at(&format!("/agents/{i}")), format!("no agent `{agent}` in [agents]")));
+                }
+            }
+            if let Some(j) = &c.jwt {
+                use e2a::types::JwtAlgorithm as A;
+                let keys = [j.public_key_file.is_some(), j.jwks_file.is_some()];
+                match j.algorithm {
+                    A::Hs256 if j.secret_file.is_none() || keys.contains(&true) => {
+                        errors.push(self.error(&at("/jwt"), "HS256 takes secret_file (and no public key)"));
+                    }
+                    A::Rs256 | A::Es256 if j.secret_file.is_some() || keys.iter().filter(|x| **x).count() != 1 => {
+                        errors.push(self.error(
+                            &at("/jwt"),
+                            "RS256 and ES256 take one of public_key_file and jwks_file (and no secret_file)",
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        errors
+    }
+}
+
+/// The 1-based line of byte `offset` of `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
+/// `key` escaped for a JSON pointer.
+fn pointer_key(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// `/callers/bob/agents/0` as `callers.bob.agents[0]`.
+fn dotted(pointer: &str) -> String {
+    let mut out = String::new();
+    for seg in pointer.split('/').skip(1) {
+        let seg = seg.replace("~1", "/").replace("~0", "~");
+        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&seg);
+        }
+    }
+    out
+}
+
+/// Sets the value at `pointer`, making the objects on the way.
+fn set_pointer(root: &mut Value, pointer: &str, value: Value) {
+    let mut at = root;
+    let segs: Vec<&str> = pointer.split('/').skip(1).collect();
+    for (i, seg) in segs.iter().enumerate() {
+        if !at.is_object() {
+            *at = Value::Object(Map::new());
+        }
+        let Some(map) = at.as_object_mut() else { return };
+        if i + 1 == segs.len() {
+            map.insert((*seg).to_string(), value);
+            return;
+        }
+        at = map
+            .entry((*seg).to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+}
+
+/// A TOML table as JSON, recording the line of every key under its pointer.
+fn table_json(t: &toml_edit::Table, text: &str, at: &str, lines: &mut HashMap<String, usize>) -> Value {
+    let mut out = Map::new();
+    for (k, item) in t.iter() {
+        let pointer = format!("{at}/{}", pointer_key(k));
+        let span = t
+            .get_key_value(k)
+            .and_then(|(key, _)| key.span())
+            .or_else(|| item.span());
+        if let Some(s) = span {
+            lines.insert(pointer.clone(), line_of(text, s.start));
+        }
+        out.insert(k.to_string(), item_json(item, text, &pointer, lines));
+    }
+    Value::Object(out)
+}
+
+fn item_json(item: &toml_edit::Item, text: &str, at: &str, lines: &mut HashMap<String, usize>) -> Value {
+    match item {
+        toml_edit::Item::None => Value::Null,
+        toml_edit::Item::Value(v) => value_json(v, text, at, lines),
+        toml_edit::Item::Table(t) => table_json(t, text, at, lines),
+        toml_edit::Item::ArrayOfTables(a) => Value::Array(
+            a.iter()
+                .enumerate()
+                .map(|(i, t)| table_json(t, text, &format!("{at}/{i}"), lines))
+                .collect(),
+        ),
+    }
+}
+
+fn value_json(v: &toml_edit::Value, text: &str, at: &str, lines: &mut HashMap<String, usize>) -> Value {
+    use toml_edit::Value as V;
+    match v {
+        V::String(s) => Value::String(s.value().clone()),
+        V::Integer(i) => Value::from(*i.value()),
+        V::Float(f) => serde_json::Number::from_f64(*f.value()).map_or(Value::Null, Value::Number),
+        V::Boolean(b) => Value::Bool(*b.value()),
+        V::Datetime(d) => Value::String(d.value().to_string()),
+        V::Array(a) => Value::Array(
+            a.iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    let pointer = format!("{at}/{i}");
+                    if let Some(s) = x.span() {
+                        lines.insert(pointer.clone(), line_of(text, s.start));
+                    }
+                    value_json(x, text, &pointer, lines)
+                })
+                .collect(),
+        ),
+        V::InlineTable(t) => {
+            let mut out = Map::new();
+            for (k, x) in t.iter() {
+                let pointer = format!("{at}/{}", pointer_key(k));
+                let span = t.get_key_value(k).and_then(|(key, _)| key.span()).or_else(|| x.span());
+                if let Some(s) = span {
+                    lines.insert(pointer.clone(), line_of(text, s.start));
+                }
+                out.insert(k.to_string(), value_json(x, text, &pointer, lines));
+            }
+            Value::Object(out)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors(text: &str) -> Vec<String> {
+        ConfigFile::parse(text, "c.toml", Path::new("."), &[])
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn names_line_and_key_of_each_problem() {
+        assert_eq!(errors("[server]\nbogus = 1\n"), ["c.toml:2: server.bogus: unknown key"]);
+        assert_eq!(
+            errors("[server]\nbind = \"127.0.0.1:1\"\nmax_streams = \"many\"\n"),
+            ["c.toml:3: server.max_streams: expected integer"]
+        );
+        assert_eq!(
+            errors("[agents.w]\ntoken_file = \"t\"\n"),
+            ["c.toml:1: agents.w.agent: missing required key"]
+        );
+        assert_eq!(errors("[server\n").len(), 1);
+        assert!(errors("[server\n")[0].starts_with("c.toml:1: "));
+        let e = errors("[callers.a]\napi_key_env = \"X\"\nagents = [\"nobody\"]\n");
+        assert_eq!(e, ["c.toml:3: callers.a.agents[0]: no agent `nobody` in [agents]"]);
+    }
+
+    #[test]
+    fn flags_override_the_file_and_are_named_in_errors() {
+        let flag = |pointer: &str, value: Value| Override {
+            pointer: pointer.into(),
+            value,
+            flag: "--max-streams".into(),
+        };
+        let f = ConfigFile::parse(
+            "[server]\nmax_streams = 5\n",
+            "c.toml",
+            Path::new("."),
+            &[flag("/server/max_streams", 7.into())],
+        )
+        .unwrap();
+        assert_eq!(f.server().max_streams.get(), 7);
+        assert_eq!(f.server().bind, "127.0.0.1:8080", "defaults come from the schema");
+        assert_eq!(f.routes().a2a, "/a2a/agents/{name}");
+        let e = ConfigFile::parse("", "c.toml", Path::new("."), &[flag("/server/max_streams", 0.into())]).unwrap_err();
+        assert_eq!(
+            e[0].to_string(),
+            "flag --max-streams: server.max_streams: less than minimum 1"
+        );
+    }
+}
