@@ -13,6 +13,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod acp;
 mod agent;
+mod config;
 mod convert;
 mod demo;
 mod input;
@@ -126,12 +127,31 @@ enum Command {
         after_help = "Examples:\n  e2a acp\n  e2a acp --agent script:gateway/tests/data/script.json\n  e2a acp --agent e2a:http://127.0.0.1:8080\n  e2a acp --agent 'acp:my-coding-agent --stdio' --approve read"
     )]
     Acp(acp::AcpArgs),
+    /// Check a config file of `e2a serve --config`, or print its JSON Schema.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  e2a config check e2a.toml\n  e2a config schema > e2a-config.schema.json"
+    )]
+    Config(ConfigCommand),
     /// Print a shell completion script.
     #[command(after_help = "Example:\n  e2a completions bash > /etc/bash_completion.d/e2a")]
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Load FILE as `e2a serve --config` would: syntax, schema, references between sections,
+    /// every secret file and variable it names. Exit 0 ok, 2 with `FILE:LINE: KEY: reason`
+    /// lines.
+    Check {
+        /// The config file (TOML).
+        file: std::path::PathBuf,
+    },
+    /// Print the config file's JSON Schema (draft 2020-12).
+    Schema,
 }
 
 fn main() -> ExitCode {
@@ -172,6 +192,11 @@ fn main() -> ExitCode {
         Command::Redact { file } => ExitCode::from(redact(&file)),
         Command::Serve(args) => ExitCode::from(serve::run(&args)),
         Command::Acp(args) => ExitCode::from(acp::run(&args)),
+        Command::Config(ConfigCommand::Check { file }) => ExitCode::from(config::check(&file)),
+        Command::Config(ConfigCommand::Schema) => {
+            println!("{:#}", config::schema());
+            ExitCode::SUCCESS
+        }
         Command::ConformanceDriver => conformance_driver(),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "e2a", &mut std::io::stdout());

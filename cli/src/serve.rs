@@ -4,148 +4,226 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use e2a_gateway::{Auth, Gateway, GatewayConfig};
+use e2a_gateway::config_file::{ConfigFile, Override};
+use e2a_gateway::Auth;
 
-/// Options of `e2a serve`.
+/// Options of `e2a serve`. Each sets a key of the config file (named in its help) and wins
+/// over the file; a flag not given leaves the file's value, else the schema's default.
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on (port 0 picks a free port).
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    pub bind: SocketAddr,
-    /// File holding the accepted bearer token(s), one per line (default: $E2A_TOKEN, else none).
+    /// A TOML config file (see `e2a config schema`; `e2a config check FILE` checks one).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on; port 0 picks a free port [key server.bind; default 127.0.0.1:8080].
+    #[arg(long)]
+    pub bind: Option<SocketAddr>,
+    /// File holding the accepted bearer token(s), one per line [key server.token_file;
+    /// default: $E2A_TOKEN, else none].
     #[arg(long)]
     pub token_file: Option<PathBuf>,
-    /// The agent: `echo`, `script:FILE` (scenarios, see gateway/README.md), `e2a:URL` (another
-    /// server speaking E2A over HTTP), `a2a:URL` (a remote A2A 1.0 agent, its card at
-    /// URL/.well-known/agent-card.json) or `acp:CMD`.
-    #[arg(long, default_value = "echo")]
-    pub agent: String,
+    /// The root agent: `echo`, `script:FILE` (scenarios, see gateway/README.md), `e2a:URL`
+    /// (another server speaking E2A over HTTP), `a2a:URL` (a remote A2A 1.0 agent, its card at
+    /// URL/.well-known/agent-card.json) or `acp:CMD` [key agent; default echo].
+    #[arg(long)]
+    pub agent: Option<String>,
     /// Bearer token file for the `e2a:URL` or `a2a:URL` agent, sent to that URL's origin only
-    /// (default: $E2A_AGENT_TOKEN).
+    /// [key agent_token_file; default: $E2A_AGENT_TOKEN].
     #[arg(long)]
     pub agent_token_file: Option<PathBuf>,
     /// Options of `acp:CMD` agents.
     #[command(flatten)]
     pub acp_backend: crate::agent::BackendArgs,
-    /// Listen on a non-loopback address without a token.
+    /// Listen on a non-loopback address without a credential [key server.insecure_no_auth].
     #[arg(long)]
     pub insecure_no_auth: bool,
-    /// Most streams open at once (past it: 503 with Retry-After).
-    #[arg(long, default_value_t = 1024)]
-    pub max_streams: usize,
+    /// Most streams open at once per agent (past it: 503 with Retry-After) [key
+    /// server.max_streams; default 1024].
+    #[arg(long)]
+    pub max_streams: Option<u64>,
     /// Seconds open streams may run after SIGTERM before they are cut off (the process exits
-    /// at most 2 s after that, whatever the clients do).
-    #[arg(long, default_value_t = 10)]
-    pub drain_secs: u64,
+    /// at most 2 s after that, whatever the clients do) [key server.drain_secs; default 10].
+    #[arg(long)]
+    pub drain_secs: Option<u64>,
     /// Most connections open at once (past it: 503 with Retry-After; lowered to what the
-    /// open-files limit allows).
-    #[arg(long, default_value_t = 4096)]
-    pub max_connections: usize,
-    /// Seconds a request head may take to arrive (and an idle kept-alive connection may stay).
-    #[arg(long, default_value_t = 10)]
-    pub header_timeout_secs: u64,
-    /// Also serve A2A 1.0: the agent card, JSON-RPC (`--a2a-path`) and HTTP+JSON bindings.
+    /// open-files limit allows) [key server.max_connections; default 4096].
+    #[arg(long)]
+    pub max_connections: Option<u64>,
+    /// Seconds a request head may take to arrive (and an idle kept-alive connection may stay)
+    /// [key server.header_timeout_secs; default 10].
+    #[arg(long)]
+    pub header_timeout_secs: Option<u64>,
+    /// Also serve A2A 1.0: the agent card, JSON-RPC (`--a2a-path`) and HTTP+JSON bindings
+    /// [key a2a.enabled].
     #[arg(long)]
     pub a2a: bool,
     /// Where A2A tasks and the frames of E2A and AG-UI runs are kept: `sqlite:PATH` (survives
     /// restarts), `postgres://USER@HOST/DB` (one database several gateways share: a run is
     /// resumable on any of them; `postgres:URL` works too) or `memory`. Default with `--a2a`:
-    /// `sqlite:e2a-tasks.db`; without `--a2a` and `--store`, runs are kept in memory only.
+    /// `sqlite:e2a-tasks.db`; without `--a2a` and `--store`, runs are kept in memory only
+    /// [key store.url].
     #[arg(long)]
     pub store: Option<String>,
-    /// Most connections to a `postgres:` store (one more listens for the other gateways).
-    #[arg(long, default_value_t = 16)]
-    pub store_pool: usize,
+    /// Most connections to a `postgres:` store (one more listens for the other gateways) [key
+    /// store.pool; default 16].
+    #[arg(long)]
+    pub store_pool: Option<u64>,
     /// A PEM file of CA certificates to trust for a `postgres:` store's TLS (besides the
     /// Mozilla roots): a managed database's CA bundle, or your own CA's certificate.
     /// TLS follows the URL's `sslmode` (`disable`, `prefer` (default), `require`); when used,
-    /// the server's certificate is always verified.
+    /// the server's certificate is always verified [key store.ca_file].
     #[arg(long)]
     pub store_ca: Option<PathBuf>,
     /// Seconds a gateway's lease on a running task lasts in a `postgres:` store: when a gateway
-    /// dies, its tasks read FAILED on the others this long after.
-    #[arg(long, default_value_t = 30)]
-    pub lease_secs: u64,
-    /// Hours a finished A2A task (and its events) is kept after its last update.
-    #[arg(long, default_value_t = 168)]
-    pub task_retention_hours: u64,
-    /// Most finished A2A tasks kept (the least recently updated are forgotten first).
-    #[arg(long, default_value_t = 100_000)]
-    pub max_finished_tasks: usize,
-    /// Path of the A2A JSON-RPC binding.
-    #[arg(long, default_value = "/a2a")]
-    pub a2a_path: String,
+    /// dies, its tasks read FAILED on the others this long after [key store.lease_secs;
+    /// default 30].
+    #[arg(long)]
+    pub lease_secs: Option<u64>,
+    /// Hours a finished A2A task (and its events) is kept after its last update [key
+    /// store.task_retention_hours; default 168].
+    #[arg(long)]
+    pub task_retention_hours: Option<u64>,
+    /// Most finished A2A tasks kept (the least recently updated are forgotten first) [key
+    /// store.max_finished_tasks; default 100000].
+    #[arg(long)]
+    pub max_finished_tasks: Option<u64>,
+    /// Path of the A2A JSON-RPC binding [key a2a.path; default /a2a].
+    #[arg(long)]
+    pub a2a_path: Option<String>,
     /// Prefix of the A2A HTTP+JSON routes (`/a2a/agents/writer` serves
-    /// `/a2a/agents/writer/message:send`, `…/tasks/{id}` and the card there too); default: none.
-    #[arg(long, default_value = "")]
-    pub a2a_rest_path: String,
+    /// `/a2a/agents/writer/message:send`, `…/tasks/{id}` and the card there too) [key
+    /// a2a.rest_path; default: none].
+    #[arg(long)]
+    pub a2a_rest_path: Option<String>,
     /// The public base URL clients reach the gateway at (path prefix included), for the agent
-    /// card's interface URLs when it sits behind a proxy.
+    /// card's interface URLs when it sits behind a proxy [key server.public_url].
     #[arg(long)]
     pub public_url: Option<String>,
-    /// A JSON file with the agent card's name, description, version, skills and default modes.
+    /// A JSON file with the agent card's name, description, version, skills and default modes
+    /// [key a2a.card_file].
     #[arg(long)]
     pub a2a_card: Option<PathBuf>,
     /// Also serve AG-UI over SSE: `POST /agui` and `POST /agents/{name}/agui` take a
-    /// RunAgentInput and stream AG-UI events.
+    /// RunAgentInput and stream AG-UI events [key agui.enabled].
     #[arg(long)]
     pub agui: bool,
 }
 
-/// The store `--store` names (`sqlite:e2a-tasks.db` with `--a2a` when it names none).
-async fn open_store(args: &ServeArgs) -> Result<Option<Arc<dyn e2a_gateway::store::TaskStore>>, String> {
+/// Each flag's key in the config file, by the flag's clap id. A test checks that every flag of
+/// `e2a serve` but `--config` is here.
+pub const FLAG_KEYS: &[(&str, &str)] = &[
+    ("bind", "/server/bind"),
+    ("token_file", "/server/token_file"),
+    ("agent", "/agent"),
+    ("agent_token_file", "/agent_token_file"),
+    ("approve", "/acp/approve"),
+    ("allow_fs", "/acp/allow_fs"),
+    ("agent_env", "/acp/env"),
+    ("insecure_no_auth", "/server/insecure_no_auth"),
+    ("max_streams", "/server/max_streams"),
+    ("drain_secs", "/server/drain_secs"),
+    ("max_connections", "/server/max_connections"),
+    ("header_timeout_secs", "/server/header_timeout_secs"),
+    ("a2a", "/a2a/enabled"),
+    ("store", "/store/url"),
+    ("store_pool", "/store/pool"),
+    ("store_ca", "/store/ca_file"),
+    ("lease_secs", "/store/lease_secs"),
+    ("task_retention_hours", "/store/task_retention_hours"),
+    ("max_finished_tasks", "/store/max_finished_tasks"),
+    ("a2a_path", "/a2a/path"),
+    ("a2a_rest_path", "/a2a/rest_path"),
+    ("public_url", "/server/public_url"),
+    ("a2a_card", "/a2a/card_file"),
+    ("agui", "/agui/enabled"),
+];
+
+impl ServeArgs {
+    /// The flags given, as values laid over the config file. Paths are made absolute, since
+    /// the file's relative paths start at its own directory.
+    pub fn overrides(&self) -> Vec<Override> {
+        use serde_json::Value;
+        let path = |p: &PathBuf| -> Value {
+            std::path::absolute(p)
+                .unwrap_or_else(|_| p.clone())
+                .display()
+                .to_string()
+                .into()
+        };
+        let b = &self.acp_backend;
+        let given: Vec<(&str, Option<Value>)> = vec![
+            ("bind", self.bind.map(|a| a.to_string().into())),
+            ("token_file", self.token_file.as_ref().map(path)),
+            ("agent", self.agent.clone().map(Into::into)),
+            ("agent_token_file", self.agent_token_file.as_ref().map(path)),
+            ("approve", (!b.approve.is_empty()).then(|| b.approve.clone().into())),
+            ("allow_fs", b.allow_fs.then_some(true.into())),
+            (
+                "agent_env",
+                (!b.agent_env.is_empty()).then(|| b.agent_env.clone().into()),
+            ),
+            ("insecure_no_auth", self.insecure_no_auth.then_some(true.into())),
+            ("max_streams", self.max_streams.map(Into::into)),
+            ("drain_secs", self.drain_secs.map(Into::into)),
+            ("max_connections", self.max_connections.map(Into::into)),
+            ("header_timeout_secs", self.header_timeout_secs.map(Into::into)),
+            ("a2a", self.a2a.then_some(true.into())),
+            ("store", self.store.clone().map(Into::into)),
+            ("store_pool", self.store_pool.map(Into::into)),
+            ("store_ca", self.store_ca.as_ref().map(path)),
+            ("lease_secs", self.lease_secs.map(Into::into)),
+            ("task_retention_hours", self.task_retention_hours.map(Into::into)),
+            ("max_finished_tasks", self.max_finished_tasks.map(Into::into)),
+            ("a2a_path", self.a2a_path.clone().map(Into::into)),
+            ("a2a_rest_path", self.a2a_rest_path.clone().map(Into::into)),
+            ("public_url", self.public_url.clone().map(Into::into)),
+            ("a2a_card", self.a2a_card.as_ref().map(path)),
+            ("agui", self.agui.then_some(true.into())),
+        ];
+        given
+            .into_iter()
+            .filter_map(|(id, v)| {
+                let pointer = FLAG_KEYS.iter().find(|(f, _)| *f == id)?.1;
+                Some(Override {
+                    pointer: pointer.to_string(),
+                    value: v?,
+                    flag: format!("--{}", id.replace('_', "-")),
+                })
+            })
+            .collect()
+    }
+}
+
+/// The configuration of `args`: its `--config` file with the flags laid over it, or the flags
+/// alone.
+pub fn load(args: &ServeArgs) -> Result<ConfigFile, String> {
+    let overrides = args.overrides();
+    let loaded = match &args.config {
+        Some(f) => ConfigFile::load(f, &overrides),
+        None => ConfigFile::from_flags(&overrides),
+    };
+    loaded.map_err(|errors| crate::config::lines(&errors))
+}
+
+/// The store `store.url` names (`sqlite:e2a-tasks.db` when A2A is on and it names none).
+async fn open_store(file: &ConfigFile) -> Result<Option<Arc<dyn e2a_gateway::store::TaskStore>>, String> {
     use e2a_gateway::store::{PgOptions, StoreSpec};
-    let Some(name) = args.store.as_deref().or(args.a2a.then_some(DEFAULT_STORE)) else {
+    let store = file.store();
+    let Some(name) = store.url.as_deref().or(file.a2a().enabled.then_some(DEFAULT_STORE)) else {
         return Ok(None);
     };
-    let spec: StoreSpec = name.parse().map_err(|e| format!("--store: {e}"))?;
+    let spec: StoreSpec = name
+        .parse()
+        .map_err(|e| file.error("/store/url", format!("{e}")).to_string())?;
     let options = PgOptions {
-        pool_size: args.store_pool,
-        ca_file: args.store_ca.clone(),
+        pool_size: usize::try_from(store.pool.get()).unwrap_or(usize::MAX),
+        ca_file: store.ca_file.as_deref().map(|f| file.path(f)),
         ..PgOptions::default()
     };
     spec.open(options).await.map(Some)
 }
 
-/// The store of `--a2a` without `--store`.
+/// The store of A2A without `store.url`.
 const DEFAULT_STORE: &str = "sqlite:e2a-tasks.db";
-
-/// The A2A configuration of `--a2a`.
-fn a2a_setup(args: &ServeArgs) -> Result<e2a_gateway::bindings::a2a::A2aConfig, String> {
-    use e2a_gateway::bindings::a2a::{A2aConfig, CardInfo};
-    let card = match &args.a2a_card {
-        Some(f) => {
-            let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
-            serde_json::from_str::<CardInfo>(&text).map_err(|e| format!("invalid card file {}: {e}", f.display()))?
-        }
-        None => CardInfo::default(),
-    };
-    if !args.a2a_path.starts_with('/') {
-        return Err("--a2a-path must start with /".into());
-    }
-    if !(args.a2a_rest_path.is_empty() || args.a2a_rest_path.starts_with('/')) {
-        return Err("--a2a-rest-path must start with /".into());
-    }
-    let config = A2aConfig {
-        jsonrpc_path: args.a2a_path.clone(),
-        rest_path: args.a2a_rest_path.trim_end_matches('/').to_string(),
-        public_url: args.public_url.clone(),
-        card,
-        task_retention: std::time::Duration::from_secs(args.task_retention_hours.saturating_mul(3600)),
-        max_finished_tasks: args.max_finished_tasks,
-        ..A2aConfig::default()
-    };
-    Ok(config)
-}
-
-fn auth(token_file: Option<&PathBuf>) -> Result<Auth, String> {
-    match token_file {
-        Some(f) => Auth::from_file(f).map_err(|e| e.to_string()),
-        None => Auth::from_env(e2a_gateway::config::TOKEN_ENV)
-            .map(Option::unwrap_or_default)
-            .map_err(|e| e.to_string()),
-    }
-}
 
 /// Runs the gateway until SIGTERM or Ctrl-C; exit code 0 after a clean drain.
 pub fn run(args: &ServeArgs) -> u8 {
@@ -167,60 +245,47 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
-    let auth = auth(args.token_file.as_ref())?;
-    e2a_gateway::check_bind(args.bind, &auth, args.insecure_no_auth)?;
-    let agent = crate::agent::agent(&args.agent, args.agent_token_file.as_ref(), &args.acp_backend)?;
-    let config = GatewayConfig {
-        auth,
-        max_streams: args.max_streams,
-        drain_timeout: std::time::Duration::from_secs(args.drain_secs),
-        lease: std::time::Duration::from_secs(args.lease_secs),
-        server: e2a_gateway::web::server::ServerLimits {
-            max_connections: args.max_connections.max(1),
-            header_read_timeout: std::time::Duration::from_secs(args.header_timeout_secs.max(1)),
-            ..Default::default()
-        },
-        ..GatewayConfig::default()
-    };
-    let secured = config.auth.is_enabled();
+    let file = load(args)?;
+    let server = file.server();
+    let bind: SocketAddr = server
+        .bind
+        .parse()
+        .map_err(|e| file.error("/server/bind", format!("not an address: {e}")).to_string())?;
+    let auth = Auth::from_config(&file).map_err(|errors| crate::config::lines(&errors))?;
+    e2a_gateway::check_bind(bind, &auth, server.insecure_no_auth)?;
+    let secured = auth.is_enabled();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    if args.lease_secs == 0 {
-        return Err("--lease-secs must be at least 1".into());
-    }
-    let store = runtime.block_on(open_store(args))?;
-    let mut a2a = match (args.a2a, &store) {
-        (true, Some(store)) => Some((a2a_setup(args)?, store.clone())),
+    let store = runtime.block_on(open_store(&file))?;
+    let a2a_banner = match (file.a2a().enabled, &store) {
+        (true, Some(store)) => Some((file.a2a().path, store.name())),
         _ => None,
     };
-    let a2a_banner = a2a.as_ref().map(|(c, store)| (c.jsonrpc_path.clone(), store.name()));
+    let agui = file.agui();
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.bind)
+        let listener = tokio::net::TcpListener::bind(bind)
             .await
-            .map_err(|e| format!("cannot listen on {}: {e}", args.bind))?;
+            .map_err(|e| format!("cannot listen on {bind}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let name = agent.name();
-        let mut gateway = Gateway::with_agent(agent, config);
-        if let Some(store) = store {
-            gateway = gateway.with_store(store);
-        }
-        if let Some((mut a2a_config, store)) = a2a.take() {
-            // the card names the address the gateway is bound to, not a Host header a client
-            // chose; bound to every interface, only --public-url can say which one is public
-            if a2a_config.public_url.is_none() {
-                if addr.ip().is_unspecified() {
-                    tracing::warn!(%addr, "no --public-url: the agent card's URLs follow the client's Host header");
-                } else {
-                    a2a_config.public_url = Some(format!("http://{addr}"));
-                }
+        // the cards name the address the gateway is bound to, not a Host header a client
+        // chose; bound to every interface, only server.public_url can say which one is public
+        let bound_url = if addr.ip().is_unspecified() {
+            if a2a_banner.is_some() && server.public_url.is_none() {
+                tracing::warn!(%addr, "no --public-url: the agent card's URLs follow the client's Host header");
             }
-            gateway = gateway.with_a2a(a2a_config, store);
-        }
-        if args.agui {
-            gateway = gateway.with_agui();
-        }
+            None
+        } else {
+            Some(format!("http://{addr}"))
+        };
+        let gateway = file.gateway(store, bound_url).map_err(|errors| crate::config::lines(&errors))?;
+        let name = file
+            .settings
+            .default_agent
+            .clone()
+            .unwrap_or_else(|| file.settings.agent.clone());
+        let names = gateway.agent_names().join(", ");
         let base = format!("http://{addr}");
         let auth_header = if secured {
             " -H \"Authorization: Bearer $TOKEN\""
@@ -250,7 +315,16 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
             ),
             None => banner,
         };
-        let banner = if args.agui {
+        let banner = if names.is_empty() {
+            banner
+        } else {
+            let routes = file.routes();
+            format!(
+                "{banner}named agents: {names}\n  E2A {base}{}  A2A {base}{}  AG-UI {base}{}\n",
+                routes.e2a, routes.a2a, routes.agui
+            )
+        };
+        let banner = if agui {
             format!(
                 "{banner}AG-UI over SSE:\n  \
                  POST {base}{agui}  (and {base}/agents/{name}/agui)  RunAgentInput → text/event-stream\n",

@@ -19,21 +19,68 @@ pub type FrameStream = Pin<Box<dyn Stream<Item = E2AResponse> + Send + 'static>>
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Caller {
     /// A stable name of the credential that was presented (`token-1` for the first configured
-    /// bearer token), or `None` when the gateway runs without authentication.
+    /// bearer token, the caller's key in the config file's `[callers]`, `CALLER/SUB` for a JWT
+    /// caller's subject), or `None` when the gateway runs without authentication. Tasks, runs
+    /// and conversations belong to it.
     pub subject: Option<String>,
+    /// The name the agent sees (the envelope's `user_id` or `source_agent_id`, by `kind`): the
+    /// caller's key, or a JWT caller's `sub`. `None` for bearer-token callers.
+    pub name: Option<String>,
+    /// Whether the caller is a user or an agent (`None` for bearer-token callers).
+    pub kind: Option<e2a::types::CallerKind>,
+    /// References the agent may see (`caller`, `method`, a JWT's `iss`, `sub`, `aud`,
+    /// `scope`): never a credential. Put into the envelope's `auth._meta.caller`.
+    pub claims: serde_json::Map<String, serde_json::Value>,
+    /// The named agent the request reached (`None`: the gateway's only agent): tasks and runs
+    /// are kept apart per agent.
+    pub(crate) scope: Option<std::sync::Arc<str>>,
 }
 
 impl Caller {
     /// The caller of a gateway without authentication.
     pub fn anonymous() -> Self {
-        Caller { subject: None }
+        Caller::default()
     }
 
     /// An authenticated caller.
     pub fn named(subject: impl Into<String>) -> Self {
         Caller {
             subject: Some(subject.into()),
+            ..Caller::default()
         }
+    }
+
+    /// Who owns what this caller creates (tasks, runs, conversations): the subject, scoped by
+    /// the named agent the request reached (`LEN:AGENT:SUBJECT`, unambiguous whatever the
+    /// names hold), so that one agent's tasks are not found through another's routes.
+    pub fn owner(&self) -> Option<String> {
+        match &self.scope {
+            None => self.subject.clone(),
+            Some(agent) => Some(format!(
+                "{}:{agent}:{}",
+                agent.len(),
+                self.subject.as_deref().unwrap_or_default()
+            )),
+        }
+    }
+
+    /// Writes who asked into `request`: the name into `user_id` (a user) or
+    /// `source_agent_id` (an agent), the claims into `auth._meta.caller` (`auth.method_id`
+    /// names how the caller proved it). Bearer-token and anonymous callers change nothing.
+    pub fn stamp(&self, request: &mut e2a::E2AEnvelope) {
+        let (Some(kind), Some(name)) = (self.kind, &self.name) else {
+            return;
+        };
+        match kind {
+            e2a::types::CallerKind::User => request.user_id = Some(name.clone()),
+            e2a::types::CallerKind::Agent => request.source_agent_id = Some(name.clone()),
+        }
+        let auth = request.auth.get_or_insert_with(Default::default);
+        if let Some(method) = self.claims.get("method").and_then(|m| m.as_str()) {
+            auth.method_id = Some(method.to_string());
+        }
+        auth.meta
+            .insert("caller".into(), serde_json::Value::Object(self.claims.clone()));
     }
 }
 
@@ -110,7 +157,7 @@ impl RequestContext {
     /// The key of conversation state for the client's `id`, scoped by this run's caller.
     pub fn conversation(&self, id: impl Into<String>) -> ConversationKey {
         ConversationKey {
-            caller: self.caller.subject.clone(),
+            caller: self.caller.owner(),
             id: id.into(),
         }
     }

@@ -64,12 +64,22 @@ pub(crate) fn object_deserializer<'a>(
     serde::de::value::MapDeserializer::new(object.iter().map(|(k, v)| (k.as_str(), v)))
 }
 
-/// A gateway: one agent behind the E2A HTTP binding.
+/// A gateway: one agent behind the E2A HTTP binding (and A2A and AG-UI when asked), and any
+/// number of named agents, each under its own routes ([`Gateway::with_named_agent`]).
 #[derive(Clone)]
 pub struct Gateway {
     shared: Arc<Pipeline>,
     a2a: Option<Arc<tasks::TaskService>>,
     agui: bool,
+    named: Vec<Named>,
+}
+
+/// A named agent: its own gateway, mounted at its routes.
+#[derive(Clone)]
+struct Named {
+    name: String,
+    gateway: Gateway,
+    routes: e2a::types::RouteTemplates,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -93,7 +103,29 @@ impl Gateway {
             shared: Arc::new(Pipeline::new(agent, config)),
             a2a: None,
             agui: false,
+            named: Vec::new(),
         }
+    }
+
+    /// Also serves `agent` as the named agent `name`, at `routes` with `{name}` replaced: its
+    /// E2A binding under `routes.e2a`, its A2A card, JSON-RPC and HTTP+JSON bindings under
+    /// `routes.a2a` (when `agent` serves A2A: build its [`bindings::a2a::A2aConfig`] with
+    /// [`bindings::a2a::A2aConfig::for_named`]), its AG-UI endpoint at `routes.agui` (when
+    /// it serves AG-UI). Give `agent` the authentication [`Auth::for_agent`] of `name`, so
+    /// that allow-lists apply and its tasks are kept apart. With A2A, the part of `routes.a2a`
+    /// before `{name}` lists the named agents' cards (`GET /a2a/agents`).
+    pub fn with_named_agent(mut self, name: &str, agent: Gateway, routes: &e2a::types::RouteTemplates) -> Self {
+        self.named.push(Named {
+            name: name.to_string(),
+            gateway: agent,
+            routes: routes.clone(),
+        });
+        self
+    }
+
+    /// The names of the named agents.
+    pub fn agent_names(&self) -> Vec<&str> {
+        self.named.iter().map(|n| n.name.as_str()).collect()
     }
 
     /// Keeps the frames of E2A and AG-UI runs in `store` too, when it keeps runs (SQLite,
@@ -134,27 +166,58 @@ impl Gateway {
         if self.agui {
             router = self.agui_router().merge(router);
         }
-        match &self.a2a {
-            Some(a2a) => bindings::a2a::router(a2a.clone()).merge(router),
-            None => router,
+        if let Some(a2a) = &self.a2a {
+            router = bindings::a2a::router(a2a.clone(), true).merge(router);
         }
+        let mut listings: std::collections::BTreeMap<String, Vec<Arc<tasks::TaskService>>> = Default::default();
+        for n in &self.named {
+            let at = |template: &str| template.replace("{name}", &n.name);
+            let g = &n.gateway;
+            router = router.nest(&at(&n.routes.e2a), bindings::e2a_http::router(g.shared.clone()));
+            if g.agui {
+                router = router.merge(bindings::agui::router_at(g.shared.clone(), &at(&n.routes.agui)));
+            }
+            if let Some(a2a) = &g.a2a {
+                router = router.merge(bindings::a2a::router(a2a.clone(), false));
+                if let Some((list, _)) = n.routes.a2a.split_once("/{name}") {
+                    listings.entry(list.to_string()).or_default().push(a2a.clone());
+                }
+            }
+        }
+        for (path, agents) in listings {
+            if !path.is_empty() {
+                router = router.merge(bindings::a2a::listing_router(&path, agents));
+            }
+        }
+        router
+    }
+
+    /// This gateway and its named agents' gateways.
+    fn all(&self) -> impl Iterator<Item = &Gateway> {
+        std::iter::once(self).chain(self.named.iter().map(|n| &n.gateway))
     }
 
     /// Runs still streaming.
     pub fn live_streams(&self) -> usize {
-        self.shared.runs.live() + self.a2a.as_ref().map_or(0, |a| a.live())
+        self.all()
+            .map(|g| g.shared.runs.live() + g.a2a.as_ref().map_or(0, |a| a.live()))
+            .sum()
     }
 
     /// Stops accepting new runs; open streams go on.
     pub fn begin_drain(&self) {
-        self.shared.runs.begin_drain();
+        for g in self.all() {
+            g.shared.runs.begin_drain();
+        }
     }
 
     /// Cuts every open stream off with an `e2a.error` final frame (`E2A.CANCELLED`).
     pub fn cut_streams(&self) {
-        self.shared.runs.stop_all(StopReason::Shutdown);
-        if let Some(a2a) = &self.a2a {
-            a2a.cancel_all();
+        for g in self.all() {
+            g.shared.runs.stop_all(StopReason::Shutdown);
+            if let Some(a2a) = &g.a2a {
+                a2a.cancel_all();
+            }
         }
     }
 

@@ -43,14 +43,24 @@ pub const AGENT_AGUI_PATH: &str = "/agents/{name}/agui";
 
 /// The AG-UI routes (authentication included), to merge into the gateway's router.
 pub(crate) fn router(pipeline: Arc<Pipeline>) -> Router {
+    routes(pipeline, &[AGUI_PATH, AGENT_AGUI_PATH])
+}
+
+/// The AG-UI endpoint of a named agent at `path` alone (authentication included).
+pub(crate) fn router_at(pipeline: Arc<Pipeline>, path: &str) -> Router {
+    routes(pipeline, &[path])
+}
+
+fn routes(pipeline: Arc<Pipeline>, paths: &[&str]) -> Router {
     let auth = pipeline.config.auth.clone();
     let state = Arc::new(Agui {
         pipeline,
         interrupts: Mutex::default(),
     });
-    let routes = Router::new()
-        .route(AGUI_PATH, post(run_route))
-        .route(AGENT_AGUI_PATH, post(run_route));
+    let mut routes = Router::new();
+    for path in paths {
+        routes = routes.route(path, post(run_route));
+    }
     crate::web::auth::require(routes, &auth).with_state(state)
 }
 
@@ -217,7 +227,7 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
         crate::web::trace::TraceContext::from_headers(&headers).trace_id,
     );
     let ids = RunIds {
-        thread: (caller.subject.clone(), request.session_id.clone().unwrap_or_default()),
+        thread: (caller.owner(), request.session_id.clone().unwrap_or_default()),
         run_id: request.request_id.clone().unwrap_or_default(),
     };
     let key = runs::agui_key(&caller, &ids.thread.1, &ids.run_id);

@@ -59,8 +59,10 @@ pub(crate) struct Admission {
 }
 
 impl Admission {
-    /// Starts the agent on `request`: its guarded frames.
-    pub(crate) fn run(&self, request: E2AEnvelope) -> SharedFrames {
+    /// Starts the agent on `request`, with who asked written into it ([`Caller::stamp`]): its
+    /// guarded frames.
+    pub(crate) fn run(&self, mut request: E2AEnvelope) -> SharedFrames {
+        self.ctx.caller.stamp(&mut request);
         self.agent.run_shared(request, self.ctx.clone())
     }
 

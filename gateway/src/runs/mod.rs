@@ -32,15 +32,12 @@ pub(crate) use subscription::Subscription;
 
 /// The key of the run answering E2A request `request_id` of `caller`.
 pub(crate) fn e2a_key(caller: &Caller, request_id: &str) -> ConversationKey {
-    ConversationKey::new(caller.subject.clone(), format!("e2a:{request_id}"))
+    ConversationKey::new(caller.owner(), format!("e2a:{request_id}"))
 }
 
 /// The key of AG-UI run `run_id` of thread `thread_id` of `caller`.
 pub(crate) fn agui_key(caller: &Caller, thread_id: &str, run_id: &str) -> ConversationKey {
-    ConversationKey::new(
-        caller.subject.clone(),
-        format!("agui:{}:{thread_id}:{run_id}", thread_id.len()),
-    )
+    ConversationKey::new(caller.owner(), format!("agui:{}:{thread_id}:{run_id}", thread_id.len()))
 }
 
 /// One run: its frames so far, whether it ended, and how to stop it.

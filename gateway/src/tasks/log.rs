@@ -137,7 +137,7 @@ impl TaskService {
         let rec = self
             .stored(id)
             .await?
-            .filter(|r| r.owner == caller.subject)
+            .filter(|r| r.owner == caller.owner())
             .ok_or_else(|| A2aError::task_not_found(id))?;
         Ok(self.settle(rec).await)
     }

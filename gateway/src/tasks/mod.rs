@@ -467,7 +467,7 @@ impl TaskService {
         let p = ListParams::read(params)?;
         let (history, include_artifacts, offset, page_size) = (p.history, p.include_artifacts, p.offset, p.page_size);
         let query = TaskQuery {
-            owner: caller.subject.clone(),
+            owner: caller.owner(),
             context_id: p.context_id,
             state: p.state,
             updated_after_ms: p.updated_after_ms,

@@ -211,7 +211,7 @@ impl TaskService {
         }
         // an answer to a pause its agent no longer holds is refused, never run as a new turn
         // (a pause is INPUT_REQUIRED; AUTH_REQUIRED comes from a failed turn, nothing is held)
-        let key = ConversationKey::new(caller.subject.clone(), id);
+        let key = ConversationKey::new(caller.owner(), id);
         if rec.state == A2aTaskState::TaskStateInputRequired && self.shared.agent.holds_pause(&key) == Some(false) {
             return Err(A2aError::invalid_params(format!(
                 "task {id} waits for an answer that its agent no longer holds (the gateway restarted, \
@@ -293,7 +293,7 @@ impl TaskService {
                 let rec = TaskRecord {
                     id: task_id.into(),
                     context_id: context_id.into(),
-                    owner: caller.subject.clone(),
+                    owner: caller.owner(),
                     state: SUBMITTED,
                     task,
                     last_seq: 0,

@@ -1,19 +1,32 @@
-//! Bearer-token authentication. Tokens are held as [`SecretString`] (never printed), compared
-//! in constant time, and never logged or echoed in errors.
+//! Authentication: bearer tokens, and the callers of a config file (API keys, JWTs) with their
+//! allow-lists and rate limits. Tokens are held as [`SecretString`] (never printed), API keys
+//! only as SHA-256 digests; both are compared in constant time and never logged or echoed in
+//! errors.
 
+use std::num::NonZeroU32;
 use std::path::Path;
+use std::sync::Arc;
 
-use axum::http::{header, HeaderMap};
+use axum::http::{header, HeaderMap, StatusCode};
+use e2a::taxonomy::ErrorKind;
+use e2a::types::{CallerEntry, CallerKind, JwtAlgorithm, JwtSettings};
 use e2a::SecretString;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};
 
 use crate::agent::Caller;
+use crate::config_file::{ConfigError, ConfigFile, ROOT_AGENT};
 use crate::web::problem::Problem;
 
-/// The accepted bearer tokens; empty means no authentication.
+/// Who may call: bearer tokens (callers `token-1`, `token-2`…) and the callers of a config
+/// file (`[callers.NAME]`: API keys kept as SHA-256 digests, JWT verification, per-agent
+/// allow-lists, rate limits); none of them means no authentication.
 #[derive(Debug, Clone, Default)]
 pub struct Auth {
-    tokens: Vec<SecretString>,
+    tokens: Arc<Vec<SecretString>>,
+    callers: Arc<Vec<CallerCheck>>,
+    agent: Option<Arc<str>>,
 }
 
 /// Why tokens cannot be loaded (never contains a token).
@@ -32,6 +45,50 @@ pub enum AuthError {
     Empty(String),
 }
 
+/// One configured caller: its name, kind, how it proves itself, what it may call.
+struct CallerCheck {
+    name: String,
+    kind: CallerKind,
+    credential: Credential,
+    agents: Option<Vec<String>>,
+    limiter: Option<Limiter>,
+}
+
+impl std::fmt::Debug for CallerCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let how = match self.credential {
+            Credential::KeyDigest(_) => "api key",
+            Credential::Jwt(_) => "jwt",
+        };
+        f.debug_struct("CallerCheck")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("credential", &how)
+            .field("agents", &self.agents)
+            .finish()
+    }
+}
+
+enum Credential {
+    /// SHA-256 of the API key.
+    KeyDigest([u8; 32]),
+    Jwt(Box<JwtCheck>),
+}
+
+struct JwtCheck {
+    /// The keys, by `kid` (`None`: the key of a PEM file or secret, for any `kid`).
+    keys: Vec<(Option<String>, jsonwebtoken::DecodingKey)>,
+    validation: jsonwebtoken::Validation,
+}
+
+type Limiter = Arc<
+    governor::RateLimiter<
+        String,
+        governor::state::keyed::DefaultKeyedStateStore<String>,
+        governor::clock::DefaultClock,
+    >,
+>;
+
 impl Auth {
     /// No authentication: every request is accepted as [`Caller::anonymous`].
     pub fn none() -> Self {
@@ -41,7 +98,8 @@ impl Auth {
     /// One accepted token.
     pub fn token(token: impl Into<SecretString>) -> Self {
         Auth {
-            tokens: vec![token.into()],
+            tokens: Arc::new(vec![token.into()]),
+            ..Auth::default()
         }
     }
 
@@ -61,7 +119,10 @@ impl Auth {
         if tokens.is_empty() {
             return Err(AuthError::Empty(path.display().to_string()));
         }
-        Ok(Auth { tokens })
+        Ok(Auth {
+            tokens: Arc::new(tokens),
+            ..Auth::default()
+        })
     }
 
     /// The token in environment variable `var` (`Ok(None)` when it is unset).
@@ -73,14 +134,71 @@ impl Auth {
         }
     }
 
-    /// Whether any token is configured.
-    pub fn is_enabled(&self) -> bool {
-        !self.tokens.is_empty()
+    /// The callers of a config file (`[callers]`), with the bearer tokens of its
+    /// `server.token_file` (else `$E2A_TOKEN`): every secret read from the files and variables
+    /// the file names, every key checked. Errors name the file, line and key.
+    pub fn from_config(file: &ConfigFile) -> Result<Self, Vec<ConfigError>> {
+        let mut errors = Vec::new();
+        let server = file.server();
+        let tokens = match &server.token_file {
+            Some(f) => match Auth::from_file(&file.path(f)) {
+                Ok(a) => a.tokens,
+                Err(e) => {
+                    errors.push(file.error("/server/token_file", e.to_string()));
+                    Arc::default()
+                }
+            },
+            None => match Auth::from_env(crate::config::TOKEN_ENV) {
+                Ok(a) => a.map(|a| a.tokens).unwrap_or_default(),
+                Err(e) => {
+                    errors.push(file.error("", e.to_string()));
+                    Arc::default()
+                }
+            },
+        };
+        let mut callers = Vec::new();
+        for (name, entry) in &file.settings.callers {
+            match caller_check(file, name, entry) {
+                Ok(c) => callers.push(c),
+                Err(e) => errors.push(e),
+            }
+        }
+        if errors.is_empty() {
+            Ok(Auth {
+                tokens,
+                callers: Arc::new(callers),
+                agent: None,
+            })
+        } else {
+            Err(errors)
+        }
     }
 
-    /// Checks the `Authorization` header: the caller, or a `401` problem.
+    /// This authentication for the routes of the named agent `name`: callers not allowed to
+    /// call it get `403`, and what its callers create is kept apart from other agents'.
+    pub fn for_agent(&self, name: &str) -> Self {
+        Auth {
+            agent: Some(name.into()),
+            ..self.clone()
+        }
+    }
+
+    /// Whether any token or caller is configured.
+    pub fn is_enabled(&self) -> bool {
+        !self.tokens.is_empty() || !self.callers.is_empty()
+    }
+
+    /// Checks the `Authorization` header: the caller, or the problem to answer: `401` (no or
+    /// a wrong credential, an expired JWT), `403` (a caller this agent is not allowed to),
+    /// `429` with `Retry-After` (over the caller's rate limit).
     pub fn check(&self, headers: &HeaderMap) -> Result<Caller, Problem> {
-        if self.tokens.is_empty() {
+        let mut caller = self.identify(headers)?;
+        caller.scope = self.agent.clone();
+        Ok(caller)
+    }
+
+    fn identify(&self, headers: &HeaderMap) -> Result<Caller, Problem> {
+        if !self.is_enabled() {
             return Ok(Caller::anonymous());
         }
         let presented = headers
@@ -99,10 +217,199 @@ impl Auth {
                 found = Some(i);
             }
         }
-        found
-            .map(|i| Caller::named(format!("token-{}", i + 1)))
-            .ok_or_else(Problem::unauthorized)
+        if let Some(i) = found {
+            return Ok(Caller::named(format!("token-{}", i + 1)));
+        }
+        if self.callers.is_empty() {
+            return Err(Problem::unauthorized());
+        }
+        let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        let mut by_key: Option<&CallerCheck> = None;
+        for c in self.callers.iter() {
+            if let Credential::KeyDigest(d) = &c.credential {
+                if bool::from(d.ct_eq(&digest)) && by_key.is_none() {
+                    by_key = Some(c);
+                }
+            }
+        }
+        let (check, caller) = match by_key {
+            Some(c) => {
+                let mut caller = Caller::named(c.name.clone());
+                caller.name = Some(c.name.clone());
+                caller.kind = Some(c.kind);
+                caller.claims.insert("caller".into(), c.name.clone().into());
+                caller.claims.insert("method".into(), "api_key".into());
+                (c, caller)
+            }
+            None => self.jwt_caller(presented).ok_or_else(Problem::unauthorized)?,
+        };
+        if let (Some(agent), Some(allowed)) = (&self.agent, &check.agents) {
+            if !allowed.iter().any(|a| **a == **agent) {
+                return Err(Problem::new(
+                    ErrorKind::AuthRequired,
+                    format!("caller `{}` may not call agent `{agent}`", check.name),
+                )
+                .with_status(StatusCode::FORBIDDEN));
+            }
+        } else if let (None, Some(allowed)) = (&self.agent, &check.agents) {
+            if !allowed.iter().any(|a| a == ROOT_AGENT) {
+                return Err(Problem::new(
+                    ErrorKind::AuthRequired,
+                    format!("caller `{}` may not call the root agent", check.name),
+                )
+                .with_status(StatusCode::FORBIDDEN));
+            }
+        }
+        if let Some(limiter) = &check.limiter {
+            let key = caller.subject.clone().unwrap_or_default();
+            if let Err(not_until) = limiter.check_key(&key) {
+                use governor::clock::Clock;
+                let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
+                let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                let mut p = Problem::new(
+                    ErrorKind::Internal,
+                    format!("caller `{}` is over its rate limit; retry later", check.name),
+                )
+                .with_status(StatusCode::TOO_MANY_REQUESTS);
+                p.retry_after = Some(secs.max(1));
+                return Err(p);
+            }
+        }
+        Ok(caller)
     }
+
+    /// The JWT caller whose keys verify `token`, and the caller it is.
+    fn jwt_caller(&self, token: &str) -> Option<(&CallerCheck, Caller)> {
+        let header = jsonwebtoken::decode_header(token).ok()?;
+        for c in self.callers.iter() {
+            let Credential::Jwt(jwt) = &c.credential else { continue };
+            for (kid, key) in &jwt.keys {
+                if kid.is_some() && *kid != header.kid {
+                    continue;
+                }
+                let Ok(data) = jsonwebtoken::decode::<Map<String, Value>>(token, key, &jwt.validation) else {
+                    continue;
+                };
+                let sub = data.claims.get("sub").and_then(Value::as_str)?.to_string();
+                let mut caller = Caller::named(format!("{}/{sub}", c.name));
+                caller.name = Some(sub);
+                caller.kind = Some(c.kind);
+                caller.claims.insert("caller".into(), c.name.clone().into());
+                caller.claims.insert("method".into(), "jwt".into());
+                for claim in ["iss", "sub", "aud", "scope"] {
+                    if let Some(v) = data.claims.get(claim) {
+                        caller.claims.insert(claim.into(), v.clone());
+                    }
+                }
+                return Some((c, caller));
+            }
+        }
+        None
+    }
+}
+
+/// The check of caller `name`, its secrets read.
+fn caller_check(file: &ConfigFile, name: &str, entry: &CallerEntry) -> Result<CallerCheck, ConfigError> {
+    let at = |k: &str| format!("/callers/{}{k}", name.replace('~', "~0").replace('/', "~1"));
+    let credential = if let Some(hex) = &entry.api_key_sha256 {
+        let mut d = [0u8; 32];
+        for (i, byte) in d.iter_mut().enumerate() {
+            *byte = hex
+                .get(2 * i..2 * i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| file.error(&at("/api_key_sha256"), "expected 64 hex digits"))?;
+        }
+        Credential::KeyDigest(d)
+    } else if let Some(j) = &entry.jwt {
+        Credential::Jwt(Box::new(jwt_check(file, &at("/jwt"), j)?))
+    } else {
+        let key = file
+            .secret(
+                &at(if entry.api_key_file.is_some() {
+                    "/api_key_file"
+                } else {
+                    "/api_key_env"
+                }),
+                entry.api_key_file.as_deref(),
+                entry.api_key_env.as_deref(),
+            )?
+            .ok_or_else(|| file.error(&at(""), "no credential"))?;
+        Credential::KeyDigest(Sha256::digest(key.expose().as_bytes()).into())
+    };
+    let limiter = entry.rate_limit.as_ref().map(|r| {
+        let period = std::time::Duration::from_secs_f64(1.0 / r.per_second);
+        let burst = r
+            .burst
+            .map(|b| u32::try_from(b.get()).unwrap_or(u32::MAX))
+            .unwrap_or_else(|| r.per_second.ceil().clamp(1.0, f64::from(u32::MAX)) as u32);
+        let quota = governor::Quota::with_period(period.max(std::time::Duration::from_nanos(1)))
+            .unwrap_or_else(|| governor::Quota::per_second(NonZeroU32::MIN))
+            .allow_burst(NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN));
+        Arc::new(governor::RateLimiter::keyed(quota))
+    });
+    Ok(CallerCheck {
+        name: name.to_string(),
+        kind: entry.kind,
+        credential,
+        agents: entry.agents.clone(),
+        limiter,
+    })
+}
+
+/// The keys and rules of a JWT caller, read from the files `j` names.
+fn jwt_check(file: &ConfigFile, at: &str, j: &JwtSettings) -> Result<JwtCheck, ConfigError> {
+    use jsonwebtoken::{Algorithm, DecodingKey};
+    let read = |key: &str, f: &str| {
+        let path = file.path(f);
+        std::fs::read(&path)
+            .map_err(|e| file.error(&format!("{at}/{key}"), format!("cannot read {}: {e}", path.display())))
+    };
+    let bad =
+        |key: &str, e: &dyn std::fmt::Display| file.error(&format!("{at}/{key}"), format!("not a usable key: {e}"));
+    let algorithm = match j.algorithm {
+        JwtAlgorithm::Hs256 => Algorithm::HS256,
+        JwtAlgorithm::Rs256 => Algorithm::RS256,
+        JwtAlgorithm::Es256 => Algorithm::ES256,
+    };
+    let mut keys = Vec::new();
+    if let Some(f) = &j.secret_file {
+        let secret = file
+            .secret(&format!("{at}/secret_file"), Some(f), None)?
+            .ok_or_else(|| file.error(&format!("{at}/secret_file"), "empty"))?;
+        keys.push((None, DecodingKey::from_secret(secret.expose().as_bytes())));
+    }
+    if let Some(f) = &j.public_key_file {
+        let pem = read("public_key_file", f)?;
+        let key = match algorithm {
+            Algorithm::ES256 => DecodingKey::from_ec_pem(&pem),
+            _ => DecodingKey::from_rsa_pem(&pem),
+        }
+        .map_err(|e| bad("public_key_file", &e))?;
+        keys.push((None, key));
+    }
+    if let Some(f) = &j.jwks_file {
+        let text = read("jwks_file", f)?;
+        let set: jsonwebtoken::jwk::JwkSet = serde_json::from_slice(&text).map_err(|e| bad("jwks_file", &e))?;
+        for jwk in &set.keys {
+            let key = DecodingKey::from_jwk(jwk).map_err(|e| bad("jwks_file", &e))?;
+            keys.push((jwk.common.key_id.clone(), key));
+        }
+        if keys.is_empty() {
+            return Err(file.error(&format!("{at}/jwks_file"), "holds no key"));
+        }
+    }
+    let mut validation = jsonwebtoken::Validation::new(algorithm);
+    validation.leeway = j.leeway_secs;
+    validation.set_required_spec_claims(&["exp", "sub"]);
+    match &j.issuer {
+        Some(iss) => validation.set_issuer(&[iss]),
+        None => validation.iss = None,
+    }
+    match &j.audience {
+        Some(aud) => validation.set_audience(&[aud]),
+        None => validation.validate_aud = false,
+    }
+    Ok(JwtCheck { keys, validation })
 }
 
 /// The authentication of every binding, as a route layer on `router`: a request with a valid

@@ -113,6 +113,20 @@ impl Default for A2aConfig {
     }
 }
 
+impl A2aConfig {
+    /// This configuration for the named agent `name` served under `prefix` (its JSON-RPC
+    /// binding at the prefix, its HTTP+JSON routes and card under it), its card from `card`.
+    pub fn for_named(&self, prefix: &str, card: CardInfo) -> Self {
+        let prefix = prefix.trim_end_matches('/').to_string();
+        A2aConfig {
+            jsonrpc_path: prefix.clone(),
+            rest_path: prefix,
+            card,
+            ..self.clone()
+        }
+    }
+}
+
 /// The well-known path of the card.
 pub const CARD_PATH: &str = "/.well-known/agent-card.json";
 

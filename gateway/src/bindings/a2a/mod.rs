@@ -47,13 +47,19 @@ use crate::web::sse;
 ///
 /// The card is at `/.well-known/agent-card.json` and, when the HTTP+JSON routes have a prefix
 /// (`/a2a/agents/writer`, as GoAI mounts agents), under that prefix too.
-pub(crate) fn router(state: Arc<TaskService>) -> Router {
+///
+/// A named agent's routes (`root_card` false) have no card at the root: its card is under its
+/// prefix only.
+pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
     let mut bindings = rest::routes(&state.config.rest_path);
     // the JSON-RPC endpoint answers with and without a trailing slash (clients join URLs both ways)
     for path in path_forms(&state.config.jsonrpc_path) {
         bindings = bindings.route(&path, axum::routing::post(jsonrpc::handle));
     }
-    let mut router = Router::new().route(card::CARD_PATH, get(agent_card));
+    let mut router = Router::new();
+    if root_card {
+        router = router.route(card::CARD_PATH, get(agent_card));
+    }
     let prefix = state.config.rest_path.trim_end_matches('/');
     if !prefix.is_empty() {
         router = router.route(&format!("{prefix}{}", card::CARD_PATH), get(agent_card));
@@ -175,6 +181,30 @@ fn card_response(body: String, max_age: u64, modified: &str, headers: &HeaderMap
     }
     h.insert(header::VARY, HeaderValue::from_static("Host"));
     resp
+}
+
+/// `GET path`: the cards of the named agents `agents` (`{"agents": [card, …]}`), public like
+/// each card.
+pub(crate) fn listing_router(path: &str, agents: Vec<Arc<TaskService>>) -> Router {
+    let agents = Arc::new(agents);
+    let mut router = Router::new();
+    for p in path_forms(path) {
+        let agents = agents.clone();
+        router = router.route(
+            &p,
+            get(move |headers: HeaderMap| async move {
+                let cards: Vec<serde_json::Value> = agents
+                    .iter()
+                    .map(|state| {
+                        let base = base_url(state, &headers);
+                        card::build_card(&state.config, &base, state.shared.config.auth.is_enabled(), false)
+                    })
+                    .collect();
+                axum::Json(serde_json::json!({ "agents": cards }))
+            }),
+        );
+    }
+    router
 }
 
 async fn agent_card(State(state): State<Arc<TaskService>>, headers: HeaderMap) -> Response {
