@@ -345,3 +345,70 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         Ok::<(), String>(())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The schema of the key at `pointer` of the config file, following `$ref`s.
+    fn key_schema(pointer: &str) -> Option<serde_json::Value> {
+        let schema = e2a::bundled_schema();
+        let mut at = schema.pointer("/$defs/GatewayFile")?.clone();
+        for seg in pointer.split('/').skip(1) {
+            if let Some(r) = at.get("$ref").and_then(|r| r.as_str()) {
+                at = schema.pointer(&r.replacen('#', "", 1))?.clone();
+            }
+            at = at.pointer(&format!("/properties/{seg}"))?.clone();
+        }
+        Some(at)
+    }
+
+    #[test]
+    fn every_flag_sets_a_key_of_the_config_schema() {
+        use clap::Args;
+        let command = ServeArgs::augment_args(clap::Command::new("serve"));
+        for arg in command.get_arguments() {
+            let id = arg.get_id().as_str();
+            if id == "config" {
+                continue;
+            }
+            let pointer = FLAG_KEYS
+                .iter()
+                .find(|(f, _)| *f == id)
+                .unwrap_or_else(|| panic!("--{id} has no key in FLAG_KEYS"))
+                .1;
+            let key = key_schema(pointer).unwrap_or_else(|| panic!("{pointer} is not in the config schema"));
+            let doc = key["description"].as_str().unwrap_or_default();
+            let flag = format!("`--{}`", id.replace('_', "-"));
+            assert!(doc.contains(&flag), "{pointer}'s description does not name {flag}");
+        }
+    }
+
+    #[test]
+    fn flags_given_win_over_the_file() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("e2a.toml");
+        std::fs::write(&path, "[server]\nmax_streams = 5\ndrain_secs = 3\n").expect("write");
+        let cli = Cli::parse_from([
+            "serve",
+            "--config",
+            path.to_str().expect("utf-8"),
+            "--max-streams",
+            "9",
+            "--a2a",
+        ]);
+        let file = load(&cli.serve).expect("loads");
+        assert_eq!(file.server().max_streams.get(), 9);
+        assert_eq!(file.server().drain_secs, 3, "the file's value where no flag is given");
+        assert!(file.a2a().enabled);
+        let cli = Cli::parse_from(["serve", "--config", path.to_str().expect("utf-8"), "--lease-secs", "0"]);
+        let e = load(&cli.serve).expect_err("0 is below the minimum");
+        assert_eq!(e, "flag --lease-secs: store.lease_secs: less than minimum 1");
+    }
+}

@@ -382,13 +382,14 @@ async def sessions(base, setup):
     r = await raw.get(f"{base}/metrics")
     check("/metrics without a credential: 401", r.status_code == 401, (r.status_code, r.text[:200]))
     r = await raw.get(f"{base}/metrics", headers=bearer(setup.bob))
-    samples = []
-    try:
-        families = list(text_string_to_metric_families(r.text))
-        samples = [s for f in families for s in f.samples if s.name == "e2a_http_requests_total"]
-        parsed = True
-    except Exception as e:  # noqa: BLE001 - any parse failure is the finding
-        parsed = repr(e)
+    samples, parsed = [], "not parsed"
+    if r.status_code == 200:
+        try:
+            families = list(text_string_to_metric_families(r.text))
+            samples = [s for f in families for s in f.samples if s.name == "e2a_http_requests_total"]
+            parsed = True
+        except Exception as e:  # noqa: BLE001 - any parse failure is the finding
+            parsed = repr(e)
     check("/metrics with bob's key: Prometheus text with e2a_http_requests_total",
           r.status_code == 200 and parsed is True and samples != [], (r.status_code, parsed, r.text[:500]))
     check("e2a_http_requests_total: labels agent, binding (a2a|e2a|agui|other), status",

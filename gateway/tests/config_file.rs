@@ -1,0 +1,288 @@
+//! One gateway from a config file: named agents, each at its own routes with its own card, and
+//! callers with API keys and JWTs, allow-lists, rate limits, and tasks that stay their
+//! caller's and their agent's.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use e2a_gateway::config_file::ConfigFile;
+use e2a_gateway::store::MemoryStore;
+use serde_json::{json, Value};
+use sha2::Digest;
+
+const ALICE: &str = "alice-api-key";
+const BOB: &str = "bob-api-key";
+const CAROL: &str = "carol-api-key";
+const JWT_SECRET: &str = "a-shared-secret-of-the-issuer-0123456789";
+
+fn sha256(s: &str) -> String {
+    sha2::Sha256::digest(s.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The config file, its secrets beside it.
+fn config(dir: &tempfile::TempDir) -> ConfigFile {
+    std::fs::write(dir.path().join("bob.key"), format!("{BOB}\n")).expect("key file");
+    std::fs::write(dir.path().join("issuer.secret"), JWT_SECRET).expect("secret file");
+    let text = format!(
+        r#"
+[a2a]
+enabled = true
+
+[agents.writer]
+agent = "script:{script}"
+card = {{ name = "Writer", description = "writes" }}
+
+[agents.echoer]
+agent = "echo"
+
+[agents.helper]
+agent = "echo"
+
+[callers.alice]
+api_key_sha256 = "{alice}"
+agents = ["writer", "echoer"]
+
+[callers.bob]
+api_key_file = "bob.key"
+
+[callers.carol]
+api_key_sha256 = "{carol}"
+rate_limit = {{ per_second = 0.001, burst = 2 }}
+
+[callers.planner]
+kind = "agent"
+jwt = {{ algorithm = "HS256", secret_file = "issuer.secret", issuer = "https://issuer.test", audience = "e2a" }}
+"#,
+        script = script_path().display(),
+        alice = sha256(ALICE),
+        carol = sha256(CAROL),
+    );
+    let path = dir.path().join("e2a.toml");
+    std::fs::write(&path, text).expect("config");
+    let file = ConfigFile::load(&path, &[]).expect("the config loads");
+    file.check().expect("its secrets and agents are usable");
+    file
+}
+
+fn jwt(sub: &str, exp_from_now: i64, audience: &str) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or_default();
+    let claims = json!({"iss": "https://issuer.test", "aud": audience, "sub": sub, "exp": now + exp_from_now});
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(JWT_SECRET.as_bytes()),
+    )
+    .expect("sign")
+}
+
+async fn e2a(base: &str, agent: &str, token: Option<&str>) -> reqwest::Response {
+    post_auth(
+        &format!("{base}/agents/{agent}"),
+        &envelope("hello"),
+        "application/json",
+        token,
+    )
+    .await
+}
+
+async fn rpc(base: &str, agent: &str, token: &str, method: &str, params: Value) -> Value {
+    client()
+        .post(format!("{base}/a2a/agents/{agent}"))
+        .bearer_auth(token)
+        .header("A2A-Version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("JSON-RPC answer")
+}
+
+fn send(text: &str) -> Value {
+    json!({"message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": text}]},
+           "configuration": {"returnImmediately": false}})
+}
+
+#[tokio::test]
+async fn each_named_agent_has_its_card_and_routes() {
+    let dir = tempfile::tempdir().expect("dir");
+    let gateway = config(&dir)
+        .gateway(Some(Arc::new(MemoryStore::new())), None)
+        .expect("gateway");
+    assert_eq!(gateway.agent_names(), ["echoer", "helper", "writer"]);
+    let server = spawn(gateway.router()).await;
+    let base = &server.base;
+    let card: Value = client()
+        .get(format!("{base}/a2a/agents/writer/.well-known/agent-card.json"))
+        .send()
+        .await
+        .expect("card")
+        .json()
+        .await
+        .expect("card JSON");
+    assert_eq!(card["name"], "Writer");
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"],
+        format!("{base}/a2a/agents/writer"),
+        "the card points at the agent's own routes"
+    );
+    let listing: Value = client()
+        .get(format!("{base}/a2a/agents"))
+        .send()
+        .await
+        .expect("listing")
+        .json()
+        .await
+        .expect("listing JSON");
+    let names: Vec<&str> = listing["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["echoer", "helper", "Writer"]);
+    // each agent answers at its own A2A and E2A routes
+    let answer = rpc(base, "echoer", BOB, "SendMessage", send("ping")).await;
+    let text = answer.pointer("/result/task/artifacts/0/parts/0/text");
+    assert_eq!(text, Some(&json!("You said: ping")), "{answer}");
+    let resp = e2a(base, "writer", Some(BOB)).await;
+    assert_eq!(resp.status(), 200);
+    let resp = client()
+        .post(format!("{base}/a2a/agents/nobody"))
+        .bearer_auth(BOB)
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 404, "an agent that is not configured has no routes");
+}
+
+#[tokio::test]
+async fn callers_are_named_allowed_and_limited() {
+    let dir = tempfile::tempdir().expect("dir");
+    let gateway = config(&dir)
+        .gateway(Some(Arc::new(MemoryStore::new())), None)
+        .expect("gateway");
+    let server = spawn(gateway.router()).await;
+    let base = &server.base;
+    // the caller's name reaches the agent: a user's as user_id, an agent's as source_agent_id
+    let answer: Value = e2a(base, "echoer", Some(BOB)).await.json().await.expect("answer");
+    assert_eq!(answer["user_id"], "bob", "{answer}");
+    let token = jwt("planner-7", 300, "e2a");
+    let answer: Value = e2a(base, "echoer", Some(&token)).await.json().await.expect("answer");
+    assert_eq!(answer["source_agent_id"], "planner-7", "{answer}");
+    assert_eq!(answer["user_id"], Value::Null, "{answer}");
+    // refused: no credential, a wrong one, an expired JWT, a JWT for another audience
+    assert_eq!(e2a(base, "echoer", None).await.status(), 401);
+    assert_eq!(e2a(base, "echoer", Some("not-a-key")).await.status(), 401);
+    assert_eq!(
+        e2a(base, "echoer", Some(&jwt("planner-7", -600, "e2a"))).await.status(),
+        401
+    );
+    assert_eq!(
+        e2a(base, "echoer", Some(&jwt("planner-7", 300, "other")))
+            .await
+            .status(),
+        401
+    );
+    // alice may call writer and echoer, not helper nor the root agent
+    assert_eq!(e2a(base, "writer", Some(ALICE)).await.status(), 200);
+    let denied = e2a(base, "helper", Some(ALICE)).await;
+    assert_eq!(denied.status(), 403);
+    let problem: Value = denied.json().await.expect("problem");
+    assert_eq!(problem["detail"], "caller `alice` may not call agent `helper`");
+    let root = post_auth(base, &envelope("hi"), "application/json", Some(ALICE)).await;
+    assert_eq!(root.status(), 403);
+    // carol's bucket holds two requests
+    assert_eq!(e2a(base, "helper", Some(CAROL)).await.status(), 200);
+    assert_eq!(e2a(base, "helper", Some(CAROL)).await.status(), 200);
+    let limited = e2a(base, "helper", Some(CAROL)).await;
+    assert_eq!(limited.status(), 429);
+    let retry: u64 = limited
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .expect("Retry-After");
+    assert!(retry >= 1);
+    // another caller is not held back by carol's limit
+    assert_eq!(e2a(base, "helper", Some(BOB)).await.status(), 200);
+}
+
+#[tokio::test]
+async fn a_task_is_its_callers_and_its_agents() {
+    let dir = tempfile::tempdir().expect("dir");
+    let gateway = config(&dir)
+        .gateway(Some(Arc::new(MemoryStore::new())), None)
+        .expect("gateway");
+    let server = spawn(gateway.router()).await;
+    let base = &server.base;
+    let sent = rpc(base, "echoer", BOB, "SendMessage", send("mine")).await;
+    let id = sent
+        .pointer("/result/task/id")
+        .and_then(Value::as_str)
+        .expect("task id");
+    let get = |token: &'static str, agent: &'static str| {
+        let id = id.to_string();
+        async move { rpc(base, agent, token, "GetTask", json!({"id": id})).await }
+    };
+    assert_eq!(get(BOB, "echoer").await.pointer("/result/id"), Some(&json!(id)));
+    let other_caller = get(ALICE, "echoer").await;
+    assert_eq!(
+        other_caller.pointer("/error/code"),
+        Some(&json!(-32001)),
+        "{other_caller}"
+    );
+    let other_agent = get(BOB, "helper").await;
+    assert_eq!(
+        other_agent.pointer("/error/code"),
+        Some(&json!(-32001)),
+        "{other_agent}"
+    );
+}
+
+#[tokio::test]
+async fn the_default_agent_answers_at_the_root_routes_too() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut file = config(&dir);
+    file.settings.default_agent = Some("writer".into());
+    let gateway = file.gateway(Some(Arc::new(MemoryStore::new())), None).expect("gateway");
+    let server = spawn(gateway.router()).await;
+    let base = &server.base;
+    let card: Value = client()
+        .get(format!("{base}/.well-known/agent-card.json"))
+        .send()
+        .await
+        .expect("card")
+        .json()
+        .await
+        .expect("card JSON");
+    assert_eq!(card["name"], "Writer");
+    // a task made at the root is the writer's: found at the writer's routes
+    let answer: Value = client()
+        .post(format!("{base}/a2a"))
+        .bearer_auth(BOB)
+        .header("A2A-Version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": send("hi")}))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("answer");
+    let id = answer
+        .pointer("/result/task/id")
+        .and_then(Value::as_str)
+        .expect("task id");
+    let found = rpc(base, "writer", BOB, "GetTask", json!({"id": id})).await;
+    assert_eq!(found.pointer("/result/id"), Some(&json!(id)), "{found}");
+}
