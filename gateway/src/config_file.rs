@@ -568,6 +568,10 @@ impl ConfigFile {
             let a2a = a2a_root.for_named(&prefix, self.card(name, entry));
             gateway = gateway.with_named_agent(name, build(agent, auth.for_agent(name), a2a), &routes);
         }
+        let metrics = self.metrics();
+        if metrics.enabled {
+            gateway = gateway.with_metrics(metrics.public);
+        }
         Ok(gateway)
     }
 }

@@ -72,6 +72,8 @@ pub struct Gateway {
     a2a: Option<Arc<tasks::TaskService>>,
     agui: bool,
     named: Vec<Named>,
+    /// `GET /metrics`: `Some(public)` when served.
+    metrics: Option<bool>,
 }
 
 /// A named agent: its own gateway, mounted at its routes.
@@ -104,6 +106,7 @@ impl Gateway {
             a2a: None,
             agui: false,
             named: Vec::new(),
+            metrics: None,
         }
     }
 
@@ -115,11 +118,21 @@ impl Gateway {
     /// that allow-lists apply and its tasks are kept apart. With A2A, the part of `routes.a2a`
     /// before `{name}` lists the named agents' cards (`GET /a2a/agents`).
     pub fn with_named_agent(mut self, name: &str, agent: Gateway, routes: &e2a::types::RouteTemplates) -> Self {
+        let (metrics, _) = self.shared.metrics.get();
+        agent.shared.metrics.adopt(metrics, name);
         self.named.push(Named {
             name: name.to_string(),
             gateway: agent,
             routes: routes.clone(),
         });
+        self
+    }
+
+    /// Also serves `GET /metrics` (Prometheus text format): requests by agent, binding,
+    /// method and status, their latency, open streams, frames by kind, error frames by code.
+    /// It needs a valid credential like the other routes unless `public`.
+    pub fn with_metrics(mut self, public: bool) -> Self {
+        self.metrics = Some(public);
         self
     }
 
@@ -162,23 +175,48 @@ impl Gateway {
 
     /// The routes (authentication included), to serve or to merge into another axum app.
     pub fn router(&self) -> axum::Router {
-        let mut router = bindings::e2a_http::router(self.shared.clone());
+        use web::metrics::{count, ROOT_LABEL};
+        let (metrics, _) = self.shared.metrics.get();
+        let mut router = count(
+            bindings::e2a_http::router(self.shared.clone()),
+            metrics.clone(),
+            ROOT_LABEL,
+            "e2a",
+        );
         if self.agui {
-            router = self.agui_router().merge(router);
+            router = count(self.agui_router(), metrics.clone(), ROOT_LABEL, "agui").merge(router);
         }
         if let Some(a2a) = &self.a2a {
-            router = bindings::a2a::router(a2a.clone(), true).merge(router);
+            router = count(
+                bindings::a2a::router(a2a.clone(), true),
+                metrics.clone(),
+                ROOT_LABEL,
+                "a2a",
+            )
+            .merge(router);
         }
         let mut listings: std::collections::BTreeMap<String, Vec<Arc<tasks::TaskService>>> = Default::default();
         for n in &self.named {
             let at = |template: &str| template.replace("{name}", &n.name);
             let g = &n.gateway;
-            router = router.nest(&at(&n.routes.e2a), bindings::e2a_http::router(g.shared.clone()));
+            let e2a = count(
+                bindings::e2a_http::router(g.shared.clone()),
+                metrics.clone(),
+                &n.name,
+                "e2a",
+            );
+            router = router.nest(&at(&n.routes.e2a), e2a);
             if g.agui {
-                router = router.merge(bindings::agui::router_at(g.shared.clone(), &at(&n.routes.agui)));
+                let agui = bindings::agui::router_at(g.shared.clone(), &at(&n.routes.agui));
+                router = router.merge(count(agui, metrics.clone(), &n.name, "agui"));
             }
             if let Some(a2a) = &g.a2a {
-                router = router.merge(bindings::a2a::router(a2a.clone(), false));
+                router = router.merge(count(
+                    bindings::a2a::router(a2a.clone(), false),
+                    metrics.clone(),
+                    &n.name,
+                    "a2a",
+                ));
                 if let Some((list, _)) = n.routes.a2a.split_once("/{name}") {
                     listings.entry(list.to_string()).or_default().push(a2a.clone());
                 }
@@ -188,6 +226,26 @@ impl Gateway {
             if !path.is_empty() {
                 router = router.merge(bindings::a2a::listing_router(&path, agents));
             }
+        }
+        if let Some(public) = self.metrics {
+            let this = self.clone();
+            let endpoint = web::metrics::Endpoint {
+                metrics,
+                auth: (!public).then(|| self.shared.config.auth.any_caller()),
+                streams: Arc::new(move || {
+                    let mut out = vec![(ROOT_LABEL.to_string(), this.shared.open_streams())];
+                    out.extend(
+                        this.named
+                            .iter()
+                            .map(|n| (n.name.clone(), n.gateway.shared.open_streams())),
+                    );
+                    out
+                }),
+            };
+            let route = axum::Router::new()
+                .route(web::metrics::METRICS_PATH, axum::routing::get(web::metrics::serve))
+                .with_state(endpoint);
+            router = router.merge(route);
         }
         router
     }

@@ -286,3 +286,44 @@ async fn the_default_agent_answers_at_the_root_routes_too() {
     let found = rpc(base, "writer", BOB, "GetTask", json!({"id": id})).await;
     assert_eq!(found.pointer("/result/id"), Some(&json!(id)), "{found}");
 }
+
+#[tokio::test]
+async fn metrics_count_the_requests_of_each_agent() {
+    let dir = tempfile::tempdir().expect("dir");
+    let gateway = config(&dir)
+        .gateway(Some(Arc::new(MemoryStore::new())), None)
+        .expect("gateway");
+    let server = spawn(gateway.router()).await;
+    let base = &server.base;
+    for _ in 0..3 {
+        rpc(base, "writer", BOB, "SendMessage", send("hi")).await;
+    }
+    assert_eq!(e2a(base, "helper", Some(ALICE)).await.status(), 403);
+    let metrics = |token: Option<&'static str>| async move {
+        let mut req = client().get(format!("{base}/metrics"));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        req.send().await.expect("metrics")
+    };
+    assert_eq!(metrics(None).await.status(), 401, "protected like the other routes");
+    // any valid caller may read them, whatever agents it may call
+    let text = metrics(Some(ALICE)).await.text().await.expect("text");
+    let sample = |prefix: &str| -> f64 {
+        text.lines()
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no sample {prefix} in\n{text}"))
+    };
+    assert_eq!(
+        sample(r#"e2a_http_requests_total{agent="writer",binding="a2a",method="POST",status="200"}"#),
+        3.0
+    );
+    assert_eq!(
+        sample(r#"e2a_http_requests_total{agent="helper",binding="e2a",method="POST",status="403"}"#),
+        1.0
+    );
+    assert!(sample(r#"e2a_frames_total{agent="writer",kind="e2a.complete"}"#) >= 3.0);
+    assert_eq!(sample(r#"e2a_open_streams{agent="writer"}"#), 0.0);
+}

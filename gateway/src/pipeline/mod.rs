@@ -27,6 +27,8 @@ pub(crate) struct Pipeline {
     pub(crate) config: GatewayConfig,
     pub(crate) runs: Arc<Runs>,
     streams: Arc<Semaphore>,
+    /// Where its requests and frames are counted.
+    pub(crate) metrics: crate::web::metrics::MetricsHandle,
 }
 
 /// Why a run was not admitted; a binding answers it in its protocol's form (`503` with
@@ -56,6 +58,7 @@ pub(crate) struct Admission {
     pub(crate) ctx: RequestContext,
     agent: Arc<boundary::Guarded>,
     permit: OwnedSemaphorePermit,
+    counted: (Arc<crate::web::metrics::Metrics>, Arc<str>),
 }
 
 impl Admission {
@@ -63,7 +66,9 @@ impl Admission {
     /// guarded frames.
     pub(crate) fn run(&self, mut request: E2AEnvelope) -> SharedFrames {
         self.ctx.caller.stamp(&mut request);
-        self.agent.run_shared(request, self.ctx.clone())
+        let frames = self.agent.run_shared(request, self.ctx.clone());
+        let mut counter = crate::web::metrics::FrameCounter::new(self.counted.0.clone(), self.counted.1.clone());
+        Box::pin(futures_util::StreamExt::inspect(frames, move |f| counter.count(f)))
     }
 
     /// The stream permit, to hold until the run ends.
@@ -80,6 +85,7 @@ impl Pipeline {
             agent: Arc::new(guarded),
             runs: Arc::new(Runs::new(&config)),
             streams: Arc::new(Semaphore::new(config.max_streams)),
+            metrics: Default::default(),
             config,
         }
     }
@@ -93,6 +99,7 @@ impl Pipeline {
             ctx: RequestContext::new(caller, deadline),
             agent: self.agent.clone(),
             permit,
+            counted: self.metrics.get(),
         })
     }
 

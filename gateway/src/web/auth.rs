@@ -27,6 +27,8 @@ pub struct Auth {
     tokens: Arc<Vec<SecretString>>,
     callers: Arc<Vec<CallerCheck>>,
     agent: Option<Arc<str>>,
+    /// Any valid credential will do, whatever agents its caller may call (`/metrics`).
+    any_agent: bool,
 }
 
 /// Why tokens cannot be loaded (never contains a token).
@@ -168,6 +170,7 @@ impl Auth {
                 tokens,
                 callers: Arc::new(callers),
                 agent: None,
+                any_agent: false,
             })
         } else {
             Err(errors)
@@ -179,6 +182,16 @@ impl Auth {
     pub fn for_agent(&self, name: &str) -> Self {
         Auth {
             agent: Some(name.into()),
+            ..self.clone()
+        }
+    }
+
+    /// This authentication for the gateway's own routes (`/metrics`): any caller with a valid
+    /// credential, whatever agents it may call.
+    pub fn any_caller(&self) -> Self {
+        Auth {
+            agent: None,
+            any_agent: true,
             ..self.clone()
         }
     }
@@ -243,7 +256,9 @@ impl Auth {
             }
             None => self.jwt_caller(presented).ok_or_else(Problem::unauthorized)?,
         };
-        if let (Some(agent), Some(allowed)) = (&self.agent, &check.agents) {
+        if self.any_agent {
+            // no agent is called
+        } else if let (Some(agent), Some(allowed)) = (&self.agent, &check.agents) {
             if !allowed.iter().any(|a| **a == **agent) {
                 return Err(Problem::new(
                     ErrorKind::AuthRequired,

@@ -1,0 +1,272 @@
+//! `GET /metrics` in the Prometheus text format (`prometheus-client`): requests by agent,
+//! binding, method and status, their latency to the response head, open streams, frames by
+//! kind and error frames by E2A code — each labelled with the agent (`default` for the root
+//! agent, else its name).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use parking_lot::RwLock;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+/// The path of the endpoint.
+pub const METRICS_PATH: &str = "/metrics";
+
+/// The agent label of the root agent.
+pub const ROOT_LABEL: &str = "default";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    agent: String,
+    binding: String,
+    method: String,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BindingLabels {
+    agent: String,
+    binding: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AgentLabels {
+    agent: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FrameLabels {
+    agent: String,
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    agent: String,
+    code: String,
+}
+
+fn latency() -> Histogram {
+    Histogram::new([
+        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+    ])
+}
+
+/// The metrics of one gateway and its named agents.
+pub(crate) struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<BindingLabels, Histogram, fn() -> Histogram>,
+    open_streams: Family<AgentLabels, Gauge>,
+    frames: Family<FrameLabels, Counter>,
+    errors: Family<ErrorLabels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("e2a");
+        let requests = Family::<RequestLabels, Counter>::default();
+        let latency = Family::<BindingLabels, Histogram, fn() -> Histogram>::new_with_constructor(latency);
+        let open_streams = Family::<AgentLabels, Gauge>::default();
+        let frames = Family::<FrameLabels, Counter>::default();
+        let errors = Family::<ErrorLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by agent, binding, method and status",
+            requests.clone(),
+        );
+        registry.register(
+            "http_request_duration_seconds",
+            "Time to the response head (a stream's first byte), by agent and binding",
+            latency.clone(),
+        );
+        registry.register(
+            "open_streams",
+            "Streams open now (runs and A2A subscribers), by agent",
+            open_streams.clone(),
+        );
+        registry.register(
+            "frames",
+            "E2A response frames that passed the boundary, by agent and response_kind",
+            frames.clone(),
+        );
+        registry.register(
+            "error_frames",
+            "Final e2a.error frames, by agent and E2A error code",
+            errors.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            latency,
+            open_streams,
+            frames,
+            errors,
+        }
+    }
+}
+
+/// Where a pipeline counts its frames: the gateway's metrics and the agent's label. A named
+/// agent's pipeline is moved to the gateway it is mounted in.
+pub(crate) struct MetricsHandle {
+    at: RwLock<(Arc<Metrics>, Arc<str>)>,
+}
+
+impl Default for MetricsHandle {
+    fn default() -> Self {
+        MetricsHandle {
+            at: RwLock::new((Arc::new(Metrics::default()), ROOT_LABEL.into())),
+        }
+    }
+}
+
+impl MetricsHandle {
+    /// The metrics and the label.
+    pub(crate) fn get(&self) -> (Arc<Metrics>, Arc<str>) {
+        self.at.read().clone()
+    }
+
+    /// Counts into `metrics` as `agent` from now on.
+    pub(crate) fn adopt(&self, metrics: Arc<Metrics>, agent: &str) {
+        *self.at.write() = (metrics, agent.into());
+    }
+}
+
+/// The frame counters of one run: each kind's counter looked up once per run, not per frame.
+pub(crate) struct FrameCounter {
+    metrics: Arc<Metrics>,
+    agent: Arc<str>,
+    seen: Vec<(String, Counter)>,
+}
+
+impl FrameCounter {
+    /// Counts `frame`.
+    pub(crate) fn count(&mut self, frame: &e2a::E2AResponse) {
+        let kind = frame.response_kind.as_str();
+        match self.seen.iter().find(|(k, _)| k == kind) {
+            Some((_, c)) => {
+                c.inc();
+            }
+            None => {
+                let c = self
+                    .metrics
+                    .frames
+                    .get_or_create(&FrameLabels {
+                        agent: self.agent.to_string(),
+                        kind: kind.to_string(),
+                    })
+                    .clone();
+                c.inc();
+                self.seen.push((kind.to_string(), c));
+            }
+        }
+        if frame.is_final && kind == "e2a.error" {
+            let code = frame.body.get("code").and_then(|c| c.as_str()).unwrap_or("unknown");
+            self.metrics
+                .errors
+                .get_or_create(&ErrorLabels {
+                    agent: self.agent.to_string(),
+                    code: code.to_string(),
+                })
+                .inc();
+        }
+    }
+}
+
+impl FrameCounter {
+    /// The counters of a run of `agent`.
+    pub(crate) fn new(metrics: Arc<Metrics>, agent: Arc<str>) -> Self {
+        FrameCounter {
+            metrics,
+            agent,
+            seen: Vec::new(),
+        }
+    }
+}
+
+impl Metrics {
+    /// The text exposition, the open streams read from `streams` (agent label, count).
+    pub(crate) fn encode(&self, streams: &[(String, usize)]) -> String {
+        for (agent, n) in streams {
+            self.open_streams
+                .get_or_create(&AgentLabels { agent: agent.clone() })
+                .set(i64::try_from(*n).unwrap_or(i64::MAX));
+        }
+        let mut out = String::new();
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// The layer counting the requests of one binding of `agent`.
+pub(crate) fn count<S>(
+    router: axum::Router<S>,
+    metrics: Arc<Metrics>,
+    agent: &str,
+    binding: &'static str,
+) -> axum::Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
+    let labels = BindingLabels {
+        agent: agent.to_string(),
+        binding: binding.to_string(),
+    };
+    router.layer(axum::middleware::from_fn(
+        move |req: axum::extract::Request, next: axum::middleware::Next| {
+            let metrics = metrics.clone();
+            let labels = labels.clone();
+            async move {
+                let method = req.method().as_str().to_string();
+                let started = Instant::now();
+                let resp = next.run(req).await;
+                metrics
+                    .latency
+                    .get_or_create(&labels)
+                    .observe(started.elapsed().as_secs_f64());
+                metrics
+                    .requests
+                    .get_or_create(&RequestLabels {
+                        agent: labels.agent.clone(),
+                        binding: labels.binding.clone(),
+                        method,
+                        status: resp.status().as_u16(),
+                    })
+                    .inc();
+                resp
+            }
+        },
+    ))
+}
+
+/// What `GET /metrics` reads.
+#[derive(Clone)]
+pub(crate) struct Endpoint {
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) auth: Option<crate::Auth>,
+    pub(crate) streams: Arc<dyn Fn() -> Vec<(String, usize)> + Send + Sync>,
+}
+
+/// `GET /metrics`.
+pub(crate) async fn serve(State(e): State<Endpoint>, headers: HeaderMap) -> Response {
+    if let Some(auth) = &e.auth {
+        if let Err(p) = auth.check(&headers) {
+            return p.into_response();
+        }
+    }
+    let body = e.metrics.encode(&(e.streams)());
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
