@@ -52,13 +52,51 @@ fn nullable(p: &Value) -> bool {
     }
 }
 
-/// The tables for every type of the bundled schema.
+/// Start marker of the config file's generated region (gateway/README.md).
+pub const CONFIG_BEGIN: &str = "<!-- codegen:begin config -->";
+/// End marker of the config file's generated region.
+pub const CONFIG_END: &str = "<!-- codegen:end config -->";
+/// The definition of the gateway's config file; it and the definitions it uses are documented
+/// in gateway/README.md, not in the protocol document.
+pub const CONFIG_ROOT: &str = "GatewayFile";
+
+/// `root` and every definition it uses, directly or not.
+pub fn reachable(bundled: &Value, root: &str) -> std::collections::BTreeSet<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut todo = vec![root.to_string()];
+    while let Some(name) = todo.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        if let Some(def) = bundled.pointer(&format!("/$defs/{name}")) {
+            crate::collect_refs(def, &mut |r| todo.push(r.trim_start_matches("#/$defs/").to_string()));
+        }
+    }
+    seen
+}
+
+/// The tables for every type of the bundled schema but the config file's.
 pub fn tables(bundled: &Value) -> String {
+    let config = reachable(bundled, CONFIG_ROOT);
+    tables_where(bundled, &|name| !config.contains(name))
+}
+
+/// The tables of the config file's types, the file itself first.
+pub fn config_tables(bundled: &Value) -> String {
+    let config = reachable(bundled, CONFIG_ROOT);
+    let mut out = tables_where(bundled, &|name| name == CONFIG_ROOT);
+    out.push_str(&tables_where(bundled, &|name| {
+        name != CONFIG_ROOT && config.contains(name)
+    }));
+    out
+}
+
+fn tables_where(bundled: &Value, keep: &dyn Fn(&str) -> bool) -> String {
     let mut out = String::new();
     let Some(defs) = bundled.get("$defs").and_then(Value::as_object) else {
         return out;
     };
-    for (name, def) in defs {
+    for (name, def) in defs.iter().filter(|(n, _)| keep(n)) {
         let desc = def.get("description").and_then(Value::as_str).unwrap_or("");
         let _ = writeln!(out, "### {name}\n\n{}\n", cell(desc));
         if name == "LegacyRule" {
@@ -165,13 +203,25 @@ pub fn tables(bundled: &Value) -> String {
 
 /// `doc` with the generated region replaced by fresh tables.
 pub fn splice(doc: &str, bundled: &Value) -> Result<String, Error> {
-    let (Some(b), Some(e)) = (doc.find(BEGIN), doc.find(END)) else {
-        return Err(Error::Schema(format!(
-            "docs/protocol.md: markers `{BEGIN}` / `{END}` not found"
-        )));
+    splice_between(doc, "docs/protocol.md", (BEGIN, END), &tables(bundled))
+}
+
+/// `doc` (gateway/README.md) with the config file's region replaced by fresh tables.
+pub fn splice_config(doc: &str, bundled: &Value) -> Result<String, Error> {
+    splice_between(
+        doc,
+        "gateway/README.md",
+        (CONFIG_BEGIN, CONFIG_END),
+        &config_tables(bundled),
+    )
+}
+
+fn splice_between(doc: &str, name: &str, (begin, end): (&str, &str), tables: &str) -> Result<String, Error> {
+    let (Some(b), Some(e)) = (doc.find(begin), doc.find(end)) else {
+        return Err(Error::Schema(format!("{name}: markers `{begin}` / `{end}` not found")));
     };
     if e < b {
-        return Err(Error::Schema("docs/protocol.md: end marker before begin marker".into()));
+        return Err(Error::Schema(format!("{name}: end marker before begin marker")));
     }
-    Ok(format!("{}{BEGIN}\n\n{}{}", &doc[..b], tables(bundled), &doc[e..]))
+    Ok(format!("{}{begin}\n\n{tables}{}", &doc[..b], &doc[e..]))
 }

@@ -870,6 +870,8 @@ pub const OPENAPI_PATHS_FILE: &str = "api/openapi.paths.json";
 pub const OPENAPI_FILE: &str = "generated/openapi.json";
 /// Path of the protocol document whose tables are generated, relative to the repository root.
 pub const PROTOCOL_DOC: &str = "docs/protocol.md";
+/// Path of the gateway's README, whose config file tables are generated.
+pub const GATEWAY_DOC: &str = "gateway/README.md";
 
 fn read(root: &Path, rel: &str) -> Result<String, Error> {
     std::fs::read_to_string(root.join(rel)).map_err(|e| Error::Io(root.join(rel), e))
@@ -877,7 +879,8 @@ fn read(root: &Path, rel: &str) -> Result<String, Error> {
 
 /// Every artifact the project commits that Rust alone generates, keyed by path relative to the
 /// repository root: `generated/rust/…`, `generated/schema/…`, `generated/openapi.json` and
-/// `docs/protocol.md` (tables between the markers). `root` is the repository root.
+/// `docs/protocol.md` and `gateway/README.md` (tables between the markers). `root` is the
+/// repository root.
 pub fn generate_all(root: &Path) -> Result<BTreeMap<String, String>, Error> {
     let mut out: BTreeMap<String, String> = generate(&root.join("schema"))?
         .into_iter()
@@ -892,6 +895,10 @@ pub fn generate_all(root: &Path) -> Result<BTreeMap<String, String>, Error> {
         canonical_json(&openapi::openapi(&bundled, &paths)?),
     );
     out.insert(PROTOCOL_DOC.into(), docs::splice(&read(root, PROTOCOL_DOC)?, &bundled)?);
+    out.insert(
+        GATEWAY_DOC.into(),
+        docs::splice_config(&read(root, GATEWAY_DOC)?, &bundled)?,
+    );
     Ok(out)
 }
 

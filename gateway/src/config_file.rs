@@ -721,6 +721,24 @@ mod tests {
         assert_eq!(e, ["c.toml:3: callers.a.agents[0]: no agent `nobody` in [agents]"]);
     }
 
+    /// The first ```toml block of a README.
+    fn toml_block(readme: &str) -> &str {
+        let start = readme.find("```toml\n").map(|i| i + 8).unwrap_or_default();
+        let end = readme[start..].find("```").map_or(readme.len(), |e| start + e);
+        &readme[start..end]
+    }
+
+    #[test]
+    fn the_readme_examples_load() {
+        for readme in [include_str!("../README.md"), include_str!("../../README.md")] {
+            let text = toml_block(readme);
+            assert!(text.contains("[agents."), "{text}");
+            if let Err(e) = ConfigFile::parse(text, "README", Path::new("."), &[]) {
+                panic!("{e:?}");
+            }
+        }
+    }
+
     #[test]
     fn flags_override_the_file_and_are_named_in_errors() {
         let flag = |pointer: &str, value: Value| Override {
