@@ -16,7 +16,9 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024;
 pub const TRUNCATED_KEY: &str = "_e2a_truncated";
 
 /// One log line for a response: the redacted canonical record (so it carries `request_id`,
-/// `response_id`, `sequence`, `is_final`, `response_kind`, `timestamp` and everything else).
+/// `response_id`, `sequence`, `is_final`, `response_kind`, `timestamp` and everything else):
+/// secret-named keys and token-shaped text anywhere (`Bearer …`, `sk-…`, `ghp_…`, JWTs…,
+/// see [`crate::redact::redact_outbound`]) are replaced.
 /// When the line would exceed `max_bytes`, `body` is replaced by
 /// `{"_e2a_truncated": true, "original_bytes": N, "preview": "<start of the body JSON>"}`
 /// (the other fields are never cut, so a line can only exceed `max_bytes` when they alone do).
@@ -29,6 +31,7 @@ pub const TRUNCATED_KEY: &str = "_e2a_truncated";
 /// ```
 pub fn log_line(resp: &E2AResponse, max_bytes: usize) -> String {
     let mut v = resp.to_redacted_value();
+    crate::redact::redact_outbound(&mut v);
     let line = v.to_string();
     if line.len() <= max_bytes {
         return line;

@@ -237,15 +237,23 @@ pub fn run(args: &ServeArgs) -> u8 {
 }
 
 fn serve(args: &ServeArgs) -> Result<(), String> {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("E2A_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
     let file = load(args)?;
+    let filter = || {
+        tracing_subscriber::EnvFilter::try_from_env("E2A_LOG")
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+    };
+    let _ = match file.log().format {
+        e2a::types::LogFormat::Json => tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter())
+            .with_writer(std::io::stderr)
+            .try_init(),
+        e2a::types::LogFormat::Text => tracing_subscriber::fmt()
+            .with_env_filter(filter())
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+    };
     let server = file.server();
     let bind: SocketAddr = server
         .bind

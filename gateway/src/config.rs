@@ -53,6 +53,8 @@ pub struct GatewayConfig {
     pub lease: Duration,
     /// How the server treats connections: header-read timeout, connection cap.
     pub server: ServerLimits,
+    /// Where every response frame is logged (E2A §12.7 lines), if anywhere.
+    pub frame_log: Option<crate::frame_log::FrameLog>,
 }
 
 impl Default for GatewayConfig {
@@ -76,6 +78,7 @@ impl Default for GatewayConfig {
             auth: Auth::none(),
             lease: Duration::from_secs(30),
             server: ServerLimits::default(),
+            frame_log: None,
         }
     }
 }

@@ -252,6 +252,26 @@ impl ConfigFile {
         self.settings.routes.clone().unwrap_or_default()
     }
 
+    /// `[log]`, defaults filled in.
+    pub fn log(&self) -> e2a::types::LogSettings {
+        self.settings.log.clone().unwrap_or_default()
+    }
+
+    /// The frame log `log.frames` names, opened (its directory made), if any.
+    pub fn frame_log(&self) -> Result<Option<crate::frame_log::FrameLog>, ConfigError> {
+        let log = self.log();
+        let Some(f) = &log.frames else { return Ok(None) };
+        let config = crate::frame_log::FrameLogConfig {
+            path: self.path(f),
+            max_bytes: u64::try_from(log.frames_max_bytes).unwrap_or(u64::MAX),
+            keep: u32::try_from(log.frames_keep).unwrap_or(u32::MAX),
+            max_line_bytes: usize::try_from(log.frames_line_bytes).unwrap_or(usize::MAX),
+        };
+        crate::frame_log::FrameLog::open(&config)
+            .map(Some)
+            .map_err(|e| self.error("/log/frames", format!("cannot open {}: {e}", config.path.display())))
+    }
+
     /// `[metrics]`, defaults filled in.
     pub fn metrics(&self) -> e2a::types::MetricsSettings {
         self.settings.metrics.clone().unwrap_or_default()
@@ -498,10 +518,15 @@ impl ConfigFile {
         use std::sync::Arc;
         let auth = crate::Auth::from_config(self)?;
         let a2a_root = self.a2a_config(public_url).map_err(|e| vec![e])?;
+        let frame_log = self.frame_log().map_err(|e| vec![e])?;
         let a2a_on = self.a2a().enabled;
         let routes = self.routes();
         let build = |agent: Arc<dyn crate::Agent>, auth: crate::Auth, a2a: crate::bindings::a2a::A2aConfig| {
-            let mut g = crate::Gateway::with_agent(agent, self.gateway_config(auth));
+            let config = crate::GatewayConfig {
+                frame_log: frame_log.clone(),
+                ..self.gateway_config(auth)
+            };
+            let mut g = crate::Gateway::with_agent(agent, config);
             if let Some(store) = &store {
                 g = match a2a_on {
                     true => g.with_a2a(a2a, store.clone()),

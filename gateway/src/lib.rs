@@ -31,6 +31,7 @@ pub mod backends;
 pub mod bindings;
 pub mod config;
 pub mod config_file;
+pub mod frame_log;
 pub mod jsonrpc;
 pub mod pipeline;
 pub(crate) mod runs;

@@ -327,3 +327,41 @@ async fn metrics_count_the_requests_of_each_agent() {
     assert!(sample(r#"e2a_frames_total{agent="writer",kind="e2a.complete"}"#) >= 3.0);
     assert_eq!(sample(r#"e2a_open_streams{agent="writer"}"#), 0.0);
 }
+
+#[tokio::test]
+async fn the_frame_log_has_a_line_per_frame() {
+    let dir = tempfile::tempdir().expect("dir");
+    let text = "[log]\nframes = \"logs/frames.jsonl\"\n\n[agents.echoer]\nagent = \"echo\"\n";
+    let file = ConfigFile::parse(text, "e2a.toml", dir.path(), &[]).expect("config");
+    let gateway = file.gateway(None, None).expect("gateway");
+    let server = spawn(gateway.router()).await;
+    let mut resp = client()
+        .post(format!("{}/agents/echoer/v1/e2a/requests", server.base))
+        .header("accept", "text/event-stream")
+        .header("content-type", "application/json")
+        .body(envelope("key sk-proj-0123456789abcdefXYZ012").to_string())
+        .send()
+        .await
+        .expect("send");
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.expect("chunk") {
+        body.extend_from_slice(&chunk);
+    }
+    let frames = sse_frames(&String::from_utf8_lossy(&body));
+    let path = dir.path().join("logs/frames.jsonl");
+    let lines = || std::fs::read_to_string(&path).unwrap_or_default();
+    eventually("every frame logged", || lines().lines().count() == frames.len()).await;
+    let logged: Vec<Value> = lines()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    for (f, l) in frames.iter().zip(&logged) {
+        assert_eq!(l["response_id"], json!(f.response_id));
+        assert_eq!(l["sequence"], json!(f.sequence));
+    }
+    assert!(
+        !lines().contains("0123456789abcdefXYZ012"),
+        "the planted token is redacted:\n{}",
+        lines()
+    );
+}

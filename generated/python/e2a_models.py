@@ -695,6 +695,42 @@ class LegacyRule(Enum):
     unknown_keys = 'unknown_keys'
 
 
+class LogFormat(Enum):
+    """
+    How log lines are written.
+    """
+
+    text = 'text'
+    json = 'json'
+
+
+class LogSettings(BaseModel):
+    """
+    What the gateway logs (the level: `$E2A_LOG`, default `info`) and the frame log.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    format: LogFormat = Field(
+        'text', description='Log lines on stderr as `text` or structured `json`.'
+    )
+    frames: Optional[str] = Field(
+        None,
+        description='File of the frame log: one E2A §12.7 line per response frame (the redacted record, the body cut past `frames_line_bytes`); relative to the config file.',
+    )
+    frames_keep: conint(ge=0) = Field(
+        3, description='Rotated frame logs kept besides the current one.'
+    )
+    frames_line_bytes: conint(ge=512) = Field(
+        16384, description='Cap of one frame log line, bytes.'
+    )
+    frames_max_bytes: conint(ge=1024) = Field(
+        10485760,
+        description='Size at which the frame log is rotated (`FILE` → `FILE.1` …).',
+    )
+
+
 class MetricsSettings(BaseModel):
     """
     `GET /metrics` in Prometheus text format.
@@ -1487,6 +1523,7 @@ class GatewayFile(BaseModel):
         None,
         description='The named agent (a key of `agents`) that also answers at the root routes (`/v1/e2a/requests`, `/a2a`, `/agui`, the root agent card), instead of `agent`.',
     )
+    log: Optional[LogSettings] = Field(None, description='Logs and the frame log.')
     metrics: Optional[MetricsSettings] = Field(
         None, description='The Prometheus endpoint.'
     )

@@ -2471,6 +2471,9 @@ pub struct GatewayFile {
     ///The named agent (a key of `agents`) that also answers at the root routes (`/v1/e2a/requests`, `/a2a`, `/agui`, the root agent card), instead of `agent`.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub default_agent: ::std::option::Option<::std::string::String>,
+    ///Logs and the frame log.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub log: ::std::option::Option<LogSettings>,
     ///The Prometheus endpoint.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub metrics: ::std::option::Option<MetricsSettings>,
@@ -2495,6 +2498,7 @@ impl ::std::default::Default for GatewayFile {
             agui: Default::default(),
             callers: Default::default(),
             default_agent: Default::default(),
+            log: Default::default(),
             metrics: Default::default(),
             routes: Default::default(),
             server: Default::default(),
@@ -2832,6 +2836,92 @@ impl ::std::convert::TryFrom<::std::string::String> for LegacyRule {
         value: ::std::string::String,
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         value.parse()
+    }
+}
+///How log lines are written.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum LogFormat {
+    #[serde(rename = "text")]
+    Text,
+    #[serde(rename = "json")]
+    Json,
+}
+impl ::std::fmt::Display for LogFormat {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Text => f.write_str("text"),
+            Self::Json => f.write_str("json"),
+        }
+    }
+}
+impl ::std::str::FromStr for LogFormat {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "text" => Ok(Self::Text),
+            "json" => Ok(Self::Json),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for LogFormat {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for LogFormat {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+///What the gateway logs (the level: `$E2A_LOG`, default `info`) and the frame log.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LogSettings {
+    ///Log lines on stderr as `text` or structured `json`.
+    #[serde(default = "defaults::log_settings_format")]
+    pub format: LogFormat,
+    ///File of the frame log: one E2A §12.7 line per response frame (the redacted record, the body cut past `frames_line_bytes`); relative to the config file.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub frames: ::std::option::Option<::std::string::String>,
+    ///Rotated frame logs kept besides the current one.
+    #[serde(default = "defaults::default_u64::<u64, 3>")]
+    pub frames_keep: u64,
+    ///Cap of one frame log line, bytes.
+    #[serde(default = "defaults::default_u64::<i64, 16384>")]
+    pub frames_line_bytes: i64,
+    ///Size at which the frame log is rotated (`FILE` → `FILE.1` …).
+    #[serde(default = "defaults::default_u64::<i64, 10485760>")]
+    pub frames_max_bytes: i64,
+}
+impl ::std::default::Default for LogSettings {
+    fn default() -> Self {
+        Self {
+            format: defaults::log_settings_format(),
+            frames: Default::default(),
+            frames_keep: defaults::default_u64::<u64, 3>(),
+            frames_line_bytes: defaults::default_u64::<i64, 16384>(),
+            frames_max_bytes: defaults::default_u64::<i64, 10485760>(),
+        }
     }
 }
 ///`GET /metrics` in Prometheus text format.
@@ -3428,6 +3518,9 @@ pub mod defaults {
     }
     pub(super) fn gateway_file_agent() -> ::std::string::String {
         "echo".to_string()
+    }
+    pub(super) fn log_settings_format() -> super::LogFormat {
+        super::LogFormat::Text
     }
     pub(super) fn route_templates_a2a() -> ::std::string::String {
         "/a2a/agents/{name}".to_string()
@@ -4272,6 +4365,20 @@ impl LegacyRule {
         }
     }
 }
+impl LogFormat {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 2] = [
+        Self::Text,
+        Self::Json,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Json => "json",
+        }
+    }
+}
 impl PauseKind {
     /// Every value, in schema order.
     pub const ALL: [Self; 2] = [
@@ -4529,6 +4636,11 @@ impl ::std::fmt::Debug for JsonRpcErrorBody {
 impl ::std::fmt::Debug for JwtSettings {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "JwtSettings", self)
+    }
+}
+impl ::std::fmt::Debug for LogSettings {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "LogSettings", self)
     }
 }
 impl ::std::fmt::Debug for MetricsSettings {
@@ -5419,6 +5531,26 @@ impl crate::write::WriteJson for JwtSettings {
             w.key(&mut first, "\"secret_file\":");
             w.str(v);
         }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for LogSettings {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        w.key(&mut first, "\"format\":");
+        w.str((&self.format).as_str());
+        if let Some(v) = &self.frames {
+            w.key(&mut first, "\"frames\":");
+            w.str(v);
+        }
+        w.key(&mut first, "\"frames_keep\":");
+        w.u64(*&self.frames_keep);
+        w.key(&mut first, "\"frames_line_bytes\":");
+        w.i64(*&self.frames_line_bytes);
+        w.key(&mut first, "\"frames_max_bytes\":");
+        w.i64(*&self.frames_max_bytes);
         w.raw("}");
     }
 }

@@ -322,6 +322,13 @@ export type FileTransferEventType =
   | "file.download.chunk"
   | "file.download.complete";
 /**
+ * How log lines are written.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "LogFormat".
+ */
+export type LogFormat = "text" | "json";
+/**
  * Keys used by the gateway inside `channel_context` for internal state: `_jiuwenswarm` holds `{normalize_failed, legacy_agent_request}` on a fallback envelope.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -1503,10 +1510,36 @@ export interface GatewayFile {
    * The named agent (a key of `agents`) that also answers at the root routes (`/v1/e2a/requests`, `/a2a`, `/agui`, the root agent card), instead of `agent`.
    */
   default_agent?: string | null;
+  log?: LogSettings;
   metrics?: MetricsSettings;
   routes?: RouteTemplates;
   server?: ServerSettings;
   store?: StoreSettings;
+}
+/**
+ * What the gateway logs (the level: `$E2A_LOG`, default `info`) and the frame log.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "LogSettings".
+ */
+export interface LogSettings {
+  format?: LogFormat;
+  /**
+   * File of the frame log: one E2A §12.7 line per response frame (the redacted record, the body cut past `frames_line_bytes`); relative to the config file.
+   */
+  frames?: string | null;
+  /**
+   * Rotated frame logs kept besides the current one.
+   */
+  frames_keep?: number;
+  /**
+   * Cap of one frame log line, bytes.
+   */
+  frames_line_bytes?: number;
+  /**
+   * Size at which the frame log is rotated (`FILE` → `FILE.1` …).
+   */
+  frames_max_bytes?: number;
 }
 /**
  * `GET /metrics` in Prometheus text format.

@@ -59,6 +59,7 @@ pub(crate) struct Admission {
     agent: Arc<boundary::Guarded>,
     permit: OwnedSemaphorePermit,
     counted: (Arc<crate::web::metrics::Metrics>, Arc<str>),
+    frame_log: Option<crate::frame_log::FrameLog>,
 }
 
 impl Admission {
@@ -68,7 +69,13 @@ impl Admission {
         self.ctx.caller.stamp(&mut request);
         let frames = self.agent.run_shared(request, self.ctx.clone());
         let mut counter = crate::web::metrics::FrameCounter::new(self.counted.0.clone(), self.counted.1.clone());
-        Box::pin(futures_util::StreamExt::inspect(frames, move |f| counter.count(f)))
+        let log = self.frame_log.clone();
+        Box::pin(futures_util::StreamExt::inspect(frames, move |f| {
+            counter.count(f);
+            if let Some(log) = &log {
+                log.write(f);
+            }
+        }))
     }
 
     /// The stream permit, to hold until the run ends.
@@ -100,6 +107,7 @@ impl Pipeline {
             agent: self.agent.clone(),
             permit,
             counted: self.metrics.get(),
+            frame_log: self.config.frame_log.clone(),
         })
     }
 
