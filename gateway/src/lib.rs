@@ -248,7 +248,7 @@ impl Gateway {
                 .with_state(endpoint);
             router = router.merge(route);
         }
-        router
+        router.layer(axum::middleware::from_fn(web::server::close_if_unread))
     }
 
     /// This gateway and its named agents' gateways.

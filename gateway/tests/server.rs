@@ -228,3 +228,44 @@ async fn a_body_that_arrives_too_slowly_gets_a_408() {
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(answer.contains("E2A.TIMEOUT"), "{answer}");
 }
+
+#[tokio::test]
+async fn a_refusal_before_the_body_is_read_says_connection_close() {
+    let config = GatewayConfig {
+        auth: e2a_gateway::Auth::token("the-token"),
+        ..common::fast_config()
+    };
+    let server = serve(config).await;
+    let body = serde_json::json!({"method": "chat.send", "params": {"query": "hi"}}).to_string();
+    let head = |auth: &str| {
+        format!(
+            "POST /v1/e2a/requests HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\naccept: application/json\r\n{auth}content-length: {}\r\n\r\n",
+            body.len()
+        )
+    };
+    // the head alone, the body held back: the 401 comes before the body is read
+    let mut tcp = TcpStream::connect(server.addr).await.expect("connect");
+    tcp.write_all(head("").as_bytes()).await.expect("write");
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut buf))
+        .await
+        .expect("an answer before the body")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 401"), "{answer}");
+    assert!(
+        answer.contains("connection: close"),
+        "the client is told not to reuse it: {answer}"
+    );
+    // an accepted request, its body read: the connection stays open for the next one
+    let mut tcp = TcpStream::connect(server.addr).await.expect("connect");
+    let request = format!("{}{body}", head("authorization: Bearer the-token\r\n"));
+    tcp.write_all(request.as_bytes()).await.expect("write");
+    let n = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut buf))
+        .await
+        .expect("an answer")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 200"), "{answer}");
+    assert!(!answer.contains("connection: close"), "{answer}");
+}

@@ -142,6 +142,64 @@ where
     Ok(())
 }
 
+/// A request body that records when it was read to its end.
+struct Watched {
+    inner: axum::body::Body,
+    done: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl http_body::Body for Watched {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_frame(cx);
+        if let std::task::Poll::Ready(None) = polled {
+            self.done.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A response sent before its request's body was read to the end (a `401`, `403`, `429`, a
+/// `404` of an unknown route, a `415`…) says `Connection: close`: the server closes such a
+/// connection after the answer (the rest of the body is still on it), and a client that is
+/// told so opens a new one instead of failing its next request on the closed one.
+pub(crate) async fn close_if_unread(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use http_body::Body as _;
+    if req.body().is_end_stream() {
+        return next.run(req).await;
+    }
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (parts, body) = req.into_parts();
+    let body = axum::body::Body::new(Watched {
+        inner: body,
+        done: done.clone(),
+    });
+    let mut resp = next.run(axum::extract::Request::from_parts(parts, body)).await;
+    if !done.load(std::sync::atomic::Ordering::Relaxed) {
+        resp.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    resp
+}
+
 /// Answers a connection past the cap with a `503` and closes it (within a second).
 async fn refuse(mut tcp: tokio::net::TcpStream) {
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
