@@ -30,6 +30,9 @@ use serde_json::{Map, Value};
 /// The name a caller's allow-list uses for the agent at the root routes.
 pub const ROOT_AGENT: &str = "default";
 
+/// Names no agent may have: the first segments of the gateway's own routes.
+pub const RESERVED_NAMES: &[&str] = &["a2a", "agents", "api", "tasks", "v1", "healthz", "metrics", "agui"];
+
 /// One problem with a configuration: where (file and line, or the flag) and which key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
@@ -293,6 +296,11 @@ impl ConfigFile {
                     &format!("/agents/{}", pointer_key(name)),
                     "an agent's name is 1–64 characters of a-z, 0-9, - and _",
                 ));
+            } else if RESERVED_NAMES.contains(&name.as_str()) {
+                errors.push(self.error(
+                    &format!("/agents/{name}"),
+                    format!("`{name}` is the first segment of a route of the gateway (A2A's `/{{tenant}}/…` routes use the agent's name); choose another name"),
+                ));
             } else if name == ROOT_AGENT {
                 errors.push(self.error(
                     &format!("/agents/{name}"),
@@ -304,6 +312,9 @@ impl ConfigFile {
             if !s.agents.contains_key(d) {
                 errors.push(self.error("/default_agent", format!("no agent `{d}` in [agents]")));
             }
+        }
+        if routes.e2a == routes.a2a || routes.e2a == routes.agui || routes.a2a == routes.agui {
+            errors.push(self.error("/routes", "the e2a, a2a and agui templates must differ"));
         }
         for (key, template) in [("e2a", &routes.e2a), ("a2a", &routes.a2a), ("agui", &routes.agui)] {
             if !template.starts_with('/') || !template.contains("{name}") {

@@ -223,6 +223,25 @@ impl Gateway {
                 }
             }
         }
+        // A2A 1.0's multi-tenant form: `tenant` in a request at the root routes, and the
+        // `/{tenant}/…` HTTP+JSON routes, name the agent
+        if let Some(root) = &self.a2a {
+            let named: std::collections::HashMap<String, Arc<tasks::TaskService>> = self
+                .named
+                .iter()
+                .filter_map(|n| Some((n.name.clone(), n.gateway.a2a.clone()?)))
+                .collect();
+            for (name, state) in &named {
+                let prefix = format!("{}/{name}", root.config.rest_path.trim_end_matches('/'));
+                router = router.merge(count(
+                    bindings::a2a::tenant_router(state.clone(), &prefix),
+                    metrics.clone(),
+                    name,
+                    "a2a",
+                ));
+            }
+            let _ = root.tenants.set(named);
+        }
         for (path, agents) in listings {
             if !path.is_empty() {
                 router = router.merge(bindings::a2a::listing_router(&path, agents));

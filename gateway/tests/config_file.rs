@@ -365,3 +365,57 @@ async fn the_frame_log_has_a_line_per_frame() {
         lines()
     );
 }
+
+#[tokio::test]
+async fn a2a_tenants_name_the_agent() {
+    let dir = tempfile::tempdir().expect("dir");
+    let gateway = config(&dir)
+        .gateway(Some(Arc::new(MemoryStore::new())), None)
+        .expect("gateway");
+    let server = spawn(gateway.router()).await;
+    let base = &server.base;
+    let root = |token: &'static str, params: Value| async move {
+        client()
+            .post(format!("{base}/a2a"))
+            .bearer_auth(token)
+            .header("A2A-Version", "1.0")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}))
+            .send()
+            .await
+            .expect("send")
+    };
+    let mut params = send("via tenant");
+    params["tenant"] = json!("echoer");
+    let answer: Value = root(BOB, params.clone()).await.json().await.expect("answer");
+    let id = answer
+        .pointer("/result/task/id")
+        .and_then(Value::as_str)
+        .expect("task id");
+    let found = rpc(base, "echoer", BOB, "GetTask", json!({"id": id})).await;
+    assert_eq!(
+        found.pointer("/result/id"),
+        Some(&json!(id)),
+        "the task is echoer's: {found}"
+    );
+    // the tenant's allow-list applies
+    params["tenant"] = json!("helper");
+    assert_eq!(root(ALICE, params.clone()).await.status(), 403);
+    params["tenant"] = json!("nobody");
+    let unknown: Value = root(BOB, params).await.json().await.expect("answer");
+    assert_eq!(unknown.pointer("/error/code"), Some(&json!(-32602)), "{unknown}");
+    // the HTTP+JSON routes under /{tenant}
+    let rest: Value = client()
+        .post(format!("{base}/echoer/message:send"))
+        .bearer_auth(BOB)
+        .header("A2A-Version", "1.0")
+        .json(&send("via path"))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("answer");
+    let id = rest.pointer("/task/id").and_then(Value::as_str).expect("task id");
+    let found = rpc(base, "echoer", BOB, "GetTask", json!({"id": id})).await;
+    assert_eq!(found.pointer("/result/id"), Some(&json!(id)), "{found}");
+}

@@ -103,6 +103,9 @@ pub struct TaskService {
     broken: Mutex<HashMap<String, Arc<str>>>,
     /// This gateway's name in task leases.
     holder: String,
+    /// The named agents' services, by name: a request whose `tenant` names one goes there
+    /// (A2A 1.0's multi-tenant form). Set when the gateway's routes are built.
+    pub(crate) tenants: std::sync::OnceLock<HashMap<String, Arc<TaskService>>>,
 }
 
 impl std::fmt::Debug for TaskService {
@@ -166,6 +169,7 @@ impl TaskService {
             channels: Mutex::new(HashMap::new()),
             broken: Mutex::new(HashMap::new()),
             holder: e2a::stream::new_id(),
+            tenants: std::sync::OnceLock::new(),
         }
     }
 

@@ -120,6 +120,27 @@ pub(super) async fn handle(
         Err((id, e)) => return err(&id, &e),
     };
     let id = call.id.clone();
+    // A2A 1.0's multi-tenant form: `tenant` names the agent (authenticated for that agent)
+    let tenant = call
+        .params
+        .get("tenant")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty());
+    let (state, caller) = match (tenant, state.tenants.get()) {
+        (Some(t), Some(tenants)) => match tenants.get(t) {
+            Some(named) => match named.shared.config.auth.check(&headers) {
+                Ok(caller) => (named.clone(), caller),
+                Err(p) => return p.into_response(),
+            },
+            None => {
+                return err(
+                    &id,
+                    &A2aError::invalid_params(format!("no agent named `{t}` (params.tenant)")),
+                )
+            }
+        },
+        _ => (state, caller),
+    };
     match dispatch(&state, call, caller, query.as_deref(), &headers).await {
         Ok(resp) => resp,
         Err(e) => err(&id, &e),

@@ -69,6 +69,13 @@ pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
         .with_state(state)
 }
 
+/// The HTTP+JSON routes of a named agent under `prefix` alone (A2A 1.0's `/{tenant}/…`
+/// form: `/writer/message:send`), authentication included.
+pub(crate) fn tenant_router(state: Arc<TaskService>, prefix: &str) -> Router {
+    let auth = state.shared.config.auth.clone();
+    crate::web::auth::require(rest::routes(prefix), &auth).with_state(state)
+}
+
 /// `path` and its other form: without the trailing slash if it has one, else with one (`/`
 /// alone has one form).
 pub(super) fn path_forms(path: &str) -> Vec<String> {
