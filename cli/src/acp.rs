@@ -5,9 +5,10 @@ use std::path::PathBuf;
 
 use std::sync::Arc;
 
-use e2a_gateway::backends::AgentSpec;
+use e2a_gateway::backends::{AgentOptions, AgentSpec};
 use e2a_gateway::bindings::acp::HistoryLimits;
 use e2a_gateway::bindings::acp::{AcpRelay, AcpServer, AcpServerConfig, ConfigOptionDecl, ModeDecl};
+use e2a_gateway::config_file::ConfigFile;
 use e2a_gateway::store::{MemoryStore, SqliteStore, StoreSpec, TaskStore};
 
 /// Options of `e2a acp`.
@@ -16,8 +17,13 @@ pub struct AcpArgs {
     /// The agent: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` (a remote A2A 1.0 agent) or
     /// `acp:CMD ARGS` (another ACP agent, relayed transparently: the editor sees its
     /// capabilities, sessions, modes and commands, and answers its permission and file requests).
+    /// With `--config FILE`: the name of one of its `[agents]` (its spec, token and the
+    /// file's `[acp]` options).
     #[arg(long, default_value = "echo")]
     pub agent: String,
+    /// A config file of `e2a serve` whose named agents `--agent NAME` may name.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Bearer token file for the `e2a:URL` agent (default: $E2A_AGENT_TOKEN).
     #[arg(long)]
     pub agent_token_file: Option<PathBuf>,
@@ -95,10 +101,45 @@ enum Front {
     Server(Arc<AcpServer>),
 }
 
+/// The agent `args` name: a spec and its options, from `--agent` and the flags, or from the
+/// `--config` file's named agent.
+fn agent_spec(args: &AcpArgs) -> Result<(AgentSpec, AgentOptions), String> {
+    if let Some(path) = &args.config {
+        let file = ConfigFile::load(path, &[]).map_err(|e| crate::config::lines(&e))?;
+        if let Some(named) = file.named_agent_spec(&args.agent) {
+            if args.agent_token_file.is_some() || args.backend != crate::agent::BackendArgs::default() {
+                return Err(format!(
+                    "`{}` is configured in {}: its token and ACP options come from the file",
+                    args.agent,
+                    path.display()
+                ));
+            }
+            return named.map_err(|e| e.to_string());
+        }
+        let names: Vec<&str> = file.settings.agents.keys().map(String::as_str).collect();
+        return Err(format!(
+            "no agent `{}` in {} (its agents: {})",
+            args.agent,
+            path.display(),
+            names.join(", ")
+        ));
+    }
+    let spec = args.agent.parse::<AgentSpec>().map_err(|e| e.to_string())?;
+    Ok((
+        spec,
+        crate::agent::options(args.agent_token_file.as_ref(), &args.backend)?,
+    ))
+}
+
 /// The front `args` ask for, or why it cannot run.
 fn front(args: &AcpArgs) -> Result<Front, String> {
-    if let Ok(AgentSpec::Acp(command)) = args.agent.parse::<AgentSpec>() {
-        if !args.backend.approve.is_empty() || args.backend.allow_fs {
+    let (spec, options) = agent_spec(args)?;
+    if let AgentSpec::Acp(command) = &spec {
+        if !args.backend.approve.is_empty()
+            || args.backend.allow_fs
+            || options.allow_fs
+            || !options.policy.approve.is_empty()
+        {
             return Err(
                 "--approve and --allow-fs do not apply to an ACP agent behind `e2a acp`: \
                         its permission and file requests go to the editor"
@@ -112,10 +153,9 @@ fn front(args: &AcpArgs) -> Result<Front, String> {
                     .into(),
             );
         }
-        let options = crate::agent::options(None, &args.backend)?;
-        return AcpRelay::new(options.acp_process(&command)).map(Front::Relay);
+        return AcpRelay::new(options.acp_process(command)).map(Front::Relay);
     }
-    let agent = crate::agent::agent(&args.agent, args.agent_token_file.as_ref(), &args.backend)?;
+    let agent = spec.build(&options).map_err(|e| e.to_string())?;
     let config = AcpServerConfig {
         modes: args.modes.clone(),
         config_options: args.config_options.clone(),

@@ -2,13 +2,11 @@
 //! `e2a_gateway::backends::AgentSpec`; the token comes from a file or the environment.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use e2a_gateway::backends::{AgentOptions, AgentSpec, PermissionPolicy, SpecError};
-use e2a_gateway::Agent;
+use e2a_gateway::backends::{AgentOptions, PermissionPolicy};
 
 /// Options of an `acp:CMD ARGS` backend agent.
-#[derive(clap::Args, Debug, Default, Clone)]
+#[derive(clap::Args, Debug, Default, Clone, PartialEq, Eq)]
 pub struct BackendArgs {
     /// For `acp:CMD` agents: permission requests that may be allowed, by tool kind (`read`,
     /// `edit`, `execute`, …), title substring, or `*` (repeatable; default: deny all).
@@ -24,13 +22,6 @@ pub struct BackendArgs {
     /// otherwise: never the gateway's credentials, and no API key unless named here.
     #[arg(long, value_name = "NAME")]
     pub agent_env: Vec<String>,
-}
-
-/// The agent of a `--agent` spec (`e2a_gateway::backends::AgentSpec`): its token from
-/// `token_file` (else `$E2A_AGENT_TOKEN`), its ACP options from `backend`.
-pub fn agent(spec: &str, token_file: Option<&PathBuf>, backend: &BackendArgs) -> Result<Arc<dyn Agent>, String> {
-    let spec: AgentSpec = spec.parse().map_err(|e: SpecError| e.to_string())?;
-    spec.build(&options(token_file, backend)?).map_err(|e| e.to_string())
 }
 
 /// The options of the agents of `--agent`: the token from `token_file` (else

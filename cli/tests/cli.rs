@@ -261,3 +261,32 @@ fn acp_refuses_what_its_agent_cannot_use() {
         assert!(!err.trim().is_empty(), "{args:?}: no reason given");
     }
 }
+
+#[test]
+fn acp_serves_a_named_agent_of_a_config_file() {
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dir.path().join("e2a.toml");
+    std::fs::write(&config, "[agents.echoer]\nagent = \"echo\"\n").expect("write");
+    let config = config.to_str().expect("utf-8");
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}"#,
+    ];
+    let input = format!("{}\n", lines.join("\n"));
+    let (code, out, err) = stdout(
+        e2a()
+            .args(["acp", "--config", config, "--agent", "echoer", "--store", "memory"])
+            .write_stdin(input),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(r#""id":2"#) && out.contains("sessionId"), "{out}");
+    // a name the file does not have is refused with the names it has
+    let (code, out, err) = stdout(
+        e2a()
+            .args(["acp", "--config", config, "--agent", "writer"])
+            .write_stdin(""),
+    );
+    assert_eq!(code, 2);
+    assert!(out.is_empty());
+    assert!(err.contains("no agent `writer`") && err.contains("echoer"), "{err}");
+}

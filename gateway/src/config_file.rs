@@ -422,13 +422,13 @@ impl ConfigFile {
         })
     }
 
-    /// The agent of spec `spec` (at `pointer`), its token from `token_file` or `token_env`.
-    fn agent(
+    /// The parsed spec (at `pointer`) and the options of an agent: its `token`, `[acp]`.
+    fn spec(
         &self,
         pointer: &str,
         spec: &str,
         token: Option<e2a::SecretString>,
-    ) -> Result<std::sync::Arc<dyn crate::Agent>, ConfigError> {
+    ) -> Result<(crate::backends::AgentSpec, crate::backends::AgentOptions), ConfigError> {
         use crate::backends::{AgentOptions, AgentSpec, PermissionPolicy};
         let parsed: AgentSpec = spec
             .parse()
@@ -440,7 +440,42 @@ impl ConfigFile {
             allow_fs: acp.allow_fs,
             env: acp.env,
         };
+        Ok((parsed, options))
+    }
+
+    /// The agent of spec `spec` (at `pointer`) with `token`.
+    fn agent(
+        &self,
+        pointer: &str,
+        spec: &str,
+        token: Option<e2a::SecretString>,
+    ) -> Result<std::sync::Arc<dyn crate::Agent>, ConfigError> {
+        let (parsed, options) = self.spec(pointer, spec, token)?;
         parsed.build(&options).map_err(|e| self.error(pointer, e.to_string()))
+    }
+
+    /// The spec and options (its token read, `[acp]`) of the named agent `name`, for a front
+    /// other than the HTTP gateway (`e2a acp --config FILE --agent NAME`); `None` when the
+    /// file names no such agent.
+    pub fn named_agent_spec(
+        &self,
+        name: &str,
+    ) -> Option<Result<(crate::backends::AgentSpec, crate::backends::AgentOptions), ConfigError>> {
+        let entry = self.settings.agents.get(name)?;
+        let at = format!("/agents/{}", pointer_key(name));
+        let key = if entry.token_file.is_some() {
+            "token_file"
+        } else {
+            "token_env"
+        };
+        Some(
+            self.secret(
+                &format!("{at}/{key}"),
+                entry.token_file.as_deref(),
+                entry.token_env.as_deref(),
+            )
+            .and_then(|token| self.spec(&format!("{at}/agent"), &entry.agent, token)),
+        )
     }
 
     /// The card of named agent `name`: its `card` table over the gateway's defaults, named
