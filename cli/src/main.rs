@@ -19,6 +19,7 @@ mod demo;
 mod input;
 mod migrate;
 mod serve;
+mod telemetry;
 mod validate;
 
 /// E2A (Everything-to-Agent) command-line tool: validate, convert and migrate message logs,

@@ -106,6 +106,10 @@ pub struct ServeArgs {
     /// RunAgentInput and stream AG-UI events [key agui.enabled].
     #[arg(long)]
     pub agui: bool,
+    /// Export spans (OpenTelemetry) to this OTLP/HTTP collector, e.g. `http://127.0.0.1:4318`
+    /// [key telemetry.otlp_endpoint].
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
 }
 
 /// Each flag's key in the config file, by the flag's clap id. A test checks that every flag of
@@ -135,6 +139,7 @@ pub const FLAG_KEYS: &[(&str, &str)] = &[
     ("public_url", "/server/public_url"),
     ("a2a_card", "/a2a/card_file"),
     ("agui", "/agui/enabled"),
+    ("otlp_endpoint", "/telemetry/otlp_endpoint"),
 ];
 
 impl ServeArgs {
@@ -178,6 +183,7 @@ impl ServeArgs {
             ("public_url", self.public_url.clone().map(Into::into)),
             ("a2a_card", self.a2a_card.as_ref().map(path)),
             ("agui", self.agui.then_some(true.into())),
+            ("otlp_endpoint", self.otlp_endpoint.clone().map(Into::into)),
         ];
         given
             .into_iter()
@@ -238,22 +244,7 @@ pub fn run(args: &ServeArgs) -> u8 {
 
 fn serve(args: &ServeArgs) -> Result<(), String> {
     let file = load(args)?;
-    let filter = || {
-        tracing_subscriber::EnvFilter::try_from_env("E2A_LOG")
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
-    };
-    let _ = match file.log().format {
-        e2a::types::LogFormat::Json => tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(filter())
-            .with_writer(std::io::stderr)
-            .try_init(),
-        e2a::types::LogFormat::Text => tracing_subscriber::fmt()
-            .with_env_filter(filter())
-            .with_writer(std::io::stderr)
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .try_init(),
-    };
+    let telemetry = crate::telemetry::init(&file)?;
     let server = file.server();
     let bind: SocketAddr = server
         .bind
@@ -351,7 +342,12 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         tracing::info!("stopped");
         Ok::<(), String>(())
-    })
+    })?;
+    if let Some(provider) = telemetry {
+        // the spans still batched go out before the process exits
+        let _ = provider.shutdown();
+    }
+    Ok(())
 }
 
 #[cfg(test)]

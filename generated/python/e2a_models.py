@@ -996,6 +996,23 @@ class StoreSettings(BaseModel):
     )
 
 
+class TelemetrySettings(BaseModel):
+    """
+    OpenTelemetry: spans per request, agent run and backend call (with the E2A ids as attributes), exported over OTLP/HTTP (protobuf) in batches; off unless `otlp_endpoint` is set.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    otlp_endpoint: Optional[str] = Field(
+        None,
+        description='Base URL of an OTLP/HTTP collector (`http://127.0.0.1:4318`); spans go to `{otlp_endpoint}/v1/traces` (flag `--otlp-endpoint`).',
+    )
+    service_name: str = Field(
+        'e2a', description='The `service.name` of the exported spans.'
+    )
+
+
 class ToolCall(BaseModel):
     """
     A tool call the agent makes.
@@ -1536,6 +1553,9 @@ class GatewayFile(BaseModel):
     )
     store: Optional[StoreSettings] = Field(
         None, description='Where tasks and runs are kept.'
+    )
+    telemetry: Optional[TelemetrySettings] = Field(
+        None, description='OpenTelemetry trace export.'
     )
 
 

@@ -2486,6 +2486,9 @@ pub struct GatewayFile {
     ///Where tasks and runs are kept.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub store: ::std::option::Option<StoreSettings>,
+    ///OpenTelemetry trace export.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub telemetry: ::std::option::Option<TelemetrySettings>,
 }
 impl ::std::default::Default for GatewayFile {
     fn default() -> Self {
@@ -2503,6 +2506,7 @@ impl ::std::default::Default for GatewayFile {
             routes: Default::default(),
             server: Default::default(),
             store: Default::default(),
+            telemetry: Default::default(),
         }
     }
 }
@@ -3364,6 +3368,25 @@ impl ::std::default::Default for StoreSettings {
         }
     }
 }
+///OpenTelemetry: spans per request, agent run and backend call (with the E2A ids as attributes), exported over OTLP/HTTP (protobuf) in batches; off unless `otlp_endpoint` is set.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetrySettings {
+    ///Base URL of an OTLP/HTTP collector (`http://127.0.0.1:4318`); spans go to `{otlp_endpoint}/v1/traces` (flag `--otlp-endpoint`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub otlp_endpoint: ::std::option::Option<::std::string::String>,
+    ///The `service.name` of the exported spans.
+    #[serde(default = "defaults::telemetry_settings_service_name")]
+    pub service_name: ::std::string::String,
+}
+impl ::std::default::Default for TelemetrySettings {
+    fn default() -> Self {
+        Self {
+            otlp_endpoint: Default::default(),
+            service_name: defaults::telemetry_settings_service_name(),
+        }
+    }
+}
 ///A tool call the agent makes.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct ToolCall {
@@ -3533,6 +3556,9 @@ pub mod defaults {
     }
     pub(super) fn server_settings_bind() -> ::std::string::String {
         "127.0.0.1:8080".to_string()
+    }
+    pub(super) fn telemetry_settings_service_name() -> ::std::string::String {
+        "e2a".to_string()
     }
 }
 /// Error types.
@@ -4698,6 +4724,11 @@ impl ::std::fmt::Debug for StoreSettings {
         crate::redact::debug_redacted(f, "StoreSettings", self)
     }
 }
+impl ::std::fmt::Debug for TelemetrySettings {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "TelemetrySettings", self)
+    }
+}
 impl ::std::fmt::Debug for ToolCall {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "ToolCall", self)
@@ -5639,6 +5670,20 @@ impl crate::write::WriteJson for StoreSettings {
             w.key(&mut first, "\"url\":");
             w.str(v);
         }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for TelemetrySettings {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.otlp_endpoint {
+            w.key(&mut first, "\"otlp_endpoint\":");
+            w.str(v);
+        }
+        w.key(&mut first, "\"service_name\":");
+        w.str(&self.service_name);
         w.raw("}");
     }
 }

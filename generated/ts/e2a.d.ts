@@ -1515,6 +1515,7 @@ export interface GatewayFile {
   routes?: RouteTemplates;
   server?: ServerSettings;
   store?: StoreSettings;
+  telemetry?: TelemetrySettings;
 }
 /**
  * What the gateway logs (the level: `$E2A_LOG`, default `info`) and the frame log.
@@ -1648,6 +1649,22 @@ export interface StoreSettings {
    * `memory`, `sqlite:PATH` or `postgres://USER@HOST/DB` (flag `--store`). Default: `sqlite:e2a-tasks.db` when A2A is on, else runs are kept in memory only.
    */
   url?: string | null;
+}
+/**
+ * OpenTelemetry: spans per request, agent run and backend call (with the E2A ids as attributes), exported over OTLP/HTTP (protobuf) in batches; off unless `otlp_endpoint` is set.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "TelemetrySettings".
+ */
+export interface TelemetrySettings {
+  /**
+   * Base URL of an OTLP/HTTP collector (`http://127.0.0.1:4318`); spans go to `{otlp_endpoint}/v1/traces` (flag `--otlp-endpoint`).
+   */
+  otlp_endpoint?: string | null;
+  /**
+   * The `service.name` of the exported spans.
+   */
+  service_name?: string;
 }
 /**
  * Body of `acp.jsonrpc_error`: a JSON-RPC error object, used verbatim.

@@ -212,11 +212,15 @@ impl A2aRemoteAgent {
         if let Some(t) = self.token_for(url) {
             req = req.bearer_auth(t.expose());
         }
-        // the trace goes on to the next hop
-        for (name, value) in trace.map(crate::web::trace::outgoing).unwrap_or_default() {
+        // the trace goes on to the next hop, under this call's span
+        let span = tracing::debug_span!("backend.call", otel.kind = "client", e2a.backend = "a2a");
+        for (name, value) in span
+            .in_scope(|| trace.map(crate::web::trace::outgoing))
+            .unwrap_or_default()
+        {
             req = req.header(name, value);
         }
-        req.send()
+        tracing::Instrument::instrument(req.send(), span)
             .await
             .map_err(|e| format!("the remote agent is unreachable: {}", e.without_url()))
     }

@@ -158,13 +158,14 @@ impl Agent for E2aRemoteAgent {
             if let Some(t) = &this.token {
                 post = post.bearer_auth(t.expose());
             }
-            // the trace goes on to the next hop
-            for (name, value) in sent.correlation_id.as_deref().map(crate::web::trace::outgoing).unwrap_or_default() {
+            // the trace goes on to the next hop, under this call's span
+            let span = tracing::debug_span!("backend.call", otel.kind = "client", e2a.backend = "e2a", e2a.request_id = sent.request_id.as_deref());
+            for (name, value) in span.in_scope(|| sent.correlation_id.as_deref().map(crate::web::trace::outgoing)).unwrap_or_default() {
                 post = post.header(name, value);
             }
             let sent = tokio::select! {
                 _ = ctx.cancel.cancelled() => return,
-                r = post.send() => r,
+                r = tracing::Instrument::instrument(post.send(), span) => r,
             };
             let resp = match sent {
                 Ok(r) => r,

@@ -67,7 +67,16 @@ impl Admission {
     /// guarded frames.
     pub(crate) fn run(&self, mut request: E2AEnvelope) -> SharedFrames {
         self.ctx.caller.stamp(&mut request);
-        let frames = self.agent.run_shared(request, self.ctx.clone());
+        let span = tracing::debug_span!(
+            "agent.run",
+            e2a.agent = %self.counted.1,
+            e2a.request_id = request.request_id.as_deref(),
+            e2a.correlation_id = request.correlation_id.as_deref(),
+            e2a.session_id = request.session_id.as_deref(),
+            e2a.caller = self.ctx.caller.subject.as_deref(),
+        );
+        let frames = span.in_scope(|| self.agent.run_shared(request, self.ctx.clone()));
+        let frames = crate::web::trace::InSpan { inner: frames, span };
         let mut counter = crate::web::metrics::FrameCounter::new(self.counted.0.clone(), self.counted.1.clone());
         let log = self.frame_log.clone();
         Box::pin(futures_util::StreamExt::inspect(frames, move |f| {

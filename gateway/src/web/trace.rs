@@ -100,24 +100,92 @@ pub fn outgoing(correlation_id: &str) -> Vec<(&'static str, String)> {
     headers
 }
 
-/// A `traceparent` continuing trace `correlation_id` with a new span, when it is a W3C trace
-/// id (32 lowercase hex digits, not all zero).
+/// A `traceparent` continuing trace `correlation_id`, when it is a W3C trace id (32
+/// lowercase hex digits, not all zero): its parent is the current span when OpenTelemetry
+/// records it in that trace (the next hop's spans hang under the backend call), else a new
+/// span id.
 pub fn traceparent_for(correlation_id: &str) -> Option<String> {
-    let span = uuid::Uuid::new_v4().simple().to_string();
-    let tp = format!("00-{correlation_id}-{}-01", &span[..16]);
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let context = tracing::Span::current().context();
+    let current = context.span().span_context().clone();
+    let span = if current.is_valid() && current.trace_id().to_string() == correlation_id {
+        current.span_id().to_string()
+    } else {
+        uuid::Uuid::new_v4().simple().to_string()[..16].to_string()
+    };
+    let tp = format!("00-{correlation_id}-{span}-01");
     trace_id_of(&tp).is_some().then_some(tp)
 }
 
-/// The layer every binding runs under ([`crate::web::auth`] applies it): a response (a `401`
-/// included) carries `X-Trace-ID` when the request named a trace.
+/// The OpenTelemetry context of a valid `traceparent` (a remote parent), if any.
+fn remote_parent(traceparent: &str) -> Option<opentelemetry::Context> {
+    use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+    let trace = trace_id_of(traceparent)?;
+    let mut parts = traceparent.trim().split('-').skip(2);
+    let parent = SpanId::from_hex(parts.next()?).ok()?;
+    let flags = u8::from_str_radix(parts.next()?, 16).ok()?;
+    let context = SpanContext::new(
+        TraceId::from_hex(trace).ok()?,
+        parent,
+        TraceFlags::new(flags),
+        true,
+        TraceState::default(),
+    );
+    Some(opentelemetry::Context::new().with_remote_span_context(context))
+}
+
+/// The layer every binding runs under ([`crate::web::auth`] applies it): the request's span
+/// (`request`, a child of the caller's span when it sent a valid `traceparent`; what
+/// OpenTelemetry exports when the embedder installs `tracing-opentelemetry`), and a response
+/// (a `401` included) carries `X-Trace-ID` when the request named a trace.
 pub(crate) async fn layer(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    use tracing::Instrument;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
     let trace = TraceContext::from_headers(req.headers());
     let echo = trace.trace_id.as_deref().and_then(|t| HeaderValue::from_str(t).ok());
-    let mut response = next.run(req).await;
+    let span = tracing::debug_span!(
+        "request",
+        otel.name = %format!("{} {}", req.method(), req.uri().path()),
+        otel.kind = "server",
+        http.request.method = %req.method(),
+        url.path = %req.uri().path(),
+        e2a.trace_id = trace.trace_id.as_deref(),
+    );
+    let parent = req
+        .headers()
+        .get(TRACEPARENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(remote_parent);
+    if let Some(parent) = parent {
+        let _ = span.set_parent(parent);
+    }
+    let mut response = next.run(req).instrument(span).await;
     if let Some(v) = echo {
         response.headers_mut().insert(HeaderName::from_static(X_TRACE_ID), v);
     }
     response
+}
+
+/// A stream whose every poll runs inside `span` (a run's frames, polled by whichever task
+/// serves them): what the agent does while producing them — backend calls included — is
+/// recorded under the run's span, which ends when the stream is dropped.
+pub(crate) struct InSpan<S> {
+    pub(crate) inner: S,
+    pub(crate) span: tracing::Span,
+}
+
+impl<S: futures_util::Stream + Unpin> futures_util::Stream for InSpan<S> {
+    type Item = S::Item;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let _entered = this.span.enter();
+        std::pin::Pin::new(&mut this.inner).poll_next(cx)
+    }
 }
 
 /// Sets `request.correlation_id` to `trace_id` when the request names none itself (an id in

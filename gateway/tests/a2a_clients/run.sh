@@ -9,7 +9,8 @@
 # event lost or repeated); a chain (`--agent a2a:URL` in front of a second gateway); named agents
 # and callers of `e2a serve --config FILE` (named_agents.py: config check, each agent's card and
 # routes, API keys, an RS256 JWT, allow-lists, a rate limit, task isolation, /metrics parsed with
-# prometheus-client).
+# prometheus-client); OTLP trace export across two gateways (trace_otlp.py: spans decoded with
+# opentelemetry-proto by a receiver of its own, the hop A -> B linked, shutdown flush).
 #
 # Usage: gateway/tests/a2a_clients/run.sh   (from anywhere; needs cargo, python3 >= 3.10, node >= 20)
 # Env: E2A_BIN (a built e2a binary; default: cargo build -p e2a-cli), A2A_CLIENTS_WORK (scratch dir).
@@ -113,6 +114,11 @@ run tck "$py" "$here/python_client.py" tck "http://127.0.0.1:$tport"
 # `e2a serve --config FILE`: the session writes its config, checks it and starts the gateway itself
 rm -rf "$work/named"
 run named-agents "$py" "$here/named_agents.py" "$E2A_BIN" "$work/named"
+
+# [telemetry]: two gateways (A's agent is a2a:B) export OTLP/HTTP spans to a receiver the session
+# runs on 127.0.0.1; one trace from the caller's traceparent through both
+rm -rf "$work/trace"
+run trace-otlp "$py" "$here/trace_otlp.py" "$E2A_BIN" "$work/trace"
 
 echo "a2a-clients: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -1,0 +1,69 @@
+//! The log subscriber of `e2a serve`: text or JSON lines on stderr (level from `$E2A_LOG`,
+//! default `info`), and, with `[telemetry] otlp_endpoint`, the gateway's spans (`request`,
+//! `agent.run`, `backend.call`, recorded at debug level whatever `$E2A_LOG` says) exported as
+//! OpenTelemetry traces over OTLP/HTTP.
+
+use e2a_gateway::config_file::ConfigFile;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::WithExportConfig;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::Layer;
+
+/// Installs the subscriber `file` asks for; the tracer provider to shut down (flushing the
+/// spans still batched) before the process exits, when spans are exported.
+pub fn init(file: &ConfigFile) -> Result<Option<SdkTracerProvider>, String> {
+    let filter = || {
+        tracing_subscriber::EnvFilter::try_from_env("E2A_LOG")
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+    };
+    let fmt: Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync> = match file.log().format {
+        e2a::types::LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_writer(std::io::stderr)
+            .with_filter(filter())
+            .boxed(),
+        e2a::types::LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_filter(filter())
+            .boxed(),
+    };
+    let telemetry = file.settings.telemetry.clone().unwrap_or_default();
+    let Some(endpoint) = telemetry.otlp_endpoint else {
+        let _ = tracing_subscriber::registry().with(fmt).try_init();
+        return Ok(None);
+    };
+    let endpoint = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_endpoint(&endpoint)
+        .build()
+        .map_err(|e| {
+            file.error("/telemetry/otlp_endpoint", format!("cannot export to {endpoint}: {e}"))
+                .to_string()
+        })?;
+    let resource = opentelemetry_sdk::Resource::builder()
+        .with_service_name(telemetry.service_name.clone())
+        .build();
+    // batches go out every second (the SDK's default is five)
+    let batches = opentelemetry_sdk::trace::BatchConfigBuilder::default()
+        .with_scheduled_delay(std::time::Duration::from_secs(1))
+        .build();
+    let processor = opentelemetry_sdk::trace::BatchSpanProcessor::builder(exporter)
+        .with_batch_config(batches)
+        .build();
+    let provider = SdkTracerProvider::builder()
+        .with_span_processor(processor)
+        .with_resource(resource)
+        .build();
+    let tracer = provider.tracer("e2a-gateway");
+    let spans = tracing_subscriber::filter::Targets::new()
+        .with_target("e2a_gateway", tracing::Level::DEBUG)
+        .with_default(tracing::Level::WARN);
+    let otel = tracing_opentelemetry::layer().with_tracer(tracer).with_filter(spans);
+    let _ = tracing_subscriber::registry().with(fmt).with(otel).try_init();
+    Ok(Some(provider))
+}
