@@ -228,6 +228,46 @@ async fn open_store(file: &ConfigFile) -> Result<Option<Arc<dyn e2a_gateway::sto
     spec.open(options).await.map(Some)
 }
 
+/// On SIGHUP, reads the config file again (the flags still laid over it) and takes its
+/// callers and tokens; open streams and admitted requests go on. Agents and routes are built
+/// once, at start: a file whose agents changed is reported, and applies after a restart.
+fn reload_on_sighup(args: &ServeArgs, auth: Auth, agents: std::collections::BTreeMap<String, e2a::types::AgentEntry>) {
+    #[cfg(unix)]
+    {
+        let path = args.config.clone();
+        let overrides = args.overrides();
+        tokio::spawn(async move {
+            use tokio::signal::unix::{signal, SignalKind};
+            let Ok(mut hup) = signal(SignalKind::hangup()) else {
+                return;
+            };
+            while hup.recv().await.is_some() {
+                let loaded = match &path {
+                    Some(f) => ConfigFile::load(f, &overrides),
+                    None => ConfigFile::from_flags(&overrides),
+                };
+                match loaded.and_then(|file| Auth::from_config(&file).map(|a| (file, a))) {
+                    Ok((file, fresh)) => {
+                        auth.reload_from(&fresh);
+                        tracing::info!(
+                            callers = file.settings.callers.len(),
+                            "SIGHUP: callers and tokens reloaded"
+                        );
+                        if file.settings.agents != agents {
+                            tracing::warn!("SIGHUP: the agents changed in the file; they apply after a restart");
+                        }
+                    }
+                    Err(errors) => {
+                        tracing::warn!(errors = %crate::config::lines(&errors), "SIGHUP: the config file has errors; nothing reloaded");
+                    }
+                }
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    let _ = (args, auth, agents);
+}
+
 /// The store of A2A without `store.url`.
 const DEFAULT_STORE: &str = "sqlite:e2a-tasks.db";
 
@@ -285,6 +325,7 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
             .clone()
             .unwrap_or_else(|| file.settings.agent.clone());
         let names = gateway.agent_names().join(", ");
+        reload_on_sighup(args, gateway.auth().clone(), file.settings.agents.clone());
         let base = format!("http://{addr}");
         let auth_header = if secured {
             " -H \"Authorization: Bearer $TOKEN\""

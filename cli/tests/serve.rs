@@ -182,3 +182,54 @@ fn the_agent_card_names_the_bound_address_whatever_host_a_client_sends() {
         }
     });
 }
+
+#[test]
+fn sighup_reloads_the_callers_without_dropping_open_streams() {
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dir.path().join("e2a.toml");
+    let write = |key: &str| {
+        let text = format!(
+            "agent = \"script:{}\"\n\n[callers.alice]\napi_key_file = \"alice.key\"\n",
+            script().display()
+        );
+        std::fs::write(dir.path().join("alice.key"), key).expect("key");
+        std::fs::write(&config, text).expect("config");
+    };
+    write("first-key");
+    let server = serve(&["--config", config.to_str().expect("utf-8")]);
+    let rt = runtime();
+    rt.block_on(async {
+        assert_eq!(
+            post(&server.base, envelope("hi"), Some("first-key")).await.status(),
+            200
+        );
+        // a stream open across the reload goes on to its final frame
+        let mut open = post(&server.base, envelope("take your time"), Some("first-key")).await;
+        let first = open.chunk().await.expect("chunk").expect("first frame");
+        assert!(String::from_utf8_lossy(&first).contains("id: 0"));
+        write("second-key");
+        let hup = Command::new("kill")
+            .args(["-HUP", &server.child.id().to_string()])
+            .status()
+            .expect("kill -HUP");
+        assert!(hup.success());
+        let started = Instant::now();
+        loop {
+            let old = post(&server.base, envelope("hi"), Some("first-key")).await.status();
+            if old == 401 {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "the old key still works");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(
+            post(&server.base, envelope("hi"), Some("second-key")).await.status(),
+            200
+        );
+        let rest = frames(open).await;
+        assert!(
+            rest.last().is_some_and(|f| f.is_final),
+            "the open stream ended with its final frame"
+        );
+    });
+}

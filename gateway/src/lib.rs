@@ -137,6 +137,12 @@ impl Gateway {
         self
     }
 
+    /// The authentication of the routes (shared with the named agents': reloading it with
+    /// [`Auth::reload_from`] changes the callers of every route).
+    pub fn auth(&self) -> &Auth {
+        &self.shared.config.auth
+    }
+
     /// The names of the named agents.
     pub fn agent_names(&self) -> Vec<&str> {
         self.named.iter().map(|n| n.name.as_str()).collect()

@@ -22,13 +22,21 @@ use crate::web::problem::Problem;
 /// Who may call: bearer tokens (callers `token-1`, `token-2`…) and the callers of a config
 /// file (`[callers.NAME]`: API keys kept as SHA-256 digests, JWT verification, per-agent
 /// allow-lists, rate limits); none of them means no authentication.
+///
+/// Clones share the credentials: [`Auth::reload_from`] on one (SIGHUP) changes them for all.
 #[derive(Debug, Clone, Default)]
 pub struct Auth {
-    tokens: Arc<Vec<SecretString>>,
-    callers: Arc<Vec<CallerCheck>>,
+    creds: Arc<parking_lot::RwLock<Credentials>>,
     agent: Option<Arc<str>>,
     /// Any valid credential will do, whatever agents its caller may call (`/metrics`).
     any_agent: bool,
+}
+
+/// The tokens and callers an [`Auth`] accepts.
+#[derive(Debug, Clone, Default)]
+struct Credentials {
+    tokens: Arc<Vec<SecretString>>,
+    callers: Arc<Vec<CallerCheck>>,
 }
 
 /// Why tokens cannot be loaded (never contains a token).
@@ -92,6 +100,22 @@ type Limiter = Arc<
 >;
 
 impl Auth {
+    fn of(tokens: Arc<Vec<SecretString>>, callers: Arc<Vec<CallerCheck>>) -> Self {
+        Auth {
+            creds: Arc::new(parking_lot::RwLock::new(Credentials { tokens, callers })),
+            agent: None,
+            any_agent: false,
+        }
+    }
+
+    /// Takes `other`'s tokens and callers, for this `Auth` and every clone of it (the named
+    /// agents' too): what SIGHUP does with a reloaded config file. Requests already admitted
+    /// and open streams go on; rate limits start afresh.
+    pub fn reload_from(&self, other: &Auth) {
+        let fresh = other.creds.read().clone();
+        *self.creds.write() = fresh;
+    }
+
     /// No authentication: every request is accepted as [`Caller::anonymous`].
     pub fn none() -> Self {
         Auth::default()
@@ -99,10 +123,7 @@ impl Auth {
 
     /// One accepted token.
     pub fn token(token: impl Into<SecretString>) -> Self {
-        Auth {
-            tokens: Arc::new(vec![token.into()]),
-            ..Auth::default()
-        }
+        Auth::of(Arc::new(vec![token.into()]), Arc::default())
     }
 
     /// Tokens from a file, one per line (blank lines and `#` comments skipped). The caller of
@@ -121,10 +142,7 @@ impl Auth {
         if tokens.is_empty() {
             return Err(AuthError::Empty(path.display().to_string()));
         }
-        Ok(Auth {
-            tokens: Arc::new(tokens),
-            ..Auth::default()
-        })
+        Ok(Auth::of(Arc::new(tokens), Arc::default()))
     }
 
     /// The token in environment variable `var` (`Ok(None)` when it is unset).
@@ -144,14 +162,14 @@ impl Auth {
         let server = file.server();
         let tokens = match &server.token_file {
             Some(f) => match Auth::from_file(&file.path(f)) {
-                Ok(a) => a.tokens,
+                Ok(a) => a.creds.read().tokens.clone(),
                 Err(e) => {
                     errors.push(file.error("/server/token_file", e.to_string()));
                     Arc::default()
                 }
             },
             None => match Auth::from_env(crate::config::TOKEN_ENV) {
-                Ok(a) => a.map(|a| a.tokens).unwrap_or_default(),
+                Ok(a) => a.map(|a| a.creds.read().tokens.clone()).unwrap_or_default(),
                 Err(e) => {
                     errors.push(file.error("", e.to_string()));
                     Arc::default()
@@ -166,12 +184,7 @@ impl Auth {
             }
         }
         if errors.is_empty() {
-            Ok(Auth {
-                tokens,
-                callers: Arc::new(callers),
-                agent: None,
-                any_agent: false,
-            })
+            Ok(Auth::of(tokens, Arc::new(callers)))
         } else {
             Err(errors)
         }
@@ -198,7 +211,8 @@ impl Auth {
 
     /// Whether any token or caller is configured.
     pub fn is_enabled(&self) -> bool {
-        !self.tokens.is_empty() || !self.callers.is_empty()
+        let creds = self.creds.read();
+        !creds.tokens.is_empty() || !creds.callers.is_empty()
     }
 
     /// Checks the `Authorization` header: the caller, or the problem to answer: `401` (no or
@@ -211,7 +225,8 @@ impl Auth {
     }
 
     fn identify(&self, headers: &HeaderMap) -> Result<Caller, Problem> {
-        if !self.is_enabled() {
+        let creds = self.creds.read().clone();
+        if creds.tokens.is_empty() && creds.callers.is_empty() {
             return Ok(Caller::anonymous());
         }
         let presented = headers
@@ -224,7 +239,7 @@ impl Auth {
             .ok_or_else(Problem::unauthorized)?;
         // every token is compared, so the time does not depend on which one matched
         let mut found: Option<usize> = None;
-        for (i, t) in self.tokens.iter().enumerate() {
+        for (i, t) in creds.tokens.iter().enumerate() {
             let eq: Choice = t.expose().as_bytes().ct_eq(presented.as_bytes());
             if bool::from(eq) && found.is_none() {
                 found = Some(i);
@@ -233,12 +248,12 @@ impl Auth {
         if let Some(i) = found {
             return Ok(Caller::named(format!("token-{}", i + 1)));
         }
-        if self.callers.is_empty() {
+        if creds.callers.is_empty() {
             return Err(Problem::unauthorized());
         }
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
         let mut by_key: Option<&CallerCheck> = None;
-        for c in self.callers.iter() {
+        for c in creds.callers.iter() {
             if let Credential::KeyDigest(d) = &c.credential {
                 if bool::from(d.ct_eq(&digest)) && by_key.is_none() {
                     by_key = Some(c);
@@ -254,7 +269,7 @@ impl Auth {
                 caller.claims.insert("method".into(), "api_key".into());
                 (c, caller)
             }
-            None => self.jwt_caller(presented).ok_or_else(Problem::unauthorized)?,
+            None => jwt_caller(&creds.callers, presented).ok_or_else(Problem::unauthorized)?,
         };
         if self.any_agent {
             // no agent is called
@@ -292,35 +307,35 @@ impl Auth {
         }
         Ok(caller)
     }
+}
 
-    /// The JWT caller whose keys verify `token`, and the caller it is.
-    fn jwt_caller(&self, token: &str) -> Option<(&CallerCheck, Caller)> {
-        let header = jsonwebtoken::decode_header(token).ok()?;
-        for c in self.callers.iter() {
-            let Credential::Jwt(jwt) = &c.credential else { continue };
-            for (kid, key) in &jwt.keys {
-                if kid.is_some() && *kid != header.kid {
-                    continue;
-                }
-                let Ok(data) = jsonwebtoken::decode::<Map<String, Value>>(token, key, &jwt.validation) else {
-                    continue;
-                };
-                let sub = data.claims.get("sub").and_then(Value::as_str)?.to_string();
-                let mut caller = Caller::named(format!("{}/{sub}", c.name));
-                caller.name = Some(sub);
-                caller.kind = Some(c.kind);
-                caller.claims.insert("caller".into(), c.name.clone().into());
-                caller.claims.insert("method".into(), "jwt".into());
-                for claim in ["iss", "sub", "aud", "scope"] {
-                    if let Some(v) = data.claims.get(claim) {
-                        caller.claims.insert(claim.into(), v.clone());
-                    }
-                }
-                return Some((c, caller));
+/// The JWT caller whose keys verify `token`, and the caller it is.
+fn jwt_caller<'a>(callers: &'a [CallerCheck], token: &str) -> Option<(&'a CallerCheck, Caller)> {
+    let header = jsonwebtoken::decode_header(token).ok()?;
+    for c in callers.iter() {
+        let Credential::Jwt(jwt) = &c.credential else { continue };
+        for (kid, key) in &jwt.keys {
+            if kid.is_some() && *kid != header.kid {
+                continue;
             }
+            let Ok(data) = jsonwebtoken::decode::<Map<String, Value>>(token, key, &jwt.validation) else {
+                continue;
+            };
+            let sub = data.claims.get("sub").and_then(Value::as_str)?.to_string();
+            let mut caller = Caller::named(format!("{}/{sub}", c.name));
+            caller.name = Some(sub);
+            caller.kind = Some(c.kind);
+            caller.claims.insert("caller".into(), c.name.clone().into());
+            caller.claims.insert("method".into(), "jwt".into());
+            for claim in ["iss", "sub", "aud", "scope"] {
+                if let Some(v) = data.claims.get(claim) {
+                    caller.claims.insert(claim.into(), v.clone());
+                }
+            }
+            return Some((c, caller));
         }
-        None
     }
+    None
 }
 
 /// The check of caller `name`, its secrets read.

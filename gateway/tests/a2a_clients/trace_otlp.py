@@ -15,6 +15,7 @@ requirements.lock) on a free 127.0.0.1 port, and two gateways exporting to it: B
 - a request without trace context gets a fresh trace id in `X-Trace-ID`, and its spans are in it;
 - SIGTERM right after an answer: both gateways exit 0 within drain + 2 s, and that answer's spans
   were exported by then.
+Every span received is written to WORK_DIR/spans.json.
 
 Usage:
   trace_otlp.py [E2A_BIN [WORK_DIR]]     (E2A_BIN default: $E2A_BIN; WORK_DIR default: a temp dir)
@@ -208,6 +209,16 @@ def tree(spans, root_parent):
     return "\n".join(lines)
 
 
+def elsewhere(receiver, trace_id, service, name):
+    """Where `service`'s `name` spans that name trace `trace_id` in e2a.correlation_id went
+    when they are not in it: for a failure's detail."""
+    with receiver.lock:
+        found = [s for s in receiver.spans if s["service"] == service and s["name"] == name
+                 and s["attrs"].get("e2a.correlation_id") == trace_id.hex() and s["trace_id"] != trace_id]
+    return [f"{service}/{name} with e2a.correlation_id={trace_id.hex()} is in trace {s['trace_id'].hex()} "
+            f"(parent {s['parent'].hex() or 'none'})" for s in found]
+
+
 def wait_for(receiver, trace_id, done, secs=SPAN_WAIT_SECS):
     """Polls the spans of `trace_id` until `done(spans)` or `secs` pass; then waits one more flush
     interval for stragglers while the set still grows."""
@@ -385,13 +396,16 @@ def a2a_through_two(a, b, receiver):
         info("B hangs under: " + ", ".join(f"gateway-b/{s['name']} <- gateway-a/{a_ids[s['parent']]['name']}"
                                            for s in hop))
     run_a = [s for s in spans_a if s["name"] == "agent.run"]
-    check("A exports agent.run with e2a.request_id and e2a.agent",
+    check("A exports agent.run in the trace, with e2a.request_id and e2a.agent",
           any({"e2a.request_id", "e2a.agent"} <= set(s["attrs"]) for s in run_a),
-          [(s["name"], s["attrs"]) for s in spans_a])
+          f"gateway-a spans in the trace: {[s['name'] for s in spans_a]}; "
+          f"{elsewhere(receiver, tid, 'gateway-a', 'agent.run') or [(s['name'], s['attrs']) for s in run_a]}")
     check("B exports agent.run in the same trace", any(s["name"] == "agent.run" for s in spans_b),
-          [s["name"] for s in spans_b])
+          f"gateway-b spans in the trace: {[s['name'] for s in spans_b]}; "
+          f"{elsewhere(receiver, tid, 'gateway-b', 'agent.run')}")
     calls = [s for s in spans_a if s["name"] == "backend.call"]
-    check("A exports backend.call (its a2a: agent) in the trace", calls != [], [s["name"] for s in spans_a])
+    check("A exports backend.call (its a2a: agent) in the trace", calls != [],
+          f"gateway-a spans in the trace: {[s['name'] for s in spans_a]}")
 
     def under(s, ancestors):
         seen = set()
@@ -440,6 +454,14 @@ def e2a_http(a, receiver):
         info(f"A's agent.run attributes: {runs[0]['attrs']}")
     check("E2A HTTP: gateway-b spans in the trace too", by_service(spans, "gateway-b") != [],
           [(s["service"], s["name"]) for s in spans])
+    # the only E2A request of the session: every span A made for it is in its trace
+    with receiver.lock:
+        of_request = [s for s in receiver.spans if s["service"] == "gateway-a"
+                      and "/v1/e2a/requests" in (s["attrs"].get("url.path"), s["attrs"].get("path"))]
+    strays = [(s["name"], s["trace_id"].hex(), s["parent"].hex() or "(root)") for s in of_request
+              if s["trace_id"] != tid]
+    check("E2A HTTP: every span of A for the request is in its trace (no second root per request)",
+          of_request != [] and strays == [], strays or "no span names the path")
 
 
 def no_context(b, receiver):
@@ -516,6 +538,11 @@ def main(argv):
         for g in (a, b):
             g.stop()
         receiver.stop()
+        dump = os.path.join(work, "spans.json")
+        with open(dump, "w") as f:
+            json.dump([{k: v.hex() if isinstance(v, bytes) else v for k, v in s.items()} for s in receiver.spans],
+                      f, indent=1, default=str)
+        info(f"every span received: {dump}")
     print(f"{PREFIX}{RESULTS['passed']} passed, {RESULTS['failed']} failed ({time.monotonic() - started:.1f}s)")
     return 0 if RESULTS["failed"] == 0 else 1
 
