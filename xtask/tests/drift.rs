@@ -26,6 +26,9 @@ fn scratch() -> (tempfile::TempDir, PathBuf) {
     for d in ["schema", "api", "docs", "generated"] {
         copy_dir(&repo.join(d), &dir.path().join(d));
     }
+    // the config file's tables live in the gateway's README
+    std::fs::create_dir_all(dir.path().join("gateway")).unwrap();
+    std::fs::copy(repo.join("gateway/README.md"), dir.path().join("gateway/README.md")).unwrap();
     let root = dir.path().to_path_buf();
     (dir, root)
 }
