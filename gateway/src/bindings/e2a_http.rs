@@ -144,15 +144,7 @@ pub(crate) fn router(shared: Arc<Pipeline>) -> Router {
         .route(HEALTH_PATH, get(health).fallback(method_not_allowed_get))
         .merge(crate::web::auth::require(api, &shared.config.auth))
         .fallback(not_found)
-        // one span per request at DEBUG: method and path, never the query string (it can carry
-        // a credential) nor headers
-        .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(request_span))
         .with_state(shared)
-}
-
-/// The span of one request: its method and path.
-fn request_span(req: &axum::http::Request<Body>) -> tracing::Span {
-    tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
 }
 
 async fn not_found() -> Problem {

@@ -124,9 +124,14 @@ impl TaskService {
             streaming,
         };
         // (boxed: the turn's future is large, and a spawn moves it several times)
-        tokio::spawn(Box::pin(self.clone().start_turn(start, admission)))
-            .await
-            .map_err(|_| A2aError::internal("the turn could not start"))?
+        // the turn's spans stay in the request's trace
+        let span = tracing::Span::current();
+        tokio::spawn(tracing::Instrument::instrument(
+            Box::pin(self.clone().start_turn(start, admission)),
+            span,
+        ))
+        .await
+        .map_err(|_| A2aError::internal("the turn could not start"))?
     }
 
     /// Claims the task, starts the agent and stores the task's first event; the outcome.
@@ -175,10 +180,14 @@ impl TaskService {
         };
         let (done, turn_done) = oneshot::channel();
         let this = self.clone();
-        tokio::spawn(Box::pin(async move {
-            let _permit = permit;
-            this.pump(rec, turn, done).await;
-        }));
+        let span = tracing::Span::current();
+        tokio::spawn(tracing::Instrument::instrument(
+            Box::pin(async move {
+                let _permit = permit;
+                this.pump(rec, turn, done).await;
+            }),
+            span,
+        ));
         Ok(match rx {
             Some(rx) => SendOutcome::Stream {
                 id: t.task_id.clone(),

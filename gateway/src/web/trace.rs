@@ -144,12 +144,13 @@ pub(crate) async fn layer(req: axum::extract::Request, next: axum::middleware::N
     use tracing_opentelemetry::OpenTelemetrySpanExt;
     let trace = TraceContext::from_headers(req.headers());
     let echo = trace.trace_id.as_deref().and_then(|t| HeaderValue::from_str(t).ok());
+    // method and path, never the query string (it can carry a credential) nor headers
     let span = tracing::debug_span!(
         "request",
         otel.name = %format!("{} {}", req.method(), req.uri().path()),
         otel.kind = "server",
-        http.request.method = %req.method(),
-        url.path = %req.uri().path(),
+        method = %req.method(),
+        path = %req.uri().path(),
         e2a.trace_id = trace.trace_id.as_deref(),
     );
     let parent = req
@@ -160,7 +161,31 @@ pub(crate) async fn layer(req: axum::extract::Request, next: axum::middleware::N
     if let Some(parent) = parent {
         let _ = span.set_parent(parent);
     }
-    let mut response = next.run(req).instrument(span).await;
+    let mut req = req;
+    let mut echo = echo;
+    if trace.trace_id.is_none() {
+        // no trace named: the request's own span (when OpenTelemetry records it) starts one,
+        // which the bindings then see as if the client had sent it
+        use opentelemetry::trace::TraceContextExt;
+        let context = span.context();
+        let own = context.span().span_context().clone();
+        if own.is_valid() {
+            let tp = format!("00-{}-{}-01", own.trace_id(), own.span_id());
+            if let Ok(v) = HeaderValue::from_str(&tp) {
+                req.headers_mut().insert(HeaderName::from_static(TRACEPARENT), v);
+            }
+            echo = HeaderValue::from_str(&own.trace_id().to_string()).ok();
+        }
+    }
+    let started = std::time::Instant::now();
+    let mut response = next.run(req).instrument(span.clone()).await;
+    span.in_scope(|| {
+        tracing::debug!(
+            status = response.status().as_u16(),
+            latency_ms = started.elapsed().as_millis() as u64,
+            "answered"
+        );
+    });
     if let Some(v) = echo {
         response.headers_mut().insert(HeaderName::from_static(X_TRACE_ID), v);
     }
