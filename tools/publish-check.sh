@@ -9,7 +9,10 @@
 #      CARGO_NET_OFFLINE=true the same packaging and verification runs as `cargo package`;
 #   3. a new crate in a temp dir, outside the workspace, depends on `e2a` by path and builds and
 #      runs the README quick start (the first ```rust block of README.md, extracted here so the
-#      two cannot drift).
+#      two cannot drift);
+#   4. the `e2a` binary cargo built from the packaged e2a-cli (what `cargo install` of the
+#      package gives) checks the README's config file (its first ```toml block) and serves it:
+#      the named agents' cards are listed and the README's caller reaches its agent.
 # Usage: tools/publish-check.sh   (from anywhere; works offline once the dependencies are fetched)
 #        E2A_PUBLISH_CHECK_TARGET=/tmp/e2a-publish-target tools/publish-check.sh   (reuses builds)
 set -euo pipefail
@@ -160,5 +163,32 @@ EOF
 # Start from the workspace's versions (and so work offline with what is already fetched).
 cp Cargo.lock "$crate/Cargo.lock"
 cargo run --quiet --manifest-path "$crate/Cargo.toml"
+
+echo "== publish-check: the packaged e2a binary serves the README's config file"
+bin="$CARGO_TARGET_DIR/debug/e2a"
+[ -x "$bin" ] || { echo "publish-check: no e2a binary built from the package at $bin" >&2; exit 1; }
+awk '/^```/ && inblock { exit } inblock { print } /^```toml$/ && !inblock { inblock = 1 }' README.md >"$tmp/e2a.toml"
+export ALICE_KEY="publish-check-key-of-alice"
+"$bin" config check "$tmp/e2a.toml"
+"$bin" serve --config "$tmp/e2a.toml" --bind 127.0.0.1:0 >"$tmp/serve.out" 2>"$tmp/serve.err" &
+serve_pid=$!
+base=""
+for _ in $(seq 1 100); do
+    base="$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/serve.out" 2>/dev/null | head -1 || true)"
+    [ -n "$base" ] && break
+    sleep 0.1
+done
+[ -n "$base" ] || { cat "$tmp/serve.err" >&2; kill "$serve_pid"; exit 1; }
+cards="$(curl -fsS "$base/a2a/agents")"
+answer="$(curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $ALICE_KEY" -H 'Content-Type: application/json' \
+    -d '{"method":"chat.send","params":{"query":"hello"}}' "$base/agents/writer/v1/e2a/requests")"
+denied="$(curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $ALICE_KEY" -H 'Content-Type: application/json' \
+    -d '{"method":"chat.send","params":{"query":"hello"}}' "$base/agents/echo/v1/e2a/requests")"
+kill -TERM "$serve_pid"
+wait "$serve_pid" || { echo "publish-check: e2a serve did not exit 0 on SIGTERM" >&2; exit 1; }
+case "$cards" in *'"Writer"'*) ;; *) echo "publish-check: GET /a2a/agents lacks the Writer card: $cards" >&2; exit 1 ;; esac
+[ "$answer" = 200 ] || { echo "publish-check: alice → writer answered $answer" >&2; exit 1; }
+[ "$denied" = 403 ] || { echo "publish-check: alice → echo answered $denied, not 403" >&2; exit 1; }
+echo "packaged e2a: config check ok; serve --config: cards listed, alice → writer 200, alice → echo 403"
 
 echo "publish-check: ok"
