@@ -3,7 +3,7 @@ A2A Python SDK client (a2a-sdk) and plain HTTP; /metrics parsed with prometheus-
 pinned in requirements.lock).
 
 Writes a configuration (schema/config.json) into WORK_DIR: three named agents (`writer`, a script
-agent with its own card; `echoer` and `helper`, echo agents) and three callers (`alice`, an API
+agent with its own card; `echoer`, the echo agent; `helper`, an ACP agent behind `acp:`) and three callers (`alice`, an API
 key by SHA-256, allowed writer and echoer, rate-limited to a burst of 3 and 1/s; `bob`, an API key
 file, every agent; `planner`, RS256 JWTs checked against a JWKS file, with a key made here). Then:
 `e2a config check` on it and on broken files (exit 2, FILE:LINE: KEY); `e2a serve --config` on a
@@ -44,6 +44,9 @@ RESULTS = {"passed": 0, "failed": 0}
 PREFIX = "named-agents: "
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "script.json")
+# an ACP agent behind the third name (the gateway starts it: `acp:CMD`); it answers "mirror: <text>"
+MIRROR = os.path.join(HERE, "..", "clients", "data", "mirror_acp_agent.py")
+PYTHON = sys.executable
 AGENTS = {"writer": "Writer", "echoer": "echoer", "helper": "helper"}  # name -> card name
 ISSUER, AUDIENCE, KID = "https://issuer.test", "e2a", "test-key-1"
 
@@ -113,7 +116,7 @@ card = {{ name = "Writer", description = "writes" }}
 agent = "echo"
 
 [agents.helper]
-agent = "echo"
+agent = "acp:{PYTHON} {MIRROR}"
 
 [callers.alice]
 kind = "user"
@@ -371,8 +374,14 @@ async def sessions(base, setup):
         client = await sdk(url, caller, keys[name], pacer=alice_pace if caller == "alice" else None)
         text = f"hello {name} from {caller}"
         state, status, said = answer(await send(client, text))
-        # the script agent answers per script.json ("Echo: {input}"); echo agents repeat the text
-        ok = status == f"Echo: {text}" if name == "writer" else text in said
+        # the script agent answers per script.json ("Echo: {input}"), the echo agent repeats the
+        # text, the ACP agent says "mirror: <text>"
+        if name == "writer":
+            ok = status == f"Echo: {text}"
+        elif name == "helper":
+            ok = f"mirror: {text}" in said
+        else:
+            ok = text in said
         check(f"{name}: {caller}'s message answered through the SDK",
               state == TaskState.TASK_STATE_COMPLETED and ok, (state, status, said))
     alice_writer = await sdk(f"{base}/a2a/agents/writer", "alice", setup.alice, pacer=alice_pace)
