@@ -107,6 +107,18 @@ async fn rpc(base: &str, agent: &str, token: &str, method: &str, params: Value) 
         .expect("JSON-RPC answer")
 }
 
+async fn get_json(url: String) -> Value {
+    client().get(url).send().await.expect("get").json().await.expect("JSON")
+}
+
+/// A gateway of [`config`] with a memory store, served on 127.0.0.1.
+async fn served(dir: &tempfile::TempDir) -> Spawned {
+    let gateway = config(dir)
+        .gateway(Some(Arc::new(MemoryStore::new())), None)
+        .expect("gateway");
+    spawn(gateway.router()).await
+}
+
 fn send(text: &str) -> Value {
     json!({"message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": text}]},
            "configuration": {"returnImmediately": false}})
@@ -121,28 +133,14 @@ async fn each_named_agent_has_its_card_and_routes() {
     assert_eq!(gateway.agent_names(), ["echoer", "helper", "writer"]);
     let server = spawn(gateway.router()).await;
     let base = &server.base;
-    let card: Value = client()
-        .get(format!("{base}/a2a/agents/writer/.well-known/agent-card.json"))
-        .send()
-        .await
-        .expect("card")
-        .json()
-        .await
-        .expect("card JSON");
+    let card = get_json(format!("{base}/a2a/agents/writer/.well-known/agent-card.json")).await;
     assert_eq!(card["name"], "Writer");
     assert_eq!(
         card["supportedInterfaces"][0]["url"],
         format!("{base}/a2a/agents/writer"),
         "the card points at the agent's own routes"
     );
-    let listing: Value = client()
-        .get(format!("{base}/a2a/agents"))
-        .send()
-        .await
-        .expect("listing")
-        .json()
-        .await
-        .expect("listing JSON");
+    let listing = get_json(format!("{base}/a2a/agents")).await;
     let names: Vec<&str> = listing["agents"]
         .as_array()
         .expect("agents")
@@ -169,10 +167,7 @@ async fn each_named_agent_has_its_card_and_routes() {
 #[tokio::test]
 async fn callers_are_named_allowed_and_limited() {
     let dir = tempfile::tempdir().expect("dir");
-    let gateway = config(&dir)
-        .gateway(Some(Arc::new(MemoryStore::new())), None)
-        .expect("gateway");
-    let server = spawn(gateway.router()).await;
+    let server = served(&dir).await;
     let base = &server.base;
     // the caller's name reaches the agent: a user's as user_id, an agent's as source_agent_id
     let answer: Value = e2a(base, "echoer", Some(BOB)).await.json().await.expect("answer");
@@ -221,10 +216,7 @@ async fn callers_are_named_allowed_and_limited() {
 #[tokio::test]
 async fn a_task_is_its_callers_and_its_agents() {
     let dir = tempfile::tempdir().expect("dir");
-    let gateway = config(&dir)
-        .gateway(Some(Arc::new(MemoryStore::new())), None)
-        .expect("gateway");
-    let server = spawn(gateway.router()).await;
+    let server = served(&dir).await;
     let base = &server.base;
     let sent = rpc(base, "echoer", BOB, "SendMessage", send("mine")).await;
     let id = sent
@@ -258,14 +250,7 @@ async fn the_default_agent_answers_at_the_root_routes_too() {
     let gateway = file.gateway(Some(Arc::new(MemoryStore::new())), None).expect("gateway");
     let server = spawn(gateway.router()).await;
     let base = &server.base;
-    let card: Value = client()
-        .get(format!("{base}/.well-known/agent-card.json"))
-        .send()
-        .await
-        .expect("card")
-        .json()
-        .await
-        .expect("card JSON");
+    let card = get_json(format!("{base}/.well-known/agent-card.json")).await;
     assert_eq!(card["name"], "Writer");
     // a task made at the root is the writer's: found at the writer's routes
     let answer: Value = client()
@@ -290,10 +275,7 @@ async fn the_default_agent_answers_at_the_root_routes_too() {
 #[tokio::test]
 async fn metrics_count_the_requests_of_each_agent() {
     let dir = tempfile::tempdir().expect("dir");
-    let gateway = config(&dir)
-        .gateway(Some(Arc::new(MemoryStore::new())), None)
-        .expect("gateway");
-    let server = spawn(gateway.router()).await;
+    let server = served(&dir).await;
     let base = &server.base;
     for _ in 0..3 {
         rpc(base, "writer", BOB, "SendMessage", send("hi")).await;
@@ -369,10 +351,7 @@ async fn the_frame_log_has_a_line_per_frame() {
 #[tokio::test]
 async fn a2a_tenants_name_the_agent() {
     let dir = tempfile::tempdir().expect("dir");
-    let gateway = config(&dir)
-        .gateway(Some(Arc::new(MemoryStore::new())), None)
-        .expect("gateway");
-    let server = spawn(gateway.router()).await;
+    let server = served(&dir).await;
     let base = &server.base;
     let root = |token: &'static str, params: Value| async move {
         client()
