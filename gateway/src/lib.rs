@@ -153,6 +153,7 @@ impl Gateway {
     /// after a restart, and on any gateway sharing the store. [`Gateway::with_a2a`] does this
     /// with its task store; the first store given is kept.
     pub fn with_store(self, store: Arc<dyn store::TaskStore>) -> Self {
+        let store = store::metered::MeteredStore::wrap(store, self.shared.metrics.clone());
         self.shared.runs.keep_in(store);
         self
     }
@@ -161,6 +162,7 @@ impl Gateway {
     /// agent, with tasks kept in `store` (which keeps the E2A and AG-UI runs too, see
     /// [`Gateway::with_store`]). See [`bindings::a2a`].
     pub fn with_a2a(mut self, config: bindings::a2a::A2aConfig, store: Arc<dyn store::TaskStore>) -> Self {
+        let store = store::metered::MeteredStore::wrap(store, self.shared.metrics.clone());
         self.shared.runs.keep_in(store.clone());
         let state = Arc::new(tasks::TaskService::new(self.shared.clone(), config, store));
         state.start();

@@ -308,6 +308,13 @@ async fn metrics_count_the_requests_of_each_agent() {
     );
     assert!(sample(r#"e2a_frames_total{agent="writer",kind="e2a.complete"}"#) >= 3.0);
     assert_eq!(sample(r#"e2a_open_streams{agent="writer"}"#), 0.0);
+    // the writer's three runs, and the store operations behind them
+    assert_eq!(
+        sample(r#"e2a_agent_run_duration_seconds_count{agent="writer",status="succeeded"}"#),
+        3.0
+    );
+    assert_eq!(sample(r#"e2a_agent_first_frame_seconds_count{agent="writer"}"#), 3.0);
+    assert!(sample(r#"e2a_store_op_duration_seconds_count{op="append",outcome="ok"}"#) >= 3.0);
 }
 
 #[tokio::test]

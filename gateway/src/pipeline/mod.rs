@@ -27,8 +27,8 @@ pub(crate) struct Pipeline {
     pub(crate) config: GatewayConfig,
     pub(crate) runs: Arc<Runs>,
     streams: Arc<Semaphore>,
-    /// Where its requests and frames are counted.
-    pub(crate) metrics: crate::web::metrics::MetricsHandle,
+    /// Where its requests, frames and store operations are counted.
+    pub(crate) metrics: Arc<crate::web::metrics::MetricsHandle>,
 }
 
 /// Why a run was not admitted; a binding answers it in its protocol's form (`503` with

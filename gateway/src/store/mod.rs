@@ -15,6 +15,7 @@
 //! defaults of those methods describe a store only one gateway uses.
 
 mod memory;
+pub(crate) mod metered;
 pub mod postgres;
 mod spec;
 pub mod sqlite;

@@ -91,6 +91,9 @@ struct JwtCheck {
     validation: jsonwebtoken::Validation,
 }
 
+/// Rate-limit buckets kept per caller before the full (idle) ones are dropped.
+const MAX_BUCKETS: usize = 10_000;
+
 type Limiter = Arc<
     governor::RateLimiter<
         String,
@@ -291,6 +294,10 @@ impl Auth {
             }
         }
         if let Some(limiter) = &check.limiter {
+            // one bucket per JWT subject: the full ones are forgotten once there are many
+            if limiter.len() > MAX_BUCKETS {
+                limiter.retain_recent();
+            }
             let key = caller.subject.clone().unwrap_or_default();
             if let Err(not_until) = limiter.check_key(&key) {
                 use governor::clock::Clock;

@@ -49,12 +49,24 @@ struct FrameLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StoreLabels {
+    op: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RunLabels {
+    agent: String,
+    status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ErrorLabels {
     agent: String,
     code: String,
 }
 
-fn latency() -> Histogram {
+fn latency_buckets() -> Histogram {
     Histogram::new([
         0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
     ])
@@ -68,16 +80,22 @@ pub(crate) struct Metrics {
     open_streams: Family<AgentLabels, Gauge>,
     frames: Family<FrameLabels, Counter>,
     errors: Family<ErrorLabels, Counter>,
+    store: Family<StoreLabels, Histogram, fn() -> Histogram>,
+    first_frame: Family<AgentLabels, Histogram, fn() -> Histogram>,
+    runs: Family<RunLabels, Histogram, fn() -> Histogram>,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("e2a");
         let requests = Family::<RequestLabels, Counter>::default();
-        let latency = Family::<BindingLabels, Histogram, fn() -> Histogram>::new_with_constructor(latency);
+        let latency = Family::<BindingLabels, Histogram, fn() -> Histogram>::new_with_constructor(latency_buckets);
         let open_streams = Family::<AgentLabels, Gauge>::default();
         let frames = Family::<FrameLabels, Counter>::default();
         let errors = Family::<ErrorLabels, Counter>::default();
+        let store = Family::<StoreLabels, Histogram, fn() -> Histogram>::new_with_constructor(latency_buckets);
+        let first_frame = Family::<AgentLabels, Histogram, fn() -> Histogram>::new_with_constructor(latency_buckets);
+        let runs = Family::<RunLabels, Histogram, fn() -> Histogram>::new_with_constructor(latency_buckets);
         registry.register(
             "http_requests",
             "HTTP requests answered, by agent, binding, method and status",
@@ -103,6 +121,21 @@ impl Default for Metrics {
             "Final e2a.error frames, by agent and E2A error code",
             errors.clone(),
         );
+        registry.register(
+            "store_op_duration_seconds",
+            "Store operations (get, append, list, append_frames…) by outcome (ok, error), seconds",
+            store.clone(),
+        );
+        registry.register(
+            "agent_first_frame_seconds",
+            "Time from a run's start to its agent's (or backend's) first frame, by agent",
+            first_frame.clone(),
+        );
+        registry.register(
+            "agent_run_duration_seconds",
+            "Runs by agent and final status (succeeded, failed, cancelled, input_required…), seconds",
+            runs.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -110,6 +143,9 @@ impl Default for Metrics {
             open_streams,
             frames,
             errors,
+            store,
+            first_frame,
+            runs,
         }
     }
 }
@@ -140,17 +176,39 @@ impl MetricsHandle {
     }
 }
 
-/// The frame counters of one run: each kind's counter looked up once per run, not per frame.
+/// The frame counters of one run: each kind's counter looked up once per run, not per frame;
+/// the time to the first frame and to the final one.
 pub(crate) struct FrameCounter {
     metrics: Arc<Metrics>,
     agent: Arc<str>,
     seen: Vec<(String, Counter)>,
+    started: Instant,
+    first: bool,
 }
 
 impl FrameCounter {
     /// Counts `frame`.
     pub(crate) fn count(&mut self, frame: &e2a::E2AResponse) {
         let kind = frame.response_kind.as_str();
+        if self.first {
+            self.first = false;
+            self.metrics
+                .first_frame
+                .get_or_create(&AgentLabels {
+                    agent: self.agent.to_string(),
+                })
+                .observe(self.started.elapsed().as_secs_f64());
+        }
+        if frame.is_final {
+            let status = frame.status.as_str().to_string();
+            self.metrics
+                .runs
+                .get_or_create(&RunLabels {
+                    agent: self.agent.to_string(),
+                    status,
+                })
+                .observe(self.started.elapsed().as_secs_f64());
+        }
         match self.seen.iter().find(|(k, _)| k == kind) {
             Some((_, c)) => {
                 c.inc();
@@ -188,11 +246,21 @@ impl FrameCounter {
             metrics,
             agent,
             seen: Vec::new(),
+            started: Instant::now(),
+            first: true,
         }
     }
 }
 
 impl Metrics {
+    /// Times a store operation.
+    pub(crate) fn store_op(&self, op: &'static str, ok: bool, took: std::time::Duration) {
+        let outcome = if ok { "ok" } else { "error" };
+        self.store
+            .get_or_create(&StoreLabels { op, outcome })
+            .observe(took.as_secs_f64());
+    }
+
     /// The text exposition, the open streams read from `streams` (agent label, count).
     pub(crate) fn encode(&self, streams: &[(String, usize)]) -> String {
         for (agent, n) in streams {

@@ -1,0 +1,145 @@
+//! A store seen by the gateway's metrics and spans: every operation of the store it wraps is
+//! timed (`e2a_store_op_duration_seconds{op,outcome}`) and runs in a `store.op` span
+//! (exported with the rest when OpenTelemetry is on). [`crate::Gateway::with_store`] and
+//! [`crate::Gateway::with_a2a`] wrap the store they are given.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracing::Instrument;
+
+use super::{
+    FrameWrite, RunLog, SessionPage, SessionQuery, SessionRecord, StoreFuture, StoreNotice, StoredEvent, TaskAppend,
+    TaskPage, TaskQuery, TaskRecord, TaskStore,
+};
+use crate::web::metrics::MetricsHandle;
+
+/// `inner`, timed into the metrics `handle` names.
+pub(crate) struct MeteredStore {
+    inner: Arc<dyn TaskStore>,
+    handle: Arc<MetricsHandle>,
+}
+
+impl MeteredStore {
+    /// `inner`, timed.
+    pub(crate) fn wrap(inner: Arc<dyn TaskStore>, handle: Arc<MetricsHandle>) -> Arc<dyn TaskStore> {
+        Arc::new(MeteredStore { inner, handle })
+    }
+
+    /// `fut` (operation `op`), timed and in its span.
+    fn timed<'a, T: Send + 'a>(&'a self, op: &'static str, fut: StoreFuture<'a, T>) -> StoreFuture<'a, T> {
+        let span = tracing::debug_span!("store.op", otel.kind = "client", e2a.store_op = op);
+        Box::pin(
+            async move {
+                let started = Instant::now();
+                let out = fut.await;
+                let (metrics, _) = self.handle.get();
+                metrics.store_op(op, out.is_ok(), started.elapsed());
+                out
+            }
+            .instrument(span),
+        )
+    }
+}
+
+impl TaskStore for MeteredStore {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
+        self.timed("get", self.inner.get(id))
+    }
+
+    fn append(&self, write: TaskAppend) -> StoreFuture<'_, u64> {
+        self.timed("append", self.inner.append(write))
+    }
+
+    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> StoreFuture<'a, Vec<StoredEvent>> {
+        self.timed("events_after", self.inner.events_after(id, after))
+    }
+
+    fn list(&self, query: TaskQuery) -> StoreFuture<'_, TaskPage> {
+        self.timed("list", self.inner.list(query))
+    }
+
+    fn shared(&self) -> bool {
+        self.inner.shared()
+    }
+
+    fn acquire<'a>(&'a self, id: &'a str, holder: &'a str, lease: Duration) -> StoreFuture<'a, bool> {
+        self.timed("acquire", self.inner.acquire(id, holder, lease))
+    }
+
+    fn renew<'a>(&'a self, holder: &'a str, ids: Vec<String>, lease: Duration) -> StoreFuture<'a, Vec<String>> {
+        self.timed("renew", self.inner.renew(holder, ids, lease))
+    }
+
+    fn release<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
+        self.timed("release", self.inner.release(id, holder))
+    }
+
+    fn orphans(&self) -> StoreFuture<'_, Vec<String>> {
+        self.timed("orphans", self.inner.orphans())
+    }
+
+    fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        self.timed("request_cancel", self.inner.request_cancel(id))
+    }
+
+    fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
+        self.timed("prune_tasks", self.inner.prune_tasks(older_than, keep))
+    }
+
+    fn keeps_runs(&self) -> bool {
+        self.inner.keeps_runs()
+    }
+
+    fn append_frames(&self, write: FrameWrite) -> StoreFuture<'_, ()> {
+        self.timed("append_frames", self.inner.append_frames(write))
+    }
+
+    fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> StoreFuture<'a, Option<RunLog>> {
+        self.timed("run_after", self.inner.run_after(key, after))
+    }
+
+    fn renew_runs<'a>(&'a self, holder: &'a str, keys: Vec<String>, lease: Duration) -> StoreFuture<'a, ()> {
+        self.timed("renew_runs", self.inner.renew_runs(holder, keys, lease))
+    }
+
+    fn prune_runs(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
+        self.timed("prune_runs", self.inner.prune_runs(older_than, keep))
+    }
+
+    fn keeps_sessions(&self) -> bool {
+        self.inner.keeps_sessions()
+    }
+
+    fn put_session(&self, session: SessionRecord) -> StoreFuture<'_, ()> {
+        self.timed("put_session", self.inner.put_session(session))
+    }
+
+    fn get_session<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<SessionRecord>> {
+        self.timed("get_session", self.inner.get_session(id))
+    }
+
+    fn list_sessions(&self, query: SessionQuery) -> StoreFuture<'_, SessionPage> {
+        self.timed("list_sessions", self.inner.list_sessions(query))
+    }
+
+    fn delete_session<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+        self.timed("delete_session", self.inner.delete_session(id))
+    }
+
+    fn append_history<'a>(&'a self, id: &'a str, entries: Vec<String>, keep: usize) -> StoreFuture<'a, ()> {
+        self.timed("append_history", self.inner.append_history(id, entries, keep))
+    }
+
+    fn history<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Vec<String>> {
+        self.timed("history", self.inner.history(id))
+    }
+
+    fn notices(&self) -> Option<tokio::sync::broadcast::Receiver<StoreNotice>> {
+        self.inner.notices()
+    }
+}
