@@ -462,19 +462,27 @@ impl ConfigFile {
         name: &str,
     ) -> Option<Result<(crate::backends::AgentSpec, crate::backends::AgentOptions), ConfigError>> {
         let entry = self.settings.agents.get(name)?;
-        let at = format!("/agents/{}", pointer_key(name));
+        Some(
+            self.agent_token(name, entry)
+                .and_then(|token| self.spec(&format!("/agents/{}/agent", pointer_key(name)), &entry.agent, token)),
+        )
+    }
+
+    /// The token of the named agent `name` (`token_file`, else `token_env`), read.
+    fn agent_token(
+        &self,
+        name: &str,
+        entry: &e2a::types::AgentEntry,
+    ) -> Result<Option<e2a::SecretString>, ConfigError> {
         let key = if entry.token_file.is_some() {
             "token_file"
         } else {
             "token_env"
         };
-        Some(
-            self.secret(
-                &format!("{at}/{key}"),
-                entry.token_file.as_deref(),
-                entry.token_env.as_deref(),
-            )
-            .and_then(|token| self.spec(&format!("{at}/agent"), &entry.agent, token)),
+        self.secret(
+            &format!("/agents/{}/{key}", pointer_key(name)),
+            entry.token_file.as_deref(),
+            entry.token_env.as_deref(),
         )
     }
 
@@ -526,17 +534,7 @@ impl ConfigFile {
             }
         }
         for (name, entry) in &self.settings.agents {
-            let at = format!("/agents/{}", pointer_key(name));
-            let key = if entry.token_file.is_some() {
-                "token_file"
-            } else {
-                "token_env"
-            };
-            if let Err(e) = self.secret(
-                &format!("{at}/{key}"),
-                entry.token_file.as_deref(),
-                entry.token_env.as_deref(),
-            ) {
+            if let Err(e) = self.agent_token(name, entry) {
                 errors.push(e);
             }
         }
@@ -587,19 +585,9 @@ impl ConfigFile {
         let mut errors = Vec::new();
         let mut named = Vec::new();
         for (name, entry) in &self.settings.agents {
-            let at = format!("/agents/{}", pointer_key(name));
-            let key = if entry.token_file.is_some() {
-                "token_file"
-            } else {
-                "token_env"
-            };
             let agent = self
-                .secret(
-                    &format!("{at}/{key}"),
-                    entry.token_file.as_deref(),
-                    entry.token_env.as_deref(),
-                )
-                .and_then(|token| self.agent(&format!("{at}/agent"), &entry.agent, token));
+                .agent_token(name, entry)
+                .and_then(|token| self.agent(&format!("/agents/{}/agent", pointer_key(name)), &entry.agent, token));
             match agent {
                 Ok(agent) => named.push((name, entry, agent)),
                 Err(e) => errors.push(e),
@@ -657,7 +645,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// `key` escaped for a JSON pointer.
-fn pointer_key(key: &str) -> String {
+pub(crate) fn pointer_key(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 

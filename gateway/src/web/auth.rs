@@ -347,7 +347,7 @@ fn jwt_caller<'a>(callers: &'a [CallerCheck], token: &str) -> Option<(&'a Caller
 
 /// The check of caller `name`, its secrets read.
 fn caller_check(file: &ConfigFile, name: &str, entry: &CallerEntry) -> Result<CallerCheck, ConfigError> {
-    let at = |k: &str| format!("/callers/{}{k}", name.replace('~', "~0").replace('/', "~1"));
+    let at = |k: &str| format!("/callers/{}{k}", crate::config_file::pointer_key(name));
     let credential = if let Some(hex) = &entry.api_key_sha256 {
         let mut d = [0u8; 32];
         for (i, byte) in d.iter_mut().enumerate() {
