@@ -119,7 +119,7 @@ impl Gateway {
     /// that allow-lists apply and its tasks are kept apart. With A2A, the part of `routes.a2a`
     /// before `{name}` lists the named agents' cards (`GET /a2a/agents`).
     pub fn with_named_agent(mut self, name: &str, agent: Gateway, routes: &e2a::types::RouteTemplates) -> Self {
-        let (metrics, _) = self.shared.metrics.get();
+        let metrics = self.shared.metrics.get().metrics().clone();
         agent.shared.metrics.adopt(metrics, name);
         self.named.push(Named {
             name: name.to_string(),
@@ -185,7 +185,7 @@ impl Gateway {
     /// The routes (authentication included), to serve or to merge into another axum app.
     pub fn router(&self) -> axum::Router {
         use web::metrics::{count, ROOT_LABEL};
-        let (metrics, _) = self.shared.metrics.get();
+        let metrics = self.shared.metrics.get().metrics().clone();
         let mut router = count(
             bindings::e2a_http::router(self.shared.clone()),
             metrics.clone(),

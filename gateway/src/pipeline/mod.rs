@@ -58,7 +58,7 @@ pub(crate) struct Admission {
     pub(crate) ctx: RequestContext,
     agent: Arc<boundary::Guarded>,
     permit: OwnedSemaphorePermit,
-    counted: (Arc<crate::web::metrics::Metrics>, Arc<str>),
+    counted: Arc<crate::web::metrics::AgentMetrics>,
     frame_log: Option<crate::frame_log::FrameLog>,
 }
 
@@ -69,7 +69,7 @@ impl Admission {
         self.ctx.caller.stamp(&mut request);
         let span = tracing::debug_span!(
             "agent.run",
-            e2a.agent = %self.counted.1,
+            e2a.agent = self.counted.agent(),
             e2a.request_id = request.request_id.as_deref(),
             e2a.correlation_id = request.correlation_id.as_deref(),
             e2a.session_id = request.session_id.as_deref(),
@@ -77,7 +77,7 @@ impl Admission {
         );
         let frames = span.in_scope(|| self.agent.run_shared(request, self.ctx.clone()));
         let frames = crate::web::trace::InSpan { inner: frames, span };
-        let mut counter = crate::web::metrics::FrameCounter::new(self.counted.0.clone(), self.counted.1.clone());
+        let mut counter = crate::web::metrics::FrameCounter::new(self.counted.clone());
         let log = self.frame_log.clone();
         Box::pin(futures_util::StreamExt::inspect(frames, move |f| {
             counter.count(f);

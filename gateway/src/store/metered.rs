@@ -33,8 +33,7 @@ impl MeteredStore {
             async move {
                 let started = Instant::now();
                 let out = fut.await;
-                let (metrics, _) = self.handle.get();
-                metrics.store_op(op, out.is_ok(), started.elapsed());
+                self.handle.get().metrics().store_op(op, out.is_ok(), started.elapsed());
                 out
             }
             .instrument(span),

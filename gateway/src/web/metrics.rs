@@ -83,6 +83,7 @@ pub(crate) struct Metrics {
     store: Family<StoreLabels, Histogram, fn() -> Histogram>,
     first_frame: Family<AgentLabels, Histogram, fn() -> Histogram>,
     runs: Family<RunLabels, Histogram, fn() -> Histogram>,
+    store_ops: Handles<(&'static str, bool), Histogram>,
 }
 
 impl Default for Metrics {
@@ -146,108 +147,162 @@ impl Default for Metrics {
             store,
             first_frame,
             runs,
+            store_ops: Handles::default(),
         }
+    }
+}
+
+/// Handles looked up by a small key, each created in its family once: the hot paths (a
+/// request, a frame, a store operation) find theirs under a read lock by comparing a few keys,
+/// without building a label set or hashing it.
+struct Handles<K, V> {
+    entries: RwLock<Vec<(K, V)>>,
+}
+
+impl<K, V> Default for Handles<K, V> {
+    fn default() -> Self {
+        Handles {
+            entries: RwLock::new(Vec::new()),
+        }
+    }
+}
+
+impl<K: PartialEq, V: Clone> Handles<K, V> {
+    /// The handle of `key`, made by `make` the first time.
+    fn get(&self, key: K, make: impl FnOnce() -> V) -> V {
+        if let Some((_, v)) = self.entries.read().iter().find(|(k, _)| *k == key) {
+            return v.clone();
+        }
+        let mut entries = self.entries.write();
+        if let Some((_, v)) = entries.iter().find(|(k, _)| *k == key) {
+            return v.clone();
+        }
+        let v = make();
+        entries.push((key, v.clone()));
+        v
+    }
+}
+
+/// The metrics of one agent: its label and the handles of its series.
+pub(crate) struct AgentMetrics {
+    metrics: Arc<Metrics>,
+    agent: Arc<str>,
+    first_frame: Histogram,
+    frames: Handles<Box<str>, Counter>,
+    runs: Handles<Box<str>, Histogram>,
+}
+
+impl AgentMetrics {
+    fn new(metrics: Arc<Metrics>, agent: &str) -> Self {
+        let first_frame = metrics
+            .first_frame
+            .get_or_create(&AgentLabels { agent: agent.into() })
+            .clone();
+        AgentMetrics {
+            metrics,
+            agent: agent.into(),
+            first_frame,
+            frames: Handles::default(),
+            runs: Handles::default(),
+        }
+    }
+
+    /// The gateway's metrics.
+    pub(crate) fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// The agent's label.
+    pub(crate) fn agent(&self) -> &str {
+        &self.agent
     }
 }
 
 /// Where a pipeline counts its frames: the gateway's metrics and the agent's label. A named
 /// agent's pipeline is moved to the gateway it is mounted in.
 pub(crate) struct MetricsHandle {
-    at: RwLock<(Arc<Metrics>, Arc<str>)>,
+    at: RwLock<Arc<AgentMetrics>>,
 }
 
 impl Default for MetricsHandle {
     fn default() -> Self {
         MetricsHandle {
-            at: RwLock::new((Arc::new(Metrics::default()), ROOT_LABEL.into())),
+            at: RwLock::new(Arc::new(AgentMetrics::new(Arc::new(Metrics::default()), ROOT_LABEL))),
         }
     }
 }
 
 impl MetricsHandle {
-    /// The metrics and the label.
-    pub(crate) fn get(&self) -> (Arc<Metrics>, Arc<str>) {
+    /// The agent's metrics.
+    pub(crate) fn get(&self) -> Arc<AgentMetrics> {
         self.at.read().clone()
     }
 
     /// Counts into `metrics` as `agent` from now on.
     pub(crate) fn adopt(&self, metrics: Arc<Metrics>, agent: &str) {
-        *self.at.write() = (metrics, agent.into());
+        *self.at.write() = Arc::new(AgentMetrics::new(metrics, agent));
     }
 }
 
-/// The frame counters of one run: each kind's counter looked up once per run, not per frame;
-/// the time to the first frame and to the final one.
+/// The counting of one run's frames: by kind, the time to the first frame and to the final one.
 pub(crate) struct FrameCounter {
-    metrics: Arc<Metrics>,
-    agent: Arc<str>,
-    seen: Vec<(String, Counter)>,
+    at: Arc<AgentMetrics>,
     started: Instant,
     first: bool,
 }
 
 impl FrameCounter {
+    /// The counting of a run of the agent `at` names, starting now.
+    pub(crate) fn new(at: Arc<AgentMetrics>) -> Self {
+        FrameCounter {
+            at,
+            started: Instant::now(),
+            first: true,
+        }
+    }
+
     /// Counts `frame`.
     pub(crate) fn count(&mut self, frame: &e2a::E2AResponse) {
+        let at = &*self.at;
         let kind = frame.response_kind.as_str();
         if self.first {
             self.first = false;
-            self.metrics
-                .first_frame
-                .get_or_create(&AgentLabels {
-                    agent: self.agent.to_string(),
-                })
-                .observe(self.started.elapsed().as_secs_f64());
+            at.first_frame.observe(self.started.elapsed().as_secs_f64());
         }
-        if frame.is_final {
-            let status = frame.status.as_str().to_string();
-            self.metrics
-                .runs
-                .get_or_create(&RunLabels {
-                    agent: self.agent.to_string(),
-                    status,
-                })
-                .observe(self.started.elapsed().as_secs_f64());
-        }
-        match self.seen.iter().find(|(k, _)| k == kind) {
-            Some((_, c)) => {
-                c.inc();
-            }
-            None => {
-                let c = self
-                    .metrics
+        at.frames
+            .get(kind.into(), || {
+                at.metrics
                     .frames
                     .get_or_create(&FrameLabels {
-                        agent: self.agent.to_string(),
+                        agent: at.agent.to_string(),
                         kind: kind.to_string(),
                     })
-                    .clone();
-                c.inc();
-                self.seen.push((kind.to_string(), c));
-            }
-        }
-        if frame.is_final && kind == "e2a.error" {
-            let code = frame.body.get("code").and_then(|c| c.as_str()).unwrap_or("unknown");
-            self.metrics
-                .errors
-                .get_or_create(&ErrorLabels {
-                    agent: self.agent.to_string(),
-                    code: code.to_string(),
+                    .clone()
+            })
+            .inc();
+        if frame.is_final {
+            let status = frame.status.as_str();
+            at.runs
+                .get(status.into(), || {
+                    at.metrics
+                        .runs
+                        .get_or_create(&RunLabels {
+                            agent: at.agent.to_string(),
+                            status: status.to_string(),
+                        })
+                        .clone()
                 })
-                .inc();
-        }
-    }
-}
-
-impl FrameCounter {
-    /// The counters of a run of `agent`.
-    pub(crate) fn new(metrics: Arc<Metrics>, agent: Arc<str>) -> Self {
-        FrameCounter {
-            metrics,
-            agent,
-            seen: Vec::new(),
-            started: Instant::now(),
-            first: true,
+                .observe(self.started.elapsed().as_secs_f64());
+            if kind == "e2a.error" {
+                let code = frame.body.get("code").and_then(|c| c.as_str()).unwrap_or("unknown");
+                at.metrics
+                    .errors
+                    .get_or_create(&ErrorLabels {
+                        agent: at.agent.to_string(),
+                        code: code.to_string(),
+                    })
+                    .inc();
+            }
         }
     }
 }
@@ -256,8 +311,10 @@ impl Metrics {
     /// Times a store operation.
     pub(crate) fn store_op(&self, op: &'static str, ok: bool, took: std::time::Duration) {
         let outcome = if ok { "ok" } else { "error" };
-        self.store
-            .get_or_create(&StoreLabels { op, outcome })
+        self.store_ops
+            .get((op, ok), || {
+                self.store.get_or_create(&StoreLabels { op, outcome }).clone()
+            })
             .observe(took.as_secs_f64());
     }
 
@@ -284,29 +341,36 @@ pub(crate) fn count<S>(
 where
     S: Clone + Send + Sync + 'static,
 {
-    let labels = BindingLabels {
-        agent: agent.to_string(),
-        binding: binding.to_string(),
-    };
+    let latency = metrics
+        .latency
+        .get_or_create(&BindingLabels {
+            agent: agent.to_string(),
+            binding: binding.to_string(),
+        })
+        .clone();
+    let counters: Arc<Handles<(axum::http::Method, u16), Counter>> = Arc::default();
+    let agent: Arc<str> = agent.into();
     router.layer(axum::middleware::from_fn(
         move |req: axum::extract::Request, next: axum::middleware::Next| {
-            let metrics = metrics.clone();
-            let labels = labels.clone();
+            let (metrics, latency, counters, agent) =
+                (metrics.clone(), latency.clone(), counters.clone(), agent.clone());
             async move {
-                let method = req.method().as_str().to_string();
+                let method = req.method().clone();
                 let started = Instant::now();
                 let resp = next.run(req).await;
-                metrics
-                    .latency
-                    .get_or_create(&labels)
-                    .observe(started.elapsed().as_secs_f64());
-                metrics
-                    .requests
-                    .get_or_create(&RequestLabels {
-                        agent: labels.agent.clone(),
-                        binding: labels.binding.clone(),
-                        method,
-                        status: resp.status().as_u16(),
+                latency.observe(started.elapsed().as_secs_f64());
+                let status = resp.status().as_u16();
+                counters
+                    .get((method.clone(), status), || {
+                        metrics
+                            .requests
+                            .get_or_create(&RequestLabels {
+                                agent: agent.to_string(),
+                                binding: binding.to_string(),
+                                method: method.as_str().to_string(),
+                                status,
+                            })
+                            .clone()
                     })
                     .inc();
                 resp
