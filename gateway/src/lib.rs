@@ -275,6 +275,31 @@ impl Gateway {
                 .with_state(endpoint);
             router = router.merge(route);
         }
+        // an unknown route under an A2A path is answered in A2A's form, any other in E2A's
+        let mut a2a_paths = bindings::a2a::error_form::A2aPaths::default();
+        for g in self.all() {
+            if let Some(a2a) = &g.a2a {
+                a2a_paths.add(&a2a.config);
+            }
+        }
+        if let Some(root) = &self.a2a {
+            for n in &self.named {
+                a2a_paths.add_prefix(&format!("{}/{}", root.config.rest_path.trim_end_matches('/'), n.name));
+            }
+        }
+        for n in &self.named {
+            if let Some((list, _)) = n.routes.a2a.split_once("/{name}") {
+                a2a_paths.add_prefix(list);
+            }
+        }
+        router = router.fallback(move |uri: axum::http::Uri| async move {
+            use axum::response::IntoResponse;
+            if a2a_paths.covers(uri.path()) {
+                bindings::a2a::error_form::not_found(uri.path())
+            } else {
+                bindings::e2a_http::not_found().await.into_response()
+            }
+        });
         router.layer(axum::middleware::from_fn(web::server::close_if_unread))
     }
 

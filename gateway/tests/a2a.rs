@@ -222,6 +222,140 @@ async fn http_json_answers_in_the_media_type_the_client_accepts() {
     }
 }
 
+/// What the web layer refuses before an A2A handler runs — no credential, a method the
+/// route does not have, an unknown route under an A2A path, a body over the limit — is
+/// answered in the binding's own error form, with its status and headers.
+#[tokio::test]
+async fn web_layer_refusals_under_a2a_paths_are_in_the_bindings_error_form() {
+    let config = GatewayConfig {
+        auth: Auth::token("t0ken-abc"),
+        ..GatewayConfig::default()
+    };
+    let a2a = A2aConfig {
+        rest_path: "/a2a/rest".into(),
+        ..A2aConfig::default()
+    };
+    let s = serve(config, a2a, Arc::new(MemoryStore::new())).await;
+    let b = &s.base;
+    let send = |method: reqwest::Method, path: &str, token: bool, body: String| {
+        let mut req = client()
+            .request(method, format!("{b}{path}"))
+            .header("A2A-Version", "1.0")
+            .header("content-type", "application/json");
+        if token {
+            req = req.bearer_auth("t0ken-abc");
+        }
+        req.body(body).send()
+    };
+    let read = |r: reqwest::Response| async move {
+        let status = r.status().as_u16();
+        let h = |n: &str| {
+            r.headers()
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string()
+        };
+        let (kind, allow, challenge) = (h("content-type"), h("allow"), h("www-authenticate"));
+        let body: Value = r.json().await.expect("a JSON body");
+        (status, kind, allow, challenge, body)
+    };
+    // JSON-RPC: a JSON-RPC error, id null, with the HTTP status
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "GetTask", "params": {"id": "t"}}).to_string();
+    let (status, kind, _, challenge, v) =
+        read(send(reqwest::Method::POST, "/a2a", false, call).await.expect("send")).await;
+    assert_eq!((status, kind.as_str()), (401, "application/json"), "{v}");
+    assert!(challenge.starts_with("Bearer"), "{challenge}");
+    assert_eq!(
+        (v["jsonrpc"].clone(), v["id"].clone()),
+        (json!("2.0"), Value::Null),
+        "{v}"
+    );
+    assert_eq!(reason(&v), "UNAUTHENTICATED", "{v}");
+    let (status, _, allow, _, v) = read(
+        send(reqwest::Method::GET, "/a2a", true, String::new())
+            .await
+            .expect("send"),
+    )
+    .await;
+    assert_eq!((status, allow.as_str()), (405, "POST"), "{v}");
+    assert_eq!(code(&v), -32004, "{v}");
+    // HTTP+JSON: AIP-193 problems
+    let problem = |v: &Value| {
+        (
+            v.pointer("/error/code").and_then(Value::as_u64).unwrap_or(0),
+            v.pointer("/error/status")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            v.pointer("/error/details/0/reason")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+        )
+    };
+    let (status, kind, _, challenge, v) = read(
+        send(reqwest::Method::GET, "/a2a/rest/tasks/t", false, String::new())
+            .await
+            .expect("send"),
+    )
+    .await;
+    assert_eq!((status, kind.as_str()), (401, "application/problem+json"), "{v}");
+    assert!(challenge.starts_with("Bearer"), "{challenge}");
+    assert_eq!(
+        problem(&v),
+        (401, "UNAUTHENTICATED".into(), "UNAUTHENTICATED".into()),
+        "{v}"
+    );
+    let (status, _, allow, _, v) = read(
+        send(reqwest::Method::DELETE, "/a2a/rest/message:send", true, String::new())
+            .await
+            .expect("send"),
+    )
+    .await;
+    assert_eq!((status, allow.as_str()), (405, "POST"), "{v}");
+    assert_eq!(
+        problem(&v),
+        (405, "UNIMPLEMENTED".into(), "UNSUPPORTED_OPERATION".into()),
+        "{v}"
+    );
+    for path in ["/a2a/rest/tasks/t/more", "/a2a/rest/nothing", "/a2a/x"] {
+        let (status, kind, _, _, v) = read(
+            send(reqwest::Method::GET, path, true, String::new())
+                .await
+                .expect("send"),
+        )
+        .await;
+        assert_eq!(
+            (status, kind.as_str()),
+            (404, "application/problem+json"),
+            "{path}: {v}"
+        );
+        assert_eq!(
+            problem(&v),
+            (404, "NOT_FOUND".into(), "METHOD_NOT_FOUND".into()),
+            "{path}: {v}"
+        );
+    }
+    let big = json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x".repeat(5 << 20)}]}});
+    let (status, _, _, _, v) = read(
+        send(reqwest::Method::POST, "/a2a/rest/message:send", true, big.to_string())
+            .await
+            .expect("send"),
+    )
+    .await;
+    assert_eq!(status, 413, "{v}");
+    assert_eq!(problem(&v).1, "INVALID_ARGUMENT", "{v}");
+    // outside the A2A paths, E2A's own problem
+    let (status, _, _, _, v) = read(
+        send(reqwest::Method::GET, "/nothing", true, String::new())
+            .await
+            .expect("send"),
+    )
+    .await;
+    assert_eq!((status, v["code"].clone()), (404, json!("E2A.NOT_FOUND")), "{v}");
+}
+
 #[tokio::test]
 async fn input_limits_hold_on_both_a2a_bindings() {
     let s = plain().await;

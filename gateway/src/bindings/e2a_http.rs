@@ -147,7 +147,8 @@ pub(crate) fn router(shared: Arc<Pipeline>) -> Router {
         .with_state(shared)
 }
 
-async fn not_found() -> Problem {
+/// `404` for a route no binding serves.
+pub(crate) async fn not_found() -> Problem {
     Problem::new(ErrorKind::NotFound, "no such resource")
 }
 

@@ -19,6 +19,9 @@ pub struct A2aError {
     /// At capacity: the seconds after which to try again (answered as `503` with
     /// `Retry-After`).
     pub retry_after: Option<u64>,
+    /// The HTTP status when it is not the kind's (an HTTP-level refusal: `401`, `403`, `405`,
+    /// `413`, `429`…); `error.status` is then the `google.rpc.Code` of that status.
+    pub status: Option<StatusCode>,
 }
 
 impl A2aError {
@@ -28,7 +31,37 @@ impl A2aError {
             kind,
             message: message.into(),
             retry_after: None,
+            status: None,
         }
+    }
+
+    /// The same error answered with HTTP `status`.
+    pub fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// A refusal the web layer made before any A2A handler ran (authentication, rate limit,
+    /// routing, body limits): the A2A error its E2A problem reads as, with the same status.
+    pub(crate) fn from_problem(p: &crate::web::problem::Problem) -> Self {
+        A2aError {
+            retry_after: p.retry_after,
+            ..A2aError::new(A2aErrorKind::from_e2a(p.kind), p.detail.clone()).with_status(p.status)
+        }
+    }
+
+    /// An error response of the web layer that carries no problem (axum's `405`, a `413` of
+    /// a body limit): the A2A error of its status.
+    pub(crate) fn from_status(status: StatusCode) -> Self {
+        let kind = match status {
+            StatusCode::NOT_FOUND => A2aErrorKind::MethodNotFound,
+            StatusCode::METHOD_NOT_ALLOWED => A2aErrorKind::UnsupportedOperation,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => A2aErrorKind::ContentTypeNotSupported,
+            s if s.is_client_error() => A2aErrorKind::InvalidRequest,
+            _ => A2aErrorKind::Internal,
+        };
+        let message = status.canonical_reason().unwrap_or("error").to_lowercase();
+        A2aError::new(kind, message).with_status(status)
     }
 
     /// The gateway is at capacity or shutting down: `-32603`, answered as `503` with
@@ -59,7 +92,7 @@ impl A2aError {
     pub fn details(&self) -> Value {
         json!([{
             "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-            "reason": self.kind.mapping().reason,
+            "reason": self.reason(),
             "domain": "a2a-protocol.org",
             "metadata": {}
         }])
@@ -77,20 +110,23 @@ impl A2aError {
         let m = self.kind.mapping();
         let status = self.http_status();
         // the problem `type` names the error in kebab case (`task-not-found`)
-        let slug = m.reason.to_lowercase().replace('_', "-");
+        let slug = self.reason().to_lowercase().replace('_', "-");
         json!({
             "type": format!("https://a2a-protocol.org/errors/{slug}"),
             "title": status.canonical_reason().unwrap_or("Error"),
             "status": status.as_u16(),
             "detail": self.message,
             "code": m.code,
-            "error": {"code": status.as_u16(), "status": if self.retry_after.is_some() { "UNAVAILABLE" } else { m.grpc_status },
+            "error": {"code": status.as_u16(), "status": self.grpc_status(),
                       "message": self.message, "details": self.details()}
         })
     }
 
     /// The HTTP status on the HTTP+JSON binding.
     pub fn http_status(&self) -> StatusCode {
+        if let Some(s) = self.status {
+            return s;
+        }
         if self.retry_after.is_some() {
             return StatusCode::SERVICE_UNAVAILABLE;
         }
@@ -99,6 +135,40 @@ impl A2aError {
 }
 
 impl A2aError {
+    /// The `google.rpc.Code` name of HTTP+JSON's `error.status`: the kind's, or that of the
+    /// HTTP status the error is answered with when it is not the kind's (AIP-193's mapping).
+    pub fn grpc_status(&self) -> &'static str {
+        let status = match (self.status, self.retry_after) {
+            (Some(s), _) => s,
+            (None, Some(_)) => StatusCode::SERVICE_UNAVAILABLE,
+            (None, None) => return self.kind.mapping().grpc_status,
+        };
+        match status.as_u16() {
+            400 | 413 | 415 => "INVALID_ARGUMENT",
+            401 => "UNAUTHENTICATED",
+            403 => "PERMISSION_DENIED",
+            404 => "NOT_FOUND",
+            405 | 501 => "UNIMPLEMENTED",
+            408 | 504 => "DEADLINE_EXCEEDED",
+            409 => "ABORTED",
+            429 => "RESOURCE_EXHAUSTED",
+            499 => "CANCELLED",
+            503 => "UNAVAILABLE",
+            _ => self.kind.mapping().grpc_status,
+        }
+    }
+
+    /// The `google.rpc.ErrorInfo` reason: the kind's, but for a refusal A2A has no error of its
+    /// own for — no or a wrong credential, a caller not allowed, over its rate limit — the
+    /// `google.rpc.Code` that says it (`UNAUTHENTICATED`, `PERMISSION_DENIED`,
+    /// `RESOURCE_EXHAUSTED`).
+    pub fn reason(&self) -> &'static str {
+        match self.status.map(|s| s.as_u16()) {
+            Some(401 | 403 | 429) => self.grpc_status(),
+            _ => self.kind.mapping().reason,
+        }
+    }
+
     /// Adds `Retry-After` to `resp` when the error says when to try again.
     pub(crate) fn add_retry_after(&self, resp: &mut Response) {
         if let Some(secs) = self.retry_after {
@@ -133,6 +203,11 @@ impl IntoResponse for RestError {
             HeaderValue::from_static(crate::web::problem::PROBLEM_JSON),
         );
         self.0.add_retry_after(&mut resp);
+        resp.extensions_mut().insert(Answered);
         resp
     }
 }
+
+/// Marks a response an A2A binding answered in its own form (the error layers leave it).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Answered;

@@ -139,6 +139,8 @@ impl IntoResponse for Problem {
         if let Some(a) = self.allow {
             h.insert(header::ALLOW, HeaderValue::from_static(a));
         }
+        // a binding with an error form of its own (A2A) answers the problem in that form
+        resp.extensions_mut().insert(self);
         resp
     }
 }

@@ -403,8 +403,18 @@ async def sessions(base, setup):
     # 4. refusals; the JWT caller
     r = await alice_http.post(f"{base}/a2a/agents/helper", json=rpc_body("SendMessage", send_params("hi")),
                               headers={**bearer(setup.alice), "A2A-Version": "1.0", **CLOSE})
-    check("alice -> helper (not in her agents): 403 problem+json", r.status_code == 403
-          and r.headers.get("content-type", "").startswith("application/problem+json"),
+    # the JSON-RPC binding answers the refusal in its own form: a JSON-RPC error, id null
+    refusal = r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
+    check("alice -> helper (not in her agents): 403, a JSON-RPC error (PERMISSION_DENIED)", r.status_code == 403
+          and refusal.get("jsonrpc") == "2.0" and refusal.get("id") is None
+          and (refusal.get("error") or {}).get("data", [{}])[0].get("reason") == "PERMISSION_DENIED",
+          (r.status_code, r.headers.get("content-type"), r.text[:300]))
+    r = await alice_http.get(f"{base}/a2a/agents/helper/tasks/some-task",
+                             headers={**bearer(setup.alice), "A2A-Version": "1.0", **CLOSE})
+    refusal = r.json() if "json" in r.headers.get("content-type", "") else {}
+    check("alice -> helper over HTTP+JSON: 403, an AIP-193 problem (PERMISSION_DENIED)", r.status_code == 403
+          and r.headers.get("content-type", "").startswith("application/problem+json")
+          and (refusal.get("error") or {}).get("status") == "PERMISSION_DENIED",
           (r.status_code, r.headers.get("content-type"), r.text[:300]))
     for label, token in [("no credential", None), ("an unknown key", "not-a-key")]:
         r = await raw.post(f"{base}/a2a/agents/writer", json=rpc_body("SendMessage", send_params("hi")),

@@ -52,6 +52,7 @@ fn err(id: &Value, e: &A2aError) -> Response {
         // at capacity: the JSON-RPC error, with the HTTP status and header that say when
         *resp.status_mut() = e.http_status();
         e.add_retry_after(&mut resp);
+        resp.extensions_mut().insert(crate::tasks::error::Answered);
     }
     resp
 }

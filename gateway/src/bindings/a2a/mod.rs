@@ -20,6 +20,7 @@
 //! ```
 
 pub mod card;
+pub(crate) mod error_form;
 mod jsonrpc;
 mod rest;
 
@@ -51,11 +52,15 @@ use crate::web::sse;
 /// A named agent's routes (`root_card` false) have no card at the root: its card is under its
 /// prefix only.
 pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
-    let mut bindings = rest::routes(&state.config.rest_path);
+    let auth = &state.shared.config.auth;
+    let rest = crate::web::auth::require(rest::routes(&state.config.rest_path), auth)
+        .layer(axum::middleware::from_fn(error_form::rest));
     // the JSON-RPC endpoint answers with and without a trailing slash (clients join URLs both ways)
+    let mut rpc = Router::new();
     for path in path_forms(&state.config.jsonrpc_path) {
-        bindings = bindings.route(&path, axum::routing::post(jsonrpc::handle));
+        rpc = rpc.route(&path, axum::routing::post(jsonrpc::handle));
     }
+    let rpc = crate::web::auth::require(rpc, auth).layer(axum::middleware::from_fn(error_form::jsonrpc));
     let mut router = Router::new();
     if root_card {
         router = router.route(card::CARD_PATH, get(agent_card));
@@ -65,7 +70,9 @@ pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
         router = router.route(&format!("{prefix}{}", card::CARD_PATH), get(agent_card));
     }
     router
-        .merge(crate::web::auth::require(bindings, &state.shared.config.auth))
+        .layer(axum::middleware::from_fn(error_form::rest))
+        .merge(rest)
+        .merge(rpc)
         .with_state(state)
 }
 
@@ -73,7 +80,9 @@ pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
 /// form: `/writer/message:send`), authentication included.
 pub(crate) fn tenant_router(state: Arc<TaskService>, prefix: &str) -> Router {
     let auth = state.shared.config.auth.clone();
-    crate::web::auth::require(rest::routes(prefix), &auth).with_state(state)
+    crate::web::auth::require(rest::routes(prefix), &auth)
+        .layer(axum::middleware::from_fn(error_form::rest))
+        .with_state(state)
 }
 
 /// `path` and its other form: without the trailing slash if it has one, else with one (`/`
@@ -94,6 +103,13 @@ impl From<BodyError> for A2aError {
                 "the request body must be application/json or application/a2a+json",
             ),
             BodyError::Input(e @ e2a::Error::Json { .. }) => A2aError::new(A2aErrorKind::JsonParse, e.to_string()),
+            // too large: `413` on HTTP+JSON (a JSON-RPC error is answered with `200`)
+            BodyError::Input(
+                e @ e2a::Error::Limit {
+                    limit: e2a::LimitKind::MessageBytes | e2a::LimitKind::StringBytes,
+                    ..
+                },
+            ) => A2aError::new(A2aErrorKind::InvalidRequest, e.to_string()).with_status(StatusCode::PAYLOAD_TOO_LARGE),
             BodyError::Input(e) => A2aError::new(A2aErrorKind::InvalidRequest, e.to_string()),
             BodyError::Timeout(t) => A2aError::new(
                 A2aErrorKind::InvalidRequest,
@@ -211,7 +227,7 @@ pub(crate) fn listing_router(path: &str, agents: Vec<Arc<TaskService>>) -> Route
             }),
         );
     }
-    router
+    router.layer(axum::middleware::from_fn(error_form::rest))
 }
 
 async fn agent_card(State(state): State<Arc<TaskService>>, headers: HeaderMap) -> Response {

@@ -41,33 +41,10 @@ pub(super) fn routes(prefix: &str) -> Router<Arc<TaskService>> {
             any(push),
         )
         .route(&format!("{p}/extendedAgentCard"), get(extended))
-        .route_layer(axum::middleware::from_fn(json_when_asked))
-}
-
-/// A client that asks for `application/json` (and not `application/a2a+json`) gets its JSON
-/// answers and errors as `application/json`; other clients get `application/a2a+json` and
-/// errors as `application/problem+json`. Streams are left as they are.
-async fn json_when_asked(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    let accept = request.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
-    let plain = accept.is_some_and(|a| {
-        let a = a.to_ascii_lowercase();
-        a.contains("application/json") && !a.contains(A2A_JSON)
-    });
-    let mut resp = next.run(request).await;
-    if plain {
-        let ours = resp.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
-        if matches!(ours, Some(A2A_JSON | crate::web::problem::PROBLEM_JSON)) {
-            resp.headers_mut().insert(
-                header::CONTENT_TYPE,
-                header::HeaderValue::from_static("application/json"),
-            );
-        }
-    }
-    resp
 }
 
 /// The media type of HTTP+JSON answers (A2A 1.0 §11.1).
-pub(super) const A2A_JSON: &str = "application/a2a+json";
+pub(crate) const A2A_JSON: &str = "application/a2a+json";
 
 fn json_response<T: serde::Serialize>(v: T) -> Response {
     ([(header::CONTENT_TYPE, A2A_JSON)], crate::json_text(&v)).into_response()
