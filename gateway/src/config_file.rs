@@ -511,6 +511,7 @@ impl ConfigFile {
                 card.default_output_modes = v.clone();
             }
             card.documentation_url = c.documentation_url.clone();
+            card.extensions = c.extensions.clone();
         }
         card
     }

@@ -356,6 +356,82 @@ async fn web_layer_refusals_under_a2a_paths_are_in_the_bindings_error_form() {
     assert_eq!((status, v["code"].clone()), (404, json!("E2A.NOT_FOUND")), "{v}");
 }
 
+/// The card declares the extensions of the card file; a request that does not activate a
+/// required one is refused with ExtensionSupportRequiredError on both bindings; the ones a
+/// request activates that the agent supports are named in the answer's `A2A-Extensions`.
+#[tokio::test]
+async fn required_extensions_are_declared_enforced_and_echoed() {
+    let card: e2a_gateway::bindings::a2a::CardInfo = serde_json::from_value(json!({
+        "extensions": [
+            {"uri": "https://example.com/ext/trace/v1", "description": "traces", "required": true, "params": {"level": 2}},
+            {"uri": "https://example.com/ext/cite/v1"}
+        ]
+    }))
+    .expect("a card file with extensions");
+    let a2a = A2aConfig {
+        card,
+        ..A2aConfig::default()
+    };
+    let s = serve(GatewayConfig::default(), a2a, Arc::new(MemoryStore::new())).await;
+    let b = &s.base;
+    let v: Value = client()
+        .get(format!("{b}/.well-known/agent-card.json"))
+        .send()
+        .await
+        .expect("card")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        v["capabilities"]["extensions"],
+        json!([
+            {"uri": "https://example.com/ext/trace/v1", "description": "traces", "required": true, "params": {"level": 2}},
+            {"uri": "https://example.com/ext/cite/v1", "required": false}
+        ]),
+        "{v}"
+    );
+    let send = json!({"jsonrpc": "2.0", "id": 3, "method": "SendMessage", "params": msg("hello")}).to_string();
+    let (_, v) = rpc_with(b, &send, &[("A2A-Version", "1.0")]).await;
+    assert_eq!((code(&v), v["id"].clone()), (-32008, json!(3)), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("https://example.com/ext/trace/v1"),
+        "{v}"
+    );
+    let resp = client()
+        .post(format!("{b}/message:send"))
+        .header("A2A-Version", "1.0")
+        .header("content-type", "application/json")
+        .body(msg("hello").to_string())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 400);
+    let v: Value = resp.json().await.expect("json");
+    assert_eq!(v["error"]["details"][0]["reason"], "EXTENSION_SUPPORT_REQUIRED", "{v}");
+    // activated: answered, and the supported ones the request named are echoed
+    let resp = client()
+        .post(format!("{b}/a2a"))
+        .header("A2A-Version", "1.0")
+        .header(
+            "A2A-Extensions",
+            "https://example.com/ext/trace/v1, https://example.com/ext/unknown",
+        )
+        .header("content-type", "application/json")
+        .body(send)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(
+        resp.headers().get("a2a-extensions").and_then(|v| v.to_str().ok()),
+        Some("https://example.com/ext/trace/v1")
+    );
+    let v: Value = resp.json().await.expect("json");
+    assert!(v["result"]["task"].is_object(), "{v}");
+}
+
 #[tokio::test]
 async fn input_limits_hold_on_both_a2a_bindings() {
     let s = plain().await;

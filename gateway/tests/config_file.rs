@@ -43,6 +43,10 @@ agent = "echo"
 [agents.helper]
 agent = "echo"
 
+[agents.auditor]
+agent = "echo"
+card = {{ extensions = [{{ uri = "urn:example:audit", required = true }}] }}
+
 [callers.alice]
 api_key_sha256 = "{alice}"
 agents = ["writer", "echoer"]
@@ -130,7 +134,7 @@ async fn each_named_agent_has_its_card_and_routes() {
     let gateway = config(&dir)
         .gateway(Some(Arc::new(MemoryStore::new())), None)
         .expect("gateway");
-    assert_eq!(gateway.agent_names(), ["echoer", "helper", "writer"]);
+    assert_eq!(gateway.agent_names(), ["auditor", "echoer", "helper", "writer"]);
     let server = spawn(gateway.router()).await;
     let base = &server.base;
     let card = get_json(format!("{base}/a2a/agents/writer/.well-known/agent-card.json")).await;
@@ -147,7 +151,16 @@ async fn each_named_agent_has_its_card_and_routes() {
         .iter()
         .filter_map(|c| c["name"].as_str())
         .collect();
-    assert_eq!(names, ["echoer", "helper", "Writer"]);
+    assert_eq!(names, ["auditor", "echoer", "helper", "Writer"]);
+    // a card's extensions come from its table; a required one must be activated
+    let card = get_json(format!("{base}/a2a/agents/auditor/.well-known/agent-card.json")).await;
+    assert_eq!(
+        card["capabilities"]["extensions"],
+        json!([{"uri": "urn:example:audit", "required": true}]),
+        "{card}"
+    );
+    let refused = rpc(base, "auditor", BOB, "SendMessage", send("ping")).await;
+    assert_eq!(refused.pointer("/error/code"), Some(&json!(-32008)), "{refused}");
     // each agent answers at its own A2A and E2A routes
     let answer = rpc(base, "echoer", BOB, "SendMessage", send("ping")).await;
     let text = answer.pointer("/result/task/artifacts/0/parts/0/text");

@@ -118,7 +118,7 @@ class A2aSettings(BaseModel):
     )
     card_file: Optional[str] = Field(
         None,
-        description="JSON file with the root agent's card: name, description, version, skills, modes (flag `--a2a-card`).",
+        description="JSON file with the root agent's card: name, description, version, skills, modes, extensions (flag `--a2a-card`).",
     )
     enabled: bool = Field(False, description='Serve A2A (flag `--a2a`).')
     path: str = Field(
@@ -270,54 +270,23 @@ class AcpSessionUpdateKind(Enum):
     usage_update = 'usage_update'
 
 
-class AgentCardSettings(BaseModel):
+class AgentExtensionSettings(BaseModel):
     """
-    The A2A card of a named agent.
-    """
-
-    model_config = ConfigDict(
-        extra='forbid',
-    )
-    default_input_modes: List[str] = Field(
-        None, description='Media types the agent accepts.'
-    )
-    default_output_modes: List[str] = Field(
-        None, description='Media types the agent answers with.'
-    )
-    description: Optional[str] = Field(None, description='What the agent does.')
-    documentation_url: Optional[str] = Field(None, description='Documentation URL.')
-    name: Optional[str] = Field(None, description='Display name.')
-    skills: List[Dict[str, Any]] = Field(
-        [],
-        description='A2A `AgentSkill` objects (`id`, `name`, `description`, `tags`, …).',
-    )
-    version: Optional[str] = Field(None, description='Agent version.')
-
-
-class AgentEntry(BaseModel):
-    """
-    A named agent (`[agents.NAME]`).
+    An A2A extension the agent supports, as its card declares it (A2A 1.0 `AgentExtension`).
     """
 
     model_config = ConfigDict(
         extra='forbid',
     )
-    agent: str = Field(
-        ...,
-        description='What serves it: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD`.',
+    description: Optional[str] = Field(None, description='How the agent uses it.')
+    params: Optional[Dict[str, Any]] = Field(
+        None, description="The extension's configuration, as it defines it."
     )
-    card: Optional[AgentCardSettings] = Field(
-        None,
-        description="What its A2A card says; unset fields take the gateway's defaults, the name defaults to the agent's key.",
+    required: bool = Field(
+        False,
+        description='Whether a client must activate it (`A2A-Extensions`) to call the agent.',
     )
-    token_env: Optional[str] = Field(
-        None,
-        description='Environment variable holding that token (when `token_file` is not set).',
-    )
-    token_file: Optional[str] = Field(
-        None,
-        description="File holding the bearer token sent to an `e2a:`/`a2a:` agent's origin.",
-    )
+    uri: constr(min_length=1) = Field(..., description="The extension's URI.")
 
 
 class AgentResponse(BaseModel):
@@ -1174,6 +1143,60 @@ class A2aTaskStatusUpdateEvent(BaseModel):
     metadata: Optional[Dict[str, Any]] = Field(None, description='Free-form metadata.')
     status: A2aTaskStatus = Field(..., description='The new status.')
     taskId: str = Field(..., description='The task.')
+
+
+class AgentCardSettings(BaseModel):
+    """
+    The A2A card of a named agent.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    default_input_modes: List[str] = Field(
+        None, description='Media types the agent accepts.'
+    )
+    default_output_modes: List[str] = Field(
+        None, description='Media types the agent answers with.'
+    )
+    description: Optional[str] = Field(None, description='What the agent does.')
+    documentation_url: Optional[str] = Field(None, description='Documentation URL.')
+    extensions: List[AgentExtensionSettings] = Field(
+        [],
+        description="A2A extensions the agent supports (the card's `capabilities.extensions`); a request that does not activate a `required` one (`A2A-Extensions`) is refused with `ExtensionSupportRequiredError`.",
+    )
+    name: Optional[str] = Field(None, description='Display name.')
+    skills: List[Dict[str, Any]] = Field(
+        [],
+        description='A2A `AgentSkill` objects (`id`, `name`, `description`, `tags`, …).',
+    )
+    version: Optional[str] = Field(None, description='Agent version.')
+
+
+class AgentEntry(BaseModel):
+    """
+    A named agent (`[agents.NAME]`).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    agent: str = Field(
+        ...,
+        description='What serves it: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD`.',
+    )
+    card: Optional[AgentCardSettings] = Field(
+        None,
+        description="What its A2A card says; unset fields take the gateway's defaults, the name defaults to the agent's key.",
+    )
+    token_env: Optional[str] = Field(
+        None,
+        description='Environment variable holding that token (when `token_file` is not set).',
+    )
+    token_file: Optional[str] = Field(
+        None,
+        description="File holding the bearer token sent to an `e2a:`/`a2a:` agent's origin.",
+    )
 
 
 class ArtifactDelta(BaseModel):

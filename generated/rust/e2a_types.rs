@@ -422,7 +422,7 @@ impl ::std::convert::TryFrom<::std::string::String> for A2aRole {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct A2aSettings {
-    ///JSON file with the root agent's card: name, description, version, skills, modes (flag `--a2a-card`).
+    ///JSON file with the root agent's card: name, description, version, skills, modes, extensions (flag `--a2a-card`).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub card_file: ::std::option::Option<::std::string::String>,
     ///Serve A2A (flag `--a2a`).
@@ -1144,6 +1144,9 @@ pub struct AgentCardSettings {
     ///Documentation URL.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub documentation_url: ::std::option::Option<::std::string::String>,
+    ///A2A extensions the agent supports (the card's `capabilities.extensions`); a request that does not activate a `required` one (`A2A-Extensions`) is refused with `ExtensionSupportRequiredError`.
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub extensions: ::std::vec::Vec<AgentExtensionSettings>,
     ///Display name.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
@@ -1171,6 +1174,78 @@ pub struct AgentEntry {
     ///File holding the bearer token sent to an `e2a:`/`a2a:` agent's origin.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub token_file: ::std::option::Option<::std::string::String>,
+}
+///An A2A extension the agent supports, as its card declares it (A2A 1.0 `AgentExtension`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AgentExtensionSettings {
+    ///How the agent uses it.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub description: ::std::option::Option<::std::string::String>,
+    ///The extension's configuration, as it defines it.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub params: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+    ///Whether a client must activate it (`A2A-Extensions`) to call the agent.
+    #[serde(default)]
+    pub required: bool,
+    ///The extension's URI.
+    pub uri: AgentExtensionSettingsUri,
+}
+///The extension's URI.
+#[derive(::serde::Serialize, Clone, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct AgentExtensionSettingsUri(::std::string::String);
+impl ::std::ops::Deref for AgentExtensionSettingsUri {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::convert::From<AgentExtensionSettingsUri> for ::std::string::String {
+    fn from(value: AgentExtensionSettingsUri) -> Self {
+        value.0
+    }
+}
+impl ::std::str::FromStr for AgentExtensionSettingsUri {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
+        }
+        Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::TryFrom<&str> for AgentExtensionSettingsUri {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for AgentExtensionSettingsUri {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for AgentExtensionSettingsUri {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
+    }
 }
 ///Legacy agent-server unary response record.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
@@ -4559,6 +4634,16 @@ impl ::std::fmt::Debug for AgentEntry {
         crate::redact::debug_redacted(f, "AgentEntry", self)
     }
 }
+impl ::std::fmt::Debug for AgentExtensionSettings {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "AgentExtensionSettings", self)
+    }
+}
+impl ::std::fmt::Debug for AgentExtensionSettingsUri {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "AgentExtensionSettingsUri", self)
+    }
+}
 impl ::std::fmt::Debug for AgentResponse {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "AgentResponse", self)
@@ -5234,6 +5319,10 @@ impl crate::write::WriteJson for AgentCardSettings {
             w.key(&mut first, "\"documentation_url\":");
             w.str(v);
         }
+        if !self.extensions.is_empty() {
+            w.key(&mut first, "\"extensions\":");
+            w.array(&self.extensions);
+        }
         if let Some(v) = &self.name {
             w.key(&mut first, "\"name\":");
             w.str(v);
@@ -5268,6 +5357,26 @@ impl crate::write::WriteJson for AgentEntry {
             w.key(&mut first, "\"token_file\":");
             w.str(v);
         }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for AgentExtensionSettings {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.description {
+            w.key(&mut first, "\"description\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.params {
+            w.key(&mut first, "\"params\":");
+            w.map(v);
+        }
+        w.key(&mut first, "\"required\":");
+        w.bool(*&self.required);
+        w.key(&mut first, "\"uri\":");
+        w.serde(&self.uri);
         w.raw("}");
     }
 }

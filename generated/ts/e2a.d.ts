@@ -579,7 +579,7 @@ export interface A2ATaskStatus {
  */
 export interface A2ASettings {
   /**
-   * JSON file with the root agent's card: name, description, version, skills, modes (flag `--a2a-card`).
+   * JSON file with the root agent's card: name, description, version, skills, modes, extensions (flag `--a2a-card`).
    */
   card_file?: string | null;
   /**
@@ -711,6 +711,10 @@ export interface AgentCardSettings {
    */
   documentation_url?: string | null;
   /**
+   * A2A extensions the agent supports (the card's `capabilities.extensions`); a request that does not activate a `required` one (`A2A-Extensions`) is refused with `ExtensionSupportRequiredError`.
+   */
+  extensions?: AgentExtensionSettings[];
+  /**
    * Display name.
    */
   name?: string | null;
@@ -724,6 +728,32 @@ export interface AgentCardSettings {
    * Agent version.
    */
   version?: string | null;
+}
+/**
+ * An A2A extension the agent supports, as its card declares it (A2A 1.0 `AgentExtension`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "AgentExtensionSettings".
+ */
+export interface AgentExtensionSettings {
+  /**
+   * How the agent uses it.
+   */
+  description?: string | null;
+  /**
+   * The extension's configuration, as it defines it.
+   */
+  params?: {
+    [k: string]: unknown | undefined;
+  } | null;
+  /**
+   * Whether a client must activate it (`A2A-Extensions`) to call the agent.
+   */
+  required?: boolean;
+  /**
+   * The extension's URI.
+   */
+  uri: string;
 }
 /**
  * A named agent (`[agents.NAME]`).

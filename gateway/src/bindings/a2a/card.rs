@@ -38,6 +38,10 @@ pub struct CardInfo {
     /// Skills only authenticated callers see (on the extended card).
     #[serde(default)]
     pub extended_skills: Vec<Value>,
+    /// A2A extensions the agent supports (`capabilities.extensions`); a request that does not
+    /// activate a `required` one (`A2A-Extensions`) is refused.
+    #[serde(default)]
+    pub extensions: Vec<e2a::types::AgentExtensionSettings>,
 }
 
 fn default_name() -> String {
@@ -65,6 +69,7 @@ impl Default for CardInfo {
             provider: None,
             documentation_url: None,
             extended_skills: Vec::new(),
+            extensions: Vec::new(),
         }
     }
 }
@@ -159,6 +164,9 @@ pub fn build_card(config: &A2aConfig, base: &str, secured: bool, extended: bool)
         "defaultOutputModes": c.default_output_modes,
         "skills": skills,
     });
+    if !c.extensions.is_empty() {
+        card["capabilities"]["extensions"] = serde_json::to_value(&c.extensions).unwrap_or_default();
+    }
     let Some(m) = card.as_object_mut() else {
         return card;
     };

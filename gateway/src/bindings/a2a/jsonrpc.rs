@@ -156,7 +156,7 @@ async fn dispatch(
     query: Option<&str>,
     headers: &HeaderMap,
 ) -> Result<Response, A2aError> {
-    let a2a = super::a2a_headers(headers, query)?;
+    let a2a = super::request_headers(state, headers, query)?;
     let Call { id, op, params } = call;
     let task_id = || -> Result<String, A2aError> {
         params

@@ -53,14 +53,18 @@ use crate::web::sse;
 /// prefix only.
 pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
     let auth = &state.shared.config.auth;
+    let echo = axum::middleware::from_fn_with_state(state.clone(), activated_extensions);
     let rest = crate::web::auth::require(rest::routes(&state.config.rest_path), auth)
+        .route_layer(echo.clone())
         .layer(axum::middleware::from_fn(error_form::rest));
     // the JSON-RPC endpoint answers with and without a trailing slash (clients join URLs both ways)
     let mut rpc = Router::new();
     for path in path_forms(&state.config.jsonrpc_path) {
         rpc = rpc.route(&path, axum::routing::post(jsonrpc::handle));
     }
-    let rpc = crate::web::auth::require(rpc, auth).layer(axum::middleware::from_fn(error_form::jsonrpc));
+    let rpc = crate::web::auth::require(rpc, auth)
+        .route_layer(echo)
+        .layer(axum::middleware::from_fn(error_form::jsonrpc));
     let mut router = Router::new();
     if root_card {
         router = router.route(card::CARD_PATH, get(agent_card));
@@ -81,6 +85,10 @@ pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
 pub(crate) fn tenant_router(state: Arc<TaskService>, prefix: &str) -> Router {
     let auth = state.shared.config.auth.clone();
     crate::web::auth::require(rest::routes(prefix), &auth)
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            activated_extensions,
+        ))
         .layer(axum::middleware::from_fn(error_form::rest))
         .with_state(state)
 }
@@ -165,6 +173,66 @@ pub(crate) fn a2a_headers(headers: &HeaderMap, query: Option<&str>) -> Result<A2
         .filter(|s| !s.is_empty())
         .collect();
     Ok(A2aHeaders { version, extensions })
+}
+
+/// The A2A headers of a request to `state`'s agent ([`a2a_headers`]), refused with
+/// `ExtensionSupportRequiredError` when it does not activate an extension the card says is
+/// required.
+pub(crate) fn request_headers(
+    state: &TaskService,
+    headers: &HeaderMap,
+    query: Option<&str>,
+) -> Result<A2aHeaders, A2aError> {
+    let a2a = a2a_headers(headers, query)?;
+    let missing: Vec<&str> = state
+        .config
+        .card
+        .extensions
+        .iter()
+        .filter(|e| e.required && !a2a.extensions.iter().any(|x| x == e.uri.as_str()))
+        .map(|e| e.uri.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(A2aError::new(
+            A2aErrorKind::ExtensionSupportRequired,
+            format!(
+                "this agent requires the extension(s) {}: activate them with the A2A-Extensions header",
+                missing.join(", ")
+            ),
+        ));
+    }
+    Ok(a2a)
+}
+
+/// The layer of both bindings that names, in the response's `A2A-Extensions` header, the
+/// extensions of the request's `A2A-Extensions` the agent supports (the ones it activated).
+async fn activated_extensions(
+    State(state): State<Arc<TaskService>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let declared = &state.config.card.extensions;
+    let activated: Vec<String> = if declared.is_empty() {
+        Vec::new()
+    } else {
+        request
+            .headers()
+            .get_all("a2a-extensions")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .filter(|u| declared.iter().any(|e| e.uri.as_str() == *u))
+            .map(String::from)
+            .collect()
+    };
+    let mut resp = next.run(request).await;
+    if let Ok(v) = HeaderValue::from_str(&activated.join(", ")) {
+        if !activated.is_empty() {
+            resp.headers_mut().insert("a2a-extensions", v);
+        }
+    }
+    resp
 }
 
 /// The base URL clients reach this gateway at.

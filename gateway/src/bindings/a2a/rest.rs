@@ -79,7 +79,7 @@ async fn send_params(
     query: Option<&str>,
     body: Body,
 ) -> Result<SendParams, A2aError> {
-    let a2a = super::a2a_headers(headers, query)?;
+    let a2a = super::request_headers(state, headers, query)?;
     let params = body_object(state, headers, body).await?;
     Ok(SendParams {
         id: Value::Null,
@@ -134,7 +134,7 @@ async fn list(
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, RestError> {
-    super::a2a_headers(&headers, raw.as_deref())?;
+    super::request_headers(&state, &headers, raw.as_deref())?;
     Ok(json_response(state.list(&query_params(raw.as_deref()), &caller).await?))
 }
 
@@ -155,7 +155,7 @@ async fn task(
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, RestError> {
-    super::a2a_headers(&headers, raw.as_deref())?;
+    super::request_headers(&state, &headers, raw.as_deref())?;
     match (method, split_segment(&segment)) {
         (Method::GET, (id, None)) => {
             let history = history_length(&query_params(raw.as_deref()))?;
