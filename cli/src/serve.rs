@@ -350,7 +350,8 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
                 "{banner}A2A 1.0 (tasks: {store}):\n  \
                  GET  {base}{card}\n  \
                  POST {base}{path}  JSON-RPC (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask)\n  \
-                 POST {base}/message:send | /message:stream, GET {base}/tasks[/ID], POST {base}/tasks/ID:cancel | :subscribe\n",
+                 POST {base}/message:send | /message:stream, GET {base}/tasks[/ID], POST {base}/tasks/ID:cancel | :subscribe\n  \
+                 gRPC {addr}  lf.a2a.v1.A2AService (HTTP/2 on the same port)\n",
                 card = e2a_gateway::bindings::a2a::card::CARD_PATH
             ),
             None => banner,

@@ -181,7 +181,8 @@ pub(crate) async fn close_if_unread(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use http_body::Body as _;
-    if req.body().is_end_stream() {
+    // HTTP/2 has no `Connection` header: a stream is reset on its own (gRPC's included)
+    if req.body().is_end_stream() || req.version() >= axum::http::Version::HTTP_2 {
         return next.run(req).await;
     }
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -2,8 +2,8 @@
 against `e2a serve --a2a --agent script:gateway/tests/a2a_clients/script.json`.
 
 Usage:
-  python_client.py sessions BASE_URL [--binding JSONRPC|HTTP+JSON]
-  python_client.py auth BASE_URL TOKEN
+  python_client.py sessions BASE_URL [--binding JSONRPC|HTTP+JSON|GRPC]
+  python_client.py auth BASE_URL TOKEN [--binding JSONRPC|GRPC]
   python_client.py chain BASE_URL
   python_client.py tck BASE_URL            (against tck_script.json: the TCK's message-id prefixes)
   python_client.py restart-before BASE_URL STATE_FILE GATEWAY_PID
@@ -86,8 +86,16 @@ def status_text(status):
     return "".join(p.text for p in status.message.parts)
 
 
+def grpc_channel(target):
+    """The channel to a card's GRPC interface (`host:port`), as the SDK's samples make it."""
+    import grpc
+
+    return grpc.aio.insecure_channel(target)
+
+
 async def client_for(base, binding="JSONRPC", streaming=True, interceptors=None):
-    config = ClientConfig(streaming=streaming, supported_protocol_bindings=[binding])
+    config = ClientConfig(streaming=streaming, supported_protocol_bindings=[binding],
+                          grpc_channel_factory=grpc_channel if binding == "GRPC" else None)
     return await create_client(base, client_config=config, interceptors=interceptors)
 
 
@@ -100,8 +108,8 @@ async def sessions(base, binding):
     PREFIX = f"python[{binding}]: "
     card = await A2ACardResolver(httpx.AsyncClient(), base).get_agent_card()
     bindings = {i.protocol_binding: i.url for i in card.supported_interfaces}
-    check("card resolution", card.capabilities.streaming and "JSONRPC" in bindings and "HTTP+JSON" in bindings,
-          MessageToDict(card))
+    check("card resolution", card.capabilities.streaming and "JSONRPC" in bindings and "HTTP+JSON" in bindings
+          and binding in bindings, MessageToDict(card))
 
     unary = await client_for(base, binding, streaming=False)
     events = await collect(unary.send_message(SendMessageRequest(message=message("hello there"))))
@@ -220,24 +228,26 @@ class Token(CredentialService):
         return self.token if security_scheme_name == "bearer" else None
 
 
-async def auth(base, token):
+async def auth(base, token, binding="JSONRPC"):
     global PREFIX
-    PREFIX = "python[auth]: "
+    PREFIX = f"python[auth {binding}]: "
     card = await A2ACardResolver(httpx.AsyncClient(), base).get_agent_card()
     check("card is public and declares bearer", "bearer" in card.security_schemes
           and card.security_schemes["bearer"].http_auth_security_scheme.scheme.lower() == "bearer")
-    good = await client_for(base, interceptors=[AuthInterceptor(Token(token))])
+    good = await client_for(base, binding, interceptors=[AuthInterceptor(Token(token))])
     events = await collect(good.send_message(SendMessageRequest(message=message("hello"))))
     check("bearer accepted", events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED)
     extended = await good.get_extended_agent_card(GetExtendedAgentCardRequest())
     check("GetExtendedAgentCard for an authenticated caller", extended.name == card.name)
     for name, interceptors in [("no token", None), ("wrong token", [AuthInterceptor(Token("wrong"))])]:
-        bad = await client_for(base, interceptors=interceptors)
+        bad = await client_for(base, binding, interceptors=interceptors)
         try:
             await collect(bad.send_message(SendMessageRequest(message=message("hello"))))
             check(f"{name} refused", False, "accepted")
         except A2AClientError as e:
-            check(f"{name} refused", "401" in str(e), str(e))
+            # HTTP: the 401; gRPC: UNAUTHENTICATED, its ErrorInfo reason
+            refused = ("UNAUTHENTICATED" if binding == "GRPC" else "401") in str(e)
+            check(f"{name} refused", refused, repr(e))
 
 
 async def chain(base):
@@ -372,7 +382,8 @@ async def main(argv):
             binding = argv[4] if len(argv) > 4 and argv[3] == "--binding" else "JSONRPC"
             await sessions(base, binding)
         elif mode == "auth":
-            await auth(base, argv[3])
+            binding = argv[5] if len(argv) > 5 and argv[4] == "--binding" else "JSONRPC"
+            await auth(base, argv[3], binding)
         elif mode == "chain":
             await chain(base)
         elif mode == "tck":

@@ -4,7 +4,8 @@
 #
 # Sessions: card resolution, SendMessage, streaming, GetTask, ListTasks, CancelTask mid-stream,
 # input-required round trip, artifacts of each kind, direct message reply, SubscribeToTask after
-# a dropped connection (snapshot and Last-Event-ID), errors — over JSON-RPC and HTTP+JSON; bearer
+# a dropped connection (snapshot and Last-Event-ID), errors — over JSON-RPC, HTTP+JSON and gRPC
+# (the gRPC binding on the same port, a2a-sdk's grpcio client); bearer
 # auth accepted and refused; a restart (SIGKILL mid-stream, same SQLite file, resubscribe: no
 # event lost or repeated); a chain (`--agent a2a:URL` in front of a second gateway); named agents
 # and callers of `e2a serve --config FILE` (named_agents.py: config check, each agent's card and
@@ -85,6 +86,7 @@ start main "$port" --store "sqlite:$db" --agent "script:$script"
 base="http://127.0.0.1:$port"
 run python-jsonrpc "$py" "$here/python_client.py" sessions "$base" --binding JSONRPC
 run python-rest "$py" "$here/python_client.py" sessions "$base" --binding HTTP+JSON
+run python-grpc "$py" "$here/python_client.py" sessions "$base" --binding GRPC
 run js node "$here/js/stream.mjs" "$base"
 
 # restart: SIGKILL the gateway mid-stream (from the client), start it on the same file, resubscribe
@@ -99,6 +101,7 @@ printf '%s\n' "$token" >"$work/token"
 aport="$(free_port)"
 start auth "$aport" --store memory --token-file "$work/token" --agent "script:$script"
 run auth "$py" "$here/python_client.py" auth "http://127.0.0.1:$aport" "$token"
+run auth-grpc "$py" "$here/python_client.py" auth "http://127.0.0.1:$aport" "$token" --binding GRPC
 
 # chain: a gateway whose agent is a remote A2A agent (a second gateway)
 cport="$(free_port)"

@@ -100,6 +100,9 @@ pub struct A2aConfig {
     /// Most parts in one message (a message of many tiny parts costs far more in memory than
     /// its bytes).
     pub max_parts: usize,
+    /// Whether the gRPC binding (`lf.a2a.v1.A2AService`) is served, on the same port, and
+    /// declared in the card (the root agent's only; named agents are reached by `tenant`).
+    pub grpc: bool,
 }
 
 impl Default for A2aConfig {
@@ -114,6 +117,7 @@ impl Default for A2aConfig {
             task_retention: std::time::Duration::from_secs(7 * 24 * 3600),
             max_finished_tasks: 100_000,
             max_parts: 1_000,
+            grpc: true,
         }
     }
 }
@@ -127,6 +131,7 @@ impl A2aConfig {
             jsonrpc_path: prefix.clone(),
             rest_path: prefix,
             card,
+            grpc: false,
             ..self.clone()
         }
     }
@@ -164,6 +169,15 @@ pub fn build_card(config: &A2aConfig, base: &str, secured: bool, extended: bool)
         "defaultOutputModes": c.default_output_modes,
         "skills": skills,
     });
+    if config.grpc {
+        // a gRPC target is `host:port` (gRPC's service paths are fixed, at the root), as the
+        // official SDKs' cards write it
+        let authority = base.split_once("://").map_or(base, |(_, rest)| rest);
+        let authority = authority.split('/').next().unwrap_or(authority);
+        if let Some(interfaces) = card["supportedInterfaces"].as_array_mut() {
+            interfaces.push(json!({"url": authority, "protocolBinding": "GRPC", "protocolVersion": "1.0"}));
+        }
+    }
     if !c.extensions.is_empty() {
         card["capabilities"]["extensions"] = serde_json::to_value(&c.extensions).unwrap_or_default();
     }

@@ -21,6 +21,7 @@
 
 pub mod card;
 pub(crate) mod error_form;
+mod grpc;
 mod jsonrpc;
 mod rest;
 
@@ -73,11 +74,18 @@ pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
     if !prefix.is_empty() {
         router = router.route(&format!("{prefix}{}", card::CARD_PATH), get(agent_card));
     }
-    router
+    let router = router
         .layer(axum::middleware::from_fn(error_form::rest))
         .merge(rest)
         .merge(rpc)
-        .with_state(state)
+        .with_state(state.clone());
+    // gRPC's routes are fixed (`/lf.a2a.v1.A2AService/…`): the root agent's; a named agent is
+    // reached over gRPC by its `tenant`
+    if root_card && state.config.grpc {
+        router.merge(grpc::router(state))
+    } else {
+        router
+    }
 }
 
 /// The HTTP+JSON routes of a named agent under `prefix` alone (A2A 1.0's `/{tenant}/…`
