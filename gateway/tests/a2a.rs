@@ -13,7 +13,7 @@ use e2a_gateway::bindings::a2a::A2aConfig;
 use e2a_gateway::store::SqliteStore;
 use e2a_gateway::store::{MemoryStore, StoreNotice, TaskStore};
 use e2a_gateway::store::{PgOptions, PgStore};
-use e2a_gateway::store::{TaskAppend, TaskQuery, TaskRecord};
+use e2a_gateway::store::{SentRecord, TaskAppend, TaskQuery, TaskRecord};
 use e2a_gateway::{Auth, Gateway, GatewayConfig};
 use serde_json::{json, Value};
 
@@ -430,6 +430,97 @@ async fn required_extensions_are_declared_enforced_and_echoed() {
     );
     let v: Value = resp.json().await.expect("json");
     assert!(v["result"]["task"].is_object(), "{v}");
+}
+
+/// A message sent twice (a retry) gets the task of the first send, without running the agent
+/// again — on both bindings, streaming too, and after a restart on the same SQLite file; the
+/// same messageId with other content is refused; an `Idempotency-Key` on HTTP+JSON gets the
+/// first answer for the same request and `409` for another.
+#[tokio::test]
+async fn a_message_sent_twice_is_delivered_once() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("tasks.db");
+    let s = sqlite_gateway(&db).await;
+    let b = s.base.clone();
+    let send = msg("hello");
+    let first = rpc(&b, "SendMessage", send.clone()).await;
+    let task = first["result"]["task"]["id"].as_str().expect("a task").to_string();
+    let again = rpc(&b, "SendMessage", send.clone()).await;
+    assert_eq!(again["result"]["task"]["id"], json!(task), "{again}");
+    assert_eq!(
+        again["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{again}"
+    );
+    // the streaming retry replays the first send's turn
+    let events = stream_rpc(&b, "SendStreamingMessage", send.clone(), None).await;
+    assert_eq!(events[0].1["result"]["task"]["id"], json!(task), "{events:?}");
+    let last = &events.last().expect("events").1;
+    assert_eq!(
+        last["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{last}"
+    );
+    // the same id over HTTP+JSON (the same caller)
+    let resp = post_a2a(format!("{b}/message:send"), send.to_string()).await;
+    let v: Value = resp.json().await.expect("json");
+    assert_eq!(v["task"]["id"], json!(task), "{v}");
+    // one task: the agent ran once
+    let listed = rpc(&b, "ListTasks", json!({})).await;
+    assert_eq!(listed["result"]["tasks"].as_array().map(Vec::len), Some(1), "{listed}");
+    // other content under the same messageId
+    let mut other = send.clone();
+    other["message"]["parts"][0]["text"] = json!("something else");
+    let refused = rpc(&b, "SendMessage", other).await;
+    assert_eq!(code(&refused), -32600, "{refused}");
+    assert!(
+        refused["error"]["message"].as_str().unwrap_or("").contains("messageId"),
+        "{refused}"
+    );
+    // the window is in the store: a restarted gateway remembers
+    drop(s);
+    let s = sqlite_gateway(&db).await;
+    let after = rpc(&s.base, "SendMessage", send.clone()).await;
+    assert_eq!(after["result"]["task"]["id"], json!(task), "{after}");
+    // Idempotency-Key: the same request again is the first answer, another one a conflict
+    let keyed = |body: Value| {
+        client()
+            .post(format!("{}/message:send", s.base))
+            .header("A2A-Version", "1.0")
+            .header("content-type", "application/json")
+            .header("Idempotency-Key", "order-42")
+            .body(body.to_string())
+            .send()
+    };
+    let one = keyed(msg("hello")).await.expect("send");
+    assert_eq!(one.status(), 200);
+    let one: Value = one.json().await.expect("json");
+    let body = json!({"message": {"messageId": "fixed-id", "role": "ROLE_USER", "parts": [{"text": "hello"}]}});
+    let first_keyed = keyed(body.clone()).await.expect("send");
+    assert_eq!(first_keyed.status(), 409, "another request under a used key");
+    let v: Value = first_keyed.json().await.expect("json");
+    assert_eq!(v["error"]["status"], "ABORTED", "{v}");
+    let other_key = client()
+        .post(format!("{}/message:send", s.base))
+        .header("A2A-Version", "1.0")
+        .header("content-type", "application/json")
+        .header("Idempotency-Key", "order-43")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("send");
+    let two: Value = other_key.json().await.expect("json");
+    let repeat = client()
+        .post(format!("{}/message:send", s.base))
+        .header("A2A-Version", "1.0")
+        .header("content-type", "application/json")
+        .header("Idempotency-Key", "order-43")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(repeat.status(), 200);
+    let repeat: Value = repeat.json().await.expect("json");
+    assert_eq!(repeat["task"]["id"], two["task"]["id"], "{repeat}");
+    assert_ne!(one["task"]["id"], two["task"]["id"]);
 }
 
 #[tokio::test]
@@ -1019,6 +1110,24 @@ async fn store_contract(store: &dyn TaskStore) {
     assert_eq!(
         log,
         vec![(5, json!({"n": 10})), (6, json!({"n": 11})), (7, json!({"n": 12}))]
+    );
+    // what callers sent: the first record of an owner's key wins, other owners have their own
+    let sent = |owner: &str, fingerprint: &str, task: &str| SentRecord {
+        owner: owner.into(),
+        key: "message:m-1".into(),
+        fingerprint: fingerprint.into(),
+        task_id: task.into(),
+        at_ms: 1_700_000_000_000,
+    };
+    assert_eq!(
+        store.remember_send(sent("ann", "f1", "a")).await.expect("remember"),
+        None
+    );
+    let first = store.remember_send(sent("ann", "f2", "b")).await.expect("remember");
+    assert_eq!(first, Some(sent("ann", "f1", "a")));
+    assert_eq!(
+        store.remember_send(sent("bob", "f2", "b")).await.expect("remember"),
+        None
     );
 }
 

@@ -10,8 +10,8 @@ use e2a::types::{A2aTask, A2aTaskState};
 use parking_lot::Mutex;
 
 use super::{
-    millis, now_ms, SessionPage, SessionQuery, SessionRecord, StoreError, StoreFuture, StoredEvent, TaskAppend,
-    TaskPage, TaskQuery, TaskRecord, TaskStore,
+    millis, now_ms, SentRecord, SessionPage, SessionQuery, SessionRecord, StoreError, StoreFuture, StoredEvent,
+    TaskAppend, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 
 /// Tasks in memory: lost when the process ends. Snapshots and events are kept as compact JSON
@@ -21,6 +21,8 @@ pub struct MemoryStore {
     inner: Mutex<HashMap<String, MemoryTask>>,
     /// ACP sessions and their histories.
     sessions: Mutex<HashMap<String, (SessionRecord, std::collections::VecDeque<String>)>>,
+    /// What callers sent, by owner and key (idempotent delivery).
+    sent: Mutex<HashMap<(String, String), SentRecord>>,
 }
 
 impl MemoryStore {
@@ -129,6 +131,24 @@ impl TaskStore for MemoryStore {
         "memory".into()
     }
 
+    fn find_send<'a>(&'a self, owner: &'a str, key: &'a str) -> StoreFuture<'a, Option<SentRecord>> {
+        Box::pin(async move { Ok(self.sent.lock().get(&(owner.to_string(), key.to_string())).cloned()) })
+    }
+
+    fn remember_send(&self, record: SentRecord) -> StoreFuture<'_, Option<SentRecord>> {
+        Box::pin(async move {
+            let mut sent = self.sent.lock();
+            let key = (record.owner.clone(), record.key.clone());
+            match sent.get(&key) {
+                Some(first) => Ok(Some(first.clone())),
+                None => {
+                    sent.insert(key, record);
+                    Ok(None)
+                }
+            }
+        })
+    }
+
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
         Box::pin(async move {
             let map = self.inner.lock();
@@ -206,6 +226,9 @@ impl TaskStore for MemoryStore {
                     gone += 1;
                 }
             }
+            self.sent
+                .lock()
+                .retain(|_, r| r.at_ms >= before && map.contains_key(&r.task_id));
             Ok(gone)
         })
     }

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 use super::{
-    FrameWrite, RunLog, SessionPage, SessionQuery, SessionRecord, StoreFuture, StoreNotice, StoredEvent, TaskAppend,
-    TaskPage, TaskQuery, TaskRecord, TaskStore,
+    FrameWrite, RunLog, SentRecord, SessionPage, SessionQuery, SessionRecord, StoreFuture, StoreNotice, StoredEvent,
+    TaskAppend, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 use crate::web::metrics::MetricsHandle;
 
@@ -60,6 +60,14 @@ impl TaskStore for MeteredStore {
 
     fn list(&self, query: TaskQuery) -> StoreFuture<'_, TaskPage> {
         self.timed("list", self.inner.list(query))
+    }
+
+    fn remember_send(&self, record: SentRecord) -> StoreFuture<'_, Option<SentRecord>> {
+        self.timed("remember_send", self.inner.remember_send(record))
+    }
+
+    fn find_send<'a>(&'a self, owner: &'a str, key: &'a str) -> StoreFuture<'a, Option<SentRecord>> {
+        self.timed("find_send", self.inner.find_send(owner, key))
     }
 
     fn shared(&self) -> bool {

@@ -314,6 +314,22 @@ pub enum StoreNotice {
     },
 }
 
+/// That a caller sent something, for idempotent delivery: a retry with the same key and the
+/// same content gets the task the first send started; other content under the key is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentRecord {
+    /// Who sent it: the task owner ([`crate::agent::Caller::owner`]; empty when anonymous).
+    pub owner: String,
+    /// What it was sent as: `message:<messageId>` or `key:<Idempotency-Key>`.
+    pub key: String,
+    /// The SHA-256 (hex) of its content's canonical JSON.
+    pub fingerprint: String,
+    /// The task it started (or continued).
+    pub task_id: String,
+    /// When, in ms since the Unix epoch.
+    pub at_ms: i64,
+}
+
 /// A task store (see the module docs). Implementations must make [`TaskStore::append`] atomic:
 /// the snapshot and the event are written together, and the event gets the next sequence
 /// number of its task.
@@ -383,6 +399,24 @@ pub trait TaskStore: Send + Sync + 'static {
     fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
         let _ = id;
         Box::pin(async { Ok(()) })
+    }
+
+    /// Remembers that a caller sent something (`record`: a message by its `messageId`, a
+    /// request by its `Idempotency-Key`) unless the same owner already sent the same key: then
+    /// that first record, kept as it was (the first send wins, atomically across the gateways
+    /// sharing the store). Records are forgotten with the tasks ([`TaskStore::prune_tasks`]:
+    /// as old as the finished tasks it forgets, or naming a task no longer kept). Default:
+    /// remembers nothing (every send is new).
+    fn remember_send(&self, record: SentRecord) -> StoreFuture<'_, Option<SentRecord>> {
+        let _ = record;
+        Box::pin(async { Ok(None) })
+    }
+
+    /// The record of what `owner` sent as `key`, if any ([`TaskStore::remember_send`]).
+    /// Default: none.
+    fn find_send<'a>(&'a self, owner: &'a str, key: &'a str) -> StoreFuture<'a, Option<SentRecord>> {
+        let _ = (owner, key);
+        Box::pin(async { Ok(None) })
     }
 
     /// Forgets the finished tasks (completed, failed, canceled, rejected) last updated longer

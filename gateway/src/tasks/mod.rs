@@ -15,6 +15,7 @@ mod feed;
 mod log;
 mod params;
 mod send;
+mod sent;
 mod snapshot;
 mod turn;
 
@@ -127,6 +128,8 @@ enum SendOutcome {
     Stream { id: String, events: EventStream },
     /// A task, to a non-streaming send: its id, and the task when the turn ends.
     Task { id: String, done: TurnDone },
+    /// The same send made before (same key, same content): its task, the agent not run again.
+    Repeat { id: String },
 }
 
 /// What a non-streaming send (`SendMessage`) is answered with.
@@ -155,6 +158,9 @@ pub struct SendParams {
     /// The trace the request belongs to (its `traceparent` or `X-Trace-ID`): the envelope's
     /// `correlation_id` when the message names none.
     pub trace_id: Option<String>,
+    /// The request's `Idempotency-Key` (HTTP bindings): a retry with the same key and the
+    /// same request gets the first one's task; another request under it is refused (`409`).
+    pub idempotency_key: Option<String>,
 }
 
 impl TaskService {

@@ -52,6 +52,15 @@ impl TaskService {
                 Sent::Task(self.sent_task(&id, Some(done), blocking, history, &caller).await?)
             }
             SendOutcome::Stream { id, .. } => Sent::Task(self.sent_task(&id, None, false, history, &caller).await?),
+            SendOutcome::Repeat { id } => {
+                // a blocking repeat waits, as the first send did, for the turn to end
+                if blocking {
+                    let mut events = self.follow(id.clone(), 0, None, Until::TurnEnd);
+                    let drained = async { while events.next().await.is_some() {} };
+                    let _ = tokio::time::timeout(self.config.blocking_timeout, drained).await;
+                }
+                Sent::Task(self.sent_task(&id, None, false, history, &caller).await?)
+            }
         })
     }
 
@@ -69,18 +78,21 @@ impl TaskService {
                 Box::pin(futures_util::stream::iter([Ok(event)]))
             }
             SendOutcome::Stream { events, .. } => events,
-            SendOutcome::Task { id, .. } => self.follow(id, 0, None, Until::TurnEnd),
+            SendOutcome::Task { id, .. } | SendOutcome::Repeat { id } => self.follow(id, 0, None, Until::TurnEnd),
         })
     }
 
     /// Starts a turn: a new task, or the answer to a paused one.
     async fn send(self: &Arc<Self>, p: SendParams, streaming: bool) -> Result<SendOutcome, A2aError> {
+        // the keys the send is remembered by, read before it is decoded (idempotent delivery)
+        let keys = super::sent::SendKeys::of(&p);
         let SendParams {
             id,
             params,
             headers,
             caller,
             trace_id,
+            ..
         } = p;
         let Decoded {
             mut env,
@@ -88,9 +100,16 @@ impl TaskService {
             return_immediately,
         } = decode_send(&self.config, streaming, id, params, &headers)?;
         crate::web::trace::correlate(&mut env, trace_id);
-        // an existing task (a paused one, answered) or a new one
+        // an existing task (a paused one, answered) or a new one; a repeated answer finds its
+        // task no longer paused: what the first answer started
         let existing = match env.task_id.clone() {
-            Some(id) => Some(self.answerable(&id, env.context_id.as_deref(), &caller).await?),
+            Some(id) => match self.answerable(&id, env.context_id.as_deref(), &caller).await {
+                Ok(record) => Some(record),
+                Err(e) => match self.sent_before(&caller, &keys).await? {
+                    Some(id) => return Ok(SendOutcome::Repeat { id }),
+                    None => return Err(e),
+                },
+            },
             None => None,
         };
         let admission = self
@@ -101,6 +120,11 @@ impl TaskService {
             .as_ref()
             .map(|r| r.id.clone())
             .unwrap_or_else(e2a::stream::new_ordered_id);
+        // a send this caller already made (same key, same content): its task, the agent not
+        // run again; remembered only now, once the send is known to start a turn
+        if let Some(id) = self.repeated(&caller, &keys, &task_id).await? {
+            return Ok(SendOutcome::Repeat { id });
+        }
         let context_id = existing
             .as_ref()
             .map(|r| r.context_id.clone())

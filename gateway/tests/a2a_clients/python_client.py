@@ -118,6 +118,21 @@ async def sessions(base, binding):
     check("status message carries the final text", status_text(task.status) == "Echo: hello there",
           status_text(task.status))
 
+    # a retry (the same message, the same messageId) is delivered once: the first send's task
+    first_message = message("hello again")
+    one = (await collect(unary.send_message(SendMessageRequest(message=first_message))))[-1].task
+    two = (await collect(unary.send_message(SendMessageRequest(message=first_message))))[-1].task
+    check("a retried SendMessage (same messageId) gets the first send's task", one.id and one.id == two.id
+          and two.status.state == TaskState.TASK_STATE_COMPLETED, (one.id, two.id))
+    changed = Message()
+    changed.CopyFrom(first_message)
+    changed.parts[0].text = "something else"
+    try:
+        await collect(unary.send_message(SendMessageRequest(message=changed)))
+        check("the same messageId with other content refused", False, "accepted")
+    except Exception as e:  # the SDK's InvalidRequestError (an A2AError), or its client error
+        check("the same messageId with other content refused", "messageId" in str(e), repr(e))
+
     got = await unary.get_task(GetTaskRequest(id=task.id, history_length=1))
     check("GetTask with historyLength", got.id == task.id and len(got.history) == 1, MessageToDict(got))
 

@@ -177,6 +177,7 @@ impl Call {
                 headers,
                 caller: self.caller,
                 trace_id,
+                idempotency_key: None,
             },
         ))
     }

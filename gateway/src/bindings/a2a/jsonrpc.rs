@@ -180,6 +180,7 @@ async fn dispatch(
                 headers: a2a,
                 caller: caller.clone(),
                 trace_id: crate::web::trace::TraceContext::from_headers(headers).trace_id,
+                idempotency_key: None,
             };
             if op == A2aOperation::SendStreamingMessage {
                 return Ok(stream(state.send_streaming(send).await?));

@@ -58,6 +58,17 @@ CREATE TABLE e2a_run_frames (
     PRIMARY KEY (run, seq)
 );
 ",
+    "
+CREATE TABLE a2a_sent (
+    owner TEXT NOT NULL,
+    key TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    at_ms BIGINT NOT NULL,
+    PRIMARY KEY (owner, key)
+);
+CREATE INDEX a2a_sent_at ON a2a_sent (at_ms);
+",
 ];
 
 /// `host:port/dbname` of a configuration: what logs say, without user or password.

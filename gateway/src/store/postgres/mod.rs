@@ -51,8 +51,8 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{
-    millis, FrameWrite, RunLog, StoreError, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery,
-    TaskRecord, TaskStore,
+    millis, FrameWrite, RunLog, SentRecord, StoreError, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage,
+    TaskQuery, TaskRecord, TaskStore,
 };
 use e2a::types::A2aTaskState;
 
@@ -205,6 +205,23 @@ impl PgStore {
     }
 
     /// The rows of `sql` (prepared once per connection) with `args`, on a pooled connection.
+    /// The record of what `owner` sent as `key`.
+    async fn sent_record(&self, owner: &str, key: &str) -> Result<Option<SentRecord>, StoreError> {
+        let rows = self
+            .rows(
+                "SELECT fingerprint, task_id, at_ms FROM a2a_sent WHERE owner = $1 AND key = $2",
+                &[&owner, &key],
+            )
+            .await?;
+        Ok(rows.first().map(|r| SentRecord {
+            owner: owner.to_string(),
+            key: key.to_string(),
+            fingerprint: r.get(0),
+            task_id: r.get(1),
+            at_ms: r.get(2),
+        }))
+    }
+
     async fn rows(
         &self,
         sql: &str,
@@ -337,6 +354,34 @@ impl TaskStore for PgStore {
 
     fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
         Box::pin(self.prune_finished_tasks(older_than, keep))
+    }
+
+    fn remember_send(&self, record: SentRecord) -> StoreFuture<'_, Option<SentRecord>> {
+        Box::pin(async move {
+            // the insert; when it conflicted, the first record, read by a statement of its
+            // own (its snapshot sees a record another gateway committed meanwhile)
+            let added = self
+                .rows(
+                    "INSERT INTO a2a_sent (owner, key, fingerprint, task_id, at_ms) VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (owner, key) DO NOTHING RETURNING owner",
+                    &[
+                        &record.owner,
+                        &record.key,
+                        &record.fingerprint,
+                        &record.task_id,
+                        &record.at_ms,
+                    ],
+                )
+                .await?;
+            if !added.is_empty() {
+                return Ok(None);
+            }
+            self.sent_record(&record.owner, &record.key).await
+        })
+    }
+
+    fn find_send<'a>(&'a self, owner: &'a str, key: &'a str) -> StoreFuture<'a, Option<SentRecord>> {
+        Box::pin(self.sent_record(owner, key))
     }
 
     fn keeps_runs(&self) -> bool {

@@ -113,7 +113,14 @@ impl PgStore {
              RETURNING id"
         );
         let then = "DELETE FROM a2a_task_events WHERE task_id = ANY($1)";
-        self.prune(&gone, then, older_than, keep).await
+        let n = self.prune(&gone, then, older_than, keep).await?;
+        // what callers sent, as old as the tasks forgotten, or of a task no longer kept
+        let sent = format!(
+            "DELETE FROM a2a_sent WHERE at_ms < {NOW_MS} - $1
+               OR NOT EXISTS (SELECT 1 FROM a2a_tasks t WHERE t.id = a2a_sent.task_id)"
+        );
+        self.rows(&sent, &[&millis(older_than)]).await?;
+        Ok(n)
     }
 
     pub(super) async fn prune_run_logs(&self, older_than: Duration, keep: usize) -> Result<u64, StoreError> {

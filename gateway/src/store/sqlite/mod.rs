@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{
-    run_seq, FrameWrite, RunLog, SessionPage, SessionQuery, SessionRecord, StoreError, StoreFuture, StoredEvent,
-    StoredFrame, TaskAppend, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    run_seq, FrameWrite, RunLog, SentRecord, SessionPage, SessionQuery, SessionRecord, StoreError, StoreFuture,
+    StoredEvent, StoredFrame, TaskAppend, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 
 const SCHEMA: &str = "
@@ -65,6 +65,14 @@ CREATE TABLE IF NOT EXISTS e2a_run_frames (
     seq INTEGER NOT NULL,
     frame TEXT NOT NULL,
     PRIMARY KEY (run, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS a2a_sent (
+    owner TEXT NOT NULL,
+    key TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    PRIMARY KEY (owner, key)
 ) WITHOUT ROWID;
 ";
 
@@ -372,9 +380,40 @@ impl TaskStore for SqliteStore {
         let deletes = [
             format!("DELETE FROM a2a_task_events WHERE task_id IN ({gone})"),
             format!("DELETE FROM a2a_tasks WHERE id IN ({gone})"),
+            // what callers sent, as old as the tasks forgotten, or of a task no longer kept
+            // (`?2` is bound and unused: every statement takes the same two)
+            "DELETE FROM a2a_sent WHERE (at_ms < ?1 OR task_id NOT IN (SELECT id FROM a2a_tasks)) AND ?2 >= 0".into(),
         ];
         // a finished task has no lease: no `?3`
         Box::pin(self.write(move |tx| prune(tx, &deletes, older_than, keep, false)))
+    }
+
+    fn remember_send(&self, record: SentRecord) -> StoreFuture<'_, Option<SentRecord>> {
+        Box::pin(self.write(move |tx| {
+            let added = tx
+                .prepare_cached(
+                    "INSERT INTO a2a_sent (owner, key, fingerprint, task_id, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (owner, key) DO NOTHING",
+                )
+                .map_err(backend)?
+                .execute(params![
+                    record.owner,
+                    record.key,
+                    record.fingerprint,
+                    record.task_id,
+                    record.at_ms
+                ])
+                .map_err(backend)?;
+            if added == 1 {
+                return Ok(None);
+            }
+            sent_record(tx, &record.owner, &record.key)
+        }))
+    }
+
+    fn find_send<'a>(&'a self, owner: &'a str, key: &'a str) -> StoreFuture<'a, Option<SentRecord>> {
+        let (owner, key) = (owner.to_string(), key.to_string());
+        Box::pin(self.with(move |c| sent_record(c, &owner, &key)))
     }
 
     fn keeps_runs(&self) -> bool {
@@ -587,6 +626,25 @@ impl TaskStore for SqliteStore {
 
 /// One retention step: `deletes` run in order with `?1` the time before which rows go, `?2`
 /// how many to keep and, `with_now`, `?3` now; the last one's count is how many went.
+/// The record of what `owner` sent as `key`.
+fn sent_record(c: &Connection, owner: &str, key: &str) -> Result<Option<SentRecord>, StoreError> {
+    c.query_row(
+        "SELECT fingerprint, task_id, at_ms FROM a2a_sent WHERE owner = ?1 AND key = ?2",
+        params![owner, key],
+        |r| {
+            Ok(SentRecord {
+                owner: owner.to_string(),
+                key: key.to_string(),
+                fingerprint: r.get(0)?,
+                task_id: r.get(1)?,
+                at_ms: r.get(2)?,
+            })
+        },
+    )
+    .optional()
+    .map_err(backend)
+}
+
 fn prune(
     tx: &Connection,
     deletes: &[String],

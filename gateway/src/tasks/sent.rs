@@ -1,0 +1,225 @@
+//! Idempotent delivery: what a caller sent is remembered in the store (by `messageId`, and by
+//! `Idempotency-Key` on the HTTP bindings) with a fingerprint of its content, so that a retry
+//! gets the task the first send started — without running the agent again — and other content
+//! under the same key is refused.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::error::{A2aError, A2aErrorKind};
+use super::SendParams;
+use super::TaskService;
+use crate::agent::Caller;
+use crate::store::{now_ms, SentRecord};
+
+/// [`fingerprint`] of an object.
+pub(crate) fn fingerprint_object(m: &serde_json::Map<String, Value>) -> String {
+    let mut text = String::new();
+    canonical_object(m, &mut text);
+    digest(&text)
+}
+
+/// The SHA-256 (hex) of `v`'s canonical JSON: object keys sorted at every level, no
+/// whitespace, so that the same content written in another key order is the same content.
+pub(crate) fn fingerprint(v: &Value) -> String {
+    let mut text = String::new();
+    canonical(v, &mut text);
+    digest(&text)
+}
+
+fn digest(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `v` as canonical JSON: keys sorted at every level, no whitespace.
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => canonical_object(m, out),
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(x, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn canonical_object(m: &serde_json::Map<String, Value>, out: &mut String) {
+    let mut keys: Vec<&String> = m.keys().collect();
+    keys.sort();
+    out.push('{');
+    for (i, k) in keys.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&Value::String(k.clone()).to_string());
+        out.push(':');
+        canonical(&m[k], out);
+    }
+    out.push('}');
+}
+
+/// What the store says of a send.
+pub(crate) enum Delivery {
+    /// Not sent before (or its task is no longer kept): run it.
+    New,
+    /// Sent before with the same content: its task.
+    Repeat(String),
+    /// Sent before with other content: the task of that send.
+    Conflict(String),
+}
+
+impl TaskService {
+    /// Remembers that `caller` sent `key` (`message:<messageId>`, `key:<Idempotency-Key>`)
+    /// with content `fingerprint`, for task `task_id`: a new send, the task of the same send
+    /// made before, or a conflict when the key was sent with other content.
+    pub(crate) async fn deliver_once(
+        &self,
+        caller: &Caller,
+        key: String,
+        fingerprint: String,
+        task_id: &str,
+    ) -> Result<Delivery, A2aError> {
+        let record = SentRecord {
+            owner: caller.owner().unwrap_or_default(),
+            key,
+            fingerprint,
+            task_id: task_id.to_string(),
+            at_ms: now_ms(),
+        };
+        let Some(first) = self.store.remember_send(record.clone()).await? else {
+            return Ok(Delivery::New);
+        };
+        if first.fingerprint != record.fingerprint {
+            return Ok(Delivery::Conflict(first.task_id));
+        }
+        // a first send answered by a direct reply made no task, and a forgotten task is gone:
+        // the send runs again
+        match self.store.get(&first.task_id).await? {
+            Some(_) => Ok(Delivery::Repeat(first.task_id)),
+            None => Ok(Delivery::New),
+        }
+    }
+}
+
+/// The keys a send is remembered by, with the fingerprint of what each covers.
+pub(crate) struct SendKeys {
+    /// `Idempotency-Key` and the whole request's fingerprint.
+    idempotency: Option<(String, String)>,
+    /// `messageId` and the message's fingerprint.
+    message: Option<(String, String)>,
+}
+
+impl SendKeys {
+    /// The keys of send `p`, read before it is decoded (the content as it came).
+    pub(crate) fn of(p: &SendParams) -> Self {
+        let message = p.params.get("message");
+        SendKeys {
+            idempotency: p
+                .idempotency_key
+                .as_ref()
+                .map(|k| (k.clone(), fingerprint_object(&p.params))),
+            message: message
+                .and_then(|m| m.get("messageId"))
+                .and_then(Value::as_str)
+                .filter(|id| !id.is_empty())
+                .zip(message)
+                .map(|(id, m)| (id.to_string(), fingerprint(m))),
+        }
+    }
+}
+
+impl TaskService {
+    /// The task of the same send made before by `caller` (same key, same content), read
+    /// without remembering anything: for a send refused as it stands (an answer to a pause
+    /// that its first sending already answered). Other content under a key is refused as in
+    /// [`TaskService::repeated`].
+    pub(crate) async fn sent_before(&self, caller: &Caller, keys: &SendKeys) -> Result<Option<String>, A2aError> {
+        let owner = caller.owner().unwrap_or_default();
+        let checks = [
+            keys.idempotency.as_ref().map(|(k, f)| (format!("key:{k}"), f)),
+            keys.message.as_ref().map(|(m, f)| (format!("message:{m}"), f)),
+        ];
+        for (key, content) in checks.into_iter().flatten() {
+            let Some(first) = self.store.find_send(&owner, &key).await? else {
+                continue;
+            };
+            if first.fingerprint != *content {
+                return Err(A2aError::new(
+                    A2aErrorKind::InvalidRequest,
+                    format!("{key} was already sent with other content (task {})", first.task_id),
+                ));
+            }
+            if self.store.get(&first.task_id).await?.is_some() {
+                return Ok(Some(first.task_id));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The idempotency checks of a send of `caller` about to start a turn on `task_id`: its
+    /// `Idempotency-Key` (the whole request; another request under it is a conflict, `409` on
+    /// HTTP), then its `messageId` (the message; other content is `InvalidRequest`).
+    /// `Some(task)`: the same send was made before.
+    pub(crate) async fn repeated(
+        &self,
+        caller: &Caller,
+        keys: &SendKeys,
+        task_id: &str,
+    ) -> Result<Option<String>, A2aError> {
+        if let Some((key, content)) = &keys.idempotency {
+            match self
+                .deliver_once(caller, format!("key:{key}"), content.clone(), task_id)
+                .await?
+            {
+                Delivery::New => {}
+                Delivery::Repeat(id) => return Ok(Some(id)),
+                Delivery::Conflict(first) => {
+                    return Err(A2aError::new(
+                        A2aErrorKind::InvalidRequest,
+                        format!("Idempotency-Key {key} was already used for another request (task {first})"),
+                    )
+                    .conflict())
+                }
+            }
+        }
+        let Some((id, content)) = &keys.message else {
+            return Ok(None);
+        };
+        match self
+            .deliver_once(caller, format!("message:{id}"), content.clone(), task_id)
+            .await?
+        {
+            Delivery::New => Ok(None),
+            Delivery::Repeat(task) => Ok(Some(task)),
+            Delivery::Conflict(first) => Err(A2aError::new(
+                A2aErrorKind::InvalidRequest,
+                format!("messageId {id} was already sent with other content (task {first})"),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fingerprint;
+    use serde_json::json;
+
+    #[test]
+    fn the_fingerprint_ignores_key_order_not_content() {
+        let a = json!({"messageId": "m", "parts": [{"text": "hi", "kind": "text"}], "role": "ROLE_USER"});
+        let b = json!({"role": "ROLE_USER", "parts": [{"kind": "text", "text": "hi"}], "messageId": "m"});
+        let c = json!({"role": "ROLE_USER", "parts": [{"kind": "text", "text": "hi!"}], "messageId": "m"});
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        assert_ne!(fingerprint(&a), fingerprint(&c));
+        assert_eq!(fingerprint(&a).len(), 64);
+    }
+}
