@@ -40,8 +40,11 @@ pub(crate) fn router(state: Arc<TaskService>) -> axum::Router {
     let service = Server::new(Grpc { state })
         .max_decoding_message_size(max)
         .max_encoding_message_size(usize::MAX);
-    // the service's own routes, no fallback of their own (unknown paths stay the gateway's)
-    axum::Router::new().route_service(&format!("/{}/{{*method}}", Server::NAME), service)
+    // the service's own routes, no fallback of their own (unknown paths stay the gateway's);
+    // each call in a `request` span, a child of the caller's `traceparent` metadata
+    axum::Router::new()
+        .route_service(&format!("/{}/{{*method}}", Server::NAME), service)
+        .route_layer(axum::middleware::from_fn(crate::web::trace::layer))
 }
 
 struct Grpc {
