@@ -481,44 +481,28 @@ async fn a_message_sent_twice_is_delivered_once() {
     let after = rpc(&s.base, "SendMessage", send.clone()).await;
     assert_eq!(after["result"]["task"]["id"], json!(task), "{after}");
     // Idempotency-Key: the same request again is the first answer, another one a conflict
-    let keyed = |body: Value| {
+    let keyed = |key: &'static str, body: &Value| {
         client()
             .post(format!("{}/message:send", s.base))
             .header("A2A-Version", "1.0")
             .header("content-type", "application/json")
-            .header("Idempotency-Key", "order-42")
+            .header("Idempotency-Key", key)
             .body(body.to_string())
             .send()
     };
-    let one = keyed(msg("hello")).await.expect("send");
-    assert_eq!(one.status(), 200);
-    let one: Value = one.json().await.expect("json");
+    let answer = |resp: reqwest::Response| async move {
+        let status = resp.status().as_u16();
+        (status, resp.json::<Value>().await.expect("json"))
+    };
+    let (status, one) = answer(keyed("order-42", &msg("hello")).await.expect("send")).await;
+    assert_eq!(status, 200, "{one}");
     let body = json!({"message": {"messageId": "fixed-id", "role": "ROLE_USER", "parts": [{"text": "hello"}]}});
-    let first_keyed = keyed(body.clone()).await.expect("send");
-    assert_eq!(first_keyed.status(), 409, "another request under a used key");
-    let v: Value = first_keyed.json().await.expect("json");
+    let (status, v) = answer(keyed("order-42", &body).await.expect("send")).await;
+    assert_eq!(status, 409, "another request under a used key: {v}");
     assert_eq!(v["error"]["status"], "ABORTED", "{v}");
-    let other_key = client()
-        .post(format!("{}/message:send", s.base))
-        .header("A2A-Version", "1.0")
-        .header("content-type", "application/json")
-        .header("Idempotency-Key", "order-43")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("send");
-    let two: Value = other_key.json().await.expect("json");
-    let repeat = client()
-        .post(format!("{}/message:send", s.base))
-        .header("A2A-Version", "1.0")
-        .header("content-type", "application/json")
-        .header("Idempotency-Key", "order-43")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(repeat.status(), 200);
-    let repeat: Value = repeat.json().await.expect("json");
+    let (_, two) = answer(keyed("order-43", &body).await.expect("send")).await;
+    let (status, repeat) = answer(keyed("order-43", &body).await.expect("send")).await;
+    assert_eq!(status, 200, "{repeat}");
     assert_eq!(repeat["task"]["id"], two["task"]["id"], "{repeat}");
     assert_ne!(one["task"]["id"], two["task"]["id"]);
 }
