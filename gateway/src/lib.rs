@@ -240,6 +240,9 @@ impl Gateway {
                 .filter_map(|n| Some((n.name.clone(), n.gateway.a2a.clone()?)))
                 .collect();
             for (name, state) in &named {
+                if root.config.grpc {
+                    let _ = state.grpc_tenant.set(name.clone());
+                }
                 let prefix = format!("{}/{name}", root.config.rest_path.trim_end_matches('/'));
                 router = router.merge(count(
                     bindings::a2a::tenant_router(state.clone(), &prefix),

@@ -107,6 +107,9 @@ pub struct TaskService {
     /// The named agents' services, by name: a request whose `tenant` names one goes there
     /// (A2A 1.0's multi-tenant form). Set when the gateway's routes are built.
     pub(crate) tenants: std::sync::OnceLock<HashMap<String, Arc<TaskService>>>,
+    /// A named agent reached over the root agent's gRPC service: its `tenant` there (its card
+    /// declares that interface). Set when the gateway's routes are built.
+    pub(crate) grpc_tenant: std::sync::OnceLock<String>,
 }
 
 impl std::fmt::Debug for TaskService {
@@ -176,6 +179,7 @@ impl TaskService {
             broken: Mutex::new(HashMap::new()),
             holder: e2a::stream::new_id(),
             tenants: std::sync::OnceLock::new(),
+            grpc_tenant: std::sync::OnceLock::new(),
         }
     }
 

@@ -189,8 +189,15 @@ def http(caller, pacer=None):
     return httpx.AsyncClient(timeout=30, event_hooks=hooks)
 
 
+def grpc_channel(target):
+    import grpc
+
+    return grpc.aio.insecure_channel(target)
+
+
 async def sdk(url, caller, token, binding="JSONRPC", pacer=None):
-    config = ClientConfig(streaming=False, supported_protocol_bindings=[binding], httpx_client=http(caller, pacer))
+    config = ClientConfig(streaming=False, supported_protocol_bindings=[binding], httpx_client=http(caller, pacer),
+                          grpc_channel_factory=grpc_channel if binding == "GRPC" else None)
     interceptors = [AuthInterceptor(Token(token))] if token else None
     return await create_client(url, client_config=config, interceptors=interceptors)
 
@@ -361,10 +368,14 @@ async def sessions(base, setup):
     for name, card_name in AGENTS.items():
         url = f"{base}/a2a/agents/{name}"
         card = await A2ACardResolver(http("anyone"), url).get_agent_card()
-        ifaces = {i.protocol_binding: i.url for i in card.supported_interfaces}
+        ifaces = {i.protocol_binding: i.url for i in card.supported_interfaces if i.protocol_binding != "GRPC"}
         check(f"{name}: card at its own URL (name {card_name!r}, interfaces at {url})",
               card.name == card_name and ifaces.get("JSONRPC") == url
               and all(u == url or u.startswith(url + "/") for u in ifaces.values()), MessageToDict(card))
+        grpc = [i for i in card.supported_interfaces if i.protocol_binding == "GRPC"]
+        check(f"{name}: card's gRPC interface is the gateway's, with tenant {name!r}",
+              len(grpc) == 1 and grpc[0].url == base.removeprefix("http://") and grpc[0].tenant == name,
+              MessageToDict(card))
         check(f"{name}: card declares bearer", "bearer" in card.security_schemes
               and card.security_schemes["bearer"].http_auth_security_scheme.scheme.lower() == "bearer",
               MessageToDict(card))
@@ -384,6 +395,18 @@ async def sessions(base, setup):
             ok = text in said
         check(f"{name}: {caller}'s message answered through the SDK",
               state == TaskState.TASK_STATE_COMPLETED and ok, (state, status, said))
+    # gRPC: the root agent's service reaches a named agent by the card's tenant; allow-lists hold
+    bob_grpc = await sdk(f"{base}/a2a/agents/echoer", "bob", setup.bob, binding="GRPC")
+    state, _, said = answer(await send(bob_grpc, "hello echoer over grpc"))
+    check("echoer over gRPC (tenant from its card): bob's message answered",
+          state == TaskState.TASK_STATE_COMPLETED and "hello echoer over grpc" in said, (state, said))
+    await alice_pace.wait()
+    alice_grpc = await sdk(f"{base}/a2a/agents/helper", "alice", setup.alice, binding="GRPC")
+    try:
+        await send(alice_grpc, "hi")
+        check("alice -> helper over gRPC: refused", False, "answered")
+    except Exception as e:  # noqa: BLE001 - the SDK's error for PERMISSION_DENIED
+        check("alice -> helper over gRPC: PERMISSION_DENIED", "PERMISSION_DENIED" in str(e), repr(e))
     alice_writer = await sdk(f"{base}/a2a/agents/writer", "alice", setup.alice, pacer=alice_pace)
     state, status, _ = answer(await send(alice_writer, "hi writer"))
     check("writer: alice (allowed writer) answered", state == TaskState.TASK_STATE_COMPLETED
@@ -529,7 +552,9 @@ async def sessions(base, setup):
     check("GET /a2a/agents (no credential) lists the three cards", r.status_code == 200
           and names == sorted(AGENTS.values()), (r.status_code, r.text[:500]))
     if isinstance(cards, list):
-        urls = {c.get("name"): [i.get("url") for i in c.get("supportedInterfaces", [])] for c in cards}
+        # the HTTP interfaces (the gRPC one is the gateway's host:port, with the agent as tenant)
+        urls = {c.get("name"): [i.get("url") for i in c.get("supportedInterfaces", [])
+                                if i.get("protocolBinding") != "GRPC"] for c in cards}
         ok = all(urls.get(card) and all(u.startswith(f"{base}/a2a/agents/{name}") for u in urls[card])
                  for name, card in AGENTS.items())
         check("listed cards point at the named routes", ok, urls)

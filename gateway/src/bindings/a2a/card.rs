@@ -170,13 +170,7 @@ pub fn build_card(config: &A2aConfig, base: &str, secured: bool, extended: bool)
         "skills": skills,
     });
     if config.grpc {
-        // a gRPC target is `host:port` (gRPC's service paths are fixed, at the root), as the
-        // official SDKs' cards write it
-        let authority = base.split_once("://").map_or(base, |(_, rest)| rest);
-        let authority = authority.split('/').next().unwrap_or(authority);
-        if let Some(interfaces) = card["supportedInterfaces"].as_array_mut() {
-            interfaces.push(json!({"url": authority, "protocolBinding": "GRPC", "protocolVersion": "1.0"}));
-        }
+        add_grpc(&mut card, base, None);
     }
     if !c.extensions.is_empty() {
         card["capabilities"]["extensions"] = serde_json::to_value(&c.extensions).unwrap_or_default();
@@ -203,6 +197,21 @@ pub fn build_card(config: &A2aConfig, base: &str, secured: bool, extended: bool)
         );
     }
     card
+}
+
+/// Adds the gRPC interface to `card`: `host:port` of `base` (a gRPC target; gRPC's service
+/// paths are fixed, at the root), as the official SDKs' cards write it; with `tenant`, the
+/// named agent the root agent's gRPC service reaches by its `tenant` field.
+pub fn add_grpc(card: &mut Value, base: &str, tenant: Option<&str>) {
+    let authority = base.split_once("://").map_or(base, |(_, rest)| rest);
+    let authority = authority.split('/').next().unwrap_or(authority);
+    let mut interface = json!({"url": authority, "protocolBinding": "GRPC", "protocolVersion": "1.0"});
+    if let Some(t) = tenant {
+        interface["tenant"] = t.into();
+    }
+    if let Some(interfaces) = card["supportedInterfaces"].as_array_mut() {
+        interfaces.push(interface);
+    }
 }
 
 /// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110).

@@ -243,6 +243,18 @@ async fn activated_extensions(
     resp
 }
 
+impl TaskService {
+    /// The agent's card for clients at `base` ([`card::build_card`]); a named agent's names
+    /// the root agent's gRPC service with its `tenant` when the root serves gRPC.
+    fn card(&self, base: &str, secured: bool, extended: bool) -> serde_json::Value {
+        let mut c = card::build_card(&self.config, base, secured, extended);
+        if let Some(tenant) = self.grpc_tenant.get() {
+            card::add_grpc(&mut c, base, Some(tenant));
+        }
+        c
+    }
+}
+
 /// The base URL clients reach this gateway at.
 fn base_url(state: &TaskService, headers: &HeaderMap) -> String {
     if let Some(p) = &state.config.public_url {
@@ -296,7 +308,7 @@ pub(crate) fn listing_router(path: &str, agents: Vec<Arc<TaskService>>) -> Route
                     .iter()
                     .map(|state| {
                         let base = base_url(state, &headers);
-                        card::build_card(&state.config, &base, state.shared.config.auth.is_enabled(), false)
+                        state.card(&base, state.shared.config.auth.is_enabled(), false)
                     })
                     .collect();
                 axum::Json(serde_json::json!({ "agents": cards }))
@@ -309,7 +321,7 @@ pub(crate) fn listing_router(path: &str, agents: Vec<Arc<TaskService>>) -> Route
 async fn agent_card(State(state): State<Arc<TaskService>>, headers: HeaderMap) -> Response {
     let base = base_url(&state, &headers);
     let secured = state.shared.config.auth.is_enabled();
-    let card = card::build_card(&state.config, &base, secured, false);
+    let card = state.card(&base, secured, false);
     card_response(
         card.to_string(),
         state.config.card_max_age,
@@ -329,7 +341,7 @@ pub(crate) fn extended_card(state: &TaskService, headers: &HeaderMap) -> Result<
         ));
     }
     let base = base_url(state, headers);
-    Ok(card::build_card(&state.config, &base, true, true))
+    Ok(state.card(&base, true, true))
 }
 
 /// An SSE response: each event `id: <seq>`, `data: <wrap(Ok(event JSON))>`, keep-alive
