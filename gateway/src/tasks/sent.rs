@@ -14,7 +14,7 @@ use crate::store::{now_ms, SentRecord};
 
 /// [`fingerprint`] of an object.
 pub(crate) fn fingerprint_object(m: &serde_json::Map<String, Value>) -> String {
-    let mut text = String::new();
+    let mut text = Vec::new();
     canonical_object(m, &mut text);
     digest(&text)
 }
@@ -22,49 +22,57 @@ pub(crate) fn fingerprint_object(m: &serde_json::Map<String, Value>) -> String {
 /// The SHA-256 (hex) of `v`'s canonical JSON: object keys sorted at every level, no
 /// whitespace, so that the same content written in another key order is the same content.
 pub(crate) fn fingerprint(v: &Value) -> String {
-    let mut text = String::new();
+    let mut text = Vec::new();
     canonical(v, &mut text);
     digest(&text)
 }
 
-fn digest(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+/// The SHA-256 of `text`, in lowercase hex.
+fn digest(text: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(64);
+    for b in Sha256::digest(text) {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+    out
 }
 
-/// `v` as canonical JSON: keys sorted at every level, no whitespace.
-fn canonical(v: &Value, out: &mut String) {
+/// `v` as canonical JSON: keys sorted at every level, no whitespace; strings and numbers as
+/// `serde_json` writes them.
+fn canonical(v: &Value, out: &mut Vec<u8>) {
     match v {
         Value::Object(m) => canonical_object(m, out),
         Value::Array(a) => {
-            out.push('[');
+            out.push(b'[');
             for (i, x) in a.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 canonical(x, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        other => out.push_str(&other.to_string()),
+        // writing a scalar into a Vec cannot fail
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
     }
 }
 
-fn canonical_object(m: &serde_json::Map<String, Value>, out: &mut String) {
-    let mut keys: Vec<&String> = m.keys().collect();
-    keys.sort();
-    out.push('{');
-    for (i, k) in keys.into_iter().enumerate() {
+fn canonical_object(m: &serde_json::Map<String, Value>, out: &mut Vec<u8>) {
+    let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    out.push(b'{');
+    for (i, (k, v)) in entries.into_iter().enumerate() {
         if i > 0 {
-            out.push(',');
+            out.push(b',');
         }
-        out.push_str(&Value::String(k.clone()).to_string());
-        out.push(':');
-        canonical(&m[k], out);
+        let _ = serde_json::to_writer(&mut *out, k);
+        out.push(b':');
+        canonical(v, out);
     }
-    out.push('}');
+    out.push(b'}');
 }
 
 /// What the store says of a send.
