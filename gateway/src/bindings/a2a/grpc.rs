@@ -124,6 +124,8 @@ struct Call {
     state: Arc<TaskService>,
     caller: Caller,
     headers: HeaderMap,
+    /// `a2a-version` and `a2a-extensions`, checked against the agent's card.
+    a2a: e2a::a2a::jsonrpc::A2aHeaders,
     params: Map<String, Value>,
 }
 
@@ -148,11 +150,12 @@ impl Grpc {
             .auth
             .check(&headers)
             .map_err(|p| status(&A2aError::from_problem(&p)))?;
-        super::request_headers(&state, &headers, None)?;
+        let a2a = super::request_headers(&state, &headers, None)?;
         Ok(Call {
             state,
             caller,
             headers,
+            a2a,
             params,
         })
     }
@@ -170,14 +173,13 @@ impl Call {
     }
 
     fn send(self) -> Result<(Arc<TaskService>, SendParams), Status> {
-        let headers = super::request_headers(&self.state, &self.headers, None)?;
         let trace_id = crate::web::trace::TraceContext::from_headers(&self.headers).trace_id;
         Ok((
             self.state,
             SendParams {
                 id: Value::Null,
                 params: self.params,
-                headers,
+                headers: self.a2a,
                 caller: self.caller,
                 trace_id,
                 idempotency_key: None,
