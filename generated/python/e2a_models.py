@@ -23,6 +23,90 @@ class Model(RootModel[Any]):
     )
 
 
+class A2aAgentInterface(BaseModel):
+    """
+    A2A 1.0 `AgentInterface`: one binding of the agent, at one URL.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    protocolBinding: str = Field(
+        ..., description='`JSONRPC`, `HTTP+JSON`, `GRPC`, or a URI of another binding.'
+    )
+    protocolVersion: str = Field(
+        ..., description='The A2A version of the interface (`1.0`).'
+    )
+    tenant: Optional[str] = Field(
+        None,
+        description="The `tenant` to send in requests on this interface (a named agent reached through the root agent's gRPC service).",
+    )
+    url: str = Field(
+        ...,
+        description='Where the binding answers: a URL (`JSONRPC`, `HTTP+JSON`) or a gRPC target `host:port` (`GRPC`).',
+    )
+
+
+class A2aAgentProvider(BaseModel):
+    """
+    A2A 1.0 `AgentProvider`: who runs the agent.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    organization: Optional[str] = Field(None, description="The provider's name.")
+    url: Optional[str] = Field(None, description="The provider's website.")
+
+
+class A2aAgentSkill(BaseModel):
+    """
+    A2A 1.0 `AgentSkill`: one thing the agent does well.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    description: Optional[str] = Field(None, description='What the skill does.')
+    examples: Optional[List[str]] = Field(None, description='Example prompts.')
+    id: Optional[str] = Field(None, description="The skill's id.")
+    inputModes: Optional[List[str]] = Field(
+        None,
+        description="The media types the skill takes, when not the card's defaults.",
+    )
+    name: Optional[str] = Field(None, description="The skill's name.")
+    outputModes: Optional[List[str]] = Field(
+        None,
+        description="The media types the skill answers with, when not the card's defaults.",
+    )
+    securityRequirements: Optional[List[Dict[str, Any]]] = Field(
+        None,
+        description="The security the skill needs, as the card's `securityRequirements`.",
+    )
+    tags: Optional[List[str]] = Field(None, description='Keywords.')
+
+
+class A2aErrorInfo(BaseModel):
+    """
+    A `google.rpc.ErrorInfo` in the ProtoJSON form of an `Any` (`@type` first): which A2A error it is, by its `reason` in the domain `a2a-protocol.org`.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    field_type: str = Field(
+        ..., alias='@type', description='`type.googleapis.com/google.rpc.ErrorInfo`.'
+    )
+    domain: str = Field(..., description='`a2a-protocol.org`.')
+    metadata: Optional[Dict[str, str]] = Field(
+        None, description='More about the error, string to string.'
+    )
+    reason: str = Field(
+        ...,
+        description="The A2A error (`TASK_NOT_FOUND`, `INVALID_PARAMS`, … as `A2aErrorKind`'s table says), or for a refusal A2A has no error of its own for the `google.rpc.Code` that says it (`UNAUTHENTICATED`, `PERMISSION_DENIED`, `RESOURCE_EXHAUSTED`).",
+    )
+
+
 class A2aErrorKind(Enum):
     """
     The A2A errors (A2A 1.0 §5.4 and the JSON-RPC standard errors). `x-e2a-a2a-error-table` says how each reads on every A2A binding: its JSON-RPC `error.code`, the `google.rpc.ErrorInfo` reason, the HTTP status and the `google.rpc.Code` of HTTP+JSON. An E2A failure of an `ErrorKind` reads as the A2A error whose code is its `a2a_code`.
@@ -108,26 +192,49 @@ class A2aRole(Enum):
     ROLE_AGENT = 'ROLE_AGENT'
 
 
-class A2aSettings(BaseModel):
+class A2aRpcCode(Enum):
     """
-    The A2A 1.0 bindings (agent card, JSON-RPC, HTTP+JSON).
+    The `google.rpc.Code` names (AIP-193) an A2A error is answered with: `error.status` of an HTTP+JSON error, the status of a gRPC one.
+    """
+
+    CANCELLED = 'CANCELLED'
+    UNKNOWN = 'UNKNOWN'
+    INVALID_ARGUMENT = 'INVALID_ARGUMENT'
+    DEADLINE_EXCEEDED = 'DEADLINE_EXCEEDED'
+    NOT_FOUND = 'NOT_FOUND'
+    ALREADY_EXISTS = 'ALREADY_EXISTS'
+    PERMISSION_DENIED = 'PERMISSION_DENIED'
+    RESOURCE_EXHAUSTED = 'RESOURCE_EXHAUSTED'
+    FAILED_PRECONDITION = 'FAILED_PRECONDITION'
+    ABORTED = 'ABORTED'
+    OUT_OF_RANGE = 'OUT_OF_RANGE'
+    UNIMPLEMENTED = 'UNIMPLEMENTED'
+    INTERNAL = 'INTERNAL'
+    UNAVAILABLE = 'UNAVAILABLE'
+    DATA_LOSS = 'DATA_LOSS'
+    UNAUTHENTICATED = 'UNAUTHENTICATED'
+
+
+class A2aRpcStatus(BaseModel):
+    """
+    A `google.rpc.Status` as AIP-193 writes it in an HTTP error body: the `error` member of an HTTP+JSON error, which the official A2A SDKs map back to their error classes.
     """
 
     model_config = ConfigDict(
-        extra='forbid',
+        extra='allow',
     )
-    card_file: Optional[str] = Field(
-        None,
-        description="JSON file with the root agent's card: name, description, version, skills, modes, extensions (flag `--a2a-card`).",
+    code: conint(ge=400, le=599) = Field(
+        ..., description='The HTTP status of the answer.'
     )
-    enabled: bool = Field(False, description='Serve A2A (flag `--a2a`).')
-    path: str = Field(
-        '/a2a',
-        description="Path of the root agent's JSON-RPC binding (flag `--a2a-path`).",
+    details: List[A2aErrorInfo] = Field(
+        ..., description='One `google.rpc.ErrorInfo` naming the A2A error.'
     )
-    rest_path: str = Field(
-        '',
-        description="Prefix of the root agent's HTTP+JSON routes; empty: at the root (flag `--a2a-rest-path`).",
+    message: str = Field(
+        ..., description='What went wrong (never a credential or the request body).'
+    )
+    status: A2aRpcCode = Field(
+        ...,
+        description="The `google.rpc.Code` of the error (the A2A error's, or that of the HTTP status when the web layer refused the request: `UNAUTHENTICATED` for 401, `UNAVAILABLE` for 503, …).",
     )
 
 
@@ -788,6 +895,36 @@ class PromptResultBody(BaseModel):
     userMessageId: Optional[str] = Field(None, description='Id of the user message.')
 
 
+class PushSettings(BaseModel):
+    """
+    A2A push notifications (A2A 1.0 §3.1.7–3.1.10, §13.2): every event of a task with a push config is POSTed to its webhook from a durable outbox in the task store — at least once, in order per task, retried with exponential backoff and jitter, then recorded as failed.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    allow_private: bool = Field(
+        False,
+        description='For development only: allow `http` webhooks and targets on loopback, private and link-local addresses, which are refused by default (SSRF) (flag `--push-allow-private`).',
+    )
+    enabled: bool = Field(
+        True,
+        description="Accept push notification configs and deliver them (the card's `capabilities.pushNotifications`).",
+    )
+    max_attempts: conint(ge=1, le=100) = Field(
+        8,
+        description='Attempts to deliver one event before it is recorded as failed and delivery goes on with the next (flag `--push-max-attempts`).',
+    )
+    retry_base_ms: conint(ge=1, le=600000) = Field(
+        1000,
+        description="The first retry's delay; each next one doubles (up to 5 minutes), with full jitter.",
+    )
+    timeout_secs: conint(ge=1, le=30) = Field(
+        15,
+        description='Longest a webhook may take to answer one notification (connecting included).',
+    )
+
+
 class RateLimitSettings(BaseModel):
     """
     A token bucket per caller (per JWT subject): `per_second` requests refill it, `burst` is its size; past it `429` with `Retry-After`.
@@ -1033,6 +1170,75 @@ class WireMetadataKey(Enum):
     field_jiuwenswarm_cancel_source = '_jiuwenswarm_cancel_source'
 
 
+class A2aAgentCapabilities(BaseModel):
+    """
+    A2A 1.0 `AgentCapabilities`: the optional parts of the protocol the agent serves.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    extendedAgentCard: Optional[bool] = Field(
+        None,
+        description='`GetExtendedAgentCard` answers authenticated callers (true when the gateway requires a credential).',
+    )
+    extensions: Optional[List[AgentExtensionSettings]] = Field(
+        None,
+        description='The A2A extensions the agent supports; a request that does not activate a `required` one (`A2A-Extensions`) is refused with `ExtensionSupportRequiredError`.',
+    )
+    pushNotifications: Optional[bool] = Field(
+        None, description='Push notification configs are accepted and delivered.'
+    )
+    streaming: Optional[bool] = Field(
+        None, description='`SendStreamingMessage` and `SubscribeToTask` are served.'
+    )
+
+
+class A2aAgentCard(BaseModel):
+    """
+    A2A 1.0 `AgentCard`: what the agent is and where and how to reach it, served at `/.well-known/agent-card.json` (public) and, with the extended skills, by `GetExtendedAgentCard` (authenticated callers).
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    capabilities: A2aAgentCapabilities = Field(
+        ..., description='The optional parts of the protocol the agent serves.'
+    )
+    defaultInputModes: List[str] = Field(
+        ...,
+        description='The media types the agent takes (a part of another `mediaType` is refused with `ContentTypeNotSupportedError`).',
+    )
+    defaultOutputModes: List[str] = Field(
+        ..., description='The media types the agent answers with.'
+    )
+    description: str = Field(..., description='What the agent does.')
+    documentationUrl: Optional[str] = Field(
+        None, description="The agent's documentation."
+    )
+    iconUrl: Optional[str] = Field(None, description='An icon of the agent.')
+    name: str = Field(..., description="The agent's name.")
+    provider: Optional[A2aAgentProvider] = Field(
+        None, description='Who runs the agent.'
+    )
+    securityRequirements: Optional[List[Dict[str, Any]]] = Field(
+        None,
+        description='Which of `securitySchemes` a request needs (`{"schemes": {name: {"list": []}}}`).',
+    )
+    securitySchemes: Optional[Dict[str, Dict[str, Any]]] = Field(
+        None,
+        description='The credentials the agent takes, by name (`SecurityScheme`: the gateway\'s bearer token is `{"httpAuthSecurityScheme": {"scheme": "Bearer"}}`).',
+    )
+    signatures: Optional[List[Dict[str, Any]]] = Field(
+        None, description='JSON Web Signatures of the card (`AgentCardSignature`).'
+    )
+    skills: List[A2aAgentSkill] = Field(..., description='What the agent does well.')
+    supportedInterfaces: List[A2aAgentInterface] = Field(
+        ..., description='The bindings the agent is reached on, the preferred first.'
+    )
+    version: str = Field(..., description="The agent's version.")
+
+
 class A2aArtifact(BaseModel):
     """
     A2A 1.0 `Artifact`: an output of a task (e2a's text answer is the artifact named `output`).
@@ -1049,6 +1255,22 @@ class A2aArtifact(BaseModel):
     metadata: Optional[Dict[str, Any]] = Field(None, description='Free-form metadata.')
     name: Optional[str] = Field(None, description="The artifact's name.")
     parts: List[A2aPart] = Field(..., description="The artifact's content.")
+
+
+class A2aAuthenticationInfo(BaseModel):
+    """
+    A2A 1.0 `AuthenticationInfo` of a push notification config: the gateway sends `Authorization: <scheme> <credentials>` with every notification. The credentials are a secret (never printed).
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    credentials: Optional[SecretString] = Field(
+        None, description='The credentials (secret; never printed).'
+    )
+    scheme: str = Field(
+        ..., description='The HTTP authentication scheme (`Bearer`, `Basic`, …).'
+    )
 
 
 class A2aMessage(BaseModel):
@@ -1076,6 +1298,72 @@ class A2aMessage(BaseModel):
     )
     role: A2aRole = Field(..., description='Who sent it.')
     taskId: Optional[str] = Field(None, description='The task the message belongs to.')
+
+
+class A2aProblem(BaseModel):
+    """
+    The error body of the A2A HTTP+JSON binding: RFC 9457 problem details (`application/problem+json`, or `application/json` for a client whose `Accept` asks for that and not `application/a2a+json`) with the A2A error's `type` URI and JSON-RPC `code`, and `error`, the AIP-193 `google.rpc.Status`. A streamed answer that fails ends with one as its last event.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    code: int = Field(
+        ...,
+        description="The A2A error's JSON-RPC code (`-32001` task not found, … as `A2aErrorKind`'s table says).",
+    )
+    detail: str = Field(
+        ..., description='What went wrong (never a credential or the request body).'
+    )
+    error: A2aRpcStatus = Field(
+        ..., description='The same error as a `google.rpc.Status` (AIP-193).'
+    )
+    status: conint(ge=400, le=599) = Field(..., description='The HTTP status.')
+    title: str = Field(
+        ..., description='The reason phrase of the HTTP status (`Not Found`).'
+    )
+    type: str = Field(
+        ...,
+        description='`https://a2a-protocol.org/errors/<reason>`, the `ErrorInfo` reason in kebab case (`task-not-found`).',
+    )
+
+
+class A2aSendMessageResponse2(BaseModel):
+    """
+    A direct reply, without a task.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    message: A2aMessage = Field(..., description='The message.')
+
+
+class A2aSettings(BaseModel):
+    """
+    The A2A 1.0 bindings (agent card, JSON-RPC, HTTP+JSON).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    card_file: Optional[str] = Field(
+        None,
+        description="JSON file with the root agent's card: name, description, version, skills, modes, extensions (flag `--a2a-card`).",
+    )
+    enabled: bool = Field(False, description='Serve A2A (flag `--a2a`).')
+    path: str = Field(
+        '/a2a',
+        description="Path of the root agent's JSON-RPC binding (flag `--a2a-path`).",
+    )
+    push: PushSettings = Field(
+        {},
+        description="Push notifications: webhooks a client registers for a task's events.",
+    )
+    rest_path: str = Field(
+        '',
+        description="Prefix of the root agent's HTTP+JSON routes; empty: at the root (flag `--a2a-rest-path`).",
+    )
 
 
 class A2aStreamResponse2(BaseModel):
@@ -1110,6 +1398,36 @@ class A2aTaskArtifactUpdateEvent(BaseModel):
     )
     metadata: Optional[Dict[str, Any]] = Field(None, description='Free-form metadata.')
     taskId: str = Field(..., description='The task.')
+
+
+class A2aTaskPushNotificationConfig(BaseModel):
+    """
+    A2A 1.0 `TaskPushNotificationConfig`: where the gateway POSTs every event of a task (a `StreamResponse` JSON body), with the `X-A2A-Notification-Token` and `Authorization` it names. Created with `CreateTaskPushNotificationConfig` or a send's `configuration.taskPushNotificationConfig`.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    authentication: Optional[A2aAuthenticationInfo] = Field(
+        None, description='How the gateway authenticates to the webhook.'
+    )
+    id: str = Field(
+        '',
+        description="The config's id, unique per task; the gateway assigns one when it is empty.",
+    )
+    taskId: str = Field('', description='The task whose events are pushed.')
+    tenant: str = Field(
+        '',
+        description='The agent (multi-tenant form); empty or absent: the one addressed.',
+    )
+    token: Optional[SecretString] = Field(
+        None,
+        description='Sent back as `X-A2A-Notification-Token` with every notification, so the receiver knows the notification is for it (secret; never printed).',
+    )
+    url: str = Field(
+        ...,
+        description='The webhook: an `https` URL whose host resolves to public addresses (loopback and private targets only when the operator allows them).',
+    )
 
 
 class A2aTaskStatus(BaseModel):
@@ -1582,6 +1900,76 @@ class GatewayFile(BaseModel):
     )
 
 
+class A2aListTaskPushNotificationConfigsResponse(BaseModel):
+    """
+    A2A 1.0 `ListTaskPushNotificationConfigsResponse`: a task's push notification configs, one page.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    configs: List[A2aTaskPushNotificationConfig] = Field(
+        ..., description='The configs of this page.'
+    )
+    nextPageToken: str = Field(
+        ..., description='The token of the next page; empty on the last.'
+    )
+
+
+class A2aSendMessageConfiguration(BaseModel):
+    """
+    A2A 1.0 `SendMessageConfiguration`: how a send wants to be answered.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    acceptedOutputModes: Optional[List[str]] = Field(
+        None,
+        description="Media types the client takes in the answer's parts: one of them must be among the card's `defaultOutputModes` (else `ContentTypeNotSupportedError`); empty or absent: any.",
+    )
+    blocking: Optional[bool] = Field(
+        None,
+        description="A2A 0.3's form of the same, read too: `false` answers at once.",
+    )
+    historyLength: Optional[conint(ge=0)] = Field(
+        None,
+        description="How many of the answered task's most recent history messages to include; absent: all, 0: none.",
+    )
+    returnImmediately: Optional[bool] = Field(
+        None,
+        description='Answer with the task as soon as it is stored, while it is still working; `false` (the default): wait until the turn ends or pauses.',
+    )
+    taskPushNotificationConfig: Optional[A2aTaskPushNotificationConfig] = Field(
+        None,
+        description='A push notification config for the task the send starts or continues (its `taskId` empty).',
+    )
+
+
+class A2aSendMessageRequest(BaseModel):
+    """
+    A2A 1.0 `SendMessageRequest`: the params of `SendMessage` and `SendStreamingMessage`, and the body of HTTP+JSON's `POST /message:send` and `POST /message:stream`. Snake-case keys (`message_id`) read as their camelCase names.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    configuration: Optional[A2aSendMessageConfiguration] = Field(
+        None, description='How the send wants to be answered.'
+    )
+    message: A2aMessage = Field(
+        ...,
+        description='The message to the agent: a new turn, or with the `taskId` of a paused task its answer.',
+    )
+    metadata: Optional[Dict[str, Any]] = Field(
+        None, description='Free-form metadata of the request.'
+    )
+    tenant: Optional[str] = Field(
+        None,
+        description='The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.',
+    )
+
+
 class A2aStreamResponse3(BaseModel):
     """
     A status change.
@@ -1643,6 +2031,26 @@ class A2aListTasksResponse(BaseModel):
     tasks: List[A2aTask] = Field(..., description='The tasks of this page.')
     totalSize: conint(ge=0) = Field(
         ..., description='How many tasks match, over all pages.'
+    )
+
+
+class A2aSendMessageResponse1(BaseModel):
+    """
+    The task.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    task: A2aTask = Field(..., description='The task.')
+
+
+class A2aSendMessageResponse(
+    RootModel[Union[A2aSendMessageResponse1, A2aSendMessageResponse2]]
+):
+    root: Union[A2aSendMessageResponse1, A2aSendMessageResponse2] = Field(
+        ...,
+        description='A2A 1.0 `SendMessageResponse`: the answer of `SendMessage`, holding exactly one of `task` (the task the message started or continued, as it is when the turn ended or paused, or at once with `returnImmediately`) and `message` (a direct reply, without a task).',
     )
 
 
