@@ -1225,7 +1225,7 @@ class A2aAgentCard(BaseModel):
         None,
         description='Which of `securitySchemes` a request needs (`{"schemes": {name: {"list": []}}}`).',
     )
-    securitySchemes: Optional[Dict[str, Dict[str, Any]]] = Field(
+    securitySchemes: Optional[Dict[str, Any]] = Field(
         None,
         description='The credentials the agent takes, by name (`SecurityScheme`: the gateway\'s bearer token is `{"httpAuthSecurityScheme": {"scheme": "Bearer"}}`).',
     )
@@ -1356,8 +1356,8 @@ class A2aSettings(BaseModel):
         '/a2a',
         description="Path of the root agent's JSON-RPC binding (flag `--a2a-path`).",
     )
-    push: PushSettings = Field(
-        {},
+    push: Optional[PushSettings] = Field(
+        None,
         description="Push notifications: webhooks a client registers for a task's events.",
     )
     rest_path: str = Field(

@@ -62,12 +62,9 @@ pub struct A2aAgentCard {
     #[serde(
         rename = "securitySchemes",
         default,
-        skip_serializing_if = ":: serde_json :: Map::is_empty"
+        skip_serializing_if = "::serde_json::Map::is_empty"
     )]
-    pub security_schemes: ::serde_json::Map<
-        ::std::string::String,
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub security_schemes: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     ///JSON Web Signatures of the card (`AgentCardSignature`).
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub signatures: ::std::vec::Vec<
@@ -821,8 +818,8 @@ pub struct A2aSettings {
     #[serde(default = "defaults::a2a_settings_path")]
     pub path: ::std::string::String,
     ///Push notifications: webhooks a client registers for a task's events.
-    #[serde(default = "defaults::a2a_settings_push")]
-    pub push: PushSettings,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub push: ::std::option::Option<PushSettings>,
     ///Prefix of the root agent's HTTP+JSON routes; empty: at the root (flag `--a2a-rest-path`).
     #[serde(default)]
     pub rest_path: ::std::string::String,
@@ -833,7 +830,7 @@ impl ::std::default::Default for A2aSettings {
             card_file: Default::default(),
             enabled: Default::default(),
             path: defaults::a2a_settings_path(),
-            push: defaults::a2a_settings_push(),
+            push: Default::default(),
             rest_path: Default::default(),
         }
     }
@@ -4033,15 +4030,6 @@ pub mod defaults {
     pub(super) fn a2a_settings_path() -> ::std::string::String {
         "/a2a".to_string()
     }
-    pub(super) fn a2a_settings_push() -> super::PushSettings {
-        super::PushSettings {
-            allow_private: Default::default(),
-            enabled: Default::default(),
-            max_attempts: Default::default(),
-            retry_base_ms: Default::default(),
-            timeout_secs: Default::default(),
-        }
-    }
     pub(super) fn caller_entry_kind() -> super::CallerKind {
         super::CallerKind::User
     }
@@ -5629,6 +5617,54 @@ impl crate::write::WriteJson for A2aAgentCapabilities {
         w.raw("}");
     }
 }
+impl crate::write::WriteJson for A2aAgentCard {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        w.key(&mut first, "\"capabilities\":");
+        crate::write::WriteJson::write_json(&self.capabilities, w);
+        w.key(&mut first, "\"defaultInputModes\":");
+        w.str_array(&self.default_input_modes);
+        w.key(&mut first, "\"defaultOutputModes\":");
+        w.str_array(&self.default_output_modes);
+        w.key(&mut first, "\"description\":");
+        w.str(&self.description);
+        if let Some(v) = &self.documentation_url {
+            w.key(&mut first, "\"documentationUrl\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.icon_url {
+            w.key(&mut first, "\"iconUrl\":");
+            w.str(v);
+        }
+        w.key(&mut first, "\"name\":");
+        w.str(&self.name);
+        if let Some(v) = &self.provider {
+            w.key(&mut first, "\"provider\":");
+            crate::write::WriteJson::write_json(v, w);
+        }
+        if !self.security_requirements.is_empty() {
+            w.key(&mut first, "\"securityRequirements\":");
+            w.serde(&self.security_requirements);
+        }
+        if !self.security_schemes.is_empty() {
+            w.key(&mut first, "\"securitySchemes\":");
+            w.map(&self.security_schemes);
+        }
+        if !self.signatures.is_empty() {
+            w.key(&mut first, "\"signatures\":");
+            w.serde(&self.signatures);
+        }
+        w.key(&mut first, "\"skills\":");
+        w.array(&self.skills);
+        w.key(&mut first, "\"supportedInterfaces\":");
+        w.array(&self.supported_interfaces);
+        w.key(&mut first, "\"version\":");
+        w.str(&self.version);
+        w.raw("}");
+    }
+}
 impl crate::write::WriteJson for A2aAgentInterface {
     const FIXED_LEN: usize = 2;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
@@ -5951,8 +5987,10 @@ impl crate::write::WriteJson for A2aSettings {
         w.bool(*&self.enabled);
         w.key(&mut first, "\"path\":");
         w.str(&self.path);
-        w.key(&mut first, "\"push\":");
-        crate::write::WriteJson::write_json(&self.push, w);
+        if let Some(v) = &self.push {
+            w.key(&mut first, "\"push\":");
+            crate::write::WriteJson::write_json(v, w);
+        }
         w.key(&mut first, "\"rest_path\":");
         w.str(&self.rest_path);
         w.raw("}");

@@ -515,11 +515,7 @@ export interface A2AAgentCard {
    * The credentials the agent takes, by name (`SecurityScheme`: the gateway's bearer token is `{"httpAuthSecurityScheme": {"scheme": "Bearer"}}`).
    */
   securitySchemes?: {
-    [k: string]:
-      | {
-          [k: string]: unknown | undefined;
-        }
-      | undefined;
+    [k: string]: unknown | undefined;
   };
   /**
    * JSON Web Signatures of the card (`AgentCardSignature`).
