@@ -10,8 +10,8 @@ use e2a::types::{A2aTask, A2aTaskState};
 use parking_lot::Mutex;
 
 use super::{
-    millis, now_ms, SentRecord, SessionPage, SessionQuery, SessionRecord, StoreError, StoreFuture, StoredEvent,
-    TaskAppend, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    millis, now_ms, PushFailure, PushJob, PushProgress, PushRecord, SentRecord, SessionPage, SessionQuery,
+    SessionRecord, StoreError, StoreFuture, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 
 /// Tasks in memory: lost when the process ends. Snapshots and events are kept as compact JSON
@@ -23,6 +23,25 @@ pub struct MemoryStore {
     sessions: Mutex<HashMap<String, (SessionRecord, std::collections::VecDeque<String>)>>,
     /// What callers sent, by owner and key (idempotent delivery).
     sent: Mutex<HashMap<(String, String), SentRecord>>,
+    /// Push configs and their outbox cursors, by task and config id.
+    pushes: Mutex<std::collections::BTreeMap<(String, String), MemoryPush>>,
+    /// Events given up on, oldest first (the latest `MAX_FAILURES`).
+    failures: Mutex<std::collections::VecDeque<PushFailure>>,
+}
+
+/// Most [`PushFailure`]s a [`MemoryStore`] keeps.
+const MAX_FAILURES: usize = 10_000;
+
+/// A push config in a [`MemoryStore`], with its outbox cursor and claim.
+#[derive(Debug)]
+struct MemoryPush {
+    record: PushRecord,
+    delivered_seq: u64,
+    attempts: u32,
+    next_ms: i64,
+    error: Option<String>,
+    holder: Option<String>,
+    claim_until_ms: i64,
 }
 
 impl MemoryStore {
@@ -149,6 +168,131 @@ impl TaskStore for MemoryStore {
         })
     }
 
+    fn keeps_pushes(&self) -> bool {
+        true
+    }
+
+    fn put_push(&self, record: PushRecord, from_seq: u64) -> StoreFuture<'_, ()> {
+        let mut pushes = self.pushes.lock();
+        let key = (record.task_id.clone(), record.id.clone());
+        match pushes.get_mut(&key) {
+            Some(p) => p.record = record,
+            None => {
+                pushes.insert(
+                    key,
+                    MemoryPush {
+                        record,
+                        delivered_seq: from_seq,
+                        attempts: 0,
+                        next_ms: 0,
+                        error: None,
+                        holder: None,
+                        claim_until_ms: 0,
+                    },
+                );
+            }
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn get_push<'a>(&'a self, task_id: &'a str, id: &'a str) -> StoreFuture<'a, Option<PushRecord>> {
+        let found = self
+            .pushes
+            .lock()
+            .get(&(task_id.to_string(), id.to_string()))
+            .map(|p| p.record.clone());
+        Box::pin(async { Ok(found) })
+    }
+
+    fn list_pushes<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, Vec<PushRecord>> {
+        let mut found: Vec<PushRecord> = self
+            .pushes
+            .lock()
+            .values()
+            .filter(|p| p.record.task_id == task_id)
+            .map(|p| p.record.clone())
+            .collect();
+        found.sort_by(|a, b| a.created_ms.cmp(&b.created_ms).then_with(|| a.id.cmp(&b.id)));
+        Box::pin(async { Ok(found) })
+    }
+
+    fn delete_push<'a>(&'a self, task_id: &'a str, id: &'a str) -> StoreFuture<'a, bool> {
+        let gone = self
+            .pushes
+            .lock()
+            .remove(&(task_id.to_string(), id.to_string()))
+            .is_some();
+        Box::pin(async move { Ok(gone) })
+    }
+
+    fn claim_pushes<'a>(&'a self, holder: &'a str, lease: Duration, limit: usize) -> StoreFuture<'a, Vec<PushJob>> {
+        let now = now_ms();
+        let tasks = self.inner.lock();
+        let mut pushes = self.pushes.lock();
+        let mut due: Vec<&mut MemoryPush> = pushes
+            .values_mut()
+            .filter(|p| {
+                let last = tasks.get(&p.record.task_id).map_or(0, |t| t.events.len() as u64);
+                last > p.delivered_seq && p.next_ms <= now && (p.holder.is_none() || p.claim_until_ms < now)
+            })
+            .collect();
+        due.sort_by_key(|p| p.next_ms);
+        let jobs = due
+            .into_iter()
+            .take(limit)
+            .map(|p| {
+                p.holder = Some(holder.to_string());
+                p.claim_until_ms = now.saturating_add(millis(lease));
+                PushJob {
+                    record: p.record.clone(),
+                    delivered_seq: p.delivered_seq,
+                    attempts: p.attempts,
+                }
+            })
+            .collect();
+        Box::pin(async { Ok(jobs) })
+    }
+
+    fn push_progress(&self, progress: PushProgress) -> StoreFuture<'_, bool> {
+        let mut pushes = self.pushes.lock();
+        let key = (progress.task_id.clone(), progress.id.clone());
+        let held = match pushes.get_mut(&key) {
+            Some(p) if p.holder.as_deref() == Some(progress.holder.as_str()) => {
+                p.delivered_seq = p.delivered_seq.max(progress.delivered_seq);
+                p.attempts = progress.attempts;
+                p.error = progress.error;
+                if let Some(wait) = progress.retry_in {
+                    p.next_ms = now_ms().saturating_add(millis(wait));
+                    p.holder = None;
+                }
+                if let Some(f) = progress.failure {
+                    let mut failures = self.failures.lock();
+                    failures.push_back(f);
+                    while failures.len() > MAX_FAILURES {
+                        failures.pop_front();
+                    }
+                }
+                true
+            }
+            _ => false,
+        };
+        Box::pin(async move { Ok(held) })
+    }
+
+    fn release_push<'a>(&'a self, task_id: &'a str, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
+        if let Some(p) = self.pushes.lock().get_mut(&(task_id.to_string(), id.to_string())) {
+            if p.holder.as_deref() == Some(holder) {
+                p.holder = None;
+            }
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn push_failures(&self, limit: usize) -> StoreFuture<'_, Vec<PushFailure>> {
+        let found = self.failures.lock().iter().rev().take(limit).cloned().collect();
+        Box::pin(async { Ok(found) })
+    }
+
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
         Box::pin(async move {
             let map = self.inner.lock();
@@ -220,12 +364,15 @@ impl TaskStore for MemoryStore {
                 .collect();
             finished.sort_by(|a, b| b.cmp(a));
             let mut gone = 0;
+            let mut pushes = self.pushes.lock();
             for (i, (updated, id)) in finished.into_iter().enumerate() {
                 if i >= keep || updated < before {
                     map.remove(&id);
+                    pushes.retain(|(task, _), _| *task != id);
                     gone += 1;
                 }
             }
+            drop(pushes);
             self.sent
                 .lock()
                 .retain(|_, r| r.at_ms >= before && map.contains_key(&r.task_id));

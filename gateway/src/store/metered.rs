@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 use super::{
-    FrameWrite, RunLog, SentRecord, SessionPage, SessionQuery, SessionRecord, StoreFuture, StoreNotice, StoredEvent,
-    TaskAppend, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, SentRecord, SessionPage, SessionQuery,
+    SessionRecord, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 use crate::web::metrics::MetricsHandle;
 
@@ -96,6 +96,42 @@ impl TaskStore for MeteredStore {
 
     fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
         self.timed("prune_tasks", self.inner.prune_tasks(older_than, keep))
+    }
+
+    fn keeps_pushes(&self) -> bool {
+        self.inner.keeps_pushes()
+    }
+
+    fn put_push(&self, record: PushRecord, from_seq: u64) -> StoreFuture<'_, ()> {
+        self.timed("put_push", self.inner.put_push(record, from_seq))
+    }
+
+    fn get_push<'a>(&'a self, task_id: &'a str, id: &'a str) -> StoreFuture<'a, Option<PushRecord>> {
+        self.timed("get_push", self.inner.get_push(task_id, id))
+    }
+
+    fn list_pushes<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, Vec<PushRecord>> {
+        self.timed("list_pushes", self.inner.list_pushes(task_id))
+    }
+
+    fn delete_push<'a>(&'a self, task_id: &'a str, id: &'a str) -> StoreFuture<'a, bool> {
+        self.timed("delete_push", self.inner.delete_push(task_id, id))
+    }
+
+    fn claim_pushes<'a>(&'a self, holder: &'a str, lease: Duration, limit: usize) -> StoreFuture<'a, Vec<PushJob>> {
+        self.timed("claim_pushes", self.inner.claim_pushes(holder, lease, limit))
+    }
+
+    fn push_progress(&self, progress: PushProgress) -> StoreFuture<'_, bool> {
+        self.timed("push_progress", self.inner.push_progress(progress))
+    }
+
+    fn release_push<'a>(&'a self, task_id: &'a str, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
+        self.timed("release_push", self.inner.release_push(task_id, id, holder))
+    }
+
+    fn push_failures(&self, limit: usize) -> StoreFuture<'_, Vec<PushFailure>> {
+        self.timed("push_failures", self.inner.push_failures(limit))
     }
 
     fn keeps_runs(&self) -> bool {

@@ -17,6 +17,7 @@
 mod memory;
 pub(crate) mod metered;
 pub mod postgres;
+mod push;
 mod spec;
 pub mod sqlite;
 
@@ -29,6 +30,7 @@ use serde_json::Value;
 
 pub use memory::MemoryStore;
 pub use postgres::{PgOptions, PgStore};
+pub use push::{PushFailure, PushJob, PushProgress, PushRecord};
 pub use spec::{StoreSpec, UnknownStore};
 pub use sqlite::SqliteStore;
 
@@ -220,6 +222,14 @@ pub struct SessionPage {
 
 fn no_sessions<'a, T: Send + 'a>() -> StoreFuture<'a, T> {
     Box::pin(async { Err(StoreError::Backend("this store keeps no ACP sessions".into())) })
+}
+
+fn no_pushes<'a, T: Send + 'a>() -> StoreFuture<'a, T> {
+    Box::pin(async {
+        Err(StoreError::Backend(
+            "this store keeps no push notification configs".into(),
+        ))
+    })
 }
 
 /// One frame of an E2A run (E2A over HTTP, AG-UI), as the store keeps it.
@@ -419,9 +429,75 @@ pub trait TaskStore: Send + Sync + 'static {
         Box::pin(async { Ok(None) })
     }
 
+    /// Whether this store keeps push notification configs and their outbox cursors (see
+    /// [`PushRecord`]). Default: no — the card says `pushNotifications: false` and the push
+    /// methods below fail.
+    fn keeps_pushes(&self) -> bool {
+        false
+    }
+
+    /// Writes a push config. A new one's cursor starts at `from_seq` (the events after it are
+    /// delivered); a config already stored under the same task and id is replaced and keeps
+    /// its cursor.
+    fn put_push(&self, record: PushRecord, from_seq: u64) -> StoreFuture<'_, ()> {
+        let _ = (record, from_seq);
+        no_pushes()
+    }
+
+    /// The push config `id` of task `task_id`, if stored.
+    fn get_push<'a>(&'a self, task_id: &'a str, id: &'a str) -> StoreFuture<'a, Option<PushRecord>> {
+        let _ = (task_id, id);
+        no_pushes()
+    }
+
+    /// The push configs of task `task_id`, oldest first.
+    fn list_pushes<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, Vec<PushRecord>> {
+        let _ = task_id;
+        no_pushes()
+    }
+
+    /// Forgets push config `id` of task `task_id`; `false` when it was not stored.
+    fn delete_push<'a>(&'a self, task_id: &'a str, id: &'a str) -> StoreFuture<'a, bool> {
+        let _ = (task_id, id);
+        no_pushes()
+    }
+
+    /// Claims for `holder`, for `lease` from now, up to `limit` push configs that have events
+    /// to deliver (their task's log is ahead of their cursor), are due (no retry pending) and
+    /// are not claimed by another holder whose claim is still valid; returns them. Across the
+    /// gateways sharing the store, one config is claimed by one of them at a time (PostgreSQL:
+    /// `FOR UPDATE SKIP LOCKED`). Default: none.
+    fn claim_pushes<'a>(&'a self, holder: &'a str, lease: Duration, limit: usize) -> StoreFuture<'a, Vec<PushJob>> {
+        let _ = (holder, lease, limit);
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    /// Writes what `progress.holder` did with a config it claimed: its cursor and attempts,
+    /// the failure it gave up on (recorded with it), and, with `retry_in`, when to try again
+    /// (the claim ends). Nothing is written unless `holder` still holds the claim; returns
+    /// whether it did (`false`: the config was deleted, or the claim expired and another
+    /// gateway took it over).
+    fn push_progress(&self, progress: PushProgress) -> StoreFuture<'_, bool> {
+        let _ = progress;
+        no_pushes()
+    }
+
+    /// Ends `holder`'s claim of push config `id` of task `task_id` (nothing more to deliver
+    /// now, or the gateway stops).
+    fn release_push<'a>(&'a self, task_id: &'a str, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
+        let _ = (task_id, id, holder);
+        Box::pin(async { Ok(()) })
+    }
+
+    /// The events recorded as undeliverable ([`PushFailure`]), newest first, at most `limit`.
+    fn push_failures(&self, limit: usize) -> StoreFuture<'_, Vec<PushFailure>> {
+        let _ = limit;
+        no_pushes()
+    }
+
     /// Forgets the finished tasks (completed, failed, canceled, rejected) last updated longer
     /// than `older_than` ago, and all but the `keep` most recently updated finished tasks,
-    /// with their events; returns how many went. Default: none.
+    /// with their events and push configs; returns how many went. Default: none.
     fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
         let _ = (older_than, keep);
         Box::pin(async { Ok(0) })

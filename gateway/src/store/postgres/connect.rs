@@ -69,6 +69,31 @@ CREATE TABLE a2a_sent (
 );
 CREATE INDEX a2a_sent_at ON a2a_sent (at_ms);
 ",
+    "
+CREATE TABLE a2a_push (
+    task_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    config TEXT NOT NULL,
+    created_ms BIGINT NOT NULL,
+    delivered_seq BIGINT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_ms BIGINT NOT NULL DEFAULT 0,
+    error TEXT,
+    holder TEXT,
+    claim_until_ms BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (task_id, id)
+);
+CREATE TABLE a2a_push_failures (
+    n BIGSERIAL PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    config_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    attempts INTEGER NOT NULL,
+    error TEXT NOT NULL,
+    at_ms BIGINT NOT NULL
+);
+CREATE INDEX a2a_push_failures_at ON a2a_push_failures (at_ms);
+",
 ];
 
 /// `host:port/dbname` of a configuration: what logs say, without user or password.

@@ -33,6 +33,7 @@
 
 mod connect;
 mod listen;
+mod push;
 mod runs;
 mod writer;
 
@@ -51,8 +52,8 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{
-    millis, FrameWrite, RunLog, SentRecord, StoreError, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage,
-    TaskQuery, TaskRecord, TaskStore,
+    millis, FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, SentRecord, StoreError, StoreFuture,
+    StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 use e2a::types::A2aTaskState;
 
@@ -382,6 +383,42 @@ impl TaskStore for PgStore {
 
     fn find_send<'a>(&'a self, owner: &'a str, key: &'a str) -> StoreFuture<'a, Option<SentRecord>> {
         Box::pin(self.sent_record(owner, key))
+    }
+
+    fn keeps_pushes(&self) -> bool {
+        true
+    }
+
+    fn put_push(&self, record: PushRecord, from_seq: u64) -> StoreFuture<'_, ()> {
+        Box::pin(self.put_push_config(record, from_seq))
+    }
+
+    fn get_push<'a>(&'a self, task_id: &'a str, id: &'a str) -> StoreFuture<'a, Option<PushRecord>> {
+        Box::pin(self.get_push_config(task_id, id))
+    }
+
+    fn list_pushes<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, Vec<PushRecord>> {
+        Box::pin(self.list_push_configs(task_id))
+    }
+
+    fn delete_push<'a>(&'a self, task_id: &'a str, id: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(self.delete_push_config(task_id, id))
+    }
+
+    fn claim_pushes<'a>(&'a self, holder: &'a str, lease: Duration, limit: usize) -> StoreFuture<'a, Vec<PushJob>> {
+        Box::pin(self.claim_push_configs(holder, lease, limit))
+    }
+
+    fn push_progress(&self, progress: PushProgress) -> StoreFuture<'_, bool> {
+        Box::pin(self.write_push_progress(progress))
+    }
+
+    fn release_push<'a>(&'a self, task_id: &'a str, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(self.release_push_claim(task_id, id, holder))
+    }
+
+    fn push_failures(&self, limit: usize) -> StoreFuture<'_, Vec<PushFailure>> {
+        Box::pin(self.recorded_push_failures(limit))
     }
 
     fn keeps_runs(&self) -> bool {

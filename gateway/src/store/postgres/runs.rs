@@ -112,14 +112,19 @@ impl PgStore {
                (SELECT id FROM a2a_tasks WHERE state IN ({finished}) ORDER BY updated_ms DESC LIMIT $2))
              RETURNING id"
         );
-        let then = "DELETE FROM a2a_task_events WHERE task_id = ANY($1)";
-        let n = self.prune(&gone, then, older_than, keep).await?;
+        let then = [
+            "DELETE FROM a2a_task_events WHERE task_id = ANY($1)",
+            "DELETE FROM a2a_push WHERE task_id = ANY($1)",
+        ];
+        let n = self.prune(&gone, &then, older_than, keep).await?;
         // what callers sent, as old as the tasks forgotten, or of a task no longer kept
         let sent = format!(
             "DELETE FROM a2a_sent WHERE at_ms < {NOW_MS} - $1
                OR NOT EXISTS (SELECT 1 FROM a2a_tasks t WHERE t.id = a2a_sent.task_id)"
         );
         self.rows(&sent, &[&millis(older_than)]).await?;
+        let failures = format!("DELETE FROM a2a_push_failures WHERE at_ms < {NOW_MS} - $1");
+        self.rows(&failures, &[&millis(older_than)]).await?;
         Ok(n)
     }
 
@@ -130,14 +135,14 @@ impl PgStore {
                     OR key NOT IN (SELECT key FROM e2a_runs ORDER BY updated_ms DESC LIMIT $2))
              RETURNING run"
         );
-        let then = "DELETE FROM e2a_run_frames WHERE run = ANY($1)";
-        self.prune(&gone, then, older_than, keep).await
+        let then = ["DELETE FROM e2a_run_frames WHERE run = ANY($1)"];
+        self.prune(&gone, &then, older_than, keep).await
     }
 
     /// One retention step, in one transaction: `gone` (`$1`: age in ms, `$2`: how many to
-    /// keep) deletes rows and returns their ids, `then` (`$1`: those ids) deletes what hangs
-    /// on them. How many went.
-    async fn prune(&self, gone: &str, then: &str, older_than: Duration, keep: usize) -> Result<u64, StoreError> {
+    /// keep) deletes rows and returns their ids, each of `then` (`$1`: those ids) deletes what
+    /// hangs on them. How many went.
+    async fn prune(&self, gone: &str, then: &[&str], older_than: Duration, keep: usize) -> Result<u64, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);
@@ -150,7 +155,9 @@ impl PgStore {
             .map(|r| r.try_get(0))
             .collect::<Result<_, _>>()
             .map_err(backend)?;
-        tx.execute(then, &[&ids]).await.map_err(|e| pg_error(&e))?;
+        for sql in then {
+            tx.execute(*sql, &[&ids]).await.map_err(|e| pg_error(&e))?;
+        }
         tx.commit().await.map_err(|e| pg_error(&e))?;
         Ok(u64::try_from(ids.len()).unwrap_or(0))
     }

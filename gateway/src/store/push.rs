@@ -1,0 +1,99 @@
+//! What a [`TaskStore`](super::TaskStore) keeps of push notifications: each task's configs
+//! (A2A `TaskPushNotificationConfig`s) and, beside each, its **outbox cursor** — the last event
+//! of the task's log delivered to its webhook, the attempts at the next one, when to try again
+//! and which gateway is delivering. The task's event log is the outbox: an event appended is an
+//! event to deliver to every config of its task whose cursor is behind, so nothing is written
+//! twice and nothing between the append and the delivery can be lost.
+//!
+//! A gateway **claims** configs with events to deliver (one at a time per config, across the
+//! gateways sharing the store: a claim is a lease, and a claimed config is skipped by the
+//! others until the claim ends or expires), posts the events in order, and moves the cursor
+//! after each one the webhook took. An event the webhook refused `max_attempts` times is
+//! recorded as a [`PushFailure`] and the cursor moves past it.
+
+use std::time::Duration;
+
+use e2a::types::A2aTaskPushNotificationConfig;
+
+/// A push notification config as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PushRecord {
+    /// The task whose events are pushed.
+    pub task_id: String,
+    /// The config's id (unique per task).
+    pub id: String,
+    /// The config (its `token` and credentials are secrets: redacted in `Debug`).
+    pub config: A2aTaskPushNotificationConfig,
+    /// When it was created, ms since the Unix epoch.
+    pub created_ms: i64,
+}
+
+impl PushRecord {
+    /// The config as JSON text (what the SQL stores keep).
+    pub fn config_json(&self) -> String {
+        crate::json_text(&self.config)
+    }
+
+    /// A config read back from a store: `json` must be a `TaskPushNotificationConfig`.
+    pub fn read(task_id: String, id: String, json: &str, created_ms: i64) -> Result<Self, super::StoreError> {
+        let config = serde_json::from_str(json)
+            .map_err(|e| super::StoreError::Corrupt(format!("push config {task_id}/{id}: {e}")))?;
+        Ok(PushRecord {
+            task_id,
+            id,
+            config,
+            created_ms,
+        })
+    }
+}
+
+/// A config with events to deliver, claimed by one gateway (see
+/// [`TaskStore::claim_pushes`](super::TaskStore::claim_pushes)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PushJob {
+    /// The config.
+    pub record: PushRecord,
+    /// The last event delivered (its sequence number; 0: none).
+    pub delivered_seq: u64,
+    /// Failed attempts at the event after it.
+    pub attempts: u32,
+}
+
+/// What a gateway did with a claimed config (see
+/// [`TaskStore::push_progress`](super::TaskStore::push_progress)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PushProgress {
+    /// The task.
+    pub task_id: String,
+    /// The config.
+    pub id: String,
+    /// The gateway that claimed it: the progress is written only while it holds the claim.
+    pub holder: String,
+    /// The last event delivered (or given up on) now.
+    pub delivered_seq: u64,
+    /// Failed attempts at the event after it.
+    pub attempts: u32,
+    /// When to try again, from now (`None`: the claim stays, the gateway goes on).
+    pub retry_in: Option<Duration>,
+    /// The last delivery error (kept for operators; never holds a credential).
+    pub error: Option<String>,
+    /// An event given up on, recorded with the progress.
+    pub failure: Option<PushFailure>,
+}
+
+/// An event a webhook did not take after every attempt: recorded, never silent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushFailure {
+    /// The task.
+    pub task_id: String,
+    /// The config.
+    pub config_id: String,
+    /// The event's sequence number in the task's log.
+    pub seq: u64,
+    /// How many attempts were made.
+    pub attempts: u32,
+    /// The last attempt's error.
+    pub error: String,
+    /// When it was given up on, ms since the Unix epoch.
+    pub at_ms: i64,
+}
