@@ -102,6 +102,14 @@ pub struct ServeArgs {
     /// [key a2a.card_file].
     #[arg(long)]
     pub a2a_card: Option<PathBuf>,
+    /// Development only: allow A2A push notification webhooks over plain http and on loopback,
+    /// private and link-local addresses (refused by default: SSRF) [key a2a.push.allow_private].
+    #[arg(long)]
+    pub push_allow_private: bool,
+    /// Attempts to deliver one push notification before it is recorded as failed [key
+    /// a2a.push.max_attempts; default 8].
+    #[arg(long)]
+    pub push_max_attempts: Option<u64>,
     /// Also serve AG-UI over SSE: `POST /agui` and `POST /agents/{name}/agui` take a
     /// RunAgentInput and stream AG-UI events [key agui.enabled].
     #[arg(long)]
@@ -138,6 +146,8 @@ pub const FLAG_KEYS: &[(&str, &str)] = &[
     ("a2a_rest_path", "/a2a/rest_path"),
     ("public_url", "/server/public_url"),
     ("a2a_card", "/a2a/card_file"),
+    ("push_allow_private", "/a2a/push/allow_private"),
+    ("push_max_attempts", "/a2a/push/max_attempts"),
     ("agui", "/agui/enabled"),
     ("otlp_endpoint", "/telemetry/otlp_endpoint"),
 ];
@@ -182,6 +192,8 @@ impl ServeArgs {
             ("a2a_rest_path", self.a2a_rest_path.clone().map(Into::into)),
             ("public_url", self.public_url.clone().map(Into::into)),
             ("a2a_card", self.a2a_card.as_ref().map(path)),
+            ("push_allow_private", self.push_allow_private.then_some(true.into())),
+            ("push_max_attempts", self.push_max_attempts.map(Into::into)),
             ("agui", self.agui.then_some(true.into())),
             ("otlp_endpoint", self.otlp_endpoint.clone().map(Into::into)),
         ];

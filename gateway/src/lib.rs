@@ -34,6 +34,7 @@ pub mod config_file;
 pub mod frame_log;
 pub mod jsonrpc;
 pub mod pipeline;
+pub mod push;
 pub(crate) mod runs;
 pub mod store;
 pub(crate) mod tasks;

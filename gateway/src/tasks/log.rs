@@ -71,6 +71,8 @@ impl TaskService {
         if snapshot {
             rec.snapshot_seq = last;
         }
+        // the outbox delivers them to the task's webhooks (when some may exist)
+        self.push.poke();
         let tx = {
             let mut c = self.channels.lock();
             if rec.state.is_terminal() {

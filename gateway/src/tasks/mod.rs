@@ -102,8 +102,10 @@ pub struct TaskService {
     /// Tasks whose run the store failed under, and why (what `GetTask` says of them until the
     /// store takes their `FAILED` status).
     broken: Mutex<HashMap<String, Arc<str>>>,
-    /// This gateway's name in task leases.
-    holder: String,
+    /// This gateway's name in task leases (and push claims).
+    pub(crate) holder: String,
+    /// Push notifications: the policy, the delivery client, the outbox's wake-up.
+    pub(crate) push: Arc<crate::push::Pusher>,
     /// The named agents' services, by name: a request whose `tenant` names one goes there
     /// (A2A 1.0's multi-tenant form). Set when the gateway's routes are built.
     pub(crate) tenants: std::sync::OnceLock<HashMap<String, Arc<TaskService>>>,
@@ -168,8 +170,11 @@ pub struct SendParams {
 
 impl TaskService {
     /// The A2A state of a gateway.
-    pub(crate) fn new(shared: Arc<Pipeline>, config: A2aConfig, store: Arc<dyn TaskStore>) -> Self {
+    pub(crate) fn new(shared: Arc<Pipeline>, mut config: A2aConfig, store: Arc<dyn TaskStore>) -> Self {
+        // a store that keeps no push configs: the card says so, the operations refuse
+        config.push.enabled &= store.keeps_pushes();
         TaskService {
+            push: Arc::new(crate::push::Pusher::new(config.push.clone())),
             shared,
             config,
             store,
@@ -184,8 +189,9 @@ impl TaskService {
     }
 
     /// Starts the background work of a gateway (within a Tokio runtime): forgetting finished
-    /// tasks past the retention, and, on a store several gateways share, renewing the leases of
-    /// its runs, passing on what the others do and failing the tasks of instances that died. Each loop ends when the state is dropped.
+    /// tasks past the retention, delivering push notifications, and, on a store several
+    /// gateways share, renewing the leases of its runs, passing on what the others do and
+    /// failing the tasks of instances that died. Each loop ends when the state is dropped.
     pub(crate) fn start(self: &Arc<Self>) {
         if tokio::runtime::Handle::try_current().is_err() {
             tracing::warn!("A2A background work not started: no Tokio runtime");
@@ -201,6 +207,9 @@ impl TaskService {
         }
         let every = (self.config.task_retention / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
         tokio::spawn(cluster::forget_finished(Arc::downgrade(self), every));
+        if self.config.push.enabled {
+            tokio::spawn(crate::push::run_outbox(Arc::downgrade(self), self.push.clone()));
+        }
     }
 
     /// Runs in progress.

@@ -37,6 +37,8 @@ struct TurnStart {
     caller: Caller,
     return_immediately: bool,
     streaming: bool,
+    /// The webhook the send registers for its task (`configuration.taskPushNotificationConfig`).
+    push: Option<e2a::types::A2aTaskPushNotificationConfig>,
 }
 
 impl TaskService {
@@ -94,6 +96,7 @@ impl TaskService {
             trace_id,
             ..
         } = p;
+        let push = self.send_push_config(&params).await?;
         let Decoded {
             mut env,
             message,
@@ -146,6 +149,7 @@ impl TaskService {
             caller,
             return_immediately,
             streaming,
+            push,
         };
         // (boxed: the turn's future is large, and a spawn moves it several times)
         // the turn's spans stay in the request's trace
@@ -177,6 +181,14 @@ impl TaskService {
         }
         let (mut rec, turn) = self.open_turn(t.existing, &t.task_id, &t.context_id, t.message, &t.caller);
         let before = rec.last_seq;
+        // the webhook of the send gets every event of the turn, from its first on
+        if let Some(config) = t.push {
+            if let Err(e) = self.register_push(config, &t.task_id, before).await {
+                ctx.cancel.cancel();
+                self.unclaim(&t.task_id).await;
+                return Err(e);
+            }
+        }
         // a stream's follower subscribes before the task's first event: every event reaches it
         let rx = t.streaming.then(|| self.channel(&t.task_id));
         let opening = A2aStreamResponse::Task(rec.task.clone());
@@ -222,6 +234,26 @@ impl TaskService {
                 done: TurnDone(turn_done),
             },
         })
+    }
+
+    /// The webhook a send's `configuration` registers (`taskPushNotificationConfig`; 0.3's
+    /// `pushNotificationConfig`), checked against the push policy.
+    async fn send_push_config(
+        &self,
+        params: &serde_json::Map<String, Value>,
+    ) -> Result<Option<e2a::types::A2aTaskPushNotificationConfig>, A2aError> {
+        let configuration = params.get("configuration").and_then(Value::as_object);
+        let Some((key, config)) = configuration.and_then(|c| {
+            ["taskPushNotificationConfig", "pushNotificationConfig"]
+                .into_iter()
+                .find_map(|k| c.get(k).and_then(Value::as_object).map(|v| (k, v)))
+        }) else {
+            return Ok(None);
+        };
+        let at = format!("params.configuration.{key}");
+        let config = crate::push::read_config(config, &at)?;
+        self.check_push_target(&config, &at).await?;
+        Ok(Some(config))
     }
 
     /// The caller's task `id`, if a message may answer it now: not ended, not running, in the

@@ -103,6 +103,9 @@ pub struct A2aConfig {
     /// Whether the gRPC binding (`lf.a2a.v1.A2AService`) is served, on the same port, and
     /// declared in the card (the root agent's only; named agents are reached by `tenant`).
     pub grpc: bool,
+    /// Push notifications: whether they are served (`capabilities.pushNotifications`), which
+    /// webhooks are allowed, and how deliveries are retried.
+    pub push: crate::push::PushPolicy,
 }
 
 impl Default for A2aConfig {
@@ -118,6 +121,7 @@ impl Default for A2aConfig {
             max_finished_tasks: 100_000,
             max_parts: 1_000,
             grpc: true,
+            push: crate::push::PushPolicy::default(),
         }
     }
 }
@@ -164,7 +168,7 @@ pub fn build_card(config: &A2aConfig, base: &str, secured: bool, extended: bool)
             {"url": format!("{base}{}", config.jsonrpc_path), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
             {"url": format!("{base}{}", config.rest_path), "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}
         ],
-        "capabilities": {"streaming": true, "pushNotifications": false, "extendedAgentCard": secured},
+        "capabilities": {"streaming": true, "pushNotifications": config.push.enabled, "extendedAgentCard": secured},
         "defaultInputModes": c.default_input_modes,
         "defaultOutputModes": c.default_output_modes,
         "skills": skills,

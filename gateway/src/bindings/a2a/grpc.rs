@@ -193,13 +193,6 @@ fn text<T: serde::Serialize>(v: &T) -> String {
     crate::json_text(v)
 }
 
-fn unsupported_push() -> Status {
-    status(&A2aError::new(
-        crate::tasks::error::A2aErrorKind::PushNotificationNotSupported,
-        "push notifications are not supported",
-    ))
-}
-
 #[tonic::async_trait]
 impl pb::a2a_service_server::A2aService for Grpc {
     async fn send_message(
@@ -264,24 +257,34 @@ impl pb::a2a_service_server::A2aService for Grpc {
         &self,
         request: Request<pb::TaskPushNotificationConfig>,
     ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
-        self.open::<_, pj::TaskPushNotificationConfig>(request)?;
-        Err(unsupported_push())
+        let call = self.open::<_, pj::TaskPushNotificationConfig>(request)?;
+        let config = call.state.create_push_config(&call.params, &call.caller).await?;
+        Ok(Response::new(message_of::<pj::TaskPushNotificationConfig, _>(&text(
+            &config,
+        ))?))
     }
 
     async fn get_task_push_notification_config(
         &self,
         request: Request<pb::GetTaskPushNotificationConfigRequest>,
     ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
-        self.open::<_, pj::GetTaskPushNotificationConfigRequest>(request)?;
-        Err(unsupported_push())
+        let call = self.open::<_, pj::GetTaskPushNotificationConfigRequest>(request)?;
+        let config = call.state.get_push_config(&call.params, &call.caller).await?;
+        Ok(Response::new(message_of::<pj::TaskPushNotificationConfig, _>(&text(
+            &config,
+        ))?))
     }
 
     async fn list_task_push_notification_configs(
         &self,
         request: Request<pb::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<Response<pb::ListTaskPushNotificationConfigsResponse>, Status> {
-        self.open::<_, pj::ListTaskPushNotificationConfigsRequest>(request)?;
-        Err(unsupported_push())
+        let call = self.open::<_, pj::ListTaskPushNotificationConfigsRequest>(request)?;
+        let page = call.state.list_push_configs(&call.params, &call.caller).await?;
+        Ok(Response::new(message_of::<
+            pj::ListTaskPushNotificationConfigsResponse,
+            _,
+        >(&text(&page))?))
     }
 
     async fn get_extended_agent_card(
@@ -297,7 +300,8 @@ impl pb::a2a_service_server::A2aService for Grpc {
         &self,
         request: Request<pb::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<Response<()>, Status> {
-        self.open::<_, pj::DeleteTaskPushNotificationConfigRequest>(request)?;
-        Err(unsupported_push())
+        let call = self.open::<_, pj::DeleteTaskPushNotificationConfigRequest>(request)?;
+        call.state.delete_push_config(&call.params, &call.caller).await?;
+        Ok(Response::new(()))
     }
 }

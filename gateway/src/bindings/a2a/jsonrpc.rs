@@ -211,13 +211,18 @@ async fn dispatch(
             Ok(stream(events))
         }
         A2aOperation::GetExtendedAgentCard => Ok(ok(&id, super::extended_card(state, headers)?)),
-        A2aOperation::CreateTaskPushNotificationConfig
-        | A2aOperation::GetTaskPushNotificationConfig
-        | A2aOperation::ListTaskPushNotificationConfigs
-        | A2aOperation::DeleteTaskPushNotificationConfig => Err(A2aError::new(
-            A2aErrorKind::PushNotificationNotSupported,
-            "push notifications are not supported",
-        )),
+        A2aOperation::CreateTaskPushNotificationConfig => {
+            typed_ok(&id, &state.create_push_config(&params, &caller).await?)
+        }
+        A2aOperation::GetTaskPushNotificationConfig => typed_ok(&id, &state.get_push_config(&params, &caller).await?),
+        A2aOperation::ListTaskPushNotificationConfigs => {
+            typed_ok(&id, &state.list_push_configs(&params, &caller).await?)
+        }
+        // (`google.protobuf.Empty`: no result)
+        A2aOperation::DeleteTaskPushNotificationConfig => {
+            state.delete_push_config(&params, &caller).await?;
+            Ok(ok(&id, Value::Null))
+        }
     }
 }
 

@@ -35,10 +35,10 @@ pub(super) fn routes(prefix: &str) -> Router<Arc<TaskService>> {
     }
     router
         .route(&format!("{p}/tasks/{{segment}}"), get(task).post(task))
-        .route(&format!("{p}/tasks/{{id}}/pushNotificationConfigs"), any(push))
+        .route(&format!("{p}/tasks/{{id}}/pushNotificationConfigs"), any(push_configs))
         .route(
             &format!("{p}/tasks/{{id}}/pushNotificationConfigs/{{config}}"),
-            any(push),
+            any(push_config),
         )
         .route(&format!("{p}/extendedAgentCard"), get(extended))
 }
@@ -189,12 +189,55 @@ fn method_not_allowed() -> A2aError {
     A2aError::new(A2aErrorKind::MethodNotFound, "no such operation on this resource")
 }
 
-async fn push() -> Result<Response, RestError> {
-    Err(A2aError::new(
-        A2aErrorKind::PushNotificationNotSupported,
-        "push notifications are not supported",
-    )
-    .into())
+/// `POST /tasks/{id}/pushNotificationConfigs` (create: the body is the config) and `GET`
+/// (list: `pageSize`, `pageToken` in the query).
+async fn push_configs(
+    method: Method,
+    State(state): State<Arc<TaskService>>,
+    Extension(caller): Extension<Caller>,
+    Path(task_id): Path<String>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, RestError> {
+    super::request_headers(&state, &headers, raw.as_deref())?;
+    match method {
+        Method::POST => {
+            let mut params = body_object(&state, &headers, body).await?;
+            params.insert("taskId".into(), Value::String(task_id));
+            Ok(json_response(state.create_push_config(&params, &caller).await?))
+        }
+        Method::GET => {
+            let mut params = query_params(raw.as_deref());
+            params.insert("taskId".into(), Value::String(task_id));
+            Ok(json_response(state.list_push_configs(&params, &caller).await?))
+        }
+        _ => Err(method_not_allowed().into()),
+    }
+}
+
+/// `GET` and `DELETE /tasks/{id}/pushNotificationConfigs/{configId}`.
+async fn push_config(
+    method: Method,
+    State(state): State<Arc<TaskService>>,
+    Extension(caller): Extension<Caller>,
+    Path((task_id, config_id)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, RestError> {
+    super::request_headers(&state, &headers, raw.as_deref())?;
+    let mut params = Map::new();
+    params.insert("taskId".into(), Value::String(task_id));
+    params.insert("id".into(), Value::String(config_id));
+    match method {
+        Method::GET => Ok(json_response(state.get_push_config(&params, &caller).await?)),
+        Method::DELETE => {
+            state.delete_push_config(&params, &caller).await?;
+            // `google.protobuf.Empty`
+            Ok(json_response(json!({})))
+        }
+        _ => Err(method_not_allowed().into()),
+    }
 }
 
 async fn extended(State(state): State<Arc<TaskService>>, headers: HeaderMap) -> Result<Response, RestError> {

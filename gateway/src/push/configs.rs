@@ -1,0 +1,216 @@
+//! The four push-config operations of the task service (`CreateTaskPushNotificationConfig`,
+//! `Get…`, `List…`, `Delete…`), with params in their 1.0 ProtoJSON form (what every binding
+//! hands over), and the config a send carries (`configuration.taskPushNotificationConfig`).
+
+use e2a::types::{A2aListTaskPushNotificationConfigsResponse, A2aTaskPushNotificationConfig};
+use serde_json::{Map, Value};
+
+use crate::agent::Caller;
+use crate::store::{now_ms, PushRecord};
+use crate::tasks::error::{A2aError, A2aErrorKind};
+use crate::tasks::TaskService;
+
+/// Most configs in one page of `ListTaskPushNotificationConfigs`.
+const MAX_PAGE: usize = 100;
+
+/// `field` of `params`, a non-empty string.
+fn text<'a>(params: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
+    params.get(field).and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+/// A config read from `value` (a `TaskPushNotificationConfig`), errors naming the field under
+/// `at` (`params`, `params.configuration.taskPushNotificationConfig`).
+pub(crate) fn read_config(value: &Map<String, Value>, at: &str) -> Result<A2aTaskPushNotificationConfig, A2aError> {
+    serde_path_to_error::deserialize(crate::object_deserializer(value)).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." {
+            at.to_string()
+        } else {
+            format!("{at}.{path}")
+        };
+        A2aError::invalid_params(format!("{field}: {}", e.inner()))
+    })
+}
+
+/// The task id and config id of a Get or Delete (1.0 `{taskId, id}`; 0.3's
+/// `{id, pushNotificationConfigId}` reads too).
+fn task_and_config(params: &Map<String, Value>) -> Result<(String, String), A2aError> {
+    let (task, config) = match text(params, "taskId") {
+        Some(task) => (Some(task), text(params, "id")),
+        None => (text(params, "id"), text(params, "pushNotificationConfigId")),
+    };
+    let task = task.ok_or_else(|| A2aError::invalid_params("params.taskId (the task id) is required"))?;
+    let config =
+        config.ok_or_else(|| A2aError::invalid_params("params.id (the push notification config id) is required"))?;
+    Ok((task.to_string(), config.to_string()))
+}
+
+impl TaskService {
+    /// Push notifications are off (`[a2a.push] enabled = false`, or a store that keeps no
+    /// configs): `PushNotificationNotSupportedError`.
+    fn push_supported(&self) -> Result<(), A2aError> {
+        if self.config.push.enabled {
+            Ok(())
+        } else {
+            Err(A2aError::new(
+                A2aErrorKind::PushNotificationNotSupported,
+                "push notifications are not enabled on this gateway",
+            ))
+        }
+    }
+
+    /// A webhook config checked against the gateway's policy (`https`, a public host after
+    /// resolution), its errors naming `at.url`.
+    pub(crate) async fn check_push_target(
+        &self,
+        config: &A2aTaskPushNotificationConfig,
+        at: &str,
+    ) -> Result<(), A2aError> {
+        self.push_supported()?;
+        if config.url.trim().is_empty() {
+            return Err(A2aError::invalid_params(format!("{at}.url is required")));
+        }
+        let target = self.config.push.target;
+        let url = target
+            .check_url(&config.url)
+            .map_err(|e| A2aError::invalid_params(format!("{at}.url: {e}")))?;
+        target
+            .check_resolves(&url)
+            .await
+            .map_err(|e| A2aError::invalid_params(format!("{at}.url: {e}")))?;
+        if let Some(auth) = &config.authentication {
+            if auth.scheme.trim().is_empty() {
+                return Err(A2aError::invalid_params(format!(
+                    "{at}.authentication.scheme is required"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores `config` for task `task_id` (an id given when it has none), delivering the events
+    /// after `from_seq`; the config as stored.
+    pub(crate) async fn register_push(
+        &self,
+        mut config: A2aTaskPushNotificationConfig,
+        task_id: &str,
+        from_seq: u64,
+    ) -> Result<A2aTaskPushNotificationConfig, A2aError> {
+        if config.id.is_empty() {
+            config.id = e2a::stream::new_id();
+        }
+        config.task_id = task_id.to_string();
+        let record = PushRecord {
+            task_id: task_id.to_string(),
+            id: config.id.clone(),
+            config: config.clone(),
+            created_ms: now_ms(),
+        };
+        self.store.put_push(record, from_seq).await?;
+        self.push.activate();
+        Ok(config)
+    }
+
+    /// `CreateTaskPushNotificationConfig`: `params` is the `TaskPushNotificationConfig`
+    /// (`taskId`, `url`, `token`, `authentication`, an optional `id`). A config under an id
+    /// the task already has replaces it. The events from the next one on are delivered.
+    pub async fn create_push_config(
+        &self,
+        params: &Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<A2aTaskPushNotificationConfig, A2aError> {
+        self.push_supported()?;
+        // drafts nested the config (`{taskId, config: {…}}`, 0.3 `pushNotificationConfig`)
+        let nested = ["config", "pushNotificationConfig"]
+            .iter()
+            .find_map(|k| params.get(*k).and_then(Value::as_object));
+        let (config, at) = match nested {
+            Some(inner) => {
+                let mut merged = inner.clone();
+                for k in ["taskId", "tenant"] {
+                    if let Some(v) = params.get(k) {
+                        merged.entry(k).or_insert_with(|| v.clone());
+                    }
+                }
+                (read_config(&merged, "params.config")?, "params.config")
+            }
+            None => (read_config(params, "params")?, "params"),
+        };
+        if config.task_id.is_empty() {
+            return Err(A2aError::invalid_params("params.taskId (the task id) is required"));
+        }
+        let rec = self.load(&config.task_id, caller).await?;
+        self.check_push_target(&config, at).await?;
+        self.register_push(config, &rec.id, rec.last_seq).await
+    }
+
+    /// `GetTaskPushNotificationConfig` (`{taskId, id}`).
+    pub async fn get_push_config(
+        &self,
+        params: &Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<A2aTaskPushNotificationConfig, A2aError> {
+        self.push_supported()?;
+        let (task_id, id) = task_and_config(params)?;
+        let rec = self.load(&task_id, caller).await?;
+        match self.store.get_push(&rec.id, &id).await? {
+            Some(r) => Ok(r.config),
+            None => Err(A2aError::new(
+                A2aErrorKind::TaskNotFound,
+                format!("task {task_id} has no push notification config {id}"),
+            )),
+        }
+    }
+
+    /// `ListTaskPushNotificationConfigs` (`{taskId, pageSize, pageToken}`), oldest first.
+    pub async fn list_push_configs(
+        &self,
+        params: &Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<A2aListTaskPushNotificationConfigsResponse, A2aError> {
+        self.push_supported()?;
+        let task_id = text(params, "taskId")
+            .or_else(|| text(params, "id"))
+            .ok_or_else(|| A2aError::invalid_params("params.taskId (the task id) is required"))?;
+        let page_size = match params.get("pageSize") {
+            None | Some(Value::Null) => MAX_PAGE,
+            Some(v) => match v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())) {
+                Some(0) => MAX_PAGE,
+                Some(n) => usize::try_from(n).unwrap_or(MAX_PAGE).min(MAX_PAGE),
+                None => {
+                    return Err(A2aError::invalid_params(
+                        "params.pageSize must be a non-negative integer",
+                    ))
+                }
+            },
+        };
+        let offset = match text(params, "pageToken") {
+            None => 0,
+            Some(t) => t
+                .parse::<usize>()
+                .map_err(|_| A2aError::invalid_params("params.pageToken is not a token this gateway gave"))?,
+        };
+        let rec = self.load(task_id, caller).await?;
+        let all = self.store.list_pushes(&rec.id).await?;
+        let next = offset.saturating_add(page_size);
+        let next_page_token = if next < all.len() {
+            next.to_string()
+        } else {
+            String::new()
+        };
+        Ok(A2aListTaskPushNotificationConfigsResponse {
+            configs: all.into_iter().skip(offset).take(page_size).map(|r| r.config).collect(),
+            next_page_token,
+        })
+    }
+
+    /// `DeleteTaskPushNotificationConfig` (`{taskId, id}`): idempotent — a config already gone
+    /// is not an error (its task must still be the caller's).
+    pub async fn delete_push_config(&self, params: &Map<String, Value>, caller: &Caller) -> Result<(), A2aError> {
+        self.push_supported()?;
+        let (task_id, id) = task_and_config(params)?;
+        let rec = self.load(&task_id, caller).await?;
+        self.store.delete_push(&rec.id, &id).await?;
+        Ok(())
+    }
+}

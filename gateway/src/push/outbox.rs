@@ -1,0 +1,189 @@
+//! The outbox loop: claims configs with events to deliver, delivers each config's events in
+//! order (one job per config, up to [`MAX_JOBS`] at once), and writes its progress after every
+//! event.
+
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use axum::http::{header, HeaderValue};
+use tokio::task::JoinSet;
+
+use super::Pusher;
+use crate::store::{now_ms, PushFailure, PushJob, PushProgress, StoreError};
+use crate::tasks::TaskService;
+
+/// How long a claim lasts; a job stops taking new events after half of it.
+const CLAIM: Duration = Duration::from_secs(60);
+/// How often the outbox looks for work without being woken (another gateway's events, retries
+/// coming due, configs left by a gateway that stopped).
+const POLL: Duration = Duration::from_secs(1);
+/// Most configs delivered at once.
+const MAX_JOBS: usize = 32;
+/// The header a notification carries its config's `token` in.
+const TOKEN_HEADER: &str = "x-a2a-notification-token";
+
+/// Runs the outbox of `service` until the service is dropped.
+pub(crate) async fn run(service: Weak<TaskService>, pusher: Arc<Pusher>) {
+    let mut jobs = JoinSet::new();
+    loop {
+        let Some(svc) = service.upgrade() else { return };
+        let room = MAX_JOBS.saturating_sub(jobs.len());
+        if room > 0 {
+            match svc.store.claim_pushes(&svc.holder, CLAIM, room).await {
+                Ok(claimed) => {
+                    if !claimed.is_empty() {
+                        pusher.activate();
+                    }
+                    for job in claimed {
+                        jobs.spawn(deliver(svc.clone(), pusher.clone(), job));
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "push notifications: cannot claim work"),
+            }
+        }
+        drop(svc);
+        tokio::select! {
+            _ = pusher.wake.notified() => {}
+            _ = tokio::time::sleep(POLL) => {}
+            Some(_) = jobs.join_next(), if !jobs.is_empty() => {}
+        }
+    }
+}
+
+/// Delivers the events of one claimed config after its cursor, in order, until they are all
+/// delivered, one is to be retried later, or half the claim has passed.
+async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) {
+    let started = Instant::now();
+    let PushJob {
+        record,
+        mut delivered_seq,
+        mut attempts,
+    } = job;
+    let (task_id, id) = (record.task_id.clone(), record.id.clone());
+    let policy = &pusher.policy;
+    let events = match svc.store.events_after(&task_id, delivered_seq).await {
+        Ok(events) => events,
+        Err(e) => {
+            tracing::warn!(task_id = %task_id, config_id = %id, error = %e, "push notifications: cannot read the task's events");
+            let _ = svc.store.release_push(&task_id, &id, &svc.holder).await;
+            return;
+        }
+    };
+    let progress = |delivered_seq, attempts, retry_in, error, failure| PushProgress {
+        task_id: task_id.clone(),
+        id: id.clone(),
+        holder: svc.holder.clone(),
+        delivered_seq,
+        attempts,
+        retry_in,
+        error,
+        failure,
+    };
+    for event in events {
+        if started.elapsed() > CLAIM / 2 {
+            break;
+        }
+        let sent = post(&pusher, &record.config, &event.event).await;
+        let update = match sent {
+            Ok(()) => {
+                tracing::debug!(task_id = %task_id, config_id = %id, seq = event.seq, "push notification delivered");
+                delivered_seq = event.seq;
+                attempts = 0;
+                progress(delivered_seq, 0, None, None, None)
+            }
+            Err(error) => {
+                attempts = attempts.saturating_add(1);
+                if attempts < policy.max_attempts {
+                    let wait = policy.retry_delay(attempts);
+                    tracing::info!(
+                        task_id = %task_id, config_id = %id, seq = event.seq, attempts, error = %error,
+                        retry_in_ms = wait.as_millis() as u64, "push notification not delivered; will retry"
+                    );
+                    let _ = write(&svc, progress(delivered_seq, attempts, Some(wait), Some(error), None)).await;
+                    return;
+                }
+                tracing::warn!(
+                    task_id = %task_id, config_id = %id, seq = event.seq, attempts, error = %error,
+                    "push notification given up on: recorded as failed"
+                );
+                let failure = PushFailure {
+                    task_id: task_id.clone(),
+                    config_id: id.clone(),
+                    seq: event.seq,
+                    attempts,
+                    error: error.clone(),
+                    at_ms: now_ms(),
+                };
+                delivered_seq = event.seq;
+                attempts = 0;
+                progress(delivered_seq, 0, None, Some(error), Some(failure))
+            }
+        };
+        match write(&svc, update).await {
+            Ok(true) => {}
+            // deleted, or another gateway took the claim over: it goes on from the store
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(task_id = %task_id, config_id = %id, error = %e, "push notifications: cannot store progress");
+                return;
+            }
+        }
+    }
+    let _ = svc.store.release_push(&task_id, &id, &svc.holder).await;
+    // events appended while this job ran find the config free now
+    pusher.wake.notify_one();
+}
+
+async fn write(svc: &TaskService, p: PushProgress) -> Result<bool, StoreError> {
+    svc.store.push_progress(p).await
+}
+
+/// POSTs one event to the config's webhook; `Err` says why it was not taken (never with a
+/// credential: the URL's host, the status, or the connection error).
+async fn post(pusher: &Pusher, config: &e2a::types::A2aTaskPushNotificationConfig, event: &str) -> Result<(), String> {
+    let url = pusher.policy.target.check_url(&config.url)?;
+    let client = pusher.client()?;
+    let mut req = client
+        .post(url)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(event.to_string());
+    if let Some(auth) = &config.authentication {
+        if let Some(credentials) = &auth.credentials {
+            let mut value = HeaderValue::from_str(&format!("{} {}", auth.scheme, credentials.expose()))
+                .map_err(|_| "the config's authentication is not a valid header value".to_string())?;
+            value.set_sensitive(true);
+            req = req.header(header::AUTHORIZATION, value);
+        }
+    }
+    if let Some(token) = &config.token {
+        let mut value = HeaderValue::from_str(token.expose())
+            .map_err(|_| "the config's token is not a valid header value".to_string())?;
+        value.set_sensitive(true);
+        req = req.header(TOKEN_HEADER, value);
+    }
+    let answer = req.send().await.map_err(|e| describe(&e))?;
+    let status = answer.status();
+    if status.is_success() {
+        Ok(())
+    } else {
+        Err(format!("the webhook answered {status}"))
+    }
+}
+
+/// A send error and its causes, without the URL.
+fn describe(e: &reqwest::Error) -> String {
+    let mut text = if e.is_timeout() {
+        "the webhook did not answer in time".to_string()
+    } else if e.is_connect() {
+        "cannot connect to the webhook".to_string()
+    } else {
+        "the notification could not be sent".to_string()
+    };
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
