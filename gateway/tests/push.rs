@@ -1,0 +1,673 @@
+//! A2A push notifications: the stores' outbox contract (configs, claims, progress, failures),
+//! and gateways delivering to a real webhook receiver on 127.0.0.1 — every event in order with
+//! the config's credentials, retried, given up on and recorded, after a crash and restart, by
+//! exactly one of two gateways sharing PostgreSQL; configs on both HTTP bindings; webhooks on
+//! private addresses refused unless allowed.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use e2a::types::A2aTaskPushNotificationConfig;
+use e2a_gateway::backends::ScriptAgent;
+use e2a_gateway::bindings::a2a::A2aConfig;
+use e2a_gateway::push::{PushPolicy, TargetPolicy};
+use e2a_gateway::store::{
+    MemoryStore, PushFailure, PushProgress, PushRecord, SqliteStore, TaskAppend, TaskRecord, TaskStore,
+};
+use e2a_gateway::{Gateway, GatewayConfig};
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+const SCRIPT: &str = include_str!("a2a_clients/script.json");
+
+// --- the store contract ----------------------------------------------------------------------
+
+fn config(task: &str, id: &str, url: &str) -> PushRecord {
+    let config: A2aTaskPushNotificationConfig = serde_json::from_value(json!({
+        "id": id, "taskId": task, "url": url, "token": "tok-secret",
+        "authentication": {"scheme": "Bearer", "credentials": "cred-secret"}
+    }))
+    .expect("a config");
+    PushRecord {
+        task_id: task.into(),
+        id: id.into(),
+        config,
+        created_ms: 1,
+    }
+}
+
+async fn task_with_events(store: &dyn TaskStore, id: &str, n: usize) {
+    let rec = TaskRecord {
+        id: id.into(),
+        context_id: "c".into(),
+        owner: None,
+        state: "TASK_STATE_WORKING".parse().expect("state"),
+        task: e2a::types::A2aTask::new(id, "c", "TASK_STATE_WORKING".parse().expect("state")),
+        last_seq: 0,
+        snapshot_seq: 0,
+        created_ms: 1,
+        updated_ms: 1,
+    };
+    for i in 0..n {
+        let ev = json!({"statusUpdate": {"taskId": id, "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}, "n": i}});
+        store
+            .append(TaskAppend::new(rec.clone(), &ev, i == 0))
+            .await
+            .expect("append");
+    }
+}
+
+fn progress(p: &PushRecord, holder: &str, delivered: u64) -> PushProgress {
+    PushProgress {
+        task_id: p.task_id.clone(),
+        id: p.id.clone(),
+        holder: holder.into(),
+        delivered_seq: delivered,
+        attempts: 0,
+        retry_in: None,
+        error: None,
+        failure: None,
+    }
+}
+
+async fn push_store_contract(store: &dyn TaskStore) {
+    assert!(store.keeps_pushes());
+    let lease = Duration::from_secs(30);
+    task_with_events(store, "t1", 3).await;
+    let a = config("t1", "a", "https://hooks.example.com/a");
+    // a config starts after the events it was created after
+    store.put_push(a.clone(), 1).await.expect("put");
+    store
+        .put_push(config("t1", "b", "https://hooks.example.com/b"), 3)
+        .await
+        .expect("put");
+    assert_eq!(store.get_push("t1", "a").await.expect("get"), Some(a.clone()));
+    assert_eq!(store.get_push("t1", "zz").await.expect("get"), None);
+    let ids: Vec<String> = store
+        .list_pushes("t1")
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(ids, ["a", "b"]);
+    // only `a` has events to deliver; one holder claims it, the other finds nothing
+    let jobs = store.claim_pushes("g1", lease, 10).await.expect("claim");
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(
+        (jobs[0].record.id.as_str(), jobs[0].delivered_seq, jobs[0].attempts),
+        ("a", 1, 0)
+    );
+    assert!(store.claim_pushes("g2", lease, 10).await.expect("claim").is_empty());
+    // progress only from the holder
+    assert!(!store.push_progress(progress(&a, "g2", 3)).await.expect("progress"));
+    assert!(store.push_progress(progress(&a, "g1", 2)).await.expect("progress"));
+    // a retry ends the claim and is not due yet
+    let retry = PushProgress {
+        attempts: 1,
+        retry_in: Some(Duration::from_secs(60)),
+        error: Some("the webhook answered 503".into()),
+        ..progress(&a, "g1", 2)
+    };
+    assert!(store.push_progress(retry).await.expect("progress"));
+    assert!(store.claim_pushes("g2", lease, 10).await.expect("claim").is_empty());
+    // a config replaced keeps its cursor; one due now is claimed with its attempts
+    store.put_push(a.clone(), 0).await.expect("replace");
+    store
+        .put_push(config("t1", "c", "https://hooks.example.com/c"), 0)
+        .await
+        .expect("put");
+    let jobs = store.claim_pushes("g2", lease, 10).await.expect("claim");
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!((jobs[0].record.id.as_str(), jobs[0].delivered_seq), ("c", 0));
+    // an event given up on is recorded with the progress past it
+    let failure = PushFailure {
+        task_id: "t1".into(),
+        config_id: "c".into(),
+        seq: 1,
+        attempts: 8,
+        error: "the webhook answered 500".into(),
+        at_ms: 1_700_000_000_000,
+    };
+    let gave_up = PushProgress {
+        failure: Some(failure.clone()),
+        ..progress(&jobs[0].record, "g2", 1)
+    };
+    assert!(store.push_progress(gave_up).await.expect("progress"));
+    assert_eq!(store.push_failures(10).await.expect("failures"), [failure]);
+    store.release_push("t1", "c", "g2").await.expect("release");
+    let jobs = store.claim_pushes("g1", lease, 10).await.expect("claim");
+    assert_eq!(jobs.len(), 1);
+    assert_eq!((jobs[0].record.id.as_str(), jobs[0].delivered_seq), ("c", 1));
+    // delete: once true, then false
+    assert!(store.delete_push("t1", "c").await.expect("delete"));
+    assert!(!store.delete_push("t1", "c").await.expect("delete"));
+    assert!(!store
+        .push_progress(progress(&jobs[0].record, "g1", 3))
+        .await
+        .expect("progress"));
+    // secrets stay out of Debug
+    let debug = format!("{a:?}");
+    assert!(
+        !debug.contains("tok-secret") && !debug.contains("cred-secret"),
+        "{debug}"
+    );
+}
+
+#[tokio::test]
+async fn stores_keep_the_push_outbox_contract() {
+    push_store_contract(&MemoryStore::new()).await;
+    push_store_contract(&SqliteStore::in_memory().expect("sqlite")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_keeps_the_push_outbox_contract() {
+    let Some(url) = common::postgres_database().await else {
+        return;
+    };
+    push_store_contract(&common::pg(&url).await).await;
+}
+
+// --- a webhook receiver --------------------------------------------------------------------
+
+/// What the receiver saw: every attempt's headers and body, and whether it was taken.
+#[derive(Default)]
+struct Seen {
+    attempts: Vec<(HeaderMap, Value, bool)>,
+    /// Attempts to refuse (503) before taking any; `usize::MAX`: refuse all.
+    refuse_first: usize,
+}
+
+struct Receiver {
+    url: String,
+    seen: Arc<Mutex<Seen>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Receiver {
+    async fn start(refuse_first: usize) -> Receiver {
+        let seen = Arc::new(Mutex::new(Seen {
+            refuse_first,
+            ..Seen::default()
+        }));
+        async fn hook(State(seen): State<Arc<Mutex<Seen>>>, headers: HeaderMap, body: String) -> StatusCode {
+            let mut s = seen.lock();
+            let ok = s.attempts.len() >= s.refuse_first;
+            let body = serde_json::from_str(&body).unwrap_or(Value::Null);
+            s.attempts.push((headers, body, ok));
+            if ok {
+                StatusCode::OK
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+        }
+        let app = axum::Router::new()
+            .route("/hook", axum::routing::post(hook))
+            .with_state(seen.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Receiver {
+            url: format!("http://{addr}/hook"),
+            seen,
+            task,
+        }
+    }
+
+    /// The bodies taken, in the order they arrived.
+    fn taken(&self) -> Vec<Value> {
+        self.seen
+            .lock()
+            .attempts
+            .iter()
+            .filter(|(_, _, ok)| *ok)
+            .map(|(_, b, _)| b.clone())
+            .collect()
+    }
+
+    fn attempts(&self) -> usize {
+        self.seen.lock().attempts.len()
+    }
+
+    fn accept_all(&self) {
+        self.seen.lock().refuse_first = 0;
+    }
+}
+
+// --- gateways ----------------------------------------------------------------------------------
+
+struct Server {
+    base: String,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn dev_push(max_attempts: u32) -> PushPolicy {
+    PushPolicy {
+        target: TargetPolicy { allow_private: true },
+        max_attempts,
+        retry_base: Duration::from_millis(20),
+        ..PushPolicy::default()
+    }
+}
+
+async fn serve(push: PushPolicy, store: Arc<dyn TaskStore>) -> Server {
+    let agent = ScriptAgent::from_json(SCRIPT).expect("script");
+    let a2a = A2aConfig {
+        push,
+        ..A2aConfig::default()
+    };
+    let gateway = Gateway::new(agent, GatewayConfig::default()).with_a2a(a2a, store);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let task = tokio::spawn(gateway.serve(listener, std::future::pending()));
+    Server {
+        base: format!("http://{addr}"),
+        task,
+    }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client")
+}
+
+async fn rpc(base: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    client()
+        .post(format!("{base}/a2a"))
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json")
+}
+
+fn push_config(url: &str) -> Value {
+    json!({"url": url, "token": "tok-123", "authentication": {"scheme": "Bearer", "credentials": "cred-456"}})
+}
+
+/// Sends `text` with a webhook config; the task's id.
+async fn send_with_push(base: &str, text: &str, url: &str, wait: bool) -> String {
+    let answer = rpc(
+        base,
+        "SendMessage",
+        json!({
+            "message": {"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER", "parts": [{"text": text}]},
+            "configuration": {"taskPushNotificationConfig": push_config(url), "returnImmediately": !wait}
+        }),
+    )
+    .await;
+    answer
+        .pointer("/result/task/id")
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("a task: {answer}"))
+        .to_string()
+}
+
+async fn until(what: &str, secs: u64, mut check: impl FnMut() -> bool) {
+    for _ in 0..secs * 20 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+/// The task's logged events, as JSON.
+async fn logged(store: &dyn TaskStore, task: &str) -> Vec<Value> {
+    store
+        .events_after(task, 0)
+        .await
+        .expect("events")
+        .iter()
+        .map(|e| e.json().expect("json"))
+        .collect()
+}
+
+fn is_terminal(events: &[Value]) -> bool {
+    events
+        .last()
+        .and_then(|e| e.pointer("/statusUpdate/status/state"))
+        .and_then(Value::as_str)
+        .is_some_and(|s| ["TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED"].contains(&s))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_event_reaches_the_webhook_in_order_with_its_credentials_after_retries() {
+    let hook = Receiver::start(3).await;
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+    let gw = serve(dev_push(8), store.clone()).await;
+    let card: Value = client()
+        .get(format!("{}/.well-known/agent-card.json", gw.base))
+        .send()
+        .await
+        .expect("card")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(card.pointer("/capabilities/pushNotifications"), Some(&json!(true)));
+
+    let task = send_with_push(&gw.base, "artifacts", &hook.url, true).await;
+    let events = logged(&*store, &task).await;
+    assert!(events.len() >= 5 && is_terminal(&events), "{events:?}");
+    until("every event delivered", 20, || hook.taken().len() >= events.len()).await;
+    // in order, each once here (no claim was lost), after the three refusals
+    assert_eq!(hook.taken(), events);
+    assert_eq!(hook.attempts(), events.len() + 3);
+    for (headers, _, _) in &hook.seen.lock().attempts {
+        assert_eq!(
+            headers.get("authorization").and_then(|v| v.to_str().ok()),
+            Some("Bearer cred-456")
+        );
+        assert_eq!(
+            headers.get("x-a2a-notification-token").and_then(|v| v.to_str().ok()),
+            Some("tok-123")
+        );
+        assert_eq!(
+            headers.get("content-type").and_then(|v| v.to_str().ok()),
+            Some("application/json")
+        );
+    }
+    assert!(
+        events[0].get("task").is_some(),
+        "the first event is the task: {:?}",
+        events[0]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_the_webhook_never_takes_is_recorded_as_failed_and_delivery_goes_on() {
+    let hook = Receiver::start(usize::MAX).await;
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+    let gw = serve(dev_push(2), store.clone()).await;
+    let task = send_with_push(&gw.base, "hello", &hook.url, true).await;
+    let events = logged(&*store, &task).await;
+    until("every event given up on", 20, || hook.attempts() >= events.len() * 2).await;
+    let mut failures = Vec::new();
+    for _ in 0..100 {
+        failures = store.push_failures(1_000).await.expect("failures");
+        if failures.len() == events.len() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // each event tried twice, then recorded, in order
+    let mut seqs: Vec<u64> = failures.iter().map(|f| f.seq).collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+    assert!(
+        failures.iter().all(|f| f.attempts == 2 && f.task_id == task),
+        "{failures:?}"
+    );
+    assert!(failures[0].error.contains("503"), "{failures:?}");
+    assert_eq!(hook.attempts(), events.len() * 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delivery_resumes_after_a_crash_from_the_stores_outbox() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("push.db");
+    let hook = Receiver::start(usize::MAX).await;
+    let first = serve(dev_push(100), Arc::new(SqliteStore::open(&path).expect("open"))).await;
+    let task = send_with_push(&first.base, "artifacts", &hook.url, true).await;
+    until("some attempts refused", 10, || hook.attempts() >= 2).await;
+    // the gateway dies (aborted, no drain) before anything was taken
+    drop(first);
+    hook.accept_all();
+    let store: Arc<dyn TaskStore> = Arc::new(SqliteStore::open(&path).expect("reopen"));
+    let _second = serve(dev_push(100), store.clone()).await;
+    let events = logged(&*store, &task).await;
+    assert!(is_terminal(&events), "{events:?}");
+    until("every event delivered after the restart", 30, || {
+        hook.taken().len() >= events.len()
+    })
+    .await;
+    assert_eq!(hook.taken(), events);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configs_are_created_read_listed_and_deleted_on_both_http_bindings() {
+    let hook = Receiver::start(0).await;
+    let gw = serve(dev_push(8), Arc::new(MemoryStore::new())).await;
+    let task = send_with_push(&gw.base, "hello", &hook.url, true).await;
+    // JSON-RPC: the send's config is listed; another one created with an id of its own
+    let listed = rpc(&gw.base, "ListTaskPushNotificationConfigs", json!({"taskId": task})).await;
+    let configs = listed
+        .pointer("/result/configs")
+        .and_then(Value::as_array)
+        .expect("configs")
+        .clone();
+    assert_eq!(configs.len(), 1, "{listed}");
+    assert_eq!(configs[0]["taskId"], json!(task));
+    assert_eq!(configs[0]["url"], json!(hook.url));
+    let mut second = push_config(&hook.url);
+    second["taskId"] = json!(task);
+    second["id"] = json!("mine");
+    let created = rpc(&gw.base, "CreateTaskPushNotificationConfig", second).await;
+    assert_eq!(created.pointer("/result/id"), Some(&json!("mine")), "{created}");
+    let got = rpc(
+        &gw.base,
+        "GetTaskPushNotificationConfig",
+        json!({"taskId": task, "id": "mine"}),
+    )
+    .await;
+    assert_eq!(
+        got.pointer("/result/authentication/scheme"),
+        Some(&json!("Bearer")),
+        "{got}"
+    );
+    let page = rpc(
+        &gw.base,
+        "ListTaskPushNotificationConfigs",
+        json!({"taskId": task, "pageSize": 1}),
+    )
+    .await;
+    assert_eq!(
+        page.pointer("/result/configs").and_then(Value::as_array).map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(page.pointer("/result/nextPageToken"), Some(&json!("1")), "{page}");
+    for _ in 0..2 {
+        let deleted = rpc(
+            &gw.base,
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": task, "id": "mine"}),
+        )
+        .await;
+        assert!(deleted.get("error").is_none(), "delete is idempotent: {deleted}");
+    }
+    let gone = rpc(
+        &gw.base,
+        "GetTaskPushNotificationConfig",
+        json!({"taskId": task, "id": "mine"}),
+    )
+    .await;
+    assert_eq!(gone.pointer("/error/code"), Some(&json!(-32001)), "{gone}");
+    let unknown = rpc(
+        &gw.base,
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": "no-such-task", "url": hook.url}),
+    )
+    .await;
+    assert_eq!(unknown.pointer("/error/code"), Some(&json!(-32001)), "{unknown}");
+
+    // HTTP+JSON
+    let url = format!("{}/tasks/{task}/pushNotificationConfigs", gw.base);
+    let created: Value = client()
+        .post(&url)
+        .json(&json!({"id": "rest", "url": hook.url}))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        (created["id"].as_str(), created["taskId"].as_str()),
+        (Some("rest"), Some(task.as_str()))
+    );
+    let listed: Value = client()
+        .get(&url)
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(listed["configs"].as_array().map(Vec::len), Some(2), "{listed}");
+    let one = client().get(format!("{url}/rest")).send().await.expect("get");
+    assert_eq!(one.status(), 200);
+    for _ in 0..2 {
+        let deleted = client().delete(format!("{url}/rest")).send().await.expect("delete");
+        assert_eq!(deleted.status(), 200);
+    }
+    let gone = client().get(format!("{url}/rest")).send().await.expect("get");
+    assert_eq!(gone.status(), 404);
+    let bad = client()
+        .post(&url)
+        .json(&json!({"token": "x"}))
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(bad.status(), 400);
+    let text = bad.text().await.expect("body");
+    assert!(text.contains("url"), "{text}");
+}
+
+#[tokio::test]
+async fn webhooks_on_private_addresses_or_plain_http_are_refused_unless_allowed() {
+    let gw = serve(PushPolicy::default(), Arc::new(MemoryStore::new())).await;
+    let task = {
+        let answer = rpc(
+            &gw.base,
+            "SendMessage",
+            json!({"message": {"messageId": "m-ssrf", "role": "ROLE_USER", "parts": [{"text": "hello"}]}}),
+        )
+        .await;
+        answer
+            .pointer("/result/task/id")
+            .and_then(Value::as_str)
+            .expect("a task")
+            .to_string()
+    };
+    for (url, why) in [
+        ("http://127.0.0.1:9/hook", "https"),
+        ("https://127.0.0.1:9/hook", "loopback"),
+        ("https://[::1]/hook", "loopback"),
+        ("https://169.254.169.254/latest/meta-data", "169.254.169.254"),
+        ("https://10.0.0.8/hook", "private"),
+        ("https://localhost:9/hook", "loopback"),
+    ] {
+        let answer = rpc(
+            &gw.base,
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task, "url": url, "token": "tok-never-logged"}),
+        )
+        .await;
+        assert_eq!(answer.pointer("/error/code"), Some(&json!(-32602)), "{url}: {answer}");
+        let message = answer.pointer("/error/message").and_then(Value::as_str).unwrap_or("");
+        assert!(
+            message.contains("params.url") && message.contains(why),
+            "{url}: {message}"
+        );
+        assert!(!message.contains("tok-never-logged"), "{message}");
+    }
+    // on a send too, before anything runs
+    let answer = rpc(
+        &gw.base,
+        "SendMessage",
+        json!({
+            "message": {"messageId": "m-ssrf-2", "role": "ROLE_USER", "parts": [{"text": "hello"}]},
+            "configuration": {"taskPushNotificationConfig": {"url": "https://192.168.1.1/hook"}}
+        }),
+    )
+    .await;
+    let message = answer.pointer("/error/message").and_then(Value::as_str).unwrap_or("");
+    assert!(
+        message.contains("params.configuration.taskPushNotificationConfig.url"),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn a_gateway_with_push_off_says_so_on_the_card_and_refuses_configs() {
+    let off = PushPolicy {
+        enabled: false,
+        ..PushPolicy::default()
+    };
+    let gw = serve(off, Arc::new(MemoryStore::new())).await;
+    let card: Value = client()
+        .get(format!("{}/.well-known/agent-card.json", gw.base))
+        .send()
+        .await
+        .expect("card")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(card.pointer("/capabilities/pushNotifications"), Some(&json!(false)));
+    let answer = rpc(&gw.base, "ListTaskPushNotificationConfigs", json!({"taskId": "t"})).await;
+    assert_eq!(answer.pointer("/error/code"), Some(&json!(-32003)), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gateways_on_postgres_deliver_each_event_once() {
+    let Some(url) = common::postgres_database().await else {
+        return;
+    };
+    let hook = Receiver::start(0).await;
+    let a: Arc<dyn TaskStore> = Arc::new(common::pg(&url).await);
+    let b: Arc<dyn TaskStore> = Arc::new(common::pg(&url).await);
+    let gw_a = serve(dev_push(8), a.clone()).await;
+    let _gw_b = serve(dev_push(8), b).await;
+    let mut tasks = Vec::new();
+    for i in 0..6 {
+        let text = if i % 2 == 0 { "artifacts" } else { "hello" };
+        tasks.push(send_with_push(&gw_a.base, text, &hook.url, true).await);
+    }
+    let mut expected = 0;
+    for t in &tasks {
+        expected += logged(&*a, t).await.len();
+    }
+    until("every event delivered", 30, || hook.taken().len() >= expected).await;
+    // a moment for a duplicate to show up, then: each event exactly once, in order per task
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let taken = hook.taken();
+    assert_eq!(taken.len(), expected, "an event was delivered twice");
+    for t in &tasks {
+        let of_task: Vec<Value> = taken
+            .iter()
+            .filter(|e| {
+                e.pointer("/task/id")
+                    .or_else(|| e.pointer("/statusUpdate/taskId"))
+                    .or_else(|| e.pointer("/artifactUpdate/taskId"))
+                    == Some(&json!(t))
+            })
+            .cloned()
+            .collect();
+        assert_eq!(of_task, logged(&*a, t).await);
+    }
+}
