@@ -582,9 +582,10 @@ async fn jsonrpc_errors_carry_the_a2a_codes() {
         json!({"taskId": "t", "url": "https://x"}),
     )
     .await;
-    assert_eq!(code(&v), -32003);
+    assert_eq!((code(&v), reason(&v)), (-32001, "TASK_NOT_FOUND"));
     let v = rpc(b, "tasks/pushNotificationConfig/set", json!({})).await;
-    assert_eq!(code(&v), -32003);
+    assert_eq!(code(&v), -32602, "{v}");
+    assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains("url")), "{v}");
     let mut p = msg("hello");
     p["configuration"] = json!({"acceptedOutputModes": ["image/png"]});
     assert_eq!(code(&rpc(b, "SendMessage", p).await), -32005);
@@ -677,8 +678,11 @@ async fn rest_errors_are_problem_details_with_the_a2a_type() {
         .send()
         .await
         .expect("send");
+    let resp_status = resp.status().as_u16();
     let v: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("json");
-    assert_eq!(v["error"]["details"][0]["reason"], "PUSH_NOTIFICATION_NOT_SUPPORTED");
+    assert_eq!(resp_status, 400);
+    assert_eq!(v["error"]["status"], "INVALID_ARGUMENT", "{v}");
+    assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains("url")), "{v}");
 }
 
 #[tokio::test]
