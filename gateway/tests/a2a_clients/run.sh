@@ -11,7 +11,11 @@
 # and callers of `e2a serve --config FILE` (named_agents.py: config check, each agent's card and
 # routes, API keys, an RS256 JWT, allow-lists, a rate limit, task isolation, /metrics parsed with
 # prometheus-client); OTLP trace export across two gateways (trace_otlp.py: spans decoded with
-# opentelemetry-proto by a receiver of its own, the hop A -> B linked, shutdown flush).
+# opentelemetry-proto by a receiver of its own, the hop A -> B linked, shutdown flush); push
+# notifications (push_sessions.py: Create/Get/List/Delete of configs on the three bindings, a
+# send's taskPushNotificationConfig delivered to a webhook receiver of its own, retries, giving
+# up, delivery after a SIGKILL and a restart, SSRF refusals without --push-allow-private, no
+# token or credentials in the logs).
 #
 # Usage: gateway/tests/a2a_clients/run.sh   (from anywhere; needs cargo, python3 >= 3.10, node >= 20)
 # Env: E2A_BIN (a built e2a binary; default: cargo build -p e2a-cli), A2A_CLIENTS_WORK (scratch dir).
@@ -117,6 +121,11 @@ run tck "$py" "$here/python_client.py" tck "http://127.0.0.1:$tport"
 # `e2a serve --config FILE`: the session writes its config, checks it and starts the gateway itself
 rm -rf "$work/named"
 run named-agents "$py" "$here/named_agents.py" "$E2A_BIN" "$work/named"
+
+# push notifications: the session writes its [a2a.push] config, starts its gateways (one on a
+# SQLite file it restarts, one without --push-allow-private) and a webhook receiver on 127.0.0.1
+rm -rf "$work/push"
+run push "$py" "$here/push_sessions.py" "$E2A_BIN" "$work/push"
 
 # [telemetry]: two gateways (A's agent is a2a:B) export OTLP/HTTP spans to a receiver the session
 # runs on 127.0.0.1; one trace from the caller's traceparent through both
