@@ -904,6 +904,17 @@ async fn a_run_that_outlives_the_gateway_ends_failed_after_a_restart() {
         // the server is aborted here (its run never finished)
     };
     let s = sqlite_gateway(&path).await;
+    // settled when the gateway starts, before anyone reads it (its webhooks hear of it)
+    let store = SqliteStore::open(&path).expect("open beside the gateway");
+    let mut state = None;
+    for _ in 0..100 {
+        state = store.get(&task_id).await.expect("get").map(|r| r.state.as_str().to_string());
+        if state.as_deref() == Some("TASK_STATE_FAILED") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(state.as_deref(), Some("TASK_STATE_FAILED"));
     let v = rpc(&s.base, "GetTask", json!({"id": task_id})).await;
     assert_eq!(v["result"]["status"]["state"], "TASK_STATE_FAILED", "{v}");
     let events = stream_rpc(&s.base, "SubscribeToTask", json!({"id": task_id}), Some(0)).await;

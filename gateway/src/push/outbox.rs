@@ -25,6 +25,8 @@ const TOKEN_HEADER: &str = "x-a2a-notification-token";
 /// Runs the outbox of `service` until the service is dropped.
 pub(crate) async fn run(service: Weak<TaskService>, pusher: Arc<Pusher>) {
     let mut jobs = JoinSet::new();
+    // the earliest retry a job of this gateway scheduled: the loop looks again then
+    let mut next_retry: Option<Instant> = None;
     loop {
         let Some(svc) = service.upgrade() else { return };
         let room = MAX_JOBS.saturating_sub(jobs.len());
@@ -42,17 +44,29 @@ pub(crate) async fn run(service: Weak<TaskService>, pusher: Arc<Pusher>) {
             }
         }
         drop(svc);
+        let now = Instant::now();
+        let wait = match next_retry.take() {
+            Some(at) if at > now => {
+                next_retry = Some(at);
+                POLL.min(at - now)
+            }
+            _ => POLL,
+        };
         tokio::select! {
             _ = pusher.wake.notified() => {}
-            _ = tokio::time::sleep(POLL) => {}
-            Some(_) = jobs.join_next(), if !jobs.is_empty() => {}
+            _ = tokio::time::sleep(wait) => {}
+            Some(done) = jobs.join_next(), if !jobs.is_empty() => {
+                if let Ok(Some(at)) = done {
+                    next_retry = Some(next_retry.map_or(at, |n| n.min(at)));
+                }
+            }
         }
     }
 }
 
 /// Delivers the events of one claimed config after its cursor, in order, until they are all
-/// delivered, one is to be retried later, or half the claim has passed.
-async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) {
+/// delivered, one is to be retried later (returns when), or half the claim has passed.
+async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) -> Option<Instant> {
     let started = Instant::now();
     let PushJob {
         record,
@@ -66,7 +80,7 @@ async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) {
         Err(e) => {
             tracing::warn!(task_id = %task_id, config_id = %id, error = %e, "push notifications: cannot read the task's events");
             let _ = svc.store.release_push(&task_id, &id, &svc.holder).await;
-            return;
+            return None;
         }
     };
     let progress = |delivered_seq, attempts, retry_in, error, failure| PushProgress {
@@ -100,7 +114,8 @@ async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) {
                         retry_in_ms = wait.as_millis() as u64, "push notification not delivered; will retry"
                     );
                     let _ = write(&svc, progress(delivered_seq, attempts, Some(wait), Some(error), None)).await;
-                    return;
+                    // (a little after: the store decides when it is due)
+                    return Some(Instant::now() + wait + Duration::from_millis(10));
                 }
                 tracing::warn!(
                     task_id = %task_id, config_id = %id, seq = event.seq, attempts, error = %error,
@@ -122,16 +137,17 @@ async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) {
         match write(&svc, update).await {
             Ok(true) => {}
             // deleted, or another gateway took the claim over: it goes on from the store
-            Ok(false) => return,
+            Ok(false) => return None,
             Err(e) => {
                 tracing::warn!(task_id = %task_id, config_id = %id, error = %e, "push notifications: cannot store progress");
-                return;
+                return None;
             }
         }
     }
     let _ = svc.store.release_push(&task_id, &id, &svc.holder).await;
     // events appended while this job ran find the config free now
     pusher.wake.notify_one();
+    None
 }
 
 async fn write(svc: &TaskService, p: PushProgress) -> Result<bool, StoreError> {

@@ -168,6 +168,19 @@ impl TaskStore for MemoryStore {
         })
     }
 
+    fn orphans(&self) -> StoreFuture<'_, Vec<String>> {
+        let mut active: Vec<(i64, String)> = self
+            .inner
+            .lock()
+            .iter()
+            .filter(|(_, t)| t.state.is_active())
+            .map(|(id, t)| (t.updated_ms, id.clone()))
+            .collect();
+        active.sort();
+        let ids = active.into_iter().take(1_000).map(|(_, id)| id).collect();
+        Box::pin(async { Ok(ids) })
+    }
+
     fn keeps_pushes(&self) -> bool {
         true
     }

@@ -398,8 +398,9 @@ pub trait TaskStore: Send + Sync + 'static {
     }
 
     /// Tasks still `SUBMITTED` or `WORKING` whose lease has expired (or that have none):
-    /// their instance is gone. Default: none (one gateway settles its orphans when it reads
-    /// them).
+    /// their instance is gone. A store only one gateway uses keeps no leases and answers every
+    /// such task (at most 1,000): the gateway settles those it does not run when it starts.
+    /// Default: none (a gateway settles its orphans when it reads them).
     fn orphans(&self) -> StoreFuture<'_, Vec<String>> {
         Box::pin(async { Ok(Vec::new()) })
     }

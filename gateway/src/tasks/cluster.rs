@@ -40,16 +40,23 @@ pub(super) async fn reap_orphans(state: Weak<TaskService>, period: Duration) {
     loop {
         tokio::time::sleep(period).await;
         let Some(this) = state.upgrade() else { return };
-        match this.store.orphans().await {
-            Ok(ids) => {
-                for id in ids {
-                    if let Ok(Some(rec)) = this.stored(&id).await {
-                        this.settle(rec).await;
-                    }
+        settle_orphans(&this).await;
+    }
+}
+
+/// Fails the tasks the store says have no run ([`crate::store::TaskStore::orphans`]) and
+/// this gateway does not run: at start on a store only this gateway uses (what it ran before
+/// a restart ends `FAILED`, and their webhooks hear so without anyone reading the task).
+pub(super) async fn settle_orphans(this: &TaskService) {
+    match this.store.orphans().await {
+        Ok(ids) => {
+            for id in ids {
+                if let Ok(Some(rec)) = this.stored(&id).await {
+                    this.settle(rec).await;
                 }
             }
-            Err(e) => tracing::error!(error = %e, "cannot look for orphaned tasks"),
         }
+        Err(e) => tracing::error!(error = %e, "cannot look for orphaned tasks"),
     }
 }
 

@@ -201,6 +201,10 @@ impl TaskService {
             let lease = self.shared.config.lease.max(Duration::from_millis(150));
             tokio::spawn(cluster::renew_leases(Arc::downgrade(self), lease / 3));
             tokio::spawn(cluster::reap_orphans(Arc::downgrade(self), lease / 2));
+        } else {
+            // what this gateway ran before it restarted has no run now
+            let this = self.clone();
+            tokio::spawn(async move { cluster::settle_orphans(&this).await });
         }
         if let Some(notices) = self.store.notices() {
             tokio::spawn(cluster::pass_on_notices(Arc::downgrade(self), notices));

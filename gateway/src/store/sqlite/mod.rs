@@ -450,6 +450,23 @@ impl TaskStore for SqliteStore {
         Box::pin(self.with(move |c| sent_record(c, &owner, &key)))
     }
 
+    fn orphans(&self) -> StoreFuture<'_, Vec<String>> {
+        let active: Vec<&str> = e2a::types::A2aTaskState::ALL
+            .iter()
+            .filter(|s| s.is_active())
+            .map(|s| s.as_str())
+            .collect();
+        let sql = format!(
+            "SELECT id FROM a2a_tasks WHERE state IN ({}) ORDER BY updated_ms LIMIT 1000",
+            active.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ")
+        );
+        Box::pin(self.with(move |c| {
+            let mut stmt = c.prepare_cached(&sql).map_err(backend)?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(backend)?;
+            rows.collect::<Result<_, _>>().map_err(backend)
+        }))
+    }
+
     fn keeps_pushes(&self) -> bool {
         true
     }
