@@ -1,7 +1,8 @@
-//! The served routes and the OpenAPI document cannot drift: every operation of
-//! `generated/openapi.json` is in `e2a_gateway::bindings::e2a_http::ROUTES` with the same request and response
+//! The served routes and the OpenAPI document cannot drift: every E2A operation of
+//! `generated/openapi.json` (tag `E2A`) is in `e2a_gateway::bindings::e2a_http::ROUTES` with the same request and response
 //! media types and status codes, and the other way round; a live server answers each route with
-//! a documented status and media type.
+//! a documented status and media type. (The A2A operations, tag `A2A`, are checked against a
+//! live `e2a serve --a2a` by schemathesis: `schemathesis.sh`.)
 
 mod common;
 
@@ -37,12 +38,23 @@ fn keys(v: Option<&Value>) -> Vec<String> {
     k
 }
 
-/// (path, METHOD) → (request media types, responses) as the document says.
+/// The tags of an operation.
+fn tags(op: &Value) -> Vec<&str> {
+    op["tags"]
+        .as_array()
+        .map(|t| t.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// (path, METHOD) → (request media types, responses) of the E2A operations, as the document says.
 fn documented() -> BTreeMap<(String, String), (Vec<String>, Responses)> {
     let doc = document();
     let mut out = BTreeMap::new();
     for (path, item) in doc["paths"].as_object().expect("paths") {
         for (method, op) in item.as_object().expect("path item") {
+            if !tags(op).contains(&"E2A") {
+                continue;
+            }
             let request = keys(op.pointer("/requestBody/content"));
             let mut responses = Responses::new();
             for (status, r) in op["responses"].as_object().expect("responses") {
@@ -73,6 +85,48 @@ fn served() -> BTreeMap<(String, String), (Vec<String>, Responses)> {
             ((r.path.to_string(), r.method.to_string()), (request, responses))
         })
         .collect()
+}
+
+#[test]
+fn every_operation_is_e2a_or_a2a() {
+    let doc = document();
+    let declared: Vec<&str> = doc["tags"]
+        .as_array()
+        .expect("tags")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(declared, ["E2A", "A2A"]);
+    let mut a2a = Vec::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("path item") {
+            let t = tags(op);
+            assert!(t == ["E2A"] || t == ["A2A"], "{method} {path}: tags {t:?}");
+            if t == ["A2A"] {
+                a2a.push(format!("{} {path}", method.to_uppercase()));
+            }
+        }
+    }
+    a2a.sort();
+    assert_eq!(
+        a2a,
+        [
+            "DELETE /tasks/{id}/pushNotificationConfigs/{configId}",
+            "GET /.well-known/agent-card.json",
+            "GET /extendedAgentCard",
+            "GET /tasks",
+            "GET /tasks/{id}",
+            "GET /tasks/{id}/pushNotificationConfigs",
+            "GET /tasks/{id}/pushNotificationConfigs/{configId}",
+            "GET /tasks/{id}:subscribe",
+            "POST /message:send",
+            "POST /message:stream",
+            "POST /tasks/{id}/pushNotificationConfigs",
+            "POST /tasks/{id}:cancel",
+            "POST /tasks/{id}:subscribe",
+        ],
+        "the A2A HTTP+JSON operations"
+    );
 }
 
 #[test]

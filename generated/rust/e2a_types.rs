@@ -741,10 +741,11 @@ pub struct A2aSendMessageConfiguration {
     ///Media types the client takes in the answer's parts: one of them must be among the card's `defaultOutputModes` (else `ContentTypeNotSupportedError`); empty or absent: any.
     #[serde(
         rename = "acceptedOutputModes",
-        default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub accepted_output_modes: ::std::vec::Vec<::std::string::String>,
+    pub accepted_output_modes: ::std::option::Option<
+        ::std::vec::Vec<::std::string::String>,
+    >,
     ///A2A 0.3's form of the same, read too: `false` answers at once.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub blocking: ::std::option::Option<bool>,
@@ -778,8 +779,10 @@ pub struct A2aSendMessageRequest {
     ///The message to the agent: a new turn, or with the `taskId` of a paused task its answer.
     pub message: A2aMessage,
     ///Free-form metadata of the request.
-    #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-    pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub metadata: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
     ///The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub tenant: ::std::option::Option<::std::string::String>,
@@ -5912,9 +5915,9 @@ impl crate::write::WriteJson for A2aSendMessageConfiguration {
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         let mut first = true;
         w.raw("{");
-        if !self.accepted_output_modes.is_empty() {
+        if let Some(v) = &self.accepted_output_modes {
             w.key(&mut first, "\"acceptedOutputModes\":");
-            w.str_array(&self.accepted_output_modes);
+            w.str_array(v);
         }
         if let Some(v) = &self.blocking {
             w.key(&mut first, "\"blocking\":");
@@ -5946,9 +5949,9 @@ impl crate::write::WriteJson for A2aSendMessageRequest {
         }
         w.key(&mut first, "\"message\":");
         crate::write::WriteJson::write_json(&self.message, w);
-        if !self.metadata.is_empty() {
+        if let Some(v) = &self.metadata {
             w.key(&mut first, "\"metadata\":");
-            w.map(&self.metadata);
+            w.map(v);
         }
         if let Some(v) = &self.tenant {
             w.key(&mut first, "\"tenant\":");

@@ -671,11 +671,11 @@ export interface A2APart {
   /**
    * The file's name, for `raw` and `url` parts.
    */
-  filename?: string;
+  filename?: string | null;
   /**
    * The content's media type (`text/plain`, `image/png`, …).
    */
-  mediaType?: string;
+  mediaType?: string | null;
   /**
    * Free-form metadata of the part.
    */
@@ -685,15 +685,15 @@ export interface A2APart {
   /**
    * Bytes, base64 (ProtoJSON `bytes`).
    */
-  raw?: string;
+  raw?: string | null;
   /**
    * Text content.
    */
-  text?: string;
+  text?: string | null;
   /**
    * A file by reference: its URL.
    */
-  url?: string;
+  url?: string | null;
   [k: string]: unknown | undefined;
 }
 /**
@@ -857,7 +857,7 @@ export interface A2AMessage {
   /**
    * The conversation (context) the message belongs to.
    */
-  contextId?: string;
+  contextId?: string | null;
   /**
    * URIs of the extensions that apply to this message.
    */
@@ -884,7 +884,7 @@ export interface A2AMessage {
   /**
    * The task the message belongs to.
    */
-  taskId?: string;
+  taskId?: string | null;
   [k: string]: unknown | undefined;
 }
 /**
@@ -964,19 +964,19 @@ export interface A2ASendMessageConfiguration {
   /**
    * Media types the client takes in the answer's parts: one of them must be among the card's `defaultOutputModes` (else `ContentTypeNotSupportedError`); empty or absent: any.
    */
-  acceptedOutputModes?: string[];
+  acceptedOutputModes?: string[] | null;
   /**
    * A2A 0.3's form of the same, read too: `false` answers at once.
    */
-  blocking?: boolean;
+  blocking?: boolean | null;
   /**
    * How many of the answered task's most recent history messages to include; absent: all, 0: none.
    */
-  historyLength?: number;
+  historyLength?: number | null;
   /**
    * Answer with the task as soon as it is stored, while it is still working; `false` (the default): wait until the turn ends or pauses.
    */
-  returnImmediately?: boolean;
+  returnImmediately?: boolean | null;
   taskPushNotificationConfig?: A2ATaskPushNotificationConfig;
   [k: string]: unknown | undefined;
 }
@@ -987,18 +987,21 @@ export interface A2ASendMessageConfiguration {
  * via the `definition` "A2aSendMessageRequest".
  */
 export interface A2ASendMessageRequest {
-  configuration?: A2ASendMessageConfiguration;
+  /**
+   * How the send wants to be answered.
+   */
+  configuration?: A2ASendMessageConfiguration | null;
   message: A2AMessage;
   /**
    * Free-form metadata of the request.
    */
   metadata?: {
     [k: string]: unknown | undefined;
-  };
+  } | null;
   /**
    * The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
    */
-  tenant?: string;
+  tenant?: string | null;
   [k: string]: unknown | undefined;
 }
 /**

@@ -108,8 +108,8 @@ fn hand_edits_of_generated_files_tables_and_openapi_drift() {
     edit(
         &root,
         "generated/openapi.json",
-        "\"E2A over HTTP\"",
-        "\"E2A over HTTP (edited)\"",
+        "\"e2a gateway: E2A over HTTP and A2A 1.0 HTTP+JSON\"",
+        "\"e2a gateway (edited)\"",
     );
     edit(&root, "docs/protocol.md", "| `request_id` |", "| `request_ID` |");
     let d = drifted(&root);
