@@ -289,3 +289,72 @@ async fn a_run_whose_frames_cannot_be_stored_fails_and_shows_nothing_unstored() 
     assert_eq!(stored, shown);
     assert!(!log.ended);
 }
+
+/// `POST /v1/e2a/requests` with `key` as its `Idempotency-Key`: status and body.
+async fn keyed(base: &str, key: &str, body: &str, accept: &str) -> (u16, String) {
+    let resp = common::client()
+        .post(format!("{base}/v1/e2a/requests"))
+        .header("Idempotency-Key", key)
+        .header("Content-Type", "application/json")
+        .header("Accept", accept)
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("send");
+    (resp.status().as_u16(), resp.text().await.expect("body"))
+}
+
+#[tokio::test]
+async fn a_request_sent_again_under_its_idempotency_key_gets_the_first_answer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("runs.db");
+    let first_body = r#"{"method":"chat.send","params":{"query":"hi there"}}"#;
+    let (first, frames) = {
+        let s = serve(common::fast_config(), Arc::new(SqliteStore::open(&path).expect("open"))).await;
+        let (status, first) = keyed(&s.base, "k-1", first_body, "application/json").await;
+        assert_eq!(status, 200, "{first}");
+        // the same request (keys in another order): the same final frame, byte for byte — the
+        // agent did not run again (a new run has new frame ids and times)
+        let reordered = r#"{"params":{"query":"hi there"},"method":"chat.send"}"#;
+        assert_eq!(
+            keyed(&s.base, "k-1", reordered, "application/json").await,
+            (200, first.clone())
+        );
+        // streamed: every frame of that run, the last one the same
+        let (status, sse) = keyed(&s.base, "k-1", first_body, "text/event-stream").await;
+        assert_eq!(status, 200);
+        let frames = common::sse_frames(&sse);
+        assert!(frames.len() > 1, "{sse}");
+        assert_eq!(frames.last().map(|f| f.to_json()), Some(first.clone()));
+        // another request under the key: 409, naming the key
+        let (status, problem) = keyed(
+            &s.base,
+            "k-1",
+            r#"{"method":"chat.send","params":{"query":"else"}}"#,
+            "application/json",
+        )
+        .await;
+        assert_eq!(status, 409, "{problem}");
+        assert!(
+            problem.contains("k-1") && problem.contains("Idempotency-Key"),
+            "{problem}"
+        );
+        // another key: a run of its own
+        let (status, other) = keyed(&s.base, "k-2", first_body, "application/json").await;
+        assert_eq!(status, 200);
+        assert_ne!(other, first);
+        (first, frames)
+    };
+    // after a restart on the same file: still the first answer
+    let s = serve(
+        common::fast_config(),
+        Arc::new(SqliteStore::open(&path).expect("reopen")),
+    )
+    .await;
+    assert_eq!(
+        keyed(&s.base, "k-1", first_body, "application/json").await,
+        (200, first)
+    );
+    let (_, sse) = keyed(&s.base, "k-1", first_body, "text/event-stream").await;
+    assert_eq!(common::sse_frames(&sse), frames);
+}

@@ -201,6 +201,13 @@ async fn send_request(
         .value;
     trace::correlate(&mut request, TraceContext::from_headers(&headers).trace_id);
 
+    // a request sent again under its `Idempotency-Key`: the first one's answer
+    if resume.is_none() {
+        if let Some(sub) = repeated(&shared, &caller, &headers, body.text(), &mut request).await? {
+            return Ok(respond(&shared, mode, sub).await);
+        }
+    }
+
     if let Some(after) = resume {
         let Some(id) = request.request_id.clone() else {
             // only streams of requests with an id are retained
@@ -243,6 +250,78 @@ async fn send_request(
         pump.spawn(guarded);
     }
     Ok(respond(&shared, mode, sub).await)
+}
+
+/// The `Idempotency-Key` header, when the request has a usable one.
+fn idempotency_key(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+}
+
+/// With an `Idempotency-Key`: the first request sent under it is remembered (its fingerprint,
+/// and its `request_id`, given to `request` when it has none); the same request again gets a
+/// reader of the first one's run (`None` when it is no longer kept: it runs again, under the
+/// same `request_id`); another request under the key is `409`.
+async fn repeated(
+    shared: &Pipeline,
+    caller: &Caller,
+    headers: &HeaderMap,
+    body: &str,
+    request: &mut E2AEnvelope,
+) -> Result<Option<Subscription>, Problem> {
+    let Some(key) = idempotency_key(headers) else {
+        return Ok(None);
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(body).map_err(|e| Problem::new(ErrorKind::ParseError, e.to_string()).at(""))?;
+    let fingerprint = crate::tasks::sent::fingerprint(&value);
+    let request_id = request
+        .request_id
+        .get_or_insert_with(e2a::stream::new_ordered_id)
+        .clone();
+    let record = crate::store::SentRecord {
+        owner: caller.owner().unwrap_or_default(),
+        key: format!("e2a:{key}"),
+        fingerprint: fingerprint.clone(),
+        task_id: request_id,
+        at_ms: crate::store::now_ms(),
+    };
+    let Some(first) = shared
+        .runs
+        .remember_request(record)
+        .await
+        .map_err(|e| Problem::store_failed(&e))?
+    else {
+        return Ok(None);
+    };
+    if first.fingerprint != fingerprint {
+        return Err(Problem::new(
+            ErrorKind::InvalidRequest,
+            format!(
+                "Idempotency-Key {key:?} was used for another request (request_id {}): use a new key",
+                first.task_id
+            ),
+        )
+        .with_status(StatusCode::CONFLICT));
+    }
+    request.request_id = Some(first.task_id.clone());
+    let run = runs::e2a_key(caller, &first.task_id);
+    // the first request may have been remembered an instant before its run opened
+    for _ in 0..20 {
+        if let Some(sub) = shared
+            .runs
+            .resume(&run, None)
+            .await
+            .map_err(|e| Problem::store_failed(&e))?
+        {
+            return Ok(Some(sub));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    Ok(None)
 }
 
 async fn respond(shared: &Pipeline, mode: Mode, mut sub: Subscription) -> Response {

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Caller, ConversationKey, RequestContext};
 use crate::config::GatewayConfig;
 use crate::pipeline::boundary::{StopCell, StopReason};
-use crate::store::{StoreError, TaskStore};
+use crate::store::{SentRecord, StoreError, TaskStore};
 
 pub(crate) use housekeeping::Pump;
 pub(crate) use subscription::Subscription;
@@ -120,6 +120,9 @@ pub(crate) struct Runs {
 
 #[derive(Default)]
 struct Inner {
+    /// Requests sent under an `Idempotency-Key`, by owner and key, when no store keeps runs
+    /// (else the store keeps them): kept as long as ended runs are.
+    sent: HashMap<(String, String), (SentRecord, Instant)>,
     by_key: HashMap<ConversationKey, (u64, Arc<Run>)>,
     live: HashMap<u64, (ConversationKey, Arc<Run>)>,
     ended: VecDeque<(u64, ConversationKey, Instant, usize)>,
@@ -224,6 +227,25 @@ impl Runs {
             }
         }
         forgotten
+    }
+
+    /// Remembers that `record.owner` sent a request under `record.key` (an `Idempotency-Key`;
+    /// `record.task_id` holds the request's `request_id`) unless the same owner already did:
+    /// then that first record. In the store when one keeps runs (so a restart, or another
+    /// gateway sharing it, sees it), else in memory for as long as ended runs are kept.
+    pub(crate) async fn remember_request(&self, record: SentRecord) -> Result<Option<SentRecord>, StoreError> {
+        if let Some(store) = self.store.get() {
+            return store.remember_send(record).await;
+        }
+        let mut inner = self.inner.lock();
+        let keep = self.retention.time;
+        inner.sent.retain(|_, (_, at)| at.elapsed() < keep);
+        let key = (record.owner.clone(), record.key.clone());
+        if let Some((first, _)) = inner.sent.get(&key) {
+            return Ok(Some(first.clone()));
+        }
+        inner.sent.insert(key, (record, Instant::now()));
+        Ok(None)
     }
 
     /// A reader of run `key` from after `after`: the run in this gateway's memory (live, or

@@ -388,7 +388,7 @@ impl TaskStore for MemoryStore {
             drop(pushes);
             self.sent
                 .lock()
-                .retain(|_, r| r.at_ms >= before && map.contains_key(&r.task_id));
+                .retain(|(_, key), r| r.at_ms >= before && (key.starts_with("e2a:") || map.contains_key(&r.task_id)));
             Ok(gone)
         })
     }

@@ -330,7 +330,9 @@ pub enum StoreNotice {
 pub struct SentRecord {
     /// Who sent it: the task owner ([`crate::agent::Caller::owner`]; empty when anonymous).
     pub owner: String,
-    /// What it was sent as: `message:<messageId>` or `key:<Idempotency-Key>`.
+    /// What it was sent as: `message:<messageId>`, `key:<Idempotency-Key>` (A2A HTTP+JSON) or
+    /// `e2a:<Idempotency-Key>` (E2A `POST /v1/e2a/requests`: `task_id` then holds the
+    /// request's `request_id`, and the record goes with age only).
     pub key: String,
     /// The SHA-256 (hex) of its content's canonical JSON.
     pub fingerprint: String,

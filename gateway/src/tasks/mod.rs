@@ -15,7 +15,7 @@ mod feed;
 mod log;
 mod params;
 mod send;
-mod sent;
+pub(crate) mod sent;
 mod snapshot;
 mod turn;
 

@@ -120,7 +120,7 @@ impl PgStore {
         // what callers sent, as old as the tasks forgotten, or of a task no longer kept
         let sent = format!(
             "DELETE FROM a2a_sent WHERE at_ms < {NOW_MS} - $1
-               OR NOT EXISTS (SELECT 1 FROM a2a_tasks t WHERE t.id = a2a_sent.task_id)"
+               OR (key NOT LIKE 'e2a:%' AND NOT EXISTS (SELECT 1 FROM a2a_tasks t WHERE t.id = a2a_sent.task_id))"
         );
         self.rows(&sent, &[&millis(older_than)]).await?;
         let failures = format!("DELETE FROM a2a_push_failures WHERE at_ms < {NOW_MS} - $1");

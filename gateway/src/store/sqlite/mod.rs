@@ -410,7 +410,8 @@ impl TaskStore for SqliteStore {
         // and the push failures as old (`?2` is bound and unused: every statement takes the
         // same two)
         let after = [
-            "DELETE FROM a2a_sent WHERE (at_ms < ?1 OR task_id NOT IN (SELECT id FROM a2a_tasks)) AND ?2 >= 0"
+            "DELETE FROM a2a_sent WHERE (at_ms < ?1 OR (key NOT LIKE 'e2a:%' AND task_id NOT IN (SELECT id FROM a2a_tasks)))
+              AND ?2 >= 0"
                 .to_string(),
             "DELETE FROM a2a_push_failures WHERE at_ms < ?1 AND ?2 >= 0".to_string(),
         ];
