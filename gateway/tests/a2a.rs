@@ -908,7 +908,11 @@ async fn a_run_that_outlives_the_gateway_ends_failed_after_a_restart() {
     let store = SqliteStore::open(&path).expect("open beside the gateway");
     let mut state = None;
     for _ in 0..100 {
-        state = store.get(&task_id).await.expect("get").map(|r| r.state.as_str().to_string());
+        state = store
+            .get(&task_id)
+            .await
+            .expect("get")
+            .map(|r| r.state.as_str().to_string());
         if state.as_deref() == Some("TASK_STATE_FAILED") {
             break;
         }
