@@ -977,7 +977,10 @@ export interface A2ASendMessageConfiguration {
    * Answer with the task as soon as it is stored, while it is still working; `false` (the default): wait until the turn ends or pauses.
    */
   returnImmediately?: boolean | null;
-  taskPushNotificationConfig?: A2ATaskPushNotificationConfig;
+  /**
+   * A push notification config for the task the send starts or continues (its `taskId` empty).
+   */
+  taskPushNotificationConfig?: A2ATaskPushNotificationConfig | null;
   [k: string]: unknown | undefined;
 }
 /**
