@@ -611,6 +611,19 @@ async fn webhooks_on_private_addresses_or_plain_http_are_refused_unless_allowed(
         message.contains("params.configuration.taskPushNotificationConfig.url"),
         "{answer}"
     );
+    // a config that is not an object is refused too, not ignored
+    for bad in [json!("https://example.com/hook"), json!([null]), json!(5)] {
+        let answer = rpc(
+            &gw.base,
+            "SendMessage",
+            json!({
+                "message": {"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER", "parts": [{"text": "hello"}]},
+                "configuration": {"taskPushNotificationConfig": bad}
+            }),
+        )
+        .await;
+        assert_eq!(answer.pointer("/error/code"), Some(&json!(-32602)), "{answer}");
+    }
 }
 
 #[tokio::test]

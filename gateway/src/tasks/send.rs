@@ -246,11 +246,14 @@ impl TaskService {
         let Some((key, config)) = configuration.and_then(|c| {
             ["taskPushNotificationConfig", "pushNotificationConfig"]
                 .into_iter()
-                .find_map(|k| c.get(k).and_then(Value::as_object).map(|v| (k, v)))
+                .find_map(|k| c.get(k).filter(|v| !v.is_null()).map(|v| (k, v)))
         }) else {
             return Ok(None);
         };
         let at = format!("params.configuration.{key}");
+        let config = config
+            .as_object()
+            .ok_or_else(|| A2aError::invalid_params(format!("{at} must be an object")))?;
         let config = crate::push::read_config(config, &at)?;
         self.check_push_target(&config, &at).await?;
         Ok(Some(config))

@@ -153,18 +153,15 @@ impl TaskService {
     pub(crate) async fn sent_before(&self, caller: &Caller, keys: &SendKeys) -> Result<Option<String>, A2aError> {
         let owner = caller.owner().unwrap_or_default();
         let checks = [
-            keys.idempotency.as_ref().map(|(k, f)| (format!("key:{k}"), f)),
-            keys.message.as_ref().map(|(m, f)| (format!("message:{m}"), f)),
+            keys.idempotency.as_ref().map(|(k, f)| (Key::Idempotency(k), f)),
+            keys.message.as_ref().map(|(m, f)| (Key::Message(m), f)),
         ];
         for (key, content) in checks.into_iter().flatten() {
-            let Some(first) = self.store.find_send(&owner, &key).await? else {
+            let Some(first) = self.store.find_send(&owner, &key.stored()).await? else {
                 continue;
             };
             if first.fingerprint != *content {
-                return Err(A2aError::new(
-                    A2aErrorKind::InvalidRequest,
-                    format!("{key} was already sent with other content (task {})", first.task_id),
-                ));
+                return Err(key.conflict(&first.task_id));
             }
             if self.store.get(&first.task_id).await?.is_some() {
                 return Ok(Some(first.task_id));
@@ -183,35 +180,55 @@ impl TaskService {
         keys: &SendKeys,
         task_id: &str,
     ) -> Result<Option<String>, A2aError> {
-        if let Some((key, content)) = &keys.idempotency {
+        let checks = [
+            keys.idempotency.as_ref().map(|(k, f)| (Key::Idempotency(k), f)),
+            keys.message.as_ref().map(|(m, f)| (Key::Message(m), f)),
+        ];
+        for (key, content) in checks.into_iter().flatten() {
             match self
-                .deliver_once(caller, format!("key:{key}"), content.clone(), task_id)
+                .deliver_once(caller, key.stored(), content.clone(), task_id)
                 .await?
             {
                 Delivery::New => {}
                 Delivery::Repeat(id) => return Ok(Some(id)),
-                Delivery::Conflict(first) => {
-                    return Err(A2aError::new(
-                        A2aErrorKind::InvalidRequest,
-                        format!("Idempotency-Key {key} was already used for another request (task {first})"),
-                    )
-                    .conflict())
-                }
+                Delivery::Conflict(first) => return Err(key.conflict(&first)),
             }
         }
-        let Some((id, content)) = &keys.message else {
-            return Ok(None);
-        };
-        match self
-            .deliver_once(caller, format!("message:{id}"), content.clone(), task_id)
-            .await?
-        {
-            Delivery::New => Ok(None),
-            Delivery::Repeat(task) => Ok(Some(task)),
-            Delivery::Conflict(first) => Err(A2aError::new(
+        Ok(None)
+    }
+}
+
+/// A key a send is remembered by.
+enum Key<'a> {
+    /// Its `Idempotency-Key` (the whole request).
+    Idempotency(&'a str),
+    /// Its `messageId` (the message).
+    Message(&'a str),
+}
+
+impl Key<'_> {
+    /// The key as the store keeps it.
+    fn stored(&self) -> String {
+        match self {
+            Key::Idempotency(k) => format!("key:{k}"),
+            Key::Message(m) => format!("message:{m}"),
+        }
+    }
+
+    /// Other content under this key, first sent to task `first`: another request under an
+    /// `Idempotency-Key` is a conflict (`409` on HTTP), another message under a `messageId`
+    /// is `InvalidRequest`.
+    fn conflict(&self, first: &str) -> A2aError {
+        match self {
+            Key::Idempotency(k) => A2aError::new(
                 A2aErrorKind::InvalidRequest,
-                format!("messageId {id} was already sent with other content (task {first})"),
-            )),
+                format!("Idempotency-Key {k} was already used for another request (task {first})"),
+            )
+            .conflict(),
+            Key::Message(m) => A2aError::new(
+                A2aErrorKind::InvalidRequest,
+                format!("messageId {m} was already sent with other content (task {first})"),
+            ),
         }
     }
 }
