@@ -274,7 +274,9 @@ async fn serve(push: PushPolicy, store: Arc<dyn TaskStore>) -> Server {
         push,
         ..A2aConfig::default()
     };
-    let gateway = Gateway::new(agent, GatewayConfig::default()).with_a2a(a2a, store);
+    let gateway = Gateway::new(agent, GatewayConfig::default())
+        .with_a2a(a2a, store)
+        .with_metrics(true);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let task = tokio::spawn(gateway.serve(listener, std::future::pending()));
@@ -425,6 +427,24 @@ async fn an_event_the_webhook_never_takes_is_recorded_as_failed_and_delivery_goe
     );
     assert!(failures[0].error.contains("503"), "{failures:?}");
     assert_eq!(hook.attempts(), events.len() * 2);
+    // and operators see them counted
+    let metrics = client()
+        .get(format!("{}/metrics", gw.base))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    let count = |outcome: &str| {
+        metrics
+            .lines()
+            .find(|l| l.starts_with("e2a_push_notifications_total") && l.contains(&format!("outcome=\"{outcome}\"")))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|n| n.parse::<usize>().ok())
+    };
+    assert_eq!(count("failed"), Some(events.len()), "{metrics}");
+    assert_eq!(count("retry"), Some(events.len()), "{metrics}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -93,11 +93,18 @@ async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) -> Op
         error,
         failure,
     };
+    let metrics = svc.shared.metrics.get();
+    let count = |outcome| metrics.metrics().push_attempt(metrics.agent(), outcome);
     for event in events {
         if started.elapsed() > CLAIM / 2 {
             break;
         }
         let sent = post(&pusher, &record.config, &event.event).await;
+        count(match (&sent, attempts.saturating_add(1) >= policy.max_attempts) {
+            (Ok(()), _) => "delivered",
+            (Err(_), false) => "retry",
+            (Err(_), true) => "failed",
+        });
         let update = match sent {
             Ok(()) => {
                 tracing::debug!(task_id = %task_id, config_id = %id, seq = event.seq, "push notification delivered");

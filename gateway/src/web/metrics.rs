@@ -61,6 +61,12 @@ struct RunLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PushLabels {
+    agent: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ErrorLabels {
     agent: String,
     code: String,
@@ -83,6 +89,7 @@ pub(crate) struct Metrics {
     store: Family<StoreLabels, Histogram, fn() -> Histogram>,
     first_frame: Family<AgentLabels, Histogram, fn() -> Histogram>,
     runs: Family<RunLabels, Histogram, fn() -> Histogram>,
+    push: Family<PushLabels, Counter>,
     store_ops: Handles<(&'static str, bool), Histogram>,
 }
 
@@ -97,6 +104,12 @@ impl Default for Metrics {
         let store = Family::<StoreLabels, Histogram, fn() -> Histogram>::new_with_constructor(latency_buckets);
         let first_frame = Family::<AgentLabels, Histogram, fn() -> Histogram>::new_with_constructor(latency_buckets);
         let runs = Family::<RunLabels, Histogram, fn() -> Histogram>::new_with_constructor(latency_buckets);
+        let push = Family::<PushLabels, Counter>::default();
+        registry.register(
+            "push_notifications",
+            "A2A push notification attempts by agent and outcome: delivered, retry (refused, to be tried again), failed (given up on and recorded)",
+            push.clone(),
+        );
         registry.register(
             "http_requests",
             "HTTP requests answered, by agent, binding, method and status",
@@ -147,6 +160,7 @@ impl Default for Metrics {
             store,
             first_frame,
             runs,
+            push,
             store_ops: Handles::default(),
         }
     }
@@ -308,6 +322,16 @@ impl FrameCounter {
 }
 
 impl Metrics {
+    /// Counts a push notification attempt of `agent`'s task (`delivered`, `retry`, `failed`).
+    pub(crate) fn push_attempt(&self, agent: &str, outcome: &'static str) {
+        self.push
+            .get_or_create(&PushLabels {
+                agent: agent.to_string(),
+                outcome,
+            })
+            .inc();
+    }
+
     /// Times a store operation.
     pub(crate) fn store_op(&self, op: &'static str, ok: bool, took: std::time::Duration) {
         let outcome = if ok { "ok" } else { "error" };
