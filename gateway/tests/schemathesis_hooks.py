@@ -5,8 +5,8 @@ What the world decides, not the request's shape:
 * A2A message ids are unique: a client never sends one `messageId` twice with other content, and
   the gateway refuses that as `InvalidRequest` (idempotent delivery: the same id with the same
   message gets the first send's task). Generated data repeats short ids (`"0"`) all the time, so
-  before each send the id of a generated message is made unique. An `Idempotency-Key` likewise
-  names one request: each generated send gets its own.
+  before each send the id of a generated message is made unique. (A reused `Idempotency-Key`
+  with another body is 409, which every check takes.)
 * A valid message naming a task (`taskId`, drawn by the stateful phase from the tasks it made)
   is still refused: the echo agent's tasks have all ended, and a message to an ended task is
   UnsupportedOperation (400). A positive case's message therefore starts a new task.
@@ -33,13 +33,6 @@ Known gaps of the gateway, each worked around here until it is fixed (then remov
   instead of being refused as `VersionNotSupportedError` (gateway/src/bindings/a2a/mod.rs,
   `a2a_headers`: `to_str().ok()`): such a generated value is sent with the other bytes replaced
   by `?` (still no version, so still refused).
-* A key used before for another body is answered `409` when the send starts a turn, but `400`
-  "key:<key> was already sent with other content" when its `taskId` names a task it cannot
-  answer (gateway/src/tasks/sent.rs, `sent_before`): hidden by the unique keys above.
-* A send's `configuration.taskPushNotificationConfig` that is not an object (`[null, null]`,
-  `"x"`) is ignored, and the send goes ahead without a webhook, where a wrong config object is
-  invalid params (gateway/src/tasks/send.rs, `send_push_config`): such a generated value is sent
-  as a config object that is just as invalid (`{"url": 0}`), which the gateway refuses.
 """
 import os
 import uuid
@@ -77,8 +70,6 @@ def before_call(context, case, kwargs):
     for name, value in headers.items():
         if name.lower() == "a2a-version" and isinstance(value, str) and not value.isascii():
             headers[name] = value.encode("ascii", "replace").decode("ascii")
-        if name.lower() == "idempotency-key" and isinstance(value, str) and value:
-            headers[name] = f"st-{uuid.uuid4()}"
     body = case.body
     if not isinstance(body, dict):
         return
@@ -98,7 +89,4 @@ def before_call(context, case, kwargs):
     if isinstance(configuration, dict):
         _integral_to_int(configuration, "historyLength")
         for key in ("taskPushNotificationConfig", "pushNotificationConfig"):
-            config = configuration.get(key)
-            if key in configuration and config is not None and not isinstance(config, dict):
-                configuration[key] = {"url": 0}
             _use_sink(configuration.get(key), positive)
