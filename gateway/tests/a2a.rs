@@ -1542,3 +1542,41 @@ async fn a_message_of_too_many_parts_is_refused_naming_the_parts() {
     let p = json!({"message": {"messageId": "m-enough", "role": "ROLE_USER", "parts": parts}});
     assert!(rpc(&s.base, "SendMessage", p).await["result"].is_object());
 }
+
+#[tokio::test]
+async fn versions_are_checked_on_every_http_json_route_whatever_the_header_bytes() {
+    let s = plain().await;
+    let reason_of = |v: &Value| v["error"]["details"][0]["reason"].as_str().unwrap_or("").to_string();
+    // a header that is not text is not a version this gateway serves (not "absent")
+    let odd = reqwest::header::HeaderValue::from_bytes(b"1.\xff").expect("a header");
+    let resp = client()
+        .get(format!("{}/tasks", s.base))
+        .header("A2A-Version", odd)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 400);
+    let v: Value = resp.json().await.expect("json");
+    assert_eq!(reason_of(&v), "VERSION_NOT_SUPPORTED", "{v}");
+    // the extended card's route checks the version like the others
+    let resp = client()
+        .get(format!("{}/extendedAgentCard", s.base))
+        .header("A2A-Version", "9.9")
+        .send()
+        .await
+        .expect("send");
+    let v: Value = resp.json().await.expect("json");
+    assert_eq!(reason_of(&v), "VERSION_NOT_SUPPORTED", "{v}");
+    // a push config whose body names another task than the path's is refused
+    let sent = rpc(&s.base, "SendMessage", msg("hello")).await;
+    let id = sent["result"]["task"]["id"].as_str().expect("task").to_string();
+    let resp = client()
+        .post(format!("{}/tasks/{id}/pushNotificationConfigs", s.base))
+        .json(&json!({"taskId": "another", "url": "https://hooks.example.com/x"}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 400);
+    let text = resp.text().await.expect("body");
+    assert!(text.contains("taskId"), "{text}");
+}

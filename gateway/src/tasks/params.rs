@@ -73,6 +73,8 @@ fn view<'a, T: Deserialize<'a>>(params: &'a Map<String, Value>) -> Result<T, ser
 enum Param<'a> {
     Bool(bool),
     Int(i64),
+    /// A number written with a fraction or an exponent (`5.0`, `1e2`): an integer when it is one.
+    Float(f64),
     Text(std::borrow::Cow<'a, str>),
     Other(IgnoredAny),
 }
@@ -81,6 +83,8 @@ impl Param<'_> {
     fn int(&self) -> Option<i64> {
         match self {
             Param::Int(n) => Some(*n),
+            // exact in an f64 (below 2^53), like JSON Schema's and ProtoJSON's integers
+            Param::Float(f) if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => Some(*f as i64),
             Param::Text(s) => s.parse().ok(),
             _ => None,
         }
@@ -390,6 +394,9 @@ mod tests {
                 (Some(A2aTaskState::TaskStateWorking), Some("c"))
             );
         }
+        // an integral number written as a float is that integer (JSON Schema, ProtoJSON)
+        let l = ListParams::read(&params(json!({"pageSize": 5.0, "historyLength": 2e0}))).expect("read");
+        assert_eq!((l.page_size, l.history), (5, Some(2)));
         let l = ListParams::read(&params(json!({"pageSize": 0, "pageToken": "10"}))).expect("read");
         assert_eq!((l.page_size, l.offset, l.state, l.history), (50, 10, None, None));
         for (bad, named) in [

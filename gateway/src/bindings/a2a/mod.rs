@@ -153,12 +153,19 @@ pub(crate) fn a2a_headers(headers: &HeaderMap, query: Option<&str>) -> Result<A2
             k.eq_ignore_ascii_case("A2A-Version").then(|| v.to_string())
         })
     });
-    let version = headers
-        .get("a2a-version")
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().to_string())
-        .or(from_query)
-        .filter(|v| !v.is_empty());
+    let header = match headers.get("a2a-version") {
+        None => None,
+        Some(v) => Some(v.to_str().map(|v| v.trim().to_string()).map_err(|_| {
+            A2aError::new(
+                A2aErrorKind::VersionNotSupported,
+                format!(
+                    "A2A-Version is not a version this gateway serves ({})",
+                    VERSIONS.join(", ")
+                ),
+            )
+        })?),
+    };
+    let version = header.or(from_query).filter(|v| !v.is_empty());
     if let Some(v) = &version {
         let major_minor: String = match v.split('.').collect::<Vec<_>>().as_slice() {
             [maj] => format!("{maj}.0"),

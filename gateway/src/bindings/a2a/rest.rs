@@ -204,6 +204,17 @@ async fn push_configs(
     match method {
         Method::POST => {
             let mut params = body_object(&state, &headers, body).await?;
+            // the path names the task; a body that names another is a mistake, not an override
+            match params.get("taskId") {
+                None | Some(Value::Null) => {}
+                Some(Value::String(t)) if t.is_empty() || *t == task_id => {}
+                Some(_) => {
+                    return Err(A2aError::invalid_params(format!(
+                        "params.taskId: the body names another task than the path's ({task_id})"
+                    ))
+                    .into())
+                }
+            }
             params.insert("taskId".into(), Value::String(task_id));
             Ok(json_response(state.create_push_config(&params, &caller).await?))
         }
@@ -240,7 +251,12 @@ async fn push_config(
     }
 }
 
-async fn extended(State(state): State<Arc<TaskService>>, headers: HeaderMap) -> Result<Response, RestError> {
+async fn extended(
+    State(state): State<Arc<TaskService>>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, RestError> {
+    super::request_headers(&state, &headers, raw.as_deref())?;
     Ok(json_response(super::extended_card(&state, &headers)?))
 }
 
