@@ -20,30 +20,13 @@ use serde_json::{json, Value};
 const SCRIPT: &str = include_str!("a2a_clients/script.json");
 
 /// A gateway on 127.0.0.1; dropping it aborts the server like a crash (no drain).
-struct Server {
-    base: String,
-    task: tokio::task::JoinHandle<std::io::Result<()>>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+type Server = common::Crashable;
 
 async fn serve(config: GatewayConfig, a2a: A2aConfig, store: Arc<dyn TaskStore>) -> Server {
     let agent = ScriptAgent::from_json(SCRIPT).expect("script");
-    let gateway = Gateway::new(agent, config).with_a2a(a2a, store);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let task = tokio::spawn(gateway.serve(listener, std::future::pending()));
-    Server {
-        base: format!("http://{addr}"),
-        task,
-    }
+    common::serve_crashable(Gateway::new(agent, config).with_a2a(a2a, store)).await
 }
 
-/// A gateway on the SQLite store in file `path` (opened, or reopened after a restart).
 async fn sqlite_gateway(path: &std::path::Path) -> Server {
     let store = Arc::new(SqliteStore::open(path).expect("open the store"));
     serve(GatewayConfig::default(), A2aConfig::default(), store).await

@@ -248,17 +248,6 @@ impl Receiver {
 
 // --- gateways ----------------------------------------------------------------------------------
 
-struct Server {
-    base: String,
-    task: tokio::task::JoinHandle<std::io::Result<()>>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
 fn dev_push(max_attempts: u32) -> PushPolicy {
     PushPolicy {
         target: TargetPolicy { allow_private: true },
@@ -268,7 +257,7 @@ fn dev_push(max_attempts: u32) -> PushPolicy {
     }
 }
 
-async fn serve(push: PushPolicy, store: Arc<dyn TaskStore>) -> Server {
+async fn serve(push: PushPolicy, store: Arc<dyn TaskStore>) -> common::Crashable {
     let agent = ScriptAgent::from_json(SCRIPT).expect("script");
     let a2a = A2aConfig {
         push,
@@ -277,13 +266,19 @@ async fn serve(push: PushPolicy, store: Arc<dyn TaskStore>) -> Server {
     let gateway = Gateway::new(agent, GatewayConfig::default())
         .with_a2a(a2a, store)
         .with_metrics(true);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let task = tokio::spawn(gateway.serve(listener, std::future::pending()));
-    Server {
-        base: format!("http://{addr}"),
-        task,
-    }
+    common::serve_crashable(gateway).await
+}
+
+/// The agent card at `base`.
+async fn card(base: &str) -> Value {
+    client()
+        .get(format!("{base}/.well-known/agent-card.json"))
+        .send()
+        .await
+        .expect("card")
+        .json()
+        .await
+        .expect("json")
 }
 
 fn client() -> reqwest::Client {
@@ -363,14 +358,7 @@ async fn every_event_reaches_the_webhook_in_order_with_its_credentials_after_ret
     let hook = Receiver::start(3).await;
     let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
     let gw = serve(dev_push(8), store.clone()).await;
-    let card: Value = client()
-        .get(format!("{}/.well-known/agent-card.json", gw.base))
-        .send()
-        .await
-        .expect("card")
-        .json()
-        .await
-        .expect("json");
+    let card = card(&gw.base).await;
     assert_eq!(card.pointer("/capabilities/pushNotifications"), Some(&json!(true)));
 
     let task = send_with_push(&gw.base, "artifacts", &hook.url, true).await;
@@ -653,14 +641,7 @@ async fn a_gateway_with_push_off_says_so_on_the_card_and_refuses_configs() {
         ..PushPolicy::default()
     };
     let gw = serve(off, Arc::new(MemoryStore::new())).await;
-    let card: Value = client()
-        .get(format!("{}/.well-known/agent-card.json", gw.base))
-        .send()
-        .await
-        .expect("card")
-        .json()
-        .await
-        .expect("json");
+    let card = card(&gw.base).await;
     assert_eq!(card.pointer("/capabilities/pushNotifications"), Some(&json!(false)));
     let answer = rpc(&gw.base, "ListTaskPushNotificationConfigs", json!({"taskId": "t"})).await;
     assert_eq!(answer.pointer("/error/code"), Some(&json!(-32003)), "{answer}");

@@ -16,26 +16,8 @@ use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
 /// A gateway on 127.0.0.1 keeping runs in `store`; dropping it aborts the server like a crash.
-struct Server {
-    base: String,
-    task: tokio::task::JoinHandle<std::io::Result<()>>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn serve(config: GatewayConfig, store: Arc<dyn TaskStore>) -> Server {
-    let gateway = Gateway::new(script(), config).with_store(store).with_agui();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let task = tokio::spawn(gateway.serve(listener, std::future::pending()));
-    Server {
-        base: format!("http://{addr}"),
-        task,
-    }
+async fn serve(config: GatewayConfig, store: Arc<dyn TaskStore>) -> common::Crashable {
+    common::serve_crashable(Gateway::new(script(), config).with_store(store).with_agui()).await
 }
 
 fn request(id: &str, text: &str) -> Value {

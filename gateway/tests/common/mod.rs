@@ -253,3 +253,27 @@ pub async fn spawn(router: axum::Router) -> Spawned {
     });
     Spawned { base, task }
 }
+
+/// A gateway served on 127.0.0.1 with no graceful shutdown: dropping it aborts the server like
+/// a crash (no drain).
+pub struct Crashable {
+    pub base: String,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Drop for Crashable {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Serves `gateway` on an ephemeral port of 127.0.0.1 until the returned handle is dropped.
+pub async fn serve_crashable(gateway: Gateway) -> Crashable {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let task = tokio::spawn(gateway.serve(listener, std::future::pending()));
+    Crashable {
+        base: format!("http://{addr}"),
+        task,
+    }
+}
