@@ -1563,3 +1563,19 @@ async fn versions_are_checked_on_every_http_json_route_whatever_the_header_bytes
     let text = resp.text().await.expect("body");
     assert!(text.contains("taskId"), "{text}");
 }
+
+#[tokio::test]
+async fn an_empty_task_id_names_no_task_and_flags_must_be_booleans() {
+    let s = plain().await;
+    let mut p = msg("hello");
+    p["message"]["taskId"] = json!("");
+    let v = rpc(&s.base, "SendMessage", p).await;
+    assert!(
+        v["result"]["task"]["id"].as_str().is_some_and(|id| !id.is_empty()),
+        "{v}"
+    );
+    let mut p = msg("hello");
+    p["configuration"] = json!({"returnImmediately": "yes"});
+    let v = rpc(&s.base, "SendMessage", p).await;
+    assert_eq!(code(&v), -32602, "{v}");
+}

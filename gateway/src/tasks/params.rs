@@ -352,14 +352,19 @@ impl SendConfig {
     pub fn read(params: &Map<String, Value>) -> Result<Self, A2aError> {
         let view: ConfigView<'_> = view(params).unwrap_or_default();
         let config = view.configuration.unwrap_or_default();
-        let flag = |p: &Option<Param<'_>>| match p {
-            Some(Param::Bool(b)) => Some(*b),
-            _ => None,
+        // a flag is a JSON boolean (null reads as absent); anything else is refused, not ignored
+        let flag = |p: &Option<Param<'_>>, name: &str| match p {
+            None => Ok(None),
+            Some(Param::Bool(b)) => Ok(Some(*b)),
+            Some(_) => Err(A2aError::invalid_params(format!(
+                "params.configuration.{name} must be a boolean"
+            ))),
         };
-        let return_immediately = flag(&config.return_immediately).unwrap_or(false);
+        let return_immediately = flag(&config.return_immediately, "returnImmediately")?.unwrap_or(false);
+        let blocking = flag(&config.blocking, "blocking")?.unwrap_or(true);
         Ok(SendConfig {
             history: config.history()?,
-            blocking: !return_immediately && flag(&config.blocking).unwrap_or(true),
+            blocking: !return_immediately && blocking,
             return_immediately,
         })
     }
@@ -419,6 +424,13 @@ mod tests {
         let blocking = |v: Value| SendConfig::read(&params(v)).expect("read").blocking;
         assert!(blocking(json!({})));
         assert!(blocking(json!({"configuration": "not an object"})));
+        assert!(blocking(json!({"configuration": {"returnImmediately": null}})));
+        for bad in [json!("yes"), json!(1), json!({})] {
+            let e = error_of(SendConfig::read(&params(
+                json!({"configuration": {"returnImmediately": bad}}),
+            )));
+            assert!(e.contains("returnImmediately must be a boolean"), "{e}");
+        }
         assert!(!blocking(json!({"configuration": {"returnImmediately": true}})));
         assert!(!blocking(json!({"configuration": {"blocking": false}})));
         let c = SendConfig::read(&params(json!({"configuration": {"historyLength": 1}}))).expect("read");

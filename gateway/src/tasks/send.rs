@@ -103,6 +103,10 @@ impl TaskService {
             return_immediately,
         } = decode_send(&self.config, streaming, id, params, &headers)?;
         crate::web::trace::correlate(&mut env, trace_id);
+        // an empty `taskId` names no task (ProtoJSON writes absent strings as "")
+        if env.task_id.as_deref() == Some("") {
+            env.task_id = None;
+        }
         // an existing task (a paused one, answered) or a new one; a repeated answer finds its
         // task no longer paused: what the first answer started
         let existing = match env.task_id.clone() {
