@@ -1550,12 +1550,12 @@ async fn versions_are_checked_on_every_http_json_route_whatever_the_header_bytes
         .expect("send");
     let v: Value = resp.json().await.expect("json");
     assert_eq!(reason_of(&v), "VERSION_NOT_SUPPORTED", "{v}");
-    // a push config whose body names another task than the path's is refused
+    // a push config's body is read as its type says: a taskId that is not a string is refused
     let sent = rpc(&s.base, "SendMessage", msg("hello")).await;
     let id = sent["result"]["task"]["id"].as_str().expect("task").to_string();
     let resp = client()
         .post(format!("{}/tasks/{id}/pushNotificationConfigs", s.base))
-        .json(&json!({"taskId": "another", "url": "https://hooks.example.com/x"}))
+        .json(&json!({"taskId": 5, "url": "https://hooks.example.com/x"}))
         .send()
         .await
         .expect("send");

@@ -204,16 +204,12 @@ async fn push_configs(
     match method {
         Method::POST => {
             let mut params = body_object(&state, &headers, body).await?;
-            // the path names the task; a body that names another is a mistake, not an override
-            match params.get("taskId") {
-                None | Some(Value::Null) => {}
-                Some(Value::String(t)) if t.is_empty() || *t == task_id => {}
-                Some(_) => {
-                    return Err(A2aError::invalid_params(format!(
-                        "params.taskId: the body names another task than the path's ({task_id})"
-                    ))
-                    .into())
-                }
+            // the path names the task (as gRPC transcoding binds `task_id` from it); a body's
+            // `taskId` must still be what the type says
+            if params.get("taskId").is_some_and(|t| !t.is_string()) {
+                return Err(
+                    A2aError::invalid_params("params.taskId must be a string (the path names the task)").into(),
+                );
             }
             params.insert("taskId".into(), Value::String(task_id));
             Ok(json_response(state.create_push_config(&params, &caller).await?))
