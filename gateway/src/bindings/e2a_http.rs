@@ -66,6 +66,7 @@ pub const ROUTES: &[RouteSpec] = &[
             (404, PROBLEM),
             (406, PROBLEM),
             (408, PROBLEM),
+            (409, PROBLEM),
             (413, PROBLEM),
             (415, PROBLEM),
             (422, PROBLEM),
