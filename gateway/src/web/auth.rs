@@ -452,27 +452,29 @@ fn jwt_check(file: &ConfigFile, at: &str, j: &JwtSettings) -> Result<JwtCheck, C
 /// The authentication of every binding, as a route layer on `router`: a request with a valid
 /// token (or any request, without authentication) goes on with its [`Caller`] in the
 /// request's extensions; any other is answered `401` (problem+json with `WWW-Authenticate`).
-/// Around it, the trace context layer ([`crate::web::trace`]) echoes `X-Trace-ID`.
+/// Around it, the trace context ([`crate::web::trace`]) echoes `X-Trace-ID`: both in one
+/// layer (each layer boxes the request's future again).
 pub(crate) fn require<S>(router: axum::Router<S>, auth: &Auth) -> axum::Router<S>
 where
     S: Clone + Send + Sync + 'static,
 {
-    router
-        .route_layer(axum::middleware::from_fn_with_state(auth.clone(), authenticate))
-        .route_layer(axum::middleware::from_fn(crate::web::trace::layer))
+    router.route_layer(axum::middleware::from_fn_with_state(auth.clone(), authenticate))
 }
 
 async fn authenticate(
     axum::extract::State(auth): axum::extract::State<Auth>,
-    mut req: axum::extract::Request,
+    req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    match auth.check(req.headers()) {
-        Ok(caller) => {
-            req.extensions_mut().insert(caller);
-            next.run(req).await
+    crate::web::trace::traced(req, |mut req| async move {
+        match auth.check(req.headers()) {
+            Ok(caller) => {
+                req.extensions_mut().insert(caller);
+                next.run(req).await
+            }
+            Err(p) => p.into_response(),
         }
-        Err(p) => p.into_response(),
-    }
+    })
+    .await
 }

@@ -140,6 +140,16 @@ fn remote_parent(traceparent: &str) -> Option<opentelemetry::Context> {
 /// OpenTelemetry exports when the embedder installs `tracing-opentelemetry`), and a response
 /// (a `401` included) carries `X-Trace-ID` when the request named a trace.
 pub(crate) async fn layer(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    traced(req, |req| next.run(req)).await
+}
+
+/// [`layer`]'s work around `inner` (what answers the request): one layer where another's work
+/// runs inside the span (authentication: [`crate::web::auth::require`]), not two.
+pub(crate) async fn traced<F, Fut>(req: axum::extract::Request, inner: F) -> axum::response::Response
+where
+    F: FnOnce(axum::extract::Request) -> Fut,
+    Fut: std::future::Future<Output = axum::response::Response>,
+{
     use tracing::Instrument;
     use tracing_opentelemetry::OpenTelemetrySpanExt;
     let trace = TraceContext::from_headers(req.headers());
@@ -178,7 +188,7 @@ pub(crate) async fn layer(req: axum::extract::Request, next: axum::middleware::N
         }
     }
     let started = std::time::Instant::now();
-    let mut response = next.run(req).instrument(span.clone()).await;
+    let mut response = inner(req).instrument(span.clone()).await;
     span.in_scope(|| {
         tracing::debug!(
             status = response.status().as_u16(),

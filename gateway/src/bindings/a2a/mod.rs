@@ -54,17 +54,17 @@ use crate::web::sse;
 /// prefix only.
 pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
     let auth = &state.shared.config.auth;
-    let echo = axum::middleware::from_fn_with_state(state.clone(), activated_extensions);
-    let rest = crate::web::auth::require(rest::routes(&state.config.rest_path), auth)
-        .route_layer(echo.clone())
-        .layer(axum::middleware::from_fn(error_form::rest));
+    let rest = with_extensions(
+        crate::web::auth::require(rest::routes(&state.config.rest_path), auth),
+        &state,
+    )
+    .layer(axum::middleware::from_fn(error_form::rest));
     // the JSON-RPC endpoint answers with and without a trailing slash (clients join URLs both ways)
     let mut rpc = Router::new();
     for path in path_forms(&state.config.jsonrpc_path) {
         rpc = rpc.route(&path, axum::routing::post(jsonrpc::handle));
     }
-    let rpc = crate::web::auth::require(rpc, auth)
-        .route_layer(echo)
+    let rpc = with_extensions(crate::web::auth::require(rpc, auth), &state)
         .layer(axum::middleware::from_fn(error_form::jsonrpc));
     let mut router = Router::new();
     if root_card {
@@ -92,11 +92,7 @@ pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
 /// form: `/writer/message:send`), authentication included.
 pub(crate) fn tenant_router(state: Arc<TaskService>, prefix: &str) -> Router {
     let auth = state.shared.config.auth.clone();
-    crate::web::auth::require(rest::routes(prefix), &auth)
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            activated_extensions,
-        ))
+    with_extensions(crate::web::auth::require(rest::routes(prefix), &auth), &state)
         .layer(axum::middleware::from_fn(error_form::rest))
         .with_state(state)
 }
@@ -217,6 +213,18 @@ pub(crate) fn request_headers(
         ));
     }
     Ok(a2a)
+}
+
+/// `router` with [`activated_extensions`] when the card declares extensions (without any,
+/// there is nothing to name, and no layer to pass through).
+fn with_extensions(router: Router<Arc<TaskService>>, state: &Arc<TaskService>) -> Router<Arc<TaskService>> {
+    if state.config.card.extensions.is_empty() {
+        return router;
+    }
+    router.route_layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        activated_extensions,
+    ))
 }
 
 /// The layer of both bindings that names, in the response's `A2A-Extensions` header, the
