@@ -499,6 +499,25 @@ async fn configs_are_created_read_listed_and_deleted_on_both_http_bindings() {
         Some(1)
     );
     assert_eq!(page.pointer("/result/nextPageToken"), Some(&json!("1")), "{page}");
+    // the size read as ListTasks reads it: `1.0` is 1, `2.5` is no page size
+    let next = rpc(
+        &gw.base,
+        "ListTaskPushNotificationConfigs",
+        json!({"taskId": task, "pageSize": 1.0, "pageToken": "1"}),
+    )
+    .await;
+    assert_eq!(
+        next.pointer("/result/configs").and_then(Value::as_array).map(Vec::len),
+        Some(1),
+        "{next}"
+    );
+    let bad = rpc(
+        &gw.base,
+        "ListTaskPushNotificationConfigs",
+        json!({"taskId": task, "pageSize": 2.5}),
+    )
+    .await;
+    assert_eq!(bad.pointer("/error/code"), Some(&json!(-32602)), "{bad}");
     for _ in 0..2 {
         let deleted = rpc(
             &gw.base,

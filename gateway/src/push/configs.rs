@@ -172,23 +172,12 @@ impl TaskService {
         let task_id = text(params, "taskId")
             .or_else(|| text(params, "id"))
             .ok_or_else(|| A2aError::invalid_params("params.taskId (the task id) is required"))?;
-        let page_size = match params.get("pageSize") {
-            None | Some(Value::Null) => MAX_PAGE,
-            Some(v) => match v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())) {
-                Some(0) => MAX_PAGE,
-                Some(n) => usize::try_from(n).unwrap_or(MAX_PAGE).min(MAX_PAGE),
-                None => {
-                    return Err(A2aError::invalid_params(
-                        "params.pageSize must be a non-negative integer",
-                    ))
-                }
-            },
-        };
-        let offset = match text(params, "pageToken") {
-            None => 0,
-            Some(t) => t
-                .parse::<usize>()
-                .map_err(|_| A2aError::invalid_params("params.pageToken is not a token this gateway gave"))?,
+        let crate::tasks::params::Page { size, offset } = crate::tasks::params::Page::read(params)?;
+        let page_size = match size {
+            None | Some(0) => MAX_PAGE,
+            Some(n) => usize::try_from(n)
+                .map_err(|_| A2aError::invalid_params("params.pageSize must be a non-negative integer"))?
+                .min(MAX_PAGE),
         };
         let rec = self.load(task_id, caller).await?;
         let all = self.store.list_pushes(&rec.id).await?;

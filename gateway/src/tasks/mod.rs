@@ -13,7 +13,7 @@ mod cluster;
 pub mod error;
 mod feed;
 mod log;
-mod params;
+pub(crate) mod params;
 mod send;
 pub(crate) mod sent;
 mod snapshot;

@@ -163,6 +163,41 @@ impl<'a> TaskQuery<'a> {
     }
 }
 
+/// The page a listing asks for: `pageSize` as the client wrote it (an integer, `5.0` and
+/// `"5"` included; `None` when absent) and the offset its `pageToken` stands for. Each listing
+/// applies its own range to the size.
+pub(crate) struct Page {
+    /// `pageSize`, when given.
+    pub(crate) size: Option<i64>,
+    /// Items to skip (the page token; 0 without one).
+    pub(crate) offset: usize,
+}
+
+impl Page {
+    /// The page of `params`; a `pageSize` that is no integer or a `pageToken` this gateway did
+    /// not give is invalid params naming it.
+    pub(crate) fn read(params: &Map<String, Value>) -> Result<Self, A2aError> {
+        Self::of(&TaskQuery::read(params)?)
+    }
+
+    fn of(q: &TaskQuery<'_>) -> Result<Self, A2aError> {
+        let size = match &q.page_size {
+            None => None,
+            Some(v) => Some(
+                v.int()
+                    .ok_or_else(|| A2aError::invalid_params("pageSize must be an integer"))?,
+            ),
+        };
+        let offset = match q.page_token.as_ref().and_then(Param::text).filter(|s| !s.is_empty()) {
+            None => 0,
+            Some(t) => t
+                .parse::<usize>()
+                .map_err(|_| A2aError::invalid_params("pageToken is not a token this server issued"))?,
+        };
+        Ok(Page { size, offset })
+    }
+}
+
 /// `historyLength` of a request: `None` for all of it.
 pub fn history_length(params: &Map<String, Value>) -> Result<Option<usize>, A2aError> {
     TaskQuery::read(params)?.history()
@@ -275,19 +310,11 @@ impl ListParams {
     /// Reads `params`; a wrong value is invalid params naming it.
     pub(super) fn read(params: &Map<String, Value>) -> Result<Self, A2aError> {
         let q = TaskQuery::read(params)?;
-        let page_size = match &q.page_size {
-            None => 50,
-            Some(v) => match v.int() {
-                Some(n) if (1..=100).contains(&n) => usize::try_from(n).unwrap_or(50),
-                Some(0) => 50,
-                _ => return Err(A2aError::invalid_params("pageSize must be between 1 and 100")),
-            },
-        };
-        let offset = match q.page_token.as_ref().and_then(Param::text).filter(|s| !s.is_empty()) {
-            None => 0,
-            Some(t) => t
-                .parse::<usize>()
-                .map_err(|_| A2aError::invalid_params("pageToken is not a token this server issued"))?,
+        let Page { size, offset } = Page::of(&q)?;
+        let page_size = match size {
+            None | Some(0) => 50,
+            Some(n) if (1..=100).contains(&n) => usize::try_from(n).unwrap_or(50),
+            Some(_) => return Err(A2aError::invalid_params("pageSize must be between 1 and 100")),
         };
         let include_artifacts = match &q.include_artifacts {
             None => false,
