@@ -73,6 +73,8 @@ fn view<'a, T: Deserialize<'a>>(params: &'a Map<String, Value>) -> Result<T, ser
 enum Param<'a> {
     Bool(bool),
     Int(i64),
+    /// An integer above `i64::MAX`.
+    UInt(u64),
     /// A number written with a fraction or an exponent (`5.0`, `1e2`): an integer when it is one.
     Float(f64),
     Text(std::borrow::Cow<'a, str>),
@@ -87,6 +89,16 @@ impl Param<'_> {
             Param::Float(f) if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => Some(*f as i64),
             Param::Text(s) => s.parse().ok(),
             _ => None,
+        }
+    }
+
+    /// A count: [`Param::int`], with integers above `i64::MAX` (as numbers or text) read as
+    /// `i64::MAX` (a listing caps its page size; it does not refuse a large one as no integer).
+    fn count(&self) -> Option<i64> {
+        match self {
+            Param::UInt(n) => Some(i64::try_from(*n).unwrap_or(i64::MAX)),
+            Param::Text(s) if s.parse::<u128>().is_ok() => Some(s.parse().unwrap_or(i64::MAX)),
+            _ => self.int(),
         }
     }
 
@@ -184,7 +196,7 @@ impl Page {
         let size = match &q.page_size {
             None => None,
             Some(v) => Some(
-                v.int()
+                v.count()
                     .ok_or_else(|| A2aError::invalid_params("pageSize must be an integer"))?,
             ),
         };
@@ -429,6 +441,14 @@ mod tests {
         // an integral number written as a float is that integer (JSON Schema, ProtoJSON)
         let l = ListParams::read(&params(json!({"pageSize": 5.0, "historyLength": 2e0}))).expect("read");
         assert_eq!((l.page_size, l.history), (5, Some(2)));
+        for huge in [json!(18_446_744_073_709_551_614u64), json!("18446744073709551614")] {
+            let page = super::Page::read(&params(json!({ "pageSize": huge }))).expect("read");
+            assert_eq!(
+                page.size,
+                Some(i64::MAX),
+                "a count too large for i64 is capped, not refused"
+            );
+        }
         let l = ListParams::read(&params(json!({"pageSize": 0, "pageToken": "10"}))).expect("read");
         assert_eq!((l.page_size, l.offset, l.state, l.history), (50, 10, None, None));
         for (bad, named) in [
