@@ -92,12 +92,16 @@ impl Param<'_> {
         }
     }
 
-    /// A count: [`Param::int`], with integers above `i64::MAX` (as numbers or text) read as
-    /// `i64::MAX` (a listing caps its page size; it does not refuse a large one as no integer).
+    /// A count: [`Param::int`], with the integers above `i64::MAX` up to `u64::MAX` (as numbers or
+    /// text, a uint64's range) read as `i64::MAX` (a listing caps its page size; it does not
+    /// refuse a large one as no integer). Beyond a uint64 is no count.
     fn count(&self) -> Option<i64> {
         match self {
             Param::UInt(n) => Some(i64::try_from(*n).unwrap_or(i64::MAX)),
-            Param::Text(s) if s.parse::<u128>().is_ok() => Some(s.parse().unwrap_or(i64::MAX)),
+            Param::Text(s) => match s.parse::<u64>() {
+                Ok(n) => Some(i64::try_from(n).unwrap_or(i64::MAX)),
+                Err(_) => self.int(),
+            },
             _ => self.int(),
         }
     }
