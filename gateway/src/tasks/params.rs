@@ -453,6 +453,10 @@ mod tests {
                 "a count too large for i64 is capped, not refused"
             );
         }
+        for beyond in [json!(18_446_744_073_709_551_616.0), json!("18446744073709551616")] {
+            let read = super::Page::read(&params(json!({ "pageSize": beyond })));
+            assert!(read.is_err(), "a count beyond a uint64 is refused");
+        }
         let l = ListParams::read(&params(json!({"pageSize": 0, "pageToken": "10"}))).expect("read");
         assert_eq!((l.page_size, l.offset, l.state, l.history), (50, 10, None, None));
         for (bad, named) in [
