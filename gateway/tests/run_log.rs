@@ -340,3 +340,23 @@ async fn a_request_sent_again_under_its_idempotency_key_gets_the_first_answer() 
     let (_, sse) = keyed(&s.base, "k-1", first_body, "text/event-stream").await;
     assert_eq!(common::sse_frames(&sse), frames);
 }
+
+#[tokio::test]
+async fn idempotency_keys_in_memory_are_kept_no_longer_than_their_runs() {
+    let config = GatewayConfig {
+        max_retained: 2,
+        ..common::fast_config()
+    };
+    let s = serve(config, Arc::new(MemoryStore::new())).await;
+    let body = |q: &str| format!(r#"{{"method":"chat.send","params":{{"query":"{q}"}}}}"#);
+    for k in 1..=4 {
+        let (status, answer) = keyed(&s.base, &format!("k-{k}"), &body("hi"), "application/json").await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    // the newest keys are kept: another request under one is a conflict
+    let (status, problem) = keyed(&s.base, "k-4", &body("else"), "application/json").await;
+    assert_eq!(status, 409, "{problem}");
+    // the oldest key went with its run (two runs kept): the key is free again
+    let (status, answer) = keyed(&s.base, "k-1", &body("else"), "application/json").await;
+    assert_eq!(status, 200, "{answer}");
+}

@@ -85,11 +85,7 @@ impl Pump {
                 }
             }
             match self.store(&batch).await {
-                Ok(sizes) => {
-                    for (f, bytes) in batch.into_iter().zip(sizes) {
-                        self.run.push(f, bytes);
-                    }
-                }
+                Ok(sizes) => self.run.push_all(batch.into_iter().zip(sizes)),
                 Err(e) => {
                     tracing::error!(error = %e, "cannot store a run's frames: the run fails");
                     self.run.cancel.cancel();

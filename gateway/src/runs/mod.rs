@@ -57,10 +57,17 @@ pub(crate) struct Run {
 
 impl Run {
     fn push(&self, f: Arc<E2AResponse>, bytes: usize) {
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.push_all([(f, bytes)]);
+    }
+
+    /// Appends frames (with their sizes) and wakes the readers once for all of them.
+    fn push_all(&self, frames: impl IntoIterator<Item = (Arc<E2AResponse>, usize)>) {
         let n = {
             let mut v = self.frames.lock();
-            v.push(f);
+            for (f, bytes) in frames {
+                self.bytes.fetch_add(bytes, Ordering::Relaxed);
+                v.push(f);
+            }
             v.len()
         };
         self.progress.send_replace((n, false));
@@ -121,8 +128,11 @@ pub(crate) struct Runs {
 #[derive(Default)]
 struct Inner {
     /// Requests sent under an `Idempotency-Key`, by owner and key, when no store keeps runs
-    /// (else the store keeps them): kept as long as ended runs are.
-    sent: HashMap<(String, String), (SentRecord, Instant)>,
+    /// (else the store keeps them): kept as long as ended runs are, and no more of them than
+    /// of runs (ended and live).
+    sent: HashMap<(String, String), SentRecord>,
+    /// The keys of `sent`, oldest first: forgotten from the front.
+    sent_order: VecDeque<(Instant, (String, String))>,
     by_key: HashMap<ConversationKey, (u64, Arc<Run>)>,
     live: HashMap<u64, (ConversationKey, Arc<Run>)>,
     ended: VecDeque<(u64, ConversationKey, Instant, usize)>,
@@ -238,13 +248,24 @@ impl Runs {
             return store.remember_send(record).await;
         }
         let mut inner = self.inner.lock();
-        let keep = self.retention.time;
-        inner.sent.retain(|_, (_, at)| at.elapsed() < keep);
+        let inner = &mut *inner;
+        // the oldest records go first (they are in the order they were made): past the
+        // retention window, or beyond the count of runs kept
+        let most = self.retention.count.saturating_add(inner.live.len());
+        while let Some((at, _)) = inner.sent_order.front() {
+            if at.elapsed() < self.retention.time && inner.sent_order.len() <= most {
+                break;
+            }
+            if let Some((_, key)) = inner.sent_order.pop_front() {
+                inner.sent.remove(&key);
+            }
+        }
         let key = (record.owner.clone(), record.key.clone());
-        if let Some((first, _)) = inner.sent.get(&key) {
+        if let Some(first) = inner.sent.get(&key) {
             return Ok(Some(first.clone()));
         }
-        inner.sent.insert(key, (record, Instant::now()));
+        inner.sent_order.push_back((Instant::now(), key.clone()));
+        inner.sent.insert(key, record);
         Ok(None)
     }
 
