@@ -178,6 +178,17 @@ impl JsonWriter {
         let _ = serde_json::to_writer(&mut self.buf, v);
     }
 
+    /// Bytes written so far (where the next value starts: several values written one after
+    /// the other are told apart by it).
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Whether nothing was written yet.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
     /// The JSON text written.
     pub fn into_string(self) -> String {
         // every write above appends UTF-8 (copied `&str`s, ASCII, or serde_json's output)

@@ -37,7 +37,8 @@ pub struct GatewayConfig {
     pub max_retained: usize,
     /// Most bytes of frames the ended runs retained in memory may take (the oldest go first;
     /// a store that keeps runs still has them for `retention`). Default 64 MiB: what fits a
-    /// small machine next to the live runs (a frame counts about 1.6 KiB besides its body).
+    /// small machine next to the live runs (an ended run is kept as its frames' JSON text, and
+    /// counts that and about 0.5 KiB more).
     pub max_retained_bytes: usize,
     /// How long a run whose every client went away keeps running, waiting for a resume,
     /// before it is cancelled.

@@ -33,6 +33,7 @@ pub mod config;
 pub mod config_file;
 pub mod frame_log;
 pub mod jsonrpc;
+pub(crate) mod packed;
 pub mod pipeline;
 pub mod push;
 pub(crate) mod runs;

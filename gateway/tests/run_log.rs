@@ -25,9 +25,13 @@ fn request(id: &str, text: &str) -> Value {
 }
 
 async fn send(base: &str, body: &Value, last_event_id: Option<u64>) -> reqwest::Response {
+    send_as(base, body, "text/event-stream", last_event_id).await
+}
+
+async fn send_as(base: &str, body: &Value, accept: &str, last_event_id: Option<u64>) -> reqwest::Response {
     let mut req = common::client()
         .post(format!("{base}/v1/e2a/requests"))
-        .header("accept", "text/event-stream")
+        .header("accept", accept)
         .header("content-type", "application/json")
         .body(body.to_string());
     if let Some(id) = last_event_id {
@@ -67,14 +71,7 @@ async fn an_e2a_run_is_resumed_after_a_restart_on_sqlite() {
     // the very same frames, ids and times included
     assert_eq!(resumed[0].to_json(), whole[3].to_json());
     // JSON: the final frame
-    let resp = common::client()
-        .post(format!("{}/v1/e2a/requests", s.base))
-        .header("content-type", "application/json")
-        .header("last-event-id", "0")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("send");
+    let resp = send_as(&s.base, &body, "application/json", Some(0)).await;
     let last = E2AResponse::from_json(&resp.text().await.expect("body")).expect("frame");
     assert_eq!(last.to_json(), whole[whole.len() - 1].to_json());
     // a request id nobody sent is not found
@@ -160,6 +157,52 @@ async fn an_agui_run_is_resumed_by_last_event_id_after_a_restart() {
         .await
         .expect("send");
     assert_eq!(resp.status(), 404);
+}
+
+#[tokio::test]
+async fn an_ended_run_kept_in_memory_is_resumed_with_the_frames_it_streamed() {
+    let s = serve(common::fast_config(), Arc::new(MemoryStore::new())).await;
+    let body = request("ended-1", "weather please");
+    let frames = all_frames(&s.base, &body, None).await;
+    assert!(frames.len() > 2, "{frames:?}");
+    // the ended run is kept in its compact form: read back, frame for frame (ids and times too)
+    assert_eq!(all_frames(&s.base, &body, Some(0)).await, frames[1..]);
+    assert_eq!(all_frames(&s.base, &body, Some(1)).await, frames[2..]);
+    // the final frame alone, as JSON
+    let resp = send_as(&s.base, &body, "application/json", Some(0)).await;
+    assert_eq!(resp.status(), 200);
+    let last = resp.text().await.expect("body");
+    assert_eq!(Some(last), frames.last().map(E2AResponse::to_json));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_ended_run_is_compacted_aside_and_resumed_whole() {
+    // more frames than are compacted on the runtime's own threads
+    let script = json!({"scenarios": [{"name": "long", "match": {"text": "long"}, "steps": [
+        {"type": "text", "text": "x".repeat(6000), "chunk_size": 1},
+        {"type": "complete", "result": {"content": "done"}}
+    ]}]});
+    let agent = e2a_gateway::backends::ScriptAgent::from_json(&script.to_string()).expect("script");
+    let config = GatewayConfig {
+        max_retained: 1,
+        ..common::fast_config()
+    };
+    let s = common::serve_crashable(Gateway::new(agent, config).with_store(Arc::new(MemoryStore::new()))).await;
+    let body = request("long-1", "long");
+    let frames = all_frames(&s.base, &body, None).await;
+    assert_eq!(frames.len(), 6001);
+    for _ in 0..2 {
+        assert_eq!(all_frames(&s.base, &body, Some(5990)).await, frames[5991..]);
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    // it was kept as ended: the next run to end, one past `max_retained`, pushes it out
+    all_frames(&s.base, &request("long-2", "long"), None).await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(send(&s.base, &body, Some(0)).await.status(), 404);
+    assert_eq!(
+        send(&s.base, &request("long-2", "long"), Some(6000)).await.status(),
+        200
+    );
 }
 
 #[tokio::test]

@@ -20,11 +20,9 @@ use crate::store::{FrameWrite, RunHead, StoreError, StoredFrame};
 const BATCH: usize = 64;
 /// How often the store forgets runs past the retention window.
 const PRUNE_EVERY: Duration = Duration::from_secs(30);
-/// What a frame in memory costs besides its body, about (what the memory bound counts): the
-/// `E2AResponse` itself and the dozen small strings every frame carries (ids, timestamp,
-/// provenance), with the allocator's rounding. Calibrated by `tools/bench/retention.sh`:
-/// runs of one-character text chunks take about 1.7 KiB of RSS per retained frame.
-const FRAME_OVERHEAD: usize = 1536;
+/// Frames of an ended run beyond which it is compacted on a blocking thread, not on the
+/// runtime's (writing them takes about half a microsecond each).
+const COMPACT_INLINE: usize = 4096;
 
 /// Moves a run's frames into its log. Dropped before the end (the client of an inline run
 /// went away), it stops the run and closes the log with an `E2A.CANCELLED` final frame.
@@ -32,7 +30,7 @@ pub(crate) struct Pump {
     runs: Arc<Runs>,
     run: Arc<Run>,
     id: u64,
-    key: Option<ConversationKey>,
+    key: Option<Arc<ConversationKey>>,
     request: E2AEnvelope,
     /// The run's own id in the store.
     run_id: String,
@@ -46,7 +44,7 @@ impl Pump {
         runs: Arc<Runs>,
         run: Arc<Run>,
         id: u64,
-        key: ConversationKey,
+        key: Arc<ConversationKey>,
         request: E2AEnvelope,
         permit: OwnedSemaphorePermit,
     ) -> Self {
@@ -85,7 +83,7 @@ impl Pump {
                 }
             }
             match self.store(&batch).await {
-                Ok(sizes) => self.run.push_all(batch.into_iter().zip(sizes)),
+                Ok(()) => self.run.push_all(batch),
                 Err(e) => {
                     tracing::error!(error = %e, "cannot store a run's frames: the run fails");
                     self.run.cancel.cancel();
@@ -96,7 +94,7 @@ impl Pump {
                         "the gateway could not store the answer's frames",
                         "store_failed",
                     );
-                    self.run.push(Arc::new(end), FRAME_OVERHEAD);
+                    self.run.push(Arc::new(end));
                     break;
                 }
             }
@@ -105,12 +103,10 @@ impl Pump {
         self.close();
     }
 
-    /// Writes `batch` to the store when it keeps runs; the frames' sizes.
-    async fn store(&mut self, batch: &[Arc<E2AResponse>]) -> Result<Vec<usize>, StoreError> {
-        // what the frames take in memory, where the run keeps them (not their stored text)
-        let sizes = batch.iter().map(|f| size_of(f)).collect();
+    /// Writes `batch` to the store when it keeps runs.
+    async fn store(&mut self, batch: &[Arc<E2AResponse>]) -> Result<(), StoreError> {
         let (Some(store), Some(key)) = (self.runs.store.get(), &self.key) else {
-            return Ok(sizes);
+            return Ok(());
         };
         let frames: Vec<StoredFrame> = batch
             .iter()
@@ -134,7 +130,7 @@ impl Pump {
             })
             .await?;
         self.opened = true;
-        Ok(sizes)
+        Ok(())
     }
 
     fn cutoff(&self, sequence: u64, kind: ErrorKind, message: &str, reason: &str) -> E2AResponse {
@@ -143,11 +139,20 @@ impl Pump {
         cutoff_frame(&self.request, sequence, kind, message, details)
     }
 
+    /// Ends the run: its readers see the end, its frames are compacted, and the registry
+    /// keeps it as ended.
     fn close(&mut self) {
         if let Some(key) = self.key.take() {
             self.run.end();
-            let bytes = self.run.bytes.load(std::sync::atomic::Ordering::Relaxed);
-            self.runs.ended(self.id, key, bytes);
+            let (runs, run, id) = (self.runs.clone(), self.run.clone(), self.id);
+            let settle = move || {
+                let bytes = run.compact();
+                runs.ended(id, key, bytes);
+            };
+            match tokio::runtime::Handle::try_current() {
+                Ok(h) if self.run.len() > COMPACT_INLINE => drop(h.spawn_blocking(settle)),
+                _ => settle(),
+            }
         }
     }
 }
@@ -181,23 +186,10 @@ impl Drop for Pump {
                     });
                 }
             }
-            self.run.push(Arc::new(end), FRAME_OVERHEAD);
+            self.run.push(Arc::new(end));
         }
         self.close();
     }
-}
-
-/// About how many bytes `frame` takes in memory.
-fn size_of(frame: &E2AResponse) -> usize {
-    fn walk(v: &serde_json::Value) -> usize {
-        match v {
-            serde_json::Value::String(s) => s.len() + 24,
-            serde_json::Value::Array(a) => a.iter().map(walk).sum::<usize>() + 24,
-            serde_json::Value::Object(m) => m.iter().map(|(k, v)| k.len() + walk(v)).sum::<usize>() + 48,
-            _ => 16,
-        }
-    }
-    FRAME_OVERHEAD + frame.body.iter().map(|(k, v)| k.len() + walk(v)).sum::<usize>()
 }
 
 /// Starts the background work of a registry whose store keeps runs: renewing the leases of

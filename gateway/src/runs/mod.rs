@@ -8,6 +8,7 @@
 //! gateway sharing the store ([`subscription`] follows it there); the gateway's own memory
 //! keeps recent runs for fast resumes, bounded by count, bytes and time.
 
+mod frames;
 mod housekeeping;
 mod subscription;
 
@@ -26,6 +27,7 @@ use crate::agent::{Caller, ConversationKey, RequestContext};
 use crate::config::GatewayConfig;
 use crate::pipeline::boundary::{StopCell, StopReason};
 use crate::store::{SentRecord, StoreError, TaskStore};
+use frames::{Compact, Frames};
 
 pub(crate) use housekeeping::Pump;
 pub(crate) use subscription::Subscription;
@@ -42,7 +44,7 @@ pub(crate) fn agui_key(caller: &Caller, thread_id: &str, run_id: &str) -> Conver
 
 /// One run: its frames so far, whether it ended, and how to stop it.
 pub(crate) struct Run {
-    frames: Mutex<Vec<Arc<E2AResponse>>>,
+    frames: Mutex<Frames>,
     /// (frames so far, ended)
     progress: watch::Sender<(usize, bool)>,
     /// Whether the run has ended (changes once: readers of the final frame only wake then).
@@ -50,22 +52,19 @@ pub(crate) struct Run {
     cancel: CancellationToken,
     stop: StopCell,
     subscribers: AtomicUsize,
-    /// About how many bytes its frames take (what the retention bound counts).
-    bytes: AtomicUsize,
     grace: Duration,
 }
 
 impl Run {
-    fn push(&self, f: Arc<E2AResponse>, bytes: usize) {
-        self.push_all([(f, bytes)]);
+    fn push(&self, f: Arc<E2AResponse>) {
+        self.push_all([f]);
     }
 
-    /// Appends frames (with their sizes) and wakes the readers once for all of them.
-    fn push_all(&self, frames: impl IntoIterator<Item = (Arc<E2AResponse>, usize)>) {
+    /// Appends frames and wakes the readers once for all of them.
+    fn push_all(&self, frames: impl IntoIterator<Item = Arc<E2AResponse>>) {
         let n = {
             let mut v = self.frames.lock();
-            for (f, bytes) in frames {
-                self.bytes.fetch_add(bytes, Ordering::Relaxed);
+            for f in frames {
                 v.push(f);
             }
             v.len()
@@ -91,10 +90,30 @@ impl Run {
 
     /// The sequence the next frame gets, and whether the last one was final.
     fn next_sequence(&self) -> (u64, bool) {
-        self.frames
-            .lock()
-            .last()
-            .map_or((0, false), |f| (f.sequence.saturating_add(1), f.is_final))
+        self.frames.lock().last().map_or((0, false), |(sequence, is_final)| {
+            (sequence.saturating_add(1), is_final)
+        })
+    }
+
+    /// How many frames it has.
+    fn len(&self) -> usize {
+        self.frames.lock().len()
+    }
+
+    /// Compacts the frames of the ended run into their JSON text (see [`frames`]); returns
+    /// about how many bytes they take now (what the retention bound counts). The frames are
+    /// written outside the lock: readers go on meanwhile.
+    fn compact(&self) -> usize {
+        let made = match &*self.frames.lock() {
+            Frames::Live(v) => v.clone(),
+            Frames::Compact(c) => return c.bytes(),
+        };
+        let compact = Compact::of(&made);
+        let bytes = compact.bytes();
+        let before = std::mem::replace(&mut *self.frames.lock(), Frames::Compact(compact));
+        // freed outside the lock
+        drop((before, made));
+        bytes
     }
 
     /// A reader of the frames with a sequence greater than `after` (all frames for `None`).
@@ -133,9 +152,10 @@ struct Inner {
     sent: HashMap<(String, String), SentRecord>,
     /// The keys of `sent`, oldest first: forgotten from the front.
     sent_order: VecDeque<(Instant, (String, String))>,
-    by_key: HashMap<ConversationKey, (u64, Arc<Run>)>,
-    live: HashMap<u64, (ConversationKey, Arc<Run>)>,
-    ended: VecDeque<(u64, ConversationKey, Instant, usize)>,
+    /// (Each run's key is allocated once and shared by these three.)
+    by_key: HashMap<Arc<ConversationKey>, (u64, Arc<Run>)>,
+    live: HashMap<u64, (Arc<ConversationKey>, Arc<Run>)>,
+    ended: VecDeque<(u64, Arc<ConversationKey>, Instant, usize)>,
     /// Bytes of the runs in `ended`.
     ended_bytes: usize,
 }
@@ -180,16 +200,16 @@ impl Runs {
     ) -> (Arc<Run>, Pump) {
         let (progress, _) = watch::channel((0, false));
         let run = Arc::new(Run {
-            frames: Mutex::new(Vec::new()),
+            frames: Mutex::default(),
             progress,
             done: watch::channel(false).0,
             cancel: ctx.cancel.clone(),
             stop: ctx.stop.clone(),
             subscribers: AtomicUsize::new(0),
-            bytes: AtomicUsize::new(0),
             grace,
         });
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let key = Arc::new(key);
         {
             let mut inner = self.inner.lock();
             inner.by_key.insert(key.clone(), (id, run.clone()));
@@ -203,7 +223,7 @@ impl Runs {
         (run, pump)
     }
 
-    fn ended(&self, id: u64, key: ConversationKey, bytes: usize) {
+    fn ended(&self, id: u64, key: Arc<ConversationKey>, bytes: usize) {
         let forgotten = {
             let mut inner = self.inner.lock();
             inner.live.remove(&id);

@@ -70,25 +70,26 @@ impl Subscription {
         Subscription(Source::Stored(Box::new(s)))
     }
 
-    /// The final frame once the run has ended (`None` when no frame is after the position
-    /// asked for). Wakes once, at the end, not for every frame.
-    pub(crate) async fn last(&mut self) -> Option<Arc<E2AResponse>> {
+    /// The final frame's JSON text once the run has ended (`None` when no frame is after the
+    /// position asked for). Wakes once, at the end, not for every frame.
+    pub(crate) async fn last_json(&mut self) -> Option<String> {
         match &mut self.0 {
             Source::Local(l) => {
                 let mut done = l.run.done.subscribe();
                 let _ = done.wait_for(|d| *d).await;
-                let f = l.run.frames.lock().last().cloned()?;
-                if l.after.is_some_and(|a| f.sequence <= a) {
+                let frames = l.run.frames.lock();
+                let (sequence, _) = frames.last()?;
+                if l.after.is_some_and(|a| sequence <= a) {
                     return None;
                 }
-                Some(f)
+                frames.json(frames.len().checked_sub(1)?)
             }
             Source::Stored(s) => {
                 let mut last = None;
                 while let Some(f) = s.next().await {
                     last = Some(f);
                 }
-                last
+                last.map(|f| f.to_json())
             }
         }
     }
@@ -107,7 +108,7 @@ impl Local {
         loop {
             let (len, ended) = *self.rx.borrow_and_update();
             if self.pos < len {
-                let f = self.run.frames.lock().get(self.pos).cloned()?;
+                let f = self.run.frames.lock().get(self.pos)?;
                 self.pos += 1;
                 if self.after.is_some_and(|a| f.sequence <= a) {
                     continue;

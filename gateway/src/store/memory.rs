@@ -9,6 +9,8 @@ use std::time::Duration;
 use e2a::types::{A2aTask, A2aTaskState};
 use parking_lot::Mutex;
 
+use crate::packed::Packed;
+
 use super::{
     millis, now_ms, PushFailure, PushJob, PushProgress, PushRecord, SentRecord, SessionPage, SessionQuery,
     SessionRecord, StoreError, StoreFuture, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord, TaskStore,
@@ -70,16 +72,15 @@ struct MemoryTask {
 enum Events {
     /// Each event's text as the service handed it over (shared with its followers).
     Open(Vec<Arc<str>>),
-    /// An ended task's events, one after another in one text; `ends[i]` is where event `i + 1`
-    /// ends.
-    Packed { text: Box<str>, ends: Box<[usize]> },
+    /// An ended task's events, one after another in one text.
+    Packed(Packed),
 }
 
 impl Events {
     fn len(&self) -> usize {
         match self {
             Events::Open(v) => v.len(),
-            Events::Packed { ends, .. } => ends.len(),
+            Events::Packed(p) => p.len(),
         }
     }
 
@@ -87,10 +88,7 @@ impl Events {
     fn get(&self, i: usize) -> Option<Arc<str>> {
         match self {
             Events::Open(v) => v.get(i).cloned(),
-            Events::Packed { text, ends } => {
-                let start = if i == 0 { 0 } else { *ends.get(i - 1)? };
-                text.get(start..*ends.get(i)?).map(Arc::from)
-            }
+            Events::Packed(p) => p.get(i).map(Arc::from),
         }
     }
 
@@ -104,18 +102,7 @@ impl Events {
 
     /// `texts` packed into one text.
     fn packed(texts: &[Arc<str>]) -> Events {
-        let mut text = String::with_capacity(texts.iter().map(|e| e.len()).sum());
-        let ends = texts
-            .iter()
-            .map(|e| {
-                text.push_str(e);
-                text.len()
-            })
-            .collect();
-        Events::Packed {
-            text: text.into_boxed_str(),
-            ends,
-        }
+        Events::Packed(Packed::of(texts))
     }
 }
 
@@ -482,7 +469,7 @@ mod tests {
     fn packed_events_read_as_they_were_written() {
         let texts: Vec<Arc<str>> = ["{\"a\":1}", "", "{\"ü\":\"ß\"}"].into_iter().map(Arc::from).collect();
         let e = Events::packed(&texts);
-        assert!(matches!(e, Events::Packed { .. }));
+        assert!(matches!(e, Events::Packed(_)));
         let read: Vec<_> = (0..e.len()).filter_map(|i| e.get(i)).collect();
         assert_eq!(read, texts);
         assert_eq!(e.get(3), None);

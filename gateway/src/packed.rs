@@ -1,0 +1,80 @@
+//! [`Packed`]: texts kept one after another in one buffer — what the memory store keeps an
+//! ended task's events in, and the gateway an ended run's frames: two allocations however many
+//! texts, freed at once.
+
+use e2a::write::{JsonWriter, WriteJson};
+
+/// Texts one after another in one buffer, told apart by where each ends.
+#[derive(Debug, Default)]
+pub(crate) struct Packed {
+    text: Box<str>,
+    /// `ends[i]` is where text `i` ends in `text`.
+    ends: Box<[usize]>,
+}
+
+impl Packed {
+    /// `texts`, copied in.
+    pub(crate) fn of<S: AsRef<str>>(texts: &[S]) -> Self {
+        let mut text = String::with_capacity(texts.iter().map(|t| t.as_ref().len()).sum());
+        let ends = texts
+            .iter()
+            .map(|t| {
+                text.push_str(t.as_ref());
+                text.len()
+            })
+            .collect();
+        Packed {
+            text: text.into_boxed_str(),
+            ends,
+        }
+    }
+
+    /// The canonical JSON of each of `items`, written straight into the buffer.
+    pub(crate) fn json<'a, T: WriteJson + 'a>(items: impl ExactSizeIterator<Item = &'a T>) -> Self {
+        let mut w = JsonWriter::with_capacity(items.len() * T::FIXED_LEN);
+        let ends = items
+            .map(|item| {
+                item.write_json(&mut w);
+                w.len()
+            })
+            .collect();
+        Packed {
+            text: w.into_string().into_boxed_str(),
+            ends,
+        }
+    }
+
+    /// How many texts there are.
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Text `i` (0-based).
+    pub(crate) fn get(&self, i: usize) -> Option<&str> {
+        let start = match i.checked_sub(1) {
+            Some(p) => *self.ends.get(p)?,
+            None => 0,
+        };
+        self.text.get(start..*self.ends.get(i)?)
+    }
+
+    /// Bytes of the buffer and its offsets.
+    pub(crate) fn bytes(&self) -> usize {
+        self.text.len() + std::mem::size_of_val(&*self.ends)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Packed;
+
+    #[test]
+    fn packed_texts_read_as_they_were_written() {
+        let texts = ["{\"a\":1}", "", "{\"ü\":\"ß\"}"];
+        let p = Packed::of(&texts);
+        assert_eq!(p.len(), 3);
+        assert_eq!((0..p.len()).filter_map(|i| p.get(i)).collect::<Vec<_>>(), texts);
+        assert_eq!(p.get(3), None);
+        assert_eq!(p.bytes(), texts.concat().len() + 3 * std::mem::size_of::<usize>());
+    }
+}
