@@ -41,19 +41,24 @@ fn config(task: &str, id: &str, url: &str) -> PushRecord {
 }
 
 async fn task_with_events(store: &dyn TaskStore, id: &str, n: usize) {
+    task_in(store, id, "TASK_STATE_WORKING", 1, n).await;
+}
+
+/// Task `id` in `state`, last updated at `updated_ms`, with `n` events.
+async fn task_in(store: &dyn TaskStore, id: &str, state: &str, updated_ms: i64, n: usize) {
     let rec = TaskRecord {
         id: id.into(),
         context_id: "c".into(),
         owner: None,
-        state: "TASK_STATE_WORKING".parse().expect("state"),
-        task: e2a::types::A2aTask::new(id, "c", "TASK_STATE_WORKING".parse().expect("state")),
+        state: state.parse().expect("state"),
+        task: e2a::types::A2aTask::new(id, "c", state.parse().expect("state")),
         last_seq: 0,
         snapshot_seq: 0,
         created_ms: 1,
-        updated_ms: 1,
+        updated_ms,
     };
     for i in 0..n {
-        let ev = json!({"statusUpdate": {"taskId": id, "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}, "n": i}});
+        let ev = json!({"statusUpdate": {"taskId": id, "contextId": "c", "status": {"state": state}, "n": i}});
         store
             .append(TaskAppend::new(rec.clone(), &ev, i == 0))
             .await
@@ -156,6 +161,35 @@ async fn push_store_contract(store: &dyn TaskStore) {
         !debug.contains("tok-secret") && !debug.contains("cred-secret"),
         "{debug}"
     );
+    // finished tasks beyond the count kept are forgotten with their configs, and only theirs
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    for (id, age_ms) in [("done-old", 3_000), ("done-mid", 2_000), ("done-new", 1_000)] {
+        task_in(store, id, "TASK_STATE_COMPLETED", now - age_ms, 1).await;
+        for c in ["p", "q"] {
+            store
+                .put_push(config(id, c, "https://hooks.example.com/p"), 1)
+                .await
+                .expect("put");
+        }
+    }
+    let pushes_of = |id: &'static str| async move {
+        let list = store.list_pushes(id).await.expect("list");
+        list.into_iter().map(|r| r.id).collect::<Vec<_>>()
+    };
+    let gone = store.prune_tasks(Duration::from_secs(3_600), 1).await.expect("prune");
+    assert_eq!(gone, 2, "{}", store.name());
+    for id in ["done-old", "done-mid"] {
+        assert_eq!(store.get(id).await.expect("get"), None, "{}: {id}", store.name());
+        assert!(pushes_of(id).await.is_empty(), "{}: {id}", store.name());
+    }
+    assert!(store.get("done-new").await.expect("get").is_some());
+    assert_eq!(pushes_of("done-new").await, ["p", "q"], "{}", store.name());
+    // a task still working is not finished: kept, with its configs
+    assert!(store.get("t1").await.expect("get").is_some());
+    assert_eq!(pushes_of("t1").await, ["a", "b"], "{}", store.name());
 }
 
 #[tokio::test]

@@ -357,25 +357,50 @@ impl TaskStore for MemoryStore {
         Box::pin(async move {
             let before = now_ms().saturating_sub(millis(older_than));
             let mut map = self.inner.lock();
-            let mut finished: Vec<(i64, String)> = map
-                .iter()
-                .filter(|(_, t)| t.state.is_terminal())
-                .map(|(id, t)| (t.updated_ms, id.clone()))
-                .collect();
-            finished.sort_by(|a, b| b.cmp(a));
-            let mut gone = 0;
-            let mut pushes = self.pushes.lock();
-            for (i, (updated, id)) in finished.into_iter().enumerate() {
-                if i >= keep || updated < before {
-                    map.remove(&id);
-                    pushes.retain(|(task, _), _| *task != id);
-                    gone += 1;
+            // O(tasks) under the lock, not a sort of them all: the (keep + 1)-th most recently
+            // updated finished task is found by partition, and it and every one older go
+            let cutoff: Option<(i64, String)> = {
+                let mut finished: Vec<(i64, &String)> = map
+                    .iter()
+                    .filter(|(_, t)| t.state.is_terminal())
+                    .map(|(id, t)| (t.updated_ms, id))
+                    .collect();
+                (keep < finished.len()).then(|| {
+                    let (_, nth, _) = finished.select_nth_unstable_by(keep, |a, b| b.cmp(a));
+                    (nth.0, nth.1.clone())
+                })
+            };
+            let past = |id: &String, t: &MemoryTask| {
+                t.state.is_terminal()
+                    && (t.updated_ms < before
+                        || cutoff
+                            .as_ref()
+                            .is_some_and(|(at, last)| (t.updated_ms, id.as_str()) <= (*at, last.as_str())))
+            };
+            // moved out, not copied: the tasks kept go back into a new map (with no more room
+            // than they need), the others are freed once the store is unlocked
+            // (`HashMap::extract_if` would do this in place; it is newer than the MSRV)
+            let mut forgotten: Vec<(String, MemoryTask)> = Vec::new();
+            if map.iter().any(|(id, t)| past(id, t)) {
+                for (id, t) in std::mem::take(&mut *map) {
+                    match past(&id, &t) {
+                        true => forgotten.push((id, t)),
+                        false => {
+                            map.insert(id, t);
+                        }
+                    }
                 }
+                // one pass over the configs, whatever the number of tasks forgotten
+                let gone: std::collections::HashSet<&str> = forgotten.iter().map(|(id, _)| id.as_str()).collect();
+                self.pushes.lock().retain(|(task, _), _| !gone.contains(task.as_str()));
             }
-            drop(pushes);
             self.sent
                 .lock()
                 .retain(|(_, key), r| r.at_ms >= before && (key.starts_with("e2a:") || map.contains_key(&r.task_id)));
+            drop(map);
+            // the tasks' texts are freed with the store unlocked
+            let gone = forgotten.len() as u64;
+            drop(forgotten);
             Ok(gone)
         })
     }
