@@ -12,6 +12,7 @@
 #
 #   gateway/tests/schemathesis.sh            # uses .venv/bin/schemathesis (cargo xtask setup)
 #   SCHEMATHESIS=/path/to/schemathesis MAX_EXAMPLES=200 gateway/tests/schemathesis.sh
+#   E2A_BIN=target/debug/e2a gateway/tests/schemathesis.sh   # an e2a already built (no cargo build)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -20,7 +21,10 @@ st=$(realpath "${SCHEMATHESIS:-.venv/bin/schemathesis}")
 max_examples=${MAX_EXAMPLES:-50}
 seed=${SEED:-20261130}
 
-cargo build --locked -q -p e2a-cli
+if [ -z "${E2A_BIN:-}" ]; then
+    cargo build --locked -q -p e2a-cli
+    E2A_BIN="${CARGO_TARGET_DIR:-target}/debug/e2a"
+fi
 
 work=$(mktemp -d)
 pid=
@@ -54,7 +58,7 @@ server.serve_forever()
 PY
 sink=$!
 
-target/debug/e2a serve --bind 127.0.0.1:0 --token-file "$work/token" --agent echo \
+"$E2A_BIN" serve --bind 127.0.0.1:0 --token-file "$work/token" --agent echo \
     --a2a --store memory --push-allow-private \
     >"$work/stdout" 2>"$work/stderr" &
 pid=$!
