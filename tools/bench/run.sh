@@ -341,10 +341,11 @@ report() {
 Machine: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(uname -sr);
 $PIN_NOTE. Date: $DATE_START. Load average (1/5/15 min) at start: $LOAD_START, at end: $LOAD_END.
 $E2A_VERSION ($E2A_BIN); ROUNDS=$ROUNDS x SECS=$SECS s per server, WARMUP=$WARMUP s, CONNS=$CONNS.
-Medians over rounds; each column's median is taken on its own.
+Medians over rounds; each column's median is taken on its own ("req/s range": the lowest and
+highest round).
 
-| case | server | req/s | p50 ms | p99 ms | CPU µs/req | server CPU % | loadgen CPU % | other load % | errors | req/s vs ref | CPU/req vs ref |
-| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+| case | server | req/s | req/s range | p50 ms | p99 ms | CPU µs/req | server CPU % | loadgen CPU % | other load % | errors | req/s vs ref | CPU/req vs ref |
+| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 EOF
   awk -F'\t' '
     function median(key, col,   n, i, j, t, a) {
@@ -353,6 +354,16 @@ EOF
       for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
       if (n % 2) return a[(n + 1) / 2]
       return (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    function least(key, col,   i, x) {
+      x = v[key, 1, col] + 0
+      for (i = 2; i <= cnt[key]; i++) if (v[key, i, col] + 0 < x) x = v[key, i, col] + 0
+      return x
+    }
+    function most(key, col,   i, x) {
+      x = v[key, 1, col] + 0
+      for (i = 2; i <= cnt[key]; i++) if (v[key, i, col] + 0 > x) x = v[key, i, col] + 0
+      return x
     }
     /^#/ { next }
     {
@@ -380,9 +391,21 @@ EOF
             if (c0 > 0) cr = sprintf("%.2fx", cpu / c0)
           }
         }
-        printf "| %s | %s | %.0f | %.3f | %.3f | %.1f | %.0f | %.0f | %.0f | %d | %s | %s |\n", \
-          desc[cs], sv, rps, median(key, 5), median(key, 6), cpu, median(key, 10), median(key, 11), \
-          median(key, 12), errs[key], rr, cr
+        printf "| %s | %s | %.0f | %.0f–%.0f | %.3f | %.3f | %.1f | %.0f | %.0f | %.0f | %d | %s | %s |\n", \
+          desc[cs], sv, rps, least(key, 4), most(key, 4), median(key, 5), median(key, 6), cpu, \
+          median(key, 10), median(key, 11), median(key, 12), errs[key], rr, cr
+      }
+      # the durable store against memory, round by round (the two ran next to each other)
+      mk = "a" SUBSEP "e2a-memory"; sk = "a" SUBSEP "e2a-sqlite"
+      if ((mk in cnt) && (sk in cnt)) {
+        n = cnt[mk] < cnt[sk] ? cnt[mk] : cnt[sk]
+        for (i = 1; i <= n; i++) {
+          m = v[mk, i, 4] + 0
+          v["ratio", i, 4] = m > 0 ? (v[sk, i, 4] + 0) / m : 0
+        }
+        cnt["ratio"] = n
+        printf "\nSQLite / memory (case a, req/s, round by round): median %.2fx, range %.2fx–%.2fx over %d rounds.\n", \
+          median("ratio", 4), least("ratio", 4), most("ratio", 4), n
       }
     }' "$RESULTS"
   cat <<EOF
