@@ -403,3 +403,106 @@ async fn idempotency_keys_in_memory_are_kept_no_longer_than_their_runs() {
     let (status, answer) = keyed(&s.base, "k-1", &body("else"), "application/json").await;
     assert_eq!(status, 200, "{answer}");
 }
+
+/// Run `key` started and ended in one write: a head and a final frame.
+fn ended_run(key: &str) -> FrameWrite {
+    FrameWrite {
+        key: key.into(),
+        run: format!("run-{key}"),
+        head: Some(e2a_gateway::store::RunHead {
+            request: request(key, "hi").to_string(),
+            holder: "gateway-1".into(),
+            lease: std::time::Duration::from_secs(30),
+        }),
+        frames: vec![e2a_gateway::store::StoredFrame {
+            seq: 0,
+            frame: json!({"sequence": 0, "is_final": true}).to_string(),
+            is_final: true,
+        }],
+    }
+}
+
+/// What a store that keeps runs forgets of them, and of the E2A requests' `Idempotency-Key`
+/// records: by age and by count, and nothing of what A2A callers sent.
+async fn run_retention_contract(store: &dyn TaskStore) {
+    for key in ["k1", "k2", "k3"] {
+        store.append_frames(ended_run(key)).await.expect("append");
+        // each run written at a later millisecond than the one before
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    let sent = |key: &str, age_ms: i64, fingerprint: &str| e2a_gateway::store::SentRecord {
+        owner: "ann".into(),
+        key: key.into(),
+        fingerprint: fingerprint.into(),
+        task_id: "r".into(),
+        at_ms: now - age_ms,
+    };
+    for (key, age) in [
+        ("e2a:a", 30_000),
+        ("e2a:b", 20_000),
+        ("e2a:c", 1_000),
+        ("message:m", 9_000_000),
+    ] {
+        assert_eq!(
+            store.remember_send(sent(key, age, "first")).await.expect("remember"),
+            None
+        );
+    }
+    // a record still kept answers with the first one; one forgotten is taken anew
+    let kept = |key: &'static str| async move {
+        store
+            .remember_send(sent(key, 0, "again"))
+            .await
+            .expect("remember")
+            .is_some_and(|first| first.fingerprint == "first")
+    };
+
+    // by count: the two most recent runs, and the two most recent E2A records, stay
+    let gone = store
+        .prune_runs(std::time::Duration::from_secs(3_600), 2)
+        .await
+        .expect("prune");
+    assert_eq!(gone, 1, "{}", store.name());
+    assert_eq!(
+        store.run_after("k1", None).await.expect("read"),
+        None,
+        "{}",
+        store.name()
+    );
+    for key in ["k2", "k3"] {
+        assert!(
+            store.run_after(key, None).await.expect("read").is_some(),
+            "{}: {key}",
+            store.name()
+        );
+    }
+    assert!(!kept("e2a:a").await, "{}", store.name());
+    assert!(kept("e2a:b").await && kept("e2a:c").await, "{}", store.name());
+    // an A2A caller's record goes with the tasks, not with the runs
+    assert!(kept("message:m").await, "{}", store.name());
+
+    // by age: older than 10 s ("e2a:a" was taken anew just now and stays)
+    store
+        .prune_runs(std::time::Duration::from_secs(10), 100)
+        .await
+        .expect("prune");
+    assert!(!kept("e2a:b").await, "{}", store.name());
+    assert!(kept("e2a:c").await && kept("message:m").await, "{}", store.name());
+}
+
+#[tokio::test]
+async fn sqlite_forgets_old_runs_and_their_idempotency_keys() {
+    run_retention_contract(&SqliteStore::in_memory().expect("sqlite")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_forgets_old_runs_and_their_idempotency_keys() {
+    let Some(url) = common::postgres_database().await else {
+        return;
+    };
+    run_retention_contract(&common::pg(&url).await).await;
+}

@@ -285,7 +285,7 @@ async fn repeated(
         .clone();
     let record = crate::store::SentRecord {
         owner: caller.owner().unwrap_or_default(),
-        key: format!("e2a:{key}"),
+        key: format!("{}{key}", crate::store::E2A_SENT),
         fingerprint: fingerprint.clone(),
         task_id: request_id,
         at_ms: crate::store::now_ms(),

@@ -394,9 +394,9 @@ impl TaskStore for MemoryStore {
                 let gone: std::collections::HashSet<&str> = forgotten.iter().map(|(id, _)| id.as_str()).collect();
                 self.pushes.lock().retain(|(task, _), _| !gone.contains(task.as_str()));
             }
-            self.sent
-                .lock()
-                .retain(|(_, key), r| r.at_ms >= before && (key.starts_with("e2a:") || map.contains_key(&r.task_id)));
+            self.sent.lock().retain(|(_, key), r| {
+                r.at_ms >= before && (key.starts_with(super::E2A_SENT) || map.contains_key(&r.task_id))
+            });
             drop(map);
             // the tasks' texts are freed with the store unlocked
             let gone = forgotten.len() as u64;

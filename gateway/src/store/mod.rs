@@ -331,8 +331,9 @@ pub struct SentRecord {
     /// Who sent it: the task owner ([`crate::agent::Caller::owner`]; empty when anonymous).
     pub owner: String,
     /// What it was sent as: `message:<messageId>`, `key:<Idempotency-Key>` (A2A HTTP+JSON) or
-    /// `e2a:<Idempotency-Key>` (E2A `POST /v1/e2a/requests`: `task_id` then holds the
-    /// request's `request_id`, and the record goes with age only).
+    /// `e2a:<Idempotency-Key>` ([`E2A_SENT`]; E2A `POST /v1/e2a/requests`: `task_id` then
+    /// holds the request's `request_id`, and the record goes with the runs:
+    /// [`TaskStore::prune_runs`]).
     pub key: String,
     /// The SHA-256 (hex) of its content's canonical JSON.
     pub fingerprint: String,
@@ -341,6 +342,9 @@ pub struct SentRecord {
     /// When, in ms since the Unix epoch.
     pub at_ms: i64,
 }
+
+/// The prefix of a [`SentRecord::key`] made by an E2A request's `Idempotency-Key`.
+pub const E2A_SENT: &str = "e2a:";
 
 /// A task store (see the module docs). Implementations must make [`TaskStore::append`] atomic:
 /// the snapshot and the event are written together, and the event gets the next sequence
@@ -418,8 +422,9 @@ pub trait TaskStore: Send + Sync + 'static {
     /// request by its `Idempotency-Key`) unless the same owner already sent the same key: then
     /// that first record, kept as it was (the first send wins, atomically across the gateways
     /// sharing the store). Records are forgotten with the tasks ([`TaskStore::prune_tasks`]:
-    /// as old as the finished tasks it forgets, or naming a task no longer kept). Default:
-    /// remembers nothing (every send is new).
+    /// as old as the finished tasks it forgets, or naming a task no longer kept), those of E2A
+    /// requests ([`E2A_SENT`]) with the runs ([`TaskStore::prune_runs`]). Default: remembers
+    /// nothing (every send is new).
     fn remember_send(&self, record: SentRecord) -> StoreFuture<'_, Option<SentRecord>> {
         let _ = record;
         Box::pin(async { Ok(None) })
@@ -537,7 +542,9 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Forgets the ended runs (and those whose lease expired) last written longer than
     /// `older_than` ago, and all of them but the `keep` most recently written; returns how
-    /// many went. Default: none kept, none gone.
+    /// many went. The records of E2A requests' `Idempotency-Key`s ([`E2A_SENT`]) go the same
+    /// way: older than `older_than`, or beyond the `keep` most recent. Default: none kept,
+    /// none gone.
     fn prune_runs(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
         let _ = (older_than, keep);
         Box::pin(async { Ok(0) })

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::{backend, millis, pg_error, seq_u64, PgStore, NOW_MS};
-use crate::store::{run_seq, FrameWrite, RunLog, StoreError, StoredFrame};
+use crate::store::{run_seq, FrameWrite, RunLog, StoreError, StoredFrame, E2A_SENT};
 
 impl PgStore {
     pub(super) async fn append_run_frames(&self, write: FrameWrite) -> Result<(), StoreError> {
@@ -120,7 +120,7 @@ impl PgStore {
         // what callers sent, as old as the tasks forgotten, or of a task no longer kept
         let sent = format!(
             "DELETE FROM a2a_sent WHERE at_ms < {NOW_MS} - $1
-               OR (key NOT LIKE 'e2a:%' AND NOT EXISTS (SELECT 1 FROM a2a_tasks t WHERE t.id = a2a_sent.task_id))"
+               OR (key NOT LIKE '{E2A_SENT}%' AND NOT EXISTS (SELECT 1 FROM a2a_tasks t WHERE t.id = a2a_sent.task_id))"
         );
         self.rows(&sent, &[&millis(older_than)]).await?;
         let failures = format!("DELETE FROM a2a_push_failures WHERE at_ms < {NOW_MS} - $1");
@@ -136,7 +136,16 @@ impl PgStore {
              RETURNING run"
         );
         let then = ["DELETE FROM e2a_run_frames WHERE run = ANY($1)"];
-        self.prune(&gone, &then, older_than, keep).await
+        let n = self.prune(&gone, &then, older_than, keep).await?;
+        // the requests' Idempotency-Key records: as old as the runs forgotten, or beyond as
+        // many as are kept
+        let sent = format!(
+            "DELETE FROM a2a_sent WHERE key LIKE '{E2A_SENT}%' AND (at_ms < {NOW_MS} - $1 OR (owner, key) NOT IN
+               (SELECT owner, key FROM a2a_sent WHERE key LIKE '{E2A_SENT}%' ORDER BY at_ms DESC LIMIT $2))"
+        );
+        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+        self.rows(&sent, &[&millis(older_than), &keep]).await?;
+        Ok(n)
     }
 
     /// One retention step, in one transaction: `gone` (`$1`: age in ms, `$2`: how many to

@@ -15,7 +15,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::{
     millis, now_ms, run_seq, FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, SentRecord,
     SessionPage, SessionQuery, SessionRecord, StoreError, StoreFuture, StoredEvent, StoredFrame, TaskAppend, TaskPage,
-    TaskQuery, TaskRecord, TaskStore,
+    TaskQuery, TaskRecord, TaskStore, E2A_SENT,
 };
 
 const SCHEMA: &str = "
@@ -410,9 +410,10 @@ impl TaskStore for SqliteStore {
         // and the push failures as old (`?2` is bound and unused: every statement takes the
         // same two)
         let after = [
-            "DELETE FROM a2a_sent WHERE (at_ms < ?1 OR (key NOT LIKE 'e2a:%' AND task_id NOT IN (SELECT id FROM a2a_tasks)))
-              AND ?2 >= 0"
-                .to_string(),
+            format!(
+                "DELETE FROM a2a_sent WHERE (at_ms < ?1 OR (key NOT LIKE '{E2A_SENT}%' AND task_id NOT IN (SELECT id FROM a2a_tasks)))
+                  AND ?2 >= 0"
+            ),
             "DELETE FROM a2a_push_failures WHERE at_ms < ?1 AND ?2 >= 0".to_string(),
         ];
         // a finished task has no lease: no `?3`
@@ -756,7 +757,17 @@ impl TaskStore for SqliteStore {
             format!("DELETE FROM e2a_run_frames WHERE run IN ({gone})"),
             format!("DELETE FROM e2a_runs WHERE run IN ({gone})"),
         ];
-        Box::pin(self.write(move |tx| prune(tx, &deletes, older_than, keep, true)))
+        // the requests' Idempotency-Key records: as old as the runs forgotten, or beyond as
+        // many as are kept
+        let sent = [format!(
+            "DELETE FROM a2a_sent WHERE key LIKE '{E2A_SENT}%' AND (at_ms < ?1 OR (owner, key) NOT IN
+               (SELECT owner, key FROM a2a_sent WHERE key LIKE '{E2A_SENT}%' ORDER BY at_ms DESC LIMIT ?2))"
+        )];
+        Box::pin(self.write(move |tx| {
+            let gone = prune(tx, &deletes, older_than, keep, true)?;
+            prune(tx, &sent, older_than, keep, false)?;
+            Ok(gone)
+        }))
     }
     fn keeps_sessions(&self) -> bool {
         true
