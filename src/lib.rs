@@ -40,6 +40,7 @@ pub mod legacy;
 mod lenient;
 pub mod limits;
 pub mod log;
+mod objects_only;
 mod provenance;
 pub mod pyrepr;
 pub mod read;

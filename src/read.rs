@@ -118,10 +118,11 @@ pub trait Message: Sized + Clone + PartialEq + DeserializeOwned + sealed::Sealed
         options.limits.check(input)?;
         match options.mode {
             ReadMode::Lenient => Self::lenient_str(input),
-            ReadMode::Strict => match serde_json::from_str::<Self>(input) {
+            ReadMode::Strict => match decode_objects_only::<Self>(input) {
                 // The generated types carry the schema (types, enums, required sets, no unknown
                 // keys, defaults), so a typed decode is a valid message (tests/properties.rs
-                // checks this against the validator); only a failure needs the validator, to
+                // checks this against the validator) when every struct is read from an object
+                // (serde alone also takes an array); only a failure needs the validator, to
                 // report every violation with its pointer.
                 Ok(value) => Ok(Read {
                     value,
@@ -242,6 +243,16 @@ macro_rules! message_methods {
     };
 }
 pub(crate) use message_methods;
+
+/// `input` decoded into `T`, every struct from a JSON object
+/// ([`ObjectsOnly`](crate::objects_only::ObjectsOnly)), nothing but
+/// whitespace after it.
+fn decode_objects_only<T: DeserializeOwned>(input: &str) -> serde_json::Result<T> {
+    let mut de = serde_json::Deserializer::from_str(input);
+    let value = T::deserialize(crate::objects_only::ObjectsOnly(&mut de))?;
+    de.end()?;
+    Ok(value)
+}
 
 /// Where a schema-valid `value` is not what e2a writes: a missing key, or a field the lenient
 /// reader normalizes (so "canonical-valid ⇒ lenient-valid with the same value" holds).

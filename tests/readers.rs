@@ -2,7 +2,7 @@
 //! the field, never a panic.
 
 use e2a::{E2AEnvelope, E2AResponse, Error, LimitKind, Limits};
-use serde_json::json;
+use serde_json::{json, Value};
 
 fn field_error(input: &str) -> (String, String) {
     match E2AEnvelope::from_json(input) {
@@ -143,6 +143,26 @@ fn strict_reader_lists_every_violation() {
             .value,
         lenient
     );
+}
+
+#[test]
+fn strict_text_reads_structs_from_objects_only() {
+    // serde's derived structs also take an array of their fields; the schema does not
+    let strict = e2a::ReadOptions::strict();
+    let mut resp = E2AResponse::default().to_value();
+    resp["provenance"] = json!([null, null]);
+    let mut env = E2AEnvelope::default().to_value();
+    env["auth"] = json!([]);
+    for (text, pointer) in [(resp.to_string(), "/provenance"), (env.to_string(), "/auth")] {
+        let err = match serde_json::from_str::<Value>(&text).unwrap().get("response_kind") {
+            Some(_) => E2AResponse::read(&text, &strict).map(|_| ()).unwrap_err(),
+            None => E2AEnvelope::read(&text, &strict).map(|_| ()).unwrap_err(),
+        };
+        assert!(err.violations().iter().any(|v| v.pointer == pointer), "{err}");
+    }
+    // a message is an object, not the array of its fields
+    assert!(E2AResponse::read("[]", &strict).is_err());
+    assert!(E2AEnvelope::read(r#"["1.0"]"#, &strict).is_err());
 }
 
 /// The protocol's ten required response keys (§12.4), as a Go or TypeScript service writes a chunk.
