@@ -109,10 +109,12 @@ impl TaskService {
         }
         // an existing task (a paused one, answered) or a new one; a repeated answer finds its
         // task no longer paused: what the first answer started
+        // (the answer to a paused task is boxed: its future is large, and a new task's send
+        // would carry its size through every layer that moves the request's future)
         let existing = match env.task_id.clone() {
-            Some(id) => match self.answerable(&id, env.context_id.as_deref(), &caller).await {
+            Some(id) => match Box::pin(self.answerable(&id, env.context_id.as_deref(), &caller)).await {
                 Ok(record) => Some(record),
-                Err(e) => match self.sent_before(&caller, &keys).await? {
+                Err(e) => match Box::pin(self.sent_before(&caller, &keys)).await? {
                     Some(id) => return Ok(SendOutcome::Repeat { id }),
                     None => return Err(e),
                 },
