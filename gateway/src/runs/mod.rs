@@ -193,7 +193,7 @@ impl Runs {
     pub(crate) fn open(
         self: &Arc<Self>,
         key: ConversationKey,
-        request: &E2AEnvelope,
+        request: E2AEnvelope,
         ctx: &RequestContext,
         grace: Duration,
         permit: OwnedSemaphorePermit,
@@ -219,7 +219,7 @@ impl Runs {
             self.housekeeping
                 .call_once(|| housekeeping::start(Arc::downgrade(self), self.retention));
         }
-        let pump = Pump::new(self.clone(), run.clone(), id, key, request.clone(), permit);
+        let pump = Pump::new(self.clone(), run.clone(), id, key, request, permit);
         (run, pump)
     }
 

@@ -17,10 +17,22 @@ const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 
 /// One SSE event: `id:` (when given) and one `data:` line (`data` is one line of JSON).
 pub(crate) fn event(id: Option<u64>, data: &str) -> Bytes {
-    Bytes::from(match id {
-        Some(id) => format!("id: {id}\ndata: {data}\n\n"),
-        None => format!("data: {data}\n\n"),
-    })
+    event_with(id, data.len(), |out| out.push_str(data))
+}
+
+/// One SSE event whose `data:` line (one line of JSON, about `len` bytes) `write` appends:
+/// the event is written once, into one buffer.
+pub(crate) fn event_with(id: Option<u64>, len: usize, write: impl FnOnce(&mut String)) -> Bytes {
+    let mut out = String::with_capacity(len + 32);
+    if let Some(id) = id {
+        use std::fmt::Write as _;
+        // (writing into a String cannot fail)
+        let _ = writeln!(out, "id: {id}");
+    }
+    out.push_str("data: ");
+    write(&mut out);
+    out.push_str("\n\n");
+    Bytes::from(out)
 }
 
 /// A streamed response of `media_type` whose body is `chunks`.

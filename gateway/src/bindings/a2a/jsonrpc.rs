@@ -170,7 +170,7 @@ async fn dispatch(
     let stream = |events| {
         let id = id.clone();
         let id_json = crate::json_text(&id);
-        super::sse(events, keep_alive, move |e| result_or_error(&id, &id_json, e))
+        super::sse(events, keep_alive, move |e, out| result_or_error(&id, &id_json, e, out))
     };
     match op {
         A2aOperation::SendMessage | A2aOperation::SendStreamingMessage => {
@@ -226,10 +226,17 @@ async fn dispatch(
     }
 }
 
-/// One event of a streamed answer: a JSON-RPC result, or the error that ends the stream.
-fn result_or_error(id: &Value, id_json: &str, event: Result<&str, A2aError>) -> String {
+/// One event of a streamed answer, appended to `out`: a JSON-RPC result, or the error that
+/// ends the stream.
+fn result_or_error(id: &Value, id_json: &str, event: Result<&str, A2aError>, out: &mut String) {
     match event {
-        Ok(e) => format!(r#"{{"jsonrpc":"2.0","id":{id_json},"result":{e}}}"#),
-        Err(e) => crate::json_text(&e.to_jsonrpc(id)),
+        Ok(e) => {
+            out.push_str(r#"{"jsonrpc":"2.0","id":"#);
+            out.push_str(id_json);
+            out.push_str(r#","result":"#);
+            out.push_str(e);
+            out.push('}');
+        }
+        Err(e) => out.push_str(&crate::json_text(&e.to_jsonrpc(id))),
     }
 }

@@ -364,15 +364,18 @@ pub(crate) fn extended_card(state: &TaskService, headers: &HeaderMap) -> Result<
 /// form). The events' JSON is written as the store keeps it, not parsed again.
 pub(crate) fn sse<F>(events: EventStream, keep_alive: Duration, wrap: F) -> Response
 where
-    F: Fn(Result<&str, A2aError>) -> String + Send + 'static,
+    F: Fn(Result<&str, A2aError>, &mut String) + Send + 'static,
 {
     let chunks = async_stream::stream! {
         let mut events = events;
         while let Some(e) = futures_util::StreamExt::next(&mut events).await {
             match e {
-                Ok(e) => yield sse::event((e.seq > 0).then_some(e.seq), &wrap(Ok(&e.event))),
+                Ok(e) => {
+                    let id = (e.seq > 0).then_some(e.seq);
+                    yield sse::event_with(id, e.event.len() + 64, |out| wrap(Ok(&e.event), out));
+                }
                 Err(e) => {
-                    yield sse::event(None, &wrap(Err(e)));
+                    yield sse::event_with(None, 256, |out| wrap(Err(e), out));
                     break;
                 }
             }

@@ -257,9 +257,9 @@ async fn extended(
 }
 
 /// One event of a streamed answer: the event, or the error (AIP-193 form) that ends the stream.
-fn event_or_error(event: Result<&str, A2aError>) -> String {
+fn event_or_error(event: Result<&str, A2aError>, out: &mut String) {
     match event {
-        Ok(e) => e.to_string(),
-        Err(e) => crate::json_text(&e.to_problem()),
+        Ok(e) => out.push_str(e),
+        Err(e) => out.push_str(&crate::json_text(&e.to_problem())),
     }
 }
