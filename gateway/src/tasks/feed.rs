@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use e2a::types::{A2aStreamResponse, A2aTaskState};
+use futures_util::FutureExt;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
@@ -198,9 +199,15 @@ impl TaskService {
                     (catch_up, resubscribe) = (false, false);
                 }
                 let Some(live) = rx.as_mut() else { return };
-                let got = tokio::select! {
-                    r = live.recv() => Some(r),
-                    _ = tokio::time::sleep(Duration::from_millis(250)) => None,
+                // an event already sent is taken without arming a timer (a turn's events come
+                // in bursts); only a wait is bounded, to look at the drain and the log
+                let got = match live.recv().now_or_never() {
+                    Some(r) => Some(r),
+                    None => tokio::select! {
+                        biased;
+                        r = live.recv() => Some(r),
+                        _ = tokio::time::sleep(Duration::from_millis(250)) => None,
+                    },
                 };
                 match got {
                     None => {

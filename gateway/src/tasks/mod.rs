@@ -372,7 +372,8 @@ impl TaskService {
                 return Ok(e2a::write::to_json(&trim_history(task, history)).into());
             }
         }
-        let rec = self.load(id, caller).await?;
+        // (boxed: reading a task back is a large future, rarely needed after a blocking send)
+        let rec = Box::pin(self.load(id, caller)).await?;
         Ok(e2a::write::to_json(&trim_history(rec.task, history)).into())
     }
 

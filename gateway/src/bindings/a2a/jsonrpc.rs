@@ -198,29 +198,32 @@ async fn dispatch(
                 }
             }
         }
+        // (the other operations' futures are boxed: each is as large as a send's, and the
+        // request's future, which every layer moves, is as large as the largest)
         A2aOperation::GetTask => {
-            let rec = state.load(&task_id()?, &caller).await?;
+            let rec = Box::pin(state.load(&task_id()?, &caller)).await?;
             typed_ok(&id, &trim_history(rec.task, history_length(&params)?))
         }
-        A2aOperation::ListTasks => typed_ok(&id, &state.list(&params, &caller).await?),
-        A2aOperation::CancelTask => typed_ok(&id, &state.cancel(&task_id()?, &caller).await?),
+        A2aOperation::ListTasks => typed_ok(&id, &Box::pin(state.list(&params, &caller)).await?),
+        A2aOperation::CancelTask => typed_ok(&id, &Box::pin(state.cancel(&task_id()?, &caller)).await?),
         A2aOperation::SubscribeToTask => {
-            let events = state
-                .subscribe(&task_id()?, &caller, last_event_id::read(headers)?)
-                .await?;
+            let last_seen = last_event_id::read(headers)?;
+            let events = Box::pin(state.subscribe(&task_id()?, &caller, last_seen)).await?;
             Ok(stream(events))
         }
         A2aOperation::GetExtendedAgentCard => Ok(ok(&id, super::extended_card(state, headers)?)),
         A2aOperation::CreateTaskPushNotificationConfig => {
-            typed_ok(&id, &state.create_push_config(&params, &caller).await?)
+            typed_ok(&id, &Box::pin(state.create_push_config(&params, &caller)).await?)
         }
-        A2aOperation::GetTaskPushNotificationConfig => typed_ok(&id, &state.get_push_config(&params, &caller).await?),
+        A2aOperation::GetTaskPushNotificationConfig => {
+            typed_ok(&id, &Box::pin(state.get_push_config(&params, &caller)).await?)
+        }
         A2aOperation::ListTaskPushNotificationConfigs => {
-            typed_ok(&id, &state.list_push_configs(&params, &caller).await?)
+            typed_ok(&id, &Box::pin(state.list_push_configs(&params, &caller)).await?)
         }
         // (`google.protobuf.Empty`: no result)
         A2aOperation::DeleteTaskPushNotificationConfig => {
-            state.delete_push_config(&params, &caller).await?;
+            Box::pin(state.delete_push_config(&params, &caller)).await?;
             Ok(ok(&id, Value::Null))
         }
     }
