@@ -36,7 +36,12 @@ impl TaskService {
             return Ok(None);
         }
         let before = rec.state;
-        for event in &events {
+        let n = events.len() as u64;
+        // written first (by the generated writers, for whichever store keeps them), then
+        // applied by value: what an event carries moves into the snapshot, uncopied
+        let texts: Vec<Arc<str>> = events.iter().map(|e| Arc::from(e2a::write::to_json(e))).collect();
+        let states: Vec<_> = events.iter().map(ends_at).collect();
+        for event in events {
             apply(&mut rec.task, event);
         }
         rec.state = rec.task.status.state;
@@ -49,15 +54,13 @@ impl TaskService {
         // snapshots, not its square
         // (counted before this append: one whose events come in a burst leaves the snapshot
         // stale, the next rewrites it)
-        let n = events.len() as u64;
         let since = rec.last_seq.saturating_sub(rec.snapshot_seq) + 1;
         let turn_ends = rec.state != before && (rec.state.is_terminal() || rec.state.is_interrupted());
         // (not on a task's first append unless it ends the turn: its first event is the whole
         // task, so a reader catches up from it at no cost)
         let snapshot = turn_ends || since >= SNAPSHOT_EVERY.max(rec.snapshot_seq);
-        // serialized once, here, for whichever store keeps them (by the generated writers)
+        // serialized once, here, for whichever store keeps them
         let task: Option<Arc<str>> = snapshot.then(|| e2a::write::to_json(&rec.task).into());
-        let texts: Vec<Arc<str>> = events.iter().map(|e| Arc::from(e2a::write::to_json(e))).collect();
         let write = TaskAppend {
             record: rec.without_task(),
             snapshot: task.clone(),
@@ -84,8 +87,8 @@ impl TaskService {
         };
         if let Some(tx) = tx.filter(|tx| tx.receiver_count() > 0) {
             let first = last.saturating_sub(n - 1);
-            for ((seq, event), ends) in (first..).zip(texts).zip(&events) {
-                let _ = tx.send(Feed::Event(StoredEvent { seq, event }, ends_at(ends)));
+            for ((seq, event), state) in (first..).zip(texts).zip(states) {
+                let _ = tx.send(Feed::Event(StoredEvent { seq, event }, state));
             }
         }
         Ok(task)
@@ -115,7 +118,7 @@ impl TaskService {
         if rec.snapshot_seq < rec.last_seq {
             for e in self.store.events_after(&rec.id, rec.snapshot_seq).await? {
                 match serde_json::from_str::<A2aStreamResponse>(&e.event) {
-                    Ok(event) => apply(&mut rec.task, &event),
+                    Ok(event) => apply(&mut rec.task, event),
                     Err(err) => {
                         tracing::warn!(task_id = %rec.id, seq = e.seq, error = %err, "a stored event is not an A2A event: skipped")
                     }

@@ -32,7 +32,11 @@ pub(super) fn decode_send(
         false => A2aOperation::SendMessage,
     }
     .as_str();
-    let parts = view::<SendView>(&params).map_or(0, |v| v.message.parts.0);
+    let parts = params
+        .get("message")
+        .and_then(|m| m.get("parts"))
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
     if parts > config.max_parts {
         // refused before anything copies it
         return Err(A2aError::invalid_params(format!(
@@ -122,31 +126,6 @@ impl Param<'_> {
     }
 }
 
-/// How many of something a request holds, counted without keeping them.
-#[derive(Default)]
-struct Count(usize);
-
-impl<'de> Deserialize<'de> for Count {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Vec::<IgnoredAny>::deserialize(d)
-            .map(|v| Count(v.len()))
-            .or(Ok(Count(0)))
-    }
-}
-
-/// What the size check of a send reads: how many parts its message has.
-#[derive(Deserialize, Default)]
-struct SendView {
-    #[serde(default)]
-    message: PartsView,
-}
-
-#[derive(Deserialize, Default)]
-struct PartsView {
-    #[serde(default)]
-    parts: Count,
-}
-
 /// The parameters a task read takes (`GetTask`, `ListTasks`, a send's `configuration`), as
 /// written; each is checked where it is used.
 #[derive(Deserialize, Default)]
@@ -227,12 +206,19 @@ pub(super) fn read_message(params: &Map<String, Value>) -> Result<A2aMessage, A2
     struct Send {
         message: A2aMessage,
     }
-    let send: Send = serde_path_to_error::deserialize(crate::object_deserializer(params)).map_err(|e| {
-        match e.path().to_string() {
-            p if p == "." => A2aError::invalid_params("params.message must be an object"),
-            p => A2aError::invalid_params(format!("params.{p}: {}", e.inner())),
+    // read without tracking the path; a message that does not read is read again with it,
+    // for the error to name the field
+    let send = match Send::deserialize(crate::object_deserializer(params)) {
+        Ok(send) => send,
+        Err(_) => {
+            serde_path_to_error::deserialize::<_, Send>(crate::object_deserializer(params)).map_err(|e| {
+                match e.path().to_string() {
+                    p if p == "." => A2aError::invalid_params("params.message must be an object"),
+                    p => A2aError::invalid_params(format!("params.{p}: {}", e.inner())),
+                }
+            })?
         }
-    })?;
+    };
     let m = send.message;
     if m.message_id.is_empty() {
         return Err(A2aError::invalid_params("params.message.messageId is required"));
@@ -383,18 +369,14 @@ pub struct SendConfig {
     pub return_immediately: bool,
 }
 
-/// A send's params as far as its `configuration` goes.
-#[derive(Deserialize, Default)]
-struct ConfigView<'a> {
-    #[serde(default, borrow)]
-    configuration: Option<TaskQuery<'a>>,
-}
-
 impl SendConfig {
     /// Reads `params.configuration`.
     pub fn read(params: &Map<String, Value>) -> Result<Self, A2aError> {
-        let view: ConfigView<'_> = view(params).unwrap_or_default();
-        let config = view.configuration.unwrap_or_default();
+        // (only `configuration` is read: a view of the whole params would walk the message)
+        let config = params
+            .get("configuration")
+            .and_then(|c| Option::<TaskQuery<'_>>::deserialize(c).ok().flatten())
+            .unwrap_or_default();
         // a flag is a JSON boolean (null reads as absent); anything else is refused, not ignored
         let flag = |p: &Option<Param<'_>>, name: &str| match p {
             None => Ok(None),
@@ -525,5 +507,18 @@ mod tests {
             json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]}}),
         ));
         assert_eq!(m.expect("read").text(), "x");
+    }
+
+    #[test]
+    fn only_a_send_configuration_object_is_read() {
+        let c = SendConfig::read(&params(json!({"configuration": {"returnImmediately": true, "historyLength": 2}})))
+            .expect("read");
+        assert!(c.return_immediately && !c.blocking);
+        assert_eq!(c.history, Some(2));
+        // no configuration, a null one or one that is not an object: the defaults
+        for p in [json!({}), json!({"configuration": null}), json!({"configuration": [true]})] {
+            let c = SendConfig::read(&params(p)).expect("read");
+            assert!(!c.return_immediately && c.blocking && c.history.is_none());
+        }
     }
 }

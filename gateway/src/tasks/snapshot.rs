@@ -56,18 +56,18 @@ pub(super) fn status_event(rec: &TaskRecord, state: A2aTaskState, message: Optio
 
 /// Applies a `StreamResponse` to a task snapshot: a `task` replaces it, a status update sets the
 /// status (its message joins the history), an artifact update adds or appends to an artifact.
-pub fn apply(task: &mut A2aTask, event: &A2aStreamResponse) {
+pub fn apply(task: &mut A2aTask, event: A2aStreamResponse) {
     match event {
-        A2aStreamResponse::Task(t) => *task = t.clone(),
+        A2aStreamResponse::Task(t) => *task = t,
         A2aStreamResponse::Message(_) => {}
         A2aStreamResponse::StatusUpdate(u) => {
             if let Some(m) = &u.status.message {
                 task.history.push(m.clone());
             }
-            task.status = u.status.clone();
+            task.status = u.status;
         }
         A2aStreamResponse::ArtifactUpdate(u) => {
-            let artifact = &u.artifact;
+            let artifact = u.artifact;
             match task
                 .artifacts
                 .iter_mut()
@@ -76,19 +76,19 @@ pub fn apply(task: &mut A2aTask, event: &A2aStreamResponse) {
                 Some(existing) if u.append => {
                     // text pieces of one text part are joined (in place: a long answer costs
                     // its length, not its length squared); other parts are added
-                    for p in &artifact.parts {
+                    for p in artifact.parts {
                         match (existing.parts.last_mut(), &p.text) {
                             (Some(last), Some(more)) if is_text(last) => {
                                 if let Some(text) = last.text.as_mut() {
                                     text.push_str(more);
                                 }
                             }
-                            _ => existing.parts.push(p.clone()),
+                            _ => existing.parts.push(p),
                         }
                     }
                 }
-                Some(existing) => *existing = artifact.clone(),
-                None => task.artifacts.push(artifact.clone()),
+                Some(existing) => *existing = artifact,
+                None => task.artifacts.push(artifact),
             }
         }
     }
@@ -116,14 +116,14 @@ mod tests {
                 "artifact": {"artifactId": "a", "parts": [{"text": text}]}}}),
             )
         };
-        apply(&mut task, &piece(false, "He"));
-        apply(&mut task, &piece(true, "llo"));
+        apply(&mut task, piece(false, "He"));
+        apply(&mut task, piece(true, "llo"));
         assert_eq!(task.artifacts[0].parts, vec![text_part("Hello")]);
-        apply(&mut task, &piece(false, "new"));
+        apply(&mut task, piece(false, "new"));
         assert_eq!(task.artifacts[0].parts, vec![text_part("new")]);
         let done = event(serde_json::json!({"statusUpdate": {"taskId": "t", "contextId": "c",
             "status": {"state": "TASK_STATE_COMPLETED", "message": {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "ok"}]}}}}));
-        apply(&mut task, &done);
+        apply(&mut task, done);
         assert_eq!(task.status.state, A2aTaskState::TaskStateCompleted);
         assert_eq!(task.history.len(), 1);
         task.history.push(task.history[0].clone());
