@@ -511,12 +511,18 @@ mod tests {
 
     #[test]
     fn only_a_send_configuration_object_is_read() {
-        let c = SendConfig::read(&params(json!({"configuration": {"returnImmediately": true, "historyLength": 2}})))
-            .expect("read");
+        let c = SendConfig::read(&params(
+            json!({"configuration": {"returnImmediately": true, "historyLength": 2}}),
+        ))
+        .expect("read");
         assert!(c.return_immediately && !c.blocking);
         assert_eq!(c.history, Some(2));
         // no configuration, a null one or one that is not an object: the defaults
-        for p in [json!({}), json!({"configuration": null}), json!({"configuration": [true]})] {
+        for p in [
+            json!({}),
+            json!({"configuration": null}),
+            json!({"configuration": [true]}),
+        ] {
             let c = SendConfig::read(&params(p)).expect("read");
             assert!(!c.return_immediately && c.blocking && c.history.is_none());
         }

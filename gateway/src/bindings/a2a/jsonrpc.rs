@@ -188,12 +188,14 @@ async fn dispatch(
             match state.send_message(send).await? {
                 Sent::Message(m) => Ok(ok(&id, json!({"message": m}))),
                 Sent::Task(task) => {
-                    // the task's JSON as written, copied in (a `Success` of it, key for key)
-                    let body = format!(
-                        r#"{{"jsonrpc":"2.0","id":{},"result":{}}}"#,
-                        crate::json_text(&id),
-                        super::sent_task(&task)
-                    );
+                    // the task's JSON as written, copied in once (a `Success` of it, key for key)
+                    let id = crate::json_text(&id);
+                    let mut body = String::with_capacity(task.len() + id.len() + 48);
+                    body.push_str(r#"{"jsonrpc":"2.0","id":"#);
+                    body.push_str(&id);
+                    body.push_str(r#","result":"#);
+                    super::push_sent_task(&mut body, &task);
+                    body.push('}');
                     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
                 }
             }

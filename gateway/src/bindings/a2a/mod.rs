@@ -384,12 +384,19 @@ where
     sse::response(chunks, keep_alive)
 }
 
-/// ProtoJSON readers accept the proto field names too: `message_id` → `messageId`, … (keys
-/// inside `metadata` and `data` values are the caller's and stay as they are).
 /// A send's answer carrying a task (`{"task": …}`): its JSON as the gateway wrote it, copied
 /// in, not parsed again.
 pub(crate) fn sent_task(task: &str) -> String {
-    format!(r#"{{"task":{task}}}"#)
+    let mut out = String::with_capacity(task.len() + 9);
+    push_sent_task(&mut out, task);
+    out
+}
+
+/// [`sent_task`], appended to `out`.
+pub(crate) fn push_sent_task(out: &mut String, task: &str) {
+    out.push_str(r#"{"task":"#);
+    out.push_str(task);
+    out.push('}');
 }
 
 /// `v` as JSON text.
@@ -397,6 +404,8 @@ pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> Result<String, A2aError> {
     serde_json::to_string(v).map_err(|e| A2aError::internal(format!("cannot write the answer: {e}")))
 }
 
+/// ProtoJSON readers accept the proto field names too: `message_id` → `messageId`, … (keys
+/// inside `metadata` and `data` values are the caller's and stay as they are).
 pub(crate) fn camelize(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::Object(m) => {
