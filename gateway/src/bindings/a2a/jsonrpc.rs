@@ -191,11 +191,7 @@ async fn dispatch(
                     // the task's JSON as written, copied in once (a `Success` of it, key for key)
                     let id = crate::json_text(&id);
                     let mut body = String::with_capacity(task.len() + id.len() + 48);
-                    body.push_str(r#"{"jsonrpc":"2.0","id":"#);
-                    body.push_str(&id);
-                    body.push_str(r#","result":"#);
-                    super::push_sent_task(&mut body, &task);
-                    body.push('}');
+                    push_success(&mut body, &id, |out| super::push_sent_task(out, &task));
                     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
                 }
             }
@@ -235,13 +231,17 @@ async fn dispatch(
 /// ends the stream.
 fn result_or_error(id: &Value, id_json: &str, event: Result<&str, A2aError>, out: &mut String) {
     match event {
-        Ok(e) => {
-            out.push_str(r#"{"jsonrpc":"2.0","id":"#);
-            out.push_str(id_json);
-            out.push_str(r#","result":"#);
-            out.push_str(e);
-            out.push('}');
-        }
+        Ok(e) => push_success(out, id_json, |out| out.push_str(e)),
         Err(e) => out.push_str(&crate::json_text(&e.to_jsonrpc(id))),
     }
+}
+
+/// A JSON-RPC success response (a [`Success`], key for key) appended to `out`: `id_json` is
+/// the request id's JSON, `result` appends the result's JSON as it was written.
+fn push_success(out: &mut String, id_json: &str, result: impl FnOnce(&mut String)) {
+    out.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    out.push_str(id_json);
+    out.push_str(r#","result":"#);
+    result(out);
+    out.push('}');
 }
