@@ -253,15 +253,6 @@ async fn send_request(
     Ok(respond(&shared, mode, sub).await)
 }
 
-/// The `Idempotency-Key` header, when the request has a usable one.
-fn idempotency_key(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get("idempotency-key")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|k| !k.is_empty())
-}
-
 /// With an `Idempotency-Key`: the first request sent under it is remembered (its fingerprint,
 /// and its `request_id`, given to `request` when it has none); the same request again gets a
 /// reader of the first one's run (`None` when it is no longer kept: it runs again, under the
@@ -273,7 +264,7 @@ async fn repeated(
     body: &str,
     request: &mut E2AEnvelope,
 ) -> Result<Option<Subscription>, Problem> {
-    let Some(key) = idempotency_key(headers) else {
+    let Some(key) = crate::web::idempotency_key(headers) else {
         return Ok(None);
     };
     let value: serde_json::Value =

@@ -32,7 +32,7 @@ pub(crate) struct Pump {
     id: u64,
     key: Option<Arc<ConversationKey>>,
     request: E2AEnvelope,
-    /// The run's own id in the store.
+    /// The run's own id in the store, made by the first write to it (nothing else reads it).
     run_id: String,
     /// Whether the store has the run's head yet.
     opened: bool,
@@ -54,7 +54,7 @@ impl Pump {
             id,
             key: Some(key),
             request,
-            run_id: e2a::stream::new_ordered_id(),
+            run_id: String::new(),
             opened: false,
             _permit: permit,
         }
@@ -108,6 +108,9 @@ impl Pump {
         let (Some(store), Some(key)) = (self.runs.store.get(), &self.key) else {
             return Ok(());
         };
+        if self.run_id.is_empty() {
+            self.run_id = e2a::stream::new_ordered_id();
+        }
         let frames: Vec<StoredFrame> = batch
             .iter()
             .map(|f| StoredFrame {

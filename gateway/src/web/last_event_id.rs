@@ -2,10 +2,10 @@
 //! event id this gateway sent, a sequence number (digits, as `generated/openapi.json` declares
 //! it; an SSE client never sends it empty, so an empty one is refused too).
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName};
 
 /// The header's name.
-pub(crate) const HEADER: &str = "last-event-id";
+pub(crate) const HEADER: HeaderName = HeaderName::from_static("last-event-id");
 
 /// The header is not a sequence number (digits within `u64`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,7 +18,7 @@ impl NotASequence {
 
 /// The sequence number a client resumes after, if any.
 pub(crate) fn read(headers: &HeaderMap) -> Result<Option<u64>, NotASequence> {
-    let Some(v) = headers.get(HEADER) else {
+    let Some(v) = headers.get(&HEADER) else {
         return Ok(None);
     };
     let s = v.to_str().map_err(|_| NotASequence)?.trim();

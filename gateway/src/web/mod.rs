@@ -1,7 +1,7 @@
 //! HTTP plumbing written once for every binding: authentication ([`auth`]), trace context
 //! ([`trace`]), metrics ([`metrics`]), problem
 //! documents ([`problem`]), the JSON body reader (one media-type rule, the input limits),
-//! SSE and streamed responses, `Last-Event-ID`, and the server loop ([`server`]: TCP_NODELAY,
+//! SSE and streamed responses, `Last-Event-ID`, `Idempotency-Key`, and the server loop ([`server`]: TCP_NODELAY,
 //! header-read timeout, connection cap, shutdown with a deadline).
 
 pub mod auth;
@@ -12,3 +12,15 @@ pub mod problem;
 pub mod server;
 pub(crate) mod sse;
 pub mod trace;
+
+/// The `Idempotency-Key` header's name.
+const IDEMPOTENCY_KEY: axum::http::HeaderName = axum::http::HeaderName::from_static("idempotency-key");
+
+/// The `Idempotency-Key` header, trimmed, when the request has a usable (non-empty) one.
+pub(crate) fn idempotency_key(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
+        .get(&IDEMPOTENCY_KEY)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+}

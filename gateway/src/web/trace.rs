@@ -13,6 +13,11 @@ pub const TRACESTATE: &str = "tracestate";
 /// The plain trace id header many gateways use (GoAI, Raven).
 pub const X_TRACE_ID: &str = "x-trace-id";
 
+/// The headers' names, parsed once (a lookup by `&str` parses and hashes the name each time).
+const TRACEPARENT_NAME: HeaderName = HeaderName::from_static(TRACEPARENT);
+const TRACESTATE_NAME: HeaderName = HeaderName::from_static(TRACESTATE);
+const X_TRACE_ID_NAME: HeaderName = HeaderName::from_static(X_TRACE_ID);
+
 /// Longest `X-Trace-ID` taken (longer ones are ignored).
 const MAX_TRACE_ID: usize = 128;
 
@@ -54,14 +59,14 @@ pub fn trace_id_of(traceparent: &str) -> Option<&str> {
 impl TraceContext {
     /// The context of `headers`.
     pub fn from_headers(headers: &HeaderMap) -> Self {
-        let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-        if let Some(trace) = text(TRACEPARENT).and_then(trace_id_of) {
+        let text = |name: &HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+        if let Some(trace) = text(&TRACEPARENT_NAME).and_then(trace_id_of) {
             return TraceContext {
                 trace_id: Some(trace.to_string()),
-                tracestate: text(TRACESTATE).map(str::to_string),
+                tracestate: text(&TRACESTATE_NAME).map(str::to_string),
             };
         }
-        let plain = text(X_TRACE_ID)
+        let plain = text(&X_TRACE_ID_NAME)
             .map(str::trim)
             .filter(|t| !t.is_empty() && t.len() <= MAX_TRACE_ID);
         TraceContext {
@@ -165,7 +170,7 @@ where
     );
     let parent = req
         .headers()
-        .get(TRACEPARENT)
+        .get(&TRACEPARENT_NAME)
         .and_then(|v| v.to_str().ok())
         .and_then(remote_parent);
     if let Some(parent) = parent {
@@ -182,7 +187,7 @@ where
         if own.is_valid() {
             let tp = format!("00-{}-{}-01", own.trace_id(), own.span_id());
             if let Ok(v) = HeaderValue::from_str(&tp) {
-                req.headers_mut().insert(HeaderName::from_static(TRACEPARENT), v);
+                req.headers_mut().insert(TRACEPARENT_NAME, v);
             }
             echo = HeaderValue::from_str(&own.trace_id().to_string()).ok();
         }
@@ -197,7 +202,7 @@ where
         );
     });
     if let Some(v) = echo {
-        response.headers_mut().insert(HeaderName::from_static(X_TRACE_ID), v);
+        response.headers_mut().insert(X_TRACE_ID_NAME, v);
     }
     response
 }

@@ -320,6 +320,10 @@ impl Agent for ScriptAgent {
 
 impl Runner {
     fn fill(&self, t: &str) -> String {
+        if !t.contains('{') {
+            // no placeholder: copied once, not scanned and copied per placeholder
+            return t.to_string();
+        }
         let t = t.replace("{input}", &self.input).replace("{answer}", &self.answer);
         if t.contains("{now_us}") {
             let now = std::time::SystemTime::now()

@@ -137,6 +137,9 @@ impl From<NotASequence> for A2aError {
     }
 }
 
+/// The `A2A-Version` header's name.
+const A2A_VERSION: axum::http::HeaderName = axum::http::HeaderName::from_static("a2a-version");
+
 /// The A2A versions served.
 const VERSIONS: &[&str] = &["1.0", "0.3"];
 
@@ -149,7 +152,7 @@ pub(crate) fn a2a_headers(headers: &HeaderMap, query: Option<&str>) -> Result<A2
             k.eq_ignore_ascii_case("A2A-Version").then(|| v.to_string())
         })
     });
-    let header = match headers.get("a2a-version") {
+    let header = match headers.get(&A2A_VERSION) {
         None => None,
         Some(v) => Some(v.to_str().map(|v| v.trim().to_string()).map_err(|_| {
             A2aError::new(

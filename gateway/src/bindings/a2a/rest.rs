@@ -87,12 +87,7 @@ async fn send_params(
         headers: a2a,
         caller,
         trace_id: crate::web::trace::TraceContext::from_headers(headers).trace_id,
-        idempotency_key: headers
-            .get("idempotency-key")
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-            .filter(|k| !k.is_empty())
-            .map(String::from),
+        idempotency_key: crate::web::idempotency_key(headers).map(String::from),
     })
 }
 
