@@ -105,12 +105,12 @@ impl ResponseStream {
 
     /// A text delta (`delta_kind: text`).
     pub fn text(&mut self, delta: &str) -> E2AResponse {
-        self.chunk(body_map(ChunkBody::delta(DeltaKind::Text, delta)))
+        self.chunk(ChunkBody::delta(DeltaKind::Text, delta).into_map())
     }
 
     /// A reasoning delta (`delta_kind: reasoning`).
     pub fn reasoning(&mut self, delta: &str) -> E2AResponse {
-        self.chunk(body_map(ChunkBody::delta(DeltaKind::Reasoning, delta)))
+        self.chunk(ChunkBody::delta(DeltaKind::Reasoning, delta).into_map())
     }
 
     /// A tool call (`delta_kind: tool`, `event_type: chat.tool_call`, a [`ToolCallDelta`] with
@@ -126,11 +126,7 @@ impl ResponseStream {
             },
             extra: Map::new(),
         };
-        self.chunk(body_map(ChunkBody::structured(
-            DeltaKind::Tool,
-            ChunkEventType::ChatToolCall,
-            delta,
-        )))
+        self.chunk(ChunkBody::structured(DeltaKind::Tool, ChunkEventType::ChatToolCall, delta).into_map())
     }
 
     /// The result of tool call `id` (`delta_kind: tool`, `event_type: chat.tool_result`, a
@@ -142,21 +138,13 @@ impl ResponseStream {
             status: Some("completed".into()),
             extra: Map::new(),
         };
-        self.chunk(body_map(ChunkBody::structured(
-            DeltaKind::Tool,
-            ChunkEventType::ChatToolResult,
-            delta,
-        )))
+        self.chunk(ChunkBody::structured(DeltaKind::Tool, ChunkEventType::ChatToolResult, delta).into_map())
     }
 
     /// A piece of an artifact (`delta_kind: custom`, `event_type: artifact`, an
     /// [`ArtifactDelta`]).
     pub fn artifact(&mut self, piece: &ArtifactDelta) -> E2AResponse {
-        self.chunk(body_map(ChunkBody::structured(
-            DeltaKind::Custom,
-            ChunkEventType::Artifact,
-            piece,
-        )))
+        self.chunk(ChunkBody::structured(DeltaKind::Custom, ChunkEventType::Artifact, piece).into_map())
     }
 
     /// Pauses the turn to ask the user (`kind`: approval or input): the

@@ -103,8 +103,34 @@ prop_compose! {
     }
 }
 
+prop_compose! {
+    fn chunk_body()(
+        delta in prop::option::of(json_value()),
+        kind in prop::sample::select(e2a::types::DeltaKind::ALL.to_vec()),
+        texts in (opt_str(), opt_str(), opt_str()),
+        values in prop::collection::vec(prop::option::of(json_value()), 5),
+        extra in prop_oneof![3 => Just(Map::new()), 1 => map()],
+    ) -> e2a::types::ChunkBody {
+        let mut b = e2a::types::ChunkBody::delta(kind, Value::Null);
+        b.delta = delta;
+        (b.event_type, b.mime_type, b.source_chunk_type) = texts;
+        let mut v = values.into_iter();
+        (b.member_name, b.rid, b.role, b.team_id, b.team_name) = (v.next().flatten(), v.next().flatten(), v.next().flatten(), v.next().flatten(), v.next().flatten());
+        b.extra = extra;
+        b
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// A chunk body's map with the delta moved in is the map serde writes, key order included.
+    #[test]
+    fn chunk_body_into_map_is_its_serialization(b in chunk_body()) {
+        let written = e2a::response::body_map(&b);
+        let moved = b.into_map();
+        prop_assert_eq!(serde_json::to_string(&moved).ok(), serde_json::to_string(&written).ok());
+    }
 
     #[test]
     fn envelope_canonical_roundtrip_and_schema(env in envelope()) {
