@@ -40,12 +40,14 @@ die() { log "error: $*"; exit 1; }
 if [[ $SKIP_BUILD != 1 ]]; then
   log "building the bench workspace (release, jobs=$CARGO_BUILD_JOBS)"
   nice -n 10 cargo build --release --manifest-path "$HERE/Cargo.toml" >&2
+  # on its own, so that its features are not unified into the peers' (see Cargo.toml)
+  nice -n 10 cargo build --release --manifest-path "$HERE/Cargo.toml" -p e2a-floor >&2
 fi
 BENCH_TARGET=$(cd "$HERE" && cargo metadata --format-version 1 --no-deps 2>/dev/null |
   sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 BENCH_TARGET=${BENCH_TARGET:-$HERE/target}
 BIN=$BENCH_TARGET/release
-for b in loadgen peer-a2a bare-axum; do
+for b in loadgen peer-a2a bare-axum e2a-floor; do
   [[ -x $BIN/$b ]] || die "$BIN/$b is missing (build the bench workspace)"
 done
 if [[ -n ${E2A_BIN:-} ]]; then
@@ -271,7 +273,9 @@ case_b() {
   capture $((p + 1)) "$WORK/e2a-echo-response.json"
   start_server bare-axum $((p + 2)) "$BIN/bare-axum" $((p + 2)) --e2a-body "$WORK/e2a-echo-response.json"
   local b=$SPID
-  rounds b "e2a:$((p + 1)):$e" "bare-axum:$((p + 2)):$b"
+  start_server e2a-floor $((p + 3)) "$BIN/e2a-floor" $((p + 3))
+  local f=$SPID
+  rounds b "e2a:$((p + 1)):$e" "bare-axum:$((p + 2)):$b" "e2a-floor:$((p + 3)):$f"
   stop_servers
 }
 
