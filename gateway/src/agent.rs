@@ -3,10 +3,11 @@
 
 use std::fmt;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use e2a::{E2AEnvelope, E2AResponse};
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -14,6 +15,10 @@ use crate::pipeline::boundary::StopCell;
 
 /// The frames an agent yields for one request, in order, ending with one final frame.
 pub type FrameStream = Pin<Box<dyn Stream<Item = E2AResponse> + Send + 'static>>;
+
+/// An agent's frames each behind an `Arc` ([`Agent::run_shared`]): a frame (an `E2AResponse`
+/// is about a kilobyte) then travels as a pointer, and a run log keeps it as it is.
+pub type SharedFrames = Pin<Box<dyn Stream<Item = Arc<E2AResponse>> + Send + 'static>>;
 
 /// Who sent a request, as the gateway authenticated it. Never holds the credential itself.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -203,6 +208,14 @@ pub trait Agent: Send + Sync + 'static {
     /// Starts a run. The returned stream is polled by the gateway until it yields a final
     /// frame, the client goes away or a deadline passes; it is then dropped.
     fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream;
+
+    /// [`Agent::run`], its frames each behind an `Arc`: what the gateway calls. The default
+    /// shares the frames of `run` as they come. An agent that makes its frames itself may make
+    /// them shared from the start (and implement `run` on top of this), so that no frame is
+    /// moved by value from one stream to the next.
+    fn run_shared(&self, request: E2AEnvelope, ctx: RequestContext) -> SharedFrames {
+        Box::pin(self.run(request, ctx).map(Arc::new))
+    }
 
     /// A short name for logs and `/healthz` (`echo`, `script`, `e2a:…`).
     fn name(&self) -> String {

@@ -45,7 +45,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-pub use agent::{Agent, Caller, ConversationKey, FrameStream, RequestContext};
+pub use agent::{Agent, Caller, ConversationKey, FrameStream, RequestContext, SharedFrames};
 pub use config::GatewayConfig;
 pub use web::auth::Auth;
 pub use web::problem::Problem;

@@ -1,10 +1,12 @@
+use std::sync::Arc;
 use std::time::Duration;
 
 use e2a::stream::ResponseStream;
 use e2a::E2AEnvelope;
+use futures_util::StreamExt;
 use serde_json::json;
 
-use crate::agent::{Agent, FrameStream, RequestContext};
+use crate::agent::{Agent, FrameStream, RequestContext, SharedFrames};
 
 /// The default agent: a reasoning chunk, a tool call and its result, the reply word by word
 /// as text chunks, then `e2a.complete` with the whole reply — the demo's echo agent.
@@ -27,7 +29,12 @@ impl EchoAgent {
 }
 
 impl Agent for EchoAgent {
-    fn run(&self, request: E2AEnvelope, _ctx: RequestContext) -> FrameStream {
+    fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
+        Box::pin(self.run_shared(request, ctx).map(Arc::unwrap_or_clone))
+    }
+
+    /// The frames, made shared (each moves as a pointer from here on).
+    fn run_shared(&self, request: E2AEnvelope, _ctx: RequestContext) -> SharedFrames {
         let delay = self.delay;
         Box::pin(async_stream::stream! {
             let prompt = super::request_text(&request);
@@ -39,20 +46,20 @@ impl Agent for EchoAgent {
                 }
             };
             pause().await;
-            yield s.reasoning("The user said something; echo it back.");
+            yield Arc::new(s.reasoning("The user said something; echo it back."));
             pause().await;
             let args = json!({"text": prompt});
-            yield s.tool_call("echo-1", "echo", args);
+            yield Arc::new(s.tool_call("echo-1", "echo", args));
             pause().await;
-            yield s.tool_result("echo-1", json!({"length": prompt.chars().count()}));
+            yield Arc::new(s.tool_result("echo-1", json!({"length": prompt.chars().count()})));
             let words: Vec<&str> = reply.split(' ').collect();
             for (i, w) in words.iter().enumerate() {
                 pause().await;
                 let piece = if i + 1 < words.len() { format!("{w} ") } else { (*w).to_string() };
-                yield s.text(&piece);
+                yield Arc::new(s.text(&piece));
             }
             pause().await;
-            yield s.answer(&reply, Some("end_turn"));
+            yield Arc::new(s.answer(&reply, Some("end_turn")));
         })
     }
 

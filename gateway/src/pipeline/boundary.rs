@@ -20,8 +20,8 @@ use tokio::time::Instant;
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
 
-/// Guarded frames, each shared from the boundary on.
-pub type SharedFrames = std::pin::Pin<Box<dyn futures_util::Stream<Item = Arc<E2AResponse>> + Send + 'static>>;
+/// Guarded frames, each shared (the agent's, checked, and the gateway's cutoff frames).
+pub use crate::agent::SharedFrames;
 
 /// Why the gateway stopped a run from outside (the reason the `e2a.error` frame gives).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,19 +95,24 @@ impl Guarded {
         Guarded { agent, deadlines, name }
     }
 
-    /// The agent's guarded frames on `request`, each behind an `Arc` from the moment it passes
-    /// the boundary (a frame is moved as a pointer from there on, and a run log keeps it as is).
-    pub(crate) fn run_shared(&self, request: E2AEnvelope, ctx: RequestContext) -> SharedFrames {
+    /// The agent's guarded frames on `request`, shared as the agent made them
+    /// ([`Agent::run_shared`]): checked by reference, moved as pointers, kept by a run log as
+    /// they are.
+    pub(crate) fn run_guarded(&self, request: E2AEnvelope, ctx: RequestContext) -> SharedFrames {
         // the guard keeps what a cutoff frame echoes, not the request (which the agent takes)
         let template = ResponseStream::for_request(&request);
-        let frames = self.agent.run(request, ctx.clone());
+        let frames = self.agent.run_shared(request, ctx.clone());
         guard(template, frames, ctx, self.deadlines, self.name.clone())
     }
 }
 
 impl Agent for Guarded {
     fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
-        Box::pin(self.run_shared(request, ctx).map(Arc::unwrap_or_clone))
+        Box::pin(self.run_guarded(request, ctx).map(Arc::unwrap_or_clone))
+    }
+
+    fn run_shared(&self, request: E2AEnvelope, ctx: RequestContext) -> SharedFrames {
+        self.run_guarded(request, ctx)
     }
 
     fn name(&self) -> String {
@@ -134,7 +139,7 @@ enum Step {
 /// shutdown).
 pub fn guard(
     template: ResponseStream,
-    agent: FrameStream,
+    agent: SharedFrames,
     ctx: RequestContext,
     deadlines: Deadlines,
     agent_name: String,
@@ -200,7 +205,7 @@ impl Guard {
 
     /// Waits for the agent's next frame, or whatever comes first: a cancel, the total deadline,
     /// the idle deadline (or the grace after a held final frame).
-    async fn step(&mut self, agent: &mut FrameStream) -> Step {
+    async fn step(&mut self, agent: &mut SharedFrames) -> Step {
         let idle_at = match (&self.held_final, self.deadlines.idle) {
             (Some(_), _) => Instant::now() + self.deadlines.final_grace,
             (None, Some(idle)) => Instant::now() + idle,
@@ -217,7 +222,7 @@ impl Guard {
             tokio::select! {
                 biased;
                 f = std::panic::AssertUnwindSafe(agent.next()).catch_unwind() => match f {
-                    Ok(f) => Step::Frame(f.map(Arc::new)),
+                    Ok(f) => Step::Frame(f),
                     Err(_) => Step::Panicked,
                 },
                 _ = self.ctx.cancel.cancelled() => Step::Stopped,

@@ -75,7 +75,7 @@ impl Admission {
             e2a.session_id = request.session_id.as_deref(),
             e2a.caller = self.ctx.caller.subject.as_deref(),
         );
-        let frames = span.in_scope(|| self.agent.run_shared(request, self.ctx.clone()));
+        let frames = span.in_scope(|| self.agent.run_guarded(request, self.ctx.clone()));
         let frames = crate::web::trace::InSpan { inner: frames, span };
         let mut counter = crate::web::metrics::FrameCounter::new(self.counted.clone());
         let log = self.frame_log.clone();

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use futures_util::StreamExt;
 use parking_lot::Mutex;
 use std::time::Duration;
 
@@ -25,7 +26,7 @@ mod format;
 
 pub use format::{Action, Match, Misbehaviour, Scenario, Script, Step};
 
-use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
+use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext, SharedFrames};
 use crate::pipeline::boundary::details;
 
 /// What the script agent has done, for tests and operators.
@@ -231,7 +232,7 @@ struct ArtifactFields<'a> {
 /// deliberately none).
 struct Runner {
     stream: Option<ResponseStream>,
-    frames: Vec<E2AResponse>,
+    frames: Vec<Arc<E2AResponse>>,
     text: String,
     input: String,
     answer: String,
@@ -240,6 +241,11 @@ struct Runner {
 
 impl Agent for ScriptAgent {
     fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
+        Box::pin(self.run_shared(request, ctx).map(Arc::unwrap_or_clone))
+    }
+
+    /// The frames, made shared (each moves as a pointer from here on).
+    fn run_shared(&self, request: E2AEnvelope, ctx: RequestContext) -> SharedFrames {
         let this = self.clone();
         Box::pin(async_stream::stream! {
             this.stats.started.fetch_add(1, Ordering::SeqCst);
@@ -266,7 +272,7 @@ impl Agent for ScriptAgent {
                     None => {
                         let s = ResponseStream::for_request(&request);
                         guard.done = true;
-                        yield s.fail(ErrorKind::NotFound.mapping().e2a_code, "no scenario of the script matches this request", Map::new());
+                        yield Arc::new(s.fail(ErrorKind::NotFound.mapping().e2a_code, "no scenario of the script matches this request", Map::new()));
                         return;
                     }
                 },
@@ -302,7 +308,7 @@ impl Agent for ScriptAgent {
                 }
             }
             if let Some(s) = r.stream.take() {
-                yield s.answer(&r.text, None);
+                yield Arc::new(s.answer(&r.text, None));
             }
             guard.done = true;
         })
@@ -346,13 +352,13 @@ impl Runner {
             Action::Text { text, chunk_size } => {
                 let text = self.fill(text);
                 for piece in split_chars(&text, *chunk_size) {
-                    self.frames.push(s.text(&piece));
+                    self.frames.push(Arc::new(s.text(&piece)));
                 }
                 self.text.push_str(&text);
             }
             Action::Reasoning { text } => {
                 let text = self.fill(text);
-                self.frames.push(s.reasoning(&text));
+                self.frames.push(Arc::new(s.reasoning(&text)));
             }
             Action::ToolCall {
                 id,
@@ -360,9 +366,9 @@ impl Runner {
                 arguments,
                 result,
             } => {
-                self.frames.push(s.tool_call(id, name, arguments.clone()));
+                self.frames.push(Arc::new(s.tool_call(id, name, arguments.clone())));
                 if let Some(res) = result {
-                    self.frames.push(s.tool_result(id, res.clone()));
+                    self.frames.push(Arc::new(s.tool_result(id, res.clone())));
                 }
             }
             Action::Artifact {
@@ -425,7 +431,7 @@ impl Runner {
                 last_chunk: i + 1 == n,
                 extra: Map::new(),
             };
-            self.frames.push(s.artifact(&piece));
+            self.frames.push(Arc::new(s.artifact(&piece)));
         }
     }
 
@@ -440,7 +446,7 @@ impl Runner {
                 };
                 let prompt = self.fill(prompt);
                 self.frames
-                    .extend(stream.pause(kind, &prompt, task_key(request).is_some()));
+                    .extend(stream.pause(kind, &prompt, task_key(request).is_some()).map(Arc::new));
             }
             Action::Message { text } => {
                 let text = self.fill(text);
@@ -449,24 +455,28 @@ impl Runner {
                     task_id: None,
                     ..A2aMessage::agent(e2a::stream::new_id(), "", "", vec![text_part(text.as_str())])
                 };
-                self.frames.extend(stream.reply(body_map(&message), &text));
+                self.frames
+                    .extend(stream.reply(body_map(&message), &text).map(Arc::new));
             }
             Action::Reject { message } => {
                 let message = self.fill(message);
                 let code = ErrorKind::InvalidRequest.mapping().e2a_code;
-                self.frames
-                    .push(stream.fail(code, &message, details(&[("rejected", true.into())])));
+                self.frames.push(Arc::new(stream.fail(
+                    code,
+                    &message,
+                    details(&[("rejected", true.into())]),
+                )));
             }
             Action::Fail { code, message } => {
                 let message = self.fill(message);
                 let code = code
                     .clone()
                     .unwrap_or_else(|| ErrorKind::AgentError.mapping().e2a_code.into());
-                self.frames.push(stream.fail(&code, &message, Map::new()));
+                self.frames.push(Arc::new(stream.fail(&code, &message, Map::new())));
             }
-            Action::Complete { result: Some(result) } => self.frames.push(stream.complete(result.clone())),
-            Action::Complete { result: None } => self.frames.push(stream.answer(&self.text, None)),
-            _ => self.frames.push(stream.answer(&self.text, None)),
+            Action::Complete { result: Some(result) } => self.frames.push(Arc::new(stream.complete(result.clone()))),
+            Action::Complete { result: None } => self.frames.push(Arc::new(stream.answer(&self.text, None))),
+            _ => self.frames.push(Arc::new(stream.answer(&self.text, None))),
         }
     }
 
@@ -474,14 +484,14 @@ impl Runner {
         match how {
             Misbehaviour::Gap => {
                 let _skipped = s.text("(never sent)");
-                self.frames.push(s.text("after a gap"));
+                self.frames.push(Arc::new(s.text("after a gap")));
                 self.stream = Some(s);
                 true
             }
             Misbehaviour::Duplicate => {
                 let f = s.text("twice");
-                self.frames.push(f.clone());
-                self.frames.push(f);
+                self.frames.push(Arc::new(f.clone()));
+                self.frames.push(Arc::new(f));
                 self.stream = Some(s);
                 true
             }
@@ -490,15 +500,15 @@ impl Runner {
                 let mut again = fin.clone();
                 again.sequence = fin.sequence.saturating_add(1);
                 again.response_id = Some(e2a::stream::new_id());
-                self.frames.push(fin);
-                self.frames.push(again);
+                self.frames.push(Arc::new(fin));
+                self.frames.push(Arc::new(again));
                 false
             }
             Misbehaviour::NoFinal => false,
             Misbehaviour::WrongRequest => {
                 let mut f = s.text("for someone else");
                 f.request_id = Some(format!("{}-other", f.request_id.unwrap_or_default()));
-                self.frames.push(f);
+                self.frames.push(Arc::new(f));
                 self.stream = Some(s);
                 true
             }
