@@ -132,8 +132,8 @@ enum Step {
     Idle,
 }
 
-/// Wraps an agent's stream so that what leaves the gateway always keeps the stream invariants
-/// and always ends with exactly one final frame.
+/// Wraps an agent's stream (its shared frames, [`Agent::run_shared`]) so that what leaves the
+/// gateway always keeps the stream invariants and always ends with exactly one final frame.
 ///
 /// `ctx.stop` holds the reason when `ctx.cancel` is cancelled from outside (client gone,
 /// shutdown).
@@ -144,6 +144,8 @@ pub fn guard(
     deadlines: Deadlines,
     agent_name: String,
 ) -> SharedFrames {
+    // boxed here: the guard moves with its stream as a pointer, not a kilobyte
+    let template = Box::new(template);
     Box::pin(async_stream::stream! {
         let mut agent = agent;
         let mut g = Guard::new(template, ctx, deadlines, agent_name);
@@ -175,7 +177,7 @@ enum Next {
 /// The state of one guarded stream.
 struct Guard {
     /// The frame template of the request (what a cutoff frame echoes).
-    template: ResponseStream,
+    template: Box<ResponseStream>,
     request_id: Option<String>,
     ctx: RequestContext,
     deadlines: Deadlines,
@@ -188,7 +190,7 @@ struct Guard {
 }
 
 impl Guard {
-    fn new(template: ResponseStream, ctx: RequestContext, deadlines: Deadlines, agent: String) -> Self {
+    fn new(template: Box<ResponseStream>, ctx: RequestContext, deadlines: Deadlines, agent: String) -> Self {
         let total = ctx.deadline.unwrap_or_else(far_future);
         Guard {
             request_id: template.request_id().map(str::to_string),
@@ -244,7 +246,7 @@ impl Guard {
             self.next = h.sequence;
         }
         Next::End(Some(Arc::new(cutoff_from(
-            self.template.clone(),
+            (*self.template).clone(),
             self.next,
             kind,
             message,

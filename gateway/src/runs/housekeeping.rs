@@ -31,7 +31,8 @@ pub(crate) struct Pump {
     run: Arc<Run>,
     id: u64,
     key: Option<Arc<ConversationKey>>,
-    request: E2AEnvelope,
+    /// (boxed: the pump moves into its task's future, a pointer, not a kilobyte)
+    request: Box<E2AEnvelope>,
     /// The run's own id in the store, made by the first write to it (nothing else reads it).
     run_id: String,
     /// Whether the store has the run's head yet.
@@ -53,7 +54,7 @@ impl Pump {
             run,
             id,
             key: Some(key),
-            request,
+            request: Box::new(request),
             run_id: String::new(),
             opened: false,
             _permit: permit,
