@@ -14,7 +14,6 @@
 use axum::body::Bytes;
 use axum::http::header::CONTENT_TYPE;
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use axum::Router;
 
 const E2A_BODY: &[u8] = include_bytes!("../data/e2a-echo.json");
@@ -46,29 +45,14 @@ fn main() {
         }
     }
     let port = port.unwrap_or_else(|| die("usage: bare-axum PORT [--e2a-body FILE] [--a2a-body FILE]"));
-    // Worker threads: tokio's default, the CPUs this process may run on (1 under `taskset -c 1`),
-    // as for the gateway.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async move {
-        let app = Router::new()
+    bench_serve::serve("bare-axum", "", port, || {
+        Router::new()
             .route("/v1/e2a/requests", fixed(e2a))
             .route("/a2a", fixed(a2a))
-            .route("/healthz", get(|| async { "ok" }));
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-            .await
-            .unwrap_or_else(|e| die(&format!("cannot listen on 127.0.0.1:{port}: {e}")));
-        eprintln!("bare-axum listening on http://{}", listener.local_addr().expect("addr"));
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        axum::serve(listener, app).await.expect("serve");
+            .route("/healthz", get(|| async { "ok" }))
     });
 }
 
 fn die(msg: &str) -> ! {
-    eprintln!("bare-axum: {msg}");
-    std::process::exit(2);
+    bench_serve::die("bare-axum", msg)
 }

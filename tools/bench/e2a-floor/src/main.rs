@@ -14,7 +14,6 @@ use axum::body::Bytes;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use axum::Router;
 use e2a::stream::{ResponseStream, StreamValidator};
 use e2a::{E2AEnvelope, ReadOptions};
@@ -26,18 +25,23 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// The echo agent's answer to `body` (the gateway's `EchoAgent`, frame for frame).
 fn answer(body: &[u8]) -> Result<String, String> {
     let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
-    let mut request = E2AEnvelope::read(text, &ReadOptions::lenient()).map_err(|e| e.to_string())?.value;
+    let mut request = E2AEnvelope::read(text, &ReadOptions::lenient())
+        .map_err(|e| e.to_string())?
+        .value;
     request.request_id.get_or_insert_with(e2a::stream::new_ordered_id);
-    let prompt = request.params.get("query").and_then(|q| q.as_str()).unwrap_or("").to_string();
+    let prompt = request
+        .params
+        .get("query")
+        .and_then(|q| q.as_str())
+        .unwrap_or("")
+        .to_string();
     let reply = format!("You said: {prompt}");
     let mut s = ResponseStream::for_request(&request);
     let mut frames = Vec::with_capacity(8);
     frames.push(s.reasoning("The user said something; echo it back."));
     frames.push(s.tool_call("echo-1", "echo", json!({"text": prompt})));
     frames.push(s.tool_result("echo-1", json!({"length": prompt.chars().count()})));
-    let words: Vec<&str> = reply.split(' ').collect();
-    for (i, w) in words.iter().enumerate() {
-        let piece = if i + 1 < words.len() { format!("{w} ") } else { (*w).to_string() };
+    for piece in bench_serve::echo_pieces(&reply) {
         frames.push(s.text(&piece));
     }
     frames.push(s.answer(&reply, Some("end_turn")));
@@ -54,15 +58,10 @@ fn answer(body: &[u8]) -> Result<String, String> {
 fn main() {
     let port: u16 = match std::env::args().nth(1).map(|p| p.parse()) {
         Some(Ok(p)) => p,
-        _ => die("usage: e2a-floor PORT"),
+        _ => bench_serve::die("e2a-floor", "usage: e2a-floor PORT"),
     };
-    // Worker threads: tokio's default, as for the gateway (1 under `taskset -c 1`).
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async move {
-        let app = Router::new()
+    bench_serve::serve("e2a-floor", "", port, || {
+        Router::new()
             .route(
                 "/v1/e2a/requests",
                 post(|body: Bytes| async move {
@@ -72,19 +71,6 @@ fn main() {
                     }
                 }),
             )
-            .route("/healthz", get(|| async { "ok" }));
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-            .await
-            .unwrap_or_else(|e| die(&format!("cannot listen on 127.0.0.1:{port}: {e}")));
-        eprintln!("e2a-floor listening on http://{}", listener.local_addr().expect("addr"));
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        axum::serve(listener, app).await.expect("serve");
+            .route("/healthz", get(|| async { "ok" }))
     });
-}
-
-fn die(msg: &str) -> ! {
-    eprintln!("e2a-floor: {msg}");
-    std::process::exit(2);
 }

@@ -34,7 +34,6 @@ use a2a::{
     TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext, InMemoryTaskStore};
-use axum::serve::ListenerExt;
 use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::json;
 
@@ -142,14 +141,8 @@ impl AgentExecutor for EchoExecutor {
                 json!({"e2a_chunk": {"event_type": "chat.tool_result"}, "e2a_delta_kind": "tool"}),
             ),
         ];
-        let words: Vec<&str> = reply.split(' ').collect();
-        for (i, w) in words.iter().enumerate() {
-            let piece = if i + 1 < words.len() {
-                format!("{w} ")
-            } else {
-                (*w).to_string()
-            };
-            events.push(artifact(&t, &c, &art, &piece, Some(i > 0), false));
+        for (i, piece) in bench_serve::echo_pieces(&reply).iter().enumerate() {
+            events.push(artifact(&t, &c, &art, piece, Some(i > 0), false));
         }
         events.push(artifact(&t, &c, &art, "", Some(true), true));
         let done = agent_message(&t, &c, Part::text(reply), serde_json::Value::Null);
@@ -179,37 +172,18 @@ fn main() {
         }
     }
     let port = port.unwrap_or_else(|| die("usage: peer-a2a PORT [--events minimal|mirror]"));
-    // Worker threads: tokio's default, the CPUs this process may run on (1 under `taskset -c 1`),
-    // as for the gateway.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async move {
+    bench_serve::serve("peer-a2a", if mirror { "mirror" } else { "minimal" }, port, || {
         let handler = Arc::new(DefaultRequestHandler::new(
             EchoExecutor { mirror },
             InMemoryTaskStore::new(),
         ));
-        let app = axum::Router::new()
+        axum::Router::new()
             .nest("/a2a", a2a_server::jsonrpc::jsonrpc_router(handler.clone()))
             .merge(a2a_server::rest::rest_router(handler))
-            .route("/healthz", axum::routing::get(|| async { "ok" }));
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-            .await
-            .unwrap_or_else(|e| die(&format!("cannot listen on 127.0.0.1:{port}: {e}")));
-        eprintln!(
-            "peer-a2a ({}) listening on http://{}",
-            if mirror { "mirror" } else { "minimal" },
-            listener.local_addr().expect("addr")
-        );
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        axum::serve(listener, app).await.expect("serve");
+            .route("/healthz", axum::routing::get(|| async { "ok" }))
     });
 }
 
 fn die(msg: &str) -> ! {
-    eprintln!("peer-a2a: {msg}");
-    std::process::exit(2);
+    bench_serve::die("peer-a2a", msg)
 }
