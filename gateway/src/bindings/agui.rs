@@ -3,7 +3,8 @@
 //!
 //! Protocol → E2A → agent → E2A → protocol: the input becomes an envelope through
 //! [`e2a::agui::envelope_from_run_input`] (`threadId` → session and context, `runId` →
-//! request id), the agent's frames pass the [`boundary`], and
+//! request id), the agent's frames pass the
+//! [`boundary`](crate::pipeline::boundary), and
 //! [`e2a::agui::AguiProjector`] turns them into the events that are sent. Before any event
 //! leaves, [`e2a::agui::verify_events`] checks the sequence sent so far plus the new events; a
 //! violation is never sent — the run ends with `RUN_ERROR` instead. (What was sent is kept in

@@ -1,6 +1,6 @@
 //! The bindings: thin codecs that put the gateway on a protocol's wire. Each decodes a
 //! request into a typed request, hands it to the [run pipeline](crate::pipeline) (or, for
-//! A2A, the [task service](crate::tasks)) and encodes what comes back, errors in the
+//! A2A, the task service) and encodes what comes back, errors in the
 //! protocol's own form. None holds business logic.
 //!
 //! | binding | wire | module |

@@ -1,7 +1,7 @@
 //! The embedded SQLite [`TaskStore`] (`rusqlite`, SQLite bundled): tasks and their event logs
 //! in one file, in WAL mode, each append committed before it is acknowledged — a gateway killed at any point
 //! restarts on the same file with every event it had acknowledged. Writes go through one
-//! writer thread that commits what is queued together ([`writer`]).
+//! writer thread that commits what is queued together (the `writer` module).
 
 mod writer;
 
