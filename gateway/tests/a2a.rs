@@ -302,6 +302,23 @@ async fn web_layer_refusals_under_a2a_paths_are_in_the_bindings_error_form() {
         (405, "UNIMPLEMENTED".into(), "UNSUPPORTED_OPERATION".into()),
         "{v}"
     );
+    // `{id}`, `{id}:cancel` and `{id}:subscribe` share a path segment: each has its own `Allow`
+    for (method, path, allowed) in [
+        (reqwest::Method::DELETE, "/a2a/rest/tasks/t", "GET,HEAD"),
+        (reqwest::Method::PUT, "/a2a/rest/tasks/t", "GET,HEAD"),
+        (reqwest::Method::GET, "/a2a/rest/tasks/t:cancel", "POST"),
+        (reqwest::Method::DELETE, "/a2a/rest/tasks/t:subscribe", "GET,POST"),
+    ] {
+        let (status, kind, allow, _, v) =
+            read(send(method.clone(), path, true, String::new()).await.expect("send")).await;
+        assert_eq!((status, allow.as_str()), (405, allowed), "{method} {path}: {v}");
+        assert_eq!(kind, "application/problem+json", "{method} {path}");
+        assert_eq!(
+            problem(&v),
+            (405, "UNIMPLEMENTED".into(), "UNSUPPORTED_OPERATION".into()),
+            "{method} {path}: {v}"
+        );
+    }
     for path in ["/a2a/rest/tasks/t/more", "/a2a/rest/nothing", "/a2a/x"] {
         let (status, kind, _, _, v) = read(
             send(reqwest::Method::GET, path, true, String::new())

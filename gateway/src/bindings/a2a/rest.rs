@@ -34,7 +34,9 @@ pub(super) fn routes(prefix: &str) -> Router<Arc<TaskService>> {
         router = router.route(&path, get(list));
     }
     router
-        .route(&format!("{p}/tasks/{{segment}}"), get(task).post(task))
+        // every method reaches `task`, which answers `405` with the `Allow` of the resource the
+        // segment names (`{id}`, `{id}:cancel` and `{id}:subscribe` share the route)
+        .route(&format!("{p}/tasks/{{segment}}"), any(task))
         .route(&format!("{p}/tasks/{{id}}/pushNotificationConfigs"), any(push_configs))
         .route(
             &format!("{p}/tasks/{{id}}/pushNotificationConfigs/{{config}}"),
@@ -157,16 +159,27 @@ async fn task(
     headers: HeaderMap,
 ) -> Result<Response, RestError> {
     super::request_headers(&state, &headers, raw.as_deref())?;
-    match (method, split_segment(&segment)) {
-        (Method::GET, (id, None)) => {
+    let (id, verb) = split_segment(&segment);
+    let (get, post) = (matches!(method, Method::GET | Method::HEAD), method == Method::POST);
+    match verb {
+        None if get => {
             let history = history_length(&query_params(raw.as_deref()))?;
             let rec = state.load(id, &caller).await?;
             Ok(json_response(trim_history(rec.task, history)))
         }
-        (Method::POST, (id, Some("cancel"))) => Ok(json_response(state.cancel(id, &caller).await?)),
-        (_, (id, Some("subscribe"))) => subscribe(&state, id, &caller, &headers).await,
-        _ => Err(method_not_allowed().into()),
+        None => Ok(not_allowed("GET,HEAD")),
+        Some("cancel") if post => Ok(json_response(state.cancel(id, &caller).await?)),
+        Some("cancel") => Ok(not_allowed("POST")),
+        Some("subscribe") if post || method == Method::GET => subscribe(&state, id, &caller, &headers).await,
+        Some("subscribe") => Ok(not_allowed("GET,POST")),
+        Some(_) => Err(method_not_allowed().into()),
     }
+}
+
+/// `405` with the methods the resource takes; the binding's error layer writes it as a
+/// problem, `Allow` kept.
+fn not_allowed(allow: &'static str) -> Response {
+    (axum::http::StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, allow)]).into_response()
 }
 
 async fn subscribe(
