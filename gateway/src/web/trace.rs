@@ -79,9 +79,9 @@ impl TraceContext {
     pub fn from_meta(meta: Option<&serde_json::Value>) -> Self {
         let text = |k: &str| meta.and_then(|m| m.get(k)).and_then(serde_json::Value::as_str);
         let mut headers = HeaderMap::new();
-        for name in [TRACEPARENT, TRACESTATE, X_TRACE_ID] {
-            if let Some(v) = text(name).and_then(|v| HeaderValue::from_str(v).ok()) {
-                headers.insert(HeaderName::from_static(name), v);
+        for name in [TRACEPARENT_NAME, TRACESTATE_NAME, X_TRACE_ID_NAME] {
+            if let Some(v) = text(name.as_str()).and_then(|v| HeaderValue::from_str(v).ok()) {
+                headers.insert(name, v);
             }
         }
         Self::from_headers(&headers)

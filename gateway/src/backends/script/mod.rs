@@ -489,9 +489,9 @@ impl Runner {
                 true
             }
             Misbehaviour::Duplicate => {
-                let f = s.text("twice");
-                self.frames.push(Arc::new(f.clone()));
-                self.frames.push(Arc::new(f));
+                let f = Arc::new(s.text("twice"));
+                self.frames.push(f.clone());
+                self.frames.push(f);
                 self.stream = Some(s);
                 true
             }
