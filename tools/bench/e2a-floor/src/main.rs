@@ -8,7 +8,10 @@
 //! final frame's canonical JSON. No pipeline, run log, retention, task, metrics, auth or trace
 //! layer: `e2a serve --agent echo` minus this is what the gateway adds. `GET /healthz`: `ok`.
 //!
-//! Usage: `e2a-floor PORT`; listens on 127.0.0.1:PORT.
+//! Usage: `e2a-floor PORT [SPIN_US]`; listens on 127.0.0.1:PORT. With `SPIN_US`, each request
+//! also burns that many microseconds of user CPU (a loop on the clock, no system call): what
+//! `kernel-share.sh` uses to show how a server's kernel time per request grows as its own work
+//! slows it down.
 
 use axum::body::Bytes;
 use axum::http::header::CONTENT_TYPE;
@@ -55,16 +58,33 @@ fn answer(body: &[u8]) -> Result<String, String> {
     frames.last().map(|f| f.to_json()).ok_or_else(|| "no frame".into())
 }
 
+/// Burns `us` microseconds of user CPU.
+fn spin(us: u64) {
+    let start = std::time::Instant::now();
+    let until = std::time::Duration::from_micros(us);
+    while start.elapsed() < until {
+        std::hint::spin_loop();
+    }
+}
+
 fn main() {
-    let port: u16 = match std::env::args().nth(1).map(|p| p.parse()) {
+    const USAGE: &str = "usage: e2a-floor PORT [SPIN_US]";
+    let mut args = std::env::args().skip(1);
+    let port: u16 = match args.next().map(|p| p.parse()) {
         Some(Ok(p)) => p,
-        _ => bench_serve::die("e2a-floor", "usage: e2a-floor PORT"),
+        _ => bench_serve::die("e2a-floor", USAGE),
+    };
+    let spin_us: u64 = match args.next().map(|s| s.parse()) {
+        None => 0,
+        Some(Ok(us)) => us,
+        Some(Err(_)) => bench_serve::die("e2a-floor", USAGE),
     };
     bench_serve::serve("e2a-floor", "", port, || {
         Router::new()
             .route(
                 "/v1/e2a/requests",
-                post(|body: Bytes| async move {
+                post(move |body: Bytes| async move {
+                    spin(spin_us);
                     match answer(&body) {
                         Ok(json) => (StatusCode::OK, [(CONTENT_TYPE, "application/json")], json),
                         Err(e) => (StatusCode::BAD_REQUEST, [(CONTENT_TYPE, "text/plain")], e),
