@@ -2,7 +2,7 @@
 //! ended task's events in, and the gateway an ended run's frames: two allocations however many
 //! texts, freed at once.
 
-use e2a::write::{JsonWriter, WriteJson};
+use e2a::write::JsonWriter;
 
 /// Texts one after another in one buffer, told apart by where each ends.
 #[derive(Debug, Default)]
@@ -29,12 +29,15 @@ impl Packed {
         }
     }
 
-    /// The canonical JSON of each of `items`, written straight into the buffer.
-    pub(crate) fn json<'a, T: WriteJson + 'a>(items: impl ExactSizeIterator<Item = &'a T>) -> Self {
-        let mut w = JsonWriter::with_capacity(items.len() * T::FIXED_LEN);
+    /// One JSON text per item of `items`, each written by `write` (given its index) straight
+    /// into the buffer (`room`: bytes to start the buffer with).
+    pub(crate) fn written<T>(items: &[T], room: usize, mut write: impl FnMut(&mut JsonWriter, usize, &T)) -> Self {
+        let mut w = JsonWriter::with_capacity(room);
         let ends = items
-            .map(|item| {
-                item.write_json(&mut w);
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                write(&mut w, i, item);
                 w.len()
             })
             .collect();
