@@ -40,8 +40,10 @@ from a2a.client.card_resolver import A2ACardResolver
 from a2a.types import GetTaskRequest, ListTasksRequest, Message, Part, Role, SendMessageRequest, TaskState
 from a2a.utils.errors import TaskNotFoundError
 
-RESULTS = {"passed": 0, "failed": 0}
-PREFIX = "named-agents: "
+from report import Report
+
+REPORT = Report("named-agents: ")
+check = REPORT.check
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "script.json")
 # an ACP agent behind the third name (the gateway starts it: `acp:CMD`); it answers "mirror: <text>"
@@ -52,15 +54,6 @@ ISSUER, AUDIENCE, KID = "https://issuer.test", "e2a", "test-key-1"
 
 # every response the SDK clients and the raw requests got: (caller, method, path, status)
 SEEN = []
-
-
-def check(name, ok, detail=""):
-    if ok:
-        RESULTS["passed"] += 1
-        print(f"PASS {PREFIX}{name}", flush=True)
-    else:
-        RESULTS["failed"] += 1
-        print(f"FAIL {PREFIX}{name}: {detail}", flush=True)
 
 
 # --- keys, tokens, configuration -------------------------------------------------------------
@@ -583,8 +576,7 @@ async def main(argv):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-    print(f"{PREFIX}{RESULTS['passed']} passed, {RESULTS['failed']} failed ({time.monotonic() - started:.1f}s)")
-    return 0 if RESULTS["failed"] == 0 else 1
+    return REPORT.finish(started)
 
 
 if __name__ == "__main__":

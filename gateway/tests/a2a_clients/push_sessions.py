@@ -68,8 +68,10 @@ from a2a.types import (
 )
 from a2a.utils.errors import A2AError, InvalidParamsError, TaskNotFoundError
 
-RESULTS = {"passed": 0, "failed": 0}
-PREFIX = "push: "
+from report import Report
+
+REPORT = Report("push: ")
+check = REPORT.check
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "script.json")
 BINDINGS = ["JSONRPC", "HTTP+JSON", "GRPC"]
@@ -78,15 +80,6 @@ MAX_ATTEMPTS = 4
 # every token and credential handed to a gateway: none may reach its logs
 SECRETS = []
 TERMINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
-
-
-def check(name, ok, detail=""):
-    if ok:
-        RESULTS["passed"] += 1
-        print(f"PASS {PREFIX}{name}", flush=True)
-    else:
-        RESULTS["failed"] += 1
-        print(f"FAIL {PREFIX}{name}: {detail}", flush=True)
 
 
 def short(value, n=1500):
@@ -668,8 +661,7 @@ async def main(argv):
         for g in gateways:
             g.stop()
         rx.close()
-    print(f"{PREFIX}{RESULTS['passed']} passed, {RESULTS['failed']} failed ({time.monotonic() - started:.1f}s)")
-    return 0 if RESULTS["failed"] == 0 else 1
+    return REPORT.finish(started)
 
 
 if __name__ == "__main__":

@@ -52,17 +52,10 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 
-RESULTS = {"passed": 0, "failed": 0}
-PREFIX = ""
+from report import Report
 
-
-def check(name, ok, detail=""):
-    if ok:
-        RESULTS["passed"] += 1
-        print(f"PASS {PREFIX}{name}", flush=True)
-    else:
-        RESULTS["failed"] += 1
-        print(f"FAIL {PREFIX}{name}: {detail}", flush=True)
+REPORT = Report("")
+check = REPORT.check
 
 
 def message(text, task_id=None, context_id=None, message_id=None):
@@ -104,8 +97,7 @@ async def collect(aiter):
 
 
 async def sessions(base, binding):
-    global PREFIX
-    PREFIX = f"python[{binding}]: "
+    REPORT.prefix = f"python[{binding}]: "
     card = await A2ACardResolver(httpx.AsyncClient(), base).get_agent_card()
     bindings = {i.protocol_binding: i.url for i in card.supported_interfaces}
     check("card resolution", card.capabilities.streaming and "JSONRPC" in bindings and "HTTP+JSON" in bindings
@@ -244,8 +236,7 @@ class Token(CredentialService):
 
 
 async def auth(base, token, binding="JSONRPC"):
-    global PREFIX
-    PREFIX = f"python[auth {binding}]: "
+    REPORT.prefix = f"python[auth {binding}]: "
     card = await A2ACardResolver(httpx.AsyncClient(), base).get_agent_card()
     check("card is public and declares bearer", "bearer" in card.security_schemes
           and card.security_schemes["bearer"].http_auth_security_scheme.scheme.lower() == "bearer")
@@ -266,8 +257,7 @@ async def auth(base, token, binding="JSONRPC"):
 
 
 async def chain(base):
-    global PREFIX
-    PREFIX = "python[chain]: "
+    REPORT.prefix = "python[chain]: "
     c = await client_for(base)
     events = await collect(c.send_message(SendMessageRequest(message=message("artifacts please"))))
     last = events[-1].status_update
@@ -288,8 +278,7 @@ async def chain(base):
 
 async def tck(base):
     """The behaviours the A2A TCK drives by message-id prefix, through the official client."""
-    global PREFIX
-    PREFIX = "python[tck]: "
+    REPORT.prefix = "python[tck]: "
     c = await client_for(base, streaming=False)
     ctx_id = f"tck-ctx-{uuid.uuid4()}"
 
@@ -353,8 +342,7 @@ async def tck(base):
 async def restart_before(base, state_file, pid):
     """Reads the first events of a slow task, SIGKILLs the gateway while the stream is open,
     and keeps every event that arrived before the connection broke."""
-    global PREFIX
-    PREFIX = "python[restart]: "
+    REPORT.prefix = "python[restart]: "
     c = await client_for(base)
     seen = []
     broke = False
@@ -371,8 +359,7 @@ async def restart_before(base, state_file, pid):
 
 
 async def restart_after(base, state_file):
-    global PREFIX
-    PREFIX = "python[restart]: "
+    REPORT.prefix = "python[restart]: "
     with open(state_file) as f:
         state = json.load(f)
     c = await client_for(base)
@@ -414,8 +401,7 @@ async def main(argv):
 
         traceback.print_exc()
         check("session", False, repr(e))
-    print(f"{PREFIX}{RESULTS['passed']} passed, {RESULTS['failed']} failed ({time.monotonic() - started:.1f}s)")
-    return 0 if RESULTS["failed"] == 0 else 1
+    return REPORT.finish(started)
 
 
 if __name__ == "__main__":

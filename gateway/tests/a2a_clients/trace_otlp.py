@@ -45,27 +45,16 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-RESULTS = {"passed": 0, "failed": 0}
-PREFIX = "trace-otlp: "
+from report import Report
+
+REPORT = Report("trace-otlp: ")
+check = REPORT.check
+info = REPORT.info
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "script.json")
 DRAIN_SECS = 3
 SPAN_WAIT_SECS = 10
 KIND = {v: k.removeprefix("SPAN_KIND_").lower() for k, v in Span.SpanKind.items()}
-
-
-def check(name, ok, detail=""):
-    if ok:
-        RESULTS["passed"] += 1
-        print(f"PASS {PREFIX}{name}", flush=True)
-    else:
-        RESULTS["failed"] += 1
-        print(f"FAIL {PREFIX}{name}: {detail}", flush=True)
-    return ok
-
-
-def info(text):
-    print(f"INFO {PREFIX}{text}", flush=True)
 
 
 def free_port():
@@ -543,8 +532,7 @@ def main(argv):
             json.dump([{k: v.hex() if isinstance(v, bytes) else v for k, v in s.items()} for s in receiver.spans],
                       f, indent=1, default=str)
         info(f"every span received: {dump}")
-    print(f"{PREFIX}{RESULTS['passed']} passed, {RESULTS['failed']} failed ({time.monotonic() - started:.1f}s)")
-    return 0 if RESULTS["failed"] == 0 else 1
+    return REPORT.finish(started)
 
 
 if __name__ == "__main__":
