@@ -21,7 +21,7 @@
 use std::sync::Arc;
 
 use e2a::types::{ResponseKind, ResponseStatus};
-use e2a::write::JsonWriter;
+use e2a::write::{JsonWriter, WriteJson};
 use e2a::E2AResponse;
 use serde_json::{Map, Value};
 
@@ -93,13 +93,10 @@ impl Frames {
     pub(super) fn json(&self, i: usize) -> Option<String> {
         match self {
             Frames::Live(v) => v.get(i).map(|f| f.to_json()),
-            Frames::Compact(c) => {
-                let text = c.texts.get(i)?;
-                if text.starts_with('{') {
-                    return Some(text.to_string());
-                }
-                c.frame(i)?.ok().map(|f| f.to_json())
-            }
+            Frames::Compact(c) => match c.texts.get(i)? {
+                text if is_whole(text) => Some(text.to_string()),
+                _ => c.frame(i)?.ok().map(|f| f.to_json()),
+            },
         }
     }
 
@@ -123,9 +120,9 @@ impl Frames {
 impl Compact {
     /// `frames` written one after the other.
     pub(super) fn of(frames: &[Arc<E2AResponse>]) -> Self {
-        use e2a::write::WriteJson;
         let last_index = frames.len().saturating_sub(1);
         let first = frames.first().map(|f| &**f);
+        // the two whole frames, and about what a chunk's own fields take (its body a short delta)
         let room = 2 * E2AResponse::FIXED_LEN + frames.len() * 160;
         let texts = Packed::written(frames, room, |w, i, f| match first {
             Some(first) if i != 0 && i != last_index && only_own_differs(f, first) => write_own(w, f),
@@ -140,7 +137,7 @@ impl Compact {
     /// Frame `i` read back from its text.
     fn frame(&self, i: usize) -> Option<Result<E2AResponse, serde_json::Error>> {
         let text = self.texts.get(i)?;
-        if text.starts_with('{') {
+        if is_whole(text) {
             return Some(serde_json::from_str(text));
         }
         // the first frame, with this one's own (read anew each time: a reader of an ended run is
@@ -165,6 +162,12 @@ impl Compact {
     pub(super) fn bytes(&self) -> usize {
         COMPACT_OVERHEAD + self.texts.bytes()
     }
+}
+
+/// Whether a compacted frame's text is the whole frame (an object), not what sets it apart from
+/// the first frame (an array).
+fn is_whole(text: &str) -> bool {
+    text.starts_with('{')
 }
 
 /// Whether `f` says what `first` says but for what every frame has of its own ([`Own`]). (The
@@ -302,7 +305,7 @@ mod tests {
         let made: Vec<Arc<E2AResponse>> = made.into_iter().map(Arc::new).collect();
         let compact = Compact::of(&made);
         let whole: Vec<bool> = (0..made.len())
-            .map(|i| compact.texts.get(i).is_some_and(|t| t.starts_with('{')))
+            .map(|i| compact.texts.get(i).is_some_and(is_whole))
             .collect();
         assert_eq!(
             whole,
@@ -322,29 +325,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_echo_runs_frames_take_under_half_their_whole_text() {
+    #[tokio::test]
+    async fn the_echo_agents_run_takes_under_half_its_whole_text() {
+        use crate::agent::{Agent, Caller, RequestContext};
+        use futures_util::StreamExt;
         let request: E2AEnvelope = serde_json::from_value(serde_json::json!({
             "method": "chat.send", "params": {"query": "hello"}
         }))
         .expect("envelope");
-        let mut s = ResponseStream::for_request(&request);
-        let made: Vec<Arc<E2AResponse>> = [
-            s.reasoning("The user said something; echo it back."),
-            s.tool_call("echo-1", "echo", serde_json::json!({"text": "hello"})),
-            s.tool_result("echo-1", serde_json::json!({"length": 5})),
-            s.text("You "),
-            s.text("said: "),
-            s.text("hello"),
-            s.answer("You said: hello", Some("end_turn")),
-        ]
-        .into_iter()
-        .map(Arc::new)
-        .collect();
+        let ctx = RequestContext::new(Caller::default(), None);
+        let made: Vec<Arc<E2AResponse>> = crate::backends::EchoAgent::new()
+            .run_shared(request, ctx)
+            .collect()
+            .await;
+        assert!(made.len() > 2, "{} frames", made.len());
         let compact = Compact::of(&made);
         let all_whole: usize = made.iter().map(|f| f.to_json().len()).sum();
         let kept = compact.texts.bytes();
-        println!("echo run: {kept} bytes compacted, {all_whole} whole");
         assert!(2 * kept < all_whole, "{kept} vs {all_whole}");
         let frames = Frames::Compact(compact);
         for (i, f) in made.iter().enumerate() {
