@@ -384,6 +384,7 @@ impl ConfigFile {
             server: crate::web::server::ServerLimits {
                 max_connections: to_usize(server.max_connections.get()),
                 header_read_timeout: Duration::from_secs(server.header_timeout_secs.get()),
+                idle_timeout: Duration::from_secs(server.idle_timeout_secs.get()),
                 ..Default::default()
             },
             ..crate::GatewayConfig::default()

@@ -73,15 +73,22 @@ jwt = {{ algorithm = "HS256", secret_file = "issuer.secret", issuer = "https://i
     file
 }
 
-fn jwt(sub: &str, exp_from_now: i64, audience: &str) -> String {
-    let now = std::time::SystemTime::now()
+fn now() -> i64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
-        .unwrap_or_default();
-    let claims = json!({"iss": "https://issuer.test", "aud": audience, "sub": sub, "exp": now + exp_from_now});
+        .unwrap_or_default()
+}
+
+fn jwt(sub: &str, exp_from_now: i64, audience: &str) -> String {
+    signed(&json!({"iss": "https://issuer.test", "aud": audience, "sub": sub, "exp": now() + exp_from_now}))
+}
+
+/// `claims` signed with the issuer's secret.
+fn signed(claims: &Value) -> String {
     jsonwebtoken::encode(
         &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
-        &claims,
+        claims,
         &jsonwebtoken::EncodingKey::from_secret(JWT_SECRET.as_bytes()),
     )
     .expect("sign")
@@ -286,6 +293,53 @@ async fn the_default_agent_answers_at_the_root_routes_too() {
 }
 
 #[tokio::test]
+async fn a_jwt_needs_the_claims_its_caller_checks_and_a_past_nbf() {
+    let dir = tempfile::tempdir().expect("dir");
+    let server = served(&dir).await;
+    let base = &server.base;
+    let (iss, exp) = ("https://issuer.test", now() + 300);
+    let status = |claims: Value| async move { e2a(base, "echoer", Some(&signed(&claims))).await.status() };
+    assert_eq!(
+        status(json!({"iss": iss, "aud": "e2a", "sub": "p", "exp": exp})).await,
+        200
+    );
+    // the caller is configured with an issuer and an audience: a token without either is refused
+    assert_eq!(
+        status(json!({"aud": "e2a", "sub": "p", "exp": exp})).await,
+        401,
+        "no iss"
+    );
+    assert_eq!(status(json!({"iss": iss, "sub": "p", "exp": exp})).await, 401, "no aud");
+    // not before: refused while in the future (past the default leeway), taken once it is past
+    let nbf = |at: i64| json!({"iss": iss, "aud": "e2a", "sub": "p", "exp": exp, "nbf": at});
+    assert_eq!(status(nbf(now() + 3600)).await, 401, "nbf in an hour");
+    assert_eq!(status(nbf(now() - 10)).await, 200, "nbf passed");
+}
+
+#[test]
+fn config_callers_cannot_take_the_identity_of_a_token_or_a_jwt_subject() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(dir.path().join("issuer.secret"), JWT_SECRET).expect("secret file");
+    for (name, why) in [("token-1", "bearer token"), ("jw/victim", "contain `/`")] {
+        let text = format!(
+            "[callers.jw]\njwt = {{ algorithm = \"HS256\", secret_file = \"issuer.secret\" }}\n\n[callers.\"{name}\"]\napi_key_sha256 = \"{}\"\n",
+            sha256(name)
+        );
+        let file = ConfigFile::parse(&text, "e2a.toml", dir.path(), &[]).expect("the file parses");
+        let errors = file.check().expect_err("a reserved name is refused");
+        let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+        assert!(text.contains(why) && text.contains(name), "{name}: {text}");
+        assert!(file.gateway(None, None).is_err(), "{name}: refused at start too");
+    }
+    // names that only look alike are fine
+    for name in ["token-", "token-1a", "tokens-1", "my-token-1"] {
+        let text = format!("[callers.\"{name}\"]\napi_key_sha256 = \"{}\"\n", sha256(name));
+        let file = ConfigFile::parse(&text, "e2a.toml", dir.path(), &[]).expect("the file parses");
+        file.check().unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    }
+}
+
+#[tokio::test]
 async fn metrics_count_the_requests_of_each_agent() {
     let dir = tempfile::tempdir().expect("dir");
     let server = served(&dir).await;
@@ -328,6 +382,63 @@ async fn metrics_count_the_requests_of_each_agent() {
     );
     assert_eq!(sample(r#"e2a_agent_first_frame_seconds_count{agent="writer"}"#), 3.0);
     assert!(sample(r#"e2a_store_op_duration_seconds_count{op="append",outcome="ok"}"#) >= 3.0);
+}
+
+#[tokio::test]
+async fn unknown_methods_without_a_credential_add_no_series() {
+    use futures_util::StreamExt;
+    let dir = tempfile::tempdir().expect("dir");
+    let server = served(&dir).await;
+    let base = &server.base;
+    let client = client();
+    // `n` requests without a token, each with a method of its own (a 200-byte token)
+    let flood = |from: usize, n: usize| {
+        let client = client.clone();
+        futures_util::stream::iter(from..from + n)
+            .map(move |i| {
+                let method = reqwest::Method::from_bytes(format!("M{i:0>199}").as_bytes()).expect("method");
+                client.request(method, format!("{base}/agents/writer")).send()
+            })
+            .buffer_unordered(16)
+            .for_each(|r| async move {
+                let status = r.expect("answer").status();
+                assert!([401, 404, 405].contains(&status.as_u16()), "{status}");
+            })
+    };
+    let series = || async {
+        let text = client
+            .get(format!("{base}/metrics"))
+            .bearer_auth(ALICE)
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("text");
+        let lines: Vec<String> = text.lines().filter(|l| !l.starts_with('#')).map(String::from).collect();
+        assert!(!text.contains("M000"), "a method sent is not a label");
+        lines
+    };
+    flood(0, 1_000).await;
+    let before = series().await;
+    flood(1_000, 9_000).await;
+    let after = series().await;
+    assert_eq!(
+        before.len(),
+        after.len(),
+        "the series are the same after 9,000 more methods"
+    );
+    let counted: f64 = after
+        .iter()
+        .filter(|l| l.starts_with("e2a_http_requests_total{") && l.contains(r#"method="other""#))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert_eq!(
+        counted,
+        10_000.0,
+        "every unknown method counted as `other`:\n{}",
+        after.join("\n")
+    );
 }
 
 #[tokio::test]

@@ -738,3 +738,78 @@ async fn two_gateways_on_postgres_deliver_each_event_once() {
         assert_eq!(of_task, logged(&*a, t).await);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_has_at_most_the_configured_number_of_configs() {
+    let hook = Receiver::start(0).await;
+    let push = PushPolicy {
+        max_configs_per_task: 3,
+        ..dev_push(8)
+    };
+    let gw = serve(push, Arc::new(MemoryStore::new())).await;
+    let task = send_with_push(&gw.base, "hello", &hook.url, true).await;
+    let create = |id: &str| {
+        let mut c = push_config(&hook.url);
+        c["taskId"] = json!(task);
+        c["id"] = json!(id);
+        rpc(&gw.base, "CreateTaskPushNotificationConfig", c)
+    };
+    for id in ["two", "three"] {
+        assert!(create(id).await.get("result").is_some(), "{id}");
+    }
+    let refused = create("four").await;
+    assert_eq!(refused.pointer("/error/code"), Some(&json!(-32602)), "{refused}");
+    let message = refused
+        .pointer("/error/message")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(message.contains("3 push notification configs"), "{message}");
+    // one of the three replaced under its id is no new config
+    assert!(create("two").await.get("result").is_some(), "a replacement is taken");
+    let listed = rpc(&gw.base, "ListTaskPushNotificationConfigs", json!({"taskId": task})).await;
+    assert_eq!(
+        listed
+            .pointer("/result/configs")
+            .and_then(Value::as_array)
+            .map(Vec::len),
+        Some(3)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_webhook_holds_up_only_its_own_deliveries() {
+    // a webhook host that takes connections and never answers
+    let hanging = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let hanging_url = format!("http://{}/hook", hanging.local_addr().expect("addr"));
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((tcp, _)) = hanging.accept().await {
+            open.push(tcp);
+        }
+    });
+    let hook = Receiver::start(0).await;
+    let push = PushPolicy {
+        timeout: Duration::from_secs(2),
+        ..dev_push(1)
+    };
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+    let gw = serve(push, store.clone()).await;
+    // more tasks with the hanging webhook than deliveries run at once (32), each with several events
+    for i in 0..40 {
+        send_with_push(&gw.base, &format!("hello {i}"), &hanging_url, true).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let sent = std::time::Instant::now();
+    let task = send_with_push(&gw.base, "hello", &hook.url, true).await;
+    let events = logged(&*store, &task).await;
+    until("the other task's events delivered", 30, || {
+        hook.taken().len() >= events.len()
+    })
+    .await;
+    let took = sent.elapsed();
+    assert!(
+        took < Duration::from_secs(2),
+        "the other task's webhook waited {took:?}, more than the hanging one's timeout"
+    );
+    held.abort();
+}

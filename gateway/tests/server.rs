@@ -129,10 +129,13 @@ async fn a_connection_past_the_cap_gets_a_503_and_slow_ones_do_not_keep_others_o
         ..common::fast_config()
     };
     let s = serve(config).await;
+    // three connections each with a request open (its body held back)
     let mut held = Vec::new();
     for _ in 0..3 {
         let mut c = TcpStream::connect(s.addr).await.expect("connect");
-        c.write_all(b"GET /healthz HTTP/1.1\r\n").await.expect("write");
+        c.write_all(b"POST /v1/e2a/requests HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{")
+            .await
+            .expect("write");
         held.push(c);
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -159,6 +162,148 @@ async fn a_connection_past_the_cap_gets_a_503_and_slow_ones_do_not_keep_others_o
     )
     .await;
     assert_eq!(resp.status(), 200);
+}
+
+/// The HTTP/2 client preface and an empty `SETTINGS` frame.
+const H2_START: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0";
+
+/// An HTTP/2 frame.
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = payload.len().to_be_bytes();
+    let mut f = vec![len[5], len[6], len[7], kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// `GET /healthz` on stream 1 of an HTTP/2 connection (HPACK without Huffman coding).
+fn h2_get_healthz() -> Vec<u8> {
+    let mut block = vec![0x82, 0x86, 0x44, 8];
+    block.extend_from_slice(b"/healthz");
+    block.extend_from_slice(&[0x41, 2]);
+    block.extend_from_slice(b"gw");
+    h2_frame(1, 0x5, 1, &block)
+}
+
+#[tokio::test]
+async fn silent_sockets_neither_stay_nor_keep_a_normal_client_out_at_the_cap() {
+    let config = GatewayConfig {
+        server: ServerLimits {
+            max_connections: 50,
+            header_read_timeout: Duration::from_secs(60),
+            ..ServerLimits::default()
+        },
+        ..common::fast_config()
+    };
+    let s = serve(config).await;
+    // four times the cap of sockets that send nothing, a partial HTTP/2 preface or half a head
+    let mut silent = Vec::new();
+    for i in 0..200 {
+        let mut c = TcpStream::connect(s.addr).await.expect("connect");
+        match i % 3 {
+            0 => {}
+            1 => c.write_all(b"PRI * HTTP/2.0\r\n").await.expect("write"),
+            _ => c.write_all(b"GET /healthz HTTP/1.1\r\n").await.expect("write"),
+        }
+        silent.push(c);
+    }
+    // a normal client is served all the same, each time
+    for _ in 0..5 {
+        let resp = common::post(
+            &format!("http://{}", s.addr),
+            &common::envelope("hello"),
+            "application/json",
+        )
+        .await;
+        assert_eq!(resp.status(), 200);
+    }
+    drop(silent);
+}
+
+#[tokio::test]
+async fn connections_without_a_request_are_closed() {
+    let config = GatewayConfig {
+        server: ServerLimits {
+            header_read_timeout: Duration::from_millis(300),
+            idle_timeout: Duration::from_millis(600),
+            ..ServerLimits::default()
+        },
+        ..common::fast_config()
+    };
+    let s = serve(config).await;
+    let started = Instant::now();
+    // one that never sends a byte, one with a partial HTTP/2 preface, an HTTP/2 connection
+    // that never opens a stream
+    let mut nothing = TcpStream::connect(s.addr).await.expect("connect");
+    let mut preface = TcpStream::connect(s.addr).await.expect("connect");
+    preface.write_all(b"PRI * HTTP/2.0\r\n").await.expect("write");
+    let mut settings = TcpStream::connect(s.addr).await.expect("connect");
+    settings.write_all(H2_START).await.expect("write");
+    for c in [&mut nothing, &mut preface, &mut settings] {
+        assert!(read_to_close(c, Duration::from_secs(5)).await.is_some(), "closed");
+    }
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    // an HTTP/2 connection is served, then closed once idle
+    let mut used = TcpStream::connect(s.addr).await.expect("connect");
+    used.write_all(H2_START).await.expect("write");
+    used.write_all(&h2_get_healthz()).await.expect("write");
+    let started = Instant::now();
+    let answer = read_to_close(&mut used, Duration::from_secs(5))
+        .await
+        .expect("closed when idle");
+    assert!(answer.len() > 9, "an answer came first: {answer:?}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn an_http2_ping_flood_is_cut() {
+    let s = serve(common::fast_config()).await;
+    let mut flood = TcpStream::connect(s.addr).await.expect("connect");
+    flood.write_all(H2_START).await.expect("write");
+    flood.write_all(&h2_get_healthz()).await.expect("write");
+    let mut pings = Vec::new();
+    for i in 0..1_000u64 {
+        pings.extend(h2_frame(6, 0, 0, &i.to_be_bytes()));
+    }
+    // the server may close while the pings are still being written
+    let _ = flood.write_all(&pings).await;
+    assert!(
+        read_to_close(&mut flood, Duration::from_secs(5)).await.is_some(),
+        "the connection is closed"
+    );
+    // a client pinging now and then is served
+    let mut calm = TcpStream::connect(s.addr).await.expect("connect");
+    calm.write_all(H2_START).await.expect("write");
+    for i in 0..10u64 {
+        calm.write_all(&h2_frame(6, 0, 0, &i.to_be_bytes()))
+            .await
+            .expect("write");
+    }
+    calm.write_all(&h2_get_healthz()).await.expect("write");
+    let mut buf = vec![0u8; 4096];
+    let mut got = Vec::new();
+    // the answer's HEADERS frame (type 1) on stream 1 arrives
+    let served = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let n = calm.read(&mut buf).await.expect("read");
+            assert!(n > 0, "not closed");
+            got.extend_from_slice(&buf[..n]);
+            let mut at = 0;
+            while at + 9 <= got.len() {
+                let len = usize::from(got[at]) << 16 | usize::from(got[at + 1]) << 8 | usize::from(got[at + 2]);
+                if got[at + 3] == 1 && got[at + 8] == 1 {
+                    return;
+                }
+                at += 9 + len;
+            }
+        }
+    })
+    .await;
+    assert!(served.is_ok(), "served after ten pings");
 }
 
 #[tokio::test]

@@ -915,6 +915,14 @@ class PushSettings(BaseModel):
         8,
         description='Attempts to deliver one event before it is recorded as failed and delivery goes on with the next (flag `--push-max-attempts`).',
     )
+    max_configs_per_task: conint(ge=1, le=1000) = Field(
+        10,
+        description='Most push notification configs one task may have; creating one more is refused (`InvalidParams`), replacing one under its id is not.',
+    )
+    max_deliveries_per_host: conint(ge=1, le=32) = Field(
+        4,
+        description='Most notifications delivered at once to one webhook host (of 32 at once in all): a webhook that hangs holds only its own deliveries up.',
+    )
     retry_base_ms: conint(ge=1, le=600000) = Field(
         1000,
         description="The first retry's delay; each next one doubles (up to 5 minutes), with full jitter.",
@@ -1025,7 +1033,11 @@ class ServerSettings(BaseModel):
     )
     header_timeout_secs: conint(ge=1) = Field(
         10,
-        description='Seconds a request head may take to arrive, and an idle kept-alive connection may stay (flag `--header-timeout-secs`).',
+        description='Seconds a request head may take to arrive, an idle kept-alive HTTP/1 connection may stay, and a new connection may take to begin its first request (flag `--header-timeout-secs`).',
+    )
+    idle_timeout_secs: conint(ge=1) = Field(
+        60,
+        description='Seconds a connection that has served requests (HTTP/2, kept-alive HTTP/1) may stay without an open one. At `max_connections`, a new connection closes the one idle the longest instead of being refused.',
     )
     insecure_no_auth: bool = Field(
         False,
@@ -1033,7 +1045,7 @@ class ServerSettings(BaseModel):
     )
     max_connections: conint(ge=1) = Field(
         4096,
-        description='Most connections open at once; past it `503` (flag `--max-connections`; lowered to what the open-files limit allows).',
+        description='Most connections open at once; past it the connection idle the longest is closed, or, with every connection busy, `503` (flag `--max-connections`; lowered to what the open-files limit allows).',
     )
     max_streams: conint(ge=1) = Field(
         1024,

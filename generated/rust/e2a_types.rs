@@ -3629,6 +3629,12 @@ pub struct PushSettings {
     ///Attempts to deliver one event before it is recorded as failed and delivery goes on with the next (flag `--push-max-attempts`).
     #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 8>")]
     pub max_attempts: ::std::num::NonZeroU64,
+    ///Most push notification configs one task may have; creating one more is refused (`InvalidParams`), replacing one under its id is not.
+    #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 10>")]
+    pub max_configs_per_task: ::std::num::NonZeroU64,
+    ///Most notifications delivered at once to one webhook host (of 32 at once in all): a webhook that hangs holds only its own deliveries up.
+    #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 4>")]
+    pub max_deliveries_per_host: ::std::num::NonZeroU64,
     ///The first retry's delay; each next one doubles (up to 5 minutes), with full jitter.
     #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 1000>")]
     pub retry_base_ms: ::std::num::NonZeroU64,
@@ -3642,6 +3648,14 @@ impl ::std::default::Default for PushSettings {
             allow_private: Default::default(),
             enabled: defaults::default_bool::<true>(),
             max_attempts: defaults::default_nzu64::<::std::num::NonZeroU64, 8>(),
+            max_configs_per_task: defaults::default_nzu64::<
+                ::std::num::NonZeroU64,
+                10,
+            >(),
+            max_deliveries_per_host: defaults::default_nzu64::<
+                ::std::num::NonZeroU64,
+                4,
+            >(),
             retry_base_ms: defaults::default_nzu64::<::std::num::NonZeroU64, 1000>(),
             timeout_secs: defaults::default_nzu64::<::std::num::NonZeroU64, 15>(),
         }
@@ -3752,13 +3766,16 @@ pub struct ServerSettings {
     ///Seconds open streams may run after SIGTERM before they are cut off (flag `--drain-secs`).
     #[serde(default = "defaults::default_u64::<u64, 10>")]
     pub drain_secs: u64,
-    ///Seconds a request head may take to arrive, and an idle kept-alive connection may stay (flag `--header-timeout-secs`).
+    ///Seconds a request head may take to arrive, an idle kept-alive HTTP/1 connection may stay, and a new connection may take to begin its first request (flag `--header-timeout-secs`).
     #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 10>")]
     pub header_timeout_secs: ::std::num::NonZeroU64,
+    ///Seconds a connection that has served requests (HTTP/2, kept-alive HTTP/1) may stay without an open one. At `max_connections`, a new connection closes the one idle the longest instead of being refused.
+    #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 60>")]
+    pub idle_timeout_secs: ::std::num::NonZeroU64,
     ///Listen on a non-loopback address without any credential (flag `--insecure-no-auth`).
     #[serde(default)]
     pub insecure_no_auth: bool,
-    ///Most connections open at once; past it `503` (flag `--max-connections`; lowered to what the open-files limit allows).
+    ///Most connections open at once; past it the connection idle the longest is closed, or, with every connection busy, `503` (flag `--max-connections`; lowered to what the open-files limit allows).
     #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 4096>")]
     pub max_connections: ::std::num::NonZeroU64,
     ///Most streams open at once per agent; past it `503` with `Retry-After` (flag `--max-streams`).
@@ -3777,6 +3794,7 @@ impl ::std::default::Default for ServerSettings {
             bind: defaults::server_settings_bind(),
             drain_secs: defaults::default_u64::<u64, 10>(),
             header_timeout_secs: defaults::default_nzu64::<::std::num::NonZeroU64, 10>(),
+            idle_timeout_secs: defaults::default_nzu64::<::std::num::NonZeroU64, 60>(),
             insecure_no_auth: Default::default(),
             max_connections: defaults::default_nzu64::<::std::num::NonZeroU64, 4096>(),
             max_streams: defaults::default_nzu64::<::std::num::NonZeroU64, 1024>(),
@@ -6559,7 +6577,7 @@ impl crate::write::WriteJson for MetricsSettings {
     }
 }
 impl crate::write::WriteJson for PushSettings {
-    const FIXED_LEN: usize = 79;
+    const FIXED_LEN: usize = 130;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"allow_private\":");
         w.bool(*&self.allow_private);
@@ -6567,6 +6585,10 @@ impl crate::write::WriteJson for PushSettings {
         w.bool(*&self.enabled);
         w.raw(",\"max_attempts\":");
         w.serde(&self.max_attempts);
+        w.raw(",\"max_configs_per_task\":");
+        w.serde(&self.max_configs_per_task);
+        w.raw(",\"max_deliveries_per_host\":");
+        w.serde(&self.max_deliveries_per_host);
         w.raw(",\"retry_base_ms\":");
         w.serde(&self.retry_base_ms);
         w.raw(",\"timeout_secs\":");
@@ -6611,6 +6633,8 @@ impl crate::write::WriteJson for ServerSettings {
         w.u64(*&self.drain_secs);
         w.key(&mut first, "\"header_timeout_secs\":");
         w.serde(&self.header_timeout_secs);
+        w.key(&mut first, "\"idle_timeout_secs\":");
+        w.serde(&self.idle_timeout_secs);
         w.key(&mut first, "\"insecure_no_auth\":");
         w.bool(*&self.insecure_no_auth);
         w.key(&mut first, "\"max_connections\":");

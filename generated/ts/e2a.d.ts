@@ -1052,6 +1052,14 @@ export interface PushSettings {
    */
   max_attempts?: number;
   /**
+   * Most push notification configs one task may have; creating one more is refused (`InvalidParams`), replacing one under its id is not.
+   */
+  max_configs_per_task?: number;
+  /**
+   * Most notifications delivered at once to one webhook host (of 32 at once in all): a webhook that hangs holds only its own deliveries up.
+   */
+  max_deliveries_per_host?: number;
+  /**
    * The first retry's delay; each next one doubles (up to 5 minutes), with full jitter.
    */
   retry_base_ms?: number;
@@ -2063,15 +2071,19 @@ export interface ServerSettings {
    */
   drain_secs?: number;
   /**
-   * Seconds a request head may take to arrive, and an idle kept-alive connection may stay (flag `--header-timeout-secs`).
+   * Seconds a request head may take to arrive, an idle kept-alive HTTP/1 connection may stay, and a new connection may take to begin its first request (flag `--header-timeout-secs`).
    */
   header_timeout_secs?: number;
+  /**
+   * Seconds a connection that has served requests (HTTP/2, kept-alive HTTP/1) may stay without an open one. At `max_connections`, a new connection closes the one idle the longest instead of being refused.
+   */
+  idle_timeout_secs?: number;
   /**
    * Listen on a non-loopback address without any credential (flag `--insecure-no-auth`).
    */
   insecure_no_auth?: boolean;
   /**
-   * Most connections open at once; past it `503` (flag `--max-connections`; lowered to what the open-files limit allows).
+   * Most connections open at once; past it the connection idle the longest is closed, or, with every connection busy, `503` (flag `--max-connections`; lowered to what the open-files limit allows).
    */
   max_connections?: number;
   /**

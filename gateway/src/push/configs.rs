@@ -100,6 +100,14 @@ impl TaskService {
             config.id = e2a::stream::new_id();
         }
         config.task_id = task_id.to_string();
+        let max = self.config.push.max_configs_per_task;
+        let existing = self.store.list_pushes(task_id).await?;
+        if existing.len() >= max && !existing.iter().any(|r| r.id == config.id) {
+            return Err(A2aError::invalid_params(format!(
+                "task {task_id} has {} push notification configs, the most it may have; delete one first",
+                existing.len()
+            )));
+        }
         let record = PushRecord {
             task_id: task_id.to_string(),
             id: config.id.clone(),

@@ -41,6 +41,10 @@ pub struct PushPolicy {
     pub retry_base: Duration,
     /// Longest a webhook may take to answer one notification.
     pub timeout: Duration,
+    /// Most push configs one task may have.
+    pub max_configs_per_task: usize,
+    /// Most notifications delivered at once to one webhook host.
+    pub max_deliveries_per_host: usize,
 }
 
 /// The longest wait between two attempts at one event.
@@ -56,6 +60,8 @@ impl From<&e2a::types::PushSettings> for PushPolicy {
             max_attempts: u32::try_from(s.max_attempts.get()).unwrap_or(u32::MAX),
             retry_base: Duration::from_millis(s.retry_base_ms.get()),
             timeout: Duration::from_secs(s.timeout_secs.get()),
+            max_configs_per_task: usize::try_from(s.max_configs_per_task.get()).unwrap_or(usize::MAX),
+            max_deliveries_per_host: usize::try_from(s.max_deliveries_per_host.get()).unwrap_or(usize::MAX),
         }
     }
 }

@@ -1,7 +1,10 @@
 //! The outbox loop: claims configs with events to deliver, delivers each config's events in
-//! order (one job per config, up to [`MAX_JOBS`] at once), and writes its progress after every
-//! event.
+//! order (one job per config, up to [`MAX_JOBS`] at once, at most the policy's
+//! `max_deliveries_per_host` of them to one webhook host), and writes its progress after every
+//! event. A config claimed while its host has all its deliveries going is put back for
+//! [`HOST_BUSY`]: a webhook that hangs holds up its own deliveries, not the other hosts'.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -19,12 +22,16 @@ const CLAIM: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_secs(1);
 /// Most configs delivered at once.
 const MAX_JOBS: usize = 32;
+/// How long a config whose webhook host is busy waits before it is claimed again.
+const HOST_BUSY: Duration = Duration::from_secs(1);
 /// The header a notification carries its config's `token` in.
 const TOKEN_HEADER: &str = "x-a2a-notification-token";
 
 /// Runs the outbox of `service` until the service is dropped.
 pub(crate) async fn run(service: Weak<TaskService>, pusher: Arc<Pusher>) {
     let mut jobs = JoinSet::new();
+    // deliveries going on per webhook host
+    let mut per_host: HashMap<String, usize> = HashMap::new();
     // the earliest retry a job of this gateway scheduled: the loop looks again then
     let mut next_retry: Option<Instant> = None;
     loop {
@@ -37,7 +44,18 @@ pub(crate) async fn run(service: Weak<TaskService>, pusher: Arc<Pusher>) {
                         pusher.activate();
                     }
                     for job in claimed {
-                        jobs.spawn(deliver(svc.clone(), pusher.clone(), job));
+                        let host = host_of(&job.record.config.url);
+                        let going = per_host.entry(host.clone()).or_default();
+                        if *going >= pusher.policy.max_deliveries_per_host {
+                            put_back(&svc, job).await;
+                            next_retry = Some(
+                                next_retry.map_or(Instant::now() + HOST_BUSY, |n| n.min(Instant::now() + HOST_BUSY)),
+                            );
+                            continue;
+                        }
+                        *going += 1;
+                        let (svc, pusher) = (svc.clone(), pusher.clone());
+                        jobs.spawn(async move { (host, deliver(svc, pusher, job).await) });
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, "push notifications: cannot claim work"),
@@ -56,11 +74,49 @@ pub(crate) async fn run(service: Weak<TaskService>, pusher: Arc<Pusher>) {
             _ = pusher.wake.notified() => {}
             _ = tokio::time::sleep(wait) => {}
             Some(done) = jobs.join_next(), if !jobs.is_empty() => {
-                if let Ok(Some(at)) = done {
-                    next_retry = Some(next_retry.map_or(at, |n| n.min(at)));
+                if let Ok((host, retry)) = done {
+                    if let Some(going) = per_host.get_mut(&host) {
+                        *going = going.saturating_sub(1);
+                        if *going == 0 {
+                            per_host.remove(&host);
+                        }
+                    }
+                    if let Some(at) = retry {
+                        next_retry = Some(next_retry.map_or(at, |n| n.min(at)));
+                    }
                 }
             }
         }
+    }
+}
+
+/// The host (and port) of a webhook URL, what deliveries are counted by (the URL itself when
+/// it cannot be read: its delivery fails on its own).
+fn host_of(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => format!(
+            "{}:{}",
+            u.host_str().unwrap_or_default(),
+            u.port_or_known_default().unwrap_or_default()
+        ),
+        Err(_) => url.to_string(),
+    }
+}
+
+/// Gives a claimed config back for [`HOST_BUSY`], its attempts unchanged.
+async fn put_back(svc: &TaskService, job: PushJob) {
+    let progress = PushProgress {
+        task_id: job.record.task_id,
+        id: job.record.id,
+        holder: svc.holder.clone(),
+        delivered_seq: job.delivered_seq,
+        attempts: job.attempts,
+        retry_in: Some(HOST_BUSY),
+        error: None,
+        failure: None,
+    };
+    if let Err(e) = svc.store.push_progress(progress).await {
+        tracing::warn!(error = %e, "push notifications: cannot put a config back");
     }
 }
 

@@ -12,7 +12,8 @@ use reqwest::Url;
 
 /// Whether `ip` is a public unicast address: not loopback, private, link-local, shared
 /// (CGNAT), unspecified, broadcast, multicast, documentation, benchmarking or reserved; an
-/// IPv4-mapped, IPv4-compatible or NAT64 IPv6 address is judged by the IPv4 address it carries.
+/// IPv4-mapped, IPv4-compatible, NAT64, 6to4 or Teredo IPv6 address is judged by the IPv4
+/// address it carries (a Teredo address by both), and local-use NAT64 is never public.
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
@@ -45,14 +46,24 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         return is_public_v4(v4);
     }
     let s = ip.segments();
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
     // NAT64 (RFC 6052): the IPv4 address in the last 32 bits
     if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-        return is_public_v4(Ipv4Addr::new(
-            (s[6] >> 8) as u8,
-            s[6] as u8,
-            (s[7] >> 8) as u8,
-            s[7] as u8,
-        ));
+        return is_public_v4(v4(s[6], s[7]));
+    }
+    // local-use NAT64 (RFC 8215, 64:ff9b:1::/48): a network's own translator, the IPv4
+    // address at a place its prefix length decides: never a public target
+    if s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1 {
+        return false;
+    }
+    // 6to4 (RFC 3056, 2002::/16): the IPv4 address in bits 16-47
+    if s[0] == 0x2002 {
+        return is_public_v4(v4(s[1], s[2]));
+    }
+    // Teredo (RFC 4380, 2001::/32): the server's IPv4 address in bits 32-63 and the client's,
+    // inverted, in the last 32 bits; both must be public
+    if s[0] == 0x2001 && s[1] == 0 {
+        return is_public_v4(v4(s[2], s[3])) && is_public_v4(v4(!s[6], !s[7]));
     }
     !(ip.is_unspecified()
         || ip.is_loopback()
@@ -194,6 +205,16 @@ mod tests {
             "::ffff:169.254.169.254",
             "64:ff9b::a00:1",
             "::127.0.0.1",
+            // local-use NAT64, whatever it embeds
+            "64:ff9b:1::101:101",
+            "64:ff9b:1:7f00:1::",
+            // 6to4 of 127.0.0.1, 10.0.0.1, 169.254.169.254
+            "2002:7f00:1::1",
+            "2002:a00:1::",
+            "2002:a9fe:a9fe::1",
+            // Teredo: client 127.0.0.1 (inverted: 80ff:fffe), server public; server private
+            "2001:0:101:101::80ff:fffe",
+            "2001:0:a00:1::fefe:fefe",
         ] {
             assert!(!is_public(ip(private)), "{private} is not public");
         }
@@ -203,6 +224,9 @@ mod tests {
             "2606:4700:4700::1111",
             "::ffff:1.1.1.1",
             "64:ff9b::101:101",
+            // 6to4 of 1.1.1.1; Teredo of server 1.1.1.1, client 1.1.1.1 (inverted fefe:fefe)
+            "2002:101:101::1",
+            "2001:0:101:101::fefe:fefe",
         ] {
             assert!(is_public(ip(public)), "{public} is public");
         }

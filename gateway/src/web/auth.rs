@@ -345,9 +345,25 @@ fn jwt_caller<'a>(callers: &'a [CallerCheck], token: &str) -> Option<(&'a Caller
     None
 }
 
+/// Why `name` cannot name a config caller, if it cannot: the identities of bearer tokens
+/// (`token-N`) and of JWT subjects (`CALLER/SUB`) are not names a config caller may take, or
+/// one caller would read another's tasks.
+fn reserved_caller_name(name: &str) -> Option<&'static str> {
+    if name.contains('/') {
+        return Some("a caller's name may not contain `/`: `NAME/SUB` is the identity of a JWT caller's subject");
+    }
+    let token_n = name
+        .strip_prefix("token-")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    token_n.then_some("`token-N` is the identity of the N-th bearer token; choose another name")
+}
+
 /// The check of caller `name`, its secrets read.
 fn caller_check(file: &ConfigFile, name: &str, entry: &CallerEntry) -> Result<CallerCheck, ConfigError> {
     let at = |k: &str| format!("/callers/{}{k}", crate::config_file::pointer_key(name));
+    if let Some(why) = reserved_caller_name(name) {
+        return Err(file.error(&at(""), why));
+    }
     let credential = if let Some(hex) = &entry.api_key_sha256 {
         let mut d = [0u8; 32];
         for (i, byte) in d.iter_mut().enumerate() {
@@ -437,7 +453,12 @@ fn jwt_check(file: &ConfigFile, at: &str, j: &JwtSettings) -> Result<JwtCheck, C
     }
     let mut validation = jsonwebtoken::Validation::new(algorithm);
     validation.leeway = j.leeway_secs;
-    validation.set_required_spec_claims(&["exp", "sub"]);
+    validation.validate_nbf = true;
+    // a claim the caller is configured to check must be there: a token without it is refused
+    let mut required = vec!["exp", "sub"];
+    required.extend(j.issuer.as_ref().map(|_| "iss"));
+    required.extend(j.audience.as_ref().map(|_| "aud"));
+    validation.set_required_spec_claims(&required);
     match &j.issuer {
         Some(iss) => validation.set_issuer(&[iss]),
         None => validation.iss = None,

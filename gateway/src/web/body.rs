@@ -2,6 +2,8 @@
 //! gateway's input limits (bytes while reading; nesting depth and string length when parsed)
 //! and UTF-8 — before any binding looks at it.
 
+use std::future::Future as _;
+
 use axum::body::Body;
 use axum::http::{header, HeaderMap};
 use e2a::{LimitKind, Limits};
@@ -83,6 +85,55 @@ pub(crate) async fn read(headers: &HeaderMap, body: Body, config: &GatewayConfig
         return Err(BodyError::MediaType);
     }
     Ok(body)
+}
+
+/// A request body that must end within a time from its request's start: past it, reading it
+/// fails (gRPC's message, which the JSON bindings' [`read`] bounds with its own timeout).
+pub(crate) struct Deadline {
+    inner: Body,
+    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
+    within: std::time::Duration,
+}
+
+impl Deadline {
+    /// `inner`, to end within `within` from now.
+    pub(crate) fn new(inner: Body, within: std::time::Duration) -> Self {
+        Deadline {
+            inner,
+            sleep: Box::pin(tokio::time::sleep(within)),
+            within,
+        }
+    }
+}
+
+impl http_body::Body for Deadline {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        use std::task::Poll;
+        match std::pin::Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Pending => match self.sleep.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(format!(
+                    "the request body did not arrive within {} s",
+                    self.within.as_secs_f32()
+                ))))),
+                Poll::Pending => Poll::Pending,
+            },
+            ready => ready,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 #[cfg(test)]

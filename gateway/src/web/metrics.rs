@@ -2,6 +2,12 @@
 //! binding, method and status, their latency to the response head, open streams, frames by
 //! kind and error frames by E2A code — each labelled with the agent (`default` for the root
 //! agent, else its name).
+//!
+//! Every label takes its value from a fixed set, never from what a client or an agent sent: the
+//! agent from the configuration, the binding from the code, the HTTP method one of the standard
+//! nine or `other`, a status the gateway's own, a frame kind and status one the schema declares
+//! or `other`, an error code one of the schema's table or `other`. An unauthenticated client can
+//! only move counters that already exist or the few series of a fixed key.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,8 +33,29 @@ pub const ROOT_LABEL: &str = "default";
 struct RequestLabels {
     agent: String,
     binding: String,
-    method: String,
+    method: &'static str,
     status: u16,
+}
+
+/// The label of the label value `other`: a value outside a label's fixed set.
+const OTHER: &str = "other";
+
+/// The method label of `method`: one of the standard methods, else `other` (an extension
+/// method is a token of any length a client chooses).
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    const STANDARD: [Method; 9] = [
+        Method::GET,
+        Method::HEAD,
+        Method::POST,
+        Method::PUT,
+        Method::DELETE,
+        Method::CONNECT,
+        Method::OPTIONS,
+        Method::TRACE,
+        Method::PATCH,
+    ];
+    STANDARD.iter().find(|m| *m == method).map_or(OTHER, |m| m.as_str())
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -278,7 +305,10 @@ impl FrameCounter {
     /// Counts `frame`.
     pub(crate) fn count(&mut self, frame: &e2a::E2AResponse) {
         let at = &*self.at;
-        let kind = frame.response_kind.as_str();
+        let kind = match frame.response_kind {
+            e2a::ResponseKind::Other(_) => OTHER,
+            ref k => k.as_str(),
+        };
         if self.first {
             self.first = false;
             at.first_frame.observe(self.started.elapsed().as_secs_f64());
@@ -295,7 +325,10 @@ impl FrameCounter {
             })
             .inc();
         if frame.is_final {
-            let status = frame.status.as_str();
+            let status = match frame.status {
+                e2a::ResponseStatus::Other(_) => OTHER,
+                ref s => s.as_str(),
+            };
             at.runs
                 .get(status.into(), || {
                     at.metrics
@@ -308,7 +341,11 @@ impl FrameCounter {
                 })
                 .observe(self.started.elapsed().as_secs_f64());
             if kind == "e2a.error" {
-                let code = frame.body.get("code").and_then(|c| c.as_str()).unwrap_or("unknown");
+                let code = frame
+                    .body
+                    .get("code")
+                    .and_then(|c| c.as_str())
+                    .map_or("unknown", |c| c.parse::<e2a::types::ErrorCode>().map_or(OTHER, |_| c));
                 at.metrics
                     .errors
                     .get_or_create(&ErrorLabels {
@@ -372,26 +409,26 @@ where
             binding: binding.to_string(),
         })
         .clone();
-    let counters: Arc<Handles<(axum::http::Method, u16), Counter>> = Arc::default();
+    let counters: Arc<Handles<(&'static str, u16), Counter>> = Arc::default();
     let agent: Arc<str> = agent.into();
     router.layer(axum::middleware::from_fn(
         move |req: axum::extract::Request, next: axum::middleware::Next| {
             let (metrics, latency, counters, agent) =
                 (metrics.clone(), latency.clone(), counters.clone(), agent.clone());
             async move {
-                let method = req.method().clone();
+                let method = method_label(req.method());
                 let started = Instant::now();
                 let resp = next.run(req).await;
                 latency.observe(started.elapsed().as_secs_f64());
                 let status = resp.status().as_u16();
                 counters
-                    .get((method.clone(), status), || {
+                    .get((method, status), || {
                         metrics
                             .requests
                             .get_or_create(&RequestLabels {
                                 agent: agent.to_string(),
                                 binding: binding.to_string(),
-                                method: method.as_str().to_string(),
+                                method,
                                 status,
                             })
                             .clone()

@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub(crate) mod body;
+pub(crate) mod connections;
 pub(crate) mod last_event_id;
 pub mod metrics;
 pub mod problem;

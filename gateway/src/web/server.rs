@@ -1,8 +1,11 @@
 //! The HTTP server loop, bounded under abuse: every accepted socket gets `TCP_NODELAY` (an SSE
 //! answer is several writes; without it each waits for the client's delayed ACK, ~40 ms), a
-//! request head must arrive within `header_read_timeout` (slowloris), at most
-//! `max_connections` are open at once (past it a connection gets a `503` and is closed, before
-//! file descriptors run out), and on shutdown the listener closes, idle connections close, and
+//! request head must arrive within `header_read_timeout` (slowloris), a connection without an
+//! open request is closed after `idle_timeout` (and one that never began a request after
+//! `header_read_timeout`), HTTP/2 `SETTINGS`/`PING` floods are cut ([`super::connections`]),
+//! at most `max_connections` are open at once (at the cap a new connection closes the one idle
+//! the longest; with every connection busy it gets a `503` and is closed, before file
+//! descriptors run out), and on shutdown the listener closes, idle connections close, and
 //! every connection still open at the deadline is dropped — a client that sends half a request
 //! or stops reading cannot keep the process alive.
 
@@ -18,6 +21,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
+
+use super::connections::{Counted, Metered, Registry};
 
 /// What a connection past the cap is told: a `503` problem with `Retry-After`.
 fn busy() -> Vec<u8> {
@@ -35,8 +40,12 @@ pub struct ServerLimits {
     /// Longest time for a request head to arrive, and for the next one on an idle kept-alive
     /// connection (the connection is closed after it).
     pub header_read_timeout: Duration,
-    /// Longest time for a request body to arrive once its head has (`408` after it).
+    /// Longest time for a request body to arrive once its head has (`408` after it; gRPC's
+    /// `DEADLINE_EXCEEDED`).
     pub body_read_timeout: Duration,
+    /// Longest time a connection that has served requests (HTTP/2, or kept-alive HTTP/1) may
+    /// stay without an open one.
+    pub idle_timeout: Duration,
     /// Most connections open at once (lowered to what the process's file-descriptor limit
     /// allows, with room for stores and backends).
     pub max_connections: usize,
@@ -47,6 +56,7 @@ impl Default for ServerLimits {
         ServerLimits {
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
             max_connections: 4096,
         }
     }
@@ -90,6 +100,7 @@ where
         .header_read_timeout(limits.header_read_timeout);
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.effective_max_connections()));
+    let registry = Arc::new(Registry::default());
     let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
@@ -109,17 +120,41 @@ where
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            connections.spawn(refuse(tcp));
-            continue;
-        };
-        let service = TowerToHyperService::new(router.clone());
-        let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
-        let conn = graceful.watch(conn.into_owned());
-        connections.spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "connection ended with an error");
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            // at the cap: the connection idle the longest makes room, if there is one
+            Err(_) if registry.evict_idlest() => {
+                match tokio::time::timeout(Duration::from_secs(1), slots.clone().acquire_owned()).await {
+                    Ok(Ok(slot)) => slot,
+                    _ => {
+                        connections.spawn(refuse(tcp));
+                        continue;
+                    }
+                }
             }
+            Err(_) => {
+                connections.spawn(refuse(tcp));
+                continue;
+            }
+        };
+        let (id, state) = registry.add();
+        let service = TowerToHyperService::new(Counted {
+            router: router.clone(),
+            conn: state.clone(),
+        });
+        let conn = builder.serve_connection_with_upgrades(TokioIo::new(Metered::new(tcp)), service);
+        let conn = graceful.watch(conn.into_owned());
+        let registry = registry.clone();
+        connections.spawn(async move {
+            tokio::select! {
+                ended = conn => if let Err(e) = ended {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                },
+                () = state.watch(limits.header_read_timeout, limits.idle_timeout) => {
+                    tracing::debug!("closing a connection without an open request");
+                }
+            }
+            registry.remove(id);
             drop(slot);
         });
     }

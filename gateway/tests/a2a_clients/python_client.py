@@ -125,6 +125,13 @@ async def sessions(base, binding):
     except Exception as e:  # the SDK's InvalidRequestError (an A2AError), or its client error
         check("the same messageId with other content refused", "messageId" in str(e), repr(e))
 
+    # a text part past the gateway's string limit (2 MiB) is refused on every binding, gRPC's too
+    try:
+        await collect(unary.send_message(SendMessageRequest(message=message("x" * (3 << 20)))))
+        check("a 3 MiB text part refused", False, "accepted")
+    except Exception as e:
+        check("a 3 MiB text part refused", True, repr(e)[:200])
+
     got = await unary.get_task(GetTaskRequest(id=task.id, history_length=1))
     check("GetTask with historyLength", got.id == task.id and len(got.history) == 1, MessageToDict(got))
 

@@ -35,6 +35,8 @@ use crate::tasks::{history_length, trim_history, EventStream, SendParams, Sent, 
 /// The gRPC routes (`/lf.a2a.v1.A2AService/*`) of `state`, to merge into the gateway's.
 pub(crate) fn router(state: Arc<TaskService>) -> axum::Router {
     let max = state.shared.config.limits.max_bytes;
+    // a call's message must arrive within the body-read timeout, as the JSON bindings' bodies
+    let deadline = state.shared.config.server.body_read_timeout;
     use tonic::server::NamedService;
     type Server = pb::a2a_service_server::A2aServiceServer<Grpc>;
     let service = Server::new(Grpc { state })
@@ -45,6 +47,11 @@ pub(crate) fn router(state: Arc<TaskService>) -> axum::Router {
     axum::Router::new()
         .route_service(&format!("/{}/{{*method}}", Server::NAME), service)
         .route_layer(axum::middleware::from_fn(crate::web::trace::layer))
+        .route_layer(axum::middleware::map_request(
+            move |req: axum::extract::Request| async move {
+                req.map(|body| axum::body::Body::new(crate::web::body::Deadline::new(body, deadline)))
+            },
+        ))
 }
 
 struct Grpc {
@@ -85,17 +92,23 @@ impl From<A2aError> for Status {
     }
 }
 
-/// A protobuf message as its ProtoJSON object.
+/// A protobuf message as its ProtoJSON object, within the limits of the JSON bindings' bodies
+/// (a string's length, nesting: the decoding limit alone bounds only the whole message).
 fn params_of<P: prost::Message, J: prost::Message + Default + serde::Serialize>(
     message: &P,
+    limits: &e2a::Limits,
 ) -> Result<Map<String, Value>, Status> {
     let protojson = J::decode(message.encode_to_vec().as_slice())
         .map_err(|e| Status::invalid_argument(format!("cannot read the request: {e}")))?;
-    match serde_json::to_value(protojson) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Ok(Map::new()),
-        Err(e) => Err(Status::invalid_argument(format!("cannot read the request: {e}"))),
-    }
+    let value = serde_json::to_value(protojson)
+        .map_err(|e| Status::invalid_argument(format!("cannot read the request: {e}")))?;
+    limits
+        .check_value(&value)
+        .map_err(|e| status(&A2aError::from(crate::web::body::BodyError::Input(e))))?;
+    Ok(match value {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    })
 }
 
 /// The protobuf message of ProtoJSON `text` (an answer the gateway wrote).
@@ -135,7 +148,7 @@ impl Grpc {
         request: Request<P>,
     ) -> Result<Call, Status> {
         let headers = request.metadata().clone().into_headers();
-        let params = params_of::<P, J>(request.get_ref())?;
+        let params = params_of::<P, J>(request.get_ref(), &self.state.shared.config.limits)?;
         let tenant = params.get("tenant").and_then(Value::as_str).filter(|t| !t.is_empty());
         let state = match (tenant, self.state.tenants.get()) {
             (Some(t), Some(tenants)) => tenants
