@@ -307,6 +307,65 @@ async fn an_http2_ping_flood_is_cut() {
 }
 
 #[tokio::test]
+async fn a_grpc_call_whose_message_never_comes_is_answered_within_the_body_timeout() {
+    let config = GatewayConfig {
+        server: ServerLimits {
+            body_read_timeout: Duration::from_millis(300),
+            ..ServerLimits::default()
+        },
+        ..common::fast_config()
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let gateway = Gateway::with_agent(Arc::new(common::script()), config).with_a2a(
+        e2a_gateway::bindings::a2a::A2aConfig::default(),
+        Arc::new(e2a_gateway::store::MemoryStore::new()),
+    );
+    let (_stop, rx) = oneshot::channel::<()>();
+    tokio::spawn(gateway.serve(listener, async move {
+        let _ = rx.await;
+    }));
+    // the head of a SendMessage call (no END_STREAM), then nothing
+    let mut block = vec![0x83, 0x86, 0x44];
+    let path = b"/lf.a2a.v1.A2AService/SendMessage";
+    block.push(path.len() as u8);
+    block.extend_from_slice(path);
+    block.extend_from_slice(&[0x41, 2]);
+    block.extend_from_slice(b"gw");
+    block.extend_from_slice(&[0x5f, 16]);
+    block.extend_from_slice(b"application/grpc");
+    block.extend_from_slice(&[0x00, 2]);
+    block.extend_from_slice(b"te");
+    block.push(8);
+    block.extend_from_slice(b"trailers");
+    let mut tcp = TcpStream::connect(addr).await.expect("connect");
+    tcp.write_all(H2_START).await.expect("write");
+    tcp.write_all(&h2_frame(1, 0x4, 1, &block)).await.expect("write");
+    // an answer on stream 1 (its HEADERS: the status, trailers-only or not)
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    let answered = tokio::time::timeout(Duration::from_secs(3), async {
+        loop {
+            let n = tcp.read(&mut buf).await.expect("read");
+            if n == 0 {
+                return false;
+            }
+            got.extend_from_slice(&buf[..n]);
+            let mut at = 0;
+            while at + 9 <= got.len() {
+                let len = usize::from(got[at]) << 16 | usize::from(got[at + 1]) << 8 | usize::from(got[at + 2]);
+                if got[at + 3] == 1 && got[at + 8] == 1 {
+                    return true;
+                }
+                at += 9 + len;
+            }
+        }
+    })
+    .await;
+    assert_eq!(answered, Ok(true), "the call is answered, not held");
+}
+
+#[tokio::test]
 async fn shutdown_returns_within_the_drain_deadline_whatever_the_clients_do() {
     let config = GatewayConfig {
         drain_timeout: Duration::from_millis(500),
