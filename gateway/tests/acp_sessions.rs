@@ -379,6 +379,46 @@ async fn sessions_outlive_the_process_with_a_bounded_replay() {
 }
 
 #[tokio::test]
+async fn a_key_in_a_prompt_is_neither_stored_nor_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sessions.db");
+    let key = "sk-proj-0123456789abcdefXYZ0123456789";
+    let sid = {
+        let c = start_on(
+            Some("4"),
+            Arc::new(SqliteStore::open(&file).unwrap()),
+            AcpServerConfig::default(),
+        );
+        c.init(json!({})).await;
+        let (sid, _) = c.new_session(json!([])).await;
+        c.prompt(&sid, &format!("my key is {key}, keep it")).await.unwrap();
+        c.peer.close().await;
+        sid
+    };
+    // the SQLite file (and its write-ahead log) does not hold the key
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        // (a -wal or -shm file may go as it is listed)
+        let Ok(bytes) = std::fs::read(entry.unwrap().path()) else {
+            continue;
+        };
+        assert!(
+            !bytes.windows(key.len()).any(|w| w == key.as_bytes()),
+            "the key is in the store's files"
+        );
+    }
+    let c = start_on(
+        Some("4"),
+        Arc::new(SqliteStore::open(&file).unwrap()),
+        AcpServerConfig::default(),
+    );
+    c.init(json!({})).await;
+    c.load(&sid).await.unwrap();
+    let replay = serde_json::to_string(&*c.updates.lock()).unwrap();
+    assert!(!replay.contains(key), "{replay}");
+    assert!(replay.contains("my key is [REDACTED]"), "{replay}");
+}
+
+#[tokio::test]
 async fn session_list_is_paged() {
     let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
     for i in 0..(LIST_PAGE + 5) {

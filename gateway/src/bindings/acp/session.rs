@@ -74,6 +74,15 @@ fn set_text(update: &mut Value, text: String) {
     }
 }
 
+/// An entry as it is stored and replayed: through the redaction of everything the gateway
+/// sends an editor (a key in a prompt, or split across chunks merged into one entry, is never
+/// written to the store nor sent back).
+fn redacted(entry: &Value) -> Value {
+    let mut e = entry.clone();
+    e2a::redact::redact_outbound(&mut e);
+    e
+}
+
 impl History {
     /// A history read back from the store.
     pub(super) fn stored(entries: Vec<Value>) -> Self {
@@ -113,9 +122,9 @@ impl History {
         }
     }
 
-    /// The entries, oldest first.
+    /// The entries, oldest first, redacted ([`redacted`]).
     pub(super) fn replay(&self) -> Vec<Value> {
-        self.entries.iter().cloned().collect()
+        self.entries.iter().map(redacted).collect()
     }
 
     /// The entries not yet in the store (as JSON text); from now on they count as stored and
@@ -124,7 +133,7 @@ impl History {
         self.open = false;
         let start = self.unsaved.min(self.entries.len());
         self.unsaved = self.entries.len();
-        self.entries.range(start..).map(Value::to_string).collect()
+        self.entries.range(start..).map(|e| redacted(e).to_string()).collect()
     }
 }
 
