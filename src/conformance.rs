@@ -1,11 +1,14 @@
 //! Test support, not public API (hidden, exempt from semver): the conformance driver's dispatch: maps a DRIVER.md function name and its JSON input to
 //! the SDK call, so the `e2a conformance-driver` command and `cargo test` run the same code.
 
+use std::io::{self, BufRead, Write};
+
 use serde_json::{Map, Value};
 
 use crate::error::Error;
 use crate::fields::Fields;
 use crate::legacy::{self, AgentResponse, AgentResponseChunk};
+use crate::limits::Limits;
 use crate::pyrepr::py_str;
 use crate::{a2a, acp, wire, E2AEnvelope, E2AResponse};
 
@@ -91,6 +94,11 @@ pub fn call(function: &str, input: &Value) -> Outcome {
     if !FUNCTIONS.contains(&function) {
         return Outcome::UnknownFn;
     }
+    // the same limits for every function, before any of them reads its input (the driver
+    // checks the raw line before parsing it; this covers inputs built in-process)
+    if let Err(e) = Limits::default().check_value(input) {
+        return Outcome::Error(e.to_string());
+    }
     run(function, input).into()
 }
 
@@ -174,7 +182,8 @@ fn run(function: &str, input: &Value) -> Result<Value, Error> {
         }
         "acp.session_list_result" => {
             let ids: Vec<String> = match f.get("session_ids") {
-                Some(Value::Array(a)) => a.iter().filter(|v| !v.is_null()).map(py_str).collect(),
+                // the reference's `str(session_id or "")`: falsy ids are blank and dropped
+                Some(Value::Array(a)) => a.iter().filter(|v| crate::fields::truthy(v)).map(py_str).collect(),
                 None => Vec::new(),
                 Some(_) => return Err(f.err("session_ids", "array")),
             };
@@ -190,13 +199,93 @@ fn run(function: &str, input: &Value) -> Result<Value, Error> {
     })
 }
 
-/// Answers one driver request line (`{"id", "fn", "input"}`) with one answer line.
+/// An integer literal of `text` (outside strings) that fits neither `i64` nor `u64`, if any.
+/// Such integers are refused (DRIVER.md, deliberate difference 4): `serde_json` would read them
+/// as the nearest double, a silently different number.
+///
+/// ```
+/// use e2a::conformance::integer_beyond_64_bits as big;
+/// assert_eq!(big(r#"{"a": [18446744073709551615, -9223372036854775808, 1e400, "99999999999999999999"]}"#), None);
+/// assert_eq!(big(r#"{"a": -9223372036854775809}"#), Some("-9223372036854775809"));
+/// ```
+pub fn integer_beyond_64_bits(text: &str) -> Option<&str> {
+    let b = text.as_bytes();
+    let (mut i, mut in_str, mut esc) = (0, false, false);
+    while i < b.len() {
+        let c = b[i];
+        if in_str {
+            if esc {
+                esc = false;
+            } else if c == b'\\' {
+                esc = true;
+            } else if c == b'"' {
+                in_str = false;
+            }
+            i += 1;
+            continue;
+        }
+        if c == b'"' {
+            in_str = true;
+            i += 1;
+            continue;
+        }
+        if c == b'-' || c.is_ascii_digit() {
+            let start = i;
+            i += 1;
+            while i < b.len() && (b[i].is_ascii_digit() || matches!(b[i], b'.' | b'e' | b'E' | b'+' | b'-')) {
+                i += 1;
+            }
+            let token = &text[start..i];
+            let integer = !token.contains(['.', 'e', 'E']);
+            if integer && token.parse::<i64>().is_err() && token.parse::<u64>().is_err() && token != "-" {
+                return Some(token);
+            }
+            continue;
+        }
+        i += 1;
+    }
+    None
+}
+
+fn error_answer(id: Value, error: impl std::fmt::Display) -> String {
+    serde_json::json!({"id": id, "error": error.to_string()}).to_string()
+}
+
+/// The `id` of a request line that cannot be answered in full (too long, not UTF-8, not JSON),
+/// when it can still be read: the value of a leading `"id"` member that is a string or number.
+fn leading_id(line: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(&line[..line.len().min(4096)]);
+    let rest = text.trim_start().strip_prefix('{').map(str::trim_start);
+    let rest = rest.and_then(|r| r.strip_prefix("\"id\"")).map(str::trim_start);
+    let Some(rest) = rest.and_then(|r| r.strip_prefix(':')) else {
+        return Value::Null;
+    };
+    match serde_json::Deserializer::from_str(rest).into_iter::<Value>().next() {
+        Some(Ok(v @ (Value::String(_) | Value::Number(_)))) => v,
+        _ => Value::Null,
+    }
+}
+
+/// Answers one driver request line (`{"id", "fn", "input"}`) with one answer line. The line is
+/// checked against the default [`Limits`] (size, depth, string length) and for integers beyond
+/// 64 bits before it is parsed; a line that fails is answered with an error.
 pub fn answer_line(line: &str) -> String {
+    if let Err(e) = Limits::default().check(line) {
+        return error_answer(leading_id(line.as_bytes()), format!("request line refused: {e}"));
+    }
+    if let Some(n) = integer_beyond_64_bits(line) {
+        return error_answer(
+            leading_id(line.as_bytes()),
+            format!("integer beyond 64 bits refused: {}", &n[..n.len().min(40)]),
+        );
+    }
     let req: Value = match serde_json::from_str(line) {
         Ok(v) => v,
         Err(e) => {
-            return serde_json::json!({"id": null, "error": format!("bad request line: {}", Error::from_json(&e))})
-                .to_string()
+            return error_answer(
+                leading_id(line.as_bytes()),
+                format!("bad request line: {}", Error::from_json(&e)),
+            )
         }
     };
     let id = req.get("id").cloned().unwrap_or(Value::Null);
@@ -208,4 +297,81 @@ pub fn answer_line(line: &str) -> String {
         Outcome::UnknownFn => serde_json::json!({"id": id, "error": format!("unknown fn `{function}`")}),
     };
     answer.to_string()
+}
+
+/// Reads one line of `input` into `buf` (without its `\n`), keeping at most `max + 1` bytes;
+/// the rest of a longer line is read and dropped. Returns the bytes read (0 at end of input)
+/// and whether the line was longer than `max`.
+fn read_line_capped(input: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<(usize, bool)> {
+    let (mut read, mut over) = (0usize, false);
+    loop {
+        let chunk = match input.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok((read, over));
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, true),
+            None => (chunk.len(), false),
+        };
+        let room = (max + 1).saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..take.min(room)]);
+        over |= take > room || buf.len() > max;
+        let used = if done { take + 1 } else { take };
+        input.consume(used);
+        read += used;
+        if done {
+            return Ok((read, over));
+        }
+    }
+}
+
+/// The conformance driver of DRIVER.md: answers every request line of `input` on `output`, one
+/// answer line each, in order, until end of input. A line that cannot be answered in full — one
+/// longer than the default [`Limits::max_bytes`] (refused without being kept or parsed), one
+/// that is not UTF-8, one that is not JSON — gets an error answer (with its `id` when a leading
+/// `"id"` member can be read) and the driver goes on. Blank lines are skipped. Only an I/O
+/// error of `input` or `output` ends it early.
+///
+/// ```
+/// let input = b"{\"id\": 1, \"fn\": \"acp.session_new_result\", \"input\": {\"session_id\": \" s \"}}\n\xff\n{\"id\": 2, \"fn\": \"nope\"}\n";
+/// let mut out = Vec::new();
+/// e2a::conformance::drive(&input[..], &mut out).unwrap();
+/// let lines: Vec<&str> = std::str::from_utf8(&out).unwrap().lines().collect();
+/// assert_eq!(lines.len(), 3);
+/// assert!(lines[1].contains("not UTF-8"));
+/// ```
+pub fn drive(mut input: impl BufRead, mut output: impl Write) -> io::Result<()> {
+    let max = Limits::default().max_bytes;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let (read, over) = read_line_capped(&mut input, &mut buf, max)?;
+        if read == 0 {
+            break;
+        }
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+        let answer = if over {
+            error_answer(
+                leading_id(&buf),
+                format!("request line refused: longer than max_bytes ({max} bytes)"),
+            )
+        } else {
+            match std::str::from_utf8(&buf) {
+                Ok(line) if crate::pyrepr::is_blank(line) => continue,
+                Ok(line) => answer_line(line),
+                Err(e) => error_answer(
+                    leading_id(&buf),
+                    format!("request line is not UTF-8 (invalid byte at {})", e.valid_up_to()),
+                ),
+            }
+        };
+        writeln!(output, "{answer}")?;
+    }
+    output.flush()
 }

@@ -51,6 +51,19 @@ fn record_ids(f: &Fields<'_>, ids: NullId) -> Result<(String, String)> {
     Ok((request_id, id("channel_id")?.unwrap_or_default()))
 }
 
+/// The `ok` flag of an AgentResponse record: absent → true; an explicit null → false (the
+/// reference's `bool(data.get("ok", True))`, and `if resp.ok` on a record built with
+/// `ok=None`: a null flag is a failure, never a success); any other non-boolean is an error
+/// naming the key (DRIVER.md, deliberate difference 1).
+fn ok_flag(f: &Fields<'_>) -> Result<bool> {
+    match f.map.get(OK_KEY) {
+        None => Ok(true),
+        Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(f.err(OK_KEY, "boolean")),
+    }
+}
+
 impl AgentResponse {
     /// A successful response with `payload`.
     pub fn ok(request_id: impl Into<String>, channel_id: impl Into<String>, payload: Map<String, Value>) -> Self {
@@ -84,7 +97,7 @@ impl AgentResponse {
         Ok(AgentResponse {
             request_id,
             channel_id,
-            ok: f.bool_or("ok", true)?,
+            ok: ok_flag(f)?,
             payload: obj("payload")?,
             metadata: obj("metadata")?,
             agent_ref: obj("agent_ref")?,

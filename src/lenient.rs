@@ -196,7 +196,9 @@ impl<'b, S: Source> Ctx<'b, S> {
 /// A stripped copy of `s`, `None` when blank (the `x-e2a-strip` rule for an alias that is itself
 /// a property).
 pub(crate) fn stripped(s: Option<&str>) -> Option<String> {
-    s.map(str::trim).filter(|t| !t.is_empty()).map(str::to_string)
+    s.map(crate::pyrepr::strip)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
 }
 
 /// The legacy `binding` (`x-e2a-legacy-keys`): a string, or an object with `value`, recorded as

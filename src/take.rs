@@ -545,7 +545,7 @@ impl<'b, S: Source> Taker<'b, S> {
     #[inline]
     pub fn stripped(&mut self, key: impl AsKey) -> Result<Option<String>> {
         Ok(self.opt_str(key)?.and_then(|s| {
-            let t = s.trim();
+            let t = crate::pyrepr::strip(&s);
             if t.is_empty() {
                 None
             } else if t.len() == s.len() {

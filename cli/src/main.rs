@@ -1,6 +1,6 @@
 //! `e2a` — the E2A command-line tool for operators and gateway developers.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
@@ -232,21 +232,13 @@ fn redact(file: &str) -> u8 {
     u8::from(withheld > 0)
 }
 
+/// Every line is answered (one that is too long, not UTF-8 or not JSON with an error); only an
+/// I/O error of stdin or stdout ends the driver early, with exit code 2.
 fn conformance_driver() -> ExitCode {
-    let stdin = std::io::stdin();
     let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    for line in stdin.lock().lines() {
-        let Ok(line) = line else { return ExitCode::from(2) };
-        if line.trim().is_empty() {
-            continue;
-        }
-        if writeln!(out, "{}", e2a::conformance::answer_line(&line)).is_err() {
-            return ExitCode::from(2);
-        }
+    let out = std::io::BufWriter::new(stdout.lock());
+    match e2a::conformance::drive(std::io::stdin().lock(), out) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(2),
     }
-    if out.flush().is_err() {
-        return ExitCode::from(2);
-    }
-    ExitCode::SUCCESS
 }

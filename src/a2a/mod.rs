@@ -23,7 +23,7 @@ pub struct SendMessageIngress {
     pub task_id: Option<String>,
     /// A2A context id.
     pub context_id: Option<String>,
-    /// The A2A `Message` object, kept untouched in `params.message`.
+    /// The A2A `Message` object, kept untouched in `params.message` (an object, or null).
     pub message_body: Value,
     /// A2A request metadata (goes to `a2a_metadata`).
     pub metadata: Option<Map<String, Value>>,
@@ -61,7 +61,9 @@ impl SendMessageIngress {
 
 /// Normalizes an A2A `SendMessage` into a `session/prompt` envelope (provenance `a2a`).
 ///
-/// Errors when `configuration.acceptedOutputModes` is present but not an array of strings.
+/// Errors when `message_body` is neither an object (an A2A `Message`) nor null, or when
+/// `configuration.acceptedOutputModes` is present but not an array of strings (DRIVER.md,
+/// deliberate difference 1: a wrong JSON type is an error).
 ///
 /// ```
 /// use e2a::a2a::{envelope_from_send_message, SendMessageIngress};
@@ -78,6 +80,9 @@ impl SendMessageIngress {
 /// assert_eq!(env.params["message"]["messageId"], "m1");
 /// ```
 pub fn envelope_from_send_message(msg: &SendMessageIngress) -> Result<E2AEnvelope> {
+    if !matches!(msg.message_body, Value::Object(_) | Value::Null) {
+        return Err(Error::field("/message_body", "expected object"));
+    }
     let configuration = msg.configuration.clone().unwrap_or_default();
     let expected_output_modes = if configuration.is_empty() {
         Vec::new()

@@ -4,6 +4,9 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::fields::truthy;
+use crate::pyrepr::{is_blank, py_str, strip};
+
 /// Image MIME types accepted from embedded `resource` blobs.
 const IMAGE_MIME_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/webp", "image/gif"];
 
@@ -53,12 +56,23 @@ pub struct ParsedPrompt {
 impl ParsedPrompt {
     /// True when there is non-blank text or any attachment or media item.
     pub fn has_content(&self) -> bool {
-        !self.text.trim().is_empty() || !self.attachments.is_empty() || !self.media_items.is_empty()
+        !is_blank(&self.text) || !self.attachments.is_empty() || !self.media_items.is_empty()
     }
 }
 
+/// A string that is not blank (the reference's `isinstance(v, str) and v.strip()`).
 fn nonblank(v: Option<&Value>) -> Option<&str> {
-    v.and_then(Value::as_str).filter(|s| !s.trim().is_empty())
+    v.and_then(Value::as_str).filter(|s| !is_blank(s))
+}
+
+/// The reference's `str(block.get(key) or "").strip()`: any truthy value as Python's `str()`,
+/// stripped; absent and falsy values are `""`.
+fn text_field(block: &Map<String, Value>, key: &str) -> String {
+    match block.get(key).filter(|v| truthy(v)) {
+        Some(Value::String(s)) => strip(s).to_string(),
+        Some(v) => strip(&py_str(v)).to_string(),
+        None => String::new(),
+    }
 }
 
 /// Parses `params.prompt` (a list of ACP content blocks) with the default fallback keys.
@@ -89,8 +103,8 @@ pub fn parse_prompt_blocks_with(params: &Map<String, Value>, fallback_keys: &[&s
     let mut out = ParsedPrompt::default();
     if let Some(Value::Array(blocks)) = params.get("prompt") {
         for b in blocks.iter().filter_map(Value::as_object) {
-            let kind = b.get("type").and_then(Value::as_str).map(str::trim).unwrap_or("");
-            match kind {
+            let kind = text_field(b, "type");
+            match kind.as_str() {
                 "text" => {
                     if let Some(t) = b.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
                         parts.push(t.to_string());
@@ -98,15 +112,15 @@ pub fn parse_prompt_blocks_with(params: &Map<String, Value>, fallback_keys: &[&s
                 }
                 "resource" => resource_block(b, &mut parts, &mut out),
                 "resource_link" => {
-                    let uri = b.get("uri").and_then(Value::as_str).map(str::trim).unwrap_or("");
+                    let uri = text_field(b, "uri");
                     if uri.is_empty() {
                         continue;
                     }
-                    let name = b.get("name").and_then(Value::as_str).map(str::trim).unwrap_or("");
-                    match resource_uri_to_path(uri) {
+                    let name = text_field(b, "name");
+                    match resource_uri_to_path(&uri).filter(|p| !p.is_empty()) {
                         Some(path) => {
                             let filename = if !name.is_empty() {
-                                name.to_string()
+                                name
                             } else {
                                 Some(basename(&path))
                                     .filter(|s| !s.is_empty())
@@ -119,24 +133,15 @@ pub fn parse_prompt_blocks_with(params: &Map<String, Value>, fallback_keys: &[&s
                             });
                         }
                         None => {
-                            let name = if name.is_empty() { "resource" } else { name };
+                            let name = if name.is_empty() { "resource" } else { &name };
                             parts.push(format!("[Linked resource] {name}: {uri}"));
                         }
                     }
                 }
                 "image" => {
                     if let Some(data) = nonblank(b.get("data")) {
-                        let mime = b
-                            .get("mimeType")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .trim()
-                            .to_lowercase();
-                        let filename = b
-                            .get("uri")
-                            .and_then(Value::as_str)
-                            .map(basename)
-                            .filter(|s| !s.is_empty());
+                        let mime = text_field(b, "mimeType").to_lowercase();
+                        let filename = Some(basename(&text_field(b, "uri"))).filter(|s| !s.is_empty());
                         out.media_items.push(MediaItem {
                             kind: "image".into(),
                             base64_data: data.to_string(),
@@ -151,11 +156,11 @@ pub fn parse_prompt_blocks_with(params: &Map<String, Value>, fallback_keys: &[&s
     }
     if parts.is_empty() {
         if let Some(t) = fallback_keys.iter().find_map(|k| nonblank(params.get(*k))) {
-            parts.push(t.trim().to_string());
+            parts.push(strip(t).to_string());
         }
     }
     out.text = parts.join("\n");
-    if out.text.trim().is_empty() && (!out.attachments.is_empty() || !out.media_items.is_empty()) {
+    if is_blank(&out.text) && (!out.attachments.is_empty() || !out.media_items.is_empty()) {
         out.text = "(see attached context)".into();
     }
     out
@@ -165,10 +170,7 @@ fn resource_block(b: &Map<String, Value>, parts: &mut Vec<String>, out: &mut Par
     let Some(res) = b.get("resource").and_then(Value::as_object) else {
         return;
     };
-    let uri = res
-        .get("uri")
-        .map(|u| crate::pyrepr::py_str(u).trim().to_string())
-        .unwrap_or_default();
+    let uri = text_field(res, "uri");
     if let Some(text) = res.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
         if uri.is_empty() {
             parts.push(format!("<context>\n{text}\n</context>"));
@@ -178,12 +180,7 @@ fn resource_block(b: &Map<String, Value>, parts: &mut Vec<String>, out: &mut Par
         return;
     }
     let Some(blob) = nonblank(res.get("blob")) else { return };
-    let mime = res
-        .get("mimeType")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .trim()
-        .to_lowercase();
+    let mime = text_field(res, "mimeType").to_lowercase();
     if IMAGE_MIME_TYPES.contains(&mime.as_str()) {
         let filename = Some(basename(&uri)).filter(|s| !s.is_empty());
         out.media_items.push(MediaItem {
@@ -257,31 +254,88 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The file name of a path or URI: Windows rules when it has a backslash, the URI path's last
-/// segment for `scheme://` URIs, else the POSIX basename.
+/// The file name of a path or URI, as the reference's `_basename_of` (the text stripped first):
+/// `PureWindowsPath(text).name` when it has a backslash, else `PurePosixPath(p).name` of the
+/// URL path (`urlparse(text).path`) for `scheme://` URIs or of the text itself. A `.name` is the
+/// last component that is not empty or `.` (a trailing separator does not make it empty).
 /// ```
 /// use e2a::acp::prompt_blocks::basename;
 /// assert_eq!(basename("C:\\x\\y.txt"), "y.txt");
 /// assert_eq!(basename("file:///a/b.png?x=1"), "b.png");
+/// assert_eq!(basename("/a/b/"), "b");
 /// ```
 pub fn basename(value: &str) -> String {
-    if value.contains('\\') {
-        let v = if is_drive_path(value) || value.len() == 2 && value.ends_with(':') {
-            &value[2..]
-        } else {
-            value
-        };
-        return v.rsplit(['\\', '/']).next().unwrap_or("").to_string();
+    let text = strip(value);
+    if text.contains('\\') {
+        return last_component(windows_path_without_drive(text), &['\\', '/']).to_string();
     }
-    let path = match value.find("://") {
-        Some(i) => {
-            let rest = &value[i + 3..];
-            let p = rest.find('/').map(|j| &rest[j..]).unwrap_or("");
-            p.split(['?', '#']).next().unwrap_or("")
-        }
-        None => value,
+    let path = if text.contains("://") {
+        url_path(text)
+    } else {
+        text.to_string()
     };
-    path.rsplit('/').next().unwrap_or("").to_string()
+    last_component(&path, &['/']).to_string()
+}
+
+/// The last component of `path` that is not empty or `.` (`""` when there is none).
+fn last_component<'a>(path: &'a str, separators: &[char]) -> &'a str {
+    path.rsplit(separators)
+        .find(|p| !p.is_empty() && *p != ".")
+        .unwrap_or("")
+}
+
+/// A Windows path without its drive (`X:`, or a UNC `\\\\server\\share`).
+fn windows_path_without_drive(p: &str) -> &str {
+    let sep = |c: char| c == '\\' || c == '/';
+    let mut chars = p.chars();
+    if let (Some(a), Some(b), Some(c)) = (chars.next(), chars.next(), chars.next()) {
+        if sep(a) && sep(b) && !sep(c) {
+            // UNC: the drive is `\\\\server\\share`
+            let rest = &p[2..];
+            return match rest.find(sep) {
+                Some(i) => match rest[i + 1..].find(sep) {
+                    Some(j) => &rest[i + 1 + j..],
+                    None => "",
+                },
+                None => p,
+            };
+        }
+    }
+    match p.char_indices().nth(1) {
+        Some((i, ':')) => &p[i + 1..],
+        _ => p,
+    }
+}
+
+/// The path of a URL as Python's `urlparse(url).path`: tabs and newlines removed, the scheme and
+/// `//netloc` cut off when there is a valid scheme, then query, fragment and the last
+/// segment's `;params`.
+fn url_path(url: &str) -> String {
+    let url: String = url
+        .trim_start_matches(|c: char| c <= ' ')
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\r' | '\n'))
+        .collect();
+    let mut rest = url.as_str();
+    if let Some(i) = rest.find(':') {
+        let scheme = &rest[..i];
+        let valid = scheme.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        if valid {
+            rest = &rest[i + 1..];
+        }
+    }
+    if let Some(after) = rest.strip_prefix("//") {
+        rest = after.find(['/', '?', '#']).map_or("", |j| &after[j..]);
+    }
+    let path = rest.split(['?', '#']).next().unwrap_or("");
+    let cut = match path.rfind('/') {
+        Some(slash) => path[slash..].find(';').map(|k| slash + k),
+        None => path.find(';'),
+    };
+    cut.map_or(path, |k| &path[..k]).to_string()
 }
 
 #[cfg(test)]
@@ -306,7 +360,16 @@ mod tests {
     fn basenames() {
         assert_eq!(basename("C:\\x\\y.txt"), "y.txt");
         assert_eq!(basename("file:///a/b.png"), "b.png");
-        assert_eq!(basename("/a/b/"), "");
+        assert_eq!(basename("/a/b/"), "b");
+        assert_eq!(basename("a/."), "a");
+        assert_eq!(basename("/"), "");
+        assert_eq!(basename("C:\\x\\y\\"), "y");
+        assert_eq!(basename("\\\\server\\share"), "");
+        assert_eq!(basename("\\\\server\\share\\a"), "a");
+        assert_eq!(basename("http://h"), "");
+        assert_eq!(basename("http://h/a/"), "a");
+        assert_eq!(basename("http://h/a;p?q"), "a");
+        assert_eq!(basename(" zed://x/y/. "), "y");
         assert_eq!(basename("c.txt"), "c.txt");
     }
 }

@@ -2,13 +2,16 @@
 
 use serde_json::{json, Value};
 
-/// `session/new` result: `{"sessionId": <stripped id>, "configOptions": []}`.
+use crate::pyrepr::strip;
+
+/// `session/new` result: `{"sessionId": <stripped id>, "configOptions": []}` (stripped as
+/// Python's `str.strip()` does, see [`crate::pyrepr::strip`]).
 ///
 /// ```
 /// assert_eq!(e2a::acp::session_new_result(" s1 "), serde_json::json!({"sessionId": "s1", "configOptions": []}));
 /// ```
 pub fn session_new_result(session_id: &str) -> Value {
-    json!({"sessionId": session_id.trim(), "configOptions": []})
+    json!({"sessionId": strip(session_id), "configOptions": []})
 }
 
 /// `session/list` result: ids stripped, blanks and duplicates dropped, order kept.
@@ -24,7 +27,7 @@ where
 {
     let mut seen: Vec<String> = Vec::new();
     for id in session_ids {
-        let id = id.as_ref().trim();
+        let id = strip(id.as_ref());
         if !id.is_empty() && !seen.iter().any(|s| s == id) {
             seen.push(id.to_string());
         }
@@ -40,7 +43,7 @@ where
 /// ```
 pub fn prompt_result(stop_reason: &str, user_message_id: Option<&str>) -> Value {
     let mut r = json!({"stopReason": stop_reason});
-    if let Some(id) = user_message_id.map(str::trim).filter(|s| !s.is_empty()) {
+    if let Some(id) = user_message_id.map(strip).filter(|s| !s.is_empty()) {
         r["userMessageId"] = id.into();
     }
     r
@@ -58,7 +61,7 @@ pub fn session_list_result_v1<'a>(sessions: impl IntoIterator<Item = (&'a str, &
     let mut seen: Vec<&str> = Vec::new();
     let mut out = Vec::new();
     for (id, cwd) in sessions {
-        let id = id.trim();
+        let id = strip(id);
         if !id.is_empty() && !seen.contains(&id) {
             seen.push(id);
             out.push(json!({"sessionId": id, "cwd": cwd}));

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use crate::fields::truthy;
+use crate::pyrepr::{is_blank, py_str, strip};
 
 /// What a `tool_call` update announced, kept so the matching result can reuse it.
 pub type ToolCallCache = HashMap<String, Map<String, Value>>;
@@ -85,9 +86,9 @@ const KINDS: [(&str, &[&str]); 7] = [
 ];
 
 /// The stripped name with the reference's aliases applied (case kept, as the reference's dict
-/// lookup does): this is what titles humanize.
+/// lookup does: `normalize_tool_name`): this is what titles humanize.
 fn aliased_name(name: &str) -> &str {
-    match name.trim() {
+    match strip(name) {
         "free_search" => "mcp_free_search",
         "paid_search" => "mcp_paid_search",
         "fetch_webpage" => "mcp_fetch_webpage",
@@ -96,10 +97,10 @@ fn aliased_name(name: &str) -> &str {
     }
 }
 
-/// The lowercased aliased name that kinds are inferred from.
+/// The aliased name lowercased (aliases apply before lowercasing, as in the reference): what
+/// kinds are inferred from.
 fn canonical_name(name: &str) -> String {
-    let n = name.trim().to_lowercase();
-    aliased_name(&n).to_string()
+    aliased_name(name).to_lowercase()
 }
 
 /// The ACP tool kind of a tool name (`read`, `edit`, `delete`, `move`, `search`, `execute`,
@@ -141,7 +142,7 @@ pub fn normalize_arguments(v: Option<&Value>) -> Map<String, Value> {
         Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
             Ok(Value::Object(m)) => m,
             Ok(_) => single("input", s),
-            Err(_) if !s.trim().is_empty() => single("input", s),
+            Err(_) if !is_blank(s) => single("input", s),
             Err(_) => Map::new(),
         },
         _ => Map::new(),
@@ -154,28 +155,36 @@ fn single(k: &str, v: &str) -> Map<String, Value> {
     m
 }
 
+/// The first string among `keys` that is not blank, stripped (`_first_string_value`).
 fn first_str<'a>(args: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
     keys.iter().find_map(|k| {
         args.get(*k)
             .and_then(Value::as_str)
-            .map(str::trim)
+            .map(strip)
             .filter(|s| !s.is_empty())
     })
 }
 
+/// The last three parts of a path joined by `/`, as the reference's `PurePath(p).parts` (POSIX:
+/// empty and `.` parts dropped, a leading `//` kept as a part of its own, `/` dropped).
 fn summarize_path(p: &str) -> String {
-    let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty()).collect();
+    let mut parts: Vec<&str> = Vec::new();
+    if p.starts_with("//") && !p.starts_with("///") {
+        parts.push("//");
+    }
+    parts.extend(p.split('/').filter(|s| !s.is_empty() && *s != "."));
     if parts.is_empty() {
         return p.to_string();
     }
     parts[parts.len().saturating_sub(3)..].join("/")
 }
 
+/// The reference's `_humanize_tool_name`: parts between `_` and `.` (empty ones dropped),
+/// each with its first character uppercased, joined by spaces.
 fn humanize(name: &str) -> String {
     let words: Vec<String> = name
-        .trim()
         .split(['_', '.'])
-        .filter(|p| !p.trim().is_empty())
+        .filter(|p| !p.is_empty())
         .map(|p| {
             let mut c = p.chars();
             c.next()
@@ -251,6 +260,18 @@ pub fn tool_title(name: &str, args: &Map<String, Value>) -> String {
     humanize(aliased_name(name))
 }
 
+/// The `line` of a tool call's locations: the first of `line`, `lineno`, `line_number` that is
+/// a positive integer (a JSON `true` counts, as Python's `bool` is an `int`).
+fn location_line(args: &Map<String, Value>) -> Option<&Value> {
+    ["line", "lineno", "line_number"].iter().find_map(|k| {
+        args.get(*k).filter(|v| match v {
+            Value::Bool(b) => *b,
+            Value::Number(n) => n.as_u64().is_some_and(|n| n > 0),
+            _ => false,
+        })
+    })
+}
+
 /// ACP `locations` of a tool call: every path key then the first five `paths`, deduplicated,
 /// with a positive `line` when given.
 /// ```
@@ -259,9 +280,7 @@ pub fn tool_title(name: &str, args: &Map<String, Value>) -> String {
 /// assert_eq!(locs, vec![serde_json::json!({"path": "/a/b.rs", "line": 3}), serde_json::json!({"path": "/c", "line": 3})]);
 /// ```
 pub fn tool_locations(args: &Map<String, Value>) -> Vec<Value> {
-    let line = ["line", "lineno", "line_number"]
-        .iter()
-        .find_map(|k| args.get(*k).and_then(Value::as_u64).filter(|n| *n > 0));
+    let line = location_line(args);
     let mut candidates: Vec<&str> = PATH_KEYS
         .iter()
         .filter_map(|k| args.get(*k).and_then(Value::as_str))
@@ -269,67 +288,106 @@ pub fn tool_locations(args: &Map<String, Value>) -> Vec<Value> {
     if let Some(Value::Array(paths)) = args.get("paths") {
         candidates.extend(paths.iter().take(5).filter_map(Value::as_str));
     }
-    let mut seen: Vec<(String, Option<u64>)> = Vec::new();
+    // one `line` for all, so (path, line) pairs are unique when paths are
+    let mut seen: Vec<&str> = Vec::new();
     let mut out = Vec::new();
-    for p in candidates.into_iter().map(str::trim).filter(|p| !p.is_empty()) {
-        if seen.iter().any(|(sp, sl)| sp == p && *sl == line) {
+    for p in candidates.into_iter().map(strip).filter(|p| !p.is_empty()) {
+        if seen.contains(&p) {
             continue;
         }
-        seen.push((p.to_string(), line));
+        seen.push(p);
         let mut loc = json!({"path": p});
         if let Some(l) = line {
-            loc["line"] = l.into();
+            loc["line"] = l.clone();
         }
         out.push(loc);
     }
     out
 }
 
-fn descriptor(
-    id: &str,
-    name: &str,
-    args: &Map<String, Value>,
-    status: Option<&str>,
-    raw_output: Option<&Value>,
-) -> Map<String, Value> {
-    let mut d = Map::new();
-    d.insert("toolCallId".into(), id.into());
-    d.insert("title".into(), tool_title(name, args).into());
-    d.insert("kind".into(), tool_kind(name).into());
-    if let Some(s) = status.filter(|s| !s.is_empty()) {
-        d.insert("status".into(), s.into());
-    }
-    if !args.is_empty() {
-        d.insert("rawInput".into(), Value::Object(args.clone()));
-    }
-    let locations = tool_locations(args);
-    if !locations.is_empty() {
-        d.insert("locations".into(), Value::Array(locations));
-    }
-    if let Some(r) = raw_output.filter(|r| !r.is_null() && !is_list_like(name)) {
-        d.insert("rawOutput".into(), r.clone());
-    }
-    d
+/// Python's `value not in (None, "")`.
+fn not_none_or_empty(v: &Value) -> bool {
+    !(v.is_null() || v.as_str() == Some(""))
 }
 
-/// The first non-empty string among `keys` (Python's `a or b or c` on string values).
-fn str_at<'a>(m: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
-    keys.iter()
-        .find_map(|k| m.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()))
+/// Python's `value not in (None, "", [], {})`.
+fn not_empty(v: &Value) -> bool {
+    not_none_or_empty(v) && v.as_array().is_none_or(|a| !a.is_empty()) && v.as_object().is_none_or(|m| !m.is_empty())
+}
+
+/// The reference's `str(value or "")`: a truthy value as Python's `str()`, else `""`.
+fn py_str_or_empty(v: Option<&Value>) -> String {
+    match v.filter(|v| truthy(v)) {
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => py_str(v),
+        None => String::new(),
+    }
+}
+
+/// The first truthy value among `keys` (Python's `m.get(a) or m.get(b)`).
+fn first_truthy<'a>(m: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
+    keys.iter().find_map(|k| m.get(*k).filter(|v| truthy(v)))
+}
+
+/// What a descriptor is built from (the reference's `build_acp_tool_descriptor` arguments).
+struct DescriptorInput<'a> {
+    tool_name: &'a str,
+    arguments: Option<&'a Value>,
+    tool_call_id: &'a str,
+    status: String,
+    raw_output: Option<&'a Value>,
+    title: Option<&'a Value>,
+    kind: Option<&'a Value>,
+}
+
+/// The reference's `build_acp_tool_descriptor`: `toolCallId`, `title` (an explicit truthy title
+/// as `str()`, else the built one; stripped), `kind` (likewise, `other` when blank), `status`
+/// when non-empty, `rawInput` when non-empty, `locations`, and `rawOutput` when given and the
+/// tool is not list-like.
+fn descriptor(d: DescriptorInput<'_>) -> Map<String, Value> {
+    let args = normalize_arguments(d.arguments);
+    let name = aliased_name(d.tool_name);
+    let kind = match d.kind.filter(|v| truthy(v)) {
+        Some(k) => py_str_or_empty(Some(k)),
+        None => tool_kind(name).to_string(),
+    };
+    let kind = Some(strip(&kind)).filter(|k| !k.is_empty()).unwrap_or("other");
+    let title = match d.title.filter(|v| truthy(v)) {
+        Some(t) => py_str_or_empty(Some(t)),
+        None => tool_title(name, &args),
+    };
+    let mut out = Map::new();
+    out.insert("toolCallId".into(), strip(d.tool_call_id).into());
+    out.insert("title".into(), strip(&title).into());
+    out.insert("kind".into(), kind.into());
+    if !d.status.is_empty() {
+        out.insert("status".into(), d.status.into());
+    }
+    let locations = tool_locations(&args);
+    if !args.is_empty() {
+        out.insert("rawInput".into(), Value::Object(args));
+    }
+    if !locations.is_empty() {
+        out.insert("locations".into(), Value::Array(locations));
+    }
+    if let Some(r) = d.raw_output.filter(|r| !r.is_null() && !is_list_like(name)) {
+        out.insert("rawOutput".into(), r.clone());
+    }
+    out
 }
 
 /// A tool-call id: the first truthy of `tool_call_id`, `toolCallId`, `id`, as a string,
-/// stripped (the reference's `str(a or b or c).strip()`); `None` when that is empty.
-fn tool_id(m: &Map<String, Value>) -> Option<String> {
-    let v = ["tool_call_id", "toolCallId", "id"]
-        .iter()
-        .find_map(|k| m.get(*k).filter(|v| truthy(v)))?;
-    Some(crate::pyrepr::py_str(v).trim().to_string()).filter(|s| !s.is_empty())
+/// stripped (the reference's `str(a or b or c or "").strip()`); `""` when there is none.
+fn tool_id(m: &Map<String, Value>) -> String {
+    strip(&py_str_or_empty(first_truthy(m, &["tool_call_id", "toolCallId", "id"]))).to_string()
 }
 
 /// The `tool_call` session update for a tool-call event payload (`{"tool_call": {id, name,
 /// arguments, status?, title?, kind?}, status?, title?, kind?}`), or `None` without an id.
 /// Records the call in `cache` for the matching result.
+///
+/// The name is `str(name or "")` (a missing name is `""`); an explicit `title` or `kind` is
+/// written as `str()` of it, stripped.
 ///
 /// ```
 /// use e2a::acp::tool_updates::{tool_call_update, ToolCallCache};
@@ -341,22 +399,32 @@ fn tool_id(m: &Map<String, Value>) -> Option<String> {
 /// ```
 pub fn tool_call_update(payload: &Map<String, Value>, cache: Option<&mut ToolCallCache>) -> Option<Map<String, Value>> {
     let call = payload.get("tool_call")?.as_object()?;
-    let id = tool_id(call)?;
-    let name = call.get("name").and_then(Value::as_str).unwrap_or("");
-    let raw_args = call.get("arguments");
-    let args = normalize_arguments(raw_args);
-    let status = str_at(call, &["status"])
-        .or_else(|| str_at(payload, &["status"]))
-        .unwrap_or("pending");
-    let mut desc = descriptor(&id, name, &args, Some(status), None);
-    for key in ["title", "kind"] {
-        if let Some(v) = str_at(call, &[key]).or_else(|| str_at(payload, &[key])) {
-            desc.insert(key.into(), v.into());
-        }
+    let id = tool_id(call);
+    if id.is_empty() {
+        return None;
     }
+    let name = py_str_or_empty(call.get("name"));
+    // `tool_call.get("arguments", {})`: an explicit null stays null
+    let empty = Value::Object(Map::new());
+    let raw_args = Some(call.get("arguments").unwrap_or(&empty));
+    let status = first_truthy(call, &["status"])
+        .or_else(|| first_truthy(payload, &["status"]))
+        .map_or_else(|| "pending".to_string(), |v| py_str_or_empty(Some(v)));
+    let desc = descriptor(DescriptorInput {
+        tool_name: &name,
+        arguments: raw_args,
+        tool_call_id: &id,
+        status,
+        raw_output: None,
+        title: first_truthy(call, &["title"]).or_else(|| first_truthy(payload, &["title"])),
+        kind: first_truthy(call, &["kind"]).or_else(|| first_truthy(payload, &["kind"])),
+    });
+    // `_legacy_arguments`: an object as is, else the normalized object when non-empty, else the
+    // value when truthy, else `{}`
+    let args = normalize_arguments(raw_args);
     let arguments = match raw_args {
         Some(Value::Object(m)) => Value::Object(m.clone()),
-        _ if !args.is_empty() => Value::Object(args.clone()),
+        _ if !args.is_empty() => Value::Object(args),
         Some(v) if truthy(v) => v.clone(),
         _ => Value::Object(Map::new()),
     };
@@ -364,7 +432,7 @@ pub fn tool_call_update(payload: &Map<String, Value>, cache: Option<&mut ToolCal
     out.insert("sessionUpdate".into(), "tool_call".into());
     out.insert(
         "toolCall".into(),
-        json!({"id": id, "name": call.get("name").cloned().unwrap_or(Value::Null), "arguments": arguments}),
+        json!({"id": id, "name": name, "arguments": arguments}),
     );
     out.extend(desc.clone());
     if let Some(cache) = cache {
@@ -375,10 +443,39 @@ pub fn tool_call_update(payload: &Map<String, Value>, cache: Option<&mut ToolCal
     Some(out)
 }
 
+/// The status of a tool result (`_resolve_tool_result_status`).
+fn result_status(payload: &Map<String, Value>, result: &Value, tool_name: &str, raw_output: Option<&Value>) -> String {
+    let explicit = py_str_or_empty(payload.get("status"));
+    let explicit = strip(&explicit);
+    if !explicit.is_empty() {
+        return explicit.to_string();
+    }
+    let canonical = canonical_name(tool_name);
+    let terminal = raw_output
+        .and_then(Value::as_object)
+        .and_then(|o| first_str(o, &["terminalId", "terminal_id"]));
+    let timed_out = raw_output
+        .and_then(Value::as_object)
+        .and_then(|o| o.get("timedOut"))
+        .is_some_and(truthy);
+    let running = (terminal.is_some() && matches!(canonical.as_str(), "create_terminal" | "terminal_create"))
+        || (timed_out && canonical == "wait_for_terminal_exit");
+    if running {
+        "in_progress".into()
+    } else if payload.get("error").is_some_and(not_none_or_empty) {
+        "failed".into()
+    } else if not_none_or_empty(result) {
+        "completed".into()
+    } else {
+        "in_progress".into()
+    }
+}
+
 /// The `tool_call_update` session update for a tool-result event payload. Never `None`:
 /// terminals are embedded (`{"type":"terminal","terminalId"}`), text results become content,
 /// and the status follows the reference rules (explicit status; running terminals stay
-/// `in_progress`; `error` → `failed`; a result → `completed`).
+/// `in_progress`; an `error` that is not null or `""` → `failed`; a result that is not null or
+/// `""` → `completed`, so `false` and `0` complete too).
 ///
 /// ```
 /// use e2a::acp::tool_updates::tool_result_update;
@@ -390,89 +487,74 @@ pub fn tool_call_update(payload: &Map<String, Value>, cache: Option<&mut ToolCal
 pub fn tool_result_update(payload: &Map<String, Value>, cache: Option<&ToolCallCache>) -> Map<String, Value> {
     let result = match payload.get("result") {
         Some(r) if !r.is_null() => r.clone(),
-        _ => payload
-            .get("content")
-            .cloned()
-            .unwrap_or_else(|| Value::String(String::new())),
+        _ => payload.get("content").cloned().unwrap_or_else(|| "".into()),
     };
-    let id = tool_id(payload).unwrap_or_default();
-    let cached = cache.and_then(|c| c.get(&id));
+    let id = tool_id(payload);
+    let cached = cache.filter(|_| !id.is_empty()).and_then(|c| c.get(&id));
     let tool_call = payload.get("toolCall").and_then(Value::as_object);
-    // The reference's `str(a or b or c or d or "").strip()`: the first truthy value wins even
-    // when it strips to nothing.
-    let tool_name = ["tool_name", "name"]
-        .iter()
-        .find_map(|k| payload.get(*k).filter(|v| truthy(v)))
-        .or_else(|| tool_call.and_then(|t| t.get("name")).filter(|v| truthy(v)))
-        .or_else(|| cached.and_then(|c| c.get("toolName")).filter(|v| truthy(v)))
-        .map(|v| crate::pyrepr::py_str(v).trim().to_string())
-        .filter(|s| !s.is_empty());
-    let name = tool_name.clone().unwrap_or_default();
-    let raw_args = ["arguments", "rawInput"]
-        .iter()
-        .find_map(|k| payload.get(*k).filter(|v| truthy(v)))
-        .or_else(|| tool_call.and_then(|t| t.get("arguments")).filter(|v| truthy(v)))
-        .or_else(|| cached.and_then(|c| c.get("rawInput")));
-    let args = normalize_arguments(raw_args);
+    let mut tool_name = strip(&py_str_or_empty(first_truthy(payload, &["tool_name", "name"]))).to_string();
+    if tool_name.is_empty() {
+        if let Some(t) = tool_call {
+            tool_name = strip(&py_str_or_empty(t.get("name"))).to_string();
+        }
+    }
+    if tool_name.is_empty() {
+        // the cached name is not stripped again
+        tool_name = py_str_or_empty(cached.and_then(|c| c.get("toolName")));
+    }
+    // `payload.get("arguments") or payload.get("rawInput")`: the first truthy, else the last
+    let mut arguments = first_truthy(payload, &["arguments"]).or_else(|| payload.get("rawInput"));
+    if arguments.is_none_or(|a| !not_empty(a)) {
+        if let Some(t) = tool_call {
+            arguments = t.get("arguments");
+        }
+    }
     let raw_output = ["rawOutput", "raw_output"]
         .iter()
         .find_map(|k| payload.get(*k).filter(|v| !v.is_null()));
     let terminal = raw_output
         .and_then(Value::as_object)
-        .and_then(|o| {
-            ["terminalId", "terminal_id"]
-                .iter()
-                .find_map(|k| o.get(*k).filter(|v| truthy(v)))
-        })
-        .cloned();
-    let canonical = canonical_name(&name);
-    let explicit = payload
-        .get("status")
-        .and_then(Value::as_str)
-        .filter(|s| !s.trim().is_empty());
-    let status = if let Some(s) = explicit {
-        s.to_string()
-    } else if (terminal.is_some() && matches!(canonical.as_str(), "create_terminal" | "terminal_create"))
-        || (canonical == "wait_for_terminal_exit" && raw_output.and_then(|r| r.get("timedOut")).is_some_and(truthy))
-    {
-        "in_progress".into()
-    } else if payload.get("error").is_some_and(truthy) {
-        "failed".into()
-    } else if truthy(&result) {
-        "completed".into()
-    } else {
-        "in_progress".into()
-    };
+        .and_then(|o| first_str(o, &["terminalId", "terminal_id"]));
 
     let mut out = Map::new();
     out.insert("sessionUpdate".into(), "tool_call_update".into());
     out.insert("toolCallId".into(), id.clone().into());
-    let has_result = !(result.is_null() || result.as_str() == Some(""));
-    if has_result && terminal.is_none() {
+    if not_none_or_empty(&result) && terminal.is_none() {
         out.insert("result".into(), result.clone());
     }
-    if let Some(n) = &tool_name {
-        out.insert("toolName".into(), n.clone().into());
+    if !tool_name.is_empty() {
+        out.insert("toolName".into(), tool_name.clone().into());
     }
     if let Some(c) = cached {
         for k in ["title", "kind", "rawInput", "locations"] {
-            if let Some(v) = c.get(k).filter(|v| truthy(v)) {
+            if let Some(v) = c.get(k).filter(|v| not_empty(v)) {
                 out.insert(k.into(), v.clone());
             }
         }
     }
-    let desc = descriptor(&id, &name, &args, Some(&status), raw_output);
+    let arguments = arguments
+        .filter(|a| truthy(a))
+        .or_else(|| out.get("rawInput").filter(|a| truthy(a)));
+    let desc = descriptor(DescriptorInput {
+        tool_name: &tool_name,
+        arguments,
+        tool_call_id: &id,
+        status: result_status(payload, &result, &tool_name, raw_output),
+        raw_output,
+        title: first_truthy(payload, &["title"]).or_else(|| first_truthy(&out, &["title"])),
+        kind: first_truthy(payload, &["kind"]).or_else(|| first_truthy(&out, &["kind"])),
+    });
     for k in ["title", "kind", "status", "rawOutput"] {
-        if let Some(v) = desc.get(k) {
+        if let Some(v) = desc.get(k).filter(|v| not_none_or_empty(v)) {
             out.insert(k.into(), v.clone());
         }
     }
     if let Some(t) = terminal {
         out.insert("content".into(), json!([{"type": "terminal", "terminalId": t}]));
     } else {
-        let text = crate::pyrepr::py_str(&result);
-        let text = text.trim();
-        if !text.is_empty() && !result.is_null() {
+        let text = py_str_or_empty(Some(&result));
+        let text = strip(&text);
+        if !text.is_empty() {
             out.insert(
                 "content".into(),
                 json!([{"type": "content", "content": {"type": "text", "text": text}}]),

@@ -23,7 +23,7 @@ pub fn is_e2a_response(data: &Value) -> bool {
         && m.get("protocol_version").and_then(Value::as_str) == Some(crate::E2A_PROTOCOL_VERSION)
         && m.get("response_kind")
             .and_then(Value::as_str)
-            .is_some_and(|k| !k.trim().is_empty())
+            .is_some_and(|k| !crate::pyrepr::is_blank(k))
 }
 
 /// What a JSON message is, for tools that take mixed logs (`e2a validate`, `convert`,
