@@ -558,6 +558,7 @@ fn python_json_len(v: &Value) -> usize {
 /// The envelope a gateway forwards when normalization failed: the legacy request is kept under
 /// `channel_context._jiuwenswarm.legacy_agent_request` (its `params` replaced by an error marker
 /// when its JSON exceeds [`MAX_LEGACY_AGENT_REQUEST_JSON_BYTES`]), with `normalize_failed: true`.
+/// A request over the default [`crate::Limits`] is an error, as for every reader.
 ///
 /// ```
 /// let legacy = serde_json::json!({"request_id": "r9", "channel_id": "web", "params": {"a": 1}});
@@ -566,6 +567,7 @@ fn python_json_len(v: &Value) -> usize {
 /// assert_eq!(env.request_id.as_deref(), Some("r9"));
 /// ```
 pub fn fallback_envelope(legacy: &Value) -> Result<E2AEnvelope> {
+    crate::Limits::default().check_value(legacy)?;
     let m = legacy.as_object().ok_or_else(|| Error::field("", "expected object"))?;
     let f = Fields::new(m, "");
     let text = |k: &str| match f.get(k) {
