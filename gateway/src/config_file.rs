@@ -120,13 +120,13 @@ impl ConfigFile {
         let doc = toml_edit::Document::parse(text).map_err(|e| {
             vec![ConfigError {
                 origin: origin.to_string(),
-                line: e.span().map(|s| line_of(text, s.start)),
+                line: e.span().map(|s| Lines::of(text).line(s.start)),
                 key: String::new(),
                 reason: e.message().trim().to_string(),
             }]
         })?;
         let mut lines = HashMap::new();
-        let mut value = table_json(doc.as_table(), text, "", &mut lines);
+        let mut value = table_json(doc.as_table(), &Lines::of(text), "", &mut lines);
         let mut flags = HashMap::new();
         for o in overrides {
             set_pointer(&mut value, &o.pointer, o.value.clone());
@@ -182,7 +182,7 @@ impl ConfigFile {
             origin,
             line,
             key: dotted(pointer),
-            reason: reason.into(),
+            reason: shortened(reason.into()),
         }
     }
 
@@ -638,13 +638,48 @@ impl ConfigFile {
     }
 }
 
-/// The 1-based line of byte `offset` of `text`.
-fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
+/// Most bytes of an error's reason: a reason quoting a huge value (a schema error quotes the
+/// value it refuses) keeps its start and its end, which says what is wrong with it.
+const MAX_REASON: usize = 400;
+
+/// `reason` within [`MAX_REASON`] bytes: its first and last part around `…`.
+fn shortened(reason: String) -> String {
+    if reason.len() <= MAX_REASON {
+        return reason;
+    }
+    let floor = |mut i: usize| {
+        while !reason.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    let head = floor(MAX_REASON / 2);
+    let tail = floor(reason.len() - MAX_REASON / 3);
+    format!("{} … {}", &reason[..head], &reason[tail..])
+}
+
+/// Where the lines of a text end: the line of an offset found by a binary search, so that
+/// locating every key of a file is linear in it (counting newlines from the start for each key
+/// was quadratic: 200,000 agents took minutes).
+struct Lines(Vec<usize>);
+
+impl Lines {
+    fn of(text: &str) -> Self {
+        Lines(newlines(text))
+    }
+
+    /// The 1-based line of byte `offset`.
+    fn line(&self, offset: usize) -> usize {
+        self.0.partition_point(|&nl| nl < offset) + 1
+    }
+}
+
+/// The offsets of `text`'s newlines.
+fn newlines(text: &str) -> Vec<usize> {
+    text.bytes()
+        .enumerate()
+        .filter_map(|(i, b)| (b == b'\n').then_some(i))
+        .collect()
 }
 
 /// `key` escaped for a JSON pointer.
@@ -689,7 +724,7 @@ fn set_pointer(root: &mut Value, pointer: &str, value: Value) {
 }
 
 /// A TOML table as JSON, recording the line of every key under its pointer.
-fn table_json(t: &toml_edit::Table, text: &str, at: &str, lines: &mut HashMap<String, usize>) -> Value {
+fn table_json(t: &toml_edit::Table, text: &Lines, at: &str, lines: &mut HashMap<String, usize>) -> Value {
     let mut out = Map::new();
     for (k, item) in t.iter() {
         let pointer = format!("{at}/{}", pointer_key(k));
@@ -698,14 +733,14 @@ fn table_json(t: &toml_edit::Table, text: &str, at: &str, lines: &mut HashMap<St
             .and_then(|(key, _)| key.span())
             .or_else(|| item.span());
         if let Some(s) = span {
-            lines.insert(pointer.clone(), line_of(text, s.start));
+            lines.insert(pointer.clone(), text.line(s.start));
         }
         out.insert(k.to_string(), item_json(item, text, &pointer, lines));
     }
     Value::Object(out)
 }
 
-fn item_json(item: &toml_edit::Item, text: &str, at: &str, lines: &mut HashMap<String, usize>) -> Value {
+fn item_json(item: &toml_edit::Item, text: &Lines, at: &str, lines: &mut HashMap<String, usize>) -> Value {
     match item {
         toml_edit::Item::None => Value::Null,
         toml_edit::Item::Value(v) => value_json(v, text, at, lines),
@@ -719,7 +754,7 @@ fn item_json(item: &toml_edit::Item, text: &str, at: &str, lines: &mut HashMap<S
     }
 }
 
-fn value_json(v: &toml_edit::Value, text: &str, at: &str, lines: &mut HashMap<String, usize>) -> Value {
+fn value_json(v: &toml_edit::Value, text: &Lines, at: &str, lines: &mut HashMap<String, usize>) -> Value {
     use toml_edit::Value as V;
     match v {
         V::String(s) => Value::String(s.value().clone()),
@@ -733,7 +768,7 @@ fn value_json(v: &toml_edit::Value, text: &str, at: &str, lines: &mut HashMap<St
                 .map(|(i, x)| {
                     let pointer = format!("{at}/{i}");
                     if let Some(s) = x.span() {
-                        lines.insert(pointer.clone(), line_of(text, s.start));
+                        lines.insert(pointer.clone(), text.line(s.start));
                     }
                     value_json(x, text, &pointer, lines)
                 })
@@ -745,7 +780,7 @@ fn value_json(v: &toml_edit::Value, text: &str, at: &str, lines: &mut HashMap<St
                 let pointer = format!("{at}/{}", pointer_key(k));
                 let span = t.get_key_value(k).and_then(|(key, _)| key.span()).or_else(|| x.span());
                 if let Some(s) = span {
-                    lines.insert(pointer.clone(), line_of(text, s.start));
+                    lines.insert(pointer.clone(), text.line(s.start));
                 }
                 out.insert(k.to_string(), value_json(x, text, &pointer, lines));
             }
@@ -781,6 +816,36 @@ mod tests {
         assert!(errors("[server\n")[0].starts_with("c.toml:1: "));
         let e = errors("[callers.a]\napi_key_env = \"X\"\nagents = [\"nobody\"]\n");
         assert_eq!(e, ["c.toml:3: callers.a.agents[0]: no agent `nobody` in [agents]"]);
+    }
+
+    #[test]
+    fn an_error_quotes_a_huge_value_cut() {
+        let huge = "q".repeat(1 << 20);
+        let text = format!("agent = \"{huge}\"\n[server]\nbind = \"{huge}\"\n");
+        let file = ConfigFile::parse(&text, "c.toml", Path::new("."), &[]);
+        let errors: Vec<String> = match file {
+            Ok(f) => f.check().unwrap_err().iter().map(ToString::to_string).collect(),
+            Err(e) => e.iter().map(ToString::to_string).collect(),
+        };
+        assert!(!errors.is_empty());
+        for e in &errors {
+            assert!(e.len() < 2 * MAX_REASON, "{} bytes: {}…", e.len(), &e[..200]);
+            assert!(e.contains(" … "), "{e}");
+        }
+    }
+
+    #[test]
+    fn lines_are_found_as_counted() {
+        let text = "a\n\nbc\nd";
+        let lines = Lines::of(text);
+        for offset in 0..=text.len() + 2 {
+            let counted = text.as_bytes()[..offset.min(text.len())]
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count()
+                + 1;
+            assert_eq!(lines.line(offset), counted, "{offset}");
+        }
     }
 
     /// The first ```toml block of a README.

@@ -136,6 +136,8 @@ pub(crate) struct Runs {
     inner: Mutex<Inner>,
     next_id: AtomicU64,
     draining: AtomicBool,
+    /// `true` once the gateway drains: what idle followers wait on instead of a timer.
+    drain_started: tokio::sync::watch::Sender<bool>,
     retention: Retention,
     /// The store that keeps the runs' frames, when it does.
     store: OnceLock<Arc<dyn TaskStore>>,
@@ -168,6 +170,7 @@ impl Runs {
             inner: Mutex::default(),
             next_id: AtomicU64::new(1),
             draining: AtomicBool::new(false),
+            drain_started: tokio::sync::watch::Sender::new(false),
             retention: Retention {
                 time: config.retention,
                 count: config.max_retained,
@@ -329,11 +332,17 @@ impl Runs {
     /// Marks the gateway as draining (new runs are refused).
     pub(crate) fn begin_drain(&self) {
         self.draining.store(true, Ordering::SeqCst);
+        self.drain_started.send_replace(true);
     }
 
     /// Whether the gateway is draining.
     pub(crate) fn draining(&self) -> bool {
         self.draining.load(Ordering::SeqCst)
+    }
+
+    /// Completes when the gateway starts draining (at once if it has).
+    pub(crate) async fn drain_started(&self) {
+        let _ = self.drain_started.subscribe().wait_for(|d| *d).await;
     }
 
     /// Stops every live run (each gets its final frame).

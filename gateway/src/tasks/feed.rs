@@ -17,6 +17,8 @@ use crate::store::StoredEvent;
 /// How long a follower of a task another gateway runs waits for a notice before it reads the
 /// task's log itself.
 const REMOTE_POLL: Duration = Duration::from_secs(1);
+/// How often a follower looks whether its task's run is gone while the gateway drains.
+const DRAIN_LOOK: Duration = Duration::from_millis(250);
 /// What a task's channel carries to its followers.
 #[derive(Debug, Clone)]
 pub(super) enum Feed {
@@ -200,14 +202,27 @@ impl TaskService {
                 }
                 let Some(live) = rx.as_mut() else { return };
                 // an event already sent is taken without arming a timer (a turn's events come
-                // in bursts); only a wait is bounded, to look at the drain and the log
+                // in bursts). An idle follower sleeps until an event, the start of a drain, or
+                // (a shared store: notices can be lost) its next look at the log; while the
+                // gateway drains, it looks every DRAIN_LOOK whether its task's run is gone.
                 let got = match live.recv().now_or_never() {
                     Some(r) => Some(r),
-                    None => tokio::select! {
-                        biased;
-                        r = live.recv() => Some(r),
-                        _ = tokio::time::sleep(Duration::from_millis(250)) => None,
-                    },
+                    None => {
+                        let draining = this.shared.runs.draining();
+                        let look = if draining {
+                            Some(DRAIN_LOOK)
+                        } else if shared {
+                            Some(REMOTE_POLL.saturating_sub(quiet.elapsed()))
+                        } else {
+                            None
+                        };
+                        tokio::select! {
+                            biased;
+                            r = live.recv() => Some(r),
+                            () = this.shared.runs.drain_started(), if !draining => None,
+                            () = tokio::time::sleep(look.unwrap_or_default()), if look.is_some() => None,
+                        }
+                    }
                 };
                 match got {
                     None => {
