@@ -28,6 +28,8 @@ pub enum LimitKind {
     Depth,
     /// `Limits::max_string_bytes`: length of one string.
     StringBytes,
+    /// `Limits::max_values`: number of values (array elements, object members).
+    Values,
 }
 
 impl fmt::Display for LimitKind {
@@ -36,6 +38,7 @@ impl fmt::Display for LimitKind {
             LimitKind::MessageBytes => "max_bytes",
             LimitKind::Depth => "max_depth",
             LimitKind::StringBytes => "max_string_bytes",
+            LimitKind::Values => "max_values",
         })
     }
 }

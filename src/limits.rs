@@ -18,6 +18,11 @@ pub struct Limits {
     pub max_depth: usize,
     /// Maximum length in bytes of one JSON string (as written, escapes included). Default 8 MiB.
     pub max_string_bytes: usize,
+    /// Maximum number of values: array elements, object members and the message itself
+    /// (counted as the `[`, `{` and `,` outside strings, plus one). A parsed value costs far
+    /// more memory than its text (`[0,0,…]` is 2 bytes a value as text, 32 as a
+    /// `serde_json::Value`): this bounds what a message can make a reader hold. Default 2^20.
+    pub max_values: usize,
 }
 
 impl Default for Limits {
@@ -26,6 +31,7 @@ impl Default for Limits {
             max_bytes: 16 << 20,
             max_depth: 64,
             max_string_bytes: 8 << 20,
+            max_values: 1 << 20,
         }
     }
 }
@@ -36,6 +42,7 @@ impl Limits {
         max_bytes: usize::MAX,
         max_depth: usize::MAX,
         max_string_bytes: usize::MAX,
+        max_values: usize::MAX,
     };
 
     /// Checks raw JSON text against the limits without parsing it.
@@ -47,16 +54,26 @@ impl Limits {
                 actual: input.len(),
             });
         }
-        // Fast path: with no more openers than the depth limit and a message no longer than the
-        // string limit, neither limit can be exceeded (a vectorizable count, no state machine).
-        let openers: usize = input
-            .as_bytes()
-            .chunks(255)
-            .map(|c| c.iter().map(|&b| u8::from(b == b'[' || b == b'{')).sum::<u8>() as usize)
-            .sum();
-        if openers <= self.max_depth && input.len() <= self.max_string_bytes {
+        // Fast path: with no more openers than the depth limit, no more openers and commas than
+        // the value limit and a message no longer than the string limit, no limit can be
+        // exceeded (vectorizable counts, no state machine).
+        let (openers, commas) = input.as_bytes().chunks(255).fold((0usize, 0usize), |(o, c), chunk| {
+            let opened: u8 = chunk.iter().map(|&b| u8::from(b == b'[' || b == b'{')).sum();
+            let separated: u8 = chunk.iter().map(|&b| u8::from(b == b',')).sum();
+            (o + usize::from(opened), c + usize::from(separated))
+        });
+        if openers <= self.max_depth
+            && openers.saturating_add(commas) < self.max_values
+            && input.len() <= self.max_string_bytes
+        {
             return Ok(());
         }
+        let mut values = 1usize;
+        let too_many = |values: usize| Error::Limit {
+            limit: LimitKind::Values,
+            max: self.max_values,
+            actual: values,
+        };
         let (mut depth, mut in_str, mut esc, mut str_start) = (0usize, false, false, 0usize);
         for (i, &b) in input.as_bytes().iter().enumerate() {
             if in_str {
@@ -82,7 +99,17 @@ impl Limits {
                     in_str = true;
                     str_start = i + 1;
                 }
+                b',' => {
+                    values += 1;
+                    if values > self.max_values {
+                        return Err(too_many(values));
+                    }
+                }
                 b'[' | b'{' => {
+                    values += 1;
+                    if values > self.max_values {
+                        return Err(too_many(values));
+                    }
                     depth += 1;
                     if depth > self.max_depth {
                         return Err(Error::Limit {
@@ -107,8 +134,8 @@ impl Limits {
     }
 
     /// Checks an already parsed value against the limits: nesting depth, the length of every
-    /// string (object keys included) and the size of its compact JSON text, without
-    /// serializing it.
+    /// string (object keys included), the number of values and the size of its compact JSON
+    /// text, without serializing it.
     ///
     /// ```
     /// let limits = e2a::Limits { max_depth: 2, ..e2a::Limits::default() };
@@ -116,8 +143,8 @@ impl Limits {
     /// assert!(limits.check_value(&serde_json::json!({"a": [[1]]})).is_err());
     /// ```
     pub fn check_value(&self, value: &serde_json::Value) -> Result<()> {
-        let mut bytes = 0usize;
-        self.walk(value, 0, &mut bytes)?;
+        let (mut bytes, mut values) = (0usize, 0usize);
+        self.walk(value, 0, &mut bytes, &mut values)?;
         if bytes > self.max_bytes {
             return Err(Error::Limit {
                 limit: LimitKind::MessageBytes,
@@ -140,8 +167,16 @@ impl Limits {
         Ok(())
     }
 
-    fn walk(&self, v: &serde_json::Value, depth: usize, bytes: &mut usize) -> Result<()> {
+    fn walk(&self, v: &serde_json::Value, depth: usize, bytes: &mut usize, values: &mut usize) -> Result<()> {
         use serde_json::Value;
+        *values += 1;
+        if *values > self.max_values {
+            return Err(Error::Limit {
+                limit: LimitKind::Values,
+                max: self.max_values,
+                actual: *values,
+            });
+        }
         let nested = || -> Result<usize> {
             let d = depth + 1;
             if d > self.max_depth {
@@ -161,7 +196,7 @@ impl Limits {
                 let d = nested()?;
                 *bytes = bytes.saturating_add(a.len() + 1);
                 for x in a {
-                    self.walk(x, d, bytes)?;
+                    self.walk(x, d, bytes, values)?;
                 }
             }
             Value::Object(m) => {
@@ -169,7 +204,7 @@ impl Limits {
                 *bytes = bytes.saturating_add(2 * m.len() + 1);
                 for (k, x) in m {
                     self.string(k, bytes)?;
-                    self.walk(x, d, bytes)?;
+                    self.walk(x, d, bytes, values)?;
                 }
             }
         }

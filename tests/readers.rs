@@ -91,6 +91,42 @@ fn deep_nesting_is_a_limit_error() {
 }
 
 #[test]
+fn too_many_values_is_a_limit_error() {
+    let limits = |n| Limits {
+        max_values: n,
+        ..Limits::default()
+    };
+    let is_values = |r: e2a::Result<()>| {
+        matches!(
+            r,
+            Err(Error::Limit {
+                limit: LimitKind::Values,
+                ..
+            })
+        )
+    };
+    // `[0,0,0]`: the array and its three elements
+    let text = "[0,0,0]";
+    let value: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert!(limits(4).check(text).is_ok() && limits(4).check_value(&value).is_ok());
+    assert!(is_values(limits(3).check(text)) && is_values(limits(3).check_value(&value)));
+    // commas and brackets inside strings are not values
+    let text = r#"{"a": "x,y,z,[,{,w"}"#;
+    assert!(limits(2).check(text).is_ok());
+    assert!(is_values(limits(1).check(text)));
+    // a reader refuses a message with too many before parsing it
+    let wide = format!(r#"{{"params": {{"xs": [{}0]}}}}"#, "0,".repeat(2_000_000));
+    match E2AEnvelope::from_json(&wide) {
+        Err(Error::Limit {
+            limit: LimitKind::Values,
+            max,
+            ..
+        }) => assert_eq!(max, Limits::default().max_values),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
 fn huge_string_is_a_limit_error() {
     let big = format!(r#"{{"request_id": "{}"}}"#, "x".repeat(50 << 20));
     match E2AEnvelope::from_json(&big) {

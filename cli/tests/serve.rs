@@ -239,3 +239,98 @@ fn sighup_reloads_the_callers_without_dropping_open_streams() {
         );
     });
 }
+
+/// A line of the process's `/proc/PID/status` in bytes: `VmHWM` (peak resident memory) or
+/// `VmRSS` (resident now), on Linux.
+fn memory(pid: u32, line: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb: u64 = status
+        .lines()
+        .find(|l| l.starts_with(line))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+#[test]
+fn a_large_a2a_request_costs_the_gateway_less_than_twenty_times_its_size() {
+    let rt = runtime();
+    let message = |id: &str, parts: Value, metadata: Value| json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": parts, "metadata": metadata}});
+    let rows = |c: &str| vec![c.repeat(36); 49_500];
+    let cases = [
+        // 3.8 MB of small values (a metadata array, a data part): refused, past the value limit
+        (
+            "dense-metadata",
+            json!([{"text": "hi"}]),
+            json!({"xs": vec![0; 1_900_000]}),
+            false,
+        ),
+        (
+            "dense-data",
+            json!([{"data": vec![json!([]); 1_260_000]}]),
+            json!({}),
+            false,
+        ),
+        // 3.8 MB just inside the limits (99,000 values of 36 bytes, as metadata and as data
+        // parts): taken, and the task kept in memory
+        (
+            "strings-metadata",
+            json!([{"text": "hi"}]),
+            json!({"xs": vec!["x".repeat(36); 99_000]}),
+            true,
+        ),
+        (
+            "strings-data",
+            json!([{"data": {"rows": rows("y")}}, {"data": {"rows": rows("z")}}]),
+            json!({}),
+            true,
+        ),
+    ];
+    for (id, parts, metadata, taken) in cases {
+        // a gateway of its own for each: its peak is this request's
+        let server = serve(&["--a2a", "--store", "memory"]);
+        let pid = server.child.id();
+        let Some(before) = memory(pid, "VmRSS:") else {
+            eprintln!("no /proc/PID/status here: not measured");
+            return;
+        };
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": message(id, parts, metadata)})
+            .to_string();
+        let len = body.len() as u64;
+        assert!(len > 3_700_000, "{id}: {len}");
+        let base = server.base.clone();
+        let answer: Value = rt.block_on(async move {
+            reqwest::Client::new()
+                .post(format!("{base}/a2a"))
+                .header("content-type", "application/json")
+                .header("A2A-Version", "1.0")
+                .body(body)
+                .send()
+                .await
+                .expect("send")
+                .json()
+                .await
+                .expect("JSON-RPC answer")
+        });
+        if taken {
+            assert!(answer.pointer("/result/task/id").is_some(), "{id}: {answer:.300}");
+        } else {
+            let error = answer
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            assert!(error.contains("max_values"), "{id}: {answer:.300}");
+        }
+        let grown = memory(pid, "VmHWM:").expect("peak").saturating_sub(before);
+        eprintln!(
+            "{id}: a request of {len} bytes, the peak {grown} bytes above the resident memory before it ({:.1}x)",
+            grown as f64 / len as f64
+        );
+        assert!(
+            grown < 20 * len,
+            "{id}: the peak grew {grown} bytes for a request of {len}"
+        );
+    }
+}

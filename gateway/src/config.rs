@@ -19,7 +19,8 @@ pub const SECRET_ENV: &[&str] = &[TOKEN_ENV, AGENT_TOKEN_ENV];
 /// How a [`crate::Gateway`] behaves. `Default` suits a local gateway; every field is public.
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
-    /// Limits on request bodies (size, nesting depth, string length), checked before parsing.
+    /// Limits on request bodies (size 4 MiB, nesting depth 64, string length 2 MiB, 100,000
+    /// values), checked before parsing.
     pub limits: Limits,
     /// Most runs (streams) open at once; past it requests get `503` with `Retry-After`.
     pub max_streams: usize,
@@ -65,6 +66,10 @@ impl Default for GatewayConfig {
                 max_bytes: 4 << 20,
                 max_depth: 64,
                 max_string_bytes: 2 << 20,
+                // a parsed value is held several times over on its way through a run (the
+                // request, the typed message, the task's history, the answer): at most 100,000
+                // values keep a 4 MiB request's peak under 20x its size
+                max_values: 100_000,
             },
             max_streams: 1024,
             retry_after_secs: 1,

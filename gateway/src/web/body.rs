@@ -73,7 +73,8 @@ pub(crate) async fn read(headers: &HeaderMap, body: Body, config: &GatewayConfig
                 actual: limits.max_bytes.saturating_add(1),
             })
         })?;
-    let text = String::from_utf8(bytes.to_vec()).map_err(|e| {
+    // the body's buffer becomes the text, not a copy of it (`to_bytes` collected one piece)
+    let text = String::from_utf8(Vec::from(bytes)).map_err(|e| {
         BodyError::Input(e2a::Error::Json {
             line: 1,
             column: e.utf8_error().valid_up_to().saturating_add(1),

@@ -118,7 +118,7 @@ impl From<BodyError> for A2aError {
             // too large: `413` on HTTP+JSON (a JSON-RPC error is answered with `200`)
             BodyError::Input(
                 e @ e2a::Error::Limit {
-                    limit: e2a::LimitKind::MessageBytes | e2a::LimitKind::StringBytes,
+                    limit: e2a::LimitKind::MessageBytes | e2a::LimitKind::StringBytes | e2a::LimitKind::Values,
                     ..
                 },
             ) => A2aError::new(A2aErrorKind::InvalidRequest, e.to_string()).with_status(StatusCode::PAYLOAD_TOO_LARGE),
