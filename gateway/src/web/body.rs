@@ -88,35 +88,70 @@ pub(crate) async fn read(headers: &HeaderMap, body: Body, config: &GatewayConfig
     Ok(body)
 }
 
-/// A request body that must end within a time from its request's start: past it, reading it
-/// fails (gRPC's message, which the JSON bindings' [`read`] bounds with its own timeout).
-pub(crate) struct Deadline {
+/// Frames of a body as they are polled: what a wrapper of a body looks at (one [`Observed`]
+/// wrapper serves every kind).
+pub(crate) trait Observer: Send + Unpin + 'static {
+    /// Sees `polled`, what the body gave, and answers in its place.
+    fn observe(&mut self, polled: Polled, cx: &mut std::task::Context<'_>) -> Polled {
+        let _ = cx;
+        polled
+    }
+}
+
+/// What polling a body gives.
+pub(crate) type Polled = std::task::Poll<Option<Result<http_body::Frame<axum::body::Bytes>, axum::Error>>>;
+
+/// A body, its frames seen by an [`Observer`] (which lives as long as the body).
+pub(crate) struct Observed<H> {
     inner: Body,
+    observer: H,
+}
+
+impl<H: Observer> Observed<H> {
+    /// `inner`, seen by `observer`.
+    pub(crate) fn new(inner: Body, observer: H) -> Self {
+        Observed { inner, observer }
+    }
+}
+
+impl<H: Observer> http_body::Body for Observed<H> {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Polled {
+        let this = &mut *self;
+        let polled = std::pin::Pin::new(&mut this.inner).poll_frame(cx);
+        this.observer.observe(polled, cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A request body must end within a time from its request's start: past it, reading it fails
+/// (gRPC's message, which the JSON bindings' [`read`] bounds with its own timeout).
+pub(crate) struct Deadline {
     sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
     within: std::time::Duration,
 }
 
 impl Deadline {
     /// `inner`, to end within `within` from now.
-    pub(crate) fn new(inner: Body, within: std::time::Duration) -> Self {
-        Deadline {
-            inner,
-            sleep: Box::pin(tokio::time::sleep(within)),
-            within,
-        }
+    pub(crate) fn body(inner: Body, within: std::time::Duration) -> Observed<Deadline> {
+        let sleep = Box::pin(tokio::time::sleep(within));
+        Observed::new(inner, Deadline { sleep, within })
     }
 }
 
-impl http_body::Body for Deadline {
-    type Data = axum::body::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+impl Observer for Deadline {
+    fn observe(&mut self, polled: Polled, cx: &mut std::task::Context<'_>) -> Polled {
         use std::task::Poll;
-        match std::pin::Pin::new(&mut self.inner).poll_frame(cx) {
+        match polled {
             Poll::Pending => match self.sleep.as_mut().poll(cx) {
                 Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(format!(
                     "the request body did not arrive within {} s",
@@ -126,14 +161,6 @@ impl http_body::Body for Deadline {
             },
             ready => ready,
         }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
     }
 }
 

@@ -197,7 +197,7 @@ where
         match this.inner.poll(cx) {
             Poll::Ready(Ok(resp)) => {
                 let guard = this.guard.take();
-                Poll::Ready(Ok(resp.map(|inner| Tracked { inner, _guard: guard })))
+                Poll::Ready(Ok(resp.map(|inner| Tracked::new(inner, guard))))
             }
             Poll::Ready(Err(never)) => match never {},
             Poll::Pending => Poll::Pending,
@@ -206,30 +206,9 @@ where
 }
 
 /// An answer's body, its request open until the body is dropped.
-pub(crate) struct Tracked {
-    inner: axum::body::Body,
-    _guard: Option<RequestGuard>,
-}
+pub(crate) type Tracked = super::body::Observed<Option<RequestGuard>>;
 
-impl http_body::Body for Tracked {
-    type Data = axum::body::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
-    }
-}
+impl super::body::Observer for Option<RequestGuard> {}
 
 /// The client preface of HTTP/2 with prior knowledge (RFC 9113 §3.4).
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

@@ -177,33 +177,15 @@ where
     Ok(())
 }
 
-/// A request body that records when it was read to its end.
-struct Watched {
-    inner: axum::body::Body,
-    done: Arc<std::sync::atomic::AtomicBool>,
-}
+/// Records when a request body was read to its end.
+struct Watched(Arc<std::sync::atomic::AtomicBool>);
 
-impl http_body::Body for Watched {
-    type Data = axum::body::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        let polled = std::pin::Pin::new(&mut self.inner).poll_frame(cx);
+impl super::body::Observer for Watched {
+    fn observe(&mut self, polled: super::body::Polled, _: &mut std::task::Context<'_>) -> super::body::Polled {
         if let std::task::Poll::Ready(None) = polled {
-            self.done.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
     }
 }
 
@@ -222,10 +204,7 @@ pub(crate) async fn close_if_unread(
     }
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (parts, body) = req.into_parts();
-    let body = axum::body::Body::new(Watched {
-        inner: body,
-        done: done.clone(),
-    });
+    let body = axum::body::Body::new(super::body::Observed::new(body, Watched(done.clone())));
     let mut resp = next.run(axum::extract::Request::from_parts(parts, body)).await;
     if !done.load(std::sync::atomic::Ordering::Relaxed) {
         resp.headers_mut().insert(

@@ -49,7 +49,7 @@ pub(crate) fn router(state: Arc<TaskService>) -> axum::Router {
         .route_layer(axum::middleware::from_fn(crate::web::trace::layer))
         .route_layer(axum::middleware::map_request(
             move |req: axum::extract::Request| async move {
-                req.map(|body| axum::body::Body::new(crate::web::body::Deadline::new(body, deadline)))
+                req.map(|body| axum::body::Body::new(crate::web::body::Deadline::body(body, deadline)))
             },
         ))
 }
