@@ -185,6 +185,32 @@ fn h2_get_healthz() -> Vec<u8> {
     h2_frame(1, 0x5, 1, &block)
 }
 
+/// Whether a `HEADERS` frame (an answer) on stream 1 of an HTTP/2 connection arrives within
+/// `limit`, before the connection closes.
+async fn answer_on_stream_1(tcp: &mut TcpStream, limit: Duration) -> bool {
+    let mut buf = vec![0u8; 4096];
+    let mut got = Vec::new();
+    let found = tokio::time::timeout(limit, async {
+        loop {
+            let n = tcp.read(&mut buf).await.unwrap_or(0);
+            if n == 0 {
+                return false;
+            }
+            got.extend_from_slice(&buf[..n]);
+            let mut at = 0;
+            while at + 9 <= got.len() {
+                let len = usize::from(got[at]) << 16 | usize::from(got[at + 1]) << 8 | usize::from(got[at + 2]);
+                if got[at + 3] == 1 && got[at + 8] == 1 {
+                    return true;
+                }
+                at += 9 + len;
+            }
+        }
+    })
+    .await;
+    found == Ok(true)
+}
+
 #[tokio::test]
 async fn silent_sockets_neither_stay_nor_keep_a_normal_client_out_at_the_cap() {
     let config = GatewayConfig {
@@ -284,26 +310,10 @@ async fn an_http2_ping_flood_is_cut() {
             .expect("write");
     }
     calm.write_all(&h2_get_healthz()).await.expect("write");
-    let mut buf = vec![0u8; 4096];
-    let mut got = Vec::new();
-    // the answer's HEADERS frame (type 1) on stream 1 arrives
-    let served = tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            let n = calm.read(&mut buf).await.expect("read");
-            assert!(n > 0, "not closed");
-            got.extend_from_slice(&buf[..n]);
-            let mut at = 0;
-            while at + 9 <= got.len() {
-                let len = usize::from(got[at]) << 16 | usize::from(got[at + 1]) << 8 | usize::from(got[at + 2]);
-                if got[at + 3] == 1 && got[at + 8] == 1 {
-                    return;
-                }
-                at += 9 + len;
-            }
-        }
-    })
-    .await;
-    assert!(served.is_ok(), "served after ten pings");
+    assert!(
+        answer_on_stream_1(&mut calm, Duration::from_secs(5)).await,
+        "served after ten pings"
+    );
 }
 
 #[tokio::test]
@@ -342,27 +352,10 @@ async fn a_grpc_call_whose_message_never_comes_is_answered_within_the_body_timeo
     tcp.write_all(H2_START).await.expect("write");
     tcp.write_all(&h2_frame(1, 0x4, 1, &block)).await.expect("write");
     // an answer on stream 1 (its HEADERS: the status, trailers-only or not)
-    let mut got = Vec::new();
-    let mut buf = vec![0u8; 4096];
-    let answered = tokio::time::timeout(Duration::from_secs(3), async {
-        loop {
-            let n = tcp.read(&mut buf).await.expect("read");
-            if n == 0 {
-                return false;
-            }
-            got.extend_from_slice(&buf[..n]);
-            let mut at = 0;
-            while at + 9 <= got.len() {
-                let len = usize::from(got[at]) << 16 | usize::from(got[at + 1]) << 8 | usize::from(got[at + 2]);
-                if got[at + 3] == 1 && got[at + 8] == 1 {
-                    return true;
-                }
-                at += 9 + len;
-            }
-        }
-    })
-    .await;
-    assert_eq!(answered, Ok(true), "the call is answered, not held");
+    assert!(
+        answer_on_stream_1(&mut tcp, Duration::from_secs(3)).await,
+        "the call is answered, not held"
+    );
 }
 
 #[tokio::test]
