@@ -420,6 +420,7 @@ impl ConfigFile {
             task_retention: std::time::Duration::from_secs(store.task_retention_hours.saturating_mul(3600)),
             max_finished_tasks: usize::try_from(store.max_finished_tasks).unwrap_or(usize::MAX),
             push: crate::push::PushPolicy::from(&a2a.push.clone().unwrap_or_default()),
+            message_ids: a2a.message_ids.unwrap_or_default(),
             ..A2aConfig::default()
         })
     }

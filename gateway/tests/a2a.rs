@@ -28,8 +28,12 @@ async fn serve(config: GatewayConfig, a2a: A2aConfig, store: Arc<dyn TaskStore>)
 }
 
 async fn sqlite_gateway(path: &std::path::Path) -> Server {
+    sqlite_gateway_with(path, A2aConfig::default()).await
+}
+
+async fn sqlite_gateway_with(path: &std::path::Path, a2a: A2aConfig) -> Server {
     let store = Arc::new(SqliteStore::open(path).expect("open the store"));
-    serve(GatewayConfig::default(), A2aConfig::default(), store).await
+    serve(GatewayConfig::default(), a2a, store).await
 }
 
 async fn plain() -> Server {
@@ -432,15 +436,76 @@ async fn required_extensions_are_declared_enforced_and_echoed() {
     assert!(v["result"]["task"].is_object(), "{v}");
 }
 
-/// A message sent twice (a retry) gets the task of the first send, without running the agent
-/// again — on both bindings, streaming too, and after a restart on the same SQLite file; the
-/// same messageId with other content is refused; an `Idempotency-Key` on HTTP+JSON gets the
-/// first answer for the same request and `409` for another.
+/// By default a `messageId` deduplicates only a send naming a task (the answer to a pause): a
+/// send naming none starts a new task whatever its `messageId` (as the A2A conformance kit
+/// expects); the same answer again gets the task without running the agent, other content
+/// under its `messageId` is `InvalidRequest`.
+#[tokio::test]
+async fn a_message_id_deduplicates_the_sends_that_name_a_task() {
+    let s = plain().await;
+    let b = &s.base;
+    let send = msg("hello");
+    let one = rpc(b, "SendMessage", send.clone()).await;
+    let two = rpc(b, "SendMessage", send.clone()).await;
+    let (one, two) = (&one["result"]["task"]["id"], &two["result"]["task"]["id"]);
+    assert!(
+        one.is_string() && two.is_string() && one != two,
+        "a new task each: {one} {two}"
+    );
+    let mut other = send.clone();
+    other["message"]["parts"][0]["text"] = json!("something else");
+    let three = rpc(b, "SendMessage", other).await;
+    assert!(three["result"]["task"]["id"].is_string(), "{three}");
+    // the answer to a pause names its task
+    let paused = rpc(b, "SendMessage", msg("book a table")).await;
+    let task = &paused["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{paused}");
+    let answer = json!({"message": {
+        "messageId": "answer-1", "taskId": task["id"], "contextId": task["contextId"],
+        "role": "ROLE_USER", "parts": [{"text": "4"}]
+    }});
+    let done = rpc(b, "SendMessage", answer.clone()).await;
+    assert_eq!(
+        done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{done}"
+    );
+    let tasks = rpc(b, "ListTasks", json!({})).await["result"]["tasks"]
+        .as_array()
+        .map(Vec::len);
+    let again = rpc(b, "SendMessage", answer.clone()).await;
+    assert_eq!(again["result"]["task"]["id"], task["id"], "{again}");
+    assert_eq!(
+        again["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{again}"
+    );
+    let after = rpc(b, "ListTasks", json!({})).await["result"]["tasks"]
+        .as_array()
+        .map(Vec::len);
+    assert_eq!(tasks, after, "the agent did not run again");
+    let mut changed = answer.clone();
+    changed["message"]["parts"][0]["text"] = json!("5");
+    let refused = rpc(b, "SendMessage", changed).await;
+    assert_eq!(code(&refused), -32600, "{refused}");
+    assert!(
+        refused["error"]["message"].as_str().unwrap_or("").contains("messageId"),
+        "{refused}"
+    );
+}
+
+/// With `[a2a] message_ids = "always"`, a message sent twice (a retry) gets the task of the
+/// first send, without running the agent again — on both bindings, streaming too, and after a
+/// restart on the same SQLite file; the same messageId with other content is refused; an
+/// `Idempotency-Key` on HTTP+JSON gets the first answer for the same request and `409` for
+/// another (whatever `message_ids` says).
 #[tokio::test]
 async fn a_message_sent_twice_is_delivered_once() {
     let dir = tempfile::tempdir().expect("dir");
     let db = dir.path().join("tasks.db");
-    let s = sqlite_gateway(&db).await;
+    let always = || A2aConfig {
+        message_ids: e2a::types::MessageIdDedup::Always,
+        ..A2aConfig::default()
+    };
+    let s = sqlite_gateway_with(&db, always()).await;
     let b = s.base.clone();
     let send = msg("hello");
     let first = rpc(&b, "SendMessage", send.clone()).await;
@@ -477,7 +542,7 @@ async fn a_message_sent_twice_is_delivered_once() {
     );
     // the window is in the store: a restarted gateway remembers
     drop(s);
-    let s = sqlite_gateway(&db).await;
+    let s = sqlite_gateway_with(&db, always()).await;
     let after = rpc(&s.base, "SendMessage", send.clone()).await;
     assert_eq!(after["result"]["task"]["id"], json!(task), "{after}");
     // Idempotency-Key: the same request again is the first answer, another one a conflict

@@ -657,6 +657,15 @@ async fn webhooks_on_private_addresses_or_plain_http_are_refused_unless_allowed(
         );
         assert!(!message.contains("tok-never-logged"), "{message}");
     }
+    // a name is not resolved to accept a config (a client offline, a name not yet published):
+    // what it resolves to is checked at each delivery
+    let answer = rpc(
+        &gw.base,
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": task, "url": "https://webhook.e2a-test.invalid/hook"}),
+    )
+    .await;
+    assert!(answer.pointer("/result/id").is_some(), "{answer}");
     // on a send too, before anything runs
     let answer = rpc(
         &gw.base,

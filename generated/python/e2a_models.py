@@ -807,6 +807,15 @@ class LogSettings(BaseModel):
     )
 
 
+class MessageIdDedup(Enum):
+    """
+    Which A2A sends are remembered by their `messageId`: `task` (default), only a send naming a task (`message.taskId`): the same id and content again gets the first answer without running the agent, other content under the id is `InvalidRequest`; a send naming no task starts a new task whatever its `messageId` (as the A2A conformance kit expects). `always`: every send (a send naming no task, repeated, gets the first send's task). An `Idempotency-Key` deduplicates whatever this says.
+    """
+
+    task = 'task'
+    always = 'always'
+
+
 class MetricsSettings(BaseModel):
     """
     `GET /metrics` in Prometheus text format.
@@ -1364,6 +1373,9 @@ class A2aSettings(BaseModel):
         description="JSON file with the root agent's card: name, description, version, skills, modes, extensions (flag `--a2a-card`).",
     )
     enabled: bool = Field(False, description='Serve A2A (flag `--a2a`).')
+    message_ids: Optional[MessageIdDedup] = Field(
+        'task', description='Which sends a `messageId` deduplicates.'
+    )
     path: str = Field(
         '/a2a',
         description="Path of the root agent's JSON-RPC binding (flag `--a2a-path`).",

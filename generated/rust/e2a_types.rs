@@ -817,6 +817,9 @@ pub struct A2aSettings {
     ///Serve A2A (flag `--a2a`).
     #[serde(default)]
     pub enabled: bool,
+    ///Which sends a `messageId` deduplicates.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub message_ids: ::std::option::Option<MessageIdDedup>,
     ///Path of the root agent's JSON-RPC binding (flag `--a2a-path`).
     #[serde(default = "defaults::a2a_settings_path")]
     pub path: ::std::string::String,
@@ -832,6 +835,7 @@ impl ::std::default::Default for A2aSettings {
         Self {
             card_file: Default::default(),
             enabled: Default::default(),
+            message_ids: Default::default(),
             path: defaults::a2a_settings_path(),
             push: Default::default(),
             rest_path: Default::default(),
@@ -3417,6 +3421,66 @@ impl ::std::default::Default for LogSettings {
         }
     }
 }
+///Which A2A sends are remembered by their `messageId`: `task` (default), only a send naming a task (`message.taskId`): the same id and content again gets the first answer without running the agent, other content under the id is `InvalidRequest`; a send naming no task starts a new task whatever its `messageId` (as the A2A conformance kit expects). `always`: every send (a send naming no task, repeated, gets the first send's task). An `Idempotency-Key` deduplicates whatever this says.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum MessageIdDedup {
+    #[serde(rename = "task")]
+    Task,
+    #[serde(rename = "always")]
+    Always,
+}
+impl ::std::fmt::Display for MessageIdDedup {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Task => f.write_str("task"),
+            Self::Always => f.write_str("always"),
+        }
+    }
+}
+impl ::std::str::FromStr for MessageIdDedup {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "task" => Ok(Self::Task),
+            "always" => Ok(Self::Always),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for MessageIdDedup {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for MessageIdDedup {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::default::Default for MessageIdDedup {
+    fn default() -> Self {
+        MessageIdDedup::Task
+    }
+}
 ///`GET /metrics` in Prometheus text format.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -4985,6 +5049,20 @@ impl LogFormat {
         }
     }
 }
+impl MessageIdDedup {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 2] = [
+        Self::Task,
+        Self::Always,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Task => "task",
+            Self::Always => "always",
+        }
+    }
+}
 impl PauseKind {
     /// Every value, in schema order.
     pub const ALL: [Self; 2] = [
@@ -6006,6 +6084,10 @@ impl crate::write::WriteJson for A2aSettings {
         }
         w.key(&mut first, "\"enabled\":");
         w.bool(*&self.enabled);
+        if let Some(v) = &self.message_ids {
+            w.key(&mut first, "\"message_ids\":");
+            w.str(v.as_str());
+        }
         w.key(&mut first, "\"path\":");
         w.str(&self.path);
         if let Some(v) = &self.push {

@@ -113,6 +113,13 @@ export type A2ASendMessageResponse =
       message: A2AMessage;
     };
 /**
+ * Which A2A sends are remembered by their `messageId`: `task` (default), only a send naming a task (`message.taskId`): the same id and content again gets the first answer without running the agent, other content under the id is `InvalidRequest`; a send naming no task starts a new task whatever its `messageId` (as the A2A conformance kit expects). `always`: every send (a send naming no task, repeated, gets the first send's task). An `Idempotency-Key` deduplicates whatever this says.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "MessageIdDedup".
+ */
+export type MessageIdDedup = "task" | "always";
+/**
  * Branch of an `a2a.stream_event` body (`E2A_A2A_STREAM_BRANCHES`), snake_case.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -1022,6 +1029,7 @@ export interface A2ASettings {
    * Serve A2A (flag `--a2a`).
    */
   enabled?: boolean;
+  message_ids?: MessageIdDedup;
   /**
    * Path of the root agent's JSON-RPC binding (flag `--a2a-path`).
    */

@@ -59,8 +59,8 @@ impl TaskService {
         }
     }
 
-    /// A webhook config checked against the gateway's policy (`https`, a public host after
-    /// resolution), its errors naming `at.url`.
+    /// A webhook config checked against the gateway's policy (`https`, a public literal
+    /// address, not `localhost`), its errors naming `at.url`.
     pub(crate) async fn check_push_target(
         &self,
         config: &A2aTaskPushNotificationConfig,
@@ -70,13 +70,12 @@ impl TaskService {
         if config.url.trim().is_empty() {
             return Err(A2aError::invalid_params(format!("{at}.url is required")));
         }
-        let target = self.config.push.target;
-        let url = target
+        // the URL and a literal address now; what a name resolves to at each delivery (no DNS
+        // is needed to accept a config: a client offline, or a name not yet published)
+        self.config
+            .push
+            .target
             .check_url(&config.url)
-            .map_err(|e| A2aError::invalid_params(format!("{at}.url: {e}")))?;
-        target
-            .check_resolves(&url)
-            .await
             .map_err(|e| A2aError::invalid_params(format!("{at}.url: {e}")))?;
         if let Some(auth) = &config.authentication {
             if auth.scheme.trim().is_empty() {

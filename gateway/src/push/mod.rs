@@ -13,8 +13,9 @@
 //! gateways on one PostgreSQL exactly one of them delivers each config's events at a time (a
 //! claim with a lease, `FOR UPDATE SKIP LOCKED`).
 //!
-//! **Where to** ([`target`]): `https` webhooks whose host resolves to public addresses only,
-//! checked when the config is created and again on every connection (no DNS rebinding); no
+//! **Where to** ([`target`]): `https` webhooks whose host resolves to public addresses only: a
+//! literal address (and `localhost`) checked when the config is created, every address a name
+//! resolves to on every connection (no DNS is needed to create a config; no DNS rebinding); no
 //! redirects, no proxies, a timeout per notification. `allow_private` (the development flag
 //! `--push-allow-private`) also allows `http` and loopback or private targets.
 

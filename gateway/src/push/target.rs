@@ -1,8 +1,9 @@
 //! Where a push notification may go (SSRF): by default only `https` URLs whose host resolves to
 //! public addresses. A webhook URL is checked when its config is created (a clear refusal to
-//! the client) and again at every delivery, by the resolver the delivery client connects
-//! through: the addresses it connects to are the ones checked, so a name that resolves to a
-//! public address when checked and to a private one later (DNS rebinding) is still refused.
+//! the client: the scheme, a literal address, `localhost`) and at every delivery by the
+//! resolver the delivery client connects through: the addresses it connects to are the ones
+//! checked, so a name that resolves to a private address, now or later (DNS rebinding), is
+//! refused.
 //! Redirects are not followed and proxies are not used.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -79,6 +80,12 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         || (s[0] == 0x2001 && s[1] == 0x0db8))
 }
 
+/// Whether `name` is `localhost` or a name under it.
+fn is_localhost(name: &str) -> bool {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name == "localhost" || name.ends_with(".localhost")
+}
+
 /// Which webhooks are allowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TargetPolicy {
@@ -108,6 +115,13 @@ impl TargetPolicy {
             None => return Err("the URL has no host".into()),
             Some(url::Host::Ipv4(ip)) => self.check_ip(IpAddr::V4(ip))?,
             Some(url::Host::Ipv6(ip)) => self.check_ip(IpAddr::V6(ip))?,
+            // `localhost` and its subdomains are loopback whatever DNS says (RFC 6761 §6.3)
+            Some(url::Host::Domain(name)) if !self.allow_private && is_localhost(name) => {
+                return Err(format!(
+                    "{name} is a loopback name: webhooks must be public (allowed only with the development flag \
+                     `--push-allow-private`)"
+                ))
+            }
             Some(url::Host::Domain(_)) => {}
         }
         Ok(parsed)
@@ -258,9 +272,14 @@ mod tests {
     #[tokio::test]
     async fn a_name_resolving_to_loopback_is_refused_after_resolution() {
         let strict = TargetPolicy { allow_private: false };
-        let url = strict
-            .check_url("https://localhost:9/hook")
-            .expect("a name passes the URL check");
+        // `localhost` is refused by name, without DNS
+        for name in ["https://localhost:9/hook", "https://api.LocalHost./hook"] {
+            let e = strict.check_url(name).expect_err("localhost");
+            assert!(e.contains("loopback"), "{e}");
+        }
+        assert!(strict.check_url("https://localhost-proxy.example/hook").is_ok());
+        // a name resolving to loopback is refused once resolved
+        let url = Url::parse("https://localhost:9/hook").expect("url");
         let e = strict.check_resolves(&url).await.expect_err("localhost is loopback");
         assert!(e.contains("loopback"), "{e}");
         let dev = TargetPolicy { allow_private: true };

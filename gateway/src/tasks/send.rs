@@ -87,7 +87,7 @@ impl TaskService {
     /// Starts a turn: a new task, or the answer to a paused one.
     async fn send(self: &Arc<Self>, p: SendParams, streaming: bool) -> Result<SendOutcome, A2aError> {
         // the keys the send is remembered by, read before it is decoded (idempotent delivery)
-        let keys = super::sent::SendKeys::of(&p);
+        let keys = super::sent::SendKeys::of(&p, self.config.message_ids);
         let SendParams {
             id,
             params,

@@ -1,4 +1,5 @@
-//! Idempotent delivery: what a caller sent is remembered in the store (by `messageId`, and by
+//! Idempotent delivery: what a caller sent is remembered in the store (by `messageId` — on a
+//! send naming a task, or on every send with `[a2a] message_ids = "always"` — and by
 //! `Idempotency-Key` on the HTTP bindings) with a fingerprint of its content, so that a retry
 //! gets the task the first send started — without running the agent again — and other content
 //! under the same key is refused.
@@ -127,9 +128,14 @@ pub(crate) struct SendKeys {
 }
 
 impl SendKeys {
-    /// The keys of send `p`, read before it is decoded (the content as it came).
-    pub(crate) fn of(p: &SendParams) -> Self {
-        let message = p.params.get("message");
+    /// The keys of send `p`, read before it is decoded (the content as it came): its
+    /// `Idempotency-Key`, and its `messageId` where `dedup` says a send is remembered by it
+    /// (`task`: a send naming a task; `always`: every send).
+    pub(crate) fn of(p: &SendParams, dedup: e2a::types::MessageIdDedup) -> Self {
+        let message = p.params.get("message").filter(|m| {
+            dedup == e2a::types::MessageIdDedup::Always
+                || m.get("taskId").and_then(Value::as_str).is_some_and(|t| !t.is_empty())
+        });
         SendKeys {
             idempotency: p
                 .idempotency_key

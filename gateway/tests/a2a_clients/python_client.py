@@ -110,20 +110,12 @@ async def sessions(base, binding):
     check("status message carries the final text", status_text(task.status) == "Echo: hello there",
           status_text(task.status))
 
-    # a retry (the same message, the same messageId) is delivered once: the first send's task
+    # a send naming no task starts a new task whatever its messageId (as the A2A TCK expects)
     first_message = message("hello again")
     one = (await collect(unary.send_message(SendMessageRequest(message=first_message))))[-1].task
     two = (await collect(unary.send_message(SendMessageRequest(message=first_message))))[-1].task
-    check("a retried SendMessage (same messageId) gets the first send's task", one.id and one.id == two.id
-          and two.status.state == TaskState.TASK_STATE_COMPLETED, (one.id, two.id))
-    changed = Message()
-    changed.CopyFrom(first_message)
-    changed.parts[0].text = "something else"
-    try:
-        await collect(unary.send_message(SendMessageRequest(message=changed)))
-        check("the same messageId with other content refused", False, "accepted")
-    except Exception as e:  # the SDK's InvalidRequestError (an A2AError), or its client error
-        check("the same messageId with other content refused", "messageId" in str(e), repr(e))
+    check("a SendMessage repeating a messageId, naming no task, starts a new task", one.id and two.id
+          and one.id != two.id and two.status.state == TaskState.TASK_STATE_COMPLETED, (one.id, two.id))
 
     # a text part past the gateway's string limit (2 MiB) is refused on every binding, gRPC's too
     try:
@@ -163,13 +155,28 @@ async def sessions(base, binding):
     paused = first[-1].status_update
     check("input-required pause", paused.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
           and "how many people" in status_text(paused.status), MessageToDict(paused))
-    second = await collect(stream.send_message(SendMessageRequest(
-        message=message("4", task_id=paused.task_id, context_id=paused.context_id))))
+    answer = message("4", task_id=paused.task_id, context_id=paused.context_id)
+    second = await collect(stream.send_message(SendMessageRequest(message=answer)))
     done = second[-1].status_update
     check("follow-up answers the same task", done.task_id == paused.task_id
           and done.status.state == TaskState.TASK_STATE_COMPLETED and status_text(done.status) == "Booked for 4.",
           MessageToDict(done))
     check("contextId continuity", second[0].task.context_id == paused.context_id)
+
+    # a send naming a task is delivered once: the same answer again gets the task, the agent
+    # does not run again; other content under its messageId is refused
+    again = (await collect(unary.send_message(SendMessageRequest(message=answer))))[-1].task
+    check("the same answer (same messageId, same task) again gets the task", again.id == paused.task_id
+          and again.status.state == TaskState.TASK_STATE_COMPLETED and status_text(again.status) == "Booked for 4.",
+          MessageToDict(again))
+    changed = Message()
+    changed.CopyFrom(answer)
+    changed.parts[0].text = "5"
+    try:
+        await collect(unary.send_message(SendMessageRequest(message=changed)))
+        check("the same messageId and task with other content refused", False, "accepted")
+    except Exception as e:  # the SDK's InvalidRequestError (an A2AError), or its client error
+        check("the same messageId and task with other content refused", "messageId" in str(e), repr(e))
 
     # CancelTask mid-stream
     seen = []

@@ -106,6 +106,8 @@ pub struct A2aConfig {
     /// Push notifications: whether they are served (`capabilities.pushNotifications`), which
     /// webhooks are allowed, and how deliveries are retried.
     pub push: crate::push::PushPolicy,
+    /// Which sends a `messageId` deduplicates (default: those naming a task).
+    pub message_ids: e2a::types::MessageIdDedup,
 }
 
 impl Default for A2aConfig {
@@ -122,6 +124,7 @@ impl Default for A2aConfig {
             max_parts: 1_000,
             grpc: true,
             push: crate::push::PushPolicy::default(),
+            message_ids: e2a::types::MessageIdDedup::default(),
         }
     }
 }
