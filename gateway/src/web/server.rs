@@ -2,7 +2,7 @@
 //! answer is several writes; without it each waits for the client's delayed ACK, ~40 ms), a
 //! request head must arrive within `header_read_timeout` (slowloris), a connection without an
 //! open request is closed after `idle_timeout` (and one that never began a request after
-//! `header_read_timeout`), HTTP/2 `SETTINGS`/`PING` floods are cut ([`super::connections`]),
+//! `header_read_timeout`), HTTP/2 `SETTINGS`/`PING` floods are cut (`web::connections`),
 //! at most `max_connections` are open at once (at the cap a new connection closes the one idle
 //! the longest; with every connection busy it gets a `503` and is closed, before file
 //! descriptors run out), and on shutdown the listener closes, idle connections close, and
