@@ -1661,3 +1661,46 @@ async fn an_empty_task_id_names_no_task_and_flags_must_be_booleans() {
     let v = rpc(&s.base, "SendMessage", p).await;
     assert_eq!(code(&v), -32602, "{v}");
 }
+
+/// A task cut off by a graceful shutdown ends CANCELED saying the gateway is shutting down (it
+/// said its client went away).
+#[tokio::test]
+async fn a_task_cut_off_by_a_shutdown_says_so() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let config = GatewayConfig {
+        drain_timeout: Duration::from_millis(200),
+        ..GatewayConfig::default()
+    };
+    let agent = ScriptAgent::from_json(SCRIPT).expect("script");
+    let gateway = Gateway::new(agent, config).with_a2a(A2aConfig::default(), Arc::new(MemoryStore::new()));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(gateway.serve(listener, async move {
+        let _ = stopped.await;
+    }));
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": msg("never finish")});
+    let mut resp = post_a2a(format!("{base}/a2a"), body.to_string()).await;
+    let mut text = String::new();
+    while !text.contains("working on it") {
+        let chunk = resp
+            .chunk()
+            .await
+            .expect("chunk")
+            .expect("more events before the shutdown");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let _ = stop.send(());
+    while let Ok(Some(chunk)) = resp.chunk().await {
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let events = sse_events(&text);
+    let last = &events.last().expect("events").1["result"]["statusUpdate"]["status"];
+    assert_eq!(last["state"], "TASK_STATE_CANCELED", "{last}");
+    let said = last
+        .pointer("/message/parts/0/text")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(said.contains("shutting down"), "{last}");
+    assert!(!said.contains("went away"), "{last}");
+    let _ = tokio::time::timeout(Duration::from_secs(5), served).await;
+}

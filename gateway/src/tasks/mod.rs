@@ -84,6 +84,8 @@ struct Turn {
 #[derive(Clone)]
 struct Live {
     cancel: CancellationToken,
+    /// Why the gateway cancels the run, set before `cancel` fires (the final frame's reason).
+    stop: crate::pipeline::boundary::StopCell,
     canceled_by_client: Arc<AtomicBool>,
 }
 
@@ -224,6 +226,8 @@ impl TaskService {
     /// Cancels every run in progress (shutdown).
     pub fn cancel_all(&self) {
         for live in self.live.lock().values() {
+            // the run ends with `reason: "shutdown"`, not as if its client went away
+            let _ = live.stop.set(crate::pipeline::boundary::StopReason::Shutdown);
             live.cancel.cancel();
         }
     }

@@ -11,7 +11,6 @@ use e2a::{E2AResponse, ResponseKind};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
-use tokio_util::sync::CancellationToken;
 
 use super::error::{A2aError, A2aErrorKind};
 use super::feed::Until;
@@ -171,7 +170,7 @@ impl TaskService {
     /// Claims the task, starts the agent and stores the task's first event; the outcome.
     async fn start_turn(self: Arc<Self>, t: TurnStart, admission: Admission) -> Result<SendOutcome, A2aError> {
         let ctx = admission.ctx.clone();
-        let live = self.claim(&t.task_id, t.existing.is_some(), &ctx.cancel).await?;
+        let live = self.claim(&t.task_id, t.existing.is_some(), &ctx).await?;
         let mut frames = admission.run(t.env);
         let permit = admission.into_permit();
 
@@ -299,9 +298,10 @@ impl TaskService {
     /// race here), and across the gateways sharing the store by its lease (the gateway that
     /// paused an `answered` task lets go of it just after storing the pause: an answer that
     /// quick waits a little).
-    async fn claim(&self, id: &str, answered: bool, cancel: &CancellationToken) -> Result<Live, A2aError> {
+    async fn claim(&self, id: &str, answered: bool, ctx: &crate::agent::RequestContext) -> Result<Live, A2aError> {
         let live = Live {
-            cancel: cancel.clone(),
+            cancel: ctx.cancel.clone(),
+            stop: ctx.stop.clone(),
             canceled_by_client: Arc::new(AtomicBool::new(false)),
         };
         {
