@@ -47,6 +47,7 @@ pub mod read;
 pub mod redact;
 pub mod response;
 pub mod secret;
+pub mod shown;
 pub mod sse;
 pub mod stream;
 mod strict;

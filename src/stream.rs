@@ -229,6 +229,36 @@ impl ResponseStream {
         let body = body_map(ErrorBody::new(code, message, details));
         self.frame(ResponseKind::E2aError, ResponseStatus::Failed, true, body)
     }
+
+    /// The agent refuses the request: the final `e2a.error` of `E2A.INVALID_REQUEST` marked
+    /// as a refusal (`details.rejected: true`), `message` saying why. A2A: `REJECTED`; ACP:
+    /// `stopReason: "refusal"`, `message` shown; AG-UI: `RUN_ERROR`. Consumes the stream.
+    ///
+    /// ```
+    /// let req = e2a::E2AEnvelope::new("chat.send", serde_json::json!({}));
+    /// let no = e2a::stream::ResponseStream::for_request(&req).refuse("I do not do that.");
+    /// assert!(e2a::stream::is_refusal(&no));
+    /// assert_eq!(no.body["code"], "E2A.INVALID_REQUEST");
+    /// ```
+    pub fn refuse(self, message: &str) -> E2AResponse {
+        let mut details = Map::new();
+        details.insert(REFUSAL_DETAIL.into(), Value::Bool(true));
+        self.fail(
+            crate::taxonomy::ErrorKind::InvalidRequest.mapping().e2a_code,
+            message,
+            details,
+        )
+    }
+}
+
+/// The `details` key marking an error frame a refusal ([`ResponseStream::refuse`]).
+pub const REFUSAL_DETAIL: &str = "rejected";
+
+/// Whether `frame` is an agent's refusal ([`ResponseStream::refuse`]), not a failure.
+pub fn is_refusal(frame: &E2AResponse) -> bool {
+    frame.is_final
+        && frame.response_kind == ResponseKind::E2aError
+        && frame.body.get("details").and_then(|d| d.get(REFUSAL_DETAIL)) == Some(&Value::Bool(true))
 }
 
 /// A new random (v4) UUID as text, the id of every frame, task and message this SDK makes;

@@ -271,3 +271,28 @@ fn the_a2a_projection_writes_the_declared_samples() {
     assert_eq!(Value::Array(got), want, "tests/exports/dialect.json, A2aStreamResponse");
     round_trips::<A2aStreamResponse>("A2aStreamResponse");
 }
+
+/// A plain A2A agent that streams its answer into an artifact of its own name (an a2a-sdk
+/// agent's `add_artifact(name="answer")`) and completes without a status message: the answer
+/// is that artifact's text (it was empty).
+#[test]
+fn a_named_artifacts_text_is_the_answer_of_a_task_completed_without_a_message() {
+    use e2a::a2a::inbound::A2aStreamReader;
+    let req = request();
+    let mut reader = A2aStreamReader::new(ResponseStream::for_request(&req));
+    let events = [
+        json!({"artifactUpdate": {"taskId": "t1", "contextId": "c1",
+            "artifact": {"artifactId": "a1", "name": "answer", "parts": [{"text": "forty"}]}}}),
+        json!({"artifactUpdate": {"taskId": "t1", "contextId": "c1", "append": true,
+            "artifact": {"artifactId": "a1", "name": "answer", "parts": [{"text": "-two"}]}}}),
+        json!({"statusUpdate": {"taskId": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"}}}),
+    ];
+    let mut frames = Vec::new();
+    for e in &events {
+        let event: A2aStreamResponse = serde_json::from_value(e.clone()).expect("an event");
+        frames.extend(reader.push(&event));
+    }
+    let last = frames.last().expect("a final frame");
+    assert!(last.is_final, "{last:?}");
+    assert_eq!(last.body["result"]["content"], "forty-two");
+}

@@ -28,6 +28,7 @@ const SCRIPT: &str = r#"{"scenarios": [
     {"type": "text", "text": "A table for {answer}."}, {"type": "complete"}]},
   {"name": "fail", "match": {"text": "crash"}, "steps": [
     {"type": "text", "text": "starting"}, {"type": "fail", "message": "the model provider is down"}]},
+  {"name": "refuse", "match": {"text": "forbidden"}, "steps": [{"type": "reject", "message": "I do not do that."}]},
   {"name": "echo", "steps": [{"type": "text", "text": "You said: {input}"}, {"type": "complete"}]}
 ]}"#;
 
@@ -426,6 +427,18 @@ async fn turns_of_one_session_run_one_at_a_time() {
     assert_eq!(second["stopReason"], "end_turn");
     assert!(first.is_finished(), "the second turn waited for the first");
     assert_eq!(text(&c.take()), "1 2 3 You said: hi");
+}
+
+#[tokio::test]
+async fn a_refusal_is_stop_reason_refusal_with_its_reason_shown() {
+    let c = start(script(), "allow");
+    let sid = c.init().await;
+    let r = c
+        .prompt(&sid, "forbidden thing")
+        .await
+        .expect("a refusal is no JSON-RPC error");
+    assert_eq!(r["stopReason"], "refusal");
+    assert_eq!(text(&c.take()), "I do not do that.");
 }
 
 #[tokio::test]

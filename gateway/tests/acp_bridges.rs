@@ -1,7 +1,8 @@
 //! ACP in front of remote agents, all in process on 127.0.0.1: an ACP client → `AcpServer` →
 //! `e2a:URL` (`E2aRemoteAgent`) or `a2a:URL` (`A2aRemoteAgent`) → a second gateway with a script
-//! agent. The text arrives intact across the hops, and a cancel at the front stops the run at
-//! the back (observed through the back's script agent).
+//! agent. The text arrives intact across the hops — a direct reply, artifacts and a final
+//! content never streamed as text too — and a cancel at the front stops the run at the back
+//! (observed through the back's script agent).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,7 +16,8 @@ use e2a_gateway::store::MemoryStore;
 use e2a_gateway::{Agent, Gateway, GatewayConfig};
 use serde_json::{json, Value};
 
-/// The scenarios of the back agent (weather with a tool call, a run that never ends, echo).
+/// The scenarios of the back agent (weather with a tool call, a run that never ends, a direct
+/// reply, a report of artifacts with its summary only in the final frame, echo).
 const SCRIPT: &str = include_str!("data/bridge-script.json");
 
 /// The back: a gateway (E2A, and A2A when asked) with a script agent; returns its base URL.
@@ -93,6 +95,21 @@ async fn check(agent: Arc<dyn Agent>, stats: Arc<ScriptStats>, tool_calls: bool)
     }
     f.call("session/prompt", prompt("hello")).await;
     assert_eq!(f.said(), "You said: hello");
+
+    // what ACP has no slot for reaches the editor as text: a direct reply, artifacts (by name),
+    // and a final content never streamed
+    let r = f.call("session/prompt", prompt("reply please")).await;
+    assert_eq!(r["stopReason"], "end_turn");
+    assert_eq!(f.said(), "Hi! This is a message, not a task.");
+    f.call("session/prompt", prompt("report please")).await;
+    let said = f.said();
+    for shown in [
+        "[notes.md]\n# Notes\nAll good.",
+        "big.csv <https://example.invalid/big.csv>",
+        "report ready",
+    ] {
+        assert!(said.contains(shown), "{shown:?} not in {said:?}");
+    }
 
     // a cancel at the front stops the run at the back
     let before = stats.cancelled();

@@ -9,7 +9,7 @@ use e2a_gateway::{Agent, Auth, Gateway, GatewayConfig};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
-const SCRIPT: &str = r#"{"scenarios": [
+const SCRIPT: &str = r##"{"scenarios": [
   {"name": "weather", "match": {"text": "weather"}, "steps": [
     {"type": "reasoning", "text": "Call the tool."},
     {"type": "tool_call", "id": "call-1", "name": "get_weather", "arguments": {"city": "Paris"}, "result": {"temp_c": 21}},
@@ -24,8 +24,12 @@ const SCRIPT: &str = r#"{"scenarios": [
     {"type": "text", "text": "working on it"}, {"type": "sleep", "ms": 600000}, {"type": "complete"}]},
   {"name": "gap", "match": {"text": "misbehave"}, "steps": [
     {"type": "text", "text": "ok"}, {"type": "misbehave", "how": "gap"}, {"type": "complete"}]},
+  {"name": "report", "match": {"text": "report please"}, "steps": [
+    {"type": "artifact", "kind": "text", "id": "notes", "name": "notes.md", "media_type": "text/markdown", "text": "# Notes\nAll good.", "chunk_size": 6},
+    {"type": "artifact", "kind": "data", "id": "rows", "name": "rows", "data": [{"n": 1}], "chunk_size": 2},
+    {"type": "complete", "result": {"content": "report ready"}}]},
   {"name": "echo", "steps": [{"type": "text", "text": "You said: {input}"}, {"type": "complete"}]}
-]}"#;
+]}"##;
 
 struct Server {
     base: String,
@@ -118,6 +122,22 @@ async fn a_run_streams_its_lifecycle_text_reasoning_and_tool_calls() {
     assert_eq!(
         serde_json::from_str::<Value>(args["delta"].as_str().unwrap()).unwrap(),
         json!({"city": "Paris"})
+    );
+}
+
+#[tokio::test]
+async fn artifacts_and_a_final_content_never_streamed_are_shown_as_text() {
+    let s = serve(script(), GatewayConfig::default()).await;
+    let events = run(&s.base, "/agui", &input("t-report", "report please")).await;
+    e2a::agui::verify_events(&events).unwrap();
+    let said = said(&events);
+    for shown in ["[notes.md]\n# Notes\nAll good.", "[rows]\n[{\"n\":1}]", "report ready"] {
+        assert!(said.contains(shown), "{shown:?} not in {said:?}");
+    }
+    // an app still gets each artifact whole
+    assert!(
+        events.iter().any(|e| e["type"] == "CUSTOM" && e["name"] == "artifact"),
+        "{events:?}"
     );
 }
 

@@ -11,7 +11,7 @@
 //! | status `WORKING` carrying a frame (`A2aMetadataKey`) | that frame again |
 //! | status `WORKING` with text | reasoning |
 //! | status `INPUT_REQUIRED` | the pause (the carried one, else a pause for input) |
-//! | status `COMPLETED` / `FAILED` / `CANCELED` / `REJECTED` / `AUTH_REQUIRED` | the final frame |
+//! | status `COMPLETED` / `FAILED` / `CANCELED` / `REJECTED` / `AUTH_REQUIRED` | the final frame (`COMPLETED`'s content: the status message's text, else the `output` artifact's, else the other artifacts' text parts) |
 
 use serde_json::{json, Map, Value};
 
@@ -48,7 +48,11 @@ fn fail(s: ResponseStream, kind: ErrorKind, message: &str, details: Value) -> E2
 #[derive(Debug)]
 pub struct A2aStreamReader {
     stream: Option<ResponseStream>,
+    /// The `output` artifact's text so far.
     text: String,
+    /// The text parts of the other artifacts so far: the answer of an agent that streams into
+    /// an artifact of its own name (an a2a-sdk agent's `add_artifact(name="answer")`).
+    artifact_text: String,
 }
 
 impl A2aStreamReader {
@@ -57,6 +61,7 @@ impl A2aStreamReader {
         A2aStreamReader {
             stream: Some(stream),
             text: String::new(),
+            artifact_text: String::new(),
         }
     }
 
@@ -103,6 +108,9 @@ impl A2aStreamReader {
                 })
                 .collect();
         }
+        for t in a.parts.iter().filter_map(|p| p.text.as_deref()) {
+            self.artifact_text.push_str(t);
+        }
         let piece = ArtifactDelta {
             artifact_id: a.artifact_id.clone(),
             name: a.name.clone(),
@@ -124,16 +132,21 @@ impl A2aStreamReader {
         let remote = json!({"remote_state": state});
         match status.state {
             A2aTaskState::TaskStateCompleted => {
-                let content = if text.is_empty() { self.text.clone() } else { text };
+                // the status message's text, else the `output` artifact's, else the text of
+                // the artifacts the agent named otherwise
+                let content = [
+                    text,
+                    std::mem::take(&mut self.text),
+                    std::mem::take(&mut self.artifact_text),
+                ]
+                .into_iter()
+                .find(|t| !t.is_empty())
+                .unwrap_or_default();
                 vec![s.answer(&content, None)]
             }
             A2aTaskState::TaskStateFailed => end(s, ErrorKind::AgentError, remote),
             A2aTaskState::TaskStateCanceled => end(s, ErrorKind::Cancelled, remote),
-            A2aTaskState::TaskStateRejected => end(
-                s,
-                ErrorKind::InvalidRequest,
-                json!({"rejected": true, "remote_state": state}),
-            ),
+            A2aTaskState::TaskStateRejected => vec![s.refuse(&text)],
             A2aTaskState::TaskStateAuthRequired => end(s, ErrorKind::AuthRequired, remote),
             A2aTaskState::TaskStateInputRequired => {
                 // an e2a agent's pause, as it was (approval or input, its question); a plain

@@ -1,7 +1,8 @@
 //! An E2A response stream → the ACP messages an agent sends: `session/update` notifications
 //! while the turn runs, then the `session/prompt` JSON-RPC response.
 
-use crate::types::{AnswerResult, ChunkBody, DeltaKind};
+use crate::shown::ShownText;
+use crate::types::{AnswerResult, ChunkBody, ChunkEventType, DeltaKind};
 use crate::ResponseKind;
 use serde_json::{json, Map, Value};
 
@@ -26,6 +27,7 @@ pub struct AcpStreamProjector {
     session_id: String,
     jsonrpc_id: Option<JsonRpcId>,
     state: SessionUpdateState,
+    shown: ShownText,
 }
 
 /// The `session/update` notification carrying `update` for session `session_id`.
@@ -46,6 +48,7 @@ impl AcpStreamProjector {
             session_id: session_id.into(),
             jsonrpc_id,
             state: SessionUpdateState::new(),
+            shown: ShownText::default(),
         }
     }
 
@@ -58,6 +61,19 @@ impl AcpStreamProjector {
         self.jsonrpc_id.as_ref().map(super::rpc_id_value).unwrap_or(Value::Null)
     }
 
+    /// An `agent_message_chunk` of `text` the agent did not stream as text (an artifact, a
+    /// final content, a refusal's reason).
+    fn say(&mut self, text: String, out: &mut Vec<Value>) {
+        let update = self
+            .state
+            .update("chat.delta", &text_payload(&Value::String(text), false));
+        out.extend(
+            update
+                .and_then(standard_update)
+                .map(|u| session_update(&self.session_id, u)),
+        );
+    }
+
     /// The ACP messages for one frame (zero, one or more).
     pub fn push(&mut self, frame: &E2AResponse) -> Vec<Value> {
         let b = &frame.body;
@@ -65,16 +81,22 @@ impl AcpStreamProjector {
         match &frame.response_kind {
             ResponseKind::E2aChunk => {
                 let delta = b.get("delta").cloned().unwrap_or(Value::Null);
+                let event = b.get("event_type").and_then(Value::as_str).unwrap_or("");
                 let update = match ChunkBody::kind_of(b) {
-                    Some(DeltaKind::Text) => self.state.update("chat.delta", &text_payload(&delta, false)),
-                    Some(DeltaKind::Reasoning) => self.state.update("chat.delta", &text_payload(&delta, true)),
-                    _ => {
-                        let event = b.get("event_type").and_then(Value::as_str).unwrap_or("");
-                        match delta {
-                            Value::Object(m) => self.state.update(event, &m),
-                            _ => None,
+                    Some(DeltaKind::Text) => {
+                        if let Value::String(t) = &delta {
+                            self.shown.streamed(t);
                         }
+                        self.state.update("chat.delta", &text_payload(&delta, false))
                     }
+                    Some(DeltaKind::Reasoning) => self.state.update("chat.delta", &text_payload(&delta, true)),
+                    // ACP has no artifacts: the user is shown one as text
+                    _ if event == ChunkEventType::Artifact.as_str() => crate::shown::artifact_text(&delta)
+                        .and_then(|t| self.state.update("chat.delta", &text_payload(&Value::String(t), false))),
+                    _ => match delta {
+                        Value::Object(m) => self.state.update(event, &m),
+                        _ => None,
+                    },
                 };
                 out.extend(
                     update
@@ -84,6 +106,10 @@ impl AcpStreamProjector {
             }
             ResponseKind::AcpSessionUpdate => out.push(session_update(&self.session_id, b.clone())),
             ResponseKind::E2aComplete if frame.is_final => {
+                // the final content not streamed as text (a reply, a summary at the end)
+                if let Some(owed) = self.shown.owed(frame) {
+                    self.say(owed, &mut out);
+                }
                 let answer = AnswerResult::of(frame);
                 let stop = answer
                     .as_ref()
@@ -100,6 +126,16 @@ impl AcpStreamProjector {
                 if ErrorKind::of_response(frame) == Some(ErrorKind::Cancelled) {
                     // ACP: a cancelled turn is not an error.
                     out.push(json!({"jsonrpc": "2.0", "id": self.id(), "result": {"stopReason": "cancelled"}}));
+                } else if crate::stream::is_refusal(frame) {
+                    // nor is a refusal: the agent's reason shown, then `stopReason: "refusal"`
+                    let why = b.get("message").and_then(Value::as_str).filter(|m| !m.is_empty());
+                    if let Some(why) = why {
+                        self.say(why.to_string(), &mut out);
+                    }
+                    out.push(
+                        json!({"jsonrpc": "2.0", "id": self.id(), "result": super::prompt_result("refusal",
+                        self.state.user_message_id.as_deref())}),
+                    );
                 } else if let Some(mut r) = super::response_to_jsonrpc_response(frame) {
                     if frame.jsonrpc_id.is_none() {
                         r.insert("id".into(), self.id());

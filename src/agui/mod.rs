@@ -119,6 +119,7 @@ pub struct AguiProjector {
     text: Option<String>,
     reasoning: Option<String>,
     counter: u64,
+    shown: crate::shown::ShownText,
 }
 
 impl AguiProjector {
@@ -132,6 +133,7 @@ impl AguiProjector {
             text: None,
             reasoning: None,
             counter: 0,
+            shown: crate::shown::ShownText::default(),
         }
     }
 
@@ -151,6 +153,21 @@ impl AguiProjector {
             out.push(json!({"type": "REASONING_MESSAGE_END", "messageId": id}));
             out.push(json!({"type": "REASONING_END", "messageId": id}));
         }
+    }
+
+    /// Assistant text: into the open text message, or a new one.
+    fn say(&mut self, t: String, out: &mut Vec<Value>) {
+        self.close_reasoning(out);
+        let id = match &self.text {
+            Some(id) => id.clone(),
+            None => {
+                let id = self.new_id("msg");
+                out.push(json!({"type": "TEXT_MESSAGE_START", "messageId": id, "role": "assistant"}));
+                self.text = Some(id.clone());
+                id
+            }
+        };
+        out.push(json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": id, "delta": t}));
     }
 
     fn close_all(&mut self, out: &mut Vec<Value>) {
@@ -174,17 +191,8 @@ impl AguiProjector {
                 let delta = b.get("delta").cloned().unwrap_or(Value::Null);
                 match (ChunkBody::kind_of(b), delta) {
                     (Some(DeltaKind::Text), Value::String(t)) if !t.is_empty() => {
-                        self.close_reasoning(&mut out);
-                        let id = match &self.text {
-                            Some(id) => id.clone(),
-                            None => {
-                                let id = self.new_id("msg");
-                                out.push(json!({"type": "TEXT_MESSAGE_START", "messageId": id, "role": "assistant"}));
-                                self.text = Some(id.clone());
-                                id
-                            }
-                        };
-                        out.push(json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": id, "delta": t}));
+                        self.shown.streamed(&t);
+                        self.say(t, &mut out);
                     }
                     (Some(DeltaKind::Reasoning), Value::String(t)) if !t.is_empty() => {
                         self.close_text(&mut out);
@@ -207,6 +215,10 @@ impl AguiProjector {
                 }
             }
             ResponseKind::E2aComplete if frame.is_final => {
+                // the final content not streamed as text (a reply, a summary at the end)
+                if let Some(owed) = self.shown.owed(frame) {
+                    self.say(owed, &mut out);
+                }
                 self.close_all(&mut out);
                 self.finished = true;
                 let result = b.get("result").cloned().unwrap_or(Value::Null);
@@ -278,9 +290,19 @@ impl AguiProjector {
                 let mid = self.new_id("tool");
                 out.push(json!({"type": "TOOL_CALL_RESULT", "messageId": mid, "toolCallId": id, "content": content, "role": "tool"}));
             }
-            _ => out.push(
-                json!({"type": "CUSTOM", "name": if event.is_empty() { "e2a.custom" } else { event }, "value": delta}),
-            ),
+            _ => {
+                // AG-UI has no artifacts: the user is shown one as text, an app gets it whole
+                // as a CUSTOM event
+                if event == crate::types::ChunkEventType::Artifact.as_str() {
+                    if let Some(t) = crate::shown::artifact_text(&Value::Object(delta.clone())) {
+                        self.say(t, out);
+                        self.close_text(out);
+                    }
+                }
+                out.push(
+                    json!({"type": "CUSTOM", "name": if event.is_empty() { "e2a.custom" } else { event }, "value": delta}),
+                );
+            }
         }
     }
 }

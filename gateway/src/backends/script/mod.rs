@@ -27,7 +27,6 @@ mod format;
 pub use format::{Action, Match, Misbehaviour, Scenario, Script, Step};
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext, SharedFrames};
-use crate::pipeline::boundary::details;
 
 /// What the script agent has done, for tests and operators.
 #[derive(Debug, Default)]
@@ -460,12 +459,7 @@ impl Runner {
             }
             Action::Reject { message } => {
                 let message = self.fill(message);
-                let code = ErrorKind::InvalidRequest.mapping().e2a_code;
-                self.frames.push(Arc::new(stream.fail(
-                    code,
-                    &message,
-                    details(&[("rejected", true.into())]),
-                )));
+                self.frames.push(Arc::new(stream.refuse(&message)));
             }
             Action::Fail { code, message } => {
                 let message = self.fill(message);
