@@ -28,6 +28,9 @@ const SCRIPT: &str = r##"{"scenarios": [
     {"type": "artifact", "kind": "text", "id": "notes", "name": "notes.md", "media_type": "text/markdown", "text": "# Notes\nAll good.", "chunk_size": 6},
     {"type": "artifact", "kind": "data", "id": "rows", "name": "rows", "data": [{"n": 1}], "chunk_size": 2},
     {"type": "complete", "result": {"content": "report ready"}}]},
+  {"name": "booking", "match": {"text": "book a table"}, "steps": [
+    {"type": "input_required", "prompt": "For how many people?"},
+    {"type": "text", "text": "A table for {answer}."}, {"type": "complete"}]},
   {"name": "echo", "steps": [{"type": "text", "text": "You said: {input}"}, {"type": "complete"}]}
 ]}"##;
 
@@ -179,7 +182,7 @@ async fn an_approval_is_an_interrupt_that_a_follow_up_run_resumes() {
         assert_eq!(last["type"], "RUN_FINISHED");
         assert_eq!(last["outcome"]["type"], "interrupt");
         let interrupt = &last["outcome"]["interrupts"][0];
-        assert_eq!(interrupt["reason"], "plan.approval_required");
+        assert_eq!(interrupt["reason"], "approval");
         assert_eq!(said(&events), "Ready.");
         let mut follow = input(thread, "please deploy");
         follow["resume"] = resume.clone();
@@ -188,6 +191,11 @@ async fn an_approval_is_an_interrupt_that_a_follow_up_run_resumes() {
         assert_eq!(said(&events), expected, "{thread}");
         assert_eq!(events.last().unwrap()["outcome"]["type"], "success");
     }
+    // a question is an interrupt for input
+    let events = run(&s.base, "/agui", &input("t-book", "book a table")).await;
+    let interrupt = &events.last().unwrap()["outcome"]["interrupts"][0];
+    assert_eq!(interrupt["reason"], "input", "{interrupt}");
+    assert_eq!(interrupt["message"], "For how many people?", "{interrupt}");
     // without resume entries, the last user message answers
     run(&s.base, "/agui", &input("t-msg", "please deploy")).await;
     let events = run(&s.base, "/agui", &input("t-msg", "no")).await;

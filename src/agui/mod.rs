@@ -231,9 +231,14 @@ impl AguiProjector {
                 self.close_all(&mut out);
                 self.finished = true;
                 let id = self.new_id("interrupt");
+                // what the pause asks for (`approval`, `input`); what is absent asks for approval
+                let reason = b
+                    .get("input_kind")
+                    .and_then(|k| serde_json::from_value::<crate::types::PauseKind>(k.clone()).ok())
+                    .unwrap_or(crate::types::PauseKind::Approval);
                 out.push(
                     json!({"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id,
-                    "outcome": {"type": "interrupt", "interrupts": [{"id": id, "reason": "plan.approval_required",
+                    "outcome": {"type": "interrupt", "interrupts": [{"id": id, "reason": reason,
                     "message": b.get("plan_content").and_then(Value::as_str).unwrap_or("Approval required"),
                     "metadata": b}]}}),
                 );
