@@ -375,3 +375,56 @@ async fn a_plain_a2a_agents_messages_read_as_reasoning_and_an_input_pause() {
         ]
     );
 }
+
+/// A delegation that fails says where and why in plain words: the card's URL when it cannot be
+/// fetched (without its query), the agent's URL and the HTTP status it answered.
+#[tokio::test]
+async fn a_failed_delegation_names_the_remote_url_and_what_went_wrong() {
+    // nothing listens on a port just freed
+    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let gone = format!("http://{}/card.json?key=s3cret", free.local_addr().expect("addr"));
+    drop(free);
+    let agent = A2aRemoteAgent::new(A2aRemoteConfig::new(&gone)).expect("agent");
+    let frames = run_frames(&agent, "t-1", "hello").await;
+    let message = frames
+        .last()
+        .and_then(|f| f.body.get("message"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let url = gone.split('?').next().unwrap_or_default();
+    assert!(message.contains(url), "{message}");
+    assert!(!message.contains("s3cret"), "{message}");
+    // a remote whose interface answers 503
+    let card = |base: String| {
+        json!({"name": "down", "description": "d", "version": "1", "capabilities": {"streaming": true},
+               "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"], "skills": [],
+               "supportedInterfaces": [{"url": format!("{base}/rpc"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]})
+    };
+    let base = Arc::new(Mutex::new(String::new()));
+    let b = base.clone();
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            get(move || {
+                let b = b.clone();
+                async move { axum::Json(card(b.lock().expect("lock").clone())) }
+            }),
+        )
+        .route(
+            "/rpc",
+            any(|| async { StatusCode::SERVICE_UNAVAILABLE.into_response() }),
+        );
+    let down = spawn(app).await;
+    *base.lock().expect("lock") = down.base.clone();
+    let agent = A2aRemoteAgent::new(A2aRemoteConfig::new(&down.base)).expect("agent");
+    let frames = run_frames(&agent, "t-2", "hello").await;
+    let message = frames
+        .last()
+        .and_then(|f| f.body.get("message"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(
+        message.contains(&format!("{}/rpc", down.base)) && message.contains("503"),
+        "{message}"
+    );
+}

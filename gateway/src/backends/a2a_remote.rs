@@ -97,6 +97,35 @@ pub fn origin(url: &str) -> Option<String> {
     Some(format!("{scheme}://{authority}"))
 }
 
+/// `url` as an error names it: scheme, host, port and path (no credentials, query or fragment,
+/// which may hold a secret).
+fn named(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => {
+            let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
+            format!(
+                "{}://{}{port}{}",
+                u.scheme(),
+                u.host_str().unwrap_or_default(),
+                u.path()
+            )
+        }
+        Err(_) => "(an unreadable URL)".into(),
+    }
+}
+
+/// An HTTP client error in plain words: what went wrong at the bottom of its causes (the
+/// connection refused, reset or closed early), without the URL (errors name it themselves).
+fn plain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut words = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        words = c.to_string();
+        cause = c.source();
+    }
+    words
+}
+
 /// The interface a run posts to.
 #[derive(Debug, Clone)]
 struct Interface {
@@ -162,25 +191,33 @@ impl A2aRemoteAgent {
         if let Some(t) = self.token_for(&self.card_url) {
             get = get.bearer_auth(t.expose());
         }
+        let card_url = named(&self.card_url);
         let resp = get
             .send()
             .await
-            .map_err(|e| format!("cannot fetch the agent card: {}", e.without_url()))?;
+            .map_err(|e| format!("cannot fetch the agent card {card_url}: {}", plain(&e.without_url())))?;
         if !resp.status().is_success() {
-            return Err(format!("the agent card answered HTTP {}", resp.status().as_u16()));
+            return Err(format!(
+                "the agent card {card_url} answered HTTP {}",
+                resp.status().as_u16()
+            ));
         }
         let text = resp
             .text()
             .await
-            .map_err(|e| format!("cannot read the agent card: {}", e.without_url()))?;
+            .map_err(|e| format!("cannot read the agent card {card_url}: {}", plain(&e.without_url())))?;
         let card: CardInterfaces =
-            serde_json::from_str(&text).map_err(|e| format!("the agent card is not a card: {e}"))?;
+            serde_json::from_str(&text).map_err(|e| format!("the agent card {card_url} is not a card: {e}"))?;
         let pick = card.supported_interfaces.into_iter().find(|i| {
             i.protocol_binding == "JSONRPC" && i.protocol_version.as_deref().is_none_or(|v| v.starts_with("1."))
         });
         let url = match pick {
             Some(i) => i.url,
-            None => return Err("the agent card lists no JSON-RPC interface of A2A 1.0".into()),
+            None => {
+                return Err(format!(
+                    "the agent card {card_url} lists no JSON-RPC interface of A2A 1.0"
+                ))
+            }
         };
         if origin(&url) != origin(&self.card_url) {
             return Err("the agent card's interface is on another origin than the card; refused".into());
@@ -220,9 +257,13 @@ impl A2aRemoteAgent {
         {
             req = req.header(name, value);
         }
-        tracing::Instrument::instrument(req.send(), span)
-            .await
-            .map_err(|e| format!("the remote agent is unreachable: {}", e.without_url()))
+        tracing::Instrument::instrument(req.send(), span).await.map_err(|e| {
+            format!(
+                "the remote agent {} is unreachable: {}",
+                named(url),
+                plain(&e.without_url())
+            )
+        })
     }
 
     /// Sends `CancelTask` for a remote task (best effort).
@@ -469,7 +510,11 @@ impl A2aRemoteAgent {
             } else {
                 ErrorKind::AgentError
             };
-            let message = format!("the remote agent answered HTTP {}", status.as_u16());
+            let message = format!(
+                "the remote agent {} answered HTTP {}",
+                named(&interface.url),
+                status.as_u16()
+            );
             return Err((kind, message, details(&[("http_status", status.as_u16().into())])));
         }
         Ok((interface, resp))
@@ -514,8 +559,11 @@ impl Agent for A2aRemoteAgent {
                         return;
                     }
                     Some(Err(e)) => {
+                        // the remote's stream is gone: no cancel was asked, none is sent
+                        guard.done = true;
                         if let Some(s) = mapper.take_stream() {
-                            yield fail(s, ErrorKind::AgentError, &format!("the remote agent's stream broke: {e}"), Map::new());
+                            let why = format!("the remote agent {}'s stream broke: {}", named(&interface.url), plain(&e));
+                            yield fail(s, ErrorKind::AgentError, &why, Map::new());
                         }
                         return;
                     }
@@ -525,6 +573,8 @@ impl Agent for A2aRemoteAgent {
                     },
                 };
                 if let Some(err) = &data.error {
+                    // the remote ended the run itself: nothing to cancel
+                    guard.done = true;
                     if let Some(s) = mapper.take_stream() {
                         yield remote_error(s, err);
                     }
@@ -559,6 +609,18 @@ impl Agent for A2aRemoteAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_names_a_url_without_its_secrets() {
+        assert_eq!(
+            named("https://u:pw@agents.example:8443/a2a?key=s3cret#x"),
+            "https://agents.example:8443/a2a"
+        );
+        assert_eq!(
+            named("http://127.0.0.1/.well-known/agent-card.json"),
+            "http://127.0.0.1/.well-known/agent-card.json"
+        );
+    }
 
     #[test]
     fn origins() {
