@@ -926,7 +926,7 @@ class PushSettings(BaseModel):
     )
     max_configs_per_task: conint(ge=1, le=1000) = Field(
         10,
-        description='Most push notification configs one task may have; creating one more is refused (`InvalidParams`), replacing one under its id is not.',
+        description='Most push notification configs one task may have; creating one more is refused (JSON-RPC `InvalidParams`; HTTP+JSON `429` and gRPC `RESOURCE_EXHAUSTED`), replacing one under its id is not.',
     )
     max_deliveries_per_host: conint(ge=1, le=32) = Field(
         4,

@@ -3693,7 +3693,7 @@ pub struct PushSettings {
     ///Attempts to deliver one event before it is recorded as failed and delivery goes on with the next (flag `--push-max-attempts`).
     #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 8>")]
     pub max_attempts: ::std::num::NonZeroU64,
-    ///Most push notification configs one task may have; creating one more is refused (`InvalidParams`), replacing one under its id is not.
+    ///Most push notification configs one task may have; creating one more is refused (JSON-RPC `InvalidParams`; HTTP+JSON `429` and gRPC `RESOURCE_EXHAUSTED`), replacing one under its id is not.
     #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 10>")]
     pub max_configs_per_task: ::std::num::NonZeroU64,
     ///Most notifications delivered at once to one webhook host (of 32 at once in all): a webhook that hangs holds only its own deliveries up.

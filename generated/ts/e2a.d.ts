@@ -1060,7 +1060,7 @@ export interface PushSettings {
    */
   max_attempts?: number;
   /**
-   * Most push notification configs one task may have; creating one more is refused (`InvalidParams`), replacing one under its id is not.
+   * Most push notification configs one task may have; creating one more is refused (JSON-RPC `InvalidParams`; HTTP+JSON `429` and gRPC `RESOURCE_EXHAUSTED`), replacing one under its id is not.
    */
   max_configs_per_task?: number;
   /**

@@ -102,10 +102,12 @@ impl TaskService {
         let max = self.config.push.max_configs_per_task;
         let existing = self.store.list_pushes(task_id).await?;
         if existing.len() >= max && !existing.iter().any(|r| r.id == config.id) {
+            // a quota, not a malformed request: `RESOURCE_EXHAUSTED` (HTTP 429) on HTTP+JSON and gRPC
             return Err(A2aError::invalid_params(format!(
                 "task {task_id} has {} push notification configs, the most it may have; delete one first",
                 existing.len()
-            )));
+            ))
+            .with_status(axum::http::StatusCode::TOO_MANY_REQUESTS));
         }
         let record = PushRecord {
             task_id: task_id.to_string(),
