@@ -15,6 +15,7 @@ use e2a_gateway::backends::{
 };
 use e2a_gateway::bindings::a2a::A2aConfig;
 use e2a_gateway::store::MemoryStore;
+use e2a_gateway::web::trace::trace_id_of;
 use e2a_gateway::{Agent, Gateway, GatewayConfig, RequestContext};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -83,10 +84,20 @@ async fn a_trace_is_read_echoed_and_an_id_in_the_body_wins() {
     assert!(!ids.is_empty() && ids.iter().all(|i| i == TRACE), "{ids:?}");
     let (echoed, _) = e2a_post(&s.base, &[("X-Trace-ID", "req-42")], hello()).await;
     assert_eq!(echoed.as_deref(), Some("req-42"));
-    // an invalid traceparent is ignored (X-Trace-ID is the fallback)
-    let (echoed, ids) = e2a_post(&s.base, &[("traceparent", "00-xyz-1-01")], hello()).await;
-    assert_eq!(echoed, None);
-    assert!(ids.iter().all(Value::is_null), "{ids:?}");
+    // an invalid traceparent is ignored, and a request that names no trace gets one made for
+    // it: echoed, and the frames' correlation_id (what a multi-hop failure is tied by)
+    let mut made = Vec::new();
+    for headers in [&[("traceparent", "00-xyz-1-01")][..], &[]] {
+        let (echoed, ids) = e2a_post(&s.base, headers, hello()).await;
+        let echoed = echoed.expect("a trace id made for the request");
+        assert!(
+            trace_id_of(&format!("00-{echoed}-00f067aa0ba902b7-01")).is_some(),
+            "{echoed}"
+        );
+        assert_eq!(ids, [Value::from(echoed.clone())]);
+        made.push(echoed);
+    }
+    assert_ne!(made[0], made[1], "a new id each time");
     let mut mine = hello();
     mine["correlation_id"] = "from-the-body".into();
     e2a_post(&s.base, &[("traceparent", TRACEPARENT)], mine).await;
@@ -95,7 +106,8 @@ async fn a_trace_is_read_echoed_and_an_id_in_the_body_wins() {
         [
             Some(TRACE.into()),
             Some("req-42".into()),
-            None,
+            Some(made[0].clone()),
+            Some(made[1].clone()),
             Some("from-the-body".into())
         ]
     );

@@ -142,8 +142,9 @@ fn remote_parent(traceparent: &str) -> Option<opentelemetry::Context> {
 
 /// The layer every binding runs under ([`crate::web::auth`] applies it): the request's span
 /// (`request`, a child of the caller's span when it sent a valid `traceparent`; what
-/// OpenTelemetry exports when the embedder installs `tracing-opentelemetry`), and a response
-/// (a `401` included) carries `X-Trace-ID` when the request named a trace.
+/// OpenTelemetry exports when the embedder installs `tracing-opentelemetry`), and every
+/// response (a `401` included) carries `X-Trace-ID`: the trace the request named, else one
+/// made for it (the request's span's, or a new id).
 pub(crate) async fn layer(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
     traced(req, |req| next.run(req)).await
 }
@@ -180,17 +181,23 @@ where
     let mut echo = echo;
     if trace.trace_id.is_none() {
         // no trace named: the request's own span (when OpenTelemetry records it) starts one,
-        // which the bindings then see as if the client had sent it
+        // else a new trace id; the bindings then see it as if the client had sent it (the
+        // frames' correlation_id, the next hop's traceparent) and the answer says it
         use opentelemetry::trace::TraceContextExt;
         let context = span.context();
         let own = context.span().span_context().clone();
-        if own.is_valid() {
-            let tp = format!("00-{}-{}-01", own.trace_id(), own.span_id());
-            if let Ok(v) = HeaderValue::from_str(&tp) {
-                req.headers_mut().insert(TRACEPARENT_NAME, v);
-            }
-            echo = HeaderValue::from_str(&own.trace_id().to_string()).ok();
+        let (trace_id, span_id) = if own.is_valid() {
+            (own.trace_id().to_string(), own.span_id().to_string())
+        } else {
+            let id = uuid::Uuid::new_v4().simple().to_string();
+            let span_id = id[..16].to_string();
+            (id, span_id)
+        };
+        let tp = format!("00-{trace_id}-{span_id}-01");
+        if let Ok(v) = HeaderValue::from_str(&tp) {
+            req.headers_mut().insert(TRACEPARENT_NAME, v);
         }
+        echo = HeaderValue::from_str(&trace_id).ok();
     }
     let started = std::time::Instant::now();
     let mut response = inner(req).instrument(span.clone()).await;
