@@ -36,6 +36,9 @@ pub struct ErrorMapping {
     pub agui_code: &'static str,
     /// HTTP status code.
     pub http_status: u16,
+    /// What a remote caller is told of a failure of this kind when a gateway keeps the detail
+    /// to its log (`[errors] expose = "safe"`): a fixed sentence, no agent or upstream text.
+    pub safe_message: &'static str,
 }
 
 impl ErrorKind {

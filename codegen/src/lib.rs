@@ -755,10 +755,11 @@ fn error_table(bundled: &Value, file: &syn::File) -> Result<String, Error> {
         let status = u16::try_from(n("http_status")?).map_err(|_| err(format!("row {i}: bad http_status")))?;
         let _ = writeln!(
             out,
-            "    crate::taxonomy::ErrorMapping {{ kind: {name}::{variant}, name: {kind:?}, e2a_code: {code:?}, acp_code: {}, a2a_code: {}, a2a_task_state: {state}, agui_code: {:?}, http_status: {status} }},",
+            "    crate::taxonomy::ErrorMapping {{ kind: {name}::{variant}, name: {kind:?}, e2a_code: {code:?}, acp_code: {}, a2a_code: {}, a2a_task_state: {state}, agui_code: {:?}, http_status: {status}, safe_message: {:?} }},",
             n("acp_code")?,
             n("a2a_code")?,
             s("agui_code")?,
+            s("safe_message")?,
         );
     }
     if seen.len() != variants.len() {

@@ -57,6 +57,10 @@ pub struct GatewayConfig {
     pub server: ServerLimits,
     /// Where every response frame is logged (E2A §12.7 lines), if anywhere.
     pub frame_log: Option<crate::frame_log::FrameLog>,
+    /// What a failed run's final error tells callers (default `Detail`: the agent's own text;
+    /// `Safe`: its kind's fixed message, the detail in the log). `e2a serve` makes `auto` of
+    /// its config `Safe` off loopback.
+    pub errors: e2a::types::ErrorExposure,
 }
 
 impl Default for GatewayConfig {
@@ -85,6 +89,7 @@ impl Default for GatewayConfig {
             lease: Duration::from_secs(30),
             server: ServerLimits::default(),
             frame_log: None,
+            errors: e2a::types::ErrorExposure::Detail,
         }
     }
 }

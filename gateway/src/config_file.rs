@@ -387,7 +387,30 @@ impl ConfigFile {
                 idle_timeout: Duration::from_secs(server.idle_timeout_secs.get()),
                 ..Default::default()
             },
+            errors: self.errors(),
             ..crate::GatewayConfig::default()
+        }
+    }
+
+    /// `[errors] expose`, `auto` resolved by `server.bind`: `safe` unless the gateway listens
+    /// on a loopback address (callers elsewhere are not told an agent's own error text).
+    pub fn errors(&self) -> e2a::types::ErrorExposure {
+        use e2a::types::ErrorExposure;
+        let expose = self.settings.errors.as_ref().and_then(|e| e.expose).unwrap_or_default();
+        if expose != ErrorExposure::Auto {
+            return expose;
+        }
+        let bind = self.server().bind;
+        let loopback = match bind.parse::<std::net::SocketAddr>() {
+            Ok(addr) => addr.ip().is_loopback(),
+            Err(_) => bind
+                .rsplit_once(':')
+                .is_some_and(|(host, _)| host.eq_ignore_ascii_case("localhost")),
+        };
+        if loopback {
+            ErrorExposure::Detail
+        } else {
+            ErrorExposure::Safe
         }
     }
 
@@ -833,6 +856,24 @@ mod tests {
             assert!(e.len() < 2 * MAX_REASON, "{} bytes: {}…", e.len(), &e[..200]);
             assert!(e.contains(" … "), "{e}");
         }
+    }
+
+    #[test]
+    fn errors_are_safe_by_default_off_loopback() {
+        use e2a::types::ErrorExposure;
+        let errors = |text: &str| {
+            ConfigFile::parse(text, "c.toml", Path::new("."), &[])
+                .expect("config")
+                .errors()
+        };
+        assert_eq!(errors(""), ErrorExposure::Detail, "127.0.0.1 by default");
+        assert_eq!(errors("[server]\nbind = \"[::1]:8080\"\n"), ErrorExposure::Detail);
+        assert_eq!(errors("[server]\nbind = \"localhost:8080\"\n"), ErrorExposure::Detail);
+        assert_eq!(errors("[server]\nbind = \"0.0.0.0:8080\"\n"), ErrorExposure::Safe);
+        assert_eq!(errors("[server]\nbind = \"gw.example:8080\"\n"), ErrorExposure::Safe);
+        let chosen = "[server]\nbind = \"0.0.0.0:8080\"\n[errors]\nexpose = \"detail\"\n";
+        assert_eq!(errors(chosen), ErrorExposure::Detail, "what the file says wins");
+        assert_eq!(errors("[errors]\nexpose = \"safe\"\n"), ErrorExposure::Safe);
     }
 
     #[test]

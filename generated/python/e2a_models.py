@@ -611,9 +611,19 @@ class ErrorCode(Enum):
     E2A_TIMEOUT = 'E2A.TIMEOUT'
 
 
+class ErrorExposure(Enum):
+    """
+    What a failed run's final error tells the caller: `safe`, the error's code and the fixed message of its kind (the error table's `safe_message`), the agent's or upstream's own text and details kept in the log with the trace id; `detail`, the error as the agent gave it. `auto` (default): `safe` when the gateway listens on a non-loopback address, else `detail`. A refusal's reason, and the gateway's own cut-offs (deadlines, shutdown), are shown either way.
+    """
+
+    auto = 'auto'
+    safe = 'safe'
+    detail = 'detail'
+
+
 class ErrorKind(Enum):
     """
-    A protocol-neutral failure kind. `x-e2a-error-table` says how each kind reads on every protocol: its E2A code (`e2a.error` body `code`), ACP and A2A JSON-RPC error codes, the A2A task state the task ends in (null: unchanged), the AG-UI `RUN_ERROR` code and the HTTP status. ACP -32002 (resource not found) and A2A -32002 (task not cancelable) are different failures; going through the kind keeps them apart. A cancelled ACP turn is not an error: it ends with `stopReason: cancelled`.
+    A protocol-neutral failure kind. `x-e2a-error-table` says how each kind reads on every protocol: its E2A code (`e2a.error` body `code`), ACP and A2A JSON-RPC error codes, the A2A task state the task ends in (null: unchanged), the AG-UI `RUN_ERROR` code, the HTTP status, and the fixed message a gateway tells remote callers instead of an agent's own text (`[errors] expose = "safe"`). ACP -32002 (resource not found) and A2A -32002 (task not cancelable) are different failures; going through the kind keeps them apart. A cancelled ACP turn is not an error: it ends with `stopReason: cancelled`.
     """
 
     parse_error = 'parse_error'
@@ -631,6 +641,19 @@ class ErrorKind(Enum):
     version_not_supported = 'version_not_supported'
     cancelled = 'cancelled'
     timeout = 'timeout'
+
+
+class ErrorSettings(BaseModel):
+    """
+    What a caller is told when an agent's run fails.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    expose: Optional[ErrorExposure] = Field(
+        'auto', description="What a failed run's final error says."
+    )
 
 
 class ExtBody(BaseModel):
@@ -1904,6 +1927,9 @@ class GatewayFile(BaseModel):
     default_agent: Optional[str] = Field(
         None,
         description='The named agent (a key of `agents`) that also answers at the root routes (`/v1/e2a/requests`, `/a2a`, `/agui`, the root agent card), instead of `agent`.',
+    )
+    errors: Optional[ErrorSettings] = Field(
+        None, description='What callers are told of a failed run.'
     )
     log: Optional[LogSettings] = Field(None, description='Logs and the frame log.')
     metrics: Optional[MetricsSettings] = Field(

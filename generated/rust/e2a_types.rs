@@ -2662,7 +2662,71 @@ impl ::std::convert::TryFrom<::std::string::String> for ErrorCode {
         value.parse()
     }
 }
-///A protocol-neutral failure kind. `x-e2a-error-table` says how each kind reads on every protocol: its E2A code (`e2a.error` body `code`), ACP and A2A JSON-RPC error codes, the A2A task state the task ends in (null: unchanged), the AG-UI `RUN_ERROR` code and the HTTP status. ACP -32002 (resource not found) and A2A -32002 (task not cancelable) are different failures; going through the kind keeps them apart. A cancelled ACP turn is not an error: it ends with `stopReason: cancelled`.
+///What a failed run's final error tells the caller: `safe`, the error's code and the fixed message of its kind (the error table's `safe_message`), the agent's or upstream's own text and details kept in the log with the trace id; `detail`, the error as the agent gave it. `auto` (default): `safe` when the gateway listens on a non-loopback address, else `detail`. A refusal's reason, and the gateway's own cut-offs (deadlines, shutdown), are shown either way.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum ErrorExposure {
+    #[serde(rename = "auto")]
+    Auto,
+    #[serde(rename = "safe")]
+    Safe,
+    #[serde(rename = "detail")]
+    Detail,
+}
+impl ::std::fmt::Display for ErrorExposure {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Auto => f.write_str("auto"),
+            Self::Safe => f.write_str("safe"),
+            Self::Detail => f.write_str("detail"),
+        }
+    }
+}
+impl ::std::str::FromStr for ErrorExposure {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "auto" => Ok(Self::Auto),
+            "safe" => Ok(Self::Safe),
+            "detail" => Ok(Self::Detail),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for ErrorExposure {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for ErrorExposure {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::default::Default for ErrorExposure {
+    fn default() -> Self {
+        ErrorExposure::Auto
+    }
+}
+///A protocol-neutral failure kind. `x-e2a-error-table` says how each kind reads on every protocol: its E2A code (`e2a.error` body `code`), ACP and A2A JSON-RPC error codes, the A2A task state the task ends in (null: unchanged), the AG-UI `RUN_ERROR` code, the HTTP status, and the fixed message a gateway tells remote callers instead of an agent's own text (`[errors] expose = "safe"`). ACP -32002 (resource not found) and A2A -32002 (task not cancelable) are different failures; going through the kind keeps them apart. A cancelled ACP turn is not an error: it ends with `stopReason: cancelled`.
 #[derive(
     ::serde::Deserialize,
     ::serde::Serialize,
@@ -2768,6 +2832,14 @@ impl ::std::convert::TryFrom<::std::string::String> for ErrorKind {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         value.parse()
     }
+}
+///What a caller is told when an agent's run fails.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorSettings {
+    ///What a failed run's final error says.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub expose: ::std::option::Option<ErrorExposure>,
 }
 ///Body of `ext`: an extension method result, symmetric to a request with `method: ext`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
@@ -2964,6 +3036,9 @@ pub struct GatewayFile {
     ///The named agent (a key of `agents`) that also answers at the root routes (`/v1/e2a/requests`, `/a2a`, `/agui`, the root agent card), instead of `agent`.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub default_agent: ::std::option::Option<::std::string::String>,
+    ///What callers are told of a failed run.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub errors: ::std::option::Option<ErrorSettings>,
     ///Logs and the frame log.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub log: ::std::option::Option<LogSettings>,
@@ -2994,6 +3069,7 @@ impl ::std::default::Default for GatewayFile {
             agui: Default::default(),
             callers: Default::default(),
             default_agent: Default::default(),
+            errors: Default::default(),
             log: Default::default(),
             metrics: Default::default(),
             routes: Default::default(),
@@ -4871,6 +4947,22 @@ impl ErrorCode {
         }
     }
 }
+impl ErrorExposure {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 3] = [
+        Self::Auto,
+        Self::Safe,
+        Self::Detail,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Safe => "safe",
+            Self::Detail => "detail",
+        }
+    }
+}
 impl ErrorKind {
     /// Every value, in schema order.
     pub const ALL: [Self; 15] = [
@@ -5116,21 +5208,21 @@ pub const E2A_PROTOCOL_VERSION: &str = "1.0";
 
 /// How every [`ErrorKind`] reads on every protocol (`x-e2a-error-table` of `schema/`), in schema order.
 pub const ERROR_TABLE: [crate::taxonomy::ErrorMapping; 15] = [
-    crate::taxonomy::ErrorMapping { kind: ErrorKind::ParseError, name: "parse_error", e2a_code: "E2A.INVALID_JSON", acp_code: -32700, a2a_code: -32700, a2a_task_state: None, agui_code: "PARSE_ERROR", http_status: 400 },
-    crate::taxonomy::ErrorMapping { kind: ErrorKind::InvalidRequest, name: "invalid_request", e2a_code: "E2A.INVALID_REQUEST", acp_code: -32600, a2a_code: -32600, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "INVALID_REQUEST", http_status: 400 },
-    crate::taxonomy::ErrorMapping { kind: ErrorKind::MethodNotFound, name: "method_not_found", e2a_code: "E2A.METHOD_NOT_FOUND", acp_code: -32601, a2a_code: -32601, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "METHOD_NOT_FOUND", http_status: 404 },
-    crate::taxonomy::ErrorMapping { kind: ErrorKind::InvalidParams, name: "invalid_params", e2a_code: "E2A.INVALID_PARAMS", acp_code: -32602, a2a_code: -32602, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "INVALID_PARAMS", http_status: 422 },
-    crate::taxonomy::ErrorMapping { kind: ErrorKind::Internal, name: "internal", e2a_code: "E2A.INTERNAL", acp_code: -32603, a2a_code: -32603, a2a_task_state: Some("TASK_STATE_FAILED"), agui_code: "INTERNAL_ERROR", http_status: 500 },
-    crate::taxonomy::ErrorMapping { kind: ErrorKind::AgentError, name: "agent_error", e2a_code: "E2A.AGENT_ERROR", acp_code: -32603, a2a_code: -32603, a2a_task_state: Some("TASK_STATE_FAILED"), agui_code: "AGENT_ERROR", http_status: 502 },
-    crate::taxonomy::ErrorMapping { kind: ErrorKind::AuthRequired, name: "auth_required", e2a_code: "E2A.AUTH_REQUIRED", acp_code: -32000, a2a_code: -32603, a2a_task_state: Some("TASK_STATE_AUTH_REQUIRED"), agui_code: "AUTH_REQUIRED", http_status: 401 },
-    crate::taxonomy::ErrorMapping { kind: ErrorKind::NotFound, name: "not_found", e2a_code: "E2A.NOT_FOUND", acp_code: -32002, a2a_code: -32001, a2a_task_state: Some("TASK_STATE_FAILED"), agui_code: "NOT_FOUND", http_status: 404 },
-    crate::taxonomy::ErrorMapping { kind: ErrorKind::NotCancelable, name: "not_cancelable", e2a_code: "E2A.NOT_CANCELABLE", acp_code: -32603, a2a_code: -32002, a2a_task_state: None, agui_code: "NOT_CANCELABLE", http_status: 409 },
-    crate::taxonomy::ErrorMapping { kind: ErrorKind::UnsupportedOperation, name: "unsupported_operation", e2a_code: "E2A.UNSUPPORTED_OPERATION", acp_code: -32601, a2a_code: -32004, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "UNSUPPORTED_OPERATION", http_status: 400 },
-    crate::taxonomy::ErrorMapping { kind: ErrorKind::ContentTypeNotSupported, name: "content_type_not_supported", e2a_code: "E2A.CONTENT_TYPE_NOT_SUPPORTED", acp_code: -32602, a2a_code: -32005, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "CONTENT_TYPE_NOT_SUPPORTED", http_status: 415 },
-    crate::taxonomy::ErrorMapping { kind: ErrorKind::InvalidAgentResponse, name: "invalid_agent_response", e2a_code: "E2A.INVALID_AGENT_RESPONSE", acp_code: -32603, a2a_code: -32006, a2a_task_state: Some("TASK_STATE_FAILED"), agui_code: "INVALID_AGENT_RESPONSE", http_status: 502 },
-    crate::taxonomy::ErrorMapping { kind: ErrorKind::VersionNotSupported, name: "version_not_supported", e2a_code: "E2A.VERSION_NOT_SUPPORTED", acp_code: -32600, a2a_code: -32009, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "VERSION_NOT_SUPPORTED", http_status: 400 },
-    crate::taxonomy::ErrorMapping { kind: ErrorKind::Cancelled, name: "cancelled", e2a_code: "E2A.CANCELLED", acp_code: -32800, a2a_code: -32603, a2a_task_state: Some("TASK_STATE_CANCELED"), agui_code: "CANCELLED", http_status: 499 },
-    crate::taxonomy::ErrorMapping { kind: ErrorKind::Timeout, name: "timeout", e2a_code: "E2A.TIMEOUT", acp_code: -32603, a2a_code: -32603, a2a_task_state: Some("TASK_STATE_FAILED"), agui_code: "TIMEOUT", http_status: 504 },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::ParseError, name: "parse_error", e2a_code: "E2A.INVALID_JSON", acp_code: -32700, a2a_code: -32700, a2a_task_state: None, agui_code: "PARSE_ERROR", http_status: 400, safe_message: "The request is not valid JSON." },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::InvalidRequest, name: "invalid_request", e2a_code: "E2A.INVALID_REQUEST", acp_code: -32600, a2a_code: -32600, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "INVALID_REQUEST", http_status: 400, safe_message: "The request could not be handled." },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::MethodNotFound, name: "method_not_found", e2a_code: "E2A.METHOD_NOT_FOUND", acp_code: -32601, a2a_code: -32601, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "METHOD_NOT_FOUND", http_status: 404, safe_message: "The method is not supported." },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::InvalidParams, name: "invalid_params", e2a_code: "E2A.INVALID_PARAMS", acp_code: -32602, a2a_code: -32602, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "INVALID_PARAMS", http_status: 422, safe_message: "The request's parameters are not valid." },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::Internal, name: "internal", e2a_code: "E2A.INTERNAL", acp_code: -32603, a2a_code: -32603, a2a_task_state: Some("TASK_STATE_FAILED"), agui_code: "INTERNAL_ERROR", http_status: 500, safe_message: "The gateway failed to handle the request." },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::AgentError, name: "agent_error", e2a_code: "E2A.AGENT_ERROR", acp_code: -32603, a2a_code: -32603, a2a_task_state: Some("TASK_STATE_FAILED"), agui_code: "AGENT_ERROR", http_status: 502, safe_message: "The agent could not complete the request." },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::AuthRequired, name: "auth_required", e2a_code: "E2A.AUTH_REQUIRED", acp_code: -32000, a2a_code: -32603, a2a_task_state: Some("TASK_STATE_AUTH_REQUIRED"), agui_code: "AUTH_REQUIRED", http_status: 401, safe_message: "Authentication is required." },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::NotFound, name: "not_found", e2a_code: "E2A.NOT_FOUND", acp_code: -32002, a2a_code: -32001, a2a_task_state: Some("TASK_STATE_FAILED"), agui_code: "NOT_FOUND", http_status: 404, safe_message: "Not found." },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::NotCancelable, name: "not_cancelable", e2a_code: "E2A.NOT_CANCELABLE", acp_code: -32603, a2a_code: -32002, a2a_task_state: None, agui_code: "NOT_CANCELABLE", http_status: 409, safe_message: "The task cannot be cancelled." },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::UnsupportedOperation, name: "unsupported_operation", e2a_code: "E2A.UNSUPPORTED_OPERATION", acp_code: -32601, a2a_code: -32004, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "UNSUPPORTED_OPERATION", http_status: 400, safe_message: "The operation is not supported." },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::ContentTypeNotSupported, name: "content_type_not_supported", e2a_code: "E2A.CONTENT_TYPE_NOT_SUPPORTED", acp_code: -32602, a2a_code: -32005, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "CONTENT_TYPE_NOT_SUPPORTED", http_status: 415, safe_message: "The content type is not supported." },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::InvalidAgentResponse, name: "invalid_agent_response", e2a_code: "E2A.INVALID_AGENT_RESPONSE", acp_code: -32603, a2a_code: -32006, a2a_task_state: Some("TASK_STATE_FAILED"), agui_code: "INVALID_AGENT_RESPONSE", http_status: 502, safe_message: "The agent answered something invalid." },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::VersionNotSupported, name: "version_not_supported", e2a_code: "E2A.VERSION_NOT_SUPPORTED", acp_code: -32600, a2a_code: -32009, a2a_task_state: Some("TASK_STATE_REJECTED"), agui_code: "VERSION_NOT_SUPPORTED", http_status: 400, safe_message: "The protocol version is not supported." },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::Cancelled, name: "cancelled", e2a_code: "E2A.CANCELLED", acp_code: -32800, a2a_code: -32603, a2a_task_state: Some("TASK_STATE_CANCELED"), agui_code: "CANCELLED", http_status: 499, safe_message: "The request was cancelled." },
+    crate::taxonomy::ErrorMapping { kind: ErrorKind::Timeout, name: "timeout", e2a_code: "E2A.TIMEOUT", acp_code: -32603, a2a_code: -32603, a2a_task_state: Some("TASK_STATE_FAILED"), agui_code: "TIMEOUT", http_status: 504, safe_message: "The agent did not answer in time." },
 ];
 
 /// How every [`A2aErrorKind`] reads on the A2A bindings (`x-e2a-a2a-error-table` of `schema/`), in schema order.
@@ -5370,6 +5462,11 @@ impl ::std::fmt::Debug for E2AResponse {
 impl ::std::fmt::Debug for ErrorBody {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "ErrorBody", self)
+    }
+}
+impl ::std::fmt::Debug for ErrorSettings {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "ErrorSettings", self)
     }
 }
 impl ::std::fmt::Debug for ExtBody {
@@ -6593,6 +6690,18 @@ impl crate::write::WriteJson for E2AResponse {
         w.opt_str((&self.timestamp).as_deref());
         w.raw(",\"user_id\":");
         w.opt_str((&self.user_id).as_deref());
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for ErrorSettings {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.expose {
+            w.key(&mut first, "\"expose\":");
+            w.str(v.as_str());
+        }
         w.raw("}");
     }
 }

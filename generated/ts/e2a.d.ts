@@ -318,7 +318,14 @@ export type ErrorCode =
   | "E2A.CANCELLED"
   | "E2A.TIMEOUT";
 /**
- * A protocol-neutral failure kind. `x-e2a-error-table` says how each kind reads on every protocol: its E2A code (`e2a.error` body `code`), ACP and A2A JSON-RPC error codes, the A2A task state the task ends in (null: unchanged), the AG-UI `RUN_ERROR` code and the HTTP status. ACP -32002 (resource not found) and A2A -32002 (task not cancelable) are different failures; going through the kind keeps them apart. A cancelled ACP turn is not an error: it ends with `stopReason: cancelled`.
+ * What a failed run's final error tells the caller: `safe`, the error's code and the fixed message of its kind (the error table's `safe_message`), the agent's or upstream's own text and details kept in the log with the trace id; `detail`, the error as the agent gave it. `auto` (default): `safe` when the gateway listens on a non-loopback address, else `detail`. A refusal's reason, and the gateway's own cut-offs (deadlines, shutdown), are shown either way.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "ErrorExposure".
+ */
+export type ErrorExposure = "auto" | "safe" | "detail";
+/**
+ * A protocol-neutral failure kind. `x-e2a-error-table` says how each kind reads on every protocol: its E2A code (`e2a.error` body `code`), ACP and A2A JSON-RPC error codes, the A2A task state the task ends in (null: unchanged), the AG-UI `RUN_ERROR` code, the HTTP status, and the fixed message a gateway tells remote callers instead of an agent's own text (`[errors] expose = "safe"`). ACP -32002 (resource not found) and A2A -32002 (task not cancelable) are different failures; going through the kind keeps them apart. A cancelled ACP turn is not an error: it ends with `stopReason: cancelled`.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
  * via the `definition` "ErrorKind".
@@ -1943,6 +1950,15 @@ export interface ExternalError {
   [k: string]: unknown | undefined;
 }
 /**
+ * What a caller is told when an agent's run fails.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "ErrorSettings".
+ */
+export interface ErrorSettings {
+  expose?: ErrorExposure;
+}
+/**
  * Body of `ext`: an extension method result, symmetric to a request with `method: ext`.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -1995,6 +2011,7 @@ export interface GatewayFile {
    * The named agent (a key of `agents`) that also answers at the root routes (`/v1/e2a/requests`, `/a2a`, `/agui`, the root agent card), instead of `agent`.
    */
   default_agent?: string | null;
+  errors?: ErrorSettings;
   log?: LogSettings;
   metrics?: MetricsSettings;
   routes?: RouteTemplates;

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use e2a::stream::{ResponseStream, StreamValidator};
 use e2a::taxonomy::ErrorKind;
+use e2a::types::ErrorExposure;
 use e2a::{E2AEnvelope, E2AResponse};
 use futures_util::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
@@ -86,13 +87,28 @@ pub struct Guarded {
     agent: Arc<dyn Agent>,
     deadlines: Deadlines,
     name: String,
+    /// Whether a failed run's final error is told as the agent gave it.
+    errors: ErrorExposure,
 }
 
 impl Guarded {
-    /// `agent` behind the boundary, with `deadlines`.
+    /// `agent` behind the boundary, with `deadlines`; its errors told as it gives them.
     pub fn new(agent: Arc<dyn Agent>, deadlines: Deadlines) -> Self {
         let name = agent.name();
-        Guarded { agent, deadlines, name }
+        Guarded {
+            agent,
+            deadlines,
+            name,
+            errors: ErrorExposure::Detail,
+        }
+    }
+
+    /// The same boundary telling a failed run's callers what `errors` says ([`safe_error`]
+    /// with `ErrorExposure::Safe`; `Auto` reads as `Detail` here: a config file resolves it by
+    /// the address the gateway listens on).
+    pub fn exposing(mut self, errors: ErrorExposure) -> Self {
+        self.errors = errors;
+        self
     }
 
     /// The agent's guarded frames on `request`, shared as the agent made them
@@ -102,8 +118,52 @@ impl Guarded {
         // the guard keeps what a cutoff frame echoes, not the request (which the agent takes)
         let template = ResponseStream::for_request(&request);
         let frames = self.agent.run_shared(request, ctx.clone());
-        guard(template, frames, ctx, self.deadlines, self.name.clone())
+        let guarded = guard(template, frames, ctx, self.deadlines, self.name.clone());
+        match self.errors {
+            ErrorExposure::Safe => {
+                let agent = self.name.clone();
+                Box::pin(guarded.map(move |f| safe_error(f, &agent)))
+            }
+            ErrorExposure::Auto | ErrorExposure::Detail => guarded,
+        }
     }
+}
+
+/// A failed run's final frame as a caller is told it when details stay in the log: its code
+/// and the fixed message of its kind (the error table's `safe_message`), no details. The agent's
+/// or upstream's own text is logged (redacted) with the request and trace ids. A refusal keeps
+/// its reason (the agent's words to the user); every other frame passes as it is.
+pub fn safe_error(frame: Arc<E2AResponse>, agent: &str) -> Arc<E2AResponse> {
+    let Some(kind) = ErrorKind::of_response(&frame).filter(|_| frame.is_final) else {
+        return frame;
+    };
+    if e2a::stream::is_refusal(&frame) {
+        return frame;
+    }
+    let said = frame.body.get("message").and_then(Value::as_str).unwrap_or_default();
+    let details = frame.body.get("details").map(Value::to_string).unwrap_or_default();
+    tracing::warn!(
+        request_id = frame.request_id.as_deref(),
+        trace_id = frame.correlation_id.as_deref(),
+        agent,
+        code = kind.mapping().e2a_code,
+        message = %e2a::redact::redact_tokens(said).unwrap_or_else(|| said.to_string()),
+        details = %e2a::redact::redact_tokens(&details).unwrap_or(details),
+        "run failed: the caller is told the safe message"
+    );
+    let code = frame
+        .body
+        .get("code")
+        .and_then(Value::as_str)
+        .unwrap_or(kind.mapping().e2a_code)
+        .to_string();
+    let mut told = Arc::unwrap_or_clone(frame);
+    told.body = e2a::response::body_map(e2a::types::ErrorBody::new(
+        code,
+        kind.mapping().safe_message,
+        Map::new(),
+    ));
+    Arc::new(told)
 }
 
 impl Agent for Guarded {

@@ -96,7 +96,7 @@ impl Admission {
 impl Pipeline {
     /// The pipeline of `agent` (put behind the boundary here) with `config`.
     pub(crate) fn new(agent: Arc<dyn Agent>, config: GatewayConfig) -> Self {
-        let guarded = boundary::Guarded::new(agent, config.deadlines);
+        let guarded = boundary::Guarded::new(agent, config.deadlines).exposing(config.errors);
         Pipeline {
             agent: Arc::new(guarded),
             runs: Arc::new(Runs::new(&config)),
