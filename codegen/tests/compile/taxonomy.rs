@@ -12,4 +12,5 @@ pub struct ErrorMapping<K = crate::taxonomy_table::ErrorKind> {
     pub a2a_task_state: Option<&'static str>,
     pub agui_code: &'static str,
     pub http_status: u16,
+    pub safe_message: &'static str,
 }
