@@ -198,3 +198,62 @@ async fn one_trace_id_follows_a_request_across_a2a_e2a_and_acp_hops() {
         "{meta}"
     );
 }
+
+/// A refusal names the request's trace id, in the header and in the body: problem+json's
+/// `trace_id`, an A2A error's `ErrorInfo.metadata.traceId` (JSON-RPC and HTTP+JSON).
+#[tokio::test]
+async fn errors_name_the_trace_id() {
+    let (agent, _) = recording();
+    let s = serve(agent).await;
+    let client = reqwest::Client::new();
+    // E2A: a body that is not JSON
+    let resp = client
+        .post(format!("{}/v1/e2a/requests", s.base))
+        .header("content-type", "application/json")
+        .header("X-Trace-ID", "bad-body-1")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["x-trace-id"], "bad-body-1");
+    let problem: Value = resp.json().await.unwrap();
+    assert_eq!(problem["trace_id"], "bad-body-1", "{problem}");
+    // none sent: the made one, in both
+    let resp = client
+        .post(format!("{}/v1/e2a/requests", s.base))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    let made = resp.headers()["x-trace-id"].to_str().unwrap().to_string();
+    let problem: Value = resp.json().await.unwrap();
+    assert_eq!(problem["trace_id"], made.as_str(), "{problem}");
+    // A2A JSON-RPC and HTTP+JSON: an unknown task
+    let rpc: Value = client
+        .post(format!("{}/a2a", s.base))
+        .header("A2A-Version", "1.0")
+        .header("X-Trace-ID", "no-task-rpc")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(rpc["error"]["data"][0]["metadata"]["traceId"], "no-task-rpc", "{rpc}");
+    let rest: Value = client
+        .get(format!("{}/tasks/nope", s.base))
+        .header("A2A-Version", "1.0")
+        .header("X-Trace-ID", "no-task-rest")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        rest["error"]["details"][0]["metadata"]["traceId"], "no-task-rest",
+        "{rest}"
+    );
+}

@@ -93,13 +93,18 @@ impl A2aError {
         Self::new(A2aErrorKind::Internal, message)
     }
 
-    /// The `data` / `details` list: one `google.rpc.ErrorInfo`.
+    /// The `data` / `details` list: one `google.rpc.ErrorInfo`, its `metadata.traceId` the
+    /// request's trace id (what ties the error to the gateway's log and the next hops).
     pub fn details(&self) -> Value {
+        let mut metadata = serde_json::Map::new();
+        if let Some(t) = crate::web::trace::current_trace_id() {
+            metadata.insert("traceId".into(), Value::from(&*t));
+        }
         json!([{
             "@type": "type.googleapis.com/google.rpc.ErrorInfo",
             "reason": self.reason(),
             "domain": "a2a-protocol.org",
-            "metadata": {}
+            "metadata": metadata
         }])
     }
 

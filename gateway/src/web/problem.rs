@@ -110,6 +110,9 @@ impl Problem {
         if let Some(p) = &self.pointer {
             v["pointer"] = p.clone().into();
         }
+        if let Some(t) = crate::web::trace::current_trace_id() {
+            v["trace_id"] = Value::from(&*t);
+        }
         if !self.errors.is_empty() {
             v["errors"] = self
                 .errors

@@ -4,6 +4,8 @@
 //! `_meta.traceparent` for `acp:` ones), so that one id follows a request through
 //! `e2a acp → a2a: → e2a serve → acp:`.
 
+use std::sync::Arc;
+
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 
 /// The W3C Trace Context header.
@@ -17,6 +19,17 @@ pub const X_TRACE_ID: &str = "x-trace-id";
 const TRACEPARENT_NAME: HeaderName = HeaderName::from_static(TRACEPARENT);
 const TRACESTATE_NAME: HeaderName = HeaderName::from_static(TRACESTATE);
 const X_TRACE_ID_NAME: HeaderName = HeaderName::from_static(X_TRACE_ID);
+
+tokio::task_local! {
+    /// The trace id of the request being answered, for the error bodies made while answering it.
+    static TRACE_ID: Option<Arc<str>>;
+}
+
+/// The trace id of the request being answered ([`layer`]), for an error body to name
+/// (problem+json `trace_id`, A2A `ErrorInfo.metadata.traceId`); `None` outside a request.
+pub(crate) fn current_trace_id() -> Option<Arc<str>> {
+    TRACE_ID.try_with(Clone::clone).ok().flatten()
+}
 
 /// Longest `X-Trace-ID` taken (longer ones are ignored).
 const MAX_TRACE_ID: usize = 128;
@@ -200,7 +213,8 @@ where
         echo = HeaderValue::from_str(&trace_id).ok();
     }
     let started = std::time::Instant::now();
-    let mut response = inner(req).instrument(span.clone()).await;
+    let named: Option<Arc<str>> = echo.as_ref().and_then(|v| v.to_str().ok()).map(Arc::from);
+    let mut response = TRACE_ID.scope(named, inner(req).instrument(span.clone())).await;
     span.in_scope(|| {
         tracing::debug!(
             status = response.status().as_u16(),

@@ -79,7 +79,10 @@ fn status(e: &A2aError) -> Status {
         "UNAVAILABLE" => Code::Unavailable,
         _ => Code::Internal,
     };
-    let mut details = ErrorDetails::with_error_info(e.reason(), "a2a-protocol.org", std::collections::HashMap::new());
+    let metadata = crate::web::trace::current_trace_id()
+        .map(|t| std::collections::HashMap::from([("traceId".to_string(), t.to_string())]))
+        .unwrap_or_default();
+    let mut details = ErrorDetails::with_error_info(e.reason(), "a2a-protocol.org", metadata);
     if let Some(secs) = e.retry_after {
         details.set_retry_info(Some(std::time::Duration::from_secs(secs)));
     }
