@@ -30,8 +30,10 @@ const TOKEN_HEADER: &str = "x-a2a-notification-token";
 /// Runs the outbox of `service` until the service is dropped.
 pub(crate) async fn run(service: Weak<TaskService>, pusher: Arc<Pusher>) {
     let mut jobs = JoinSet::new();
-    // deliveries going on per webhook host
+    // deliveries going on per webhook host, and the host of each job (a job that panicked
+    // gives its host back too)
     let mut per_host: HashMap<String, usize> = HashMap::new();
+    let mut host_of_job: HashMap<tokio::task::Id, String> = HashMap::new();
     // the earliest retry a job of this gateway scheduled: the loop looks again then
     let mut next_retry: Option<Instant> = None;
     loop {
@@ -55,7 +57,8 @@ pub(crate) async fn run(service: Weak<TaskService>, pusher: Arc<Pusher>) {
                         }
                         *going += 1;
                         let (svc, pusher) = (svc.clone(), pusher.clone());
-                        jobs.spawn(async move { (host, deliver(svc, pusher, job).await) });
+                        let spawned = jobs.spawn(deliver(svc, pusher, job));
+                        host_of_job.insert(spawned.id(), host);
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, "push notifications: cannot claim work"),
@@ -73,17 +76,21 @@ pub(crate) async fn run(service: Weak<TaskService>, pusher: Arc<Pusher>) {
         tokio::select! {
             _ = pusher.wake.notified() => {}
             _ = tokio::time::sleep(wait) => {}
-            Some(done) = jobs.join_next(), if !jobs.is_empty() => {
-                if let Ok((host, retry)) = done {
+            Some(done) = jobs.join_next_with_id(), if !jobs.is_empty() => {
+                let (id, retry) = match done {
+                    Ok((id, retry)) => (id, retry),
+                    Err(e) => (e.id(), None),
+                };
+                if let Some(host) = host_of_job.remove(&id) {
                     if let Some(going) = per_host.get_mut(&host) {
                         *going = going.saturating_sub(1);
                         if *going == 0 {
                             per_host.remove(&host);
                         }
                     }
-                    if let Some(at) = retry {
-                        next_retry = Some(next_retry.map_or(at, |n| n.min(at)));
-                    }
+                }
+                if let Some(at) = retry {
+                    next_retry = Some(next_retry.map_or(at, |n| n.min(at)));
                 }
             }
         }
