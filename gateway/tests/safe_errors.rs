@@ -1,7 +1,7 @@
 //! `[errors] expose = "safe"` (`GatewayConfig::errors`): an agent's own error text (a backend's
 //! "the model provider is down", an upstream detail) reaches no caller on any HTTP binding —
 //! each gets its error kind's fixed message — and the log keeps the detail with the trace id;
-//! a refusal's reason is still shown. Alone in its test binary: it captures the logs with a
+//! a refusal's reason, and the gateway's own cut-off, are still shown. Alone in its test binary: it captures the logs with a
 //! thread-local subscriber (as request_logs.rs does).
 
 use std::sync::Arc;
@@ -18,6 +18,8 @@ const SCRIPT: &str = r#"{"scenarios": [
     {"type": "text", "text": "starting"},
     {"type": "fail", "message": "the model provider is down (upstream 10.1.2.3 said: quota)"}]},
   {"name": "refuse", "match": {"text": "forbidden"}, "steps": [{"type": "reject", "message": "I do not do that."}]},
+  {"name": "forever", "match": {"text": "never finish"}, "steps": [
+    {"type": "text", "text": "working on it"}, {"type": "sleep", "ms": 600000}, {"type": "complete"}]},
   {"name": "echo", "steps": [{"type": "text", "text": "You said: {input}"}, {"type": "complete"}]}
 ]}"#;
 
@@ -49,6 +51,10 @@ async fn callers_get_the_safe_message_and_the_log_keeps_the_detail() {
     let _guard = tracing::subscriber::set_default(subscriber);
     let config = GatewayConfig {
         errors: e2a::types::ErrorExposure::Safe,
+        deadlines: e2a_gateway::pipeline::boundary::Deadlines {
+            idle: Some(std::time::Duration::from_millis(300)),
+            ..Default::default()
+        },
         ..GatewayConfig::default()
     };
     let agent = ScriptAgent::from_json(SCRIPT).expect("script");
@@ -138,4 +144,16 @@ async fn callers_get_the_safe_message_and_the_log_keeps_the_detail() {
         refused.contains("I do not do that.") && refused.contains("TASK_STATE_REJECTED"),
         "{refused}"
     );
+    // the gateway's own cut-off says what happened
+    let cut = post(
+        "/v1/e2a/requests",
+        json!({"method": "chat.send", "params": {"query": "never finish"}}),
+        "trace-cut",
+    )
+    .await
+    .expect("e2a")
+    .text()
+    .await
+    .expect("body");
+    assert!(cut.contains("E2A.TIMEOUT") && cut.contains("idle deadline"), "{cut}");
 }

@@ -118,14 +118,7 @@ impl Guarded {
         // the guard keeps what a cutoff frame echoes, not the request (which the agent takes)
         let template = ResponseStream::for_request(&request);
         let frames = self.agent.run_shared(request, ctx.clone());
-        let guarded = guard(template, frames, ctx, self.deadlines, self.name.clone());
-        match self.errors {
-            ErrorExposure::Safe => {
-                let agent = self.name.clone();
-                Box::pin(guarded.map(move |f| safe_error(f, &agent)))
-            }
-            ErrorExposure::Auto | ErrorExposure::Detail => guarded,
-        }
+        guarded(template, frames, ctx, self.deadlines, self.name.clone(), self.errors)
     }
 }
 
@@ -204,11 +197,25 @@ pub fn guard(
     deadlines: Deadlines,
     agent_name: String,
 ) -> SharedFrames {
+    guarded(template, agent, ctx, deadlines, agent_name, ErrorExposure::Detail)
+}
+
+/// [`guard`], the agent's failures told as `errors` says ([`safe_error`] with `Safe`; the
+/// guard's own cut-offs as they are).
+fn guarded(
+    template: ResponseStream,
+    agent: SharedFrames,
+    ctx: RequestContext,
+    deadlines: Deadlines,
+    agent_name: String,
+    errors: ErrorExposure,
+) -> SharedFrames {
     // boxed here: the guard moves with its stream as a pointer, not a kilobyte
     let template = Box::new(template);
     Box::pin(async_stream::stream! {
         let mut agent = agent;
         let mut g = Guard::new(template, ctx, deadlines, agent_name);
+        g.safe_errors = errors == ErrorExposure::Safe;
         loop {
             let step = g.step(&mut agent).await;
             match g.handle(step) {
@@ -247,6 +254,8 @@ struct Guard {
     next: u64,
     held_final: Option<Arc<E2AResponse>>,
     total: Instant,
+    /// The agent's final error told as [`safe_error`] says.
+    safe_errors: bool,
 }
 
 impl Guard {
@@ -262,6 +271,7 @@ impl Guard {
             next: 0,
             held_final: None,
             total,
+            safe_errors: false,
         }
     }
 
@@ -392,6 +402,11 @@ impl Guard {
         }
         self.next = frame.sequence.saturating_add(1);
         if frame.is_final {
+            let frame = if self.safe_errors {
+                safe_error(frame, &self.agent)
+            } else {
+                frame
+            };
             self.held_final = Some(frame);
             Next::Hold
         } else {
