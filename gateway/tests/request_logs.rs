@@ -3,26 +3,14 @@
 //! whole process, and a test running beside it could leave a callsite disabled for the
 //! thread-local subscriber this test sets.
 
+mod common;
+use common::Captured;
+
 use std::sync::Arc;
 
 use e2a_gateway::backends::EchoAgent;
 use e2a_gateway::{Gateway, GatewayConfig};
-use parking_lot::Mutex;
 use serde_json::json;
-
-/// Captures what the gateway logs.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 #[tokio::test(flavor = "current_thread")]
 async fn request_logs_hold_the_path_not_the_query_string() {
@@ -50,7 +38,7 @@ async fn request_logs_hold_the_path_not_the_query_string() {
         .await
         .unwrap();
     assert!(resp.status().is_success());
-    let logs = String::from_utf8_lossy(&captured.0.lock()).to_string();
+    let logs = captured.text();
     assert!(logs.contains("path=/v1/e2a/requests"), "{logs}");
     assert!(!logs.contains("planted-secret-value"), "{logs}");
 }

@@ -4,13 +4,15 @@
 //! a refusal's reason, and the gateway's own cut-off, are still shown. Alone in its test binary: it captures the logs with a
 //! thread-local subscriber (as request_logs.rs does).
 
+mod common;
+use common::Captured;
+
 use std::sync::Arc;
 
 use e2a_gateway::backends::ScriptAgent;
 use e2a_gateway::bindings::a2a::A2aConfig;
 use e2a_gateway::store::MemoryStore;
 use e2a_gateway::{Gateway, GatewayConfig};
-use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 const SCRIPT: &str = r#"{"scenarios": [
@@ -25,19 +27,6 @@ const SCRIPT: &str = r#"{"scenarios": [
 
 const DETAIL: &str = "the model provider is down";
 const SAFE: &str = "The agent could not complete the request.";
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 #[tokio::test(flavor = "current_thread")]
 async fn callers_get_the_safe_message_and_the_log_keeps_the_detail() {
@@ -121,7 +110,7 @@ async fn callers_get_the_safe_message_and_the_log_keeps_the_detail() {
     assert!(e2a.contains("E2A.AGENT_ERROR"), "{e2a}");
     assert!(a2a.contains("TASK_STATE_FAILED"), "{a2a}");
     // the log keeps the detail, with each run's trace id
-    let logs = String::from_utf8_lossy(&captured.0.lock()).to_string();
+    let logs = captured.text();
     for trace in ["trace-e2a", "trace-a2a", "trace-agui"] {
         let line = logs
             .lines()

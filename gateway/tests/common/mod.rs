@@ -277,3 +277,24 @@ pub async fn serve_crashable(gateway: Gateway) -> Crashable {
         task,
     }
 }
+
+/// Captures what the gateway logs (the writer of a `tracing_subscriber::fmt` subscriber).
+#[derive(Clone, Default)]
+pub struct Captured(Arc<parking_lot::Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// What was logged so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock()).into_owned()
+    }
+}
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
