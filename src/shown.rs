@@ -11,9 +11,12 @@
 //!   only at the end.
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use crate::types::{A2aPart, AnswerResult, ArtifactDelta, E2AResponse};
+use crate::types::{
+    A2aPart, AnswerResult, ArtifactDelta, ChunkBody, ChunkEventType, DeltaKind, E2AResponse, ResponseKind, ToolCall,
+    ToolCallDelta, ToolResultDelta,
+};
 
 /// The answer text one turn has shown so far, to tell what its final frame still owes.
 #[derive(Debug, Clone, Default)]
@@ -28,8 +31,9 @@ impl ShownText {
     }
 
     /// The text the final frame `frame` still owes the user: its content when no text was
-    /// streamed, or what the content adds after the text that was (a content that does not
-    /// start with the streamed text owes nothing: the stream was the answer).
+    /// streamed, what the content adds when it goes on from the streamed text, nothing when
+    /// the streamed text already holds it, and otherwise the whole content on a line of its
+    /// own (a summary unlike what was streamed is still shown, not dropped).
     ///
     /// ```
     /// use e2a::{E2AEnvelope, shown::ShownText, stream::ResponseStream};
@@ -39,14 +43,22 @@ impl ShownText {
     /// let mut shown = ShownText::default();
     /// shown.streamed("the summary");
     /// assert_eq!(shown.owed(&never_streamed), None);
+    /// let mut thinking = ShownText::default();
+    /// thinking.streamed("thinking…");
+    /// assert_eq!(thinking.owed(&never_streamed).as_deref(), Some("\nthe summary"));
     /// ```
     pub fn owed(&self, frame: &E2AResponse) -> Option<String> {
         if !frame.is_final {
             return None;
         }
         let content = AnswerResult::of(frame)?.content?;
-        let rest = content.strip_prefix(self.streamed.as_str())?;
-        (!rest.is_empty()).then(|| rest.to_string())
+        if let Some(rest) = content.strip_prefix(self.streamed.as_str()) {
+            return (!rest.is_empty()).then(|| rest.to_string());
+        }
+        if self.streamed.contains(content.as_str()) {
+            return None;
+        }
+        Some(format!("\n{content}"))
     }
 }
 
@@ -97,4 +109,133 @@ fn part_text(part: &A2aPart, out: &mut String) {
         out.push_str(&data.to_string());
         out.push('\n');
     }
+}
+
+/// What a client that takes one frame of a run (E2A `Accept: application/json`) must still be
+/// shown of the frames before it: fed every frame, [`WholeAnswer::finish`] gives the final
+/// frame with what the stream carried and the final frame does not.
+///
+/// - an answer (`e2a.complete`) gains `result.content` (the streamed text) when it has none —
+///   a pause's result, an agent that ended without one — and `result.artifacts` (each artifact
+///   whole) and `result.tool_calls` (each call with its result) when the run streamed some
+///   and the result has none of its own ([`AnswerResult`]);
+/// - a failure (`e2a.error`) gains the same under `details` (what the run had shown before it
+///   failed);
+/// - anything else is left as it is.
+///
+/// ```
+/// use e2a::{E2AEnvelope, shown::WholeAnswer, stream::ResponseStream};
+/// let mut frames = ResponseStream::for_request(&E2AEnvelope::new("chat.send", serde_json::json!({})));
+/// let mut whole = WholeAnswer::default();
+/// whole.push(&frames.text("Here it is."));
+/// let piece = |v| serde_json::from_value::<e2a::types::ArtifactDelta>(v).unwrap();
+/// whole.push(&frames.artifact(&piece(serde_json::json!({"artifact_id": "a1", "name": "notes.txt", "parts": [{"text": "alpha "}]}))));
+/// whole.push(&frames.artifact(&piece(serde_json::json!({"artifact_id": "a1", "append": true, "parts": [{"text": "beta"}]}))));
+/// let last = frames.complete(serde_json::json!({"content": "Here it is."}));
+/// let shown = whole.finish(&last).unwrap();
+/// let artifacts = &shown.body["result"]["artifacts"];
+/// assert_eq!(artifacts[0]["name"], "notes.txt");
+/// assert_eq!(artifacts[0]["parts"], serde_json::json!([{"text": "alpha "}, {"text": "beta"}]));
+/// assert_eq!(shown.body["result"]["content"], "Here it is.");
+/// // a final frame that carries everything is left alone
+/// assert!(WholeAnswer::default().finish(&last).is_none());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct WholeAnswer {
+    text: String,
+    artifacts: Vec<ArtifactDelta>,
+    tool_calls: Vec<ToolCall>,
+}
+
+impl WholeAnswer {
+    /// Takes in one frame of the run, in order.
+    pub fn push(&mut self, frame: &E2AResponse) {
+        if frame.response_kind != ResponseKind::E2aChunk {
+            return;
+        }
+        let b = &frame.body;
+        match ChunkBody::kind_of(b) {
+            Some(DeltaKind::Text) => {
+                if let Some(text) = b.get("delta").and_then(Value::as_str) {
+                    self.text.push_str(text);
+                }
+            }
+            Some(DeltaKind::Tool) => {
+                if let Some(call) = ChunkBody::structured_delta::<ToolCallDelta>(b, ChunkEventType::ChatToolCall) {
+                    self.tool_calls.push(call.tool_call);
+                } else if let Some(done) =
+                    ChunkBody::structured_delta::<ToolResultDelta>(b, ChunkEventType::ChatToolResult)
+                {
+                    if let Some(call) = self.tool_calls.iter_mut().find(|c| c.tool_call_id == done.tool_call_id) {
+                        call.result = done.result;
+                        call.status = done.status.or(call.status.take());
+                    }
+                }
+            }
+            _ => {
+                if let Some(piece) = ChunkBody::structured_delta::<ArtifactDelta>(b, ChunkEventType::Artifact) {
+                    self.artifact(piece);
+                }
+            }
+        }
+    }
+
+    /// One artifact piece: it starts (or replaces) its artifact, or extends it.
+    fn artifact(&mut self, mut piece: ArtifactDelta) {
+        let known = self.artifacts.iter_mut().find(|a| a.artifact_id == piece.artifact_id);
+        match known {
+            Some(whole) if piece.append => {
+                whole.parts.append(&mut piece.parts);
+                whole.name = whole.name.take().or(piece.name);
+                whole.kind = whole.kind.take().or(piece.kind);
+            }
+            Some(whole) => *whole = whole_piece(piece),
+            None => self.artifacts.push(whole_piece(piece)),
+        }
+    }
+
+    /// The final frame `last` with what the run streamed and it does not carry; `None` when it
+    /// carries everything (or is not a final answer or failure).
+    pub fn finish(self, last: &E2AResponse) -> Option<E2AResponse> {
+        if !last.is_final {
+            return None;
+        }
+        let key = match last.response_kind {
+            ResponseKind::E2aComplete => "result",
+            ResponseKind::E2aError => "details",
+            _ => return None,
+        };
+        let mut held = match last.body.get(key) {
+            Some(Value::Object(m)) => m.clone(),
+            None | Some(Value::Null) => Map::new(),
+            Some(_) => return None,
+        };
+        let mut added = false;
+        let mut add = |name: &str, value: Value, empty: bool| {
+            if !empty && !held.contains_key(name) {
+                held.insert(name.into(), value);
+                added = true;
+            }
+        };
+        add("content", Value::String(self.text.clone()), self.text.is_empty());
+        add("artifacts", to_array(&self.artifacts), self.artifacts.is_empty());
+        add("tool_calls", to_array(&self.tool_calls), self.tool_calls.is_empty());
+        if !added {
+            return None;
+        }
+        let mut whole = last.clone();
+        whole.body.insert(key.into(), Value::Object(held));
+        Some(whole)
+    }
+}
+
+/// An artifact piece as a whole artifact (one piece: not appended, the last).
+fn whole_piece(mut piece: ArtifactDelta) -> ArtifactDelta {
+    piece.append = false;
+    piece.last_chunk = true;
+    piece
+}
+
+fn to_array<T: serde::Serialize>(items: &[T]) -> Value {
+    Value::Array(items.iter().filter_map(|i| serde_json::to_value(i).ok()).collect())
 }

@@ -122,6 +122,7 @@ impl ResponseStream {
                 name: Some(name.into()),
                 arguments: Some(arguments),
                 status: Some("in_progress".into()),
+                result: None,
                 extra: Map::new(),
             },
             extra: Map::new(),
@@ -218,6 +219,8 @@ impl ResponseStream {
         let result = AnswerResult {
             content: Some(text.into()),
             stop_reason: stop_reason.map(String::from),
+            artifacts: Vec::new(),
+            tool_calls: Vec::new(),
             extra: Map::new(),
         };
         self.complete(serde_json::to_value(result).unwrap_or(Value::Null))

@@ -453,18 +453,6 @@ class AguiSettings(BaseModel):
     enabled: bool = Field(False, description='Serve AG-UI over SSE (flag `--agui`).')
 
 
-class AnswerResult(BaseModel):
-    """
-    `result` of the `e2a.complete` that ends an answered turn: the answer's whole text and, from an ACP agent, why its turn stopped. The A2A projection answers `COMPLETED` with `content` when no text was streamed; the ACP projection answers `session/prompt` with `stopReason` (default `end_turn`).
-    """
-
-    content: Optional[str] = Field(None, description="The answer's text.")
-    stopReason: Optional[str] = Field(
-        None,
-        description='Why the turn stopped (ACP `StopReason`: `end_turn`, `max_tokens`, `max_turn_requests`, `refusal`, `cancelled`).',
-    )
-
-
 class ArtifactKind(Enum):
     """
     What an artifact holds: `text`, `file` (bytes inline, base64), `file_url` (a file by reference) or `data` (structured JSON).
@@ -1172,6 +1160,10 @@ class ToolCall(BaseModel):
         None, description="The call's arguments (any JSON, usually an object)."
     )
     name: Optional[str] = Field(None, description="The tool's name.")
+    result: Optional[Any] = Field(
+        None,
+        description="The call's result, in an answer sent whole (`AnswerResult.tool_calls`); a `chat.tool_call` chunk has none (its result comes in a `chat.tool_result` chunk).",
+    )
     status: Optional[str] = Field(
         None,
         description="The call's status (`pending`, `in_progress`, `completed`, `failed`: ACP's `ToolCallStatus`).",
@@ -2062,6 +2054,26 @@ class A2aTask(BaseModel):
     id: str = Field(..., description="The task's id.")
     metadata: Optional[Dict[str, Any]] = Field(None, description='Free-form metadata.')
     status: A2aTaskStatus = Field(..., description="The task's current status.")
+
+
+class AnswerResult(BaseModel):
+    """
+    `result` of the `e2a.complete` that ends an answered turn: the answer's whole text and, from an ACP agent, why its turn stopped. The A2A projection answers `COMPLETED` with `content` when no text was streamed; the ACP projection answers `session/prompt` with `stopReason` (default `end_turn`).
+    """
+
+    artifacts: Optional[List[ArtifactDelta]] = Field(
+        None,
+        description="The artifacts the run streamed, each whole (one piece: `append` false, `last_chunk` true). A gateway adds them to an answer sent as one frame (E2A `Accept: application/json`) when the agent's result has none (`e2a::shown::WholeAnswer`).",
+    )
+    content: Optional[str] = Field(None, description="The answer's text.")
+    stopReason: Optional[str] = Field(
+        None,
+        description='Why the turn stopped (ACP `StopReason`: `end_turn`, `max_tokens`, `max_turn_requests`, `refusal`, `cancelled`).',
+    )
+    tool_calls: Optional[List[ToolCall]] = Field(
+        None,
+        description='The tool calls the run streamed, each with its `result` once answered. Added like `artifacts`.',
+    )
 
 
 class A2aListTasksResponse(BaseModel):

@@ -1728,6 +1728,9 @@ pub struct AguiSettings {
 ///`result` of the `e2a.complete` that ends an answered turn: the answer's whole text and, from an ACP agent, why its turn stopped. The A2A projection answers `COMPLETED` with `content` when no text was streamed; the ACP projection answers `session/prompt` with `stopReason` (default `end_turn`).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct AnswerResult {
+    ///The artifacts the run streamed, each whole (one piece: `append` false, `last_chunk` true). A gateway adds them to an answer sent as one frame (E2A `Accept: application/json`) when the agent's result has none (`e2a::shown::WholeAnswer`).
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub artifacts: ::std::vec::Vec<ArtifactDelta>,
     ///The answer's text.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub content: ::std::option::Option<::std::string::String>,
@@ -1737,6 +1740,9 @@ pub struct AnswerResult {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub stop_reason: ::std::option::Option<::std::string::String>,
+    ///The tool calls the run streamed, each with its `result` once answered. Added like `artifacts`.
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub tool_calls: ::std::vec::Vec<ToolCall>,
     #[serde(flatten)]
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
@@ -4074,6 +4080,9 @@ pub struct ToolCall {
     ///The tool's name.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
+    ///The call's result, in an answer sent whole (`AnswerResult.tool_calls`); a `chat.tool_call` chunk has none (its result comes in a `chat.tool_result` chunk).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub result: ::std::option::Option<::serde_json::Value>,
     ///The call's status (`pending`, `in_progress`, `completed`, `failed`: ACP's `ToolCallStatus`).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub status: ::std::option::Option<::std::string::String>,

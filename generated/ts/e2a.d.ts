@@ -1337,6 +1337,10 @@ export interface AguiSettings {
  */
 export interface AnswerResult {
   /**
+   * The artifacts the run streamed, each whole (one piece: `append` false, `last_chunk` true). A gateway adds them to an answer sent as one frame (E2A `Accept: application/json`) when the agent's result has none (`e2a::shown::WholeAnswer`).
+   */
+  artifacts?: ArtifactDelta[];
+  /**
    * The answer's text.
    */
   content?: string | null;
@@ -1344,6 +1348,10 @@ export interface AnswerResult {
    * Why the turn stopped (ACP `StopReason`: `end_turn`, `max_tokens`, `max_turn_requests`, `refusal`, `cancelled`).
    */
   stopReason?: string | null;
+  /**
+   * The tool calls the run streamed, each with its `result` once answered. Added like `artifacts`.
+   */
+  tool_calls?: ToolCall[];
   [k: string]: unknown | undefined;
 }
 /**
@@ -1379,6 +1387,35 @@ export interface ArtifactDelta {
   parts: {
     [k: string]: unknown | undefined;
   }[];
+  [k: string]: unknown | undefined;
+}
+/**
+ * A tool call the agent makes.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "ToolCall".
+ */
+export interface ToolCall {
+  /**
+   * The call's arguments (any JSON, usually an object).
+   */
+  arguments?: unknown;
+  /**
+   * The tool's name.
+   */
+  name?: string | null;
+  /**
+   * The call's result, in an answer sent whole (`AnswerResult.tool_calls`); a `chat.tool_call` chunk has none (its result comes in a `chat.tool_result` chunk).
+   */
+  result?: unknown;
+  /**
+   * The call's status (`pending`, `in_progress`, `completed`, `failed`: ACP's `ToolCallStatus`).
+   */
+  status?: string | null;
+  /**
+   * The call's id, unique in the turn; its result names it.
+   */
+  tool_call_id: string;
   [k: string]: unknown | undefined;
 }
 /**
@@ -2319,31 +2356,6 @@ export interface SessionUpdateBody {
    * Update kind (see `AcpSessionUpdateKind`).
    */
   sessionUpdate: string;
-  [k: string]: unknown | undefined;
-}
-/**
- * A tool call the agent makes.
- *
- * This interface was referenced by `E2ABundle`'s JSON-Schema
- * via the `definition` "ToolCall".
- */
-export interface ToolCall {
-  /**
-   * The call's arguments (any JSON, usually an object).
-   */
-  arguments?: unknown;
-  /**
-   * The tool's name.
-   */
-  name?: string | null;
-  /**
-   * The call's status (`pending`, `in_progress`, `completed`, `failed`: ACP's `ToolCallStatus`).
-   */
-  status?: string | null;
-  /**
-   * The call's id, unique in the turn; its result names it.
-   */
-  tool_call_id: string;
   [k: string]: unknown | undefined;
 }
 /**

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use e2a::shown::WholeAnswer;
 use e2a::taxonomy::ErrorKind;
 use e2a::{E2AEnvelope, E2AResponse};
 use tokio::sync::watch;
@@ -70,9 +71,12 @@ impl Subscription {
         Subscription(Source::Stored(Box::new(s)))
     }
 
-    /// The final frame's JSON text once the run has ended (`None` when no frame is after the
-    /// position asked for). Wakes once, at the end, not for every frame.
-    pub(crate) async fn last_json(&mut self) -> Option<String> {
+    /// The answer of a client that takes one frame, once the run has ended: the final frame's
+    /// JSON text, with what the frames before it carried and it does not
+    /// ([`e2a::shown::WholeAnswer`]: the streamed text, artifacts and tool calls). `None` when
+    /// no frame is after the position asked for. Wakes once, at the end, not for every frame.
+    pub(crate) async fn whole_json(&mut self) -> Option<String> {
+        let mut whole = WholeAnswer::default();
         match &mut self.0 {
             Source::Local(l) => {
                 let mut done = l.run.done.subscribe();
@@ -82,14 +86,30 @@ impl Subscription {
                 if l.after.is_some_and(|a| sequence <= a) {
                     return None;
                 }
-                frames.json(frames.len().checked_sub(1)?)
+                let last_index = frames.len().checked_sub(1)?;
+                for i in 0..last_index {
+                    if let Some(f) = frames.get(i).filter(|f| !l.after.is_some_and(|a| f.sequence <= a)) {
+                        whole.push(&f);
+                    }
+                }
+                match whole.finish(&*frames.get(last_index)?) {
+                    Some(shown) => Some(shown.to_json()),
+                    None => frames.json(last_index),
+                }
             }
             Source::Stored(s) => {
-                let mut last = None;
+                let mut last: Option<Arc<E2AResponse>> = None;
                 while let Some(f) = s.next().await {
-                    last = Some(f);
+                    if let Some(before) = last.replace(f) {
+                        whole.push(&before);
+                    }
                 }
-                last.map(|f| f.to_json())
+                let last = last?;
+                Some(
+                    whole
+                        .finish(&last)
+                        .map_or_else(|| last.to_json(), |shown| shown.to_json()),
+                )
             }
         }
     }

@@ -34,12 +34,8 @@ fi
 
 # --- install the pinned clients -------------------------------------------------------------
 venv="$work/venv"
-if [[ ! -x "$venv/bin/python" ]] || ! cmp -s "$here/requirements.lock" "$venv/.installed.lock"; then
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check -r "$here/requirements.lock"
-  cp "$here/requirements.lock" "$venv/.installed.lock"
-fi
+. "$here/../pyenv.sh"
+venv_from_lock "$venv" "$here/requirements.lock"
 py="$venv/bin/python"
 (cd "$here/js" && npm ci --no-audit --no-fund --silent)
 

@@ -20,35 +20,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 start=$SECONDS
 
-# Python >= 3.12 (fast-agent needs it): python3.12 on PATH, else pyenv's 3.12, else python3.
-# (a pyenv shim may be on PATH without a 3.12 selected: every candidate is run, not just found)
-find_python() {
-  local c
-  for c in python3.12 \
-    "$(pyenv root 2>/dev/null || true)"/versions/3.12*/bin/python3.12 \
-    "$HOME"/.pyenv/versions/3.12*/bin/python3.12 \
-    python3; do
-    if "$c" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then
-      command -v "$c" 2>/dev/null || echo "$c"
-      return 0
-    fi
-  done
-  echo "no Python >= 3.12 found (python3.12, pyenv versions/3.12*, python3)" >&2
-  return 1
-}
+# find_python312, venv_from_lock
+. "$here/../pyenv.sh"
 
 echo "== install the clients and agents (npm ci; acp-agents/.venv from requirements.lock)"
 [ -d node_modules/@agentclientprotocol/sdk ] || npm ci --no-audit --no-fund --loglevel=error
 venv=acp-agents/.venv
-stamp=$(sha256sum acp-agents/requirements.lock | cut -d' ' -f1)
-if [ "$(cat "$venv/.installed" 2>/dev/null)" != "$stamp" ]; then
-  py=$(find_python)
-  echo "   $py ($("$py" --version 2>&1))"
-  rm -rf "$venv"
-  "$py" -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check -r acp-agents/requirements.lock
-  echo "$stamp" >"$venv/.installed"
-fi
+venv_from_lock "$venv" acp-agents/requirements.lock "$(find_python312)"
 PY="$here/$venv/bin/python"
 FAST_AGENT="$here/$venv/bin/fast-agent"
 "$FAST_AGENT" --version >/dev/null
