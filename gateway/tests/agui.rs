@@ -372,3 +372,58 @@ async fn a_client_that_goes_away_cancels_the_run() {
     }
     assert_eq!(stats.cancelled(), 1, "the agent's run was stopped");
 }
+
+/// A graceful shutdown cuts a run still going at the drain deadline with `RUN_ERROR` saying
+/// the gateway is shutting down (code `CANCELLED`), not "the client went away".
+#[tokio::test]
+async fn a_run_cut_off_by_a_shutdown_says_so() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let config = GatewayConfig {
+        drain_timeout: Duration::from_millis(300),
+        ..GatewayConfig::default()
+    };
+    let gateway = Gateway::with_agent(script(), config).with_agui();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(gateway.serve(listener, async move {
+        let _ = stopped.await;
+    }));
+    let resp = reqwest::Client::new()
+        .post(format!("{base}/agui"))
+        .header("content-type", "application/json")
+        .body(input("s1", "never finish").to_string())
+        .send()
+        .await
+        .unwrap();
+    let mut body = resp.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("working on it") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let _ = stop.send(());
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(10), body.next())
+        .await
+        .unwrap()
+    {
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+    }
+    let events: Vec<Value> = seen
+        .split("\n\n")
+        .filter_map(|block| block.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    e2a::agui::verify_events(&events).unwrap();
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "RUN_ERROR", "{last}");
+    assert_eq!(last["code"], "CANCELLED", "{last}");
+    assert!(
+        last["message"].as_str().unwrap_or("").contains("shutting down"),
+        "{last}"
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(5), served).await;
+}

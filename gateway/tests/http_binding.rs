@@ -38,7 +38,14 @@ async fn json_sse_and_ndjson_of_the_same_scripted_run_carry_the_same_frames() {
     let a: Vec<Value> = sse.iter().map(essence).collect();
     let b: Vec<Value> = nd.iter().map(essence).collect();
     assert_eq!(a, b);
-    assert_eq!(essence(&js), a[a.len() - 1], "JSON answers the final frame");
+    // JSON answers the final frame, holding the tool call the stream carried (with its result)
+    let mut final_frame = a[a.len() - 1].clone();
+    let calls = js.body["result"]["tool_calls"].clone();
+    assert_eq!(calls[0]["tool_call_id"], "call-1", "{calls}");
+    assert_eq!(calls[0]["name"], "get_weather");
+    assert_eq!(calls[0]["result"], json!({"temp_c": 21}));
+    final_frame[4]["result"]["tool_calls"] = calls;
+    assert_eq!(essence(&js), final_frame, "JSON answers the final frame");
     // frames of a streamed answer say so; the JSON answer is not a stream
     assert!(
         sse.iter().chain(&nd).all(|f| f.is_stream),

@@ -37,6 +37,7 @@ fn config(task: &str, id: &str, url: &str) -> PushRecord {
         id: id.into(),
         config,
         created_ms: 1,
+        trace_id: Some(format!("trace-{task}-{id}")),
     }
 }
 
@@ -322,11 +323,15 @@ fn client() -> reqwest::Client {
         .expect("client")
 }
 
+/// The trace id every request of [`rpc`] names: the webhook hears it on each notification.
+const TRACE_ID: &str = "trace-push-test";
+
 async fn rpc(base: &str, method: &str, params: Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     client()
         .post(format!("{base}/a2a"))
         .header("A2A-Version", "1.0")
+        .header("X-Trace-ID", TRACE_ID)
         .json(&body)
         .send()
         .await
@@ -415,6 +420,8 @@ async fn every_event_reaches_the_webhook_in_order_with_its_credentials_after_ret
             headers.get("content-type").and_then(|v| v.to_str().ok()),
             Some("application/json")
         );
+        // the trace id of the send that registered the config
+        assert_eq!(headers.get("x-trace-id").and_then(|v| v.to_str().ok()), Some(TRACE_ID));
     }
     assert!(
         events[0].get("task").is_some(),
@@ -506,6 +513,10 @@ async fn configs_are_created_read_listed_and_deleted_on_both_http_bindings() {
     assert_eq!(configs.len(), 1, "{listed}");
     assert_eq!(configs[0]["taskId"], json!(task));
     assert_eq!(configs[0]["url"], json!(hook.url));
+    assert!(
+        configs[0].get("e2aTraceId").is_none(),
+        "the kept trace id is not shown: {listed}"
+    );
     let mut second = push_config(&hook.url);
     second["taskId"] = json!(task);
     second["id"] = json!("mine");

@@ -168,11 +168,20 @@ async fn an_ended_run_kept_in_memory_is_resumed_with_the_frames_it_streamed() {
     // the ended run is kept in its compact form: read back, frame for frame (ids and times too)
     assert_eq!(all_frames(&s.base, &body, Some(0)).await, frames[1..]);
     assert_eq!(all_frames(&s.base, &body, Some(1)).await, frames[2..]);
-    // the final frame alone, as JSON
+    // the final frame alone, as JSON, holding what the frames after 0 carried (the tool call)
     let resp = send_as(&s.base, &body, "application/json", Some(0)).await;
     assert_eq!(resp.status(), 200);
     let last = resp.text().await.expect("body");
-    assert_eq!(Some(last), frames.last().map(E2AResponse::to_json));
+    let (final_frame, before) = frames.split_last().expect("frames");
+    let mut whole = e2a::shown::WholeAnswer::default();
+    before[1..].iter().for_each(|f| whole.push(f));
+    let expected = whole.finish(final_frame).expect("the tool call is added");
+    assert!(
+        expected.body["result"]["tool_calls"].is_array(),
+        "{}",
+        expected.to_json()
+    );
+    assert_eq!(last, expected.to_json());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

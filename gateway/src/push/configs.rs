@@ -88,12 +88,13 @@ impl TaskService {
     }
 
     /// Stores `config` for task `task_id` (an id given when it has none), delivering the events
-    /// after `from_seq`; the config as stored.
+    /// after `from_seq`, each naming `trace_id` (the registering request's); the config as stored.
     pub(crate) async fn register_push(
         &self,
         mut config: A2aTaskPushNotificationConfig,
         task_id: &str,
         from_seq: u64,
+        trace_id: Option<String>,
     ) -> Result<A2aTaskPushNotificationConfig, A2aError> {
         if config.id.is_empty() {
             config.id = e2a::stream::new_id();
@@ -114,6 +115,7 @@ impl TaskService {
             id: config.id.clone(),
             config: config.clone(),
             created_ms: now_ms(),
+            trace_id,
         };
         self.store.put_push(record, from_seq).await?;
         self.push.activate();
@@ -150,7 +152,8 @@ impl TaskService {
         }
         let rec = self.load(&config.task_id, caller).await?;
         self.check_push_target(&config, at).await?;
-        self.register_push(config, &rec.id, rec.last_seq).await
+        let trace = crate::web::trace::current_trace_id().map(|t| t.to_string());
+        self.register_push(config, &rec.id, rec.last_seq, trace).await
     }
 
     /// `GetTaskPushNotificationConfig` (`{taskId, id}`).

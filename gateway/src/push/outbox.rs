@@ -12,7 +12,7 @@ use axum::http::{header, HeaderValue};
 use tokio::task::JoinSet;
 
 use super::Pusher;
-use crate::store::{now_ms, PushFailure, PushJob, PushProgress, StoreError};
+use crate::store::{now_ms, PushFailure, PushJob, PushProgress, PushRecord, StoreError};
 use crate::tasks::TaskService;
 
 /// How long a claim lasts; a job stops taking new events after half of it.
@@ -162,7 +162,7 @@ async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) -> Op
         if started.elapsed() > CLAIM / 2 {
             break;
         }
-        let sent = post(&pusher, &record.config, &event.event).await;
+        let sent = post(&pusher, &record, &event.event).await;
         count(match (&sent, attempts.saturating_add(1) >= policy.max_attempts) {
             (Ok(()), _) => "delivered",
             (Err(_), false) => "retry",
@@ -226,13 +226,18 @@ async fn write(svc: &TaskService, p: PushProgress) -> Result<bool, StoreError> {
 
 /// POSTs one event to the config's webhook; `Err` says why it was not taken (never with a
 /// credential: the URL's host, the status, or the connection error).
-async fn post(pusher: &Pusher, config: &e2a::types::A2aTaskPushNotificationConfig, event: &str) -> Result<(), String> {
+async fn post(pusher: &Pusher, record: &PushRecord, event: &str) -> Result<(), String> {
+    let config = &record.config;
     let url = pusher.policy.target.check_url(&config.url)?;
     let client = pusher.client()?;
     let mut req = client
         .post(url)
         .header(header::CONTENT_TYPE, "application/json")
         .body(event.to_string());
+    // the trace id of the request that registered the config (a caller's id: not a secret)
+    if let Some(trace) = record.trace_id.as_deref().and_then(|t| HeaderValue::from_str(t).ok()) {
+        req = req.header(crate::web::trace::X_TRACE_ID, trace);
+    }
     if let Some(auth) = &config.authentication {
         if let Some(credentials) = &auth.credentials {
             let mut value = HeaderValue::from_str(&format!("{} {}", auth.scheme, credentials.expose()))

@@ -88,7 +88,7 @@ impl Subscription {
                 }
                 let last_index = frames.len().checked_sub(1)?;
                 for i in 0..last_index {
-                    if let Some(f) = frames.get(i).filter(|f| !l.after.is_some_and(|a| f.sequence <= a)) {
+                    if let Some(f) = frames.get(i).filter(|f| l.after.is_none_or(|a| f.sequence > a)) {
                         whole.push(&f);
                     }
                 }

@@ -26,23 +26,41 @@ pub struct PushRecord {
     pub config: A2aTaskPushNotificationConfig,
     /// When it was created, ms since the Unix epoch.
     pub created_ms: i64,
+    /// The trace id of the request that registered it: every notification carries it as
+    /// `X-Trace-ID`, so a webhook's logs tie to the gateway's and the caller's.
+    pub trace_id: Option<String>,
 }
 
+/// The key the stored config JSON keeps [`PushRecord::trace_id`] under (never shown to a
+/// client: [`PushRecord::read`] takes it out).
+const TRACE_KEY: &str = "e2aTraceId";
+
 impl PushRecord {
-    /// The config as JSON text (what the SQL stores keep).
+    /// The config as JSON text (what the SQL stores keep), with the trace id beside it.
     pub fn config_json(&self) -> String {
-        crate::json_text(&self.config)
+        let mut json = serde_json::to_value(&self.config).unwrap_or_default();
+        if let (Some(trace), Some(map)) = (&self.trace_id, json.as_object_mut()) {
+            map.insert(TRACE_KEY.into(), trace.clone().into());
+        }
+        crate::json_text(&json)
     }
 
-    /// A config read back from a store: `json` must be a `TaskPushNotificationConfig`.
+    /// A config read back from a store: `json` must be a `TaskPushNotificationConfig` (with
+    /// the trace id [`PushRecord::config_json`] keeps beside it, if any).
     pub fn read(task_id: String, id: String, json: &str, created_ms: i64) -> Result<Self, super::StoreError> {
-        let config = serde_json::from_str(json)
-            .map_err(|e| super::StoreError::Corrupt(format!("push config {task_id}/{id}: {e}")))?;
+        let corrupt = |e: serde_json::Error| super::StoreError::Corrupt(format!("push config {task_id}/{id}: {e}"));
+        let mut json: serde_json::Value = serde_json::from_str(json).map_err(corrupt)?;
+        let trace_id = json
+            .as_object_mut()
+            .and_then(|m| m.remove(TRACE_KEY))
+            .and_then(|t| t.as_str().map(String::from));
+        let config = serde_json::from_value(json).map_err(corrupt)?;
         Ok(PushRecord {
             task_id,
             id,
             config,
             created_ms,
+            trace_id,
         })
     }
 }

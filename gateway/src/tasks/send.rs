@@ -171,6 +171,8 @@ impl TaskService {
     async fn start_turn(self: Arc<Self>, t: TurnStart, admission: Admission) -> Result<SendOutcome, A2aError> {
         let ctx = admission.ctx.clone();
         let live = self.claim(&t.task_id, t.existing.is_some(), &ctx).await?;
+        // the request's trace id (the envelope's correlation id), for the send's webhook
+        let trace = t.push.as_ref().and_then(|_| t.env.correlation_id.clone());
         let mut frames = admission.run(t.env);
         let permit = admission.into_permit();
 
@@ -188,7 +190,7 @@ impl TaskService {
         let before = rec.last_seq;
         // the webhook of the send gets every event of the turn, from its first on
         if let Some(config) = t.push {
-            if let Err(e) = self.register_push(config, &t.task_id, before).await {
+            if let Err(e) = self.register_push(config, &t.task_id, before, trace).await {
                 ctx.cancel.cancel();
                 self.unclaim(&t.task_id).await;
                 return Err(e);
