@@ -8,11 +8,20 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::read::Read;
 use crate::take::{AsKey, NestedSlots, Slots, Source, Taker};
 use crate::types::readers;
 use crate::types::{E2AEnvelope, E2AProvenance, E2AResponse};
 use crate::{SecretHeaders, SecretString};
+
+/// A message read by [`crate::read::Message::read`], with the legacy rules that fired (lenient mode only;
+/// sorted, deduplicated, empty in the other modes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Read<T> {
+    /// The message.
+    pub value: T,
+    /// Legacy rules applied while reading.
+    pub rules: Vec<LegacyRule>,
+}
 
 pub use crate::types::LegacyRule;
 

@@ -29,7 +29,6 @@ use serde::de::{Deserialize, DeserializeOwned, Deserializer, Error as _};
 use serde_json::Value;
 
 use crate::error::{Error, Result, Violation};
-use crate::lenient::LegacyRule;
 use crate::limits::Limits;
 use crate::{E2AEnvelope, E2AResponse};
 
@@ -101,15 +100,8 @@ impl ReadOptions {
     }
 }
 
-/// A message read by [`Message::read`], with the legacy rules that fired (lenient mode only;
-/// sorted, deduplicated, empty in the other modes).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Read<T> {
-    /// The message.
-    pub value: T,
-    /// Legacy rules applied while reading.
-    pub rules: Vec<LegacyRule>,
-}
+/// A message read, with the legacy rules that fired (kept with the rules, in `lenient`).
+pub use crate::lenient::Read;
 
 /// An E2A message type that the readers know: [`E2AEnvelope`] and [`E2AResponse`].
 pub trait Message: Sized + Clone + PartialEq + DeserializeOwned + sealed::Sealed {

@@ -11,6 +11,7 @@ use e2a::{E2AEnvelope, E2AResponse};
 use serde_json::Value;
 
 use crate::input::{for_each_line, is_response};
+use crate::migrate::Msg;
 
 /// A protocol on one side of a conversion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -38,12 +39,6 @@ struct Converter {
     acp: HashMap<Option<String>, AcpStreamProjector>,
     a2a: HashMap<Option<String>, A2aStreamProjector>,
     sequences: HashMap<String, u64>,
-}
-
-/// One input message read into E2A.
-pub(crate) enum Msg {
-    Env(Box<E2AEnvelope>),
-    Resp(Box<E2AResponse>),
 }
 
 impl Converter {

@@ -6,10 +6,14 @@ use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 
 use e2a::legacy::{self, AgentResponse, AgentResponseChunk};
-use e2a::LegacyRule;
+use e2a::{E2AEnvelope, E2AResponse, LegacyRule};
 use serde_json::{json, Value};
 
-use crate::convert::Msg;
+/// One input message read into E2A: a request or a response frame.
+pub(crate) enum Msg {
+    Env(Box<E2AEnvelope>),
+    Resp(Box<E2AResponse>),
+}
 
 /// What a legacy log line is (the library's classifier; E2A frames and envelopes read as
 /// requests here, as a legacy log holds none).

@@ -11,14 +11,14 @@ use futures_util::{Stream, StreamExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::pipeline::boundary::StopCell;
-
 /// The frames an agent yields for one request, in order, ending with one final frame.
 pub type FrameStream = Pin<Box<dyn Stream<Item = E2AResponse> + Send + 'static>>;
 
 /// An agent's frames each behind an `Arc` ([`Agent::run_shared`]): a frame (an `E2AResponse`
 /// is about a kilobyte) then travels as a pointer, and a run log keeps it as it is.
 pub type SharedFrames = Pin<Box<dyn Stream<Item = Arc<E2AResponse>> + Send + 'static>>;
+
+pub use crate::stop::{StopCell, StopReason};
 
 /// Who sent a request, as the gateway authenticated it. Never holds the credential itself.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -4,12 +4,10 @@ use std::time::Duration;
 
 use e2a::Limits;
 
-use crate::pipeline::boundary::Deadlines;
 use crate::web::auth::Auth;
 use crate::web::server::ServerLimits;
 
-/// The environment variable holding the gateway's own bearer token(s) (`e2a serve`).
-pub const TOKEN_ENV: &str = "E2A_TOKEN";
+pub use crate::web::auth::TOKEN_ENV;
 /// The environment variable holding the token the gateway sends to an `e2a:` / `a2a:` agent.
 pub const AGENT_TOKEN_ENV: &str = "E2A_AGENT_TOKEN";
 /// The gateway's credentials in its environment: an agent process it starts (`acp:CMD`) never
@@ -90,6 +88,36 @@ impl Default for GatewayConfig {
             server: ServerLimits::default(),
             frame_log: None,
             errors: e2a::types::ErrorExposure::Detail,
+        }
+    }
+}
+
+impl GatewayConfig {
+    /// What a request body may be (the input limits, the body read timeout).
+    pub(crate) fn body(&self) -> crate::web::body::BodyLimits {
+        crate::web::body::BodyLimits {
+            limits: self.limits,
+            timeout: self.server.body_read_timeout,
+        }
+    }
+}
+
+/// How long a run may take and how long it may stay silent.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadlines {
+    /// Longest time between two frames of the agent (`None`: no idle deadline).
+    pub idle: Option<Duration>,
+    /// How long the gateway waits, after a final frame, for the agent's stream to end before
+    /// it forwards the final frame and drops the stream (a frame in that time is a second
+    /// final or a frame after the final one, and cuts the agent off).
+    pub final_grace: Duration,
+}
+
+impl Default for Deadlines {
+    fn default() -> Self {
+        Deadlines {
+            idle: Some(Duration::from_secs(120)),
+            final_grace: Duration::from_millis(200),
         }
     }
 }

@@ -32,13 +32,16 @@ pub mod bindings;
 pub mod config;
 pub mod config_file;
 pub mod frame_log;
+pub(crate) mod json;
 pub mod jsonrpc;
 pub(crate) mod packed;
 pub mod pipeline;
-pub mod push;
+pub mod protocol;
 pub(crate) mod runs;
+pub mod stop;
 pub mod store;
 pub(crate) mod tasks;
+pub use tasks::push;
 pub mod web;
 
 use std::future::Future;
@@ -52,20 +55,6 @@ pub use web::problem::Problem;
 
 use pipeline::boundary::StopReason;
 use pipeline::Pipeline;
-
-/// `v` as compact JSON text. Written straight into a byte buffer (`Value`'s `Display` goes
-/// through the formatting machinery, a call per token); a `Value` always serializes.
-pub(crate) fn json_text<T: serde::Serialize + ?Sized>(v: &T) -> String {
-    serde_json::to_string(v).unwrap_or_default()
-}
-
-/// A deserializer over the members of a JSON object, borrowing them: a typed view of request
-/// params is read without copying them into another `Value`.
-pub(crate) fn object_deserializer<'a>(
-    object: &'a serde_json::Map<String, serde_json::Value>,
-) -> serde::de::value::MapDeserializer<'a, impl Iterator<Item = (&'a str, &'a serde_json::Value)>, serde_json::Error> {
-    serde::de::value::MapDeserializer::new(object.iter().map(|(k, v)| (k.as_str(), v)))
-}
 
 /// A gateway: one agent behind the E2A HTTP binding (and A2A and AG-UI when asked), and any
 /// number of named agents, each under its own routes ([`Gateway::with_named_agent`]).

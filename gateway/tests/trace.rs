@@ -256,4 +256,17 @@ async fn errors_name_the_trace_id() {
         rest["error"]["details"][0]["metadata"]["traceId"], "no-task-rest",
         "{rest}"
     );
+    // AG-UI: a RunAgentInput without its threadId
+    let resp = client
+        .post(format!("{}/agui", s.base))
+        .header("content-type", "application/json")
+        .header("X-Trace-ID", "agui-bad-input")
+        .body(r#"{"runId": "r1", "messages": []}"#)
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_client_error(), "{}", resp.status());
+    assert_eq!(resp.headers()["x-trace-id"], "agui-bad-input");
+    let problem: Value = resp.json().await.unwrap();
+    assert_eq!(problem["trace_id"], "agui-bad-input", "{problem}");
 }

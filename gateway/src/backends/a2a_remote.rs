@@ -165,7 +165,7 @@ impl A2aRemoteAgent {
         let card_url = if url.ends_with(".json") {
             url.to_string()
         } else {
-            format!("{url}{}", crate::bindings::a2a::card::CARD_PATH)
+            format!("{url}{}", crate::protocol::CARD_PATH)
         };
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)

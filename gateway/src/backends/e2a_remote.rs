@@ -82,10 +82,10 @@ impl E2aRemoteAgent {
             return Err(E2aRemoteError::TokenInClear);
         }
         let base = url.trim_end_matches('/');
-        let endpoint = if base.ends_with(crate::bindings::e2a_http::REQUESTS_PATH) {
+        let endpoint = if base.ends_with(crate::protocol::REQUESTS_PATH) {
             base.to_string()
         } else {
-            format!("{base}{}", crate::bindings::e2a_http::REQUESTS_PATH)
+            format!("{base}{}", crate::protocol::REQUESTS_PATH)
         };
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)

@@ -1,4 +1,4 @@
-//! The agents behind the gateway, each an [`crate::Agent`]: [`EchoAgent`] (the default),
+//! The agents behind the gateway, each an [`crate::agent::Agent`]: [`EchoAgent`] (the default),
 //! [`ScriptAgent`] (scenarios from a JSON file, for testing clients), [`E2aRemoteAgent`]
 //! (another server speaking E2A over HTTP), [`A2aRemoteAgent`] (an A2A 1.0 agent) and
 //! [`AcpProcessAgent`] (an ACP agent program, spoken to over stdio).

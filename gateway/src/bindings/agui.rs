@@ -221,7 +221,7 @@ fn interrupt_ids(event: &EventHead<'_>) -> Option<Vec<String>> {
 async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) -> Result<Response, Problem> {
     let shared = &agui.pipeline;
     let resume_after = last_event_id::read(&headers)?;
-    let input = body::read(&headers, body, &shared.config).await?.value()?;
+    let input = body::read(&headers, body, shared.config.body()).await?.value()?;
     let mut request = e2a::agui::envelope_from_run_input(&input).map_err(|e| Problem::from_read_error(&e))?;
     crate::web::trace::correlate(
         &mut request,
@@ -305,7 +305,7 @@ fn events(agui: Arc<Agui>, ids: RunIds, mut sub: Subscription, skip: u64) -> Res
                 if let Some(ids) = interrupt_ids(&EventHead::of(e)) {
                     agui.interrupts.lock().remember(thread.clone(), ids);
                 }
-                yield sse::event(Some(n), &crate::json_text(e));
+                yield sse::event(Some(n), &crate::json::text(e));
             }
             let ended = batch.last().map(EventHead::of).is_some_and(|e| matches!(&*e.kind, "RUN_FINISHED" | "RUN_ERROR"));
             sent.extend(batch);

@@ -23,7 +23,7 @@ use crate::web::problem::Problem;
 use crate::web::{body, last_event_id, sse};
 
 /// Path of the request operation.
-pub const REQUESTS_PATH: &str = "/v1/e2a/requests";
+pub use crate::protocol::REQUESTS_PATH;
 /// Path of the schema operation.
 pub const SCHEMA_PATH: &str = "/v1/e2a/schema";
 /// Path of the health check.
@@ -196,7 +196,7 @@ async fn send_request(
     })?;
     let resume = last_event_id::read(&headers)?;
     let limits = shared.config.limits;
-    let body = body::read(&headers, body, &shared.config).await?;
+    let body = body::read(&headers, body, shared.config.body()).await?;
     let mut request = E2AEnvelope::read(body.text(), &e2a::ReadOptions::lenient().with_limits(limits))
         .map_err(|e| Problem::from_read_error(&e))?
         .value;

@@ -8,7 +8,7 @@
 //! disconnects and shutdown end a run the same way, with `E2A.TIMEOUT` or `E2A.CANCELLED`; an
 //! agent that panics gets `E2A.AGENT_ERROR` (the panic does not reach the server).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use e2a::stream::{ResponseStream, StreamValidator};
@@ -20,66 +20,17 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
+/// A run's deadlines (part of the gateway's config).
+pub use crate::config::Deadlines;
+/// How a run stops from outside, and where the reason is recorded (kept with the agent's
+/// request context).
+pub use crate::stop::{StopCell, StopReason};
 
 /// Guarded frames, each shared (the agent's, checked, and the gateway's cutoff frames).
 pub use crate::agent::SharedFrames;
 
-/// Why the gateway stopped a run from outside (the reason the `e2a.error` frame gives).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    /// Every client of the run went away.
-    ClientGone,
-    /// The gateway is shutting down and the drain deadline passed.
-    Shutdown,
-}
-
-/// Where the reason for a cancellation is recorded before the run's token is cancelled.
-pub type StopCell = Arc<OnceLock<StopReason>>;
-
-/// How long a run may take and how long it may stay silent.
-#[derive(Debug, Clone, Copy)]
-pub struct Deadlines {
-    /// Longest time between two frames of the agent (`None`: no idle deadline).
-    pub idle: Option<Duration>,
-    /// How long the gateway waits, after a final frame, for the agent's stream to end before
-    /// it forwards the final frame and drops the stream (a frame in that time is a second
-    /// final or a frame after the final one, and cuts the agent off).
-    pub final_grace: Duration,
-}
-
-impl Default for Deadlines {
-    fn default() -> Self {
-        Deadlines {
-            idle: Some(Duration::from_secs(120)),
-            final_grace: Duration::from_millis(200),
-        }
-    }
-}
-
-/// The final frame a run gets when the gateway ends it: `e2a.error` with the taxonomy code of
-/// `kind`, at sequence `sequence`, echoing the request's correlation fields.
-pub fn cutoff_frame(
-    request: &E2AEnvelope,
-    sequence: u64,
-    kind: ErrorKind,
-    message: &str,
-    details: Map<String, Value>,
-) -> E2AResponse {
-    cutoff_from(ResponseStream::for_request(request), sequence, kind, message, details)
-}
-
-/// [`cutoff_frame`] from the request's frame template.
-fn cutoff_from(
-    stream: ResponseStream,
-    sequence: u64,
-    kind: ErrorKind,
-    message: &str,
-    details: Map<String, Value>,
-) -> E2AResponse {
-    let mut frame = stream.fail(kind.mapping().e2a_code, message, details);
-    frame.sequence = sequence;
-    frame
-}
+pub use crate::stop::cutoff_frame;
+use crate::stop::cutoff_from;
 
 /// An agent whose every stream passes the boundary ([`guard`]): what the pipeline runs, so
 /// no binding can forget it.

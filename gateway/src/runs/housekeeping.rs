@@ -13,7 +13,8 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::{Retention, Run, Runs};
 use crate::agent::ConversationKey;
-use crate::pipeline::boundary::{cutoff_frame, SharedFrames, StopReason};
+use crate::agent::SharedFrames;
+use crate::stop::{cutoff_frame, StopReason};
 use crate::store::{FrameWrite, RunHead, StoreError, StoredFrame};
 
 /// Most frames written to the store in one step.

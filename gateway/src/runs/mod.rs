@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Caller, ConversationKey, RequestContext};
 use crate::config::GatewayConfig;
-use crate::pipeline::boundary::{StopCell, StopReason};
+use crate::stop::{StopCell, StopReason};
 use crate::store::{SentRecord, StoreError, TaskStore};
 use frames::{Compact, Frames};
 

@@ -14,7 +14,7 @@ use e2a::{E2AEnvelope, E2AResponse};
 use tokio::sync::watch;
 
 use super::Run;
-use crate::pipeline::boundary::{cutoff_frame, StopReason};
+use crate::stop::{cutoff_frame, StopReason};
 use crate::store::{FrameWrite, RunLog, StoredFrame, TaskStore};
 
 /// How often a reader of a run running on another gateway reads its log again.

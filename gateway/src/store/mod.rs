@@ -117,7 +117,7 @@ impl TaskAppend {
                 ..record
             },
             snapshot,
-            events: vec![crate::json_text(event).into()],
+            events: vec![crate::json::text(event).into()],
         }
     }
 }
@@ -629,4 +629,15 @@ pub(crate) fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+impl crate::web::problem::Problem {
+    /// The store of runs failed: `500`, the detail in the log only.
+    pub(crate) fn store_failed(e: &StoreError) -> Self {
+        tracing::error!(error = %e, "cannot read a run from the store");
+        Self::new(
+            e2a::taxonomy::ErrorKind::Internal,
+            "the gateway cannot read this stream now",
+        )
+    }
 }

@@ -42,7 +42,7 @@ impl PushRecord {
         if let (Some(trace), Some(map)) = (&self.trace_id, json.as_object_mut()) {
             map.insert(TRACE_KEY.into(), trace.clone().into());
         }
-        crate::json_text(&json)
+        crate::json::text(&json)
     }
 
     /// A config read back from a store: `json` must be a `TaskPushNotificationConfig` (with

@@ -10,10 +10,12 @@
 //! behind it (the gateway restarted) is settled as `FAILED`, so its log ends.
 
 mod cluster;
+pub mod config;
 pub mod error;
 mod feed;
 mod log;
 pub(crate) mod params;
+pub mod push;
 mod send;
 pub(crate) mod sent;
 mod snapshot;
@@ -42,10 +44,10 @@ pub use self::snapshot::trim_history;
 use self::snapshot::{agent_message, status_event};
 use self::turn::TurnMapper;
 use crate::agent::Caller;
-use crate::bindings::a2a::card::A2aConfig;
 use crate::pipeline::boundary::SharedFrames;
 use crate::pipeline::Pipeline;
 use crate::store::{StoredEvent, TaskQuery, TaskRecord, TaskStore};
+use crate::tasks::config::A2aConfig;
 
 /// A2A events with their log sequence numbers, as a binding streams them. An `Err` ends the
 /// stream: the task could not go on (its store failed) and the binding answers it in its
@@ -107,7 +109,7 @@ pub struct TaskService {
     /// This gateway's name in task leases (and push claims).
     pub(crate) holder: String,
     /// Push notifications: the policy, the delivery client, the outbox's wake-up.
-    pub(crate) push: Arc<crate::push::Pusher>,
+    pub(crate) push: Arc<crate::tasks::push::Pusher>,
     /// The named agents' services, by name: a request whose `tenant` names one goes there
     /// (A2A 1.0's multi-tenant form). Set when the gateway's routes are built.
     pub(crate) tenants: std::sync::OnceLock<HashMap<String, Arc<TaskService>>>,
@@ -176,11 +178,11 @@ impl TaskService {
         // a store that keeps no push configs: the card says so, the operations refuse
         config.push.enabled &= store.keeps_pushes();
         TaskService {
-            push: Arc::new(crate::push::Pusher::new(config.push.clone())),
+            push: Arc::new(crate::tasks::push::Pusher::new(config.push.clone())),
             shared,
             config,
             store,
-            card_modified: crate::bindings::a2a::card::http_date(std::time::SystemTime::now()),
+            card_modified: httpdate::fmt_http_date(std::time::SystemTime::now()),
             live: Mutex::new(HashMap::new()),
             channels: Mutex::new(HashMap::new()),
             broken: Mutex::new(HashMap::new()),
@@ -214,7 +216,7 @@ impl TaskService {
         let every = (self.config.task_retention / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
         tokio::spawn(cluster::forget_finished(Arc::downgrade(self), every));
         if self.config.push.enabled {
-            tokio::spawn(crate::push::run_outbox(Arc::downgrade(self), self.push.clone()));
+            tokio::spawn(crate::tasks::push::run_outbox(Arc::downgrade(self), self.push.clone()));
         }
     }
 

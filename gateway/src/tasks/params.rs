@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::error::{A2aError, A2aErrorKind};
-use crate::bindings::a2a::A2aConfig;
+use crate::tasks::config::A2aConfig;
 
 /// A send decoded and checked: its envelope, its message, whether to answer at once.
 pub(super) struct Decoded {
@@ -68,7 +68,7 @@ fn media_fits(modes: &[String], media: &str) -> bool {
 
 /// Reads a view `T` of request params (the fields a check needs) without copying them.
 fn view<'a, T: Deserialize<'a>>(params: &'a Map<String, Value>) -> Result<T, serde_json::Error> {
-    T::deserialize(crate::object_deserializer(params))
+    T::deserialize(crate::json::object_deserializer(params))
 }
 
 /// A parameter as a client may send it: a JSON value, or (HTTP+JSON query) its text.
@@ -208,16 +208,14 @@ pub(super) fn read_message(params: &Map<String, Value>) -> Result<A2aMessage, A2
     }
     // read without tracking the path; a message that does not read is read again with it,
     // for the error to name the field
-    let send = match Send::deserialize(crate::object_deserializer(params)) {
+    let send = match Send::deserialize(crate::json::object_deserializer(params)) {
         Ok(send) => send,
-        Err(_) => {
-            serde_path_to_error::deserialize::<_, Send>(crate::object_deserializer(params)).map_err(|e| {
-                match e.path().to_string() {
-                    p if p == "." => A2aError::invalid_params("params.message must be an object"),
-                    p => A2aError::invalid_params(format!("params.{p}: {}", e.inner())),
-                }
-            })?
-        }
+        Err(_) => serde_path_to_error::deserialize::<_, Send>(crate::json::object_deserializer(params)).map_err(
+            |e| match e.path().to_string() {
+                p if p == "." => A2aError::invalid_params("params.message must be an object"),
+                p => A2aError::invalid_params(format!("params.{p}: {}", e.inner())),
+            },
+        )?,
     };
     let m = send.message;
     if m.message_id.is_empty() {

@@ -74,7 +74,7 @@ impl TaskService {
             SendOutcome::Message(m) => {
                 let event = StoredEvent {
                     seq: 0,
-                    event: crate::json_text(&json!({"message": m})).into(),
+                    event: crate::json::text(&json!({"message": m})).into(),
                 };
                 Box::pin(futures_util::stream::iter([Ok(event)]))
             }
@@ -261,7 +261,7 @@ impl TaskService {
         let config = config
             .as_object()
             .ok_or_else(|| A2aError::invalid_params(format!("{at} must be an object")))?;
-        let config = crate::push::read_config(config, &at)?;
+        let config = crate::tasks::push::read_config(config, &at)?;
         self.check_push_target(&config, &at).await?;
         Ok(Some(config))
     }

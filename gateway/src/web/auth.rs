@@ -16,8 +16,13 @@ use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};
 
 use crate::agent::Caller;
-use crate::config_file::{ConfigError, ConfigFile, ROOT_AGENT};
 use crate::web::problem::Problem;
+
+/// The environment variable holding the gateway's own bearer token(s) (`e2a serve`).
+pub const TOKEN_ENV: &str = "E2A_TOKEN";
+
+/// The name a caller's allow-list uses for the agent at the root routes.
+pub const ROOT_AGENT: &str = "default";
 
 /// Who may call: bearer tokens (callers `token-1`, `token-2`…) and the callers of a config
 /// file (`[callers.NAME]`: API keys kept as SHA-256 digests, JWT verification, per-agent
@@ -55,8 +60,9 @@ pub enum AuthError {
     Empty(String),
 }
 
-/// One configured caller: its name, kind, how it proves itself, what it may call.
-struct CallerCheck {
+/// One configured caller: its name, kind, how it proves itself, what it may call (made by
+/// [`CallerCheck::api_key`] or [`CallerCheck::jwt`] from a config file's `[callers]`).
+pub(crate) struct CallerCheck {
     name: String,
     kind: CallerKind,
     credential: Credential,
@@ -157,40 +163,14 @@ impl Auth {
         }
     }
 
-    /// The callers of a config file (`[callers]`), with the bearer tokens of its
-    /// `server.token_file` (else `$E2A_TOKEN`): every secret read from the files and variables
-    /// the file names, every key checked. Errors name the file, line and key.
-    pub fn from_config(file: &ConfigFile) -> Result<Self, Vec<ConfigError>> {
-        let mut errors = Vec::new();
-        let server = file.server();
-        let tokens = match &server.token_file {
-            Some(f) => match Auth::from_file(&file.path(f)) {
-                Ok(a) => a.creds.read().tokens.clone(),
-                Err(e) => {
-                    errors.push(file.error("/server/token_file", e.to_string()));
-                    Arc::default()
-                }
-            },
-            None => match Auth::from_env(crate::config::TOKEN_ENV) {
-                Ok(a) => a.map(|a| a.creds.read().tokens.clone()).unwrap_or_default(),
-                Err(e) => {
-                    errors.push(file.error("", e.to_string()));
-                    Arc::default()
-                }
-            },
-        };
-        let mut callers = Vec::new();
-        for (name, entry) in &file.settings.callers {
-            match caller_check(file, name, entry) {
-                Ok(c) => callers.push(c),
-                Err(e) => errors.push(e),
-            }
-        }
-        if errors.is_empty() {
-            Ok(Auth::of(tokens, Arc::new(callers)))
-        } else {
-            Err(errors)
-        }
+    /// Bearer `tokens` and config `callers`.
+    pub(crate) fn with_callers(tokens: Arc<Vec<SecretString>>, callers: Vec<CallerCheck>) -> Self {
+        Auth::of(tokens, Arc::new(callers))
+    }
+
+    /// The bearer tokens accepted.
+    pub(crate) fn tokens(&self) -> Arc<Vec<SecretString>> {
+        self.creds.read().tokens.clone()
     }
 
     /// This authentication for the routes of the named agent `name`: callers not allowed to
@@ -348,7 +328,7 @@ fn jwt_caller<'a>(callers: &'a [CallerCheck], token: &str) -> Option<(&'a Caller
 /// Why `name` cannot name a config caller, if it cannot: the identities of bearer tokens
 /// (`token-N`) and of JWT subjects (`CALLER/SUB`) are not names a config caller may take, or
 /// one caller would read another's tasks.
-fn reserved_caller_name(name: &str) -> Option<&'static str> {
+pub(crate) fn reserved_caller_name(name: &str) -> Option<&'static str> {
     if name.contains('/') {
         return Some("a caller's name may not contain `/`: `NAME/SUB` is the identity of a JWT caller's subject");
     }
@@ -358,116 +338,68 @@ fn reserved_caller_name(name: &str) -> Option<&'static str> {
     token_n.then_some("`token-N` is the identity of the N-th bearer token; choose another name")
 }
 
-/// The check of caller `name`, its secrets read.
-fn caller_check(file: &ConfigFile, name: &str, entry: &CallerEntry) -> Result<CallerCheck, ConfigError> {
-    let at = |k: &str| format!("/callers/{}{k}", crate::config_file::pointer_key(name));
-    if let Some(why) = reserved_caller_name(name) {
-        return Err(file.error(&at(""), why));
+impl CallerCheck {
+    /// A caller proving itself with an API key whose SHA-256 is `digest`.
+    pub(crate) fn api_key(name: &str, entry: &CallerEntry, digest: [u8; 32]) -> Self {
+        CallerCheck::of(name, entry, Credential::KeyDigest(digest))
     }
-    let credential = if let Some(hex) = &entry.api_key_sha256 {
-        let mut d = [0u8; 32];
-        for (i, byte) in d.iter_mut().enumerate() {
-            *byte = hex
-                .get(2 * i..2 * i + 2)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| file.error(&at("/api_key_sha256"), "expected 64 hex digits"))?;
+
+    /// A caller proving itself with JWTs signed by one of `keys` (by `kid`; `None`: any),
+    /// checked as `j` says.
+    pub(crate) fn jwt(
+        name: &str,
+        entry: &CallerEntry,
+        keys: Vec<(Option<String>, jsonwebtoken::DecodingKey)>,
+        j: &JwtSettings,
+    ) -> Self {
+        let mut validation = jsonwebtoken::Validation::new(jwt_algorithm(j));
+        validation.leeway = j.leeway_secs;
+        validation.validate_nbf = true;
+        // a claim the caller is configured to check must be there: a token without it is refused
+        let mut required = vec!["exp", "sub"];
+        required.extend(j.issuer.as_ref().map(|_| "iss"));
+        required.extend(j.audience.as_ref().map(|_| "aud"));
+        validation.set_required_spec_claims(&required);
+        match &j.issuer {
+            Some(iss) => validation.set_issuer(&[iss]),
+            None => validation.iss = None,
         }
-        Credential::KeyDigest(d)
-    } else if let Some(j) = &entry.jwt {
-        Credential::Jwt(Box::new(jwt_check(file, &at("/jwt"), j)?))
-    } else {
-        let key = file
-            .secret(
-                &at(if entry.api_key_file.is_some() {
-                    "/api_key_file"
-                } else {
-                    "/api_key_env"
-                }),
-                entry.api_key_file.as_deref(),
-                entry.api_key_env.as_deref(),
-            )?
-            .ok_or_else(|| file.error(&at(""), "no credential"))?;
-        Credential::KeyDigest(Sha256::digest(key.expose().as_bytes()).into())
-    };
-    let limiter = entry.rate_limit.as_ref().map(|r| {
-        let period = std::time::Duration::from_secs_f64(1.0 / r.per_second);
-        let burst = r
-            .burst
-            .map(|b| u32::try_from(b.get()).unwrap_or(u32::MAX))
-            .unwrap_or_else(|| r.per_second.ceil().clamp(1.0, f64::from(u32::MAX)) as u32);
-        let quota = governor::Quota::with_period(period.max(std::time::Duration::from_nanos(1)))
-            .unwrap_or_else(|| governor::Quota::per_second(NonZeroU32::MIN))
-            .allow_burst(NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN));
-        Arc::new(governor::RateLimiter::keyed(quota))
-    });
-    Ok(CallerCheck {
-        name: name.to_string(),
-        kind: entry.kind,
-        credential,
-        agents: entry.agents.clone(),
-        limiter,
-    })
+        match &j.audience {
+            Some(aud) => validation.set_audience(&[aud]),
+            None => validation.validate_aud = false,
+        }
+        CallerCheck::of(name, entry, Credential::Jwt(Box::new(JwtCheck { keys, validation })))
+    }
+
+    fn of(name: &str, entry: &CallerEntry, credential: Credential) -> Self {
+        let limiter = entry.rate_limit.as_ref().map(|r| {
+            let period = std::time::Duration::from_secs_f64(1.0 / r.per_second);
+            let burst = r
+                .burst
+                .map(|b| u32::try_from(b.get()).unwrap_or(u32::MAX))
+                .unwrap_or_else(|| r.per_second.ceil().clamp(1.0, f64::from(u32::MAX)) as u32);
+            let quota = governor::Quota::with_period(period.max(std::time::Duration::from_nanos(1)))
+                .unwrap_or_else(|| governor::Quota::per_second(NonZeroU32::MIN))
+                .allow_burst(NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN));
+            Arc::new(governor::RateLimiter::keyed(quota))
+        });
+        CallerCheck {
+            name: name.to_string(),
+            kind: entry.kind,
+            credential,
+            agents: entry.agents.clone(),
+            limiter,
+        }
+    }
 }
 
-/// The keys and rules of a JWT caller, read from the files `j` names.
-fn jwt_check(file: &ConfigFile, at: &str, j: &JwtSettings) -> Result<JwtCheck, ConfigError> {
-    use jsonwebtoken::{Algorithm, DecodingKey};
-    let read = |key: &str, f: &str| {
-        let path = file.path(f);
-        std::fs::read(&path)
-            .map_err(|e| file.error(&format!("{at}/{key}"), format!("cannot read {}: {e}", path.display())))
-    };
-    let bad =
-        |key: &str, e: &dyn std::fmt::Display| file.error(&format!("{at}/{key}"), format!("not a usable key: {e}"));
-    let algorithm = match j.algorithm {
-        JwtAlgorithm::Hs256 => Algorithm::HS256,
-        JwtAlgorithm::Rs256 => Algorithm::RS256,
-        JwtAlgorithm::Es256 => Algorithm::ES256,
-    };
-    let mut keys = Vec::new();
-    if let Some(f) = &j.secret_file {
-        let secret = file
-            .secret(&format!("{at}/secret_file"), Some(f), None)?
-            .ok_or_else(|| file.error(&format!("{at}/secret_file"), "empty"))?;
-        keys.push((None, DecodingKey::from_secret(secret.expose().as_bytes())));
+/// The signature algorithm of a JWT caller.
+pub(crate) fn jwt_algorithm(j: &JwtSettings) -> jsonwebtoken::Algorithm {
+    match j.algorithm {
+        JwtAlgorithm::Hs256 => jsonwebtoken::Algorithm::HS256,
+        JwtAlgorithm::Rs256 => jsonwebtoken::Algorithm::RS256,
+        JwtAlgorithm::Es256 => jsonwebtoken::Algorithm::ES256,
     }
-    if let Some(f) = &j.public_key_file {
-        let pem = read("public_key_file", f)?;
-        let key = match algorithm {
-            Algorithm::ES256 => DecodingKey::from_ec_pem(&pem),
-            _ => DecodingKey::from_rsa_pem(&pem),
-        }
-        .map_err(|e| bad("public_key_file", &e))?;
-        keys.push((None, key));
-    }
-    if let Some(f) = &j.jwks_file {
-        let text = read("jwks_file", f)?;
-        let set: jsonwebtoken::jwk::JwkSet = serde_json::from_slice(&text).map_err(|e| bad("jwks_file", &e))?;
-        for jwk in &set.keys {
-            let key = DecodingKey::from_jwk(jwk).map_err(|e| bad("jwks_file", &e))?;
-            keys.push((jwk.common.key_id.clone(), key));
-        }
-        if keys.is_empty() {
-            return Err(file.error(&format!("{at}/jwks_file"), "holds no key"));
-        }
-    }
-    let mut validation = jsonwebtoken::Validation::new(algorithm);
-    validation.leeway = j.leeway_secs;
-    validation.validate_nbf = true;
-    // a claim the caller is configured to check must be there: a token without it is refused
-    let mut required = vec!["exp", "sub"];
-    required.extend(j.issuer.as_ref().map(|_| "iss"));
-    required.extend(j.audience.as_ref().map(|_| "aud"));
-    validation.set_required_spec_claims(&required);
-    match &j.issuer {
-        Some(iss) => validation.set_issuer(&[iss]),
-        None => validation.iss = None,
-    }
-    match &j.audience {
-        Some(aud) => validation.set_audience(&[aud]),
-        None => validation.validate_aud = false,
-    }
-    Ok(JwtCheck { keys, validation })
 }
 
 /// The authentication of every binding, as a route layer on `router`: a request with a valid

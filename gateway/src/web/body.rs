@@ -8,7 +8,6 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap};
 use e2a::{LimitKind, Limits};
 
-use crate::config::GatewayConfig;
 use serde_json::Value;
 
 /// Why a body was refused; each binding answers it in its protocol's error form.
@@ -55,10 +54,19 @@ pub(crate) fn is_json(content_type: &str) -> bool {
         .is_ok_and(|m| m.type_() == mime::APPLICATION && (m.subtype() == mime::JSON || m.suffix() == Some(mime::JSON)))
 }
 
-/// Reads a request body with `limits`.
-pub(crate) async fn read(headers: &HeaderMap, body: Body, config: &GatewayConfig) -> Result<JsonBody, BodyError> {
-    let limits = config.limits;
-    let timeout = config.server.body_read_timeout;
+/// What a request body may be: its input limits, and how long reading it may take
+/// (`GatewayConfig::body`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyLimits {
+    /// Bytes, depth, string length and values of the JSON.
+    pub limits: e2a::Limits,
+    /// Longest time to read the whole body.
+    pub timeout: std::time::Duration,
+}
+
+/// Reads a request body within `within`.
+pub(crate) async fn read(headers: &HeaderMap, body: Body, within: BodyLimits) -> Result<JsonBody, BodyError> {
+    let BodyLimits { limits, timeout } = within;
     let declared = headers.get(header::CONTENT_TYPE).map(|v| v.to_str().is_ok_and(is_json));
     if declared == Some(false) {
         return Err(BodyError::MediaType);

@@ -444,7 +444,7 @@ where
 #[derive(Clone)]
 pub(crate) struct Endpoint {
     pub(crate) metrics: Arc<Metrics>,
-    pub(crate) auth: Option<crate::Auth>,
+    pub(crate) auth: Option<crate::web::auth::Auth>,
     pub(crate) streams: Arc<dyn Fn() -> Vec<(String, usize)> + Send + Sync>,
 }
 

@@ -148,14 +148,6 @@ impl IntoResponse for Problem {
     }
 }
 
-impl Problem {
-    /// The store of runs failed: `500`, the detail in the log only.
-    pub(crate) fn store_failed(e: &crate::store::StoreError) -> Problem {
-        tracing::error!(error = %e, "cannot read a run from the store");
-        Problem::new(ErrorKind::Internal, "the gateway cannot read this stream now")
-    }
-}
-
 impl From<crate::web::body::BodyError> for Problem {
     fn from(e: crate::web::body::BodyError) -> Self {
         match e {

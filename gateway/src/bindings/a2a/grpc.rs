@@ -206,7 +206,7 @@ impl Call {
 
 /// `v` as JSON text.
 fn text<T: serde::Serialize>(v: &T) -> String {
-    crate::json_text(v)
+    crate::json::text(v)
 }
 
 #[tonic::async_trait]

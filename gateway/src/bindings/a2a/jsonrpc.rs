@@ -19,7 +19,7 @@ use crate::tasks::{history_length, trim_history, SendParams, Sent};
 use crate::web::{body, last_event_id};
 
 fn reply(v: Value) -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], crate::json_text(&v)).into_response()
+    ([(header::CONTENT_TYPE, "application/json")], crate::json::text(&v)).into_response()
 }
 
 /// A JSON-RPC success response whose result is written as it is.
@@ -111,7 +111,7 @@ pub(super) async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let read = body::read(&headers, body, &state.shared.config).await;
+    let read = body::read(&headers, body, state.shared.config.body()).await;
     let request = match read.and_then(|b| b.value()) {
         Ok(v) => v,
         Err(e) => return err(&Value::Null, &A2aError::from(e)),
@@ -169,7 +169,7 @@ async fn dispatch(
     let keep_alive = state.shared.config.keep_alive;
     let stream = |events| {
         let id = id.clone();
-        let id_json = crate::json_text(&id);
+        let id_json = crate::json::text(&id);
         super::sse(events, keep_alive, move |e, out| result_or_error(&id, &id_json, e, out))
     };
     match op {
@@ -189,7 +189,7 @@ async fn dispatch(
                 Sent::Message(m) => Ok(ok(&id, json!({"message": m}))),
                 Sent::Task(task) => {
                     // the task's JSON as written, copied in once (a `Success` of it, key for key)
-                    let id = crate::json_text(&id);
+                    let id = crate::json::text(&id);
                     let mut body = String::with_capacity(task.len() + id.len() + 48);
                     push_success(&mut body, &id, |out| super::push_sent_task(out, &task));
                     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
@@ -232,7 +232,7 @@ async fn dispatch(
 fn result_or_error(id: &Value, id_json: &str, event: Result<&str, A2aError>, out: &mut String) {
     match event {
         Ok(e) => push_success(out, id_json, |out| out.push_str(e)),
-        Err(e) => out.push_str(&crate::json_text(&e.to_jsonrpc(id))),
+        Err(e) => out.push_str(&crate::json::text(&e.to_jsonrpc(id))),
     }
 }
 

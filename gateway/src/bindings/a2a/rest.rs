@@ -49,11 +49,11 @@ pub(super) fn routes(prefix: &str) -> Router<Arc<TaskService>> {
 pub(crate) const A2A_JSON: &str = "application/a2a+json";
 
 fn json_response<T: serde::Serialize>(v: T) -> Response {
-    ([(header::CONTENT_TYPE, A2A_JSON)], crate::json_text(&v)).into_response()
+    ([(header::CONTENT_TYPE, A2A_JSON)], crate::json::text(&v)).into_response()
 }
 
 async fn body_object(state: &TaskService, headers: &HeaderMap, body: Body) -> Result<Map<String, Value>, A2aError> {
-    let body = body::read(headers, body, &state.shared.config).await?;
+    let body = body::read(headers, body, state.shared.config.body()).await?;
     if body.is_empty() {
         return Ok(Map::new());
     }
@@ -268,6 +268,6 @@ async fn extended(
 fn event_or_error(event: Result<&str, A2aError>, out: &mut String) {
     match event {
         Ok(e) => out.push_str(e),
-        Err(e) => out.push_str(&crate::json_text(&e.to_problem())),
+        Err(e) => out.push_str(&crate::json::text(&e.to_problem())),
     }
 }

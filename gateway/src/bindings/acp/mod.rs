@@ -1,5 +1,5 @@
 //! ACP (Agent Client Protocol, JSON-RPC over stdio): [`AcpServer`] is an ACP agent in front of
-//! any gateway [`crate::Agent`] (`e2a acp`); [`AcpRelay`] is the transparent hop between an
+//! any gateway [`crate::agent::Agent`] (`e2a acp`); [`AcpRelay`] is the transparent hop between an
 //! editor and an ACP agent program (`e2a acp --agent acp:CMD`). An ACP agent program behind
 //! the other bindings is the backend [`crate::backends::AcpProcessAgent`].
 

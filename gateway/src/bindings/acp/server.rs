@@ -41,7 +41,7 @@ use crate::pipeline::boundary::{self, Deadlines};
 use crate::store::{MemoryStore, SessionQuery, TaskStore};
 
 /// The ACP protocol version this agent speaks.
-pub const PROTOCOL_VERSION: u64 = 1;
+pub use crate::protocol::ACP_PROTOCOL_VERSION as PROTOCOL_VERSION;
 
 /// The `channel_context` key under which every turn's envelope carries the session's set-up:
 /// `{cwd, mcpServers, modeId?, configOptions: {id: value}}`.
@@ -199,7 +199,7 @@ fn cwd_param(p: &Map<String, Value>) -> Result<String, RpcError> {
     struct Cwd {
         cwd: String,
     }
-    match <Cwd as serde::Deserialize>::deserialize(crate::object_deserializer(p)) {
+    match <Cwd as serde::Deserialize>::deserialize(crate::json::object_deserializer(p)) {
         Ok(Cwd { cwd }) if std::path::Path::new(&cwd).is_absolute() => Ok(cwd),
         Ok(Cwd { cwd }) => Err(RpcError::new(
             codes::INVALID_PARAMS,

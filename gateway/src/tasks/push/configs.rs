@@ -21,7 +21,7 @@ fn text<'a>(params: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
 /// A config read from `value` (a `TaskPushNotificationConfig`), errors naming the field under
 /// `at` (`params`, `params.configuration.taskPushNotificationConfig`).
 pub(crate) fn read_config(value: &Map<String, Value>, at: &str) -> Result<A2aTaskPushNotificationConfig, A2aError> {
-    serde_path_to_error::deserialize(crate::object_deserializer(value)).map_err(|e| {
+    serde_path_to_error::deserialize(crate::json::object_deserializer(value)).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." {
             at.to_string()

@@ -28,7 +28,9 @@ use e2a::types::GatewayFile;
 use serde_json::{Map, Value};
 
 /// The name a caller's allow-list uses for the agent at the root routes.
-pub const ROOT_AGENT: &str = "default";
+pub use crate::web::auth::ROOT_AGENT;
+
+mod callers;
 
 /// Names no agent may have: the first segments of the gateway's own routes.
 pub const RESERVED_NAMES: &[&str] = &["a2a", "agents", "api", "tasks", "v1", "healthz", "metrics", "agui"];
@@ -371,12 +373,12 @@ impl ConfigFile {
 
 /// Building the gateway a file describes.
 impl ConfigFile {
-    /// The [`GatewayConfig`](crate::GatewayConfig) of `[server]` and `[store]`, with `auth`.
-    pub fn gateway_config(&self, auth: crate::Auth) -> crate::GatewayConfig {
+    /// The [`GatewayConfig`](crate::config::GatewayConfig) of `[server]` and `[store]`, with `auth`.
+    pub fn gateway_config(&self, auth: crate::web::auth::Auth) -> crate::config::GatewayConfig {
         use std::time::Duration;
         let (server, store) = (self.server(), self.store());
         let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-        crate::GatewayConfig {
+        crate::config::GatewayConfig {
             auth,
             max_streams: to_usize(server.max_streams.get()),
             drain_timeout: Duration::from_secs(server.drain_secs),
@@ -388,7 +390,7 @@ impl ConfigFile {
                 ..Default::default()
             },
             errors: self.errors(),
-            ..crate::GatewayConfig::default()
+            ..crate::config::GatewayConfig::default()
         }
     }
 
@@ -442,7 +444,7 @@ impl ConfigFile {
             card,
             task_retention: std::time::Duration::from_secs(store.task_retention_hours.saturating_mul(3600)),
             max_finished_tasks: usize::try_from(store.max_finished_tasks).unwrap_or(usize::MAX),
-            push: crate::push::PushPolicy::from(&a2a.push.clone().unwrap_or_default()),
+            push: crate::tasks::push::PushPolicy::from(&a2a.push.clone().unwrap_or_default()),
             message_ids: a2a.message_ids.unwrap_or_default(),
             ..A2aConfig::default()
         })
@@ -475,7 +477,7 @@ impl ConfigFile {
         pointer: &str,
         spec: &str,
         token: Option<e2a::SecretString>,
-    ) -> Result<std::sync::Arc<dyn crate::Agent>, ConfigError> {
+    ) -> Result<std::sync::Arc<dyn crate::agent::Agent>, ConfigError> {
         let (parsed, options) = self.spec(pointer, spec, token)?;
         parsed.build(&options).map_err(|e| self.error(pointer, e.to_string()))
     }
@@ -545,7 +547,7 @@ impl ConfigFile {
     /// Everything a file names, checked without starting anything: every secret read, every
     /// agent spec parsed, the root card file read. What `e2a config check` runs.
     pub fn check(&self) -> Result<(), Vec<ConfigError>> {
-        let mut errors = crate::Auth::from_config(self).err().unwrap_or_default();
+        let mut errors = crate::web::auth::Auth::from_config(self).err().unwrap_or_default();
         let mut spec = |pointer: &str, text: &str| {
             if let Err(e) = text.parse::<crate::backends::AgentSpec>() {
                 errors.push(self.error(pointer, e.to_string()));
@@ -587,13 +589,15 @@ impl ConfigFile {
         public_url: Option<String>,
     ) -> Result<crate::Gateway, Vec<ConfigError>> {
         use std::sync::Arc;
-        let auth = crate::Auth::from_config(self)?;
+        let auth = crate::web::auth::Auth::from_config(self)?;
         let a2a_root = self.a2a_config(public_url).map_err(|e| vec![e])?;
         let frame_log = self.frame_log().map_err(|e| vec![e])?;
         let a2a_on = self.a2a().enabled;
         let routes = self.routes();
-        let build = |agent: Arc<dyn crate::Agent>, auth: crate::Auth, a2a: crate::bindings::a2a::A2aConfig| {
-            let config = crate::GatewayConfig {
+        let build = |agent: Arc<dyn crate::agent::Agent>,
+                     auth: crate::web::auth::Auth,
+                     a2a: crate::bindings::a2a::A2aConfig| {
+            let config = crate::config::GatewayConfig {
                 frame_log: frame_log.clone(),
                 ..self.gateway_config(auth)
             };
@@ -899,7 +903,7 @@ mod tests {
 
     #[test]
     fn the_readme_examples_load() {
-        for readme in [include_str!("../README.md"), include_str!("../../README.md")] {
+        for readme in [include_str!("../../README.md"), include_str!("../../../README.md")] {
             let text = toml_block(readme);
             assert!(text.contains("[agents."), "{text}");
             if let Err(e) = ConfigFile::parse(text, "README", Path::new("."), &[]) {

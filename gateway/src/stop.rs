@@ -1,0 +1,46 @@
+//! How the gateway stops a run from outside: why (a client gone, a shutdown), where the
+//! reason is recorded before the run's token is cancelled, and the final frame the run gets.
+
+use std::sync::{Arc, OnceLock};
+
+use e2a::stream::ResponseStream;
+use e2a::taxonomy::ErrorKind;
+use e2a::{E2AEnvelope, E2AResponse};
+use serde_json::{Map, Value};
+
+/// Why the gateway stopped a run from outside (the reason the `e2a.error` frame gives).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// Every client of the run went away.
+    ClientGone,
+    /// The gateway is shutting down and the drain deadline passed.
+    Shutdown,
+}
+
+/// Where the reason for a cancellation is recorded before the run's token is cancelled.
+pub type StopCell = Arc<OnceLock<StopReason>>;
+
+/// The final frame a run gets when the gateway ends it: `e2a.error` with the taxonomy code of
+/// `kind`, at sequence `sequence`, echoing the request's correlation fields.
+pub fn cutoff_frame(
+    request: &E2AEnvelope,
+    sequence: u64,
+    kind: ErrorKind,
+    message: &str,
+    details: Map<String, Value>,
+) -> E2AResponse {
+    cutoff_from(ResponseStream::for_request(request), sequence, kind, message, details)
+}
+
+/// [`cutoff_frame`] from the request's frame template.
+pub(crate) fn cutoff_from(
+    stream: ResponseStream,
+    sequence: u64,
+    kind: ErrorKind,
+    message: &str,
+    details: Map<String, Value>,
+) -> E2AResponse {
+    let mut frame = stream.fail(kind.mapping().e2a_code, message, details);
+    frame.sequence = sequence;
+    frame
+}
