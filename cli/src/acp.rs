@@ -9,7 +9,7 @@ use e2a_gateway::backends::{AgentOptions, AgentSpec};
 use e2a_gateway::bindings::acp::HistoryLimits;
 use e2a_gateway::bindings::acp::{AcpRelay, AcpServer, AcpServerConfig, ConfigOptionDecl, ModeDecl};
 use e2a_gateway::config_file::ConfigFile;
-use e2a_gateway::store::{MemoryStore, SqliteStore, StoreSpec, TaskStore};
+use e2a_gateway::store::{MemoryStore, SqliteStore, StoreSpec, Stores};
 
 /// Options of `e2a acp`.
 #[derive(clap::Args, Debug)]
@@ -69,7 +69,7 @@ fn default_store() -> Option<PathBuf> {
 }
 
 /// The session store `--store` names (see [`AcpArgs::store`]).
-fn open_store(args: &AcpArgs) -> Result<Arc<dyn TaskStore>, String> {
+fn open_store(args: &AcpArgs) -> Result<Stores, String> {
     let spec = match args.store.as_deref() {
         Some(name) => name.parse::<StoreSpec>().map_err(|e| format!("--store: {e}"))?,
         None => match default_store() {
@@ -86,8 +86,8 @@ fn open_store(args: &AcpArgs) -> Result<Arc<dyn TaskStore>, String> {
         },
     };
     match spec {
-        StoreSpec::Memory => Ok(Arc::new(MemoryStore::new())),
-        StoreSpec::Sqlite(path) => Ok(Arc::new(SqliteStore::open(&path).map_err(|e| e.to_string())?)),
+        StoreSpec::Memory => Ok(Arc::new(MemoryStore::new()).into()),
+        StoreSpec::Sqlite(path) => Ok(Arc::new(SqliteStore::open(&path).map_err(|e| e.to_string())?).into()),
         StoreSpec::Postgres(_) => {
             Err("--store: ACP sessions are kept in memory or sqlite:PATH, not in PostgreSQL".into())
         }

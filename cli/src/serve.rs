@@ -2,7 +2,6 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use e2a_gateway::config_file::{ConfigFile, Override};
 use e2a_gateway::Auth;
@@ -223,7 +222,7 @@ pub fn load(args: &ServeArgs) -> Result<ConfigFile, String> {
 }
 
 /// The store `store.url` names (`sqlite:e2a-tasks.db` when A2A is on and it names none).
-async fn open_store(file: &ConfigFile) -> Result<Option<Arc<dyn e2a_gateway::store::TaskStore>>, String> {
+async fn open_store(file: &ConfigFile) -> Result<Option<e2a_gateway::store::Stores>, String> {
     use e2a_gateway::store::{PgOptions, StoreSpec};
     let store = file.store();
     let Some(name) = store.url.as_deref().or(file.a2a().enabled.then_some(DEFAULT_STORE)) else {

@@ -140,22 +140,22 @@ impl Gateway {
     }
 
     /// Keeps the frames of E2A and AG-UI runs in `store` too, when it keeps runs (SQLite,
-    /// PostgreSQL; see [`store::TaskStore::keeps_runs`]): a `Last-Event-ID` resume then works
+    /// PostgreSQL; see [`store::Stores::runs`]): a `Last-Event-ID` resume then works
     /// after a restart, and on any gateway sharing the store. [`Gateway::with_a2a`] does this
     /// with its task store; the first store given is kept.
-    pub fn with_store(self, store: Arc<dyn store::TaskStore>) -> Self {
-        let store = store::metered::MeteredStore::wrap(store, self.shared.metrics.clone());
-        self.shared.runs.keep_in(store);
+    pub fn with_store(self, stores: impl Into<store::Stores>) -> Self {
+        let stores = stores.into().metered(&self.shared.metrics);
+        self.shared.runs.keep_in(&stores);
         self
     }
 
     /// Also serves A2A 1.0 (agent card, JSON-RPC and HTTP+JSON bindings) in front of the same
     /// agent, with tasks kept in `store` (which keeps the E2A and AG-UI runs too, see
     /// [`Gateway::with_store`]). See [`bindings::a2a`].
-    pub fn with_a2a(mut self, config: bindings::a2a::A2aConfig, store: Arc<dyn store::TaskStore>) -> Self {
-        let store = store::metered::MeteredStore::wrap(store, self.shared.metrics.clone());
-        self.shared.runs.keep_in(store.clone());
-        let state = Arc::new(tasks::TaskService::new(self.shared.clone(), config, store));
+    pub fn with_a2a(mut self, config: bindings::a2a::A2aConfig, stores: impl Into<store::Stores>) -> Self {
+        let stores = stores.into().metered(&self.shared.metrics);
+        self.shared.runs.keep_in(&stores);
+        let state = Arc::new(tasks::TaskService::new(self.shared.clone(), config, stores));
         state.start();
         self.a2a = Some(state);
         self

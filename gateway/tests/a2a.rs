@@ -11,7 +11,7 @@ use common::sse_events;
 use e2a_gateway::backends::ScriptAgent;
 use e2a_gateway::bindings::a2a::A2aConfig;
 use e2a_gateway::store::SqliteStore;
-use e2a_gateway::store::{MemoryStore, StoreNotice, TaskStore};
+use e2a_gateway::store::{Leases, MemoryStore, RunStore, Sends, StoreNotice, Stores, TaskLog};
 use e2a_gateway::store::{PgOptions, PgStore};
 use e2a_gateway::store::{SentRecord, TaskAppend, TaskQuery, TaskRecord};
 use e2a_gateway::{Auth, Gateway, GatewayConfig};
@@ -22,7 +22,7 @@ const SCRIPT: &str = include_str!("a2a_clients/script.json");
 /// A gateway on 127.0.0.1; dropping it aborts the server like a crash (no drain).
 type Server = common::Crashable;
 
-async fn serve(config: GatewayConfig, a2a: A2aConfig, store: Arc<dyn TaskStore>) -> Server {
+async fn serve(config: GatewayConfig, a2a: A2aConfig, store: impl Into<Stores>) -> Server {
     let agent = ScriptAgent::from_json(SCRIPT).expect("script");
     common::serve_crashable(Gateway::new(agent, config).with_a2a(a2a, store)).await
 }
@@ -1070,7 +1070,7 @@ fn record(id: &str, owner: Option<&str>, context: &str, state: &str, at: i64) ->
     }
 }
 
-async fn store_contract(store: &dyn TaskStore) {
+async fn store_contract(store: &(impl TaskLog + Sends + Leases)) {
     assert_eq!(store.get("a").await.expect("get"), None);
     for (i, state) in ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
         .iter()
@@ -1422,8 +1422,8 @@ async fn postgres_leases_notices_and_orphans() {
 #[tokio::test]
 async fn finished_tasks_are_forgotten_after_the_retention_and_past_the_count() {
     let dir = tempfile::tempdir().expect("tempdir");
-    forgets_finished_tasks(Arc::new(MemoryStore::new())).await;
-    forgets_finished_tasks(Arc::new(SqliteStore::open(&dir.path().join("tasks.db")).expect("open"))).await;
+    forgets_finished_tasks(Arc::new(MemoryStore::new()).into()).await;
+    forgets_finished_tasks(Arc::new(SqliteStore::open(&dir.path().join("tasks.db")).expect("open")).into()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1431,10 +1431,10 @@ async fn postgres_forgets_finished_tasks() {
     let Some(url) = common::postgres_database().await else {
         return;
     };
-    forgets_finished_tasks(Arc::new(common::pg(&url).await)).await;
+    forgets_finished_tasks(Arc::new(common::pg(&url).await).into()).await;
 }
 
-async fn forgets_finished_tasks(store: Arc<dyn TaskStore>) {
+async fn forgets_finished_tasks(store: Stores) {
     {
         // by age
         let aged = A2aConfig {
@@ -1455,7 +1455,7 @@ async fn forgets_finished_tasks(store: Arc<dyn TaskStore>) {
             }
         }
         assert!(gone, "{}: the task outlived its retention", store.name());
-        assert!(store.events_after(&id, 0).await.expect("events").is_empty());
+        assert!(store.tasks.events_after(&id, 0).await.expect("events").is_empty());
         drop(s);
         // by count: the two most recent stay
         let counted = A2aConfig {

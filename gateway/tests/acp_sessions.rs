@@ -13,7 +13,7 @@ use e2a_gateway::agent::FrameStream;
 use e2a_gateway::backends::ScriptAgent;
 use e2a_gateway::bindings::acp::{AcpServer, AcpServerConfig, HistoryLimits, LIST_PAGE, SESSION_CONTEXT_KEY};
 use e2a_gateway::jsonrpc::{Incoming, Peer, RpcError};
-use e2a_gateway::store::{MemoryStore, SessionQuery, SessionRecord, SqliteStore, TaskStore};
+use e2a_gateway::store::{MemoryStore, SessionQuery, SessionRecord, SessionStore, SqliteStore};
 use e2a_gateway::{Agent, RequestContext};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -54,7 +54,11 @@ fn start(form_answer: Option<&'static str>) -> Client {
 }
 
 /// Like [`start`], sessions kept in `store`, `base` giving the history limits.
-fn start_on(form_answer: Option<&'static str>, store: Arc<dyn TaskStore>, base: AcpServerConfig) -> Client {
+fn start_on(
+    form_answer: Option<&'static str>,
+    store: impl Into<e2a_gateway::store::Stores>,
+    base: AcpServerConfig,
+) -> Client {
     let seen: Arc<Mutex<Vec<E2AEnvelope>>> = Arc::default();
     let agent = Recording {
         inner: ScriptAgent::from_json(SCRIPT).unwrap(),
@@ -420,7 +424,7 @@ async fn a_key_in_a_prompt_is_neither_stored_nor_replayed() {
 
 #[tokio::test]
 async fn session_list_is_paged() {
-    let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+    let store = Arc::new(MemoryStore::new());
     for i in 0..(LIST_PAGE + 5) {
         let record = SessionRecord {
             id: format!("s{i:04}"),
@@ -445,8 +449,7 @@ async fn session_list_is_paged() {
 }
 
 /// What every store that keeps sessions does.
-async fn session_contract(store: &dyn TaskStore) {
-    assert!(store.keeps_sessions());
+async fn session_contract(store: &dyn SessionStore) {
     let s = |id: &str, cwd: &str, ms: i64| SessionRecord {
         id: id.into(),
         cwd: cwd.into(),
@@ -519,7 +522,7 @@ async fn a_prompts_trace_names_the_turn() {
 
 #[tokio::test]
 async fn a_stored_mode_or_value_no_longer_declared_falls_back_to_the_default() {
-    let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+    let store = Arc::new(MemoryStore::new());
     let record = SessionRecord {
         id: "old".into(),
         cwd: "/work".into(),

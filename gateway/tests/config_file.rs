@@ -125,7 +125,7 @@ async fn get_json(url: String) -> Value {
 /// A gateway of [`config`] with a memory store, served on 127.0.0.1.
 async fn served(dir: &tempfile::TempDir) -> Spawned {
     let gateway = config(dir)
-        .gateway(Some(Arc::new(MemoryStore::new())), None)
+        .gateway(Some(Arc::new(MemoryStore::new()).into()), None)
         .expect("gateway");
     spawn(gateway.router()).await
 }
@@ -139,7 +139,7 @@ fn send(text: &str) -> Value {
 async fn each_named_agent_has_its_card_and_routes() {
     let dir = tempfile::tempdir().expect("dir");
     let gateway = config(&dir)
-        .gateway(Some(Arc::new(MemoryStore::new())), None)
+        .gateway(Some(Arc::new(MemoryStore::new()).into()), None)
         .expect("gateway");
     assert_eq!(gateway.agent_names(), ["auditor", "echoer", "helper", "writer"]);
     let server = spawn(gateway.router()).await;
@@ -267,7 +267,9 @@ async fn the_default_agent_answers_at_the_root_routes_too() {
     let dir = tempfile::tempdir().expect("dir");
     let mut file = config(&dir);
     file.settings.default_agent = Some("writer".into());
-    let gateway = file.gateway(Some(Arc::new(MemoryStore::new())), None).expect("gateway");
+    let gateway = file
+        .gateway(Some(Arc::new(MemoryStore::new()).into()), None)
+        .expect("gateway");
     let server = spawn(gateway.router()).await;
     let base = &server.base;
     let card = get_json(format!("{base}/.well-known/agent-card.json")).await;

@@ -16,7 +16,7 @@ use e2a_gateway::backends::ScriptAgent;
 use e2a_gateway::bindings::a2a::A2aConfig;
 use e2a_gateway::push::{PushPolicy, TargetPolicy};
 use e2a_gateway::store::{
-    MemoryStore, PushFailure, PushProgress, PushRecord, SqliteStore, TaskAppend, TaskRecord, TaskStore,
+    MemoryStore, PushFailure, PushProgress, PushRecord, PushStore, SqliteStore, Stores, TaskAppend, TaskLog, TaskRecord,
 };
 use e2a_gateway::{Gateway, GatewayConfig};
 use parking_lot::Mutex;
@@ -41,12 +41,12 @@ fn config(task: &str, id: &str, url: &str) -> PushRecord {
     }
 }
 
-async fn task_with_events(store: &dyn TaskStore, id: &str, n: usize) {
+async fn task_with_events(store: &dyn TaskLog, id: &str, n: usize) {
     task_in(store, id, "TASK_STATE_WORKING", 1, n).await;
 }
 
 /// Task `id` in `state`, last updated at `updated_ms`, with `n` events.
-async fn task_in(store: &dyn TaskStore, id: &str, state: &str, updated_ms: i64, n: usize) {
+async fn task_in(store: &dyn TaskLog, id: &str, state: &str, updated_ms: i64, n: usize) {
     let rec = TaskRecord {
         id: id.into(),
         context_id: "c".into(),
@@ -80,8 +80,7 @@ fn progress(p: &PushRecord, holder: &str, delivered: u64) -> PushProgress {
     }
 }
 
-async fn push_store_contract(store: &dyn TaskStore) {
-    assert!(store.keeps_pushes());
+async fn push_store_contract(store: &(impl TaskLog + PushStore)) {
     let lease = Duration::from_secs(30);
     task_with_events(store, "t1", 3).await;
     let a = config("t1", "a", "https://hooks.example.com/a");
@@ -292,7 +291,7 @@ fn dev_push(max_attempts: u32) -> PushPolicy {
     }
 }
 
-async fn serve(push: PushPolicy, store: Arc<dyn TaskStore>) -> common::Crashable {
+async fn serve(push: PushPolicy, store: impl Into<Stores>) -> common::Crashable {
     let agent = ScriptAgent::from_json(SCRIPT).expect("script");
     let a2a = A2aConfig {
         push,
@@ -374,7 +373,7 @@ async fn until(what: &str, secs: u64, mut check: impl FnMut() -> bool) {
 }
 
 /// The task's logged events, as JSON.
-async fn logged(store: &dyn TaskStore, task: &str) -> Vec<Value> {
+async fn logged(store: &dyn TaskLog, task: &str) -> Vec<Value> {
     store
         .events_after(task, 0)
         .await
@@ -395,13 +394,13 @@ fn is_terminal(events: &[Value]) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_event_reaches_the_webhook_in_order_with_its_credentials_after_retries() {
     let hook = Receiver::start(3).await;
-    let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+    let store: Stores = Arc::new(MemoryStore::new()).into();
     let gw = serve(dev_push(8), store.clone()).await;
     let card = card(&gw.base).await;
     assert_eq!(card.pointer("/capabilities/pushNotifications"), Some(&json!(true)));
 
     let task = send_with_push(&gw.base, "artifacts", &hook.url, true).await;
-    let events = logged(&*store, &task).await;
+    let events = logged(&*store.tasks, &task).await;
     assert!(events.len() >= 5 && is_terminal(&events), "{events:?}");
     until("every event delivered", 20, || hook.taken().len() >= events.len()).await;
     // in order, each once here (no claim was lost), after the three refusals
@@ -433,14 +432,19 @@ async fn every_event_reaches_the_webhook_in_order_with_its_credentials_after_ret
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_the_webhook_never_takes_is_recorded_as_failed_and_delivery_goes_on() {
     let hook = Receiver::start(usize::MAX).await;
-    let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+    let store: Stores = Arc::new(MemoryStore::new()).into();
     let gw = serve(dev_push(2), store.clone()).await;
     let task = send_with_push(&gw.base, "hello", &hook.url, true).await;
-    let events = logged(&*store, &task).await;
+    let events = logged(&*store.tasks, &task).await;
     until("every event given up on", 20, || hook.attempts() >= events.len() * 2).await;
     let mut failures = Vec::new();
     for _ in 0..100 {
-        failures = store.push_failures(1_000).await.expect("failures");
+        failures = store
+            .pushes_kept()
+            .expect("pushes")
+            .push_failures(1_000)
+            .await
+            .expect("failures");
         if failures.len() == events.len() {
             break;
         }
@@ -487,9 +491,9 @@ async fn delivery_resumes_after_a_crash_from_the_stores_outbox() {
     // the gateway dies (aborted, no drain) before anything was taken
     drop(first);
     hook.accept_all();
-    let store: Arc<dyn TaskStore> = Arc::new(SqliteStore::open(&path).expect("reopen"));
+    let store: Stores = Arc::new(SqliteStore::open(&path).expect("reopen")).into();
     let _second = serve(dev_push(100), store.clone()).await;
-    let events = logged(&*store, &task).await;
+    let events = logged(&*store.tasks, &task).await;
     assert!(is_terminal(&events), "{events:?}");
     until("every event delivered after the restart", 30, || {
         hook.taken().len() >= events.len()
@@ -726,8 +730,8 @@ async fn two_gateways_on_postgres_deliver_each_event_once() {
         return;
     };
     let hook = Receiver::start(0).await;
-    let a: Arc<dyn TaskStore> = Arc::new(common::pg(&url).await);
-    let b: Arc<dyn TaskStore> = Arc::new(common::pg(&url).await);
+    let a: Stores = Arc::new(common::pg(&url).await).into();
+    let b: Stores = Arc::new(common::pg(&url).await).into();
     let gw_a = serve(dev_push(8), a.clone()).await;
     let _gw_b = serve(dev_push(8), b).await;
     let mut tasks = Vec::new();
@@ -737,7 +741,7 @@ async fn two_gateways_on_postgres_deliver_each_event_once() {
     }
     let mut expected = 0;
     for t in &tasks {
-        expected += logged(&*a, t).await.len();
+        expected += logged(&*a.tasks, t).await.len();
     }
     until("every event delivered", 30, || hook.taken().len() >= expected).await;
     // a moment for a duplicate to show up, then: each event exactly once, in order per task
@@ -755,7 +759,7 @@ async fn two_gateways_on_postgres_deliver_each_event_once() {
             })
             .cloned()
             .collect();
-        assert_eq!(of_task, logged(&*a, t).await);
+        assert_eq!(of_task, logged(&*a.tasks, t).await);
     }
 }
 
@@ -812,7 +816,7 @@ async fn a_hanging_webhook_holds_up_only_its_own_deliveries() {
         timeout: Duration::from_secs(2),
         ..dev_push(1)
     };
-    let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+    let store: Stores = Arc::new(MemoryStore::new()).into();
     let gw = serve(push, store.clone()).await;
     // more tasks with the hanging webhook than deliveries run at once (32), each with several events
     for i in 0..40 {
@@ -821,7 +825,7 @@ async fn a_hanging_webhook_holds_up_only_its_own_deliveries() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let sent = std::time::Instant::now();
     let task = send_with_push(&gw.base, "hello", &hook.url, true).await;
-    let events = logged(&*store, &task).await;
+    let events = logged(&*store.tasks, &task).await;
     until("the other task's events delivered", 30, || {
         hook.taken().len() >= events.len()
     })

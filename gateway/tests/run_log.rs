@@ -10,13 +10,13 @@ use std::sync::Arc;
 use common::{essence, read_frames, script, sse_events, sse_frames};
 use e2a::E2AResponse;
 use e2a_gateway::store::{FrameWrite, RunLog, StoreError};
-use e2a_gateway::store::{MemoryStore, SqliteStore, TaskStore};
+use e2a_gateway::store::{MemoryStore, RunStore, Sends, SqliteStore, Stores, TaskLog};
 use e2a_gateway::{Gateway, GatewayConfig};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
 /// A gateway on 127.0.0.1 keeping runs in `store`; dropping it aborts the server like a crash.
-async fn serve(config: GatewayConfig, store: Arc<dyn TaskStore>) -> common::Crashable {
+async fn serve(config: GatewayConfig, store: impl Into<Stores>) -> common::Crashable {
     common::serve_crashable(Gateway::new(script(), config).with_store(store).with_agui()).await
 }
 
@@ -236,7 +236,7 @@ async fn postgres_an_e2a_run_started_on_one_gateway_is_resumed_on_another() {
     let Some(url) = common::postgres_database().await else {
         return;
     };
-    let first: Arc<dyn TaskStore> = Arc::new(common::pg(&url).await);
+    let first: Stores = Arc::new(common::pg(&url).await).into();
     let a = serve(common::fast_config(), first.clone()).await;
     let body = request("count-pg", "count slowly");
     let mut on_a = send(&a.base, &body, None).await;
@@ -259,36 +259,22 @@ async fn postgres_an_e2a_run_started_on_one_gateway_is_resumed_on_another() {
 
 /// An SQLite store whose run appends fail once `budget` of them were taken (a full disk).
 struct FullDisk {
-    inner: SqliteStore,
+    inner: Arc<SqliteStore>,
     budget: std::sync::atomic::AtomicI64,
 }
 
-impl TaskStore for FullDisk {
-    fn name(&self) -> String {
-        "full-disk".into()
+impl FullDisk {
+    /// The SQLite store's roles, with this one's runs.
+    fn stores(self: &Arc<Self>) -> Stores {
+        let sqlite: Stores = self.inner.clone().into();
+        Stores {
+            runs: Some(self.clone()),
+            ..sqlite
+        }
     }
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<e2a_gateway::store::TaskRecord>, StoreError>> {
-        self.inner.get(id)
-    }
-    fn append(&self, write: e2a_gateway::store::TaskAppend) -> BoxFuture<'_, Result<u64, StoreError>> {
-        self.inner.append(write)
-    }
-    fn events_after<'a>(
-        &'a self,
-        id: &'a str,
-        after: u64,
-    ) -> BoxFuture<'a, Result<Vec<e2a_gateway::store::StoredEvent>, StoreError>> {
-        self.inner.events_after(id, after)
-    }
-    fn list(
-        &self,
-        query: e2a_gateway::store::TaskQuery,
-    ) -> BoxFuture<'_, Result<e2a_gateway::store::TaskPage, StoreError>> {
-        self.inner.list(query)
-    }
-    fn keeps_runs(&self) -> bool {
-        true
-    }
+}
+
+impl RunStore for FullDisk {
     fn append_frames(&self, write: FrameWrite) -> BoxFuture<'_, Result<(), StoreError>> {
         use std::sync::atomic::Ordering;
         if self.budget.fetch_sub(1, Ordering::SeqCst) <= 0 {
@@ -299,15 +285,26 @@ impl TaskStore for FullDisk {
     fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> BoxFuture<'a, Result<Option<RunLog>, StoreError>> {
         self.inner.run_after(key, after)
     }
+    fn renew_runs<'a>(
+        &'a self,
+        holder: &'a str,
+        keys: Vec<String>,
+        lease: std::time::Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.renew_runs(holder, keys, lease)
+    }
+    fn prune_runs(&self, older_than: std::time::Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+        self.inner.prune_runs(older_than, keep)
+    }
 }
 
 #[tokio::test]
 async fn a_run_whose_frames_cannot_be_stored_fails_and_shows_nothing_unstored() {
     let store = Arc::new(FullDisk {
-        inner: SqliteStore::in_memory().expect("store"),
+        inner: Arc::new(SqliteStore::in_memory().expect("store")),
         budget: 3.into(),
     });
-    let s = serve(common::fast_config(), store.clone()).await;
+    let s = serve(common::fast_config(), store.stores()).await;
     let body = request("count-full", "count slowly");
     let frames = all_frames(&s.base, &body, None).await;
     let end = frames.last().expect("a final frame");
@@ -433,7 +430,7 @@ fn ended_run(key: &str) -> FrameWrite {
 
 /// What a store that keeps runs forgets of them, and of the E2A requests' `Idempotency-Key`
 /// records: by age and by count, and nothing of what A2A callers sent.
-async fn run_retention_contract(store: &dyn TaskStore) {
+async fn run_retention_contract(store: &(impl RunStore + Sends + TaskLog)) {
     for key in ["k1", "k2", "k3"] {
         store.append_frames(ended_run(key)).await.expect("append");
         // each run written at a later millisecond than the one before

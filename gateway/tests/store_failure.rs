@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::sse_events;
 use e2a_gateway::backends::ScriptAgent;
 use e2a_gateway::bindings::a2a::A2aConfig;
-use e2a_gateway::store::{MemoryStore, TaskStore};
+use e2a_gateway::store::{MemoryStore, Stores, TaskLog};
 use e2a_gateway::store::{StoreError, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord};
 use e2a_gateway::{Gateway, GatewayConfig};
 use futures_util::future::BoxFuture;
@@ -39,9 +39,20 @@ impl FullDisk {
             slow_ms: 0.into(),
         })
     }
+
+    /// Its task log, with the leases and sends of a memory store beside it.
+    fn stores(self: &Arc<Self>) -> Stores {
+        let memory: Stores = Arc::new(MemoryStore::new()).into();
+        Stores {
+            tasks: self.clone(),
+            pushes: None,
+            sessions: None,
+            ..memory
+        }
+    }
 }
 
-impl TaskStore for FullDisk {
+impl TaskLog for FullDisk {
     fn name(&self) -> String {
         "full-disk".into()
     }
@@ -77,7 +88,7 @@ impl TaskStore for FullDisk {
 
 async fn serve(store: Arc<FullDisk>) -> (String, tokio::task::JoinHandle<std::io::Result<()>>) {
     let agent = ScriptAgent::from_json(SCRIPT).expect("script");
-    let gateway = Gateway::new(agent, GatewayConfig::default()).with_a2a(A2aConfig::default(), store);
+    let gateway = Gateway::new(agent, GatewayConfig::default()).with_a2a(A2aConfig::default(), store.stores());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     (base, tokio::spawn(gateway.serve(listener, std::future::pending())))
@@ -221,7 +232,7 @@ async fn a_long_answer_costs_its_length_in_snapshots_not_its_square() {
         "steps": [{"type": "text", "text": text, "chunk_size": 1}, {"type": "complete"}]}]});
     let store = FullDisk::new(-1);
     let agent = ScriptAgent::from_json(&script.to_string()).expect("script");
-    let gateway = Gateway::new(agent, GatewayConfig::default()).with_a2a(A2aConfig::default(), store.clone());
+    let gateway = Gateway::new(agent, GatewayConfig::default()).with_a2a(A2aConfig::default(), store.stores());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let _server = tokio::spawn(gateway.serve(listener, std::future::pending()));
@@ -252,7 +263,7 @@ async fn a_client_gone_mid_send_leaves_no_task_without_its_run() {
     let store = FullDisk::new(-1);
     store.slow_ms.store(300, Ordering::SeqCst);
     let agent = ScriptAgent::from_json(SCRIPT).expect("script");
-    let gateway = Gateway::new(agent, GatewayConfig::default()).with_a2a(A2aConfig::default(), store.clone());
+    let gateway = Gateway::new(agent, GatewayConfig::default()).with_a2a(A2aConfig::default(), store.stores());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let _server = tokio::spawn(gateway.clone().serve(listener, std::future::pending()));

@@ -585,7 +585,7 @@ impl ConfigFile {
     /// run).
     pub fn gateway(
         &self,
-        store: Option<std::sync::Arc<dyn crate::store::TaskStore>>,
+        store: Option<crate::store::Stores>,
         public_url: Option<String>,
     ) -> Result<crate::Gateway, Vec<ConfigError>> {
         use std::sync::Arc;

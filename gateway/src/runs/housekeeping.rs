@@ -127,6 +127,7 @@ impl Pump {
             lease: self.runs.retention.lease,
         });
         store
+            .runs
             .append_frames(FrameWrite {
                 key: key.scoped_id(),
                 run: self.run_id.clone(),
@@ -185,7 +186,7 @@ impl Drop for Pump {
                             head: None,
                             frames: vec![frame],
                         };
-                        if let Err(e) = store.append_frames(write).await {
+                        if let Err(e) = store.runs.append_frames(write).await {
                             tracing::warn!(error = %e, "cannot store the final frame of a cancelled run");
                         }
                     });
@@ -213,14 +214,14 @@ pub(super) fn start(runs: Weak<Runs>, retention: Retention) {
             let Some(store) = this.store.get().cloned() else { return };
             let keys = this.live_keys();
             if !keys.is_empty() {
-                if let Err(e) = store.renew_runs(&this.holder, keys, retention.lease).await {
+                if let Err(e) = store.runs.renew_runs(&this.holder, keys, retention.lease).await {
                     tracing::error!(error = %e, "cannot renew the leases of running requests");
                 }
             }
             since_prune += every;
             if since_prune >= PRUNE_EVERY {
                 since_prune = Duration::ZERO;
-                if let Err(e) = store.prune_runs(retention.time, retention.count).await {
+                if let Err(e) = store.runs.prune_runs(retention.time, retention.count).await {
                     tracing::warn!(error = %e, "cannot forget old runs in the store");
                 }
             }

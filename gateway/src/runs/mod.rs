@@ -3,7 +3,7 @@
 //! resumption work (a reconnecting client reads from after the last id it saw), and a run
 //! whose every client went away is cancelled after a grace period.
 //!
-//! With a store that keeps runs ([`TaskStore::keeps_runs`]: SQLite, PostgreSQL) every frame
+//! With a store that keeps runs ([`crate::store::Stores::runs`]: SQLite, PostgreSQL) every frame
 //! is stored before a client sees it, so a run can be resumed after a restart, or on another
 //! gateway sharing the store ([`subscription`] follows it there); the gateway's own memory
 //! keeps recent runs for fast resumes, bounded by count, bytes and time.
@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Caller, ConversationKey, RequestContext};
 use crate::config::GatewayConfig;
 use crate::stop::{StopCell, StopReason};
-use crate::store::{SentRecord, StoreError, TaskStore};
+use crate::store::{RunStore, Sends, SentRecord, StoreError, Stores};
 use frames::{Compact, Frames};
 
 pub(crate) use housekeeping::Pump;
@@ -131,6 +131,16 @@ struct Retention {
     lease: Duration,
 }
 
+/// The roles of a store that keeps runs: the frame logs, the E2A requests' `Idempotency-Key`s
+/// (kept with the runs), and whether other gateways share it (a stored run may still go on
+/// there).
+#[derive(Clone)]
+pub(crate) struct RunKeeping {
+    pub(crate) runs: Arc<dyn RunStore>,
+    pub(crate) sends: Arc<dyn Sends>,
+    pub(crate) shared: bool,
+}
+
 /// Live and retained runs.
 pub(crate) struct Runs {
     inner: Mutex<Inner>,
@@ -140,7 +150,7 @@ pub(crate) struct Runs {
     drain_started: tokio::sync::watch::Sender<bool>,
     retention: Retention,
     /// The store that keeps the runs' frames, when it does.
-    store: OnceLock<Arc<dyn TaskStore>>,
+    store: OnceLock<RunKeeping>,
     /// This gateway's name in run leases.
     holder: String,
     housekeeping: Once,
@@ -183,10 +193,14 @@ impl Runs {
         }
     }
 
-    /// Keeps the runs' frames in `store` too, when it keeps runs (the first store given wins).
-    pub(crate) fn keep_in(&self, store: Arc<dyn TaskStore>) {
-        if store.keeps_runs() {
-            let _ = self.store.set(store);
+    /// Keeps the runs' frames in `stores` too, when they keep runs (the first given wins).
+    pub(crate) fn keep_in(&self, stores: &Stores) {
+        if let Some(runs) = &stores.runs {
+            let _ = self.store.set(RunKeeping {
+                runs: runs.clone(),
+                sends: stores.sends.clone(),
+                shared: stores.leases.shared(),
+            });
         }
     }
 
@@ -268,7 +282,7 @@ impl Runs {
     /// gateway sharing it, sees it), else in memory for as long as ended runs are kept.
     pub(crate) async fn remember_request(&self, record: SentRecord) -> Result<Option<SentRecord>, StoreError> {
         if let Some(store) = self.store.get() {
-            return store.remember_send(record).await;
+            return store.sends.remember_send(record).await;
         }
         let mut inner = self.inner.lock();
         let inner = &mut *inner;
@@ -313,7 +327,7 @@ impl Runs {
             return Ok(None);
         };
         let stored_key = key.scoped_id();
-        let Some(log) = store.run_after(&stored_key, after).await? else {
+        let Some(log) = store.runs.run_after(&stored_key, after).await? else {
             return Ok(None);
         };
         Ok(Some(Subscription::stored(store.clone(), stored_key, log, after)))

@@ -14,8 +14,9 @@ use e2a::{E2AEnvelope, E2AResponse};
 use tokio::sync::watch;
 
 use super::Run;
+use super::RunKeeping;
 use crate::stop::{cutoff_frame, StopReason};
-use crate::store::{FrameWrite, RunLog, StoredFrame, TaskStore};
+use crate::store::{FrameWrite, RunLog, StoredFrame};
 
 /// How often a reader of a run running on another gateway reads its log again.
 const FOLLOW_EVERY: Duration = Duration::from_millis(100);
@@ -37,7 +38,7 @@ struct Local {
 }
 
 struct Stored {
-    store: Arc<dyn TaskStore>,
+    store: RunKeeping,
     key: String,
     run: String,
     request: String,
@@ -56,7 +57,7 @@ impl Subscription {
     }
 
     /// A reader of the stored run `key`, whose log from after `after` is `log`.
-    pub(super) fn stored(store: Arc<dyn TaskStore>, key: String, log: RunLog, after: Option<u64>) -> Self {
+    pub(super) fn stored(store: RunKeeping, key: String, log: RunLog, after: Option<u64>) -> Self {
         let mut s = Stored {
             store,
             key,
@@ -187,7 +188,7 @@ impl Stored {
             if self.ended {
                 return None;
             }
-            if !(self.leased && self.store.shared()) {
+            if !(self.leased && self.store.shared) {
                 // no gateway runs it any more: it ends here, for every reader alike
                 let end = self.cutoff(
                     "the gateway running this request stopped before it finished",
@@ -198,7 +199,7 @@ impl Stored {
                 return Some(Arc::new(end));
             }
             tokio::time::sleep(FOLLOW_EVERY).await;
-            match self.store.run_after(&self.key, self.after).await {
+            match self.store.runs.run_after(&self.key, self.after).await {
                 Ok(Some(log)) if log.run == self.run => self.absorb(log),
                 // forgotten, or its key opened again for another run
                 Ok(_) => return None,
@@ -226,7 +227,7 @@ impl Stored {
             head: None,
             frames: vec![frame],
         };
-        if let Err(e) = self.store.append_frames(write).await {
+        if let Err(e) = self.store.runs.append_frames(write).await {
             tracing::warn!(error = %e, "cannot store the final frame of an orphaned run");
         }
     }

@@ -13,8 +13,9 @@ use crate::packed::Packed;
 
 use super::{
     millis, now_ms, PushFailure, PushJob, PushProgress, PushRecord, SentRecord, SessionPage, SessionQuery,
-    SessionRecord, StoreError, StoreFuture, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    SessionRecord, StoreError, StoreFuture, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord,
 };
+use super::{Leases, PushStore, Sends, SessionStore, TaskLog};
 
 /// Tasks in memory: lost when the process ends. Snapshots and events are kept as compact JSON
 /// (a few hundred bytes per event, not a tree of values) and parsed when read.
@@ -132,165 +133,9 @@ impl MemoryTask {
     }
 }
 
-impl TaskStore for MemoryStore {
+impl TaskLog for MemoryStore {
     fn name(&self) -> String {
         "memory".into()
-    }
-
-    fn find_send<'a>(&'a self, owner: &'a str, key: &'a str) -> StoreFuture<'a, Option<SentRecord>> {
-        Box::pin(async move { Ok(self.sent.lock().get(&(owner.to_string(), key.to_string())).cloned()) })
-    }
-
-    fn remember_send(&self, record: SentRecord) -> StoreFuture<'_, Option<SentRecord>> {
-        Box::pin(async move {
-            let mut sent = self.sent.lock();
-            let key = (record.owner.clone(), record.key.clone());
-            match sent.get(&key) {
-                Some(first) => Ok(Some(first.clone())),
-                None => {
-                    sent.insert(key, record);
-                    Ok(None)
-                }
-            }
-        })
-    }
-
-    fn orphans(&self) -> StoreFuture<'_, Vec<String>> {
-        let mut active: Vec<(i64, String)> = self
-            .inner
-            .lock()
-            .iter()
-            .filter(|(_, t)| t.state.is_active())
-            .map(|(id, t)| (t.updated_ms, id.clone()))
-            .collect();
-        active.sort();
-        let ids = active.into_iter().take(1_000).map(|(_, id)| id).collect();
-        Box::pin(async { Ok(ids) })
-    }
-
-    fn keeps_pushes(&self) -> bool {
-        true
-    }
-
-    fn put_push(&self, record: PushRecord, from_seq: u64) -> StoreFuture<'_, ()> {
-        let mut pushes = self.pushes.lock();
-        let key = (record.task_id.clone(), record.id.clone());
-        match pushes.get_mut(&key) {
-            Some(p) => p.record = record,
-            None => {
-                pushes.insert(
-                    key,
-                    MemoryPush {
-                        record,
-                        delivered_seq: from_seq,
-                        attempts: 0,
-                        next_ms: 0,
-                        error: None,
-                        holder: None,
-                        claim_until_ms: 0,
-                    },
-                );
-            }
-        }
-        Box::pin(async { Ok(()) })
-    }
-
-    fn get_push<'a>(&'a self, task_id: &'a str, id: &'a str) -> StoreFuture<'a, Option<PushRecord>> {
-        let found = self
-            .pushes
-            .lock()
-            .get(&(task_id.to_string(), id.to_string()))
-            .map(|p| p.record.clone());
-        Box::pin(async { Ok(found) })
-    }
-
-    fn list_pushes<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, Vec<PushRecord>> {
-        let mut found: Vec<PushRecord> = self
-            .pushes
-            .lock()
-            .values()
-            .filter(|p| p.record.task_id == task_id)
-            .map(|p| p.record.clone())
-            .collect();
-        found.sort_by(|a, b| a.created_ms.cmp(&b.created_ms).then_with(|| a.id.cmp(&b.id)));
-        Box::pin(async { Ok(found) })
-    }
-
-    fn delete_push<'a>(&'a self, task_id: &'a str, id: &'a str) -> StoreFuture<'a, bool> {
-        let gone = self
-            .pushes
-            .lock()
-            .remove(&(task_id.to_string(), id.to_string()))
-            .is_some();
-        Box::pin(async move { Ok(gone) })
-    }
-
-    fn claim_pushes<'a>(&'a self, holder: &'a str, lease: Duration, limit: usize) -> StoreFuture<'a, Vec<PushJob>> {
-        let now = now_ms();
-        let tasks = self.inner.lock();
-        let mut pushes = self.pushes.lock();
-        let mut due: Vec<&mut MemoryPush> = pushes
-            .values_mut()
-            .filter(|p| {
-                let last = tasks.get(&p.record.task_id).map_or(0, |t| t.events.len() as u64);
-                last > p.delivered_seq && p.next_ms <= now && (p.holder.is_none() || p.claim_until_ms < now)
-            })
-            .collect();
-        due.sort_by_key(|p| p.next_ms);
-        let jobs = due
-            .into_iter()
-            .take(limit)
-            .map(|p| {
-                p.holder = Some(holder.to_string());
-                p.claim_until_ms = now.saturating_add(millis(lease));
-                PushJob {
-                    record: p.record.clone(),
-                    delivered_seq: p.delivered_seq,
-                    attempts: p.attempts,
-                }
-            })
-            .collect();
-        Box::pin(async { Ok(jobs) })
-    }
-
-    fn push_progress(&self, progress: PushProgress) -> StoreFuture<'_, bool> {
-        let mut pushes = self.pushes.lock();
-        let key = (progress.task_id.clone(), progress.id.clone());
-        let held = match pushes.get_mut(&key) {
-            Some(p) if p.holder.as_deref() == Some(progress.holder.as_str()) => {
-                p.delivered_seq = p.delivered_seq.max(progress.delivered_seq);
-                p.attempts = progress.attempts;
-                p.error = progress.error;
-                if let Some(wait) = progress.retry_in {
-                    p.next_ms = now_ms().saturating_add(millis(wait));
-                    p.holder = None;
-                }
-                if let Some(f) = progress.failure {
-                    let mut failures = self.failures.lock();
-                    failures.push_back(f);
-                    while failures.len() > MAX_FAILURES {
-                        failures.pop_front();
-                    }
-                }
-                true
-            }
-            _ => false,
-        };
-        Box::pin(async move { Ok(held) })
-    }
-
-    fn release_push<'a>(&'a self, task_id: &'a str, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
-        if let Some(p) = self.pushes.lock().get_mut(&(task_id.to_string(), id.to_string())) {
-            if p.holder.as_deref() == Some(holder) {
-                p.holder = None;
-            }
-        }
-        Box::pin(async { Ok(()) })
-    }
-
-    fn push_failures(&self, limit: usize) -> StoreFuture<'_, Vec<PushFailure>> {
-        let found = self.failures.lock().iter().rev().take(limit).cloned().collect();
-        Box::pin(async { Ok(found) })
     }
 
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
@@ -421,11 +266,167 @@ impl TaskStore for MemoryStore {
             })
         })
     }
+}
 
-    fn keeps_sessions(&self) -> bool {
-        true
+impl Leases for MemoryStore {
+    fn orphans(&self) -> StoreFuture<'_, Vec<String>> {
+        let mut active: Vec<(i64, String)> = self
+            .inner
+            .lock()
+            .iter()
+            .filter(|(_, t)| t.state.is_active())
+            .map(|(id, t)| (t.updated_ms, id.clone()))
+            .collect();
+        active.sort();
+        let ids = active.into_iter().take(1_000).map(|(_, id)| id).collect();
+        Box::pin(async { Ok(ids) })
+    }
+}
+
+impl Sends for MemoryStore {
+    fn find_send<'a>(&'a self, owner: &'a str, key: &'a str) -> StoreFuture<'a, Option<SentRecord>> {
+        Box::pin(async move { Ok(self.sent.lock().get(&(owner.to_string(), key.to_string())).cloned()) })
     }
 
+    fn remember_send(&self, record: SentRecord) -> StoreFuture<'_, Option<SentRecord>> {
+        Box::pin(async move {
+            let mut sent = self.sent.lock();
+            let key = (record.owner.clone(), record.key.clone());
+            match sent.get(&key) {
+                Some(first) => Ok(Some(first.clone())),
+                None => {
+                    sent.insert(key, record);
+                    Ok(None)
+                }
+            }
+        })
+    }
+}
+
+impl PushStore for MemoryStore {
+    fn put_push(&self, record: PushRecord, from_seq: u64) -> StoreFuture<'_, ()> {
+        let mut pushes = self.pushes.lock();
+        let key = (record.task_id.clone(), record.id.clone());
+        match pushes.get_mut(&key) {
+            Some(p) => p.record = record,
+            None => {
+                pushes.insert(
+                    key,
+                    MemoryPush {
+                        record,
+                        delivered_seq: from_seq,
+                        attempts: 0,
+                        next_ms: 0,
+                        error: None,
+                        holder: None,
+                        claim_until_ms: 0,
+                    },
+                );
+            }
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn get_push<'a>(&'a self, task_id: &'a str, id: &'a str) -> StoreFuture<'a, Option<PushRecord>> {
+        let found = self
+            .pushes
+            .lock()
+            .get(&(task_id.to_string(), id.to_string()))
+            .map(|p| p.record.clone());
+        Box::pin(async { Ok(found) })
+    }
+
+    fn list_pushes<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, Vec<PushRecord>> {
+        let mut found: Vec<PushRecord> = self
+            .pushes
+            .lock()
+            .values()
+            .filter(|p| p.record.task_id == task_id)
+            .map(|p| p.record.clone())
+            .collect();
+        found.sort_by(|a, b| a.created_ms.cmp(&b.created_ms).then_with(|| a.id.cmp(&b.id)));
+        Box::pin(async { Ok(found) })
+    }
+
+    fn delete_push<'a>(&'a self, task_id: &'a str, id: &'a str) -> StoreFuture<'a, bool> {
+        let gone = self
+            .pushes
+            .lock()
+            .remove(&(task_id.to_string(), id.to_string()))
+            .is_some();
+        Box::pin(async move { Ok(gone) })
+    }
+
+    fn claim_pushes<'a>(&'a self, holder: &'a str, lease: Duration, limit: usize) -> StoreFuture<'a, Vec<PushJob>> {
+        let now = now_ms();
+        let tasks = self.inner.lock();
+        let mut pushes = self.pushes.lock();
+        let mut due: Vec<&mut MemoryPush> = pushes
+            .values_mut()
+            .filter(|p| {
+                let last = tasks.get(&p.record.task_id).map_or(0, |t| t.events.len() as u64);
+                last > p.delivered_seq && p.next_ms <= now && (p.holder.is_none() || p.claim_until_ms < now)
+            })
+            .collect();
+        due.sort_by_key(|p| p.next_ms);
+        let jobs = due
+            .into_iter()
+            .take(limit)
+            .map(|p| {
+                p.holder = Some(holder.to_string());
+                p.claim_until_ms = now.saturating_add(millis(lease));
+                PushJob {
+                    record: p.record.clone(),
+                    delivered_seq: p.delivered_seq,
+                    attempts: p.attempts,
+                }
+            })
+            .collect();
+        Box::pin(async { Ok(jobs) })
+    }
+
+    fn push_progress(&self, progress: PushProgress) -> StoreFuture<'_, bool> {
+        let mut pushes = self.pushes.lock();
+        let key = (progress.task_id.clone(), progress.id.clone());
+        let held = match pushes.get_mut(&key) {
+            Some(p) if p.holder.as_deref() == Some(progress.holder.as_str()) => {
+                p.delivered_seq = p.delivered_seq.max(progress.delivered_seq);
+                p.attempts = progress.attempts;
+                p.error = progress.error;
+                if let Some(wait) = progress.retry_in {
+                    p.next_ms = now_ms().saturating_add(millis(wait));
+                    p.holder = None;
+                }
+                if let Some(f) = progress.failure {
+                    let mut failures = self.failures.lock();
+                    failures.push_back(f);
+                    while failures.len() > MAX_FAILURES {
+                        failures.pop_front();
+                    }
+                }
+                true
+            }
+            _ => false,
+        };
+        Box::pin(async move { Ok(held) })
+    }
+
+    fn release_push<'a>(&'a self, task_id: &'a str, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
+        if let Some(p) = self.pushes.lock().get_mut(&(task_id.to_string(), id.to_string())) {
+            if p.holder.as_deref() == Some(holder) {
+                p.holder = None;
+            }
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn push_failures(&self, limit: usize) -> StoreFuture<'_, Vec<PushFailure>> {
+        let found = self.failures.lock().iter().rev().take(limit).cloned().collect();
+        Box::pin(async { Ok(found) })
+    }
+}
+
+impl SessionStore for MemoryStore {
     fn put_session(&self, session: SessionRecord) -> StoreFuture<'_, ()> {
         let mut map = self.sessions.lock();
         match map.get_mut(&session.id) {

@@ -1,7 +1,7 @@
 //! A store seen by the gateway's metrics and spans: every operation of the store it wraps is
 //! timed (`e2a_store_op_duration_seconds{op,outcome}`) and runs in a `store.op` span
 //! (exported with the rest when OpenTelemetry is on). [`crate::Gateway::with_store`] and
-//! [`crate::Gateway::with_a2a`] wrap the store they are given.
+//! [`crate::Gateway::with_a2a`] wrap every role of the stores they are given ([`Stores::metered`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,22 +10,18 @@ use tracing::Instrument;
 
 use super::{
     FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, SentRecord, SessionPage, SessionQuery,
-    SessionRecord, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    SessionRecord, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord,
 };
+use super::{Leases, PushStore, RunStore, Sends, SessionStore, Stores, TaskLog};
 use crate::web::metrics::MetricsHandle;
 
-/// `inner`, timed into the metrics `handle` names.
-pub(crate) struct MeteredStore {
-    inner: Arc<dyn TaskStore>,
+/// A role `R` of a store, timed into the metrics `handle` names.
+pub(crate) struct Metered<R: ?Sized> {
+    inner: Arc<R>,
     handle: Arc<MetricsHandle>,
 }
 
-impl MeteredStore {
-    /// `inner`, timed.
-    pub(crate) fn wrap(inner: Arc<dyn TaskStore>, handle: Arc<MetricsHandle>) -> Arc<dyn TaskStore> {
-        Arc::new(MeteredStore { inner, handle })
-    }
-
+impl<R: ?Sized + Send + Sync> Metered<R> {
     /// `fut` (operation `op`), timed and in its span.
     fn timed<'a, T: Send + 'a>(&'a self, op: &'static str, fut: StoreFuture<'a, T>) -> StoreFuture<'a, T> {
         let span = tracing::debug_span!("store.op", otel.kind = "client", e2a.store_op = op);
@@ -41,7 +37,27 @@ impl MeteredStore {
     }
 }
 
-impl TaskStore for MeteredStore {
+impl Stores {
+    /// Every role of these stores timed into the metrics `handle` names.
+    pub(crate) fn metered(self, handle: &Arc<MetricsHandle>) -> Stores {
+        fn wrap<R: ?Sized>(inner: Arc<R>, handle: &Arc<MetricsHandle>) -> Arc<Metered<R>> {
+            Arc::new(Metered {
+                inner,
+                handle: handle.clone(),
+            })
+        }
+        Stores {
+            tasks: wrap(self.tasks, handle),
+            leases: wrap(self.leases, handle),
+            sends: wrap(self.sends, handle),
+            pushes: self.pushes.map(|r| wrap(r, handle) as Arc<dyn PushStore>),
+            runs: self.runs.map(|r| wrap(r, handle) as Arc<dyn RunStore>),
+            sessions: self.sessions.map(|r| wrap(r, handle) as Arc<dyn SessionStore>),
+        }
+    }
+}
+
+impl TaskLog for Metered<dyn TaskLog> {
     fn name(&self) -> String {
         self.inner.name()
     }
@@ -62,14 +78,12 @@ impl TaskStore for MeteredStore {
         self.timed("list", self.inner.list(query))
     }
 
-    fn remember_send(&self, record: SentRecord) -> StoreFuture<'_, Option<SentRecord>> {
-        self.timed("remember_send", self.inner.remember_send(record))
+    fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
+        self.timed("prune_tasks", self.inner.prune_tasks(older_than, keep))
     }
+}
 
-    fn find_send<'a>(&'a self, owner: &'a str, key: &'a str) -> StoreFuture<'a, Option<SentRecord>> {
-        self.timed("find_send", self.inner.find_send(owner, key))
-    }
-
+impl Leases for Metered<dyn Leases> {
     fn shared(&self) -> bool {
         self.inner.shared()
     }
@@ -94,14 +108,22 @@ impl TaskStore for MeteredStore {
         self.timed("request_cancel", self.inner.request_cancel(id))
     }
 
-    fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
-        self.timed("prune_tasks", self.inner.prune_tasks(older_than, keep))
+    fn notices(&self) -> Option<tokio::sync::broadcast::Receiver<StoreNotice>> {
+        self.inner.notices()
+    }
+}
+
+impl Sends for Metered<dyn Sends> {
+    fn remember_send(&self, record: SentRecord) -> StoreFuture<'_, Option<SentRecord>> {
+        self.timed("remember_send", self.inner.remember_send(record))
     }
 
-    fn keeps_pushes(&self) -> bool {
-        self.inner.keeps_pushes()
+    fn find_send<'a>(&'a self, owner: &'a str, key: &'a str) -> StoreFuture<'a, Option<SentRecord>> {
+        self.timed("find_send", self.inner.find_send(owner, key))
     }
+}
 
+impl PushStore for Metered<dyn PushStore> {
     fn put_push(&self, record: PushRecord, from_seq: u64) -> StoreFuture<'_, ()> {
         self.timed("put_push", self.inner.put_push(record, from_seq))
     }
@@ -133,11 +155,9 @@ impl TaskStore for MeteredStore {
     fn push_failures(&self, limit: usize) -> StoreFuture<'_, Vec<PushFailure>> {
         self.timed("push_failures", self.inner.push_failures(limit))
     }
+}
 
-    fn keeps_runs(&self) -> bool {
-        self.inner.keeps_runs()
-    }
-
+impl RunStore for Metered<dyn RunStore> {
     fn append_frames(&self, write: FrameWrite) -> StoreFuture<'_, ()> {
         self.timed("append_frames", self.inner.append_frames(write))
     }
@@ -153,11 +173,9 @@ impl TaskStore for MeteredStore {
     fn prune_runs(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
         self.timed("prune_runs", self.inner.prune_runs(older_than, keep))
     }
+}
 
-    fn keeps_sessions(&self) -> bool {
-        self.inner.keeps_sessions()
-    }
-
+impl SessionStore for Metered<dyn SessionStore> {
     fn put_session(&self, session: SessionRecord) -> StoreFuture<'_, ()> {
         self.timed("put_session", self.inner.put_session(session))
     }
@@ -180,9 +198,5 @@ impl TaskStore for MeteredStore {
 
     fn history<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Vec<String>> {
         self.timed("history", self.inner.history(id))
-    }
-
-    fn notices(&self) -> Option<tokio::sync::broadcast::Receiver<StoreNotice>> {
-        self.inner.notices()
     }
 }

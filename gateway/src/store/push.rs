@@ -1,4 +1,4 @@
-//! What a [`TaskStore`](super::TaskStore) keeps of push notifications: each task's configs
+//! What a [`PushStore`](super::PushStore) keeps of push notifications: each task's configs
 //! (A2A `TaskPushNotificationConfig`s) and, beside each, its **outbox cursor** — the last event
 //! of the task's log delivered to its webhook, the attempts at the next one, when to try again
 //! and which gateway is delivering. The task's event log is the outbox: an event appended is an
@@ -66,7 +66,7 @@ impl PushRecord {
 }
 
 /// A config with events to deliver, claimed by one gateway (see
-/// [`TaskStore::claim_pushes`](super::TaskStore::claim_pushes)).
+/// [`PushStore::claim_pushes`](super::PushStore::claim_pushes)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PushJob {
     /// The config.
@@ -78,7 +78,7 @@ pub struct PushJob {
 }
 
 /// What a gateway did with a claimed config (see
-/// [`TaskStore::push_progress`](super::TaskStore::push_progress)).
+/// [`PushStore::push_progress`](super::PushStore::push_progress)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PushProgress {
     /// The task.

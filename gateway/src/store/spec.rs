@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use super::{MemoryStore, PgOptions, PgStore, SqliteStore, TaskStore};
+use super::{MemoryStore, PgOptions, PgStore, SqliteStore, Stores};
 
 /// A task store by name.
 #[derive(Clone, PartialEq, Eq)]
@@ -77,11 +77,13 @@ impl FromStr for StoreSpec {
 impl StoreSpec {
     /// Opens the store (`postgres` with `options`: pool size, CA file); the error says why in
     /// words that never hold the password.
-    pub async fn open(&self, options: PgOptions) -> Result<Arc<dyn TaskStore>, String> {
+    pub async fn open(&self, options: PgOptions) -> Result<Stores, String> {
         Ok(match self {
-            StoreSpec::Memory => Arc::new(MemoryStore::new()),
-            StoreSpec::Sqlite(path) => Arc::new(SqliteStore::open(path).map_err(|e| e.to_string())?),
-            StoreSpec::Postgres(url) => Arc::new(PgStore::connect(url, options).await.map_err(|e| e.to_string())?),
+            StoreSpec::Memory => Arc::new(MemoryStore::new()).into(),
+            StoreSpec::Sqlite(path) => Arc::new(SqliteStore::open(path).map_err(|e| e.to_string())?).into(),
+            StoreSpec::Postgres(url) => {
+                Arc::new(PgStore::connect(url, options).await.map_err(|e| e.to_string())?).into()
+            }
         })
     }
 }

@@ -21,7 +21,12 @@ pub(super) async fn renew_leases(state: Weak<TaskService>, period: Duration) {
         if ids.is_empty() {
             continue;
         }
-        match this.store.renew(&this.holder, ids, this.shared.config.lease).await {
+        match this
+            .store
+            .leases
+            .renew(&this.holder, ids, this.shared.config.lease)
+            .await
+        {
             Ok(lost) => {
                 for id in lost {
                     tracing::error!(task_id = %id, "lost the lease of a running task: stopping its run");
@@ -44,11 +49,11 @@ pub(super) async fn reap_orphans(state: Weak<TaskService>, period: Duration) {
     }
 }
 
-/// Fails the tasks the store says have no run ([`crate::store::TaskStore::orphans`]) and
+/// Fails the tasks the store says have no run ([`crate::store::Leases::orphans`]) and
 /// this gateway does not run: at start on a store only this gateway uses (what it ran before
 /// a restart ends `FAILED`, and their webhooks hear so without anyone reading the task).
 pub(super) async fn settle_orphans(this: &TaskService) {
-    match this.store.orphans().await {
+    match this.store.leases.orphans().await {
         Ok(ids) => {
             for id in ids {
                 if let Ok(Some(rec)) = this.stored(&id).await {
@@ -66,7 +71,7 @@ pub(super) async fn forget_finished(state: Weak<TaskService>, period: Duration) 
         tokio::time::sleep(period).await;
         let Some(this) = state.upgrade() else { return };
         let (age, keep) = (this.config.task_retention, this.config.max_finished_tasks);
-        match this.store.prune_tasks(age, keep).await {
+        match this.store.tasks.prune_tasks(age, keep).await {
             Ok(0) => {}
             Ok(n) => tracing::debug!(forgotten = n, "finished tasks past the retention forgotten"),
             Err(e) => tracing::warn!(error = %e, "cannot forget finished tasks"),

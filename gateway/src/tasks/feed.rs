@@ -95,7 +95,7 @@ impl TaskService {
         let event = match event {
             Some(e) => e,
             // too large for the notice: from the log
-            None => match self.store.events_after(task_id, seq.saturating_sub(1)).await {
+            None => match self.store.tasks.events_after(task_id, seq.saturating_sub(1)).await {
                 Ok(events) => match events.into_iter().find(|e| e.seq == seq) {
                     Some(e) => e.event,
                     None => return,
@@ -126,7 +126,7 @@ impl TaskService {
     /// Task `id`'s logged events after `after`, up to the first that ends a stream running
     /// `until` (and whether one did).
     async fn log_after(&self, id: &str, after: u64, until: Until) -> Result<(Vec<StoredEvent>, bool), A2aError> {
-        let mut events = self.store.events_after(id, after).await?;
+        let mut events = self.store.tasks.events_after(id, after).await?;
         let end = events.iter().position(|e| ends(state_in(&e.event), until));
         if let Some(i) = end {
             events.truncate(i + 1);
@@ -172,7 +172,7 @@ impl TaskService {
             let mut rx = rx;
             // a task another gateway runs: its events come as notices, and after a quiet
             // REMOTE_POLL from the log (a notice lost while the listener reconnected)
-            let shared = this.store.shared();
+            let shared = this.store.leases.shared();
             let mut quiet = Instant::now();
             // the log first; again after a gap (lagged), a quiet spell or a closed channel
             let (mut catch_up, mut resubscribe) = (read_log_first, false);

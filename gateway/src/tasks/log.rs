@@ -66,7 +66,7 @@ impl TaskService {
             snapshot: task.clone(),
             events: texts.clone(),
         };
-        let last = self.store.append(write).await.map_err(|e| {
+        let last = self.store.tasks.append(write).await.map_err(|e| {
             tracing::error!(task_id = %rec.id, error = %e, "cannot store a task event: nobody is told of it");
             A2aError::internal(STORE_FAILED)
         })?;
@@ -116,7 +116,7 @@ impl TaskService {
     /// A stored record with its snapshot brought up to date from the log.
     pub(super) async fn caught_up(&self, mut rec: TaskRecord) -> Result<TaskRecord, A2aError> {
         if rec.snapshot_seq < rec.last_seq {
-            for e in self.store.events_after(&rec.id, rec.snapshot_seq).await? {
+            for e in self.store.tasks.events_after(&rec.id, rec.snapshot_seq).await? {
                 match serde_json::from_str::<A2aStreamResponse>(&e.event) {
                     Ok(event) => apply(&mut rec.task, event),
                     Err(err) => {
@@ -131,7 +131,7 @@ impl TaskService {
 
     /// Task `id` from the store, up to date.
     pub(super) async fn stored(&self, id: &str) -> Result<Option<TaskRecord>, A2aError> {
-        match self.store.get(id).await? {
+        match self.store.tasks.get(id).await? {
             Some(rec) => Ok(Some(self.caught_up(rec).await?)),
             None => Ok(None),
         }
@@ -165,6 +165,7 @@ impl TaskService {
         // (this gateway can take it) has no run anywhere
         match self
             .store
+            .leases
             .acquire(&rec.id, &self.holder, self.shared.config.lease)
             .await
         {
@@ -183,7 +184,7 @@ impl TaskService {
             let broken = self.broken.lock().get(&rec.id).cloned();
             let why = match &broken {
                 Some(why) => why,
-                None if self.store.shared() => {
+                None if self.store.leases.shared() => {
                     "the gateway running the task stopped before it finished (its lease expired)"
                 }
                 None => "the gateway restarted before the task finished",
@@ -195,7 +196,7 @@ impl TaskService {
                 self.broken.lock().remove(&rec.id);
             }
         }
-        if let Err(e) = self.store.release(&rec.id, &self.holder).await {
+        if let Err(e) = self.store.leases.release(&rec.id, &self.holder).await {
             tracing::warn!(task_id = %rec.id, error = %e, "cannot release a task's lease");
         }
         rec

@@ -1,7 +1,7 @@
 //! Tasks: an A2A message becomes an E2A envelope (`e2a::a2a::jsonrpc::envelope_from_call`),
 //! the agent's frames pass the stream boundary and become A2A `StreamResponse` events
 //! (`e2a::a2a::stream::A2aStreamProjector`), and every event is applied to the task's snapshot
-//! and appended to its log in the [`TaskStore`] before any client sees it.
+//! and appended to its log in the [`crate::store::TaskLog`] before any client sees it.
 //!
 //! Lifecycle: `SUBMITTED → WORKING → (INPUT_REQUIRED | AUTH_REQUIRED) → COMPLETED | FAILED |
 //! CANCELED | REJECTED`. A message carrying the `taskId` of a paused task answers it (the same
@@ -46,7 +46,7 @@ use self::turn::TurnMapper;
 use crate::agent::Caller;
 use crate::pipeline::boundary::SharedFrames;
 use crate::pipeline::Pipeline;
-use crate::store::{StoredEvent, TaskQuery, TaskRecord, TaskStore};
+use crate::store::{StoredEvent, Stores, TaskQuery, TaskRecord};
 use crate::tasks::config::A2aConfig;
 
 /// A2A events with their log sequence numbers, as a binding streams them. An `Err` ends the
@@ -95,7 +95,7 @@ struct Live {
 pub struct TaskService {
     pub(crate) shared: Arc<Pipeline>,
     pub(crate) config: A2aConfig,
-    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) store: Stores,
     /// When the card was made (it is fixed for the life of the gateway): `Last-Modified`.
     pub(crate) card_modified: String,
     live: Mutex<HashMap<String, Live>>,
@@ -122,7 +122,7 @@ impl std::fmt::Debug for TaskService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TaskService")
             .field("config", &self.config)
-            .field("store", &self.store.name())
+            .field("store", &self.store.tasks.name())
             .field("live", &self.live())
             .finish()
     }
@@ -174,9 +174,9 @@ pub struct SendParams {
 
 impl TaskService {
     /// The A2A state of a gateway.
-    pub(crate) fn new(shared: Arc<Pipeline>, mut config: A2aConfig, store: Arc<dyn TaskStore>) -> Self {
+    pub(crate) fn new(shared: Arc<Pipeline>, mut config: A2aConfig, store: Stores) -> Self {
         // a store that keeps no push configs: the card says so, the operations refuse
-        config.push.enabled &= store.keeps_pushes();
+        config.push.enabled &= store.pushes.is_some();
         TaskService {
             push: Arc::new(crate::tasks::push::Pusher::new(config.push.clone())),
             shared,
@@ -201,7 +201,7 @@ impl TaskService {
             tracing::warn!("A2A background work not started: no Tokio runtime");
             return;
         }
-        if self.store.shared() {
+        if self.store.leases.shared() {
             let lease = self.shared.config.lease.max(Duration::from_millis(150));
             tokio::spawn(cluster::renew_leases(Arc::downgrade(self), lease / 3));
             tokio::spawn(cluster::reap_orphans(Arc::downgrade(self), lease / 2));
@@ -210,7 +210,7 @@ impl TaskService {
             let this = self.clone();
             tokio::spawn(async move { cluster::settle_orphans(&this).await });
         }
-        if let Some(notices) = self.store.notices() {
+        if let Some(notices) = self.store.leases.notices() {
             tokio::spawn(cluster::pass_on_notices(Arc::downgrade(self), notices));
         }
         let every = (self.config.task_retention / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
@@ -306,7 +306,7 @@ impl TaskService {
             }
         }
         self.live.lock().remove(&rec.id);
-        if let Err(e) = self.store.release(&rec.id, &self.holder).await {
+        if let Err(e) = self.store.leases.release(&rec.id, &self.holder).await {
             tracing::warn!(task_id = %rec.id, error = %e, "cannot release a task's lease");
         }
         self.drop_channel(&rec.id, rec.state.is_terminal());
@@ -471,7 +471,11 @@ impl TaskService {
             }
             None => {
                 let rx = self.channel(id);
-                let free = self.store.acquire(id, &self.holder, self.shared.config.lease).await?;
+                let free = self
+                    .store
+                    .leases
+                    .acquire(id, &self.holder, self.shared.config.lease)
+                    .await?;
                 if free {
                     // no run anywhere (a paused task, or one whose gateway died)
                     if let Some(fresh) = self.stored(id).await? {
@@ -483,11 +487,11 @@ impl TaskService {
                         let ev = status_event(&rec, CANCELED, Some(agent_message(&rec, turn::CANCELED_BY_CLIENT)));
                         self.commit(&mut rec, ev).await.map(|_| ())
                     };
-                    self.store.release(id, &self.holder).await?;
+                    self.store.leases.release(id, &self.holder).await?;
                     canceled?;
                 } else {
                     // another gateway runs it: ask it to stop, and wait for the turn to end
-                    self.store.request_cancel(id).await?;
+                    self.store.leases.request_cancel(id).await?;
                     self.wait_turn_end(id, rec.last_seq, rx).await;
                     rec = self.load(id, caller).await?;
                 }
@@ -508,7 +512,7 @@ impl TaskService {
             offset,
             limit: page_size,
         };
-        let page = self.store.list(query).await?;
+        let page = self.store.tasks.list(query).await?;
         let mut tasks = Vec::new();
         for rec in page.tasks {
             let rec = self.caught_up(rec).await?;

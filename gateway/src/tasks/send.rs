@@ -313,13 +313,21 @@ impl TaskService {
             }
             l.insert(id.to_string(), live.clone());
         }
-        let mut leased = self.store.acquire(id, &self.holder, self.shared.config.lease).await;
+        let mut leased = self
+            .store
+            .leases
+            .acquire(id, &self.holder, self.shared.config.lease)
+            .await;
         for _ in 0..LEASE_RETRIES {
             if !matches!(leased, Ok(false)) || !answered {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
-            leased = self.store.acquire(id, &self.holder, self.shared.config.lease).await;
+            leased = self
+                .store
+                .leases
+                .acquire(id, &self.holder, self.shared.config.lease)
+                .await;
         }
         match leased {
             Ok(true) => Ok(live),
@@ -336,7 +344,7 @@ impl TaskService {
     /// Lets go of a claimed task whose run did not start a turn.
     pub(super) async fn unclaim(&self, id: &str) {
         self.live.lock().remove(id);
-        let _ = self.store.release(id, &self.holder).await;
+        let _ = self.store.leases.release(id, &self.holder).await;
     }
 
     /// The task a turn runs in, with the user's message in its history, and the turn's number:

@@ -104,7 +104,7 @@ impl TaskService {
             task_id: task_id.to_string(),
             at_ms: now_ms(),
         };
-        let Some(first) = self.store.remember_send(record.clone()).await? else {
+        let Some(first) = self.store.sends.remember_send(record.clone()).await? else {
             return Ok(Delivery::New);
         };
         if first.fingerprint != record.fingerprint {
@@ -112,7 +112,7 @@ impl TaskService {
         }
         // a first send answered by a direct reply made no task, and a forgotten task is gone:
         // the send runs again
-        match self.store.get(&first.task_id).await? {
+        match self.store.tasks.get(&first.task_id).await? {
             Some(_) => Ok(Delivery::Repeat(first.task_id)),
             None => Ok(Delivery::New),
         }
@@ -163,13 +163,13 @@ impl TaskService {
             keys.message.as_ref().map(|(m, f)| (Key::Message(m), f)),
         ];
         for (key, content) in checks.into_iter().flatten() {
-            let Some(first) = self.store.find_send(&owner, &key.stored()).await? else {
+            let Some(first) = self.store.sends.find_send(&owner, &key.stored()).await? else {
                 continue;
             };
             if first.fingerprint != *content {
                 return Err(key.conflict(&first.task_id));
             }
-            if self.store.get(&first.task_id).await?.is_some() {
+            if self.store.tasks.get(&first.task_id).await?.is_some() {
                 return Ok(Some(first.task_id));
             }
         }

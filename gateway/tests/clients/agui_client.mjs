@@ -84,13 +84,14 @@ try {
   r = await run(agent, "please deploy");
   const interrupt2 = r.finished?.outcome?.interrupts?.[0];
   r = await run(agent, undefined, { resume: [{ interruptId: interrupt2?.id ?? "x", status: "resolved", payload: { approved: false } }] });
-  check(!r.failed && text(r.events) === "Not deployed.", `resumed (denied) → ${JSON.stringify(text(r.events))} ${r.failed ?? ""}`);
+  // the on_deny branch's words, then its final content ("denied": not streamed, so shown last)
+  check(!r.failed && text(r.events) === "Not deployed.\ndenied", `resumed (denied) → ${JSON.stringify(text(r.events))} ${r.failed ?? ""}`);
   } else {
     // 3'. the gateway's policy answers the ACP agent's permission request: denied, no interrupt
     agent = newAgent("/agui", "thread-deploy-policy");
     r = await run(agent, "please deploy");
     check(!r.failed && r.finished?.outcome?.type !== "interrupt", "the run completes without an interrupt");
-    check(text(r.events).endsWith("Not deployed."), `denied by the gateway's policy → ${JSON.stringify(text(r.events))}`);
+    check(text(r.events).endsWith("Not deployed.\ndenied"), `denied by the gateway's policy → ${JSON.stringify(text(r.events))}`);
   }
 
   // 5. the named-agent route

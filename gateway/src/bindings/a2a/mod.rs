@@ -1,5 +1,5 @@
 //! A2A 1.0 on the gateway: the agent card, the JSON-RPC binding (`POST /a2a`), the HTTP+JSON
-//! binding (`POST /message:send`, `GET /tasks/{id}`, …), tasks kept in a [`crate::store::TaskStore`]
+//! binding (`POST /message:send`, `GET /tasks/{id}`, …), tasks kept in a [`crate::store::TaskLog`]
 //! (in memory or embedded SQLite) with an event log that subscribers replay from, and a
 //! remote A2A agent as a backend ([`crate::backends::A2aRemoteAgent`]).
 //!

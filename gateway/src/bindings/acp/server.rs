@@ -38,7 +38,7 @@ use super::session::{HistoryLimits, Session};
 use crate::agent::{Agent, Caller, RequestContext};
 use crate::jsonrpc::{codes, Incoming, Peer, RpcError};
 use crate::pipeline::boundary::{self, Deadlines};
-use crate::store::{MemoryStore, SessionQuery, TaskStore};
+use crate::store::{MemoryStore, SessionQuery, SessionStore, Stores};
 
 /// The ACP protocol version this agent speaks.
 pub use crate::protocol::ACP_PROTOCOL_VERSION as PROTOCOL_VERSION;
@@ -165,7 +165,7 @@ pub struct AcpServer {
     /// The client's `clientCapabilities` (from `initialize`).
     client: Mutex<Value>,
     /// Where sessions and their histories are kept (a [`MemoryStore`] unless one was given).
-    store: Arc<dyn TaskStore>,
+    store: Arc<dyn SessionStore>,
 }
 
 impl std::fmt::Debug for AcpServer {
@@ -261,18 +261,19 @@ impl AcpServer {
     pub fn with_store(
         agent: Arc<dyn Agent>,
         config: AcpServerConfig,
-        store: Arc<dyn TaskStore>,
+        stores: impl Into<Stores>,
     ) -> Result<Arc<Self>, String> {
-        if !store.keeps_sessions() {
+        let stores = stores.into();
+        let Some(sessions) = stores.sessions else {
             return Err(format!(
                 "the store {} keeps no ACP sessions: use memory or sqlite:PATH",
-                store.name()
+                stores.tasks.name()
             ));
-        }
-        Ok(Self::build(agent, config, store))
+        };
+        Ok(Self::build(agent, config, sessions))
     }
 
-    fn build(agent: Arc<dyn Agent>, config: AcpServerConfig, store: Arc<dyn TaskStore>) -> Arc<Self> {
+    fn build(agent: Arc<dyn Agent>, config: AcpServerConfig, store: Arc<dyn SessionStore>) -> Arc<Self> {
         Arc::new(AcpServer {
             // every turn passes the stream boundary
             agent: Arc::new(boundary::Guarded::new(agent, config.deadlines)),

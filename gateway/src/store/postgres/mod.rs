@@ -1,4 +1,4 @@
-//! The PostgreSQL [`TaskStore`] (`--store postgres://…`): tasks, their event logs and the
+//! The PostgreSQL store (`--store postgres://…`): tasks, their event logs and the
 //! leases of running tasks in one database that several gateways share.
 //!
 //! - **Atomic appends, committed in groups.** An append is one statement: an upsert of the
@@ -53,8 +53,9 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{
     millis, FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, SentRecord, StoreError, StoreFuture,
-    StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord,
 };
+use super::{Leases, PushStore, RunStore, Sends, TaskLog};
 use e2a::types::A2aTaskState;
 
 /// The states a run may still be behind (what an orphan is in).
@@ -260,7 +261,7 @@ fn record_of(row: &tokio_postgres::Row) -> Result<TaskRecord, StoreError> {
     Ok(r)
 }
 
-impl TaskStore for PgStore {
+impl TaskLog for PgStore {
     fn name(&self) -> String {
         self.name.clone()
     }
@@ -349,96 +350,14 @@ impl TaskStore for PgStore {
         })
     }
 
-    fn shared(&self) -> bool {
-        true
-    }
-
     fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
         Box::pin(self.prune_finished_tasks(older_than, keep))
     }
+}
 
-    fn remember_send(&self, record: SentRecord) -> StoreFuture<'_, Option<SentRecord>> {
-        Box::pin(async move {
-            // the insert; when it conflicted, the first record, read by a statement of its
-            // own (its snapshot sees a record another gateway committed meanwhile)
-            let added = self
-                .rows(
-                    "INSERT INTO a2a_sent (owner, key, fingerprint, task_id, at_ms) VALUES ($1, $2, $3, $4, $5)
-                     ON CONFLICT (owner, key) DO NOTHING RETURNING owner",
-                    &[
-                        &record.owner,
-                        &record.key,
-                        &record.fingerprint,
-                        &record.task_id,
-                        &record.at_ms,
-                    ],
-                )
-                .await?;
-            if !added.is_empty() {
-                return Ok(None);
-            }
-            self.sent_record(&record.owner, &record.key).await
-        })
-    }
-
-    fn find_send<'a>(&'a self, owner: &'a str, key: &'a str) -> StoreFuture<'a, Option<SentRecord>> {
-        Box::pin(self.sent_record(owner, key))
-    }
-
-    fn keeps_pushes(&self) -> bool {
+impl Leases for PgStore {
+    fn shared(&self) -> bool {
         true
-    }
-
-    fn put_push(&self, record: PushRecord, from_seq: u64) -> StoreFuture<'_, ()> {
-        Box::pin(self.put_push_config(record, from_seq))
-    }
-
-    fn get_push<'a>(&'a self, task_id: &'a str, id: &'a str) -> StoreFuture<'a, Option<PushRecord>> {
-        Box::pin(self.get_push_config(task_id, id))
-    }
-
-    fn list_pushes<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, Vec<PushRecord>> {
-        Box::pin(self.list_push_configs(task_id))
-    }
-
-    fn delete_push<'a>(&'a self, task_id: &'a str, id: &'a str) -> StoreFuture<'a, bool> {
-        Box::pin(self.delete_push_config(task_id, id))
-    }
-
-    fn claim_pushes<'a>(&'a self, holder: &'a str, lease: Duration, limit: usize) -> StoreFuture<'a, Vec<PushJob>> {
-        Box::pin(self.claim_push_configs(holder, lease, limit))
-    }
-
-    fn push_progress(&self, progress: PushProgress) -> StoreFuture<'_, bool> {
-        Box::pin(self.write_push_progress(progress))
-    }
-
-    fn release_push<'a>(&'a self, task_id: &'a str, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(self.release_push_claim(task_id, id, holder))
-    }
-
-    fn push_failures(&self, limit: usize) -> StoreFuture<'_, Vec<PushFailure>> {
-        Box::pin(self.recorded_push_failures(limit))
-    }
-
-    fn keeps_runs(&self) -> bool {
-        true
-    }
-
-    fn append_frames(&self, write: FrameWrite) -> StoreFuture<'_, ()> {
-        Box::pin(self.append_run_frames(write))
-    }
-
-    fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> StoreFuture<'a, Option<RunLog>> {
-        Box::pin(self.run_log_after(key, after))
-    }
-
-    fn renew_runs<'a>(&'a self, holder: &'a str, keys: Vec<String>, lease: Duration) -> StoreFuture<'a, ()> {
-        Box::pin(self.renew_run_leases(holder, keys, lease))
-    }
-
-    fn prune_runs(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
-        Box::pin(self.prune_run_logs(older_than, keep))
     }
 
     fn acquire<'a>(&'a self, id: &'a str, holder: &'a str, lease: Duration) -> StoreFuture<'a, bool> {
@@ -500,6 +419,88 @@ impl TaskStore for PgStore {
 
     fn notices(&self) -> Option<broadcast::Receiver<StoreNotice>> {
         Some(self.notices.subscribe())
+    }
+}
+
+impl Sends for PgStore {
+    fn remember_send(&self, record: SentRecord) -> StoreFuture<'_, Option<SentRecord>> {
+        Box::pin(async move {
+            // the insert; when it conflicted, the first record, read by a statement of its
+            // own (its snapshot sees a record another gateway committed meanwhile)
+            let added = self
+                .rows(
+                    "INSERT INTO a2a_sent (owner, key, fingerprint, task_id, at_ms) VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (owner, key) DO NOTHING RETURNING owner",
+                    &[
+                        &record.owner,
+                        &record.key,
+                        &record.fingerprint,
+                        &record.task_id,
+                        &record.at_ms,
+                    ],
+                )
+                .await?;
+            if !added.is_empty() {
+                return Ok(None);
+            }
+            self.sent_record(&record.owner, &record.key).await
+        })
+    }
+
+    fn find_send<'a>(&'a self, owner: &'a str, key: &'a str) -> StoreFuture<'a, Option<SentRecord>> {
+        Box::pin(self.sent_record(owner, key))
+    }
+}
+
+impl PushStore for PgStore {
+    fn put_push(&self, record: PushRecord, from_seq: u64) -> StoreFuture<'_, ()> {
+        Box::pin(self.put_push_config(record, from_seq))
+    }
+
+    fn get_push<'a>(&'a self, task_id: &'a str, id: &'a str) -> StoreFuture<'a, Option<PushRecord>> {
+        Box::pin(self.get_push_config(task_id, id))
+    }
+
+    fn list_pushes<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, Vec<PushRecord>> {
+        Box::pin(self.list_push_configs(task_id))
+    }
+
+    fn delete_push<'a>(&'a self, task_id: &'a str, id: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(self.delete_push_config(task_id, id))
+    }
+
+    fn claim_pushes<'a>(&'a self, holder: &'a str, lease: Duration, limit: usize) -> StoreFuture<'a, Vec<PushJob>> {
+        Box::pin(self.claim_push_configs(holder, lease, limit))
+    }
+
+    fn push_progress(&self, progress: PushProgress) -> StoreFuture<'_, bool> {
+        Box::pin(self.write_push_progress(progress))
+    }
+
+    fn release_push<'a>(&'a self, task_id: &'a str, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(self.release_push_claim(task_id, id, holder))
+    }
+
+    fn push_failures(&self, limit: usize) -> StoreFuture<'_, Vec<PushFailure>> {
+        Box::pin(self.recorded_push_failures(limit))
+    }
+}
+
+impl RunStore for PgStore {
+    fn append_frames(&self, write: FrameWrite) -> StoreFuture<'_, ()> {
+        Box::pin(self.append_run_frames(write))
+    }
+
+    fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> StoreFuture<'a, Option<RunLog>> {
+        Box::pin(self.run_log_after(key, after))
+    }
+
+    fn renew_runs<'a>(&'a self, holder: &'a str, keys: Vec<String>, lease: Duration) -> StoreFuture<'a, ()> {
+        Box::pin(self.renew_run_leases(holder, keys, lease))
+    }
+
+    fn prune_runs(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
+        Box::pin(self.prune_run_logs(older_than, keep))
     }
 }
 

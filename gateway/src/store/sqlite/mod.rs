@@ -1,4 +1,4 @@
-//! The embedded SQLite [`TaskStore`] (`rusqlite`, SQLite bundled): tasks and their event logs
+//! The embedded SQLite store (`rusqlite`, SQLite bundled): tasks and their event logs
 //! in one file, in WAL mode, each append committed before it is acknowledged — a gateway killed at any point
 //! restarts on the same file with every event it had acknowledged. Writes go through one
 //! writer thread that commits what is queued together (the `writer` module).
@@ -15,8 +15,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::{
     millis, now_ms, run_seq, FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, SentRecord,
     SessionPage, SessionQuery, SessionRecord, StoreError, StoreFuture, StoredEvent, StoredFrame, TaskAppend, TaskPage,
-    TaskQuery, TaskRecord, TaskStore, E2A_SENT,
+    TaskQuery, TaskRecord, E2A_SENT,
 };
+use super::{Leases, PushStore, RunStore, Sends, SessionStore, TaskLog};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS a2a_tasks (
@@ -264,7 +265,7 @@ fn parse_session((mut s, state): (SessionRecord, String)) -> Result<SessionRecor
 
 const COLUMNS: &str = "id, context_id, owner, state, task, last_seq, created_ms, updated_ms, snapshot_seq";
 
-impl TaskStore for SqliteStore {
+impl TaskLog for SqliteStore {
     fn name(&self) -> String {
         format!("sqlite:{}", self.path.display())
     }
@@ -423,7 +424,28 @@ impl TaskStore for SqliteStore {
             Ok(gone)
         }))
     }
+}
 
+impl Leases for SqliteStore {
+    fn orphans(&self) -> StoreFuture<'_, Vec<String>> {
+        let active: Vec<&str> = e2a::types::A2aTaskState::ALL
+            .iter()
+            .filter(|s| s.is_active())
+            .map(|s| s.as_str())
+            .collect();
+        let sql = format!(
+            "SELECT id FROM a2a_tasks WHERE state IN ({}) ORDER BY updated_ms LIMIT 1000",
+            active.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ")
+        );
+        Box::pin(self.with(move |c| {
+            let mut stmt = c.prepare_cached(&sql).map_err(backend)?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(backend)?;
+            rows.collect::<Result<_, _>>().map_err(backend)
+        }))
+    }
+}
+
+impl Sends for SqliteStore {
     fn remember_send(&self, record: SentRecord) -> StoreFuture<'_, Option<SentRecord>> {
         Box::pin(self.write(move |tx| {
             let added = tx
@@ -451,28 +473,9 @@ impl TaskStore for SqliteStore {
         let (owner, key) = (owner.to_string(), key.to_string());
         Box::pin(self.with(move |c| sent_record(c, &owner, &key)))
     }
+}
 
-    fn orphans(&self) -> StoreFuture<'_, Vec<String>> {
-        let active: Vec<&str> = e2a::types::A2aTaskState::ALL
-            .iter()
-            .filter(|s| s.is_active())
-            .map(|s| s.as_str())
-            .collect();
-        let sql = format!(
-            "SELECT id FROM a2a_tasks WHERE state IN ({}) ORDER BY updated_ms LIMIT 1000",
-            active.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ")
-        );
-        Box::pin(self.with(move |c| {
-            let mut stmt = c.prepare_cached(&sql).map_err(backend)?;
-            let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(backend)?;
-            rows.collect::<Result<_, _>>().map_err(backend)
-        }))
-    }
-
-    fn keeps_pushes(&self) -> bool {
-        true
-    }
-
+impl PushStore for SqliteStore {
     fn put_push(&self, record: PushRecord, from_seq: u64) -> StoreFuture<'_, ()> {
         let config = record.config_json();
         let from = i64::try_from(from_seq).unwrap_or(i64::MAX);
@@ -651,11 +654,9 @@ impl TaskStore for SqliteStore {
             rows.collect::<Result<_, _>>().map_err(backend)
         }))
     }
+}
 
-    fn keeps_runs(&self) -> bool {
-        true
-    }
-
+impl RunStore for SqliteStore {
     fn append_frames(&self, write: FrameWrite) -> StoreFuture<'_, ()> {
         let FrameWrite { key, run, head, frames } = write;
         Box::pin(self.write(move |tx| {
@@ -769,10 +770,9 @@ impl TaskStore for SqliteStore {
             Ok(gone)
         }))
     }
-    fn keeps_sessions(&self) -> bool {
-        true
-    }
+}
 
+impl SessionStore for SqliteStore {
     fn put_session(&self, session: SessionRecord) -> StoreFuture<'_, ()> {
         let state = session.state.to_string();
         Box::pin(self.write(move |tx| {

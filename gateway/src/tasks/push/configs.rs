@@ -101,7 +101,7 @@ impl TaskService {
         }
         config.task_id = task_id.to_string();
         let max = self.config.push.max_configs_per_task;
-        let existing = self.store.list_pushes(task_id).await?;
+        let existing = self.store.pushes_kept()?.list_pushes(task_id).await?;
         if existing.len() >= max && !existing.iter().any(|r| r.id == config.id) {
             // a quota, not a malformed request: `RESOURCE_EXHAUSTED` (HTTP 429) on HTTP+JSON and gRPC
             return Err(A2aError::invalid_params(format!(
@@ -117,7 +117,7 @@ impl TaskService {
             created_ms: now_ms(),
             trace_id,
         };
-        self.store.put_push(record, from_seq).await?;
+        self.store.pushes_kept()?.put_push(record, from_seq).await?;
         self.push.activate();
         Ok(config)
     }
@@ -165,7 +165,7 @@ impl TaskService {
         self.push_supported()?;
         let (task_id, id) = task_and_config(params)?;
         let rec = self.load(&task_id, caller).await?;
-        match self.store.get_push(&rec.id, &id).await? {
+        match self.store.pushes_kept()?.get_push(&rec.id, &id).await? {
             Some(r) => Ok(r.config),
             None => Err(A2aError::new(
                 A2aErrorKind::TaskNotFound,
@@ -192,7 +192,7 @@ impl TaskService {
                 .min(MAX_PAGE),
         };
         let rec = self.load(task_id, caller).await?;
-        let all = self.store.list_pushes(&rec.id).await?;
+        let all = self.store.pushes_kept()?.list_pushes(&rec.id).await?;
         let next = offset.saturating_add(page_size);
         let next_page_token = if next < all.len() {
             next.to_string()
@@ -211,7 +211,7 @@ impl TaskService {
         self.push_supported()?;
         let (task_id, id) = task_and_config(params)?;
         let rec = self.load(&task_id, caller).await?;
-        self.store.delete_push(&rec.id, &id).await?;
+        self.store.pushes_kept()?.delete_push(&rec.id, &id).await?;
         Ok(())
     }
 }

@@ -38,9 +38,11 @@ pub(crate) async fn run(service: Weak<TaskService>, pusher: Arc<Pusher>) {
     let mut next_retry: Option<Instant> = None;
     loop {
         let Some(svc) = service.upgrade() else { return };
+        // (the outbox runs only over a store that keeps push configs)
+        let Some(pushes) = svc.store.pushes.clone() else { return };
         let room = MAX_JOBS.saturating_sub(jobs.len());
         if room > 0 {
-            match svc.store.claim_pushes(&svc.holder, CLAIM, room).await {
+            match pushes.claim_pushes(&svc.holder, CLAIM, room).await {
                 Ok(claimed) => {
                     if !claimed.is_empty() {
                         pusher.activate();
@@ -122,7 +124,7 @@ async fn put_back(svc: &TaskService, job: PushJob) {
         error: None,
         failure: None,
     };
-    if let Err(e) = svc.store.push_progress(progress).await {
+    if let Err(e) = write(svc, progress).await {
         tracing::warn!(error = %e, "push notifications: cannot put a config back");
     }
 }
@@ -138,11 +140,11 @@ async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) -> Op
     } = job;
     let (task_id, id) = (record.task_id.clone(), record.id.clone());
     let policy = &pusher.policy;
-    let events = match svc.store.events_after(&task_id, delivered_seq).await {
+    let events = match svc.store.tasks.events_after(&task_id, delivered_seq).await {
         Ok(events) => events,
         Err(e) => {
             tracing::warn!(task_id = %task_id, config_id = %id, error = %e, "push notifications: cannot read the task's events");
-            let _ = svc.store.release_push(&task_id, &id, &svc.holder).await;
+            release(&svc, &task_id, &id).await;
             return None;
         }
     };
@@ -214,14 +216,22 @@ async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) -> Op
             }
         }
     }
-    let _ = svc.store.release_push(&task_id, &id, &svc.holder).await;
+    release(&svc, &task_id, &id).await;
     // events appended while this job ran find the config free now
     pusher.wake.notify_one();
     None
 }
 
 async fn write(svc: &TaskService, p: PushProgress) -> Result<bool, StoreError> {
-    svc.store.push_progress(p).await
+    svc.store.pushes_kept()?.push_progress(p).await
+}
+
+/// Ends this gateway's claim of config `id` of task `task_id` (a failure is the claim's
+/// expiry: another gateway may take it then).
+async fn release(svc: &TaskService, task_id: &str, id: &str) {
+    if let Ok(pushes) = svc.store.pushes_kept() {
+        let _ = pushes.release_push(task_id, id, &svc.holder).await;
+    }
 }
 
 /// POSTs one event to the config's webhook; `Err` says why it was not taken (never with a
