@@ -1,0 +1,159 @@
+//! The task log and leases of the memory store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Events, MemoryStore, MemoryTask};
+use crate::store::{
+    millis, now_ms, Leases, StoreFuture, StoredEvent, TaskAppend, TaskLog, TaskPage, TaskQuery, TaskRecord,
+};
+
+impl TaskLog for MemoryStore {
+    fn name(&self) -> String {
+        "memory".into()
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
+        Box::pin(async move {
+            let map = self.inner.lock();
+            map.get(id).map(|t| t.record(id)).transpose()
+        })
+    }
+
+    fn append(&self, write: TaskAppend) -> StoreFuture<'_, u64> {
+        Box::pin(async move {
+            let TaskAppend {
+                record,
+                snapshot,
+                events,
+            } = write;
+            let mut map = self.inner.lock();
+            let t = map.entry(record.id).or_insert_with(|| MemoryTask {
+                context_id: record.context_id,
+                owner: record.owner,
+                state: record.state,
+                snapshot_seq: 0,
+                created_ms: record.created_ms,
+                updated_ms: record.updated_ms,
+                // (like the SQL stores: a first append without a snapshot makes an empty one)
+                snapshot: Arc::from("{}"),
+                events: Events::Open(Vec::new()),
+            });
+            let mut log = std::mem::replace(&mut t.events, Events::Open(Vec::new())).into_texts();
+            log.extend(events);
+            let seq = log.len() as u64;
+            if let Some(snapshot) = snapshot {
+                t.snapshot = snapshot;
+                t.snapshot_seq = seq;
+            }
+            t.state = record.state;
+            t.updated_ms = record.updated_ms;
+            // an ended task's events take one allocation, not one each
+            t.events = match t.state.is_terminal() {
+                true => Events::packed(&log),
+                false => Events::Open(log),
+            };
+            Ok(seq)
+        })
+    }
+
+    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> StoreFuture<'a, Vec<StoredEvent>> {
+        Box::pin(async move {
+            let map = self.inner.lock();
+            let Some(t) = map.get(id) else { return Ok(Vec::new()) };
+            let from = usize::try_from(after).unwrap_or(usize::MAX);
+            Ok((from..t.events.len())
+                .filter_map(|i| {
+                    Some(StoredEvent {
+                        seq: i as u64 + 1,
+                        event: t.events.get(i)?,
+                    })
+                })
+                .collect())
+        })
+    }
+
+    fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
+        Box::pin(async move {
+            let before = now_ms().saturating_sub(millis(older_than));
+            let mut map = self.inner.lock();
+            // O(tasks) under the lock, not a sort of them all: the (keep + 1)-th most recently
+            // updated finished task is found by partition, and it and every one older go
+            let cutoff: Option<(i64, String)> = {
+                let mut finished: Vec<(i64, &String)> = map
+                    .iter()
+                    .filter(|(_, t)| t.state.is_terminal())
+                    .map(|(id, t)| (t.updated_ms, id))
+                    .collect();
+                (keep < finished.len()).then(|| {
+                    let (_, nth, _) = finished.select_nth_unstable_by(keep, |a, b| b.cmp(a));
+                    (nth.0, nth.1.clone())
+                })
+            };
+            let past = |id: &String, t: &MemoryTask| {
+                t.state.is_terminal()
+                    && (t.updated_ms < before
+                        || cutoff
+                            .as_ref()
+                            .is_some_and(|(at, last)| (t.updated_ms, id.as_str()) <= (*at, last.as_str())))
+            };
+            // moved out, not copied: the tasks kept go back into a new map (with no more room
+            // than they need), the others are freed once the store is unlocked
+            // (`HashMap::extract_if` would do this in place; it is newer than the MSRV)
+            let mut forgotten: Vec<(String, MemoryTask)> = Vec::new();
+            if map.iter().any(|(id, t)| past(id, t)) {
+                for (id, t) in std::mem::take(&mut *map) {
+                    match past(&id, &t) {
+                        true => forgotten.push((id, t)),
+                        false => {
+                            map.insert(id, t);
+                        }
+                    }
+                }
+                // one pass over the configs, whatever the number of tasks forgotten
+                let gone: std::collections::HashSet<&str> = forgotten.iter().map(|(id, _)| id.as_str()).collect();
+                self.pushes.lock().retain(|(task, _), _| !gone.contains(task.as_str()));
+            }
+            self.sent.lock().retain(|(_, key), r| {
+                r.at_ms >= before && (key.starts_with(crate::store::E2A_SENT) || map.contains_key(&r.task_id))
+            });
+            drop(map);
+            // the tasks' texts are freed with the store unlocked
+            let gone = forgotten.len() as u64;
+            drop(forgotten);
+            Ok(gone)
+        })
+    }
+
+    fn list(&self, query: TaskQuery) -> StoreFuture<'_, TaskPage> {
+        Box::pin(async move {
+            let map = self.inner.lock();
+            let mut found: Vec<(&String, &MemoryTask)> = map.iter().filter(|(_, t)| t.matches(&query)).collect();
+            found.sort_by(|(a_id, a), (b_id, b)| b.updated_ms.cmp(&a.updated_ms).then_with(|| a_id.cmp(b_id)));
+            Ok(TaskPage {
+                total: found.len(),
+                tasks: found
+                    .into_iter()
+                    .skip(query.offset)
+                    .take(query.limit)
+                    .map(|(id, t)| t.record(id))
+                    .collect::<Result<_, _>>()?,
+            })
+        })
+    }
+}
+
+impl Leases for MemoryStore {
+    fn orphans(&self) -> StoreFuture<'_, Vec<String>> {
+        let mut active: Vec<(i64, String)> = self
+            .inner
+            .lock()
+            .iter()
+            .filter(|(_, t)| t.state.is_active())
+            .map(|(id, t)| (t.updated_ms, id.clone()))
+            .collect();
+        active.sort();
+        let ids = active.into_iter().take(1_000).map(|(_, id)| id).collect();
+        Box::pin(async { Ok(ids) })
+    }
+}

@@ -1,0 +1,220 @@
+//! The task log and leases of the SQLite store.
+
+use rusqlite::{params, OptionalExtension};
+
+use super::{backend, prune, seq_texts, SqliteStore};
+use crate::store::{
+    Leases, StoreError, StoreFuture, StoredEvent, TaskAppend, TaskLog, TaskPage, TaskQuery, TaskRecord, E2A_SENT,
+};
+
+const COLUMNS: &str = "id, context_id, owner, state, task, last_seq, created_ms, updated_ms, snapshot_seq";
+
+fn record_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<(TaskRecord, String)> {
+    let task: String = row.get(4)?;
+    let id: String = row.get(0)?;
+    let state: String = row.get(3)?;
+    let state = crate::store::stored_state(&id, &state)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(e)))?;
+    let last_seq: i64 = row.get(5)?;
+    let snapshot_seq: i64 = row.get(8)?;
+    let context_id: String = row.get(1)?;
+    Ok((
+        TaskRecord {
+            task: e2a::types::A2aTask::new(&id, &context_id, state),
+            id,
+            context_id,
+            owner: row.get(2)?,
+            state,
+            last_seq: u64::try_from(last_seq).unwrap_or(0),
+            snapshot_seq: u64::try_from(snapshot_seq).unwrap_or(0),
+            created_ms: row.get(6)?,
+            updated_ms: row.get(7)?,
+        },
+        task,
+    ))
+}
+
+fn parse_record((mut r, task): (TaskRecord, String)) -> Result<TaskRecord, StoreError> {
+    r.read_snapshot(&task)?;
+    Ok(r)
+}
+
+impl TaskLog for SqliteStore {
+    fn name(&self) -> String {
+        format!("sqlite:{}", self.path.display())
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
+        let id = id.to_string();
+        Box::pin(self.with(move |c| {
+            let row = c
+                .query_row(
+                    &format!("SELECT {COLUMNS} FROM a2a_tasks WHERE id = ?1"),
+                    params![id],
+                    record_of,
+                )
+                .optional()
+                .map_err(backend)?;
+            row.map(parse_record).transpose()
+        }))
+    }
+
+    fn append(&self, write: TaskAppend) -> StoreFuture<'_, u64> {
+        let TaskAppend {
+            record,
+            snapshot,
+            events,
+        } = write;
+        Box::pin(self.write(move |tx| {
+            let last: Option<i64> = tx
+                .prepare_cached("SELECT last_seq FROM a2a_tasks WHERE id = ?1")
+                .map_err(backend)?
+                .query_row(params![record.id], |r| r.get(0))
+                .optional()
+                .map_err(backend)?;
+            let first = last.unwrap_or(0).saturating_add(1);
+            let n = i64::try_from(events.len()).map_err(backend)?;
+            let seq = first.saturating_add(n).saturating_sub(1);
+            if snapshot.is_some() || last.is_none() {
+                let task = snapshot.as_deref().unwrap_or("{}");
+                // a new task without a snapshot: a reader catches up from its first event
+                let snapshot_seq = if snapshot.is_some() { seq } else { 0 };
+                tx.prepare_cached(
+                    "INSERT INTO a2a_tasks (id, context_id, owner, state, task, last_seq, snapshot_seq, created_ms, updated_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?9, ?7, ?8)
+                     ON CONFLICT(id) DO UPDATE SET context_id = excluded.context_id, state = excluded.state,
+                       task = excluded.task, last_seq = excluded.last_seq, snapshot_seq = excluded.snapshot_seq,
+                       updated_ms = excluded.updated_ms",
+                )
+                .map_err(backend)?
+                .execute(params![
+                    record.id,
+                    record.context_id,
+                    record.owner,
+                    record.state.as_str(),
+                    task,
+                    seq,
+                    record.created_ms,
+                    record.updated_ms,
+                    snapshot_seq
+                ])
+                .map_err(backend)?;
+            } else {
+                tx.prepare_cached("UPDATE a2a_tasks SET state = ?2, last_seq = ?3, updated_ms = ?4 WHERE id = ?1")
+                    .map_err(backend)?
+                    .execute(params![record.id, record.state.as_str(), seq, record.updated_ms])
+                    .map_err(backend)?;
+            }
+            let mut insert = tx
+                .prepare_cached("INSERT INTO a2a_task_events (task_id, seq, event) VALUES (?1, ?2, ?3)")
+                .map_err(backend)?;
+            for (i, event) in (first..).zip(&events) {
+                insert.execute(params![record.id, i, &**event]).map_err(backend)?;
+            }
+            Ok(u64::try_from(seq).unwrap_or(0))
+        }))
+    }
+
+    fn events_after<'a>(&'a self, id: &'a str, after: u64) -> StoreFuture<'a, Vec<StoredEvent>> {
+        let id = id.to_string();
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        Box::pin(self.with(move |c| {
+            let sql = "SELECT seq, event FROM a2a_task_events WHERE task_id = ?1 AND seq > ?2 ORDER BY seq";
+            seq_texts(c, sql, &id, after)?
+                .into_iter()
+                .map(|(seq, text)| StoredEvent::read(&id, seq, text))
+                .collect()
+        }))
+    }
+
+    fn list(&self, query: TaskQuery) -> StoreFuture<'_, TaskPage> {
+        Box::pin(self.with(move |c| {
+            let filter = "owner IS ?1 AND (?2 IS NULL OR context_id = ?2) AND (?3 IS NULL OR state = ?3)
+                          AND (?4 IS NULL OR updated_ms > ?4)";
+            let state = query.state.map(|s| s.as_str());
+            let args = params![query.owner, query.context_id, state, query.updated_after_ms];
+            let total: i64 = c
+                .query_row(&format!("SELECT COUNT(*) FROM a2a_tasks WHERE {filter}"), args, |r| {
+                    r.get(0)
+                })
+                .map_err(backend)?;
+            let mut stmt = c
+                .prepare(&format!(
+                    "SELECT {COLUMNS} FROM a2a_tasks WHERE {filter} ORDER BY updated_ms DESC, id LIMIT ?5 OFFSET ?6"
+                ))
+                .map_err(backend)?;
+            let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+            let offset = i64::try_from(query.offset).unwrap_or(i64::MAX);
+            let rows = stmt
+                .query_map(
+                    params![
+                        query.owner,
+                        query.context_id,
+                        state,
+                        query.updated_after_ms,
+                        limit,
+                        offset
+                    ],
+                    record_of,
+                )
+                .map_err(backend)?;
+            let mut tasks = Vec::new();
+            for row in rows {
+                tasks.push(parse_record(row.map_err(backend)?)?);
+            }
+            Ok(TaskPage {
+                tasks,
+                total: usize::try_from(total).unwrap_or(0),
+            })
+        }))
+    }
+
+    fn prune_tasks(&self, older_than: std::time::Duration, keep: usize) -> StoreFuture<'_, u64> {
+        let finished = crate::store::finished_states_sql();
+        let gone = format!(
+            "SELECT id FROM a2a_tasks WHERE state IN ({finished}) AND (updated_ms < ?1 OR id NOT IN
+               (SELECT id FROM a2a_tasks WHERE state IN ({finished}) ORDER BY updated_ms DESC LIMIT ?2))"
+        );
+        // the task rows last: their count is how many went
+        let deletes = [
+            format!("DELETE FROM a2a_push WHERE task_id IN ({gone})"),
+            format!("DELETE FROM a2a_task_events WHERE task_id IN ({gone})"),
+            format!("DELETE FROM a2a_tasks WHERE id IN ({gone})"),
+        ];
+        // then what callers sent, as old as the tasks forgotten or of a task no longer kept,
+        // and the push failures as old (`?2` is bound and unused: every statement takes the
+        // same two)
+        let after = [
+            format!(
+                "DELETE FROM a2a_sent WHERE (at_ms < ?1 OR (key NOT LIKE '{E2A_SENT}%' AND task_id NOT IN (SELECT id FROM a2a_tasks)))
+                  AND ?2 >= 0"
+            ),
+            "DELETE FROM a2a_push_failures WHERE at_ms < ?1 AND ?2 >= 0".to_string(),
+        ];
+        // a finished task has no lease: no `?3`
+        Box::pin(self.write(move |tx| {
+            let gone = prune(tx, &deletes, older_than, keep, false)?;
+            prune(tx, &after, older_than, keep, false)?;
+            Ok(gone)
+        }))
+    }
+}
+
+impl Leases for SqliteStore {
+    fn orphans(&self) -> StoreFuture<'_, Vec<String>> {
+        let active: Vec<&str> = e2a::types::A2aTaskState::ALL
+            .iter()
+            .filter(|s| s.is_active())
+            .map(|s| s.as_str())
+            .collect();
+        let sql = format!(
+            "SELECT id FROM a2a_tasks WHERE state IN ({}) ORDER BY updated_ms LIMIT 1000",
+            active.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ")
+        );
+        Box::pin(self.with(move |c| {
+            let mut stmt = c.prepare_cached(&sql).map_err(backend)?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(backend)?;
+            rows.collect::<Result<_, _>>().map_err(backend)
+        }))
+    }
+}
