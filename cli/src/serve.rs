@@ -313,7 +313,6 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         (true, Some(store)) => Some((file.a2a().path, store.name())),
         _ => None,
     };
-    let agui = file.agui();
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(bind)
             .await
@@ -329,13 +328,14 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         } else {
             Some(format!("http://{addr}"))
         };
-        let gateway = file.gateway(store, bound_url).map_err(|errors| crate::config::lines(&errors))?;
+        let gateway = file
+            .gateway(store, bound_url)
+            .map_err(|errors| crate::config::lines(&errors))?;
         let name = file
             .settings
             .default_agent
             .clone()
             .unwrap_or_else(|| file.settings.agent.clone());
-        let names = gateway.agent_names().join(", ");
         reload_on_sighup(args, gateway.auth().clone(), file.settings.agents.clone());
         let base = format!("http://{addr}");
         let auth_header = if secured {
@@ -343,48 +343,18 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         } else {
             ""
         };
-        let (requests, schema, health) = (
-            e2a_gateway::bindings::e2a_http::REQUESTS_PATH,
-            e2a_gateway::bindings::e2a_http::SCHEMA_PATH,
-            e2a_gateway::bindings::e2a_http::HEALTH_PATH,
-        );
+        let requests = e2a_gateway::bindings::e2a_http::REQUESTS_PATH;
+        let tasks = match &a2a_banner {
+            Some((_, store)) => format!(" (A2A tasks: {store})"),
+            None => String::new(),
+        };
+        // every endpoint from the bindings the gateway mounted: what is printed is what is routed
         let banner = format!(
-            "e2a gateway (agent: {name}) listening on {base}\n  \
-             POST {base}{requests}  Accept: application/json | text/event-stream | application/x-ndjson\n  \
-             GET  {base}{schema}\n  \
-             GET  {base}{health}\n\
+            "e2a gateway (agent: {name}) listening on {base}{tasks}\n{endpoints}\
              try:  curl -N{auth_header} -H 'Accept: text/event-stream' -H 'Content-Type: application/json' \
-             -d '{{\"method\":\"chat.send\",\"params\":{{\"query\":\"hi\"}}}}' {base}{requests}\n"
+             -d '{{\"method\":\"chat.send\",\"params\":{{\"query\":\"hi\"}}}}' {base}{requests}\n",
+            endpoints = gateway.describe(&base)
         );
-        let banner = match &a2a_banner {
-            Some((path, store)) => format!(
-                "{banner}A2A 1.0 (tasks: {store}):\n  \
-                 GET  {base}{card}\n  \
-                 POST {base}{path}  JSON-RPC (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask)\n  \
-                 POST {base}/message:send | /message:stream, GET {base}/tasks[/ID], POST {base}/tasks/ID:cancel | :subscribe\n  \
-                 gRPC {addr}  lf.a2a.v1.A2AService (HTTP/2 on the same port)\n",
-                card = e2a_gateway::bindings::a2a::card::CARD_PATH
-            ),
-            None => banner,
-        };
-        let banner = if names.is_empty() {
-            banner
-        } else {
-            let routes = file.routes();
-            format!(
-                "{banner}named agents: {names}\n  E2A {base}{}  A2A {base}{}  AG-UI {base}{}\n",
-                routes.e2a, routes.a2a, routes.agui
-            )
-        };
-        let banner = if agui {
-            format!(
-                "{banner}AG-UI over SSE:\n  \
-                 POST {base}{agui}  (and {base}/agents/{name}/agui)  RunAgentInput → text/event-stream\n",
-                agui = e2a_gateway::bindings::agui::AGUI_PATH
-            )
-        } else {
-            banner
-        };
         // a closed stdout (the reader went away) must not stop the server
         use std::io::Write;
         let mut out = std::io::stdout();

@@ -62,7 +62,8 @@ use pipeline::Pipeline;
 pub struct Gateway {
     shared: Arc<Pipeline>,
     a2a: Option<Arc<tasks::TaskService>>,
-    agui: bool,
+    /// The bindings it serves its agent on (E2A always; A2A and AG-UI when asked).
+    bindings: Vec<Arc<dyn bindings::Binding>>,
     named: Vec<Named>,
     /// `GET /metrics`: `Some(public)` when served.
     metrics: Option<bool>,
@@ -74,6 +75,16 @@ struct Named {
     name: String,
     gateway: Gateway,
     routes: e2a::types::RouteTemplates,
+}
+
+impl Named {
+    /// Where its bindings serve it.
+    fn place(&self) -> bindings::Place<'_> {
+        bindings::Place::Named {
+            name: &self.name,
+            routes: &self.routes,
+        }
+    }
 }
 
 impl std::fmt::Debug for Gateway {
@@ -93,10 +104,11 @@ impl Gateway {
 
     /// A gateway in front of a shared agent.
     pub fn with_agent(agent: Arc<dyn Agent>, config: GatewayConfig) -> Self {
+        let shared = Arc::new(Pipeline::new(agent, config));
         Gateway {
-            shared: Arc::new(Pipeline::new(agent, config)),
+            bindings: vec![Arc::new(bindings::e2a_http::E2aHttp(shared.clone()))],
+            shared,
             a2a: None,
-            agui: false,
             named: Vec::new(),
             metrics: None,
         }
@@ -157,6 +169,7 @@ impl Gateway {
         self.shared.runs.keep_in(&stores);
         let state = Arc::new(tasks::TaskService::new(self.shared.clone(), config, stores));
         state.start();
+        self.bindings.push(Arc::new(bindings::a2a::A2aBinding(state.clone())));
         self.a2a = Some(state);
         self
     }
@@ -164,7 +177,10 @@ impl Gateway {
     /// Also serves AG-UI over SSE (`POST /agui`, `POST /agents/{name}/agui`) in front of the
     /// same agent. See [`bindings::agui`].
     pub fn with_agui(mut self) -> Self {
-        self.agui = true;
+        if !self.bindings.iter().any(|b| b.name() == "agui") {
+            self.bindings
+                .push(Arc::new(bindings::agui::AguiBinding(self.shared.clone())));
+        }
         self
     }
 
@@ -177,49 +193,22 @@ impl Gateway {
     pub fn router(&self) -> axum::Router {
         use web::metrics::{count, ROOT_LABEL};
         let metrics = self.shared.metrics.get().metrics().clone();
-        let mut router = count(
-            bindings::e2a_http::router(self.shared.clone()),
-            metrics.clone(),
-            ROOT_LABEL,
-            "e2a",
-        );
-        if self.agui {
-            router = count(self.agui_router(), metrics.clone(), ROOT_LABEL, "agui").merge(router);
-        }
-        if let Some(a2a) = &self.a2a {
-            router = count(
-                bindings::a2a::router(a2a.clone(), true),
+        let mut router = axum::Router::new();
+        for b in &self.bindings {
+            router = router.merge(count(
+                b.routes(bindings::Place::Root),
                 metrics.clone(),
                 ROOT_LABEL,
-                "a2a",
-            )
-            .merge(router);
+                b.name(),
+            ));
         }
         let mut listings: std::collections::BTreeMap<String, Vec<Arc<tasks::TaskService>>> = Default::default();
         for n in &self.named {
-            let at = |template: &str| template.replace("{name}", &n.name);
-            let g = &n.gateway;
-            let e2a = count(
-                bindings::e2a_http::router(g.shared.clone()),
-                metrics.clone(),
-                &n.name,
-                "e2a",
-            );
-            router = router.nest(&at(&n.routes.e2a), e2a);
-            if g.agui {
-                let agui = bindings::agui::router_at(g.shared.clone(), &at(&n.routes.agui));
-                router = router.merge(count(agui, metrics.clone(), &n.name, "agui"));
+            for b in &n.gateway.bindings {
+                router = router.merge(count(b.routes(n.place()), metrics.clone(), &n.name, b.name()));
             }
-            if let Some(a2a) = &g.a2a {
-                router = router.merge(count(
-                    bindings::a2a::router(a2a.clone(), false),
-                    metrics.clone(),
-                    &n.name,
-                    "a2a",
-                ));
-                if let Some((list, _)) = n.routes.a2a.split_once("/{name}") {
-                    listings.entry(list.to_string()).or_default().push(a2a.clone());
-                }
+            if let (Some(a2a), Some((list, _))) = (&n.gateway.a2a, n.routes.a2a.split_once("/{name}")) {
+                listings.entry(list.to_string()).or_default().push(a2a.clone());
             }
         }
         // A2A 1.0's multi-tenant form: `tenant` in a request at the root routes, and the
@@ -295,6 +284,33 @@ impl Gateway {
             }
         });
         router.layer(axum::middleware::from_fn(web::server::close_if_unread))
+    }
+
+    /// Where clients reach every binding of this gateway and its named agents behind `base`
+    /// (the gateway's URL): what `e2a serve` prints when it starts, from the bindings' own
+    /// routes.
+    pub fn describe(&self, base: &str) -> String {
+        let mut out = String::new();
+        for b in &self.bindings {
+            for line in b.endpoints(bindings::Place::Root, base) {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
+        for n in &self.named {
+            out.push_str(&format!("agent {}:\n", n.name));
+            for b in &n.gateway.bindings {
+                for line in b.endpoints(n.place(), base) {
+                    out.push_str(&format!("  {line}\n"));
+                }
+            }
+        }
+        if self.metrics.is_some() {
+            out.push_str(&format!(
+                "  GET  {base}{}  Prometheus metrics\n",
+                web::metrics::METRICS_PATH
+            ));
+        }
+        out
     }
 
     /// This gateway and its named agents' gateways.

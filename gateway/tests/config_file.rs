@@ -531,3 +531,48 @@ async fn a2a_tenants_name_the_agent() {
     let found = rpc(base, "echoer", BOB, "GetTask", json!({"id": id})).await;
     assert_eq!(found.pointer("/result/id"), Some(&json!(id)), "{found}");
 }
+
+/// Every endpoint the banner prints (`Gateway::describe`, from the bindings the gateway
+/// mounted) is routed: each `GET` answers 200, each `POST` reads its body (no 404 or 405).
+#[tokio::test]
+async fn every_endpoint_the_banner_prints_is_routed() {
+    let dir = tempfile::tempdir().expect("dir");
+    let text = "[a2a]\nenabled = true\n[agui]\nenabled = true\n[metrics]\nenabled = true\npublic = true\n\
+                [agents.writer]\nagent = \"echo\"\n[agents.reader]\nagent = \"echo\"\n";
+    let file = ConfigFile::parse(text, "e2a.toml", dir.path(), &[]).expect("the file parses");
+    let gateway = file
+        .gateway(Some(Arc::new(MemoryStore::new()).into()), None)
+        .expect("gateway");
+    let server = spawn(gateway.router()).await;
+    let banner = gateway.describe(&server.base);
+    let mut seen = 0;
+    for line in banner.lines() {
+        let mut words = line.split_whitespace();
+        let (Some(method), Some(url)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let resp = match method {
+            "GET" => client().get(url).send().await.expect("get"),
+            "POST" => client()
+                .post(url)
+                .header("content-type", "application/json")
+                .header("A2A-Version", "1.0")
+                .body("{}")
+                .send()
+                .await
+                .expect("post"),
+            _ => continue,
+        };
+        let status = resp.status().as_u16();
+        seen += 1;
+        match method {
+            "GET" => assert_eq!(status, 200, "{line}"),
+            _ => assert!(![404, 405].contains(&status), "{status}: {line}"),
+        }
+    }
+    assert!(
+        banner.contains("/a2a/agents/reader") && banner.contains("/api/agents/writer/agui"),
+        "{banner}"
+    );
+    assert!(seen >= 16, "{seen} endpoints in\n{banner}");
+}

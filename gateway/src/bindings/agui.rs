@@ -42,6 +42,33 @@ pub const AGUI_PATH: &str = "/agui";
 /// Path of the AG-UI endpoint of a named agent (GoAI's routing).
 pub const AGENT_AGUI_PATH: &str = "/agents/{name}/agui";
 
+/// The AG-UI binding of a gateway's agent.
+pub(crate) struct AguiBinding(pub(crate) Arc<Pipeline>);
+
+impl super::Binding for AguiBinding {
+    fn name(&self) -> &'static str {
+        "agui"
+    }
+
+    fn routes(&self, place: super::Place<'_>) -> Router {
+        match place {
+            super::Place::Root => router(self.0.clone()),
+            super::Place::Named { routes, .. } => router_at(self.0.clone(), &place.at(&routes.agui)),
+        }
+    }
+
+    fn endpoints(&self, place: super::Place<'_>, base: &str) -> Vec<String> {
+        match place {
+            super::Place::Root => vec![format!(
+                "POST {base}{AGUI_PATH}  AG-UI: RunAgentInput → text/event-stream"
+            )],
+            super::Place::Named { routes, .. } => {
+                vec![format!("POST {base}{}  AG-UI", place.at(&routes.agui))]
+            }
+        }
+    }
+}
+
 /// The AG-UI routes (authentication included), to merge into the gateway's router.
 pub(crate) fn router(pipeline: Arc<Pipeline>) -> Router {
     routes(pipeline, &[AGUI_PATH, AGENT_AGUI_PATH])

@@ -137,6 +137,34 @@ pub fn negotiate(accept: Option<&str>) -> Option<Mode> {
 }
 
 /// The gateway's routes, authentication included. Merge it into your own axum app.
+/// The E2A HTTP binding of a gateway's agent.
+pub(crate) struct E2aHttp(pub(crate) Arc<Pipeline>);
+
+impl super::Binding for E2aHttp {
+    fn name(&self) -> &'static str {
+        "e2a"
+    }
+
+    fn routes(&self, place: super::Place<'_>) -> Router {
+        match place {
+            super::Place::Root => router(self.0.clone()),
+            super::Place::Named { routes, .. } => Router::new().nest(&place.at(&routes.e2a), router(self.0.clone())),
+        }
+    }
+
+    fn endpoints(&self, place: super::Place<'_>, base: &str) -> Vec<String> {
+        let at = match place {
+            super::Place::Root => String::new(),
+            super::Place::Named { routes, .. } => place.at(&routes.e2a),
+        };
+        vec![
+            format!("POST {base}{at}{REQUESTS_PATH}  E2A: Accept: application/json | text/event-stream | application/x-ndjson"),
+            format!("GET  {base}{at}{SCHEMA_PATH}"),
+            format!("GET  {base}{at}{HEALTH_PATH}"),
+        ]
+    }
+}
+
 pub(crate) fn router(shared: Arc<Pipeline>) -> Router {
     let api = Router::new()
         .route(REQUESTS_PATH, post(send_request).fallback(method_not_allowed_post))

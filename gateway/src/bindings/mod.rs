@@ -14,3 +14,46 @@ pub mod a2a;
 pub mod acp;
 pub mod agui;
 pub mod e2a_http;
+
+use axum::Router;
+use e2a::types::RouteTemplates;
+
+/// Where a binding serves its agent: the gateway's root routes, or a named agent's (the route
+/// templates with `{name}` replaced).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Place<'a> {
+    /// The gateway's own agent, at the root routes.
+    Root,
+    /// The named agent `name`, at `routes`.
+    Named {
+        /// Its name.
+        name: &'a str,
+        /// The route templates.
+        routes: &'a RouteTemplates,
+    },
+}
+
+impl Place<'_> {
+    /// `template` with `{name}` replaced (the root's is empty).
+    pub(crate) fn at(&self, template: &str) -> String {
+        match self {
+            Place::Root => String::new(),
+            Place::Named { name, .. } => template.replace("{name}", name),
+        }
+    }
+}
+
+/// A binding a gateway serves, as a value: the gateway mounts each binding's routes at each
+/// place it serves an agent, and says where they are (the banner of `e2a serve`) from the same
+/// value, so what is printed is what is routed.
+pub(crate) trait Binding: Send + Sync {
+    /// Its name: the `binding` label of the metrics.
+    fn name(&self) -> &'static str;
+
+    /// Its routes for the agent at `place` (authentication included).
+    fn routes(&self, place: Place<'_>) -> Router;
+
+    /// Where a client reaches it at `place` behind `base` (the gateway's URL): one line per
+    /// endpoint, `METHOD URL  what`.
+    fn endpoints(&self, place: Place<'_>, base: &str) -> Vec<String>;
+}

@@ -88,6 +88,37 @@ pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
     }
 }
 
+/// The A2A bindings (card, JSON-RPC, HTTP+JSON, gRPC) of a gateway's agent.
+pub(crate) struct A2aBinding(pub(crate) Arc<TaskService>);
+
+impl crate::bindings::Binding for A2aBinding {
+    fn name(&self) -> &'static str {
+        "a2a"
+    }
+
+    fn routes(&self, place: crate::bindings::Place<'_>) -> Router {
+        router(self.0.clone(), matches!(place, crate::bindings::Place::Root))
+    }
+
+    fn endpoints(&self, place: crate::bindings::Place<'_>, base: &str) -> Vec<String> {
+        let config = &self.0.config;
+        let rest = config.rest_path.trim_end_matches('/');
+        let mut out = vec![
+            format!("GET  {base}{rest}{}  A2A card", card::CARD_PATH),
+            format!("POST {base}{}  A2A JSON-RPC (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask)", config.jsonrpc_path),
+            format!("POST {base}{rest}/message:send | /message:stream, GET {base}{rest}/tasks[/ID], POST {base}{rest}/tasks/ID:cancel | :subscribe  A2A HTTP+JSON"),
+        ];
+        // (a named agent is reached over the root agent's gRPC service by its `tenant`)
+        if matches!(place, crate::bindings::Place::Root) && config.grpc {
+            let host = base.split_once("://").map_or(base, |(_, h)| h);
+            out.push(format!(
+                "gRPC {host}  A2A lf.a2a.v1.A2AService (HTTP/2 on the same port; named agents by tenant)"
+            ));
+        }
+        out
+    }
+}
+
 /// The HTTP+JSON routes of a named agent under `prefix` alone (A2A 1.0's `/{tenant}/…`
 /// form: `/writer/message:send`), authentication included.
 pub(crate) fn tenant_router(state: Arc<TaskService>, prefix: &str) -> Router {
