@@ -168,7 +168,6 @@ impl Gateway {
         let stores = stores.into().metered(&self.shared.metrics);
         self.shared.runs.keep_in(&stores);
         let state = Arc::new(tasks::TaskService::new(self.shared.clone(), config, stores));
-        state.start();
         self.bindings.push(Arc::new(bindings::a2a::A2aBinding(state.clone())));
         self.a2a = Some(state);
         self
@@ -192,6 +191,13 @@ impl Gateway {
     /// The routes (authentication included), to serve or to merge into another axum app.
     pub fn router(&self) -> axum::Router {
         use web::metrics::{count, ROOT_LABEL};
+        // the A2A services' background work (retention, push delivery, leases) starts with
+        // the routes that serve them, not in a builder (once, however often this is called)
+        for g in self.all() {
+            if let Some(a2a) = &g.a2a {
+                a2a.start();
+            }
+        }
         let metrics = self.shared.metrics.get().metrics().clone();
         let mut router = axum::Router::new();
         for b in &self.bindings {

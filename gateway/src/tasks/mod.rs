@@ -116,6 +116,8 @@ pub struct TaskService {
     /// A named agent reached over the root agent's gRPC service: its `tenant` there (its card
     /// declares that interface). Set when the gateway's routes are built.
     pub(crate) grpc_tenant: std::sync::OnceLock<String>,
+    /// Whether its background work was started ([`TaskService::start`]: once).
+    started: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for TaskService {
@@ -189,6 +191,7 @@ impl TaskService {
             holder: e2a::stream::new_id(),
             tenants: std::sync::OnceLock::new(),
             grpc_tenant: std::sync::OnceLock::new(),
+            started: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -199,6 +202,9 @@ impl TaskService {
     pub(crate) fn start(self: &Arc<Self>) {
         if tokio::runtime::Handle::try_current().is_err() {
             tracing::warn!("A2A background work not started: no Tokio runtime");
+            return;
+        }
+        if self.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return;
         }
         if self.store.leases.shared() {
