@@ -217,54 +217,69 @@ impl Gateway {
                 listings.entry(list.to_string()).or_default().push(a2a.clone());
             }
         }
-        // A2A 1.0's multi-tenant form: `tenant` in a request at the root routes, and the
-        // `/{tenant}/…` HTTP+JSON routes, name the agent
-        if let Some(root) = &self.a2a {
-            let named: std::collections::HashMap<String, Arc<tasks::TaskService>> = self
-                .named
-                .iter()
-                .filter_map(|n| Some((n.name.clone(), n.gateway.a2a.clone()?)))
-                .collect();
-            for (name, state) in &named {
-                if root.config.grpc {
-                    let _ = state.grpc_tenant.set(name.clone());
-                }
-                let prefix = format!("{}/{name}", root.config.rest_path.trim_end_matches('/'));
-                router = router.merge(count(
-                    bindings::a2a::tenant_router(state.clone(), &prefix),
-                    metrics.clone(),
-                    name,
-                    "a2a",
-                ));
-            }
-            let _ = root.tenants.set(named);
-        }
+        router = self.tenant_routes(router, &metrics);
         for (path, agents) in listings {
             if !path.is_empty() {
                 router = router.merge(bindings::a2a::listing_router(&path, agents));
             }
         }
-        if let Some(public) = self.metrics {
-            let this = self.clone();
-            let endpoint = web::metrics::Endpoint {
-                metrics,
-                auth: (!public).then(|| self.shared.config.auth.any_caller()),
-                streams: Arc::new(move || {
-                    let mut out = vec![(ROOT_LABEL.to_string(), this.shared.open_streams())];
-                    out.extend(
-                        this.named
-                            .iter()
-                            .map(|n| (n.name.clone(), n.gateway.shared.open_streams())),
-                    );
-                    out
-                }),
-            };
-            let route = axum::Router::new()
-                .route(web::metrics::METRICS_PATH, axum::routing::get(web::metrics::serve))
-                .with_state(endpoint);
+        if let Some(route) = self.metrics_route(metrics) {
             router = router.merge(route);
         }
-        // an unknown route under an A2A path is answered in A2A's form, any other in E2A's
+        router
+            .fallback(self.fallback())
+            .layer(axum::middleware::from_fn(web::server::close_if_unread))
+    }
+
+    /// A2A 1.0's multi-tenant form: `tenant` in a request at the root routes, and the
+    /// `/{tenant}/…` HTTP+JSON routes, name the agent.
+    fn tenant_routes(&self, mut router: axum::Router, metrics: &Arc<web::metrics::Metrics>) -> axum::Router {
+        let Some(root) = &self.a2a else {
+            return router;
+        };
+        let named: std::collections::HashMap<String, Arc<tasks::TaskService>> = self
+            .named
+            .iter()
+            .filter_map(|n| Some((n.name.clone(), n.gateway.a2a.clone()?)))
+            .collect();
+        for (name, state) in &named {
+            if root.config.grpc {
+                let _ = state.grpc_tenant.set(name.clone());
+            }
+            let prefix = format!("{}/{name}", root.config.rest_path.trim_end_matches('/'));
+            let routes = bindings::a2a::tenant_router(state.clone(), &prefix);
+            router = router.merge(web::metrics::count(routes, metrics.clone(), name, "a2a"));
+        }
+        let _ = root.tenants.set(named);
+        router
+    }
+
+    /// `GET /metrics`, when served.
+    fn metrics_route(&self, metrics: Arc<web::metrics::Metrics>) -> Option<axum::Router> {
+        let public = self.metrics?;
+        let this = self.clone();
+        let endpoint = web::metrics::Endpoint {
+            metrics,
+            auth: (!public).then(|| self.shared.config.auth.any_caller()),
+            streams: Arc::new(move || {
+                let mut out = vec![(web::metrics::ROOT_LABEL.to_string(), this.shared.open_streams())];
+                out.extend(
+                    this.named
+                        .iter()
+                        .map(|n| (n.name.clone(), n.gateway.shared.open_streams())),
+                );
+                out
+            }),
+        };
+        Some(
+            axum::Router::new()
+                .route(web::metrics::METRICS_PATH, axum::routing::get(web::metrics::serve))
+                .with_state(endpoint),
+        )
+    }
+
+    /// What answers a route nobody serves: under an A2A path in A2A's form, else in E2A's.
+    fn fallback(&self) -> axum::routing::MethodRouter {
         let mut a2a_paths = bindings::a2a::error_form::A2aPaths::default();
         for g in self.all() {
             if let Some(a2a) = &g.a2a {
@@ -281,15 +296,14 @@ impl Gateway {
                 a2a_paths.add_prefix(list);
             }
         }
-        router = router.fallback(move |uri: axum::http::Uri| async move {
+        axum::routing::any(move |uri: axum::http::Uri| async move {
             use axum::response::IntoResponse;
             if a2a_paths.covers(uri.path()) {
                 bindings::a2a::error_form::not_found(uri.path())
             } else {
                 bindings::e2a_http::not_found().await.into_response()
             }
-        });
-        router.layer(axum::middleware::from_fn(web::server::close_if_unread))
+        })
     }
 
     /// Where clients reach every binding of this gateway and its named agents behind `base`

@@ -1,0 +1,301 @@
+//! What a config file builds: the gateway it describes, its agents (their specs, tokens and
+//! cards), its `GatewayConfig` and `A2aConfig`, and the check that all of it can be built.
+
+use serde_json::Value;
+
+use super::{pointer_key, ConfigError, ConfigFile};
+
+/// Building the gateway a file describes.
+impl ConfigFile {
+    /// The [`GatewayConfig`](crate::config::GatewayConfig) of `[server]` and `[store]`, with `auth`.
+    pub fn gateway_config(&self, auth: crate::web::auth::Auth) -> crate::config::GatewayConfig {
+        use std::time::Duration;
+        let (server, store) = (self.server(), self.store());
+        let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        crate::config::GatewayConfig {
+            auth,
+            max_streams: to_usize(server.max_streams.get()),
+            drain_timeout: Duration::from_secs(server.drain_secs),
+            lease: Duration::from_secs(store.lease_secs.get()),
+            server: crate::web::server::ServerLimits {
+                max_connections: to_usize(server.max_connections.get()),
+                header_read_timeout: Duration::from_secs(server.header_timeout_secs.get()),
+                idle_timeout: Duration::from_secs(server.idle_timeout_secs.get()),
+                ..Default::default()
+            },
+            errors: self.errors(),
+            ..crate::config::GatewayConfig::default()
+        }
+    }
+
+    /// `[errors] expose`, `auto` resolved by `server.bind`: `safe` unless the gateway listens
+    /// on a loopback address (callers elsewhere are not told an agent's own error text).
+    pub fn errors(&self) -> e2a::types::ErrorExposure {
+        use e2a::types::ErrorExposure;
+        let expose = self.settings.errors.as_ref().and_then(|e| e.expose).unwrap_or_default();
+        if expose != ErrorExposure::Auto {
+            return expose;
+        }
+        let bind = self.server().bind;
+        let loopback = match bind.parse::<std::net::SocketAddr>() {
+            Ok(addr) => addr.ip().is_loopback(),
+            Err(_) => bind
+                .rsplit_once(':')
+                .is_some_and(|(host, _)| host.eq_ignore_ascii_case("localhost")),
+        };
+        if loopback {
+            ErrorExposure::Detail
+        } else {
+            ErrorExposure::Safe
+        }
+    }
+
+    /// The A2A configuration of the root agent: paths, retention, `public_url` (else the
+    /// one given: the bound address), the card of `a2a.card_file`.
+    pub fn a2a_config(&self, public_url: Option<String>) -> Result<crate::bindings::a2a::A2aConfig, ConfigError> {
+        use crate::bindings::a2a::{A2aConfig, CardInfo};
+        let (a2a, store) = (self.a2a(), self.store());
+        let card = match &a2a.card_file {
+            Some(f) => {
+                let path = self.path(f);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| self.error("/a2a/card_file", format!("cannot read {}: {e}", path.display())))?;
+                serde_json::from_str::<CardInfo>(&text)
+                    .map_err(|e| self.error("/a2a/card_file", format!("invalid card file {}: {e}", path.display())))?
+            }
+            None => CardInfo::default(),
+        };
+        if !a2a.path.starts_with('/') {
+            return Err(self.error("/a2a/path", "must start with /"));
+        }
+        if !(a2a.rest_path.is_empty() || a2a.rest_path.starts_with('/')) {
+            return Err(self.error("/a2a/rest_path", "must start with /"));
+        }
+        Ok(A2aConfig {
+            jsonrpc_path: a2a.path.clone(),
+            rest_path: a2a.rest_path.trim_end_matches('/').to_string(),
+            public_url: self.server().public_url.or(public_url),
+            card,
+            task_retention: std::time::Duration::from_secs(store.task_retention_hours.saturating_mul(3600)),
+            max_finished_tasks: usize::try_from(store.max_finished_tasks).unwrap_or(usize::MAX),
+            push: crate::tasks::push::PushPolicy::from(&a2a.push.clone().unwrap_or_default()),
+            message_ids: a2a.message_ids.unwrap_or_default(),
+            ..A2aConfig::default()
+        })
+    }
+
+    /// The parsed spec (at `pointer`) and the options of an agent: its `token`, `[acp]`.
+    fn spec(
+        &self,
+        pointer: &str,
+        spec: &str,
+        token: Option<e2a::SecretString>,
+    ) -> Result<(crate::backends::AgentSpec, crate::backends::AgentOptions), ConfigError> {
+        use crate::backends::{AgentOptions, AgentSpec, PermissionPolicy};
+        let parsed: AgentSpec = spec
+            .parse()
+            .map_err(|e: crate::backends::SpecError| self.error(pointer, e.to_string()))?;
+        let acp = self.acp();
+        let options = AgentOptions {
+            token,
+            policy: PermissionPolicy { approve: acp.approve },
+            allow_fs: acp.allow_fs,
+            env: acp.env,
+        };
+        Ok((parsed, options))
+    }
+
+    /// The agent of spec `spec` (at `pointer`) with `token`.
+    fn agent(
+        &self,
+        pointer: &str,
+        spec: &str,
+        token: Option<e2a::SecretString>,
+    ) -> Result<std::sync::Arc<dyn crate::agent::Agent>, ConfigError> {
+        let (parsed, options) = self.spec(pointer, spec, token)?;
+        parsed.build(&options).map_err(|e| self.error(pointer, e.to_string()))
+    }
+
+    /// The spec and options (its token read, `[acp]`) of the named agent `name`, for a front
+    /// other than the HTTP gateway (`e2a acp --config FILE --agent NAME`); `None` when the
+    /// file names no such agent.
+    pub fn named_agent_spec(
+        &self,
+        name: &str,
+    ) -> Option<Result<(crate::backends::AgentSpec, crate::backends::AgentOptions), ConfigError>> {
+        let entry = self.settings.agents.get(name)?;
+        Some(
+            self.agent_token(name, entry)
+                .and_then(|token| self.spec(&format!("/agents/{}/agent", pointer_key(name)), &entry.agent, token)),
+        )
+    }
+
+    /// The token of the named agent `name` (`token_file`, else `token_env`), read.
+    fn agent_token(
+        &self,
+        name: &str,
+        entry: &e2a::types::AgentEntry,
+    ) -> Result<Option<e2a::SecretString>, ConfigError> {
+        let key = if entry.token_file.is_some() {
+            "token_file"
+        } else {
+            "token_env"
+        };
+        self.secret(
+            &format!("/agents/{}/{key}", pointer_key(name)),
+            entry.token_file.as_deref(),
+            entry.token_env.as_deref(),
+        )
+    }
+
+    /// The card of named agent `name`: its `card` table over the gateway's defaults, named
+    /// after the agent unless the table names it.
+    fn card(&self, name: &str, entry: &e2a::types::AgentEntry) -> crate::bindings::a2a::CardInfo {
+        let mut card = crate::bindings::a2a::CardInfo {
+            name: name.to_string(),
+            ..Default::default()
+        };
+        if let Some(c) = &entry.card {
+            if let Some(v) = &c.name {
+                card.name = v.clone();
+            }
+            if let Some(v) = &c.description {
+                card.description = v.clone();
+            }
+            if let Some(v) = &c.version {
+                card.version = v.clone();
+            }
+            card.skills = c.skills.iter().cloned().map(Value::Object).collect();
+            if let Some(v) = &c.default_input_modes {
+                card.default_input_modes = v.clone();
+            }
+            if let Some(v) = &c.default_output_modes {
+                card.default_output_modes = v.clone();
+            }
+            card.documentation_url = c.documentation_url.clone();
+            card.extensions = c.extensions.clone();
+        }
+        card
+    }
+
+    /// Everything a file names, checked without starting anything: every secret read, every
+    /// agent spec parsed, the root card file read. What `e2a config check` runs.
+    pub fn check(&self) -> Result<(), Vec<ConfigError>> {
+        let mut errors = crate::web::auth::Auth::from_config(self).err().unwrap_or_default();
+        let mut spec = |pointer: &str, text: &str| {
+            if let Err(e) = text.parse::<crate::backends::AgentSpec>() {
+                errors.push(self.error(pointer, e.to_string()));
+            }
+        };
+        spec("/agent", &self.settings.agent);
+        for (name, entry) in &self.settings.agents {
+            spec(&format!("/agents/{}/agent", pointer_key(name)), &entry.agent);
+        }
+        if let Some(f) = &self.settings.agent_token_file {
+            if let Err(e) = self.secret("/agent_token_file", Some(f), None) {
+                errors.push(e);
+            }
+        }
+        for (name, entry) in &self.settings.agents {
+            if let Err(e) = self.agent_token(name, entry) {
+                errors.push(e);
+            }
+        }
+        if let Err(e) = self.a2a_config(None) {
+            errors.push(e);
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// The gateway the file describes: the root agent (`agent`, or the named
+    /// `default_agent`) and every named agent at its routes, each with its card, behind the
+    /// callers of `[callers]`; A2A and its tasks in `store` (A2A is served only with a store),
+    /// AG-UI when enabled. `public_url`: the cards' base URL when `server.public_url` is not set
+    /// (the bound address). Agents are started here (`acp:` processes lazily, at their first
+    /// run).
+    pub fn gateway(
+        &self,
+        store: Option<crate::store::Stores>,
+        public_url: Option<String>,
+    ) -> Result<crate::Gateway, Vec<ConfigError>> {
+        use std::sync::Arc;
+        let auth = crate::web::auth::Auth::from_config(self)?;
+        let a2a_root = self.a2a_config(public_url).map_err(|e| vec![e])?;
+        let frame_log = self.frame_log().map_err(|e| vec![e])?;
+        let a2a_on = self.a2a().enabled;
+        let routes = self.routes();
+        let build = |agent: Arc<dyn crate::agent::Agent>,
+                     auth: crate::web::auth::Auth,
+                     a2a: crate::bindings::a2a::A2aConfig| {
+            let config = crate::config::GatewayConfig {
+                frame_log: frame_log.clone(),
+                ..self.gateway_config(auth)
+            };
+            let mut g = crate::Gateway::with_agent(agent, config);
+            if let Some(store) = &store {
+                g = match a2a_on {
+                    true => g.with_a2a(a2a, store.clone()),
+                    false => g.with_store(store.clone()),
+                };
+            }
+            if self.agui() {
+                g = g.with_agui();
+            }
+            g
+        };
+        let mut errors = Vec::new();
+        let mut named = Vec::new();
+        for (name, entry) in &self.settings.agents {
+            let agent = self
+                .agent_token(name, entry)
+                .and_then(|token| self.agent(&format!("/agents/{}/agent", pointer_key(name)), &entry.agent, token));
+            match agent {
+                Ok(agent) => named.push((name, entry, agent)),
+                Err(e) => errors.push(e),
+            }
+        }
+        let root = match &self.settings.default_agent {
+            Some(d) => named.iter().find(|(n, ..)| *n == d).map(|(n, entry, agent)| {
+                let a2a = crate::bindings::a2a::A2aConfig {
+                    card: self.card(n, entry),
+                    ..a2a_root.clone()
+                };
+                build(agent.clone(), auth.for_agent(n), a2a)
+            }),
+            None => {
+                let token = match &self.settings.agent_token_file {
+                    Some(f) => self.secret("/agent_token_file", Some(f), None),
+                    None => Ok(std::env::var(crate::config::AGENT_TOKEN_ENV)
+                        .ok()
+                        .map(|t| t.trim().to_string())
+                        .filter(|t| !t.is_empty())
+                        .map(Into::into)),
+                };
+                match token.and_then(|t| self.agent("/agent", &self.settings.agent, t)) {
+                    Ok(agent) => Some(build(agent, auth.clone(), a2a_root.clone())),
+                    Err(e) => {
+                        errors.push(e);
+                        None
+                    }
+                }
+            }
+        };
+        let Some(mut gateway) = root.filter(|_| errors.is_empty()) else {
+            return Err(errors);
+        };
+        for (name, entry, agent) in named {
+            let prefix = routes.a2a.replace("{name}", name);
+            let a2a = a2a_root.for_named(&prefix, self.card(name, entry));
+            gateway = gateway.with_named_agent(name, build(agent, auth.for_agent(name), a2a), &routes);
+        }
+        let metrics = self.metrics();
+        if metrics.enabled {
+            gateway = gateway.with_metrics(metrics.public);
+        }
+        Ok(gateway)
+    }
+}
