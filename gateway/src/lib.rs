@@ -243,14 +243,14 @@ impl Gateway {
             .filter_map(|n| Some((n.name.clone(), n.gateway.a2a.clone()?)))
             .collect();
         for (name, state) in &named {
-            if root.config.grpc {
-                let _ = state.grpc_tenant.set(name.clone());
+            if root.config().grpc {
+                state.set_grpc_tenant(name);
             }
-            let prefix = format!("{}/{name}", root.config.rest_path.trim_end_matches('/'));
+            let prefix = format!("{}/{name}", root.config().rest_path.trim_end_matches('/'));
             let routes = bindings::a2a::tenant_router(state.clone(), &prefix);
             router = router.merge(web::metrics::count(routes, metrics.clone(), name, "a2a"));
         }
-        let _ = root.tenants.set(named);
+        root.set_tenants(named);
         router
     }
 
@@ -283,12 +283,12 @@ impl Gateway {
         let mut a2a_paths = bindings::a2a::error_form::A2aPaths::default();
         for g in self.all() {
             if let Some(a2a) = &g.a2a {
-                a2a_paths.add(&a2a.config);
+                a2a_paths.add(a2a.config());
             }
         }
         if let Some(root) = &self.a2a {
             for n in &self.named {
-                a2a_paths.add_prefix(&format!("{}/{}", root.config.rest_path.trim_end_matches('/'), n.name));
+                a2a_paths.add_prefix(&format!("{}/{}", root.config().rest_path.trim_end_matches('/'), n.name));
             }
         }
         for n in &self.named {

@@ -93,11 +93,11 @@ struct Live {
 
 /// The A2A side of a gateway: configuration, the task store and the runs in progress.
 pub struct TaskService {
-    pub(crate) shared: Arc<Pipeline>,
-    pub(crate) config: A2aConfig,
-    pub(crate) store: Stores,
+    shared: Arc<Pipeline>,
+    config: A2aConfig,
+    store: Stores,
     /// When the card was made (it is fixed for the life of the gateway): `Last-Modified`.
-    pub(crate) card_modified: String,
+    card_modified: String,
     live: Mutex<HashMap<String, Live>>,
     /// One channel per task followed by someone (a run or a subscriber); it outlives runs, so
     /// a subscriber of a paused task sees the turn its answer starts. Events other gateways
@@ -107,15 +107,15 @@ pub struct TaskService {
     /// store takes their `FAILED` status).
     broken: Mutex<HashMap<String, Arc<str>>>,
     /// This gateway's name in task leases (and push claims).
-    pub(crate) holder: String,
+    holder: String,
     /// Push notifications: the policy, the delivery client, the outbox's wake-up.
-    pub(crate) push: Arc<crate::tasks::push::Pusher>,
+    push: Arc<crate::tasks::push::Pusher>,
     /// The named agents' services, by name: a request whose `tenant` names one goes there
     /// (A2A 1.0's multi-tenant form). Set when the gateway's routes are built.
-    pub(crate) tenants: std::sync::OnceLock<HashMap<String, Arc<TaskService>>>,
+    tenants: std::sync::OnceLock<HashMap<String, Arc<TaskService>>>,
     /// A named agent reached over the root agent's gRPC service: its `tenant` there (its card
     /// declares that interface). Set when the gateway's routes are built.
-    pub(crate) grpc_tenant: std::sync::OnceLock<String>,
+    grpc_tenant: std::sync::OnceLock<String>,
     /// Whether its background work was started ([`TaskService::start`]: once).
     started: std::sync::atomic::AtomicBool,
 }
@@ -224,6 +224,42 @@ impl TaskService {
         if self.config.push.enabled {
             tokio::spawn(crate::tasks::push::run_outbox(Arc::downgrade(self), self.push.clone()));
         }
+    }
+
+    /// The run pipeline its turns go through (the gateway's config, auth, metrics).
+    pub(crate) fn pipeline(&self) -> &Arc<Pipeline> {
+        &self.shared
+    }
+
+    /// Where its bindings are mounted and what its card says.
+    pub(crate) fn config(&self) -> &A2aConfig {
+        &self.config
+    }
+
+    /// When its card was made (`Last-Modified`).
+    pub(crate) fn card_modified(&self) -> &str {
+        &self.card_modified
+    }
+
+    /// The named agents' services a request's `tenant` may name (set once the routes are
+    /// built), by name.
+    pub(crate) fn tenants(&self) -> Option<&HashMap<String, Arc<TaskService>>> {
+        self.tenants.get()
+    }
+
+    /// Sets the named agents' services a `tenant` names (the first call wins).
+    pub(crate) fn set_tenants(&self, named: HashMap<String, Arc<TaskService>>) {
+        let _ = self.tenants.set(named);
+    }
+
+    /// This named agent's `tenant` on the root agent's gRPC service, when it is reached there.
+    pub(crate) fn grpc_tenant(&self) -> Option<&str> {
+        self.grpc_tenant.get().map(String::as_str)
+    }
+
+    /// Sets this named agent's gRPC `tenant` (the first call wins).
+    pub(crate) fn set_grpc_tenant(&self, name: &str) {
+        let _ = self.grpc_tenant.set(name.to_string());
     }
 
     /// Runs in progress.

@@ -34,9 +34,9 @@ use crate::tasks::{history_length, trim_history, EventStream, SendParams, Sent, 
 
 /// The gRPC routes (`/lf.a2a.v1.A2AService/*`) of `state`, to merge into the gateway's.
 pub(crate) fn router(state: Arc<TaskService>) -> axum::Router {
-    let max = state.shared.config.limits.max_bytes;
+    let max = state.pipeline().config.limits.max_bytes;
     // a call's message must arrive within the body-read timeout, as the JSON bindings' bodies
-    let deadline = state.shared.config.server.body_read_timeout;
+    let deadline = state.pipeline().config.server.body_read_timeout;
     use tonic::server::NamedService;
     type Server = pb::a2a_service_server::A2aServiceServer<Grpc>;
     let service = Server::new(Grpc { state })
@@ -151,9 +151,9 @@ impl Grpc {
         request: Request<P>,
     ) -> Result<Call, Status> {
         let headers = request.metadata().clone().into_headers();
-        let params = params_of::<P, J>(request.get_ref(), &self.state.shared.config.limits)?;
+        let params = params_of::<P, J>(request.get_ref(), &self.state.pipeline().config.limits)?;
         let tenant = params.get("tenant").and_then(Value::as_str).filter(|t| !t.is_empty());
-        let state = match (tenant, self.state.tenants.get()) {
+        let state = match (tenant, self.state.tenants()) {
             (Some(t), Some(tenants)) => tenants
                 .get(t)
                 .cloned()
@@ -161,7 +161,7 @@ impl Grpc {
             _ => self.state.clone(),
         };
         let caller = state
-            .shared
+            .pipeline()
             .config
             .auth
             .check(&headers)

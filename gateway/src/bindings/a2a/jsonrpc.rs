@@ -111,7 +111,7 @@ pub(super) async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let read = body::read(&headers, body, state.shared.config.body()).await;
+    let read = body::read(&headers, body, state.pipeline().config.body()).await;
     let request = match read.and_then(|b| b.value()) {
         Ok(v) => v,
         Err(e) => return err(&Value::Null, &A2aError::from(e)),
@@ -127,9 +127,9 @@ pub(super) async fn handle(
         .get("tenant")
         .and_then(Value::as_str)
         .filter(|t| !t.is_empty());
-    let (state, caller) = match (tenant, state.tenants.get()) {
+    let (state, caller) = match (tenant, state.tenants()) {
         (Some(t), Some(tenants)) => match tenants.get(t) {
-            Some(named) => match named.shared.config.auth.check(&headers) {
+            Some(named) => match named.pipeline().config.auth.check(&headers) {
                 Ok(caller) => (named.clone(), caller),
                 Err(p) => return p.into_response(),
             },
@@ -166,7 +166,7 @@ async fn dispatch(
             .map(String::from)
             .ok_or_else(|| A2aError::invalid_params("params.id (the task id) is required"))
     };
-    let keep_alive = state.shared.config.keep_alive;
+    let keep_alive = state.pipeline().config.keep_alive;
     let stream = |events| {
         let id = id.clone();
         let id_json = crate::json::text(&id);

@@ -53,15 +53,15 @@ use crate::web::sse;
 /// A named agent's routes (`root_card` false) have no card at the root: its card is under its
 /// prefix only.
 pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
-    let auth = &state.shared.config.auth;
+    let auth = &state.pipeline().config.auth;
     let rest = with_extensions(
-        crate::web::auth::require(rest::routes(&state.config.rest_path), auth),
+        crate::web::auth::require(rest::routes(&state.config().rest_path), auth),
         &state,
     )
     .layer(axum::middleware::from_fn(error_form::rest));
     // the JSON-RPC endpoint answers with and without a trailing slash (clients join URLs both ways)
     let mut rpc = Router::new();
-    for path in path_forms(&state.config.jsonrpc_path) {
+    for path in path_forms(&state.config().jsonrpc_path) {
         rpc = rpc.route(&path, axum::routing::post(jsonrpc::handle));
     }
     let rpc = with_extensions(crate::web::auth::require(rpc, auth), &state)
@@ -70,7 +70,7 @@ pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
     if root_card {
         router = router.route(card::CARD_PATH, get(agent_card));
     }
-    let prefix = state.config.rest_path.trim_end_matches('/');
+    let prefix = state.config().rest_path.trim_end_matches('/');
     if !prefix.is_empty() {
         router = router.route(&format!("{prefix}{}", card::CARD_PATH), get(agent_card));
     }
@@ -81,7 +81,7 @@ pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
         .with_state(state.clone());
     // gRPC's routes are fixed (`/lf.a2a.v1.A2AService/…`): the root agent's; a named agent is
     // reached over gRPC by its `tenant`
-    if root_card && state.config.grpc {
+    if root_card && state.config().grpc {
         router.merge(grpc::router(state))
     } else {
         router
@@ -101,7 +101,7 @@ impl crate::bindings::Binding for A2aBinding {
     }
 
     fn endpoints(&self, place: crate::bindings::Place<'_>, base: &str) -> Vec<String> {
-        let config = &self.0.config;
+        let config = &self.0.config();
         let rest = config.rest_path.trim_end_matches('/');
         let mut out = vec![
             format!("GET  {base}{rest}{}  A2A card", card::CARD_PATH),
@@ -122,7 +122,7 @@ impl crate::bindings::Binding for A2aBinding {
 /// The HTTP+JSON routes of a named agent under `prefix` alone (A2A 1.0's `/{tenant}/…`
 /// form: `/writer/message:send`), authentication included.
 pub(crate) fn tenant_router(state: Arc<TaskService>, prefix: &str) -> Router {
-    let auth = state.shared.config.auth.clone();
+    let auth = state.pipeline().config.auth.clone();
     with_extensions(crate::web::auth::require(rest::routes(prefix), &auth), &state)
         .layer(axum::middleware::from_fn(error_form::rest))
         .with_state(state)
@@ -230,7 +230,7 @@ pub(crate) fn request_headers(
 ) -> Result<A2aHeaders, A2aError> {
     let a2a = a2a_headers(headers, query)?;
     let missing: Vec<&str> = state
-        .config
+        .config()
         .card
         .extensions
         .iter()
@@ -252,7 +252,7 @@ pub(crate) fn request_headers(
 /// `router` with [`activated_extensions`] when the card declares extensions (without any,
 /// there is nothing to name, and no layer to pass through).
 fn with_extensions(router: Router<Arc<TaskService>>, state: &Arc<TaskService>) -> Router<Arc<TaskService>> {
-    if state.config.card.extensions.is_empty() {
+    if state.config().card.extensions.is_empty() {
         return router;
     }
     router.route_layer(axum::middleware::from_fn_with_state(
@@ -268,7 +268,7 @@ async fn activated_extensions(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let declared = &state.config.card.extensions;
+    let declared = &state.config().card.extensions;
     let activated: Vec<String> = if declared.is_empty() {
         Vec::new()
     } else {
@@ -292,21 +292,19 @@ async fn activated_extensions(
     resp
 }
 
-impl TaskService {
-    /// The agent's card for clients at `base` ([`card::build_card`]); a named agent's names
-    /// the root agent's gRPC service with its `tenant` when the root serves gRPC.
-    fn card(&self, base: &str, secured: bool, extended: bool) -> serde_json::Value {
-        let mut c = card::build_card(&self.config, base, secured, extended);
-        if let Some(tenant) = self.grpc_tenant.get() {
-            card::add_grpc(&mut c, base, Some(tenant));
-        }
-        c
+/// The card of `state`'s agent for clients at `base` ([`card::build_card`]); a named agent's
+/// names the root agent's gRPC service with its `tenant` when the root serves gRPC.
+fn card_of(state: &TaskService, base: &str, secured: bool, extended: bool) -> serde_json::Value {
+    let mut c = card::build_card(state.config(), base, secured, extended);
+    if let Some(tenant) = state.grpc_tenant() {
+        card::add_grpc(&mut c, base, Some(tenant));
     }
+    c
 }
 
 /// The base URL clients reach this gateway at.
 fn base_url(state: &TaskService, headers: &HeaderMap) -> String {
-    if let Some(p) = &state.config.public_url {
+    if let Some(p) = &state.config().public_url {
         return p.trim_end_matches('/').to_string();
     }
     let host = headers
@@ -357,7 +355,7 @@ pub(crate) fn listing_router(path: &str, agents: Vec<Arc<TaskService>>) -> Route
                     .iter()
                     .map(|state| {
                         let base = base_url(state, &headers);
-                        state.card(&base, state.shared.config.auth.is_enabled(), false)
+                        card_of(state, &base, state.pipeline().config.auth.is_enabled(), false)
                     })
                     .collect();
                 axum::Json(serde_json::json!({ "agents": cards }))
@@ -369,12 +367,12 @@ pub(crate) fn listing_router(path: &str, agents: Vec<Arc<TaskService>>) -> Route
 
 async fn agent_card(State(state): State<Arc<TaskService>>, headers: HeaderMap) -> Response {
     let base = base_url(&state, &headers);
-    let secured = state.shared.config.auth.is_enabled();
-    let card = state.card(&base, secured, false);
+    let secured = state.pipeline().config.auth.is_enabled();
+    let card = card_of(&state, &base, secured, false);
     card_response(
         card.to_string(),
-        state.config.card_max_age,
-        &state.card_modified,
+        state.config().card_max_age,
+        state.card_modified(),
         &headers,
     )
 }
@@ -383,14 +381,14 @@ async fn agent_card(State(state): State<Arc<TaskService>>, headers: HeaderMap) -
 /// gateway without authentication does not offer it (`capabilities.extendedAgentCard` is
 /// false), so the operation is unsupported there (A2A 1.0 §3.3.4).
 pub(crate) fn extended_card(state: &TaskService, headers: &HeaderMap) -> Result<serde_json::Value, A2aError> {
-    if !state.shared.config.auth.is_enabled() {
+    if !state.pipeline().config.auth.is_enabled() {
         return Err(A2aError::new(
             A2aErrorKind::UnsupportedOperation,
             "this gateway has no extended agent card (capabilities.extendedAgentCard is false)",
         ));
     }
     let base = base_url(state, headers);
-    Ok(state.card(&base, true, true))
+    Ok(card_of(state, &base, true, true))
 }
 
 /// An SSE response: each event `id: <seq>`, `data: <wrap(Ok(event JSON))>`, keep-alive

@@ -53,7 +53,7 @@ fn json_response<T: serde::Serialize>(v: T) -> Response {
 }
 
 async fn body_object(state: &TaskService, headers: &HeaderMap, body: Body) -> Result<Map<String, Value>, A2aError> {
-    let body = body::read(headers, body, state.shared.config.body()).await?;
+    let body = body::read(headers, body, state.pipeline().config.body()).await?;
     if body.is_empty() {
         return Ok(Map::new());
     }
@@ -113,7 +113,7 @@ async fn send(
     let p = send_params(&state, caller, &headers, query.as_deref(), body).await?;
     if answer == Answer::Stream {
         let events = state.send_streaming(p).await?;
-        return Ok(super::sse(events, state.shared.config.keep_alive, event_or_error));
+        return Ok(super::sse(events, state.pipeline().config.keep_alive, event_or_error));
     }
     match state.send_message(p).await? {
         Sent::Message(m) => Ok(json_response(json!({"message": m}))),
@@ -190,7 +190,7 @@ async fn subscribe(
 ) -> Result<Response, RestError> {
     let last_seen = last_event_id::read(headers).map_err(A2aError::from)?;
     let events = state.subscribe(id, caller, last_seen).await?;
-    Ok(super::sse(events, state.shared.config.keep_alive, event_or_error))
+    Ok(super::sse(events, state.pipeline().config.keep_alive, event_or_error))
 }
 
 fn method_not_allowed() -> A2aError {
