@@ -25,11 +25,7 @@ pub(crate) fn token_in_clear(url: &str) -> bool {
     let Ok(u) = reqwest::Url::parse(url) else {
         return false;
     };
-    let host = u.host_str().unwrap_or("");
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let loopback =
-        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
-    u.scheme() == "http" && !loopback
+    u.scheme() == "http" && !crate::web::is_loopback_host(u.host_str().unwrap_or(""))
 }
 
 /// The user's text in a request: ACP prompt blocks, `params.text` / `content` / `query`, or the

@@ -41,7 +41,7 @@ impl ConfigFile {
             Ok(addr) => addr.ip().is_loopback(),
             Err(_) => bind
                 .rsplit_once(':')
-                .is_some_and(|(host, _)| host.eq_ignore_ascii_case("localhost")),
+                .is_some_and(|(host, _)| crate::web::is_loopback_host(host)),
         };
         if loopback {
             ErrorExposure::Detail

@@ -25,3 +25,13 @@ pub(crate) fn idempotency_key(headers: &axum::http::HeaderMap) -> Option<&str> {
         .map(str::trim)
         .filter(|k| !k.is_empty())
 }
+
+/// Whether `host` (a name, or an IP literal, bracketed or not) is this machine: `localhost`, a
+/// name under `.localhost` (RFC 6761), or a loopback address (`127.0.0.0/8`, `::1`). One rule
+/// for a token sent in clear, a webhook target and where callers see error details.
+pub(crate) fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.');
+    host.eq_ignore_ascii_case("localhost")
+        || host.to_ascii_lowercase().ends_with(".localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}

@@ -80,12 +80,6 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         || (s[0] == 0x2001 && s[1] == 0x0db8))
 }
 
-/// Whether `name` is `localhost` or a name under it.
-fn is_localhost(name: &str) -> bool {
-    let name = name.trim_end_matches('.').to_ascii_lowercase();
-    name == "localhost" || name.ends_with(".localhost")
-}
-
 /// Which webhooks are allowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TargetPolicy {
@@ -116,7 +110,7 @@ impl TargetPolicy {
             Some(url::Host::Ipv4(ip)) => self.check_ip(IpAddr::V4(ip))?,
             Some(url::Host::Ipv6(ip)) => self.check_ip(IpAddr::V6(ip))?,
             // `localhost` and its subdomains are loopback whatever DNS says (RFC 6761 §6.3)
-            Some(url::Host::Domain(name)) if !self.allow_private && is_localhost(name) => {
+            Some(url::Host::Domain(name)) if !self.allow_private && crate::web::is_loopback_host(name) => {
                 return Err(format!(
                     "{name} is a loopback name: webhooks must be public (allowed only with the development flag \
                      `--push-allow-private`)"
