@@ -42,10 +42,25 @@ mod tests {
 
     #[test]
     fn loopback_hosts_are_names_of_this_machine_and_loopback_addresses() {
-        for host in ["localhost", "LOCALHOST.", "api.localhost", "127.0.0.1", "127.9.9.9", "::1", "[::1]"] {
+        for host in [
+            "localhost",
+            "LOCALHOST.",
+            "api.localhost",
+            "127.0.0.1",
+            "127.9.9.9",
+            "::1",
+            "[::1]",
+        ] {
             assert!(is_loopback_host(host), "{host}");
         }
-        for host in ["example.com", "localhost.example.com", "10.0.0.1", "[::2]", "0.0.0.0", ""] {
+        for host in [
+            "example.com",
+            "localhost.example.com",
+            "10.0.0.1",
+            "[::2]",
+            "0.0.0.0",
+            "",
+        ] {
             assert!(!is_loopback_host(host), "{host}");
         }
     }
