@@ -512,3 +512,29 @@ async fn postgres_forgets_old_runs_and_their_idempotency_keys() {
     };
     run_retention_contract(&common::pg(&url).await).await;
 }
+
+/// The answer as one frame holds what the stream carried whichever way it is made: for the
+/// reader that waited for the run (from the frames as made, when the run is compacted) and for
+/// one that came after the run ended (read back from the compacted text).
+#[tokio::test]
+async fn a_json_answer_is_the_same_made_at_the_end_or_read_back_later() {
+    let s = serve(common::fast_config(), Arc::new(MemoryStore::new())).await;
+    let body = r#"{"method":"chat.send","params":{"query":"weather please"}}"#;
+    // streamed first: nobody waits for the whole answer; then the same request as JSON
+    let (status, _) = keyed(&s.base, "late", body, "text/event-stream").await;
+    assert_eq!(status, 200);
+    let (status, later) = keyed(&s.base, "late", body, "application/json").await;
+    assert_eq!(status, 200, "{later}");
+    // a new run asked for as JSON from the start
+    let (status, waited) = keyed(&s.base, "waited", body, "application/json").await;
+    assert_eq!(status, 200, "{waited}");
+    let result = |json: &str| E2AResponse::from_json(json).expect("a frame").body["result"].clone();
+    let (later, waited) = (result(&later), result(&waited));
+    assert_eq!(later["tool_calls"][0]["name"], "get_weather", "{later}");
+    assert_eq!(
+        later["tool_calls"][0]["tool_call_id"],
+        waited["tool_calls"][0]["tool_call_id"]
+    );
+    assert_eq!(later["tool_calls"][0]["result"], waited["tool_calls"][0]["result"]);
+    assert_eq!(later["content"], waited["content"]);
+}

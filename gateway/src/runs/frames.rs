@@ -100,6 +100,11 @@ impl Frames {
         }
     }
 
+    /// Whether the frames were compacted (the run has ended).
+    pub(super) fn is_compact(&self) -> bool {
+        matches!(self, Frames::Compact(_))
+    }
+
     /// The last frame's sequence and whether it is final.
     pub(super) fn last(&self) -> Option<(u64, bool)> {
         match self {

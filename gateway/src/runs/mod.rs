@@ -53,6 +53,12 @@ pub(crate) struct Run {
     stop: StopCell,
     subscribers: AtomicUsize,
     grace: Duration,
+    /// Whether a reader waits for the answer as one frame ([`Subscription::whole_json`]):
+    /// then the frames' whole answer is made when the run is compacted, from the frames as
+    /// made (reading them back from their text costs more than the request).
+    wants_whole: AtomicBool,
+    /// That whole answer's JSON once made: `None` when the final frame holds everything.
+    whole: OnceLock<Option<String>>,
 }
 
 impl Run {
@@ -108,6 +114,13 @@ impl Run {
             Frames::Live(v) => v.clone(),
             Frames::Compact(c) => return c.bytes(),
         };
+        if self.wants_whole.load(Ordering::SeqCst) {
+            if let Some((last, before)) = made.split_last() {
+                let mut whole = e2a::shown::WholeAnswer::default();
+                before.iter().for_each(|f| whole.push(f));
+                let _ = self.whole.set(whole.finish(last).map(|shown| shown.to_json()));
+            }
+        }
         let compact = Compact::of(&made);
         let bytes = compact.bytes();
         let before = std::mem::replace(&mut *self.frames.lock(), Frames::Compact(compact));
@@ -224,6 +237,8 @@ impl Runs {
             stop: ctx.stop.clone(),
             subscribers: AtomicUsize::new(0),
             grace,
+            wants_whole: AtomicBool::new(false),
+            whole: OnceLock::new(),
         });
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let key = Arc::new(key);

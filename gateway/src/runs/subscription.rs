@@ -80,6 +80,7 @@ impl Subscription {
         let mut whole = WholeAnswer::default();
         match &mut self.0 {
             Source::Local(l) => {
+                l.run.wants_whole.store(true, Ordering::SeqCst);
                 let mut done = l.run.done.subscribe();
                 let _ = done.wait_for(|d| *d).await;
                 let frames = l.run.frames.lock();
@@ -88,6 +89,12 @@ impl Subscription {
                     return None;
                 }
                 let last_index = frames.len().checked_sub(1)?;
+                // compacted with its whole answer made from the frames as made: that answer, or
+                // the final frame when it holds everything (its text is kept whole); a reader
+                // that came after the compaction reads the frames back
+                if let (true, None, Some(made)) = (frames.is_compact(), l.after, l.run.whole.get()) {
+                    return made.clone().or_else(|| frames.json(last_index));
+                }
                 for i in 0..last_index {
                     if let Some(f) = frames.get(i).filter(|f| l.after.is_none_or(|a| f.sequence > a)) {
                         whole.push(&f);
