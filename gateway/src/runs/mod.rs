@@ -83,6 +83,12 @@ impl Run {
         self.done.send_replace(true);
     }
 
+    /// A reader will want the answer as one frame ([`Subscription::whole_json`]): it is made
+    /// from the frames as made when the run ends, not read back from their compacted text.
+    pub(crate) fn want_whole(&self) {
+        self.wants_whole.store(true, Ordering::SeqCst);
+    }
+
     /// Whether the run has ended (its final frame is in the log).
     pub(crate) fn ended(&self) -> bool {
         self.progress.borrow().1

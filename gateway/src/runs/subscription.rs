@@ -80,7 +80,7 @@ impl Subscription {
         let mut whole = WholeAnswer::default();
         match &mut self.0 {
             Source::Local(l) => {
-                l.run.wants_whole.store(true, Ordering::SeqCst);
+                l.run.want_whole();
                 let mut done = l.run.done.subscribe();
                 let _ = done.wait_for(|d| *d).await;
                 let frames = l.run.frames.lock();
