@@ -223,7 +223,7 @@ impl ChunkBody {
         if body.get("event_type").and_then(Value::as_str) != Some(event.as_str()) {
             return None;
         }
-        serde_json::from_value(body.get("delta")?.clone()).ok()
+        T::deserialize(body.get("delta")?).ok()
     }
 
     /// The `delta_kind` of a chunk body, when it is one of the known kinds.
