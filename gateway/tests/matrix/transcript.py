@@ -204,13 +204,15 @@ def from_a2a(events, client):
             t["final"] = "completed"
         elif "task" in ev:
             task = ev["task"]
+            status = task.get("status") or {}
+            # the agent's messages in the history, but the status message (read with the state)
+            current = (status.get("message") or {}).get("messageId")
             for m in task.get("history") or []:
-                if m.get("role") == "ROLE_AGENT" and m is not (task.get("status") or {}).get("message"):
-                    if m.get("messageId") != ((task.get("status") or {}).get("message") or {}).get("messageId"):
-                        _a2a_message(t, m)
+                if m.get("role") == "ROLE_AGENT" and m.get("messageId") != current:
+                    _a2a_message(t, m)
             for a in task.get("artifacts") or []:
                 _a2a_artifact(t, a, False)
-            _a2a_status(t, task.get("status") or {})
+            _a2a_status(t, status)
         elif "statusUpdate" in ev:
             _a2a_status(t, ev["statusUpdate"].get("status") or {})
         elif "artifactUpdate" in ev:
