@@ -72,6 +72,11 @@ async fn run(base: &str, path: &str, body: &Value) -> Vec<Value> {
         .await
         .unwrap()
         .unwrap();
+    events_of(&text)
+}
+
+/// The AG-UI events of an SSE body, their lifecycle verified.
+fn events_of(text: &str) -> Vec<Value> {
     let events: Vec<Value> = text
         .split("\n\n")
         .filter_map(|block| block.lines().find_map(|l| l.strip_prefix("data: ")))
@@ -337,23 +342,23 @@ async fn agui_needs_the_token_when_auth_is_on() {
     assert_eq!(r.status(), 200);
 }
 
-#[tokio::test]
-async fn a_client_that_goes_away_cancels_the_run() {
-    let agent = script();
-    let stats = agent.stats();
-    let config = GatewayConfig {
-        disconnect_grace: Duration::from_millis(100),
-        ..GatewayConfig::default()
-    };
-    let s = serve(agent, config).await;
+/// Starts a run that never finishes on thread `thread` and reads its SSE body until the agent's
+/// first words; the body, and what was read of it.
+async fn never_finishing(
+    base: &str,
+    thread: &str,
+) -> (
+    impl futures_util::Stream<Item = reqwest::Result<axum::body::Bytes>>,
+    String,
+) {
     let resp = reqwest::Client::new()
-        .post(format!("{}/agui", s.base))
+        .post(format!("{base}/agui"))
         .header("content-type", "application/json")
-        .body(input("d1", "never finish").to_string())
+        .body(input(thread, "never finish").to_string())
         .send()
         .await
         .unwrap();
-    let mut body = resp.bytes_stream();
+    let mut body = Box::pin(resp.bytes_stream());
     let mut seen = String::new();
     while !seen.contains("working on it") {
         let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
@@ -363,6 +368,19 @@ async fn a_client_that_goes_away_cancels_the_run() {
             .unwrap();
         seen.push_str(&String::from_utf8_lossy(&chunk));
     }
+    (body, seen)
+}
+
+#[tokio::test]
+async fn a_client_that_goes_away_cancels_the_run() {
+    let agent = script();
+    let stats = agent.stats();
+    let config = GatewayConfig {
+        disconnect_grace: Duration::from_millis(100),
+        ..GatewayConfig::default()
+    };
+    let s = serve(agent, config).await;
+    let (body, _) = never_finishing(&s.base, "d1").await;
     drop(body);
     for _ in 0..200 {
         if stats.cancelled() == 1 {
@@ -388,23 +406,7 @@ async fn a_run_cut_off_by_a_shutdown_says_so() {
     let served = tokio::spawn(gateway.serve(listener, async move {
         let _ = stopped.await;
     }));
-    let resp = reqwest::Client::new()
-        .post(format!("{base}/agui"))
-        .header("content-type", "application/json")
-        .body(input("s1", "never finish").to_string())
-        .send()
-        .await
-        .unwrap();
-    let mut body = resp.bytes_stream();
-    let mut seen = String::new();
-    while !seen.contains("working on it") {
-        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
+    let (mut body, mut seen) = never_finishing(&base, "s1").await;
     let _ = stop.send(());
     while let Some(chunk) = tokio::time::timeout(Duration::from_secs(10), body.next())
         .await
@@ -412,12 +414,7 @@ async fn a_run_cut_off_by_a_shutdown_says_so() {
     {
         seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
     }
-    let events: Vec<Value> = seen
-        .split("\n\n")
-        .filter_map(|block| block.lines().find_map(|l| l.strip_prefix("data: ")))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
-    e2a::agui::verify_events(&events).unwrap();
+    let events = events_of(&seen);
     let last = events.last().unwrap();
     assert_eq!(last["type"], "RUN_ERROR", "{last}");
     assert_eq!(last["code"], "CANCELLED", "{last}");
