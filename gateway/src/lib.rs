@@ -33,7 +33,6 @@ pub mod config;
 pub mod config_file;
 pub mod frame_log;
 pub(crate) mod json;
-pub mod jsonrpc;
 pub(crate) mod packed;
 pub mod pipeline;
 pub mod protocol;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use agent_client_protocol_schema::v1 as acp;
 use e2a_gateway::backends::{EchoAgent, ScriptAgent};
 use e2a_gateway::bindings::acp::{AcpServer, AcpServerConfig};
-use e2a_gateway::jsonrpc::{Incoming, NotificationHook, Peer};
+use e2a_gateway::protocol::acp::{Incoming, NotificationHook, Peer};
 use e2a_gateway::Agent;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -92,7 +92,7 @@ async fn answer_requests(
 }
 
 impl Client {
-    async fn call(&self, method: &str, params: Value) -> Result<Value, e2a_gateway::jsonrpc::RpcError> {
+    async fn call(&self, method: &str, params: Value) -> Result<Value, e2a_gateway::protocol::acp::RpcError> {
         tokio::time::timeout(Duration::from_secs(20), self.peer.call(method, params))
             .await
             .expect("answered in time")
@@ -112,7 +112,7 @@ impl Client {
         s.session_id.to_string()
     }
 
-    async fn prompt(&self, sid: &str, text: &str) -> Result<Value, e2a_gateway::jsonrpc::RpcError> {
+    async fn prompt(&self, sid: &str, text: &str) -> Result<Value, e2a_gateway::protocol::acp::RpcError> {
         let r = self
             .call(
                 "session/prompt",

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use e2a::{E2AEnvelope, E2AResponse};
 use e2a_gateway::backends::{AcpProcessAgent, AcpProcessConfig, PermissionPolicy};
-use e2a_gateway::jsonrpc::{NotificationHook, Peer};
+use e2a_gateway::protocol::acp::{NotificationHook, Peer};
 use e2a_gateway::{Agent, Caller, RequestContext};
 use futures_util::StreamExt;
 use serde_json::{json, Value};

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use e2a_gateway::backends::AcpProcessConfig;
 use e2a_gateway::bindings::acp::AcpRelay;
-use e2a_gateway::jsonrpc::{Incoming, Peer};
+use e2a_gateway::protocol::acp::{Incoming, Peer};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
@@ -77,7 +77,7 @@ impl Editor {
         }
     }
 
-    async fn call(&self, method: &str, params: Value) -> Result<Value, e2a_gateway::jsonrpc::RpcError> {
+    async fn call(&self, method: &str, params: Value) -> Result<Value, e2a_gateway::protocol::acp::RpcError> {
         tokio::time::timeout(Duration::from_secs(20), self.peer.call(method, params))
             .await
             .expect("the relay answered in time")

@@ -12,7 +12,7 @@ use e2a::E2AEnvelope;
 use e2a_gateway::agent::FrameStream;
 use e2a_gateway::backends::ScriptAgent;
 use e2a_gateway::bindings::acp::{AcpServer, AcpServerConfig, HistoryLimits, LIST_PAGE, SESSION_CONTEXT_KEY};
-use e2a_gateway::jsonrpc::{Incoming, Peer, RpcError};
+use e2a_gateway::protocol::acp::{Incoming, Peer, RpcError};
 use e2a_gateway::store::{MemoryStore, SessionQuery, SessionRecord, SessionStore, SqliteStore};
 use e2a_gateway::{Agent, RequestContext};
 use parking_lot::Mutex;

@@ -21,7 +21,6 @@ const GATEWAY_ROOMS: &[&str] = &[
     "store",
     "runs",
     "pipeline",
-    "jsonrpc",
     "backends",
     "tasks",
     "bindings",

@@ -37,8 +37,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
 use crate::backends::request_text;
-use crate::jsonrpc::{codes, Hook, Incoming, Pace, Peer, PeerOptions, RpcError};
 use crate::pipeline::boundary::details;
+use crate::protocol::acp::{codes, Hook, Incoming, Pace, Peer, PeerOptions, RpcError};
 
 /// Which permission requests of the backend agent may be allowed.
 #[derive(Debug, Clone, Default)]
@@ -325,7 +325,7 @@ impl AcpProcessAgent {
         let (peer, incoming) = Peer::start_with(stdout, stdin, options);
         tokio::spawn(serve_client_side(peer.clone(), incoming, self.config.clone()));
         let init = json!({
-            "protocolVersion": crate::protocol::ACP_PROTOCOL_VERSION,
+            "protocolVersion": crate::protocol::acp::PROTOCOL_VERSION,
             "clientCapabilities": {"fs": {"readTextFile": self.config.allow_fs, "writeTextFile": self.config.allow_fs}, "terminal": false},
             "clientInfo": {"name": "e2a-gateway", "title": "E2A gateway", "version": env!("CARGO_PKG_VERSION")}
         });
@@ -337,7 +337,7 @@ impl AcpProcessAgent {
         .map_err(|_| "the ACP agent did not answer initialize".to_string())?
         .map_err(|e| format!("the ACP agent refused initialize: {e}"))?;
         let version = init.get("protocolVersion").and_then(Value::as_u64);
-        if version != Some(crate::protocol::ACP_PROTOCOL_VERSION) {
+        if version != Some(crate::protocol::acp::PROTOCOL_VERSION) {
             return Err(format!("the ACP agent speaks protocol version {version:?}, not 1"));
         }
         state.generation += 1;

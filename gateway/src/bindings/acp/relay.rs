@@ -37,7 +37,7 @@ use e2a::acp::{envelope_from_jsonrpc, envelope_to_jsonrpc_call, jsonrpc_id_from_
 use e2a::types::{AcpClientToAgentMethod as Method, AcpMethodBeyondReference as Beyond};
 
 use crate::backends::AcpProcessConfig;
-use crate::jsonrpc::{codes, Hook, Incoming, Pace, Peer, PeerOptions, RpcError};
+use crate::protocol::acp::{codes, Hook, Incoming, Pace, Peer, PeerOptions, RpcError};
 
 /// The JSON-RPC notification that cancels one request (`$/cancel_request`).
 fn cancel_request() -> &'static str {

@@ -36,12 +36,12 @@ use e2a::types::{
 
 use super::session::{HistoryLimits, Session};
 use crate::agent::{Agent, Caller, RequestContext};
-use crate::jsonrpc::{codes, Incoming, Peer, RpcError};
 use crate::pipeline::boundary::{self, Deadlines};
+use crate::protocol::acp::{codes, Incoming, Peer, RpcError};
 use crate::store::{MemoryStore, SessionQuery, SessionStore, Stores};
 
 /// The ACP protocol version this agent speaks.
-pub use crate::protocol::ACP_PROTOCOL_VERSION as PROTOCOL_VERSION;
+pub use crate::protocol::acp::PROTOCOL_VERSION;
 
 /// The `channel_context` key under which every turn's envelope carries the session's set-up:
 /// `{cwd, mcpServers, modeId?, configOptions: {id: value}}`.
