@@ -103,7 +103,7 @@ enum Front {
 
 /// The agent `args` name: a spec and its options, from `--agent` and the flags, or from the
 /// `--config` file's named agent.
-fn agent_spec(args: &AcpArgs) -> Result<(AgentSpec, AgentOptions), String> {
+fn agent_spec(args: &AcpArgs) -> Result<(AgentSpec, AgentOptions, Option<ConfigFile>), String> {
     if let Some(path) = &args.config {
         let file = ConfigFile::load(path, &[]).map_err(|e| crate::config::lines(&e))?;
         if let Some(named) = file.named_agent_spec(&args.agent) {
@@ -114,7 +114,8 @@ fn agent_spec(args: &AcpArgs) -> Result<(AgentSpec, AgentOptions), String> {
                     path.display()
                 ));
             }
-            return named.map_err(|e| e.to_string());
+            let (spec, options) = named.map_err(|e| e.to_string())?;
+            return Ok((spec, options, Some(file)));
         }
         let names: Vec<&str> = file.settings.agents.keys().map(String::as_str).collect();
         return Err(format!(
@@ -128,12 +129,13 @@ fn agent_spec(args: &AcpArgs) -> Result<(AgentSpec, AgentOptions), String> {
     Ok((
         spec,
         crate::agent::options(args.agent_token_file.as_ref(), &args.backend)?,
+        None,
     ))
 }
 
 /// The front `args` ask for, or why it cannot run.
 fn front(args: &AcpArgs) -> Result<Front, String> {
-    let (spec, options) = agent_spec(args)?;
+    let (spec, options, file) = agent_spec(args)?;
     if let AgentSpec::Acp(command) = &spec {
         if !args.backend.approve.is_empty()
             || args.backend.allow_fs
@@ -165,7 +167,21 @@ fn front(args: &AcpArgs) -> Result<Front, String> {
         },
         ..AcpServerConfig::default()
     };
+    let config = match &file {
+        Some(file) => with_file_limits(config, file)?,
+        None => config,
+    };
     AcpServer::with_store(agent, config, open_store(args)?).map(Front::Server)
+}
+
+/// `config` with what the config file says every run is held to: `server.max_streams` (turns
+/// at once) and `log.frames` (the frame log); the editor still sees an agent's own error text
+/// and a turn has no deadline of its own (the editor waits, or cancels).
+fn with_file_limits(mut config: AcpServerConfig, file: &ConfigFile) -> Result<AcpServerConfig, String> {
+    let gateway = file.gateway_config(e2a_gateway::Auth::none());
+    config.gateway.max_streams = gateway.max_streams;
+    config.gateway.frame_log = file.frame_log().map_err(|e| e.to_string())?;
+    Ok(config)
 }
 
 /// Serves ACP on stdin/stdout until the client closes stdin. Logs go to stderr.

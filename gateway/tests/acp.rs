@@ -41,9 +41,13 @@ struct Client {
 }
 
 fn start(agent: Arc<dyn Agent>, answer: &'static str) -> Client {
+    start_with(agent, answer, AcpServerConfig::default())
+}
+
+fn start_with(agent: Arc<dyn Agent>, answer: &'static str, config: AcpServerConfig) -> Client {
     let (client_io, agent_io) = tokio::io::duplex(1 << 16);
     let (agent_read, agent_write) = tokio::io::split(agent_io);
-    tokio::spawn(AcpServer::new(agent, AcpServerConfig::default()).serve(agent_read, agent_write));
+    tokio::spawn(AcpServer::new(agent, config).serve(agent_read, agent_write));
     let (read, write) = tokio::io::split(client_io);
     let updates: Arc<Mutex<Vec<Value>>> = Arc::default();
     let seen = updates.clone();
@@ -505,4 +509,83 @@ async fn a_cancel_sent_right_after_the_prompt_is_not_lost() {
     }
     // a prompt after the cancel runs normally
     assert_eq!(c.prompt(&sid, "hi").await.unwrap()["stopReason"], "end_turn");
+}
+
+#[tokio::test]
+async fn a_bad_request_is_refused_naming_its_field() {
+    let c = start(Arc::new(EchoAgent::new()), "allow");
+    let sid = c.init().await;
+    let cases = [
+        ("session/new", json!({"cwd": 7, "mcpServers": []}), "/cwd"),
+        ("session/new", json!({"cwd": "relative", "mcpServers": []}), "/cwd"),
+        (
+            "session/new",
+            json!({"cwd": "/w", "mcpServers": [{"name": "x", "command": "y", "args": "not a list", "env": []}]}),
+            "/mcpServers/0",
+        ),
+        ("session/prompt", json!({"sessionId": sid, "prompt": "hi"}), "/prompt"),
+        (
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text"}]}),
+            "/prompt/0",
+        ),
+        (
+            "session/set_config_option",
+            json!({"sessionId": sid, "configId": 5, "value": "x"}),
+            "/configId",
+        ),
+    ];
+    for (method, params, pointer) in cases {
+        let e = c.call(method, params.clone()).await.unwrap_err();
+        assert_eq!(e.code, -32602, "{method} {params}");
+        let at = e.data.as_ref().and_then(|d| d["pointer"].as_str()).unwrap_or_default();
+        assert!(
+            at.starts_with(pointer),
+            "{method} {params}: pointer {at:?}, not under {pointer}"
+        );
+        assert!(e.message.contains(pointer), "{method} {params}: {}", e.message);
+    }
+    // the session is still usable
+    assert_eq!(c.prompt(&sid, "still here").await.unwrap()["stopReason"], "end_turn");
+}
+
+#[tokio::test]
+async fn a_turn_runs_through_the_pipeline_its_permits_and_its_frame_log() {
+    // no stream permit: the turn is refused as the other bindings refuse a run
+    let mut busy = AcpServerConfig::default();
+    busy.gateway.max_streams = 0;
+    let c = start_with(Arc::new(EchoAgent::new()), "allow", busy);
+    let sid = c.init().await;
+    let e = c.prompt(&sid, "hello").await.unwrap_err();
+    assert!(e.message.contains("too many open streams"), "{e:?}");
+    assert!(e.data.as_ref().is_some_and(|d| d["retryAfterSecs"].is_u64()), "{e:?}");
+
+    // the frame log gets every frame of the turn
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("frames.jsonl");
+    let mut logged = AcpServerConfig::default();
+    logged.gateway.frame_log = Some(
+        e2a_gateway::frame_log::FrameLog::open(&e2a_gateway::frame_log::FrameLogConfig {
+            path: path.clone(),
+            max_bytes: 1 << 20,
+            keep: 1,
+            max_line_bytes: 16 * 1024,
+        })
+        .unwrap(),
+    );
+    let c = start_with(Arc::new(EchoAgent::new()), "allow", logged);
+    let sid = c.init().await;
+    assert_eq!(c.prompt(&sid, "log me").await.unwrap()["stopReason"], "end_turn");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let frames: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        if frames.iter().any(|f| f["is_final"] == true) {
+            assert!(text.contains("log me"), "{text}");
+            assert!(frames.iter().all(|f| f["session_id"] == sid.as_str()), "{text}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no final frame logged: {text}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

@@ -375,10 +375,3 @@ fn far_future() -> Instant {
 pub(crate) fn details(pairs: &[(&str, Value)]) -> Map<String, Value> {
     pairs.iter().map(|(k, v)| ((*k).to_string(), v.clone())).collect()
 }
-
-pub(crate) fn obj(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}

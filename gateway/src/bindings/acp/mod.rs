@@ -3,12 +3,15 @@
 //! editor and an ACP agent program (`e2a acp --agent acp:CMD`). An ACP agent program behind
 //! the other bindings is the backend [`crate::backends::AcpProcessAgent`].
 
+mod config;
+mod lifecycle;
 mod relay;
 mod server;
 mod session;
+mod turn;
 
+pub use config::{AcpServerConfig, ConfigOptionDecl, ModeDecl};
 pub use relay::AcpRelay;
-pub use server::{
-    AcpServer, AcpServerConfig, ConfigOptionDecl, ModeDecl, LIST_PAGE, PROTOCOL_VERSION, SESSION_CONTEXT_KEY,
-};
+pub use server::{AcpServer, LIST_PAGE, PROTOCOL_VERSION};
 pub use session::HistoryLimits;
+pub use turn::SESSION_CONTEXT_KEY;

@@ -7,7 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use serde_json::{json, Value};
+use serde::Deserialize;
+#[cfg(test)]
+use serde_json::json;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::store::SessionRecord;
@@ -30,6 +33,20 @@ impl Default for HistoryLimits {
             text_bytes: 16 * 1024,
         }
     }
+}
+
+/// A session's set-up as the store keeps it (`SessionRecord::state`).
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(super) struct StoredState {
+    /// The MCP servers passed to the agent.
+    pub(super) mcp_servers: Vec<Value>,
+    /// The current mode.
+    pub(super) mode_id: Option<String>,
+    /// Each config option's current value.
+    pub(super) config_options: std::collections::BTreeMap<String, String>,
+    /// Closed (`session/close`): listed and loadable, not prompted.
+    pub(super) closed: bool,
 }
 
 /// What `session/load` replays: `session/update` notifications as sent, chunks of one message
@@ -199,32 +216,31 @@ impl Session {
         config: Vec<(String, String)>,
         limits: HistoryLimits,
     ) -> Arc<Self> {
-        let state = &record.state;
-        let servers = state["mcpServers"].as_array().cloned().unwrap_or_default();
-        let s = Session::new(record.cwd.clone(), servers, mode, config, limits);
-        s.closed.store(state["closed"] == true, Ordering::SeqCst);
+        let state = Session::stored_state(record);
+        let s = Session::new(record.cwd.clone(), state.mcp_servers, mode, config, limits);
+        s.closed.store(state.closed, Ordering::SeqCst);
         s.updated_ms.store(record.updated_ms, Ordering::SeqCst);
         *s.history.lock() = History::stored(history);
         s
     }
 
+    /// The state a stored session was written with (what cannot be read: defaults).
+    pub(super) fn stored_state(record: &SessionRecord) -> StoredState {
+        StoredState::deserialize(&record.state).unwrap_or_default()
+    }
+
     /// The session as the store keeps it.
     pub(super) fn record_of(&self, id: &str) -> SessionRecord {
-        let config: serde_json::Map<String, Value> = self
-            .config
-            .lock()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone().into()))
-            .collect();
+        let state = StoredState {
+            mcp_servers: self.mcp_servers.clone(),
+            mode_id: self.mode.lock().clone(),
+            config_options: self.config.lock().iter().cloned().collect(),
+            closed: self.closed.load(Ordering::SeqCst),
+        };
         SessionRecord {
             id: id.to_string(),
             cwd: self.cwd.clone(),
-            state: json!({
-                "mcpServers": self.mcp_servers,
-                "modeId": *self.mode.lock(),
-                "configOptions": config,
-                "closed": self.closed.load(Ordering::SeqCst),
-            }),
+            state: serde_json::to_value(state).unwrap_or_default(),
             updated_ms: self.updated_ms.load(Ordering::SeqCst),
         }
     }
