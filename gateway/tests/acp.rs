@@ -514,6 +514,18 @@ async fn a_cancel_sent_right_after_the_prompt_is_not_lost() {
 #[tokio::test]
 async fn a_bad_request_is_refused_naming_its_field() {
     let c = start(Arc::new(EchoAgent::new()), "allow");
+    // what clients really send as the version (acplint: "1"), or a version this agent does not
+    // speak: answered with its own
+    for asked in [json!("1"), json!(99), json!("v2"), Value::Null] {
+        let r = c
+            .call(
+                "initialize",
+                json!({"protocolVersion": asked, "clientCapabilities": {}}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r["protocolVersion"], 1, "asked {asked}");
+    }
     let sid = c.init().await;
     let cases = [
         ("session/new", json!({"cwd": 7, "mcpServers": []}), "/cwd"),

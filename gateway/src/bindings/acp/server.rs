@@ -102,6 +102,22 @@ fn display_pointer(pointer: &str) -> &str {
     }
 }
 
+/// `initialize` params with a `protocolVersion` the official type reads: clients send `"1"`
+/// (acplint) or nothing usable; the agent answers its own latest version whatever was asked
+/// (ACP version negotiation), so an unreadable one is read as that.
+fn lenient_version(params: &Value) -> Value {
+    let mut params = params.clone();
+    if let Some(p) = params.as_object_mut() {
+        let version = p.get("protocolVersion").map(|v| match v {
+            Value::String(s) => s.trim().parse::<u16>().ok(),
+            v => v.as_u64().and_then(|n| u16::try_from(n).ok()),
+        });
+        let version = version.flatten().map_or(PROTOCOL_VERSION, u64::from);
+        p.insert("protocolVersion".into(), version.into());
+    }
+    params
+}
+
 /// A store failure as the JSON-RPC error the client gets (the store's words, which never hold
 /// a credential).
 pub(super) fn store_error(e: crate::store::StoreError) -> RpcError {
@@ -265,7 +281,7 @@ impl AcpServer {
             ));
         };
         match known {
-            Method::Initialize => self.initialize(read_params(params)?),
+            Method::Initialize => self.initialize(read_params(&lenient_version(params))?),
             Method::Authenticate => {
                 let req: acp::AuthenticateRequest = read_params(params)?;
                 Err(RpcError::new(
