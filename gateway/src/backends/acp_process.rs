@@ -27,18 +27,19 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use agent_client_protocol_schema::v1 as acp;
 use e2a::stream::ResponseStream;
 use e2a::taxonomy::ErrorKind;
 use e2a::types::{AcpAgentToClientMethod as AgentMethod, AcpClientToAgentMethod as Method, AcpNotificationName};
 use e2a::E2AEnvelope;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
 use crate::backends::request_text;
 use crate::pipeline::boundary::details;
-use crate::protocol::acp::{codes, Hook, Incoming, Pace, Peer, PeerOptions, RpcError};
+use crate::protocol::acp::{codes, read_params, Hook, Incoming, Pace, Peer, PeerOptions, RpcError};
 
 /// Which permission requests of the backend agent may be allowed.
 #[derive(Debug, Clone, Default)]
@@ -50,13 +51,13 @@ pub struct PermissionPolicy {
 
 impl PermissionPolicy {
     /// True when the tool call described by `tool_call` may be allowed.
-    pub fn allows(&self, tool_call: &Value) -> bool {
-        let kind = tool_call.get("kind").and_then(Value::as_str).unwrap_or("");
-        let title = tool_call
-            .get("title")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_lowercase();
+    pub fn allows(&self, tool_call: &acp::ToolCallUpdate) -> bool {
+        let kind = tool_call
+            .fields
+            .kind
+            .map(|k| serde_json::to_value(k).unwrap_or_default());
+        let kind = kind.as_ref().and_then(Value::as_str).unwrap_or("");
+        let title = tool_call.fields.title.as_deref().unwrap_or("").to_lowercase();
         self.approve.iter().any(|p| {
             let p = p.trim();
             p == "*" || (!p.is_empty() && (p == kind || title.contains(&p.to_lowercase())))
@@ -295,19 +296,21 @@ impl AcpProcessAgent {
         // session/updates are routed on the reading task, so that every update of a turn is
         // routed before the turn's response completes it
         let hook: Hook = Arc::new(move |_: &Peer, msg: Incoming| {
-            let Incoming::Notification { method, params } = &msg else {
+            let Incoming::Notification { method, params } = msg else {
                 return Some(msg);
             };
             if method != AgentMethod::SessionUpdate.as_str() {
-                return Some(msg);
+                return Some(Incoming::Notification { method, params });
             }
-            let sid = params.get("sessionId").and_then(Value::as_str).unwrap_or("");
-            match routing.lock().get(sid).cloned() {
+            let Ok(routed) = serde_json::from_value::<RoutedUpdate>(params) else {
+                tracing::debug!("a session/update without a sessionId: dropped");
+                return None;
+            };
+            match routing.lock().get(&routed.session_id).cloned() {
                 Some(tx) => {
-                    let update = params.get("update").cloned().unwrap_or(Value::Null);
-                    let _ = tx.send(Counted::new(update, &counting));
+                    let _ = tx.send(Counted::new(routed.update, &counting));
                 }
-                None => tracing::debug!(session = sid, "session/update outside a turn"),
+                None => tracing::debug!(session = %routed.session_id, "session/update outside a turn"),
             }
             None
         });
@@ -324,21 +327,16 @@ impl AcpProcessAgent {
         };
         let (peer, incoming) = Peer::start_with(stdout, stdin, options);
         tokio::spawn(serve_client_side(peer.clone(), incoming, self.config.clone()));
-        let init = json!({
-            "protocolVersion": crate::protocol::acp::PROTOCOL_VERSION,
-            "clientCapabilities": {"fs": {"readTextFile": self.config.allow_fs, "writeTextFile": self.config.allow_fs}, "terminal": false},
-            "clientInfo": {"name": "e2a-gateway", "title": "E2A gateway", "version": env!("CARGO_PKG_VERSION")}
-        });
-        let init = tokio::time::timeout(
-            std::time::Duration::from_secs(30),
-            peer.call(Method::Initialize.as_str(), init),
-        )
-        .await
-        .map_err(|_| "the ACP agent did not answer initialize".to_string())?
-        .map_err(|e| format!("the ACP agent refused initialize: {e}"))?;
-        let version = init.get("protocolVersion").and_then(Value::as_u64);
-        if version != Some(crate::protocol::acp::PROTOCOL_VERSION) {
-            return Err(format!("the ACP agent speaks protocol version {version:?}, not 1"));
+        let fs = acp::FileSystemCapabilities::new()
+            .read_text_file(self.config.allow_fs)
+            .write_text_file(self.config.allow_fs);
+        let init = acp::InitializeRequest::new(agent_client_protocol_schema::ProtocolVersion::V1)
+            .client_capabilities(acp::ClientCapabilities::new().fs(fs).terminal(false))
+            .client_info(acp::Implementation::new("e2a-gateway", env!("CARGO_PKG_VERSION")).title("E2A gateway"));
+        let init: acp::InitializeResponse = call(&peer, Method::Initialize, init).await?;
+        let version = serde_json::to_value(&init.protocol_version).unwrap_or_default();
+        if version != crate::protocol::acp::PROTOCOL_VERSION {
+            return Err(format!("the ACP agent speaks protocol version {version}, not 1"));
         }
         state.generation += 1;
         state.conn = Some(Arc::new(tokio::sync::Mutex::new(Conn { child })));
@@ -363,19 +361,9 @@ impl AcpProcessAgent {
                 }
             }
         }
-        let new = peer.call(
-            Method::SessionNew.as_str(),
-            json!({"cwd": self.cwd(), "mcpServers": []}),
-        );
-        let created = tokio::time::timeout(std::time::Duration::from_secs(30), new)
-            .await
-            .map_err(|_| "the ACP agent did not answer session/new".to_string())?
-            .map_err(|e| format!("session/new failed: {e}"))?;
-        let sid = created
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .ok_or_else(|| "session/new answered without a sessionId".to_string())?
-            .to_string();
+        let created: acp::NewSessionResponse =
+            call(&peer, Method::SessionNew, acp::NewSessionRequest::new(self.cwd())).await?;
+        let sid = created.session_id.0.to_string();
         if let Some(k) = key {
             state.sessions.insert(k, (sid.clone(), generation));
         }
@@ -403,60 +391,55 @@ async fn serve_client_side(peer: Peer, mut incoming: mpsc::UnboundedReceiver<Inc
 async fn client_request(method: &str, params: &Value, config: &AcpProcessConfig) -> Result<Value, RpcError> {
     match method.parse::<AgentMethod>() {
         Ok(AgentMethod::SessionRequestPermission) => {
-            let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
-            let options: Vec<&Value> = params
-                .get("options")
-                .and_then(Value::as_array)
-                .map(|o| o.iter().collect())
-                .unwrap_or_default();
-            let title = call.get("title").and_then(Value::as_str).unwrap_or("");
-            let allowed = config.policy.allows(&call);
-            let wanted: &[&str] = if allowed {
-                &["allow_once", "allow_always"]
+            let asked: acp::RequestPermissionRequest = read_params(params)?;
+            let allowed = config.policy.allows(&asked.tool_call);
+            let wanted: &[acp::PermissionOptionKind] = if allowed {
+                &[
+                    acp::PermissionOptionKind::AllowOnce,
+                    acp::PermissionOptionKind::AllowAlways,
+                ]
             } else {
-                &["reject_once", "reject_always"]
+                &[
+                    acp::PermissionOptionKind::RejectOnce,
+                    acp::PermissionOptionKind::RejectAlways,
+                ]
             };
-            let option = wanted.iter().find_map(|k| {
-                options
-                    .iter()
-                    .find(|o| o.get("kind").and_then(Value::as_str) == Some(*k))
-                    .and_then(|o| o.get("optionId").cloned())
-            });
+            let option = wanted
+                .iter()
+                .find_map(|k| asked.options.iter().find(|o| o.kind == *k))
+                .map(|o| o.option_id.clone());
             tracing::info!(
-                tool = title,
+                tool = asked.tool_call.fields.title.as_deref().unwrap_or(""),
                 allowed,
                 "permission request of the ACP agent decided by policy"
             );
-            Ok(match option {
-                Some(id) => json!({"outcome": {"outcome": "selected", "optionId": id}}),
-                None => json!({"outcome": {"outcome": "cancelled"}}),
-            })
+            let outcome = match option {
+                Some(id) => acp::RequestPermissionOutcome::Selected(acp::SelectedPermissionOutcome::new(id)),
+                None => acp::RequestPermissionOutcome::Cancelled,
+            };
+            to_result(acp::RequestPermissionResponse::new(outcome))
         }
         Ok(AgentMethod::FsReadTextFile) if config.allow_fs => {
-            let path = confined(params, &config.session_cwd(), false)?;
+            let req: acp::ReadTextFileRequest = read_params(params)?;
+            let path = confined(&req.path, &config.session_cwd(), false)?;
             let text = tokio::fs::read_to_string(&path)
                 .await
                 .map_err(|e| RpcError::new(codes::INTERNAL_ERROR, format!("cannot read {}: {e}", path.display())))?;
-            let from = params
-                .get("line")
-                .and_then(Value::as_u64)
-                .map(|l| l.saturating_sub(1) as usize)
-                .unwrap_or(0);
-            let limit = params.get("limit").and_then(Value::as_u64).map(|l| l as usize);
+            let from = req.line.map_or(0, |l| l.saturating_sub(1) as usize);
             let lines: Vec<&str> = text.split_inclusive('\n').skip(from).collect();
-            let lines = match limit {
-                Some(n) => &lines[..n.min(lines.len())],
+            let lines = match req.limit {
+                Some(n) => &lines[..(n as usize).min(lines.len())],
                 None => &lines[..],
             };
-            Ok(json!({"content": lines.concat()}))
+            to_result(acp::ReadTextFileResponse::new(lines.concat()))
         }
         Ok(AgentMethod::FsWriteTextFile) if config.allow_fs => {
-            let path = confined(params, &config.session_cwd(), true)?;
-            let content = params.get("content").and_then(Value::as_str).unwrap_or("");
-            tokio::fs::write(&path, content)
+            let req: acp::WriteTextFileRequest = read_params(params)?;
+            let path = confined(&req.path, &config.session_cwd(), true)?;
+            tokio::fs::write(&path, req.content)
                 .await
                 .map_err(|e| RpcError::new(codes::INTERNAL_ERROR, format!("cannot write {}: {e}", path.display())))?;
-            Ok(json!({}))
+            to_result(acp::WriteTextFileResponse::new())
         }
         Ok(
             AgentMethod::FsReadTextFile
@@ -480,16 +463,11 @@ async fn client_request(method: &str, params: &Value, config: &AcpProcessConfig)
     }
 }
 
-/// The file named by `params.path` when it lies inside `root` once symlinks are resolved (for a
-/// file to be written, its directory is resolved and the file itself when it exists); an
-/// invalid-params error otherwise.
-fn confined(params: &Value, root: &std::path::Path, write: bool) -> Result<PathBuf, RpcError> {
-    let denied = |why: String| RpcError::new(codes::INVALID_PARAMS, why);
-    let path = params
-        .get("path")
-        .and_then(Value::as_str)
-        .ok_or_else(|| denied("path (an absolute path) is required".into()))?;
-    let path = std::path::Path::new(path);
+/// `path` when it lies inside `root` once symlinks are resolved (for a file to be written, its
+/// directory is resolved and the file itself when it exists); an invalid-params error
+/// otherwise.
+fn confined(path: &std::path::Path, root: &std::path::Path, write: bool) -> Result<PathBuf, RpcError> {
+    let denied = |why: String| RpcError::invalid_params_at("/path", why);
     if !path.is_absolute() {
         return Err(denied(format!("path must be absolute, not {}", path.display())));
     }
@@ -525,11 +503,75 @@ fn session_key(request: &E2AEnvelope) -> Option<String> {
         .find_map(|v| v.clone().filter(|s| !s.is_empty()))
 }
 
-fn prompt_blocks(request: &E2AEnvelope) -> Value {
-    match request.params.get("prompt") {
-        Some(Value::Array(blocks)) if !blocks.is_empty() => Value::Array(blocks.clone()),
-        _ => json!([{"type": "text", "text": request_text(request)}]),
+/// The `session/prompt` request of a turn: the E2A request's prompt blocks as they came (an
+/// ACP client's), else its text as one text block; the trace in `_meta`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Prompt {
+    session_id: String,
+    prompt: Value,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<Map<String, Value>>,
+}
+
+impl Prompt {
+    fn of(sid: &str, request: &E2AEnvelope) -> Value {
+        let prompt = match request.params.get("prompt") {
+            Some(Value::Array(blocks)) if !blocks.is_empty() => Value::Array(blocks.clone()),
+            _ => serde_json::to_value(vec![acp::ContentBlock::from(request_text(request))]).unwrap_or_default(),
+        };
+        // the trace goes on to the agent, in _meta
+        let meta = request.correlation_id.as_deref().map(|cid| {
+            crate::web::trace::outgoing(cid)
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.into()))
+                .collect()
+        });
+        let prompt = Prompt {
+            session_id: sid.to_string(),
+            prompt,
+            meta,
+        };
+        serde_json::to_value(prompt).unwrap_or_default()
     }
+}
+
+/// The params of a `session/update` as routed to its turn: the session, the update as sent.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RoutedUpdate {
+    session_id: String,
+    update: Value,
+}
+
+/// `request` sent as `method`, its answer read as `T` (30 s to answer).
+async fn call<T: serde::de::DeserializeOwned>(
+    peer: &Peer,
+    method: Method,
+    request: impl serde::Serialize,
+) -> Result<T, String> {
+    let name = method.as_str();
+    let params = serde_json::to_value(request).map_err(|e| format!("{name}: {e}"))?;
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(30), peer.call(name, params))
+        .await
+        .map_err(|_| format!("the ACP agent did not answer {name}"))?
+        .map_err(|e| format!("the ACP agent refused {name}: {e}"))?;
+    serde_json::from_value(answer).map_err(|e| format!("the ACP agent's answer to {name} is not ACP: {e}"))
+}
+
+/// `value` as a JSON-RPC result.
+fn to_result(value: impl serde::Serialize) -> Result<Value, RpcError> {
+    serde_json::to_value(value).map_err(|e| RpcError::new(codes::INTERNAL_ERROR, e.to_string()))
+}
+
+/// The `stopReason` of a `session/prompt` result (`end_turn` when it names none).
+fn stop_reason(result: Value) -> String {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Stopped {
+        stop_reason: String,
+    }
+    serde_json::from_value::<Stopped>(result).map_or_else(|_| "end_turn".into(), |r| r.stop_reason)
 }
 
 impl Agent for AcpProcessAgent {
@@ -547,15 +589,7 @@ impl Agent for AcpProcessAgent {
                 }
             };
             let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
-            let mut prompt = json!({"sessionId": sid, "prompt": prompt_blocks(&request)});
-            // the trace goes on to the agent, in _meta
-            if let Some(cid) = request.correlation_id.as_deref() {
-                let meta: Map<String, Value> = crate::web::trace::outgoing(cid)
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v.into()))
-                    .collect();
-                prompt["_meta"] = Value::Object(meta);
-            }
+            let prompt = Prompt::of(&sid, &request);
             // the turn runs on its own: it holds the session until the agent has answered,
             // even when the run is dropped after a cancel
             let cancel: CancellationToken = ctx.cancel.clone();
@@ -574,7 +608,8 @@ impl Agent for AcpProcessAgent {
                         _ = cancel.cancelled(), if !cancel_sent => {
                             cancel_sent = true;
                             tracing::info!(session = %sid, "run cancelled: session/cancel");
-                            peer.notify(AcpNotificationName::SessionCancel.as_str(), json!({"sessionId": sid}));
+                            let cancel = serde_json::to_value(acp::CancelNotification::new(sid.clone())).unwrap_or_default();
+                            peer.notify(AcpNotificationName::SessionCancel.as_str(), cancel);
                         }
                     }
                 };
@@ -593,7 +628,8 @@ impl Agent for AcpProcessAgent {
                         }
                     }
                     Event::Done(Ok(result)) => {
-                        let stop = result.get("stopReason").and_then(Value::as_str).unwrap_or("end_turn");
+                        let stop = stop_reason(result);
+                        let stop = stop.as_str();
                         if stop == "cancelled" {
                             let code = ErrorKind::Cancelled.mapping().e2a_code;
                             yield s.fail(code, "the ACP agent cancelled the turn", details(&[("stopReason", stop.into())]));
@@ -623,11 +659,14 @@ impl Agent for AcpProcessAgent {
 #[cfg(test)]
 mod tests {
     use super::PermissionPolicy;
-    use serde_json::json;
+    use agent_client_protocol_schema::v1 as acp;
 
     #[test]
     fn the_policy_denies_unless_approved() {
-        let call = json!({"toolCallId": "t", "title": "Edit src/main.rs", "kind": "edit"});
+        let fields = acp::ToolCallUpdateFields::new()
+            .title("Edit src/main.rs".to_string())
+            .kind(acp::ToolKind::Edit);
+        let call = acp::ToolCallUpdate::new("t", fields);
         assert!(!PermissionPolicy::default().allows(&call));
         let p = |v: &[&str]| PermissionPolicy {
             approve: v.iter().map(|s| s.to_string()).collect(),

@@ -173,15 +173,8 @@ impl AcpServer {
     /// to the editor names the servers refused.
     pub(super) async fn new_session(&self, peer: &Peer, id: Value, req: acp::NewSessionRequest) -> Answer {
         if !req.cwd.is_absolute() {
-            let mut e = RpcError::new(
-                codes::INVALID_PARAMS,
-                format!(
-                    "invalid params at /cwd: an absolute path is required, not {:?}",
-                    req.cwd
-                ),
-            );
-            e.data = serde_json::to_value(std::collections::BTreeMap::from([("pointer", "/cwd")])).ok();
-            return Err(e);
+            let why = format!("an absolute path is required, not {:?}", req.cwd);
+            return Err(RpcError::invalid_params_at("/cwd", why));
         }
         let (passed, refused) = split_mcp_servers(req.mcp_servers);
         let sid = format!("sess_{}", uuid::Uuid::new_v4().simple());

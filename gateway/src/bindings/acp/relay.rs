@@ -30,14 +30,16 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use e2a::acp::{envelope_from_jsonrpc, envelope_to_jsonrpc_call, jsonrpc_id_from_value, JsonRpcIngress};
 use e2a::types::{AcpClientToAgentMethod as Method, AcpMethodBeyondReference as Beyond};
 
 use crate::backends::AcpProcessConfig;
-use crate::protocol::acp::{codes, Hook, Incoming, Pace, Peer, PeerOptions, RpcError};
+use crate::protocol::acp::{
+    cancel_request_params, cancelled_request, codes, Hook, Incoming, Pace, Peer, PeerOptions, RpcError,
+};
 
 /// The JSON-RPC notification that cancels one request (`$/cancel_request`).
 fn cancel_request() -> &'static str {
@@ -147,11 +149,11 @@ impl Shared {
             }
             Incoming::Notification { method, params } => {
                 if method == cancel_request() {
-                    let key = params.get("requestId").map(Value::to_string).unwrap_or_default();
+                    let key = cancelled_request(&params).map(|id| id.to_string()).unwrap_or_default();
                     let target = self.ids.lock().to_agent.get(&key).cloned();
                     match target {
                         Some((g, agent_id)) if g == generation => {
-                            agent.notify(cancel_request(), json!({"requestId": agent_id}));
+                            agent.notify(cancel_request(), cancel_request_params(agent_id));
                         }
                         _ => tracing::debug!(request = %key, "$/cancel_request of no forwarded request"),
                     }
@@ -309,10 +311,10 @@ fn agent_hook(shared: Arc<Shared>, generation: u64) -> Hook {
         match msg {
             Incoming::Notification { method, mut params } => {
                 if method == cancel_request() {
-                    let key = params.get("requestId").map(Value::to_string).unwrap_or_default();
+                    let key = cancelled_request(&params).map(|id| id.to_string()).unwrap_or_default();
                     let target = shared.ids.lock().to_editor.get(&(generation, key)).cloned();
                     if let Some(editor_id) = target {
-                        editor.notify(cancel_request(), json!({"requestId": editor_id}));
+                        editor.notify(cancel_request(), cancel_request_params(editor_id));
                     }
                     return None;
                 }

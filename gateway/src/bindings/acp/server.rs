@@ -14,7 +14,6 @@ use std::sync::Arc;
 
 use agent_client_protocol_schema::v1 as acp;
 use parking_lot::Mutex;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinSet;
@@ -26,7 +25,7 @@ use super::config::AcpServerConfig;
 use super::session::Session;
 use crate::agent::Agent;
 use crate::pipeline::Pipeline;
-use crate::protocol::acp::{codes, Incoming, Peer, RpcError};
+use crate::protocol::acp::{cancelled_request, codes, read_params, Incoming, Peer, RpcError};
 use crate::store::{MemoryStore, SessionStore, Stores};
 
 /// The ACP protocol version this agent speaks.
@@ -56,49 +55,6 @@ impl std::fmt::Debug for AcpServer {
             .field("agent", &self.pipeline.agent.name())
             .field("config", &self.config)
             .finish()
-    }
-}
-
-/// `params` read as `T`, the official type of its method (`null` reads as `{}`); a mismatch is
-/// `-32602` naming the field: the message says where and why, `data.pointer` is the JSON
-/// pointer.
-pub(super) fn read_params<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
-    let empty = Value::Object(serde_json::Map::new());
-    let params = if params.is_null() { &empty } else { params };
-    serde_path_to_error::deserialize(params).map_err(|e| {
-        let pointer = json_pointer(e.path());
-        let mut error = RpcError::new(
-            codes::INVALID_PARAMS,
-            format!("invalid params at {}: {}", display_pointer(&pointer), e.inner()),
-        );
-        error.data = Some(Value::Object(serde_json::Map::from_iter([(
-            "pointer".into(),
-            pointer.into(),
-        )])));
-        error
-    })
-}
-
-/// A serde path as a JSON pointer (RFC 6901): `mcpServers[0].name` → `/mcpServers/0/name`.
-fn json_pointer(path: &serde_path_to_error::Path) -> String {
-    use serde_path_to_error::Segment;
-    let mut out = String::new();
-    for segment in path.iter() {
-        match segment {
-            Segment::Seq { index } => out.push_str(&format!("/{index}")),
-            Segment::Map { key } => out.push_str(&format!("/{}", key.replace('~', "~0").replace('/', "~1"))),
-            Segment::Enum { .. } | Segment::Unknown => {}
-        }
-    }
-    out
-}
-
-/// How a pointer is named in a message (the whole params: `params`).
-fn display_pointer(pointer: &str) -> &str {
-    if pointer.is_empty() {
-        "params"
-    } else {
-        pointer
     }
 }
 
@@ -228,12 +184,9 @@ impl AcpServer {
 
     fn notification(&self, method: &str, params: &Value) {
         if method == Beyond::CancelRequest.as_str() {
-            let Ok(cancel) = read_params::<acp::CancelRequestNotification>(params) else {
+            let Some(id) = cancelled_request(params).map(|id| id.to_string()) else {
                 return tracing::debug!("$/cancel_request without a requestId");
             };
-            let id = serde_json::to_value(&cancel.request_id)
-                .map(|v| v.to_string())
-                .unwrap_or_default();
             if let Some(t) = self.requests.lock().get(&id).cloned() {
                 tracing::info!(request = %id, "$/cancel_request");
                 t.cancel();

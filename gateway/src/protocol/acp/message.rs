@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use agent_client_protocol_schema::v1 as acp;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -55,6 +57,20 @@ impl RpcError {
             code,
             message: message.into(),
             data: None,
+        }
+    }
+
+    /// `-32602` naming the field at `pointer` (a JSON pointer into the params, `""` the params
+    /// themselves) and why: the message says both, `data.pointer` is the pointer.
+    pub fn invalid_params_at(pointer: &str, reason: impl fmt::Display) -> Self {
+        let at = if pointer.is_empty() { "params" } else { pointer };
+        RpcError {
+            code: codes::INVALID_PARAMS,
+            message: format!("invalid params at {at}: {reason}"),
+            data: Some(Value::Object(serde_json::Map::from_iter([(
+                "pointer".into(),
+                pointer.into(),
+            )]))),
         }
     }
 
@@ -145,4 +161,43 @@ pub enum Incoming {
         /// Its params (`null` when absent).
         params: Value,
     },
+}
+
+/// `params` read as `T`, the official type of its method (`null` reads as `{}`); a mismatch is
+/// `-32602` naming the field: the message says where and why, `data.pointer` is the JSON
+/// pointer.
+pub fn read_params<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
+    let empty = Value::Object(serde_json::Map::new());
+    let params = if params.is_null() { &empty } else { params };
+    serde_path_to_error::deserialize(params)
+        .map_err(|e| RpcError::invalid_params_at(&json_pointer(e.path()), e.inner()))
+}
+
+/// A serde path as a JSON pointer (RFC 6901): `mcpServers[0].name` → `/mcpServers/0/name`.
+fn json_pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => out.push_str(&format!("/{index}")),
+            Segment::Map { key } => out.push_str(&format!("/{}", key.replace('~', "~0").replace('/', "~1"))),
+            Segment::Enum { .. } | Segment::Unknown => {}
+        }
+    }
+    out
+}
+
+/// The id a `$/cancel_request` names (its `requestId`, as the JSON-RPC id it is); `None` when
+/// it names none.
+pub fn cancelled_request(params: &Value) -> Option<Value> {
+    let notification: acp::CancelRequestNotification = read_params(params).ok()?;
+    serde_json::to_value(notification.request_id).ok()
+}
+
+/// The params of a `$/cancel_request` of the request `id`.
+pub fn cancel_request_params(id: Value) -> Value {
+    serde_json::from_value::<acp::RequestId>(id)
+        .ok()
+        .and_then(|id| serde_json::to_value(acp::CancelRequestNotification::new(id)).ok())
+        .unwrap_or_default()
 }

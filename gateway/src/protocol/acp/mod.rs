@@ -5,7 +5,7 @@
 pub mod message;
 pub mod peer;
 
-pub use message::{codes, Incoming, RpcError, MAX_LINE};
+pub use message::{cancel_request_params, cancelled_request, codes, read_params, Incoming, RpcError, MAX_LINE};
 pub use peer::{Hook, NotificationHook, Pace, Peer, PeerOptions, HIGH_WATER, QUIET_LOG_EVERY};
 
 /// The ACP protocol version spoken (to editors, and to ACP agents behind the gateway).
