@@ -102,67 +102,56 @@ pub fn call(function: &str, input: &Value) -> Outcome {
     run(function, input).into()
 }
 
+/// Runs `function` on `input`, by the module it names (the part before the dot).
 fn run(function: &str, input: &Value) -> Result<Value, Error> {
     let empty = Map::new();
     let f = Fields::new(input.as_object().unwrap_or(&empty), "");
-    let sub = |k: &str| input.get(k).unwrap_or(&Value::Null);
+    match function.split_once('.').map_or("", |(module, _)| module) {
+        "acp" => run_acp(function, input, &f),
+        "a2a" => run_a2a(function, input),
+        "wire" => run_wire(function, input, &f),
+        "legacy" => run_legacy(function, input, &f),
+        _ => run_read(function, input),
+    }
+}
+
+/// The member `k` of `input`, or null.
+fn sub<'a>(input: &'a Value, k: &str) -> &'a Value {
+    input.get(k).unwrap_or(&Value::Null)
+}
+
+/// The error of a function name no group knows.
+fn unknown(function: &str) -> Error {
+    Error::Unsupported(format!("unknown fn `{function}`"))
+}
+
+/// `envelope.*` and `response.*`: reading a message.
+fn run_read(function: &str, input: &Value) -> Result<Value, Error> {
     Ok(match function {
         "envelope.from_dict" => env(input)?.to_value(),
         "response.from_dict" => resp(input)?.to_value(),
-        "acp.merge_params_to_prompt" => Value::Object(acp::merge_params_to_prompt(&env(input)?)?),
-        "acp.envelope_to_jsonrpc_call" => acp::envelope_to_jsonrpc_call(&env(input)?)?.to_value(),
-        "acp.envelope_from_jsonrpc" => acp::envelope_from_jsonrpc(&acp::JsonRpcIngress::from_value(input)?).to_value(),
+        other => return Err(unknown(other)),
+    })
+}
+
+/// `a2a.*`: the A2A adapter.
+fn run_a2a(function: &str, input: &Value) -> Result<Value, Error> {
+    Ok(match function {
         "a2a.envelope_from_send_message" => {
             a2a::envelope_from_send_message(&a2a::SendMessageIngress::from_value(input)?)?.to_value()
         }
-        "acp.response_to_jsonrpc_response" => opt_map(acp::response_to_jsonrpc_response(&resp(input)?)),
         "a2a.response_to_stream_payload" => opt_map(a2a::response_to_stream_payload(&resp(input)?)),
-        "wire.encode_agent_response" => {
-            let r = AgentResponse::from_value(sub("response"))?;
-            wire::encode_agent_response(&r, &f.str_or("response_id", "")?, f.seq("sequence", 0)?)
-        }
-        "wire.encode_agent_chunk" => {
-            let c = AgentResponseChunk::from_value(sub("chunk"))?;
-            let (rid, seq, stream) = (
-                f.str_or("response_id", "")?,
-                f.seq("sequence", 0)?,
-                f.bool_or("is_stream", true)?,
-            );
-            wire::encode_agent_chunk(&c, &rid, seq, stream)
-        }
-        "wire.parse_unary" => wire::parse_unary(input)?.to_value(),
-        "wire.parse_chunk" => wire::parse_chunk(input)?.to_value(),
-        "wire.is_e2a_response" => Value::Bool(wire::is_e2a_response(input)),
-        "wire.encode_json_parse_error" => wire::encode_json_parse_error(
-            &f.str_or("request_id", "")?,
-            &f.str_or("channel_id", "")?,
-            &f.str_or("message", "")?,
-            &f.str_or("response_id", "")?,
-        ),
-        "legacy.envelope_from_agent_fields" => {
-            legacy::envelope_from_agent_fields(&legacy::AgentFields::from_value(input)?)?.to_value()
-        }
-        "legacy.fallback_envelope" => legacy::fallback_envelope(input)?.to_value(),
-        "legacy.response_from_agent_response" => {
-            let r = AgentResponse::from_value(sub("response"))?;
-            let (rid, seq, ts) = (
-                f.str_or("response_id", "")?,
-                f.seq("sequence", 0)?,
-                f.opt_str("timestamp")?,
-            );
-            legacy::response_from_agent_response(&r, &rid, seq, ts).to_value()
-        }
-        "legacy.response_from_agent_chunk" => {
-            let c = AgentResponseChunk::from_value(sub("chunk"))?;
-            let (rid, seq, ts) = (
-                f.str_or("response_id", "")?,
-                f.seq("sequence", 0)?,
-                f.opt_str("timestamp")?,
-            );
-            legacy::response_from_agent_chunk(&c, &rid, seq, f.bool_or("is_stream", true)?, ts).to_value()
-        }
-        "legacy.response_to_agent_response" => legacy::response_to_agent_response(&resp(input)?)?.to_value(),
-        "legacy.response_to_agent_chunk" => legacy::response_to_agent_chunk(&resp(input)?)?.to_value(),
+        other => return Err(unknown(other)),
+    })
+}
+
+/// `acp.*`: the ACP adapter, its tool updates, prompt blocks and session results.
+fn run_acp(function: &str, input: &Value, f: &Fields<'_>) -> Result<Value, Error> {
+    Ok(match function {
+        "acp.merge_params_to_prompt" => Value::Object(acp::merge_params_to_prompt(&env(input)?)?),
+        "acp.envelope_to_jsonrpc_call" => acp::envelope_to_jsonrpc_call(&env(input)?)?.to_value(),
+        "acp.envelope_from_jsonrpc" => acp::envelope_from_jsonrpc(&acp::JsonRpcIngress::from_value(input)?).to_value(),
+        "acp.response_to_jsonrpc_response" => opt_map(acp::response_to_jsonrpc_response(&resp(input)?)),
         "acp.tool_call_update" => opt_map(acp::tool_updates::tool_call_update(obj(input)?, None)),
         "acp.tool_result_update" => Value::Object(acp::tool_updates::tool_result_update(obj(input)?, None)),
         "acp.todo_update" => opt_map(acp::tool_updates::todo_update(obj(input)?)),
@@ -195,7 +184,67 @@ fn run(function: &str, input: &Value) -> Result<Value, Error> {
                 .ok_or_else(|| f.err("stop_reason", "string"))?;
             acp::prompt_result(&stop, f.get("user_message_id").and_then(Value::as_str))
         }
-        other => return Err(Error::Unsupported(format!("unknown fn `{other}`"))),
+        other => return Err(unknown(other)),
+    })
+}
+
+/// `wire.*`: the agent-server wire encodings and parsers.
+fn run_wire(function: &str, input: &Value, f: &Fields<'_>) -> Result<Value, Error> {
+    Ok(match function {
+        "wire.encode_agent_response" => {
+            let r = AgentResponse::from_value(sub(input, "response"))?;
+            wire::encode_agent_response(&r, &f.str_or("response_id", "")?, f.seq("sequence", 0)?)
+        }
+        "wire.encode_agent_chunk" => {
+            let c = AgentResponseChunk::from_value(sub(input, "chunk"))?;
+            let (rid, seq, stream) = (
+                f.str_or("response_id", "")?,
+                f.seq("sequence", 0)?,
+                f.bool_or("is_stream", true)?,
+            );
+            wire::encode_agent_chunk(&c, &rid, seq, stream)
+        }
+        "wire.parse_unary" => wire::parse_unary(input)?.to_value(),
+        "wire.parse_chunk" => wire::parse_chunk(input)?.to_value(),
+        "wire.is_e2a_response" => Value::Bool(wire::is_e2a_response(input)),
+        "wire.encode_json_parse_error" => wire::encode_json_parse_error(
+            &f.str_or("request_id", "")?,
+            &f.str_or("channel_id", "")?,
+            &f.str_or("message", "")?,
+            &f.str_or("response_id", "")?,
+        ),
+        other => return Err(unknown(other)),
+    })
+}
+
+/// `legacy.*`: the legacy agent-server conversions.
+fn run_legacy(function: &str, input: &Value, f: &Fields<'_>) -> Result<Value, Error> {
+    Ok(match function {
+        "legacy.envelope_from_agent_fields" => {
+            legacy::envelope_from_agent_fields(&legacy::AgentFields::from_value(input)?)?.to_value()
+        }
+        "legacy.fallback_envelope" => legacy::fallback_envelope(input)?.to_value(),
+        "legacy.response_from_agent_response" => {
+            let r = AgentResponse::from_value(sub(input, "response"))?;
+            let (rid, seq, ts) = (
+                f.str_or("response_id", "")?,
+                f.seq("sequence", 0)?,
+                f.opt_str("timestamp")?,
+            );
+            legacy::response_from_agent_response(&r, &rid, seq, ts).to_value()
+        }
+        "legacy.response_from_agent_chunk" => {
+            let c = AgentResponseChunk::from_value(sub(input, "chunk"))?;
+            let (rid, seq, ts) = (
+                f.str_or("response_id", "")?,
+                f.seq("sequence", 0)?,
+                f.opt_str("timestamp")?,
+            );
+            legacy::response_from_agent_chunk(&c, &rid, seq, f.bool_or("is_stream", true)?, ts).to_value()
+        }
+        "legacy.response_to_agent_response" => legacy::response_to_agent_response(&resp(input)?)?.to_value(),
+        "legacy.response_to_agent_chunk" => legacy::response_to_agent_chunk(&resp(input)?)?.to_value(),
+        other => return Err(unknown(other)),
     })
 }
 

@@ -54,20 +54,29 @@ impl Limits {
                 actual: input.len(),
             });
         }
-        // Fast path: with no more openers than the depth limit, no more openers and commas than
-        // the value limit and a message no longer than the string limit, no limit can be
-        // exceeded (vectorizable counts, no state machine).
+        if self.within_by_counts(input) {
+            return Ok(());
+        }
+        self.scan(input)
+    }
+
+    /// The fast path of [`Limits::check`]: with no more openers than the depth limit, no more
+    /// openers and commas than the value limit and a message no longer than the string limit,
+    /// no limit can be exceeded (vectorizable counts, no state machine).
+    fn within_by_counts(&self, input: &str) -> bool {
         let (openers, commas) = input.as_bytes().chunks(255).fold((0usize, 0usize), |(o, c), chunk| {
             let opened: u8 = chunk.iter().map(|&b| u8::from(b == b'[' || b == b'{')).sum();
             let separated: u8 = chunk.iter().map(|&b| u8::from(b == b',')).sum();
             (o + usize::from(opened), c + usize::from(separated))
         });
-        if openers <= self.max_depth
+        openers <= self.max_depth
             && openers.saturating_add(commas) < self.max_values
             && input.len() <= self.max_string_bytes
-        {
-            return Ok(());
-        }
+    }
+
+    /// The exact check of [`Limits::check`]: one pass over the text that, outside strings,
+    /// counts values and tracks the depth, and measures every string.
+    fn scan(&self, input: &str) -> Result<()> {
         let mut values = 1usize;
         let too_many = |values: usize| Error::Limit {
             limit: LimitKind::Values,

@@ -149,84 +149,109 @@ pub fn run(json_out: bool) -> Result<(), String> {
 /// and is driven over real HTTP — an SSE stream read frame by frame, the same request as JSON,
 /// and a refused request as problem+json.
 fn live(out: &Out) -> Result<(), String> {
-    use e2a_gateway::backends::EchoAgent;
-    use e2a_gateway::{Gateway, GatewayConfig};
-
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .map_err(|e| e.to_string())?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let gateway = Gateway::new(EchoAgent::new(), GatewayConfig::default());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(gateway.serve(listener, async {
-            let _ = stopped.await;
-        }));
-        let url = format!("http://{addr}{}", e2a_gateway::bindings::e2a_http::REQUESTS_PATH);
-        out.step(
-            "http.listen",
-            "Live: the gateway in-process (e2a serve without the shell), on an ephemeral port",
-            &json!({"url": url}),
-        );
-        let request = E2AEnvelope::new("chat.send", json!({"query": "Hello over HTTP"})).with_request_id("req-http-1");
-        let client = reqwest::Client::new();
-        let post = |accept: &'static str, body: String| {
-            client
-                .post(&url)
-                .header("accept", accept)
-                .header("content-type", "application/json")
-                .body(body)
-                .send()
-        };
+    runtime.block_on(live_gateway(out))
+}
 
-        out.title("POST with Accept: text/event-stream — each SSE event as it arrives");
-        let mut resp = post("text/event-stream", request.to_json()).await.map_err(|e| e.to_string())?;
-        let (mut buf, mut frames) = (String::new(), Vec::new());
-        while let Some(bytes) = resp.chunk().await.map_err(|e| e.to_string())? {
-            buf.push_str(&String::from_utf8_lossy(&bytes));
-            while let Some(end) = buf.find("\n\n") {
-                let event: String = buf.drain(..end + 2).collect();
-                for f in e2a::sse::decode(&event).map_err(|e| e.to_string())? {
-                    out.line(
-                        "sse.frame",
-                        &json!({"id": f.sequence, "response_kind": f.response_kind, "is_final": f.is_final, "body": f.body}),
-                    );
-                    frames.push(f);
-                }
+/// Starts the gateway on an ephemeral port, sends it the live part's requests
+/// ([`drive_gateway`]), then stops it.
+async fn live_gateway(out: &Out) -> Result<(), String> {
+    use e2a_gateway::backends::EchoAgent;
+    use e2a_gateway::{Gateway, GatewayConfig};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let gateway = Gateway::new(EchoAgent::new(), GatewayConfig::default());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(gateway.serve(listener, async {
+        let _ = stopped.await;
+    }));
+    let url = format!("http://{addr}{}", e2a_gateway::bindings::e2a_http::REQUESTS_PATH);
+    out.step(
+        "http.listen",
+        "Live: the gateway in-process (e2a serve without the shell), on an ephemeral port",
+        &json!({"url": url}),
+    );
+    let expected = drive_gateway(out, &url).await?;
+    let _ = stop.send(());
+    server.await.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+    if !expected {
+        return Err("the live gateway answered unexpectedly".into());
+    }
+    Ok(())
+}
+
+/// The live part's requests to the gateway at `url`: the request as an SSE stream, the same
+/// request as JSON, and a refused request. Returns whether the gateway answered as expected
+/// (the JSON answer is the stream's final frame, the refusal an HTTP 422).
+async fn drive_gateway(out: &Out, url: &str) -> Result<bool, String> {
+    let request = E2AEnvelope::new("chat.send", json!({"query": "Hello over HTTP"})).with_request_id("req-http-1");
+    let client = reqwest::Client::new();
+    let post = |accept: &'static str, body: String| {
+        client
+            .post(url)
+            .header("accept", accept)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+
+    out.title("POST with Accept: text/event-stream — each SSE event as it arrives");
+    let resp = post("text/event-stream", request.to_json())
+        .await
+        .map_err(|e| e.to_string())?;
+    let frames = sse_frames(out, resp).await?;
+    check_stream(&frames)?;
+
+    let resp = post("application/json", request.to_json())
+        .await
+        .map_err(|e| e.to_string())?;
+    let final_frame = resp.text().await.map_err(|e| e.to_string())?;
+    let final_frame = E2AResponse::from_json(&final_frame).map_err(|e| e.to_string())?;
+    out.step(
+        "http.json",
+        "POST with Accept: application/json — the final frame",
+        &Value::Object(e2a::log::summary(&final_frame)),
+    );
+
+    let resp = post(
+        "application/json",
+        r#"{"method": "chat.send", "is_stream": "yes"}"#.into(),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let status = resp.status().as_u16();
+    let problem: Value =
+        serde_json::from_str(&resp.text().await.map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    out.step(
+        "http.problem",
+        &format!("A wrong-typed field — HTTP {status}, application/problem+json naming the field"),
+        &problem,
+    );
+    Ok(frames.last().map(|f| f.sequence) == Some(final_frame.sequence) && status == 422)
+}
+
+/// The frames of an SSE response, each shown as it arrives.
+async fn sse_frames(out: &Out, mut resp: reqwest::Response) -> Result<Vec<E2AResponse>, String> {
+    let (mut buf, mut frames) = (String::new(), Vec::new());
+    while let Some(bytes) = resp.chunk().await.map_err(|e| e.to_string())? {
+        buf.push_str(&String::from_utf8_lossy(&bytes));
+        while let Some(end) = buf.find("\n\n") {
+            let event: String = buf.drain(..end + 2).collect();
+            for f in e2a::sse::decode(&event).map_err(|e| e.to_string())? {
+                out.line(
+                    "sse.frame",
+                    &json!({"id": f.sequence, "response_kind": f.response_kind, "is_final": f.is_final, "body": f.body}),
+                );
+                frames.push(f);
             }
         }
-        check_stream(&frames)?;
-
-        let resp = post("application/json", request.to_json()).await.map_err(|e| e.to_string())?;
-        let final_frame = resp.text().await.map_err(|e| e.to_string())?;
-        let final_frame = E2AResponse::from_json(&final_frame).map_err(|e| e.to_string())?;
-        out.step(
-            "http.json",
-            "POST with Accept: application/json — the final frame",
-            &Value::Object(e2a::log::summary(&final_frame)),
-        );
-
-        let resp = post("application/json", r#"{"method": "chat.send", "is_stream": "yes"}"#.into())
-            .await
-            .map_err(|e| e.to_string())?;
-        let status = resp.status().as_u16();
-        let problem: Value = serde_json::from_str(&resp.text().await.map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
-        out.step(
-            "http.problem",
-            &format!("A wrong-typed field — HTTP {status}, application/problem+json naming the field"),
-            &problem,
-        );
-
-        let _ = stop.send(());
-        server.await.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
-        if frames.last().map(|f| f.sequence) != Some(final_frame.sequence) || status != 422 {
-            return Err("the live gateway answered unexpectedly".into());
-        }
-        Ok(())
-    })
+    }
+    Ok(frames)
 }

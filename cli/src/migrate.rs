@@ -96,24 +96,57 @@ pub(crate) fn legacy_to_e2a(v: &Value, sequences: &mut HashMap<String, u64>) -> 
 
 /// Runs a migration; returns the exit code (0 all lines converted, 1 some rejected, 2 I/O).
 pub fn run(input: &str, output: Option<&str>, rejects: Option<&str>, progress: bool) -> u8 {
-    let out: Box<dyn Write> = match output {
-        Some(p) if p != "-" => match File::create(p) {
-            Ok(f) => Box::new(f),
-            Err(e) => {
-                eprintln!("e2a migrate: {p}: {e}");
-                return 2;
-            }
-        },
-        _ => Box::new(std::io::stdout()),
+    let out = match open_output(output) {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("e2a migrate: {e}");
+            return 2;
+        }
     };
     let mut out = BufWriter::with_capacity(1 << 16, out);
-    let rejects_path = rejects.map(str::to_string).unwrap_or_else(|| match output {
-        Some(p) if p != "-" => format!("{p}.rejects.jsonl"),
-        _ => "e2a-migrate.rejects.jsonl".into(),
+    let mut migration = Migration {
+        rejects_path: rejects.map(str::to_string).unwrap_or_else(|| match output {
+            Some(p) if p != "-" => format!("{p}.rejects.jsonl"),
+            _ => "e2a-migrate.rejects.jsonl".into(),
+        }),
+        ..Migration::default()
+    };
+    let bar = progress_bar(input, progress);
+    let r = crate::input::for_each_line(input, |line, text| {
+        if let Some(b) = &bar {
+            b.inc(text.len() as u64 + 1);
+        }
+        migration.line(line, text, &mut out)
     });
-    let mut rejects_out: Option<BufWriter<File>> = None;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let flushed = out
+        .flush()
+        .and_then(|()| migration.rejects_out.as_mut().map_or(Ok(()), Write::flush));
+    if let Err(e) = r.and(flushed) {
+        eprintln!("e2a migrate: {}", migration.io_error.unwrap_or_else(|| e.to_string()));
+        return 2;
+    }
+    migration.summary()
+}
+
+/// Where the converted lines go: the file `output` (created), or stdout for none or `-`.
+fn open_output(output: Option<&str>) -> Result<Box<dyn Write>, String> {
+    Ok(match output {
+        Some(p) if p != "-" => match File::create(p) {
+            Ok(f) => Box::new(f),
+            Err(e) => return Err(format!("{p}: {e}")),
+        },
+        _ => Box::new(std::io::stdout()),
+    })
+}
+
+/// A progress bar over the bytes of `input`, when asked for, stderr is a terminal and the
+/// input's size is known.
+fn progress_bar(input: &str, progress: bool) -> Option<indicatif::ProgressBar> {
     let total = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
-    let bar = if progress && std::io::stderr().is_terminal() && total > 0 {
+    if progress && std::io::stderr().is_terminal() && total > 0 {
         let b = indicatif::ProgressBar::new(total);
         b.set_style(
             indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
@@ -122,25 +155,36 @@ pub fn run(input: &str, output: Option<&str>, rejects: Option<&str>, progress: b
         Some(b)
     } else {
         None
-    };
-    let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let mut rules: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let mut sequences = HashMap::new();
-    let limits = e2a::Limits::default();
-    let mut io_error = None;
-    let r = crate::input::for_each_line(input, |line, text| {
-        if let Some(b) = &bar {
-            b.inc(text.len() as u64 + 1);
-        }
-        let converted = limits.parse(text).map_err(|e| e.to_string()).and_then(|v| {
+    }
+}
+
+/// A migration in progress: what was converted and rejected, the legacy rules fired, the next
+/// sequence of each open stream, and the rejects file (created at the first reject).
+#[derive(Default)]
+struct Migration {
+    counts: BTreeMap<&'static str, u64>,
+    rules: BTreeMap<&'static str, u64>,
+    sequences: HashMap<String, u64>,
+    limits: e2a::Limits,
+    rejects_path: String,
+    rejects_out: Option<BufWriter<File>>,
+    /// The rejects file could not be created: the message to end with.
+    io_error: Option<String>,
+}
+
+impl Migration {
+    /// Converts one input line and writes it to `out`, or writes it to the rejects file with
+    /// the reason it was rejected.
+    fn line(&mut self, line: usize, text: &str, out: &mut impl Write) -> std::io::Result<()> {
+        let converted = self.limits.parse(text).map_err(|e| e.to_string()).and_then(|v| {
             let k = kind(&v);
-            legacy_to_e2a_rules(&v, &mut sequences).map(|r| (k, r))
+            legacy_to_e2a_rules(&v, &mut self.sequences).map(|r| (k, r))
         });
         match converted {
             Ok((k, (msg, fired))) => {
-                *counts.entry(k).or_default() += 1;
+                *self.counts.entry(k).or_default() += 1;
                 for r in fired {
-                    *rules.entry(r.as_str()).or_default() += 1;
+                    *self.rules.entry(r.as_str()).or_default() += 1;
                 }
                 let v = match msg {
                     Msg::Env(e) => e.to_value(),
@@ -148,42 +192,41 @@ pub fn run(input: &str, output: Option<&str>, rejects: Option<&str>, progress: b
                 };
                 writeln!(out, "{v}")?;
             }
-            Err(reason) => {
-                *counts.entry("rejected").or_default() += 1;
-                if rejects_out.is_none() {
-                    match File::create(&rejects_path) {
-                        Ok(f) => rejects_out = Some(BufWriter::new(f)),
-                        Err(e) => {
-                            io_error = Some(format!("{rejects_path}: {e}"));
-                            return Err(e);
-                        }
-                    }
-                }
-                if let Some(w) = rejects_out.as_mut() {
-                    writeln!(w, "{}", json!({"line": line, "reason": reason, "input": text}))?;
+            Err(reason) => self.reject(line, text, reason)?,
+        }
+        Ok(())
+    }
+
+    /// Writes a rejected line to the rejects file, creating the file at the first reject.
+    fn reject(&mut self, line: usize, text: &str, reason: String) -> std::io::Result<()> {
+        *self.counts.entry("rejected").or_default() += 1;
+        if self.rejects_out.is_none() {
+            match File::create(&self.rejects_path) {
+                Ok(f) => self.rejects_out = Some(BufWriter::new(f)),
+                Err(e) => {
+                    self.io_error = Some(format!("{}: {e}", self.rejects_path));
+                    return Err(e);
                 }
             }
         }
+        if let Some(w) = self.rejects_out.as_mut() {
+            writeln!(w, "{}", json!({"line": line, "reason": reason, "input": text}))?;
+        }
         Ok(())
-    });
-    if let Some(b) = bar {
-        b.finish_and_clear();
     }
-    let flushed = out
-        .flush()
-        .and_then(|()| rejects_out.as_mut().map_or(Ok(()), Write::flush));
-    if let Err(e) = r.and(flushed) {
-        eprintln!("e2a migrate: {}", io_error.unwrap_or_else(|| e.to_string()));
-        return 2;
+
+    /// Prints the summary (JSON, on stderr); returns the exit code (1 when a line was rejected).
+    fn summary(&self) -> u8 {
+        let counts = &self.counts;
+        let rejected = counts.get("rejected").copied().unwrap_or(0);
+        eprintln!(
+            "{}",
+            json!({"migrated": {"agent_requests": counts.get("agent_request").copied().unwrap_or(0),
+                "agent_responses": counts.get("agent_response").copied().unwrap_or(0),
+                "agent_response_chunks": counts.get("agent_response_chunk").copied().unwrap_or(0)},
+                "rejected": rejected, "rejects_file": if rejected > 0 { Value::from(self.rejects_path.as_str()) } else { Value::Null },
+                "legacy_rules": self.rules, "open_streams_at_end": self.sequences.len()})
+        );
+        u8::from(rejected > 0)
     }
-    let rejected = counts.get("rejected").copied().unwrap_or(0);
-    eprintln!(
-        "{}",
-        json!({"migrated": {"agent_requests": counts.get("agent_request").copied().unwrap_or(0),
-            "agent_responses": counts.get("agent_response").copied().unwrap_or(0),
-            "agent_response_chunks": counts.get("agent_response_chunk").copied().unwrap_or(0)},
-            "rejected": rejected, "rejects_file": if rejected > 0 { Value::from(rejects_path) } else { Value::Null },
-            "legacy_rules": rules, "open_streams_at_end": sequences.len()})
-    );
-    u8::from(rejected > 0)
 }

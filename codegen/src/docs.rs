@@ -13,10 +13,12 @@ pub const BEGIN: &str = "<!-- codegen:begin tables -->";
 /// End marker of the generated region.
 pub const END: &str = "<!-- codegen:end tables -->";
 
+/// `s` as one markdown table cell (pipes escaped, newlines as spaces).
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
+/// The JSON type of a property as the tables spell it (`$ref`s as links).
 fn type_of(p: &Value) -> String {
     if let Some(r) = p.get("$ref").and_then(Value::as_str) {
         let n = r.trim_start_matches("#/$defs/");
@@ -42,6 +44,7 @@ fn type_of(p: &Value) -> String {
     }
 }
 
+/// Whether a property may be null.
 fn nullable(p: &Value) -> bool {
     match p.get("type") {
         Some(Value::Array(ts)) => ts.iter().any(|t| t == "null"),
@@ -91,6 +94,7 @@ pub fn config_tables(bundled: &Value) -> String {
     out
 }
 
+/// The tables of every definition that `keep` keeps, in schema order, each under its heading.
 fn tables_where(bundled: &Value, keep: &dyn Fn(&str) -> bool) -> String {
     let mut out = String::new();
     let Some(defs) = bundled.get("$defs").and_then(Value::as_object) else {
@@ -99,106 +103,120 @@ fn tables_where(bundled: &Value, keep: &dyn Fn(&str) -> bool) -> String {
     for (name, def) in defs.iter().filter(|(n, _)| keep(n)) {
         let desc = def.get("description").and_then(Value::as_str).unwrap_or("");
         let _ = writeln!(out, "### {name}\n\n{}\n", cell(desc));
-        if name == "LegacyRule" {
-            out.push_str(&crate::reader::rules_table(bundled));
-            out.push('\n');
-            continue;
+        definition_table(&mut out, name, def, bundled);
+    }
+    out
+}
+
+/// The table of one definition: the legacy rules for `LegacyRule`, the rows of an error table,
+/// an enum's values, an object's fields, else its JSON type.
+fn definition_table(out: &mut String, name: &str, def: &Value, bundled: &Value) {
+    if name == "LegacyRule" {
+        out.push_str(&crate::reader::rules_table(bundled));
+        out.push('\n');
+    } else if let Some(rows) = def.get(crate::ERROR_TABLE).and_then(Value::as_array) {
+        error_table_rows(out, rows);
+    } else if let Some(rows) = def.get(crate::A2A_ERROR_TABLE).and_then(Value::as_array) {
+        a2a_error_table_rows(out, rows);
+    } else if let Some(values) = def.get("enum").and_then(Value::as_array) {
+        let _ = writeln!(out, "| value |\n|---|");
+        for v in values {
+            let _ = writeln!(out, "| `{}` |", v.as_str().unwrap_or_default());
         }
-        if let Some(rows) = def.get(crate::ERROR_TABLE).and_then(Value::as_array) {
-            let _ = writeln!(
-                out,
-                "| kind | E2A code | ACP JSON-RPC | A2A JSON-RPC | A2A task state | AG-UI `RUN_ERROR` code | HTTP | meaning |\n|---|---|---|---|---|---|---|---|"
-            );
-            for r in rows {
-                let text = |k: &str| match r.get(k) {
-                    Some(Value::String(s)) => format!("`{s}`"),
-                    Some(Value::Null) | None => "—".into(),
-                    Some(other) => other.to_string(),
-                };
-                let _ = writeln!(
-                    out,
-                    "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
-                    r.get("kind").and_then(Value::as_str).unwrap_or_default(),
-                    text("e2a_code"),
-                    text("acp_code"),
-                    text("a2a_code"),
-                    text("a2a_task_state"),
-                    text("agui_code"),
-                    text("http_status"),
-                    cell(r.get("description").and_then(Value::as_str).unwrap_or_default())
-                );
-            }
-            out.push('\n');
-            continue;
-        }
-        if let Some(rows) = def.get(crate::A2A_ERROR_TABLE).and_then(Value::as_array) {
-            let _ = writeln!(
-                out,
-                "| kind | JSON-RPC code | `ErrorInfo` reason | HTTP | `google.rpc.Code` | meaning |\n|---|---|---|---|---|---|"
-            );
-            for r in rows {
-                let text = |k: &str| match r.get(k) {
-                    Some(Value::String(s)) => format!("`{s}`"),
-                    Some(other) => other.to_string(),
-                    None => "—".into(),
-                };
-                let _ = writeln!(
-                    out,
-                    "| `{}` | {} | {} | {} | {} | {} |",
-                    r.get("kind").and_then(Value::as_str).unwrap_or_default(),
-                    text("code"),
-                    text("reason"),
-                    text("http_status"),
-                    text("grpc_status"),
-                    cell(r.get("description").and_then(Value::as_str).unwrap_or_default())
-                );
-            }
-            out.push('\n');
-            continue;
-        }
-        if let Some(values) = def.get("enum").and_then(Value::as_array) {
-            let _ = writeln!(out, "| value |\n|---|");
-            for v in values {
-                let _ = writeln!(out, "| `{}` |", v.as_str().unwrap_or_default());
-            }
-            out.push('\n');
-            continue;
-        }
-        let Some(props) = def.get("properties").and_then(Value::as_object) else {
-            let _ = writeln!(out, "JSON type: {}\n", type_of(def));
-            continue;
+        out.push('\n');
+    } else if let Some(props) = def.get("properties").and_then(Value::as_object) {
+        field_rows(out, def, props);
+    } else {
+        let _ = writeln!(out, "JSON type: {}\n", type_of(def));
+    }
+}
+
+/// The rows of the `x-e2a-error-table`: how each failure kind reads on every protocol.
+fn error_table_rows(out: &mut String, rows: &[Value]) {
+    let _ = writeln!(
+        out,
+        "| kind | E2A code | ACP JSON-RPC | A2A JSON-RPC | A2A task state | AG-UI `RUN_ERROR` code | HTTP | meaning |\n|---|---|---|---|---|---|---|---|"
+    );
+    for r in rows {
+        let text = |k: &str| match r.get(k) {
+            Some(Value::String(s)) => format!("`{s}`"),
+            Some(Value::Null) | None => "—".into(),
+            Some(other) => other.to_string(),
         };
-        let required: Vec<&str> = def
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            r.get("kind").and_then(Value::as_str).unwrap_or_default(),
+            text("e2a_code"),
+            text("acp_code"),
+            text("a2a_code"),
+            text("a2a_task_state"),
+            text("agui_code"),
+            text("http_status"),
+            cell(r.get("description").and_then(Value::as_str).unwrap_or_default())
+        );
+    }
+    out.push('\n');
+}
+
+/// The rows of the `x-e2a-a2a-error-table`: how each A2A error reads on the A2A bindings.
+fn a2a_error_table_rows(out: &mut String, rows: &[Value]) {
+    let _ = writeln!(
+        out,
+        "| kind | JSON-RPC code | `ErrorInfo` reason | HTTP | `google.rpc.Code` | meaning |\n|---|---|---|---|---|---|"
+    );
+    for r in rows {
+        let text = |k: &str| match r.get(k) {
+            Some(Value::String(s)) => format!("`{s}`"),
+            Some(other) => other.to_string(),
+            None => "—".into(),
+        };
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} | {} |",
+            r.get("kind").and_then(Value::as_str).unwrap_or_default(),
+            text("code"),
+            text("reason"),
+            text("http_status"),
+            text("grpc_status"),
+            cell(r.get("description").and_then(Value::as_str).unwrap_or_default())
+        );
+    }
+    out.push('\n');
+}
+
+/// The field table of an object definition (`props` its properties), then whether other
+/// fields are allowed.
+fn field_rows(out: &mut String, def: &Value, props: &serde_json::Map<String, Value>) {
+    let required: Vec<&str> = def
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "| field | JSON type | required | nullable | default | description |\n|---|---|---|---|---|---|"
+    );
+    for (k, p) in props {
+        let default = p
+            .get("default")
+            .or_else(|| p.get(crate::X_DEFAULT))
+            .map(|d| format!("`{d}`"))
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "| field | JSON type | required | nullable | default | description |\n|---|---|---|---|---|---|"
+            "| `{k}` | {} | {} | {} | {default} | {} |",
+            type_of(p),
+            if required.contains(&k.as_str()) { "yes" } else { "no" },
+            if nullable(p) { "yes" } else { "no" },
+            cell(p.get("description").and_then(Value::as_str).unwrap_or(""))
         );
-        for (k, p) in props {
-            let default = p
-                .get("default")
-                .or_else(|| p.get(crate::X_DEFAULT))
-                .map(|d| format!("`{d}`"))
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "| `{k}` | {} | {} | {} | {default} | {} |",
-                type_of(p),
-                if required.contains(&k.as_str()) { "yes" } else { "no" },
-                if nullable(p) { "yes" } else { "no" },
-                cell(p.get("description").and_then(Value::as_str).unwrap_or(""))
-            );
-        }
-        match def.get("additionalProperties") {
-            Some(Value::Bool(false)) => out.push_str("\nNo other fields are allowed.\n\n"),
-            Some(_) => out.push_str("\nOther fields are allowed and kept.\n\n"),
-            None => out.push('\n'),
-        }
     }
-    out
+    match def.get("additionalProperties") {
+        Some(Value::Bool(false)) => out.push_str("\nNo other fields are allowed.\n\n"),
+        Some(_) => out.push_str("\nOther fields are allowed and kept.\n\n"),
+        None => out.push('\n'),
+    }
 }
 
 /// `doc` with the generated region replaced by fresh tables.

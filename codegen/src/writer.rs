@@ -18,7 +18,9 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::{quote_type, serde_rename, type_name, writes_all_keys, Error};
+use crate::defaults::writes_all_keys;
+use crate::syntax::{quote_type, serde_rename, type_name};
+use crate::Error;
 
 const STRING: &str = ":: std :: string :: String";
 const MAP: &str = ":: serde_json :: Map < :: std :: string :: String , :: serde_json :: Value >";

@@ -80,24 +80,7 @@ impl AcpStreamProjector {
         let mut out = Vec::new();
         match &frame.response_kind {
             ResponseKind::E2aChunk => {
-                let delta = b.get("delta").cloned().unwrap_or(Value::Null);
-                let event = b.get("event_type").and_then(Value::as_str).unwrap_or("");
-                let update = match ChunkBody::kind_of(b) {
-                    Some(DeltaKind::Text) => {
-                        if let Value::String(t) = &delta {
-                            self.shown.streamed(t);
-                        }
-                        self.state.update("chat.delta", &text_payload(&delta, false))
-                    }
-                    Some(DeltaKind::Reasoning) => self.state.update("chat.delta", &text_payload(&delta, true)),
-                    // ACP has no artifacts: the user is shown one as text
-                    _ if event == ChunkEventType::Artifact.as_str() => crate::shown::artifact_text(&delta)
-                        .and_then(|t| self.state.update("chat.delta", &text_payload(&Value::String(t), false))),
-                    _ => match delta {
-                        Value::Object(m) => self.state.update(event, &m),
-                        _ => None,
-                    },
-                };
+                let update = self.chunk_update(b);
                 out.extend(
                     update
                         .and_then(standard_update)
@@ -123,39 +106,69 @@ impl AcpStreamProjector {
             ResponseKind::E2aError | ResponseKind::AcpJsonrpcError | ResponseKind::AcpPromptResult
                 if frame.is_final || frame.response_kind != ResponseKind::E2aError =>
             {
-                if ErrorKind::of_response(frame) == Some(ErrorKind::Cancelled) {
-                    // ACP: a cancelled turn is not an error.
-                    out.push(json!({"jsonrpc": "2.0", "id": self.id(), "result": {"stopReason": "cancelled"}}));
-                } else if crate::stream::is_refusal(frame) {
-                    // nor is a refusal: the agent's reason shown, then `stopReason: "refusal"`
-                    let why = b.get("message").and_then(Value::as_str).filter(|m| !m.is_empty());
-                    if let Some(why) = why {
-                        self.say(why.to_string(), &mut out);
-                    }
-                    out.push(
-                        json!({"jsonrpc": "2.0", "id": self.id(), "result": super::prompt_result("refusal",
-                        self.state.user_message_id.as_deref())}),
-                    );
-                } else if let Some(mut r) = super::response_to_jsonrpc_response(frame) {
-                    if frame.jsonrpc_id.is_none() {
-                        r.insert("id".into(), self.id());
-                    }
-                    // a known E2A string code gets its ACP code from the one error table
-                    if let (Some(code), Some(Value::Object(err))) =
-                        (b.get("code").and_then(Value::as_str), r.get_mut("error"))
-                    {
-                        if crate::taxonomy::ERROR_TABLE.iter().any(|m| m.e2a_code == code) {
-                            let kind = ErrorKind::from_code(&Value::from(code), "e2a");
-                            err.insert("code".into(), kind.mapping().acp_code.into());
-                        }
-                    }
-                    out.push(Value::Object(r));
-                }
+                self.end_turn(frame, &mut out);
             }
             ResponseKind::AcpOutputRequest => out.push(Value::Object(b.clone())),
             _ => {}
         }
         out
+    }
+
+    /// The session update of an `e2a.chunk` body (before [`standard_update`]): text and
+    /// reasoning as message chunks, an artifact shown as text (ACP has none), any other event
+    /// by its type.
+    fn chunk_update(&mut self, b: &Map<String, Value>) -> Option<Map<String, Value>> {
+        let delta = b.get("delta").cloned().unwrap_or(Value::Null);
+        let event = b.get("event_type").and_then(Value::as_str).unwrap_or("");
+        match ChunkBody::kind_of(b) {
+            Some(DeltaKind::Text) => {
+                if let Value::String(t) = &delta {
+                    self.shown.streamed(t);
+                }
+                self.state.update("chat.delta", &text_payload(&delta, false))
+            }
+            Some(DeltaKind::Reasoning) => self.state.update("chat.delta", &text_payload(&delta, true)),
+            // ACP has no artifacts: the user is shown one as text
+            _ if event == ChunkEventType::Artifact.as_str() => crate::shown::artifact_text(&delta)
+                .and_then(|t| self.state.update("chat.delta", &text_payload(&Value::String(t), false))),
+            _ => match delta {
+                Value::Object(m) => self.state.update(event, &m),
+                _ => None,
+            },
+        }
+    }
+
+    /// The end of a turn by an error, a JSON-RPC error or a prompt result: a cancelled turn
+    /// and a refusal end with their stop reason, anything else as the JSON-RPC response.
+    fn end_turn(&mut self, frame: &E2AResponse, out: &mut Vec<Value>) {
+        let b = &frame.body;
+        if ErrorKind::of_response(frame) == Some(ErrorKind::Cancelled) {
+            // ACP: a cancelled turn is not an error.
+            out.push(json!({"jsonrpc": "2.0", "id": self.id(), "result": {"stopReason": "cancelled"}}));
+        } else if crate::stream::is_refusal(frame) {
+            // nor is a refusal: the agent's reason shown, then `stopReason: "refusal"`
+            let why = b.get("message").and_then(Value::as_str).filter(|m| !m.is_empty());
+            if let Some(why) = why {
+                self.say(why.to_string(), out);
+            }
+            out.push(
+                json!({"jsonrpc": "2.0", "id": self.id(), "result": super::prompt_result("refusal",
+                self.state.user_message_id.as_deref())}),
+            );
+        } else if let Some(mut r) = super::response_to_jsonrpc_response(frame) {
+            if frame.jsonrpc_id.is_none() {
+                r.insert("id".into(), self.id());
+            }
+            // a known E2A string code gets its ACP code from the one error table
+            if let (Some(code), Some(Value::Object(err))) = (b.get("code").and_then(Value::as_str), r.get_mut("error"))
+            {
+                if crate::taxonomy::ERROR_TABLE.iter().any(|m| m.e2a_code == code) {
+                    let kind = ErrorKind::from_code(&Value::from(code), "e2a");
+                    err.insert("code".into(), kind.mapping().acp_code.into());
+                }
+            }
+            out.push(Value::Object(r));
+        }
     }
 }
 

@@ -1,0 +1,179 @@
+//! The schema keywords about defaults and key output: `x-e2a-write-all-keys` (every key
+//! written, typify's `skip_serializing_if` removed) and `x-e2a-default`, and the `impl Default`
+//! generated from the schema's default values.
+
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+
+use crate::syntax::{derives, path_ends_with, quote_type, serde_default, serde_rename, type_name};
+use crate::Error;
+
+/// The `x-e2a-write-all-keys` keyword of a definition: its canonical output carries every
+/// property, nulls and empty containers included (the reference `to_dict()`), so the
+/// `skip_serializing_if` that typify puts on optional fields is removed from that struct.
+pub const WRITE_ALL_KEYS: &str = "x-e2a-write-all-keys";
+
+/// Whether the definition `name` of `bundled` says `x-e2a-write-all-keys: true`.
+pub(crate) fn writes_all_keys(bundled: &Value, name: &str) -> bool {
+    bundled
+        .pointer(&format!("/$defs/{name}/{WRITE_ALL_KEYS}"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// Removes `skip_serializing_if` from every field of each `x-e2a-write-all-keys` struct.
+pub(crate) fn keep_every_key(file: &mut syn::File, bundled: &Value) {
+    for item in &mut file.items {
+        let syn::Item::Struct(st) = item else { continue };
+        if !writes_all_keys(bundled, &st.ident.to_string()) {
+            continue;
+        }
+        for field in st.fields.iter_mut() {
+            field.attrs.retain_mut(|attr| {
+                if !attr.path().is_ident("serde") {
+                    return true;
+                }
+                let Ok(list) =
+                    attr.parse_args_with(syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated)
+                else {
+                    return true;
+                };
+                let kept: Vec<&syn::Meta> = list
+                    .iter()
+                    .filter(|m| !m.path().is_ident("skip_serializing_if"))
+                    .collect();
+                if kept.is_empty() {
+                    return false;
+                }
+                *attr = syn::parse_quote!(#[serde(#(#kept),*)]);
+                true
+            });
+        }
+    }
+}
+
+/// The `x-e2a-default` keyword: the value a *required* property takes when a message is built
+/// or read leniently without it. (A JSON Schema `default` on a required property would make the
+/// TypeScript and pydantic exports treat it as optional.)
+pub const X_DEFAULT: &str = "x-e2a-default";
+
+/// `impl Default` for every `x-e2a-write-all-keys` struct typify did not give one (typify only
+/// defaults optional fields), built from the schema's `default` values: a field with a serde
+/// default calls it; otherwise the property's `default` or `x-e2a-default` (null, boolean, integer, string, empty
+/// container, or a `$ref`'d struct's own defaults) or, without one, `None` for a nullable field.
+/// Any other case is a schema error, so a default is never invented.
+pub(crate) fn default_impls(file: &syn::File, bundled: &Value) -> Result<String, Error> {
+    let Some(defs) = bundled.get("$defs").and_then(Value::as_object) else {
+        return Ok(String::new());
+    };
+    let has_default: Vec<String> = file
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Impl(im) if im.trait_.as_ref().is_some_and(|(p, _)| path_ends_with(p, "Default")) => {
+                type_name(&im.self_ty)
+            }
+            syn::Item::Struct(st) if derives(&st.attrs, "Default") => Some(st.ident.to_string()),
+            _ => None,
+        })
+        .collect();
+    let mut out = String::new();
+    for item in &file.items {
+        let syn::Item::Struct(st) = item else { continue };
+        let name = st.ident.to_string();
+        let Some(def) = defs.get(&name) else { continue };
+        if def.get(WRITE_ALL_KEYS).and_then(Value::as_bool) != Some(true) || has_default.contains(&name) {
+            continue;
+        }
+        let props = def.get("properties").and_then(Value::as_object);
+        let mut fields = String::new();
+        for field in &st.fields {
+            let Some(ident) = &field.ident else { continue };
+            let key = serde_rename(&field.attrs).unwrap_or_else(|| ident.to_string());
+            let prop = props.and_then(|p| p.get(&key));
+            let expr = default_expr(field, prop, defs, &has_default)
+                .map_err(|why| Error::Schema(format!("/$defs/{name}/properties/{key}: {why}")))?;
+            let _ = writeln!(fields, "            {ident}: {expr},");
+        }
+        let _ = writeln!(
+            out,
+            "impl ::std::default::Default for {name} {{\n    /// The schema's defaults (`default` of each property; null where none is declared).\n    fn default() -> Self {{\n        Self {{\n{fields}        }}\n    }}\n}}"
+        );
+    }
+    if !out.is_empty() {
+        out.insert_str(
+            0,
+            "\n// `Default` impls generated by e2a-codegen from the schema's `default` values.\n",
+        );
+    }
+    Ok(out)
+}
+
+/// The default expression of one field: its serde default, else the property's `default` or
+/// `x-e2a-default`; an error names what is missing or unsupported.
+fn default_expr(
+    field: &syn::Field,
+    prop: Option<&Value>,
+    defs: &Map<String, Value>,
+    has_default: &[String],
+) -> Result<String, String> {
+    if let Some(d) = serde_default(&field.attrs) {
+        return Ok(match d {
+            Some(path) => format!("{path}()"),
+            None => "::std::default::Default::default()".into(),
+        });
+    }
+    let ty = &field.ty;
+    let ty_text = quote_type(ty);
+    let is_option = ty_text.starts_with(":: std :: option :: Option");
+    match prop.and_then(|p| p.get("default").or_else(|| p.get(X_DEFAULT))) {
+        Some(Value::Null) if is_option => Ok("::std::option::Option::None".into()),
+        Some(Value::Bool(b)) => Ok(b.to_string()),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
+        Some(Value::String(s)) if ty_text.ends_with("String") => Ok(format!("{s:?}.to_string()")),
+        Some(Value::String(s)) if prop.and_then(|p| p.get("$ref")).is_some() => {
+            Ok(format!("<{ty_text} as ::std::convert::From<&str>>::from({s:?})"))
+        }
+        Some(Value::Object(m)) if m.is_empty() => Ok("::std::default::Default::default()".into()),
+        Some(Value::Array(a)) if a.is_empty() => Ok("::std::default::Default::default()".into()),
+        Some(d @ Value::Object(_)) => {
+            let target = prop
+                .and_then(|p| p.get("$ref"))
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix("#/$defs/"))
+                .ok_or("an object default needs a `$ref` to a struct")?;
+            if !has_default.iter().any(|n| n == target) {
+                return Err(format!("`{target}` has no Default to match this default"));
+            }
+            let own = defaults_object(defs.get(target).ok_or("unresolved $ref")?)?;
+            if &own != d {
+                return Err(format!("default differs from `{target}`'s own defaults {own}"));
+            }
+            Ok(format!("<{target} as ::std::default::Default>::default()"))
+        }
+        None if is_option => Ok("::std::option::Option::None".into()),
+        Some(other) => Err(format!("unsupported default {other} for type `{ty_text}`")),
+        None => Err(format!("required field of type `{ty_text}` has no `default`")),
+    }
+}
+
+/// The object a struct definition defaults to: each property's `default`, else null for a
+/// nullable property, else an empty object/array for containers.
+fn defaults_object(def: &Value) -> Result<Value, String> {
+    let mut m = Map::new();
+    for (k, p) in def.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        let v = match p.get("default").or_else(|| p.get(X_DEFAULT)) {
+            Some(d) => d.clone(),
+            None => match p.get("type") {
+                Some(Value::Array(ts)) if ts.iter().any(|t| t == "null") => Value::Null,
+                Some(t) if t == "object" => Value::Object(Map::new()),
+                Some(t) if t == "array" => Value::Array(Vec::new()),
+                _ if p.get("anyOf").is_some() => Value::Null,
+                _ => return Err(format!("property `{k}` has no default")),
+            },
+        };
+        m.insert(k.clone(), v);
+    }
+    Ok(Value::Object(m))
+}

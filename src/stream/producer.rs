@@ -1,0 +1,246 @@
+//! The producer side of the stream contract: [`ResponseStream`].
+
+use serde_json::{json, Map, Value};
+
+use crate::response::body_map;
+use crate::types::{
+    AnswerResult, ArtifactDelta, ChunkBody, ChunkEventType, DeltaKind, E2AEnvelope, E2AResponse, ErrorBody, PauseKind,
+    PausedResult, PausedResultState, PlanApprovalRequiredBody, ReplyResult, ReplyResultReply, ResponseKind,
+    ResponseStatus, ToolCall, ToolCallDelta, ToolResultDelta,
+};
+
+use super::{new_id, REFUSAL_DETAIL};
+
+/// Produces the response frames of one request with the stream invariants built in.
+///
+/// ```
+/// use e2a::{E2AEnvelope, stream::{ResponseStream, StreamValidator}};
+/// let req = E2AEnvelope::new("chat.send", serde_json::json!({"query": "hi"})).with_request_id("r1");
+/// let mut stream = ResponseStream::for_request(&req);
+/// let a = stream.text("Hel");
+/// let b = stream.text("lo");
+/// let fin = stream.complete(serde_json::json!({"content": "Hello"}));
+/// assert_eq!((a.sequence, b.sequence, fin.sequence), (0, 1, 2));
+/// assert!(fin.is_final && fin.status == "succeeded");
+/// let mut v = StreamValidator::new();
+/// for f in [&a, &b, &fin] { v.push(f); }
+/// assert!(v.finish().is_empty());
+/// ```
+#[derive(Debug, Clone)]
+pub struct ResponseStream {
+    template: E2AResponse,
+    next: u64,
+}
+
+impl ResponseStream {
+    /// A stream answering `request`: correlation fields (`request_id`, `jsonrpc_id`,
+    /// `correlation_id`, `task_id`, `context_id`, `session_id`, `message_id`, `channel`,
+    /// `user_id`, `agent_ref`, `source_agent_id`, `method`, `is_stream`, `channel_context`,
+    /// `a2a_metadata`, `acp_meta`) are echoed on every frame.
+    pub fn for_request(request: &E2AEnvelope) -> Self {
+        let template = E2AResponse {
+            request_id: request.request_id.clone(),
+            jsonrpc_id: request.jsonrpc_id.clone(),
+            correlation_id: request.correlation_id.clone(),
+            task_id: request.task_id.clone(),
+            context_id: request.context_id.clone(),
+            session_id: request.session_id.clone(),
+            message_id: request.message_id.clone(),
+            channel: request.channel.clone(),
+            user_id: request.user_id.clone(),
+            agent_ref: request.agent_ref.clone(),
+            source_agent_id: request.source_agent_id.clone(),
+            method: request.method.clone(),
+            is_stream: request.is_stream,
+            channel_context: request.channel_context.clone(),
+            a2a_metadata: request.a2a_metadata.clone(),
+            acp_meta: request.acp_meta.clone(),
+            ..Default::default()
+        };
+        ResponseStream { template, next: 0 }
+    }
+
+    /// The `request_id` every frame of this stream echoes.
+    pub fn request_id(&self) -> Option<&str> {
+        self.template.request_id.as_deref()
+    }
+
+    /// The sequence number the next frame will get.
+    pub fn next_sequence(&self) -> u64 {
+        self.next
+    }
+
+    fn frame(
+        &mut self,
+        kind: ResponseKind,
+        status: ResponseStatus,
+        is_final: bool,
+        body: Map<String, Value>,
+    ) -> E2AResponse {
+        let mut f = self.template.clone();
+        f.response_id = Some(new_id());
+        f.sequence = self.next;
+        f.is_final = is_final;
+        f.status = status.as_str().into();
+        f.response_kind = kind.as_str().into();
+        f.timestamp = Some(crate::timestamp::utc_now_iso());
+        f.body = body;
+        self.next = self.next.saturating_add(1);
+        f
+    }
+
+    /// An `e2a.chunk` frame with any chunk body (e.g. `{"delta_kind": "custom", "delta": {...}}`).
+    pub fn chunk(&mut self, body: Map<String, Value>) -> E2AResponse {
+        self.frame(ResponseKind::E2aChunk, ResponseStatus::InProgress, false, body)
+    }
+
+    /// A text delta (`delta_kind: text`).
+    pub fn text(&mut self, delta: &str) -> E2AResponse {
+        self.chunk(ChunkBody::delta(DeltaKind::Text, delta).into_map())
+    }
+
+    /// A reasoning delta (`delta_kind: reasoning`).
+    pub fn reasoning(&mut self, delta: &str) -> E2AResponse {
+        self.chunk(ChunkBody::delta(DeltaKind::Reasoning, delta).into_map())
+    }
+
+    /// A tool call (`delta_kind: tool`, `event_type: chat.tool_call`, a [`ToolCallDelta`] with
+    /// status `in_progress`).
+    pub fn tool_call(&mut self, id: &str, name: &str, arguments: Value) -> E2AResponse {
+        let delta = ToolCallDelta {
+            tool_call: ToolCall {
+                tool_call_id: id.into(),
+                name: Some(name.into()),
+                arguments: Some(arguments),
+                status: Some("in_progress".into()),
+                result: None,
+                extra: Map::new(),
+            },
+            extra: Map::new(),
+        };
+        self.chunk(ChunkBody::structured(DeltaKind::Tool, ChunkEventType::ChatToolCall, delta).into_map())
+    }
+
+    /// The result of tool call `id` (`delta_kind: tool`, `event_type: chat.tool_result`, a
+    /// [`ToolResultDelta`] with status `completed`).
+    pub fn tool_result(&mut self, id: &str, result: Value) -> E2AResponse {
+        let delta = ToolResultDelta {
+            tool_call_id: id.into(),
+            result: Some(result),
+            status: Some("completed".into()),
+            extra: Map::new(),
+        };
+        self.chunk(ChunkBody::structured(DeltaKind::Tool, ChunkEventType::ChatToolResult, delta).into_map())
+    }
+
+    /// A piece of an artifact (`delta_kind: custom`, `event_type: artifact`, an
+    /// [`ArtifactDelta`]).
+    pub fn artifact(&mut self, piece: &ArtifactDelta) -> E2AResponse {
+        self.chunk(ChunkBody::structured(DeltaKind::Custom, ChunkEventType::Artifact, piece).into_map())
+    }
+
+    /// Pauses the turn to ask the user (`kind`: approval or input): the
+    /// `plan.approval_required` frame and the final `e2a.complete` whose result is a
+    /// [`PausedResult`]. Consumes the stream.
+    pub fn pause(self, kind: PauseKind, question: &str, resumable: bool) -> [E2AResponse; 2] {
+        self.pause_with(PlanApprovalRequiredBody {
+            plan_content: Some(question.into()),
+            plan_slug: None,
+            plan_path: None,
+            input_kind: Some(kind),
+            resumable: Some(resumable),
+            extra: Map::new(),
+        })
+    }
+
+    /// [`ResponseStream::pause`] with a whole pause body (a plan's slug and path, fields of
+    /// the agent's own); what is absent reads as an approval that can be answered.
+    pub fn pause_with(mut self, body: PlanApprovalRequiredBody) -> [E2AResponse; 2] {
+        let result = PausedResult {
+            state: PausedResultState::InputRequired,
+            input_kind: Some(body.input_kind.unwrap_or(PauseKind::Approval)),
+            prompt: body.plan_content.clone(),
+            resumable: Some(body.resumable.unwrap_or(true)),
+            extra: Map::new(),
+        };
+        let asked = self.event(ResponseKind::PlanApprovalRequired, body_map(body));
+        [
+            asked,
+            self.complete(serde_json::to_value(result).unwrap_or(Value::Null)),
+        ]
+    }
+
+    /// Answers with a direct message (A2A: a `Message`, no task): the `a2a.message` frame
+    /// and the final `e2a.complete` whose result is a [`ReplyResult`]. Consumes the stream.
+    pub fn reply(mut self, message: Map<String, Value>, text: &str) -> [E2AResponse; 2] {
+        let said = self.event(ResponseKind::A2aMessage, message);
+        let result = ReplyResult {
+            content: Some(text.into()),
+            reply: ReplyResultReply::Message,
+            extra: Map::new(),
+        };
+        [said, self.complete(serde_json::to_value(result).unwrap_or(Value::Null))]
+    }
+
+    /// A non-final frame of another kind (e.g. `acp.session_update`, `a2a.stream_event`).
+    pub fn event(&mut self, kind: ResponseKind, body: Map<String, Value>) -> E2AResponse {
+        self.frame(kind, ResponseStatus::InProgress, false, body)
+    }
+
+    /// The final success frame (`e2a.complete`, `succeeded`, `{"result": result}`).
+    /// Consumes the stream: nothing can follow.
+    pub fn complete(mut self, result: Value) -> E2AResponse {
+        let result = if result.is_object() { result } else { json!({}) };
+        // the body `{"result": …}`, the result moved in (not copied through a serializer)
+        let mut body = Map::new();
+        body.insert("result".into(), result);
+        self.frame(ResponseKind::E2aComplete, ResponseStatus::Succeeded, true, body)
+    }
+
+    /// Ends the turn with its answer: the final `e2a.complete` whose result is an
+    /// [`AnswerResult`] (the whole `text`, and `stop_reason` when the agent said why it
+    /// stopped). Consumes the stream.
+    ///
+    /// ```
+    /// let req = e2a::E2AEnvelope::new("session/prompt", serde_json::json!({}));
+    /// let done = e2a::stream::ResponseStream::for_request(&req).answer("Hello", Some("end_turn"));
+    /// assert_eq!(done.body["result"], serde_json::json!({"content": "Hello", "stopReason": "end_turn"}));
+    /// ```
+    pub fn answer(self, text: &str, stop_reason: Option<&str>) -> E2AResponse {
+        let result = AnswerResult {
+            content: Some(text.into()),
+            stop_reason: stop_reason.map(String::from),
+            artifacts: Vec::new(),
+            tool_calls: Vec::new(),
+            extra: Map::new(),
+        };
+        self.complete(serde_json::to_value(result).unwrap_or(Value::Null))
+    }
+
+    /// The final failure frame (`e2a.error`, `failed`, `{code, message, details}`).
+    /// Consumes the stream: nothing can follow.
+    pub fn fail(mut self, code: &str, message: &str, details: Map<String, Value>) -> E2AResponse {
+        let body = body_map(ErrorBody::new(code, message, details));
+        self.frame(ResponseKind::E2aError, ResponseStatus::Failed, true, body)
+    }
+
+    /// The agent refuses the request: the final `e2a.error` of `E2A.INVALID_REQUEST` marked
+    /// as a refusal (`details.rejected: true`), `message` saying why. A2A: `REJECTED`; ACP:
+    /// `stopReason: "refusal"`, `message` shown; AG-UI: `RUN_ERROR`. Consumes the stream.
+    ///
+    /// ```
+    /// let req = e2a::E2AEnvelope::new("chat.send", serde_json::json!({}));
+    /// let no = e2a::stream::ResponseStream::for_request(&req).refuse("I do not do that.");
+    /// assert!(e2a::stream::is_refusal(&no));
+    /// assert_eq!(no.body["code"], "E2A.INVALID_REQUEST");
+    /// ```
+    pub fn refuse(self, message: &str) -> E2AResponse {
+        let mut details = Map::new();
+        details.insert(REFUSAL_DETAIL.into(), Value::Bool(true));
+        self.fail(
+            crate::taxonomy::ErrorKind::InvalidRequest.mapping().e2a_code,
+            message,
+            details,
+        )
+    }
+}
