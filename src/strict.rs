@@ -123,30 +123,57 @@ pub fn violations_of(name: &str, value: &Value) -> Result<Vec<Violation>> {
         .map_err(|_| Error::Unsupported(format!("embedded schema for {name} does not compile")))?;
     let mut out = Vec::new();
     for e in validator.iter_errors(value) {
-        match e.kind() {
-            ValidationErrorKind::AdditionalProperties { unexpected } => {
-                for key in unexpected {
-                    out.push(Violation {
-                        pointer: format!("{}/{}", e.instance_path(), crate::fields::pointer_key(key)),
-                        reason: "unknown key".into(),
-                    });
-                }
-            }
-            ValidationErrorKind::Required { property } => out.push(Violation {
-                pointer: format!(
-                    "{}/{}",
-                    e.instance_path(),
-                    crate::fields::pointer_key(property.as_str().unwrap_or_default())
-                ),
-                reason: "missing required key".into(),
-            }),
-            kind => out.push(Violation {
-                pointer: e.instance_path().to_string(),
-                reason: reason(kind),
-            }),
-        }
+        push_document_violation(&e, &mut out);
     }
     out.sort_by(|a, b| a.pointer.cmp(&b.pointer).then(a.reason.cmp(&b.reason)));
     out.dedup();
     Ok(out)
+}
+
+/// `e` as the violations of a document ([`violations_of`]). An `anyOf` whose branches all but
+/// one fail on the value's type alone (`X` or `null`, and the value is an object) reports what
+/// is wrong inside that one branch, at the pointers there.
+fn push_document_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>) {
+    match e.kind() {
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            for key in unexpected {
+                out.push(Violation {
+                    pointer: format!("{}/{}", e.instance_path(), crate::fields::pointer_key(key)),
+                    reason: "unknown key".into(),
+                });
+            }
+        }
+        ValidationErrorKind::Required { property } => out.push(Violation {
+            pointer: format!(
+                "{}/{}",
+                e.instance_path(),
+                crate::fields::pointer_key(property.as_str().unwrap_or_default())
+            ),
+            reason: "missing required key".into(),
+        }),
+        ValidationErrorKind::AnyOf { context } => {
+            let at = e.instance_path().to_string();
+            let wrong_type_only = |branch: &Vec<jsonschema::ValidationError<'static>>| {
+                branch.iter().all(|b| {
+                    matches!(b.kind(), ValidationErrorKind::Type { .. }) && b.instance_path().to_string() == at
+                })
+            };
+            let mut shaped = context.iter().filter(|branch| !wrong_type_only(branch));
+            match (shaped.next(), shaped.next()) {
+                (Some(branch), None) if !branch.is_empty() => {
+                    for inner in branch {
+                        push_document_violation(inner, out);
+                    }
+                }
+                _ => out.push(Violation {
+                    pointer: at,
+                    reason: reason(e.kind()),
+                }),
+            }
+        }
+        kind => out.push(Violation {
+            pointer: e.instance_path().to_string(),
+            reason: reason(kind),
+        }),
+    }
 }

@@ -139,7 +139,8 @@ fn typed_maps(body: &str) -> String {
         } else {
             // the field's `skip_serializing_if` names the map type too
             const SKIP: &str = "\":: serde_json :: Map::is_empty\"";
-            if let Some(at) = out.rfind(SKIP).filter(|at| out[*at..].matches('\n').count() == 1) {
+            // (this field's: the one declared between it and the type)
+            if let Some(at) = out.rfind(SKIP).filter(|at| out[*at..].matches(" pub ").count() == 1) {
                 out.replace_range(at..at + SKIP.len(), "\":: std :: collections :: BTreeMap::is_empty\"");
             }
             out.push_str("::std::collections::BTreeMap<::std::string::String, ");

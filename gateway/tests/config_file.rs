@@ -576,3 +576,37 @@ async fn every_endpoint_the_banner_prints_is_routed() {
     );
     assert!(seen >= 16, "{seen} endpoints in\n{banner}");
 }
+
+#[tokio::test]
+async fn a_cards_skills_are_a2a_skills_read_when_the_file_is() {
+    let dir = tempfile::tempdir().expect("dir");
+    // a skill that is not an A2A AgentSkill is refused where it is written
+    let bad = "[agents.writer]\nagent = \"echo\"\n\n[[agents.writer.card.skills]]\nid = \"draft\"\ntags = \"prose\"\n";
+    let errors = match ConfigFile::parse(bad, "e2a.toml", dir.path(), &[]) {
+        Err(errors) => errors,
+        Ok(file) => file
+            .check()
+            .expect_err("a skill with tags that are not a list is refused"),
+    };
+    let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+    assert!(
+        text.contains("agents.writer.card.skills[0].tags: expected array"),
+        "{text}"
+    );
+    // a good one is on the card as written
+    let good = "[a2a]\nenabled = true\n\n[agents.writer]\nagent = \"echo\"\n\n[[agents.writer.card.skills]]\nid = \"draft\"\nname = \"Draft\"\n\
+                description = \"Drafts prose\"\ntags = [\"prose\"]\nexamples = [\"a haiku\"]\n";
+    let file = ConfigFile::parse(good, "e2a.toml", dir.path(), &[]).expect("the file parses");
+    let server = spawn(
+        file.gateway(Some(Arc::new(MemoryStore::new()).into()), None)
+            .expect("gateway")
+            .router(),
+    )
+    .await;
+    let card = get_json(format!("{}/a2a/agents/writer/.well-known/agent-card.json", server.base)).await;
+    assert_eq!(
+        card["skills"],
+        json!([{"id": "draft", "name": "Draft", "description": "Drafts prose", "tags": ["prose"], "examples": ["a haiku"]}]),
+        "{card}"
+    );
+}

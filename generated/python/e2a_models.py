@@ -59,33 +59,6 @@ class A2aAgentProvider(BaseModel):
     url: Optional[str] = Field(None, description="The provider's website.")
 
 
-class A2aAgentSkill(BaseModel):
-    """
-    A2A 1.0 `AgentSkill`: one thing the agent does well.
-    """
-
-    model_config = ConfigDict(
-        extra='allow',
-    )
-    description: Optional[str] = Field(None, description='What the skill does.')
-    examples: Optional[List[str]] = Field(None, description='Example prompts.')
-    id: Optional[str] = Field(None, description="The skill's id.")
-    inputModes: Optional[List[str]] = Field(
-        None,
-        description="The media types the skill takes, when not the card's defaults.",
-    )
-    name: Optional[str] = Field(None, description="The skill's name.")
-    outputModes: Optional[List[str]] = Field(
-        None,
-        description="The media types the skill answers with, when not the card's defaults.",
-    )
-    securityRequirements: Optional[List[Dict[str, Any]]] = Field(
-        None,
-        description="The security the skill needs, as the card's `securityRequirements`.",
-    )
-    tags: Optional[List[str]] = Field(None, description='Keywords.')
-
-
 class A2aErrorInfo(BaseModel):
     """
     A `google.rpc.ErrorInfo` in the ProtoJSON form of an `Any` (`@type` first): which A2A error it is, by its `reason` in the domain `a2a-protocol.org`.
@@ -126,6 +99,21 @@ class A2aErrorKind(Enum):
     extended_agent_card_not_configured = 'extended_agent_card_not_configured'
     extension_support_required = 'extension_support_required'
     version_not_supported = 'version_not_supported'
+
+
+class A2aHttpAuthSecurityScheme(BaseModel):
+    """
+    A2A 1.0 `HTTPAuthSecurityScheme`: an HTTP `Authorization` scheme (RFC 9110).
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    bearerFormat: Optional[str] = Field(
+        None, description='How a bearer token is made (`JWT`).'
+    )
+    description: Optional[str] = Field(None, description='What the credential is.')
+    scheme: str = Field(..., description="The scheme's name (`Bearer`).")
 
 
 class A2aMetadataKey(Enum):
@@ -238,6 +226,19 @@ class A2aRpcStatus(BaseModel):
     )
 
 
+class A2aSecurityScheme(BaseModel):
+    """
+    A2A 1.0 `SecurityScheme`: one kind of credential the agent takes (the gateway's bearer token: `httpAuthSecurityScheme` with `scheme: Bearer`); the other kinds (`apiKeySecurityScheme`, `oauth2SecurityScheme`, `openIdConnectSecurityScheme`, `mtlsSecurityScheme`) are kept as written.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    httpAuthSecurityScheme: Optional[A2aHttpAuthSecurityScheme] = Field(
+        None, description="An HTTP authentication scheme (the gateway's bearer token)."
+    )
+
+
 class A2aStreamBranch(Enum):
     """
     Branch of an `a2a.stream_event` body (`E2A_A2A_STREAM_BRANCHES`), snake_case.
@@ -260,6 +261,17 @@ class A2aStreamEventBody(BaseModel):
     payload: Dict[str, Any] = Field(
         ..., description='The branch object, passed through untouched.'
     )
+
+
+class A2aStringList(BaseModel):
+    """
+    A2A 1.0 `StringList`: a list of strings in an object of its own.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    list: Optional[List[str]] = Field(None, description='The strings (scopes).')
 
 
 class A2aTaskState(Enum):
@@ -1230,51 +1242,6 @@ class A2aAgentCapabilities(BaseModel):
     )
 
 
-class A2aAgentCard(BaseModel):
-    """
-    A2A 1.0 `AgentCard`: what the agent is and where and how to reach it, served at `/.well-known/agent-card.json` (public) and, with the extended skills, by `GetExtendedAgentCard` (authenticated callers).
-    """
-
-    model_config = ConfigDict(
-        extra='allow',
-    )
-    capabilities: A2aAgentCapabilities = Field(
-        ..., description='The optional parts of the protocol the agent serves.'
-    )
-    defaultInputModes: List[str] = Field(
-        ...,
-        description='The media types the agent takes (a part of another `mediaType` is refused with `ContentTypeNotSupportedError`).',
-    )
-    defaultOutputModes: List[str] = Field(
-        ..., description='The media types the agent answers with.'
-    )
-    description: str = Field(..., description='What the agent does.')
-    documentationUrl: Optional[str] = Field(
-        None, description="The agent's documentation."
-    )
-    iconUrl: Optional[str] = Field(None, description='An icon of the agent.')
-    name: str = Field(..., description="The agent's name.")
-    provider: Optional[A2aAgentProvider] = Field(
-        None, description='Who runs the agent.'
-    )
-    securityRequirements: Optional[List[Dict[str, Any]]] = Field(
-        None,
-        description='Which of `securitySchemes` a request needs (`{"schemes": {name: {"list": []}}}`).',
-    )
-    securitySchemes: Optional[Dict[str, Any]] = Field(
-        None,
-        description='The credentials the agent takes, by name (`SecurityScheme`: the gateway\'s bearer token is `{"httpAuthSecurityScheme": {"scheme": "Bearer"}}`).',
-    )
-    signatures: Optional[List[Dict[str, Any]]] = Field(
-        None, description='JSON Web Signatures of the card (`AgentCardSignature`).'
-    )
-    skills: List[A2aAgentSkill] = Field(..., description='What the agent does well.')
-    supportedInterfaces: List[A2aAgentInterface] = Field(
-        ..., description='The bindings the agent is reached on, the preferred first.'
-    )
-    version: str = Field(..., description="The agent's version.")
-
-
 class A2aArtifact(BaseModel):
     """
     A2A 1.0 `Artifact`: an output of a task (e2a's text answer is the artifact named `output`).
@@ -1361,6 +1328,19 @@ class A2aProblem(BaseModel):
     type: str = Field(
         ...,
         description='`https://a2a-protocol.org/errors/<reason>`, the `ErrorInfo` reason in kebab case (`task-not-found`).',
+    )
+
+
+class A2aSecurityRequirement(BaseModel):
+    """
+    A2A 1.0 `SecurityRequirement`: the `securitySchemes` a request needs together, each with the scopes it needs (`{"schemes": {"bearer": {"list": []}}}`).
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    schemes: Dict[str, A2aStringList] = Field(
+        ..., description='Scheme name → the scopes needed (`StringList`).'
     )
 
 
@@ -1500,60 +1480,6 @@ class A2aTaskStatusUpdateEvent(BaseModel):
     metadata: Optional[Dict[str, Any]] = Field(None, description='Free-form metadata.')
     status: A2aTaskStatus = Field(..., description='The new status.')
     taskId: str = Field(..., description='The task.')
-
-
-class AgentCardSettings(BaseModel):
-    """
-    The A2A card of a named agent.
-    """
-
-    model_config = ConfigDict(
-        extra='forbid',
-    )
-    default_input_modes: List[str] = Field(
-        None, description='Media types the agent accepts.'
-    )
-    default_output_modes: List[str] = Field(
-        None, description='Media types the agent answers with.'
-    )
-    description: Optional[str] = Field(None, description='What the agent does.')
-    documentation_url: Optional[str] = Field(None, description='Documentation URL.')
-    extensions: List[AgentExtensionSettings] = Field(
-        [],
-        description="A2A extensions the agent supports (the card's `capabilities.extensions`); a request that does not activate a `required` one (`A2A-Extensions`) is refused with `ExtensionSupportRequiredError`.",
-    )
-    name: Optional[str] = Field(None, description='Display name.')
-    skills: List[Dict[str, Any]] = Field(
-        [],
-        description='A2A `AgentSkill` objects (`id`, `name`, `description`, `tags`, …).',
-    )
-    version: Optional[str] = Field(None, description='Agent version.')
-
-
-class AgentEntry(BaseModel):
-    """
-    A named agent (`[agents.NAME]`).
-    """
-
-    model_config = ConfigDict(
-        extra='forbid',
-    )
-    agent: str = Field(
-        ...,
-        description='What serves it: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD`.',
-    )
-    card: Optional[AgentCardSettings] = Field(
-        None,
-        description="What its A2A card says; unset fields take the gateway's defaults, the name defaults to the agent's key.",
-    )
-    token_env: Optional[str] = Field(
-        None,
-        description='Environment variable holding that token (when `token_file` is not set).',
-    )
-    token_file: Optional[str] = Field(
-        None,
-        description="File holding the bearer token sent to an `e2a:`/`a2a:` agent's origin.",
-    )
 
 
 class ArtifactDelta(BaseModel):
@@ -1887,59 +1813,31 @@ class ErrorBody(BaseModel):
     message: Optional[str] = Field(None, description='Human-readable message.')
 
 
-class GatewayFile(BaseModel):
+class A2aAgentSkill(BaseModel):
     """
-    The configuration file of `e2a serve --config FILE` (TOML). Every `e2a serve` flag sets one of these keys and wins over the file. Secrets are never written here: bearer tokens, API keys and JWT secrets are named by file (`*_file`) or environment variable (`*_env`).
+    A2A 1.0 `AgentSkill`: one thing the agent does well.
     """
 
     model_config = ConfigDict(
-        extra='forbid',
+        extra='allow',
     )
-    a2a: Optional[A2aSettings] = Field(None, description='The A2A 1.0 bindings.')
-    acp: Optional[AcpBackendSettings] = Field(
-        None, description='Options of `acp:CMD` agents.'
-    )
-    agent: str = Field(
-        'echo',
-        description='The agent served at the root routes when `default_agent` is not set: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD` (flag `--agent`).',
-    )
-    agent_token_file: Optional[str] = Field(
+    description: Optional[str] = Field(None, description='What the skill does.')
+    examples: Optional[List[str]] = Field(None, description='Example prompts.')
+    id: Optional[str] = Field(None, description="The skill's id.")
+    inputModes: Optional[List[str]] = Field(
         None,
-        description="File holding the bearer token sent to the root `e2a:`/`a2a:` agent's origin (flag `--agent-token-file`; default: `$E2A_AGENT_TOKEN`).",
+        description="The media types the skill takes, when not the card's defaults.",
     )
-    agents: Dict[str, AgentEntry] = Field(
-        {},
-        description='Named agents, each served under its own routes with its own card (`[agents.NAME]`). Names are 1–64 characters of `a-z`, `0-9`, `-`, `_`.',
-    )
-    agui: Optional[AguiSettings] = Field(None, description='The AG-UI binding.')
-    callers: Dict[str, CallerEntry] = Field(
-        {},
-        description='Who may call the gateway (`[callers.NAME]`): each by API key or JWT, with the agents it may call and a rate limit. With callers, every route but `/healthz` and the agent cards needs a credential.',
-    )
-    default_agent: Optional[str] = Field(
+    name: Optional[str] = Field(None, description="The skill's name.")
+    outputModes: Optional[List[str]] = Field(
         None,
-        description='The named agent (a key of `agents`) that also answers at the root routes (`/v1/e2a/requests`, `/a2a`, `/agui`, the root agent card), instead of `agent`.',
+        description="The media types the skill answers with, when not the card's defaults.",
     )
-    errors: Optional[ErrorSettings] = Field(
-        None, description='What callers are told of a failed run.'
-    )
-    log: Optional[LogSettings] = Field(None, description='Logs and the frame log.')
-    metrics: Optional[MetricsSettings] = Field(
-        None, description='The Prometheus endpoint.'
-    )
-    routes: Optional[RouteTemplates] = Field(
+    securityRequirements: Optional[List[A2aSecurityRequirement]] = Field(
         None,
-        description='Where each named agent is served; `{name}` stands for its name.',
+        description="The security the skill needs, as the card's `securityRequirements`.",
     )
-    server: Optional[ServerSettings] = Field(
-        None, description='Listening, limits and shutdown.'
-    )
-    store: Optional[StoreSettings] = Field(
-        None, description='Where tasks and runs are kept.'
-    )
-    telemetry: Optional[TelemetrySettings] = Field(
-        None, description='OpenTelemetry trace export.'
-    )
+    tags: Optional[List[str]] = Field(None, description='Keywords.')
 
 
 class A2aListTaskPushNotificationConfigsResponse(BaseModel):
@@ -2056,6 +1954,60 @@ class A2aTask(BaseModel):
     status: A2aTaskStatus = Field(..., description="The task's current status.")
 
 
+class AgentCardSettings(BaseModel):
+    """
+    The A2A card of a named agent.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    default_input_modes: List[str] = Field(
+        None, description='Media types the agent accepts.'
+    )
+    default_output_modes: List[str] = Field(
+        None, description='Media types the agent answers with.'
+    )
+    description: Optional[str] = Field(None, description='What the agent does.')
+    documentation_url: Optional[str] = Field(None, description='Documentation URL.')
+    extensions: List[AgentExtensionSettings] = Field(
+        [],
+        description="A2A extensions the agent supports (the card's `capabilities.extensions`); a request that does not activate a `required` one (`A2A-Extensions`) is refused with `ExtensionSupportRequiredError`.",
+    )
+    name: Optional[str] = Field(None, description='Display name.')
+    skills: List[A2aAgentSkill] = Field(
+        [],
+        description='A2A `AgentSkill` objects (`id`, `name`, `description`, `tags`, …).',
+    )
+    version: Optional[str] = Field(None, description='Agent version.')
+
+
+class AgentEntry(BaseModel):
+    """
+    A named agent (`[agents.NAME]`).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    agent: str = Field(
+        ...,
+        description='What serves it: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD`.',
+    )
+    card: Optional[AgentCardSettings] = Field(
+        None,
+        description="What its A2A card says; unset fields take the gateway's defaults, the name defaults to the agent's key.",
+    )
+    token_env: Optional[str] = Field(
+        None,
+        description='Environment variable holding that token (when `token_file` is not set).',
+    )
+    token_file: Optional[str] = Field(
+        None,
+        description="File holding the bearer token sent to an `e2a:`/`a2a:` agent's origin.",
+    )
+
+
 class AnswerResult(BaseModel):
     """
     `result` of the `e2a.complete` that ends an answered turn: the answer's whole text and, from an ACP agent, why its turn stopped. The A2A projection answers `COMPLETED` with `content` when no text was streamed; the ACP projection answers `session/prompt` with `stopReason` (default `end_turn`).
@@ -2074,6 +2026,104 @@ class AnswerResult(BaseModel):
         None,
         description='The tool calls the run streamed, each with its `result` once answered. Added like `artifacts`.',
     )
+
+
+class GatewayFile(BaseModel):
+    """
+    The configuration file of `e2a serve --config FILE` (TOML). Every `e2a serve` flag sets one of these keys and wins over the file. Secrets are never written here: bearer tokens, API keys and JWT secrets are named by file (`*_file`) or environment variable (`*_env`).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    a2a: Optional[A2aSettings] = Field(None, description='The A2A 1.0 bindings.')
+    acp: Optional[AcpBackendSettings] = Field(
+        None, description='Options of `acp:CMD` agents.'
+    )
+    agent: str = Field(
+        'echo',
+        description='The agent served at the root routes when `default_agent` is not set: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD` (flag `--agent`).',
+    )
+    agent_token_file: Optional[str] = Field(
+        None,
+        description="File holding the bearer token sent to the root `e2a:`/`a2a:` agent's origin (flag `--agent-token-file`; default: `$E2A_AGENT_TOKEN`).",
+    )
+    agents: Dict[str, AgentEntry] = Field(
+        {},
+        description='Named agents, each served under its own routes with its own card (`[agents.NAME]`). Names are 1–64 characters of `a-z`, `0-9`, `-`, `_`.',
+    )
+    agui: Optional[AguiSettings] = Field(None, description='The AG-UI binding.')
+    callers: Dict[str, CallerEntry] = Field(
+        {},
+        description='Who may call the gateway (`[callers.NAME]`): each by API key or JWT, with the agents it may call and a rate limit. With callers, every route but `/healthz` and the agent cards needs a credential.',
+    )
+    default_agent: Optional[str] = Field(
+        None,
+        description='The named agent (a key of `agents`) that also answers at the root routes (`/v1/e2a/requests`, `/a2a`, `/agui`, the root agent card), instead of `agent`.',
+    )
+    errors: Optional[ErrorSettings] = Field(
+        None, description='What callers are told of a failed run.'
+    )
+    log: Optional[LogSettings] = Field(None, description='Logs and the frame log.')
+    metrics: Optional[MetricsSettings] = Field(
+        None, description='The Prometheus endpoint.'
+    )
+    routes: Optional[RouteTemplates] = Field(
+        None,
+        description='Where each named agent is served; `{name}` stands for its name.',
+    )
+    server: Optional[ServerSettings] = Field(
+        None, description='Listening, limits and shutdown.'
+    )
+    store: Optional[StoreSettings] = Field(
+        None, description='Where tasks and runs are kept.'
+    )
+    telemetry: Optional[TelemetrySettings] = Field(
+        None, description='OpenTelemetry trace export.'
+    )
+
+
+class A2aAgentCard(BaseModel):
+    """
+    A2A 1.0 `AgentCard`: what the agent is and where and how to reach it, served at `/.well-known/agent-card.json` (public) and, with the extended skills, by `GetExtendedAgentCard` (authenticated callers).
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    capabilities: A2aAgentCapabilities = Field(
+        ..., description='The optional parts of the protocol the agent serves.'
+    )
+    defaultInputModes: List[str] = Field(
+        ...,
+        description='The media types the agent takes (a part of another `mediaType` is refused with `ContentTypeNotSupportedError`).',
+    )
+    defaultOutputModes: List[str] = Field(
+        ..., description='The media types the agent answers with.'
+    )
+    description: str = Field(..., description='What the agent does.')
+    documentationUrl: Optional[str] = Field(
+        None, description="The agent's documentation."
+    )
+    iconUrl: Optional[str] = Field(None, description='An icon of the agent.')
+    name: str = Field(..., description="The agent's name.")
+    provider: Optional[A2aAgentProvider] = Field(
+        None, description='Who runs the agent.'
+    )
+    securityRequirements: Optional[List[A2aSecurityRequirement]] = Field(
+        None, description='Which of `securitySchemes` a request needs.'
+    )
+    securitySchemes: Optional[Dict[str, A2aSecurityScheme]] = Field(
+        None, description='The credentials the agent takes, by name.'
+    )
+    signatures: Optional[List[Dict[str, Any]]] = Field(
+        None, description='JSON Web Signatures of the card (`AgentCardSignature`).'
+    )
+    skills: List[A2aAgentSkill] = Field(..., description='What the agent does well.')
+    supportedInterfaces: List[A2aAgentInterface] = Field(
+        ..., description='The bindings the agent is reached on, the preferred first.'
+    )
+    version: str = Field(..., description="The agent's version.")
 
 
 class A2aListTasksResponse(BaseModel):

@@ -49,22 +49,20 @@ pub struct A2aAgentCard {
     ///Who runs the agent.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub provider: ::std::option::Option<A2aAgentProvider>,
-    ///Which of `securitySchemes` a request needs (`{"schemes": {name: {"list": []}}}`).
+    ///Which of `securitySchemes` a request needs.
     #[serde(
         rename = "securityRequirements",
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
-    pub security_requirements: ::std::vec::Vec<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
-    ///The credentials the agent takes, by name (`SecurityScheme`: the gateway's bearer token is `{"httpAuthSecurityScheme": {"scheme": "Bearer"}}`).
+    pub security_requirements: ::std::vec::Vec<A2aSecurityRequirement>,
+    ///The credentials the agent takes, by name.
     #[serde(
         rename = "securitySchemes",
         default,
-        skip_serializing_if = "::serde_json::Map::is_empty"
+        skip_serializing_if = ":: std :: collections :: BTreeMap::is_empty"
     )]
-    pub security_schemes: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    pub security_schemes: ::std::collections::BTreeMap<::std::string::String, A2aSecurityScheme>,
     ///JSON Web Signatures of the card (`AgentCardSignature`).
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub signatures: ::std::vec::Vec<
@@ -138,9 +136,7 @@ pub struct A2aAgentSkill {
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
-    pub security_requirements: ::std::vec::Vec<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub security_requirements: ::std::vec::Vec<A2aSecurityRequirement>,
     ///Keywords.
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub tags: ::std::vec::Vec<::std::string::String>,
@@ -297,6 +293,21 @@ impl ::std::convert::TryFrom<::std::string::String> for A2aErrorKind {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         value.parse()
     }
+}
+///A2A 1.0 `HTTPAuthSecurityScheme`: an HTTP `Authorization` scheme (RFC 9110).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+pub struct A2aHttpAuthSecurityScheme {
+    ///How a bearer token is made (`JWT`).
+    #[serde(
+        rename = "bearerFormat",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub bearer_format: ::std::option::Option<::std::string::String>,
+    ///What the credential is.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub description: ::std::option::Option<::std::string::String>,
+    ///The scheme's name (`Bearer`).
+    pub scheme: ::std::string::String,
 }
 ///A2A 1.0 `ListTaskPushNotificationConfigsResponse`: a task's push notification configs, one page.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
@@ -735,6 +746,22 @@ pub struct A2aRpcStatus {
     ///The `google.rpc.Code` of the error (the A2A error's, or that of the HTTP status when the web layer refused the request: `UNAUTHENTICATED` for 401, `UNAVAILABLE` for 503, …).
     pub status: A2aRpcCode,
 }
+///A2A 1.0 `SecurityRequirement`: the `securitySchemes` a request needs together, each with the scopes it needs (`{"schemes": {"bearer": {"list": []}}}`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+pub struct A2aSecurityRequirement {
+    ///Scheme name → the scopes needed (`StringList`).
+    pub schemes: ::std::collections::BTreeMap<::std::string::String, A2aStringList>,
+}
+///A2A 1.0 `SecurityScheme`: one kind of credential the agent takes (the gateway's bearer token: `httpAuthSecurityScheme` with `scheme: Bearer`); the other kinds (`apiKeySecurityScheme`, `oauth2SecurityScheme`, `openIdConnectSecurityScheme`, `mtlsSecurityScheme`) are kept as written.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Default, PartialEq)]
+pub struct A2aSecurityScheme {
+    ///An HTTP authentication scheme (the gateway's bearer token).
+    #[serde(
+        rename = "httpAuthSecurityScheme",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub http_auth_security_scheme: ::std::option::Option<A2aHttpAuthSecurityScheme>,
+}
 ///A2A 1.0 `SendMessageConfiguration`: how a send wants to be answered.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Default, PartialEq)]
 pub struct A2aSendMessageConfiguration {
@@ -950,6 +977,13 @@ impl ::std::convert::From<A2aTaskArtifactUpdateEvent> for A2aStreamResponse {
     fn from(value: A2aTaskArtifactUpdateEvent) -> Self {
         Self::ArtifactUpdate(value)
     }
+}
+///A2A 1.0 `StringList`: a list of strings in an object of its own.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Default, PartialEq)]
+pub struct A2aStringList {
+    ///The strings (scopes).
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub list: ::std::vec::Vec<::std::string::String>,
 }
 ///A2A 1.0 `Task`: a unit of work, with its status, its outputs and its conversation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
@@ -1570,9 +1604,7 @@ pub struct AgentCardSettings {
     pub name: ::std::option::Option<::std::string::String>,
     ///A2A `AgentSkill` objects (`id`, `name`, `description`, `tags`, …).
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub skills: ::std::vec::Vec<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub skills: ::std::vec::Vec<A2aAgentSkill>,
     ///Agent version.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub version: ::std::option::Option<::std::string::String>,
@@ -5293,6 +5325,11 @@ impl ::std::fmt::Debug for A2aErrorInfo {
         crate::redact::debug_redacted(f, "A2aErrorInfo", self)
     }
 }
+impl ::std::fmt::Debug for A2aHttpAuthSecurityScheme {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "A2aHttpAuthSecurityScheme", self)
+    }
+}
 impl ::std::fmt::Debug for A2aListTaskPushNotificationConfigsResponse {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "A2aListTaskPushNotificationConfigsResponse", self)
@@ -5323,6 +5360,16 @@ impl ::std::fmt::Debug for A2aRpcStatus {
         crate::redact::debug_redacted(f, "A2aRpcStatus", self)
     }
 }
+impl ::std::fmt::Debug for A2aSecurityRequirement {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "A2aSecurityRequirement", self)
+    }
+}
+impl ::std::fmt::Debug for A2aSecurityScheme {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "A2aSecurityScheme", self)
+    }
+}
 impl ::std::fmt::Debug for A2aSendMessageConfiguration {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "A2aSendMessageConfiguration", self)
@@ -5341,6 +5388,11 @@ impl ::std::fmt::Debug for A2aSettings {
 impl ::std::fmt::Debug for A2aStreamEventBody {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "A2aStreamEventBody", self)
+    }
+}
+impl ::std::fmt::Debug for A2aStringList {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "A2aStringList", self)
     }
 }
 impl ::std::fmt::Debug for A2aTask {
@@ -5822,54 +5874,6 @@ impl crate::write::WriteJson for A2aAgentCapabilities {
         w.raw("}");
     }
 }
-impl crate::write::WriteJson for A2aAgentCard {
-    const FIXED_LEN: usize = 2;
-    fn write_json(&self, w: &mut crate::write::JsonWriter) {
-        let mut first = true;
-        w.raw("{");
-        w.key(&mut first, "\"capabilities\":");
-        crate::write::WriteJson::write_json(&self.capabilities, w);
-        w.key(&mut first, "\"defaultInputModes\":");
-        w.str_array(&self.default_input_modes);
-        w.key(&mut first, "\"defaultOutputModes\":");
-        w.str_array(&self.default_output_modes);
-        w.key(&mut first, "\"description\":");
-        w.str(&self.description);
-        if let Some(v) = &self.documentation_url {
-            w.key(&mut first, "\"documentationUrl\":");
-            w.str(v);
-        }
-        if let Some(v) = &self.icon_url {
-            w.key(&mut first, "\"iconUrl\":");
-            w.str(v);
-        }
-        w.key(&mut first, "\"name\":");
-        w.str(&self.name);
-        if let Some(v) = &self.provider {
-            w.key(&mut first, "\"provider\":");
-            crate::write::WriteJson::write_json(v, w);
-        }
-        if !self.security_requirements.is_empty() {
-            w.key(&mut first, "\"securityRequirements\":");
-            w.serde(&self.security_requirements);
-        }
-        if !self.security_schemes.is_empty() {
-            w.key(&mut first, "\"securitySchemes\":");
-            w.map(&self.security_schemes);
-        }
-        if !self.signatures.is_empty() {
-            w.key(&mut first, "\"signatures\":");
-            w.serde(&self.signatures);
-        }
-        w.key(&mut first, "\"skills\":");
-        w.array(&self.skills);
-        w.key(&mut first, "\"supportedInterfaces\":");
-        w.array(&self.supported_interfaces);
-        w.key(&mut first, "\"version\":");
-        w.str(&self.version);
-        w.raw("}");
-    }
-}
 impl crate::write::WriteJson for A2aAgentInterface {
     const FIXED_LEN: usize = 2;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
@@ -5935,7 +5939,7 @@ impl crate::write::WriteJson for A2aAgentSkill {
         }
         if !self.security_requirements.is_empty() {
             w.key(&mut first, "\"securityRequirements\":");
-            w.serde(&self.security_requirements);
+            w.array(&self.security_requirements);
         }
         if !self.tags.is_empty() {
             w.key(&mut first, "\"tags\":");
@@ -5980,6 +5984,24 @@ impl crate::write::WriteJson for A2aAuthenticationInfo {
         if let Some(v) = &self.credentials {
             w.key(&mut first, "\"credentials\":");
             w.serde(v);
+        }
+        w.key(&mut first, "\"scheme\":");
+        w.str(&self.scheme);
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for A2aHttpAuthSecurityScheme {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.bearer_format {
+            w.key(&mut first, "\"bearerFormat\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.description {
+            w.key(&mut first, "\"description\":");
+            w.str(v);
         }
         w.key(&mut first, "\"scheme\":");
         w.str(&self.scheme);
@@ -6112,6 +6134,26 @@ impl crate::write::WriteJson for A2aRpcStatus {
         w.raw("}");
     }
 }
+impl crate::write::WriteJson for A2aSecurityRequirement {
+    const FIXED_LEN: usize = 13;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        w.raw("{\"schemes\":");
+        w.serde(&self.schemes);
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for A2aSecurityScheme {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.http_auth_security_scheme {
+            w.key(&mut first, "\"httpAuthSecurityScheme\":");
+            crate::write::WriteJson::write_json(v, w);
+        }
+        w.raw("}");
+    }
+}
 impl crate::write::WriteJson for A2aSendMessageConfiguration {
     const FIXED_LEN: usize = 2;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
@@ -6230,6 +6272,18 @@ impl crate::write::WriteJson for A2aStreamResponse {
                 w.raw("}");
             }
         }
+    }
+}
+impl crate::write::WriteJson for A2aStringList {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if !self.list.is_empty() {
+            w.key(&mut first, "\"list\":");
+            w.str_array(&self.list);
+        }
+        w.raw("}");
     }
 }
 impl crate::write::WriteJson for A2aTask {
@@ -6389,7 +6443,7 @@ impl crate::write::WriteJson for AgentCardSettings {
         }
         if !self.skills.is_empty() {
             w.key(&mut first, "\"skills\":");
-            w.serde(&self.skills);
+            w.array(&self.skills);
         }
         if let Some(v) = &self.version {
             w.key(&mut first, "\"version\":");

@@ -520,16 +520,14 @@ export interface A2AAgentCard {
   name: string;
   provider?: A2AAgentProvider;
   /**
-   * Which of `securitySchemes` a request needs (`{"schemes": {name: {"list": []}}}`).
+   * Which of `securitySchemes` a request needs.
    */
-  securityRequirements?: {
-    [k: string]: unknown | undefined;
-  }[];
+  securityRequirements?: A2ASecurityRequirement[];
   /**
-   * The credentials the agent takes, by name (`SecurityScheme`: the gateway's bearer token is `{"httpAuthSecurityScheme": {"scheme": "Bearer"}}`).
+   * The credentials the agent takes, by name.
    */
   securitySchemes?: {
-    [k: string]: unknown | undefined;
+    [k: string]: A2ASecurityScheme | undefined;
   };
   /**
    * JSON Web Signatures of the card (`AgentCardSignature`).
@@ -569,6 +567,65 @@ export interface A2AAgentProvider {
   [k: string]: unknown | undefined;
 }
 /**
+ * A2A 1.0 `SecurityRequirement`: the `securitySchemes` a request needs together, each with the scopes it needs (`{"schemes": {"bearer": {"list": []}}}`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aSecurityRequirement".
+ */
+export interface A2ASecurityRequirement {
+  /**
+   * Scheme name → the scopes needed (`StringList`).
+   */
+  schemes: {
+    [k: string]: A2AStringList | undefined;
+  };
+  [k: string]: unknown | undefined;
+}
+/**
+ * A2A 1.0 `StringList`: a list of strings in an object of its own.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aStringList".
+ */
+export interface A2AStringList {
+  /**
+   * The strings (scopes).
+   */
+  list?: string[];
+  [k: string]: unknown | undefined;
+}
+/**
+ * A2A 1.0 `SecurityScheme`: one kind of credential the agent takes (the gateway's bearer token: `httpAuthSecurityScheme` with `scheme: Bearer`); the other kinds (`apiKeySecurityScheme`, `oauth2SecurityScheme`, `openIdConnectSecurityScheme`, `mtlsSecurityScheme`) are kept as written.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aSecurityScheme".
+ */
+export interface A2ASecurityScheme {
+  httpAuthSecurityScheme?: A2AHttpAuthSecurityScheme;
+  [k: string]: unknown | undefined;
+}
+/**
+ * A2A 1.0 `HTTPAuthSecurityScheme`: an HTTP `Authorization` scheme (RFC 9110).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aHttpAuthSecurityScheme".
+ */
+export interface A2AHttpAuthSecurityScheme {
+  /**
+   * How a bearer token is made (`JWT`).
+   */
+  bearerFormat?: string;
+  /**
+   * What the credential is.
+   */
+  description?: string;
+  /**
+   * The scheme's name (`Bearer`).
+   */
+  scheme: string;
+  [k: string]: unknown | undefined;
+}
+/**
  * A2A 1.0 `AgentSkill`: one thing the agent does well.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -602,9 +659,7 @@ export interface A2AAgentSkill {
   /**
    * The security the skill needs, as the card's `securityRequirements`.
    */
-  securityRequirements?: {
-    [k: string]: unknown | undefined;
-  }[];
+  securityRequirements?: A2ASecurityRequirement[];
   /**
    * Keywords.
    */
@@ -1209,9 +1264,7 @@ export interface AgentCardSettings {
   /**
    * A2A `AgentSkill` objects (`id`, `name`, `description`, `tags`, …).
    */
-  skills?: {
-    [k: string]: unknown | undefined;
-  }[];
+  skills?: A2AAgentSkill[];
   /**
    * Agent version.
    */

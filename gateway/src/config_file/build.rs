@@ -1,8 +1,6 @@
 //! What a config file builds: the gateway it describes, its agents (their specs, tokens and
 //! cards), its `GatewayConfig` and `A2aConfig`, and the check that all of it can be built.
 
-use serde_json::Value;
-
 use super::{pointer_key, ConfigError, ConfigFile};
 
 /// Building the gateway a file describes.
@@ -165,7 +163,7 @@ impl ConfigFile {
             if let Some(v) = &c.version {
                 card.version = v.clone();
             }
-            card.skills = c.skills.iter().cloned().map(Value::Object).collect();
+            card.skills = c.skills.clone();
             if let Some(v) = &c.default_input_modes {
                 card.default_input_modes = v.clone();
             }

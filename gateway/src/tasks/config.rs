@@ -2,7 +2,6 @@
 //! how long tasks are kept, its push policy and message-id rule ([`A2aConfig`]).
 
 use serde::Deserialize;
-use serde_json::Value;
 
 /// What the card says about the agent. Reads from JSON (camelCase, as on the card).
 #[derive(Debug, Clone, Deserialize)]
@@ -20,7 +19,7 @@ pub struct CardInfo {
     /// Skills (A2A `AgentSkill` objects: `id`, `name`, `description`, `tags`, …); a default
     /// skill when empty.
     #[serde(default)]
-    pub skills: Vec<Value>,
+    pub skills: Vec<e2a::types::A2aAgentSkill>,
     /// Media types the agent accepts.
     #[serde(default = "default_modes")]
     pub default_input_modes: Vec<String>,
@@ -29,13 +28,13 @@ pub struct CardInfo {
     pub default_output_modes: Vec<String>,
     /// `{organization, url}`.
     #[serde(default)]
-    pub provider: Option<Value>,
+    pub provider: Option<e2a::types::A2aAgentProvider>,
     /// Documentation URL.
     #[serde(default)]
     pub documentation_url: Option<String>,
     /// Skills only authenticated callers see (on the extended card).
     #[serde(default)]
-    pub extended_skills: Vec<Value>,
+    pub extended_skills: Vec<e2a::types::A2aAgentSkill>,
     /// A2A extensions the agent supports (`capabilities.extensions`); a request that does not
     /// activate a `required` one (`A2A-Extensions`) is refused.
     #[serde(default)]

@@ -3,85 +3,117 @@
 //! public base URL, else the request's `Host`), streaming, skills and default modes from
 //! configuration, a bearer `securitySchemes` entry when a token is set, and caching headers.
 
-use serde_json::{json, Map, Value};
+use e2a::types::{
+    A2aAgentCapabilities, A2aAgentCard, A2aAgentInterface, A2aAgentSkill, A2aHttpAuthSecurityScheme,
+    A2aSecurityRequirement, A2aSecurityScheme, A2aStringList,
+};
 
 pub use crate::tasks::config::{A2aConfig, CardInfo};
 
 /// The well-known path of the card.
 pub use crate::protocol::CARD_PATH;
 
+/// The A2A version every interface speaks.
+const PROTOCOL_VERSION: &str = "1.0";
+
+/// The name of the bearer scheme in `securitySchemes`.
+const BEARER: &str = "bearer";
+
+/// An interface of `binding` at `url`.
+fn interface(url: String, binding: &str) -> A2aAgentInterface {
+    A2aAgentInterface {
+        url,
+        protocol_binding: binding.into(),
+        protocol_version: PROTOCOL_VERSION.into(),
+        tenant: None,
+    }
+}
+
+/// The skill a card without configured skills offers: chat.
+fn chat_skill(description: &str) -> A2aAgentSkill {
+    A2aAgentSkill {
+        id: Some("chat".into()),
+        name: Some("Chat".into()),
+        description: Some(description.into()),
+        tags: vec!["e2a".into(), "chat".into()],
+        examples: vec!["hello".into()],
+        input_modes: Vec::new(),
+        output_modes: Vec::new(),
+        security_requirements: Vec::new(),
+    }
+}
+
 /// Builds the card for clients that reach the gateway at `base` (no trailing slash).
 /// `secured`: a bearer token is required (adds `securitySchemes`, `securityRequirements` and
 /// the extended card). `extended`: the card for an authenticated caller.
-pub fn build_card(config: &A2aConfig, base: &str, secured: bool, extended: bool) -> Value {
+pub fn build_card(config: &A2aConfig, base: &str, secured: bool, extended: bool) -> A2aAgentCard {
     let c = &config.card;
     let mut skills = if c.skills.is_empty() {
-        vec![json!({
-            "id": "chat", "name": "Chat", "description": c.description,
-            "tags": ["e2a", "chat"], "examples": ["hello"]
-        })]
+        vec![chat_skill(&c.description)]
     } else {
         c.skills.clone()
     };
     if extended {
         skills.extend(c.extended_skills.iter().cloned());
     }
-    let mut card = json!({
-        "name": c.name,
-        "description": c.description,
-        "version": c.version,
-        "supportedInterfaces": [
-            {"url": format!("{base}{}", config.jsonrpc_path), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-            {"url": format!("{base}{}", config.rest_path), "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}
+    let (security_schemes, security_requirements) = if secured { bearer() } else { Default::default() };
+    let mut card = A2aAgentCard {
+        name: c.name.clone(),
+        description: c.description.clone(),
+        version: c.version.clone(),
+        supported_interfaces: vec![
+            interface(format!("{base}{}", config.jsonrpc_path), "JSONRPC"),
+            interface(format!("{base}{}", config.rest_path), "HTTP+JSON"),
         ],
-        "capabilities": {"streaming": true, "pushNotifications": config.push.enabled, "extendedAgentCard": secured},
-        "defaultInputModes": c.default_input_modes,
-        "defaultOutputModes": c.default_output_modes,
-        "skills": skills,
-    });
+        capabilities: A2aAgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(config.push.enabled),
+            extended_agent_card: Some(secured),
+            extensions: c.extensions.clone(),
+        },
+        default_input_modes: c.default_input_modes.clone(),
+        default_output_modes: c.default_output_modes.clone(),
+        skills,
+        provider: c.provider.clone(),
+        documentation_url: c.documentation_url.clone(),
+        icon_url: None,
+        security_schemes,
+        security_requirements,
+        signatures: Vec::new(),
+    };
     if config.grpc {
         add_grpc(&mut card, base, None);
     }
-    if !c.extensions.is_empty() {
-        card["capabilities"]["extensions"] = serde_json::to_value(&c.extensions).unwrap_or_default();
-    }
-    let Some(m) = card.as_object_mut() else {
-        return card;
-    };
-    if let Some(p) = &c.provider {
-        m.insert("provider".into(), p.clone());
-    }
-    if let Some(d) = &c.documentation_url {
-        m.insert("documentationUrl".into(), d.clone().into());
-    }
-    if secured {
-        let mut schemes = Map::new();
-        schemes.insert(
-            "bearer".into(),
-            json!({"httpAuthSecurityScheme": {"scheme": "Bearer", "description": "A bearer token configured on the gateway"}}),
-        );
-        m.insert("securitySchemes".into(), Value::Object(schemes));
-        m.insert(
-            "securityRequirements".into(),
-            json!([{"schemes": {"bearer": {"list": []}}}]),
-        );
-    }
     card
+}
+
+/// The gateway's bearer token as `securitySchemes` and the one `securityRequirements` entry.
+fn bearer() -> (
+    std::collections::BTreeMap<String, A2aSecurityScheme>,
+    Vec<A2aSecurityRequirement>,
+) {
+    let scheme = A2aSecurityScheme {
+        http_auth_security_scheme: Some(A2aHttpAuthSecurityScheme {
+            scheme: "Bearer".into(),
+            description: Some("A bearer token configured on the gateway".into()),
+            bearer_format: None,
+        }),
+    };
+    let requirement = A2aSecurityRequirement {
+        schemes: [(BEARER.to_string(), A2aStringList { list: Vec::new() })].into(),
+    };
+    ([(BEARER.to_string(), scheme)].into(), vec![requirement])
 }
 
 /// Adds the gRPC interface to `card`: `host:port` of `base` (a gRPC target; gRPC's service
 /// paths are fixed, at the root), as the official SDKs' cards write it; with `tenant`, the
 /// named agent the root agent's gRPC service reaches by its `tenant` field.
-pub fn add_grpc(card: &mut Value, base: &str, tenant: Option<&str>) {
+pub fn add_grpc(card: &mut A2aAgentCard, base: &str, tenant: Option<&str>) {
     let authority = base.split_once("://").map_or(base, |(_, rest)| rest);
     let authority = authority.split('/').next().unwrap_or(authority);
-    let mut interface = json!({"url": authority, "protocolBinding": "GRPC", "protocolVersion": "1.0"});
-    if let Some(t) = tenant {
-        interface["tenant"] = t.into();
-    }
-    if let Some(interfaces) = card["supportedInterfaces"].as_array_mut() {
-        interfaces.push(interface);
-    }
+    let mut grpc = interface(authority.to_string(), "GRPC");
+    grpc.tenant = tenant.map(str::to_string);
+    card.supported_interfaces.push(grpc);
 }
 
 /// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110).
@@ -109,7 +141,7 @@ mod tests {
             public_url: Some("https://gw.example.com/p".into()),
             ..A2aConfig::default()
         };
-        let card = build_card(&config, "https://gw.example.com/p", true, false);
+        let card = serde_json::to_value(build_card(&config, "https://gw.example.com/p", true, false)).unwrap();
         assert_eq!(card["supportedInterfaces"][0]["url"], "https://gw.example.com/p/a2a");
         assert_eq!(card["supportedInterfaces"][1]["url"], "https://gw.example.com/p");
         assert_eq!(card["capabilities"]["streaming"], true);

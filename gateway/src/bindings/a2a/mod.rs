@@ -294,7 +294,7 @@ async fn activated_extensions(
 
 /// The card of `state`'s agent for clients at `base` ([`card::build_card`]); a named agent's
 /// names the root agent's gRPC service with its `tenant` when the root serves gRPC.
-fn card_of(state: &TaskService, base: &str, secured: bool, extended: bool) -> serde_json::Value {
+fn card_of(state: &TaskService, base: &str, secured: bool, extended: bool) -> e2a::types::A2aAgentCard {
     let mut c = card::build_card(state.config(), base, secured, extended);
     if let Some(tenant) = state.grpc_tenant() {
         card::add_grpc(&mut c, base, Some(tenant));
@@ -341,6 +341,12 @@ fn card_response(body: String, max_age: u64, modified: &str, headers: &HeaderMap
     resp
 }
 
+/// The body of the named agents' listing.
+#[derive(serde::Serialize)]
+struct Listing {
+    agents: Vec<e2a::types::A2aAgentCard>,
+}
+
 /// `GET path`: the cards of the named agents `agents` (`{"agents": [card, …]}`), public like
 /// each card.
 pub(crate) fn listing_router(path: &str, agents: Vec<Arc<TaskService>>) -> Router {
@@ -351,14 +357,14 @@ pub(crate) fn listing_router(path: &str, agents: Vec<Arc<TaskService>>) -> Route
         router = router.route(
             &p,
             get(move |headers: HeaderMap| async move {
-                let cards: Vec<serde_json::Value> = agents
+                let agents = agents
                     .iter()
                     .map(|state| {
                         let base = base_url(state, &headers);
                         card_of(state, &base, state.pipeline().config.auth.is_enabled(), false)
                     })
                     .collect();
-                axum::Json(serde_json::json!({ "agents": cards }))
+                axum::Json(Listing { agents })
             }),
         );
     }
@@ -370,7 +376,7 @@ async fn agent_card(State(state): State<Arc<TaskService>>, headers: HeaderMap) -
     let secured = state.pipeline().config.auth.is_enabled();
     let card = card_of(&state, &base, secured, false);
     card_response(
-        card.to_string(),
+        serde_json::to_string(&card).unwrap_or_default(),
         state.config().card_max_age,
         state.card_modified(),
         &headers,
@@ -388,7 +394,8 @@ pub(crate) fn extended_card(state: &TaskService, headers: &HeaderMap) -> Result<
         ));
     }
     let base = base_url(state, headers);
-    Ok(card_of(state, &base, true, true))
+    serde_json::to_value(card_of(state, &base, true, true))
+        .map_err(|e| A2aError::new(A2aErrorKind::Internal, format!("the card: {e}")))
 }
 
 /// An SSE response: each event `id: <seq>`, `data: <wrap(Ok(event JSON))>`, keep-alive
