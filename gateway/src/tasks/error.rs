@@ -4,7 +4,8 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::{json, Value};
+use e2a::types::{A2aErrorInfo, A2aProblem, A2aRpcCode, A2aRpcStatus, JsonRpcErrorBody};
+use serde_json::Value;
 
 pub use e2a::a2a::errors::A2aErrorKind;
 
@@ -93,43 +94,63 @@ impl A2aError {
         Self::new(A2aErrorKind::Internal, message)
     }
 
-    /// The `data` / `details` list: one `google.rpc.ErrorInfo`, its `metadata.traceId` the
+    /// The `data` / `details` entry: a `google.rpc.ErrorInfo`, its `metadata.traceId` the
     /// request's trace id (what ties the error to the gateway's log and the next hops).
-    pub fn details(&self) -> Value {
-        let mut metadata = serde_json::Map::new();
-        if let Some(t) = crate::web::trace::current_trace_id() {
-            metadata.insert("traceId".into(), Value::from(&*t));
+    pub fn error_info(&self) -> A2aErrorInfo {
+        let metadata = crate::web::trace::current_trace_id()
+            .map(|t| ("traceId".to_string(), t.to_string()))
+            .into_iter()
+            .collect();
+        A2aErrorInfo {
+            type_: "type.googleapis.com/google.rpc.ErrorInfo".into(),
+            reason: self.reason().into(),
+            domain: "a2a-protocol.org".into(),
+            metadata,
         }
-        json!([{
-            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-            "reason": self.reason(),
-            "domain": "a2a-protocol.org",
-            "metadata": metadata
-        }])
     }
 
     /// The JSON-RPC error response for request `id`.
     pub fn to_jsonrpc(&self, id: &Value) -> Value {
-        json!({"jsonrpc": "2.0", "id": id, "error": {
-            "code": self.kind.mapping().code, "message": self.message, "data": self.details()}})
+        #[derive(serde::Serialize)]
+        struct ErrorResponse<'a> {
+            jsonrpc: &'static str,
+            id: &'a Value,
+            error: JsonRpcErrorBody,
+        }
+        let error = JsonRpcErrorBody {
+            code: Some(self.kind.mapping().code),
+            message: Some(self.message.clone()),
+            data: serde_json::to_value([self.error_info()]).ok(),
+            extra: serde_json::Map::new(),
+        };
+        serde_json::to_value(ErrorResponse {
+            jsonrpc: "2.0",
+            id,
+            error,
+        })
+        .unwrap_or_default()
     }
 
     /// The HTTP+JSON problem document: RFC 9457 members with the A2A `type`, and `error` as a
     /// `google.rpc.Status` (what the official SDKs parse).
-    pub fn to_problem(&self) -> Value {
+    pub fn to_problem(&self) -> A2aProblem {
         let m = self.kind.mapping();
         let status = self.http_status();
         // the problem `type` names the error in kebab case (`task-not-found`)
         let slug = self.reason().to_lowercase().replace('_', "-");
-        json!({
-            "type": format!("https://a2a-protocol.org/errors/{slug}"),
-            "title": status.canonical_reason().unwrap_or("Error"),
-            "status": status.as_u16(),
-            "detail": self.message,
-            "code": m.code,
-            "error": {"code": status.as_u16(), "status": self.grpc_status(),
-                      "message": self.message, "details": self.details()}
-        })
+        A2aProblem {
+            type_: format!("https://a2a-protocol.org/errors/{slug}"),
+            title: status.canonical_reason().unwrap_or("Error").into(),
+            status: status.as_u16().into(),
+            detail: self.message.clone(),
+            code: m.code,
+            error: A2aRpcStatus {
+                code: status.as_u16().into(),
+                status: self.grpc_status().parse().unwrap_or(A2aRpcCode::Unknown),
+                message: self.message.clone(),
+                details: vec![self.error_info()],
+            },
+        }
     }
 
     /// The HTTP status on the HTTP+JSON binding.
@@ -207,7 +228,7 @@ impl From<A2aError> for RestError {
 impl IntoResponse for RestError {
     fn into_response(self) -> Response {
         let status = self.0.http_status();
-        let mut resp = (status, self.0.to_problem().to_string()).into_response();
+        let mut resp = (status, crate::json::text(&self.0.to_problem())).into_response();
         resp.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static(crate::web::problem::PROBLEM_JSON),

@@ -5,7 +5,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use e2a::taxonomy::ErrorKind;
 use e2a::{LimitKind, Violation};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// The media type of every error the gateway answers.
 pub const PROBLEM_JSON: &str = "application/problem+json";
@@ -98,35 +98,60 @@ impl Problem {
 
     /// The problem document.
     pub fn to_value(&self) -> Value {
+        serde_json::to_value(self.document()).unwrap_or_default()
+    }
+
+    /// The problem document as written.
+    fn document(&self) -> Document<'_> {
         let m = self.kind.mapping();
-        let title = self.status.canonical_reason().unwrap_or("Error");
-        let mut v = json!({
-            "type": format!("urn:e2a:problem:{}", m.name),
-            "title": title,
-            "status": self.status.as_u16(),
-            "detail": self.detail,
-            "code": m.e2a_code,
-        });
-        if let Some(p) = &self.pointer {
-            v["pointer"] = p.clone().into();
-        }
-        if let Some(t) = crate::web::trace::current_trace_id() {
-            v["trace_id"] = Value::from(&*t);
-        }
-        if !self.errors.is_empty() {
-            v["errors"] = self
+        Document {
+            type_: format!("urn:e2a:problem:{}", m.name),
+            title: self.status.canonical_reason().unwrap_or("Error"),
+            status: self.status.as_u16(),
+            detail: &self.detail,
+            code: m.e2a_code,
+            pointer: self.pointer.as_deref(),
+            trace_id: crate::web::trace::current_trace_id().map(|t| t.to_string()),
+            errors: self
                 .errors
                 .iter()
-                .map(|e| json!({"pointer": e.pointer, "detail": e.reason}))
-                .collect();
+                .map(|e| FieldError {
+                    pointer: &e.pointer,
+                    detail: &e.reason,
+                })
+                .collect(),
         }
-        v
     }
+}
+
+/// An `application/problem+json` document (RFC 9457) with the e2a members: `code` (the error
+/// taxonomy's), `pointer` (the first offending field), `trace_id`, `errors` (every field).
+#[derive(serde::Serialize)]
+struct Document<'a> {
+    #[serde(rename = "type")]
+    type_: String,
+    title: &'a str,
+    status: u16,
+    detail: &'a str,
+    code: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pointer: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_id: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    errors: Vec<FieldError<'a>>,
+}
+
+/// One offending field of a problem.
+#[derive(serde::Serialize)]
+struct FieldError<'a> {
+    pointer: &'a str,
+    detail: &'a str,
 }
 
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
-        let body = self.to_value().to_string();
+        let body = crate::json::text(&self.document());
         let mut resp = (self.status, body).into_response();
         let h = resp.headers_mut();
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));

@@ -24,7 +24,7 @@ use a2a_pb::proto as pb;
 use a2a_pb::protojson as pj;
 use axum::http::HeaderMap;
 use futures_util::{Stream, StreamExt};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use tonic::{Code, Request, Response, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
@@ -217,7 +217,7 @@ impl pb::a2a_service_server::A2aService for Grpc {
     ) -> Result<Response<pb::SendMessageResponse>, Status> {
         let (state, send) = self.open::<_, pj::SendMessageRequest>(request)?.send()?;
         let answer = match state.send_message(send).await? {
-            Sent::Message(m) => json!({ "message": m }).to_string(),
+            Sent::Message(m) => text(&super::Replied { message: &m }),
             Sent::Task(task) => super::sent_task(&task),
         };
         Ok(Response::new(message_of::<pj::SendMessageResponse, _>(&answer)?))

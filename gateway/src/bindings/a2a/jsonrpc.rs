@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use e2a::a2a::jsonrpc::operation;
 use e2a::types::A2aOperation;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::agent::Caller;
 use crate::tasks::error::{A2aError, A2aErrorKind};
@@ -42,10 +42,6 @@ fn typed_ok<T: serde::Serialize>(id: &Value, result: &T) -> Result<Response, A2a
     })
 }
 
-fn ok(id: &Value, result: Value) -> Response {
-    reply(json!({"jsonrpc": "2.0", "id": id, "result": result}))
-}
-
 fn err(id: &Value, e: &A2aError) -> Response {
     let mut resp = reply(e.to_jsonrpc(id));
     if e.retry_after.is_some() {
@@ -64,37 +60,56 @@ struct Call {
     params: Map<String, Value>,
 }
 
+/// A JSON-RPC request as read: each member as written (checked in [`decode`]); `params` moved,
+/// not copied (a large message is held once).
+#[derive(serde::Deserialize)]
+struct Request {
+    #[serde(default)]
+    id: Value,
+    #[serde(default)]
+    jsonrpc: Value,
+    #[serde(default)]
+    method: Value,
+    #[serde(default)]
+    params: Value,
+}
+
 /// Decodes a JSON-RPC request; an error carries the id to answer it with (null before the id
 /// is known).
 fn decode(request: Value) -> Result<Call, (Value, A2aError)> {
     let invalid = |id: &Value, m: &str| (id.clone(), A2aError::new(A2aErrorKind::InvalidRequest, m));
     let null = Value::Null;
-    let Value::Object(mut obj) = request else {
+    if !request.is_object() {
+        return Err(invalid(&null, "the request must be a JSON-RPC request object"));
+    }
+    let Ok(Request {
+        id,
+        jsonrpc,
+        method,
+        params,
+    }) = serde_json::from_value(request)
+    else {
         return Err(invalid(&null, "the request must be a JSON-RPC request object"));
     };
-    let id = obj.get("id").cloned().unwrap_or(Value::Null);
     if !(id.is_string() || id.is_number() || id.is_null()) {
         return Err(invalid(&null, "id must be a string, a number or null"));
     }
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if jsonrpc != "2.0" {
         return Err(invalid(&id, "jsonrpc must be \"2.0\""));
     }
-    let method = obj
-        .get("method")
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid(&id, "method must be a string"))?
-        .to_string();
-    let params = match obj.remove("params") {
-        None | Some(Value::Null) => Map::new(),
-        Some(mut p @ Value::Object(_)) => {
-            // moved, not copied: a large message is held once
+    let Value::String(method) = method else {
+        return Err(invalid(&id, "method must be a string"));
+    };
+    let params = match params {
+        Value::Null => Map::new(),
+        mut p @ Value::Object(_) => {
             super::camelize(&mut p);
             match p {
                 Value::Object(p) => p,
                 _ => Map::new(),
             }
         }
-        Some(_) => return Err((id, A2aError::invalid_params("params must be an object"))),
+        _ => return Err((id, A2aError::invalid_params("params must be an object"))),
     };
     let Some(op) = operation(&method) else {
         let e = A2aError::new(A2aErrorKind::MethodNotFound, format!("method {method} not found"));
@@ -186,7 +201,7 @@ async fn dispatch(
                 return Ok(stream(state.send_streaming(send).await?));
             }
             match state.send_message(send).await? {
-                Sent::Message(m) => Ok(ok(&id, json!({"message": m}))),
+                Sent::Message(m) => typed_ok(&id, &super::Replied { message: &m }),
                 Sent::Task(task) => {
                     // the task's JSON as written, copied in once (a `Success` of it, key for key)
                     let id = crate::json::text(&id);
@@ -209,7 +224,7 @@ async fn dispatch(
             let events = Box::pin(state.subscribe(&task_id()?, &caller, last_seen)).await?;
             Ok(stream(events))
         }
-        A2aOperation::GetExtendedAgentCard => Ok(ok(&id, super::extended_card(state, headers)?)),
+        A2aOperation::GetExtendedAgentCard => typed_ok(&id, &super::extended_card(state, headers)?),
         A2aOperation::CreateTaskPushNotificationConfig => {
             typed_ok(&id, &Box::pin(state.create_push_config(&params, &caller)).await?)
         }
@@ -222,7 +237,7 @@ async fn dispatch(
         // (`google.protobuf.Empty`: no result)
         A2aOperation::DeleteTaskPushNotificationConfig => {
             Box::pin(state.delete_push_config(&params, &caller)).await?;
-            Ok(ok(&id, Value::Null))
+            typed_ok(&id, &Value::Null)
         }
     }
 }

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use axum::Extension;
 use axum::Router;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::agent::Caller;
 use crate::tasks::error::{A2aError, A2aErrorKind, RestError};
@@ -116,7 +116,7 @@ async fn send(
         return Ok(super::sse(events, state.pipeline().config.keep_alive, event_or_error));
     }
     match state.send_message(p).await? {
-        Sent::Message(m) => Ok(json_response(json!({"message": m}))),
+        Sent::Message(m) => Ok(json_response(super::Replied { message: &m })),
         Sent::Task(task) => {
             let body = super::sent_task(&task);
             Ok(([(header::CONTENT_TYPE, A2A_JSON)], body).into_response())
@@ -249,7 +249,7 @@ async fn push_config(
         Method::DELETE => {
             state.delete_push_config(&params, &caller).await?;
             // `google.protobuf.Empty`
-            Ok(json_response(json!({})))
+            Ok(json_response(Map::new()))
         }
         _ => Err(method_not_allowed().into()),
     }
