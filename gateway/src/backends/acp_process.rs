@@ -334,7 +334,7 @@ impl AcpProcessAgent {
             .client_capabilities(acp::ClientCapabilities::new().fs(fs).terminal(false))
             .client_info(acp::Implementation::new("e2a-gateway", env!("CARGO_PKG_VERSION")).title("E2A gateway"));
         let init: acp::InitializeResponse = call(&peer, Method::Initialize, init).await?;
-        let version = serde_json::to_value(&init.protocol_version).unwrap_or_default();
+        let version = serde_json::to_value(init.protocol_version).unwrap_or_default();
         if version != crate::protocol::acp::PROTOCOL_VERSION {
             return Err(format!("the ACP agent speaks protocol version {version}, not 1"));
         }
