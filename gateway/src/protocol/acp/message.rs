@@ -145,7 +145,8 @@ impl std::error::Error for RpcError {}
 /// A message from the other side that is not a response.
 #[derive(Debug, Clone)]
 pub enum Incoming {
-    /// A request: answer it with [`Peer::respond`] or [`Peer::respond_error`].
+    /// A request: answer it with [`Peer::respond`](super::Peer::respond) or
+    /// [`Peer::respond_error`](super::Peer::respond_error).
     Request {
         /// Its id.
         id: Value,
