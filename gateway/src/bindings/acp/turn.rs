@@ -264,18 +264,8 @@ impl AcpServer {
             acp::PermissionOption::new("reject", "Reject", acp::PermissionOptionKind::RejectOnce),
         ];
         let params = acp::RequestPermissionRequest::new(sid.to_string(), tool_call, options);
-        let (_, answer) = peer.request(
-            AgentMethod::SessionRequestPermission.as_str(),
-            serde_json::to_value(params).unwrap_or_default(),
-        );
-        let outcome = tokio::select! {
-            a = answer => a,
-            _ = cancel.cancelled() => return None,
-        };
-        let response = outcome.and_then(|r| {
-            serde_json::from_value::<acp::RequestPermissionResponse>(r)
-                .map_err(|e| RpcError::new(codes::INVALID_PARAMS, e.to_string()))
-        });
+        let response: Result<acp::RequestPermissionResponse, _> =
+            ask(peer, AgentMethod::SessionRequestPermission.as_str(), params, cancel).await?;
         match response.map(|r| r.outcome) {
             Ok(acp::RequestPermissionOutcome::Selected(s)) if &*s.option_id.0 == "allow" => Some("yes".into()),
             Ok(acp::RequestPermissionOutcome::Selected(_)) => Some("no".into()),
@@ -288,6 +278,25 @@ impl AcpServer {
     }
 }
 
+/// Sends the request `method` with `params` to the editor and reads its answer as `T`; `None`
+/// when the turn is cancelled before the answer comes.
+async fn ask<T: serde::de::DeserializeOwned>(
+    peer: &Peer,
+    method: &str,
+    params: impl serde::Serialize,
+    cancel: &CancellationToken,
+) -> Option<Result<T, RpcError>> {
+    let (_, answer) = peer.request(method, serde_json::to_value(params).unwrap_or_default());
+    let outcome = tokio::select! {
+        a = answer => a,
+        _ = cancel.cancelled() => return None,
+    };
+    Some(
+        outcome
+            .and_then(|r| serde_json::from_value(r).map_err(|e| RpcError::new(codes::INVALID_PARAMS, e.to_string()))),
+    )
+}
+
 /// Asks the question with `elicitation/create` (a form of one text field); `Some(answer)`
 /// when the user accepted, `None` when they declined or cancelled, or the turn was.
 async fn ask_form(peer: &Peer, sid: &str, question: &str, cancel: &CancellationToken) -> Option<String> {
@@ -298,18 +307,8 @@ async fn ask_form(peer: &Peer, sid: &str, question: &str, cancel: &CancellationT
     );
     let mode = acp::ElicitationFormMode::new(acp::ElicitationSessionScope::new(sid.to_string()), schema);
     let params = acp::CreateElicitationRequest::new(acp::ElicitationMode::Form(mode), question);
-    let (_, answer) = peer.request(
-        Beyond::ElicitationCreate.as_str(),
-        serde_json::to_value(params).unwrap_or_default(),
-    );
-    let outcome = tokio::select! {
-        a = answer => a,
-        _ = cancel.cancelled() => return None,
-    };
-    let response = outcome.and_then(|r| {
-        serde_json::from_value::<acp::CreateElicitationResponse>(r)
-            .map_err(|e| RpcError::new(codes::INVALID_PARAMS, e.to_string()))
-    });
+    let response: Result<acp::CreateElicitationResponse, _> =
+        ask(peer, Beyond::ElicitationCreate.as_str(), params, cancel).await?;
     match response.map(|r| r.action) {
         Ok(acp::ElicitationAction::Accept(accepted)) => {
             let value = accepted.content.and_then(|mut c| c.remove("answer"));
