@@ -4,16 +4,27 @@
 //!
 //! [`SessionStore`]: crate::store::SessionStore
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use agent_client_protocol_schema::v1 as acp;
+use parking_lot::Mutex;
 use serde_json::Value;
 
-use super::server::{answer, store_error, AcpServer, Answer, LIST_PAGE};
+use super::config::AcpServerConfig;
+use super::server::{answer, store_error, Answer, LIST_PAGE};
 use super::session::Session;
 use crate::protocol::acp::{codes, Peer, RpcError};
-use crate::store::SessionQuery;
+use crate::store::{SessionQuery, SessionStore};
+
+/// The sessions of one `e2a acp`: the live ones by id, the store that keeps them (and brings
+/// them back after a restart), what the operator declared for them.
+pub(super) struct Sessions {
+    live: Mutex<HashMap<String, Arc<Session>>>,
+    store: Arc<dyn SessionStore>,
+    config: Arc<AcpServerConfig>,
+}
 
 /// A `session/update` notification of `sid` carrying `update`, as sent and recorded.
 pub(super) fn session_update(sid: &str, update: acp::SessionUpdate) -> Value {
@@ -39,16 +50,30 @@ fn split_mcp_servers(servers: Vec<acp::McpServer>) -> (Vec<Value>, Vec<String>) 
     (passed, refused)
 }
 
-impl AcpServer {
+impl Sessions {
+    /// The sessions of a server configured with `config`, kept in `store`.
+    pub(super) fn new(config: Arc<AcpServerConfig>, store: Arc<dyn SessionStore>) -> Self {
+        Sessions {
+            live: Mutex::new(HashMap::new()),
+            store,
+            config,
+        }
+    }
+
     /// The live session `id`.
-    pub(super) fn session(&self, id: &str) -> Option<Arc<Session>> {
-        self.sessions.lock().get(id).cloned()
+    pub(super) fn get(&self, id: &str) -> Option<Arc<Session>> {
+        self.live.lock().get(id).cloned()
+    }
+
+    /// Cancels the turn of every live session (the client is gone).
+    pub(super) fn cancel_all(&self) {
+        self.live.lock().values().for_each(|s| s.cancel());
     }
 
     fn add_session(&self, id: &str, cwd: String, mcp_servers: Vec<Value>) -> Arc<Session> {
         let (mode, config) = self.defaults();
         let s = Session::new(cwd, mcp_servers, mode, config, self.config.history);
-        self.sessions.lock().insert(id.to_string(), s.clone());
+        self.live.lock().insert(id.to_string(), s.clone());
         s
     }
 
@@ -66,7 +91,7 @@ impl AcpServer {
 
     /// The session `sid`: the live one, else the stored one brought back (after a restart).
     async fn known_session(&self, sid: &str) -> Result<Arc<Session>, RpcError> {
-        if let Some(s) = self.session(sid) {
+        if let Some(s) = self.get(sid) {
             return Ok(s);
         }
         let unknown = || RpcError::new(codes::RESOURCE_NOT_FOUND, format!("unknown session {sid}"));
@@ -101,7 +126,7 @@ impl AcpServer {
             .collect();
         let s = Session::restored(&record, history, mode, config, self.config.history);
         // a request that raced this one may have brought it back first
-        Ok(self.sessions.lock().entry(sid.to_string()).or_insert(s).clone())
+        Ok(self.live.lock().entry(sid.to_string()).or_insert(s).clone())
     }
 
     /// Writes the session and the history it has not stored yet.
@@ -122,7 +147,7 @@ impl AcpServer {
 
     /// A session that is open (not closed) or a resource-not-found error.
     pub(super) fn open_session(&self, sid: &str) -> Result<Arc<Session>, RpcError> {
-        match self.session(sid) {
+        match self.get(sid) {
             Some(s) if !s.closed.load(Ordering::SeqCst) => Ok(s),
             Some(_) => Err(RpcError::new(
                 codes::RESOURCE_NOT_FOUND,
@@ -192,7 +217,7 @@ impl AcpServer {
             update
         });
         if let Err(e) = self.persist(&sid, &session).await {
-            self.sessions.lock().remove(&sid);
+            self.live.lock().remove(&sid);
             return Err(e);
         }
         let result = acp::NewSessionResponse::new(sid.clone())
@@ -247,7 +272,7 @@ impl AcpServer {
     /// `session/delete`: gone from memory and the store, its turn cancelled.
     pub(super) async fn delete_session(&self, req: acp::DeleteSessionRequest) -> Answer {
         let sid = req.session_id.0.as_ref();
-        let removed = self.sessions.lock().remove(sid);
+        let removed = self.live.lock().remove(sid);
         if let Some(s) = &removed {
             s.cancel();
         }

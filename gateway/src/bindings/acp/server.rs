@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use e2a::types::{AcpClientToAgentMethod as Method, AcpMethodBeyondReference as Beyond, AcpNotificationName};
 
 use super::config::AcpServerConfig;
-use super::session::Session;
+use super::lifecycle::Sessions;
 use crate::agent::Agent;
 use crate::pipeline::Pipeline;
 use crate::protocol::acp::{cancelled_request, codes, read_params, Incoming, Peer, RpcError};
@@ -38,15 +38,14 @@ pub const LIST_PAGE: usize = 100;
 pub struct AcpServer {
     /// The run pipeline every turn goes through.
     pub(super) pipeline: Pipeline,
-    pub(super) config: AcpServerConfig,
-    pub(super) sessions: Mutex<HashMap<String, Arc<Session>>>,
+    pub(super) config: Arc<AcpServerConfig>,
+    /// The sessions, live and stored.
+    pub(super) sessions: Sessions,
     /// Cancellation of each request in flight, by JSON-RPC id (`$/cancel_request`).
     requests: Mutex<HashMap<String, CancellationToken>>,
     pub(super) approvals: AtomicU64,
     /// The client's `clientCapabilities` (from `initialize`).
     pub(super) client: Mutex<acp::ClientCapabilities>,
-    /// Where sessions and their histories are kept (a [`MemoryStore`] unless one was given).
-    pub(super) store: Arc<dyn SessionStore>,
 }
 
 impl std::fmt::Debug for AcpServer {
@@ -116,15 +115,16 @@ impl AcpServer {
     }
 
     fn build(agent: Arc<dyn Agent>, config: AcpServerConfig, store: Arc<dyn SessionStore>) -> Arc<Self> {
+        let config = Arc::new(config);
         Arc::new(AcpServer {
             // every turn is admitted and passes the stream boundary
             pipeline: Pipeline::new(agent, config.gateway.clone()),
+            // where sessions and their histories are kept (a `MemoryStore` unless one was given)
+            sessions: Sessions::new(config.clone(), store),
             config,
-            sessions: Mutex::new(HashMap::new()),
             requests: Mutex::new(HashMap::new()),
             approvals: AtomicU64::new(0),
             client: Mutex::new(acp::ClientCapabilities::default()),
-            store,
         })
     }
 
@@ -145,7 +145,7 @@ impl AcpServer {
             while tasks.try_join_next().is_some() {}
         }
         tracing::info!("client closed the connection: cancelling running turns");
-        self.sessions.lock().values().for_each(|s| s.cancel());
+        self.sessions.cancel_all();
         let drain = async { while tasks.join_next().await.is_some() {} };
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), drain).await;
         peer.close().await;
@@ -161,7 +161,7 @@ impl AcpServer {
             Ok(Method::SessionPrompt) => params
                 .get("sessionId")
                 .and_then(Value::as_str)
-                .and_then(|sid| self.session(sid))
+                .and_then(|sid| self.sessions.get(sid))
                 .map(|s| s.cancels.load(Ordering::SeqCst)),
             _ => None,
         };
@@ -199,7 +199,7 @@ impl AcpServer {
                     return tracing::debug!("session/cancel without a sessionId");
                 };
                 let sid = cancel.session_id.0.as_ref();
-                match self.session(sid) {
+                match self.sessions.get(sid) {
                     Some(s) => {
                         tracing::info!(session = sid, "session/cancel");
                         s.cancel();
@@ -225,7 +225,7 @@ impl AcpServer {
             return Err(RpcError::new(codes::INVALID_PARAMS, "params must be an object"));
         }
         if method == Beyond::SessionDelete.as_str() {
-            return self.delete_session(read_params(params)?).await;
+            return self.sessions.delete_session(read_params(params)?).await;
         }
         let Ok(known) = method.parse::<Method>() else {
             return Err(RpcError::new(
@@ -242,17 +242,17 @@ impl AcpServer {
                     format!("unknown auth method `{}`: this agent declares none", req.method_id.0),
                 ))
             }
-            Method::SessionNew => self.new_session(peer, id, read_params(params)?).await,
+            Method::SessionNew => self.sessions.new_session(peer, id, read_params(params)?).await,
             Method::SessionLoad => {
                 let req: acp::LoadSessionRequest = read_params(params)?;
-                self.reopen_session(peer, &req.session_id.0, true).await
+                self.sessions.reopen_session(peer, &req.session_id.0, true).await
             }
             Method::SessionResume => {
                 let req: acp::ResumeSessionRequest = read_params(params)?;
-                self.reopen_session(peer, &req.session_id.0, false).await
+                self.sessions.reopen_session(peer, &req.session_id.0, false).await
             }
-            Method::SessionClose => self.close_session(read_params(params)?).await,
-            Method::SessionList => self.list_sessions(read_params(params)?).await,
+            Method::SessionClose => self.sessions.close_session(read_params(params)?).await,
+            Method::SessionList => self.sessions.list_sessions(read_params(params)?).await,
             Method::SessionPrompt => {
                 let req: acp::PromptRequest = read_params(params)?;
                 let response = self.prompt(peer, id, req, params, cancel, epoch).await?;
@@ -266,9 +266,9 @@ impl AcpServer {
                         format!("{method}: this agent declares no modes"),
                     ));
                 }
-                self.set_mode(peer, read_params(params)?).await
+                self.sessions.set_mode(peer, read_params(params)?).await
             }
-            Method::SessionSetConfigOption => self.set_config_option(read_params(params)?).await,
+            Method::SessionSetConfigOption => self.sessions.set_config_option(read_params(params)?).await,
             _ => Err(RpcError::new(
                 codes::METHOD_NOT_FOUND,
                 format!("Method not found: {method}"),

@@ -114,7 +114,7 @@ impl AcpServer {
         epoch: Option<u64>,
     ) -> Result<Value, RpcError> {
         let sid = req.session_id.0.to_string();
-        let session = self.open_session(&sid)?;
+        let session = self.sessions.open_session(&sid)?;
         let _turn = session.turn.lock().await;
         let mut admission = self.pipeline.admit(Caller::named("acp-client")).map_err(|refusal| {
             let mut e = RpcError::new(codes::INTERNAL_ERROR, refusal.message());
@@ -164,7 +164,7 @@ impl AcpServer {
         link.abort();
         drop(admission);
         *session.running.lock() = None;
-        if let Err(e) = self.persist(&sid, &session).await {
+        if let Err(e) = self.sessions.persist(&sid, &session).await {
             // the turn happened: its answer is sent, only its replay may be incomplete
             tracing::warn!(session = %sid, error = %e, "the session's history could not be stored");
         }
