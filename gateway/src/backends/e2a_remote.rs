@@ -144,25 +144,64 @@ fn scoped(request: &E2AEnvelope, ctx: &RequestContext) -> (E2AEnvelope, impl Fn(
     (sent, restore)
 }
 
+impl E2aRemoteAgent {
+    /// The `POST` of a run's request `sent` (asking for an event stream, with the token), the
+    /// trace going on to the next hop under this call's span (returned, to send it under).
+    fn post(&self, sent: &E2AEnvelope) -> (reqwest::RequestBuilder, tracing::Span) {
+        let mut post = self
+            .client
+            .post(&self.endpoint)
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(sent.to_json());
+        if let Some(t) = &self.token {
+            post = post.bearer_auth(t.expose());
+        }
+        // the trace goes on to the next hop, under this call's span
+        let span = tracing::debug_span!(
+            "backend.call",
+            otel.kind = "client",
+            e2a.backend = "e2a",
+            e2a.request_id = sent.request_id.as_deref()
+        );
+        for (name, value) in span
+            .in_scope(|| sent.correlation_id.as_deref().map(crate::web::trace::outgoing))
+            .unwrap_or_default()
+        {
+            post = post.header(name, value);
+        }
+        (post, span)
+    }
+}
+
+/// The final frame of a request the remote refused (an HTTP error status): its problem code
+/// kept when it sent one; the remote's own words (which may echo what it was sent) go to the
+/// log only.
+async fn refused(request: &E2AEnvelope, resp: reqwest::Response) -> E2AResponse {
+    let status = resp.status();
+    let body = resp.text().await.unwrap_or_default();
+    let problem: RemoteProblem = serde_json::from_str(&body).unwrap_or_default();
+    let code = problem.code;
+    let kind = match ErrorKind::from_code(&code, "e2a") {
+        ErrorKind::Internal | ErrorKind::AuthRequired => ErrorKind::AgentError,
+        k if code.is_string() => k,
+        _ => ErrorKind::AgentError,
+    };
+    tracing::warn!(status = status.as_u16(), remote_code = %code, detail = problem.detail.as_deref().unwrap_or(""), "remote agent refused the request");
+    failure(
+        request,
+        kind,
+        format!("the remote agent refused the request (HTTP {})", status.as_u16()),
+        details(&[("http_status", status.as_u16().into()), ("remote_code", code)]),
+    )
+}
+
 impl Agent for E2aRemoteAgent {
     fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
         let this = self.clone();
         let (sent, restore) = scoped(&request, &ctx);
         Box::pin(async_stream::stream! {
-            let mut post = this
-                .client
-                .post(&this.endpoint)
-                .header(reqwest::header::ACCEPT, "text/event-stream")
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(sent.to_json());
-            if let Some(t) = &this.token {
-                post = post.bearer_auth(t.expose());
-            }
-            // the trace goes on to the next hop, under this call's span
-            let span = tracing::debug_span!("backend.call", otel.kind = "client", e2a.backend = "e2a", e2a.request_id = sent.request_id.as_deref());
-            for (name, value) in span.in_scope(|| sent.correlation_id.as_deref().map(crate::web::trace::outgoing)).unwrap_or_default() {
-                post = post.header(name, value);
-            }
+            let (post, span) = this.post(&sent);
             let sent = tokio::select! {
                 _ = ctx.cancel.cancelled() => return,
                 r = tracing::Instrument::instrument(post.send(), span) => r,
@@ -178,19 +217,7 @@ impl Agent for E2aRemoteAgent {
             };
             let status = resp.status();
             if !status.is_success() {
-                // the remote refused the request: keep its problem code when it sent one
-                let body = resp.text().await.unwrap_or_default();
-                let problem: RemoteProblem = serde_json::from_str(&body).unwrap_or_default();
-                let code = problem.code;
-                let kind = match ErrorKind::from_code(&code, "e2a") {
-                    ErrorKind::Internal | ErrorKind::AuthRequired => ErrorKind::AgentError,
-                    k if code.is_string() => k,
-                    _ => ErrorKind::AgentError,
-                };
-                // the remote's own words (which may echo what it was sent) go to the log only
-                tracing::warn!(status = status.as_u16(), remote_code = %code, detail = problem.detail.as_deref().unwrap_or(""), "remote agent refused the request");
-                yield failure(&request, kind, format!("the remote agent refused the request (HTTP {})", status.as_u16()),
-                    details(&[("http_status", status.as_u16().into()), ("remote_code", code)]));
+                yield refused(&request, resp).await;
                 return;
             }
             let mut events = resp.bytes_stream().eventsource();

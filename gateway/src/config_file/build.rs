@@ -3,6 +3,13 @@
 
 use super::{pointer_key, ConfigError, ConfigFile};
 
+/// An agent of `[agents]`: its name, its entry, the agent built.
+type NamedAgent<'a> = (
+    &'a String,
+    &'a e2a::types::AgentEntry,
+    std::sync::Arc<dyn crate::agent::Agent>,
+);
+
 /// Building the gateway a file describes.
 impl ConfigFile {
     /// The [`GatewayConfig`](crate::config::GatewayConfig) of `[server]` and `[store]`, with `auth`.
@@ -245,17 +252,7 @@ impl ConfigFile {
             }
             g
         };
-        let mut errors = Vec::new();
-        let mut named = Vec::new();
-        for (name, entry) in &self.settings.agents {
-            let agent = self
-                .agent_token(name, entry)
-                .and_then(|token| self.agent(&format!("/agents/{}/agent", pointer_key(name)), &entry.agent, token));
-            match agent {
-                Ok(agent) => named.push((name, entry, agent)),
-                Err(e) => errors.push(e),
-            }
-        }
+        let (named, mut errors) = self.named_agents();
         let root = match &self.settings.default_agent {
             Some(d) => named.iter().find(|(n, ..)| *n == d).map(|(n, entry, agent)| {
                 let a2a = crate::bindings::a2a::A2aConfig {
@@ -265,15 +262,10 @@ impl ConfigFile {
                 build(agent.clone(), auth.for_agent(n), a2a)
             }),
             None => {
-                let token = match &self.settings.agent_token_file {
-                    Some(f) => self.secret("/agent_token_file", Some(f), None),
-                    None => Ok(std::env::var(crate::config::AGENT_TOKEN_ENV)
-                        .ok()
-                        .map(|t| t.trim().to_string())
-                        .filter(|t| !t.is_empty())
-                        .map(Into::into)),
-                };
-                match token.and_then(|t| self.agent("/agent", &self.settings.agent, t)) {
+                let agent = self
+                    .root_agent_token()
+                    .and_then(|t| self.agent("/agent", &self.settings.agent, t));
+                match agent {
                     Ok(agent) => Some(build(agent, auth.clone(), a2a_root.clone())),
                     Err(e) => {
                         errors.push(e);
@@ -295,5 +287,35 @@ impl ConfigFile {
             gateway = gateway.with_metrics(metrics.public);
         }
         Ok(gateway)
+    }
+
+    /// The agents of `[agents]` that can be built, with their entries, and the errors of those
+    /// that cannot.
+    fn named_agents(&self) -> (Vec<NamedAgent<'_>>, Vec<ConfigError>) {
+        let mut errors = Vec::new();
+        let mut named = Vec::new();
+        for (name, entry) in &self.settings.agents {
+            let agent = self
+                .agent_token(name, entry)
+                .and_then(|token| self.agent(&format!("/agents/{}/agent", pointer_key(name)), &entry.agent, token));
+            match agent {
+                Ok(agent) => named.push((name, entry, agent)),
+                Err(e) => errors.push(e),
+            }
+        }
+        (named, errors)
+    }
+
+    /// The token of the root agent (`agent`, without `default_agent`): `agent_token_file`, else
+    /// the [`AGENT_TOKEN_ENV`](crate::config::AGENT_TOKEN_ENV) variable (when set and not blank).
+    fn root_agent_token(&self) -> Result<Option<e2a::SecretString>, ConfigError> {
+        match &self.settings.agent_token_file {
+            Some(f) => self.secret("/agent_token_file", Some(f), None),
+            None => Ok(std::env::var(crate::config::AGENT_TOKEN_ENV)
+                .ok()
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .map(Into::into)),
+        }
     }
 }

@@ -158,6 +158,38 @@ impl TaskService {
         self.follow_from(id, after, Some(rx), until, false)
     }
 
+    /// What a follower gets next from its channel `live` (`None`: time to look around). An
+    /// event already sent is taken without arming a timer (a turn's events come in bursts). An
+    /// idle follower sleeps until an event, the start of a drain, or (a `shared` store: notices
+    /// can be lost) its next look at the log, [`REMOTE_POLL`] after the last event (`quiet`);
+    /// while the gateway drains, it looks every [`DRAIN_LOOK`] whether its task's run is gone.
+    async fn next_live(
+        &self,
+        live: &mut broadcast::Receiver<Feed>,
+        shared: bool,
+        quiet: Instant,
+    ) -> Option<Result<Feed, broadcast::error::RecvError>> {
+        if let Some(r) = live.recv().now_or_never() {
+            return Some(r);
+        }
+        let draining = self.shared.runs.draining();
+        let look = if draining {
+            Some(DRAIN_LOOK)
+        } else if shared {
+            Some(REMOTE_POLL.saturating_sub(quiet.elapsed()))
+        } else {
+            None
+        };
+        tokio::select! {
+            biased;
+            r = live.recv() => Some(r),
+            () = self.shared.runs.drain_started(), if !draining => None,
+            () = tokio::time::sleep(look.unwrap_or_default()), if look.is_some() => None,
+        }
+    }
+
+    /// [`TaskService::follow`] and [`TaskService::follow_live`]: the log first when
+    /// `read_log_first`, then live events (the log again after a gap).
     fn follow_from(
         self: &Arc<Self>,
         id: String,
@@ -201,29 +233,7 @@ impl TaskService {
                     (catch_up, resubscribe) = (false, false);
                 }
                 let Some(live) = rx.as_mut() else { return };
-                // an event already sent is taken without arming a timer (a turn's events come
-                // in bursts). An idle follower sleeps until an event, the start of a drain, or
-                // (a shared store: notices can be lost) its next look at the log; while the
-                // gateway drains, it looks every DRAIN_LOOK whether its task's run is gone.
-                let got = match live.recv().now_or_never() {
-                    Some(r) => Some(r),
-                    None => {
-                        let draining = this.shared.runs.draining();
-                        let look = if draining {
-                            Some(DRAIN_LOOK)
-                        } else if shared {
-                            Some(REMOTE_POLL.saturating_sub(quiet.elapsed()))
-                        } else {
-                            None
-                        };
-                        tokio::select! {
-                            biased;
-                            r = live.recv() => Some(r),
-                            () = this.shared.runs.drain_started(), if !draining => None,
-                            () = tokio::time::sleep(look.unwrap_or_default()), if look.is_some() => None,
-                        }
-                    }
-                };
+                let got = this.next_live(live, shared, quiet).await;
                 match got {
                     None => {
                         if this.shared.runs.draining() && this.live_of(&id).is_none() {

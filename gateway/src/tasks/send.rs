@@ -40,6 +40,21 @@ struct TurnStart {
     push: Option<e2a::types::A2aTaskPushNotificationConfig>,
 }
 
+/// Names the turn's request: its task `task_id`, its context (the existing task's, else the
+/// request's, else a new one), its session (the context unless it names one) and a request id
+/// unless it has one. Returns the context id.
+fn name_turn(env: &mut e2a::E2AEnvelope, existing: Option<&TaskRecord>, task_id: &str) -> String {
+    let context_id = existing
+        .map(|r| r.context_id.clone())
+        .or_else(|| env.context_id.clone())
+        .unwrap_or_else(e2a::stream::new_ordered_id);
+    env.task_id = Some(task_id.to_string());
+    env.context_id = Some(context_id.clone());
+    env.session_id.get_or_insert_with(|| context_id.clone());
+    env.request_id.get_or_insert_with(e2a::stream::new_id);
+    context_id
+}
+
 impl TaskService {
     /// `SendMessage`: starts a turn (a new task, or the answer to a paused one) and answers
     /// with the agent's direct reply, or the task — after the turn unless the client asked to
@@ -133,15 +148,7 @@ impl TaskService {
         if let Some(id) = self.repeated(&caller, &keys, &task_id).await? {
             return Ok(SendOutcome::Repeat { id });
         }
-        let context_id = existing
-            .as_ref()
-            .map(|r| r.context_id.clone())
-            .or_else(|| env.context_id.clone())
-            .unwrap_or_else(e2a::stream::new_ordered_id);
-        env.task_id = Some(task_id.clone());
-        env.context_id = Some(context_id.clone());
-        env.session_id.get_or_insert_with(|| context_id.clone());
-        env.request_id.get_or_insert_with(e2a::stream::new_id);
+        let context_id = name_turn(&mut env, existing.as_ref(), &task_id);
 
         // from the claim on, the turn is started on a task of its own: a client that goes away
         // mid-request cannot leave a claimed task without its run (its run goes on detached)

@@ -207,53 +207,32 @@ impl Auth {
         Ok(caller)
     }
 
+    /// The caller a request's credential proves (see [`Auth::check`]), before its scope.
     fn identify(&self, headers: &HeaderMap) -> Result<Caller, Problem> {
         let creds = self.creds.read().clone();
         if creds.tokens.is_empty() && creds.callers.is_empty() {
             return Ok(Caller::anonymous());
         }
-        let presented = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                let (scheme, rest) = v.split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then_some(rest.trim())
-            })
-            .ok_or_else(Problem::unauthorized)?;
-        // every token is compared, so the time does not depend on which one matched
-        let mut found: Option<usize> = None;
-        for (i, t) in creds.tokens.iter().enumerate() {
-            let eq: Choice = t.expose().as_bytes().ct_eq(presented.as_bytes());
-            if bool::from(eq) && found.is_none() {
-                found = Some(i);
-            }
-        }
-        if let Some(i) = found {
+        let presented = bearer(headers).ok_or_else(Problem::unauthorized)?;
+        if let Some(i) = token_index(&creds.tokens, presented) {
             return Ok(Caller::named(format!("token-{}", i + 1)));
         }
         if creds.callers.is_empty() {
             return Err(Problem::unauthorized());
         }
-        let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
-        let mut by_key: Option<&CallerCheck> = None;
-        for c in creds.callers.iter() {
-            if let Credential::KeyDigest(d) = &c.credential {
-                if bool::from(d.ct_eq(&digest)) && by_key.is_none() {
-                    by_key = Some(c);
-                }
-            }
-        }
-        let (check, caller) = match by_key {
-            Some(c) => {
-                let mut caller = Caller::named(c.name.clone());
-                caller.name = Some(c.name.clone());
-                caller.kind = Some(c.kind);
-                caller.claims.insert("caller".into(), c.name.clone().into());
-                caller.claims.insert("method".into(), "api_key".into());
-                (c, caller)
-            }
+        let (check, caller) = match key_caller(&creds.callers, presented) {
+            Some(found) => found,
             None => jwt_caller(&creds.callers, presented).ok_or_else(Problem::unauthorized)?,
         };
+        self.allows(check)?;
+        check.within_rate_limit(&caller)?;
+        Ok(caller)
+    }
+
+    /// Whether `check`'s caller may call this agent (`403` when it may not): its allow-list
+    /// names the agent (or [`ROOT_AGENT`] at the root routes); anything goes for the gateway's
+    /// own routes.
+    fn allows(&self, check: &CallerCheck) -> Result<(), Problem> {
         if self.any_agent {
             // no agent is called
         } else if let (Some(agent), Some(allowed)) = (&self.agent, &check.agents) {
@@ -273,27 +252,54 @@ impl Auth {
                 .with_status(StatusCode::FORBIDDEN));
             }
         }
-        if let Some(limiter) = &check.limiter {
-            // one bucket per JWT subject: the full ones are forgotten once there are many
-            if limiter.len() > MAX_BUCKETS {
-                limiter.retain_recent();
-            }
-            let key = caller.subject.clone().unwrap_or_default();
-            if let Err(not_until) = limiter.check_key(&key) {
-                use governor::clock::Clock;
-                let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
-                let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-                let mut p = Problem::new(
-                    ErrorKind::Internal,
-                    format!("caller `{}` is over its rate limit; retry later", check.name),
-                )
-                .with_status(StatusCode::TOO_MANY_REQUESTS);
-                p.retry_after = Some(secs.max(1));
-                return Err(p);
+        Ok(())
+    }
+}
+
+/// The token of a `Bearer` `Authorization` header.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, rest) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then_some(rest.trim())
+        })
+}
+
+/// Which of `tokens` is `presented` (the first that is). Every token is compared, in constant
+/// time, so the time does not depend on which one matched.
+fn token_index(tokens: &[SecretString], presented: &str) -> Option<usize> {
+    let mut found: Option<usize> = None;
+    for (i, t) in tokens.iter().enumerate() {
+        let eq: Choice = t.expose().as_bytes().ct_eq(presented.as_bytes());
+        if bool::from(eq) && found.is_none() {
+            found = Some(i);
+        }
+    }
+    found
+}
+
+/// The API-key caller whose key `presented` is, and the caller it is: every digest is compared,
+/// in constant time.
+fn key_caller<'a>(callers: &'a [CallerCheck], presented: &str) -> Option<(&'a CallerCheck, Caller)> {
+    let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+    let mut by_key: Option<&CallerCheck> = None;
+    for c in callers.iter() {
+        if let Credential::KeyDigest(d) = &c.credential {
+            if bool::from(d.ct_eq(&digest)) && by_key.is_none() {
+                by_key = Some(c);
             }
         }
-        Ok(caller)
     }
+    by_key.map(|c| {
+        let mut caller = Caller::named(c.name.clone());
+        caller.name = Some(c.name.clone());
+        caller.kind = Some(c.kind);
+        caller.claims.insert("caller".into(), c.name.clone().into());
+        caller.claims.insert("method".into(), "api_key".into());
+        (c, caller)
+    })
 }
 
 /// The JWT caller whose keys verify `token`, and the caller it is.
@@ -339,6 +345,31 @@ pub(crate) fn reserved_caller_name(name: &str) -> Option<&'static str> {
 }
 
 impl CallerCheck {
+    /// Whether `caller` is within this caller's rate limit (one bucket per JWT subject): `429`
+    /// with `Retry-After` when it is over.
+    fn within_rate_limit(&self, caller: &Caller) -> Result<(), Problem> {
+        if let Some(limiter) = &self.limiter {
+            // one bucket per JWT subject: the full ones are forgotten once there are many
+            if limiter.len() > MAX_BUCKETS {
+                limiter.retain_recent();
+            }
+            let key = caller.subject.clone().unwrap_or_default();
+            if let Err(not_until) = limiter.check_key(&key) {
+                use governor::clock::Clock;
+                let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
+                let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                let mut p = Problem::new(
+                    ErrorKind::Internal,
+                    format!("caller `{}` is over its rate limit; retry later", self.name),
+                )
+                .with_status(StatusCode::TOO_MANY_REQUESTS);
+                p.retry_after = Some(secs.max(1));
+                return Err(p);
+            }
+        }
+        Ok(())
+    }
+
     /// A caller proving itself with an API key whose SHA-256 is `digest`.
     pub(crate) fn api_key(name: &str, entry: &CallerEntry, digest: [u8; 32]) -> Self {
         CallerCheck::of(name, entry, Credential::KeyDigest(digest))

@@ -19,7 +19,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use super::connections::{Counted, Metered, Registry};
@@ -120,22 +120,9 @@ where
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
-        let slot = match slots.clone().try_acquire_owned() {
-            Ok(slot) => slot,
-            // at the cap: the connection idle the longest makes room, if there is one
-            Err(_) if registry.evict_idlest() => {
-                match tokio::time::timeout(Duration::from_secs(1), slots.clone().acquire_owned()).await {
-                    Ok(Ok(slot)) => slot,
-                    _ => {
-                        connections.spawn(refuse(tcp));
-                        continue;
-                    }
-                }
-            }
-            Err(_) => {
-                connections.spawn(refuse(tcp));
-                continue;
-            }
+        let Some(slot) = slot_for(&slots, &registry).await else {
+            connections.spawn(refuse(tcp));
+            continue;
         };
         let (id, state) = registry.add();
         let service = TowerToHyperService::new(Counted {
@@ -159,6 +146,34 @@ where
         });
     }
     drop(listener);
+    close_connections(graceful, drain, connections).await;
+    Ok(())
+}
+
+/// A slot for a new connection: a free one, else the one the connection idle the longest gives
+/// up (waited for a second at most); `None` when every connection is busy.
+async fn slot_for(slots: &Arc<Semaphore>, registry: &Registry) -> Option<OwnedSemaphorePermit> {
+    match slots.clone().try_acquire_owned() {
+        Ok(slot) => Some(slot),
+        // at the cap: the connection idle the longest makes room, if there is one
+        Err(_) if registry.evict_idlest() => {
+            match tokio::time::timeout(Duration::from_secs(1), slots.clone().acquire_owned()).await {
+                Ok(Ok(slot)) => Some(slot),
+                _ => None,
+            }
+        }
+        Err(_) => None,
+    }
+}
+
+/// Once the listener is closed: idle connections close now, busy ones after their answer;
+/// `drain` (started now) bounds the wait, with a second more for the final frames; then every
+/// connection still open is dropped.
+async fn close_connections<D: Future<Output = ()>>(
+    graceful: GracefulShutdown,
+    drain: impl FnOnce() -> D,
+    mut connections: JoinSet<()>,
+) {
     // idle connections close now, busy ones after their answer
     let closed = graceful.shutdown();
     let drained = drain();
@@ -174,7 +189,6 @@ where
         }
     }
     connections.shutdown().await;
-    Ok(())
 }
 
 /// Records when a request body was read to its end.

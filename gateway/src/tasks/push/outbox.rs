@@ -148,15 +148,10 @@ async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) -> Op
             return None;
         }
     };
-    let progress = |delivered_seq, attempts, retry_in, error, failure| PushProgress {
-        task_id: task_id.clone(),
-        id: id.clone(),
-        holder: svc.holder.clone(),
-        delivered_seq,
-        attempts,
-        retry_in,
-        error,
-        failure,
+    let cursor = Cursor {
+        svc: &svc,
+        task_id: &task_id,
+        id: &id,
     };
     let metrics = svc.shared.metrics.get();
     let count = |outcome| metrics.metrics().push_attempt(metrics.agent(), outcome);
@@ -175,35 +170,21 @@ async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) -> Op
                 tracing::debug!(task_id = %task_id, config_id = %id, seq = event.seq, "push notification delivered");
                 delivered_seq = event.seq;
                 attempts = 0;
-                progress(delivered_seq, 0, None, None, None)
+                cursor.progress(delivered_seq, 0, None, None, None)
             }
             Err(error) => {
                 attempts = attempts.saturating_add(1);
                 if attempts < policy.max_attempts {
                     let wait = policy.retry_delay(attempts);
-                    tracing::info!(
-                        task_id = %task_id, config_id = %id, seq = event.seq, attempts, error = %error,
-                        retry_in_ms = wait.as_millis() as u64, "push notification not delivered; will retry"
-                    );
-                    let _ = write(&svc, progress(delivered_seq, attempts, Some(wait), Some(error), None)).await;
-                    // (a little after: the store decides when it is due)
-                    return Some(Instant::now() + wait + Duration::from_millis(10));
+                    let again = cursor
+                        .retry_later(event.seq, delivered_seq, attempts, wait, error)
+                        .await;
+                    return Some(again);
                 }
-                tracing::warn!(
-                    task_id = %task_id, config_id = %id, seq = event.seq, attempts, error = %error,
-                    "push notification given up on: recorded as failed"
-                );
-                let failure = PushFailure {
-                    task_id: task_id.clone(),
-                    config_id: id.clone(),
-                    seq: event.seq,
-                    attempts,
-                    error: error.clone(),
-                    at_ms: now_ms(),
-                };
+                let update = cursor.give_up(event.seq, attempts, error);
                 delivered_seq = event.seq;
                 attempts = 0;
-                progress(delivered_seq, 0, None, Some(error), Some(failure))
+                update
             }
         };
         match write(&svc, update).await {
@@ -222,6 +203,74 @@ async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) -> Op
     None
 }
 
+/// The config a delivery job holds (`id` of task `task_id`), and where it writes its progress.
+struct Cursor<'a> {
+    svc: &'a TaskService,
+    task_id: &'a str,
+    id: &'a str,
+}
+
+impl Cursor<'_> {
+    /// The config's progress under this gateway's claim.
+    fn progress(
+        &self,
+        delivered_seq: u64,
+        attempts: u32,
+        retry_in: Option<Duration>,
+        error: Option<String>,
+        failure: Option<PushFailure>,
+    ) -> PushProgress {
+        PushProgress {
+            task_id: self.task_id.to_string(),
+            id: self.id.to_string(),
+            holder: self.svc.holder.clone(),
+            delivered_seq,
+            attempts,
+            retry_in,
+            error,
+            failure,
+        }
+    }
+
+    /// After the `attempts`-th failed attempt at event `seq` (`error`), fewer than the policy
+    /// allows: the retry in `wait` is written; returns when the outbox is to look again.
+    async fn retry_later(&self, seq: u64, delivered_seq: u64, attempts: u32, wait: Duration, error: String) -> Instant {
+        let (task_id, id) = (self.task_id, self.id);
+        tracing::info!(
+            task_id = %task_id, config_id = %id, seq, attempts, error = %error,
+            retry_in_ms = wait.as_millis() as u64, "push notification not delivered; will retry"
+        );
+        let _ = write(
+            self.svc,
+            self.progress(delivered_seq, attempts, Some(wait), Some(error), None),
+        )
+        .await;
+        // (a little after: the store decides when it is due)
+        Instant::now() + wait + Duration::from_millis(10)
+    }
+
+    /// After the last failed attempt (the `attempts`-th) at event `seq` (`error`): the event is
+    /// given up on; the progress to write past it, its failure recorded.
+    fn give_up(&self, seq: u64, attempts: u32, error: String) -> PushProgress {
+        let (task_id, id) = (self.task_id, self.id);
+        tracing::warn!(
+            task_id = %task_id, config_id = %id, seq, attempts, error = %error,
+            "push notification given up on: recorded as failed"
+        );
+        let failure = PushFailure {
+            task_id: task_id.to_string(),
+            config_id: id.to_string(),
+            seq,
+            attempts,
+            error: error.clone(),
+            at_ms: now_ms(),
+        };
+        self.progress(seq, 0, None, Some(error), Some(failure))
+    }
+}
+
+/// Writes a job's progress: `Ok(false)` when the claim is no longer this gateway's (or the
+/// config was deleted).
 async fn write(svc: &TaskService, p: PushProgress) -> Result<bool, StoreError> {
     svc.store.pushes_kept()?.push_progress(p).await
 }

@@ -15,6 +15,10 @@
 //! answer to an approval: `yes` / `no`) is sent as a message to the paused remote task. A
 //! cancelled run sends `CancelTask` to the remote.
 
+mod cancel;
+mod exchange;
+mod urls;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -26,16 +30,19 @@ use e2a::taxonomy::ErrorKind;
 use e2a::{E2AEnvelope, E2AResponse, SecretString};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio::sync::OnceCell;
 
 use e2a::a2a::inbound::A2aStreamReader;
 use e2a::a2a::stream::text_part;
-use e2a::types::{A2aMessage, A2aOperation, A2aPart, A2aRole, A2aStreamResponse, JsonRpcErrorBody};
+use e2a::types::{A2aMessage, A2aPart, A2aRole, A2aStreamResponse, JsonRpcErrorBody};
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext};
 use crate::pipeline::boundary::details;
+use cancel::CancelOnDrop;
+use exchange::Interface;
+use urls::{named, origin, plain};
 
 /// Where a [`A2aRemoteAgent`] goes and with which credentials.
 #[derive(Debug, Clone)]
@@ -79,57 +86,6 @@ pub enum A2aRemoteError {
     /// The HTTP client cannot be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
-}
-
-/// `scheme://host[:port]` of an http(s) URL, lower-cased.
-pub fn origin(url: &str) -> Option<String> {
-    let (scheme, rest) = url.split_once("://")?;
-    let scheme = scheme.to_ascii_lowercase();
-    if scheme != "http" && scheme != "https" {
-        return None;
-    }
-    let authority = rest.split(['/', '?', '#']).next()?.to_ascii_lowercase();
-    if authority.is_empty() || authority.contains('@') {
-        return None;
-    }
-    let default_port = if scheme == "http" { ":80" } else { ":443" };
-    let authority = authority.strip_suffix(default_port).unwrap_or(&authority).to_string();
-    Some(format!("{scheme}://{authority}"))
-}
-
-/// `url` as an error names it: scheme, host, port and path (no credentials, query or fragment,
-/// which may hold a secret).
-fn named(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(u) => {
-            let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
-            format!(
-                "{}://{}{port}{}",
-                u.scheme(),
-                u.host_str().unwrap_or_default(),
-                u.path()
-            )
-        }
-        Err(_) => "(an unreadable URL)".into(),
-    }
-}
-
-/// An HTTP client error in plain words: what went wrong at the bottom of its causes (the
-/// connection refused, reset or closed early), without the URL (errors name it themselves).
-fn plain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut words = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        words = c.to_string();
-        cause = c.source();
-    }
-    words
-}
-
-/// The interface a run posts to.
-#[derive(Debug, Clone)]
-struct Interface {
-    url: String,
 }
 
 /// A remote A2A agent (see the module docs).
@@ -183,102 +139,6 @@ impl A2aRemoteAgent {
 
     fn token_for(&self, url: &str) -> Option<&SecretString> {
         origin(url).and_then(|o| self.credentials.get(&o))
-    }
-
-    /// Fetches the card and picks the JSON-RPC 1.0 interface on the card's origin.
-    async fn discover(&self) -> Result<Interface, String> {
-        let mut get = self.client.get(&self.card_url).header("A2A-Version", "1.0");
-        if let Some(t) = self.token_for(&self.card_url) {
-            get = get.bearer_auth(t.expose());
-        }
-        let card_url = named(&self.card_url);
-        let resp = get
-            .send()
-            .await
-            .map_err(|e| format!("cannot fetch the agent card {card_url}: {}", plain(&e.without_url())))?;
-        if !resp.status().is_success() {
-            return Err(format!(
-                "the agent card {card_url} answered HTTP {}",
-                resp.status().as_u16()
-            ));
-        }
-        let text = resp
-            .text()
-            .await
-            .map_err(|e| format!("cannot read the agent card {card_url}: {}", plain(&e.without_url())))?;
-        let card: CardInterfaces =
-            serde_json::from_str(&text).map_err(|e| format!("the agent card {card_url} is not a card: {e}"))?;
-        let pick = card.supported_interfaces.into_iter().find(|i| {
-            i.protocol_binding == "JSONRPC" && i.protocol_version.as_deref().is_none_or(|v| v.starts_with("1."))
-        });
-        let url = match pick {
-            Some(i) => i.url,
-            None => {
-                return Err(format!(
-                    "the agent card {card_url} lists no JSON-RPC interface of A2A 1.0"
-                ))
-            }
-        };
-        if origin(&url) != origin(&self.card_url) {
-            return Err("the agent card's interface is on another origin than the card; refused".into());
-        }
-        Ok(Interface { url })
-    }
-
-    async fn post(
-        &self,
-        url: &str,
-        body: String,
-        stream: bool,
-        trace: Option<&str>,
-    ) -> Result<reqwest::Response, String> {
-        let mut req = self
-            .client
-            .post(url)
-            .header("A2A-Version", "1.0")
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(
-                reqwest::header::ACCEPT,
-                if stream {
-                    "text/event-stream"
-                } else {
-                    "application/json"
-                },
-            )
-            .body(body);
-        if let Some(t) = self.token_for(url) {
-            req = req.bearer_auth(t.expose());
-        }
-        // the trace goes on to the next hop, under this call's span
-        let span = tracing::debug_span!("backend.call", otel.kind = "client", e2a.backend = "a2a");
-        for (name, value) in span
-            .in_scope(|| trace.map(crate::web::trace::outgoing))
-            .unwrap_or_default()
-        {
-            req = req.header(name, value);
-        }
-        tracing::Instrument::instrument(req.send(), span).await.map_err(|e| {
-            format!(
-                "the remote agent {} is unreachable: {}",
-                named(url),
-                plain(&e.without_url())
-            )
-        })
-    }
-
-    /// Sends `CancelTask` for a remote task (best effort).
-    fn propagate_cancel(&self, url: String, remote_task: String) {
-        let this = self.clone();
-        tokio::spawn(async move {
-            let body = call(A2aOperation::CancelTask, &TaskIdParams { id: &remote_task });
-            match this.post(&url, body, false, None).await {
-                Ok(r) => tracing::info!(
-                    status = r.status().as_u16(),
-                    "cancel propagated to the remote A2A agent"
-                ),
-                Err(e) => tracing::warn!(error = %e, "cannot propagate the cancel to the remote A2A agent"),
-            }
-        });
     }
 
     /// The remote task an event names, kept under the local task (scoped by the caller), so
@@ -335,57 +195,6 @@ struct GivenMessage {
     reference_task_ids: Vec<String>,
 }
 
-/// The interfaces an agent card lists (the part of the card a run needs).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CardInterfaces {
-    #[serde(default)]
-    supported_interfaces: Vec<CardInterface>,
-}
-
-/// One `AgentInterface` of a card.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CardInterface {
-    #[serde(default)]
-    url: String,
-    #[serde(default)]
-    protocol_binding: String,
-    #[serde(default)]
-    protocol_version: Option<String>,
-}
-
-/// `CancelTask`'s params.
-#[derive(Serialize)]
-struct TaskIdParams<'a> {
-    id: &'a str,
-}
-
-/// `SendStreamingMessage`'s params.
-#[derive(Serialize)]
-struct SendParams<'a> {
-    message: &'a A2aMessage,
-}
-
-/// A JSON-RPC request of `operation` with `params`, as text.
-fn call<P: Serialize>(operation: A2aOperation, params: &P) -> String {
-    #[derive(Serialize)]
-    struct Call<'a, P> {
-        jsonrpc: &'static str,
-        id: String,
-        method: &'static str,
-        params: &'a P,
-    }
-    let id = e2a::stream::new_id();
-    serde_json::to_string(&Call {
-        jsonrpc: "2.0",
-        id,
-        method: operation.as_str(),
-        params,
-    })
-    .unwrap_or_default()
-}
-
 /// One event of the remote's stream: a JSON-RPC response whose result is a `StreamResponse`.
 #[derive(Deserialize)]
 struct RemoteEvent {
@@ -419,105 +228,12 @@ type RemoteEvents = std::pin::Pin<
     >,
 >;
 
-/// How long a run dropped before its remote task's id arrived waits for it (reading the
-/// remote's stream on), so its cancel still reaches the remote task.
-const CANCEL_LEARN: Duration = Duration::from_secs(2);
-
-/// Sends `CancelTask` for the remote task when a run is dropped before its end (the gateway
-/// stops polling a cancelled run, so this is where the cancel is seen). It holds the remote's
-/// stream: a run dropped before the remote task's id arrived reads on for it.
-struct CancelOnDrop {
-    agent: A2aRemoteAgent,
-    url: String,
-    task: Option<String>,
-    done: bool,
-    events: Option<RemoteEvents>,
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if self.done || tokio::runtime::Handle::try_current().is_err() {
-            return;
-        }
-        if let Some(task) = self.task.take() {
-            self.agent.propagate_cancel(self.url.clone(), task);
-            return;
-        }
-        let Some(mut events) = self.events.take() else { return };
-        let (agent, url) = (self.agent.clone(), self.url.clone());
-        tokio::spawn(async move {
-            let learn = async {
-                while let Some(Ok(ev)) = events.next().await {
-                    let Ok(RemoteEvent {
-                        result: Some(event), ..
-                    }) = serde_json::from_str(&ev.data)
-                    else {
-                        continue;
-                    };
-                    if let Some((task, _)) = remote_task_and_context(&event) {
-                        return Some(task.to_string());
-                    }
-                }
-                None
-            };
-            if let Ok(Some(task)) = tokio::time::timeout(CANCEL_LEARN, learn).await {
-                agent.propagate_cancel(url, task);
-            }
-        });
-    }
-}
-
 /// The remote task and its context an event of the remote's stream names.
 fn remote_task_and_context(event: &A2aStreamResponse) -> Option<(&str, &str)> {
     match event {
         A2aStreamResponse::Task(t) => Some((&t.id, &t.context_id)),
         A2aStreamResponse::StatusUpdate(u) => Some((&u.task_id, &u.context_id)),
         A2aStreamResponse::ArtifactUpdate(_) | A2aStreamResponse::Message(_) => None,
-    }
-}
-
-/// Why a run could not start: the error frame's kind, message and details.
-type OpenError = (ErrorKind, String, Map<String, Value>);
-
-impl A2aRemoteAgent {
-    /// Sends the run's `SendStreamingMessage` (after finding the agent's interface): the
-    /// interface and the streaming answer, or why not.
-    async fn open(
-        &self,
-        request: &E2AEnvelope,
-        ctx: &RequestContext,
-    ) -> Result<(Interface, reqwest::Response), OpenError> {
-        let interface = match self.interface.get_or_try_init(|| self.discover()).await {
-            Ok(i) => i.clone(),
-            Err(e) => {
-                tracing::warn!(error = %e, "remote A2A agent unusable");
-                return Err((ErrorKind::AgentError, e, Map::new()));
-            }
-        };
-        let message = self.message_for(request, ctx);
-        let body = call(A2aOperation::SendStreamingMessage, &SendParams { message: &message });
-        let sent = tokio::select! {
-            _ = ctx.cancel.cancelled() => {
-                return Err((ErrorKind::Cancelled, "the run was cancelled".into(), Map::new()));
-            }
-            r = self.post(&interface.url, body, true, request.correlation_id.as_deref()) => r,
-        };
-        let resp = sent.map_err(|e| (ErrorKind::AgentError, e, Map::new()))?;
-        let status = resp.status();
-        if !status.is_success() {
-            let kind = if status.as_u16() == 401 {
-                ErrorKind::AuthRequired
-            } else {
-                ErrorKind::AgentError
-            };
-            let message = format!(
-                "the remote agent {} answered HTTP {}",
-                named(&interface.url),
-                status.as_u16()
-            );
-            return Err((kind, message, details(&[("http_status", status.as_u16().into())])));
-        }
-        Ok((interface, resp))
     }
 }
 
@@ -603,35 +319,5 @@ impl Agent for A2aRemoteAgent {
     /// would start a new remote task.
     fn holds_pause(&self, key: &ConversationKey) -> Option<bool> {
         Some(self.tasks.lock().contains_key(key))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_error_names_a_url_without_its_secrets() {
-        assert_eq!(
-            named("https://u:pw@agents.example:8443/a2a?key=s3cret#x"),
-            "https://agents.example:8443/a2a"
-        );
-        assert_eq!(
-            named("http://127.0.0.1/.well-known/agent-card.json"),
-            "http://127.0.0.1/.well-known/agent-card.json"
-        );
-    }
-
-    #[test]
-    fn origins() {
-        assert_eq!(origin("http://127.0.0.1:80/a"), Some("http://127.0.0.1".into()));
-        assert_eq!(
-            origin("HTTPS://Example.com:8443/x?y"),
-            Some("https://example.com:8443".into())
-        );
-        assert_eq!(origin("ftp://x"), None);
-        assert_eq!(origin("http://user@evil"), None);
-        let c = A2aRemoteConfig::new("http://a").with_token("http://a/x", SecretString::new("s3cret"));
-        assert!(!format!("{c:?}").contains("s3cret"));
     }
 }

@@ -1,0 +1,217 @@
+//! The HTTP exchanges with the remote agent: its card discovered (the JSON-RPC interface it
+//! lists on its own origin), the run's `SendStreamingMessage` posted, a `CancelTask` sent for a
+//! cancelled run — each a JSON-RPC request, with the origin's credential and the trace.
+
+use e2a::taxonomy::ErrorKind;
+use e2a::types::{A2aMessage, A2aOperation};
+use e2a::E2AEnvelope;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::urls::{named, origin, plain};
+use super::A2aRemoteAgent;
+use crate::agent::RequestContext;
+use crate::pipeline::boundary::details;
+
+/// The interface a run posts to.
+#[derive(Debug, Clone)]
+pub(super) struct Interface {
+    /// Where the JSON-RPC requests are posted.
+    pub(super) url: String,
+}
+
+impl A2aRemoteAgent {
+    /// Fetches the card and picks the JSON-RPC 1.0 interface on the card's origin.
+    async fn discover(&self) -> Result<Interface, String> {
+        let mut get = self.client.get(&self.card_url).header("A2A-Version", "1.0");
+        if let Some(t) = self.token_for(&self.card_url) {
+            get = get.bearer_auth(t.expose());
+        }
+        let card_url = named(&self.card_url);
+        let resp = get
+            .send()
+            .await
+            .map_err(|e| format!("cannot fetch the agent card {card_url}: {}", plain(&e.without_url())))?;
+        if !resp.status().is_success() {
+            return Err(format!(
+                "the agent card {card_url} answered HTTP {}",
+                resp.status().as_u16()
+            ));
+        }
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| format!("cannot read the agent card {card_url}: {}", plain(&e.without_url())))?;
+        let card: CardInterfaces =
+            serde_json::from_str(&text).map_err(|e| format!("the agent card {card_url} is not a card: {e}"))?;
+        let pick = card.supported_interfaces.into_iter().find(|i| {
+            i.protocol_binding == "JSONRPC" && i.protocol_version.as_deref().is_none_or(|v| v.starts_with("1."))
+        });
+        let url = match pick {
+            Some(i) => i.url,
+            None => {
+                return Err(format!(
+                    "the agent card {card_url} lists no JSON-RPC interface of A2A 1.0"
+                ))
+            }
+        };
+        if origin(&url) != origin(&self.card_url) {
+            return Err("the agent card's interface is on another origin than the card; refused".into());
+        }
+        Ok(Interface { url })
+    }
+
+    /// POSTs a JSON-RPC `body` to `url` (with the origin's credential and the trace of
+    /// `trace`), asking for an event stream or JSON; the answer, or why the remote is unreachable.
+    async fn post(
+        &self,
+        url: &str,
+        body: String,
+        stream: bool,
+        trace: Option<&str>,
+    ) -> Result<reqwest::Response, String> {
+        let mut req = self
+            .client
+            .post(url)
+            .header("A2A-Version", "1.0")
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(
+                reqwest::header::ACCEPT,
+                if stream {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                },
+            )
+            .body(body);
+        if let Some(t) = self.token_for(url) {
+            req = req.bearer_auth(t.expose());
+        }
+        // the trace goes on to the next hop, under this call's span
+        let span = tracing::debug_span!("backend.call", otel.kind = "client", e2a.backend = "a2a");
+        for (name, value) in span
+            .in_scope(|| trace.map(crate::web::trace::outgoing))
+            .unwrap_or_default()
+        {
+            req = req.header(name, value);
+        }
+        tracing::Instrument::instrument(req.send(), span).await.map_err(|e| {
+            format!(
+                "the remote agent {} is unreachable: {}",
+                named(url),
+                plain(&e.without_url())
+            )
+        })
+    }
+
+    /// Sends `CancelTask` for a remote task (best effort).
+    pub(super) fn propagate_cancel(&self, url: String, remote_task: String) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let body = call(A2aOperation::CancelTask, &TaskIdParams { id: &remote_task });
+            match this.post(&url, body, false, None).await {
+                Ok(r) => tracing::info!(
+                    status = r.status().as_u16(),
+                    "cancel propagated to the remote A2A agent"
+                ),
+                Err(e) => tracing::warn!(error = %e, "cannot propagate the cancel to the remote A2A agent"),
+            }
+        });
+    }
+}
+
+/// The interfaces an agent card lists (the part of the card a run needs).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CardInterfaces {
+    #[serde(default)]
+    supported_interfaces: Vec<CardInterface>,
+}
+
+/// One `AgentInterface` of a card.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CardInterface {
+    #[serde(default)]
+    url: String,
+    #[serde(default)]
+    protocol_binding: String,
+    #[serde(default)]
+    protocol_version: Option<String>,
+}
+
+/// `CancelTask`'s params.
+#[derive(Serialize)]
+struct TaskIdParams<'a> {
+    id: &'a str,
+}
+
+/// `SendStreamingMessage`'s params.
+#[derive(Serialize)]
+struct SendParams<'a> {
+    message: &'a A2aMessage,
+}
+
+/// A JSON-RPC request of `operation` with `params`, as text.
+fn call<P: Serialize>(operation: A2aOperation, params: &P) -> String {
+    #[derive(Serialize)]
+    struct Call<'a, P> {
+        jsonrpc: &'static str,
+        id: String,
+        method: &'static str,
+        params: &'a P,
+    }
+    let id = e2a::stream::new_id();
+    serde_json::to_string(&Call {
+        jsonrpc: "2.0",
+        id,
+        method: operation.as_str(),
+        params,
+    })
+    .unwrap_or_default()
+}
+
+/// Why a run could not start: the error frame's kind, message and details.
+pub(super) type OpenError = (ErrorKind, String, Map<String, Value>);
+
+impl A2aRemoteAgent {
+    /// Sends the run's `SendStreamingMessage` (after finding the agent's interface): the
+    /// interface and the streaming answer, or why not.
+    pub(super) async fn open(
+        &self,
+        request: &E2AEnvelope,
+        ctx: &RequestContext,
+    ) -> Result<(Interface, reqwest::Response), OpenError> {
+        let interface = match self.interface.get_or_try_init(|| self.discover()).await {
+            Ok(i) => i.clone(),
+            Err(e) => {
+                tracing::warn!(error = %e, "remote A2A agent unusable");
+                return Err((ErrorKind::AgentError, e, Map::new()));
+            }
+        };
+        let message = self.message_for(request, ctx);
+        let body = call(A2aOperation::SendStreamingMessage, &SendParams { message: &message });
+        let sent = tokio::select! {
+            _ = ctx.cancel.cancelled() => {
+                return Err((ErrorKind::Cancelled, "the run was cancelled".into(), Map::new()));
+            }
+            r = self.post(&interface.url, body, true, request.correlation_id.as_deref()) => r,
+        };
+        let resp = sent.map_err(|e| (ErrorKind::AgentError, e, Map::new()))?;
+        let status = resp.status();
+        if !status.is_success() {
+            let kind = if status.as_u16() == 401 {
+                ErrorKind::AuthRequired
+            } else {
+                ErrorKind::AgentError
+            };
+            let message = format!(
+                "the remote agent {} answered HTTP {}",
+                named(&interface.url),
+                status.as_u16()
+            );
+            return Err((kind, message, details(&[("http_status", status.as_u16().into())])));
+        }
+        Ok((interface, resp))
+    }
+}
