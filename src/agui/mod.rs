@@ -183,7 +183,7 @@ impl AguiProjector {
         }
         if !self.started {
             self.started = true;
-            out.push(json!({"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id}));
+            out.push(run_started(&self.thread_id, &self.run_id));
         }
         let b = &frame.body;
         match &frame.response_kind {
@@ -248,7 +248,7 @@ impl AguiProjector {
                     self.close_all(&mut out);
                     self.finished = true;
                     let message = b.get("message").and_then(Value::as_str).unwrap_or("agent error");
-                    out.push(json!({"type": "RUN_ERROR", "message": message, "code": kind.mapping().agui_code}));
+                    out.push(run_error(message, kind));
                 }
             }
             _ => {}
@@ -310,6 +310,17 @@ impl AguiProjector {
             }
         }
     }
+}
+
+/// The `RUN_STARTED` event of run `run_id` of thread `thread_id`.
+pub fn run_started(thread_id: &str, run_id: &str) -> Value {
+    json!({"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id})
+}
+
+/// The `RUN_ERROR` event of a run that ended with `message`, its `code` the AG-UI code of
+/// `kind`.
+pub fn run_error(message: &str, kind: ErrorKind) -> Value {
+    json!({"type": "RUN_ERROR", "message": message, "code": kind.mapping().agui_code})
 }
 
 /// Checks an AG-UI event sequence against the client's lifecycle rules (`verifyEvents`):

@@ -28,7 +28,7 @@ use e2a::agui::{verify_events, AguiProjector};
 use e2a::taxonomy::ErrorKind;
 use parking_lot::Mutex;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::agent::Agent;
 use crate::agent::Caller;
@@ -357,12 +357,10 @@ fn checked(sent: &[Value], new: Vec<Value>, thread_id: &str, run_id: &str) -> (V
     tracing::error!(run_id, violation = %violation, "AG-UI lifecycle violation: run ended with RUN_ERROR");
     let mut error = Vec::new();
     if sent.is_empty() {
-        error.push(json!({"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}));
+        error.push(e2a::agui::run_started(thread_id, run_id));
     }
-    error.push(
-        json!({"type": "RUN_ERROR", "message": format!("the gateway stopped an invalid event sequence: {violation}"),
-        "code": ErrorKind::InvalidAgentResponse.mapping().agui_code}),
-    );
+    let message = format!("the gateway stopped an invalid event sequence: {violation}");
+    error.push(e2a::agui::run_error(&message, ErrorKind::InvalidAgentResponse));
     (error, true)
 }
 

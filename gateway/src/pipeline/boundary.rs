@@ -84,8 +84,16 @@ pub fn safe_error(frame: Arc<E2AResponse>, agent: &str) -> Arc<E2AResponse> {
     if e2a::stream::is_refusal(&frame) {
         return frame;
     }
-    let said = frame.body.get("message").and_then(Value::as_str).unwrap_or_default();
-    let details = frame.body.get("details").map(Value::to_string).unwrap_or_default();
+    let body = match frame.typed_body() {
+        Ok(e2a::ResponseBody::Error(b)) => Some(b),
+        _ => None,
+    };
+    let said = body.as_ref().and_then(|b| b.message.as_deref()).unwrap_or_default();
+    let details = body
+        .as_ref()
+        .and_then(|b| b.details.as_ref())
+        .map(crate::json::text)
+        .unwrap_or_default();
     tracing::warn!(
         request_id = frame.request_id.as_deref(),
         trace_id = frame.correlation_id.as_deref(),
@@ -95,10 +103,9 @@ pub fn safe_error(frame: Arc<E2AResponse>, agent: &str) -> Arc<E2AResponse> {
         details = %e2a::redact::redact_tokens(&details).unwrap_or(details),
         "run failed: the caller is told the safe message"
     );
-    let code = frame
-        .body
-        .get("code")
-        .and_then(Value::as_str)
+    let code = body
+        .as_ref()
+        .and_then(|b| b.code.as_ref().and_then(Value::as_str))
         .unwrap_or(kind.mapping().e2a_code)
         .to_string();
     let mut told = Arc::unwrap_or_clone(frame);
