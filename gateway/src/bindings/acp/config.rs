@@ -1,7 +1,9 @@
 //! How `e2a acp` presents itself and what its turns are held to: [`AcpServerConfig`], and the
 //! modes and config options an operator declares ([`ModeDecl`], [`ConfigOptionDecl`]).
 
-use super::session::HistoryLimits;
+use agent_client_protocol_schema::v1 as acp;
+
+use super::session::{HistoryLimits, Session};
 use crate::config::GatewayConfig;
 
 /// How `e2a acp` presents itself.
@@ -111,5 +113,52 @@ impl std::str::FromStr for ConfigOptionDecl {
             id: id.trim().into(),
             values,
         })
+    }
+}
+
+/// What the declarations make of a session.
+impl AcpServerConfig {
+    /// The declared modes' default and config options' defaults.
+    pub(super) fn defaults(&self) -> (Option<String>, Vec<(String, String)>) {
+        let mode = self.modes.first().map(|m| m.id.clone());
+        // (a declaration without values, made in code, defaults to the empty value)
+        let config = self
+            .config_options
+            .iter()
+            .map(|o| (o.id.clone(), o.values.first().cloned().unwrap_or_default()))
+            .collect();
+        (mode, config)
+    }
+
+    /// The session's `modes`, `None` when no modes are declared.
+    pub(super) fn modes_of(&self, session: &Session) -> Option<acp::SessionModeState> {
+        let current = session.mode.lock().clone()?;
+        let available = self
+            .modes
+            .iter()
+            .map(|m| acp::SessionMode::new(m.id.clone(), m.name.clone()))
+            .collect();
+        Some(acp::SessionModeState::new(current, available))
+    }
+
+    /// The session's `configOptions`, each a select.
+    pub(super) fn options_of(&self, session: &Session) -> Vec<acp::SessionConfigOption> {
+        let current = session.config.lock().clone();
+        self.config_options
+            .iter()
+            .zip(current)
+            .map(|(decl, (_, value))| {
+                let values: Vec<acp::SessionConfigSelectOption> = decl
+                    .values
+                    .iter()
+                    .map(|v| acp::SessionConfigSelectOption::new(v.clone(), v.clone()))
+                    .collect();
+                acp::SessionConfigOption::new(
+                    decl.id.clone(),
+                    decl.id.clone(),
+                    acp::SessionConfigKind::Select(acp::SessionConfigSelect::new(value, values)),
+                )
+            })
+            .collect()
     }
 }

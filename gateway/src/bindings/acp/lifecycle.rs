@@ -71,22 +71,10 @@ impl Sessions {
     }
 
     fn add_session(&self, id: &str, cwd: String, mcp_servers: Vec<Value>) -> Arc<Session> {
-        let (mode, config) = self.defaults();
+        let (mode, config) = self.config.defaults();
         let s = Session::new(cwd, mcp_servers, mode, config, self.config.history);
         self.live.lock().insert(id.to_string(), s.clone());
         s
-    }
-
-    /// The declared modes' default and config options' defaults.
-    fn defaults(&self) -> (Option<String>, Vec<(String, String)>) {
-        let c = &self.config;
-        let mode = c.modes.first().map(|m| m.id.clone());
-        let config = c
-            .config_options
-            .iter()
-            .map(|o| (o.id.clone(), o.values[0].clone()))
-            .collect();
-        (mode, config)
     }
 
     /// The session `sid`: the live one, else the stored one brought back (after a restart).
@@ -105,7 +93,7 @@ impl Sessions {
         let history = history.iter().filter_map(|e| serde_json::from_str(e).ok()).collect();
         // the stored mode and config values, where they are still declared; the defaults else
         let stored = Session::stored_state(&record);
-        let (default_mode, defaults) = self.defaults();
+        let (default_mode, defaults) = self.config.defaults();
         let mode = stored
             .mode_id
             .filter(|m| self.config.modes.iter().any(|d| d.id == *m))
@@ -160,40 +148,6 @@ impl Sessions {
         }
     }
 
-    /// The session's `modes`, `None` when no modes are declared.
-    fn modes(&self, session: &Session) -> Option<acp::SessionModeState> {
-        let current = session.mode.lock().clone()?;
-        let available = self
-            .config
-            .modes
-            .iter()
-            .map(|m| acp::SessionMode::new(m.id.clone(), m.name.clone()))
-            .collect();
-        Some(acp::SessionModeState::new(current, available))
-    }
-
-    /// The session's `configOptions`, each a select.
-    fn config_options(&self, session: &Session) -> Vec<acp::SessionConfigOption> {
-        let current = session.config.lock().clone();
-        self.config
-            .config_options
-            .iter()
-            .zip(current)
-            .map(|(decl, (_, value))| {
-                let values: Vec<acp::SessionConfigSelectOption> = decl
-                    .values
-                    .iter()
-                    .map(|v| acp::SessionConfigSelectOption::new(v.clone(), v.clone()))
-                    .collect();
-                acp::SessionConfigOption::new(
-                    decl.id.clone(),
-                    decl.id.clone(),
-                    acp::SessionConfigKind::Select(acp::SessionConfigSelect::new(value, values)),
-                )
-            })
-            .collect()
-    }
-
     /// `session/new`: a session of `cwd` (an absolute path) with the stdio MCP servers; a note
     /// to the editor names the servers refused.
     pub(super) async fn new_session(&self, peer: &Peer, id: Value, req: acp::NewSessionRequest) -> Answer {
@@ -221,8 +175,8 @@ impl Sessions {
             return Err(e);
         }
         let result = acp::NewSessionResponse::new(sid.clone())
-            .modes(self.modes(&session))
-            .config_options(self.config_options(&session));
+            .modes(self.config.modes_of(&session))
+            .config_options(self.config.options_of(&session));
         let Some(result) = answer(result)? else {
             return Ok(None);
         };
@@ -240,7 +194,7 @@ impl Sessions {
         if s.closed.swap(false, Ordering::SeqCst) {
             self.persist(sid, &s).await?;
         }
-        let (modes, config_options) = (self.modes(&s), self.config_options(&s));
+        let (modes, config_options) = (self.config.modes_of(&s), self.config.options_of(&s));
         if replay {
             let history = s.history.lock().replay();
             for update in history {
@@ -370,6 +324,6 @@ impl Sessions {
         }
         s.touch();
         self.persist(sid, &s).await?;
-        answer(acp::SetSessionConfigOptionResponse::new(self.config_options(&s)))
+        answer(acp::SetSessionConfigOptionResponse::new(self.config.options_of(&s)))
     }
 }
