@@ -224,8 +224,12 @@ pub fn load(args: &ServeArgs) -> Result<ConfigFile, String> {
 /// The store `store.url` names (`sqlite:e2a-tasks.db` when A2A is on and it names none).
 async fn open_store(file: &ConfigFile) -> Result<Option<e2a_gateway::store::Stores>, String> {
     use e2a_gateway::store::{PgOptions, StoreSpec};
-    let store = file.store();
-    let Some(name) = store.url.as_deref().or(file.a2a().enabled.then_some(DEFAULT_STORE)) else {
+    let store = &file.settings.store;
+    let Some(name) = store
+        .url
+        .as_deref()
+        .or(file.settings.a2a.enabled.then_some(DEFAULT_STORE))
+    else {
         return Ok(None);
     };
     let spec: StoreSpec = name
@@ -296,7 +300,7 @@ pub fn run(args: &ServeArgs) -> u8 {
 fn serve(args: &ServeArgs) -> Result<(), String> {
     let file = load(args)?;
     let telemetry = crate::telemetry::init(&file)?;
-    let server = file.server();
+    let server = file.settings.server.clone();
     let bind: SocketAddr = server
         .bind
         .parse()
@@ -309,8 +313,8 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     let store = runtime.block_on(open_store(&file))?;
-    let a2a_banner = match (file.a2a().enabled, &store) {
-        (true, Some(store)) => Some((file.a2a().path, store.name())),
+    let a2a_banner = match (file.settings.a2a.enabled, &store) {
+        (true, Some(store)) => Some((file.settings.a2a.path.clone(), store.name())),
         _ => None,
     };
     runtime.block_on(async move {
@@ -431,9 +435,12 @@ mod tests {
             "--a2a",
         ]);
         let file = load(&cli.serve).expect("loads");
-        assert_eq!(file.server().max_streams.get(), 9);
-        assert_eq!(file.server().drain_secs, 3, "the file's value where no flag is given");
-        assert!(file.a2a().enabled);
+        assert_eq!(file.settings.server.max_streams.get(), 9);
+        assert_eq!(
+            file.settings.server.drain_secs, 3,
+            "the file's value where no flag is given"
+        );
+        assert!(file.settings.a2a.enabled);
         let cli = Cli::parse_from(["serve", "--config", path.to_str().expect("utf-8"), "--lease-secs", "0"]);
         let e = load(&cli.serve).expect_err("0 is below the minimum");
         assert_eq!(e, "flag --lease-secs: store.lease_secs: less than minimum 1");

@@ -18,7 +18,7 @@ pub fn init(file: &ConfigFile) -> Result<Option<SdkTracerProvider>, String> {
         tracing_subscriber::EnvFilter::try_from_env("E2A_LOG")
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
     };
-    let fmt: Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync> = match file.log().format {
+    let fmt: Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync> = match file.settings.log.format {
         e2a::types::LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
             .with_writer(std::io::stderr)

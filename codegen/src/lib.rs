@@ -101,7 +101,7 @@ pub fn rust_source(bundled: &Value) -> Result<String, Error> {
     let redacted_debug = strip_debug(&mut file);
     keep_every_key(&mut file, bundled);
     let defaults = default_impls(&file, bundled)?;
-    let body = typed_maps(&prettyplease::unparse(&file));
+    let body = empty_object_defaults(&typed_maps(&prettyplease::unparse(&file)));
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -122,6 +122,48 @@ pub fn rust_source(bundled: &Value) -> Result<String, Error> {
     string_enums.extend(closed_string_enums(bundled, &file).map(|(e, _)| e.ident.to_string()));
     out.push_str(&writer::writers(bundled, &file, &string_enums)?);
     Ok(out)
+}
+
+/// A property whose default is `{}` (a config section: `"default": {}`) reads, when absent,
+/// as `{}` would: every field at its own schema default. typify's default function builds the
+/// struct with each field's `Default::default()` instead (an empty `bind`, a zero size), so
+/// such a function is rewritten to the struct's own `Default`, which carries the schema's
+/// defaults (a struct without one fails to compile, never silently).
+fn empty_object_defaults(body: &str) -> String {
+    let lines: Vec<&str> = body.lines().collect();
+    let mut out = String::with_capacity(body.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        out.push_str(line);
+        out.push('\n');
+        i += 1;
+        let ty = line
+            .trim()
+            .strip_prefix("pub(super) fn ")
+            .and_then(|r| r.split_once("() -> super::"))
+            .and_then(|(_, ty)| ty.strip_suffix(" {"));
+        let Some(ty) = ty else { continue };
+        // `super::Ty {`, fields, `}` (the literal), `}` (the fn), each at the fn's indent + 4
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let inner = format!("{indent}    ");
+        if lines.get(i).copied() != Some(&format!("{inner}super::{ty} {{")) {
+            continue;
+        }
+        let close = format!("{inner}}}");
+        let Some(end) = lines[i + 1..].iter().position(|l| *l == close).map(|p| i + 1 + p) else {
+            continue;
+        };
+        let fields = &lines[i + 1..end];
+        if !fields.is_empty() && fields.iter().all(|l| l.trim().ends_with(": Default::default(),")) {
+            out.push_str(&format!("{inner}::std::default::Default::default()\n"));
+            i = end + 1;
+        }
+    }
+    if !body.ends_with('\n') {
+        out.pop();
+    }
+    out
 }
 
 /// `serde_json::Map` holds only `Value`s (it deserializes no other value type), so a map of

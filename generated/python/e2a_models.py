@@ -2036,10 +2036,8 @@ class GatewayFile(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    a2a: Optional[A2aSettings] = Field(None, description='The A2A 1.0 bindings.')
-    acp: Optional[AcpBackendSettings] = Field(
-        None, description='Options of `acp:CMD` agents.'
-    )
+    a2a: A2aSettings = Field({}, description='The A2A 1.0 bindings.')
+    acp: AcpBackendSettings = Field({}, description='Options of `acp:CMD` agents.')
     agent: str = Field(
         'echo',
         description='The agent served at the root routes when `default_agent` is not set: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD` (flag `--agent`).',
@@ -2052,7 +2050,7 @@ class GatewayFile(BaseModel):
         {},
         description='Named agents, each served under its own routes with its own card (`[agents.NAME]`). Names are 1–64 characters of `a-z`, `0-9`, `-`, `_`.',
     )
-    agui: Optional[AguiSettings] = Field(None, description='The AG-UI binding.')
+    agui: AguiSettings = Field({}, description='The AG-UI binding.')
     callers: Dict[str, CallerEntry] = Field(
         {},
         description='Who may call the gateway (`[callers.NAME]`): each by API key or JWT, with the agents it may call and a rate limit. With callers, every route but `/healthz` and the agent cards needs a credential.',
@@ -2064,20 +2062,14 @@ class GatewayFile(BaseModel):
     errors: Optional[ErrorSettings] = Field(
         None, description='What callers are told of a failed run.'
     )
-    log: Optional[LogSettings] = Field(None, description='Logs and the frame log.')
-    metrics: Optional[MetricsSettings] = Field(
-        None, description='The Prometheus endpoint.'
-    )
-    routes: Optional[RouteTemplates] = Field(
-        None,
+    log: LogSettings = Field({}, description='Logs and the frame log.')
+    metrics: MetricsSettings = Field({}, description='The Prometheus endpoint.')
+    routes: RouteTemplates = Field(
+        {},
         description='Where each named agent is served; `{name}` stands for its name.',
     )
-    server: Optional[ServerSettings] = Field(
-        None, description='Listening, limits and shutdown.'
-    )
-    store: Optional[StoreSettings] = Field(
-        None, description='Where tasks and runs are kept.'
-    )
+    server: ServerSettings = Field({}, description='Listening, limits and shutdown.')
+    store: StoreSettings = Field({}, description='Where tasks and runs are kept.')
     telemetry: Optional[TelemetrySettings] = Field(
         None, description='OpenTelemetry trace export.'
     )

@@ -3051,11 +3051,11 @@ impl ::std::convert::TryFrom<::std::string::String> for FileTransferEventType {
 #[serde(deny_unknown_fields)]
 pub struct GatewayFile {
     ///The A2A 1.0 bindings.
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub a2a: ::std::option::Option<A2aSettings>,
+    #[serde(default = "defaults::gateway_file_a2a")]
+    pub a2a: A2aSettings,
     ///Options of `acp:CMD` agents.
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub acp: ::std::option::Option<AcpBackendSettings>,
+    #[serde(default = "defaults::gateway_file_acp")]
+    pub acp: AcpBackendSettings,
     ///The agent served at the root routes when `default_agent` is not set: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD` (flag `--agent`).
     #[serde(default = "defaults::gateway_file_agent")]
     pub agent: ::std::string::String,
@@ -3066,8 +3066,8 @@ pub struct GatewayFile {
     #[serde(default, skip_serializing_if = ":: std :: collections :: BTreeMap::is_empty")]
     pub agents: ::std::collections::BTreeMap<::std::string::String, AgentEntry>,
     ///The AG-UI binding.
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub agui: ::std::option::Option<AguiSettings>,
+    #[serde(default = "defaults::gateway_file_agui")]
+    pub agui: AguiSettings,
     ///Who may call the gateway (`[callers.NAME]`): each by API key or JWT, with the agents it may call and a rate limit. With callers, every route but `/healthz` and the agent cards needs a credential.
     #[serde(default, skip_serializing_if = ":: std :: collections :: BTreeMap::is_empty")]
     pub callers: ::std::collections::BTreeMap<::std::string::String, CallerEntry>,
@@ -3078,20 +3078,20 @@ pub struct GatewayFile {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub errors: ::std::option::Option<ErrorSettings>,
     ///Logs and the frame log.
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub log: ::std::option::Option<LogSettings>,
+    #[serde(default = "defaults::gateway_file_log")]
+    pub log: LogSettings,
     ///The Prometheus endpoint.
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub metrics: ::std::option::Option<MetricsSettings>,
+    #[serde(default = "defaults::gateway_file_metrics")]
+    pub metrics: MetricsSettings,
     ///Where each named agent is served; `{name}` stands for its name.
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub routes: ::std::option::Option<RouteTemplates>,
+    #[serde(default = "defaults::gateway_file_routes")]
+    pub routes: RouteTemplates,
     ///Listening, limits and shutdown.
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub server: ::std::option::Option<ServerSettings>,
+    #[serde(default = "defaults::gateway_file_server")]
+    pub server: ServerSettings,
     ///Where tasks and runs are kept.
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub store: ::std::option::Option<StoreSettings>,
+    #[serde(default = "defaults::gateway_file_store")]
+    pub store: StoreSettings,
     ///OpenTelemetry trace export.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub telemetry: ::std::option::Option<TelemetrySettings>,
@@ -3099,20 +3099,20 @@ pub struct GatewayFile {
 impl ::std::default::Default for GatewayFile {
     fn default() -> Self {
         Self {
-            a2a: Default::default(),
-            acp: Default::default(),
+            a2a: defaults::gateway_file_a2a(),
+            acp: defaults::gateway_file_acp(),
             agent: defaults::gateway_file_agent(),
             agent_token_file: Default::default(),
             agents: Default::default(),
-            agui: Default::default(),
+            agui: defaults::gateway_file_agui(),
             callers: Default::default(),
             default_agent: Default::default(),
             errors: Default::default(),
-            log: Default::default(),
-            metrics: Default::default(),
-            routes: Default::default(),
-            server: Default::default(),
-            store: Default::default(),
+            log: defaults::gateway_file_log(),
+            metrics: defaults::gateway_file_metrics(),
+            routes: defaults::gateway_file_routes(),
+            server: defaults::gateway_file_server(),
+            store: defaults::gateway_file_store(),
             telemetry: Default::default(),
         }
     }
@@ -4258,8 +4258,32 @@ pub mod defaults {
     pub(super) fn e2a_response_identity_origin() -> super::IdentityOrigin {
         super::IdentityOrigin::Agent
     }
+    pub(super) fn gateway_file_a2a() -> super::A2aSettings {
+        ::std::default::Default::default()
+    }
+    pub(super) fn gateway_file_acp() -> super::AcpBackendSettings {
+        ::std::default::Default::default()
+    }
     pub(super) fn gateway_file_agent() -> ::std::string::String {
         "echo".to_string()
+    }
+    pub(super) fn gateway_file_agui() -> super::AguiSettings {
+        ::std::default::Default::default()
+    }
+    pub(super) fn gateway_file_log() -> super::LogSettings {
+        ::std::default::Default::default()
+    }
+    pub(super) fn gateway_file_metrics() -> super::MetricsSettings {
+        ::std::default::Default::default()
+    }
+    pub(super) fn gateway_file_routes() -> super::RouteTemplates {
+        ::std::default::Default::default()
+    }
+    pub(super) fn gateway_file_server() -> super::ServerSettings {
+        ::std::default::Default::default()
+    }
+    pub(super) fn gateway_file_store() -> super::StoreSettings {
+        ::std::default::Default::default()
     }
     pub(super) fn log_settings_format() -> super::LogFormat {
         super::LogFormat::Text

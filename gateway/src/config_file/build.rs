@@ -15,7 +15,7 @@ impl ConfigFile {
     /// The [`GatewayConfig`](crate::config::GatewayConfig) of `[server]` and `[store]`, with `auth`.
     pub fn gateway_config(&self, auth: crate::web::auth::Auth) -> crate::config::GatewayConfig {
         use std::time::Duration;
-        let (server, store) = (self.server(), self.store());
+        let (server, store) = (&self.settings.server, &self.settings.store);
         let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         crate::config::GatewayConfig {
             auth,
@@ -41,7 +41,7 @@ impl ConfigFile {
         if expose != ErrorExposure::Auto {
             return expose;
         }
-        let bind = self.server().bind;
+        let bind = &self.settings.server.bind;
         let loopback = match bind.parse::<std::net::SocketAddr>() {
             Ok(addr) => addr.ip().is_loopback(),
             Err(_) => bind
@@ -59,7 +59,7 @@ impl ConfigFile {
     /// one given: the bound address), the card of `a2a.card_file`.
     pub fn a2a_config(&self, public_url: Option<String>) -> Result<crate::bindings::a2a::A2aConfig, ConfigError> {
         use crate::bindings::a2a::{A2aConfig, CardInfo};
-        let (a2a, store) = (self.a2a(), self.store());
+        let (a2a, store) = (&self.settings.a2a, &self.settings.store);
         let card = match &a2a.card_file {
             Some(f) => {
                 let path = self.path(f);
@@ -79,7 +79,7 @@ impl ConfigFile {
         Ok(A2aConfig {
             jsonrpc_path: a2a.path.clone(),
             rest_path: a2a.rest_path.trim_end_matches('/').to_string(),
-            public_url: self.server().public_url.or(public_url),
+            public_url: self.settings.server.public_url.clone().or(public_url),
             card,
             task_retention: std::time::Duration::from_secs(store.task_retention_hours.saturating_mul(3600)),
             max_finished_tasks: usize::try_from(store.max_finished_tasks).unwrap_or(usize::MAX),
@@ -87,38 +87,6 @@ impl ConfigFile {
             message_ids: a2a.message_ids.unwrap_or_default(),
             ..A2aConfig::default()
         })
-    }
-
-    /// The parsed spec (at `pointer`) and the options of an agent: its `token`, `[acp]`.
-    fn spec(
-        &self,
-        pointer: &str,
-        spec: &str,
-        token: Option<e2a::SecretString>,
-    ) -> Result<(crate::backends::AgentSpec, crate::backends::AgentOptions), ConfigError> {
-        use crate::backends::{AgentOptions, AgentSpec, PermissionPolicy};
-        let parsed: AgentSpec = spec
-            .parse()
-            .map_err(|e: crate::backends::SpecError| self.error(pointer, e.to_string()))?;
-        let acp = self.acp();
-        let options = AgentOptions {
-            token,
-            policy: PermissionPolicy { approve: acp.approve },
-            allow_fs: acp.allow_fs,
-            env: acp.env,
-        };
-        Ok((parsed, options))
-    }
-
-    /// The agent of spec `spec` (at `pointer`) with `token`.
-    fn agent(
-        &self,
-        pointer: &str,
-        spec: &str,
-        token: Option<e2a::SecretString>,
-    ) -> Result<std::sync::Arc<dyn crate::agent::Agent>, ConfigError> {
-        let (parsed, options) = self.spec(pointer, spec, token)?;
-        parsed.build(&options).map_err(|e| self.error(pointer, e.to_string()))
     }
 
     /// The spec and options (its token read, `[acp]`) of the named agent `name`, for a front
@@ -129,58 +97,14 @@ impl ConfigFile {
         name: &str,
     ) -> Option<Result<(crate::backends::AgentSpec, crate::backends::AgentOptions), ConfigError>> {
         let entry = self.settings.agents.get(name)?;
-        Some(
-            self.agent_token(name, entry)
-                .and_then(|token| self.spec(&format!("/agents/{}/agent", pointer_key(name)), &entry.agent, token)),
-        )
-    }
-
-    /// The token of the named agent `name` (`token_file`, else `token_env`), read.
-    fn agent_token(
-        &self,
-        name: &str,
-        entry: &e2a::types::AgentEntry,
-    ) -> Result<Option<e2a::SecretString>, ConfigError> {
-        let key = if entry.token_file.is_some() {
-            "token_file"
-        } else {
-            "token_env"
-        };
-        self.secret(
-            &format!("/agents/{}/{key}", pointer_key(name)),
-            entry.token_file.as_deref(),
-            entry.token_env.as_deref(),
-        )
-    }
-
-    /// The card of named agent `name`: its `card` table over the gateway's defaults, named
-    /// after the agent unless the table names it.
-    fn card(&self, name: &str, entry: &e2a::types::AgentEntry) -> crate::bindings::a2a::CardInfo {
-        let mut card = crate::bindings::a2a::CardInfo {
-            name: name.to_string(),
-            ..Default::default()
-        };
-        if let Some(c) = &entry.card {
-            if let Some(v) = &c.name {
-                card.name = v.clone();
-            }
-            if let Some(v) = &c.description {
-                card.description = v.clone();
-            }
-            if let Some(v) = &c.version {
-                card.version = v.clone();
-            }
-            card.skills = c.skills.clone();
-            if let Some(v) = &c.default_input_modes {
-                card.default_input_modes = v.clone();
-            }
-            if let Some(v) = &c.default_output_modes {
-                card.default_output_modes = v.clone();
-            }
-            card.documentation_url = c.documentation_url.clone();
-            card.extensions = c.extensions.clone();
-        }
-        card
+        Some(agent_token(self, name, entry).and_then(|token| {
+            spec_of(
+                self,
+                &format!("/agents/{}/agent", pointer_key(name)),
+                &entry.agent,
+                token,
+            )
+        }))
     }
 
     /// Everything a file names, checked without starting anything: every secret read, every
@@ -202,7 +126,7 @@ impl ConfigFile {
             }
         }
         for (name, entry) in &self.settings.agents {
-            if let Err(e) = self.agent_token(name, entry) {
+            if let Err(e) = agent_token(self, name, entry) {
                 errors.push(e);
             }
         }
@@ -231,8 +155,8 @@ impl ConfigFile {
         let auth = crate::web::auth::Auth::from_config(self)?;
         let a2a_root = self.a2a_config(public_url).map_err(|e| vec![e])?;
         let frame_log = self.frame_log().map_err(|e| vec![e])?;
-        let a2a_on = self.a2a().enabled;
-        let routes = self.routes();
+        let a2a_on = self.settings.a2a.enabled;
+        let routes = &self.settings.routes;
         let build = |agent: Arc<dyn crate::agent::Agent>,
                      auth: crate::web::auth::Auth,
                      a2a: crate::bindings::a2a::A2aConfig| {
@@ -247,24 +171,22 @@ impl ConfigFile {
                     false => g.with_store(store.clone()),
                 };
             }
-            if self.agui() {
+            if self.settings.agui.enabled {
                 g = g.with_agui();
             }
             g
         };
-        let (named, mut errors) = self.named_agents();
+        let (named, mut errors) = named_agents(self);
         let root = match &self.settings.default_agent {
             Some(d) => named.iter().find(|(n, ..)| *n == d).map(|(n, entry, agent)| {
                 let a2a = crate::bindings::a2a::A2aConfig {
-                    card: self.card(n, entry),
+                    card: card(n, entry),
                     ..a2a_root.clone()
                 };
                 build(agent.clone(), auth.for_agent(n), a2a)
             }),
             None => {
-                let agent = self
-                    .root_agent_token()
-                    .and_then(|t| self.agent("/agent", &self.settings.agent, t));
+                let agent = root_agent_token(self).and_then(|t| build_agent(self, "/agent", &self.settings.agent, t));
                 match agent {
                     Ok(agent) => Some(build(agent, auth.clone(), a2a_root.clone())),
                     Err(e) => {
@@ -279,43 +201,130 @@ impl ConfigFile {
         };
         for (name, entry, agent) in named {
             let prefix = routes.a2a.replace("{name}", name);
-            let a2a = a2a_root.for_named(&prefix, self.card(name, entry));
-            gateway = gateway.with_named_agent(name, build(agent, auth.for_agent(name), a2a), &routes);
+            let a2a = a2a_root.for_named(&prefix, card(name, entry));
+            gateway = gateway.with_named_agent(name, build(agent, auth.for_agent(name), a2a), routes);
         }
-        let metrics = self.metrics();
+        let metrics = &self.settings.metrics;
         if metrics.enabled {
             gateway = gateway.with_metrics(metrics.public);
         }
         Ok(gateway)
     }
+}
 
-    /// The agents of `[agents]` that can be built, with their entries, and the errors of those
-    /// that cannot.
-    fn named_agents(&self) -> (Vec<NamedAgent<'_>>, Vec<ConfigError>) {
-        let mut errors = Vec::new();
-        let mut named = Vec::new();
-        for (name, entry) in &self.settings.agents {
-            let agent = self
-                .agent_token(name, entry)
-                .and_then(|token| self.agent(&format!("/agents/{}/agent", pointer_key(name)), &entry.agent, token));
-            match agent {
-                Ok(agent) => named.push((name, entry, agent)),
-                Err(e) => errors.push(e),
-            }
+/// The parsed spec (at `pointer`) and the options of an agent: its `token`, `[acp]`.
+fn spec_of(
+    file: &ConfigFile,
+    pointer: &str,
+    spec: &str,
+    token: Option<e2a::SecretString>,
+) -> Result<(crate::backends::AgentSpec, crate::backends::AgentOptions), ConfigError> {
+    use crate::backends::{AgentOptions, AgentSpec, PermissionPolicy};
+    let parsed: AgentSpec = spec
+        .parse()
+        .map_err(|e: crate::backends::SpecError| file.error(pointer, e.to_string()))?;
+    let acp = &file.settings.acp;
+    let options = AgentOptions {
+        token,
+        policy: PermissionPolicy {
+            approve: acp.approve.clone(),
+        },
+        allow_fs: acp.allow_fs,
+        env: acp.env.clone(),
+    };
+    Ok((parsed, options))
+}
+
+/// The agent of spec `spec` (at `pointer`) with `token`.
+fn build_agent(
+    file: &ConfigFile,
+    pointer: &str,
+    spec: &str,
+    token: Option<e2a::SecretString>,
+) -> Result<std::sync::Arc<dyn crate::agent::Agent>, ConfigError> {
+    let (parsed, options) = spec_of(file, pointer, spec, token)?;
+    parsed.build(&options).map_err(|e| file.error(pointer, e.to_string()))
+}
+
+/// The token of the named agent `name` (`token_file`, else `token_env`), read.
+fn agent_token(
+    file: &ConfigFile,
+    name: &str,
+    entry: &e2a::types::AgentEntry,
+) -> Result<Option<e2a::SecretString>, ConfigError> {
+    let key = if entry.token_file.is_some() {
+        "token_file"
+    } else {
+        "token_env"
+    };
+    file.secret(
+        &format!("/agents/{}/{key}", pointer_key(name)),
+        entry.token_file.as_deref(),
+        entry.token_env.as_deref(),
+    )
+}
+
+/// The card of named agent `name`: its `card` table over the gateway's defaults, named
+/// after the agent unless the table names it.
+fn card(name: &str, entry: &e2a::types::AgentEntry) -> crate::bindings::a2a::CardInfo {
+    let mut card = crate::bindings::a2a::CardInfo {
+        name: name.to_string(),
+        ..Default::default()
+    };
+    if let Some(c) = &entry.card {
+        if let Some(v) = &c.name {
+            card.name = v.clone();
         }
-        (named, errors)
+        if let Some(v) = &c.description {
+            card.description = v.clone();
+        }
+        if let Some(v) = &c.version {
+            card.version = v.clone();
+        }
+        card.skills = c.skills.clone();
+        if let Some(v) = &c.default_input_modes {
+            card.default_input_modes = v.clone();
+        }
+        if let Some(v) = &c.default_output_modes {
+            card.default_output_modes = v.clone();
+        }
+        card.documentation_url = c.documentation_url.clone();
+        card.extensions = c.extensions.clone();
     }
+    card
+}
 
-    /// The token of the root agent (`agent`, without `default_agent`): `agent_token_file`, else
-    /// the [`AGENT_TOKEN_ENV`](crate::config::AGENT_TOKEN_ENV) variable (when set and not blank).
-    fn root_agent_token(&self) -> Result<Option<e2a::SecretString>, ConfigError> {
-        match &self.settings.agent_token_file {
-            Some(f) => self.secret("/agent_token_file", Some(f), None),
-            None => Ok(std::env::var(crate::config::AGENT_TOKEN_ENV)
-                .ok()
-                .map(|t| t.trim().to_string())
-                .filter(|t| !t.is_empty())
-                .map(Into::into)),
+/// The agents of `[agents]` that can be built, with their entries, and the errors of those
+/// that cannot.
+fn named_agents(file: &ConfigFile) -> (Vec<NamedAgent<'_>>, Vec<ConfigError>) {
+    let mut errors = Vec::new();
+    let mut named = Vec::new();
+    for (name, entry) in &file.settings.agents {
+        let agent = agent_token(file, name, entry).and_then(|token| {
+            build_agent(
+                file,
+                &format!("/agents/{}/agent", pointer_key(name)),
+                &entry.agent,
+                token,
+            )
+        });
+        match agent {
+            Ok(agent) => named.push((name, entry, agent)),
+            Err(e) => errors.push(e),
         }
+    }
+    (named, errors)
+}
+
+/// The token of the root agent (`agent`, without `default_agent`): `agent_token_file`, else
+/// the [`AGENT_TOKEN_ENV`](crate::config::AGENT_TOKEN_ENV) variable (when set and not blank).
+fn root_agent_token(file: &ConfigFile) -> Result<Option<e2a::SecretString>, ConfigError> {
+    match &file.settings.agent_token_file {
+        Some(f) => file.secret("/agent_token_file", Some(f), None),
+        None => Ok(std::env::var(crate::config::AGENT_TOKEN_ENV)
+            .ok()
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .map(Into::into)),
     }
 }

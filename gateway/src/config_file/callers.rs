@@ -16,7 +16,7 @@ impl Auth {
     /// the file names, every key checked. Errors name the file, line and key.
     pub fn from_config(file: &ConfigFile) -> Result<Self, Vec<ConfigError>> {
         let mut errors = Vec::new();
-        let server = file.server();
+        let server = &file.settings.server;
         let tokens = match &server.token_file {
             Some(f) => match Auth::from_file(&file.path(f)) {
                 Ok(a) => a.tokens(),

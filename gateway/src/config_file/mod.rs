@@ -13,7 +13,7 @@
 //!
 //! let text = "[a2a]\nenabled = true\n\n[agents.writer]\nagent = \"echo\"\n";
 //! let file = ConfigFile::parse(text, "e2a.toml", ".".as_ref(), &[]).unwrap();
-//! assert!(file.a2a().enabled);
+//! assert!(file.settings.a2a.enabled);
 //! assert_eq!(file.settings.agents["writer"].agent, "echo");
 //!
 //! let errors = ConfigFile::parse("[server]\nbogus = 1\n", "e2a.toml", ".".as_ref(), &[]).unwrap_err();
@@ -32,6 +32,7 @@ pub use crate::web::auth::ROOT_AGENT;
 
 mod build;
 mod callers;
+mod checks;
 mod toml;
 
 use toml::{table_json, Lines};
@@ -154,7 +155,7 @@ impl ConfigFile {
                 .collect());
         }
         file.settings = serde_json::from_value(value).map_err(|e| vec![file.error("", e.to_string())])?;
-        let errors = file.semantic_errors();
+        let errors = checks::semantic_errors(&file);
         if errors.is_empty() {
             Ok(file)
         } else {
@@ -231,44 +232,9 @@ impl ConfigFile {
         Ok(Some(text.into()))
     }
 
-    /// `[server]`, defaults filled in.
-    pub fn server(&self) -> e2a::types::ServerSettings {
-        self.settings.server.clone().unwrap_or_default()
-    }
-
-    /// `[store]`, defaults filled in.
-    pub fn store(&self) -> e2a::types::StoreSettings {
-        self.settings.store.clone().unwrap_or_default()
-    }
-
-    /// `[a2a]`, defaults filled in.
-    pub fn a2a(&self) -> e2a::types::A2aSettings {
-        self.settings.a2a.clone().unwrap_or_default()
-    }
-
-    /// Whether `[agui] enabled`.
-    pub fn agui(&self) -> bool {
-        self.settings.agui.as_ref().is_some_and(|a| a.enabled)
-    }
-
-    /// `[acp]`, defaults filled in.
-    pub fn acp(&self) -> e2a::types::AcpBackendSettings {
-        self.settings.acp.clone().unwrap_or_default()
-    }
-
-    /// `[routes]`, defaults filled in.
-    pub fn routes(&self) -> e2a::types::RouteTemplates {
-        self.settings.routes.clone().unwrap_or_default()
-    }
-
-    /// `[log]`, defaults filled in.
-    pub fn log(&self) -> e2a::types::LogSettings {
-        self.settings.log.clone().unwrap_or_default()
-    }
-
     /// The frame log `log.frames` names, opened (its directory made), if any.
     pub fn frame_log(&self) -> Result<Option<crate::frame_log::FrameLog>, ConfigError> {
-        let log = self.log();
+        let log = &self.settings.log;
         let Some(f) = &log.frames else { return Ok(None) };
         let config = crate::frame_log::FrameLogConfig {
             path: self.path(f),
@@ -279,113 +245,6 @@ impl ConfigFile {
         crate::frame_log::FrameLog::open(&config)
             .map(Some)
             .map_err(|e| self.error("/log/frames", format!("cannot open {}: {e}", config.path.display())))
-    }
-
-    /// `[metrics]`, defaults filled in.
-    pub fn metrics(&self) -> e2a::types::MetricsSettings {
-        self.settings.metrics.clone().unwrap_or_default()
-    }
-
-    /// What the schema cannot say: agent names, references between sections, route templates,
-    /// one credential per caller, the keys JWT verification needs.
-    fn semantic_errors(&self) -> Vec<ConfigError> {
-        let routes = self.routes();
-        let mut errors = Vec::new();
-        for name in self.settings.agents.keys() {
-            errors.extend(self.agent_name_error(name));
-        }
-        if let Some(d) = &self.settings.default_agent {
-            if !self.settings.agents.contains_key(d) {
-                errors.push(self.error("/default_agent", format!("no agent `{d}` in [agents]")));
-            }
-        }
-        if routes.e2a == routes.a2a || routes.e2a == routes.agui || routes.a2a == routes.agui {
-            errors.push(self.error("/routes", "the e2a, a2a and agui templates must differ"));
-        }
-        for (key, template) in [("e2a", &routes.e2a), ("a2a", &routes.a2a), ("agui", &routes.agui)] {
-            if !template.starts_with('/') || !template.contains("{name}") {
-                errors.push(self.error(
-                    &format!("/routes/{key}"),
-                    "a route template starts with / and holds {name}",
-                ));
-            }
-        }
-        for (name, c) in &self.settings.callers {
-            self.caller_errors(name, c, &mut errors);
-        }
-        errors
-    }
-
-    /// What is wrong with an agent's name, if anything: its characters, or a name the gateway's
-    /// routes or allow-lists take.
-    fn agent_name_error(&self, name: &str) -> Option<ConfigError> {
-        let ok = (1..=64).contains(&name.len())
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
-        if !ok {
-            Some(self.error(
-                &format!("/agents/{}", pointer_key(name)),
-                "an agent's name is 1–64 characters of a-z, 0-9, - and _",
-            ))
-        } else if RESERVED_NAMES.contains(&name) {
-            Some(self.error(
-                &format!("/agents/{name}"),
-                format!("`{name}` is the first segment of a route of the gateway (A2A's `/{{tenant}}/…` routes use the agent's name); choose another name"),
-            ))
-        } else if name == ROOT_AGENT {
-            Some(self.error(
-                &format!("/agents/{name}"),
-                format!("`{ROOT_AGENT}` names the root agent in allow-lists; choose another name"),
-            ))
-        } else {
-            None
-        }
-    }
-
-    /// What is wrong with caller `name`'s entry `c`: its credentials, its allow-list's agents,
-    /// its JWT keys.
-    fn caller_errors(&self, name: &str, c: &e2a::types::CallerEntry, errors: &mut Vec<ConfigError>) {
-        let s = &self.settings;
-        let at = |k: &str| format!("/callers/{}{k}", pointer_key(name));
-        let credentials = [
-            c.api_key_sha256.is_some(),
-            c.api_key_file.is_some(),
-            c.api_key_env.is_some(),
-            c.jwt.is_some(),
-        ];
-        if credentials.iter().filter(|x| **x).count() != 1 {
-            errors.push(self.error(
-                &at(""),
-                "give exactly one of api_key_sha256, api_key_file, api_key_env and jwt",
-            ));
-        }
-        if let Some(h) = &c.api_key_sha256 {
-            if !h.bytes().all(|b| b.is_ascii_hexdigit()) {
-                errors.push(self.error(&at("/api_key_sha256"), "expected 64 hex digits"));
-            }
-        }
-        for (i, agent) in c.agents.iter().flatten().enumerate() {
-            if agent != ROOT_AGENT && !s.agents.contains_key(agent) {
-                errors.push(self.error(&at(&format!("/agents/{i}")), format!("no agent `{agent}` in [agents]")));
-            }
-        }
-        if let Some(j) = &c.jwt {
-            use e2a::types::JwtAlgorithm as A;
-            let keys = [j.public_key_file.is_some(), j.jwks_file.is_some()];
-            match j.algorithm {
-                A::Hs256 if j.secret_file.is_none() || keys.contains(&true) => {
-                    errors.push(self.error(&at("/jwt"), "HS256 takes secret_file (and no public key)"));
-                }
-                A::Rs256 | A::Es256 if j.secret_file.is_some() || keys.iter().filter(|x| **x).count() != 1 => {
-                    errors.push(self.error(
-                        &at("/jwt"),
-                        "RS256 and ES256 take one of public_key_file and jwks_file (and no secret_file)",
-                    ));
-                }
-                _ => {}
-            }
-        }
     }
 }
 
@@ -559,9 +418,12 @@ mod tests {
             &[flag("/server/max_streams", 7.into())],
         )
         .unwrap();
-        assert_eq!(f.server().max_streams.get(), 7);
-        assert_eq!(f.server().bind, "127.0.0.1:8080", "defaults come from the schema");
-        assert_eq!(f.routes().a2a, "/a2a/agents/{name}");
+        assert_eq!(f.settings.server.max_streams.get(), 7);
+        assert_eq!(
+            f.settings.server.bind, "127.0.0.1:8080",
+            "defaults come from the schema"
+        );
+        assert_eq!(f.settings.routes.a2a, "/a2a/agents/{name}");
         let e = ConfigFile::parse("", "c.toml", Path::new("."), &[flag("/server/max_streams", 0.into())]).unwrap_err();
         assert_eq!(
             e[0].to_string(),

@@ -12,11 +12,14 @@ use agent_client_protocol_schema::v1 as acp;
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use super::answer::{answer, store_error, Answer};
 use super::config::AcpServerConfig;
-use super::server::{answer, store_error, Answer, LIST_PAGE};
 use super::session::Session;
 use crate::protocol::acp::{codes, Peer, RpcError};
 use crate::store::{SessionQuery, SessionStore};
+
+/// Most sessions one `session/list` page holds (`nextCursor` leads to the next).
+pub const LIST_PAGE: usize = 100;
 
 /// The sessions of one `e2a acp`: the live ones by id, the store that keeps them (and brings
 /// them back after a restart), what the operator declared for them.

@@ -3,6 +3,7 @@
 //! editor and an ACP agent program (`e2a acp --agent acp:CMD`). An ACP agent program behind
 //! the other bindings is the backend [`crate::backends::AcpProcessAgent`].
 
+mod answer;
 mod config;
 mod lifecycle;
 mod relay;
@@ -11,7 +12,8 @@ mod session;
 mod turn;
 
 pub use config::{AcpServerConfig, ConfigOptionDecl, ModeDecl};
+pub use lifecycle::LIST_PAGE;
 pub use relay::AcpRelay;
-pub use server::{AcpServer, LIST_PAGE, PROTOCOL_VERSION};
+pub use server::{AcpServer, PROTOCOL_VERSION};
 pub use session::HistoryLimits;
 pub use turn::SESSION_CONTEXT_KEY;

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use e2a::types::{AcpClientToAgentMethod as Method, AcpMethodBeyondReference as Beyond, AcpNotificationName};
 
+use super::answer::{answer, Answer};
 use super::config::AcpServerConfig;
 use super::lifecycle::Sessions;
 use crate::agent::Agent;
@@ -30,9 +31,6 @@ use crate::store::{MemoryStore, SessionStore, Stores};
 
 /// The ACP protocol version this agent speaks.
 pub use crate::protocol::acp::PROTOCOL_VERSION;
-
-/// Most sessions one `session/list` page holds (`nextCursor` leads to the next).
-pub const LIST_PAGE: usize = 100;
 
 /// An ACP agent (JSON-RPC over a byte stream, usually stdio) in front of a gateway agent.
 pub struct AcpServer {
@@ -71,24 +69,6 @@ fn lenient_version(params: &Value) -> Value {
         p.insert("protocolVersion".into(), version.into());
     }
     params
-}
-
-/// A store failure as the JSON-RPC error the client gets (the store's words, which never hold
-/// a credential).
-pub(super) fn store_error(e: crate::store::StoreError) -> RpcError {
-    tracing::warn!(error = %e, "session store");
-    RpcError::new(codes::INTERNAL_ERROR, e.to_string())
-}
-
-/// What a request handler hands back: a result to send as the response, or nothing (it sent
-/// its response itself, in order with the notifications around it).
-pub(super) type Answer = Result<Option<Value>, RpcError>;
-
-/// `value` as the JSON-RPC result to send.
-pub(super) fn answer<T: serde::Serialize>(value: T) -> Answer {
-    serde_json::to_value(value)
-        .map(Some)
-        .map_err(|e| RpcError::new(codes::INTERNAL_ERROR, e.to_string()))
 }
 
 impl AcpServer {
