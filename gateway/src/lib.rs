@@ -242,14 +242,14 @@ impl Gateway {
             .filter_map(|n| Some((n.name.clone(), n.gateway.a2a.clone()?)))
             .collect();
         for (name, state) in &named {
-            if root.config().grpc {
-                state.set_grpc_tenant(name);
+            if root.mount().config().grpc {
+                state.mount().set_grpc_tenant(name);
             }
-            let prefix = format!("{}/{name}", root.config().rest_path.trim_end_matches('/'));
+            let prefix = format!("{}/{name}", root.mount().config().rest_path.trim_end_matches('/'));
             let routes = bindings::a2a::tenant_router(state.clone(), &prefix);
             router = router.merge(web::metrics::count(routes, metrics.clone(), name, "a2a"));
         }
-        root.set_tenants(named);
+        root.mount().set_tenants(named);
         router
     }
 
@@ -282,12 +282,16 @@ impl Gateway {
         let mut a2a_paths = bindings::a2a::error_form::A2aPaths::default();
         for g in self.all() {
             if let Some(a2a) = &g.a2a {
-                a2a_paths.add(a2a.config());
+                a2a_paths.add(a2a.mount().config());
             }
         }
         if let Some(root) = &self.a2a {
             for n in &self.named {
-                a2a_paths.add_prefix(&format!("{}/{}", root.config().rest_path.trim_end_matches('/'), n.name));
+                a2a_paths.add_prefix(&format!(
+                    "{}/{}",
+                    root.mount().config().rest_path.trim_end_matches('/'),
+                    n.name
+                ));
             }
         }
         for n in &self.named {
@@ -340,7 +344,7 @@ impl Gateway {
     /// Runs still streaming.
     pub fn live_streams(&self) -> usize {
         self.all()
-            .map(|g| g.shared.runs.live() + g.a2a.as_ref().map_or(0, |a| a.live()))
+            .map(|g| g.shared.runs.live() + g.a2a.as_ref().map_or(0, |a| a.runs().count()))
             .sum()
     }
 
@@ -356,7 +360,7 @@ impl Gateway {
         for g in self.all() {
             g.shared.runs.stop_all(StopReason::Shutdown);
             if let Some(a2a) = &g.a2a {
-                a2a.cancel_all();
+                a2a.runs().cancel_all();
             }
         }
     }

@@ -1,98 +1,120 @@
-//! The background work of a gateway whose task store several gateways share: renewing the
-//! leases of its runs, failing the tasks of instances that died, and passing on what the
-//! others do. Each loop ends when the task service is dropped.
+//! The background duties of a gateway towards its task store and the gateways sharing it:
+//! failing the tasks of instances that died (or of this one before a restart), forgetting
+//! finished tasks past the retention, and passing on what the others do. Each loop ends when
+//! the duties are dropped with the task service. (Renewing the leases of this gateway's runs
+//! is the runs' own loop: `live::renew_leases`.)
 
-use std::sync::atomic::Ordering;
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tokio::sync::broadcast;
 
-use super::TaskService;
-use crate::store::StoreNotice;
+use super::config::A2aConfig;
+use super::feed::Followers;
+use super::live::LiveRuns;
+use super::log::TaskLog;
+use crate::store::{StoreNotice, Stores};
 
-/// Renews the leases of this gateway's runs every `period`; a run whose lease another
-/// gateway took over (this one was presumed dead) is cancelled.
-pub(super) async fn renew_leases(state: Weak<TaskService>, period: Duration) {
-    loop {
-        tokio::time::sleep(period).await;
-        let Some(this) = state.upgrade() else { return };
-        let ids: Vec<String> = this.live.lock().keys().cloned().collect();
-        if ids.is_empty() {
-            continue;
+/// What the cluster duties work on: the store (its leases' orphans and notices, its finished
+/// tasks), the task log (orphans are settled there), the followers and runs of this gateway
+/// (what others do is passed on to them), and the retention of finished tasks.
+pub(crate) struct Cluster {
+    store: Stores,
+    log: Arc<TaskLog>,
+    followers: Arc<Followers>,
+    runs: Arc<LiveRuns>,
+    /// How long a finished task is kept.
+    retention: Duration,
+    /// Most finished tasks kept.
+    max_finished: usize,
+}
+
+impl Cluster {
+    /// The duties towards `store`, under `config`'s retention.
+    pub(super) fn new(
+        store: Stores,
+        log: Arc<TaskLog>,
+        followers: Arc<Followers>,
+        runs: Arc<LiveRuns>,
+        config: &A2aConfig,
+    ) -> Self {
+        Cluster {
+            store,
+            log,
+            followers,
+            runs,
+            retention: config.task_retention,
+            max_finished: config.max_finished_tasks,
         }
-        match this
-            .store
-            .leases
-            .renew(&this.holder, ids, this.shared.config.lease)
-            .await
-        {
-            Ok(lost) => {
-                for id in lost {
-                    tracing::error!(task_id = %id, "lost the lease of a running task: stopping its run");
-                    if let Some(live) = this.live_of(&id) {
-                        live.cancel.cancel();
+    }
+
+    /// What other gateways sharing the store do, when they can say so (a PostgreSQL store).
+    pub(super) fn notices(&self) -> Option<broadcast::Receiver<StoreNotice>> {
+        self.store.leases.notices()
+    }
+
+    /// Fails the tasks the store says have no run ([`crate::store::Leases::orphans`]) and
+    /// this gateway does not run: at start on a store only this gateway uses (what it ran
+    /// before a restart ends `FAILED`, and their webhooks hear so without anyone reading the
+    /// task).
+    pub(super) async fn settle_orphans(&self) {
+        match self.store.leases.orphans().await {
+            Ok(ids) => {
+                for id in ids {
+                    if let Ok(Some(rec)) = self.log.stored(&id).await {
+                        self.log.settle(rec).await;
                     }
                 }
             }
-            Err(e) => tracing::error!(error = %e, "cannot renew task leases"),
+            Err(e) => tracing::error!(error = %e, "cannot look for orphaned tasks"),
         }
     }
-}
 
-/// Fails, every `period`, the tasks whose gateway died (their lease expired).
-pub(super) async fn reap_orphans(state: Weak<TaskService>, period: Duration) {
-    loop {
-        tokio::time::sleep(period).await;
-        let Some(this) = state.upgrade() else { return };
-        settle_orphans(&this).await;
-    }
-}
-
-/// Fails the tasks the store says have no run ([`crate::store::Leases::orphans`]) and
-/// this gateway does not run: at start on a store only this gateway uses (what it ran before
-/// a restart ends `FAILED`, and their webhooks hear so without anyone reading the task).
-pub(super) async fn settle_orphans(this: &TaskService) {
-    match this.store.leases.orphans().await {
-        Ok(ids) => {
-            for id in ids {
-                if let Ok(Some(rec)) = this.stored(&id).await {
-                    this.settle(rec).await;
-                }
-            }
-        }
-        Err(e) => tracing::error!(error = %e, "cannot look for orphaned tasks"),
-    }
-}
-
-/// Forgets, every `period`, the finished tasks past the retention window or beyond the count.
-pub(super) async fn forget_finished(state: Weak<TaskService>, period: Duration) {
-    loop {
-        tokio::time::sleep(period).await;
-        let Some(this) = state.upgrade() else { return };
-        let (age, keep) = (this.config.task_retention, this.config.max_finished_tasks);
-        match this.store.tasks.prune_tasks(age, keep).await {
+    /// Forgets the finished tasks past the retention window or beyond the count.
+    async fn forget_finished(&self) {
+        match self.store.tasks.prune_tasks(self.retention, self.max_finished).await {
             Ok(0) => {}
             Ok(n) => tracing::debug!(forgotten = n, "finished tasks past the retention forgotten"),
             Err(e) => tracing::warn!(error = %e, "cannot forget finished tasks"),
         }
     }
+
+    /// Passes on what another gateway did: its event to this gateway's followers, its cancel
+    /// request to this gateway's run.
+    async fn pass_on(&self, notice: StoreNotice) {
+        match notice {
+            StoreNotice::Appended { task_id, seq, event } => self.followers.relay(&task_id, seq, event).await,
+            StoreNotice::CancelRequested { task_id } => self.runs.cancel_requested(&task_id),
+        }
+    }
+}
+
+/// Fails, every `period`, the tasks whose gateway died (their lease expired).
+pub(super) async fn reap_orphans(duties: Weak<Cluster>, period: Duration) {
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(this) = duties.upgrade() else { return };
+        this.settle_orphans().await;
+    }
+}
+
+/// Forgets, every `period`, the finished tasks past the retention window or beyond the count.
+pub(super) async fn forget_finished(duties: Weak<Cluster>, period: Duration) {
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(this) = duties.upgrade() else { return };
+        this.forget_finished().await;
+    }
 }
 
 /// Passes on what other gateways sharing the store do: their events to this gateway's
 /// followers, their cancel requests to this gateway's runs.
-pub(super) async fn pass_on_notices(state: Weak<TaskService>, mut notices: broadcast::Receiver<StoreNotice>) {
+pub(super) async fn pass_on_notices(duties: Weak<Cluster>, mut notices: broadcast::Receiver<StoreNotice>) {
     loop {
         let notice = notices.recv().await;
-        let Some(this) = state.upgrade() else { return };
+        let Some(this) = duties.upgrade() else { return };
         match notice {
-            Ok(StoreNotice::Appended { task_id, seq, event }) => this.relay(&task_id, seq, event).await,
-            Ok(StoreNotice::CancelRequested { task_id }) => {
-                if let Some(live) = this.live_of(&task_id) {
-                    live.canceled_by_client.store(true, Ordering::SeqCst);
-                    live.cancel.cancel();
-                }
-            }
+            Ok(notice) => this.pass_on(notice).await,
             // followers see the gap (or a quiet spell) and read the log
             Err(broadcast::error::RecvError::Lagged(n)) => {
                 tracing::warn!(missed = n, "task store notices lagged");

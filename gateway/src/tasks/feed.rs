@@ -2,17 +2,21 @@
 //! subscriber), fed with every event once it is stored, and the stream a follower reads —
 //! the task's log after a position, then live events — until the turn or the task ends.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use e2a::types::{A2aStreamResponse, A2aTaskState};
-use futures_util::FutureExt;
+use futures_util::{FutureExt, StreamExt};
+use parking_lot::Mutex;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::error::A2aError;
-use super::{EventStream, TaskService};
-use crate::store::StoredEvent;
+use super::live::LiveRuns;
+use super::EventStream;
+use crate::pipeline::Pipeline;
+use crate::store::{self, StoredEvent};
 
 /// How long a follower of a task another gateway runs waits for a notice before it reads the
 /// task's log itself.
@@ -76,7 +80,74 @@ pub(super) fn ends(state: Option<A2aTaskState>, until: Until) -> bool {
 /// tens of KiB allocated and freed per request).
 const FEED_CAPACITY: usize = 64;
 
-impl TaskService {
+/// The followers of tasks: one channel per task followed by someone (a run or a subscriber);
+/// it outlives runs, so a subscriber of a paused task sees the turn its answer starts. Events
+/// other gateways sharing the store append arrive on it too. A follower reads the task log
+/// (`tasks`) after a gap; it stops when the gateway drains (`pipeline`) and no run (`runs`)
+/// is behind its task.
+pub(crate) struct Followers {
+    channels: Mutex<HashMap<String, broadcast::Sender<Feed>>>,
+    tasks: Arc<dyn store::TaskLog>,
+    runs: Arc<LiveRuns>,
+    pipeline: Arc<Pipeline>,
+}
+
+impl Followers {
+    /// Nobody following yet.
+    pub(super) fn new(tasks: Arc<dyn store::TaskLog>, runs: Arc<LiveRuns>, pipeline: Arc<Pipeline>) -> Self {
+        Followers {
+            channels: Mutex::new(HashMap::new()),
+            tasks,
+            runs,
+            pipeline,
+        }
+    }
+
+    /// Tells task `id`'s followers of its events just stored (`texts`, numbered up to `last`,
+    /// each with the state it sets); a `terminal` task's channel closes after them.
+    pub(super) fn publish(
+        &self,
+        id: &str,
+        terminal: bool,
+        last: u64,
+        texts: Vec<Arc<str>>,
+        states: Vec<Option<A2aTaskState>>,
+    ) {
+        let n = texts.len() as u64;
+        let tx = {
+            let mut c = self.channels.lock();
+            if terminal {
+                // the last events: followers get them, then the channel closes
+                c.remove(id)
+            } else {
+                c.get(id).cloned()
+            }
+        };
+        if let Some(tx) = tx.filter(|tx| tx.receiver_count() > 0) {
+            let first = last.saturating_sub(n - 1);
+            for ((seq, event), state) in (first..).zip(texts).zip(states) {
+                let _ = tx.send(Feed::Event(StoredEvent { seq, event }, state));
+            }
+        }
+    }
+
+    /// Ends task `id`'s followers with an error (`why`: the store failed under its run); its
+    /// channel goes.
+    pub(super) fn break_off(&self, id: &str, why: Arc<str>) {
+        if let Some(tx) = self.channels.lock().remove(id) {
+            let _ = tx.send(Feed::Broken(why));
+        }
+    }
+
+    /// Waits (up to 10 s) for the current turn of task `id` to end, following it from `after`.
+    pub(super) async fn wait_turn_end(self: &Arc<Self>, id: &str, after: u64, rx: broadcast::Receiver<Feed>) {
+        let mut events = self.follow(id.to_string(), after, Some(rx), Until::TurnEnd);
+        let _ = tokio::time::timeout(Duration::from_secs(10), async move {
+            while events.next().await.is_some() {}
+        })
+        .await;
+    }
+
     /// Drops task `id`'s channel when its task has ended (`done`) or nobody follows it (its
     /// followers catch up from the log).
     pub(super) fn drop_channel(&self, id: &str, done: bool) {
@@ -95,7 +166,7 @@ impl TaskService {
         let event = match event {
             Some(e) => e,
             // too large for the notice: from the log
-            None => match self.store.tasks.events_after(task_id, seq.saturating_sub(1)).await {
+            None => match self.tasks.events_after(task_id, seq.saturating_sub(1)).await {
                 Ok(events) => match events.into_iter().find(|e| e.seq == seq) {
                     Some(e) => e.event,
                     None => return,
@@ -126,7 +197,7 @@ impl TaskService {
     /// Task `id`'s logged events after `after`, up to the first that ends a stream running
     /// `until` (and whether one did).
     async fn log_after(&self, id: &str, after: u64, until: Until) -> Result<(Vec<StoredEvent>, bool), A2aError> {
-        let mut events = self.store.tasks.events_after(id, after).await?;
+        let mut events = self.tasks.events_after(id, after).await?;
         let end = events.iter().position(|e| ends(state_in(&e.event), until));
         if let Some(i) = end {
             events.truncate(i + 1);
@@ -146,7 +217,7 @@ impl TaskService {
         self.follow_from(id, after, rx, until, true)
     }
 
-    /// [`TaskService::follow`] with `rx` subscribed before the event after `after` was
+    /// [`Followers::follow`] with `rx` subscribed before the event after `after` was
     /// stored: the log is read only after a gap, not first.
     pub(super) fn follow_live(
         self: &Arc<Self>,
@@ -172,7 +243,7 @@ impl TaskService {
         if let Some(r) = live.recv().now_or_never() {
             return Some(r);
         }
-        let draining = self.shared.runs.draining();
+        let draining = self.pipeline.runs.draining();
         let look = if draining {
             Some(DRAIN_LOOK)
         } else if shared {
@@ -183,12 +254,12 @@ impl TaskService {
         tokio::select! {
             biased;
             r = live.recv() => Some(r),
-            () = self.shared.runs.drain_started(), if !draining => None,
+            () = self.pipeline.runs.drain_started(), if !draining => None,
             () = tokio::time::sleep(look.unwrap_or_default()), if look.is_some() => None,
         }
     }
 
-    /// [`TaskService::follow`] and [`TaskService::follow_live`]: the log first when
+    /// [`Followers::follow`] and [`Followers::follow_live`]: the log first when
     /// `read_log_first`, then live events (the log again after a gap).
     fn follow_from(
         self: &Arc<Self>,
@@ -204,7 +275,7 @@ impl TaskService {
             let mut rx = rx;
             // a task another gateway runs: its events come as notices, and after a quiet
             // REMOTE_POLL from the log (a notice lost while the listener reconnected)
-            let shared = this.store.leases.shared();
+            let shared = this.runs.shared();
             let mut quiet = Instant::now();
             // the log first; again after a gap (lagged), a quiet spell or a closed channel
             let (mut catch_up, mut resubscribe) = (read_log_first, false);
@@ -236,10 +307,10 @@ impl TaskService {
                 let got = this.next_live(live, shared, quiet).await;
                 match got {
                     None => {
-                        if this.shared.runs.draining() && this.live_of(&id).is_none() {
+                        if this.pipeline.runs.draining() && this.runs.get(&id).is_none() {
                             return;
                         }
-                        if shared && quiet.elapsed() >= REMOTE_POLL && this.live_of(&id).is_none() {
+                        if shared && quiet.elapsed() >= REMOTE_POLL && this.runs.get(&id).is_none() {
                             quiet = Instant::now();
                             catch_up = true;
                         }

@@ -2,19 +2,66 @@
 //! appended to its log before any follower sees it; a store that fails fails the turn; a task
 //! left without a run is settled as `FAILED` with the reason.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use e2a::types::A2aStreamResponse;
+use parking_lot::Mutex;
 
 use super::error::A2aError;
-use super::feed::{ends_at, Feed};
+use super::feed::{ends_at, Followers};
+use super::live::LiveRuns;
 use super::snapshot::{agent_message, apply, status_event};
-use super::{TaskService, FAILED, SNAPSHOT_EVERY, STORE_FAILED};
+use super::FAILED;
 use crate::agent::Caller;
-use crate::store::{now_ms, StoredEvent, TaskAppend, TaskRecord};
+use crate::store::{self, now_ms, TaskAppend, TaskQuery, TaskRecord};
+use crate::tasks::push::Pusher;
 
-impl TaskService {
-    /// Writes an event (see [`TaskService::commit_all`]).
+/// What a client is told when the store fails under a task.
+pub(super) const STORE_FAILED: &str =
+    "the gateway could not store the task's events (the task store failed): the task was stopped";
+
+/// Most artifact chunks between two stored snapshots of a task.
+const SNAPSHOT_EVERY: u64 = 64;
+
+/// The task log as the service keeps it: the store's records and events of tasks (`tasks`),
+/// written before anyone hears of them (then the `followers` and the push outbox are told),
+/// and the tasks whose run the store failed under (`broken`). A task found active with no run
+/// behind it (`runs`) is settled here.
+pub(crate) struct TaskLog {
+    tasks: Arc<dyn store::TaskLog>,
+    runs: Arc<LiveRuns>,
+    followers: Arc<Followers>,
+    /// Woken when events are appended (the outbox delivers them to the task's webhooks).
+    push: Arc<Pusher>,
+    /// Tasks whose run the store failed under, and why (what `GetTask` says of them until the
+    /// store takes their `FAILED` status).
+    broken: Mutex<HashMap<String, Arc<str>>>,
+}
+
+impl TaskLog {
+    /// The log of `tasks`, telling `followers` and `push` of what it stores.
+    pub(super) fn new(
+        tasks: Arc<dyn store::TaskLog>,
+        runs: Arc<LiveRuns>,
+        followers: Arc<Followers>,
+        push: Arc<Pusher>,
+    ) -> Self {
+        TaskLog {
+            tasks,
+            runs,
+            followers,
+            push,
+            broken: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The store's short name (for logs).
+    pub(super) fn name(&self) -> String {
+        self.tasks.name()
+    }
+
+    /// Writes an event (see [`TaskLog::commit_all`]).
     pub(super) async fn commit(
         &self,
         rec: &mut TaskRecord,
@@ -36,7 +83,6 @@ impl TaskService {
             return Ok(None);
         }
         let before = rec.state;
-        let n = events.len() as u64;
         // written first (by the generated writers, for whichever store keeps them), then
         // applied by value: what an event carries moves into the snapshot, uncopied
         let texts: Vec<Arc<str>> = events.iter().map(|e| Arc::from(e2a::write::to_json(e))).collect();
@@ -66,7 +112,7 @@ impl TaskService {
             snapshot: task.clone(),
             events: texts.clone(),
         };
-        let last = self.store.tasks.append(write).await.map_err(|e| {
+        let last = self.tasks.append(write).await.map_err(|e| {
             tracing::error!(task_id = %rec.id, error = %e, "cannot store a task event: nobody is told of it");
             A2aError::internal(STORE_FAILED)
         })?;
@@ -76,21 +122,8 @@ impl TaskService {
         }
         // the outbox delivers them to the task's webhooks (when some may exist)
         self.push.poke();
-        let tx = {
-            let mut c = self.channels.lock();
-            if rec.state.is_terminal() {
-                // the last events: followers get them, then the channel closes
-                c.remove(&rec.id)
-            } else {
-                c.get(&rec.id).cloned()
-            }
-        };
-        if let Some(tx) = tx.filter(|tx| tx.receiver_count() > 0) {
-            let first = last.saturating_sub(n - 1);
-            for ((seq, event), state) in (first..).zip(texts).zip(states) {
-                let _ = tx.send(Feed::Event(StoredEvent { seq, event }, state));
-            }
-        }
+        self.followers
+            .publish(&rec.id, rec.state.is_terminal(), last, texts, states);
         Ok(task)
     }
 
@@ -100,23 +133,21 @@ impl TaskService {
     pub(super) async fn store_failed(&self, rec: &mut TaskRecord) {
         let why: Arc<str> = Arc::from(STORE_FAILED);
         self.broken.lock().insert(rec.id.clone(), why.clone());
-        if let Some(live) = self.live_of(&rec.id) {
-            live.cancel.cancel();
+        if let Some(live) = self.runs.get(&rec.id) {
+            live.cancel();
         }
         let ev = status_event(rec, FAILED, Some(agent_message(rec, STORE_FAILED)));
         if self.commit(rec, ev).await.is_ok() {
             self.broken.lock().remove(&rec.id);
             return;
         }
-        if let Some(tx) = self.channels.lock().remove(&rec.id) {
-            let _ = tx.send(Feed::Broken(why));
-        }
+        self.followers.break_off(&rec.id, why);
     }
 
     /// A stored record with its snapshot brought up to date from the log.
-    pub(super) async fn caught_up(&self, mut rec: TaskRecord) -> Result<TaskRecord, A2aError> {
+    async fn caught_up(&self, mut rec: TaskRecord) -> Result<TaskRecord, A2aError> {
         if rec.snapshot_seq < rec.last_seq {
-            for e in self.store.tasks.events_after(&rec.id, rec.snapshot_seq).await? {
+            for e in self.tasks.events_after(&rec.id, rec.snapshot_seq).await? {
                 match serde_json::from_str::<A2aStreamResponse>(&e.event) {
                     Ok(event) => apply(&mut rec.task, event),
                     Err(err) => {
@@ -131,14 +162,14 @@ impl TaskService {
 
     /// Task `id` from the store, up to date.
     pub(super) async fn stored(&self, id: &str) -> Result<Option<TaskRecord>, A2aError> {
-        match self.store.tasks.get(id).await? {
+        match self.tasks.get(id).await? {
             Some(rec) => Ok(Some(self.caught_up(rec).await?)),
             None => Ok(None),
         }
     }
 
     /// The caller's task `id`, settled if its run is gone.
-    pub async fn load(&self, id: &str, caller: &Caller) -> Result<TaskRecord, A2aError> {
+    pub(super) async fn load(&self, id: &str, caller: &Caller) -> Result<TaskRecord, A2aError> {
         let rec = self
             .stored(id)
             .await?
@@ -150,7 +181,7 @@ impl TaskService {
     /// A task left `SUBMITTED`/`WORKING` without a run (the gateway stopped) ends as `FAILED`.
     pub(super) async fn settle(&self, rec: TaskRecord) -> TaskRecord {
         let active = |r: &TaskRecord| r.state.is_active();
-        if !active(&rec) || self.live_of(&rec.id).is_some() {
+        if !active(&rec) || self.runs.get(&rec.id).is_some() {
             return rec;
         }
         // a run commits its last event before it leaves the table: read again to see it
@@ -158,17 +189,12 @@ impl TaskService {
             Ok(Some(fresh)) => fresh,
             _ => rec,
         };
-        if !active(&rec) || self.live_of(&rec.id).is_some() {
+        if !active(&rec) || self.runs.get(&rec.id).is_some() {
             return rec;
         }
         // on a shared store, another instance may run it: only a task whose lease has expired
         // (this gateway can take it) has no run anywhere
-        match self
-            .store
-            .leases
-            .acquire(&rec.id, &self.holder, self.shared.config.lease)
-            .await
-        {
+        match self.runs.take_lease(&rec.id).await {
             Ok(true) => {}
             Ok(false) => return rec,
             Err(e) => {
@@ -180,11 +206,11 @@ impl TaskService {
         if let Ok(Some(fresh)) = self.stored(&rec.id).await {
             rec = fresh;
         }
-        if active(&rec) && self.live_of(&rec.id).is_none() {
+        if active(&rec) && self.runs.get(&rec.id).is_none() {
             let broken = self.broken.lock().get(&rec.id).cloned();
             let why = match &broken {
                 Some(why) => why,
-                None if self.store.leases.shared() => {
+                None if self.runs.shared() => {
                     "the gateway running the task stopped before it finished (its lease expired)"
                 }
                 None => "the gateway restarted before the task finished",
@@ -196,9 +222,26 @@ impl TaskService {
                 self.broken.lock().remove(&rec.id);
             }
         }
-        if let Err(e) = self.store.leases.release(&rec.id, &self.holder).await {
+        if let Err(e) = self.runs.release_lease(&rec.id).await {
             tracing::warn!(task_id = %rec.id, error = %e, "cannot release a task's lease");
         }
         rec
+    }
+
+    /// A page of the tasks `query` asks for, each brought up to date and settled, then made
+    /// into what the page lists (`each`), and how many tasks match in all.
+    pub(super) async fn page<T>(
+        &self,
+        query: TaskQuery,
+        mut each: impl FnMut(TaskRecord) -> T,
+    ) -> Result<(Vec<T>, usize), A2aError> {
+        let page = self.tasks.list(query).await?;
+        let mut out = Vec::new();
+        for rec in page.tasks {
+            let rec = self.caught_up(rec).await?;
+            let rec = self.settle(rec).await;
+            out.push(each(rec));
+        }
+        Ok((out, page.total))
     }
 }

@@ -13,7 +13,9 @@ mod cluster;
 pub mod config;
 pub mod error;
 mod feed;
+mod live;
 mod log;
+mod mount;
 pub(crate) mod params;
 pub mod push;
 mod send;
@@ -21,126 +23,81 @@ pub(crate) mod sent;
 mod snapshot;
 mod turn;
 
-use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use e2a::a2a::jsonrpc::A2aHeaders;
-use e2a::types::{A2aListTasksResponse, A2aStreamResponse, A2aTask, A2aTaskState};
-use e2a::E2AResponse;
-use futures_util::{FutureExt, Stream, StreamExt};
-use parking_lot::Mutex;
-use serde_json::{Map, Value};
-use tokio::sync::{broadcast, oneshot};
-use tokio_util::sync::CancellationToken;
+use e2a::types::{A2aListTaskPushNotificationConfigsResponse, A2aStreamResponse};
+use e2a::types::{A2aListTasksResponse, A2aTask, A2aTaskPushNotificationConfig, A2aTaskState};
+use futures_util::{Stream, StreamExt};
+use serde_json::{json, Map, Value};
+use tokio::sync::oneshot;
 
+use self::cluster::Cluster;
+use self::config::A2aConfig;
 use self::error::{A2aError, A2aErrorKind};
-use self::feed::{Feed, Until};
+use self::feed::{Followers, Until};
+use self::live::LiveRuns;
+use self::log::TaskLog;
+use self::mount::Mount;
 pub use self::params::history_length;
-use self::params::ListParams;
+use self::params::{ListParams, SendConfig};
+use self::push::{PushConfigs, Pusher};
+use self::send::{SendOutcome, Turns};
+use self::sent::PastSends;
 pub use self::snapshot::trim_history;
 use self::snapshot::{agent_message, status_event};
-use self::turn::TurnMapper;
 use crate::agent::Caller;
-use crate::pipeline::boundary::SharedFrames;
 use crate::pipeline::Pipeline;
-use crate::store::{StoredEvent, Stores, TaskQuery, TaskRecord};
-use crate::tasks::config::A2aConfig;
+use crate::store::{StoredEvent, Stores, TaskQuery};
 
 /// A2A events with their log sequence numbers, as a binding streams them. An `Err` ends the
 /// stream: the task could not go on (its store failed) and the binding answers it in its
 /// protocol's error form; every `Ok` event was stored before it was yielded.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StoredEvent, A2aError>> + Send + 'static>>;
 
-/// What a client is told when the store fails under a task.
-const STORE_FAILED: &str =
-    "the gateway could not store the task's events (the task store failed): the task was stopped";
-
 const SUBMITTED: A2aTaskState = A2aTaskState::TaskStateSubmitted;
 const WORKING: A2aTaskState = A2aTaskState::TaskStateWorking;
 const FAILED: A2aTaskState = A2aTaskState::TaskStateFailed;
 const CANCELED: A2aTaskState = A2aTaskState::TaskStateCanceled;
-/// Most events a run stores in one append (what its agent had ready at once).
-const READY_EVENTS: usize = 256;
-/// Most artifact chunks between two stored snapshots of a task.
-const SNAPSHOT_EVERY: u64 = 64;
-/// How often an answer to a paused task tries again (50 ms apart) for the lease the pausing
-/// gateway is about to let go of.
-const LEASE_RETRIES: usize = 10;
 
-/// What a run pumps into its task: the frame already read (the first, when the agent's answer
-/// was looked at before the task was made), the rest of the agent's frames, and their mapping
-/// to A2A events.
-struct Turn {
-    /// The turn's opening event (the task, `SUBMITTED` or answered), when the run stores it:
-    /// with the agent's first ready frames, or alone when none is ready.
-    opening: Option<A2aStreamResponse>,
-    next: Option<Arc<E2AResponse>>,
-    frames: SharedFrames,
-    mapper: TurnMapper,
-}
-
-/// A run in progress: how to follow it and how to stop it.
-#[derive(Clone)]
-struct Live {
-    cancel: CancellationToken,
-    /// Why the gateway cancels the run, set before `cancel` fires (the final frame's reason).
-    stop: crate::pipeline::boundary::StopCell,
-    canceled_by_client: Arc<AtomicBool>,
-}
-
-/// The A2A side of a gateway: configuration, the task store and the runs in progress.
+/// The A2A side of a gateway: a façade, one method per A2A operation, over the parts it owns
+/// (each holding one thing, with its own methods): how it is mounted, the runs in progress
+/// and their leases, the followers of tasks, the task log, the turns sends start, the push
+/// configs and their delivery, and the duties towards a shared store.
 pub struct TaskService {
-    shared: Arc<Pipeline>,
-    config: A2aConfig,
-    store: Stores,
-    /// When the card was made (it is fixed for the life of the gateway): `Last-Modified`.
-    card_modified: String,
-    live: Mutex<HashMap<String, Live>>,
-    /// One channel per task followed by someone (a run or a subscriber); it outlives runs, so
-    /// a subscriber of a paused task sees the turn its answer starts. Events other gateways
-    /// sharing the store append arrive on it too.
-    channels: Mutex<HashMap<String, broadcast::Sender<Feed>>>,
-    /// Tasks whose run the store failed under, and why (what `GetTask` says of them until the
-    /// store takes their `FAILED` status).
-    broken: Mutex<HashMap<String, Arc<str>>>,
-    /// This gateway's name in task leases (and push claims).
-    holder: String,
-    /// Push notifications: the policy, the delivery client, the outbox's wake-up.
-    push: Arc<crate::tasks::push::Pusher>,
-    /// The named agents' services, by name: a request whose `tenant` names one goes there
-    /// (A2A 1.0's multi-tenant form). Set when the gateway's routes are built.
-    tenants: std::sync::OnceLock<HashMap<String, Arc<TaskService>>>,
-    /// A named agent reached over the root agent's gRPC service: its `tenant` there (its card
-    /// declares that interface). Set when the gateway's routes are built.
-    grpc_tenant: std::sync::OnceLock<String>,
+    /// The run pipeline its turns go through (the gateway's config, auth, metrics).
+    pipeline: Arc<Pipeline>,
+    /// Its config, its card's date, its tenancy.
+    mount: Mount,
+    /// The runs in progress here, and the task leases.
+    runs: Arc<LiveRuns>,
+    /// The channels of the tasks followed by someone.
+    followers: Arc<Followers>,
+    /// The task log: every event stored before anyone sees it.
+    log: Arc<TaskLog>,
+    /// The turns sends start.
+    turns: Arc<Turns>,
+    /// The push configs of tasks.
+    pushes: Arc<PushConfigs>,
+    /// Push delivery (the outbox).
+    pusher: Arc<Pusher>,
+    /// The background duties towards the store and the gateways sharing it.
+    cluster: Arc<Cluster>,
     /// Whether its background work was started ([`TaskService::start`]: once).
-    started: std::sync::atomic::AtomicBool,
+    started: AtomicBool,
 }
 
 impl std::fmt::Debug for TaskService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TaskService")
-            .field("config", &self.config)
-            .field("store", &self.store.tasks.name())
-            .field("live", &self.live())
+            .field("config", self.mount.config())
+            .field("store", &self.log.name())
+            .field("live", &self.runs.count())
             .finish()
     }
-}
-
-/// How the service started a send (see [`TaskService::send_message`] and
-/// [`TaskService::send_streaming`] for what a binding gets).
-enum SendOutcome {
-    /// A direct message reply (no task).
-    Message(Value),
-    /// A task, to a streaming send: its id, and its events from this turn's first on.
-    Stream { id: String, events: EventStream },
-    /// A task, to a non-streaming send: its id, and the task when the turn ends.
-    Task { id: String, done: TurnDone },
-    /// The same send made before (same key, same content): its task, the agent not run again.
-    Repeat { id: String },
 }
 
 /// What a non-streaming send (`SendMessage`) is answered with.
@@ -175,371 +132,152 @@ pub struct SendParams {
 }
 
 impl TaskService {
-    /// The A2A state of a gateway.
-    pub(crate) fn new(shared: Arc<Pipeline>, mut config: A2aConfig, store: Stores) -> Self {
+    /// The A2A state of a gateway: its parts, over `store`.
+    pub(crate) fn new(pipeline: Arc<Pipeline>, mut config: A2aConfig, store: Stores) -> Self {
         // a store that keeps no push configs: the card says so, the operations refuse
         config.push.enabled &= store.pushes.is_some();
-        TaskService {
-            push: Arc::new(crate::tasks::push::Pusher::new(config.push.clone())),
-            shared,
-            config,
+        let config = Arc::new(config);
+        // this gateway's name in task leases and push claims
+        let holder = e2a::stream::new_id();
+        let metrics = pipeline.metrics.clone();
+        let pusher = Arc::new(Pusher::new(config.push.clone(), store.clone(), holder.clone(), metrics));
+        let runs = Arc::new(LiveRuns::new(store.leases.clone(), holder, pipeline.config.lease));
+        let followers = Arc::new(Followers::new(store.tasks.clone(), runs.clone(), pipeline.clone()));
+        let log = Arc::new(TaskLog::new(
+            store.tasks.clone(),
+            runs.clone(),
+            followers.clone(),
+            pusher.clone(),
+        ));
+        let pushes = Arc::new(PushConfigs::new(store.clone(), log.clone(), pusher.clone()));
+        let sent = PastSends::new(store.sends.clone(), store.tasks.clone());
+        let turns = Arc::new(Turns::new(
+            pipeline.clone(),
+            config.clone(),
+            runs.clone(),
+            log.clone(),
+            followers.clone(),
+            sent,
+            pushes.clone(),
+        ));
+        let cluster = Arc::new(Cluster::new(
             store,
-            card_modified: httpdate::fmt_http_date(std::time::SystemTime::now()),
-            live: Mutex::new(HashMap::new()),
-            channels: Mutex::new(HashMap::new()),
-            broken: Mutex::new(HashMap::new()),
-            holder: e2a::stream::new_id(),
-            tenants: std::sync::OnceLock::new(),
-            grpc_tenant: std::sync::OnceLock::new(),
-            started: std::sync::atomic::AtomicBool::new(false),
+            log.clone(),
+            followers.clone(),
+            runs.clone(),
+            &config,
+        ));
+        TaskService {
+            pipeline,
+            mount: Mount::new(config),
+            runs,
+            followers,
+            log,
+            turns,
+            pushes,
+            pusher,
+            cluster,
+            started: AtomicBool::new(false),
         }
     }
 
     /// Starts the background work of a gateway (within a Tokio runtime): forgetting finished
     /// tasks past the retention, delivering push notifications, and, on a store several
     /// gateways share, renewing the leases of its runs, passing on what the others do and
-    /// failing the tasks of instances that died. Each loop ends when the state is dropped.
-    pub(crate) fn start(self: &Arc<Self>) {
+    /// failing the tasks of instances that died. Each loop holds a `Weak` of the part it works
+    /// on, and ends when that part is dropped with the service.
+    pub(crate) fn start(&self) {
         if tokio::runtime::Handle::try_current().is_err() {
             tracing::warn!("A2A background work not started: no Tokio runtime");
             return;
         }
-        if self.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        if self.started.swap(true, Ordering::SeqCst) {
             return;
         }
-        if self.store.leases.shared() {
-            let lease = self.shared.config.lease.max(Duration::from_millis(150));
-            tokio::spawn(cluster::renew_leases(Arc::downgrade(self), lease / 3));
-            tokio::spawn(cluster::reap_orphans(Arc::downgrade(self), lease / 2));
+        if self.runs.shared() {
+            let lease = self.pipeline.config.lease.max(Duration::from_millis(150));
+            tokio::spawn(live::renew_leases(Arc::downgrade(&self.runs), lease / 3));
+            tokio::spawn(cluster::reap_orphans(Arc::downgrade(&self.cluster), lease / 2));
         } else {
             // what this gateway ran before it restarted has no run now
-            let this = self.clone();
-            tokio::spawn(async move { cluster::settle_orphans(&this).await });
+            let duties = self.cluster.clone();
+            tokio::spawn(async move { duties.settle_orphans().await });
         }
-        if let Some(notices) = self.store.leases.notices() {
-            tokio::spawn(cluster::pass_on_notices(Arc::downgrade(self), notices));
+        if let Some(notices) = self.cluster.notices() {
+            tokio::spawn(cluster::pass_on_notices(Arc::downgrade(&self.cluster), notices));
         }
-        let every = (self.config.task_retention / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
-        tokio::spawn(cluster::forget_finished(Arc::downgrade(self), every));
-        if self.config.push.enabled {
-            tokio::spawn(crate::tasks::push::run_outbox(Arc::downgrade(self), self.push.clone()));
+        let config = self.mount.config();
+        let every = (config.task_retention / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+        tokio::spawn(cluster::forget_finished(Arc::downgrade(&self.cluster), every));
+        if config.push.enabled {
+            tokio::spawn(push::run_outbox(Arc::downgrade(&self.pusher)));
         }
     }
 
     /// The run pipeline its turns go through (the gateway's config, auth, metrics).
     pub(crate) fn pipeline(&self) -> &Arc<Pipeline> {
-        &self.shared
+        &self.pipeline
     }
 
-    /// Where its bindings are mounted and what its card says.
-    pub(crate) fn config(&self) -> &A2aConfig {
-        &self.config
+    /// How it is mounted: its config (paths, card), its card's date, its tenancy.
+    pub(crate) fn mount(&self) -> &Mount {
+        &self.mount
     }
 
-    /// When its card was made (`Last-Modified`).
-    pub(crate) fn card_modified(&self) -> &str {
-        &self.card_modified
+    /// The runs in progress (how many; cancel them all at shutdown).
+    pub(crate) fn runs(&self) -> &LiveRuns {
+        &self.runs
     }
 
-    /// The named agents' services a request's `tenant` may name (set once the routes are
-    /// built), by name.
-    pub(crate) fn tenants(&self) -> Option<&HashMap<String, Arc<TaskService>>> {
-        self.tenants.get()
-    }
-
-    /// Sets the named agents' services a `tenant` names (the first call wins).
-    pub(crate) fn set_tenants(&self, named: HashMap<String, Arc<TaskService>>) {
-        let _ = self.tenants.set(named);
-    }
-
-    /// This named agent's `tenant` on the root agent's gRPC service, when it is reached there.
-    pub(crate) fn grpc_tenant(&self) -> Option<&str> {
-        self.grpc_tenant.get().map(String::as_str)
-    }
-
-    /// Sets this named agent's gRPC `tenant` (the first call wins).
-    pub(crate) fn set_grpc_tenant(&self, name: &str) {
-        let _ = self.grpc_tenant.set(name.to_string());
-    }
-
-    /// Runs in progress.
-    pub fn live(&self) -> usize {
-        self.live.lock().len()
-    }
-
-    /// Cancels every run in progress (shutdown).
-    pub fn cancel_all(&self) {
-        for live in self.live.lock().values() {
-            // the run ends with `reason: "shutdown"`, not as if its client went away
-            let _ = live.stop.set(crate::pipeline::boundary::StopReason::Shutdown);
-            live.cancel.cancel();
-        }
-    }
-
-    fn live_of(&self, id: &str) -> Option<Live> {
-        self.live.lock().get(id).cloned()
-    }
-
-    async fn pump(&self, mut rec: TaskRecord, turn: Turn, done: oneshot::Sender<Result<Arc<str>, A2aError>>) {
-        let Turn {
-            opening,
-            mut next,
-            mut frames,
-            mut mapper,
-        } = turn;
-        // the stored snapshot, while it is the task's latest
-        let mut task: Option<Arc<str>> = None;
-        let mut batch: Vec<A2aStreamResponse> = opening.into_iter().collect();
-        let mut opened = batch.is_empty();
-        let mut more = true;
-        while more {
-            let frame = match next.take() {
-                Some(f) => Some(f),
-                // the opening waits for no agent: stored alone when nothing is ready
-                None if !opened => match frames.next().now_or_never() {
-                    Some(f) => {
-                        more = f.is_some();
-                        f
-                    }
-                    None => None,
-                },
-                None => match frames.next().await {
-                    Some(f) => Some(f),
-                    None => break,
-                },
-            };
-            if let Some(frame) = frame {
-                // the events of every frame the agent has ready, stored in one append
-                let (events, m) = Self::ready_events(frame, &mut frames, &mut mapper);
-                batch.extend(events);
-                more = m;
+    /// `SendMessage`: starts a turn (a new task, or the answer to a paused one) and answers
+    /// with the agent's direct reply, or the task — after the turn unless the client asked to
+    /// return at once.
+    pub async fn send_message(&self, p: SendParams) -> Result<Sent, A2aError> {
+        let SendConfig { history, blocking, .. } = SendConfig::read(&p.params)?;
+        let caller = p.caller.clone();
+        let turns = &self.turns;
+        Ok(match turns.send(p, false).await? {
+            SendOutcome::Message(m) => Sent::Message(m),
+            SendOutcome::Task { id, done } => {
+                Sent::Task(turns.sent_task(&id, Some(done), blocking, history, &caller).await?)
             }
-            if batch.is_empty() {
-                continue;
-            }
-            match self.commit_all(&mut rec, std::mem::take(&mut batch)).await {
-                Ok(t) => {
-                    task = t;
-                    opened = true;
+            SendOutcome::Stream { id, .. } => Sent::Task(turns.sent_task(&id, None, false, history, &caller).await?),
+            SendOutcome::Repeat { id } => {
+                // a blocking repeat waits, as the first send did, for the turn to end
+                if blocking {
+                    let mut events = self.followers.follow(id.clone(), 0, None, Until::TurnEnd);
+                    let drained = async { while events.next().await.is_some() {} };
+                    let _ = tokio::time::timeout(self.mount.config().blocking_timeout, drained).await;
                 }
-                Err(e) if !opened => {
-                    self.abandon(&rec.id, e, done).await;
-                    return;
-                }
-                Err(_) => {
-                    task = None;
-                    self.store_failed(&mut rec).await;
-                    break;
-                }
+                Sent::Task(turns.sent_task(&id, None, false, history, &caller).await?)
             }
-        }
-        if !rec.state.is_terminal() && !rec.state.is_interrupted() {
-            let ev = status_event(
-                &rec,
-                FAILED,
-                Some(agent_message(&rec, "the agent ended without a final state")),
-            );
-            match self.commit(&mut rec, ev).await {
-                Ok(t) => task = t,
-                Err(_) => {
-                    task = None;
-                    self.store_failed(&mut rec).await;
-                }
-            }
-        }
-        self.live.lock().remove(&rec.id);
-        if let Err(e) = self.store.leases.release(&rec.id, &self.holder).await {
-            tracing::warn!(task_id = %rec.id, error = %e, "cannot release a task's lease");
-        }
-        self.drop_channel(&rec.id, rec.state.is_terminal());
-        // told last: a client answering a pause at once finds the task free
-        if let Some(t) = task {
-            let _ = done.send(Ok(t));
-        }
-    }
-
-    /// The opening event of task `id`'s turn could not be stored, so nothing of the turn is:
-    /// the run stops, its followers end with the error, the claim goes, and a waiting send
-    /// gets the error.
-    async fn abandon(&self, id: &str, e: A2aError, done: oneshot::Sender<Result<Arc<str>, A2aError>>) {
-        if let Some(live) = self.live_of(id) {
-            live.cancel.cancel();
-        }
-        if let Some(tx) = self.channels.lock().remove(id) {
-            let _ = tx.send(Feed::Broken(Arc::from(STORE_FAILED)));
-        }
-        self.unclaim(id).await;
-        let _ = done.send(Err(e));
-    }
-
-    /// The A2A events of `frame` and of the frames after it the agent already has ready (up
-    /// to `READY_EVENTS` events), and whether more may follow (no final frame, the stream
-    /// not ended).
-    fn ready_events(
-        frame: Arc<E2AResponse>,
-        frames: &mut SharedFrames,
-        mapper: &mut TurnMapper,
-    ) -> (Vec<A2aStreamResponse>, bool) {
-        let mut events = Vec::new();
-        let mut frame = frame;
-        loop {
-            events.extend(mapper.push(&frame));
-            if frame.is_final {
-                return (events, false);
-            }
-            if events.len() >= READY_EVENTS {
-                return (events, true);
-            }
-            match frames.next().now_or_never() {
-                Some(Some(f)) => frame = f,
-                Some(None) => return (events, false),
-                None => return (events, true),
-            }
-        }
-    }
-
-    /// The task a send started, as its binding answers it (`Task` JSON): when `blocking`, as
-    /// its run stored it at the turn's end (waiting up to the blocking timeout), else as it is
-    /// now; its history trimmed to `history` messages.
-    async fn sent_task(
-        &self,
-        id: &str,
-        done: Option<TurnDone>,
-        blocking: bool,
-        history: Option<usize>,
-        caller: &Caller,
-    ) -> Result<Arc<str>, A2aError> {
-        if let Some(done) = done.filter(|_| blocking) {
-            if let Ok(Ok(task)) = tokio::time::timeout(self.config.blocking_timeout, done.0).await {
-                let task = task?;
-                if history.is_none() {
-                    return Ok(task);
-                }
-                let task: A2aTask = serde_json::from_str(&task)
-                    .map_err(|e| A2aError::internal(format!("a stored task is not an A2A task: {e}")))?;
-                return Ok(e2a::write::to_json(&trim_history(task, history)).into());
-            }
-        }
-        // (boxed: reading a task back is a large future, rarely needed after a blocking send)
-        let rec = Box::pin(self.load(id, caller)).await?;
-        Ok(e2a::write::to_json(&trim_history(rec.task, history)).into())
-    }
-
-    /// `SubscribeToTask`: with `last_seen` (an SSE `Last-Event-ID`), the events after it, then
-    /// live ones; without, the task as it is, then live events. A task that has ended can only
-    /// be replayed from a `last_seen`.
-    pub async fn subscribe(
-        self: &Arc<Self>,
-        id: &str,
-        caller: &Caller,
-        last_seen: Option<u64>,
-    ) -> Result<EventStream, A2aError> {
-        let permit = self
-            .shared
-            .stream_permit()
-            .map_err(|r| A2aError::unavailable(r.message(), self.shared.retry_after()))?;
-        let events = self.subscription(id, caller, last_seen).await?;
-        // a subscriber holds a stream slot while it reads, like a run
-        Ok(Box::pin(events.map(move |e| {
-            let _slot = &permit;
-            e
-        })))
-    }
-
-    async fn subscription(
-        self: &Arc<Self>,
-        id: &str,
-        caller: &Caller,
-        last_seen: Option<u64>,
-    ) -> Result<EventStream, A2aError> {
-        let rec = self.load(id, caller).await?;
-        if rec.state.is_terminal() {
-            return match last_seen {
-                // the log of an ended task can still be replayed
-                Some(after) => Ok(self.follow(rec.id, after, None, Until::Terminal)),
-                None => Err(A2aError::new(
-                    A2aErrorKind::UnsupportedOperation,
-                    format!(
-                        "task {id} is in a terminal state ({}); nothing to subscribe to",
-                        rec.state
-                    ),
-                )),
-            };
-        }
-        // follow first, then read the task: nothing falls between the two
-        let rx = self.channel(id);
-        let rec = self.load(id, caller).await?;
-        match last_seen {
-            Some(after) => Ok(self.follow(rec.id, after, Some(rx), Until::Terminal)),
-            None => {
-                let head = StoredEvent {
-                    seq: rec.last_seq,
-                    event: e2a::write::to_json(&A2aStreamResponse::Task(rec.task)).into(),
-                };
-                if rec.state.is_terminal() {
-                    return Ok(Box::pin(futures_util::stream::iter([Ok(head)])));
-                }
-                let rest = self.follow(rec.id, rec.last_seq, Some(rx), Until::Terminal);
-                Ok(Box::pin(futures_util::stream::iter([Ok(head)]).chain(rest)))
-            }
-        }
-    }
-
-    /// Waits (up to 10 s) for the current turn of task `id` to end, following it from `after`.
-    async fn wait_turn_end(self: &Arc<Self>, id: &str, after: u64, rx: broadcast::Receiver<Feed>) {
-        let mut events = self.follow(id.to_string(), after, Some(rx), Until::TurnEnd);
-        let _ = tokio::time::timeout(Duration::from_secs(10), async move {
-            while events.next().await.is_some() {}
         })
-        .await;
     }
 
-    /// `CancelTask`.
-    pub async fn cancel(self: &Arc<Self>, id: &str, caller: &Caller) -> Result<A2aTask, A2aError> {
-        let mut rec = self.load(id, caller).await?;
-        if rec.state.is_terminal() {
-            return Err(A2aError::new(
-                A2aErrorKind::TaskNotCancelable,
-                format!("task {id} is already {}", rec.state),
-            ));
-        }
-        match self.live_of(id) {
-            Some(live) => {
-                let rx = self.channel(id);
-                live.canceled_by_client.store(true, Ordering::SeqCst);
-                live.cancel.cancel();
-                self.wait_turn_end(id, rec.last_seq, rx).await;
-                rec = self.load(id, caller).await?;
+    /// `SendStreamingMessage`: starts a turn and streams its events (the agent's direct
+    /// reply as a single `message` event).
+    pub async fn send_streaming(&self, p: SendParams) -> Result<EventStream, A2aError> {
+        // its configuration is checked like a non-streaming send's
+        SendConfig::read(&p.params)?;
+        Ok(match self.turns.send(p, true).await? {
+            SendOutcome::Message(m) => {
+                let event = StoredEvent {
+                    seq: 0,
+                    event: crate::json::text(&json!({"message": m})).into(),
+                };
+                Box::pin(futures_util::stream::iter([Ok(event)]))
             }
-            None => {
-                let rx = self.channel(id);
-                let free = self
-                    .store
-                    .leases
-                    .acquire(id, &self.holder, self.shared.config.lease)
-                    .await?;
-                if free {
-                    // no run anywhere (a paused task, or one whose gateway died)
-                    if let Some(fresh) = self.stored(id).await? {
-                        rec = fresh;
-                    }
-                    let canceled = if rec.state.is_terminal() {
-                        Ok(())
-                    } else {
-                        let ev = status_event(&rec, CANCELED, Some(agent_message(&rec, turn::CANCELED_BY_CLIENT)));
-                        self.commit(&mut rec, ev).await.map(|_| ())
-                    };
-                    self.store.leases.release(id, &self.holder).await?;
-                    canceled?;
-                } else {
-                    // another gateway runs it: ask it to stop, and wait for the turn to end
-                    self.store.leases.request_cancel(id).await?;
-                    self.wait_turn_end(id, rec.last_seq, rx).await;
-                    rec = self.load(id, caller).await?;
-                }
+            SendOutcome::Stream { events, .. } => events,
+            SendOutcome::Task { id, .. } | SendOutcome::Repeat { id } => {
+                self.followers.follow(id, 0, None, Until::TurnEnd)
             }
-        }
-        Ok(rec.task)
+        })
+    }
+
+    /// `GetTask`: the caller's task `id`, settled if its run is gone (the binding trims its
+    /// history to the request's `historyLength`).
+    pub async fn get_task(&self, id: &str, caller: &Caller) -> Result<A2aTask, A2aError> {
+        Ok(self.log.load(id, caller).await?.task)
     }
 
     /// `ListTasks` for `caller` (params in the 1.0 camelCase names).
@@ -554,28 +292,152 @@ impl TaskService {
             offset,
             limit: page_size,
         };
-        let page = self.store.tasks.list(query).await?;
-        let mut tasks = Vec::new();
-        for rec in page.tasks {
-            let rec = self.caught_up(rec).await?;
-            let rec = self.settle(rec).await;
-            let mut task = trim_history(rec.task, history);
-            if !include_artifacts {
-                task.artifacts.clear();
-            }
-            tasks.push(task);
-        }
+        let (tasks, total) = self
+            .log
+            .page(query, |rec| {
+                let mut task = trim_history(rec.task, history);
+                if !include_artifacts {
+                    task.artifacts.clear();
+                }
+                task
+            })
+            .await?;
         let next = offset.saturating_add(tasks.len());
-        let next_token = if next < page.total {
-            next.to_string()
-        } else {
-            String::new()
-        };
+        let next_token = if next < total { next.to_string() } else { String::new() };
         Ok(A2aListTasksResponse {
             tasks,
             next_page_token: next_token,
             page_size: u64::try_from(page_size).unwrap_or(u64::MAX),
-            total_size: u64::try_from(page.total).unwrap_or(u64::MAX),
+            total_size: u64::try_from(total).unwrap_or(u64::MAX),
         })
+    }
+
+    /// `CancelTask`: a run here is stopped, one on another gateway asked to stop (and both
+    /// waited for, up to 10 s); a task with no run anywhere is canceled in the log.
+    pub async fn cancel(&self, id: &str, caller: &Caller) -> Result<A2aTask, A2aError> {
+        let mut rec = self.log.load(id, caller).await?;
+        if rec.state.is_terminal() {
+            return Err(A2aError::new(
+                A2aErrorKind::TaskNotCancelable,
+                format!("task {id} is already {}", rec.state),
+            ));
+        }
+        match self.runs.get(id) {
+            Some(live) => {
+                let rx = self.followers.channel(id);
+                live.cancel_by_client();
+                self.followers.wait_turn_end(id, rec.last_seq, rx).await;
+                rec = self.log.load(id, caller).await?;
+            }
+            None => {
+                let rx = self.followers.channel(id);
+                let free = self.runs.take_lease(id).await?;
+                if free {
+                    // no run anywhere (a paused task, or one whose gateway died)
+                    if let Some(fresh) = self.log.stored(id).await? {
+                        rec = fresh;
+                    }
+                    let canceled = if rec.state.is_terminal() {
+                        Ok(())
+                    } else {
+                        let ev = status_event(&rec, CANCELED, Some(agent_message(&rec, turn::CANCELED_BY_CLIENT)));
+                        self.log.commit(&mut rec, ev).await.map(|_| ())
+                    };
+                    self.runs.release_lease(id).await?;
+                    canceled?;
+                } else {
+                    // another gateway runs it: ask it to stop, and wait for the turn to end
+                    self.runs.request_cancel(id).await?;
+                    self.followers.wait_turn_end(id, rec.last_seq, rx).await;
+                    rec = self.log.load(id, caller).await?;
+                }
+            }
+        }
+        Ok(rec.task)
+    }
+
+    /// `SubscribeToTask`: with `last_seen` (an SSE `Last-Event-ID`), the events after it, then
+    /// live ones; without, the task as it is, then live events. A task that has ended can only
+    /// be replayed from a `last_seen`. A subscriber holds a stream slot while it reads.
+    pub async fn subscribe(&self, id: &str, caller: &Caller, last_seen: Option<u64>) -> Result<EventStream, A2aError> {
+        let permit = self
+            .pipeline
+            .stream_permit()
+            .map_err(|r| A2aError::unavailable(r.message(), self.pipeline.retry_after()))?;
+        let rec = self.log.load(id, caller).await?;
+        let events: EventStream = if rec.state.is_terminal() {
+            match last_seen {
+                // the log of an ended task can still be replayed
+                Some(after) => self.followers.follow(rec.id, after, None, Until::Terminal),
+                None => {
+                    return Err(A2aError::new(
+                        A2aErrorKind::UnsupportedOperation,
+                        format!(
+                            "task {id} is in a terminal state ({}); nothing to subscribe to",
+                            rec.state
+                        ),
+                    ))
+                }
+            }
+        } else {
+            // follow first, then read the task: nothing falls between the two
+            let rx = self.followers.channel(id);
+            let rec = self.log.load(id, caller).await?;
+            match last_seen {
+                Some(after) => self.followers.follow(rec.id, after, Some(rx), Until::Terminal),
+                None => {
+                    let head = StoredEvent {
+                        seq: rec.last_seq,
+                        event: e2a::write::to_json(&A2aStreamResponse::Task(rec.task)).into(),
+                    };
+                    let head = futures_util::stream::iter([Ok(head)]);
+                    if rec.state.is_terminal() {
+                        Box::pin(head) as EventStream
+                    } else {
+                        let rest = self.followers.follow(rec.id, rec.last_seq, Some(rx), Until::Terminal);
+                        Box::pin(head.chain(rest))
+                    }
+                }
+            }
+        };
+        Ok(Box::pin(events.map(move |e| {
+            let _slot = &permit;
+            e
+        })))
+    }
+
+    /// `CreateTaskPushNotificationConfig`: `params` is the `TaskPushNotificationConfig`
+    /// (`taskId`, `url`, `token`, `authentication`, an optional `id`). A config under an id
+    /// the task already has replaces it. The events from the next one on are delivered.
+    pub async fn create_push_config(
+        &self,
+        params: &Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<A2aTaskPushNotificationConfig, A2aError> {
+        self.pushes.create(params, caller).await
+    }
+
+    /// `GetTaskPushNotificationConfig` (`{taskId, id}`).
+    pub async fn get_push_config(
+        &self,
+        params: &Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<A2aTaskPushNotificationConfig, A2aError> {
+        self.pushes.get(params, caller).await
+    }
+
+    /// `ListTaskPushNotificationConfigs` (`{taskId, pageSize, pageToken}`), oldest first.
+    pub async fn list_push_configs(
+        &self,
+        params: &Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<A2aListTaskPushNotificationConfigsResponse, A2aError> {
+        self.pushes.list(params, caller).await
+    }
+
+    /// `DeleteTaskPushNotificationConfig` (`{taskId, id}`): idempotent — a config already gone
+    /// is not an error (its task must still be the caller's).
+    pub async fn delete_push_config(&self, params: &Map<String, Value>, caller: &Caller) -> Result<(), A2aError> {
+        self.pushes.delete(params, caller).await
     }
 }

@@ -2,31 +2,57 @@
 //! the gateways sharing the store), its task opened or continued, its first event stored —
 //! then the run goes on on its own task.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
 use e2a::types::{A2aMessage, A2aStreamResponse, A2aTask, A2aTaskState};
 use e2a::{E2AResponse, ResponseKind};
 use futures_util::StreamExt;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::config::A2aConfig;
 use super::error::{A2aError, A2aErrorKind};
-use super::feed::Until;
-use super::params::SendConfig;
+use super::feed::{Followers, Until};
+use super::live::{still_working, LiveRuns};
+use super::log::TaskLog;
 use super::params::{decode_send, Decoded};
-use super::snapshot::{status_now, user_turns};
-use super::turn::TurnMapper;
-use super::{
-    EventStream, Live, SendOutcome, SendParams, Sent, TaskService, Turn, TurnDone, LEASE_RETRIES, SUBMITTED, WORKING,
-};
+use super::sent::{PastSends, SendKeys};
+use super::snapshot::{status_now, trim_history, user_turns};
+use super::turn::{Turn, TurnMapper};
+use super::{EventStream, SendParams, TurnDone, SUBMITTED, WORKING};
 use crate::agent::Agent;
 use crate::agent::{Caller, ConversationKey};
-use crate::pipeline::Admission;
-use crate::store::{now_ms, StoredEvent, TaskRecord};
+use crate::pipeline::{Admission, Pipeline};
+use crate::store::{now_ms, TaskRecord};
+use crate::tasks::push::PushConfigs;
 
-/// A send decoded and admitted, before its task is claimed (see `TaskService::start_turn`).
+/// How the service started a send (see `TaskService::send_message` and
+/// `TaskService::send_streaming` for what a binding gets).
+pub(super) enum SendOutcome {
+    /// A direct message reply (no task).
+    Message(Value),
+    /// A task, to a streaming send: its id, and its events from this turn's first on.
+    Stream { id: String, events: EventStream },
+    /// A task, to a non-streaming send: its id, and the task when the turn ends.
+    Task { id: String, done: TurnDone },
+    /// The same send made before (same key, same content): its task, the agent not run again.
+    Repeat { id: String },
+}
+
+/// The turns of tasks, as sends start them: what a send is decoded with (`config`), admitted
+/// and run by (`pipeline`), remembered by (`sent`) and registers (`pushes`); where its task
+/// is claimed (`runs`), stored (`log`) and followed (`followers`).
+pub(crate) struct Turns {
+    pipeline: Arc<Pipeline>,
+    config: Arc<A2aConfig>,
+    runs: Arc<LiveRuns>,
+    log: Arc<TaskLog>,
+    followers: Arc<Followers>,
+    sent: PastSends,
+    pushes: Arc<PushConfigs>,
+}
+
+/// A send decoded and admitted, before its task is claimed (see `Turns::start_turn`).
 struct TurnStart {
     env: e2a::E2AEnvelope,
     existing: Option<TaskRecord>,
@@ -55,53 +81,34 @@ fn name_turn(env: &mut e2a::E2AEnvelope, existing: Option<&TaskRecord>, task_id:
     context_id
 }
 
-impl TaskService {
-    /// `SendMessage`: starts a turn (a new task, or the answer to a paused one) and answers
-    /// with the agent's direct reply, or the task — after the turn unless the client asked to
-    /// return at once.
-    pub async fn send_message(self: &Arc<Self>, p: SendParams) -> Result<Sent, A2aError> {
-        let SendConfig { history, blocking, .. } = SendConfig::read(&p.params)?;
-        let caller = p.caller.clone();
-        Ok(match self.send(p, false).await? {
-            SendOutcome::Message(m) => Sent::Message(m),
-            SendOutcome::Task { id, done } => {
-                Sent::Task(self.sent_task(&id, Some(done), blocking, history, &caller).await?)
-            }
-            SendOutcome::Stream { id, .. } => Sent::Task(self.sent_task(&id, None, false, history, &caller).await?),
-            SendOutcome::Repeat { id } => {
-                // a blocking repeat waits, as the first send did, for the turn to end
-                if blocking {
-                    let mut events = self.follow(id.clone(), 0, None, Until::TurnEnd);
-                    let drained = async { while events.next().await.is_some() {} };
-                    let _ = tokio::time::timeout(self.config.blocking_timeout, drained).await;
-                }
-                Sent::Task(self.sent_task(&id, None, false, history, &caller).await?)
-            }
-        })
-    }
-
-    /// `SendStreamingMessage`: starts a turn and streams its events (the agent's direct
-    /// reply as a single `message` event).
-    pub async fn send_streaming(self: &Arc<Self>, p: SendParams) -> Result<EventStream, A2aError> {
-        // its configuration is checked like a non-streaming send's
-        SendConfig::read(&p.params)?;
-        Ok(match self.send(p, true).await? {
-            SendOutcome::Message(m) => {
-                let event = StoredEvent {
-                    seq: 0,
-                    event: crate::json::text(&json!({"message": m})).into(),
-                };
-                Box::pin(futures_util::stream::iter([Ok(event)]))
-            }
-            SendOutcome::Stream { events, .. } => events,
-            SendOutcome::Task { id, .. } | SendOutcome::Repeat { id } => self.follow(id, 0, None, Until::TurnEnd),
-        })
+impl Turns {
+    /// The turns of sends decoded with `config` and run by `pipeline`, their tasks claimed in
+    /// `runs`, stored in `log`, followed by `followers`; `sent` remembers the sends, `pushes`
+    /// keeps the webhooks they register.
+    pub(super) fn new(
+        pipeline: Arc<Pipeline>,
+        config: Arc<A2aConfig>,
+        runs: Arc<LiveRuns>,
+        log: Arc<TaskLog>,
+        followers: Arc<Followers>,
+        sent: PastSends,
+        pushes: Arc<PushConfigs>,
+    ) -> Self {
+        Turns {
+            pipeline,
+            config,
+            runs,
+            log,
+            followers,
+            sent,
+            pushes,
+        }
     }
 
     /// Starts a turn: a new task, or the answer to a paused one.
-    async fn send(self: &Arc<Self>, p: SendParams, streaming: bool) -> Result<SendOutcome, A2aError> {
+    pub(super) async fn send(self: &Arc<Self>, p: SendParams, streaming: bool) -> Result<SendOutcome, A2aError> {
         // the keys the send is remembered by, read before it is decoded (idempotent delivery)
-        let keys = super::sent::SendKeys::of(&p, self.config.message_ids);
+        let keys = SendKeys::of(&p, self.config.message_ids);
         let SendParams {
             id,
             params,
@@ -110,7 +117,7 @@ impl TaskService {
             trace_id,
             ..
         } = p;
-        let push = self.send_push_config(&params).await?;
+        let push = self.pushes.of_send(&params).await?;
         let Decoded {
             mut env,
             message,
@@ -128,7 +135,7 @@ impl TaskService {
         let existing = match env.task_id.clone() {
             Some(id) => match Box::pin(self.answerable(&id, env.context_id.as_deref(), &caller)).await {
                 Ok(record) => Some(record),
-                Err(e) => match Box::pin(self.sent_before(&caller, &keys)).await? {
+                Err(e) => match Box::pin(self.sent.sent_before(&caller, &keys)).await? {
                     Some(id) => return Ok(SendOutcome::Repeat { id }),
                     None => return Err(e),
                 },
@@ -136,16 +143,16 @@ impl TaskService {
             None => None,
         };
         let admission = self
-            .shared
+            .pipeline
             .admit(caller.clone())
-            .map_err(|r| A2aError::unavailable(r.message(), self.shared.retry_after()))?;
+            .map_err(|r| A2aError::unavailable(r.message(), self.pipeline.retry_after()))?;
         let task_id = existing
             .as_ref()
             .map(|r| r.id.clone())
             .unwrap_or_else(e2a::stream::new_ordered_id);
         // a send this caller already made (same key, same content): its task, the agent not
         // run again; remembered only now, once the send is known to start a turn
-        if let Some(id) = self.repeated(&caller, &keys, &task_id).await? {
+        if let Some(id) = self.sent.repeated(&caller, &keys, &task_id).await? {
             return Ok(SendOutcome::Repeat { id });
         }
         let context_id = name_turn(&mut env, existing.as_ref(), &task_id);
@@ -177,7 +184,7 @@ impl TaskService {
     /// Claims the task, starts the agent and stores the task's first event; the outcome.
     async fn start_turn(self: Arc<Self>, t: TurnStart, admission: Admission) -> Result<SendOutcome, A2aError> {
         let ctx = admission.ctx.clone();
-        let live = self.claim(&t.task_id, t.existing.is_some(), &ctx).await?;
+        let live = self.runs.claim(&t.task_id, t.existing.is_some(), &ctx).await?;
         // the request's trace id (the envelope's correlation id), for the send's webhook
         let trace = t.push.as_ref().and_then(|_| t.env.correlation_id.clone());
         let mut frames = admission.run(t.env);
@@ -189,39 +196,39 @@ impl TaskService {
             first = frames.next().await;
             if let Some(f) = first.as_ref().filter(|f| f.kind() == Some(ResponseKind::A2aMessage)) {
                 ctx.cancel.cancel();
-                self.unclaim(&t.task_id).await;
+                self.runs.unclaim(&t.task_id).await;
                 return Ok(SendOutcome::Message(direct_reply(f, &t.context_id)));
             }
         }
-        let (mut rec, turn) = self.open_turn(t.existing, &t.task_id, &t.context_id, t.message, &t.caller);
+        let (mut rec, turn) = open_turn(t.existing, &t.task_id, &t.context_id, t.message, &t.caller);
         let before = rec.last_seq;
         // the webhook of the send gets every event of the turn, from its first on
         if let Some(config) = t.push {
-            if let Err(e) = self.register_push(config, &t.task_id, before, trace).await {
+            if let Err(e) = self.pushes.register(config, &t.task_id, before, trace).await {
                 ctx.cancel.cancel();
-                self.unclaim(&t.task_id).await;
+                self.runs.unclaim(&t.task_id).await;
                 return Err(e);
             }
         }
         // a stream's follower subscribes before the task's first event: every event reaches it
-        let rx = t.streaming.then(|| self.channel(&t.task_id));
+        let rx = t.streaming.then(|| self.followers.channel(&t.task_id));
         let opening = A2aStreamResponse::Task(rec.task.clone());
         // the opening is stored here when the answer is the task as it is now, or a stream
         // (which starts with it, or with the error that nothing could be stored); a blocking
         // send's run stores it with what the agent has ready
         let opening = if t.return_immediately || t.streaming {
-            if let Err(e) = self.commit(&mut rec, opening).await {
+            if let Err(e) = self.log.commit(&mut rec, opening).await {
                 // nothing of the task is stored: no task, and the agent's run stops here
                 ctx.cancel.cancel();
-                self.drop_channel(&t.task_id, true);
-                self.unclaim(&t.task_id).await;
+                self.followers.drop_channel(&t.task_id, true);
+                self.runs.unclaim(&t.task_id).await;
                 return Err(e);
             }
             None
         } else {
             Some(opening)
         };
-        let mapper = TurnMapper::new(&t.task_id, &t.context_id, turn, live.canceled_by_client.clone());
+        let mapper = TurnMapper::new(&t.task_id, &t.context_id, turn, live.canceled_by_client());
         let turn = Turn {
             opening,
             next: first,
@@ -234,14 +241,14 @@ impl TaskService {
         tokio::spawn(tracing::Instrument::instrument(
             Box::pin(async move {
                 let _permit = permit;
-                this.pump(rec, turn, done).await;
+                turn.run(rec, done, &this.log, &this.runs, &this.followers).await;
             }),
             span,
         ));
         Ok(match rx {
             Some(rx) => SendOutcome::Stream {
                 id: t.task_id.clone(),
-                events: self.follow_live(t.task_id, before, rx, Until::TurnEnd),
+                events: self.followers.follow_live(t.task_id, before, rx, Until::TurnEnd),
             },
             None => SendOutcome::Task {
                 id: t.task_id,
@@ -250,33 +257,37 @@ impl TaskService {
         })
     }
 
-    /// The webhook a send's `configuration` registers (`taskPushNotificationConfig`; 0.3's
-    /// `pushNotificationConfig`), checked against the push policy.
-    async fn send_push_config(
+    /// The task a send started, as its binding answers it (`Task` JSON): when `blocking`, as
+    /// its run stored it at the turn's end (waiting up to the blocking timeout), else as it is
+    /// now; its history trimmed to `history` messages.
+    pub(super) async fn sent_task(
         &self,
-        params: &serde_json::Map<String, Value>,
-    ) -> Result<Option<e2a::types::A2aTaskPushNotificationConfig>, A2aError> {
-        let configuration = params.get("configuration").and_then(Value::as_object);
-        let Some((key, config)) = configuration.and_then(|c| {
-            ["taskPushNotificationConfig", "pushNotificationConfig"]
-                .into_iter()
-                .find_map(|k| c.get(k).filter(|v| !v.is_null()).map(|v| (k, v)))
-        }) else {
-            return Ok(None);
-        };
-        let at = format!("params.configuration.{key}");
-        let config = config
-            .as_object()
-            .ok_or_else(|| A2aError::invalid_params(format!("{at} must be an object")))?;
-        let config = crate::tasks::push::read_config(config, &at)?;
-        self.check_push_target(&config, &at).await?;
-        Ok(Some(config))
+        id: &str,
+        done: Option<TurnDone>,
+        blocking: bool,
+        history: Option<usize>,
+        caller: &Caller,
+    ) -> Result<Arc<str>, A2aError> {
+        if let Some(done) = done.filter(|_| blocking) {
+            if let Ok(Ok(task)) = tokio::time::timeout(self.config.blocking_timeout, done.0).await {
+                let task = task?;
+                if history.is_none() {
+                    return Ok(task);
+                }
+                let task: A2aTask = serde_json::from_str(&task)
+                    .map_err(|e| A2aError::internal(format!("a stored task is not an A2A task: {e}")))?;
+                return Ok(e2a::write::to_json(&trim_history(task, history)).into());
+            }
+        }
+        // (boxed: reading a task back is a large future, rarely needed after a blocking send)
+        let rec = Box::pin(self.log.load(id, caller)).await?;
+        Ok(e2a::write::to_json(&trim_history(rec.task, history)).into())
     }
 
     /// The caller's task `id`, if a message may answer it now: not ended, not running, in the
     /// message's context (when it names one).
     async fn answerable(&self, id: &str, context_id: Option<&str>, caller: &Caller) -> Result<TaskRecord, A2aError> {
-        let rec = self.load(id, caller).await?;
+        let rec = self.log.load(id, caller).await?;
         if context_id.is_some_and(|c| c != rec.context_id) {
             return Err(A2aError::invalid_params(format!(
                 "message contextId does not match the context of task {id}"
@@ -288,13 +299,13 @@ impl TaskService {
                 format!("task {id} is in a terminal state ({})", rec.state),
             ));
         }
-        if self.live_of(id).is_some() {
+        if self.runs.get(id).is_some() {
             return Err(still_working(id, ""));
         }
         // an answer to a pause its agent no longer holds is refused, never run as a new turn
         // (a pause is INPUT_REQUIRED; AUTH_REQUIRED comes from a failed turn, nothing is held)
         let key = ConversationKey::new(caller.owner(), id);
-        if rec.state == A2aTaskState::TaskStateInputRequired && self.shared.agent.holds_pause(&key) == Some(false) {
+        if rec.state == A2aTaskState::TaskStateInputRequired && self.pipeline.agent.holds_pause(&key) == Some(false) {
             return Err(A2aError::invalid_params(format!(
                 "task {id} waits for an answer that its agent no longer holds (the gateway restarted, \
                  or another gateway paused it): start a new task"
@@ -302,108 +313,6 @@ impl TaskService {
         }
         Ok(rec)
     }
-
-    /// Claims task `id` for a run: one at a time in this gateway (two answers to one pause
-    /// race here), and across the gateways sharing the store by its lease (the gateway that
-    /// paused an `answered` task lets go of it just after storing the pause: an answer that
-    /// quick waits a little).
-    async fn claim(&self, id: &str, answered: bool, ctx: &crate::agent::RequestContext) -> Result<Live, A2aError> {
-        let live = Live {
-            cancel: ctx.cancel.clone(),
-            stop: ctx.stop.clone(),
-            canceled_by_client: Arc::new(AtomicBool::new(false)),
-        };
-        {
-            let mut l = self.live.lock();
-            if l.contains_key(id) {
-                return Err(still_working(id, ""));
-            }
-            l.insert(id.to_string(), live.clone());
-        }
-        let mut leased = self
-            .store
-            .leases
-            .acquire(id, &self.holder, self.shared.config.lease)
-            .await;
-        for _ in 0..LEASE_RETRIES {
-            if !matches!(leased, Ok(false)) || !answered {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            leased = self
-                .store
-                .leases
-                .acquire(id, &self.holder, self.shared.config.lease)
-                .await;
-        }
-        match leased {
-            Ok(true) => Ok(live),
-            other => {
-                self.live.lock().remove(id);
-                Err(match other {
-                    Err(e) => A2aError::from(e),
-                    Ok(_) => still_working(id, " on another gateway"),
-                })
-            }
-        }
-    }
-
-    /// Lets go of a claimed task whose run did not start a turn.
-    pub(super) async fn unclaim(&self, id: &str) {
-        self.live.lock().remove(id);
-        let _ = self.store.leases.release(id, &self.holder).await;
-    }
-
-    /// The task a turn runs in, with the user's message in its history, and the turn's number:
-    /// an answered task goes back to `WORKING`, a new one starts `SUBMITTED`.
-    fn open_turn(
-        &self,
-        existing: Option<TaskRecord>,
-        task_id: &str,
-        context_id: &str,
-        message: A2aMessage,
-        caller: &Caller,
-    ) -> (TaskRecord, usize) {
-        let user_message = A2aMessage {
-            task_id: Some(task_id.into()),
-            context_id: Some(context_id.into()),
-            ..message
-        };
-        match existing {
-            Some(mut rec) => {
-                rec.task.history.push(user_message);
-                rec.task.status = status_now(WORKING, None);
-                let turn = user_turns(&rec.task);
-                (rec, turn)
-            }
-            None => {
-                let ms = now_ms();
-                let mut task = A2aTask::new(task_id, context_id, SUBMITTED);
-                task.status = status_now(SUBMITTED, None);
-                task.history.push(user_message);
-                let rec = TaskRecord {
-                    id: task_id.into(),
-                    context_id: context_id.into(),
-                    owner: caller.owner(),
-                    state: SUBMITTED,
-                    task,
-                    last_seq: 0,
-                    snapshot_seq: 0,
-                    created_ms: ms,
-                    updated_ms: ms,
-                };
-                (rec, 1)
-            }
-        }
-    }
-}
-
-/// `task id is still working{where}`: an answer while its turn runs.
-fn still_working(id: &str, place: &str) -> A2aError {
-    A2aError::new(
-        A2aErrorKind::UnsupportedOperation,
-        format!("task {id} is still working{place}; wait for it to ask for input"),
-    )
 }
 
 /// The direct `Message` reply of an agent that answered with an `a2a.message` frame.
@@ -414,4 +323,46 @@ fn direct_reply(frame: &E2AResponse, context_id: &str) -> Value {
     reply.entry("messageId").or_insert_with(|| e2a::stream::new_id().into());
     reply.entry("role").or_insert_with(|| "ROLE_AGENT".into());
     Value::Object(reply)
+}
+
+/// The task a turn runs in, with the user's message in its history, and the turn's number:
+/// an answered task goes back to `WORKING`, a new one starts `SUBMITTED`.
+fn open_turn(
+    existing: Option<TaskRecord>,
+    task_id: &str,
+    context_id: &str,
+    message: A2aMessage,
+    caller: &Caller,
+) -> (TaskRecord, usize) {
+    let user_message = A2aMessage {
+        task_id: Some(task_id.into()),
+        context_id: Some(context_id.into()),
+        ..message
+    };
+    match existing {
+        Some(mut rec) => {
+            rec.task.history.push(user_message);
+            rec.task.status = status_now(WORKING, None);
+            let turn = user_turns(&rec.task);
+            (rec, turn)
+        }
+        None => {
+            let ms = now_ms();
+            let mut task = A2aTask::new(task_id, context_id, SUBMITTED);
+            task.status = status_now(SUBMITTED, None);
+            task.history.push(user_message);
+            let rec = TaskRecord {
+                id: task_id.into(),
+                context_id: context_id.into(),
+                owner: caller.owner(),
+                state: SUBMITTED,
+                task,
+                last_seq: 0,
+                snapshot_seq: 0,
+                created_ms: ms,
+                updated_ms: ms,
+            };
+            (rec, 1)
+        }
+    }
 }

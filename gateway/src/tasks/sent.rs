@@ -4,14 +4,15 @@
 //! gets the task the first send started — without running the agent again — and other content
 //! under the same key is refused.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::error::{A2aError, A2aErrorKind};
 use super::SendParams;
-use super::TaskService;
 use crate::agent::Caller;
-use crate::store::{now_ms, SentRecord};
+use crate::store::{self, now_ms, Sends, SentRecord};
 
 /// [`fingerprint`] of an object.
 pub(crate) fn fingerprint_object(m: &serde_json::Map<String, Value>) -> String {
@@ -77,7 +78,7 @@ fn canonical_object(m: &serde_json::Map<String, Value>, out: &mut Vec<u8>) {
 }
 
 /// What the store says of a send.
-pub(crate) enum Delivery {
+enum Delivery {
     /// Not sent before (or its task is no longer kept): run it.
     New,
     /// Sent before with the same content: its task.
@@ -86,11 +87,23 @@ pub(crate) enum Delivery {
     Conflict(String),
 }
 
-impl TaskService {
+/// The sends callers already made, as the store remembers them (`sends`), and the task log
+/// (`tasks`) that says whether the task a send started is still kept.
+pub(crate) struct PastSends {
+    sends: Arc<dyn Sends>,
+    tasks: Arc<dyn store::TaskLog>,
+}
+
+impl PastSends {
+    /// The sends `sends` remembers, of the tasks `tasks` keeps.
+    pub(super) fn new(sends: Arc<dyn Sends>, tasks: Arc<dyn store::TaskLog>) -> Self {
+        PastSends { sends, tasks }
+    }
+
     /// Remembers that `caller` sent `key` (`message:<messageId>`, `key:<Idempotency-Key>`)
     /// with content `fingerprint`, for task `task_id`: a new send, the task of the same send
     /// made before, or a conflict when the key was sent with other content.
-    pub(crate) async fn deliver_once(
+    async fn deliver_once(
         &self,
         caller: &Caller,
         key: String,
@@ -104,7 +117,7 @@ impl TaskService {
             task_id: task_id.to_string(),
             at_ms: now_ms(),
         };
-        let Some(first) = self.store.sends.remember_send(record.clone()).await? else {
+        let Some(first) = self.sends.remember_send(record.clone()).await? else {
             return Ok(Delivery::New);
         };
         if first.fingerprint != record.fingerprint {
@@ -112,7 +125,7 @@ impl TaskService {
         }
         // a first send answered by a direct reply made no task, and a forgotten task is gone:
         // the send runs again
-        match self.store.tasks.get(&first.task_id).await? {
+        match self.tasks.get(&first.task_id).await? {
             Some(_) => Ok(Delivery::Repeat(first.task_id)),
             None => Ok(Delivery::New),
         }
@@ -151,25 +164,25 @@ impl SendKeys {
     }
 }
 
-impl TaskService {
+impl PastSends {
     /// The task of the same send made before by `caller` (same key, same content), read
     /// without remembering anything: for a send refused as it stands (an answer to a pause
     /// that its first sending already answered). Other content under a key is refused as in
-    /// [`TaskService::repeated`].
-    pub(crate) async fn sent_before(&self, caller: &Caller, keys: &SendKeys) -> Result<Option<String>, A2aError> {
+    /// [`PastSends::repeated`].
+    pub(super) async fn sent_before(&self, caller: &Caller, keys: &SendKeys) -> Result<Option<String>, A2aError> {
         let owner = caller.owner().unwrap_or_default();
         let checks = [
             keys.idempotency.as_ref().map(|(k, f)| (Key::Idempotency(k), f)),
             keys.message.as_ref().map(|(m, f)| (Key::Message(m), f)),
         ];
         for (key, content) in checks.into_iter().flatten() {
-            let Some(first) = self.store.sends.find_send(&owner, &key.stored()).await? else {
+            let Some(first) = self.sends.find_send(&owner, &key.stored()).await? else {
                 continue;
             };
             if first.fingerprint != *content {
                 return Err(key.conflict(&first.task_id));
             }
-            if self.store.tasks.get(&first.task_id).await?.is_some() {
+            if self.tasks.get(&first.task_id).await?.is_some() {
                 return Ok(Some(first.task_id));
             }
         }
@@ -180,7 +193,7 @@ impl TaskService {
     /// `Idempotency-Key` (the whole request; another request under it is a conflict, `409` on
     /// HTTP), then its `messageId` (the message; other content is `InvalidRequest`).
     /// `Some(task)`: the same send was made before.
-    pub(crate) async fn repeated(
+    pub(super) async fn repeated(
         &self,
         caller: &Caller,
         keys: &SendKeys,

@@ -153,7 +153,7 @@ impl Grpc {
         let headers = request.metadata().clone().into_headers();
         let params = params_of::<P, J>(request.get_ref(), &self.state.pipeline().config.limits)?;
         let tenant = params.get("tenant").and_then(Value::as_str).filter(|t| !t.is_empty());
-        let state = match (tenant, self.state.tenants()) {
+        let state = match (tenant, self.state.mount().tenants()) {
             (Some(t), Some(tenants)) => tenants
                 .get(t)
                 .cloned()
@@ -236,8 +236,8 @@ impl pb::a2a_service_server::A2aService for Grpc {
     async fn get_task(&self, request: Request<pb::GetTaskRequest>) -> Result<Response<pb::Task>, Status> {
         let call = self.open::<_, pj::GetTaskRequest>(request)?;
         let history = history_length(&call.params)?;
-        let record = call.state.load(&call.task_id()?, &call.caller).await?;
-        let task = text(&trim_history(record.task, history));
+        let task = call.state.get_task(&call.task_id()?, &call.caller).await?;
+        let task = text(&trim_history(task, history));
         Ok(Response::new(message_of::<pj::Task, _>(&task)?))
     }
 

@@ -123,7 +123,7 @@ pub(super) async fn handle(
         .get("tenant")
         .and_then(Value::as_str)
         .filter(|t| !t.is_empty());
-    let (state, caller) = match (tenant, state.tenants()) {
+    let (state, caller) = match (tenant, state.mount().tenants()) {
         (Some(t), Some(tenants)) => match tenants.get(t) {
             Some(named) => match named.pipeline().config.auth.check(&headers) {
                 Ok(caller) => (named.clone(), caller),
@@ -195,8 +195,8 @@ async fn dispatch(
         // (the other operations' futures are boxed: each is as large as a send's, and the
         // request's future, which every layer moves, is as large as the largest)
         A2aOperation::GetTask => {
-            let rec = Box::pin(state.load(&task_id()?, &caller)).await?;
-            typed_ok(&id, &trim_history(rec.task, history_length(&params)?))
+            let task = Box::pin(state.get_task(&task_id()?, &caller)).await?;
+            typed_ok(&id, &trim_history(task, history_length(&params)?))
         }
         A2aOperation::ListTasks => typed_ok(&id, &Box::pin(state.list(&params, &caller)).await?),
         A2aOperation::CancelTask => typed_ok(&id, &Box::pin(state.cancel(&task_id()?, &caller)).await?),

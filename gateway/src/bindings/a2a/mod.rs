@@ -55,13 +55,13 @@ use crate::web::sse;
 pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
     let auth = &state.pipeline().config.auth;
     let rest = with_extensions(
-        crate::web::auth::require(rest::routes(&state.config().rest_path), auth),
+        crate::web::auth::require(rest::routes(&state.mount().config().rest_path), auth),
         &state,
     )
     .layer(axum::middleware::from_fn(error_form::rest));
     // the JSON-RPC endpoint answers with and without a trailing slash (clients join URLs both ways)
     let mut rpc = Router::new();
-    for path in path_forms(&state.config().jsonrpc_path) {
+    for path in path_forms(&state.mount().config().jsonrpc_path) {
         rpc = rpc.route(&path, axum::routing::post(jsonrpc::handle));
     }
     let rpc = with_extensions(crate::web::auth::require(rpc, auth), &state)
@@ -70,7 +70,7 @@ pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
     if root_card {
         router = router.route(card::CARD_PATH, get(agent_card));
     }
-    let prefix = state.config().rest_path.trim_end_matches('/');
+    let prefix = state.mount().config().rest_path.trim_end_matches('/');
     if !prefix.is_empty() {
         router = router.route(&format!("{prefix}{}", card::CARD_PATH), get(agent_card));
     }
@@ -81,7 +81,7 @@ pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
         .with_state(state.clone());
     // gRPC's routes are fixed (`/lf.a2a.v1.A2AService/…`): the root agent's; a named agent is
     // reached over gRPC by its `tenant`
-    if root_card && state.config().grpc {
+    if root_card && state.mount().config().grpc {
         router.merge(grpc::router(state))
     } else {
         router
@@ -101,7 +101,7 @@ impl crate::bindings::Binding for A2aBinding {
     }
 
     fn endpoints(&self, place: crate::bindings::Place<'_>, base: &str) -> Vec<String> {
-        let config = &self.0.config();
+        let config = &self.0.mount().config();
         let rest = config.rest_path.trim_end_matches('/');
         let mut out = vec![
             format!("GET  {base}{rest}{}  A2A card", card::CARD_PATH),
@@ -230,6 +230,7 @@ pub(crate) fn request_headers(
 ) -> Result<A2aHeaders, A2aError> {
     let a2a = a2a_headers(headers, query)?;
     let missing: Vec<&str> = state
+        .mount()
         .config()
         .card
         .extensions
@@ -252,7 +253,7 @@ pub(crate) fn request_headers(
 /// `router` with [`activated_extensions`] when the card declares extensions (without any,
 /// there is nothing to name, and no layer to pass through).
 fn with_extensions(router: Router<Arc<TaskService>>, state: &Arc<TaskService>) -> Router<Arc<TaskService>> {
-    if state.config().card.extensions.is_empty() {
+    if state.mount().config().card.extensions.is_empty() {
         return router;
     }
     router.route_layer(axum::middleware::from_fn_with_state(
@@ -268,7 +269,7 @@ async fn activated_extensions(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let declared = &state.config().card.extensions;
+    let declared = &state.mount().config().card.extensions;
     let activated: Vec<String> = if declared.is_empty() {
         Vec::new()
     } else {
@@ -295,8 +296,8 @@ async fn activated_extensions(
 /// The card of `state`'s agent for clients at `base` ([`card::build_card`]); a named agent's
 /// names the root agent's gRPC service with its `tenant` when the root serves gRPC.
 fn card_of(state: &TaskService, base: &str, secured: bool, extended: bool) -> e2a::types::A2aAgentCard {
-    let mut c = card::build_card(state.config(), base, secured, extended);
-    if let Some(tenant) = state.grpc_tenant() {
+    let mut c = card::build_card(state.mount().config(), base, secured, extended);
+    if let Some(tenant) = state.mount().grpc_tenant() {
         card::add_grpc(&mut c, base, Some(tenant));
     }
     c
@@ -304,7 +305,7 @@ fn card_of(state: &TaskService, base: &str, secured: bool, extended: bool) -> e2
 
 /// The base URL clients reach this gateway at.
 fn base_url(state: &TaskService, headers: &HeaderMap) -> String {
-    if let Some(p) = &state.config().public_url {
+    if let Some(p) = &state.mount().config().public_url {
         return p.trim_end_matches('/').to_string();
     }
     let host = headers
@@ -377,8 +378,8 @@ async fn agent_card(State(state): State<Arc<TaskService>>, headers: HeaderMap) -
     let card = card_of(&state, &base, secured, false);
     card_response(
         serde_json::to_string(&card).unwrap_or_default(),
-        state.config().card_max_age,
-        state.card_modified(),
+        state.mount().config().card_max_age,
+        state.mount().card_modified(),
         &headers,
     )
 }

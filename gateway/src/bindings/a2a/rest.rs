@@ -164,8 +164,8 @@ async fn task(
     match verb {
         None if get => {
             let history = history_length(&query_params(raw.as_deref()))?;
-            let rec = state.load(id, &caller).await?;
-            Ok(json_response(trim_history(rec.task, history)))
+            let task = state.get_task(id, &caller).await?;
+            Ok(json_response(trim_history(task, history)))
         }
         None => Ok(not_allowed("GET,HEAD")),
         Some("cancel") if post => Ok(json_response(state.cancel(id, &caller).await?)),

@@ -2,13 +2,16 @@
 //! `Get…`, `List…`, `Delete…`), with params in their 1.0 ProtoJSON form (what every binding
 //! hands over), and the config a send carries (`configuration.taskPushNotificationConfig`).
 
+use std::sync::Arc;
+
 use e2a::types::{A2aListTaskPushNotificationConfigsResponse, A2aTaskPushNotificationConfig};
 use serde_json::{Map, Value};
 
+use super::Pusher;
 use crate::agent::Caller;
-use crate::store::{now_ms, PushRecord};
+use crate::store::{now_ms, PushRecord, Stores};
 use crate::tasks::error::{A2aError, A2aErrorKind};
-use crate::tasks::TaskService;
+use crate::tasks::log::TaskLog;
 
 /// Most configs in one page of `ListTaskPushNotificationConfigs`.
 const MAX_PAGE: usize = 100;
@@ -20,7 +23,7 @@ fn text<'a>(params: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
 
 /// A config read from `value` (a `TaskPushNotificationConfig`), errors naming the field under
 /// `at` (`params`, `params.configuration.taskPushNotificationConfig`).
-pub(crate) fn read_config(value: &Map<String, Value>, at: &str) -> Result<A2aTaskPushNotificationConfig, A2aError> {
+fn read_config(value: &Map<String, Value>, at: &str) -> Result<A2aTaskPushNotificationConfig, A2aError> {
     serde_path_to_error::deserialize(crate::json::object_deserializer(value)).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." {
@@ -45,11 +48,25 @@ fn task_and_config(params: &Map<String, Value>) -> Result<(String, String), A2aE
     Ok((task.to_string(), config.to_string()))
 }
 
-impl TaskService {
+/// The push configs of tasks: kept in the store (`store`, its push role), each for a task of
+/// the task log (`log`: the caller's, read first), checked against the push policy and
+/// waking the outbox (`push`) when one is stored.
+pub(crate) struct PushConfigs {
+    store: Stores,
+    log: Arc<TaskLog>,
+    push: Arc<Pusher>,
+}
+
+impl PushConfigs {
+    /// The configs `store` keeps for the tasks of `log`, delivered by `push`.
+    pub(crate) fn new(store: Stores, log: Arc<TaskLog>, push: Arc<Pusher>) -> Self {
+        PushConfigs { store, log, push }
+    }
+
     /// Push notifications are off (`[a2a.push] enabled = false`, or a store that keeps no
     /// configs): `PushNotificationNotSupportedError`.
     fn push_supported(&self) -> Result<(), A2aError> {
-        if self.config.push.enabled {
+        if self.push.policy.enabled {
             Ok(())
         } else {
             Err(A2aError::new(
@@ -61,19 +78,15 @@ impl TaskService {
 
     /// A webhook config checked against the gateway's policy (`https`, a public literal
     /// address, not `localhost`), its errors naming `at.url`.
-    pub(crate) async fn check_push_target(
-        &self,
-        config: &A2aTaskPushNotificationConfig,
-        at: &str,
-    ) -> Result<(), A2aError> {
+    async fn check_target(&self, config: &A2aTaskPushNotificationConfig, at: &str) -> Result<(), A2aError> {
         self.push_supported()?;
         if config.url.trim().is_empty() {
             return Err(A2aError::invalid_params(format!("{at}.url is required")));
         }
         // the URL and a literal address now; what a name resolves to at each delivery (no DNS
         // is needed to accept a config: a client offline, or a name not yet published)
-        self.config
-            .push
+        self.push
+            .policy
             .target
             .check_url(&config.url)
             .map_err(|e| A2aError::invalid_params(format!("{at}.url: {e}")))?;
@@ -89,7 +102,7 @@ impl TaskService {
 
     /// Stores `config` for task `task_id` (an id given when it has none), delivering the events
     /// after `from_seq`, each naming `trace_id` (the registering request's); the config as stored.
-    pub(crate) async fn register_push(
+    pub(crate) async fn register(
         &self,
         mut config: A2aTaskPushNotificationConfig,
         task_id: &str,
@@ -100,7 +113,7 @@ impl TaskService {
             config.id = e2a::stream::new_id();
         }
         config.task_id = task_id.to_string();
-        let max = self.config.push.max_configs_per_task;
+        let max = self.push.policy.max_configs_per_task;
         let existing = self.store.pushes_kept()?.list_pushes(task_id).await?;
         if existing.len() >= max && !existing.iter().any(|r| r.id == config.id) {
             // a quota, not a malformed request: `RESOURCE_EXHAUSTED` (HTTP 429) on HTTP+JSON and gRPC
@@ -125,7 +138,7 @@ impl TaskService {
     /// `CreateTaskPushNotificationConfig`: `params` is the `TaskPushNotificationConfig`
     /// (`taskId`, `url`, `token`, `authentication`, an optional `id`). A config under an id
     /// the task already has replaces it. The events from the next one on are delivered.
-    pub async fn create_push_config(
+    pub(crate) async fn create(
         &self,
         params: &Map<String, Value>,
         caller: &Caller,
@@ -150,21 +163,21 @@ impl TaskService {
         if config.task_id.is_empty() {
             return Err(A2aError::invalid_params("params.taskId (the task id) is required"));
         }
-        let rec = self.load(&config.task_id, caller).await?;
-        self.check_push_target(&config, at).await?;
+        let rec = self.log.load(&config.task_id, caller).await?;
+        self.check_target(&config, at).await?;
         let trace = crate::web::trace::current_trace_id().map(|t| t.to_string());
-        self.register_push(config, &rec.id, rec.last_seq, trace).await
+        self.register(config, &rec.id, rec.last_seq, trace).await
     }
 
     /// `GetTaskPushNotificationConfig` (`{taskId, id}`).
-    pub async fn get_push_config(
+    pub(crate) async fn get(
         &self,
         params: &Map<String, Value>,
         caller: &Caller,
     ) -> Result<A2aTaskPushNotificationConfig, A2aError> {
         self.push_supported()?;
         let (task_id, id) = task_and_config(params)?;
-        let rec = self.load(&task_id, caller).await?;
+        let rec = self.log.load(&task_id, caller).await?;
         match self.store.pushes_kept()?.get_push(&rec.id, &id).await? {
             Some(r) => Ok(r.config),
             None => Err(A2aError::new(
@@ -175,7 +188,7 @@ impl TaskService {
     }
 
     /// `ListTaskPushNotificationConfigs` (`{taskId, pageSize, pageToken}`), oldest first.
-    pub async fn list_push_configs(
+    pub(crate) async fn list(
         &self,
         params: &Map<String, Value>,
         caller: &Caller,
@@ -191,7 +204,7 @@ impl TaskService {
                 .map_err(|_| A2aError::invalid_params("params.pageSize must be a non-negative integer"))?
                 .min(MAX_PAGE),
         };
-        let rec = self.load(task_id, caller).await?;
+        let rec = self.log.load(task_id, caller).await?;
         let all = self.store.pushes_kept()?.list_pushes(&rec.id).await?;
         let next = offset.saturating_add(page_size);
         let next_page_token = if next < all.len() {
@@ -207,11 +220,34 @@ impl TaskService {
 
     /// `DeleteTaskPushNotificationConfig` (`{taskId, id}`): idempotent — a config already gone
     /// is not an error (its task must still be the caller's).
-    pub async fn delete_push_config(&self, params: &Map<String, Value>, caller: &Caller) -> Result<(), A2aError> {
+    pub(crate) async fn delete(&self, params: &Map<String, Value>, caller: &Caller) -> Result<(), A2aError> {
         self.push_supported()?;
         let (task_id, id) = task_and_config(params)?;
-        let rec = self.load(&task_id, caller).await?;
+        let rec = self.log.load(&task_id, caller).await?;
         self.store.pushes_kept()?.delete_push(&rec.id, &id).await?;
         Ok(())
+    }
+
+    /// The webhook a send's `configuration` registers (`taskPushNotificationConfig`; 0.3's
+    /// `pushNotificationConfig`), checked against the push policy.
+    pub(crate) async fn of_send(
+        &self,
+        params: &Map<String, Value>,
+    ) -> Result<Option<A2aTaskPushNotificationConfig>, A2aError> {
+        let configuration = params.get("configuration").and_then(Value::as_object);
+        let Some((key, config)) = configuration.and_then(|c| {
+            ["taskPushNotificationConfig", "pushNotificationConfig"]
+                .into_iter()
+                .find_map(|k| c.get(k).filter(|v| !v.is_null()).map(|v| (k, v)))
+        }) else {
+            return Ok(None);
+        };
+        let at = format!("params.configuration.{key}");
+        let config = config
+            .as_object()
+            .ok_or_else(|| A2aError::invalid_params(format!("{at} must be an object")))?;
+        let config = read_config(config, &at)?;
+        self.check_target(&config, &at).await?;
+        Ok(Some(config))
     }
 }

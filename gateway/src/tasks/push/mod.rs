@@ -24,7 +24,7 @@ mod outbox;
 pub mod target;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 pub use target::{is_public, TargetPolicy};
@@ -89,10 +89,15 @@ impl PushPolicy {
     }
 }
 
-/// The push side of a task service: its policy, its delivery client, and the outbox's wake-up.
-#[derive(Debug)]
+/// The delivery of push notifications: the policy, the delivery client, the outbox's wake-up,
+/// and what the outbox works on (the store's push configs and task log, claimed as `holder`;
+/// its attempts counted in `metrics`).
 pub(crate) struct Pusher {
     pub(crate) policy: PushPolicy,
+    store: crate::store::Stores,
+    /// This gateway's name in push claims.
+    holder: String,
+    metrics: Arc<crate::web::metrics::MetricsHandle>,
     client: OnceLock<reqwest::Client>,
     wake: tokio::sync::Notify,
     /// Whether a config may be waiting: set when one is created or claimed here; until then
@@ -100,10 +105,28 @@ pub(crate) struct Pusher {
     active: AtomicBool,
 }
 
+impl std::fmt::Debug for Pusher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pusher")
+            .field("policy", &self.policy)
+            .field("holder", &self.holder)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Pusher {
-    pub(crate) fn new(policy: PushPolicy) -> Self {
+    /// Delivery under `policy` of the configs in `store`, claimed as `holder`.
+    pub(crate) fn new(
+        policy: PushPolicy,
+        store: crate::store::Stores,
+        holder: String,
+        metrics: Arc<crate::web::metrics::MetricsHandle>,
+    ) -> Self {
         Pusher {
             policy,
+            store,
+            holder,
+            metrics,
             client: OnceLock::new(),
             wake: tokio::sync::Notify::new(),
             active: AtomicBool::new(false),
@@ -143,7 +166,7 @@ impl Pusher {
     }
 }
 
-pub(crate) use configs::read_config;
+pub(crate) use configs::PushConfigs;
 pub(crate) use outbox::run as run_outbox;
 
 #[cfg(test)]

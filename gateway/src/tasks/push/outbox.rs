@@ -13,7 +13,6 @@ use tokio::task::JoinSet;
 
 use super::Pusher;
 use crate::store::{now_ms, PushFailure, PushJob, PushProgress, PushRecord, StoreError};
-use crate::tasks::TaskService;
 
 /// How long a claim lasts; a job stops taking new events after half of it.
 const CLAIM: Duration = Duration::from_secs(60);
@@ -27,8 +26,9 @@ const HOST_BUSY: Duration = Duration::from_secs(1);
 /// The header a notification carries its config's `token` in.
 const TOKEN_HEADER: &str = "x-a2a-notification-token";
 
-/// Runs the outbox of `service` until the service is dropped.
-pub(crate) async fn run(service: Weak<TaskService>, pusher: Arc<Pusher>) {
+/// Runs the outbox of `pusher` until it is dropped (with its service, once no delivery and no
+/// run is left to use it).
+pub(crate) async fn run(outbox: Weak<Pusher>) {
     let mut jobs = JoinSet::new();
     // deliveries going on per webhook host, and the host of each job (a job that panicked
     // gives its host back too)
@@ -37,12 +37,15 @@ pub(crate) async fn run(service: Weak<TaskService>, pusher: Arc<Pusher>) {
     // the earliest retry a job of this gateway scheduled: the loop looks again then
     let mut next_retry: Option<Instant> = None;
     loop {
-        let Some(svc) = service.upgrade() else { return };
+        // (held until the loop looks again: at most POLL)
+        let Some(pusher) = outbox.upgrade() else { return };
         // (the outbox runs only over a store that keeps push configs)
-        let Some(pushes) = svc.store.pushes.clone() else { return };
+        let Some(pushes) = pusher.store.pushes.clone() else {
+            return;
+        };
         let room = MAX_JOBS.saturating_sub(jobs.len());
         if room > 0 {
-            match pushes.claim_pushes(&svc.holder, CLAIM, room).await {
+            match pushes.claim_pushes(&pusher.holder, CLAIM, room).await {
                 Ok(claimed) => {
                     if !claimed.is_empty() {
                         pusher.activate();
@@ -51,22 +54,20 @@ pub(crate) async fn run(service: Weak<TaskService>, pusher: Arc<Pusher>) {
                         let host = host_of(&job.record.config.url);
                         let going = per_host.entry(host.clone()).or_default();
                         if *going >= pusher.policy.max_deliveries_per_host {
-                            put_back(&svc, job).await;
+                            put_back(&pusher, job).await;
                             next_retry = Some(
                                 next_retry.map_or(Instant::now() + HOST_BUSY, |n| n.min(Instant::now() + HOST_BUSY)),
                             );
                             continue;
                         }
                         *going += 1;
-                        let (svc, pusher) = (svc.clone(), pusher.clone());
-                        let spawned = jobs.spawn(deliver(svc, pusher, job));
+                        let spawned = jobs.spawn(deliver(pusher.clone(), job));
                         host_of_job.insert(spawned.id(), host);
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, "push notifications: cannot claim work"),
             }
         }
-        drop(svc);
         let now = Instant::now();
         let wait = match next_retry.take() {
             Some(at) if at > now => {
@@ -113,25 +114,25 @@ fn host_of(url: &str) -> String {
 }
 
 /// Gives a claimed config back for [`HOST_BUSY`], its attempts unchanged.
-async fn put_back(svc: &TaskService, job: PushJob) {
+async fn put_back(pusher: &Pusher, job: PushJob) {
     let progress = PushProgress {
         task_id: job.record.task_id,
         id: job.record.id,
-        holder: svc.holder.clone(),
+        holder: pusher.holder.clone(),
         delivered_seq: job.delivered_seq,
         attempts: job.attempts,
         retry_in: Some(HOST_BUSY),
         error: None,
         failure: None,
     };
-    if let Err(e) = write(svc, progress).await {
+    if let Err(e) = write(pusher, progress).await {
         tracing::warn!(error = %e, "push notifications: cannot put a config back");
     }
 }
 
 /// Delivers the events of one claimed config after its cursor, in order, until they are all
 /// delivered, one is to be retried later (returns when), or half the claim has passed.
-async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) -> Option<Instant> {
+async fn deliver(pusher: Arc<Pusher>, job: PushJob) -> Option<Instant> {
     let started = Instant::now();
     let PushJob {
         record,
@@ -140,20 +141,20 @@ async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) -> Op
     } = job;
     let (task_id, id) = (record.task_id.clone(), record.id.clone());
     let policy = &pusher.policy;
-    let events = match svc.store.tasks.events_after(&task_id, delivered_seq).await {
+    let events = match pusher.store.tasks.events_after(&task_id, delivered_seq).await {
         Ok(events) => events,
         Err(e) => {
             tracing::warn!(task_id = %task_id, config_id = %id, error = %e, "push notifications: cannot read the task's events");
-            release(&svc, &task_id, &id).await;
+            release(&pusher, &task_id, &id).await;
             return None;
         }
     };
     let cursor = Cursor {
-        svc: &svc,
+        pusher: &pusher,
         task_id: &task_id,
         id: &id,
     };
-    let metrics = svc.shared.metrics.get();
+    let metrics = pusher.metrics.get();
     let count = |outcome| metrics.metrics().push_attempt(metrics.agent(), outcome);
     for event in events {
         if started.elapsed() > CLAIM / 2 {
@@ -187,7 +188,7 @@ async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) -> Op
                 update
             }
         };
-        match write(&svc, update).await {
+        match write(&pusher, update).await {
             Ok(true) => {}
             // deleted, or another gateway took the claim over: it goes on from the store
             Ok(false) => return None,
@@ -197,7 +198,7 @@ async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) -> Op
             }
         }
     }
-    release(&svc, &task_id, &id).await;
+    release(&pusher, &task_id, &id).await;
     // events appended while this job ran find the config free now
     pusher.wake.notify_one();
     None
@@ -205,7 +206,7 @@ async fn deliver(svc: Arc<TaskService>, pusher: Arc<Pusher>, job: PushJob) -> Op
 
 /// The config a delivery job holds (`id` of task `task_id`), and where it writes its progress.
 struct Cursor<'a> {
-    svc: &'a TaskService,
+    pusher: &'a Pusher,
     task_id: &'a str,
     id: &'a str,
 }
@@ -223,7 +224,7 @@ impl Cursor<'_> {
         PushProgress {
             task_id: self.task_id.to_string(),
             id: self.id.to_string(),
-            holder: self.svc.holder.clone(),
+            holder: self.pusher.holder.clone(),
             delivered_seq,
             attempts,
             retry_in,
@@ -241,7 +242,7 @@ impl Cursor<'_> {
             retry_in_ms = wait.as_millis() as u64, "push notification not delivered; will retry"
         );
         let _ = write(
-            self.svc,
+            self.pusher,
             self.progress(delivered_seq, attempts, Some(wait), Some(error), None),
         )
         .await;
@@ -271,15 +272,15 @@ impl Cursor<'_> {
 
 /// Writes a job's progress: `Ok(false)` when the claim is no longer this gateway's (or the
 /// config was deleted).
-async fn write(svc: &TaskService, p: PushProgress) -> Result<bool, StoreError> {
-    svc.store.pushes_kept()?.push_progress(p).await
+async fn write(pusher: &Pusher, p: PushProgress) -> Result<bool, StoreError> {
+    pusher.store.pushes_kept()?.push_progress(p).await
 }
 
 /// Ends this gateway's claim of config `id` of task `task_id` (a failure is the claim's
 /// expiry: another gateway may take it then).
-async fn release(svc: &TaskService, task_id: &str, id: &str) {
-    if let Ok(pushes) = svc.store.pushes_kept() {
-        let _ = pushes.release_push(task_id, id, &svc.holder).await;
+async fn release(pusher: &Pusher, task_id: &str, id: &str) {
+    if let Ok(pushes) = pusher.store.pushes_kept() {
+        let _ = pushes.release_push(task_id, id, &pusher.holder).await;
     }
 }
 
