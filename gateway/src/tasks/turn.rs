@@ -107,24 +107,30 @@ impl Turn {
             }
         }
         if !rec.state.is_terminal() && !rec.state.is_interrupted() {
-            let ev = status_event(
-                &rec,
-                FAILED,
-                Some(agent_message(&rec, "the agent ended without a final state")),
-            );
-            match log.commit(&mut rec, ev).await {
-                Ok(t) => task = t,
-                Err(_) => {
-                    task = None;
-                    log.store_failed(&mut rec).await;
-                }
-            }
+            task = fail_unended(&mut rec, log).await;
         }
         runs.end(&rec.id).await;
         followers.drop_channel(&rec.id, rec.state.is_terminal());
         // told last: a client answering a pause at once finds the task free
         if let Some(t) = task {
             let _ = done.send(Ok(t));
+        }
+    }
+}
+
+/// Ends `rec` `FAILED` when its agent stopped without a final state; the snapshot stored, or
+/// nothing when the store failed (the task is then settled as the store allows).
+async fn fail_unended(rec: &mut TaskRecord, log: &TaskLog) -> Option<Arc<str>> {
+    let ev = status_event(
+        rec,
+        FAILED,
+        Some(agent_message(rec, "the agent ended without a final state")),
+    );
+    match log.commit(rec, ev).await {
+        Ok(t) => t,
+        Err(_) => {
+            log.store_failed(rec).await;
+            None
         }
     }
 }
