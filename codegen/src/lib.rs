@@ -69,6 +69,32 @@ impl std::fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// The `x-e2a-scalar` keyword: a definition read by a hand-written lenient scalar type (what
+/// clients really send for it: `"5"` and `5.0` for an integer, `"true"` for a boolean).
+pub const SCALAR: &str = "x-e2a-scalar";
+
+/// The scalars `x-e2a-scalar` may name, and the type that reads each.
+pub const SCALARS: [(&str, &str); 2] = [
+    ("count", "crate::a2a::scalar::Count"),
+    ("flag", "crate::a2a::scalar::Flag"),
+];
+
+/// Every definition of `bundled` with `x-e2a-scalar`, and the type that reads it.
+fn scalar_types(bundled: &Value) -> Result<Vec<(String, &'static str)>, Error> {
+    let defs = bundled.get("$defs").and_then(Value::as_object).into_iter().flatten();
+    let mut out = Vec::new();
+    for (name, def) in defs {
+        let Some(scalar) = def.get(SCALAR) else { continue };
+        let ty = SCALARS
+            .iter()
+            .find(|(k, _)| Some(*k) == scalar.as_str())
+            .map(|(_, ty)| *ty)
+            .ok_or_else(|| Error::Schema(format!("/$defs/{name}: {SCALAR} {scalar} is none of {SCALARS:?}")))?;
+        out.push((name.clone(), ty));
+    }
+    Ok(out)
+}
+
 /// Runs typify on the bundled schema and returns formatted Rust source, with a header and
 /// the hand-free extras (`ALL` lists and `as_str` on every string enum).
 pub fn rust_source(bundled: &Value) -> Result<String, Error> {
@@ -81,6 +107,10 @@ pub fn rust_source(bundled: &Value) -> Result<String, Error> {
         .with_derive("PartialEq".to_string())
         .with_replacement("SecretString", "crate::secret::SecretString", [].into_iter())
         .with_replacement("SecretHeaders", "crate::secret::SecretHeaders", [].into_iter());
+    // lenient scalars are read by their hand-written types (`x-e2a-scalar`)
+    for (name, ty) in scalar_types(bundled)? {
+        settings.with_replacement(name.as_str(), ty, [].into_iter());
+    }
     // open enums are written by `open_enum_source`, not typify
     for (name, _) in &open {
         settings.with_replacement(name.as_str(), name.as_str(), [].into_iter());

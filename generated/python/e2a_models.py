@@ -59,6 +59,31 @@ class A2aAgentProvider(BaseModel):
     url: Optional[str] = Field(None, description="The provider's website.")
 
 
+class A2aCancelTaskRequest(BaseModel):
+    """
+    A2A 1.0 `CancelTaskRequest`: the params of `CancelTask` (HTTP+JSON: `POST /tasks/{id}:cancel`).
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    id: str = Field(..., description="The task's id.")
+    metadata: Optional[Dict[str, Any]] = Field(
+        None, description='Free-form metadata of the request.'
+    )
+    tenant: Optional[str] = Field(
+        None,
+        description='The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.',
+    )
+
+
+class A2aCount(RootModel[Union[int, float, constr(pattern=r'^-?[0-9]+$')]]):
+    root: Union[int, float, constr(pattern=r'^-?[0-9]+$')] = Field(
+        ...,
+        description='An integer parameter as A2A clients send it: a JSON integer, an integral number (`5.0`, `1e2`), or its decimal text (`"5"`, HTTP+JSON query strings and ProtoJSON\'s int64). Integers above the signed 64-bit range up to the unsigned one read as the largest signed one; anything else is refused naming the field. Read by `e2a::a2a::scalar::Count`.',
+    )
+
+
 class A2aErrorInfo(BaseModel):
     """
     A `google.rpc.ErrorInfo` in the ProtoJSON form of an `Any` (`@type` first): which A2A error it is, by its `reason` in the domain `a2a-protocol.org`.
@@ -101,6 +126,55 @@ class A2aErrorKind(Enum):
     version_not_supported = 'version_not_supported'
 
 
+class A2aFlag1(Enum):
+    """
+    A boolean parameter as A2A clients send it: a JSON boolean, or its text `"true"` / `"false"` (HTTP+JSON query strings). Read by `e2a::a2a::scalar::Flag`.
+    """
+
+    true = 'true'
+    false = 'false'
+
+
+class A2aFlag(RootModel[Union[bool, A2aFlag1]]):
+    root: Union[bool, A2aFlag1] = Field(
+        ...,
+        description='A boolean parameter as A2A clients send it: a JSON boolean, or its text `"true"` / `"false"` (HTTP+JSON query strings). Read by `e2a::a2a::scalar::Flag`.',
+    )
+
+
+class A2aGetExtendedAgentCardRequest(BaseModel):
+    """
+    A2A 1.0 `GetExtendedAgentCardRequest`: the params of `GetExtendedAgentCard` (HTTP+JSON: `GET /extendedAgentCard`).
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    tenant: Optional[str] = Field(
+        None,
+        description='The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.',
+    )
+
+
+class A2aGetTaskRequest(BaseModel):
+    """
+    A2A 1.0 `GetTaskRequest`: the params of `GetTask` (HTTP+JSON: `GET /tasks/{id}?historyLength=`).
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    historyLength: Optional[A2aCount] = Field(
+        None,
+        description="How many of the task's most recent history messages to include; absent: all, 0: none.",
+    )
+    id: str = Field(..., description="The task's id.")
+    tenant: Optional[str] = Field(
+        None,
+        description='The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.',
+    )
+
+
 class A2aHttpAuthSecurityScheme(BaseModel):
     """
     A2A 1.0 `HTTPAuthSecurityScheme`: an HTTP `Authorization` scheme (RFC 9110).
@@ -114,6 +188,67 @@ class A2aHttpAuthSecurityScheme(BaseModel):
     )
     description: Optional[str] = Field(None, description='What the credential is.')
     scheme: str = Field(..., description="The scheme's name (`Bearer`).")
+
+
+class A2aListTaskPushNotificationConfigsRequest(BaseModel):
+    """
+    A2A 1.0 `ListTaskPushNotificationConfigsRequest` (HTTP+JSON: `GET /tasks/{taskId}/pushNotificationConfigs`); A2A 0.3's `id` for the task reads too.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    id: Optional[str] = Field(None, description="The task's id (A2A 0.3).")
+    pageSize: Optional[A2aCount] = Field(
+        None, description='Configs per page, at most 100; absent or 0: 100.'
+    )
+    pageToken: Optional[str] = Field(
+        None, description='The `nextPageToken` of the previous page; empty: the first.'
+    )
+    taskId: Optional[str] = Field(None, description="The task's id.")
+    tenant: Optional[str] = Field(
+        None,
+        description='The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.',
+    )
+
+
+class A2aListTasksRequest(BaseModel):
+    """
+    A2A 1.0 `ListTasksRequest`: the params of `ListTasks` (HTTP+JSON: the query of `GET /tasks`). Every filter is optional; the caller's own tasks only are listed.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    contextId: Optional[str] = Field(
+        None, description='Only the tasks of this context; empty: any.'
+    )
+    historyLength: Optional[A2aCount] = Field(
+        None,
+        description="How many of the task's most recent history messages to include; absent: all, 0: none.",
+    )
+    includeArtifacts: Optional[A2aFlag] = Field(
+        None,
+        description='Whether the listed tasks carry their artifacts (default `false`).',
+    )
+    pageSize: Optional[A2aCount] = Field(
+        None, description='Tasks per page, 1 to 100; absent or 0: 50.'
+    )
+    pageToken: Optional[str] = Field(
+        None, description='The `nextPageToken` of the previous page; empty: the first.'
+    )
+    status: Optional[str] = Field(
+        None,
+        description='Only the tasks in this state (`TASK_STATE_WORKING`; the short `working` reads too); empty or `TASK_STATE_UNSPECIFIED`: any.',
+    )
+    statusTimestampAfter: Optional[str] = Field(
+        None,
+        description='Only the tasks whose status changed after this time (RFC 3339).',
+    )
+    tenant: Optional[str] = Field(
+        None,
+        description='The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.',
+    )
 
 
 class A2aMetadataKey(Enum):
@@ -272,6 +407,42 @@ class A2aStringList(BaseModel):
         extra='allow',
     )
     list: Optional[List[str]] = Field(None, description='The strings (scopes).')
+
+
+class A2aSubscribeToTaskRequest(BaseModel):
+    """
+    A2A 1.0 `SubscribeToTaskRequest`: the params of `SubscribeToTask` (HTTP+JSON: `GET /tasks/{id}:subscribe`); a `Last-Event-ID` header resumes after that event.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    id: str = Field(..., description="The task's id.")
+    tenant: Optional[str] = Field(
+        None,
+        description='The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.',
+    )
+
+
+class A2aTaskPushNotificationConfigRequest(BaseModel):
+    """
+    The params of `GetTaskPushNotificationConfig` and `DeleteTaskPushNotificationConfig` (HTTP+JSON: `/tasks/{taskId}/pushNotificationConfigs/{id}`): A2A 1.0 `{taskId, id}`; A2A 0.3's `{id, pushNotificationConfigId}` (`id` the task's) reads too.
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    id: Optional[str] = Field(
+        None, description="The config's id (1.0); the task's id in A2A 0.3's form."
+    )
+    pushNotificationConfigId: Optional[str] = Field(
+        None, description="The config's id (A2A 0.3)."
+    )
+    taskId: Optional[str] = Field(None, description="The task's id (1.0).")
+    tenant: Optional[str] = Field(
+        None,
+        description='The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.',
+    )
 
 
 class A2aTaskState(Enum):
@@ -1840,6 +2011,41 @@ class A2aAgentSkill(BaseModel):
     tags: Optional[List[str]] = Field(None, description='Keywords.')
 
 
+class A2aCreateTaskPushNotificationConfigRequest(BaseModel):
+    """
+    The params of `CreateTaskPushNotificationConfig`: A2A 1.0 sends the `TaskPushNotificationConfig` itself (`taskId`, `url`, …); drafts nest it under `config`, A2A 0.3 under `pushNotificationConfig` (its `taskId` beside it).
+    """
+
+    model_config = ConfigDict(
+        extra='allow',
+    )
+    authentication: Optional[A2aAuthenticationInfo] = Field(
+        None, description='How the gateway authenticates to the webhook (1.0).'
+    )
+    config: Optional[A2aTaskPushNotificationConfig] = Field(
+        None, description='The config, nested (drafts).'
+    )
+    id: Optional[str] = Field(
+        None,
+        description="The config's id (1.0: the config's fields are the params); the gateway assigns one when it is empty.",
+    )
+    pushNotificationConfig: Optional[A2aTaskPushNotificationConfig] = Field(
+        None, description='The config, nested (A2A 0.3).'
+    )
+    taskId: Optional[str] = Field(None, description='The task whose events are pushed.')
+    tenant: Optional[str] = Field(
+        None,
+        description='The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.',
+    )
+    token: Optional[SecretString] = Field(
+        None,
+        description='Sent back as `X-A2A-Notification-Token` (1.0; secret, never printed).',
+    )
+    url: Optional[str] = Field(
+        None, description='The webhook (1.0; required unless the config is nested).'
+    )
+
+
 class A2aListTaskPushNotificationConfigsResponse(BaseModel):
     """
     A2A 1.0 `ListTaskPushNotificationConfigsResponse`: a task's push notification configs, one page.
@@ -1872,7 +2078,7 @@ class A2aSendMessageConfiguration(BaseModel):
         None,
         description="A2A 0.3's form of the same, read too: `false` answers at once.",
     )
-    historyLength: Optional[conint(ge=0)] = Field(
+    historyLength: Optional[A2aCount] = Field(
         None,
         description="How many of the answered task's most recent history messages to include; absent: all, 0: none.",
     )

@@ -171,6 +171,51 @@ pub struct A2aAuthenticationInfo {
     ///The HTTP authentication scheme (`Bearer`, `Basic`, …).
     pub scheme: ::std::string::String,
 }
+///A2A 1.0 `CancelTaskRequest`: the params of `CancelTask` (HTTP+JSON: `POST /tasks/{id}:cancel`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+pub struct A2aCancelTaskRequest {
+    ///The task's id.
+    pub id: ::std::string::String,
+    ///Free-form metadata of the request.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub metadata: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+    ///The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub tenant: ::std::option::Option<::std::string::String>,
+}
+///The params of `CreateTaskPushNotificationConfig`: A2A 1.0 sends the `TaskPushNotificationConfig` itself (`taskId`, `url`, …); drafts nest it under `config`, A2A 0.3 under `pushNotificationConfig` (its `taskId` beside it).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Default, PartialEq)]
+pub struct A2aCreateTaskPushNotificationConfigRequest {
+    ///How the gateway authenticates to the webhook (1.0).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub authentication: ::std::option::Option<A2aAuthenticationInfo>,
+    ///The config, nested (drafts).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub config: ::std::option::Option<A2aTaskPushNotificationConfig>,
+    ///The config's id (1.0: the config's fields are the params); the gateway assigns one when it is empty.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub id: ::std::option::Option<::std::string::String>,
+    ///The config, nested (A2A 0.3).
+    #[serde(
+        rename = "pushNotificationConfig",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub push_notification_config: ::std::option::Option<A2aTaskPushNotificationConfig>,
+    ///The task whose events are pushed.
+    #[serde(rename = "taskId", skip_serializing_if = "::std::option::Option::is_none")]
+    pub task_id: ::std::option::Option<::std::string::String>,
+    ///The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub tenant: ::std::option::Option<::std::string::String>,
+    ///Sent back as `X-A2A-Notification-Token` (1.0; secret, never printed).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub token: ::std::option::Option<crate::secret::SecretString>,
+    ///The webhook (1.0; required unless the config is nested).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub url: ::std::option::Option<::std::string::String>,
+}
 ///A `google.rpc.ErrorInfo` in the ProtoJSON form of an `Any` (`@type` first): which A2A error it is, by its `reason` in the domain `a2a-protocol.org`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct A2aErrorInfo {
@@ -294,6 +339,28 @@ impl ::std::convert::TryFrom<::std::string::String> for A2aErrorKind {
         value.parse()
     }
 }
+///A2A 1.0 `GetExtendedAgentCardRequest`: the params of `GetExtendedAgentCard` (HTTP+JSON: `GET /extendedAgentCard`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Default, PartialEq)]
+pub struct A2aGetExtendedAgentCardRequest {
+    ///The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub tenant: ::std::option::Option<::std::string::String>,
+}
+///A2A 1.0 `GetTaskRequest`: the params of `GetTask` (HTTP+JSON: `GET /tasks/{id}?historyLength=`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+pub struct A2aGetTaskRequest {
+    ///How many of the task's most recent history messages to include; absent: all, 0: none.
+    #[serde(
+        rename = "historyLength",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub history_length: ::std::option::Option<crate::a2a::scalar::Count>,
+    ///The task's id.
+    pub id: ::std::string::String,
+    ///The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub tenant: ::std::option::Option<::std::string::String>,
+}
 ///A2A 1.0 `HTTPAuthSecurityScheme`: an HTTP `Authorization` scheme (RFC 9110).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct A2aHttpAuthSecurityScheme {
@@ -309,6 +376,28 @@ pub struct A2aHttpAuthSecurityScheme {
     ///The scheme's name (`Bearer`).
     pub scheme: ::std::string::String,
 }
+///A2A 1.0 `ListTaskPushNotificationConfigsRequest` (HTTP+JSON: `GET /tasks/{taskId}/pushNotificationConfigs`); A2A 0.3's `id` for the task reads too.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Default, PartialEq)]
+pub struct A2aListTaskPushNotificationConfigsRequest {
+    ///The task's id (A2A 0.3).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub id: ::std::option::Option<::std::string::String>,
+    ///Configs per page, at most 100; absent or 0: 100.
+    #[serde(rename = "pageSize", skip_serializing_if = "::std::option::Option::is_none")]
+    pub page_size: ::std::option::Option<crate::a2a::scalar::Count>,
+    ///The `nextPageToken` of the previous page; empty: the first.
+    #[serde(
+        rename = "pageToken",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub page_token: ::std::option::Option<::std::string::String>,
+    ///The task's id.
+    #[serde(rename = "taskId", skip_serializing_if = "::std::option::Option::is_none")]
+    pub task_id: ::std::option::Option<::std::string::String>,
+    ///The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub tenant: ::std::option::Option<::std::string::String>,
+}
 ///A2A 1.0 `ListTaskPushNotificationConfigsResponse`: a task's push notification configs, one page.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct A2aListTaskPushNotificationConfigsResponse {
@@ -317,6 +406,49 @@ pub struct A2aListTaskPushNotificationConfigsResponse {
     ///The token of the next page; empty on the last.
     #[serde(rename = "nextPageToken")]
     pub next_page_token: ::std::string::String,
+}
+///A2A 1.0 `ListTasksRequest`: the params of `ListTasks` (HTTP+JSON: the query of `GET /tasks`). Every filter is optional; the caller's own tasks only are listed.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Default, PartialEq)]
+pub struct A2aListTasksRequest {
+    ///Only the tasks of this context; empty: any.
+    #[serde(
+        rename = "contextId",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub context_id: ::std::option::Option<::std::string::String>,
+    ///How many of the task's most recent history messages to include; absent: all, 0: none.
+    #[serde(
+        rename = "historyLength",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub history_length: ::std::option::Option<crate::a2a::scalar::Count>,
+    ///Whether the listed tasks carry their artifacts (default `false`).
+    #[serde(
+        rename = "includeArtifacts",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub include_artifacts: ::std::option::Option<crate::a2a::scalar::Flag>,
+    ///Tasks per page, 1 to 100; absent or 0: 50.
+    #[serde(rename = "pageSize", skip_serializing_if = "::std::option::Option::is_none")]
+    pub page_size: ::std::option::Option<crate::a2a::scalar::Count>,
+    ///The `nextPageToken` of the previous page; empty: the first.
+    #[serde(
+        rename = "pageToken",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub page_token: ::std::option::Option<::std::string::String>,
+    ///Only the tasks in this state (`TASK_STATE_WORKING`; the short `working` reads too); empty or `TASK_STATE_UNSPECIFIED`: any.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub status: ::std::option::Option<::std::string::String>,
+    ///Only the tasks whose status changed after this time (RFC 3339).
+    #[serde(
+        rename = "statusTimestampAfter",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub status_timestamp_after: ::std::option::Option<::std::string::String>,
+    ///The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub tenant: ::std::option::Option<::std::string::String>,
 }
 ///A2A 1.0 `ListTasksResponse`: one page of the caller's tasks, most recently updated first.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
@@ -781,7 +913,7 @@ pub struct A2aSendMessageConfiguration {
         rename = "historyLength",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub history_length: ::std::option::Option<u64>,
+    pub history_length: ::std::option::Option<crate::a2a::scalar::Count>,
     ///Answer with the task as soon as it is stored, while it is still working; `false` (the default): wait until the turn ends or pauses.
     #[serde(
         rename = "returnImmediately",
@@ -985,6 +1117,15 @@ pub struct A2aStringList {
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub list: ::std::vec::Vec<::std::string::String>,
 }
+///A2A 1.0 `SubscribeToTaskRequest`: the params of `SubscribeToTask` (HTTP+JSON: `GET /tasks/{id}:subscribe`); a `Last-Event-ID` header resumes after that event.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+pub struct A2aSubscribeToTaskRequest {
+    ///The task's id.
+    pub id: ::std::string::String,
+    ///The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub tenant: ::std::option::Option<::std::string::String>,
+}
 ///A2A 1.0 `Task`: a unit of work, with its status, its outputs and its conversation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct A2aTask {
@@ -1046,6 +1187,25 @@ pub struct A2aTaskPushNotificationConfig {
     pub token: ::std::option::Option<crate::secret::SecretString>,
     ///The webhook: an `https` URL whose host resolves to public addresses (loopback and private targets only when the operator allows them).
     pub url: ::std::string::String,
+}
+///The params of `GetTaskPushNotificationConfig` and `DeleteTaskPushNotificationConfig` (HTTP+JSON: `/tasks/{taskId}/pushNotificationConfigs/{id}`): A2A 1.0 `{taskId, id}`; A2A 0.3's `{id, pushNotificationConfigId}` (`id` the task's) reads too.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Default, PartialEq)]
+pub struct A2aTaskPushNotificationConfigRequest {
+    ///The config's id (1.0); the task's id in A2A 0.3's form.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub id: ::std::option::Option<::std::string::String>,
+    ///The config's id (A2A 0.3).
+    #[serde(
+        rename = "pushNotificationConfigId",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub push_notification_config_id: ::std::option::Option<::std::string::String>,
+    ///The task's id (1.0).
+    #[serde(rename = "taskId", skip_serializing_if = "::std::option::Option::is_none")]
+    pub task_id: ::std::option::Option<::std::string::String>,
+    ///The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub tenant: ::std::option::Option<::std::string::String>,
 }
 ///A2A 1.0 `TaskState` values, as ProtoJSON writes them. `TASK_STATE_COMPLETED`, `TASK_STATE_FAILED`, `TASK_STATE_CANCELED` and `TASK_STATE_REJECTED` end a task; `TASK_STATE_INPUT_REQUIRED` and `TASK_STATE_AUTH_REQUIRED` pause it until the client answers; `TASK_STATE_UNSPECIFIED` is no state (a filter that selects every task). 0.3's lowercase names (`input-required`) read as these (`e2a::a2a::jsonrpc::normalize_task_state`).
 #[derive(
@@ -5344,9 +5504,29 @@ impl ::std::fmt::Debug for A2aAuthenticationInfo {
         crate::redact::debug_redacted(f, "A2aAuthenticationInfo", self)
     }
 }
+impl ::std::fmt::Debug for A2aCancelTaskRequest {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "A2aCancelTaskRequest", self)
+    }
+}
+impl ::std::fmt::Debug for A2aCreateTaskPushNotificationConfigRequest {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "A2aCreateTaskPushNotificationConfigRequest", self)
+    }
+}
 impl ::std::fmt::Debug for A2aErrorInfo {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "A2aErrorInfo", self)
+    }
+}
+impl ::std::fmt::Debug for A2aGetExtendedAgentCardRequest {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "A2aGetExtendedAgentCardRequest", self)
+    }
+}
+impl ::std::fmt::Debug for A2aGetTaskRequest {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "A2aGetTaskRequest", self)
     }
 }
 impl ::std::fmt::Debug for A2aHttpAuthSecurityScheme {
@@ -5354,9 +5534,19 @@ impl ::std::fmt::Debug for A2aHttpAuthSecurityScheme {
         crate::redact::debug_redacted(f, "A2aHttpAuthSecurityScheme", self)
     }
 }
+impl ::std::fmt::Debug for A2aListTaskPushNotificationConfigsRequest {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "A2aListTaskPushNotificationConfigsRequest", self)
+    }
+}
 impl ::std::fmt::Debug for A2aListTaskPushNotificationConfigsResponse {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "A2aListTaskPushNotificationConfigsResponse", self)
+    }
+}
+impl ::std::fmt::Debug for A2aListTasksRequest {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "A2aListTasksRequest", self)
     }
 }
 impl ::std::fmt::Debug for A2aListTasksResponse {
@@ -5419,6 +5609,11 @@ impl ::std::fmt::Debug for A2aStringList {
         crate::redact::debug_redacted(f, "A2aStringList", self)
     }
 }
+impl ::std::fmt::Debug for A2aSubscribeToTaskRequest {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "A2aSubscribeToTaskRequest", self)
+    }
+}
 impl ::std::fmt::Debug for A2aTask {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "A2aTask", self)
@@ -5432,6 +5627,11 @@ impl ::std::fmt::Debug for A2aTaskArtifactUpdateEvent {
 impl ::std::fmt::Debug for A2aTaskPushNotificationConfig {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "A2aTaskPushNotificationConfig", self)
+    }
+}
+impl ::std::fmt::Debug for A2aTaskPushNotificationConfigRequest {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "A2aTaskPushNotificationConfigRequest", self)
     }
 }
 impl ::std::fmt::Debug for A2aTaskStatus {
@@ -6014,6 +6214,94 @@ impl crate::write::WriteJson for A2aAuthenticationInfo {
         w.raw("}");
     }
 }
+impl crate::write::WriteJson for A2aCancelTaskRequest {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        w.key(&mut first, "\"id\":");
+        w.str(&self.id);
+        if let Some(v) = &self.metadata {
+            w.key(&mut first, "\"metadata\":");
+            w.map(v);
+        }
+        if let Some(v) = &self.tenant {
+            w.key(&mut first, "\"tenant\":");
+            w.str(v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for A2aCreateTaskPushNotificationConfigRequest {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.authentication {
+            w.key(&mut first, "\"authentication\":");
+            crate::write::WriteJson::write_json(v, w);
+        }
+        if let Some(v) = &self.config {
+            w.key(&mut first, "\"config\":");
+            crate::write::WriteJson::write_json(v, w);
+        }
+        if let Some(v) = &self.id {
+            w.key(&mut first, "\"id\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.push_notification_config {
+            w.key(&mut first, "\"pushNotificationConfig\":");
+            crate::write::WriteJson::write_json(v, w);
+        }
+        if let Some(v) = &self.task_id {
+            w.key(&mut first, "\"taskId\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.tenant {
+            w.key(&mut first, "\"tenant\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.token {
+            w.key(&mut first, "\"token\":");
+            w.serde(v);
+        }
+        if let Some(v) = &self.url {
+            w.key(&mut first, "\"url\":");
+            w.str(v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for A2aGetExtendedAgentCardRequest {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.tenant {
+            w.key(&mut first, "\"tenant\":");
+            w.str(v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for A2aGetTaskRequest {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.history_length {
+            w.key(&mut first, "\"historyLength\":");
+            w.serde(v);
+        }
+        w.key(&mut first, "\"id\":");
+        w.str(&self.id);
+        if let Some(v) = &self.tenant {
+            w.key(&mut first, "\"tenant\":");
+            w.str(v);
+        }
+        w.raw("}");
+    }
+}
 impl crate::write::WriteJson for A2aHttpAuthSecurityScheme {
     const FIXED_LEN: usize = 2;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
@@ -6032,6 +6320,34 @@ impl crate::write::WriteJson for A2aHttpAuthSecurityScheme {
         w.raw("}");
     }
 }
+impl crate::write::WriteJson for A2aListTaskPushNotificationConfigsRequest {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.id {
+            w.key(&mut first, "\"id\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.page_size {
+            w.key(&mut first, "\"pageSize\":");
+            w.serde(v);
+        }
+        if let Some(v) = &self.page_token {
+            w.key(&mut first, "\"pageToken\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.task_id {
+            w.key(&mut first, "\"taskId\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.tenant {
+            w.key(&mut first, "\"tenant\":");
+            w.str(v);
+        }
+        w.raw("}");
+    }
+}
 impl crate::write::WriteJson for A2aListTaskPushNotificationConfigsResponse {
     const FIXED_LEN: usize = 30;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
@@ -6039,6 +6355,46 @@ impl crate::write::WriteJson for A2aListTaskPushNotificationConfigsResponse {
         w.array(&self.configs);
         w.raw(",\"nextPageToken\":");
         w.str(&self.next_page_token);
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for A2aListTasksRequest {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.context_id {
+            w.key(&mut first, "\"contextId\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.history_length {
+            w.key(&mut first, "\"historyLength\":");
+            w.serde(v);
+        }
+        if let Some(v) = &self.include_artifacts {
+            w.key(&mut first, "\"includeArtifacts\":");
+            w.serde(v);
+        }
+        if let Some(v) = &self.page_size {
+            w.key(&mut first, "\"pageSize\":");
+            w.serde(v);
+        }
+        if let Some(v) = &self.page_token {
+            w.key(&mut first, "\"pageToken\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.status {
+            w.key(&mut first, "\"status\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.status_timestamp_after {
+            w.key(&mut first, "\"statusTimestampAfter\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.tenant {
+            w.key(&mut first, "\"tenant\":");
+            w.str(v);
+        }
         w.raw("}");
     }
 }
@@ -6193,7 +6549,7 @@ impl crate::write::WriteJson for A2aSendMessageConfiguration {
         }
         if let Some(v) = &self.history_length {
             w.key(&mut first, "\"historyLength\":");
-            w.u64(*v);
+            w.serde(v);
         }
         if let Some(v) = &self.return_immediately {
             w.key(&mut first, "\"returnImmediately\":");
@@ -6310,6 +6666,20 @@ impl crate::write::WriteJson for A2aStringList {
         w.raw("}");
     }
 }
+impl crate::write::WriteJson for A2aSubscribeToTaskRequest {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        w.key(&mut first, "\"id\":");
+        w.str(&self.id);
+        if let Some(v) = &self.tenant {
+            w.key(&mut first, "\"tenant\":");
+            w.str(v);
+        }
+        w.raw("}");
+    }
+}
 impl crate::write::WriteJson for A2aTask {
     const FIXED_LEN: usize = 2;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
@@ -6379,6 +6749,30 @@ impl crate::write::WriteJson for A2aTaskPushNotificationConfig {
         }
         w.key(&mut first, "\"url\":");
         w.str(&self.url);
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for A2aTaskPushNotificationConfigRequest {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.id {
+            w.key(&mut first, "\"id\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.push_notification_config_id {
+            w.key(&mut first, "\"pushNotificationConfigId\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.task_id {
+            w.key(&mut first, "\"taskId\":");
+            w.str(v);
+        }
+        if let Some(v) = &self.tenant {
+            w.key(&mut first, "\"tenant\":");
+            w.str(v);
+        }
         w.raw("}");
     }
 }

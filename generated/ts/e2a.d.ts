@@ -8,6 +8,13 @@
  */
 export type SecretString = string;
 /**
+ * An integer parameter as A2A clients send it: a JSON integer, an integral number (`5.0`, `1e2`), or its decimal text (`"5"`, HTTP+JSON query strings and ProtoJSON's int64). Integers above the signed 64-bit range up to the unsigned one read as the largest signed one; anything else is refused naming the field. Read by `e2a::a2a::scalar::Count`.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aCount".
+ */
+export type A2ACount = number | string;
+/**
  * The A2A errors (A2A 1.0 §5.4 and the JSON-RPC standard errors). `x-e2a-a2a-error-table` says how each reads on every A2A binding: its JSON-RPC `error.code`, the `google.rpc.ErrorInfo` reason, the HTTP status and the `google.rpc.Code` of HTTP+JSON. An E2A failure of an `ErrorKind` reads as the A2A error whose code is its `a2a_code`.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -28,6 +35,13 @@ export type A2AErrorKind =
   | "extended_agent_card_not_configured"
   | "extension_support_required"
   | "version_not_supported";
+/**
+ * A boolean parameter as A2A clients send it: a JSON boolean, or its text `"true"` / `"false"` (HTTP+JSON query strings). Read by `e2a::a2a::scalar::Flag`.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aFlag".
+ */
+export type A2AFlag = boolean | ("true" | "false");
 /**
  * A2A 1.0 `Role` of a message's sender, as ProtoJSON writes it. 0.3's `user` / `agent` read as these (`e2a::a2a::jsonrpc::normalize_message`).
  *
@@ -783,47 +797,67 @@ export interface A2AAuthenticationInfo {
   [k: string]: unknown | undefined;
 }
 /**
- * A `google.rpc.ErrorInfo` in the ProtoJSON form of an `Any` (`@type` first): which A2A error it is, by its `reason` in the domain `a2a-protocol.org`.
+ * A2A 1.0 `CancelTaskRequest`: the params of `CancelTask` (HTTP+JSON: `POST /tasks/{id}:cancel`).
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
- * via the `definition` "A2aErrorInfo".
+ * via the `definition` "A2aCancelTaskRequest".
  */
-export interface A2AErrorInfo {
+export interface A2ACancelTaskRequest {
   /**
-   * `type.googleapis.com/google.rpc.ErrorInfo`.
+   * The task's id.
    */
-  "@type": string;
+  id: string;
   /**
-   * `a2a-protocol.org`.
-   */
-  domain: string;
-  /**
-   * More about the error, string to string.
+   * Free-form metadata of the request.
    */
   metadata?: {
-    [k: string]: string | undefined;
-  };
+    [k: string]: unknown | undefined;
+  } | null;
   /**
-   * The A2A error (`TASK_NOT_FOUND`, `INVALID_PARAMS`, … as `A2aErrorKind`'s table says), or for a refusal A2A has no error of its own for the `google.rpc.Code` that says it (`UNAUTHENTICATED`, `PERMISSION_DENIED`, `RESOURCE_EXHAUSTED`).
+   * The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
    */
-  reason: string;
+  tenant?: string | null;
   [k: string]: unknown | undefined;
 }
 /**
- * A2A 1.0 `ListTaskPushNotificationConfigsResponse`: a task's push notification configs, one page.
+ * The params of `CreateTaskPushNotificationConfig`: A2A 1.0 sends the `TaskPushNotificationConfig` itself (`taskId`, `url`, …); drafts nest it under `config`, A2A 0.3 under `pushNotificationConfig` (its `taskId` beside it).
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
- * via the `definition` "A2aListTaskPushNotificationConfigsResponse".
+ * via the `definition` "A2aCreateTaskPushNotificationConfigRequest".
  */
-export interface A2AListTaskPushNotificationConfigsResponse {
+export interface A2ACreateTaskPushNotificationConfigRequest {
   /**
-   * The configs of this page.
+   * How the gateway authenticates to the webhook (1.0).
    */
-  configs: A2ATaskPushNotificationConfig[];
+  authentication?: A2AAuthenticationInfo | null;
   /**
-   * The token of the next page; empty on the last.
+   * The config, nested (drafts).
    */
-  nextPageToken: string;
+  config?: A2ATaskPushNotificationConfig | null;
+  /**
+   * The config's id (1.0: the config's fields are the params); the gateway assigns one when it is empty.
+   */
+  id?: string | null;
+  /**
+   * The config, nested (A2A 0.3).
+   */
+  pushNotificationConfig?: A2ATaskPushNotificationConfig | null;
+  /**
+   * The task whose events are pushed.
+   */
+  taskId?: string | null;
+  /**
+   * The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
+   */
+  tenant?: string | null;
+  /**
+   * Sent back as `X-A2A-Notification-Token` (1.0; secret, never printed).
+   */
+  token?: SecretString | null;
+  /**
+   * The webhook (1.0; required unless the config is nested).
+   */
+  url?: string | null;
   [k: string]: unknown | undefined;
 }
 /**
@@ -857,6 +891,154 @@ export interface A2ATaskPushNotificationConfig {
    * The webhook: an `https` URL whose host resolves to public addresses (loopback and private targets only when the operator allows them).
    */
   url: string;
+  [k: string]: unknown | undefined;
+}
+/**
+ * A `google.rpc.ErrorInfo` in the ProtoJSON form of an `Any` (`@type` first): which A2A error it is, by its `reason` in the domain `a2a-protocol.org`.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aErrorInfo".
+ */
+export interface A2AErrorInfo {
+  /**
+   * `type.googleapis.com/google.rpc.ErrorInfo`.
+   */
+  "@type": string;
+  /**
+   * `a2a-protocol.org`.
+   */
+  domain: string;
+  /**
+   * More about the error, string to string.
+   */
+  metadata?: {
+    [k: string]: string | undefined;
+  };
+  /**
+   * The A2A error (`TASK_NOT_FOUND`, `INVALID_PARAMS`, … as `A2aErrorKind`'s table says), or for a refusal A2A has no error of its own for the `google.rpc.Code` that says it (`UNAUTHENTICATED`, `PERMISSION_DENIED`, `RESOURCE_EXHAUSTED`).
+   */
+  reason: string;
+  [k: string]: unknown | undefined;
+}
+/**
+ * A2A 1.0 `GetExtendedAgentCardRequest`: the params of `GetExtendedAgentCard` (HTTP+JSON: `GET /extendedAgentCard`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aGetExtendedAgentCardRequest".
+ */
+export interface A2AGetExtendedAgentCardRequest {
+  /**
+   * The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
+   */
+  tenant?: string | null;
+  [k: string]: unknown | undefined;
+}
+/**
+ * A2A 1.0 `GetTaskRequest`: the params of `GetTask` (HTTP+JSON: `GET /tasks/{id}?historyLength=`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aGetTaskRequest".
+ */
+export interface A2AGetTaskRequest {
+  /**
+   * How many of the task's most recent history messages to include; absent: all, 0: none.
+   */
+  historyLength?: A2ACount | null;
+  /**
+   * The task's id.
+   */
+  id: string;
+  /**
+   * The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
+   */
+  tenant?: string | null;
+  [k: string]: unknown | undefined;
+}
+/**
+ * A2A 1.0 `ListTaskPushNotificationConfigsRequest` (HTTP+JSON: `GET /tasks/{taskId}/pushNotificationConfigs`); A2A 0.3's `id` for the task reads too.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aListTaskPushNotificationConfigsRequest".
+ */
+export interface A2AListTaskPushNotificationConfigsRequest {
+  /**
+   * The task's id (A2A 0.3).
+   */
+  id?: string | null;
+  /**
+   * Configs per page, at most 100; absent or 0: 100.
+   */
+  pageSize?: A2ACount | null;
+  /**
+   * The `nextPageToken` of the previous page; empty: the first.
+   */
+  pageToken?: string | null;
+  /**
+   * The task's id.
+   */
+  taskId?: string | null;
+  /**
+   * The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
+   */
+  tenant?: string | null;
+  [k: string]: unknown | undefined;
+}
+/**
+ * A2A 1.0 `ListTaskPushNotificationConfigsResponse`: a task's push notification configs, one page.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aListTaskPushNotificationConfigsResponse".
+ */
+export interface A2AListTaskPushNotificationConfigsResponse {
+  /**
+   * The configs of this page.
+   */
+  configs: A2ATaskPushNotificationConfig[];
+  /**
+   * The token of the next page; empty on the last.
+   */
+  nextPageToken: string;
+  [k: string]: unknown | undefined;
+}
+/**
+ * A2A 1.0 `ListTasksRequest`: the params of `ListTasks` (HTTP+JSON: the query of `GET /tasks`). Every filter is optional; the caller's own tasks only are listed.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aListTasksRequest".
+ */
+export interface A2AListTasksRequest {
+  /**
+   * Only the tasks of this context; empty: any.
+   */
+  contextId?: string | null;
+  /**
+   * How many of the task's most recent history messages to include; absent: all, 0: none.
+   */
+  historyLength?: A2ACount | null;
+  /**
+   * Whether the listed tasks carry their artifacts (default `false`).
+   */
+  includeArtifacts?: A2AFlag | null;
+  /**
+   * Tasks per page, 1 to 100; absent or 0: 50.
+   */
+  pageSize?: A2ACount | null;
+  /**
+   * The `nextPageToken` of the previous page; empty: the first.
+   */
+  pageToken?: string | null;
+  /**
+   * Only the tasks in this state (`TASK_STATE_WORKING`; the short `working` reads too); empty or `TASK_STATE_UNSPECIFIED`: any.
+   */
+  status?: string | null;
+  /**
+   * Only the tasks whose status changed after this time (RFC 3339).
+   */
+  statusTimestampAfter?: string | null;
+  /**
+   * The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
+   */
+  tenant?: string | null;
   [k: string]: unknown | undefined;
 }
 /**
@@ -1041,7 +1223,7 @@ export interface A2ASendMessageConfiguration {
   /**
    * How many of the answered task's most recent history messages to include; absent: all, 0: none.
    */
-  historyLength?: number | null;
+  historyLength?: A2ACount | null;
   /**
    * Answer with the task as soon as it is stored, while it is still working; `false` (the default): wait until the turn ends or pauses.
    */
@@ -1208,6 +1390,48 @@ export interface A2ATaskArtifactUpdateEvent {
    * The task.
    */
   taskId: string;
+  [k: string]: unknown | undefined;
+}
+/**
+ * A2A 1.0 `SubscribeToTaskRequest`: the params of `SubscribeToTask` (HTTP+JSON: `GET /tasks/{id}:subscribe`); a `Last-Event-ID` header resumes after that event.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aSubscribeToTaskRequest".
+ */
+export interface A2ASubscribeToTaskRequest {
+  /**
+   * The task's id.
+   */
+  id: string;
+  /**
+   * The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
+   */
+  tenant?: string | null;
+  [k: string]: unknown | undefined;
+}
+/**
+ * The params of `GetTaskPushNotificationConfig` and `DeleteTaskPushNotificationConfig` (HTTP+JSON: `/tasks/{taskId}/pushNotificationConfigs/{id}`): A2A 1.0 `{taskId, id}`; A2A 0.3's `{id, pushNotificationConfigId}` (`id` the task's) reads too.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aTaskPushNotificationConfigRequest".
+ */
+export interface A2ATaskPushNotificationConfigRequest {
+  /**
+   * The config's id (1.0); the task's id in A2A 0.3's form.
+   */
+  id?: string | null;
+  /**
+   * The config's id (A2A 0.3).
+   */
+  pushNotificationConfigId?: string | null;
+  /**
+   * The task's id (1.0).
+   */
+  taskId?: string | null;
+  /**
+   * The agent (multi-tenant form): a named agent of the gateway; empty or absent: the one addressed.
+   */
+  tenant?: string | null;
   [k: string]: unknown | undefined;
 }
 /**

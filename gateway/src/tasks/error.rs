@@ -23,6 +23,9 @@ pub struct A2aError {
     /// The HTTP status when it is not the kind's (an HTTP-level refusal: `401`, `403`, `405`,
     /// `413`, `429`…); `error.status` is then the `google.rpc.Code` of that status.
     pub status: Option<StatusCode>,
+    /// The JSON pointer of the request field at fault (`/params/pageSize`), when one is: the
+    /// `pointer` of the error's `google.rpc.ErrorInfo` metadata.
+    pub pointer: Option<String>,
 }
 
 impl A2aError {
@@ -33,6 +36,7 @@ impl A2aError {
             message: message.into(),
             retry_after: None,
             status: None,
+            pointer: None,
         }
     }
 
@@ -54,20 +58,6 @@ impl A2aError {
             retry_after: p.retry_after,
             ..A2aError::new(A2aErrorKind::from_e2a(p.kind), p.detail.clone()).with_status(p.status)
         }
-    }
-
-    /// An error response of the web layer that carries no problem (axum's `405`, a `413` of
-    /// a body limit): the A2A error of its status.
-    pub(crate) fn from_status(status: StatusCode) -> Self {
-        let kind = match status {
-            StatusCode::NOT_FOUND => A2aErrorKind::MethodNotFound,
-            StatusCode::METHOD_NOT_ALLOWED => A2aErrorKind::UnsupportedOperation,
-            StatusCode::UNSUPPORTED_MEDIA_TYPE => A2aErrorKind::ContentTypeNotSupported,
-            s if s.is_client_error() => A2aErrorKind::InvalidRequest,
-            _ => A2aErrorKind::Internal,
-        };
-        let message = status.canonical_reason().unwrap_or("error").to_lowercase();
-        A2aError::new(kind, message).with_status(status)
     }
 
     /// The gateway is at capacity or shutting down: `-32603`, answered as `503` with
@@ -97,16 +87,20 @@ impl A2aError {
     /// The `data` / `details` entry: a `google.rpc.ErrorInfo`, its `metadata.traceId` the
     /// request's trace id (what ties the error to the gateway's log and the next hops).
     pub fn error_info(&self) -> A2aErrorInfo {
-        let metadata = crate::web::trace::current_trace_id()
-            .map(|t| ("traceId".to_string(), t.to_string()))
-            .into_iter()
-            .collect();
         A2aErrorInfo {
             type_: "type.googleapis.com/google.rpc.ErrorInfo".into(),
             reason: self.reason().into(),
             domain: "a2a-protocol.org".into(),
-            metadata,
+            metadata: self.metadata(),
         }
+    }
+
+    /// The `google.rpc.ErrorInfo` metadata: the request's `traceId` (what ties the error to
+    /// the gateway's log and the next hops) and the `pointer` of the field at fault.
+    pub fn metadata(&self) -> std::collections::BTreeMap<String, String> {
+        let trace = crate::web::trace::current_trace_id().map(|t| ("traceId".to_string(), t.to_string()));
+        let pointer = self.pointer.clone().map(|p| ("pointer".to_string(), p));
+        trace.into_iter().chain(pointer).collect()
     }
 
     /// The JSON-RPC error response for request `id`.

@@ -18,6 +18,7 @@ mod log;
 mod mount;
 pub(crate) mod params;
 pub mod push;
+pub mod request;
 mod send;
 pub(crate) mod sent;
 mod snapshot;
@@ -28,7 +29,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use e2a::a2a::jsonrpc::A2aHeaders;
+use e2a::types::{
+    A2aCancelTaskRequest, A2aCreateTaskPushNotificationConfigRequest, A2aGetTaskRequest,
+    A2aListTaskPushNotificationConfigsRequest, A2aListTasksRequest, A2aSubscribeToTaskRequest,
+    A2aTaskPushNotificationConfigRequest,
+};
 use e2a::types::{A2aListTaskPushNotificationConfigsResponse, A2aStreamResponse};
 use e2a::types::{A2aListTasksResponse, A2aTask, A2aTaskPushNotificationConfig, A2aTaskState};
 use futures_util::{Stream, StreamExt};
@@ -42,14 +47,14 @@ use self::feed::{Followers, Until};
 use self::live::LiveRuns;
 use self::log::TaskLog;
 use self::mount::Mount;
-pub use self::params::history_length;
-use self::params::{ListParams, SendConfig};
+use self::params::{history_length, ListParams, SendConfig};
 use self::push::{PushConfigs, Pusher};
+use self::request::required;
+pub use self::request::CallContext;
 use self::send::{SendOutcome, Turns};
 use self::sent::PastSends;
 pub use self::snapshot::trim_history;
 use self::snapshot::{agent_message, status_event};
-use crate::agent::Caller;
 use crate::pipeline::Pipeline;
 use crate::store::{StoredEvent, Stores, TaskQuery};
 
@@ -113,22 +118,13 @@ pub enum Sent {
 /// Nothing comes when the run's last write was not a snapshot (its store failed later).
 pub struct TurnDone(oneshot::Receiver<Result<Arc<str>, A2aError>>);
 
-/// What a caller asked about a send.
+/// A send: the context of its call and its params (1.0 camelCase names), which the turn
+/// consumes into its envelope.
 pub struct SendParams {
-    /// The JSON-RPC request id (null on HTTP+JSON).
-    pub id: Value,
-    /// The request's params (1.0 camelCase names).
+    /// What the binding knows about the call.
+    pub cx: CallContext,
+    /// The request's params.
     pub params: Map<String, Value>,
-    /// `A2A-Version` and extensions.
-    pub headers: A2aHeaders,
-    /// Who sent it.
-    pub caller: Caller,
-    /// The trace the request belongs to (its `traceparent` or `X-Trace-ID`): the envelope's
-    /// `correlation_id` when the message names none.
-    pub trace_id: Option<String>,
-    /// The request's `Idempotency-Key` (HTTP bindings): a retry with the same key and the
-    /// same request gets the first one's task; another request under it is refused (`409`).
-    pub idempotency_key: Option<String>,
 }
 
 impl TaskService {
@@ -234,7 +230,7 @@ impl TaskService {
     /// return at once.
     pub async fn send_message(&self, p: SendParams) -> Result<Sent, A2aError> {
         let SendConfig { history, blocking, .. } = SendConfig::read(&p.params)?;
-        let caller = p.caller.clone();
+        let caller = p.cx.caller.clone();
         let turns = &self.turns;
         Ok(match turns.send(p, false).await? {
             SendOutcome::Message(m) => Sent::Message(m),
@@ -274,18 +270,20 @@ impl TaskService {
         })
     }
 
-    /// `GetTask`: the caller's task `id`, settled if its run is gone (the binding trims its
-    /// history to the request's `historyLength`).
-    pub async fn get_task(&self, id: &str, caller: &Caller) -> Result<A2aTask, A2aError> {
-        Ok(self.log.load(id, caller).await?.task)
+    /// `GetTask`: the caller's task, settled if its run is gone, its history trimmed to the
+    /// request's `historyLength`.
+    pub async fn get_task(&self, cx: &CallContext, req: A2aGetTaskRequest) -> Result<A2aTask, A2aError> {
+        let history = history_length(req.history_length, "historyLength")?;
+        let task = self.log.load(required(Some(&req.id), "id")?, &cx.caller).await?.task;
+        Ok(trim_history(task, history))
     }
 
-    /// `ListTasks` for `caller` (params in the 1.0 camelCase names).
-    pub async fn list(&self, params: &Map<String, Value>, caller: &Caller) -> Result<A2aListTasksResponse, A2aError> {
-        let p = ListParams::read(params)?;
+    /// `ListTasks`: the caller's tasks, one page.
+    pub async fn list(&self, cx: &CallContext, req: A2aListTasksRequest) -> Result<A2aListTasksResponse, A2aError> {
+        let p = ListParams::of(req)?;
         let (history, include_artifacts, offset, page_size) = (p.history, p.include_artifacts, p.offset, p.page_size);
         let query = TaskQuery {
-            owner: caller.owner(),
+            owner: cx.caller.owner(),
             context_id: p.context_id,
             state: p.state,
             updated_after_ms: p.updated_after_ms,
@@ -314,7 +312,8 @@ impl TaskService {
 
     /// `CancelTask`: a run here is stopped, one on another gateway asked to stop (and both
     /// waited for, up to 10 s); a task with no run anywhere is canceled in the log.
-    pub async fn cancel(&self, id: &str, caller: &Caller) -> Result<A2aTask, A2aError> {
+    pub async fn cancel(&self, cx: &CallContext, req: A2aCancelTaskRequest) -> Result<A2aTask, A2aError> {
+        let (id, caller) = (required(Some(&req.id), "id")?, &cx.caller);
         let mut rec = self.log.load(id, caller).await?;
         if rec.state.is_terminal() {
             return Err(A2aError::new(
@@ -359,7 +358,13 @@ impl TaskService {
     /// `SubscribeToTask`: with `last_seen` (an SSE `Last-Event-ID`), the events after it, then
     /// live ones; without, the task as it is, then live events. A task that has ended can only
     /// be replayed from a `last_seen`. A subscriber holds a stream slot while it reads.
-    pub async fn subscribe(&self, id: &str, caller: &Caller, last_seen: Option<u64>) -> Result<EventStream, A2aError> {
+    pub async fn subscribe(
+        &self,
+        cx: &CallContext,
+        req: A2aSubscribeToTaskRequest,
+        last_seen: Option<u64>,
+    ) -> Result<EventStream, A2aError> {
+        let (id, caller) = (required(Some(&req.id), "id")?, &cx.caller);
         let permit = self
             .pipeline
             .stream_permit()
@@ -406,38 +411,41 @@ impl TaskService {
         })))
     }
 
-    /// `CreateTaskPushNotificationConfig`: `params` is the `TaskPushNotificationConfig`
-    /// (`taskId`, `url`, `token`, `authentication`, an optional `id`). A config under an id
-    /// the task already has replaces it. The events from the next one on are delivered.
+    /// `CreateTaskPushNotificationConfig`: a config under an id the task already has
+    /// replaces it. The events from the next one on are delivered.
     pub async fn create_push_config(
         &self,
-        params: &Map<String, Value>,
-        caller: &Caller,
+        cx: &CallContext,
+        req: A2aCreateTaskPushNotificationConfigRequest,
     ) -> Result<A2aTaskPushNotificationConfig, A2aError> {
-        self.pushes.create(params, caller).await
+        self.pushes.create(req, &cx.caller).await
     }
 
-    /// `GetTaskPushNotificationConfig` (`{taskId, id}`).
+    /// `GetTaskPushNotificationConfig`.
     pub async fn get_push_config(
         &self,
-        params: &Map<String, Value>,
-        caller: &Caller,
+        cx: &CallContext,
+        req: A2aTaskPushNotificationConfigRequest,
     ) -> Result<A2aTaskPushNotificationConfig, A2aError> {
-        self.pushes.get(params, caller).await
+        self.pushes.get(req, &cx.caller).await
     }
 
-    /// `ListTaskPushNotificationConfigs` (`{taskId, pageSize, pageToken}`), oldest first.
+    /// `ListTaskPushNotificationConfigs`, oldest first.
     pub async fn list_push_configs(
         &self,
-        params: &Map<String, Value>,
-        caller: &Caller,
+        cx: &CallContext,
+        req: A2aListTaskPushNotificationConfigsRequest,
     ) -> Result<A2aListTaskPushNotificationConfigsResponse, A2aError> {
-        self.pushes.list(params, caller).await
+        self.pushes.list(req, &cx.caller).await
     }
 
-    /// `DeleteTaskPushNotificationConfig` (`{taskId, id}`): idempotent — a config already gone
-    /// is not an error (its task must still be the caller's).
-    pub async fn delete_push_config(&self, params: &Map<String, Value>, caller: &Caller) -> Result<(), A2aError> {
-        self.pushes.delete(params, caller).await
+    /// `DeleteTaskPushNotificationConfig`: idempotent — a config already gone is not an error
+    /// (its task must still be the caller's).
+    pub async fn delete_push_config(
+        &self,
+        cx: &CallContext,
+        req: A2aTaskPushNotificationConfigRequest,
+    ) -> Result<(), A2aError> {
+        self.pushes.delete(req, &cx.caller).await
     }
 }

@@ -2,9 +2,9 @@
 //! card, `historyLength`, and the parameters of `ListTasks`.
 
 use e2a::a2a::jsonrpc::{envelope_from_call, A2aHeaders};
-use e2a::types::{A2aMessage, A2aOperation, A2aRole, A2aTaskState};
+use e2a::a2a::scalar::{Count, Flag};
+use e2a::types::{A2aListTasksRequest, A2aMessage, A2aOperation, A2aRole, A2aSendMessageConfiguration, A2aTaskState};
 use e2a::E2AEnvelope;
-use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -66,136 +66,40 @@ fn media_fits(modes: &[String], media: &str) -> bool {
         .any(|m| m == "*/*" || m == media || m.strip_suffix("/*").is_some_and(|t| media.split('/').next() == Some(t)))
 }
 
-/// Reads a view `T` of request params (the fields a check needs) without copying them.
-fn view<'a, T: Deserialize<'a>>(params: &'a Map<String, Value>) -> Result<T, serde_json::Error> {
-    T::deserialize(crate::json::object_deserializer(params))
-}
-
-/// A parameter as a client may send it: a JSON value, or (HTTP+JSON query) its text.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Param<'a> {
-    Bool(bool),
-    Int(i64),
-    /// An integer above `i64::MAX`.
-    UInt(u64),
-    /// A number written with a fraction or an exponent (`5.0`, `1e2`): an integer when it is one.
-    Float(f64),
-    Text(std::borrow::Cow<'a, str>),
-    Other(IgnoredAny),
-}
-
-impl Param<'_> {
-    fn int(&self) -> Option<i64> {
-        match self {
-            Param::Int(n) => Some(*n),
-            // exact in an f64 (below 2^53), like JSON Schema's and ProtoJSON's integers
-            Param::Float(f) if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => Some(*f as i64),
-            Param::Text(s) => s.parse().ok(),
-            _ => None,
-        }
-    }
-
-    /// A count: [`Param::int`], with the integers above `i64::MAX` up to `u64::MAX` (as numbers or
-    /// text, a uint64's range) read as `i64::MAX` (a listing caps its page size; it does not
-    /// refuse a large one as no integer). Beyond a uint64 is no count.
-    fn count(&self) -> Option<i64> {
-        match self {
-            Param::UInt(n) => Some(i64::try_from(*n).unwrap_or(i64::MAX)),
-            Param::Text(s) => match s.parse::<u64>() {
-                Ok(n) => Some(i64::try_from(n).unwrap_or(i64::MAX)),
-                Err(_) => self.int(),
-            },
-            _ => self.int(),
-        }
-    }
-
-    fn text(&self) -> Option<&str> {
-        match self {
-            Param::Text(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    fn flag(&self) -> Option<bool> {
-        match self {
-            Param::Bool(b) => Some(*b),
-            Param::Text(s) if s == "true" || s == "false" => Some(s == "true"),
-            _ => None,
-        }
+/// `historyLength` of a request (`at`: its place, `historyLength` or
+/// `configuration.historyLength`): `None` for all of it.
+pub fn history_length(count: Option<Count>, at: &str) -> Result<Option<usize>, A2aError> {
+    match count {
+        None => Ok(None),
+        Some(c) => c
+            .non_negative()
+            .map(Some)
+            .ok_or_else(|| invalid_at(at, " must be a non-negative integer")),
     }
 }
 
-/// The parameters a task read takes (`GetTask`, `ListTasks`, a send's `configuration`), as
-/// written; each is checked where it is used.
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct TaskQuery<'a> {
-    history_length: Option<Param<'a>>,
-    page_size: Option<Param<'a>>,
-    page_token: Option<Param<'a>>,
-    include_artifacts: Option<Param<'a>>,
-    status: Option<Param<'a>>,
-    status_timestamp_after: Option<Param<'a>>,
-    context_id: Option<Param<'a>>,
-    return_immediately: Option<Param<'a>>,
-    blocking: Option<Param<'a>>,
-}
-
-impl<'a> TaskQuery<'a> {
-    fn read(params: &'a Map<String, Value>) -> Result<Self, A2aError> {
-        view(params).map_err(|e| A2aError::invalid_params(e.to_string()))
-    }
-
-    fn history(&self) -> Result<Option<usize>, A2aError> {
-        match &self.history_length {
-            None => Ok(None),
-            Some(v) => match v.int() {
-                Some(n) if n >= 0 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
-                _ => Err(A2aError::invalid_params("historyLength must be a non-negative integer")),
-            },
-        }
+/// Invalid params naming field `at` (dotted, under `params`; empty: the params) and why
+/// (` must be …`, `: …`, written after the field's name).
+pub(crate) fn invalid_at(at: &str, why: &str) -> A2aError {
+    let (dotted, pointer) = match at {
+        "" => ("params".to_string(), "/params".to_string()),
+        at => (format!("params.{at}"), format!("/params/{}", at.replace('.', "/"))),
+    };
+    A2aError {
+        pointer: Some(pointer),
+        ..A2aError::invalid_params(format!("{dotted}{why}"))
     }
 }
 
-/// The page a listing asks for: `pageSize` as the client wrote it (an integer, `5.0` and
-/// `"5"` included; `None` when absent) and the offset its `pageToken` stands for. Each listing
-/// applies its own range to the size.
-pub(crate) struct Page {
-    /// `pageSize`, when given.
-    pub(crate) size: Option<i64>,
-    /// Items to skip (the page token; 0 without one).
-    pub(crate) offset: usize,
-}
-
-impl Page {
-    /// The page of `params`; a `pageSize` that is no integer or a `pageToken` this gateway did
-    /// not give is invalid params naming it.
-    pub(crate) fn read(params: &Map<String, Value>) -> Result<Self, A2aError> {
-        Self::of(&TaskQuery::read(params)?)
+/// The items a listing skips: the offset its `pageToken` stands for (0 without one); a token
+/// this gateway did not give is invalid params naming it.
+pub(crate) fn page_offset(token: Option<&str>) -> Result<usize, A2aError> {
+    match token.filter(|s| !s.is_empty()) {
+        None => Ok(0),
+        Some(t) => t
+            .parse::<usize>()
+            .map_err(|_| invalid_at("pageToken", " is not a token this server issued")),
     }
-
-    fn of(q: &TaskQuery<'_>) -> Result<Self, A2aError> {
-        let size = match &q.page_size {
-            None => None,
-            Some(v) => Some(
-                v.count()
-                    .ok_or_else(|| A2aError::invalid_params("pageSize must be an integer"))?,
-            ),
-        };
-        let offset = match q.page_token.as_ref().and_then(Param::text).filter(|s| !s.is_empty()) {
-            None => 0,
-            Some(t) => t
-                .parse::<usize>()
-                .map_err(|_| A2aError::invalid_params("pageToken is not a token this server issued"))?,
-        };
-        Ok(Page { size, offset })
-    }
-}
-
-/// `historyLength` of a request: `None` for all of it.
-pub fn history_length(params: &Map<String, Value>) -> Result<Option<usize>, A2aError> {
-    TaskQuery::read(params)?.history()
 }
 
 /// The message of a send (`params.message`), read and checked: an A2A `Message` from the user
@@ -307,50 +211,35 @@ pub(super) struct ListParams {
 }
 
 impl ListParams {
-    /// Reads `params`; a wrong value is invalid params naming it.
-    pub(super) fn read(params: &Map<String, Value>) -> Result<Self, A2aError> {
-        let q = TaskQuery::read(params)?;
-        let Page { size, offset } = Page::of(&q)?;
-        let page_size = match size {
+    /// Checks request `r`; a wrong value is invalid params naming it.
+    pub(super) fn of(r: A2aListTasksRequest) -> Result<Self, A2aError> {
+        let page_size = match r.page_size.map(Count::get) {
             None | Some(0) => 50,
             Some(n) if (1..=100).contains(&n) => usize::try_from(n).unwrap_or(50),
-            Some(_) => return Err(A2aError::invalid_params("pageSize must be between 1 and 100")),
+            Some(_) => return Err(invalid_at("pageSize", " must be between 1 and 100")),
         };
-        let include_artifacts = match &q.include_artifacts {
-            None => false,
-            Some(v) => v
-                .flag()
-                .ok_or_else(|| A2aError::invalid_params("includeArtifacts must be a boolean"))?,
-        };
-        let state = match &q.status {
+        let state = match r.status.as_deref().filter(|s| !s.is_empty()) {
             None => None,
-            Some(Param::Text(s)) if s.is_empty() => None,
-            Some(Param::Text(s)) => match A2aTaskState::read(s) {
+            Some(s) => match A2aTaskState::read(s) {
                 Some(A2aTaskState::TaskStateUnspecified) => None,
                 Some(state) => Some(state),
-                None => return Err(A2aError::invalid_params(format!("status {s:?} is not a task state"))),
+                None => return Err(invalid_at("status", &format!(" {s:?} is not a task state"))),
             },
-            Some(_) => return Err(A2aError::invalid_params("status must be a task state")),
         };
-        let updated_after_ms = match q.status_timestamp_after.as_ref().and_then(Param::text) {
+        let updated_after_ms = match r.status_timestamp_after.as_deref().filter(|s| !s.is_empty()) {
             None => None,
             Some(t) => Some(
                 e2a::timestamp::parse_rfc3339_ms(t)
-                    .ok_or_else(|| A2aError::invalid_params("statusTimestampAfter must be an RFC 3339 timestamp"))?,
+                    .ok_or_else(|| invalid_at("statusTimestampAfter", " must be an RFC 3339 timestamp"))?,
             ),
         };
         Ok(ListParams {
             page_size,
-            offset,
-            history: q.history()?,
-            include_artifacts,
+            offset: page_offset(r.page_token.as_deref())?,
+            history: history_length(r.history_length, "historyLength")?,
+            include_artifacts: r.include_artifacts.is_some_and(Flag::get),
             state,
-            context_id: q
-                .context_id
-                .as_ref()
-                .and_then(Param::text)
-                .filter(|s| !s.is_empty())
-                .map(String::from),
+            context_id: r.context_id.filter(|s| !s.is_empty()),
             updated_after_ms,
         })
     }
@@ -368,26 +257,16 @@ pub struct SendConfig {
 }
 
 impl SendConfig {
-    /// Reads `params.configuration`.
+    /// Reads `params.configuration` (one that is not an object asks nothing).
     pub fn read(params: &Map<String, Value>) -> Result<Self, A2aError> {
-        // (only `configuration` is read: a view of the whole params would walk the message)
-        let config = params
-            .get("configuration")
-            .and_then(|c| Option::<TaskQuery<'_>>::deserialize(c).ok().flatten())
-            .unwrap_or_default();
-        // a flag is a JSON boolean (null reads as absent); anything else is refused, not ignored
-        let flag = |p: &Option<Param<'_>>, name: &str| match p {
-            None => Ok(None),
-            Some(Param::Bool(b)) => Ok(Some(*b)),
-            Some(_) => Err(A2aError::invalid_params(format!(
-                "params.configuration.{name} must be a boolean"
-            ))),
+        let config: A2aSendMessageConfiguration = match params.get("configuration") {
+            Some(Value::Object(c)) => super::request::read_under(c, &["configuration"])?,
+            _ => A2aSendMessageConfiguration::default(),
         };
-        let return_immediately = flag(&config.return_immediately, "returnImmediately")?.unwrap_or(false);
-        let blocking = flag(&config.blocking, "blocking")?.unwrap_or(true);
+        let return_immediately = config.return_immediately.unwrap_or(false);
         Ok(SendConfig {
-            history: config.history()?,
-            blocking: !return_immediately && blocking,
+            history: history_length(config.history_length, "configuration.historyLength")?,
+            blocking: !return_immediately && config.blocking.unwrap_or(true),
             return_immediately,
         })
     }
@@ -409,13 +288,18 @@ mod tests {
         }
     }
 
+    /// `ListTasks` params read as every binding reads them: the typed request, then checked.
+    fn list(v: Value) -> Result<ListParams, A2aError> {
+        ListParams::of(crate::tasks::request::read(&params(v))?)
+    }
+
     #[test]
     fn list_params_read_json_values_and_query_text_alike() {
         for p in [
             json!({"pageSize": 5, "includeArtifacts": true, "status": "TASK_STATE_WORKING", "historyLength": 2, "contextId": "c"}),
             json!({"pageSize": "5", "includeArtifacts": "true", "status": "working", "historyLength": "2", "contextId": "c"}),
         ] {
-            let l = ListParams::read(&params(p)).expect("read");
+            let l = list(p).expect("read");
             assert_eq!((l.page_size, l.include_artifacts, l.history), (5, true, Some(2)));
             assert_eq!(
                 (l.state, l.context_id.as_deref()),
@@ -423,21 +307,23 @@ mod tests {
             );
         }
         // an integral number written as a float is that integer (JSON Schema, ProtoJSON)
-        let l = ListParams::read(&params(json!({"pageSize": 5.0, "historyLength": 2e0}))).expect("read");
+        let l = list(json!({"pageSize": 5.0, "historyLength": 2e0})).expect("read");
         assert_eq!((l.page_size, l.history), (5, Some(2)));
         for huge in [json!(18_446_744_073_709_551_614u64), json!("18446744073709551614")] {
-            let page = super::Page::read(&params(json!({ "pageSize": huge }))).expect("read");
-            assert_eq!(
-                page.size,
-                Some(i64::MAX),
-                "a count too large for i64 is capped, not refused"
+            let message = error_of(list(json!({ "pageSize": huge })));
+            assert!(
+                message.contains("between 1 and 100"),
+                "a count too large for i64 is read (capped), then out of range: {message}"
             );
         }
         for beyond in [json!(18_446_744_073_709_551_616.0), json!("18446744073709551616")] {
-            let read = super::Page::read(&params(json!({ "pageSize": beyond })));
-            assert!(read.is_err(), "a count beyond a uint64 is refused");
+            let message = error_of(list(json!({ "pageSize": beyond })));
+            assert!(
+                message.contains("invalid value"),
+                "a count beyond a uint64 is no integer: {message}"
+            );
         }
-        let l = ListParams::read(&params(json!({"pageSize": 0, "pageToken": "10"}))).expect("read");
+        let l = list(json!({"pageSize": 0, "pageToken": "10"})).expect("read");
         assert_eq!((l.page_size, l.offset, l.state, l.history), (50, 10, None, None));
         for (bad, named) in [
             (json!({"pageSize": 101}), "pageSize"),
@@ -449,8 +335,13 @@ mod tests {
             (json!({"pageToken": "x"}), "pageToken"),
             (json!({"statusTimestampAfter": "yesterday"}), "statusTimestampAfter"),
         ] {
-            let message = error_of(ListParams::read(&params(bad.clone())));
-            assert!(message.contains(named), "{bad}: {message}");
+            let e = list(bad.clone()).err().expect("refused");
+            assert!(
+                e.message.starts_with(&format!("params.{named}")),
+                "{bad}: {}",
+                e.message
+            );
+            assert_eq!(e.pointer, Some(format!("/params/{named}")), "{bad}");
         }
     }
 
@@ -464,7 +355,10 @@ mod tests {
             let e = error_of(SendConfig::read(&params(
                 json!({"configuration": {"returnImmediately": bad}}),
             )));
-            assert!(e.contains("returnImmediately must be a boolean"), "{e}");
+            assert!(
+                e.starts_with("params.configuration.returnImmediately: invalid type"),
+                "{e}"
+            );
         }
         assert!(!blocking(json!({"configuration": {"returnImmediately": true}})));
         assert!(!blocking(json!({"configuration": {"blocking": false}})));

@@ -19,7 +19,7 @@ use super::params::{decode_send, Decoded};
 use super::sent::{PastSends, SendKeys};
 use super::snapshot::{status_now, trim_history, user_turns};
 use super::turn::{Turn, TurnMapper};
-use super::{EventStream, SendParams, TurnDone, SUBMITTED, WORKING};
+use super::{CallContext, EventStream, SendParams, TurnDone, SUBMITTED, WORKING};
 use crate::agent::Agent;
 use crate::agent::{Caller, ConversationKey};
 use crate::pipeline::{Admission, Pipeline};
@@ -109,14 +109,14 @@ impl Turns {
     pub(super) async fn send(self: &Arc<Self>, p: SendParams, streaming: bool) -> Result<SendOutcome, A2aError> {
         // the keys the send is remembered by, read before it is decoded (idempotent delivery)
         let keys = SendKeys::of(&p, self.config.message_ids);
-        let SendParams {
+        let SendParams { cx, params } = p;
+        let CallContext {
             id,
-            params,
             headers,
             caller,
             trace_id,
             ..
-        } = p;
+        } = cx;
         let push = self.pushes.of_send(&params).await?;
         let Decoded {
             mut env,

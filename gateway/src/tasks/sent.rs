@@ -151,6 +151,7 @@ impl SendKeys {
         });
         SendKeys {
             idempotency: p
+                .cx
                 .idempotency_key
                 .as_ref()
                 .map(|k| (k.clone(), fingerprint_object(&p.params))),

@@ -9,7 +9,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use crate::tasks::error::{A2aError, Answered, RestError};
+use crate::tasks::error::{A2aError, A2aErrorKind, Answered, RestError};
 use crate::web::problem::{Problem, PROBLEM_JSON};
 
 use super::rest::A2A_JSON;
@@ -23,8 +23,22 @@ fn unanswered(resp: &Response) -> Option<A2aError> {
     }
     Some(match resp.extensions().get::<Problem>() {
         Some(p) => A2aError::from_problem(p),
-        None => A2aError::from_status(status),
+        None => error_of_status(status),
     })
+}
+
+/// An error response of the web layer that carries no problem (axum's `405`, a `413` of
+/// a body limit): the A2A error of its status.
+fn error_of_status(status: StatusCode) -> A2aError {
+    let kind = match status {
+        StatusCode::NOT_FOUND => A2aErrorKind::MethodNotFound,
+        StatusCode::METHOD_NOT_ALLOWED => A2aErrorKind::UnsupportedOperation,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => A2aErrorKind::ContentTypeNotSupported,
+        s if s.is_client_error() => A2aErrorKind::InvalidRequest,
+        _ => A2aErrorKind::Internal,
+    };
+    let message = status.canonical_reason().unwrap_or("error").to_lowercase();
+    A2aError::new(kind, message).with_status(status)
 }
 
 /// `resp`'s headers but the body's, on `answer`.

@@ -30,7 +30,8 @@ use tonic_types::{ErrorDetails, StatusExt};
 
 use crate::agent::Caller;
 use crate::tasks::error::A2aError;
-use crate::tasks::{history_length, trim_history, EventStream, SendParams, Sent, TaskService};
+use crate::tasks::request::{read, CallContext};
+use crate::tasks::{EventStream, SendParams, Sent, TaskService};
 
 /// The gRPC routes (`/lf.a2a.v1.A2AService/*`) of `state`, to merge into the gateway's.
 pub(crate) fn router(state: Arc<TaskService>) -> axum::Router {
@@ -79,9 +80,7 @@ fn status(e: &A2aError) -> Status {
         "UNAVAILABLE" => Code::Unavailable,
         _ => Code::Internal,
     };
-    let metadata = crate::web::trace::current_trace_id()
-        .map(|t| std::collections::HashMap::from([("traceId".to_string(), t.to_string())]))
-        .unwrap_or_default();
+    let metadata: std::collections::HashMap<_, _> = e.metadata().into_iter().collect();
     let mut details = ErrorDetails::with_error_info(e.reason(), "a2a-protocol.org", metadata);
     if let Some(secs) = e.retry_after {
         details.set_retry_info(Some(std::time::Duration::from_secs(secs)));
@@ -178,27 +177,29 @@ impl Grpc {
 }
 
 impl Call {
-    /// `params.id`, the task id.
-    fn task_id(&self) -> Result<String, Status> {
-        self.params
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(String::from)
-            .ok_or_else(|| status(&A2aError::invalid_params("id (the task id) is required")))
+    /// The context of the call (no JSON-RPC id, no idempotency key).
+    fn context(&self) -> CallContext {
+        CallContext {
+            id: Value::Null,
+            caller: self.caller.clone(),
+            headers: self.a2a.clone(),
+            trace_id: crate::web::trace::TraceContext::from_headers(&self.headers).trace_id,
+            idempotency_key: None,
+        }
+    }
+
+    /// The request, typed (read from its ProtoJSON form, as every binding reads it).
+    fn request<T: serde::de::DeserializeOwned>(&self) -> Result<T, Status> {
+        Ok(read(&self.params)?)
     }
 
     fn send(self) -> Result<(Arc<TaskService>, SendParams), Status> {
-        let trace_id = crate::web::trace::TraceContext::from_headers(&self.headers).trace_id;
+        let cx = self.context();
         Ok((
             self.state,
             SendParams {
-                id: Value::Null,
+                cx,
                 params: self.params,
-                headers: self.a2a,
-                caller: self.caller,
-                trace_id,
-                idempotency_key: None,
             },
         ))
     }
@@ -235,9 +236,7 @@ impl pb::a2a_service_server::A2aService for Grpc {
 
     async fn get_task(&self, request: Request<pb::GetTaskRequest>) -> Result<Response<pb::Task>, Status> {
         let call = self.open::<_, pj::GetTaskRequest>(request)?;
-        let history = history_length(&call.params)?;
-        let task = call.state.get_task(&call.task_id()?, &call.caller).await?;
-        let task = text(&trim_history(task, history));
+        let task = text(&call.state.get_task(&call.context(), call.request()?).await?);
         Ok(Response::new(message_of::<pj::Task, _>(&task)?))
     }
 
@@ -246,13 +245,13 @@ impl pb::a2a_service_server::A2aService for Grpc {
         request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
         let call = self.open::<_, pj::ListTasksRequest>(request)?;
-        let page = call.state.list(&call.params, &call.caller).await?;
+        let page = call.state.list(&call.context(), call.request()?).await?;
         Ok(Response::new(message_of::<pj::ListTasksResponse, _>(&text(&page))?))
     }
 
     async fn cancel_task(&self, request: Request<pb::CancelTaskRequest>) -> Result<Response<pb::Task>, Status> {
         let call = self.open::<_, pj::CancelTaskRequest>(request)?;
-        let task = call.state.cancel(&call.task_id()?, &call.caller).await?;
+        let task = call.state.cancel(&call.context(), call.request()?).await?;
         Ok(Response::new(message_of::<pj::Task, _>(&text(&task))?))
     }
 
@@ -265,7 +264,10 @@ impl pb::a2a_service_server::A2aService for Grpc {
         let call = self.open::<_, pj::SubscribeToTaskRequest>(request)?;
         // a resumption names the last event it saw, as SSE's Last-Event-ID does
         let last_seen = crate::web::last_event_id::read(&call.headers).map_err(A2aError::from)?;
-        let stream = call.state.subscribe(&call.task_id()?, &call.caller, last_seen).await?;
+        let stream = call
+            .state
+            .subscribe(&call.context(), call.request()?, last_seen)
+            .await?;
         Ok(Response::new(events(stream)))
     }
 
@@ -274,7 +276,7 @@ impl pb::a2a_service_server::A2aService for Grpc {
         request: Request<pb::TaskPushNotificationConfig>,
     ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
         let call = self.open::<_, pj::TaskPushNotificationConfig>(request)?;
-        let config = call.state.create_push_config(&call.params, &call.caller).await?;
+        let config = call.state.create_push_config(&call.context(), call.request()?).await?;
         Ok(Response::new(message_of::<pj::TaskPushNotificationConfig, _>(&text(
             &config,
         ))?))
@@ -285,7 +287,7 @@ impl pb::a2a_service_server::A2aService for Grpc {
         request: Request<pb::GetTaskPushNotificationConfigRequest>,
     ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
         let call = self.open::<_, pj::GetTaskPushNotificationConfigRequest>(request)?;
-        let config = call.state.get_push_config(&call.params, &call.caller).await?;
+        let config = call.state.get_push_config(&call.context(), call.request()?).await?;
         Ok(Response::new(message_of::<pj::TaskPushNotificationConfig, _>(&text(
             &config,
         ))?))
@@ -296,7 +298,7 @@ impl pb::a2a_service_server::A2aService for Grpc {
         request: Request<pb::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<Response<pb::ListTaskPushNotificationConfigsResponse>, Status> {
         let call = self.open::<_, pj::ListTaskPushNotificationConfigsRequest>(request)?;
-        let page = call.state.list_push_configs(&call.params, &call.caller).await?;
+        let page = call.state.list_push_configs(&call.context(), call.request()?).await?;
         Ok(Response::new(message_of::<
             pj::ListTaskPushNotificationConfigsResponse,
             _,
@@ -308,6 +310,7 @@ impl pb::a2a_service_server::A2aService for Grpc {
         request: Request<pb::GetExtendedAgentCardRequest>,
     ) -> Result<Response<pb::AgentCard>, Status> {
         let call = self.open::<_, pj::GetExtendedAgentCardRequest>(request)?;
+        call.request::<e2a::types::A2aGetExtendedAgentCardRequest>()?;
         let card = super::extended_card(&call.state, &call.headers)?;
         Ok(Response::new(message_of::<pj::AgentCard, _>(&card.to_string())?))
     }
@@ -317,7 +320,7 @@ impl pb::a2a_service_server::A2aService for Grpc {
         request: Request<pb::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<Response<()>, Status> {
         let call = self.open::<_, pj::DeleteTaskPushNotificationConfigRequest>(request)?;
-        call.state.delete_push_config(&call.params, &call.caller).await?;
+        call.state.delete_push_config(&call.context(), call.request()?).await?;
         Ok(Response::new(()))
     }
 }

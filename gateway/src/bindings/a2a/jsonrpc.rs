@@ -9,13 +9,14 @@ use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use e2a::a2a::jsonrpc::operation;
-use e2a::types::A2aOperation;
+use e2a::types::{A2aGetExtendedAgentCardRequest, A2aOperation};
 use serde_json::{Map, Value};
 
 use crate::agent::Caller;
 use crate::tasks::error::{A2aError, A2aErrorKind};
+use crate::tasks::request::{read, CallContext};
 use crate::tasks::TaskService;
-use crate::tasks::{history_length, trim_history, SendParams, Sent};
+use crate::tasks::{SendParams, Sent};
 use crate::web::{body, last_event_id};
 
 fn reply(v: Value) -> Response {
@@ -64,8 +65,8 @@ struct Call {
 /// is known). Its members are moved out of the request, not read into another value: a large
 /// message is held once (a typed read of the request rebuilt it, doubling a large request's
 /// peak memory).
-fn decode(request: Value) -> Result<Call, (Value, A2aError)> {
-    let invalid = |id: &Value, m: &str| (id.clone(), A2aError::new(A2aErrorKind::InvalidRequest, m));
+fn decode(request: Value) -> Result<Call, Box<(Value, A2aError)>> {
+    let invalid = |id: &Value, m: &str| Box::new((id.clone(), A2aError::new(A2aErrorKind::InvalidRequest, m)));
     let null = Value::Null;
     let Value::Object(mut request) = request else {
         return Err(invalid(&null, "the request must be a JSON-RPC request object"));
@@ -90,11 +91,11 @@ fn decode(request: Value) -> Result<Call, (Value, A2aError)> {
                 _ => Map::new(),
             }
         }
-        _ => return Err((id, A2aError::invalid_params("params must be an object"))),
+        _ => return Err(Box::new((id, A2aError::invalid_params("params must be an object")))),
     };
     let Some(op) = operation(&method) else {
         let e = A2aError::new(A2aErrorKind::MethodNotFound, format!("method {method} not found"));
-        return Err((id, e));
+        return Err(Box::new((id, e)));
     };
     Ok(Call { id, op, params })
 }
@@ -114,7 +115,7 @@ pub(super) async fn handle(
     };
     let call = match decode(request) {
         Ok(call) => call,
-        Err((id, e)) => return err(&id, &e),
+        Err(refused) => return err(&refused.0, &refused.1),
     };
     let id = call.id.clone();
     // A2A 1.0's multi-tenant form: `tenant` names the agent (authenticated for that agent)
@@ -154,13 +155,12 @@ async fn dispatch(
 ) -> Result<Response, A2aError> {
     let a2a = super::request_headers(state, headers, query)?;
     let Call { id, op, params } = call;
-    let task_id = || -> Result<String, A2aError> {
-        params
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(String::from)
-            .ok_or_else(|| A2aError::invalid_params("params.id (the task id) is required"))
+    let cx = CallContext {
+        id: id.clone(),
+        caller,
+        headers: a2a,
+        trace_id: crate::web::trace::TraceContext::from_headers(headers).trace_id,
+        idempotency_key: None,
     };
     let keep_alive = state.pipeline().config.keep_alive;
     let stream = |events| {
@@ -170,14 +170,7 @@ async fn dispatch(
     };
     match op {
         A2aOperation::SendMessage | A2aOperation::SendStreamingMessage => {
-            let send = SendParams {
-                id: id.clone(),
-                params,
-                headers: a2a,
-                caller: caller.clone(),
-                trace_id: crate::web::trace::TraceContext::from_headers(headers).trace_id,
-                idempotency_key: None,
-            };
+            let send = SendParams { cx, params };
             if op == A2aOperation::SendStreamingMessage {
                 return Ok(stream(state.send_streaming(send).await?));
             }
@@ -194,30 +187,30 @@ async fn dispatch(
         }
         // (the other operations' futures are boxed: each is as large as a send's, and the
         // request's future, which every layer moves, is as large as the largest)
-        A2aOperation::GetTask => {
-            let task = Box::pin(state.get_task(&task_id()?, &caller)).await?;
-            typed_ok(&id, &trim_history(task, history_length(&params)?))
-        }
-        A2aOperation::ListTasks => typed_ok(&id, &Box::pin(state.list(&params, &caller)).await?),
-        A2aOperation::CancelTask => typed_ok(&id, &Box::pin(state.cancel(&task_id()?, &caller)).await?),
+        A2aOperation::GetTask => typed_ok(&id, &Box::pin(state.get_task(&cx, read(&params)?)).await?),
+        A2aOperation::ListTasks => typed_ok(&id, &Box::pin(state.list(&cx, read(&params)?)).await?),
+        A2aOperation::CancelTask => typed_ok(&id, &Box::pin(state.cancel(&cx, read(&params)?)).await?),
         A2aOperation::SubscribeToTask => {
             let last_seen = last_event_id::read(headers)?;
-            let events = Box::pin(state.subscribe(&task_id()?, &caller, last_seen)).await?;
+            let events = Box::pin(state.subscribe(&cx, read(&params)?, last_seen)).await?;
             Ok(stream(events))
         }
-        A2aOperation::GetExtendedAgentCard => typed_ok(&id, &super::extended_card(state, headers)?),
+        A2aOperation::GetExtendedAgentCard => {
+            read::<A2aGetExtendedAgentCardRequest>(&params)?;
+            typed_ok(&id, &super::extended_card(state, headers)?)
+        }
         A2aOperation::CreateTaskPushNotificationConfig => {
-            typed_ok(&id, &Box::pin(state.create_push_config(&params, &caller)).await?)
+            typed_ok(&id, &Box::pin(state.create_push_config(&cx, read(&params)?)).await?)
         }
         A2aOperation::GetTaskPushNotificationConfig => {
-            typed_ok(&id, &Box::pin(state.get_push_config(&params, &caller)).await?)
+            typed_ok(&id, &Box::pin(state.get_push_config(&cx, read(&params)?)).await?)
         }
         A2aOperation::ListTaskPushNotificationConfigs => {
-            typed_ok(&id, &Box::pin(state.list_push_configs(&params, &caller)).await?)
+            typed_ok(&id, &Box::pin(state.list_push_configs(&cx, read(&params)?)).await?)
         }
         // (`google.protobuf.Empty`: no result)
         A2aOperation::DeleteTaskPushNotificationConfig => {
-            Box::pin(state.delete_push_config(&params, &caller)).await?;
+            Box::pin(state.delete_push_config(&cx, read(&params)?)).await?;
             typed_ok(&id, &Value::Null)
         }
     }

@@ -16,8 +16,8 @@ use serde_json::{Map, Value};
 
 use crate::agent::Caller;
 use crate::tasks::error::{A2aError, A2aErrorKind, RestError};
-use crate::tasks::TaskService;
-use crate::tasks::{history_length, trim_history, SendParams, Sent};
+use crate::tasks::request::{read, CallContext};
+use crate::tasks::{SendParams, Sent, TaskService};
 use crate::web::{body, last_event_id};
 
 /// The routes under `prefix` (empty: at the root).
@@ -83,14 +83,14 @@ async fn send_params(
 ) -> Result<SendParams, A2aError> {
     let a2a = super::request_headers(state, headers, query)?;
     let params = body_object(state, headers, body).await?;
-    Ok(SendParams {
+    let cx = CallContext {
         id: Value::Null,
-        params,
-        headers: a2a,
         caller,
+        headers: a2a,
         trace_id: crate::web::trace::TraceContext::from_headers(headers).trace_id,
         idempotency_key: crate::web::idempotency_key(headers).map(String::from),
-    })
+    };
+    Ok(SendParams { cx, params })
 }
 
 /// How a send route answers: `message:send` once, `message:stream` as an event stream (set on
@@ -137,8 +137,10 @@ async fn list(
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, RestError> {
-    super::request_headers(&state, &headers, raw.as_deref())?;
-    Ok(json_response(state.list(&query_params(raw.as_deref()), &caller).await?))
+    let cx = context(&state, caller, &headers, raw.as_deref())?;
+    Ok(json_response(
+        state.list(&cx, read(&query_params(raw.as_deref()))?).await?,
+    ))
 }
 
 /// `{id}` or `{id}:verb`.
@@ -158,39 +160,47 @@ async fn task(
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, RestError> {
-    super::request_headers(&state, &headers, raw.as_deref())?;
+    let cx = context(&state, caller, &headers, raw.as_deref())?;
     let (id, verb) = split_segment(&segment);
+    // the path names the task (as gRPC transcoding binds `id` from it), the query the rest
+    let mut params = query_params(raw.as_deref());
+    params.insert("id".into(), Value::String(id.to_string()));
     let (get, post) = (matches!(method, Method::GET | Method::HEAD), method == Method::POST);
     match verb {
-        None if get => {
-            let history = history_length(&query_params(raw.as_deref()))?;
-            let task = state.get_task(id, &caller).await?;
-            Ok(json_response(trim_history(task, history)))
-        }
+        None if get => Ok(json_response(state.get_task(&cx, read(&params)?).await?)),
         None => Ok(not_allowed("GET,HEAD")),
-        Some("cancel") if post => Ok(json_response(state.cancel(id, &caller).await?)),
+        Some("cancel") if post => Ok(json_response(state.cancel(&cx, read(&params)?).await?)),
         Some("cancel") => Ok(not_allowed("POST")),
-        Some("subscribe") if post || method == Method::GET => subscribe(&state, id, &caller, &headers).await,
+        Some("subscribe") if post || method == Method::GET => {
+            let last_seen = last_event_id::read(&headers).map_err(A2aError::from)?;
+            let events = state.subscribe(&cx, read(&params)?, last_seen).await?;
+            Ok(super::sse(events, state.pipeline().config.keep_alive, event_or_error))
+        }
         Some("subscribe") => Ok(not_allowed("GET,POST")),
         Some(_) => Err(method_not_allowed().into()),
     }
+}
+
+/// The context of a call on this binding (no JSON-RPC id; its `Idempotency-Key`).
+fn context(
+    state: &TaskService,
+    caller: Caller,
+    headers: &HeaderMap,
+    query: Option<&str>,
+) -> Result<CallContext, A2aError> {
+    Ok(CallContext {
+        id: Value::Null,
+        caller,
+        headers: super::request_headers(state, headers, query)?,
+        trace_id: crate::web::trace::TraceContext::from_headers(headers).trace_id,
+        idempotency_key: crate::web::idempotency_key(headers).map(String::from),
+    })
 }
 
 /// `405` with the methods the resource takes; the binding's error layer writes it as a
 /// problem, `Allow` kept.
 fn not_allowed(allow: &'static str) -> Response {
     (axum::http::StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, allow)]).into_response()
-}
-
-async fn subscribe(
-    state: &Arc<TaskService>,
-    id: &str,
-    caller: &Caller,
-    headers: &HeaderMap,
-) -> Result<Response, RestError> {
-    let last_seen = last_event_id::read(headers).map_err(A2aError::from)?;
-    let events = state.subscribe(id, caller, last_seen).await?;
-    Ok(super::sse(events, state.pipeline().config.keep_alive, event_or_error))
 }
 
 fn method_not_allowed() -> A2aError {
@@ -208,7 +218,7 @@ async fn push_configs(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, RestError> {
-    super::request_headers(&state, &headers, raw.as_deref())?;
+    let cx = context(&state, caller, &headers, raw.as_deref())?;
     match method {
         Method::POST => {
             let mut params = body_object(&state, &headers, body).await?;
@@ -220,12 +230,12 @@ async fn push_configs(
                 );
             }
             params.insert("taskId".into(), Value::String(task_id));
-            Ok(json_response(state.create_push_config(&params, &caller).await?))
+            Ok(json_response(state.create_push_config(&cx, read(&params)?).await?))
         }
         Method::GET => {
             let mut params = query_params(raw.as_deref());
             params.insert("taskId".into(), Value::String(task_id));
-            Ok(json_response(state.list_push_configs(&params, &caller).await?))
+            Ok(json_response(state.list_push_configs(&cx, read(&params)?).await?))
         }
         _ => Err(method_not_allowed().into()),
     }
@@ -240,14 +250,14 @@ async fn push_config(
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, RestError> {
-    super::request_headers(&state, &headers, raw.as_deref())?;
+    let cx = context(&state, caller, &headers, raw.as_deref())?;
     let mut params = Map::new();
     params.insert("taskId".into(), Value::String(task_id));
     params.insert("id".into(), Value::String(config_id));
     match method {
-        Method::GET => Ok(json_response(state.get_push_config(&params, &caller).await?)),
+        Method::GET => Ok(json_response(state.get_push_config(&cx, read(&params)?).await?)),
         Method::DELETE => {
-            state.delete_push_config(&params, &caller).await?;
+            state.delete_push_config(&cx, read(&params)?).await?;
             // `google.protobuf.Empty`
             Ok(json_response(Map::new()))
         }

@@ -1,10 +1,13 @@
 //! The four push-config operations of the task service (`CreateTaskPushNotificationConfig`,
-//! `Get…`, `List…`, `Delete…`), with params in their 1.0 ProtoJSON form (what every binding
-//! hands over), and the config a send carries (`configuration.taskPushNotificationConfig`).
+//! `Get…`, `List…`, `Delete…`), each with its typed request (what every binding
+//! reads), and the config a send carries (`configuration.taskPushNotificationConfig`).
 
 use std::sync::Arc;
 
-use e2a::types::{A2aListTaskPushNotificationConfigsResponse, A2aTaskPushNotificationConfig};
+use e2a::types::{
+    A2aCreateTaskPushNotificationConfigRequest, A2aListTaskPushNotificationConfigsRequest,
+    A2aListTaskPushNotificationConfigsResponse, A2aTaskPushNotificationConfig, A2aTaskPushNotificationConfigRequest,
+};
 use serde_json::{Map, Value};
 
 use super::Pusher;
@@ -12,40 +15,32 @@ use crate::agent::Caller;
 use crate::store::{now_ms, PushRecord, Stores};
 use crate::tasks::error::{A2aError, A2aErrorKind};
 use crate::tasks::log::TaskLog;
+use crate::tasks::params::{invalid_at, page_offset};
+use crate::tasks::request::required;
 
 /// Most configs in one page of `ListTaskPushNotificationConfigs`.
 const MAX_PAGE: usize = 100;
 
-/// `field` of `params`, a non-empty string.
-fn text<'a>(params: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
-    params.get(field).and_then(Value::as_str).filter(|s| !s.is_empty())
+/// A config read from `value` (a `TaskPushNotificationConfig`), errors naming the field under
+/// `at` (`configuration.taskPushNotificationConfig`).
+fn read_config(value: &Map<String, Value>, at: &str) -> Result<A2aTaskPushNotificationConfig, A2aError> {
+    let under: Vec<&str> = at.split('.').collect();
+    crate::tasks::request::read_under(value, &under)
 }
 
-/// A config read from `value` (a `TaskPushNotificationConfig`), errors naming the field under
-/// `at` (`params`, `params.configuration.taskPushNotificationConfig`).
-fn read_config(value: &Map<String, Value>, at: &str) -> Result<A2aTaskPushNotificationConfig, A2aError> {
-    serde_path_to_error::deserialize(crate::json::object_deserializer(value)).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." {
-            at.to_string()
-        } else {
-            format!("{at}.{path}")
-        };
-        A2aError::invalid_params(format!("{field}: {}", e.inner()))
-    })
+/// `s`, when it is not empty.
+fn nonempty(s: &Option<String>) -> Option<&str> {
+    s.as_deref().filter(|s| !s.is_empty())
 }
 
 /// The task id and config id of a Get or Delete (1.0 `{taskId, id}`; 0.3's
 /// `{id, pushNotificationConfigId}` reads too).
-fn task_and_config(params: &Map<String, Value>) -> Result<(String, String), A2aError> {
-    let (task, config) = match text(params, "taskId") {
-        Some(task) => (Some(task), text(params, "id")),
-        None => (text(params, "id"), text(params, "pushNotificationConfigId")),
+fn task_and_config(r: &A2aTaskPushNotificationConfigRequest) -> Result<(&str, &str), A2aError> {
+    let (task, config) = match nonempty(&r.task_id) {
+        Some(task) => (Some(task), nonempty(&r.id)),
+        None => (nonempty(&r.id), nonempty(&r.push_notification_config_id)),
     };
-    let task = task.ok_or_else(|| A2aError::invalid_params("params.taskId (the task id) is required"))?;
-    let config =
-        config.ok_or_else(|| A2aError::invalid_params("params.id (the push notification config id) is required"))?;
-    Ok((task.to_string(), config.to_string()))
+    Ok((required(task, "taskId")?, required(config, "id")?))
 }
 
 /// The push configs of tasks: kept in the store (`store`, its push role), each for a task of
@@ -80,8 +75,15 @@ impl PushConfigs {
     /// address, not `localhost`), its errors naming `at.url`.
     async fn check_target(&self, config: &A2aTaskPushNotificationConfig, at: &str) -> Result<(), A2aError> {
         self.push_supported()?;
+        let field = |f: &str| {
+            if at.is_empty() {
+                f.to_string()
+            } else {
+                format!("{at}.{f}")
+            }
+        };
         if config.url.trim().is_empty() {
-            return Err(A2aError::invalid_params(format!("{at}.url is required")));
+            return Err(invalid_at(&field("url"), " is required"));
         }
         // the URL and a literal address now; what a name resolves to at each delivery (no DNS
         // is needed to accept a config: a client offline, or a name not yet published)
@@ -89,12 +91,10 @@ impl PushConfigs {
             .policy
             .target
             .check_url(&config.url)
-            .map_err(|e| A2aError::invalid_params(format!("{at}.url: {e}")))?;
+            .map_err(|e| invalid_at(&field("url"), &format!(": {e}")))?;
         if let Some(auth) = &config.authentication {
             if auth.scheme.trim().is_empty() {
-                return Err(A2aError::invalid_params(format!(
-                    "{at}.authentication.scheme is required"
-                )));
+                return Err(invalid_at(&field("authentication.scheme"), " is required"));
             }
         }
         Ok(())
@@ -135,34 +135,37 @@ impl PushConfigs {
         Ok(config)
     }
 
-    /// `CreateTaskPushNotificationConfig`: `params` is the `TaskPushNotificationConfig`
-    /// (`taskId`, `url`, `token`, `authentication`, an optional `id`). A config under an id
-    /// the task already has replaces it. The events from the next one on are delivered.
+    /// `CreateTaskPushNotificationConfig`: the config of request `r` (1.0: its own fields;
+    /// drafts nest it under `config`, 0.3 under `pushNotificationConfig`, the `taskId` beside
+    /// it). A config under an id the task already has replaces it. The events from the next one
+    /// on are delivered.
     pub(crate) async fn create(
         &self,
-        params: &Map<String, Value>,
+        r: A2aCreateTaskPushNotificationConfigRequest,
         caller: &Caller,
     ) -> Result<A2aTaskPushNotificationConfig, A2aError> {
         self.push_supported()?;
-        // drafts nested the config (`{taskId, config: {…}}`, 0.3 `pushNotificationConfig`)
-        let nested = ["config", "pushNotificationConfig"]
-            .iter()
-            .find_map(|k| params.get(*k).and_then(Value::as_object));
-        let (config, at) = match nested {
-            Some(inner) => {
-                let mut merged = inner.clone();
-                for k in ["taskId", "tenant"] {
-                    if let Some(v) = params.get(k) {
-                        merged.entry(k).or_insert_with(|| v.clone());
-                    }
-                }
-                (read_config(&merged, "params.config")?, "params.config")
+        let task_id = r.task_id.filter(|t| !t.is_empty());
+        let (mut config, at) = match (r.config, r.push_notification_config) {
+            (Some(c), _) => (c, "config"),
+            (None, Some(c)) => (c, "pushNotificationConfig"),
+            (None, None) => {
+                let url = r.url.ok_or_else(|| invalid_at("url", " is required"))?;
+                let config = A2aTaskPushNotificationConfig {
+                    tenant: r.tenant.unwrap_or_default(),
+                    id: r.id.unwrap_or_default(),
+                    task_id: task_id.clone().unwrap_or_default(),
+                    url,
+                    token: r.token,
+                    authentication: r.authentication,
+                };
+                (config, "")
             }
-            None => (read_config(params, "params")?, "params"),
         };
         if config.task_id.is_empty() {
-            return Err(A2aError::invalid_params("params.taskId (the task id) is required"));
+            config.task_id = task_id.unwrap_or_default();
         }
+        required(Some(&config.task_id), "taskId")?;
         let rec = self.log.load(&config.task_id, caller).await?;
         self.check_target(&config, at).await?;
         let trace = crate::web::trace::current_trace_id().map(|t| t.to_string());
@@ -172,13 +175,13 @@ impl PushConfigs {
     /// `GetTaskPushNotificationConfig` (`{taskId, id}`).
     pub(crate) async fn get(
         &self,
-        params: &Map<String, Value>,
+        r: A2aTaskPushNotificationConfigRequest,
         caller: &Caller,
     ) -> Result<A2aTaskPushNotificationConfig, A2aError> {
         self.push_supported()?;
-        let (task_id, id) = task_and_config(params)?;
-        let rec = self.log.load(&task_id, caller).await?;
-        match self.store.pushes_kept()?.get_push(&rec.id, &id).await? {
+        let (task_id, id) = task_and_config(&r)?;
+        let rec = self.log.load(task_id, caller).await?;
+        match self.store.pushes_kept()?.get_push(&rec.id, id).await? {
             Some(r) => Ok(r.config),
             None => Err(A2aError::new(
                 A2aErrorKind::TaskNotFound,
@@ -190,18 +193,16 @@ impl PushConfigs {
     /// `ListTaskPushNotificationConfigs` (`{taskId, pageSize, pageToken}`), oldest first.
     pub(crate) async fn list(
         &self,
-        params: &Map<String, Value>,
+        r: A2aListTaskPushNotificationConfigsRequest,
         caller: &Caller,
     ) -> Result<A2aListTaskPushNotificationConfigsResponse, A2aError> {
         self.push_supported()?;
-        let task_id = text(params, "taskId")
-            .or_else(|| text(params, "id"))
-            .ok_or_else(|| A2aError::invalid_params("params.taskId (the task id) is required"))?;
-        let crate::tasks::params::Page { size, offset } = crate::tasks::params::Page::read(params)?;
-        let page_size = match size {
+        let task_id = required(nonempty(&r.task_id).or(nonempty(&r.id)), "taskId")?;
+        let offset = page_offset(r.page_token.as_deref())?;
+        let page_size = match r.page_size.map(|c| c.get()) {
             None | Some(0) => MAX_PAGE,
             Some(n) => usize::try_from(n)
-                .map_err(|_| A2aError::invalid_params("params.pageSize must be a non-negative integer"))?
+                .map_err(|_| invalid_at("pageSize", " must be a non-negative integer"))?
                 .min(MAX_PAGE),
         };
         let rec = self.log.load(task_id, caller).await?;
@@ -220,11 +221,15 @@ impl PushConfigs {
 
     /// `DeleteTaskPushNotificationConfig` (`{taskId, id}`): idempotent — a config already gone
     /// is not an error (its task must still be the caller's).
-    pub(crate) async fn delete(&self, params: &Map<String, Value>, caller: &Caller) -> Result<(), A2aError> {
+    pub(crate) async fn delete(
+        &self,
+        r: A2aTaskPushNotificationConfigRequest,
+        caller: &Caller,
+    ) -> Result<(), A2aError> {
         self.push_supported()?;
-        let (task_id, id) = task_and_config(params)?;
-        let rec = self.log.load(&task_id, caller).await?;
-        self.store.pushes_kept()?.delete_push(&rec.id, &id).await?;
+        let (task_id, id) = task_and_config(&r)?;
+        let rec = self.log.load(task_id, caller).await?;
+        self.store.pushes_kept()?.delete_push(&rec.id, id).await?;
         Ok(())
     }
 
@@ -242,10 +247,10 @@ impl PushConfigs {
         }) else {
             return Ok(None);
         };
-        let at = format!("params.configuration.{key}");
+        let at = format!("configuration.{key}");
         let config = config
             .as_object()
-            .ok_or_else(|| A2aError::invalid_params(format!("{at} must be an object")))?;
+            .ok_or_else(|| invalid_at(&at, " must be an object"))?;
         let config = read_config(config, &at)?;
         self.check_target(&config, &at).await?;
         Ok(Some(config))
