@@ -599,6 +599,67 @@ async fn input_limits_hold_on_both_a2a_bindings() {
     assert_eq!(resp.status(), 400);
 }
 
+/// Every operation's request is read into its typed request the same way on JSON-RPC and
+/// HTTP+JSON: what clients send for integers and flags reads, a field that does not is
+/// refused naming it (the message and `ErrorInfo.metadata.pointer`).
+#[tokio::test]
+async fn a_request_field_that_does_not_read_is_named_by_its_pointer() {
+    let s = plain().await;
+    let b = &s.base;
+    let sent = rpc(b, "SendMessage", msg("hello")).await;
+    let id = sent["result"]["task"]["id"].as_str().expect("a task").to_string();
+    // "2", 2.0 and 2 are the same historyLength; "true" a flag
+    for history in [json!("1"), json!(1.0), json!(1)] {
+        let v = rpc(b, "GetTask", json!({"id": id, "historyLength": history})).await;
+        assert_eq!(
+            v["result"]["history"].as_array().map(Vec::len),
+            Some(1),
+            "{history}: {v}"
+        );
+    }
+    let v = rpc(b, "ListTasks", json!({"pageSize": "5", "includeArtifacts": "true"})).await;
+    assert_eq!(v["result"]["pageSize"], 5, "{v}");
+    let pointer = |v: &Value| {
+        v.pointer("/error/data/0/metadata/pointer")
+            .and_then(Value::as_str)
+            .map(String::from)
+    };
+    for (method, params, at) in [
+        (
+            "GetTask",
+            json!({"id": id, "historyLength": "many"}),
+            "/params/historyLength",
+        ),
+        ("GetTask", json!({"historyLength": 1}), "/params/id"),
+        ("GetTask", json!({"id": 7}), "/params/id"),
+        ("ListTasks", json!({"includeArtifacts": 3}), "/params/includeArtifacts"),
+        ("ListTasks", json!({"pageSize": 500}), "/params/pageSize"),
+        ("CancelTask", json!({}), "/params/id"),
+        ("GetTaskPushNotificationConfig", json!({"taskId": id}), "/params/id"),
+    ] {
+        let v = rpc(b, method, params.clone()).await;
+        assert_eq!(
+            (code(&v), pointer(&v).as_deref()),
+            (-32602, Some(at)),
+            "{method} {params}: {v}"
+        );
+        let message = v.pointer("/error/message").and_then(Value::as_str).unwrap_or("");
+        let dotted = at.trim_start_matches('/').replace('/', ".");
+        assert!(message.starts_with(&dotted), "{method}: {message}");
+    }
+    // HTTP+JSON reads its query into the same request
+    let resp = client()
+        .get(format!("{b}/tasks/{id}?historyLength=many"))
+        .header("A2A-Version", "1.0")
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(resp.status(), 400);
+    let problem: Value = resp.json().await.expect("problem");
+    let details = problem.pointer("/error/details/0/metadata/pointer");
+    assert_eq!(details, Some(&json!("/params/historyLength")), "{problem}");
+}
+
 #[tokio::test]
 async fn jsonrpc_errors_carry_the_a2a_codes() {
     let s = plain().await;
