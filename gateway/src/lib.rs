@@ -192,7 +192,7 @@ impl Gateway {
         use web::metrics::{count, ROOT_LABEL};
         // the A2A services' background work (retention, push delivery, leases) starts with
         // the routes that serve them, not in a builder (once, however often this is called)
-        for g in self.all() {
+        for g in gateways(self) {
             if let Some(a2a) = &g.a2a {
                 a2a.start();
             }
@@ -216,97 +216,18 @@ impl Gateway {
                 listings.entry(list.to_string()).or_default().push(a2a.clone());
             }
         }
-        router = self.tenant_routes(router, &metrics);
+        router = tenant_routes(self, router, &metrics);
         for (path, agents) in listings {
             if !path.is_empty() {
                 router = router.merge(bindings::a2a::listing_router(&path, agents));
             }
         }
-        if let Some(route) = self.metrics_route(metrics) {
+        if let Some(route) = metrics_route(self, metrics) {
             router = router.merge(route);
         }
         router
-            .fallback(self.fallback())
+            .fallback(fallback(self))
             .layer(axum::middleware::from_fn(web::server::close_if_unread))
-    }
-
-    /// A2A 1.0's multi-tenant form: `tenant` in a request at the root routes, and the
-    /// `/{tenant}/…` HTTP+JSON routes, name the agent.
-    fn tenant_routes(&self, mut router: axum::Router, metrics: &Arc<web::metrics::Metrics>) -> axum::Router {
-        let Some(root) = &self.a2a else {
-            return router;
-        };
-        let named: std::collections::HashMap<String, Arc<tasks::TaskService>> = self
-            .named
-            .iter()
-            .filter_map(|n| Some((n.name.clone(), n.gateway.a2a.clone()?)))
-            .collect();
-        for (name, state) in &named {
-            if root.mount().config().grpc {
-                state.mount().set_grpc_tenant(name);
-            }
-            let prefix = format!("{}/{name}", root.mount().config().rest_path.trim_end_matches('/'));
-            let routes = bindings::a2a::tenant_router(state.clone(), &prefix);
-            router = router.merge(web::metrics::count(routes, metrics.clone(), name, "a2a"));
-        }
-        root.mount().set_tenants(named);
-        router
-    }
-
-    /// `GET /metrics`, when served.
-    fn metrics_route(&self, metrics: Arc<web::metrics::Metrics>) -> Option<axum::Router> {
-        let public = self.metrics?;
-        let this = self.clone();
-        let endpoint = web::metrics::Endpoint {
-            metrics,
-            auth: (!public).then(|| self.shared.config.auth.any_caller()),
-            streams: Arc::new(move || {
-                let mut out = vec![(web::metrics::ROOT_LABEL.to_string(), this.shared.open_streams())];
-                out.extend(
-                    this.named
-                        .iter()
-                        .map(|n| (n.name.clone(), n.gateway.shared.open_streams())),
-                );
-                out
-            }),
-        };
-        Some(
-            axum::Router::new()
-                .route(web::metrics::METRICS_PATH, axum::routing::get(web::metrics::serve))
-                .with_state(endpoint),
-        )
-    }
-
-    /// What answers a route nobody serves: under an A2A path in A2A's form, else in E2A's.
-    fn fallback(&self) -> axum::routing::MethodRouter {
-        let mut a2a_paths = bindings::a2a::error_form::A2aPaths::default();
-        for g in self.all() {
-            if let Some(a2a) = &g.a2a {
-                a2a_paths.add(a2a.mount().config());
-            }
-        }
-        if let Some(root) = &self.a2a {
-            for n in &self.named {
-                a2a_paths.add_prefix(&format!(
-                    "{}/{}",
-                    root.mount().config().rest_path.trim_end_matches('/'),
-                    n.name
-                ));
-            }
-        }
-        for n in &self.named {
-            if let Some((list, _)) = n.routes.a2a.split_once("/{name}") {
-                a2a_paths.add_prefix(list);
-            }
-        }
-        axum::routing::any(move |uri: axum::http::Uri| async move {
-            use axum::response::IntoResponse;
-            if a2a_paths.covers(uri.path()) {
-                bindings::a2a::error_form::not_found(uri.path())
-            } else {
-                bindings::e2a_http::not_found().await.into_response()
-            }
-        })
     }
 
     /// Where clients reach every binding of this gateway and its named agents behind `base`
@@ -336,33 +257,11 @@ impl Gateway {
         out
     }
 
-    /// This gateway and its named agents' gateways.
-    fn all(&self) -> impl Iterator<Item = &Gateway> {
-        std::iter::once(self).chain(self.named.iter().map(|n| &n.gateway))
-    }
-
     /// Runs still streaming.
     pub fn live_streams(&self) -> usize {
-        self.all()
+        gateways(self)
             .map(|g| g.shared.runs.live() + g.a2a.as_ref().map_or(0, |a| a.runs().count()))
             .sum()
-    }
-
-    /// Stops accepting new runs; open streams go on.
-    pub fn begin_drain(&self) {
-        for g in self.all() {
-            g.shared.runs.begin_drain();
-        }
-    }
-
-    /// Cuts every open stream off with an `e2a.error` final frame (`E2A.CANCELLED`).
-    pub fn cut_streams(&self) {
-        for g in self.all() {
-            g.shared.runs.stop_all(StopReason::Shutdown);
-            if let Some(a2a) = &g.a2a {
-                a2a.runs().cancel_all();
-            }
-        }
     }
 
     /// Serves on `listener` until `shutdown` completes, then drains: no new connections or
@@ -377,35 +276,133 @@ impl Gateway {
     ) -> std::io::Result<()> {
         let limits = self.shared.config.server;
         let router = self.router();
-        web::server::serve(listener, router, limits, shutdown, move || self.drain()).await
+        web::server::serve(listener, router, limits, shutdown, move || drain(self)).await
     }
+}
 
-    /// Stops new runs, waits up to `drain_timeout` for the live ones, then cuts them off and
-    /// waits up to a second more for them to record their end.
-    async fn drain(self) {
-        tracing::info!(
-            open_streams = self.live_streams(),
-            "shutting down: draining open streams"
-        );
-        self.begin_drain();
-        let wait = |limit: std::time::Duration| {
-            let this = self.clone();
-            async move {
-                let started = tokio::time::Instant::now();
-                while this.live_streams() > 0 && started.elapsed() < limit {
-                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-                }
-            }
-        };
-        wait(self.shared.config.drain_timeout).await;
-        if self.live_streams() > 0 {
-            tracing::info!(
-                open_streams = self.live_streams(),
-                "drain deadline passed: cutting streams off"
-            );
-            self.cut_streams();
-            wait(std::time::Duration::from_secs(1)).await;
+/// This gateway and its named agents' gateways.
+fn gateways(g: &Gateway) -> impl Iterator<Item = &Gateway> {
+    std::iter::once(g).chain(g.named.iter().map(|n| &n.gateway))
+}
+
+/// A2A 1.0's multi-tenant form: `tenant` in a request at the root routes, and the
+/// `/{tenant}/…` HTTP+JSON routes, name the agent.
+fn tenant_routes(g: &Gateway, mut router: axum::Router, metrics: &Arc<web::metrics::Metrics>) -> axum::Router {
+    let Some(root) = &g.a2a else {
+        return router;
+    };
+    let named: std::collections::HashMap<String, Arc<tasks::TaskService>> = g
+        .named
+        .iter()
+        .filter_map(|n| Some((n.name.clone(), n.gateway.a2a.clone()?)))
+        .collect();
+    for (name, state) in &named {
+        if root.mount().config().grpc {
+            state.mount().set_grpc_tenant(name);
         }
+        let prefix = format!("{}/{name}", root.mount().config().rest_path.trim_end_matches('/'));
+        let routes = bindings::a2a::tenant_router(state.clone(), &prefix);
+        router = router.merge(web::metrics::count(routes, metrics.clone(), name, "a2a"));
+    }
+    root.mount().set_tenants(named);
+    router
+}
+
+/// `GET /metrics`, when served.
+fn metrics_route(g: &Gateway, metrics: Arc<web::metrics::Metrics>) -> Option<axum::Router> {
+    let public = g.metrics?;
+    let this = g.clone();
+    let endpoint = web::metrics::Endpoint {
+        metrics,
+        auth: (!public).then(|| g.shared.config.auth.any_caller()),
+        streams: Arc::new(move || {
+            let mut out = vec![(web::metrics::ROOT_LABEL.to_string(), this.shared.open_streams())];
+            out.extend(
+                this.named
+                    .iter()
+                    .map(|n| (n.name.clone(), n.gateway.shared.open_streams())),
+            );
+            out
+        }),
+    };
+    Some(
+        axum::Router::new()
+            .route(web::metrics::METRICS_PATH, axum::routing::get(web::metrics::serve))
+            .with_state(endpoint),
+    )
+}
+
+/// What answers a route nobody serves: under an A2A path in A2A's form, else in E2A's.
+fn fallback(g: &Gateway) -> axum::routing::MethodRouter {
+    let mut a2a_paths = bindings::a2a::error_form::A2aPaths::default();
+    for g in gateways(g) {
+        if let Some(a2a) = &g.a2a {
+            a2a_paths.add(a2a.mount().config());
+        }
+    }
+    if let Some(root) = &g.a2a {
+        for n in &g.named {
+            a2a_paths.add_prefix(&format!(
+                "{}/{}",
+                root.mount().config().rest_path.trim_end_matches('/'),
+                n.name
+            ));
+        }
+    }
+    for n in &g.named {
+        if let Some((list, _)) = n.routes.a2a.split_once("/{name}") {
+            a2a_paths.add_prefix(list);
+        }
+    }
+    axum::routing::any(move |uri: axum::http::Uri| async move {
+        use axum::response::IntoResponse;
+        if a2a_paths.covers(uri.path()) {
+            bindings::a2a::error_form::not_found(uri.path())
+        } else {
+            bindings::e2a_http::not_found().await.into_response()
+        }
+    })
+}
+
+/// Stops accepting new runs; open streams go on.
+fn begin_drain(g: &Gateway) {
+    for g in gateways(g) {
+        g.shared.runs.begin_drain();
+    }
+}
+
+/// Cuts every open stream off with an `e2a.error` final frame (`E2A.CANCELLED`).
+fn cut_streams(g: &Gateway) {
+    for g in gateways(g) {
+        g.shared.runs.stop_all(StopReason::Shutdown);
+        if let Some(a2a) = &g.a2a {
+            a2a.runs().cancel_all();
+        }
+    }
+}
+
+/// Stops new runs, waits up to `drain_timeout` for the live ones, then cuts them off and
+/// waits up to a second more for them to record their end.
+async fn drain(g: Gateway) {
+    tracing::info!(open_streams = g.live_streams(), "shutting down: draining open streams");
+    begin_drain(&g);
+    let wait = |limit: std::time::Duration| {
+        let this = g.clone();
+        async move {
+            let started = tokio::time::Instant::now();
+            while this.live_streams() > 0 && started.elapsed() < limit {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    };
+    wait(g.shared.config.drain_timeout).await;
+    if g.live_streams() > 0 {
+        tracing::info!(
+            open_streams = g.live_streams(),
+            "drain deadline passed: cutting streams off"
+        );
+        cut_streams(&g);
+        wait(std::time::Duration::from_secs(1)).await;
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use agent_client_protocol_schema::v1 as acp;
 use e2a_gateway::backends::{EchoAgent, ScriptAgent};
 use e2a_gateway::bindings::acp::{AcpServer, AcpServerConfig};
-use e2a_gateway::protocol::acp::{Incoming, NotificationHook, Peer};
+use e2a_gateway::protocol::acp::{Incoming, NotificationHook, Peer, PeerOptions};
 use e2a_gateway::Agent;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -63,7 +63,7 @@ fn start_with(agent: Arc<dyn Agent>, answer: &'static str, config: AcpServerConf
         }
         true
     });
-    let (peer, incoming) = Peer::start_with_hook(read, write, Some(hook));
+    let (peer, incoming) = Peer::start_with(read, write, PeerOptions::notification_hook(hook));
     let permissions: Arc<Mutex<Vec<Value>>> = Arc::default();
     tokio::spawn(answer_requests(peer.clone(), incoming, permissions.clone(), answer));
     Client {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use e2a::{E2AEnvelope, E2AResponse};
 use e2a_gateway::backends::{AcpProcessAgent, AcpProcessConfig, PermissionPolicy};
-use e2a_gateway::protocol::acp::{NotificationHook, Peer};
+use e2a_gateway::protocol::acp::{NotificationHook, Peer, PeerOptions};
 use e2a_gateway::{Agent, Caller, RequestContext};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -283,7 +283,7 @@ async fn acp_in_front_of_acp() {
         log.lock().unwrap().push(params["update"].clone());
         true
     });
-    let (peer, _incoming) = Peer::start_with_hook(stdout, stdin, Some(hook));
+    let (peer, _incoming) = Peer::start_with(stdout, stdin, PeerOptions::notification_hook(hook));
     let call = |m: &'static str, p: Value| {
         let peer = peer.clone();
         async move {

@@ -11,7 +11,7 @@ use e2a_gateway::backends::{A2aRemoteAgent, A2aRemoteConfig};
 use e2a_gateway::backends::{E2aRemoteAgent, E2aRemoteConfig, ScriptAgent, ScriptStats};
 use e2a_gateway::bindings::a2a::A2aConfig;
 use e2a_gateway::bindings::acp::{AcpServer, AcpServerConfig};
-use e2a_gateway::protocol::acp::{NotificationHook, Peer};
+use e2a_gateway::protocol::acp::{NotificationHook, Peer, PeerOptions};
 use e2a_gateway::store::MemoryStore;
 use e2a_gateway::{Agent, Gateway, GatewayConfig};
 use serde_json::{json, Value};
@@ -57,7 +57,7 @@ fn front(agent: Arc<dyn Agent>) -> Front {
         seen.lock().unwrap().push(p["update"].clone());
         true
     });
-    let (peer, _incoming) = Peer::start_with_hook(r, w, Some(hook));
+    let (peer, _incoming) = Peer::start_with(r, w, PeerOptions::notification_hook(hook));
     Front { peer, updates }
 }
 

@@ -40,11 +40,6 @@ impl A2aError {
         }
     }
 
-    /// A conflict with what was sent before: answered `409` on the HTTP bindings (`ABORTED`).
-    pub fn conflict(self) -> Self {
-        self.with_status(StatusCode::CONFLICT)
-    }
-
     /// The same error answered with HTTP `status`.
     pub fn with_status(mut self, status: StatusCode) -> Self {
         self.status = Some(status);

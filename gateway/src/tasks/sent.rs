@@ -244,7 +244,8 @@ impl Key<'_> {
                 A2aErrorKind::InvalidRequest,
                 format!("Idempotency-Key {k} was already used for another request (task {first})"),
             )
-            .conflict(),
+            // a conflict with what was sent before: `409` on the HTTP bindings (`ABORTED`)
+            .with_status(axum::http::StatusCode::CONFLICT),
             Key::Message(m) => A2aError::new(
                 A2aErrorKind::InvalidRequest,
                 format!("messageId {m} was already sent with other content (task {first})"),

@@ -64,6 +64,21 @@ pub struct PeerOptions {
     pub pace: Option<Pace>,
 }
 
+impl PeerOptions {
+    /// Notifications offered to `hook` first, on the reading task: what it consumes is
+    /// handled before any later response completes its request.
+    pub fn notification_hook(hook: NotificationHook) -> Self {
+        let hook: Hook = Arc::new(move |_: &Peer, msg: Incoming| match &msg {
+            Incoming::Notification { method, params } if hook(method, params) => None,
+            _ => Some(msg),
+        });
+        PeerOptions {
+            hook: Some(hook),
+            ..PeerOptions::default()
+        }
+    }
+}
+
 /// What a reading peer awaits before each line ([`PeerOptions::pace`]).
 pub type Pace = Arc<dyn Fn() -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
 
@@ -118,34 +133,7 @@ impl Peer {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        Self::start_with_hook(reader, writer, None)
-    }
-
-    /// Like [`Peer::start`], with notifications offered to `hook` first, on the reading task:
-    /// what it consumes is handled before any later response completes its request.
-    pub fn start_with_hook<R, W>(
-        reader: R,
-        writer: W,
-        hook: Option<NotificationHook>,
-    ) -> (Peer, mpsc::UnboundedReceiver<Incoming>)
-    where
-        R: AsyncRead + Unpin + Send + 'static,
-        W: AsyncWrite + Unpin + Send + 'static,
-    {
-        let hook = hook.map(|h| -> Hook {
-            Arc::new(move |_: &Peer, msg: Incoming| match &msg {
-                Incoming::Notification { method, params } if h(method, params) => None,
-                _ => Some(msg),
-            })
-        });
-        Self::start_with(
-            reader,
-            writer,
-            PeerOptions {
-                hook,
-                ..PeerOptions::default()
-            },
-        )
+        Self::start_with(reader, writer, PeerOptions::default())
     }
 
     /// Starts the reader and writer tasks with `options`; see [`Peer::start`].
