@@ -20,8 +20,11 @@ pub type SharedFrames = Pin<Box<dyn Stream<Item = Arc<E2AResponse>> + Send + 'st
 
 pub use crate::stop::{StopCell, StopReason};
 
+/// The member of the envelope's `auth._meta` that holds the caller's claims.
+pub const CLAIMS_KEY: &str = "caller";
+
 /// Who sent a request, as the gateway authenticated it. Never holds the credential itself.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Caller {
     /// A stable name of the credential that was presented (`token-1` for the first configured
     /// bearer token, the caller's key in the config file's `[callers]`, `CALLER/SUB` for a JWT
@@ -33,9 +36,10 @@ pub struct Caller {
     pub name: Option<String>,
     /// Whether the caller is a user or an agent (`None` for bearer-token callers).
     pub kind: Option<e2a::types::CallerKind>,
-    /// References the agent may see (`caller`, `method`, a JWT's `iss`, `sub`, `aud`,
-    /// `scope`): never a credential. Put into the envelope's `auth._meta.caller`.
-    pub claims: serde_json::Map<String, serde_json::Value>,
+    /// What the agent may see of the caller (its key, `method`, a JWT's `iss`, `sub`, `aud`,
+    /// `scope`): never a credential. Put into the envelope's `auth._meta.caller`; `None` for
+    /// bearer-token and anonymous callers.
+    pub claims: Option<e2a::types::CallerClaims>,
     /// The named agent the request reached (`None`: the gateway's only agent): tasks and runs
     /// are kept apart per agent.
     pub(crate) scope: Option<std::sync::Arc<str>>,
@@ -81,11 +85,12 @@ impl Caller {
             e2a::types::CallerKind::Agent => request.source_agent_id = Some(name.clone()),
         }
         let auth = request.auth.get_or_insert_with(Default::default);
-        if let Some(method) = self.claims.get("method").and_then(|m| m.as_str()) {
-            auth.method_id = Some(method.to_string());
+        if let Some(claims) = &self.claims {
+            auth.method_id = Some(claims.method.clone());
+            if let Ok(claims) = serde_json::to_value(claims) {
+                auth.meta.insert(CLAIMS_KEY.into(), claims);
+            }
         }
-        auth.meta
-            .insert("caller".into(), serde_json::Value::Object(self.claims.clone()));
     }
 }
 

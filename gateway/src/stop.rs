@@ -32,6 +32,13 @@ pub fn cutoff_frame(
     cutoff_from(ResponseStream::for_request(request), sequence, kind, message, details)
 }
 
+/// The `details` of a cutoff frame that says why the run was cut off (`{"reason": …}`).
+pub(crate) fn cutoff_details(reason: &str) -> Map<String, Value> {
+    let mut details = Map::new();
+    details.insert("reason".into(), reason.into());
+    details
+}
+
 /// [`cutoff_frame`] from the request's frame template.
 pub(crate) fn cutoff_from(
     stream: ResponseStream,

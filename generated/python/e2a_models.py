@@ -647,6 +647,34 @@ class ArtifactKind(Enum):
     data = 'data'
 
 
+class CallerClaims(BaseModel):
+    """
+    What the agent may know of an authenticated caller, written into the envelope's `auth._meta.caller` (never a credential): the caller's key in `[callers]`, how it proved itself, and a JWT's `iss`, `sub`, `aud` and `scope` as the token carried them.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    aud: Optional[Any] = Field(
+        None,
+        description="The JWT's audience (a string or an array of strings), as the token carried it.",
+    )
+    caller: str = Field(
+        ..., description="The caller's key in the config file's `[callers]`."
+    )
+    iss: Optional[str] = Field(
+        None, description="The JWT's issuer, as the token carried it."
+    )
+    method: str = Field(
+        ...,
+        description="How the caller proved itself: `api_key` or `jwt` (also the envelope's `auth.method_id`).",
+    )
+    scope: Optional[Any] = Field(
+        None, description="The JWT's scope, as the token carried it."
+    )
+    sub: Optional[str] = Field(None, description="The JWT's subject.")
+
+
 class CallerKind(Enum):
     """
     Whether a caller is a person (`user`) or another agent (`agent`).

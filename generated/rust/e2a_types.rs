@@ -2025,6 +2025,27 @@ impl ::std::convert::TryFrom<::std::string::String> for ArtifactKind {
         value.parse()
     }
 }
+///What the agent may know of an authenticated caller, written into the envelope's `auth._meta.caller` (never a credential): the caller's key in `[callers]`, how it proved itself, and a JWT's `iss`, `sub`, `aud` and `scope` as the token carried them.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CallerClaims {
+    ///The JWT's audience (a string or an array of strings), as the token carried it.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub aud: ::std::option::Option<::serde_json::Value>,
+    ///The caller's key in the config file's `[callers]`.
+    pub caller: ::std::string::String,
+    ///The JWT's issuer, as the token carried it.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub iss: ::std::option::Option<::std::string::String>,
+    ///How the caller proved itself: `api_key` or `jwt` (also the envelope's `auth.method_id`).
+    pub method: ::std::string::String,
+    ///The JWT's scope, as the token carried it.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub scope: ::std::option::Option<::serde_json::Value>,
+    ///The JWT's subject.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub sub: ::std::option::Option<::std::string::String>,
+}
 ///A caller (`[callers.NAME]`): how it proves who it is, what it may call, how often. Exactly one of `api_key_sha256`, `api_key_file`, `api_key_env` and `jwt`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -5694,6 +5715,11 @@ impl ::std::fmt::Debug for ArtifactDelta {
         crate::redact::debug_redacted(f, "ArtifactDelta", self)
     }
 }
+impl ::std::fmt::Debug for CallerClaims {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "CallerClaims", self)
+    }
+}
 impl ::std::fmt::Debug for CallerEntry {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "CallerEntry", self)
@@ -6953,6 +6979,34 @@ impl crate::write::WriteJson for AguiSettings {
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"enabled\":");
         w.bool(*&self.enabled);
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for CallerClaims {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.aud {
+            w.key(&mut first, "\"aud\":");
+            w.serde(v);
+        }
+        w.key(&mut first, "\"caller\":");
+        w.str(&self.caller);
+        if let Some(v) = &self.iss {
+            w.key(&mut first, "\"iss\":");
+            w.str(v);
+        }
+        w.key(&mut first, "\"method\":");
+        w.str(&self.method);
+        if let Some(v) = &self.scope {
+            w.key(&mut first, "\"scope\":");
+            w.serde(v);
+        }
+        if let Some(v) = &self.sub {
+            w.key(&mut first, "\"sub\":");
+            w.str(v);
+        }
         w.raw("}");
     }
 }

@@ -1696,6 +1696,38 @@ export interface ToolCall {
   [k: string]: unknown | undefined;
 }
 /**
+ * What the agent may know of an authenticated caller, written into the envelope's `auth._meta.caller` (never a credential): the caller's key in `[callers]`, how it proved itself, and a JWT's `iss`, `sub`, `aud` and `scope` as the token carried them.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "CallerClaims".
+ */
+export interface CallerClaims {
+  /**
+   * The JWT's audience (a string or an array of strings), as the token carried it.
+   */
+  aud?: unknown;
+  /**
+   * The caller's key in the config file's `[callers]`.
+   */
+  caller: string;
+  /**
+   * The JWT's issuer, as the token carried it.
+   */
+  iss?: string | null;
+  /**
+   * How the caller proved itself: `api_key` or `jwt` (also the envelope's `auth.method_id`).
+   */
+  method: string;
+  /**
+   * The JWT's scope, as the token carried it.
+   */
+  scope?: unknown;
+  /**
+   * The JWT's subject.
+   */
+  sub?: string | null;
+}
+/**
  * A caller (`[callers.NAME]`): how it proves who it is, what it may call, how often. Exactly one of `api_key_sha256`, `api_key_file`, `api_key_env` and `jwt`.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema

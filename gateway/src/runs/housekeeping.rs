@@ -140,8 +140,7 @@ impl Pump {
     }
 
     fn cutoff(&self, sequence: u64, kind: ErrorKind, message: &str, reason: &str) -> E2AResponse {
-        let mut details = serde_json::Map::new();
-        details.insert("reason".into(), reason.into());
+        let details = crate::stop::cutoff_details(reason);
         cutoff_frame(&self.request, sequence, kind, message, details)
     }
 

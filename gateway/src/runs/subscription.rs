@@ -181,8 +181,7 @@ impl Stored {
             .map(|f| f.sequence)
             .or(self.after)
             .map_or(0, |s| s.saturating_add(1));
-        let mut details = serde_json::Map::new();
-        details.insert("reason".into(), reason.into());
+        let details = crate::stop::cutoff_details(reason);
         cutoff_frame(&request, sequence, ErrorKind::Internal, message, details)
     }
 

@@ -37,7 +37,7 @@ use e2a::types::{
 use e2a::types::{A2aListTaskPushNotificationConfigsResponse, A2aStreamResponse};
 use e2a::types::{A2aListTasksResponse, A2aTask, A2aTaskPushNotificationConfig, A2aTaskState};
 use futures_util::{Stream, StreamExt};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
 use self::cluster::Cluster;
@@ -111,6 +111,14 @@ pub enum Sent {
     Message(Value),
     /// The `Task` JSON as the gateway wrote it (as stored; trusted, so never parsed again).
     Task(Arc<str>),
+}
+
+/// A send answered with the agent's direct reply: a `SendMessageResponse` (or a stream's one
+/// `StreamResponse`) with `message`, the message as the agent made it.
+#[derive(serde::Serialize)]
+pub struct Replied<'a> {
+    /// The agent's `Message`.
+    pub message: &'a Value,
 }
 
 /// The task (its `Task` JSON) as a run stored it when its turn ended: what a blocking send
@@ -259,7 +267,7 @@ impl TaskService {
             SendOutcome::Message(m) => {
                 let event = StoredEvent {
                     seq: 0,
-                    event: crate::json::text(&json!({"message": m})).into(),
+                    event: crate::json::text(&Replied { message: &m }).into(),
                 };
                 Box::pin(futures_util::stream::iter([Ok(event)]))
             }

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -145,20 +146,31 @@ impl SendKeys {
     /// `Idempotency-Key`, and its `messageId` where `dedup` says a send is remembered by it
     /// (`task`: a send naming a task; `always`: every send).
     pub(crate) fn of(p: &SendParams, dedup: e2a::types::MessageIdDedup) -> Self {
-        let message = p.params.get("message").filter(|m| {
-            dedup == e2a::types::MessageIdDedup::Always
-                || m.get("taskId").and_then(Value::as_str).is_some_and(|t| !t.is_empty())
-        });
+        /// The ids of a send's message, as it came.
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Ids<'a> {
+            #[serde(borrow, default)]
+            message_id: Option<std::borrow::Cow<'a, str>>,
+            #[serde(borrow, default)]
+            task_id: Option<std::borrow::Cow<'a, str>>,
+        }
+        let message = p.params.get("message");
+        let ids = message.and_then(|m| Ids::deserialize(m).ok());
+        let remembered = dedup == e2a::types::MessageIdDedup::Always
+            || ids
+                .as_ref()
+                .and_then(|i| i.task_id.as_deref())
+                .is_some_and(|t| !t.is_empty());
         SendKeys {
             idempotency: p
                 .cx
                 .idempotency_key
                 .as_ref()
                 .map(|k| (k.clone(), fingerprint_object(&p.params))),
-            message: message
-                .and_then(|m| m.get("messageId"))
-                .and_then(Value::as_str)
-                .filter(|id| !id.is_empty())
+            message: ids
+                .and_then(|i| i.message_id)
+                .filter(|id| remembered && !id.is_empty())
                 .zip(message)
                 .map(|(id, m)| (id.to_string(), fingerprint(m))),
         }

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use axum::http::{header, HeaderMap, StatusCode};
 use e2a::taxonomy::ErrorKind;
-use e2a::types::{CallerEntry, CallerKind, JwtAlgorithm, JwtSettings};
+use e2a::types::{CallerClaims, CallerEntry, CallerKind, JwtAlgorithm, JwtSettings};
 use e2a::SecretString;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};
 
@@ -296,10 +296,25 @@ fn key_caller<'a>(callers: &'a [CallerCheck], presented: &str) -> Option<(&'a Ca
         let mut caller = Caller::named(c.name.clone());
         caller.name = Some(c.name.clone());
         caller.kind = Some(c.kind);
-        caller.claims.insert("caller".into(), c.name.clone().into());
-        caller.claims.insert("method".into(), "api_key".into());
+        caller.claims = Some(CallerClaims {
+            caller: c.name.clone(),
+            method: "api_key".into(),
+            iss: None,
+            sub: None,
+            aud: None,
+            scope: None,
+        });
         (c, caller)
     })
+}
+
+/// The claims of a JWT the agent may see (`exp` and the others are checked by the validation).
+#[derive(serde::Deserialize)]
+struct JwtClaims {
+    sub: String,
+    iss: Option<String>,
+    aud: Option<Value>,
+    scope: Option<Value>,
 }
 
 /// The JWT caller whose keys verify `token`, and the caller it is.
@@ -311,20 +326,21 @@ fn jwt_caller<'a>(callers: &'a [CallerCheck], token: &str) -> Option<(&'a Caller
             if kid.is_some() && *kid != header.kid {
                 continue;
             }
-            let Ok(data) = jsonwebtoken::decode::<Map<String, Value>>(token, key, &jwt.validation) else {
+            let Ok(data) = jsonwebtoken::decode::<JwtClaims>(token, key, &jwt.validation) else {
                 continue;
             };
-            let sub = data.claims.get("sub").and_then(Value::as_str)?.to_string();
+            let JwtClaims { sub, iss, aud, scope } = data.claims;
             let mut caller = Caller::named(format!("{}/{sub}", c.name));
-            caller.name = Some(sub);
+            caller.name = Some(sub.clone());
             caller.kind = Some(c.kind);
-            caller.claims.insert("caller".into(), c.name.clone().into());
-            caller.claims.insert("method".into(), "jwt".into());
-            for claim in ["iss", "sub", "aud", "scope"] {
-                if let Some(v) = data.claims.get(claim) {
-                    caller.claims.insert(claim.into(), v.clone());
-                }
-            }
+            caller.claims = Some(CallerClaims {
+                caller: c.name.clone(),
+                method: "jwt".into(),
+                iss,
+                sub: Some(sub),
+                aud,
+                scope,
+            });
             return Some((c, caller));
         }
     }

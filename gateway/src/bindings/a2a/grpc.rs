@@ -218,7 +218,7 @@ impl pb::a2a_service_server::A2aService for Grpc {
     ) -> Result<Response<pb::SendMessageResponse>, Status> {
         let (state, send) = self.open::<_, pj::SendMessageRequest>(request)?.send()?;
         let answer = match state.send_message(send).await? {
-            Sent::Message(m) => text(&super::Replied { message: &m }),
+            Sent::Message(m) => text(&crate::tasks::Replied { message: &m }),
             Sent::Task(task) => super::sent_task(&task),
         };
         Ok(Response::new(message_of::<pj::SendMessageResponse, _>(&answer)?))

@@ -175,7 +175,7 @@ async fn dispatch(
                 return Ok(stream(state.send_streaming(send).await?));
             }
             match state.send_message(send).await? {
-                Sent::Message(m) => typed_ok(&id, &super::Replied { message: &m }),
+                Sent::Message(m) => typed_ok(&id, &crate::tasks::Replied { message: &m }),
                 Sent::Task(task) => {
                     // the task's JSON as written, copied in once (a `Success` of it, key for key)
                     let id = crate::json::text(&id);

@@ -439,13 +439,6 @@ pub(crate) fn push_sent_task(out: &mut String, task: &str) {
     out.push('}');
 }
 
-/// A send answered with the agent's direct reply: `SendMessageResponse` with `message` (the
-/// message as the agent made it).
-#[derive(serde::Serialize)]
-pub(crate) struct Replied<'a> {
-    pub(crate) message: &'a serde_json::Value,
-}
-
 /// `v` as JSON text.
 pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> Result<String, A2aError> {
     serde_json::to_string(v).map_err(|e| A2aError::internal(format!("cannot write the answer: {e}")))

@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use axum::Extension;
 use axum::Router;
+use e2a::types::{A2aCreateTaskPushNotificationConfigRequest, A2aTaskPushNotificationConfigRequest};
 use serde_json::{Map, Value};
 
 use crate::agent::Caller;
@@ -116,7 +117,7 @@ async fn send(
         return Ok(super::sse(events, state.pipeline().config.keep_alive, event_or_error));
     }
     match state.send_message(p).await? {
-        Sent::Message(m) => Ok(json_response(super::Replied { message: &m })),
+        Sent::Message(m) => Ok(json_response(crate::tasks::Replied { message: &m })),
         Sent::Task(task) => {
             let body = super::sent_task(&task);
             Ok(([(header::CONTENT_TYPE, A2A_JSON)], body).into_response())
@@ -131,6 +132,17 @@ fn query_params(raw: Option<&str>) -> Map<String, Value> {
         .collect()
 }
 
+/// The typed request of a route: its query's parameters with the fields its path binds
+/// (`path`: field, segment), as gRPC transcoding binds `/tasks/{id}`.
+fn request_of<T: serde::de::DeserializeOwned>(raw: Option<&str>, path: &[(&str, &str)]) -> Result<T, A2aError> {
+    let mut params = query_params(raw);
+    params.extend(
+        path.iter()
+            .map(|(field, segment)| (field.to_string(), Value::from(*segment))),
+    );
+    read(&params)
+}
+
 async fn list(
     State(state): State<Arc<TaskService>>,
     Extension(caller): Extension<Caller>,
@@ -138,9 +150,7 @@ async fn list(
     headers: HeaderMap,
 ) -> Result<Response, RestError> {
     let cx = context(&state, caller, &headers, raw.as_deref())?;
-    Ok(json_response(
-        state.list(&cx, read(&query_params(raw.as_deref()))?).await?,
-    ))
+    Ok(json_response(state.list(&cx, request_of(raw.as_deref(), &[])?).await?))
 }
 
 /// `{id}` or `{id}:verb`.
@@ -163,17 +173,22 @@ async fn task(
     let cx = context(&state, caller, &headers, raw.as_deref())?;
     let (id, verb) = split_segment(&segment);
     // the path names the task (as gRPC transcoding binds `id` from it), the query the rest
-    let mut params = query_params(raw.as_deref());
-    params.insert("id".into(), Value::String(id.to_string()));
+    let path = [("id", id)];
     let (get, post) = (matches!(method, Method::GET | Method::HEAD), method == Method::POST);
     match verb {
-        None if get => Ok(json_response(state.get_task(&cx, read(&params)?).await?)),
+        None if get => Ok(json_response(
+            state.get_task(&cx, request_of(raw.as_deref(), &path)?).await?,
+        )),
         None => Ok(not_allowed("GET,HEAD")),
-        Some("cancel") if post => Ok(json_response(state.cancel(&cx, read(&params)?).await?)),
+        Some("cancel") if post => Ok(json_response(
+            state.cancel(&cx, request_of(raw.as_deref(), &path)?).await?,
+        )),
         Some("cancel") => Ok(not_allowed("POST")),
         Some("subscribe") if post || method == Method::GET => {
             let last_seen = last_event_id::read(&headers).map_err(A2aError::from)?;
-            let events = state.subscribe(&cx, read(&params)?, last_seen).await?;
+            let events = state
+                .subscribe(&cx, request_of(raw.as_deref(), &path)?, last_seen)
+                .await?;
             Ok(super::sse(events, state.pipeline().config.keep_alive, event_or_error))
         }
         Some("subscribe") => Ok(not_allowed("GET,POST")),
@@ -221,21 +236,15 @@ async fn push_configs(
     let cx = context(&state, caller, &headers, raw.as_deref())?;
     match method {
         Method::POST => {
-            let mut params = body_object(&state, &headers, body).await?;
-            // the path names the task (as gRPC transcoding binds `task_id` from it); a body's
-            // `taskId` must still be what the type says
-            if params.get("taskId").is_some_and(|t| !t.is_string()) {
-                return Err(
-                    A2aError::invalid_params("params.taskId must be a string (the path names the task)").into(),
-                );
-            }
-            params.insert("taskId".into(), Value::String(task_id));
-            Ok(json_response(state.create_push_config(&cx, read(&params)?).await?))
+            // the path names the task (as gRPC transcoding binds `task_id` from it)
+            let mut request: A2aCreateTaskPushNotificationConfigRequest =
+                read(&body_object(&state, &headers, body).await?)?;
+            request.task_id = Some(task_id);
+            Ok(json_response(state.create_push_config(&cx, request).await?))
         }
         Method::GET => {
-            let mut params = query_params(raw.as_deref());
-            params.insert("taskId".into(), Value::String(task_id));
-            Ok(json_response(state.list_push_configs(&cx, read(&params)?).await?))
+            let request = request_of(raw.as_deref(), &[("taskId", task_id.as_str())])?;
+            Ok(json_response(state.list_push_configs(&cx, request).await?))
         }
         _ => Err(method_not_allowed().into()),
     }
@@ -251,13 +260,16 @@ async fn push_config(
     headers: HeaderMap,
 ) -> Result<Response, RestError> {
     let cx = context(&state, caller, &headers, raw.as_deref())?;
-    let mut params = Map::new();
-    params.insert("taskId".into(), Value::String(task_id));
-    params.insert("id".into(), Value::String(config_id));
+    let request = A2aTaskPushNotificationConfigRequest {
+        task_id: Some(task_id),
+        id: Some(config_id),
+        push_notification_config_id: None,
+        tenant: None,
+    };
     match method {
-        Method::GET => Ok(json_response(state.get_push_config(&cx, read(&params)?).await?)),
+        Method::GET => Ok(json_response(state.get_push_config(&cx, request).await?)),
         Method::DELETE => {
-            state.delete_push_config(&cx, read(&params)?).await?;
+            state.delete_push_config(&cx, request).await?;
             // `google.protobuf.Empty`
             Ok(json_response(Map::new()))
         }
