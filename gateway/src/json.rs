@@ -13,3 +13,22 @@ pub(crate) fn object_deserializer<'a>(
 ) -> serde::de::value::MapDeserializer<'a, impl Iterator<Item = (&'a str, &'a serde_json::Value)>, serde_json::Error> {
     serde::de::value::MapDeserializer::new(object.iter().map(|(k, v)| (k.as_str(), v)))
 }
+
+/// The members of a serde path (`mcpServers[0].name` → `mcpServers`, `0`, `name`).
+pub(crate) fn path_members(path: &serde_path_to_error::Path) -> impl Iterator<Item = String> + '_ {
+    use serde_path_to_error::Segment;
+    path.iter().filter_map(|segment| match segment {
+        Segment::Seq { index } => Some(index.to_string()),
+        Segment::Map { key } => Some(key.clone()),
+        Segment::Enum { .. } | Segment::Unknown => None,
+    })
+}
+
+/// Members as a JSON pointer (RFC 6901: `~` and `/` escaped): `["params", "a/b"]` →
+/// `/params/a~1b`.
+pub(crate) fn json_pointer<S: AsRef<str>>(members: impl IntoIterator<Item = S>) -> String {
+    members
+        .into_iter()
+        .map(|m| format!("/{}", m.as_ref().replace('~', "~0").replace('/', "~1")))
+        .collect()
+}

@@ -155,15 +155,15 @@ impl TaskService {
         ));
         let pushes = Arc::new(PushConfigs::new(store.clone(), log.clone(), pusher.clone()));
         let sent = PastSends::new(store.sends.clone(), store.tasks.clone());
-        let turns = Arc::new(Turns::new(
-            pipeline.clone(),
-            config.clone(),
-            runs.clone(),
-            log.clone(),
-            followers.clone(),
+        let turns = Arc::new(Turns {
+            pipeline: pipeline.clone(),
+            config: config.clone(),
+            runs: runs.clone(),
+            log: log.clone(),
+            followers: followers.clone(),
             sent,
-            pushes.clone(),
-        ));
+            pushes: pushes.clone(),
+        });
         let cluster = Arc::new(Cluster::new(
             store,
             log.clone(),

@@ -42,12 +42,7 @@ pub(crate) fn read_under<T: DeserializeOwned>(object: &Map<String, Value>, under
         Ok(request) => Ok(request),
         Err(_) => serde_path_to_error::deserialize(crate::json::object_deserializer(params)).map_err(|e| {
             let mut path: Vec<String> = under.iter().map(|s| s.to_string()).collect();
-            path.extend(e.path().iter().filter_map(|s| match s {
-                serde_path_to_error::Segment::Seq { index } => Some(index.to_string()),
-                serde_path_to_error::Segment::Map { key } => Some(key.clone()),
-                serde_path_to_error::Segment::Enum { variant } => Some(variant.clone()),
-                serde_path_to_error::Segment::Unknown => None,
-            }));
+            path.extend(crate::json::path_members(e.path()));
             let reason = e.inner().to_string();
             // serde names a missing field in its message, at the object that lacks it
             let missing = reason.strip_prefix("missing field `").and_then(|r| r.strip_suffix('`'));
@@ -60,18 +55,13 @@ pub(crate) fn read_under<T: DeserializeOwned>(object: &Map<String, Value>, under
                 None => format!("{}: {reason}", dotted.collect::<Vec<_>>().join(".")),
             };
             A2aError {
-                pointer: Some(format!("/params{}", pointer_of(&path))),
+                pointer: Some(crate::json::json_pointer(
+                    std::iter::once("params").chain(path.iter().map(String::as_str)),
+                )),
                 ..A2aError::invalid_params(message)
             }
         }),
     }
-}
-
-/// `path` as a JSON pointer (RFC 6901: `~` and `/` escaped).
-fn pointer_of(path: &[String]) -> String {
-    path.iter()
-        .map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1")))
-        .collect()
 }
 
 /// A required id (`field` of the request, read as `value`): present and not empty.

@@ -42,14 +42,15 @@ pub(super) enum SendOutcome {
 /// The turns of tasks, as sends start them: what a send is decoded with (`config`), admitted
 /// and run by (`pipeline`), remembered by (`sent`) and registers (`pushes`); where its task
 /// is claimed (`runs`), stored (`log`) and followed (`followers`).
+/// Made by the task service, which owns the parts it shares.
 pub(crate) struct Turns {
-    pipeline: Arc<Pipeline>,
-    config: Arc<A2aConfig>,
-    runs: Arc<LiveRuns>,
-    log: Arc<TaskLog>,
-    followers: Arc<Followers>,
-    sent: PastSends,
-    pushes: Arc<PushConfigs>,
+    pub(super) pipeline: Arc<Pipeline>,
+    pub(super) config: Arc<A2aConfig>,
+    pub(super) runs: Arc<LiveRuns>,
+    pub(super) log: Arc<TaskLog>,
+    pub(super) followers: Arc<Followers>,
+    pub(super) sent: PastSends,
+    pub(super) pushes: Arc<PushConfigs>,
 }
 
 /// A send decoded and admitted, before its task is claimed (see `Turns::start_turn`).
@@ -82,29 +83,6 @@ fn name_turn(env: &mut e2a::E2AEnvelope, existing: Option<&TaskRecord>, task_id:
 }
 
 impl Turns {
-    /// The turns of sends decoded with `config` and run by `pipeline`, their tasks claimed in
-    /// `runs`, stored in `log`, followed by `followers`; `sent` remembers the sends, `pushes`
-    /// keeps the webhooks they register.
-    pub(super) fn new(
-        pipeline: Arc<Pipeline>,
-        config: Arc<A2aConfig>,
-        runs: Arc<LiveRuns>,
-        log: Arc<TaskLog>,
-        followers: Arc<Followers>,
-        sent: PastSends,
-        pushes: Arc<PushConfigs>,
-    ) -> Self {
-        Turns {
-            pipeline,
-            config,
-            runs,
-            log,
-            followers,
-            sent,
-            pushes,
-        }
-    }
-
     /// Starts a turn: a new task, or the answer to a paused one.
     pub(super) async fn send(self: &Arc<Self>, p: SendParams, streaming: bool) -> Result<SendOutcome, A2aError> {
         // the keys the send is remembered by, read before it is decoded (idempotent delivery)

@@ -82,15 +82,8 @@ async fn send_params(
     query: Option<&str>,
     body: Body,
 ) -> Result<SendParams, A2aError> {
-    let a2a = super::request_headers(state, headers, query)?;
+    let cx = context(state, caller, headers, query)?;
     let params = body_object(state, headers, body).await?;
-    let cx = CallContext {
-        id: Value::Null,
-        caller,
-        headers: a2a,
-        trace_id: crate::web::trace::TraceContext::from_headers(headers).trace_id,
-        idempotency_key: crate::web::idempotency_key(headers).map(String::from),
-    };
     Ok(SendParams { cx, params })
 }
 

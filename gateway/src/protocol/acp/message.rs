@@ -170,22 +170,12 @@ pub enum Incoming {
 pub fn read_params<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
     let empty = Value::Object(serde_json::Map::new());
     let params = if params.is_null() { &empty } else { params };
-    serde_path_to_error::deserialize(params)
-        .map_err(|e| RpcError::invalid_params_at(&json_pointer(e.path()), e.inner()))
-}
-
-/// A serde path as a JSON pointer (RFC 6901): `mcpServers[0].name` → `/mcpServers/0/name`.
-fn json_pointer(path: &serde_path_to_error::Path) -> String {
-    use serde_path_to_error::Segment;
-    let mut out = String::new();
-    for segment in path.iter() {
-        match segment {
-            Segment::Seq { index } => out.push_str(&format!("/{index}")),
-            Segment::Map { key } => out.push_str(&format!("/{}", key.replace('~', "~0").replace('/', "~1"))),
-            Segment::Enum { .. } | Segment::Unknown => {}
-        }
-    }
-    out
+    serde_path_to_error::deserialize(params).map_err(|e| {
+        RpcError::invalid_params_at(
+            &crate::json::json_pointer(crate::json::path_members(e.path())),
+            e.inner(),
+        )
+    })
 }
 
 /// The id a `$/cancel_request` names (its `requestId`, as the JSON-RPC id it is); `None` when
