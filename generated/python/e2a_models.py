@@ -80,7 +80,7 @@ class A2aCancelTaskRequest(BaseModel):
 class A2aCount(RootModel[Union[int, float, constr(pattern=r'^-?[0-9]+$')]]):
     root: Union[int, float, constr(pattern=r'^-?[0-9]+$')] = Field(
         ...,
-        description='An integer parameter as A2A clients send it: a JSON integer, an integral number (`5.0`, `1e2`), or its decimal text (`"5"`, HTTP+JSON query strings and ProtoJSON\'s int64). Integers above the signed 64-bit range up to the unsigned one read as the largest signed one; anything else is refused naming the field. Read by `e2a::a2a::scalar::Count`.',
+        description='An integer parameter as A2A clients send it: a JSON integer, an integral number (`5.0`, `1e2`), or its decimal text (`"5"`, HTTP+JSON query strings and ProtoJSON\'s int64). From the smallest signed to the largest unsigned 64-bit integer (each operation bounds its own); anything else is refused naming the field. Read by `e2a::a2a::scalar::Count`.',
     )
 
 

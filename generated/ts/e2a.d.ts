@@ -8,7 +8,7 @@
  */
 export type SecretString = string;
 /**
- * An integer parameter as A2A clients send it: a JSON integer, an integral number (`5.0`, `1e2`), or its decimal text (`"5"`, HTTP+JSON query strings and ProtoJSON's int64). Integers above the signed 64-bit range up to the unsigned one read as the largest signed one; anything else is refused naming the field. Read by `e2a::a2a::scalar::Count`.
+ * An integer parameter as A2A clients send it: a JSON integer, an integral number (`5.0`, `1e2`), or its decimal text (`"5"`, HTTP+JSON query strings and ProtoJSON's int64). From the smallest signed to the largest unsigned 64-bit integer (each operation bounds its own); anything else is refused naming the field. Read by `e2a::a2a::scalar::Count`.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
  * via the `definition` "A2aCount".

@@ -13,40 +13,50 @@ use serde::{Deserialize, Serialize};
 const EXACT_F64: f64 = 9_007_199_254_740_992.0;
 
 /// An integer parameter (`A2aCount`): a JSON integer, an integral number (`5.0`), or its
-/// decimal text (`"5"`). Integers above `i64::MAX` up to `u64::MAX` (a uint64's range) read
-/// as `i64::MAX`: a listing caps a page size, it does not refuse a large one.
+/// decimal text (`"5"`), from the smallest signed to the largest unsigned 64-bit integer
+/// (ProtoJSON's int64 and uint64). Each operation bounds its own: a page size is capped, a
+/// history length refused above the signed range.
 ///
 /// ```
 /// use e2a::a2a::scalar::Count;
 /// for text in ["5", "5.0", "\"5\"", "5e0"] {
 ///     assert_eq!(serde_json::from_str::<Count>(text).unwrap().get(), 5);
 /// }
-/// assert_eq!(serde_json::from_str::<Count>("\"18446744073709551615\"").unwrap().get(), i64::MAX);
+/// let max = serde_json::from_str::<Count>("\"18446744073709551615\"").unwrap();
+/// assert_eq!(max.get(), i128::from(u64::MAX));
+/// assert!(serde_json::from_str::<Count>("\"18446744073709551616\"").is_err());
 /// assert!(serde_json::from_str::<Count>("2.5").is_err());
 /// assert!(serde_json::from_str::<Count>("\"many\"").is_err());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
-pub struct Count(pub i64);
+pub struct Count(i128);
 
 impl Count {
     /// The integer.
-    pub fn get(self) -> i64 {
+    pub fn get(self) -> i128 {
         self.0
     }
 
-    /// The integer as a count of things: `None` when it is negative.
+    /// The integer as a count of things: `None` when it is negative or above `i64::MAX` (a
+    /// signed 64-bit count, as A2A declares `historyLength`).
     pub fn non_negative(self) -> Option<usize> {
-        u64::try_from(self.0)
+        i64::try_from(self.0)
             .ok()
+            .and_then(|n| u64::try_from(n).ok())
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
     }
 }
 
 impl From<i64> for Count {
     fn from(n: i64) -> Self {
-        Count(n)
+        Count(n.into())
     }
+}
+
+/// Whether `n` is a 64-bit integer, signed or unsigned.
+fn in_range(n: i128) -> bool {
+    (i128::from(i64::MIN)..=i128::from(u64::MAX)).contains(&n)
 }
 
 struct CountVisitor;
@@ -55,30 +65,29 @@ impl Visitor<'_> for CountVisitor {
     type Value = Count;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an integer (a number or its decimal text)")
+        f.write_str("a 64-bit integer (a number or its decimal text)")
     }
 
     fn visit_i64<E: de::Error>(self, n: i64) -> Result<Count, E> {
-        Ok(Count(n))
+        Ok(Count(n.into()))
     }
 
     fn visit_u64<E: de::Error>(self, n: u64) -> Result<Count, E> {
-        Ok(Count(i64::try_from(n).unwrap_or(i64::MAX)))
+        Ok(Count(n.into()))
     }
 
     fn visit_f64<E: de::Error>(self, f: f64) -> Result<Count, E> {
         if f.fract() == 0.0 && f.abs() < EXACT_F64 {
             // exact: |f| < 2^53
-            Ok(Count(f as i64))
+            Ok(Count(f as i128))
         } else {
             Err(E::invalid_value(de::Unexpected::Float(f), &self))
         }
     }
 
     fn visit_str<E: de::Error>(self, s: &str) -> Result<Count, E> {
-        match (s.parse::<i64>(), s.parse::<u64>()) {
-            (Ok(n), _) => Ok(Count(n)),
-            (_, Ok(_)) => Ok(Count(i64::MAX)),
+        match s.parse::<i128>() {
+            Ok(n) if in_range(n) => Ok(Count(n)),
             _ => Err(E::invalid_value(de::Unexpected::Str(s), &self)),
         }
     }

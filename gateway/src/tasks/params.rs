@@ -74,7 +74,7 @@ pub fn history_length(count: Option<Count>, at: &str) -> Result<Option<usize>, A
         Some(c) => c
             .non_negative()
             .map(Some)
-            .ok_or_else(|| invalid_at(at, " must be a non-negative integer")),
+            .ok_or_else(|| invalid_at(at, " must be an integer from 0 to 9223372036854775807")),
     }
 }
 
@@ -215,7 +215,7 @@ impl ListParams {
     pub(super) fn of(r: A2aListTasksRequest) -> Result<Self, A2aError> {
         let page_size = match r.page_size.map(Count::get) {
             None | Some(0) => 50,
-            Some(n) if (1..=100).contains(&n) => usize::try_from(n).unwrap_or(50),
+            Some(n @ 1..=100) => usize::try_from(n).unwrap_or(50),
             Some(_) => return Err(invalid_at("pageSize", " must be between 1 and 100")),
         };
         let state = match r.status.as_deref().filter(|s| !s.is_empty()) {
@@ -226,7 +226,8 @@ impl ListParams {
                 None => return Err(invalid_at("status", &format!(" {s:?} is not a task state"))),
             },
         };
-        let updated_after_ms = match r.status_timestamp_after.as_deref().filter(|s| !s.is_empty()) {
+        // (an empty one is no timestamp: refused like any other)
+        let updated_after_ms = match r.status_timestamp_after.as_deref() {
             None => None,
             Some(t) => Some(
                 e2a::timestamp::parse_rfc3339_ms(t)
@@ -313,7 +314,7 @@ mod tests {
             let message = error_of(list(json!({ "pageSize": huge })));
             assert!(
                 message.contains("between 1 and 100"),
-                "a count too large for i64 is read (capped), then out of range: {message}"
+                "a uint64 count is read, then out of range: {message}"
             );
         }
         for beyond in [json!(18_446_744_073_709_551_616.0), json!("18446744073709551616")] {
@@ -332,6 +333,8 @@ mod tests {
             (json!({"status": "sleeping"}), "status"),
             (json!({"status": 4}), "status"),
             (json!({"historyLength": -1}), "historyLength"),
+            (json!({"historyLength": "9223372036854775808"}), "historyLength"),
+            (json!({"statusTimestampAfter": ""}), "statusTimestampAfter"),
             (json!({"pageToken": "x"}), "pageToken"),
             (json!({"statusTimestampAfter": "yesterday"}), "statusTimestampAfter"),
         ] {
