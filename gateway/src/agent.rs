@@ -38,8 +38,9 @@ pub struct Caller {
     pub kind: Option<e2a::types::CallerKind>,
     /// What the agent may see of the caller (its key, `method`, a JWT's `iss`, `sub`, `aud`,
     /// `scope`): never a credential. Put into the envelope's `auth._meta.caller`; `None` for
-    /// bearer-token and anonymous callers.
-    pub claims: Option<e2a::types::CallerClaims>,
+    /// bearer-token and anonymous callers. (Shared: a caller is cloned into every part of a
+    /// request, and is held by every future that serves it.)
+    pub claims: Option<std::sync::Arc<e2a::types::CallerClaims>>,
     /// The named agent the request reached (`None`: the gateway's only agent): tasks and runs
     /// are kept apart per agent.
     pub(crate) scope: Option<std::sync::Arc<str>>,

@@ -296,14 +296,14 @@ fn key_caller<'a>(callers: &'a [CallerCheck], presented: &str) -> Option<(&'a Ca
         let mut caller = Caller::named(c.name.clone());
         caller.name = Some(c.name.clone());
         caller.kind = Some(c.kind);
-        caller.claims = Some(CallerClaims {
+        caller.claims = Some(Arc::new(CallerClaims {
             caller: c.name.clone(),
             method: "api_key".into(),
             iss: None,
             sub: None,
             aud: None,
             scope: None,
-        });
+        }));
         (c, caller)
     })
 }
@@ -333,14 +333,14 @@ fn jwt_caller<'a>(callers: &'a [CallerCheck], token: &str) -> Option<(&'a Caller
             let mut caller = Caller::named(format!("{}/{sub}", c.name));
             caller.name = Some(sub.clone());
             caller.kind = Some(c.kind);
-            caller.claims = Some(CallerClaims {
+            caller.claims = Some(Arc::new(CallerClaims {
                 caller: c.name.clone(),
                 method: "jwt".into(),
                 iss,
                 sub: Some(sub),
                 aud,
                 scope,
-            });
+            }));
             return Some((c, caller));
         }
     }
