@@ -1,6 +1,7 @@
 //! The error tables declared in `schema/` (`x-e2a-error-table`, `x-e2a-a2a-error-table`),
 //! checked against their enums and rendered as Rust constants.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde_json::Value;
@@ -31,6 +32,45 @@ fn cell_int(row: &Value, i: usize, k: &str) -> Result<i64, String> {
         .ok_or_else(|| format!("row {i}: `{k}` must be an integer"))
 }
 
+/// Row `i` of a table: its cells, and the value of the table's enum its `kind` names.
+struct Row<'a> {
+    row: &'a Value,
+    i: usize,
+}
+
+impl<'a> Row<'a> {
+    fn s(&self, k: &str) -> Result<&'a str, String> {
+        cell_str(self.row, self.i, k)
+    }
+
+    fn n(&self, k: &str) -> Result<i64, String> {
+        cell_int(self.row, self.i, k)
+    }
+
+    /// The `kind` cell and the variant of enum `name` it names.
+    fn kind<'v>(&self, name: &str, variants: &'v BTreeMap<String, String>) -> Result<(&'a str, &'v str), String> {
+        let kind = self.s("kind")?;
+        let variant = variants
+            .get(kind)
+            .ok_or_else(|| format!("row {}: `{kind}` is not a value of {name}", self.i))?;
+        Ok((kind, variant))
+    }
+
+    /// The `http_status` cell.
+    fn status(&self) -> Result<u16, String> {
+        u16::try_from(self.n("http_status")?).map_err(|_| format!("row {}: bad http_status", self.i))
+    }
+}
+
+/// `out`, the rendered rows, closed: when every one of the enum's `values` has its row.
+fn close(mut out: String, rows: usize, values: usize) -> Result<String, String> {
+    if rows != values {
+        return Err(format!("{rows} rows for {values} values"));
+    }
+    out.push_str("];\n");
+    Ok(out)
+}
+
 /// The `x-e2a-error-table` keyword: rows of how each value of a failure-kind enum reads on
 /// every protocol. Rendered as `ERROR_TABLE: [crate::taxonomy::ErrorMapping; N]`.
 pub const ERROR_TABLE: &str = "x-e2a-error-table";
@@ -55,19 +95,13 @@ pub(crate) fn error_table(bundled: &Value, file: &syn::File) -> Result<String, E
     );
     let mut seen = Vec::new();
     for (i, row) in rows.iter().enumerate() {
-        let (s, n) = (
-            |k: &str| cell_str(row, i, k).map_err(err),
-            |k: &str| cell_int(row, i, k).map_err(err),
-        );
-        let kind = s("kind")?;
-        let variant = variants
-            .get(kind)
-            .ok_or_else(|| err(format!("row {i}: `{kind}` is not a value of {name}")))?;
+        let r = Row { row, i };
+        let (kind, variant) = r.kind(name, &variants).map_err(err)?;
         if seen.contains(&kind) {
             return Err(err(format!("`{kind}` has two rows")));
         }
         seen.push(kind);
-        let code = s("e2a_code")?;
+        let code = r.s("e2a_code").map_err(err)?;
         if !codes.contains(&code) {
             return Err(err(format!("row {i}: `{code}` is not a value of ErrorCode")));
         }
@@ -76,21 +110,17 @@ pub(crate) fn error_table(bundled: &Value, file: &syn::File) -> Result<String, E
             Some(Value::Null) | None => "None".into(),
             Some(_) => return Err(err(format!("row {i}: `a2a_task_state` must be a string or null"))),
         };
-        let status = u16::try_from(n("http_status")?).map_err(|_| err(format!("row {i}: bad http_status")))?;
+        let status = r.status().map_err(err)?;
         let _ = writeln!(
             out,
             "    crate::taxonomy::ErrorMapping {{ kind: {name}::{variant}, name: {kind:?}, e2a_code: {code:?}, acp_code: {}, a2a_code: {}, a2a_task_state: {state}, agui_code: {:?}, http_status: {status}, safe_message: {:?} }},",
-            n("acp_code")?,
-            n("a2a_code")?,
-            s("agui_code")?,
-            s("safe_message")?,
+            r.n("acp_code").map_err(err)?,
+            r.n("a2a_code").map_err(err)?,
+            r.s("agui_code").map_err(err)?,
+            r.s("safe_message").map_err(err)?,
         );
     }
-    if seen.len() != variants.len() {
-        return Err(err(format!("{} rows for {} values", seen.len(), variants.len())));
-    }
-    out.push_str("];\n");
-    Ok(out)
+    close(out, seen.len(), variants.len()).map_err(err)
 }
 
 /// The `x-e2a-a2a-error-table` keyword: rows of how each A2A error reads on the A2A bindings.
@@ -111,31 +141,21 @@ pub(crate) fn a2a_error_table(bundled: &Value, file: &syn::File) -> Result<Strin
     );
     let (mut kinds, mut codes) = (Vec::new(), Vec::new());
     for (i, row) in rows.iter().enumerate() {
-        let (s, n) = (
-            |k: &str| cell_str(row, i, k).map_err(err),
-            |k: &str| cell_int(row, i, k).map_err(err),
-        );
-        let kind = s("kind")?;
-        let variant = variants
-            .get(kind)
-            .ok_or_else(|| err(format!("row {i}: `{kind}` is not a value of {name}")))?;
-        let code = n("code")?;
+        let r = Row { row, i };
+        let (kind, variant) = r.kind(name, &variants).map_err(err)?;
+        let code = r.n("code").map_err(err)?;
         if kinds.contains(&kind) || codes.contains(&code) {
             return Err(err(format!("row {i}: `{kind}` or {code} has two rows")));
         }
         kinds.push(kind);
         codes.push(code);
-        let status = u16::try_from(n("http_status")?).map_err(|_| err(format!("row {i}: bad http_status")))?;
+        let status = r.status().map_err(err)?;
         let _ = writeln!(
             out,
             "    crate::a2a::errors::A2aErrorMapping {{ kind: {name}::{variant}, code: {code}, reason: {:?}, http_status: {status}, grpc_status: {:?} }},",
-            s("reason")?,
-            s("grpc_status")?,
+            r.s("reason").map_err(err)?,
+            r.s("grpc_status").map_err(err)?,
         );
     }
-    if kinds.len() != variants.len() {
-        return Err(err(format!("{} rows for {} values", kinds.len(), variants.len())));
-    }
-    out.push_str("];\n");
-    Ok(out)
+    close(out, kinds.len(), variants.len()).map_err(err)
 }
