@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::error::{A2aError, A2aErrorKind};
+use super::request::invalid_at;
 use crate::tasks::config::A2aConfig;
 
 /// A send decoded and checked: its envelope, its message, whether to answer at once.
@@ -75,19 +76,6 @@ pub fn history_length(count: Option<Count>, at: &str) -> Result<Option<usize>, A
             .non_negative()
             .map(Some)
             .ok_or_else(|| invalid_at(at, " must be an integer from 0 to 9223372036854775807")),
-    }
-}
-
-/// Invalid params naming field `at` (dotted, under `params`; empty: the params) and why
-/// (` must be …`, `: …`, written after the field's name).
-pub(crate) fn invalid_at(at: &str, why: &str) -> A2aError {
-    let (dotted, pointer) = match at {
-        "" => ("params".to_string(), "/params".to_string()),
-        at => (format!("params.{at}"), format!("/params/{}", at.replace('.', "/"))),
-    };
-    A2aError {
-        pointer: Some(pointer),
-        ..A2aError::invalid_params(format!("{dotted}{why}"))
     }
 }
 

@@ -37,10 +37,9 @@ pub fn read<T: DeserializeOwned>(params: &Map<String, Value>) -> Result<T, A2aEr
 /// [`read`] of `object`, the member of the params at path `under` (`["configuration"]`).
 pub(crate) fn read_under<T: DeserializeOwned>(object: &Map<String, Value>, under: &[&str]) -> Result<T, A2aError> {
     // read without tracking the path; a request that does not read is read again with it
-    let params = object;
-    match T::deserialize(crate::json::object_deserializer(params)) {
+    match T::deserialize(crate::json::object_deserializer(object)) {
         Ok(request) => Ok(request),
-        Err(_) => serde_path_to_error::deserialize(crate::json::object_deserializer(params)).map_err(|e| {
+        Err(_) => serde_path_to_error::deserialize(crate::json::object_deserializer(object)).map_err(|e| {
             let mut path: Vec<String> = under.iter().map(|s| s.to_string()).collect();
             path.extend(crate::json::path_members(e.path()));
             let reason = e.inner().to_string();
@@ -66,10 +65,22 @@ pub(crate) fn read_under<T: DeserializeOwned>(object: &Map<String, Value>, under
 
 /// A required id (`field` of the request, read as `value`): present and not empty.
 pub(crate) fn required<'a>(value: Option<&'a str>, field: &str) -> Result<&'a str, A2aError> {
-    value.filter(|s| !s.is_empty()).ok_or_else(|| A2aError {
-        pointer: Some(format!("/params/{field}")),
-        ..A2aError::invalid_params(format!("params.{field} is required"))
-    })
+    value
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| invalid_at(field, " is required"))
+}
+
+/// Invalid params naming field `at` (dotted, under `params`; empty: the params) and why
+/// (` must be …`, `: …`, written after the field's name).
+pub(crate) fn invalid_at(at: &str, why: &str) -> A2aError {
+    let (dotted, pointer) = match at {
+        "" => ("params".to_string(), "/params".to_string()),
+        at => (format!("params.{at}"), format!("/params/{}", at.replace('.', "/"))),
+    };
+    A2aError {
+        pointer: Some(pointer),
+        ..A2aError::invalid_params(format!("{dotted}{why}"))
+    }
 }
 
 #[cfg(test)]

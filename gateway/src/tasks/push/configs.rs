@@ -15,8 +15,8 @@ use crate::agent::Caller;
 use crate::store::{now_ms, PushRecord, Stores};
 use crate::tasks::error::{A2aError, A2aErrorKind};
 use crate::tasks::log::TaskLog;
-use crate::tasks::params::{invalid_at, page_offset};
-use crate::tasks::request::required;
+use crate::tasks::params::page_offset;
+use crate::tasks::request::{invalid_at, required};
 
 /// Most configs in one page of `ListTaskPushNotificationConfigs`.
 const MAX_PAGE: usize = 100;
