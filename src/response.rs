@@ -146,6 +146,27 @@ pub fn body_map(v: impl serde::Serialize) -> Map<String, Value> {
     }
 }
 
+impl crate::types::PlanApprovalRequiredBody {
+    /// A pause asking the user `question` (`kind`: approval or input); `resumable` says
+    /// whether an answer continues the turn.
+    ///
+    /// ```
+    /// use e2a::types::{PauseKind, PlanApprovalRequiredBody};
+    /// let b = PlanApprovalRequiredBody::asking(PauseKind::Input, "For how many people?", true);
+    /// assert_eq!(b.plan_content.as_deref(), Some("For how many people?"));
+    /// ```
+    pub fn asking(kind: crate::types::PauseKind, question: &str, resumable: bool) -> Self {
+        crate::types::PlanApprovalRequiredBody {
+            plan_content: Some(question.into()),
+            plan_slug: None,
+            plan_path: None,
+            input_kind: Some(kind),
+            resumable: Some(resumable),
+            extra: Map::new(),
+        }
+    }
+}
+
 impl ChunkBody {
     /// An `e2a.chunk` body with one delta (`text`/`reasoning`: a string; `custom`: any JSON).
     ///

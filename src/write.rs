@@ -3,23 +3,25 @@
 //!
 //! The generated code (`crate::types`: the message structs of `schema/`, and the externally
 //! tagged enums of them) implements [`WriteJson`] with the struct's keys as literal text
-//! (`,"key":`), so a key is copied, not escaped; strings that need no escaping are copied whole,
-//! and empty containers are written without a serializer. Anything else goes through
-//! `serde_json`. [`to_json`] is the entry point.
+//! (`,"key":`), so a key is copied, not escaped; every field is one [`JsonWriter::value`] of a
+//! type that implements [`WriteJson`] too (strings, booleans, integers, objects, options and
+//! arrays of them, below): strings that need no escaping are copied whole, and empty containers
+//! are written without a serializer. Anything else goes through `serde_json`
+//! ([`JsonWriter::serde`]). [`to_json`] is the entry point.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// A type written by the generated canonical writer.
+/// A value written by the canonical writer.
 pub trait WriteJson {
-    /// Bytes of the literal text the writer adds (keys, braces): a lower bound of the output's
-    /// length.
+    /// Bytes of the literal text the writer adds (keys, braces, quotes): a lower bound of the
+    /// output's length.
     const FIXED_LEN: usize;
     /// Appends this value's canonical JSON to `w`.
     fn write_json(&self, w: &mut JsonWriter);
 }
 
-/// A JSON output buffer with the typed writes the generated code calls.
+/// A JSON output buffer: literal text, values, and what `serde_json` writes.
 #[derive(Debug, Default)]
 pub struct JsonWriter {
     buf: Vec<u8>,
@@ -70,44 +72,10 @@ impl JsonWriter {
         self.buf.extend_from_slice(s.as_bytes());
     }
 
-    /// A JSON string.
+    /// Appends a value's canonical JSON.
     #[inline]
-    pub fn str(&mut self, s: &str) {
-        if plain(s.as_bytes()) {
-            self.buf.reserve(s.len() + 2);
-            self.buf.push(b'"');
-            self.buf.extend_from_slice(s.as_bytes());
-            self.buf.push(b'"');
-        } else {
-            self.serde(s);
-        }
-    }
-
-    /// A JSON string or `null`.
-    #[inline]
-    pub fn opt_str(&mut self, s: Option<&str>) {
-        match s {
-            Some(s) => self.str(s),
-            None => self.raw("null"),
-        }
-    }
-
-    /// `true` or `false`.
-    #[inline]
-    pub fn bool(&mut self, b: bool) {
-        self.raw(if b { "true" } else { "false" });
-    }
-
-    /// An unsigned integer.
-    #[inline]
-    pub fn u64(&mut self, n: u64) {
-        self.raw(itoa::Buffer::new().format(n));
-    }
-
-    /// A signed integer.
-    #[inline]
-    pub fn i64(&mut self, n: i64) {
-        self.raw(itoa::Buffer::new().format(n));
+    pub fn value<T: WriteJson + ?Sized>(&mut self, v: &T) {
+        v.write_json(self);
     }
 
     /// The separator and key of an object's member (`key` is literal text: `"name":`); `first`
@@ -118,57 +86,6 @@ impl JsonWriter {
             self.buf.push(b',');
         }
         self.raw(key);
-    }
-
-    /// An array of strings.
-    pub fn str_array(&mut self, items: &[String]) {
-        self.seq(items, |w, s| w.str(s));
-    }
-
-    /// An array of generated types.
-    pub fn array<T: WriteJson>(&mut self, items: &[T]) {
-        self.seq(items, |w, v| v.write_json(w));
-    }
-
-    /// `[` the items, each written by `one`, `,` between them `]`.
-    #[inline]
-    fn seq<T>(&mut self, items: &[T], mut one: impl FnMut(&mut Self, &T)) {
-        self.buf.push(b'[');
-        for (i, v) in items.iter().enumerate() {
-            if i > 0 {
-                self.buf.push(b',');
-            }
-            one(self, v);
-        }
-        self.buf.push(b']');
-    }
-
-    /// A JSON object (`{}` without a serializer when empty).
-    #[inline]
-    pub fn map(&mut self, m: &Map<String, Value>) {
-        if m.is_empty() {
-            self.raw("{}");
-        } else {
-            self.serde(m);
-        }
-    }
-
-    /// A JSON object or `null`.
-    #[inline]
-    pub fn opt_map(&mut self, m: Option<&Map<String, Value>>) {
-        match m {
-            Some(m) => self.map(m),
-            None => self.raw("null"),
-        }
-    }
-
-    /// A nested generated type, or `null`.
-    #[inline]
-    pub fn opt<T: WriteJson>(&mut self, v: Option<&T>) {
-        match v {
-            Some(v) => v.write_json(self),
-            None => self.raw("null"),
-        }
     }
 
     /// Any serializable value, written by `serde_json`.
@@ -191,8 +108,109 @@ impl JsonWriter {
 
     /// The JSON text written.
     pub fn into_string(self) -> String {
-        // every write above appends UTF-8 (copied `&str`s, ASCII, or serde_json's output)
+        // every write appends UTF-8 (copied `&str`s, ASCII, or serde_json's output)
         String::from_utf8(self.buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }
+}
+
+/// A JSON string.
+impl WriteJson for str {
+    const FIXED_LEN: usize = 2;
+    #[inline]
+    fn write_json(&self, w: &mut JsonWriter) {
+        if plain(self.as_bytes()) {
+            w.buf.reserve(self.len() + 2);
+            w.buf.push(b'"');
+            w.buf.extend_from_slice(self.as_bytes());
+            w.buf.push(b'"');
+        } else {
+            w.serde(self);
+        }
+    }
+}
+
+/// A JSON string.
+impl WriteJson for String {
+    const FIXED_LEN: usize = 2;
+    #[inline]
+    fn write_json(&self, w: &mut JsonWriter) {
+        self.as_str().write_json(w);
+    }
+}
+
+/// `true` or `false`.
+impl WriteJson for bool {
+    const FIXED_LEN: usize = 4;
+    #[inline]
+    fn write_json(&self, w: &mut JsonWriter) {
+        w.raw(if *self { "true" } else { "false" });
+    }
+}
+
+/// An unsigned integer.
+impl WriteJson for u64 {
+    const FIXED_LEN: usize = 1;
+    #[inline]
+    fn write_json(&self, w: &mut JsonWriter) {
+        w.raw(itoa::Buffer::new().format(*self));
+    }
+}
+
+/// A signed integer.
+impl WriteJson for i64 {
+    const FIXED_LEN: usize = 1;
+    #[inline]
+    fn write_json(&self, w: &mut JsonWriter) {
+        w.raw(itoa::Buffer::new().format(*self));
+    }
+}
+
+/// A JSON object (`{}` without a serializer when empty).
+impl WriteJson for Map<String, Value> {
+    const FIXED_LEN: usize = 2;
+    #[inline]
+    fn write_json(&self, w: &mut JsonWriter) {
+        if self.is_empty() {
+            w.raw("{}");
+        } else {
+            w.serde(self);
+        }
+    }
+}
+
+/// The value, or `null`.
+impl<T: WriteJson> WriteJson for Option<T> {
+    const FIXED_LEN: usize = 0;
+    #[inline]
+    fn write_json(&self, w: &mut JsonWriter) {
+        match self {
+            Some(v) => v.write_json(w),
+            None => w.raw("null"),
+        }
+    }
+}
+
+/// `[` the items, `,` between them `]`.
+impl<T: WriteJson> WriteJson for [T] {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut JsonWriter) {
+        w.buf.push(b'[');
+        for (i, v) in self.iter().enumerate() {
+            if i > 0 {
+                w.buf.push(b',');
+            }
+            v.write_json(w);
+        }
+        w.buf.push(b']');
+    }
+}
+
+/// An array.
+impl<T: WriteJson> WriteJson for Vec<T> {
+    const FIXED_LEN: usize = 2;
+    #[inline]
+    fn write_json(&self, w: &mut JsonWriter) {
+        self.as_slice().write_json(w);
     }
 }
 
@@ -230,7 +248,7 @@ mod tests {
             "\u{80}\u{ff}\u{100} !#[]~",
         ] {
             let mut w = JsonWriter::default();
-            w.str(s);
+            w.value(s);
             assert_eq!(w.into_string(), serde_json::to_string(s).unwrap(), "{s:?}");
         }
     }

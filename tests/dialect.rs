@@ -65,12 +65,20 @@ fn the_builders_write_the_declared_shapes() {
     assert_eq!(read, piece);
     assert!(ChunkBody::structured_delta::<ArtifactDelta>(&call.body, ChunkEventType::Artifact).is_none());
 
-    let [asked, done] = s.pause(PauseKind::Approval, "Deploy to production?", true);
+    let [asked, done] = s.pause(PlanApprovalRequiredBody::asking(
+        PauseKind::Approval,
+        "Deploy to production?",
+        true,
+    ));
     assert_eq!(asked.response_kind, "plan.approval_required");
     assert_eq!(Value::Object(asked.body), sample("PlanApprovalRequiredBody", 0));
     assert!(done.is_final);
     assert_eq!(done.body["result"], sample("PausedResult", 0));
-    let [_, done] = ResponseStream::for_request(&request()).pause(PauseKind::Input, "For how many people?", false);
+    let [_, done] = ResponseStream::for_request(&request()).pause(PlanApprovalRequiredBody::asking(
+        PauseKind::Input,
+        "For how many people?",
+        false,
+    ));
     assert_eq!(done.body["result"], sample("PausedResult", 1));
 
     let message: Map<String, Value> = serde_json::from_value(json!({"messageId": "m1", "role": "ROLE_AGENT",
@@ -109,7 +117,11 @@ fn the_frames_cross_a2a_and_come_back_unchanged() {
             .collect();
         assert_eq!(back, vec![(f.response_kind.to_string(), f.body.clone())], "{events:?}");
     }
-    let [asked, _] = ResponseStream::for_request(&request()).pause(PauseKind::Input, "For how many people?", false);
+    let [asked, _] = ResponseStream::for_request(&request()).pause(PlanApprovalRequiredBody::asking(
+        PauseKind::Input,
+        "For how many people?",
+        false,
+    ));
     let events = A2aStreamProjector::new("t1", "c1").push(&asked);
     let events: Vec<Value> = events.iter().map(A2aStreamResponse::to_value).collect();
     let back = events.iter().filter_map(status_message).find_map(|m| carried_frame(&m));
@@ -168,7 +180,11 @@ fn an_a2a_stream_reads_back_into_the_frames_that_made_it() {
         out.tool_call("call-1", "get_weather", json!({"city": "Paris"})),
         out.tool_result("call-1", json!({"temp_c": 21})),
     ];
-    let [asked, _] = out.pause(PauseKind::Approval, "Deploy to production?", true);
+    let [asked, _] = out.pause(PlanApprovalRequiredBody::asking(
+        PauseKind::Approval,
+        "Deploy to production?",
+        true,
+    ));
     let mut projector = A2aStreamProjector::new("t1", "c1");
     let mut reader = A2aStreamReader::new(ResponseStream::for_request(&req));
     let mut back = Vec::new();
@@ -250,7 +266,11 @@ fn projected_samples() -> Vec<Value> {
         s.artifact(&piece),
         s.complete(json!({"content": "It is 21 °C."})),
     ];
-    let [asked, _] = ResponseStream::for_request(&request()).pause(PauseKind::Approval, "Deploy?", true);
+    let [asked, _] = ResponseStream::for_request(&request()).pause(PlanApprovalRequiredBody::asking(
+        PauseKind::Approval,
+        "Deploy?",
+        true,
+    ));
     frames.push(asked);
     for (i, f) in frames.iter_mut().enumerate() {
         f.response_id = Some(format!("m{i}"));

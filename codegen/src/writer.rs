@@ -28,13 +28,8 @@ const IS_NONE: &str = "::std::option::Option::is_none";
 const VEC_EMPTY: &str = "::std::vec::Vec::is_empty";
 const MAP_EMPTY: &str = "::serde_json::Map::is_empty";
 
-fn option_of(inner: &str) -> String {
-    format!(":: std :: option :: Option < {inner} >")
-}
-
-fn vec_of(inner: &str) -> String {
-    format!(":: std :: vec :: Vec < {inner} >")
-}
+const OPTION: &str = ":: std :: option :: Option <";
+const VEC: &str = ":: std :: vec :: Vec <";
 
 /// When a field is left out of the output.
 #[derive(Clone, Copy, PartialEq)]
@@ -108,46 +103,31 @@ impl Types<'_> {
         (!t.contains('<')).then(|| type_name(ty)).flatten()
     }
 
+    /// Whether values of `ty` implement `crate::write::WriteJson`: strings, booleans, 64-bit
+    /// integers, objects, the file's writable types, and options and arrays of them.
+    fn writes(&self, ty: &syn::Type) -> bool {
+        let t = quote_type(ty);
+        if [STRING, "bool", "u64", "i64", MAP].contains(&t.as_str()) {
+            return true;
+        }
+        if t.starts_with(OPTION) || t.starts_with(VEC) {
+            return first_arg(ty).is_some_and(|inner| self.writes(inner));
+        }
+        self.own(ty).is_some_and(|n| self.writable.contains(&n))
+    }
+
     /// The write of the value `r` (an expression of type `&ty`: `v` or `&self.field`).
     fn write(&self, r: &str, ty: &syn::Type) -> String {
-        // `r` as a method receiver
-        let m = if r.starts_with('&') {
-            format!("({r})")
-        } else {
-            r.to_string()
-        };
-        let t = quote_type(ty);
-        let own = self.own(ty);
-        let inner = first_arg(ty);
-        let inner_own = inner.and_then(|i| self.own(i));
-        if t == STRING {
-            format!("w.str({r});")
-        } else if t == option_of(STRING) {
-            format!("w.opt_str({m}.as_deref());")
-        } else if t == "bool" {
-            format!("w.bool(*{r});")
-        } else if t == "u64" {
-            format!("w.u64(*{r});")
-        } else if t == "i64" {
-            format!("w.i64(*{r});")
-        } else if t == MAP {
-            format!("w.map({r});")
-        } else if t == option_of(MAP) {
-            format!("w.opt_map({m}.as_ref());")
-        } else if t == vec_of(STRING) {
-            format!("w.str_array({r});")
-        } else if own.as_ref().is_some_and(|n| self.writable.contains(n)) {
-            format!("crate::write::WriteJson::write_json({r}, w);")
-        } else if own.as_ref().is_some_and(|n| self.enums.contains(n)) {
-            format!("w.str({m}.as_str());")
-        } else if t.starts_with(":: std :: option :: Option <")
-            && inner_own.as_ref().is_some_and(|n| self.writable.contains(n))
-        {
-            format!("w.opt({m}.as_ref());")
-        } else if t.starts_with(":: std :: vec :: Vec <")
-            && inner_own.as_ref().is_some_and(|n| self.writable.contains(n))
-        {
-            format!("w.array({r});")
+        if self.writes(ty) {
+            format!("w.value({r});")
+        } else if self.own(ty).is_some_and(|n| self.enums.contains(&n)) {
+            // `r` as a method receiver
+            let m = if r.starts_with('&') {
+                format!("({r})")
+            } else {
+                r.to_string()
+            };
+            format!("w.value({m}.as_str());")
         } else {
             format!("w.serde({r});")
         }

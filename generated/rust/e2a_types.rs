@@ -6107,19 +6107,19 @@ impl crate::write::WriteJson for A2aAgentCapabilities {
         w.raw("{");
         if let Some(v) = &self.extended_agent_card {
             w.key(&mut first, "\"extendedAgentCard\":");
-            w.bool(*v);
+            w.value(v);
         }
         if !self.extensions.is_empty() {
             w.key(&mut first, "\"extensions\":");
-            w.array(&self.extensions);
+            w.value(&self.extensions);
         }
         if let Some(v) = &self.push_notifications {
             w.key(&mut first, "\"pushNotifications\":");
-            w.bool(*v);
+            w.value(v);
         }
         if let Some(v) = &self.streaming {
             w.key(&mut first, "\"streaming\":");
-            w.bool(*v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6130,15 +6130,15 @@ impl crate::write::WriteJson for A2aAgentInterface {
         let mut first = true;
         w.raw("{");
         w.key(&mut first, "\"protocolBinding\":");
-        w.str(&self.protocol_binding);
+        w.value(&self.protocol_binding);
         w.key(&mut first, "\"protocolVersion\":");
-        w.str(&self.protocol_version);
+        w.value(&self.protocol_version);
         if let Some(v) = &self.tenant {
             w.key(&mut first, "\"tenant\":");
-            w.str(v);
+            w.value(v);
         }
         w.key(&mut first, "\"url\":");
-        w.str(&self.url);
+        w.value(&self.url);
         w.raw("}");
     }
 }
@@ -6149,11 +6149,11 @@ impl crate::write::WriteJson for A2aAgentProvider {
         w.raw("{");
         if let Some(v) = &self.organization {
             w.key(&mut first, "\"organization\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.url {
             w.key(&mut first, "\"url\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6165,35 +6165,35 @@ impl crate::write::WriteJson for A2aAgentSkill {
         w.raw("{");
         if let Some(v) = &self.description {
             w.key(&mut first, "\"description\":");
-            w.str(v);
+            w.value(v);
         }
         if !self.examples.is_empty() {
             w.key(&mut first, "\"examples\":");
-            w.str_array(&self.examples);
+            w.value(&self.examples);
         }
         if let Some(v) = &self.id {
             w.key(&mut first, "\"id\":");
-            w.str(v);
+            w.value(v);
         }
         if !self.input_modes.is_empty() {
             w.key(&mut first, "\"inputModes\":");
-            w.str_array(&self.input_modes);
+            w.value(&self.input_modes);
         }
         if let Some(v) = &self.name {
             w.key(&mut first, "\"name\":");
-            w.str(v);
+            w.value(v);
         }
         if !self.output_modes.is_empty() {
             w.key(&mut first, "\"outputModes\":");
-            w.str_array(&self.output_modes);
+            w.value(&self.output_modes);
         }
         if !self.security_requirements.is_empty() {
             w.key(&mut first, "\"securityRequirements\":");
-            w.array(&self.security_requirements);
+            w.value(&self.security_requirements);
         }
         if !self.tags.is_empty() {
             w.key(&mut first, "\"tags\":");
-            w.str_array(&self.tags);
+            w.value(&self.tags);
         }
         w.raw("}");
     }
@@ -6204,25 +6204,25 @@ impl crate::write::WriteJson for A2aArtifact {
         let mut first = true;
         w.raw("{");
         w.key(&mut first, "\"artifactId\":");
-        w.str(&self.artifact_id);
+        w.value(&self.artifact_id);
         if let Some(v) = &self.description {
             w.key(&mut first, "\"description\":");
-            w.str(v);
+            w.value(v);
         }
         if !self.extensions.is_empty() {
             w.key(&mut first, "\"extensions\":");
-            w.str_array(&self.extensions);
+            w.value(&self.extensions);
         }
         if !self.metadata.is_empty() {
             w.key(&mut first, "\"metadata\":");
-            w.map(&self.metadata);
+            w.value(&self.metadata);
         }
         if let Some(v) = &self.name {
             w.key(&mut first, "\"name\":");
-            w.str(v);
+            w.value(v);
         }
         w.key(&mut first, "\"parts\":");
-        w.array(&self.parts);
+        w.value(&self.parts);
         w.raw("}");
     }
 }
@@ -6236,7 +6236,7 @@ impl crate::write::WriteJson for A2aAuthenticationInfo {
             w.serde(v);
         }
         w.key(&mut first, "\"scheme\":");
-        w.str(&self.scheme);
+        w.value(&self.scheme);
         w.raw("}");
     }
 }
@@ -6246,14 +6246,14 @@ impl crate::write::WriteJson for A2aCancelTaskRequest {
         let mut first = true;
         w.raw("{");
         w.key(&mut first, "\"id\":");
-        w.str(&self.id);
+        w.value(&self.id);
         if let Some(v) = &self.metadata {
             w.key(&mut first, "\"metadata\":");
-            w.map(v);
+            w.value(v);
         }
         if let Some(v) = &self.tenant {
             w.key(&mut first, "\"tenant\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6265,27 +6265,27 @@ impl crate::write::WriteJson for A2aCreateTaskPushNotificationConfigRequest {
         w.raw("{");
         if let Some(v) = &self.authentication {
             w.key(&mut first, "\"authentication\":");
-            crate::write::WriteJson::write_json(v, w);
+            w.value(v);
         }
         if let Some(v) = &self.config {
             w.key(&mut first, "\"config\":");
-            crate::write::WriteJson::write_json(v, w);
+            w.value(v);
         }
         if let Some(v) = &self.id {
             w.key(&mut first, "\"id\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.push_notification_config {
             w.key(&mut first, "\"pushNotificationConfig\":");
-            crate::write::WriteJson::write_json(v, w);
+            w.value(v);
         }
         if let Some(v) = &self.task_id {
             w.key(&mut first, "\"taskId\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.tenant {
             w.key(&mut first, "\"tenant\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.token {
             w.key(&mut first, "\"token\":");
@@ -6293,7 +6293,7 @@ impl crate::write::WriteJson for A2aCreateTaskPushNotificationConfigRequest {
         }
         if let Some(v) = &self.url {
             w.key(&mut first, "\"url\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6305,7 +6305,7 @@ impl crate::write::WriteJson for A2aGetExtendedAgentCardRequest {
         w.raw("{");
         if let Some(v) = &self.tenant {
             w.key(&mut first, "\"tenant\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6320,10 +6320,10 @@ impl crate::write::WriteJson for A2aGetTaskRequest {
             w.serde(v);
         }
         w.key(&mut first, "\"id\":");
-        w.str(&self.id);
+        w.value(&self.id);
         if let Some(v) = &self.tenant {
             w.key(&mut first, "\"tenant\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6335,14 +6335,14 @@ impl crate::write::WriteJson for A2aHttpAuthSecurityScheme {
         w.raw("{");
         if let Some(v) = &self.bearer_format {
             w.key(&mut first, "\"bearerFormat\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.description {
             w.key(&mut first, "\"description\":");
-            w.str(v);
+            w.value(v);
         }
         w.key(&mut first, "\"scheme\":");
-        w.str(&self.scheme);
+        w.value(&self.scheme);
         w.raw("}");
     }
 }
@@ -6353,7 +6353,7 @@ impl crate::write::WriteJson for A2aListTaskPushNotificationConfigsRequest {
         w.raw("{");
         if let Some(v) = &self.id {
             w.key(&mut first, "\"id\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.page_size {
             w.key(&mut first, "\"pageSize\":");
@@ -6361,15 +6361,15 @@ impl crate::write::WriteJson for A2aListTaskPushNotificationConfigsRequest {
         }
         if let Some(v) = &self.page_token {
             w.key(&mut first, "\"pageToken\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.task_id {
             w.key(&mut first, "\"taskId\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.tenant {
             w.key(&mut first, "\"tenant\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6378,9 +6378,9 @@ impl crate::write::WriteJson for A2aListTaskPushNotificationConfigsResponse {
     const FIXED_LEN: usize = 30;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"configs\":");
-        w.array(&self.configs);
+        w.value(&self.configs);
         w.raw(",\"nextPageToken\":");
-        w.str(&self.next_page_token);
+        w.value(&self.next_page_token);
         w.raw("}");
     }
 }
@@ -6391,7 +6391,7 @@ impl crate::write::WriteJson for A2aListTasksRequest {
         w.raw("{");
         if let Some(v) = &self.context_id {
             w.key(&mut first, "\"contextId\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.history_length {
             w.key(&mut first, "\"historyLength\":");
@@ -6407,19 +6407,19 @@ impl crate::write::WriteJson for A2aListTasksRequest {
         }
         if let Some(v) = &self.page_token {
             w.key(&mut first, "\"pageToken\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.status {
             w.key(&mut first, "\"status\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.status_timestamp_after {
             w.key(&mut first, "\"statusTimestampAfter\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.tenant {
             w.key(&mut first, "\"tenant\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6428,13 +6428,13 @@ impl crate::write::WriteJson for A2aListTasksResponse {
     const FIXED_LEN: usize = 53;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"nextPageToken\":");
-        w.str(&self.next_page_token);
+        w.value(&self.next_page_token);
         w.raw(",\"pageSize\":");
-        w.u64(*&self.page_size);
+        w.value(&self.page_size);
         w.raw(",\"tasks\":");
-        w.array(&self.tasks);
+        w.value(&self.tasks);
         w.raw(",\"totalSize\":");
-        w.u64(*&self.total_size);
+        w.value(&self.total_size);
         w.raw("}");
     }
 }
@@ -6445,29 +6445,29 @@ impl crate::write::WriteJson for A2aMessage {
         w.raw("{");
         if let Some(v) = &self.context_id {
             w.key(&mut first, "\"contextId\":");
-            w.str(v);
+            w.value(v);
         }
         if !self.extensions.is_empty() {
             w.key(&mut first, "\"extensions\":");
-            w.str_array(&self.extensions);
+            w.value(&self.extensions);
         }
         w.key(&mut first, "\"messageId\":");
-        w.str(&self.message_id);
+        w.value(&self.message_id);
         if !self.metadata.is_empty() {
             w.key(&mut first, "\"metadata\":");
-            w.map(&self.metadata);
+            w.value(&self.metadata);
         }
         w.key(&mut first, "\"parts\":");
-        w.array(&self.parts);
+        w.value(&self.parts);
         if !self.reference_task_ids.is_empty() {
             w.key(&mut first, "\"referenceTaskIds\":");
-            w.str_array(&self.reference_task_ids);
+            w.value(&self.reference_task_ids);
         }
         w.key(&mut first, "\"role\":");
-        w.str((&self.role).as_str());
+        w.value((&self.role).as_str());
         if let Some(v) = &self.task_id {
             w.key(&mut first, "\"taskId\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6483,27 +6483,27 @@ impl crate::write::WriteJson for A2aPart {
         }
         if let Some(v) = &self.filename {
             w.key(&mut first, "\"filename\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.media_type {
             w.key(&mut first, "\"mediaType\":");
-            w.str(v);
+            w.value(v);
         }
         if !self.metadata.is_empty() {
             w.key(&mut first, "\"metadata\":");
-            w.map(&self.metadata);
+            w.value(&self.metadata);
         }
         if let Some(v) = &self.raw {
             w.key(&mut first, "\"raw\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.text {
             w.key(&mut first, "\"text\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.url {
             w.key(&mut first, "\"url\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6512,17 +6512,17 @@ impl crate::write::WriteJson for A2aProblem {
     const FIXED_LEN: usize = 56;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"code\":");
-        w.i64(*&self.code);
+        w.value(&self.code);
         w.raw(",\"detail\":");
-        w.str(&self.detail);
+        w.value(&self.detail);
         w.raw(",\"error\":");
-        crate::write::WriteJson::write_json(&self.error, w);
+        w.value(&self.error);
         w.raw(",\"status\":");
-        w.i64(*&self.status);
+        w.value(&self.status);
         w.raw(",\"title\":");
-        w.str(&self.title);
+        w.value(&self.title);
         w.raw(",\"type\":");
-        w.str(&self.type_);
+        w.value(&self.type_);
         w.raw("}");
     }
 }
@@ -6530,13 +6530,13 @@ impl crate::write::WriteJson for A2aRpcStatus {
     const FIXED_LEN: usize = 42;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"code\":");
-        w.i64(*&self.code);
+        w.value(&self.code);
         w.raw(",\"details\":");
         w.serde(&self.details);
         w.raw(",\"message\":");
-        w.str(&self.message);
+        w.value(&self.message);
         w.raw(",\"status\":");
-        w.str((&self.status).as_str());
+        w.value((&self.status).as_str());
         w.raw("}");
     }
 }
@@ -6555,7 +6555,7 @@ impl crate::write::WriteJson for A2aSecurityScheme {
         w.raw("{");
         if let Some(v) = &self.http_auth_security_scheme {
             w.key(&mut first, "\"httpAuthSecurityScheme\":");
-            crate::write::WriteJson::write_json(v, w);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6567,11 +6567,11 @@ impl crate::write::WriteJson for A2aSendMessageConfiguration {
         w.raw("{");
         if let Some(v) = &self.accepted_output_modes {
             w.key(&mut first, "\"acceptedOutputModes\":");
-            w.str_array(v);
+            w.value(v);
         }
         if let Some(v) = &self.blocking {
             w.key(&mut first, "\"blocking\":");
-            w.bool(*v);
+            w.value(v);
         }
         if let Some(v) = &self.history_length {
             w.key(&mut first, "\"historyLength\":");
@@ -6579,11 +6579,11 @@ impl crate::write::WriteJson for A2aSendMessageConfiguration {
         }
         if let Some(v) = &self.return_immediately {
             w.key(&mut first, "\"returnImmediately\":");
-            w.bool(*v);
+            w.value(v);
         }
         if let Some(v) = &self.task_push_notification_config {
             w.key(&mut first, "\"taskPushNotificationConfig\":");
-            crate::write::WriteJson::write_json(v, w);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6595,17 +6595,17 @@ impl crate::write::WriteJson for A2aSendMessageRequest {
         w.raw("{");
         if let Some(v) = &self.configuration {
             w.key(&mut first, "\"configuration\":");
-            crate::write::WriteJson::write_json(v, w);
+            w.value(v);
         }
         w.key(&mut first, "\"message\":");
-        crate::write::WriteJson::write_json(&self.message, w);
+        w.value(&self.message);
         if let Some(v) = &self.metadata {
             w.key(&mut first, "\"metadata\":");
-            w.map(v);
+            w.value(v);
         }
         if let Some(v) = &self.tenant {
             w.key(&mut first, "\"tenant\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6616,12 +6616,12 @@ impl crate::write::WriteJson for A2aSendMessageResponse {
         match self {
             Self::Task(v) => {
                 w.raw("{\"task\":");
-                crate::write::WriteJson::write_json(v, w);
+                w.value(v);
                 w.raw("}");
             }
             Self::Message(v) => {
                 w.raw("{\"message\":");
-                crate::write::WriteJson::write_json(v, w);
+                w.value(v);
                 w.raw("}");
             }
         }
@@ -6634,22 +6634,22 @@ impl crate::write::WriteJson for A2aSettings {
         w.raw("{");
         if let Some(v) = &self.card_file {
             w.key(&mut first, "\"card_file\":");
-            w.str(v);
+            w.value(v);
         }
         w.key(&mut first, "\"enabled\":");
-        w.bool(*&self.enabled);
+        w.value(&self.enabled);
         if let Some(v) = &self.message_ids {
             w.key(&mut first, "\"message_ids\":");
-            w.str(v.as_str());
+            w.value(v.as_str());
         }
         w.key(&mut first, "\"path\":");
-        w.str(&self.path);
+        w.value(&self.path);
         if let Some(v) = &self.push {
             w.key(&mut first, "\"push\":");
-            crate::write::WriteJson::write_json(v, w);
+            w.value(v);
         }
         w.key(&mut first, "\"rest_path\":");
-        w.str(&self.rest_path);
+        w.value(&self.rest_path);
         w.raw("}");
     }
 }
@@ -6659,22 +6659,22 @@ impl crate::write::WriteJson for A2aStreamResponse {
         match self {
             Self::Task(v) => {
                 w.raw("{\"task\":");
-                crate::write::WriteJson::write_json(v, w);
+                w.value(v);
                 w.raw("}");
             }
             Self::Message(v) => {
                 w.raw("{\"message\":");
-                crate::write::WriteJson::write_json(v, w);
+                w.value(v);
                 w.raw("}");
             }
             Self::StatusUpdate(v) => {
                 w.raw("{\"statusUpdate\":");
-                crate::write::WriteJson::write_json(v, w);
+                w.value(v);
                 w.raw("}");
             }
             Self::ArtifactUpdate(v) => {
                 w.raw("{\"artifactUpdate\":");
-                crate::write::WriteJson::write_json(v, w);
+                w.value(v);
                 w.raw("}");
             }
         }
@@ -6687,7 +6687,7 @@ impl crate::write::WriteJson for A2aStringList {
         w.raw("{");
         if !self.list.is_empty() {
             w.key(&mut first, "\"list\":");
-            w.str_array(&self.list);
+            w.value(&self.list);
         }
         w.raw("}");
     }
@@ -6698,10 +6698,10 @@ impl crate::write::WriteJson for A2aSubscribeToTaskRequest {
         let mut first = true;
         w.raw("{");
         w.key(&mut first, "\"id\":");
-        w.str(&self.id);
+        w.value(&self.id);
         if let Some(v) = &self.tenant {
             w.key(&mut first, "\"tenant\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6713,22 +6713,22 @@ impl crate::write::WriteJson for A2aTask {
         w.raw("{");
         if !self.artifacts.is_empty() {
             w.key(&mut first, "\"artifacts\":");
-            w.array(&self.artifacts);
+            w.value(&self.artifacts);
         }
         w.key(&mut first, "\"contextId\":");
-        w.str(&self.context_id);
+        w.value(&self.context_id);
         if !self.history.is_empty() {
             w.key(&mut first, "\"history\":");
-            w.array(&self.history);
+            w.value(&self.history);
         }
         w.key(&mut first, "\"id\":");
-        w.str(&self.id);
+        w.value(&self.id);
         if !self.metadata.is_empty() {
             w.key(&mut first, "\"metadata\":");
-            w.map(&self.metadata);
+            w.value(&self.metadata);
         }
         w.key(&mut first, "\"status\":");
-        crate::write::WriteJson::write_json(&self.status, w);
+        w.value(&self.status);
         w.raw("}");
     }
 }
@@ -6738,19 +6738,19 @@ impl crate::write::WriteJson for A2aTaskArtifactUpdateEvent {
         let mut first = true;
         w.raw("{");
         w.key(&mut first, "\"append\":");
-        w.bool(*&self.append);
+        w.value(&self.append);
         w.key(&mut first, "\"artifact\":");
-        crate::write::WriteJson::write_json(&self.artifact, w);
+        w.value(&self.artifact);
         w.key(&mut first, "\"contextId\":");
-        w.str(&self.context_id);
+        w.value(&self.context_id);
         w.key(&mut first, "\"lastChunk\":");
-        w.bool(*&self.last_chunk);
+        w.value(&self.last_chunk);
         if !self.metadata.is_empty() {
             w.key(&mut first, "\"metadata\":");
-            w.map(&self.metadata);
+            w.value(&self.metadata);
         }
         w.key(&mut first, "\"taskId\":");
-        w.str(&self.task_id);
+        w.value(&self.task_id);
         w.raw("}");
     }
 }
@@ -6761,20 +6761,20 @@ impl crate::write::WriteJson for A2aTaskPushNotificationConfig {
         w.raw("{");
         if let Some(v) = &self.authentication {
             w.key(&mut first, "\"authentication\":");
-            crate::write::WriteJson::write_json(v, w);
+            w.value(v);
         }
         w.key(&mut first, "\"id\":");
-        w.str(&self.id);
+        w.value(&self.id);
         w.key(&mut first, "\"taskId\":");
-        w.str(&self.task_id);
+        w.value(&self.task_id);
         w.key(&mut first, "\"tenant\":");
-        w.str(&self.tenant);
+        w.value(&self.tenant);
         if let Some(v) = &self.token {
             w.key(&mut first, "\"token\":");
             w.serde(v);
         }
         w.key(&mut first, "\"url\":");
-        w.str(&self.url);
+        w.value(&self.url);
         w.raw("}");
     }
 }
@@ -6785,19 +6785,19 @@ impl crate::write::WriteJson for A2aTaskPushNotificationConfigRequest {
         w.raw("{");
         if let Some(v) = &self.id {
             w.key(&mut first, "\"id\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.push_notification_config_id {
             w.key(&mut first, "\"pushNotificationConfigId\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.task_id {
             w.key(&mut first, "\"taskId\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.tenant {
             w.key(&mut first, "\"tenant\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6809,13 +6809,13 @@ impl crate::write::WriteJson for A2aTaskStatus {
         w.raw("{");
         if let Some(v) = &self.message {
             w.key(&mut first, "\"message\":");
-            crate::write::WriteJson::write_json(v, w);
+            w.value(v);
         }
         w.key(&mut first, "\"state\":");
-        w.str((&self.state).as_str());
+        w.value((&self.state).as_str());
         if let Some(v) = &self.timestamp {
             w.key(&mut first, "\"timestamp\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6826,15 +6826,15 @@ impl crate::write::WriteJson for A2aTaskStatusUpdateEvent {
         let mut first = true;
         w.raw("{");
         w.key(&mut first, "\"contextId\":");
-        w.str(&self.context_id);
+        w.value(&self.context_id);
         if !self.metadata.is_empty() {
             w.key(&mut first, "\"metadata\":");
-            w.map(&self.metadata);
+            w.value(&self.metadata);
         }
         w.key(&mut first, "\"status\":");
-        crate::write::WriteJson::write_json(&self.status, w);
+        w.value(&self.status);
         w.key(&mut first, "\"taskId\":");
-        w.str(&self.task_id);
+        w.value(&self.task_id);
         w.raw("}");
     }
 }
@@ -6844,14 +6844,14 @@ impl crate::write::WriteJson for AcpBackendSettings {
         let mut first = true;
         w.raw("{");
         w.key(&mut first, "\"allow_fs\":");
-        w.bool(*&self.allow_fs);
+        w.value(&self.allow_fs);
         if !self.approve.is_empty() {
             w.key(&mut first, "\"approve\":");
-            w.str_array(&self.approve);
+            w.value(&self.approve);
         }
         if !self.env.is_empty() {
             w.key(&mut first, "\"env\":");
-            w.str_array(&self.env);
+            w.value(&self.env);
         }
         w.raw("}");
     }
@@ -6863,35 +6863,35 @@ impl crate::write::WriteJson for AgentCardSettings {
         w.raw("{");
         if let Some(v) = &self.default_input_modes {
             w.key(&mut first, "\"default_input_modes\":");
-            w.str_array(v);
+            w.value(v);
         }
         if let Some(v) = &self.default_output_modes {
             w.key(&mut first, "\"default_output_modes\":");
-            w.str_array(v);
+            w.value(v);
         }
         if let Some(v) = &self.description {
             w.key(&mut first, "\"description\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.documentation_url {
             w.key(&mut first, "\"documentation_url\":");
-            w.str(v);
+            w.value(v);
         }
         if !self.extensions.is_empty() {
             w.key(&mut first, "\"extensions\":");
-            w.array(&self.extensions);
+            w.value(&self.extensions);
         }
         if let Some(v) = &self.name {
             w.key(&mut first, "\"name\":");
-            w.str(v);
+            w.value(v);
         }
         if !self.skills.is_empty() {
             w.key(&mut first, "\"skills\":");
-            w.array(&self.skills);
+            w.value(&self.skills);
         }
         if let Some(v) = &self.version {
             w.key(&mut first, "\"version\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6902,18 +6902,18 @@ impl crate::write::WriteJson for AgentEntry {
         let mut first = true;
         w.raw("{");
         w.key(&mut first, "\"agent\":");
-        w.str(&self.agent);
+        w.value(&self.agent);
         if let Some(v) = &self.card {
             w.key(&mut first, "\"card\":");
-            crate::write::WriteJson::write_json(v, w);
+            w.value(v);
         }
         if let Some(v) = &self.token_env {
             w.key(&mut first, "\"token_env\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.token_file {
             w.key(&mut first, "\"token_file\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -6925,14 +6925,14 @@ impl crate::write::WriteJson for AgentExtensionSettings {
         w.raw("{");
         if let Some(v) = &self.description {
             w.key(&mut first, "\"description\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.params {
             w.key(&mut first, "\"params\":");
-            w.map(v);
+            w.value(v);
         }
         w.key(&mut first, "\"required\":");
-        w.bool(*&self.required);
+        w.value(&self.required);
         w.key(&mut first, "\"uri\":");
         w.serde(&self.uri);
         w.raw("}");
@@ -6942,17 +6942,17 @@ impl crate::write::WriteJson for AgentResponse {
     const FIXED_LEN: usize = 72;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"agent_ref\":");
-        w.opt_map((&self.agent_ref).as_ref());
+        w.value(&self.agent_ref);
         w.raw(",\"channel_id\":");
-        w.str(&self.channel_id);
+        w.value(&self.channel_id);
         w.raw(",\"metadata\":");
-        w.opt_map((&self.metadata).as_ref());
+        w.value(&self.metadata);
         w.raw(",\"ok\":");
-        w.bool(*&self.ok);
+        w.value(&self.ok);
         w.raw(",\"payload\":");
-        w.opt_map((&self.payload).as_ref());
+        w.value(&self.payload);
         w.raw(",\"request_id\":");
-        w.str(&self.request_id);
+        w.value(&self.request_id);
         w.raw("}");
     }
 }
@@ -6960,17 +6960,17 @@ impl crate::write::WriteJson for AgentResponseChunk {
     const FIXED_LEN: usize = 81;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"agent_ref\":");
-        w.opt_map((&self.agent_ref).as_ref());
+        w.value(&self.agent_ref);
         w.raw(",\"channel_id\":");
-        w.str(&self.channel_id);
+        w.value(&self.channel_id);
         w.raw(",\"is_complete\":");
-        w.bool(*&self.is_complete);
+        w.value(&self.is_complete);
         w.raw(",\"metadata\":");
-        w.opt_map((&self.metadata).as_ref());
+        w.value(&self.metadata);
         w.raw(",\"payload\":");
-        w.opt_map((&self.payload).as_ref());
+        w.value(&self.payload);
         w.raw(",\"request_id\":");
-        w.str(&self.request_id);
+        w.value(&self.request_id);
         w.raw("}");
     }
 }
@@ -6978,7 +6978,7 @@ impl crate::write::WriteJson for AguiSettings {
     const FIXED_LEN: usize = 13;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"enabled\":");
-        w.bool(*&self.enabled);
+        w.value(&self.enabled);
         w.raw("}");
     }
 }
@@ -6992,20 +6992,20 @@ impl crate::write::WriteJson for CallerClaims {
             w.serde(v);
         }
         w.key(&mut first, "\"caller\":");
-        w.str(&self.caller);
+        w.value(&self.caller);
         if let Some(v) = &self.iss {
             w.key(&mut first, "\"iss\":");
-            w.str(v);
+            w.value(v);
         }
         w.key(&mut first, "\"method\":");
-        w.str(&self.method);
+        w.value(&self.method);
         if let Some(v) = &self.scope {
             w.key(&mut first, "\"scope\":");
             w.serde(v);
         }
         if let Some(v) = &self.sub {
             w.key(&mut first, "\"sub\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -7017,15 +7017,15 @@ impl crate::write::WriteJson for CallerEntry {
         w.raw("{");
         if let Some(v) = &self.agents {
             w.key(&mut first, "\"agents\":");
-            w.str_array(v);
+            w.value(v);
         }
         if let Some(v) = &self.api_key_env {
             w.key(&mut first, "\"api_key_env\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.api_key_file {
             w.key(&mut first, "\"api_key_file\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.api_key_sha256 {
             w.key(&mut first, "\"api_key_sha256\":");
@@ -7033,13 +7033,13 @@ impl crate::write::WriteJson for CallerEntry {
         }
         if let Some(v) = &self.jwt {
             w.key(&mut first, "\"jwt\":");
-            crate::write::WriteJson::write_json(v, w);
+            w.value(v);
         }
         w.key(&mut first, "\"kind\":");
-        w.str((&self.kind).as_str());
+        w.value((&self.kind).as_str());
         if let Some(v) = &self.rate_limit {
             w.key(&mut first, "\"rate_limit\":");
-            crate::write::WriteJson::write_json(v, w);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -7056,9 +7056,9 @@ impl crate::write::WriteJson for E2AAuth {
         w.raw(",\"extra_headers\":");
         w.serde(&self.extra_headers);
         w.raw(",\"_meta\":");
-        w.map(&self.meta);
+        w.value(&self.meta);
         w.raw(",\"method_id\":");
-        w.opt_str((&self.method_id).as_deref());
+        w.value(&self.method_id);
         w.raw("}");
     }
 }
@@ -7066,63 +7066,63 @@ impl crate::write::WriteJson for E2AEnvelope {
     const FIXED_LEN: usize = 425;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"a2a_metadata\":");
-        w.map(&self.a2a_metadata);
+        w.value(&self.a2a_metadata);
         w.raw(",\"acp_meta\":");
-        w.map(&self.acp_meta);
+        w.value(&self.acp_meta);
         w.raw(",\"agent_id\":");
-        w.opt_str((&self.agent_id).as_deref());
+        w.value(&self.agent_id);
         w.raw(",\"agent_ref\":");
-        w.opt_map((&self.agent_ref).as_ref());
+        w.value(&self.agent_ref);
         w.raw(",\"auth\":");
-        w.opt((&self.auth).as_ref());
+        w.value(&self.auth);
         w.raw(",\"channel\":");
-        w.opt_str((&self.channel).as_deref());
+        w.value(&self.channel);
         w.raw(",\"channel_context\":");
-        w.map(&self.channel_context);
+        w.value(&self.channel_context);
         w.raw(",\"chat_id\":");
-        w.opt_str((&self.chat_id).as_deref());
+        w.value(&self.chat_id);
         w.raw(",\"context_id\":");
-        w.opt_str((&self.context_id).as_deref());
+        w.value(&self.context_id);
         w.raw(",\"correlation_id\":");
-        w.opt_str((&self.correlation_id).as_deref());
+        w.value(&self.correlation_id);
         w.raw(",\"expected_output_modes\":");
-        w.str_array(&self.expected_output_modes);
+        w.value(&self.expected_output_modes);
         w.raw(",\"ext_method\":");
-        w.opt_str((&self.ext_method).as_deref());
+        w.value(&self.ext_method);
         w.raw(",\"identity_origin\":");
-        w.str((&self.identity_origin).as_str());
+        w.value((&self.identity_origin).as_str());
         w.raw(",\"is_stream\":");
-        w.bool(*&self.is_stream);
+        w.value(&self.is_stream);
         w.raw(",\"jsonrpc_id\":");
         w.serde(&self.jsonrpc_id);
         w.raw(",\"message_id\":");
-        w.opt_str((&self.message_id).as_deref());
+        w.value(&self.message_id);
         w.raw(",\"method\":");
-        w.opt_str((&self.method).as_deref());
+        w.value(&self.method);
         w.raw(",\"params\":");
-        w.map(&self.params);
+        w.value(&self.params);
         w.raw(",\"protocol_version\":");
-        w.str(&self.protocol_version);
+        w.value(&self.protocol_version);
         w.raw(",\"provenance\":");
-        crate::write::WriteJson::write_json(&self.provenance, w);
+        w.value(&self.provenance);
         w.raw(",\"request_id\":");
-        w.opt_str((&self.request_id).as_deref());
+        w.value(&self.request_id);
         w.raw(",\"service_id\":");
-        w.opt_str((&self.service_id).as_deref());
+        w.value(&self.service_id);
         w.raw(",\"session_id\":");
-        w.opt_str((&self.session_id).as_deref());
+        w.value(&self.session_id);
         w.raw(",\"session_update_kind\":");
-        w.opt_str((&self.session_update_kind).as_deref());
+        w.value(&self.session_update_kind);
         w.raw(",\"source_agent_id\":");
-        w.opt_str((&self.source_agent_id).as_deref());
+        w.value(&self.source_agent_id);
         w.raw(",\"task_id\":");
-        w.opt_str((&self.task_id).as_deref());
+        w.value(&self.task_id);
         w.raw(",\"timestamp\":");
-        w.opt_str((&self.timestamp).as_deref());
+        w.value(&self.timestamp);
         w.raw(",\"user_id\":");
-        w.opt_str((&self.user_id).as_deref());
+        w.value(&self.user_id);
         w.raw(",\"workspace_key\":");
-        w.opt_str((&self.workspace_key).as_deref());
+        w.value(&self.workspace_key);
         w.raw("}");
     }
 }
@@ -7133,22 +7133,22 @@ impl crate::write::WriteJson for E2AFileRef {
         w.raw("{");
         if !self.meta.is_empty() {
             w.key(&mut first, "\"_meta\":");
-            w.map(&self.meta);
+            w.value(&self.meta);
         }
         if let Some(v) = &self.mime_type {
             w.key(&mut first, "\"mime_type\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.name {
             w.key(&mut first, "\"name\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.size {
             w.key(&mut first, "\"size\":");
-            w.u64(*v);
+            w.value(v);
         }
         w.key(&mut first, "\"uri\":");
-        w.str(&self.uri);
+        w.value(&self.uri);
         w.raw("}");
     }
 }
@@ -7156,13 +7156,13 @@ impl crate::write::WriteJson for E2AProvenance {
     const FIXED_LEN: usize = 61;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"converted_at\":");
-        w.opt_str((&self.converted_at).as_deref());
+        w.value(&self.converted_at);
         w.raw(",\"converter\":");
-        w.opt_str((&self.converter).as_deref());
+        w.value(&self.converter);
         w.raw(",\"details\":");
-        w.map(&self.details);
+        w.value(&self.details);
         w.raw(",\"source_protocol\":");
-        w.str(&self.source_protocol);
+        w.value(&self.source_protocol);
         w.raw("}");
     }
 }
@@ -7170,61 +7170,61 @@ impl crate::write::WriteJson for E2AResponse {
     const FIXED_LEN: usize = 392;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"a2a_metadata\":");
-        w.map(&self.a2a_metadata);
+        w.value(&self.a2a_metadata);
         w.raw(",\"acp_meta\":");
-        w.map(&self.acp_meta);
+        w.value(&self.acp_meta);
         w.raw(",\"agent_ref\":");
-        w.opt_map((&self.agent_ref).as_ref());
+        w.value(&self.agent_ref);
         w.raw(",\"body\":");
-        w.map(&self.body);
+        w.value(&self.body);
         w.raw(",\"channel\":");
-        w.opt_str((&self.channel).as_deref());
+        w.value(&self.channel);
         w.raw(",\"channel_context\":");
-        w.map(&self.channel_context);
+        w.value(&self.channel_context);
         w.raw(",\"context_id\":");
-        w.opt_str((&self.context_id).as_deref());
+        w.value(&self.context_id);
         w.raw(",\"correlation_id\":");
-        w.opt_str((&self.correlation_id).as_deref());
+        w.value(&self.correlation_id);
         w.raw(",\"identity_origin\":");
-        w.str((&self.identity_origin).as_str());
+        w.value((&self.identity_origin).as_str());
         w.raw(",\"is_final\":");
-        w.bool(*&self.is_final);
+        w.value(&self.is_final);
         w.raw(",\"is_stream\":");
-        w.bool(*&self.is_stream);
+        w.value(&self.is_stream);
         w.raw(",\"jsonrpc_id\":");
         w.serde(&self.jsonrpc_id);
         w.raw(",\"message_id\":");
-        w.opt_str((&self.message_id).as_deref());
+        w.value(&self.message_id);
         w.raw(",\"metadata\":");
-        w.map(&self.metadata);
+        w.value(&self.metadata);
         w.raw(",\"method\":");
-        w.opt_str((&self.method).as_deref());
+        w.value(&self.method);
         w.raw(",\"projections\":");
-        w.map(&self.projections);
+        w.value(&self.projections);
         w.raw(",\"protocol_version\":");
-        w.str(&self.protocol_version);
+        w.value(&self.protocol_version);
         w.raw(",\"provenance\":");
-        crate::write::WriteJson::write_json(&self.provenance, w);
+        w.value(&self.provenance);
         w.raw(",\"request_id\":");
-        w.opt_str((&self.request_id).as_deref());
+        w.value(&self.request_id);
         w.raw(",\"response_id\":");
-        w.opt_str((&self.response_id).as_deref());
+        w.value(&self.response_id);
         w.raw(",\"response_kind\":");
-        w.str((&self.response_kind).as_str());
+        w.value((&self.response_kind).as_str());
         w.raw(",\"sequence\":");
-        w.u64(*&self.sequence);
+        w.value(&self.sequence);
         w.raw(",\"session_id\":");
-        w.opt_str((&self.session_id).as_deref());
+        w.value(&self.session_id);
         w.raw(",\"source_agent_id\":");
-        w.opt_str((&self.source_agent_id).as_deref());
+        w.value(&self.source_agent_id);
         w.raw(",\"status\":");
-        w.str((&self.status).as_str());
+        w.value((&self.status).as_str());
         w.raw(",\"task_id\":");
-        w.opt_str((&self.task_id).as_deref());
+        w.value(&self.task_id);
         w.raw(",\"timestamp\":");
-        w.opt_str((&self.timestamp).as_deref());
+        w.value(&self.timestamp);
         w.raw(",\"user_id\":");
-        w.opt_str((&self.user_id).as_deref());
+        w.value(&self.user_id);
         w.raw("}");
     }
 }
@@ -7235,7 +7235,7 @@ impl crate::write::WriteJson for ErrorSettings {
         w.raw("{");
         if let Some(v) = &self.expose {
             w.key(&mut first, "\"expose\":");
-            w.str(v.as_str());
+            w.value(v.as_str());
         }
         w.raw("}");
     }
@@ -7246,28 +7246,28 @@ impl crate::write::WriteJson for JwtSettings {
         let mut first = true;
         w.raw("{");
         w.key(&mut first, "\"algorithm\":");
-        w.str((&self.algorithm).as_str());
+        w.value((&self.algorithm).as_str());
         if let Some(v) = &self.audience {
             w.key(&mut first, "\"audience\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.issuer {
             w.key(&mut first, "\"issuer\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.jwks_file {
             w.key(&mut first, "\"jwks_file\":");
-            w.str(v);
+            w.value(v);
         }
         w.key(&mut first, "\"leeway_secs\":");
-        w.u64(*&self.leeway_secs);
+        w.value(&self.leeway_secs);
         if let Some(v) = &self.public_key_file {
             w.key(&mut first, "\"public_key_file\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.secret_file {
             w.key(&mut first, "\"secret_file\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -7278,17 +7278,17 @@ impl crate::write::WriteJson for LogSettings {
         let mut first = true;
         w.raw("{");
         w.key(&mut first, "\"format\":");
-        w.str((&self.format).as_str());
+        w.value((&self.format).as_str());
         if let Some(v) = &self.frames {
             w.key(&mut first, "\"frames\":");
-            w.str(v);
+            w.value(v);
         }
         w.key(&mut first, "\"frames_keep\":");
-        w.u64(*&self.frames_keep);
+        w.value(&self.frames_keep);
         w.key(&mut first, "\"frames_line_bytes\":");
-        w.i64(*&self.frames_line_bytes);
+        w.value(&self.frames_line_bytes);
         w.key(&mut first, "\"frames_max_bytes\":");
-        w.i64(*&self.frames_max_bytes);
+        w.value(&self.frames_max_bytes);
         w.raw("}");
     }
 }
@@ -7296,9 +7296,9 @@ impl crate::write::WriteJson for MetricsSettings {
     const FIXED_LEN: usize = 23;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"enabled\":");
-        w.bool(*&self.enabled);
+        w.value(&self.enabled);
         w.raw(",\"public\":");
-        w.bool(*&self.public);
+        w.value(&self.public);
         w.raw("}");
     }
 }
@@ -7306,9 +7306,9 @@ impl crate::write::WriteJson for PushSettings {
     const FIXED_LEN: usize = 130;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"allow_private\":");
-        w.bool(*&self.allow_private);
+        w.value(&self.allow_private);
         w.raw(",\"enabled\":");
-        w.bool(*&self.enabled);
+        w.value(&self.enabled);
         w.raw(",\"max_attempts\":");
         w.serde(&self.max_attempts);
         w.raw(",\"max_configs_per_task\":");
@@ -7340,11 +7340,11 @@ impl crate::write::WriteJson for RouteTemplates {
     const FIXED_LEN: usize = 24;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"a2a\":");
-        w.str(&self.a2a);
+        w.value(&self.a2a);
         w.raw(",\"agui\":");
-        w.str(&self.agui);
+        w.value(&self.agui);
         w.raw(",\"e2a\":");
-        w.str(&self.e2a);
+        w.value(&self.e2a);
         w.raw("}");
     }
 }
@@ -7354,26 +7354,26 @@ impl crate::write::WriteJson for ServerSettings {
         let mut first = true;
         w.raw("{");
         w.key(&mut first, "\"bind\":");
-        w.str(&self.bind);
+        w.value(&self.bind);
         w.key(&mut first, "\"drain_secs\":");
-        w.u64(*&self.drain_secs);
+        w.value(&self.drain_secs);
         w.key(&mut first, "\"header_timeout_secs\":");
         w.serde(&self.header_timeout_secs);
         w.key(&mut first, "\"idle_timeout_secs\":");
         w.serde(&self.idle_timeout_secs);
         w.key(&mut first, "\"insecure_no_auth\":");
-        w.bool(*&self.insecure_no_auth);
+        w.value(&self.insecure_no_auth);
         w.key(&mut first, "\"max_connections\":");
         w.serde(&self.max_connections);
         w.key(&mut first, "\"max_streams\":");
         w.serde(&self.max_streams);
         if let Some(v) = &self.public_url {
             w.key(&mut first, "\"public_url\":");
-            w.str(v);
+            w.value(v);
         }
         if let Some(v) = &self.token_file {
             w.key(&mut first, "\"token_file\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -7385,19 +7385,19 @@ impl crate::write::WriteJson for StoreSettings {
         w.raw("{");
         if let Some(v) = &self.ca_file {
             w.key(&mut first, "\"ca_file\":");
-            w.str(v);
+            w.value(v);
         }
         w.key(&mut first, "\"lease_secs\":");
         w.serde(&self.lease_secs);
         w.key(&mut first, "\"max_finished_tasks\":");
-        w.u64(*&self.max_finished_tasks);
+        w.value(&self.max_finished_tasks);
         w.key(&mut first, "\"pool\":");
         w.serde(&self.pool);
         w.key(&mut first, "\"task_retention_hours\":");
-        w.u64(*&self.task_retention_hours);
+        w.value(&self.task_retention_hours);
         if let Some(v) = &self.url {
             w.key(&mut first, "\"url\":");
-            w.str(v);
+            w.value(v);
         }
         w.raw("}");
     }
@@ -7409,10 +7409,10 @@ impl crate::write::WriteJson for TelemetrySettings {
         w.raw("{");
         if let Some(v) = &self.otlp_endpoint {
             w.key(&mut first, "\"otlp_endpoint\":");
-            w.str(v);
+            w.value(v);
         }
         w.key(&mut first, "\"service_name\":");
-        w.str(&self.service_name);
+        w.value(&self.service_name);
         w.raw("}");
     }
 }

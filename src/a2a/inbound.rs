@@ -160,9 +160,11 @@ impl A2aStreamReader {
                 match carried {
                     Some(mut body) => {
                         body.plan_content.get_or_insert(text);
-                        s.pause_with(body).into()
+                        s.pause(body).into()
                     }
-                    None => s.pause(PauseKind::Input, &text, true).into(),
+                    None => s
+                        .pause(PlanApprovalRequiredBody::asking(PauseKind::Input, &text, true))
+                        .into(),
                 }
             }
             _ => {

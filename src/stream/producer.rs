@@ -65,33 +65,9 @@ impl ResponseStream {
         self.template.request_id.as_deref()
     }
 
-    /// The sequence number the next frame will get.
-    pub fn next_sequence(&self) -> u64 {
-        self.next
-    }
-
-    fn frame(
-        &mut self,
-        kind: ResponseKind,
-        status: ResponseStatus,
-        is_final: bool,
-        body: Map<String, Value>,
-    ) -> E2AResponse {
-        let mut f = self.template.clone();
-        f.response_id = Some(new_id());
-        f.sequence = self.next;
-        f.is_final = is_final;
-        f.status = status.as_str().into();
-        f.response_kind = kind.as_str().into();
-        f.timestamp = Some(crate::timestamp::utc_now_iso());
-        f.body = body;
-        self.next = self.next.saturating_add(1);
-        f
-    }
-
     /// An `e2a.chunk` frame with any chunk body (e.g. `{"delta_kind": "custom", "delta": {...}}`).
     pub fn chunk(&mut self, body: Map<String, Value>) -> E2AResponse {
-        self.frame(ResponseKind::E2aChunk, ResponseStatus::InProgress, false, body)
+        frame(self, ResponseKind::E2aChunk, ResponseStatus::InProgress, false, body)
     }
 
     /// A text delta (`delta_kind: text`).
@@ -139,23 +115,11 @@ impl ResponseStream {
         self.chunk(ChunkBody::structured(DeltaKind::Custom, ChunkEventType::Artifact, piece).into_map())
     }
 
-    /// Pauses the turn to ask the user (`kind`: approval or input): the
-    /// `plan.approval_required` frame and the final `e2a.complete` whose result is a
-    /// [`PausedResult`]. Consumes the stream.
-    pub fn pause(self, kind: PauseKind, question: &str, resumable: bool) -> [E2AResponse; 2] {
-        self.pause_with(PlanApprovalRequiredBody {
-            plan_content: Some(question.into()),
-            plan_slug: None,
-            plan_path: None,
-            input_kind: Some(kind),
-            resumable: Some(resumable),
-            extra: Map::new(),
-        })
-    }
-
-    /// [`ResponseStream::pause`] with a whole pause body (a plan's slug and path, fields of
-    /// the agent's own); what is absent reads as an approval that can be answered.
-    pub fn pause_with(mut self, body: PlanApprovalRequiredBody) -> [E2AResponse; 2] {
+    /// Pauses the turn to ask the user: the `plan.approval_required` frame with `body` (made
+    /// by [`PlanApprovalRequiredBody::asking`], or with a plan's slug and path and fields of the
+    /// agent's own) and the final `e2a.complete` whose result is a [`PausedResult`]; what the
+    /// body leaves out reads as an approval that can be answered. Consumes the stream.
+    pub fn pause(mut self, body: PlanApprovalRequiredBody) -> [E2AResponse; 2] {
         let result = PausedResult {
             state: PausedResultState::InputRequired,
             input_kind: Some(body.input_kind.unwrap_or(PauseKind::Approval)),
@@ -184,7 +148,7 @@ impl ResponseStream {
 
     /// A non-final frame of another kind (e.g. `acp.session_update`, `a2a.stream_event`).
     pub fn event(&mut self, kind: ResponseKind, body: Map<String, Value>) -> E2AResponse {
-        self.frame(kind, ResponseStatus::InProgress, false, body)
+        frame(self, kind, ResponseStatus::InProgress, false, body)
     }
 
     /// The final success frame (`e2a.complete`, `succeeded`, `{"result": result}`).
@@ -194,7 +158,7 @@ impl ResponseStream {
         // the body `{"result": …}`, the result moved in (not copied through a serializer)
         let mut body = Map::new();
         body.insert("result".into(), result);
-        self.frame(ResponseKind::E2aComplete, ResponseStatus::Succeeded, true, body)
+        frame(&mut self, ResponseKind::E2aComplete, ResponseStatus::Succeeded, true, body)
     }
 
     /// Ends the turn with its answer: the final `e2a.complete` whose result is an
@@ -221,7 +185,7 @@ impl ResponseStream {
     /// Consumes the stream: nothing can follow.
     pub fn fail(mut self, code: &str, message: &str, details: Map<String, Value>) -> E2AResponse {
         let body = body_map(ErrorBody::new(code, message, details));
-        self.frame(ResponseKind::E2aError, ResponseStatus::Failed, true, body)
+        frame(&mut self, ResponseKind::E2aError, ResponseStatus::Failed, true, body)
     }
 
     /// The agent refuses the request: the final `e2a.error` of `E2A.INVALID_REQUEST` marked
@@ -243,4 +207,24 @@ impl ResponseStream {
             details,
         )
     }
+}
+
+/// The next frame of `stream`: its template with this frame's own fields.
+fn frame(
+    stream: &mut ResponseStream,
+    kind: ResponseKind,
+    status: ResponseStatus,
+    is_final: bool,
+    body: Map<String, Value>,
+) -> E2AResponse {
+    let mut f = stream.template.clone();
+    f.response_id = Some(new_id());
+    f.sequence = stream.next;
+    f.is_final = is_final;
+    f.status = status.as_str().into();
+    f.response_kind = kind.as_str().into();
+    f.timestamp = Some(crate::timestamp::utc_now_iso());
+    f.body = body;
+    stream.next = stream.next.saturating_add(1);
+    f
 }

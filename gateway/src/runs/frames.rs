@@ -236,19 +236,19 @@ fn only_own_differs(f: &E2AResponse, first: &E2AResponse) -> bool {
 /// What `f` has of its own, as the JSON array [`Own`] reads.
 fn write_own(w: &mut JsonWriter, f: &E2AResponse) {
     w.raw("[");
-    w.opt_str(f.response_id.as_deref());
+    w.value(&f.response_id);
     w.raw(",");
-    w.opt_str(f.timestamp.as_deref());
+    w.value(&f.timestamp);
     w.raw(",");
-    w.u64(f.sequence);
+    w.value(&f.sequence);
     w.raw(",");
-    w.bool(f.is_final);
+    w.value(&f.is_final);
     w.raw(",");
-    w.str(f.status.as_str());
+    w.value(f.status.as_str());
     w.raw(",");
-    w.str(f.response_kind.as_str());
+    w.value(f.response_kind.as_str());
     w.raw(",");
-    w.map(&f.body);
+    w.value(&f.body);
     w.raw("]");
 }
 

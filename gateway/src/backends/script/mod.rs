@@ -18,7 +18,7 @@ use e2a::a2a::stream::{data_part, text_part};
 use e2a::response::body_map;
 use e2a::stream::ResponseStream;
 use e2a::taxonomy::ErrorKind;
-use e2a::types::{A2aMessage, A2aPart, ArtifactDelta, ArtifactKind, PauseKind};
+use e2a::types::{A2aMessage, A2aPart, ArtifactDelta, ArtifactKind, PauseKind, PlanApprovalRequiredBody};
 use e2a::{E2AEnvelope, E2AResponse};
 use serde_json::{Map, Value};
 
@@ -444,8 +444,15 @@ impl Runner {
                     PauseKind::Input
                 };
                 let prompt = self.fill(prompt);
-                self.frames
-                    .extend(stream.pause(kind, &prompt, task_key(request).is_some()).map(Arc::new));
+                self.frames.extend(
+                    stream
+                        .pause(PlanApprovalRequiredBody::asking(
+                            kind,
+                            &prompt,
+                            task_key(request).is_some(),
+                        ))
+                        .map(Arc::new),
+                );
             }
             Action::Message { text } => {
                 let text = self.fill(text);

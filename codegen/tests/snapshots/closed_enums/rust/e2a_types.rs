@@ -203,10 +203,10 @@ impl crate::write::WriteJson for Call {
         let mut first = true;
         w.raw("{");
         w.key(&mut first, "\"method\":");
-        w.str((&self.method).as_str());
+        w.value((&self.method).as_str());
         if let Some(v) = &self.single {
             w.key(&mut first, "\"single\":");
-            w.str(v.as_str());
+            w.value(v.as_str());
         }
         w.raw("}");
     }

@@ -176,23 +176,23 @@ impl crate::write::WriteJson for E2AEnvelope {
         w.raw("{");
         if let Some(v) = &self.channel {
             w.key(&mut first, "\"channel\":");
-            w.str(v);
+            w.value(v);
         }
         w.key(&mut first, "\"is_stream\":");
-        w.bool(*&self.is_stream);
+        w.value(&self.is_stream);
         w.key(&mut first, "\"mode\":");
-        w.str((&self.mode).as_str());
+        w.value((&self.mode).as_str());
         if !self.params.is_empty() {
             w.key(&mut first, "\"params\":");
-            w.map(&self.params);
+            w.value(&self.params);
         }
         w.key(&mut first, "\"protocol_version\":");
-        w.str(&self.protocol_version);
+        w.value(&self.protocol_version);
         w.key(&mut first, "\"retries\":");
-        w.u64(*&self.retries);
+        w.value(&self.retries);
         if !self.tags.is_empty() {
             w.key(&mut first, "\"tags\":");
-            w.str_array(&self.tags);
+            w.value(&self.tags);
         }
         w.raw("}");
     }

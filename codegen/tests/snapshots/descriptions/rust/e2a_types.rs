@@ -128,10 +128,10 @@ impl crate::write::WriteJson for Documented {
         let mut first = true;
         w.raw("{");
         w.key(&mut first, "\"field\":");
-        w.str(&self.field);
+        w.value(&self.field);
         if let Some(v) = &self.titled {
             w.key(&mut first, "\"titled\":");
-            w.i64(*v);
+            w.value(v);
         }
         w.raw("}");
     }

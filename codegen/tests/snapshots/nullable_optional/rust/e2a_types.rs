@@ -72,20 +72,20 @@ impl crate::write::WriteJson for Record {
         w.raw("{");
         if let Some(v) = &self.count {
             w.key(&mut first, "\"count\":");
-            w.i64(*v);
+            w.value(v);
         }
         if !self.extra.is_empty() {
             w.key(&mut first, "\"extra\":");
-            w.map(&self.extra);
+            w.value(&self.extra);
         }
         w.key(&mut first, "\"id\":");
-        w.str(&self.id);
+        w.value(&self.id);
         if let Some(v) = &self.label {
             w.key(&mut first, "\"label\":");
-            w.str(v);
+            w.value(v);
         }
         w.key(&mut first, "\"note\":");
-        w.opt_str((&self.note).as_deref());
+        w.value(&self.note);
         if let Some(v) = &self.parent {
             w.key(&mut first, "\"parent\":");
             w.serde(v);

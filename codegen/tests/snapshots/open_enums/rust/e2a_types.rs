@@ -226,11 +226,11 @@ impl crate::write::WriteJson for Frame {
     const FIXED_LEN: usize = 32;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"kind\":");
-        w.str((&self.kind).as_str());
+        w.value((&self.kind).as_str());
         w.raw(",\"sequence\":");
-        w.u64(*&self.sequence);
+        w.value(&self.sequence);
         w.raw(",\"status\":");
-        w.str((&self.status).as_str());
+        w.value((&self.status).as_str());
         w.raw("}");
     }
 }

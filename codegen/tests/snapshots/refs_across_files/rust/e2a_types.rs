@@ -80,7 +80,7 @@ impl crate::write::WriteJson for Customer {
     const FIXED_LEN: usize = 8;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"id\":");
-        w.str(&self.id);
+        w.value(&self.id);
         w.raw("}");
     }
 }
@@ -88,9 +88,9 @@ impl crate::write::WriteJson for Order {
     const FIXED_LEN: usize = 23;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"customer\":");
-        crate::write::WriteJson::write_json(&self.customer, w);
+        w.value(&self.customer);
         w.raw(",\"lines\":");
-        w.array(&self.lines);
+        w.value(&self.lines);
         w.raw("}");
     }
 }
@@ -98,7 +98,7 @@ impl crate::write::WriteJson for OrderLine {
     const FIXED_LEN: usize = 9;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"sku\":");
-        w.str(&self.sku);
+        w.value(&self.sku);
         w.raw("}");
     }
 }

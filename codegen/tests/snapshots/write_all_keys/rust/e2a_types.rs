@@ -104,15 +104,15 @@ impl crate::write::WriteJson for Canonical {
     const FIXED_LEN: usize = 44;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"count\":");
-        w.i64(*&self.count);
+        w.value(&self.count);
         w.raw(",\"inner\":");
-        crate::write::WriteJson::write_json(&self.inner, w);
+        w.value(&self.inner);
         w.raw(",\"kind\":");
-        w.str(&self.kind);
+        w.value(&self.kind);
         w.raw(",\"note\":");
-        w.opt_str((&self.note).as_deref());
+        w.value(&self.note);
         w.raw(",\"tags\":");
-        w.str_array(&self.tags);
+        w.value(&self.tags);
         w.raw("}");
     }
 }
@@ -120,7 +120,7 @@ impl crate::write::WriteJson for Inner {
     const FIXED_LEN: usize = 10;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         w.raw("{\"flag\":");
-        w.bool(*&self.flag);
+        w.value(&self.flag);
         w.raw("}");
     }
 }
