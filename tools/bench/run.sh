@@ -10,6 +10,8 @@
 #   CONNS [64]        connections for cases a, b and d
 #   CASES [a,b,c,d]   which cases to run
 #   E2A_BIN           an existing release `e2a` binary (skips building e2a-cli)
+#   E2A_BEFORE_BIN    another `e2a` binary (an earlier commit's release build): its rows run
+#                     beside e2a's in every case, named `…@before` (before/after in one run)
 #   E2A_TARGET_DIR [/tmp/bench-target]  target dir of the e2a-cli build
 #   SERVER_CPU [1] / LOADGEN_CPU [0]    cores for taskset
 #   BASE_PORT [18700] first of the loopback ports used
@@ -59,6 +61,10 @@ else
 fi
 [[ -x $E2A_BIN ]] || die "$E2A_BIN is not an executable"
 E2A_BIN=$(cd "$(dirname "$E2A_BIN")" && pwd)/$(basename "$E2A_BIN")
+if [[ -n ${E2A_BEFORE_BIN:-} ]]; then
+  [[ -x $E2A_BEFORE_BIN ]] || die "E2A_BEFORE_BIN=$E2A_BEFORE_BIN is not an executable"
+  E2A_BEFORE_BIN=$(cd "$(dirname "$E2A_BEFORE_BIN")" && pwd)/$(basename "$E2A_BEFORE_BIN")
+fi
 
 # --- optional peers: the official Python and JS A2A servers (pinned in tools/bench/peers) -------
 PY_PEER=()
@@ -235,6 +241,17 @@ sdk_peers() {
   fi
 }
 
+# before NAME PORT SERVE_ARGS...: with E2A_BEFORE_BIN, starts `E2A_BEFORE_BIN serve --bind
+# 127.0.0.1:PORT SERVE_ARGS...` as NAME@before; sets $BEFORE_ROWS to its `name:port:pid` entry.
+before() {
+  BEFORE_ROWS=()
+  [[ -n ${E2A_BEFORE_BIN:-} ]] || return 0
+  local name=$1@before port=$2
+  shift 2
+  start_server "$name" "$port" "$E2A_BEFORE_BIN" serve --bind "127.0.0.1:$port" "$@"
+  BEFORE_ROWS=("$name:$port:$SPID")
+}
+
 # --- cases ------------------------------------------------------------------------------------
 case_a() {
   URL_PATH=/a2a BODY=$A2A_SEND_BODY MODE=json CONN=$CONNS
@@ -258,7 +275,8 @@ case_a() {
   local n=$SPID
   capture $((p + 6)) "$WORK/a2a-send-minimal-response.json"
   sdk_peers $((p + 7))
-  rounds a "e2a-memory:$((p + 1)):$m" "e2a-sqlite:$((p + 2)):$s" "peer-a2a:$((p + 3)):$q" \
+  before e2a-memory $((p + 9)) --a2a --store memory --agent echo
+  rounds a "e2a-memory:$((p + 1)):$m" "${BEFORE_ROWS[@]}" "e2a-sqlite:$((p + 2)):$s" "peer-a2a:$((p + 3)):$q" \
     "peer-a2a-mirror:$((p + 4)):$r" "bare-axum:$((p + 5)):$b" "e2a-minimal:$((p + 6)):$n" "${SDK_ROWS[@]}"
   stop_servers
 }
@@ -275,7 +293,8 @@ case_b() {
   local b=$SPID
   start_server e2a-floor $((p + 3)) "$BIN/e2a-floor" $((p + 3))
   local f=$SPID
-  rounds b "e2a:$((p + 1)):$e" "bare-axum:$((p + 2)):$b" "e2a-floor:$((p + 3)):$f"
+  before e2a $((p + 4)) --agent echo
+  rounds b "e2a:$((p + 1)):$e" "${BEFORE_ROWS[@]}" "bare-axum:$((p + 2)):$b" "e2a-floor:$((p + 3)):$f"
   stop_servers
 }
 
@@ -286,7 +305,9 @@ case_c() {
   local p=$((BASE_PORT + 20))
   start_server e2a $((p + 1)) "$E2A_BIN" serve --bind "127.0.0.1:$((p + 1))" --agent echo
   capture $((p + 1)) "$WORK/e2a-echo-sse-response.txt"
-  rounds c "e2a:$((p + 1)):$SPID"
+  local e=$SPID
+  before e2a $((p + 2)) --agent echo
+  rounds c "e2a:$((p + 1)):$e" "${BEFORE_ROWS[@]}"
   stop_servers
 }
 
@@ -308,7 +329,8 @@ case_d() {
   local n=$SPID
   capture $((p + 4)) "$WORK/a2a-stream-minimal-response.txt"
   sdk_peers $((p + 5))
-  rounds d "e2a-memory:$((p + 1)):$m" "peer-a2a:$((p + 2)):$q" "peer-a2a-mirror:$((p + 3)):$r" "e2a-minimal:$((p + 4)):$n" "${SDK_ROWS[@]}"
+  before e2a-memory $((p + 7)) --a2a --store memory --agent echo
+  rounds d "e2a-memory:$((p + 1)):$m" "${BEFORE_ROWS[@]}" "peer-a2a:$((p + 2)):$q" "peer-a2a-mirror:$((p + 3)):$r" "e2a-minimal:$((p + 4)):$n" "${SDK_ROWS[@]}"
   stop_servers
 }
 
