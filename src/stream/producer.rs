@@ -158,7 +158,13 @@ impl ResponseStream {
         // the body `{"result": …}`, the result moved in (not copied through a serializer)
         let mut body = Map::new();
         body.insert("result".into(), result);
-        frame(&mut self, ResponseKind::E2aComplete, ResponseStatus::Succeeded, true, body)
+        frame(
+            &mut self,
+            ResponseKind::E2aComplete,
+            ResponseStatus::Succeeded,
+            true,
+            body,
+        )
     }
 
     /// Ends the turn with its answer: the final `e2a.complete` whose result is an
