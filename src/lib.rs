@@ -36,6 +36,7 @@ pub mod conformance;
 pub mod envelope;
 pub mod error;
 mod fields;
+pub mod frame;
 pub mod legacy;
 mod lenient;
 pub mod limits;

@@ -132,19 +132,7 @@ impl E2AResponse {
 
 crate::read::message_methods!(E2AResponse);
 
-/// A JSON object from any serializable value — a response `body`, an A2A object carried in one
-/// (a value that is not an object is an empty map).
-///
-/// ```
-/// let part = e2a::a2a::stream::text_part("hi");
-/// assert_eq!(e2a::response::body_map(&part), serde_json::json!({"text": "hi"}).as_object().cloned().unwrap());
-/// ```
-pub fn body_map(v: impl serde::Serialize) -> Map<String, Value> {
-    match serde_json::to_value(v) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    }
-}
+pub use crate::frame::body_map;
 
 impl crate::types::PlanApprovalRequiredBody {
     /// A pause asking the user `question` (`kind`: approval or input); `resumable` says

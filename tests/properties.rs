@@ -386,3 +386,90 @@ mod a2a_writer {
         }
     }
 }
+
+mod frames {
+    //! The generated frame twin (`e2a::frame`): a `Frame` writes the `E2AResponse` it converts
+    //! to, byte for byte, and a record converted to a frame and back is the record.
+
+    use super::*;
+    use e2a::frame::{Frame, FrameBody, FrameHead, Head};
+    use e2a::types::{CompleteBody, ErrorBody, PlanApprovalRequiredBody};
+
+    fn body() -> impl Strategy<Value = FrameBody> {
+        prop_oneof![
+            chunk_body().prop_map(FrameBody::Chunk),
+            (map(), map()).prop_map(|(result, extra)| FrameBody::Complete(CompleteBody { result, extra })),
+            (".{0,8}", ".{0,12}", map())
+                .prop_map(|(code, message, details)| FrameBody::Error(ErrorBody::new(code, message, details))),
+            (opt_str(), any::<bool>()).prop_map(|(q, r)| FrameBody::PlanApprovalRequired(PlanApprovalRequiredBody {
+                plan_content: q,
+                resumable: Some(r),
+                ..PlanApprovalRequiredBody::asking(e2a::types::PauseKind::Input, "", r)
+            })),
+            map().prop_map(FrameBody::Raw),
+        ]
+    }
+
+    prop_compose! {
+        fn frame()(
+            request in envelope(),
+            stream in (map(), origin(), opt_str()),
+            own in (opt_str(), opt_str(), any::<u64>(), any::<bool>(), map()),
+            kind in prop::sample::select(e2a::ResponseKind::ALL.to_vec()),
+            status in prop::sample::select(e2a::ResponseStatus::ALL.to_vec()),
+            body in body(),
+        ) -> Frame {
+            let mut head = FrameHead::echoing(&request);
+            (head.metadata, head.identity_origin, head.provenance.converter) = stream;
+            let (response_id, timestamp, sequence, is_final, projections) = own;
+            Frame { head: Head::new(head), body, response_id, timestamp, sequence, is_final, projections, response_kind: kind, status: status.as_str().into() }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn a_frame_writes_the_record_it_is(f in frame()) {
+            let record = E2AResponse::from(f.clone());
+            prop_assert_eq!(e2a::write::to_json(&f), record.to_json());
+            prop_assert_eq!(e2a::write::to_json(&f), serde_json::to_string(&record).unwrap());
+            // written twice (the head's text cached the first time): the same bytes
+            prop_assert_eq!(e2a::write::to_json(&f), record.to_json());
+        }
+
+        #[test]
+        fn a_record_as_a_frame_and_back_is_the_record(r in response(), env in envelope()) {
+            prop_assert_eq!(E2AResponse::from(Frame::from(r.clone())), r.clone());
+            prop_assert_eq!(e2a::write::to_json(&Frame::from(r.clone())), r.to_json());
+            // with every echoed field of a request set
+            let mut echoing = Frame::from(r);
+            *echoing.head.make_mut() = FrameHead::echoing(&env);
+            let record = E2AResponse::from(echoing.clone());
+            prop_assert_eq!(E2AResponse::from(Frame::from(record.clone())), record.clone());
+            prop_assert_eq!(e2a::write::to_json(&echoing), record.to_json());
+        }
+
+        #[test]
+        fn frames_of_one_head_differ_only_in_their_own(f in frame(), seq in any::<u64>(), text in ".{0,8}") {
+            let mut next = f.clone();
+            next.sequence = seq;
+            next.body = FrameBody::Chunk(e2a::types::ChunkBody::delta(e2a::types::DeltaKind::Text, text.as_str()));
+            prop_assert!(Head::ptr_eq(&f.head, &next.head));
+            prop_assert_eq!(e2a::write::to_json(&next), E2AResponse::from(next.clone()).to_json());
+            // a head changed through one frame is that frame's alone
+            let before = e2a::write::to_json(&f);
+            next.head.make_mut().task_id = Some(format!("{text}!"));
+            prop_assert!(!Head::ptr_eq(&f.head, &next.head));
+            prop_assert_eq!(e2a::write::to_json(&f), before);
+            prop_assert_eq!(e2a::write::to_json(&next), E2AResponse::from(next.clone()).to_json());
+        }
+    }
+
+    #[test]
+    fn a_typed_body_is_the_body_of_its_kind() {
+        let body = FrameBody::Chunk(e2a::types::ChunkBody::delta(e2a::types::DeltaKind::Text, "x"));
+        assert_eq!(body.body_of(), [e2a::ResponseKind::E2aChunk.as_str()]);
+        assert!(FrameBody::Raw(Map::new()).body_of().is_empty());
+    }
+}

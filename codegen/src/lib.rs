@@ -17,6 +17,7 @@ mod defaults;
 pub mod docs;
 mod enums;
 mod error_tables;
+pub mod frame;
 pub mod lint;
 pub mod openapi;
 pub mod reader;
@@ -151,6 +152,12 @@ pub fn rust_source(bundled: &Value) -> Result<String, Error> {
     let mut string_enums: std::collections::BTreeSet<String> = open.iter().map(|(n, _)| n.clone()).collect();
     string_enums.extend(closed_string_enums(bundled, &file).map(|(e, _)| e.ident.to_string()));
     out.push_str(&writer::writers(bundled, &file, &string_enums)?);
+    let writable = writer::writable(bundled, &file)?;
+    let types = writer::Types {
+        writable: &writable,
+        enums: &string_enums,
+    };
+    out.push_str(&frame::frames(bundled, &file, &types)?);
     Ok(out)
 }
 

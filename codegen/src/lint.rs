@@ -8,7 +8,7 @@ use serde_json::Value;
 /// Rules: every property has a `description`; every object schema with `properties` states
 /// `additionalProperties` explicitly; no `prefixItems`, `unevaluatedProperties`, `not`,
 /// `allOf`, `dependentSchemas` or `$dynamicRef`; no open-enum `anyOf` of consts; every `$ref`
-/// is `#/$defs/Name` and resolves.
+/// is `#/$defs/Name` and resolves; the frame keywords are sound ([`crate::frame::lint`]).
 pub fn lint(bundled: &Value) -> Vec<String> {
     let mut problems = Vec::new();
     let defs = bundled.get("$defs").and_then(Value::as_object);
@@ -21,6 +21,7 @@ pub fn lint(bundled: &Value) -> Vec<String> {
         }
         walk(def, &format!("/$defs/{name}"), defs, &mut problems);
     }
+    problems.extend(crate::frame::lint(bundled));
     problems
 }
 

@@ -1,7 +1,9 @@
 //! The OpenAPI 3.1 document of the gateway's HTTP routes (E2A over HTTP and A2A's HTTP+JSON
 //! binding): the hand-written `info`, `tags`, paths and shared components of
 //! `api/openapi.paths.json` plus `components.schemas` copied from the bundled schema (never
-//! typed twice), with `#/$defs/X` rewritten to `#/components/schemas/X`.
+//! typed twice), with `#/$defs/X` rewritten to `#/components/schemas/X`. The frame keywords
+//! (`x-e2a-frame`, `x-e2a-body-of`) say how e2a holds a record in memory, nothing about the
+//! wire: they are left out.
 
 use serde_json::{Map, Value};
 
@@ -10,6 +12,7 @@ use crate::Error;
 fn rewrite(v: &mut Value) {
     match v {
         Value::Object(m) => {
+            m.retain(|k, _| k != crate::frame::FRAME && k != crate::frame::BODY_OF);
             if let Some(Value::String(r)) = m.get_mut("$ref") {
                 if let Some(name) = r.strip_prefix("#/$defs/") {
                     *r = format!("#/components/schemas/{name}");

@@ -89,11 +89,11 @@ fn first_arg(ty: &syn::Type) -> Option<&syn::Type> {
 }
 
 /// What the generator knows about the types of the file.
-struct Types<'a> {
+pub(crate) struct Types<'a> {
     /// Types with a generated writer.
-    writable: &'a BTreeSet<String>,
+    pub(crate) writable: &'a BTreeSet<String>,
     /// String enums with `as_str`.
-    enums: &'a BTreeSet<String>,
+    pub(crate) enums: &'a BTreeSet<String>,
 }
 
 impl Types<'_> {
@@ -117,7 +117,7 @@ impl Types<'_> {
     }
 
     /// The write of the value `r` (an expression of type `&ty`: `v` or `&self.field`).
-    fn write(&self, r: &str, ty: &syn::Type) -> String {
+    pub(crate) fn write(&self, r: &str, ty: &syn::Type) -> String {
         if self.writes(ty) {
             format!("w.value({r});")
         } else if self.own(ty).is_some_and(|n| self.enums.contains(&n)) {
@@ -216,9 +216,8 @@ fn newtype_variants(e: &syn::ItemEnum) -> Option<Vec<(String, String, &syn::Type
         .collect()
 }
 
-/// `impl WriteJson` for the structs and enums of `file` that can have one (see the module
-/// docs). `enums` names the string enums (closed and open) that have `as_str`.
-pub fn writers(bundled: &Value, file: &syn::File, enums: &BTreeSet<String>) -> Result<String, Error> {
+/// The structs and enums of `file` that get a generated writer (see the module docs).
+pub(crate) fn writable(bundled: &Value, file: &syn::File) -> Result<BTreeSet<String>, Error> {
     let all_keys = |name: &str| writes_all_keys(bundled, name);
     let mut writable = BTreeSet::new();
     for item in &file.items {
@@ -241,6 +240,14 @@ pub fn writers(bundled: &Value, file: &syn::File, enums: &BTreeSet<String>) -> R
             _ => {}
         }
     }
+    Ok(writable)
+}
+
+/// `impl WriteJson` for the structs and enums of `file` that can have one (see the module
+/// docs). `enums` names the string enums (closed and open) that have `as_str`.
+pub fn writers(bundled: &Value, file: &syn::File, enums: &BTreeSet<String>) -> Result<String, Error> {
+    let all_keys = |name: &str| writes_all_keys(bundled, name);
+    let writable = writable(bundled, file)?;
     if writable.is_empty() {
         return Ok(String::new());
     }

@@ -2,6 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::frame::{Frame, FrameHead, Head};
 use crate::response::body_map;
 use crate::types::{
     AnswerResult, ArtifactDelta, ChunkBody, ChunkEventType, DeltaKind, E2AEnvelope, E2AResponse, ErrorBody, PauseKind,
@@ -33,30 +34,17 @@ pub struct ResponseStream {
 }
 
 impl ResponseStream {
-    /// A stream answering `request`: correlation fields (`request_id`, `jsonrpc_id`,
-    /// `correlation_id`, `task_id`, `context_id`, `session_id`, `message_id`, `channel`,
-    /// `user_id`, `agent_ref`, `source_agent_id`, `method`, `is_stream`, `channel_context`,
-    /// `a2a_metadata`, `acp_meta`) are echoed on every frame.
+    /// A stream answering `request`: its correlation fields (those `schema/` marks
+    /// `x-e2a-frame: echo`: `request_id`, `jsonrpc_id`, `task_id`, `session_id`, `method`,
+    /// `a2a_metadata`, `acp_meta` and the others of [`FrameHead::echoing`]) are echoed on every
+    /// frame.
     pub fn for_request(request: &E2AEnvelope) -> Self {
-        let template = E2AResponse {
-            request_id: request.request_id.clone(),
-            jsonrpc_id: request.jsonrpc_id.clone(),
-            correlation_id: request.correlation_id.clone(),
-            task_id: request.task_id.clone(),
-            context_id: request.context_id.clone(),
-            session_id: request.session_id.clone(),
-            message_id: request.message_id.clone(),
-            channel: request.channel.clone(),
-            user_id: request.user_id.clone(),
-            agent_ref: request.agent_ref.clone(),
-            source_agent_id: request.source_agent_id.clone(),
-            method: request.method.clone(),
-            is_stream: request.is_stream,
-            channel_context: request.channel_context.clone(),
-            a2a_metadata: request.a2a_metadata.clone(),
-            acp_meta: request.acp_meta.clone(),
-            ..Default::default()
-        };
+        // the request's echoed fields are the schema's (`x-e2a-frame: echo`)
+        let template = Frame {
+            head: Head::new(FrameHead::echoing(request)),
+            ..Frame::default()
+        }
+        .into();
         ResponseStream { template, next: 0 }
     }
 

@@ -11,6 +11,9 @@
 //! A new successful fixture needs one `fixture!(name);` line below (`tests/generate.rs`
 //! checks that none is missing).
 
+#[allow(dead_code)] // the fixtures use only some of it
+#[path = "../../../src/frame/head.rs"]
+mod frame;
 mod redact;
 mod secret;
 mod taxonomy;
@@ -32,6 +35,7 @@ macro_rules! fixture {
 fixture!(closed_enums);
 fixture!(defaults);
 fixture!(descriptions);
+fixture!(frames);
 fixture!(nullable_optional);
 fixture!(open_enums);
 fixture!(refs_across_files);
@@ -178,4 +182,42 @@ fn error_table_rows_follow_the_schema() {
         (-32002, -32001, 404)
     );
     assert_eq!(ERROR_TABLE[1].a2a_task_state, None);
+}
+
+#[test]
+fn frames_write_the_record_they_are() {
+    use frames::{Ask, ChunkBody, DoneBody, Frame, FrameBody, FrameHead, Kind, Reply};
+    let ask: Ask = serde_json::from_value(json!({"ask_id": "a1", "tags": {"t": 1}, "question": "q"})).expect("ask");
+    let head = frame::Head::new(FrameHead::echoing(&ask));
+    assert_eq!(
+        (head.ask_id.as_deref(), head.version.as_str()),
+        (Some("a1"), "1.0"),
+        "echoed; the stream's own at its default"
+    );
+    let bodies = [
+        FrameBody::Chunk(ChunkBody { text: "He\"llo".into() }),
+        FrameBody::Done(DoneBody {
+            result: None,
+            extra: [("own".to_string(), json!([1]))].into_iter().collect(),
+        }),
+        FrameBody::Raw(json!({"z": 1, "a": 2}).as_object().cloned().expect("object")),
+    ];
+    for (seq, body) in bodies.into_iter().enumerate() {
+        let f = Frame {
+            head: head.clone(),
+            body,
+            kind: Kind::Chunk,
+            seq: seq as u64,
+        };
+        let record = Reply::from(f.clone());
+        let text = crate::write::to_json(&f);
+        assert_eq!(text, serde_json::to_string(&record).expect("serialize"));
+        assert_eq!(
+            Reply::from(Frame::from(record.clone())),
+            record,
+            "record → frame → record"
+        );
+        assert!(frame::Head::ptr_eq(&f.head, &head), "frames share their head");
+    }
+    assert_eq!(FrameBody::Chunk(ChunkBody { text: String::new() }).body_of(), ["chunk"]);
 }
