@@ -18,7 +18,32 @@ pub const EVENT: &str = "e2a.response";
 /// assert!(ev.ends_with("}\n\n"));
 /// ```
 pub fn encode(frame: &E2AResponse) -> String {
-    format!("id: {}\nevent: {EVENT}\ndata: {}\n\n", frame.sequence, frame.to_json())
+    let mut out = Vec::with_capacity(1024);
+    encode_text(frame.sequence, &mut out, |out| {
+        let mut w = crate::write::JsonWriter::with_capacity(1024);
+        crate::write::WriteJson::write_json(frame, &mut w);
+        out.extend_from_slice(w.as_bytes());
+    });
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// One SSE event for the frame of `sequence` whose canonical JSON `write_json` appends
+/// (JSON text, which holds no line break), appended to `out`: what [`encode`] writes, for a
+/// frame already held as text.
+///
+/// ```
+/// let mut out = Vec::new();
+/// e2a::sse::encode_text(7, &mut out, |out| out.extend_from_slice(b"{}"));
+/// assert_eq!(out, b"id: 7\nevent: e2a.response\ndata: {}\n\n");
+/// ```
+pub fn encode_text(sequence: u64, out: &mut Vec<u8>, write_json: impl FnOnce(&mut Vec<u8>)) {
+    out.extend_from_slice(b"id: ");
+    out.extend_from_slice(itoa::Buffer::new().format(sequence).as_bytes());
+    out.extend_from_slice(b"\nevent: ");
+    out.extend_from_slice(EVENT.as_bytes());
+    out.extend_from_slice(b"\ndata: ");
+    write_json(out);
+    out.extend_from_slice(b"\n\n");
 }
 
 /// Parses an SSE stream into frames: each event's `data` lines are joined and read with the

@@ -106,6 +106,16 @@ impl JsonWriter {
         self.buf.is_empty()
     }
 
+    /// The JSON text written so far, as bytes (UTF-8).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Gives back the buffer's room beyond what was written.
+    pub fn shrink_to_fit(&mut self) {
+        self.buf.shrink_to_fit();
+    }
+
     /// The JSON text written.
     pub fn into_string(self) -> String {
         // every write appends UTF-8 (copied `&str`s, ASCII, or serde_json's output)

@@ -466,6 +466,49 @@ mod frames {
         }
     }
 
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+        /// A stream's frames as text, heads written once: each frame's text is its canonical
+        /// JSON, whether it shares the head before it or not.
+        #[test]
+        fn frame_texts_weave_each_frame_back(
+            records in prop::collection::vec(response(), 1..6),
+            frames in prop::collection::vec(frame(), 1..4),
+            repeats in prop::collection::vec(0usize..4, 1..12),
+        ) {
+            let mut log = e2a::frame::FrameTexts::new();
+            let mut expected = Vec::new();
+            // runs of frames sharing one head (a record repeated with other own fields), then another
+            for (i, n) in repeats.iter().enumerate() {
+                let base = &records[i % records.len()];
+                for k in 0..*n {
+                    let mut r = base.clone();
+                    r.sequence = (i * 10 + k) as u64;
+                    r.body.insert("k".into(), Value::from(k));
+                    log.push(&r, r.sequence, k + 1 == *n);
+                    expected.push(r.to_json());
+                }
+            }
+            for (i, text) in expected.iter().enumerate() {
+                prop_assert_eq!(log.text(i), Some(text.clone()));
+            }
+            prop_assert_eq!(log.text(expected.len()), None);
+            // frames (typed bodies, shared heads) as well
+            let mut frame_log = e2a::frame::FrameTexts::new();
+            for f in &frames {
+                frame_log.push(f, f.sequence, f.is_final);
+                frame_log.push(f, f.sequence, f.is_final);
+            }
+            frame_log.shrink_to_fit();
+            for (i, f) in frames.iter().enumerate() {
+                let json = e2a::write::to_json(f);
+                prop_assert_eq!(frame_log.text(2 * i), Some(json.clone()));
+                prop_assert_eq!(frame_log.text(2 * i + 1), Some(json.clone()));
+            }
+        }
+    }
+
     #[test]
     fn a_typed_body_is_the_body_of_its_kind() {
         let body = FrameBody::Chunk(e2a::types::ChunkBody::delta(e2a::types::DeltaKind::Text, "x"));

@@ -1,8 +1,5 @@
 //! [`Packed`]: texts kept one after another in one buffer — what the memory store keeps an
-//! ended task's events in, and the gateway an ended run's frames: two allocations however many
-//! texts, freed at once.
-
-use e2a::write::JsonWriter;
+//! ended task's events in: two allocations however many texts, freed at once.
 
 /// Texts one after another in one buffer, told apart by where each ends.
 #[derive(Debug, Default)]
@@ -29,24 +26,6 @@ impl Packed {
         }
     }
 
-    /// One JSON text per item of `items`, each written by `write` (given its index) straight
-    /// into the buffer (`room`: bytes to start the buffer with).
-    pub(crate) fn written<T>(items: &[T], room: usize, mut write: impl FnMut(&mut JsonWriter, usize, &T)) -> Self {
-        let mut w = JsonWriter::with_capacity(room);
-        let ends = items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| {
-                write(&mut w, i, item);
-                w.len()
-            })
-            .collect();
-        Packed {
-            text: w.into_string().into_boxed_str(),
-            ends,
-        }
-    }
-
     /// How many texts there are.
     pub(crate) fn len(&self) -> usize {
         self.ends.len()
@@ -59,11 +38,6 @@ impl Packed {
             None => 0,
         };
         self.text.get(start..*self.ends.get(i)?)
-    }
-
-    /// Bytes of the buffer and its offsets.
-    pub(crate) fn bytes(&self) -> usize {
-        self.text.len() + std::mem::size_of_val(&*self.ends)
     }
 }
 
@@ -78,6 +52,5 @@ mod tests {
         assert_eq!(p.len(), 3);
         assert_eq!((0..p.len()).filter_map(|i| p.get(i)).collect::<Vec<_>>(), texts);
         assert_eq!(p.get(3), None);
-        assert_eq!(p.bytes(), texts.concat().len() + 3 * std::mem::size_of::<usize>());
     }
 }

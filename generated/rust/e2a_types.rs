@@ -7884,3 +7884,91 @@ impl ::std::convert::From<Frame> for E2AResponse {
         }
     }
 }
+impl crate::frame::Framed for E2AResponse {
+    type Head = FrameHead;
+    fn head(&self) -> FrameHead {
+        FrameHead {
+            a2a_metadata: self.a2a_metadata.clone(),
+            acp_meta: self.acp_meta.clone(),
+            agent_ref: self.agent_ref.clone(),
+            channel: self.channel.clone(),
+            channel_context: self.channel_context.clone(),
+            context_id: self.context_id.clone(),
+            correlation_id: self.correlation_id.clone(),
+            identity_origin: self.identity_origin.clone(),
+            is_stream: self.is_stream.clone(),
+            jsonrpc_id: self.jsonrpc_id.clone(),
+            message_id: self.message_id.clone(),
+            metadata: self.metadata.clone(),
+            method: self.method.clone(),
+            protocol_version: self.protocol_version.clone(),
+            provenance: self.provenance.clone(),
+            request_id: self.request_id.clone(),
+            session_id: self.session_id.clone(),
+            source_agent_id: self.source_agent_id.clone(),
+            task_id: self.task_id.clone(),
+            user_id: self.user_id.clone(),
+        }
+    }
+    fn has_head(&self, head: &FrameHead) -> bool {
+        self.a2a_metadata == head.a2a_metadata && self.acp_meta == head.acp_meta
+            && self.agent_ref == head.agent_ref && self.channel == head.channel
+            && self.channel_context == head.channel_context
+            && self.context_id == head.context_id
+            && self.correlation_id == head.correlation_id
+            && self.identity_origin == head.identity_origin
+            && self.is_stream == head.is_stream && self.jsonrpc_id == head.jsonrpc_id
+            && self.message_id == head.message_id && self.metadata == head.metadata
+            && self.method == head.method
+            && self.protocol_version == head.protocol_version
+            && self.provenance == head.provenance && self.request_id == head.request_id
+            && self.session_id == head.session_id
+            && self.source_agent_id == head.source_agent_id
+            && self.task_id == head.task_id && self.user_id == head.user_id
+    }
+    fn write_own(&self, w: &mut crate::write::JsonWriter, ends: &mut [usize]) {
+        w.value(&self.body);
+        ends[0] = w.len();
+        w.value(&self.is_final);
+        ends[1] = w.len();
+        w.value(&self.projections);
+        ends[2] = w.len();
+        w.value(&self.response_id);
+        ends[3] = w.len();
+        w.value((&self.response_kind).as_str());
+        ends[4] = w.len();
+        w.value(&self.sequence);
+        ends[5] = w.len();
+        w.value((&self.status).as_str());
+        ends[6] = w.len();
+        w.value(&self.timestamp);
+        ends[7] = w.len();
+    }
+}
+impl crate::frame::Framed for Frame {
+    type Head = FrameHead;
+    fn head(&self) -> FrameHead {
+        (*self.head).clone()
+    }
+    fn has_head(&self, head: &FrameHead) -> bool {
+        *self.head == *head
+    }
+    fn write_own(&self, w: &mut crate::write::JsonWriter, ends: &mut [usize]) {
+        w.value(&self.body);
+        ends[0] = w.len();
+        w.value(&self.is_final);
+        ends[1] = w.len();
+        w.value(&self.projections);
+        ends[2] = w.len();
+        w.value(&self.response_id);
+        ends[3] = w.len();
+        w.value((&self.response_kind).as_str());
+        ends[4] = w.len();
+        w.value(&self.sequence);
+        ends[5] = w.len();
+        w.value((&self.status).as_str());
+        ends[6] = w.len();
+        w.value(&self.timestamp);
+        ends[7] = w.len();
+    }
+}

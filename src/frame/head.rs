@@ -21,6 +21,20 @@ pub trait WriteHead {
     fn write_segments(&self, w: &mut JsonWriter, ends: &mut [usize]);
 }
 
+/// A record whose frames share a head (implemented by the generated `E2AResponse` and `Frame`):
+/// how one splits into the fields its stream shares and its own.
+pub trait Framed {
+    /// The fields a stream's frames share.
+    type Head: WriteHead;
+    /// This frame's head fields, copied.
+    fn head(&self) -> Self::Head;
+    /// Whether this frame's head fields are `head`'s.
+    fn has_head(&self, head: &Self::Head) -> bool;
+    /// Writes the values of this frame's own fields one after the other (in the order the
+    /// head's pieces go around them), the end offset of each in `w` into `ends`.
+    fn write_own(&self, w: &mut JsonWriter, ends: &mut [usize]);
+}
+
 /// The JSON text of a [`Head`]: the pieces a frame's own fields go between.
 #[derive(Debug)]
 pub struct HeadText {
@@ -29,6 +43,22 @@ pub struct HeadText {
 }
 
 impl HeadText {
+    /// The text of `head`.
+    pub fn of<H: WriteHead>(head: &H) -> Self {
+        let mut w = JsonWriter::with_capacity(1024);
+        let mut ends = vec![0; H::SEGMENTS].into_boxed_slice();
+        head.write_segments(&mut w, &mut ends);
+        HeadText {
+            text: w.into_string().into_boxed_str(),
+            ends,
+        }
+    }
+
+    /// Bytes it takes.
+    pub fn bytes(&self) -> usize {
+        self.text.len() + self.ends.len() * std::mem::size_of::<usize>()
+    }
+
     /// Piece `i` (empty past the last).
     pub fn segment(&self, i: usize) -> &str {
         let start = match i {
@@ -74,15 +104,7 @@ impl<H> Head<H> {
     where
         H: WriteHead,
     {
-        self.0.text.get_or_init(|| {
-            let mut w = JsonWriter::with_capacity(1024);
-            let mut ends = vec![0; H::SEGMENTS].into_boxed_slice();
-            self.0.fields.write_segments(&mut w, &mut ends);
-            HeadText {
-                text: w.into_string().into_boxed_str(),
-                ends,
-            }
-        })
+        self.0.text.get_or_init(|| HeadText::of(&self.0.fields))
     }
 
     /// The fields, to change: copied first when other frames share them (they keep theirs).

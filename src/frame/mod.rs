@@ -24,6 +24,8 @@
 //! ```
 
 mod head;
+mod texts;
 
 pub use crate::types::{Frame, FrameBody, FrameHead};
-pub use head::{body_map, Head, HeadText, WriteHead};
+pub use head::{body_map, Framed, Head, HeadText, WriteHead};
+pub use texts::FrameTexts;

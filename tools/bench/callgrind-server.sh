@@ -5,23 +5,38 @@
 #   bash tools/bench/callgrind-server.sh [N] BIN [BIN ...]
 #
 # For each `e2a` binary: `e2a serve --agent echo` under `valgrind --tool=callgrind` on a
-# loopback port, one warm-up E2A JSON echo request, then N more (default 400), each on a new
-# connection (curl); a run with no requests after the warm-up is subtracted, so the figure is the
-# server's instructions for one request: accept, HTTP, the run and its answer.
+# loopback port, one warm-up E2A JSON echo request, then N more (default 400; 20 for the token
+# streams), each on a new connection (curl); a run with no requests after the warm-up is
+# subtracted, so the figure is the server's instructions for one request: accept, HTTP, the run
+# and its answer.
 #
 # CASE picks the request (default e2a):
 #   e2a         E2A JSON echo (`--agent echo`), POST /v1/e2a/requests
 #   a2a-send    A2A JSON-RPC SendMessage, memory store, the peer's work (tools/bench/minimal-agent.json)
 #   a2a-stream  the same as SendStreamingMessage (SSE)
+#   e2a-stream  token stream (run.sh's case e): a script agent answering in CHUNKS [2000] text
+#               chunks of 4 characters, then completing; E2A SSE, POST /v1/e2a/requests
+#   a2a-tokens  the same agent through A2A JSON-RPC SendStreamingMessage (SSE), memory store
+# For the two token streams the table also gives instructions per frame: per request divided by
+# the SSE events of the warm-up response (the same count as loadgen's, each `\n\n`).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-N=400
-if [[ ${1:-} =~ ^[0-9]+$ ]]; then N=$1; shift; fi
-(( $# > 0 )) || { echo "usage: $0 [N] BIN [BIN ...]" >&2; exit 2; }
-command -v valgrind >/dev/null || { echo "valgrind is needed" >&2; exit 2; }
-PORT=${PORT:-18990}
 CASE=${CASE:-e2a}
-A2A_MESSAGE='"params":{"message":{"messageId":"m-%d","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'
+CHUNKS=${CHUNKS:-2000}
+N=400
+[[ $CASE == e2a-stream || $CASE == a2a-tokens ]] && N=20
+if [[ ${1:-} =~ ^[0-9]+$ ]]; then N=$1; shift; fi
+(( $# > 0 && N > 0 )) || { echo "usage: $0 [N] BIN [BIN ...]" >&2; exit 2; }
+command -v valgrind >/dev/null || { echo "valgrind is needed" >&2; exit 2; }
+[[ $CHUNKS =~ ^[1-9][0-9]*$ ]] || { echo "CHUNKS must be a positive number" >&2; exit 2; }
+PORT=${PORT:-18990}
+TMP=$(mktemp -d /tmp/e2a-callgrind.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+a2a_body() { # METHOD TEXT
+  printf '{"jsonrpc":"2.0","id":1,"method":"%s","params":{"message":{"messageId":"m-%%d","role":"ROLE_USER","parts":[{"text":"%s"}]}}}' "$1" "$2"
+}
+STREAM_AGENT=$TMP/stream-agent.json
+FRAMES=0
 case $CASE in
   e2a)
     SERVE=(--agent echo) URL_PATH=/v1/e2a/requests ACCEPT=application/json
@@ -30,22 +45,34 @@ case $CASE in
     SERVE=(--a2a --store memory --agent "script:$HERE/minimal-agent.json") URL_PATH=/a2a
     method=SendMessage ACCEPT=application/json
     [[ $CASE == a2a-stream ]] && method=SendStreamingMessage ACCEPT=text/event-stream
-    BODY='{"jsonrpc":"2.0","id":1,"method":"'$method'",'$A2A_MESSAGE ;;
-  *) echo "unknown CASE $CASE (e2a, a2a-send or a2a-stream)" >&2; exit 2 ;;
+    BODY=$(a2a_body "$method" hello) ;;
+  e2a-stream | a2a-tokens)
+    # the agent of run.sh's case e
+    printf '{"scenarios":[{"name":"%s text chunks","match":{"text":"tokens"},"steps":[{"type":"text","text":"%s","chunk_size":4},{"type":"complete","result":{"content":"streamed %s chunks"}}]}]}\n' \
+      "$CHUNKS" "$(printf 'tok %.0s' $(seq "$CHUNKS"))" "$CHUNKS" >"$STREAM_AGENT"
+    FRAMES=1 ACCEPT=text/event-stream
+    if [[ $CASE == e2a-stream ]]; then
+      SERVE=(--agent "script:$STREAM_AGENT") URL_PATH=/v1/e2a/requests
+      BODY='{"method":"chat.send","params":{"query":"tokens"}}'
+    else
+      SERVE=(--a2a --store memory --agent "script:$STREAM_AGENT") URL_PATH=/a2a
+      BODY=$(a2a_body SendStreamingMessage tokens)
+    fi ;;
+  *) echo "unknown CASE $CASE (e2a, a2a-send, a2a-stream, e2a-stream or a2a-tokens)" >&2; exit 2 ;;
 esac
 
-# count BIN REQUESTS -> the server's total instructions
+# count BIN REQUESTS -> the server's total instructions; the warm-up response goes to $TMP/first
 count() {
   local out pid
-  out=$(mktemp)
+  out=$TMP/callgrind.out
   valgrind --tool=callgrind --callgrind-out-file="$out" "$1" serve "${SERVE[@]}" --bind "127.0.0.1:$PORT" \
     >/dev/null 2>&1 &
   pid=$!
   for _ in $(seq 1 150); do curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 0.2; done
   for i in $(seq 0 "$2"); do
     # (a message id of its own per request: A2A sends are remembered by it)
-    curl -s -o /dev/null -H 'Content-Type: application/json' -H "Accept: $ACCEPT" -H 'A2A-Version: 1.0' \
-      -d "${BODY//%d/$i}" "http://127.0.0.1:$PORT$URL_PATH"
+    curl -s -o "$([[ $i == 0 ]] && echo "$TMP/first" || echo /dev/null)" -H 'Content-Type: application/json' \
+      -H "Accept: $ACCEPT" -H 'A2A-Version: 1.0' -d "${BODY//%d/$i}" "http://127.0.0.1:$PORT$URL_PATH"
   done
   kill -INT "$pid"
   wait "$pid" 2>/dev/null || true
@@ -53,9 +80,23 @@ count() {
   rm -f "$out"
 }
 
-printf '%-50s %14s\n' "binary ($CASE)" "instr/request"
+# SSE events of a response: its `\n\n`, as loadgen counts them
+events() { grep -c '^$' "$1" || true; }
+
+if ((FRAMES)); then
+  printf '%-50s %14s %8s %12s\n' "binary ($CASE, CHUNKS=$CHUNKS)" "instr/request" "frames" "instr/frame"
+else
+  printf '%-50s %14s\n' "binary ($CASE)" "instr/request"
+fi
 for bin in "$@"; do
   idle=$(count "$bin" 0)
   busy=$(count "$bin" "$N")
-  printf '%-50s %14d\n' "$bin" $(( (busy - idle) / N ))
+  per=$(( (busy - idle) / N ))
+  if ((FRAMES)); then
+    f=$(events "$TMP/first")
+    ((f > 0)) || { echo "$bin: the warm-up response has no SSE event: $(head -c 300 "$TMP/first")" >&2; exit 1; }
+    printf '%-50s %14d %8d %12.1f\n' "$bin" "$per" "$f" "$(awk -v p="$per" -v f="$f" 'BEGIN{print p / f}')"
+  else
+    printf '%-50s %14d\n' "$bin" "$per"
+  fi
 done

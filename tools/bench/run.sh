@@ -8,13 +8,15 @@
 #   SECS [5]          seconds per round
 #   WARMUP [1]        seconds of unrecorded load per server before its case's rounds
 #   CONNS [64]        connections for cases a, b and d
-#   CASES [a,b,c,d]   which cases to run
+#   CASES [a,b,c,d]   which cases to run (e, token streams, is not among the default ones)
+#   CHUNKS [2000]     case e: text chunks per streamed answer
+#   STREAM_CONNS [4]  case e: connections
 #   E2A_BIN           an existing release `e2a` binary (skips building e2a-cli)
 #   E2A_BEFORE_BIN    another `e2a` binary (an earlier commit's release build): its rows run
 #                     beside e2a's in every case, named `…@before` (before/after in one run)
 #   E2A_TARGET_DIR [/tmp/bench-target]  target dir of the e2a-cli build
 #   SERVER_CPU [1] / LOADGEN_CPU [0]    cores for taskset
-#   BASE_PORT [18700] first of the loopback ports used
+#   BASE_PORT [18700] first of the loopback ports used (up to BASE_PORT+47)
 #   OUT               also write the markdown report to this file
 #   SKIP_BUILD [0]    1: use the already built bench binaries as they are
 #   SDK_PEERS [1]     0: leave out the official Python (a2a-sdk) and JS (@a2a-js/sdk) servers,
@@ -28,6 +30,9 @@ SECS=${SECS:-5}
 WARMUP=${WARMUP:-1}
 CONNS=${CONNS:-64}
 CASES=${CASES:-a,b,c,d}
+CHUNKS=${CHUNKS:-2000}
+STREAM_CONNS=${STREAM_CONNS:-4}
+[[ $CHUNKS =~ ^[1-9][0-9]*$ ]] || { echo "CHUNKS must be a positive number" >&2; exit 2; }
 SERVER_CPU=${SERVER_CPU:-1}
 LOADGEN_CPU=${LOADGEN_CPU:-0}
 BASE_PORT=${BASE_PORT:-18700}
@@ -100,7 +105,9 @@ fi
 # --- workspace, pinning, cleanup --------------------------------------------------------------
 WORK=$(mktemp -d /tmp/e2a-bench.XXXXXX)
 RESULTS=$WORK/results.tsv
-printf '#case\tserver\tround\trps\tp50_ms\tp99_ms\tcpu_us_per_req\trequests\terrors\tserver_cpu_pct\tloadgen_cpu_pct\tother_load_pct\n' >"$RESULTS"
+# events_per_req and cpu_us_per_frame (CPU µs per request / events per request): SSE rounds only,
+# `-` for JSON ones.
+printf '#case\tserver\tround\trps\tp50_ms\tp99_ms\tcpu_us_per_req\trequests\terrors\tserver_cpu_pct\tloadgen_cpu_pct\tother_load_pct\tevents_per_req\tcpu_us_per_frame\n' >"$RESULTS"
 PIDS=()
 cleanup() {
   local pid
@@ -180,7 +187,7 @@ run_load() {
 rounds() {
   local case=$1
   shift
-  local s name port pid r t0 t1 m0 m1 out req cpu_us srv_pct other_pct
+  local s name port pid r t0 t1 m0 m1 out req cpu_us srv_pct other_pct epr cpu_frame
   for s in "$@"; do
     IFS=: read -r name port pid <<<"$s"
     log "case $case: warming up $name (${WARMUP}s)"
@@ -201,11 +208,18 @@ rounds() {
       # steal time, and the kernel's own work outside irq/softirq.
       other_pct=$(awk -v m=$((m1 - m0)) -v t=$((t1 - t0)) -v c="$(json_field client_cpu_pct "$out")" \
         -v s="$(json_field secs "$out")" -v hz="$CLK_TCK" 'BEGIN{ o = (m - t) / hz / s * 100 - c; printf "%.0f", (o < 0 ? 0 : o) }')
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$name" "$r" \
+      # SSE: the events per response (loadgen's mean) and the CPU per event, the frame
+      epr=$(json_field events_per_req "$out")
+      cpu_frame=-
+      if [[ -n $epr ]]; then
+        cpu_frame=$(awk -v d=$((t1 - t0)) -v hz="$CLK_TCK" -v n="$req" -v e="$epr" \
+          'BEGIN{ if (n > 0 && e > 0) printf "%.3f", d * 1e6 / hz / (n * e); else print "nan" }')
+      fi
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$name" "$r" \
         "$(json_field rps "$out")" "$(json_field p50_ms "$out")" "$(json_field p99_ms "$out")" \
         "$cpu_us" "$req" "$(json_field errors "$out")" "$srv_pct" "$(json_field client_cpu_pct "$out")" \
-        "$other_pct" >>"$RESULTS"
-      log "case $case round $r/$ROUNDS $name: $out cpu_us_per_req=$cpu_us server_cpu=${srv_pct}% other_load=${other_pct}%"
+        "$other_pct" "${epr:--}" "$cpu_frame" >>"$RESULTS"
+      log "case $case round $r/$ROUNDS $name: $out cpu_us_per_req=$cpu_us cpu_us_per_frame=$cpu_frame server_cpu=${srv_pct}% other_load=${other_pct}%"
     done
   done
 }
@@ -220,6 +234,16 @@ A2A_SEND_BODY=$WORK/a2a-send.json
 printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"bench-{{n}}","role":"ROLE_USER","parts":[{"text":"hello"}]}}}' >"$A2A_SEND_BODY"
 A2A_STREAM_BODY=$WORK/a2a-stream.json
 printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"bench-{{n}}","role":"ROLE_USER","parts":[{"text":"hello"}]}}}' >"$A2A_STREAM_BODY"
+
+# Case e, token streams: a script agent answering `tokens` with CHUNKS text chunks of 4
+# characters (`tok `), then completing.
+STREAM_AGENT=$WORK/stream-agent.json
+printf '{"scenarios":[{"name":"%s text chunks","match":{"text":"tokens"},"steps":[{"type":"text","text":"%s","chunk_size":4},{"type":"complete","result":{"content":"streamed %s chunks"}}]}]}\n' \
+  "$CHUNKS" "$(printf 'tok %.0s' $(seq "$CHUNKS"))" "$CHUNKS" >"$STREAM_AGENT"
+E2A_TOKENS_BODY=$WORK/e2a-tokens-request.json
+printf '%s\n' '{"method":"chat.send","params":{"query":"tokens"}}' >"$E2A_TOKENS_BODY"
+A2A_TOKENS_BODY=$WORK/a2a-tokens.json
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"bench-{{n}}","role":"ROLE_USER","parts":[{"text":"tokens"}]}}}' >"$A2A_TOKENS_BODY"
 
 # capture PORT OUTFILE: one request of the current definition; its body to OUTFILE.
 capture() {
@@ -334,6 +358,39 @@ case_d() {
   stop_servers
 }
 
+# Case e: token streams, server CPU per frame. Two groups, one after the other: E2A SSE (e2a and
+# bare-axum replaying its captured stream), then A2A SendStreamingMessage (e2a with the memory
+# store, bare-axum replaying its captured stream, peer-a2a with as many artifact chunks).
+case_e() {
+  local p=$((BASE_PORT + 40))
+  URL_PATH=/v1/e2a/requests BODY=$E2A_TOKENS_BODY MODE=sse CONN=$STREAM_CONNS
+  HDRS=(-H 'Accept: text/event-stream' -H 'Content-Type: application/json')
+  CHECKS=(--expect "streamed $CHUNKS chunks")
+  start_server e2a-sse $((p + 1)) "$E2A_BIN" serve --bind "127.0.0.1:$((p + 1))" --agent "script:$STREAM_AGENT"
+  local e=$SPID
+  capture $((p + 1)) "$WORK/e2a-tokens-response.txt"
+  start_server bare-e2a $((p + 2)) "$BIN/bare-axum" $((p + 2)) --sse-replay "$URL_PATH=$WORK/e2a-tokens-response.txt"
+  local b=$SPID
+  before e2a-sse $((p + 3)) --agent "script:$STREAM_AGENT"
+  rounds e "e2a-sse:$((p + 1)):$e" "${BEFORE_ROWS[@]}" "bare-e2a:$((p + 2)):$b"
+  stop_servers
+
+  URL_PATH=/a2a BODY=$A2A_TOKENS_BODY MODE=sse CONN=$STREAM_CONNS
+  HDRS=("${A2A_HDRS[@]}" -H 'Accept: text/event-stream')
+  CHECKS=(--expect 'TASK_STATE_COMPLETED' --reject '"error"')
+  start_server e2a-a2a $((p + 4)) "$E2A_BIN" serve --bind "127.0.0.1:$((p + 4))" --a2a --store memory --agent "script:$STREAM_AGENT"
+  local m=$SPID
+  capture $((p + 4)) "$WORK/a2a-tokens-response.txt"
+  start_server bare-a2a $((p + 5)) "$BIN/bare-axum" $((p + 5)) --sse-replay "$URL_PATH=$WORK/a2a-tokens-response.txt"
+  b=$SPID
+  start_server peer-a2a $((p + 6)) "$BIN/peer-a2a" $((p + 6)) --artifact-chunks "$CHUNKS"
+  local q=$SPID
+  capture $((p + 6)) "$WORK/a2a-tokens-peer-response.txt"
+  before e2a-a2a $((p + 7)) --a2a --store memory --agent "script:$STREAM_AGENT"
+  rounds e "e2a-a2a:$((p + 4)):$m" "${BEFORE_ROWS[@]}" "bare-a2a:$((p + 5)):$b" "peer-a2a:$((p + 6)):$q"
+  stop_servers
+}
+
 # --- run --------------------------------------------------------------------------------------
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 DATE_START=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
@@ -342,8 +399,8 @@ log "work dir: $WORK; $PIN_NOTE; load average $LOAD_START"
 IFS=, read -ra WANT <<<"$CASES"
 for c in "${WANT[@]}"; do
   case $c in
-    a | b | c | d) "case_$c" ;;
-    *) die "unknown case $c (a, b, c or d)" ;;
+    a | b | c | d | e) "case_$c" ;;
+    *) die "unknown case $c (a, b, c, d or e)" ;;
   esac
 done
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -356,7 +413,9 @@ sizes() {
     a2a-send-peer-mirror-response.json:"a peer-a2a-mirror" a2a-send-minimal-response.json:"a e2a-minimal" \
     a2a-stream-minimal-response.txt:"d e2a-minimal" e2a-echo-response.json:"b e2a" \
     e2a-echo-sse-response.txt:"c e2a" a2a-stream-response.txt:"d e2a" \
-    a2a-stream-peer-response.txt:"d peer-a2a" a2a-stream-peer-mirror-response.txt:"d peer-a2a-mirror"; do
+    a2a-stream-peer-response.txt:"d peer-a2a" a2a-stream-peer-mirror-response.txt:"d peer-a2a-mirror" \
+    e2a-tokens-response.txt:"e e2a-sse" a2a-tokens-response.txt:"e e2a-a2a" \
+    a2a-tokens-peer-response.txt:"e peer-a2a"; do
     [[ -s $WORK/${f%%:*} ]] && line+="${line:+, }${f#*:} $(wc -c <"$WORK/${f%%:*}") B"
   done
   [[ -n $line ]] && printf 'Response sizes: %s.\n' "$line"
@@ -366,12 +425,10 @@ report() {
   cat <<EOF
 Machine: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(uname -sr);
 $PIN_NOTE. Date: $DATE_START. Load average (1/5/15 min) at start: $LOAD_START, at end: $LOAD_END.
-$E2A_VERSION ($E2A_BIN); ROUNDS=$ROUNDS x SECS=$SECS s per server, WARMUP=$WARMUP s, CONNS=$CONNS.
+$E2A_VERSION ($E2A_BIN); ROUNDS=$ROUNDS x SECS=$SECS s per server, WARMUP=$WARMUP s, CONNS=$CONNS$(
+    [[ ,$CASES, == *,e,* ]] && printf '; case e: CHUNKS=%s, STREAM_CONNS=%s' "$CHUNKS" "$STREAM_CONNS").
 Medians over rounds; each column's median is taken on its own ("req/s range": the lowest and
 highest round).
-
-| case | server | req/s | req/s range | p50 ms | p99 ms | CPU µs/req | server CPU % | loadgen CPU % | other load % | errors | req/s vs ref | CPU/req vs ref |
-| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 EOF
   awk -F'\t' '
     function median(key, col,   n, i, j, t, a) {
@@ -396,16 +453,24 @@ EOF
       key = $1 SUBSEP $2
       if (!(key in cnt)) { order[++nk] = key; cnt[key] = 0 }
       cnt[key]++
-      for (c = 4; c <= 12; c++) v[key, cnt[key], c] = $c
+      for (c = 4; c <= 14; c++) v[key, cnt[key], c] = $c
       errs[key] += $9
     }
     END {
       ref["a"] = "peer-a2a"; ref["b"] = "bare-axum"; ref["d"] = "peer-a2a"
       desc["a"] = "a. A2A SendMessage"; desc["b"] = "b. E2A JSON echo"
       desc["c"] = "c. E2A SSE, 1 conn"; desc["d"] = "d. A2A SendStreamingMessage"
+      # cases a to d
+      head = 0
       for (k = 1; k <= nk; k++) {
         split(order[k], kc, SUBSEP)
         cs = kc[1]; sv = kc[2]; key = order[k]
+        if (cs == "e") continue
+        if (!head++) {
+          print ""
+          print "| case | server | req/s | req/s range | p50 ms | p99 ms | CPU µs/req | server CPU % | loadgen CPU % | other load % | errors | req/s vs ref | CPU/req vs ref |"
+          print "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        }
         rps = median(key, 4); cpu = median(key, 7)
         rr = "–"; cr = "–"
         rk = cs SUBSEP ref[cs]
@@ -433,6 +498,29 @@ EOF
         printf "\nSQLite / memory (case a, req/s, round by round): median %.2fx, range %.2fx–%.2fx over %d rounds.\n", \
           median("ratio", 4), least("ratio", 4), most("ratio", 4), n
       }
+      # case e, token streams: CPU per frame, against the bare replay of the same protocol
+      head = 0
+      for (k = 1; k <= nk; k++) {
+        split(order[k], kc, SUBSEP)
+        cs = kc[1]; sv = kc[2]; key = order[k]
+        if (cs != "e") continue
+        if (!head++) {
+          print ""
+          print "| case | server | req/s | p50 ms | p99 ms | events/req | CPU µs/req | CPU µs/frame | server CPU % | loadgen CPU % | other load % | errors | CPU/frame vs replay |"
+          print "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        }
+        base = sv; sub(/@before$/, "", base)
+        e2a = (base == "e2a-sse" || base == "bare-e2a")
+        rs = e2a ? "bare-e2a" : "bare-a2a"
+        rk = cs SUBSEP rs
+        cr = "–"
+        if (sv == rs) cr = "ref"
+        else if (rk in cnt) { c0 = median(rk, 14); if (c0 > 0) cr = sprintf("%.2fx", median(key, 14) / c0) }
+        printf "| %s | %s | %.0f | %.3f | %.3f | %.1f | %.0f | %.3f | %.0f | %.0f | %.0f | %d | %s |\n", \
+          (e2a ? "e. E2A SSE tokens" : "e. A2A stream tokens"), sv, median(key, 4), median(key, 5), \
+          median(key, 6), median(key, 13), median(key, 7), median(key, 14), median(key, 10), \
+          median(key, 11), median(key, 12), errs[key], cr
+      }
     }' "$RESULTS"
   cat <<EOF
 $(sizes)
@@ -443,6 +531,14 @@ request. "server CPU %" and "loadgen CPU %" are of one core; "other load %" is w
 the machine busy meanwhile (other processes, steal), also in % of one core: rounds with much of
 it are unreliable. Errors are summed over all rounds. Raw rounds: $RESULTS
 EOF
+  if [[ ,$CASES, == *,e,* ]]; then
+    cat <<EOF
+Case e: "CPU µs/frame" is the server's CPU over the round divided by requests x events per
+response (SSE events, loadgen's mean). "CPU/frame vs replay": each E2A row against bare-e2a,
+each A2A row (peer-a2a too) against bare-a2a, bare-axum replaying the bytes captured from e2a
+one body chunk per event. Above 1 costs more CPU per frame than that replay.
+EOF
+  fi
 }
 REPORT=$(report)
 printf '%s\n' "$REPORT"

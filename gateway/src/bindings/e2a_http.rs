@@ -354,17 +354,24 @@ async fn respond(shared: &Pipeline, mode: Mode, mut sub: Subscription) -> Respon
         },
         Mode::Sse => {
             let events = async_stream::stream! {
-                while let Some(f) = sub.next().await {
-                    yield Bytes::from(e2a::sse::encode(&f));
+                let mut json = Vec::with_capacity(1024);
+                while let Some(sequence) = sub.next_json(&mut json).await {
+                    let mut event = Vec::with_capacity(json.len() + 48);
+                    e2a::sse::encode_text(sequence, &mut event, |out| out.extend_from_slice(&json));
+                    json.clear();
+                    yield Bytes::from(event);
                 }
             };
             sse::response(events, shared.config.keep_alive)
         }
         Mode::Ndjson => {
             let lines = async_stream::stream! {
-                while let Some(f) = sub.next().await {
-                    let mut line = f.to_json();
-                    line.push('\n');
+                loop {
+                    let mut line = Vec::with_capacity(1024);
+                    if sub.next_json(&mut line).await.is_none() {
+                        break;
+                    }
+                    line.push(b'\n');
                     yield Bytes::from(line);
                 }
             };

@@ -1,255 +1,107 @@
-//! A run's frames in this gateway's memory: as the agent made them while the run goes on, then,
-//! once it has ended, compacted into their JSON text in one buffer.
+//! A run's frames in this gateway's memory: each as the agent made it while the run goes on,
+//! for readers that project frames (AG-UI, the whole answer), and from the start as its JSON
+//! text, written once when it arrives ([`FrameTexts`]): what E2A readers send, what an ended run
+//! keeps.
 //!
 //! Ended runs are kept for resumption (`Last-Event-ID`) and repeated requests, a thousand of
 //! them by default. Kept as made, every frame is an `E2AResponse` of a dozen small allocations
-//! (ids, timestamp, a `body` map): a retained echo run took about 12 KB in a few dozen blocks,
-//! spread over a heap far larger than the cache, and freeing the oldest one on each new request
-//! touched every block of it again. Compacted, a retained run is two blocks and its text, and
-//! the frames made while a request runs are freed while still in cache.
-//!
-//! The frames of a run share most of what they say (the request's ids, method, metadata): a
-//! frame that differs from the run's first frame only in what every frame has of its own (id,
-//! sequence, finality, status, kind, timestamp, body) is kept as that alone, a short JSON array
-//! beside the first frame's text. The first and the final frame are kept whole (the final one is
-//! the answer that JSON requests and repeated requests read), and so is any frame that differs
-//! in more. The echo's seven frames take 2.5 KB this way, not 5.1 KB, and the E2A echo request
-//! costs the server 3 % fewer instructions (callgrind: 175.4 k → 169.7 k per request). A reader
-//! of a compacted run reads each frame back from its text, as a reader of a run kept by the
-//! store does.
+//! spread over the heap; kept as text, a retained run is a few blocks. The frames of a run
+//! share most of what they say (the request's ids, method, metadata: the fields `schema/`
+//! marks `x-e2a-frame: echo` or `stream`): that text is written once per run, and each frame
+//! adds only what it has of its own (id, sequence, finality, status, kind, timestamp, body,
+//! projections). A reader reads a frame's text by weaving the two back together — nothing is
+//! parsed or written again —; a reader of an ended run that wants frames as made reads them
+//! back from their text.
 
 use std::sync::Arc;
 
-use e2a::types::{ResponseKind, ResponseStatus};
-use e2a::write::{JsonWriter, WriteJson};
+use e2a::frame::FrameTexts;
 use e2a::E2AResponse;
-use serde_json::{Map, Value};
 
-use crate::packed::Packed;
-
-/// What a compacted run takes besides its text and offsets: the run itself, its channels and
-/// its place in the registry, about.
+/// What an ended run takes besides its text: the run itself, its channels and its place in
+/// the registry, about.
 const COMPACT_OVERHEAD: usize = 512;
 
 /// A run's frames.
-pub(super) enum Frames {
-    /// As made: the run goes on (its readers share them).
-    Live(Vec<Arc<E2AResponse>>),
-    /// The JSON text of every frame of an ended run.
-    Compact(Compact),
-}
-
-/// The frames of an ended run as JSON text, one after the other: each frame's canonical JSON
-/// (an object), or what sets it apart from the first frame (an array, see [`Own`]).
-pub(super) struct Compact {
-    texts: Packed,
-    /// The last frame's sequence and whether it is final.
-    last: Option<(u64, bool)>,
-}
-
-/// What every frame has of its own, in the order a compacted frame writes it (a JSON array):
-/// `response_id`, `timestamp`, `sequence`, `is_final`, `status`, `response_kind`, `body`.
-type Own = (
-    Option<String>,
-    Option<String>,
-    u64,
-    bool,
-    ResponseStatus,
-    ResponseKind,
-    Map<String, Value>,
-);
-
-impl Default for Frames {
-    fn default() -> Self {
-        Frames::Live(Vec::new())
-    }
+#[derive(Default)]
+pub(super) struct Frames {
+    /// As made, while the run goes on (its readers share them); none once it has ended.
+    live: Vec<Arc<E2AResponse>>,
+    ended: bool,
+    texts: FrameTexts<E2AResponse>,
 }
 
 impl Frames {
     /// How many frames there are.
     pub(super) fn len(&self) -> usize {
-        match self {
-            Frames::Live(v) => v.len(),
-            Frames::Compact(c) => c.texts.len(),
-        }
+        self.texts.len()
     }
 
-    /// Frame `i`: shared as made, or read back from its text. `None` past the end, or when
-    /// the text cannot be read back (logged: the reader's stream ends there).
+    /// Frame `i`: shared as made, or read back from its text once the run has ended. `None`
+    /// past the end, or when the text cannot be read back (logged: the reader's stream ends
+    /// there).
     pub(super) fn get(&self, i: usize) -> Option<Arc<E2AResponse>> {
-        match self {
-            Frames::Live(v) => v.get(i).cloned(),
-            Frames::Compact(c) => match c.frame(i)? {
-                Ok(f) => Some(Arc::new(f)),
-                Err(e) => {
-                    tracing::error!(error = %e, frame = i, "a retained frame cannot be read back: the stream ends here");
-                    None
-                }
-            },
+        if !self.ended {
+            return self.live.get(i).cloned();
+        }
+        let text = self.texts.text(i)?;
+        match serde_json::from_str(&text) {
+            Ok(f) => Some(Arc::new(f)),
+            Err(e) => {
+                tracing::error!(error = %e, frame = i, "a retained frame cannot be read back: the stream ends here");
+                None
+            }
         }
     }
 
     /// The JSON text of frame `i`.
     pub(super) fn json(&self, i: usize) -> Option<String> {
-        match self {
-            Frames::Live(v) => v.get(i).map(|f| f.to_json()),
-            Frames::Compact(c) => match c.texts.get(i)? {
-                text if is_whole(text) => Some(text.to_string()),
-                _ => c.frame(i)?.ok().map(|f| f.to_json()),
-            },
-        }
+        self.texts.text(i)
     }
 
-    /// Whether the frames were compacted (the run has ended).
+    /// Appends the JSON text of frame `i` to `out`; its sequence, or `None` past the end.
+    pub(super) fn write(&self, i: usize, out: &mut Vec<u8>) -> Option<u64> {
+        let (sequence, _) = self.texts.sequence(i)?;
+        self.texts.write(i, out).then_some(sequence)
+    }
+
+    /// Frame `i`'s sequence.
+    pub(super) fn sequence(&self, i: usize) -> Option<u64> {
+        self.texts.sequence(i).map(|(s, _)| s)
+    }
+
+    /// Whether the run has ended (only the text is left).
     pub(super) fn is_compact(&self) -> bool {
-        matches!(self, Frames::Compact(_))
+        self.ended
     }
 
     /// The last frame's sequence and whether it is final.
     pub(super) fn last(&self) -> Option<(u64, bool)> {
-        match self {
-            Frames::Live(v) => v.last().map(|f| (f.sequence, f.is_final)),
-            Frames::Compact(c) => c.last,
-        }
+        self.texts.last()
     }
 
     /// Appends a frame (to a run that goes on; an ended run takes none).
     pub(super) fn push(&mut self, f: Arc<E2AResponse>) {
-        match self {
-            Frames::Live(v) => v.push(f),
-            Frames::Compact(_) => tracing::warn!(sequence = f.sequence, "a frame after the run ended is dropped"),
+        if self.ended {
+            tracing::warn!(sequence = f.sequence, "a frame after the run ended is dropped");
+            return;
         }
-    }
-}
-
-impl Compact {
-    /// `frames` written one after the other.
-    pub(super) fn of(frames: &[Arc<E2AResponse>]) -> Self {
-        let last_index = frames.len().saturating_sub(1);
-        let first = frames.first().map(|f| &**f);
-        // the two whole frames, and about what a chunk's own fields take (its body a short delta)
-        let room = 2 * E2AResponse::FIXED_LEN + frames.len() * 160;
-        let texts = Packed::written(frames, room, |w, i, f| match first {
-            Some(first) if i != 0 && i != last_index && only_own_differs(f, first) => write_own(w, f),
-            _ => f.write_json(w),
-        });
-        Compact {
-            texts,
-            last: frames.last().map(|f| (f.sequence, f.is_final)),
-        }
+        self.texts.push(&f, f.sequence, f.is_final);
+        self.live.push(f);
     }
 
-    /// Frame `i` read back from its text.
-    fn frame(&self, i: usize) -> Option<Result<E2AResponse, serde_json::Error>> {
-        let text = self.texts.get(i)?;
-        if is_whole(text) {
-            return Some(serde_json::from_str(text));
-        }
-        // the first frame, with this one's own (read anew each time: a reader of an ended run is
-        // rare, and a frame read back and kept would be the scattered blocks compaction undid)
-        let rebuilt = || -> Result<E2AResponse, serde_json::Error> {
-            let mut f: E2AResponse = serde_json::from_str(self.texts.get(0).unwrap_or_default())?;
-            (
-                f.response_id,
-                f.timestamp,
-                f.sequence,
-                f.is_final,
-                f.status,
-                f.response_kind,
-                f.body,
-            ) = serde_json::from_str::<Own>(text)?;
-            Ok(f)
-        };
-        Some(rebuilt())
+    /// Ends the frames: only their text is kept from now on; the frames as made are handed
+    /// back (to be freed outside the run's lock).
+    pub(super) fn end(&mut self) -> Vec<Arc<E2AResponse>> {
+        self.ended = true;
+        self.texts.shrink_to_fit();
+        std::mem::take(&mut self.live)
     }
 
-    /// About how many bytes it takes in memory (what the retention bound counts).
+    /// About how many bytes an ended run takes in memory (what the retention bound counts).
     pub(super) fn bytes(&self) -> usize {
         COMPACT_OVERHEAD + self.texts.bytes()
     }
-}
-
-/// Whether a compacted frame's text is the whole frame (an object), not what sets it apart from
-/// the first frame (an array).
-fn is_whole(text: &str) -> bool {
-    text.starts_with('{')
-}
-
-/// Whether `f` says what `first` says but for what every frame has of its own ([`Own`]). (The
-/// pattern names every field: a field the schema adds is a compile error here until it is
-/// sorted into one group or the other.)
-fn only_own_differs(f: &E2AResponse, first: &E2AResponse) -> bool {
-    let E2AResponse {
-        a2a_metadata,
-        acp_meta,
-        agent_ref,
-        channel,
-        channel_context,
-        context_id,
-        correlation_id,
-        identity_origin,
-        is_stream,
-        jsonrpc_id,
-        message_id,
-        metadata,
-        method,
-        projections,
-        protocol_version,
-        provenance,
-        request_id,
-        session_id,
-        source_agent_id,
-        task_id,
-        user_id,
-        // a frame's own
-        response_id: _,
-        timestamp: _,
-        sequence: _,
-        is_final: _,
-        status: _,
-        response_kind: _,
-        body: _,
-    } = f;
-    *a2a_metadata == first.a2a_metadata
-        && *acp_meta == first.acp_meta
-        && *agent_ref == first.agent_ref
-        && *channel == first.channel
-        && *channel_context == first.channel_context
-        && *context_id == first.context_id
-        && *correlation_id == first.correlation_id
-        && *identity_origin == first.identity_origin
-        && *is_stream == first.is_stream
-        && *jsonrpc_id == first.jsonrpc_id
-        && *message_id == first.message_id
-        && *metadata == first.metadata
-        && *method == first.method
-        && *projections == first.projections
-        && *protocol_version == first.protocol_version
-        && *provenance == first.provenance
-        && *request_id == first.request_id
-        && *session_id == first.session_id
-        && *source_agent_id == first.source_agent_id
-        && *task_id == first.task_id
-        && *user_id == first.user_id
-}
-
-/// What `f` has of its own, as the JSON array [`Own`] reads.
-fn write_own(w: &mut JsonWriter, f: &E2AResponse) {
-    w.raw("[");
-    w.value(&f.response_id);
-    w.raw(",");
-    w.value(&f.timestamp);
-    w.raw(",");
-    w.value(&f.sequence);
-    w.raw(",");
-    w.value(&f.is_final);
-    w.raw(",");
-    w.value(f.status.as_str());
-    w.raw(",");
-    w.value(f.response_kind.as_str());
-    w.raw(",");
-    w.value(&f.body);
-    w.raw("]");
 }
 
 #[cfg(test)]
@@ -273,24 +125,41 @@ mod tests {
         ]
     }
 
-    #[test]
-    fn a_compacted_run_reads_back_the_frames_it_was_made_of() {
-        let made = frames();
-        let live = Frames::Live(made.clone());
-        let compact = Frames::Compact(Compact::of(&made));
-        assert_eq!(compact.len(), made.len());
-        assert_eq!(compact.last(), live.last());
-        assert_eq!(compact.last(), Some((2, true)));
-        for (i, f) in made.iter().enumerate() {
-            assert_eq!(compact.get(i).as_deref(), Some(&**f), "frame {i}");
-            assert_eq!(compact.json(i), live.json(i), "frame {i}");
-        }
-        assert!(compact.get(made.len()).is_none());
-        assert!(compact.json(made.len()).is_none());
+    fn of(made: &[Arc<E2AResponse>]) -> Frames {
+        let mut frames = Frames::default();
+        made.iter().cloned().for_each(|f| frames.push(f));
+        frames
     }
 
     #[test]
-    fn frames_that_differ_from_the_first_in_more_than_their_own_are_kept_whole() {
+    fn an_ended_run_reads_back_the_frames_it_was_made_of() {
+        let made = frames();
+        let mut frames = of(&made);
+        for (i, f) in made.iter().enumerate() {
+            assert!(Arc::ptr_eq(&frames.get(i).expect("live"), f), "shared while live");
+        }
+        let live_json: Vec<Option<String>> = (0..made.len()).map(|i| frames.json(i)).collect();
+        assert_eq!(frames.end().len(), made.len());
+        assert!(frames.is_compact());
+        assert_eq!(frames.len(), made.len());
+        assert_eq!(frames.last(), Some((2, true)));
+        for (i, f) in made.iter().enumerate() {
+            assert_eq!(frames.get(i).as_deref(), Some(&**f), "frame {i}");
+            assert_eq!(frames.json(i), Some(f.to_json()), "frame {i}");
+            assert_eq!(frames.json(i), live_json[i]);
+            let mut out = b"x".to_vec();
+            assert_eq!(frames.write(i, &mut out), Some(f.sequence));
+            assert_eq!(&out[1..], f.to_json().as_bytes());
+        }
+        assert!(frames.get(made.len()).is_none());
+        assert!(frames.json(made.len()).is_none());
+        let mut frames = frames;
+        frames.push(made[0].clone());
+        assert_eq!(frames.len(), made.len(), "an ended run takes no frame");
+    }
+
+    #[test]
+    fn frames_that_differ_from_the_first_in_more_than_their_own_read_back_as_they_were() {
         let request: E2AEnvelope = serde_json::from_value(serde_json::json!({
             "method": "chat.send", "params": {"query": "hi"}, "request_id": "r-2", "session_id": "s-1"
         }))
@@ -308,22 +177,8 @@ mod tests {
         made[4].channel_context.insert("c".into(), "d".into());
         made.push(s.complete(serde_json::json!({"content": "done"})));
         let made: Vec<Arc<E2AResponse>> = made.into_iter().map(Arc::new).collect();
-        let compact = Compact::of(&made);
-        let whole: Vec<bool> = (0..made.len())
-            .map(|i| compact.texts.get(i).is_some_and(is_whole))
-            .collect();
-        assert_eq!(
-            whole,
-            [true, false, true, true, true, false, true],
-            "the first and the last whole, and any frame that says more"
-        );
-        let all_whole: usize = made.iter().map(|f| f.to_json().len()).sum();
-        assert!(
-            compact.texts.bytes() < all_whole,
-            "{} vs {all_whole}",
-            compact.texts.bytes()
-        );
-        let frames = Frames::Compact(compact);
+        let mut frames = of(&made);
+        frames.end();
         for (i, f) in made.iter().enumerate() {
             assert_eq!(frames.get(i).as_deref(), Some(&**f), "frame {i}");
             assert_eq!(frames.json(i), Some(f.to_json()), "frame {i}");
@@ -344,27 +199,13 @@ mod tests {
             .collect()
             .await;
         assert!(made.len() > 2, "{} frames", made.len());
-        let compact = Compact::of(&made);
+        let mut frames = of(&made);
+        frames.end();
         let all_whole: usize = made.iter().map(|f| f.to_json().len()).sum();
-        let kept = compact.texts.bytes();
+        let kept = frames.bytes() - COMPACT_OVERHEAD;
         assert!(2 * kept < all_whole, "{kept} vs {all_whole}");
-        let frames = Frames::Compact(compact);
         for (i, f) in made.iter().enumerate() {
             assert_eq!(frames.json(i), Some(f.to_json()), "frame {i}");
         }
-    }
-
-    #[test]
-    fn an_unreadable_first_frame_ends_the_readers_of_the_frames_kept_beside_it() {
-        let compact = Compact {
-            texts: Packed::of(&[
-                "{\"not\":\"a frame\"}",
-                "[null,null,1,false,\"in_progress\",\"e2a.chunk\",{}]",
-            ]),
-            last: Some((1, false)),
-        };
-        let frames = Frames::Compact(compact);
-        assert!(frames.get(1).is_none());
-        assert!(frames.json(1).is_none());
     }
 }

@@ -27,7 +27,7 @@ use crate::agent::{Caller, ConversationKey, RequestContext};
 use crate::config::GatewayConfig;
 use crate::stop::{StopCell, StopReason};
 use crate::store::{RunStore, Sends, SentRecord, StoreError, Stores};
-use frames::{Compact, Frames};
+use frames::Frames;
 
 pub(crate) use housekeeping::Pump;
 pub(crate) use subscription::Subscription;
@@ -112,13 +112,16 @@ impl Run {
         self.frames.lock().len()
     }
 
-    /// Compacts the frames of the ended run into their JSON text (see [`frames`]); returns
-    /// about how many bytes they take now (what the retention bound counts). The frames are
-    /// written outside the lock: readers go on meanwhile.
+    /// Ends the run's frames: only their JSON text is kept (see [`frames`]); returns about how
+    /// many bytes they take now (what the retention bound counts). The whole answer a reader
+    /// waits for is made from the frames as made, outside the lock.
     fn compact(&self) -> usize {
-        let made = match &*self.frames.lock() {
-            Frames::Live(v) => v.clone(),
-            Frames::Compact(c) => return c.bytes(),
+        let (made, bytes) = {
+            let mut frames = self.frames.lock();
+            if frames.is_compact() {
+                return frames.bytes();
+            }
+            (frames.end(), frames.bytes())
         };
         if self.wants_whole.load(Ordering::SeqCst) {
             if let Some((last, before)) = made.split_last() {
@@ -127,11 +130,6 @@ impl Run {
                 let _ = self.whole.set(whole.finish(last).map(|shown| shown.to_json()));
             }
         }
-        let compact = Compact::of(&made);
-        let bytes = compact.bytes();
-        let before = std::mem::replace(&mut *self.frames.lock(), Frames::Compact(compact));
-        // freed outside the lock
-        drop((before, made));
         bytes
     }
 

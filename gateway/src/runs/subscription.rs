@@ -125,23 +125,46 @@ impl Subscription {
     /// The next frame, waiting for it; `None` after the final frame.
     pub(crate) async fn next(&mut self) -> Option<Arc<E2AResponse>> {
         match &mut self.0 {
-            Source::Local(l) => l.next().await,
+            Source::Local(l) => {
+                let i = l.next_index().await?;
+                l.run.frames.lock().get(i)
+            }
             Source::Stored(s) => s.next().await,
+        }
+    }
+
+    /// The next frame's JSON text, appended to `out`, waiting for it: its sequence, or `None`
+    /// after the final frame. A run in this gateway's memory holds the text already: nothing is
+    /// written again.
+    pub(crate) async fn next_json(&mut self, out: &mut Vec<u8>) -> Option<u64> {
+        match &mut self.0 {
+            Source::Local(l) => {
+                let i = l.next_index().await?;
+                l.run.frames.lock().write(i, out)
+            }
+            Source::Stored(s) => {
+                let f = s.next().await?;
+                let mut w = e2a::write::JsonWriter::with_capacity(1024);
+                e2a::write::WriteJson::write_json(&*f, &mut w);
+                out.extend_from_slice(w.as_bytes());
+                Some(f.sequence)
+            }
         }
     }
 }
 
 impl Local {
-    async fn next(&mut self) -> Option<Arc<E2AResponse>> {
+    /// The index of the next frame after `after`, waiting for it.
+    async fn next_index(&mut self) -> Option<usize> {
         loop {
             let (len, ended) = *self.rx.borrow_and_update();
-            if self.pos < len {
-                let f = self.run.frames.lock().get(self.pos)?;
+            while self.pos < len {
+                let i = self.pos;
                 self.pos += 1;
-                if self.after.is_some_and(|a| f.sequence <= a) {
-                    continue;
+                let sequence = self.run.frames.lock().sequence(i)?;
+                if self.after.is_none_or(|a| sequence > a) {
+                    return Some(i);
                 }
-                return Some(f);
             }
             if ended {
                 return None;

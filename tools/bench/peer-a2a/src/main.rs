@@ -20,10 +20,20 @@
 //! four artifact chunks (`You `, `said: `, `hello`, and an empty last chunk), then COMPLETED
 //! with the reply as its message (nine events).
 //!
+//! `--artifact-chunks N` (bench case e, token streams) makes the executor answer every message
+//! with N artifact updates of one artifact instead, each the text chunk `tok ` (the first a new
+//! artifact, the others `append: true`, the last `lastChunk: true`), then a COMPLETED status
+//! update (N + 1 events; the framework streams the task snapshot first). The executor yields to
+//! the runtime (`tokio::task::yield_now`) between events: the framework hands its executor's
+//! events to the subscribers through a broadcast channel of 32, and a subscriber that falls
+//! further behind gets an error ("subscription fell behind active execution") in place of the
+//! rest of its stream.
+//!
 //! Like the gateway, the framework requires the `A2A-Version: 1.0` header (an absent header
 //! means 0.3 and is refused).
 //!
-//! Usage: `peer-a2a PORT [--events minimal|mirror]`; listens on 127.0.0.1:PORT.
+//! Usage: `peer-a2a PORT [--events minimal|mirror] [--artifact-chunks N]`; listens on
+//! 127.0.0.1:PORT.
 
 use std::sync::Arc;
 
@@ -37,8 +47,13 @@ use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext, InMemory
 use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::json;
 
+/// The text of each chunk with `--artifact-chunks` (the same as the bench's stream agent's).
+const TOKEN: &str = "tok ";
+
 struct EchoExecutor {
     mirror: bool,
+    /// `--artifact-chunks`: 0 for the echo.
+    chunks: usize,
 }
 
 /// The text parts of the user's message, joined.
@@ -106,11 +121,34 @@ fn agent_message(task_id: &str, context_id: &str, part: Part, metadata: serde_js
     m
 }
 
+/// `n` artifact chunks of [`TOKEN`], then COMPLETED; the runtime gets a turn between events.
+fn token_stream(t: String, c: String, n: usize) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+    let art = format!("{t}-output");
+    stream::iter(0..=n)
+        .then(move |i| {
+            let event = if i < n {
+                artifact(&t, &c, &art, TOKEN, Some(i > 0), i + 1 == n)
+            } else {
+                status(&t, &c, TaskState::Completed, None)
+            };
+            async move {
+                if i > 0 {
+                    tokio::task::yield_now().await;
+                }
+                Ok(event)
+            }
+        })
+        .boxed()
+}
+
 impl AgentExecutor for EchoExecutor {
     fn execute(&self, ctx: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
         let prompt = user_text(&ctx);
         let reply = format!("You said: {prompt}");
         let (t, c) = ctx.task_info();
+        if self.chunks > 0 {
+            return token_stream(t, c, self.chunks);
+        }
         if !self.mirror {
             let events = [
                 artifact(&t, &c, &new_artifact_id(), &reply, None, true),
@@ -159,6 +197,7 @@ impl AgentExecutor for EchoExecutor {
 fn main() {
     let mut port: Option<u16> = None;
     let mut mirror = false;
+    let mut chunks = 0usize;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -167,14 +206,26 @@ fn main() {
                 Some("mirror") => mirror = true,
                 _ => die("--events: minimal or mirror"),
             },
+            "--artifact-chunks" => {
+                chunks = it
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| die("--artifact-chunks needs a number"))
+            }
             p if port.is_none() => port = Some(p.parse().unwrap_or_else(|_| die("PORT must be a number"))),
             other => die(&format!("unknown argument {other:?}")),
         }
     }
-    let port = port.unwrap_or_else(|| die("usage: peer-a2a PORT [--events minimal|mirror]"));
-    bench_serve::serve("peer-a2a", if mirror { "mirror" } else { "minimal" }, port, || {
+    let port =
+        port.unwrap_or_else(|| die("usage: peer-a2a PORT [--events minimal|mirror] [--artifact-chunks N]"));
+    let what = match (chunks, mirror) {
+        (0, false) => "minimal".to_string(),
+        (0, true) => "mirror".to_string(),
+        (n, _) => format!("{n} artifact chunks"),
+    };
+    bench_serve::serve("peer-a2a", &what, port, || {
         let handler = Arc::new(DefaultRequestHandler::new(
-            EchoExecutor { mirror },
+            EchoExecutor { mirror, chunks },
             InMemoryTaskStore::new(),
         ));
         axum::Router::new()

@@ -1,0 +1,157 @@
+//! [`FrameTexts`]: a stream's frames as their JSON text, each written once.
+
+use super::head::{Framed, HeadText, WriteHead};
+use crate::write::JsonWriter;
+
+/// One frame of a [`FrameTexts`].
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    /// Where its own fields' text starts.
+    start: usize,
+    /// Its head, in `heads`.
+    head: usize,
+    sequence: u64,
+    is_final: bool,
+}
+
+/// A stream's frames as their JSON text, each written once, when it is added: the text its
+/// frames share (their head, see [`Framed`]) once per distinct head, and each frame's own
+/// fields after one another. A frame's JSON is the two woven together, byte for byte its
+/// canonical JSON, read without parsing or writing anything again.
+///
+/// ```
+/// use e2a::frame::FrameTexts;
+/// use e2a::stream::ResponseStream;
+/// let request = e2a::E2AEnvelope::new("chat.send", serde_json::json!({})).with_request_id("r1");
+/// let mut stream = ResponseStream::for_request(&request);
+/// let frames = [stream.text("Hel"), stream.text("lo"), stream.complete(serde_json::json!({}))];
+/// let mut texts = FrameTexts::new();
+/// for f in &frames {
+///     texts.push(f, f.sequence, f.is_final);
+/// }
+/// assert_eq!(texts.text(1), Some(frames[1].to_json()));
+/// assert_eq!(texts.last(), Some((2, true)));
+/// ```
+#[derive(Debug)]
+pub struct FrameTexts<R: Framed> {
+    /// The head of the last frame, to tell whether the next one shares it.
+    current: Option<R::Head>,
+    heads: Vec<HeadText>,
+    text: JsonWriter,
+    entries: Vec<Entry>,
+    /// Each frame's own fields' ends, relative to its start (as many per frame as it has own
+    /// fields).
+    ends: Vec<u32>,
+    scratch: Vec<usize>,
+}
+
+impl<R: Framed> Default for FrameTexts<R> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<R: Framed> FrameTexts<R> {
+    /// How many own fields a frame has.
+    const OWN: usize = <R::Head as WriteHead>::SEGMENTS - 1;
+
+    /// No frames.
+    pub fn new() -> Self {
+        FrameTexts {
+            current: None,
+            heads: Vec::new(),
+            text: JsonWriter::default(),
+            entries: Vec::new(),
+            ends: Vec::new(),
+            scratch: vec![0; Self::OWN],
+        }
+    }
+
+    /// Adds `frame` (its `sequence` and whether it is final kept beside it): its own fields
+    /// are written, and its head too when it is not the last frame's.
+    pub fn push(&mut self, frame: &R, sequence: u64, is_final: bool) {
+        if !self.current.as_ref().is_some_and(|h| frame.has_head(h)) {
+            let head = frame.head();
+            self.heads.push(HeadText::of(&head));
+            self.current = Some(head);
+        }
+        let start = self.text.len();
+        frame.write_own(&mut self.text, &mut self.scratch);
+        self.ends.extend(
+            self.scratch
+                .iter()
+                .map(|end| u32::try_from(end.saturating_sub(start)).unwrap_or(u32::MAX)),
+        );
+        self.entries.push(Entry {
+            start,
+            head: self.heads.len().saturating_sub(1),
+            sequence,
+            is_final,
+        });
+    }
+
+    /// How many frames there are.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Frame `i`'s sequence and whether it is final.
+    pub fn sequence(&self, i: usize) -> Option<(u64, bool)> {
+        self.entries.get(i).map(|e| (e.sequence, e.is_final))
+    }
+
+    /// The last frame's sequence and whether it is final.
+    pub fn last(&self) -> Option<(u64, bool)> {
+        self.len().checked_sub(1).and_then(|i| self.sequence(i))
+    }
+
+    /// Appends frame `i`'s JSON text to `out`; `false` (nothing appended) past the end.
+    pub fn write(&self, i: usize, out: &mut Vec<u8>) -> bool {
+        let (Some(entry), Some(head)) = (
+            self.entries.get(i),
+            self.entries.get(i).and_then(|e| self.heads.get(e.head)),
+        ) else {
+            return false;
+        };
+        let own = self.text.as_bytes().get(entry.start..).unwrap_or_default();
+        let ends = self.ends.get(i * Self::OWN..(i + 1) * Self::OWN).unwrap_or_default();
+        let mut from = 0;
+        for (k, end) in ends.iter().enumerate() {
+            let end = *end as usize;
+            out.extend_from_slice(head.segment(k).as_bytes());
+            out.extend_from_slice(own.get(from..end).unwrap_or_default());
+            from = end;
+        }
+        out.extend_from_slice(head.segment(Self::OWN).as_bytes());
+        true
+    }
+
+    /// Frame `i`'s JSON text.
+    pub fn text(&self, i: usize) -> Option<String> {
+        let mut out = Vec::with_capacity(1024);
+        self.write(i, &mut out)
+            .then(|| String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+    }
+
+    /// About how many bytes it takes in memory.
+    pub fn bytes(&self) -> usize {
+        self.heads.iter().map(HeadText::bytes).sum::<usize>()
+            + self.text.len()
+            + self.entries.len() * std::mem::size_of::<Entry>()
+            + self.ends.len() * std::mem::size_of::<u32>()
+    }
+
+    /// Gives back the room kept for frames to come (no more will: the stream has ended).
+    pub fn shrink_to_fit(&mut self) {
+        self.current = None;
+        self.heads.shrink_to_fit();
+        self.text.shrink_to_fit();
+        self.entries.shrink_to_fit();
+        self.ends.shrink_to_fit();
+    }
+}
