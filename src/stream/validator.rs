@@ -251,10 +251,18 @@ impl StreamValidator {
         }
         self.frame_checks(f);
         let clock = self.clock;
-        // one lookup for a stream already known (the request id is hashed once per frame)
-        let found = match self.streams.get_mut(&f.request_id) {
-            Some(st) => st.observe(f, clock),
-            None => self.streams.entry(f.request_id.clone()).or_default().observe(f, clock),
+        // the one stream a validator usually sees is found without hashing its request id;
+        // any other with one lookup
+        let only = match self.streams.len() {
+            1 => self.streams.iter_mut().next().filter(|(k, _)| **k == f.request_id),
+            _ => None,
+        };
+        let found = match only {
+            Some((_, st)) => st.observe(f, clock),
+            None => match self.streams.get_mut(&f.request_id) {
+                Some(st) => st.observe(f, clock),
+                None => self.streams.entry(f.request_id.clone()).or_default().observe(f, clock),
+            },
         };
         for k in found {
             self.report(f, k);
