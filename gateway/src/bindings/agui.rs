@@ -294,7 +294,9 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
     let guarded = admission.run(request.clone());
     let ctx = admission.ctx.clone();
     let grace = shared.config.disconnect_grace;
-    let (run, pump) = shared.runs.open(key, request, &ctx, grace, admission.into_permit());
+    let (run, pump) = shared
+        .runs
+        .open(key, request, &ctx, grace, admission.into_permit(), true);
     let sub = run.subscribe(None);
     pump.spawn(guarded);
     Ok(events(agui.clone(), ids, sub, 0))

@@ -269,7 +269,7 @@ async fn send_request(
     let grace = shared.config.disconnect_grace;
     let ctx = admission.ctx.clone();
     let permit = admission.into_permit();
-    let (run, pump) = shared.runs.open(key, request, &ctx, grace, permit);
+    let (run, pump) = shared.runs.open(key, request, &ctx, grace, permit, mode == Mode::Json);
     let sub = run.subscribe(None);
     if mode == Mode::Json {
         // the answer is the final frame (holding what the others carried): drive the run here

@@ -23,26 +23,37 @@ use e2a::E2AResponse;
 const COMPACT_OVERHEAD: usize = 512;
 
 /// A run's frames.
-#[derive(Default)]
 pub(super) struct Frames {
-    /// As made, while the run goes on (its readers share them); none once it has ended.
+    /// As made, while the run goes on and when its readers want them (they share them); none
+    /// once it has ended.
     live: Vec<Arc<E2AResponse>>,
+    typed: bool,
     ended: bool,
     texts: FrameTexts<E2AResponse>,
 }
 
 impl Frames {
+    /// No frames yet; `typed`: keep them as made while the run goes on, not only as text.
+    pub(super) fn new(typed: bool) -> Self {
+        Frames {
+            live: Vec::new(),
+            typed,
+            ended: false,
+            texts: FrameTexts::new(),
+        }
+    }
+
     /// How many frames there are.
     pub(super) fn len(&self) -> usize {
         self.texts.len()
     }
 
-    /// Frame `i`: shared as made, or read back from its text once the run has ended. `None`
-    /// past the end, or when the text cannot be read back (logged: the reader's stream ends
-    /// there).
+    /// Frame `i`: shared as made, or read back from its text (once the run has ended, or when
+    /// its frames are kept only as text). `None` past the end, or when the text cannot be read
+    /// back (logged: the reader's stream ends there).
     pub(super) fn get(&self, i: usize) -> Option<Arc<E2AResponse>> {
-        if !self.ended {
-            return self.live.get(i).cloned();
+        if let Some(f) = self.live.get(i) {
+            return Some(f.clone());
         }
         let text = self.texts.text(i)?;
         match serde_json::from_str(&text) {
@@ -87,7 +98,9 @@ impl Frames {
             return;
         }
         self.texts.push(&f, f.sequence, f.is_final);
-        self.live.push(f);
+        if self.typed {
+            self.live.push(f);
+        }
     }
 
     /// Ends the frames: only their text is kept from now on; the frames as made are handed
@@ -126,7 +139,7 @@ mod tests {
     }
 
     fn of(made: &[Arc<E2AResponse>]) -> Frames {
-        let mut frames = Frames::default();
+        let mut frames = Frames::new(true);
         made.iter().cloned().for_each(|f| frames.push(f));
         frames
     }
@@ -156,6 +169,19 @@ mod tests {
         let mut frames = frames;
         frames.push(made[0].clone());
         assert_eq!(frames.len(), made.len(), "an ended run takes no frame");
+    }
+
+    #[test]
+    fn a_run_kept_as_text_only_reads_its_frames_back() {
+        let made = frames();
+        let mut frames = Frames::new(false);
+        made.iter().cloned().for_each(|f| frames.push(f));
+        for (i, f) in made.iter().enumerate() {
+            let read = frames.get(i).expect("read back");
+            assert!(!Arc::ptr_eq(&read, f));
+            assert_eq!(*read, **f);
+        }
+        assert!(frames.end().is_empty(), "no frame as made was kept");
     }
 
     #[test]

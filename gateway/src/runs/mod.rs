@@ -123,7 +123,8 @@ impl Run {
             }
             (frames.end(), frames.bytes())
         };
-        if self.wants_whole.load(Ordering::SeqCst) {
+        // (from every frame as made, or not at all: a reader then reads them back)
+        if self.wants_whole.load(Ordering::SeqCst) && made.len() == self.len() {
             if let Some((last, before)) = made.split_last() {
                 let mut whole = e2a::shown::WholeAnswer::default();
                 before.iter().for_each(|f| whole.push(f));
@@ -223,7 +224,9 @@ impl Runs {
 
     /// Opens a run under `key` answering `request`: it is findable (for `Last-Event-ID`) and
     /// live until the returned [`Pump`] has pumped its frames, or is dropped. `permit` (a
-    /// stream slot) is held until then.
+    /// stream slot) is held until then. `typed`: whether its readers want the frames as made
+    /// (AG-UI projects them, an E2A JSON answer gathers them); otherwise only their JSON text
+    /// is kept, and a reader that wants a frame reads it back.
     pub(crate) fn open(
         self: &Arc<Self>,
         key: ConversationKey,
@@ -231,10 +234,11 @@ impl Runs {
         ctx: &RequestContext,
         grace: Duration,
         permit: OwnedSemaphorePermit,
+        typed: bool,
     ) -> (Arc<Run>, Pump) {
         let (progress, _) = watch::channel((0, false));
         let run = Arc::new(Run {
-            frames: Mutex::default(),
+            frames: Mutex::new(Frames::new(typed)),
             progress,
             done: watch::channel(false).0,
             cancel: ctx.cancel.clone(),
