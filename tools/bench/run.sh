@@ -175,12 +175,14 @@ machine_busy() { awk '/^cpu /{print $2 + $3 + $4 + $9; exit}' /proc/stat; }
 json_field() { sed -n "s/.*\"$1\":\([-0-9.e]*\).*/\1/p" <<<"$2"; }
 
 # Per-case request definitions, filled by the case functions below:
-#   URL_PATH, BODY (file), MODE, CONN, HDRS (array of -H args), CHECKS (array of loadgen args)
+#   URL_PATH, BODY (file), MODE, CONN, HDRS (array of -H args), CHECKS (array of loadgen args),
+#   LOAD_EXTRA (more loadgen args: case e's --drain)
+LOAD_EXTRA=()
 # run_load PORT SECONDS: one loadgen run; prints its JSON line.
 run_load() {
   local port=$1 secs=$2
   "${LOAD_PIN[@]}" "$BIN/loadgen" --url "http://127.0.0.1:$port$URL_PATH" --body "$BODY" \
-    "${HDRS[@]}" -c "$CONN" -d "$secs" --mode "$MODE" "${CHECKS[@]}" 2>>"$WORK/loadgen.err"
+    "${HDRS[@]}" -c "$CONN" -d "$secs" --mode "$MODE" "${CHECKS[@]}" "${LOAD_EXTRA[@]}" 2>>"$WORK/loadgen.err"
 }
 
 # rounds CASE NAME:PORT:PID ...: warms each server up, then ROUNDS rounds of A B A B ...
@@ -361,8 +363,12 @@ case_d() {
 # Case e: token streams, server CPU per frame. Two groups, one after the other: E2A SSE (e2a and
 # bare-axum replaying its captured stream), then A2A SendStreamingMessage (e2a with the memory
 # store, bare-axum replaying its captured stream, peer-a2a with as many artifact chunks).
+# loadgen --drain: a stream in flight at the end of a round is read to its end and counted, so
+# that a round's server CPU is the work of its counted requests (a stream may take a good part
+# of a round: peer-a2a's take seconds) and the server is idle between rounds.
 case_e() {
   local p=$((BASE_PORT + 40))
+  LOAD_EXTRA=(--drain --timeout 60)
   URL_PATH=/v1/e2a/requests BODY=$E2A_TOKENS_BODY MODE=sse CONN=$STREAM_CONNS
   HDRS=(-H 'Accept: text/event-stream' -H 'Content-Type: application/json')
   CHECKS=(--expect "streamed $CHUNKS chunks")
@@ -389,6 +395,7 @@ case_e() {
   before e2a-a2a $((p + 7)) --a2a --store memory --agent "script:$STREAM_AGENT"
   rounds e "e2a-a2a:$((p + 4)):$m" "${BEFORE_ROWS[@]}" "bare-a2a:$((p + 5)):$b" "peer-a2a:$((p + 6)):$q"
   stop_servers
+  LOAD_EXTRA=()
 }
 
 # --- run --------------------------------------------------------------------------------------

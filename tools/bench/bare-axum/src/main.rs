@@ -89,7 +89,11 @@ fn main() {
                 let (path, file) = v
                     .split_once('=')
                     .filter(|(p, _)| p.starts_with('/') && *p != "/healthz")
-                    .unwrap_or_else(|| die(&format!("--sse-replay {v:?}: PATH=FILE, PATH starting with / (not /healthz)")));
+                    .unwrap_or_else(|| {
+                        die(&format!(
+                            "--sse-replay {v:?}: PATH=FILE, PATH starting with / (not /healthz)"
+                        ))
+                    });
                 if replays.iter().any(|(p, _)| p == path) {
                     die(&format!("--sse-replay: {path} given twice"));
                 }

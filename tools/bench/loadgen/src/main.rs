@@ -14,6 +14,12 @@
 //!
 //! `{{n}}` in the body file is replaced, per request, by a string unique to this run and
 //! request (`<pid>-<start µs>-<counter>`), for servers that refuse a repeated id.
+//!
+//! Requests still in flight at the end of the `D` seconds are dropped uncounted. With `--drain`
+//! they are read to their end and counted instead (no new request starts after `D`), and `secs`
+//! is the time until the last one ended: the server does no work in the run for a request that
+//! is not counted, and is idle when the generator exits (for long streams, where a request takes
+//! a good part of a round).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -28,7 +34,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 const USAGE: &str = "usage: loadgen --url URL [--method POST] [--body FILE] [-H 'Name: value']... \
-[-c CONNECTIONS] [-d SECONDS] [--mode json|sse] [--expect STR] [--reject STR] [--timeout SECONDS] [--once]";
+[-c CONNECTIONS] [-d SECONDS] [--mode json|sse] [--expect STR] [--reject STR] [--timeout SECONDS] [--drain] [--once]";
 
 /// Most errors described on stderr.
 const MAX_ERROR_LINES: u32 = 5;
@@ -44,6 +50,8 @@ struct Args {
     expect: Vec<String>,
     reject: Vec<String>,
     timeout: Duration,
+    /// Read the requests in flight at the end of the run to their end, and count them.
+    drain: bool,
     /// Send one request, print its status line to stderr and its body to stdout, and exit.
     once: bool,
 }
@@ -61,6 +69,7 @@ fn parse_args() -> Result<Args, String> {
     let mut reject = Vec::new();
     let mut timeout = 10.0f64;
     let mut once = false;
+    let mut drain = false;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut val = || it.next().ok_or_else(|| format!("{a} needs a value\n{USAGE}"));
@@ -94,6 +103,7 @@ fn parse_args() -> Result<Args, String> {
             "--reject" => reject.push(val()?),
             "--timeout" => timeout = val()?.parse().map_err(|e| format!("--timeout: {e}"))?,
             "--once" => once = true,
+            "--drain" => drain = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -123,6 +133,7 @@ fn parse_args() -> Result<Args, String> {
         expect,
         reject,
         timeout: Duration::from_secs_f64(timeout),
+        drain,
         once,
     })
 }
@@ -202,7 +213,12 @@ async fn read_response(shared: &Shared, resp: Response<Incoming>) -> Outcome {
         Ok(b) => b.to_bytes(),
         Err(e) => return Outcome::Broken(format!("reading body: {e}")),
     };
-    let text = String::from_utf8_lossy(&body);
+    // (`from_utf8` first: its ASCII fast path is several times quicker than the lossy
+    // conversion's, which matters for long streams)
+    let text = match std::str::from_utf8(&body) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(_) => String::from_utf8_lossy(&body),
+    };
     if !status.is_success() {
         let snippet: String = text.chars().take(200).collect();
         return Outcome::Bad(format!("status {status}: {snippet}"));
@@ -211,7 +227,7 @@ async fn read_response(shared: &Shared, resp: Response<Incoming>) -> Outcome {
         if !ct.starts_with("text/event-stream") {
             return Outcome::Bad(format!("content-type {ct:?} is not text/event-stream"));
         }
-        let events = text.matches("\n\n").count() as u64;
+        let events = count_blank_lines(&body);
         shared.sse_events.set(shared.sse_events.get() + events);
     }
     for e in &shared.args.expect {
@@ -227,6 +243,11 @@ async fn read_response(shared: &Shared, resp: Response<Incoming>) -> Outcome {
         }
     }
     Outcome::Ok
+}
+
+/// The `\n\n` in `body`, not overlapping (as `str::matches` counts them): the SSE events.
+fn count_blank_lines(body: &[u8]) -> u64 {
+    memchr::memmem::find_iter(body, b"\n\n").count() as u64
 }
 
 /// One connection's loop: (re)connect, then send requests back to back until the deadline.
@@ -270,7 +291,11 @@ async fn connection(shared: Rc<Shared>) {
             let req = shared.request();
             let start = Instant::now();
             let per_request = tokio::time::Instant::now() + shared.args.timeout;
-            let until = per_request.min(deadline);
+            let until = if shared.args.drain {
+                per_request
+            } else {
+                per_request.min(deadline)
+            };
             let fut = async {
                 match sender.send_request(req).await {
                     Ok(resp) => read_response(&shared, resp).await,
@@ -451,7 +476,12 @@ async fn run(args: Args) -> i32 {
     for t in tasks {
         let _ = t.await;
     }
-    let secs = begin.elapsed().as_secs_f64().min(duration.as_secs_f64()).max(1e-9);
+    let secs = if shared.args.drain {
+        begin.elapsed().as_secs_f64()
+    } else {
+        begin.elapsed().as_secs_f64().min(duration.as_secs_f64())
+    }
+    .max(1e-9);
     let mut lat = shared.latencies_us.borrow_mut();
     lat.sort_unstable();
     let n = lat.len() as u64;
@@ -470,4 +500,24 @@ async fn run(args: Args) -> i32 {
     }
     println!("{out}");
     0
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn blank_lines_are_counted_as_str_matches_counts_them() {
+        for text in [
+            "",
+            "\n",
+            "\n\n",
+            "a\n\nb\n\n\nc\n\n\n\n",
+            "data: x\n\nid: 1\ndata: y\n\n",
+        ] {
+            assert_eq!(
+                super::count_blank_lines(text.as_bytes()),
+                text.matches("\n\n").count() as u64,
+                "{text:?}"
+            );
+        }
+    }
 }

@@ -23,11 +23,13 @@
 //! `--artifact-chunks N` (bench case e, token streams) makes the executor answer every message
 //! with N artifact updates of one artifact instead, each the text chunk `tok ` (the first a new
 //! artifact, the others `append: true`, the last `lastChunk: true`), then a COMPLETED status
-//! update (N + 1 events; the framework streams the task snapshot first). The executor yields to
-//! the runtime (`tokio::task::yield_now`) between events: the framework hands its executor's
-//! events to the subscribers through a broadcast channel of 32, and a subscriber that falls
-//! further behind gets an error ("subscription fell behind active execution") in place of the
-//! rest of its stream.
+//! update: N + 1 events in `SendStreamingMessage`'s stream. The executor yields to the runtime
+//! (`tokio::task::yield_now`) between events: the framework hands its executor's events to the
+//! subscribers through a broadcast channel of 32, and a subscriber that falls further behind
+//! gets an error ("subscription fell behind active execution") in place of the rest of its
+//! stream. The framework applies each event to the stored task, cloning the task each time, so
+//! its work per event grows with the chunks already appended: a stream of N chunks costs it
+//! O(N²).
 //!
 //! Like the gateway, the framework requires the `A2A-Version: 1.0` header (an absent header
 //! means 0.3 and is refused).
@@ -216,8 +218,7 @@ fn main() {
             other => die(&format!("unknown argument {other:?}")),
         }
     }
-    let port =
-        port.unwrap_or_else(|| die("usage: peer-a2a PORT [--events minimal|mirror] [--artifact-chunks N]"));
+    let port = port.unwrap_or_else(|| die("usage: peer-a2a PORT [--events minimal|mirror] [--artifact-chunks N]"));
     let what = match (chunks, mirror) {
         (0, false) => "minimal".to_string(),
         (0, true) => "mirror".to_string(),
