@@ -175,15 +175,35 @@ impl WriteJson for i64 {
     }
 }
 
-/// A JSON object (`{}` without a serializer when empty).
+/// A JSON object: each member's key and value written as [`Value`]'s writer writes them.
 impl WriteJson for Map<String, Value> {
     const FIXED_LEN: usize = 2;
-    #[inline]
     fn write_json(&self, w: &mut JsonWriter) {
-        if self.is_empty() {
-            w.raw("{}");
-        } else {
-            w.serde(self);
+        w.buf.push(b'{');
+        for (i, (k, v)) in self.iter().enumerate() {
+            if i > 0 {
+                w.buf.push(b',');
+            }
+            k.as_str().write_json(w);
+            w.buf.push(b':');
+            v.write_json(w);
+        }
+        w.buf.push(b'}');
+    }
+}
+
+/// Any JSON value: strings, booleans, null, arrays and objects written here; numbers by
+/// `serde_json` (its integer and shortest float forms).
+impl WriteJson for Value {
+    const FIXED_LEN: usize = 1;
+    fn write_json(&self, w: &mut JsonWriter) {
+        match self {
+            Value::Null => w.raw("null"),
+            Value::Bool(b) => b.write_json(w),
+            Value::Number(n) => w.serde(n),
+            Value::String(s) => s.as_str().write_json(w),
+            Value::Array(items) => items.write_json(w),
+            Value::Object(m) => m.write_json(w),
         }
     }
 }

@@ -24,6 +24,7 @@ use crate::Error;
 
 const STRING: &str = ":: std :: string :: String";
 const MAP: &str = ":: serde_json :: Map < :: std :: string :: String , :: serde_json :: Value >";
+const VALUE: &str = ":: serde_json :: Value";
 const IS_NONE: &str = "::std::option::Option::is_none";
 const VEC_EMPTY: &str = "::std::vec::Vec::is_empty";
 const MAP_EMPTY: &str = "::serde_json::Map::is_empty";
@@ -104,10 +105,11 @@ impl Types<'_> {
     }
 
     /// Whether values of `ty` implement `crate::write::WriteJson`: strings, booleans, 64-bit
-    /// integers, objects, the file's writable types, and options and arrays of them.
+    /// integers, objects, any JSON value, the file's writable types, and options and arrays of
+    /// them.
     fn writes(&self, ty: &syn::Type) -> bool {
         let t = quote_type(ty);
-        if [STRING, "bool", "u64", "i64", MAP].contains(&t.as_str()) {
+        if [STRING, "bool", "u64", "i64", MAP, VALUE].contains(&t.as_str()) {
             return true;
         }
         if t.starts_with(OPTION) || t.starts_with(VEC) {

@@ -6479,7 +6479,7 @@ impl crate::write::WriteJson for A2aPart {
         w.raw("{");
         if let Some(v) = &self.data {
             w.key(&mut first, "\"data\":");
-            w.serde(v);
+            w.value(v);
         }
         if let Some(v) = &self.filename {
             w.key(&mut first, "\"filename\":");
@@ -6989,7 +6989,7 @@ impl crate::write::WriteJson for CallerClaims {
         w.raw("{");
         if let Some(v) = &self.aud {
             w.key(&mut first, "\"aud\":");
-            w.serde(v);
+            w.value(v);
         }
         w.key(&mut first, "\"caller\":");
         w.value(&self.caller);
@@ -7001,7 +7001,7 @@ impl crate::write::WriteJson for CallerClaims {
         w.value(&self.method);
         if let Some(v) = &self.scope {
             w.key(&mut first, "\"scope\":");
-            w.serde(v);
+            w.value(v);
         }
         if let Some(v) = &self.sub {
             w.key(&mut first, "\"sub\":");

@@ -215,8 +215,8 @@ fn frame(
     f.response_id = Some(new_id());
     f.sequence = stream.next;
     f.is_final = is_final;
-    f.status = status.as_str().into();
-    f.response_kind = kind.as_str().into();
+    f.status = status;
+    f.response_kind = kind;
     f.timestamp = Some(crate::timestamp::utc_now_iso());
     f.body = body;
     stream.next = stream.next.saturating_add(1);

@@ -432,3 +432,42 @@ impl ::std::convert::From<Frame> for Reply {
         }
     }
 }
+impl crate::frame::Framed for Reply {
+    type Head = FrameHead;
+    fn head(&self) -> FrameHead {
+        FrameHead {
+            ask_id: self.ask_id.clone(),
+            tags: self.tags.clone(),
+            version: self.version.clone(),
+        }
+    }
+    fn has_head(&self, head: &FrameHead) -> bool {
+        self.ask_id == head.ask_id && self.tags == head.tags
+            && self.version == head.version
+    }
+    fn write_own(&self, w: &mut crate::write::JsonWriter, ends: &mut [usize]) {
+        w.value(&self.body);
+        ends[0] = w.len();
+        w.value((&self.kind).as_str());
+        ends[1] = w.len();
+        w.value(&self.seq);
+        ends[2] = w.len();
+    }
+}
+impl crate::frame::Framed for Frame {
+    type Head = FrameHead;
+    fn head(&self) -> FrameHead {
+        (*self.head).clone()
+    }
+    fn has_head(&self, head: &FrameHead) -> bool {
+        *self.head == *head
+    }
+    fn write_own(&self, w: &mut crate::write::JsonWriter, ends: &mut [usize]) {
+        w.value(&self.body);
+        ends[0] = w.len();
+        w.value((&self.kind).as_str());
+        ends[1] = w.len();
+        w.value(&self.seq);
+        ends[2] = w.len();
+    }
+}
