@@ -178,35 +178,6 @@ impl ChunkBody {
         }
     }
 
-    /// The body as a frame's `body` map, as [`body_map`] writes it, with the delta moved in
-    /// rather than copied through a serializer (a structured delta is a tree of maps).
-    ///
-    /// ```
-    /// use e2a::types::{ChunkBody, ChunkEventType, DeltaKind};
-    /// let b = ChunkBody::structured(DeltaKind::Custom, ChunkEventType::Artifact, serde_json::json!({"a": [1]}));
-    /// assert_eq!(b.clone().into_map(), e2a::response::body_map(&b));
-    /// ```
-    pub fn into_map(mut self) -> Map<String, Value> {
-        // (a key of `extra` may name a field: written as serde writes it, whatever it holds)
-        if !self.extra.is_empty() {
-            return body_map(&self);
-        }
-        let Some(delta) = self.delta.take() else {
-            return body_map(&self);
-        };
-        self.delta = Some(Value::Null);
-        let mut map = body_map(&self);
-        // `delta` is the struct's first field, so the first entry: it takes the value
-        match map.values_mut().next() {
-            Some(slot) => *slot = delta,
-            None => {
-                self.delta = Some(delta);
-                return body_map(&self);
-            }
-        }
-        map
-    }
-
     /// A chunk body carrying a structured delta: `event_type` says which (`chat.tool_call`,
     /// `chat.tool_result`, `artifact`), `delta` is its typed value.
     pub fn structured(kind: crate::types::DeltaKind, event: ChunkEventType, delta: impl serde::Serialize) -> Self {

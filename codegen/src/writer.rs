@@ -22,19 +22,19 @@ use crate::defaults::writes_all_keys;
 use crate::syntax::{quote_type, serde_rename, type_name};
 use crate::Error;
 
-const STRING: &str = ":: std :: string :: String";
-const MAP: &str = ":: serde_json :: Map < :: std :: string :: String , :: serde_json :: Value >";
-const VALUE: &str = ":: serde_json :: Value";
+pub(crate) const STRING: &str = ":: std :: string :: String";
+pub(crate) const MAP: &str = ":: serde_json :: Map < :: std :: string :: String , :: serde_json :: Value >";
+pub(crate) const VALUE: &str = ":: serde_json :: Value";
 const IS_NONE: &str = "::std::option::Option::is_none";
 const VEC_EMPTY: &str = "::std::vec::Vec::is_empty";
 const MAP_EMPTY: &str = "::serde_json::Map::is_empty";
 
-const OPTION: &str = ":: std :: option :: Option <";
+pub(crate) const OPTION: &str = ":: std :: option :: Option <";
 const VEC: &str = ":: std :: vec :: Vec <";
 
 /// When a field is left out of the output.
 #[derive(Clone, Copy, PartialEq)]
-enum Skip {
+pub(crate) enum Skip {
     /// Never.
     No,
     /// When `None` (the value written is the `Some`).
@@ -45,7 +45,7 @@ enum Skip {
 
 /// A field's serde attributes as the writer sees them: its `skip_serializing_if`, or the name of
 /// an attribute it cannot honour.
-fn serde_of(attrs: &[syn::Attribute]) -> Result<Skip, String> {
+pub(crate) fn serde_of(attrs: &[syn::Attribute]) -> Result<Skip, String> {
     let mut skip = Skip::No;
     let mut bad = None;
     for a in attrs.iter().filter(|a| a.path().is_ident("serde")) {
@@ -78,7 +78,7 @@ fn serde_of(attrs: &[syn::Attribute]) -> Result<Skip, String> {
 }
 
 /// The type inside `Option<…>` / `Vec<…>` (its last path segment's first type argument).
-fn first_arg(ty: &syn::Type) -> Option<&syn::Type> {
+pub(crate) fn first_arg(ty: &syn::Type) -> Option<&syn::Type> {
     let syn::Type::Path(p) = ty else { return None };
     match &p.path.segments.last()?.arguments {
         syn::PathArguments::AngleBracketed(a) => a.args.iter().find_map(|g| match g {
@@ -99,7 +99,7 @@ pub(crate) struct Types<'a> {
 
 impl Types<'_> {
     /// The bare name of `ty` when it is one of the file's types (no generic arguments).
-    fn own(&self, ty: &syn::Type) -> Option<String> {
+    pub(crate) fn own(&self, ty: &syn::Type) -> Option<String> {
         let t = quote_type(ty);
         (!t.contains('<')).then(|| type_name(ty)).flatten()
     }

@@ -7624,19 +7624,253 @@ impl FrameBody {
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
         match self {
-            Self::A2aStreamEvent(b) => crate::frame::body_map(b),
-            Self::Chunk(b) => crate::frame::body_map(b),
-            Self::Complete(b) => crate::frame::body_map(b),
-            Self::Cron(b) => crate::frame::body_map(b),
-            Self::Error(b) => crate::frame::body_map(b),
-            Self::Ext(b) => crate::frame::body_map(b),
-            Self::JsonRpcError(b) => crate::frame::body_map(b),
-            Self::OutputRequest(b) => crate::frame::body_map(b),
-            Self::PlanApprovalRequired(b) => crate::frame::body_map(b),
-            Self::PromptResult(b) => crate::frame::body_map(b),
-            Self::SessionUpdate(b) => crate::frame::body_map(b),
+            Self::A2aStreamEvent(b) => b.into_object(),
+            Self::Chunk(b) => b.into_object(),
+            Self::Complete(b) => b.into_object(),
+            Self::Cron(b) => b.into_object(),
+            Self::Error(b) => b.into_object(),
+            Self::Ext(b) => b.into_object(),
+            Self::JsonRpcError(b) => b.into_object(),
+            Self::OutputRequest(b) => b.into_object(),
+            Self::PlanApprovalRequired(b) => b.into_object(),
+            Self::PromptResult(b) => b.into_object(),
+            Self::SessionUpdate(b) => b.into_object(),
             Self::Raw(m) => m,
         }
+    }
+}
+impl A2aStreamEventBody {
+    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert(
+            "branch".into(),
+            ::serde_json::Value::String(self.branch.as_str().to_string()),
+        );
+        m.insert("payload".into(), ::serde_json::Value::Object(self.payload));
+        m.extend(self.extra);
+        m
+    }
+}
+impl ChunkBody {
+    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.delta {
+            m.insert("delta".into(), v);
+        }
+        m.insert(
+            "delta_kind".into(),
+            ::serde_json::Value::String(self.delta_kind.as_str().to_string()),
+        );
+        if let Some(v) = self.event_type {
+            m.insert("event_type".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.member_name {
+            m.insert("member_name".into(), v);
+        }
+        if let Some(v) = self.mime_type {
+            m.insert("mime_type".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.rid {
+            m.insert("rid".into(), v);
+        }
+        if let Some(v) = self.role {
+            m.insert("role".into(), v);
+        }
+        if let Some(v) = self.source_chunk_type {
+            m.insert("source_chunk_type".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.team_id {
+            m.insert("team_id".into(), v);
+        }
+        if let Some(v) = self.team_name {
+            m.insert("team_name".into(), v);
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl CompleteBody {
+    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if !self.result.is_empty() {
+            m.insert("result".into(), ::serde_json::Value::Object(self.result));
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl CronBody {
+    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.action {
+            m.insert("action".into(), v);
+        }
+        if let Some(v) = self.command_id {
+            m.insert("command_id".into(), v);
+        }
+        if let Some(v) = self.data {
+            m.insert("data".into(), v);
+        }
+        if let Some(v) = self.message {
+            m.insert("message".into(), v);
+        }
+        if let Some(v) = self.status {
+            m.insert("status".into(), v);
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl ErrorBody {
+    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.code {
+            m.insert("code".into(), v);
+        }
+        if let Some(v) = self.details {
+            m.insert("details".into(), ::serde_json::Value::Object(v));
+        }
+        if let Some(v) = self.external {
+            m.insert(
+                "external".into(),
+                ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null),
+            );
+        }
+        if let Some(v) = self.message {
+            m.insert("message".into(), ::serde_json::Value::String(v));
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl ExtBody {
+    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.ext_method {
+            m.insert("ext_method".into(), ::serde_json::Value::String(v));
+        }
+        if !self.params.is_empty() {
+            m.insert("params".into(), ::serde_json::Value::Object(self.params));
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl JsonRpcErrorBody {
+    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.code {
+            m.insert("code".into(), ::serde_json::Value::from(v));
+        }
+        if let Some(v) = self.data {
+            m.insert("data".into(), v);
+        }
+        if let Some(v) = self.message {
+            m.insert("message".into(), ::serde_json::Value::String(v));
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl OutputRequestBody {
+    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.id {
+            m.insert("id".into(), v);
+        }
+        if let Some(v) = self.jsonrpc {
+            m.insert("jsonrpc".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.method {
+            m.insert("method".into(), ::serde_json::Value::String(v));
+        }
+        if !self.params.is_empty() {
+            m.insert("params".into(), ::serde_json::Value::Object(self.params));
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl PlanApprovalRequiredBody {
+    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.input_kind {
+            m.insert(
+                "input_kind".into(),
+                ::serde_json::Value::String(v.as_str().to_string()),
+            );
+        }
+        if let Some(v) = self.plan_content {
+            m.insert("plan_content".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.plan_path {
+            m.insert("plan_path".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.plan_slug {
+            m.insert("plan_slug".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.resumable {
+            m.insert("resumable".into(), ::serde_json::Value::Bool(v));
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl PromptResultBody {
+    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.stop_reason {
+            m.insert("stopReason".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.user_message_id {
+            m.insert("userMessageId".into(), ::serde_json::Value::String(v));
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl SessionUpdateBody {
+    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert(
+            "sessionUpdate".into(),
+            ::serde_json::Value::String(self.session_update),
+        );
+        m.extend(self.extra);
+        m
     }
 }
 impl ::std::fmt::Debug for FrameBody {

@@ -60,12 +60,12 @@ impl ResponseStream {
 
     /// A text delta (`delta_kind: text`).
     pub fn text(&mut self, delta: &str) -> E2AResponse {
-        self.chunk(ChunkBody::delta(DeltaKind::Text, delta).into_map())
+        self.chunk(ChunkBody::delta(DeltaKind::Text, delta).into_object())
     }
 
     /// A reasoning delta (`delta_kind: reasoning`).
     pub fn reasoning(&mut self, delta: &str) -> E2AResponse {
-        self.chunk(ChunkBody::delta(DeltaKind::Reasoning, delta).into_map())
+        self.chunk(ChunkBody::delta(DeltaKind::Reasoning, delta).into_object())
     }
 
     /// A tool call (`delta_kind: tool`, `event_type: chat.tool_call`, a [`ToolCallDelta`] with
@@ -82,7 +82,7 @@ impl ResponseStream {
             },
             extra: Map::new(),
         };
-        self.chunk(ChunkBody::structured(DeltaKind::Tool, ChunkEventType::ChatToolCall, delta).into_map())
+        self.chunk(ChunkBody::structured(DeltaKind::Tool, ChunkEventType::ChatToolCall, delta).into_object())
     }
 
     /// The result of tool call `id` (`delta_kind: tool`, `event_type: chat.tool_result`, a
@@ -94,13 +94,13 @@ impl ResponseStream {
             status: Some("completed".into()),
             extra: Map::new(),
         };
-        self.chunk(ChunkBody::structured(DeltaKind::Tool, ChunkEventType::ChatToolResult, delta).into_map())
+        self.chunk(ChunkBody::structured(DeltaKind::Tool, ChunkEventType::ChatToolResult, delta).into_object())
     }
 
     /// A piece of an artifact (`delta_kind: custom`, `event_type: artifact`, an
     /// [`ArtifactDelta`]).
     pub fn artifact(&mut self, piece: &ArtifactDelta) -> E2AResponse {
-        self.chunk(ChunkBody::structured(DeltaKind::Custom, ChunkEventType::Artifact, piece).into_map())
+        self.chunk(ChunkBody::structured(DeltaKind::Custom, ChunkEventType::Artifact, piece).into_object())
     }
 
     /// Pauses the turn to ask the user: the `plan.approval_required` frame with `body` (made

@@ -50,8 +50,18 @@ pub(super) fn ends_at(event: &A2aStreamResponse) -> Option<A2aTaskState> {
     }
 }
 
-/// The state a logged event (JSON text) sets, read without building the event.
+/// The state a logged event (JSON text) sets, read without building the event. An artifact
+/// update or a message (most of a long answer's events) sets none and is not parsed: its
+/// member is the text's first key.
 fn state_in(json: &str) -> Option<A2aTaskState> {
+    let first = json
+        .trim_start()
+        .strip_prefix('{')
+        .map(str::trim_start)
+        .unwrap_or_default();
+    if first.starts_with("\"artifactUpdate\"") || first.starts_with("\"message\"") {
+        return None;
+    }
     #[derive(serde::Deserialize)]
     struct Status {
         state: Option<A2aTaskState>,
@@ -332,5 +342,38 @@ impl Followers {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_state_an_event_sets_is_read_from_its_text() {
+        let completed = Some(A2aTaskState::TaskStateCompleted);
+        for (text, state) in [
+            (
+                r#"{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":"TASK_STATE_COMPLETED"}}}"#,
+                completed,
+            ),
+            (
+                r#" { "statusUpdate" : {"status":{"state":"TASK_STATE_COMPLETED"}}}"#,
+                completed,
+            ),
+            (
+                r#"{"task":{"id":"t","contextId":"c","status":{"state":"TASK_STATE_COMPLETED"}}}"#,
+                completed,
+            ),
+            (
+                r#"{"artifactUpdate":{"taskId":"t","artifact":{"artifactId":"a","parts":[{"text":"status"}]}}}"#,
+                None,
+            ),
+            (r#"{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[]}}"#, None),
+            (r#"{"statusUpdate":{"taskId":"t"}}"#, None),
+            ("not json", None),
+        ] {
+            assert_eq!(state_in(text), state, "{text}");
+        }
     }
 }

@@ -25,9 +25,9 @@ pub(crate) fn event(id: Option<u64>, data: &str) -> Bytes {
 pub(crate) fn event_with(id: Option<u64>, len: usize, write: impl FnOnce(&mut String)) -> Bytes {
     let mut out = String::with_capacity(len + 32);
     if let Some(id) = id {
-        use std::fmt::Write as _;
-        // (writing into a String cannot fail)
-        let _ = writeln!(out, "id: {id}");
+        out.push_str("id: ");
+        out.push_str(itoa::Buffer::new().format(id));
+        out.push('\n');
     }
     out.push_str("data: ");
     write(&mut out);

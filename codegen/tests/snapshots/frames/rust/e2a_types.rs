@@ -337,10 +337,33 @@ impl FrameBody {
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
         match self {
-            Self::Chunk(b) => crate::frame::body_map(b),
-            Self::Done(b) => crate::frame::body_map(b),
+            Self::Chunk(b) => b.into_object(),
+            Self::Done(b) => b.into_object(),
             Self::Raw(m) => m,
         }
+    }
+}
+impl ChunkBody {
+    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("text".into(), ::serde_json::Value::String(self.text));
+        m
+    }
+}
+impl DoneBody {
+    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.result {
+            m.insert("result".into(), ::serde_json::Value::String(v));
+        }
+        m.extend(self.extra);
+        m
     }
 }
 impl ::std::fmt::Debug for FrameBody {
