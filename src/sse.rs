@@ -27,6 +27,9 @@ pub fn encode(frame: &E2AResponse) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// What ends an SSE event: the blank line.
+pub const EVENT_END: &[u8] = b"\n\n";
+
 /// One SSE event for the frame of `sequence` whose canonical JSON `write_json` appends
 /// (JSON text, which holds no line break), appended to `out`: what [`encode`] writes, for a
 /// frame already held as text.
@@ -37,13 +40,19 @@ pub fn encode(frame: &E2AResponse) -> String {
 /// assert_eq!(out, b"id: 7\nevent: e2a.response\ndata: {}\n\n");
 /// ```
 pub fn encode_text(sequence: u64, out: &mut Vec<u8>, write_json: impl FnOnce(&mut Vec<u8>)) {
+    event_head(sequence, out);
+    write_json(out);
+    out.extend_from_slice(EVENT_END);
+}
+
+/// What comes before the frame's JSON in its SSE event (`id`, `event`, `data: `), appended
+/// to `out`; the JSON and [`EVENT_END`] follow.
+pub fn event_head(sequence: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(b"id: ");
     out.extend_from_slice(itoa::Buffer::new().format(sequence).as_bytes());
     out.extend_from_slice(b"\nevent: ");
     out.extend_from_slice(EVENT.as_bytes());
     out.extend_from_slice(b"\ndata: ");
-    write_json(out);
-    out.extend_from_slice(b"\n\n");
 }
 
 /// Parses an SSE stream into frames: each event's `data` lines are joined and read with the

@@ -354,11 +354,13 @@ async fn respond(shared: &Pipeline, mode: Mode, mut sub: Subscription) -> Respon
         },
         Mode::Sse => {
             let events = async_stream::stream! {
-                let mut json = Vec::with_capacity(1024);
-                while let Some(sequence) = sub.next_json(&mut json).await {
-                    let mut event = Vec::with_capacity(json.len() + 48);
-                    e2a::sse::encode_text(sequence, &mut event, |out| out.extend_from_slice(&json));
-                    json.clear();
+                loop {
+                    let mut event = Vec::with_capacity(1024);
+                    let head = |sequence, out: &mut Vec<u8>| e2a::sse::event_head(sequence, out);
+                    if sub.next_json(&mut event, head).await.is_none() {
+                        break;
+                    }
+                    event.extend_from_slice(e2a::sse::EVENT_END);
                     yield Bytes::from(event);
                 }
             };
@@ -368,7 +370,7 @@ async fn respond(shared: &Pipeline, mode: Mode, mut sub: Subscription) -> Respon
             let lines = async_stream::stream! {
                 loop {
                     let mut line = Vec::with_capacity(1024);
-                    if sub.next_json(&mut line).await.is_none() {
+                    if sub.next_json(&mut line, |_, _| {}).await.is_none() {
                         break;
                     }
                     line.push(b'\n');

@@ -133,17 +133,21 @@ impl Subscription {
         }
     }
 
-    /// The next frame's JSON text, appended to `out`, waiting for it: its sequence, or `None`
-    /// after the final frame. A run in this gateway's memory holds the text already: nothing is
-    /// written again.
-    pub(crate) async fn next_json(&mut self, out: &mut Vec<u8>) -> Option<u64> {
+    /// The next frame's JSON text, appended to `out` after what `before` writes there (given
+    /// the frame's sequence), waiting for it: its sequence, or `None` after the final frame. A
+    /// run in this gateway's memory holds the text already: nothing is written again.
+    pub(crate) async fn next_json(&mut self, out: &mut Vec<u8>, before: impl FnOnce(u64, &mut Vec<u8>)) -> Option<u64> {
         match &mut self.0 {
             Source::Local(l) => {
                 let i = l.next_index().await?;
-                l.run.frames.lock().write(i, out)
+                let frames = l.run.frames.lock();
+                let sequence = frames.sequence(i)?;
+                before(sequence, out);
+                frames.write(i, out)
             }
             Source::Stored(s) => {
                 let f = s.next().await?;
+                before(f.sequence, out);
                 let mut w = e2a::write::JsonWriter::with_capacity(1024);
                 e2a::write::WriteJson::write_json(&*f, &mut w);
                 out.extend_from_slice(w.as_bytes());
