@@ -401,7 +401,7 @@ fn body_source(bundled: &Value, record: &Record<'_>, file: &syn::File, types: &T
             syn::Item::Struct(s) if s.ident == *def => Some(s),
             _ => None,
         });
-        match st.and_then(|st| object_source(st, types)) {
+        match st.and_then(|st| crate::objects::object_source(st, types)) {
             Some(code) => {
                 objects.push_str(&code);
                 let _ = writeln!(o, "            Self::{}(b) => b.into_object(),", variant(def));
@@ -413,14 +413,21 @@ fn body_source(bundled: &Value, record: &Record<'_>, file: &syn::File, types: &T
     }
     o.push_str("            Self::Raw(m) => m,\n        }\n    }\n}\n\n");
     o.push_str(&objects);
+    o.push_str(&body_impls(&bodies, types)?);
+    Ok(o)
+}
+
+/// `Debug` and the writer of `FrameBody` (`bodies`: the body definitions and their kinds).
+fn body_impls(bodies: &[(&str, Vec<&str>)], types: &Types<'_>) -> Result<String, Error> {
+    let mut o = String::new();
     o.push_str("impl ::std::fmt::Debug for FrameBody {\n    /// The typed body's `Debug`; a raw one redacted.\n    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {\n        match self {\n");
-    for (def, _) in &bodies {
+    for (def, _) in bodies {
         let v = variant(def);
         let _ = writeln!(o, "            Self::{v}(b) => f.debug_tuple({v:?}).field(b).finish(),");
     }
     o.push_str("            Self::Raw(m) => crate::redact::debug_redacted(f, \"Raw\", m),\n        }\n    }\n}\n\n");
     o.push_str("impl crate::write::WriteJson for FrameBody {\n    const FIXED_LEN: usize = 2;\n    fn write_json(&self, w: &mut crate::write::JsonWriter) {\n        match self {\n");
-    for (def, _) in &bodies {
+    for (def, _) in bodies {
         let ty: syn::Type = syn::parse_str(def).map_err(|e| Error::Typify(format!("{def}: {e}")))?;
         let _ = writeln!(
             o,
@@ -540,89 +547,4 @@ fn framed_source(record: &Record<'_>, fields: &[Field<'_>], types: &Types<'_>) -
         "impl crate::frame::Framed for Frame {{\n    type Head = FrameHead;\n    fn head(&self) -> FrameHead {{\n        (*self.head).clone()\n    }}\n    fn has_head(&self, head: &FrameHead) -> bool {{\n        *self.head == *head\n    }}\n    fn write_own(&self, w: &mut crate::write::JsonWriter, ends: &mut [usize]) {{\n{own_writes}    }}\n}}"
     );
     o
-}
-
-/// `into_object` of body definition `st`: its fields moved into the JSON object serde writes
-/// for it (the same members in the same order, `skip_serializing_if` and a last flattened map
-/// of other members honoured), without a serializer; `None` when a field is beyond that.
-fn object_source(st: &syn::ItemStruct, types: &Types<'_>) -> Option<String> {
-    use crate::writer::{first_arg, serde_of, Skip};
-    if st.attrs.iter().filter(|a| a.path().is_ident("serde")).any(|a| {
-        let mut other = false;
-        let _ = a.parse_nested_meta(|m| {
-            other |= !m.path.is_ident("deny_unknown_fields");
-            Ok(())
-        });
-        other
-    }) {
-        return None;
-    }
-    let name = st.ident.to_string();
-    let last = st.fields.len().saturating_sub(1);
-    let mut body = String::from("        let mut m = ::serde_json::Map::new();\n");
-    for (i, field) in st.fields.iter().enumerate() {
-        let ident = field.ident.as_ref()?.to_string();
-        let flatten = field.attrs.iter().filter(|a| a.path().is_ident("serde")).any(|a| {
-            let mut found = false;
-            let _ = a.parse_nested_meta(|m| {
-                found |= m.path.is_ident("flatten");
-                Ok(())
-            });
-            found
-        });
-        if flatten {
-            if i != last || crate::syntax::quote_type(&field.ty) != crate::writer::MAP {
-                return None;
-            }
-            let _ = writeln!(body, "        m.extend(self.{ident});");
-            continue;
-        }
-        let skip = serde_of(&field.attrs).ok()?;
-        let key = serde_rename(&field.attrs).unwrap_or_else(|| ident.trim_start_matches("r#").to_string());
-        let insert = |v: &str| format!("m.insert({key:?}.into(), {v});");
-        let line = match skip {
-            Skip::IfNone => {
-                let inner = first_arg(&field.ty)?;
-                format!(
-                    "if let Some(v) = self.{ident} {{ {} }}",
-                    insert(&value_of("v", inner, types))
-                )
-            }
-            Skip::IfEmpty => format!(
-                "if !self.{ident}.is_empty() {{ {} }}",
-                insert(&value_of(&format!("self.{ident}"), &field.ty, types))
-            ),
-            Skip::No => insert(&value_of(&format!("self.{ident}"), &field.ty, types)),
-        };
-        let _ = writeln!(body, "        {line}");
-    }
-    Some(format!(
-        "impl {name} {{\n    /// This body as the JSON object serde writes for it, its values moved in (no serializer).\n    pub fn into_object(self) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {{\n{body}        m\n    }}\n}}\n\n"
-    ))
-}
-
-/// The JSON value of the expression `x` (of type `ty`, moved), as serde writes it.
-fn value_of(x: &str, ty: &syn::Type, types: &Types<'_>) -> String {
-    use crate::writer::{first_arg, MAP, OPTION, STRING, VALUE};
-    let t = crate::syntax::quote_type(ty);
-    if t == STRING {
-        format!("::serde_json::Value::String({x})")
-    } else if t == "bool" {
-        format!("::serde_json::Value::Bool({x})")
-    } else if t == "u64" || t == "i64" {
-        format!("::serde_json::Value::from({x})")
-    } else if t == MAP {
-        format!("::serde_json::Value::Object({x})")
-    } else if t == VALUE {
-        x.to_string()
-    } else if let (true, Some(inner)) = (t.starts_with(OPTION), first_arg(ty)) {
-        format!(
-            "match {x} {{ Some(v) => {}, None => ::serde_json::Value::Null }}",
-            value_of("v", inner, types)
-        )
-    } else if types.own(ty).is_some_and(|n| types.enums.contains(&n)) {
-        format!("::serde_json::Value::String({x}.as_str().to_string())")
-    } else {
-        format!("::serde_json::to_value(&{x}).unwrap_or(::serde_json::Value::Null)")
-    }
 }

@@ -19,6 +19,7 @@ mod enums;
 mod error_tables;
 pub mod frame;
 pub mod lint;
+mod objects;
 pub mod openapi;
 pub mod reader;
 mod schema;

@@ -83,3 +83,33 @@ pub(crate) fn serde_rename(attrs: &[syn::Attribute]) -> Option<String> {
     }
     found
 }
+
+/// Whether a `#[serde(…)]` attribute of `attrs` names anything not in `allowed`.
+pub(crate) fn serde_names_other_than(attrs: &[syn::Attribute], allowed: &[&str]) -> bool {
+    attrs.iter().filter(|a| a.path().is_ident("serde")).any(|a| {
+        let mut other = false;
+        let _ = a.parse_nested_meta(|m| {
+            other |= !allowed.iter().any(|k| m.path.is_ident(k));
+            if m.input.peek(syn::Token![=]) {
+                let _: syn::Expr = m.value()?.parse()?;
+            }
+            Ok(())
+        });
+        other
+    })
+}
+
+/// Whether a `#[serde(…)]` attribute of `attrs` names `name` (a flag such as `flatten`).
+pub(crate) fn serde_names(attrs: &[syn::Attribute], name: &str) -> bool {
+    attrs.iter().filter(|a| a.path().is_ident("serde")).any(|a| {
+        let mut found = false;
+        let _ = a.parse_nested_meta(|m| {
+            found |= m.path.is_ident(name);
+            if m.input.peek(syn::Token![=]) {
+                let _: syn::Expr = m.value()?.parse()?;
+            }
+            Ok(())
+        });
+        found
+    })
+}

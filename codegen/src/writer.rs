@@ -169,14 +169,7 @@ fn plan(st: &syn::ItemStruct) -> Result<Vec<Plan<'_>>, String> {
             skip,
         });
     }
-    if st.attrs.iter().filter(|a| a.path().is_ident("serde")).any(|a| {
-        let mut other = false;
-        let _ = a.parse_nested_meta(|m| {
-            other |= !m.path.is_ident("deny_unknown_fields");
-            Ok(())
-        });
-        other
-    }) {
+    if crate::syntax::serde_names_other_than(&st.attrs, &["deny_unknown_fields"]) {
         return Err("a struct-level serde attribute other than deny_unknown_fields".into());
     }
     Ok(out)
