@@ -19,11 +19,7 @@ pub const EVENT: &str = "e2a.response";
 /// ```
 pub fn encode(frame: &E2AResponse) -> String {
     let mut out = Vec::with_capacity(1024);
-    encode_text(frame.sequence, &mut out, |out| {
-        let mut w = crate::write::JsonWriter::with_capacity(1024);
-        crate::write::WriteJson::write_json(frame, &mut w);
-        out.extend_from_slice(w.as_bytes());
-    });
+    encode_text(frame.sequence, &mut out, |out| crate::write::append_json(frame, out));
     String::from_utf8(out).unwrap_or_default()
 }
 

@@ -244,6 +244,16 @@ impl<T: WriteJson> WriteJson for Vec<T> {
     }
 }
 
+/// Appends the canonical JSON text of `v` to `out` (written straight into it: no second
+/// buffer, no copy).
+pub fn append_json<T: WriteJson + ?Sized>(v: &T, out: &mut Vec<u8>) {
+    let mut w = JsonWriter {
+        buf: std::mem::take(out),
+    };
+    v.write_json(&mut w);
+    *out = w.buf;
+}
+
 /// Room for the values of a typical message, beyond its keys.
 const VALUES_ROOM: usize = 256;
 

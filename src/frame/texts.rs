@@ -112,10 +112,7 @@ impl<R: Framed> FrameTexts<R> {
 
     /// Appends frame `i`'s JSON text to `out`; `false` (nothing appended) past the end.
     pub fn write(&self, i: usize, out: &mut Vec<u8>) -> bool {
-        let (Some(entry), Some(head)) = (
-            self.entries.get(i),
-            self.entries.get(i).and_then(|e| self.heads.get(e.head)),
-        ) else {
+        let Some((entry, head)) = self.entries.get(i).and_then(|e| Some((e, self.heads.get(e.head)?))) else {
             return false;
         };
         let own = self.text.as_bytes().get(entry.start..).unwrap_or_default();

@@ -81,7 +81,7 @@ pub fn response_from_agent_response(
         };
         frame.status = ResponseStatus::Failed;
         frame.response_kind = ResponseKind::E2aError;
-        frame.body = body_map(ErrorBody::new(ErrorCode::E2aAgentError.as_str(), message, payload));
+        frame.body = ErrorBody::new(ErrorCode::E2aAgentError.as_str(), message, payload).into_object();
     }
     frame.is_final = true;
     frame.metadata = resp.metadata.clone().unwrap_or_default();
@@ -132,7 +132,7 @@ pub fn response_from_agent_chunk(
             };
             frame.status = ResponseStatus::Failed;
             frame.response_kind = ResponseKind::E2aError;
-            frame.body = body_map(ErrorBody::new(ErrorCode::ChatError.as_str(), message, pl));
+            frame.body = ErrorBody::new(ErrorCode::ChatError.as_str(), message, pl).into_object();
         } else {
             frame.status = ResponseStatus::Succeeded;
             frame.response_kind = ResponseKind::E2aComplete;

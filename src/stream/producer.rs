@@ -3,7 +3,6 @@
 use serde_json::{json, Map, Value};
 
 use crate::frame::{Frame, FrameHead, Head};
-use crate::response::body_map;
 use crate::types::{
     AnswerResult, ArtifactDelta, ChunkBody, ChunkEventType, DeltaKind, E2AEnvelope, E2AResponse, ErrorBody, PauseKind,
     PausedResult, PausedResultState, PlanApprovalRequiredBody, ReplyResult, ReplyResultReply, ResponseKind,
@@ -115,7 +114,7 @@ impl ResponseStream {
             resumable: Some(body.resumable.unwrap_or(true)),
             extra: Map::new(),
         };
-        let asked = self.event(ResponseKind::PlanApprovalRequired, body_map(body));
+        let asked = self.event(ResponseKind::PlanApprovalRequired, body.into_object());
         [
             asked,
             self.complete(serde_json::to_value(result).unwrap_or(Value::Null)),
@@ -178,7 +177,7 @@ impl ResponseStream {
     /// The final failure frame (`e2a.error`, `failed`, `{code, message, details}`).
     /// Consumes the stream: nothing can follow.
     pub fn fail(mut self, code: &str, message: &str, details: Map<String, Value>) -> E2AResponse {
-        let body = body_map(ErrorBody::new(code, message, details));
+        let body = ErrorBody::new(code, message, details).into_object();
         frame(&mut self, ResponseKind::E2aError, ResponseStatus::Failed, true, body)
     }
 

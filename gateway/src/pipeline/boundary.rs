@@ -109,11 +109,7 @@ pub fn safe_error(frame: Arc<E2AResponse>, agent: &str) -> Arc<E2AResponse> {
         .unwrap_or(kind.mapping().e2a_code)
         .to_string();
     let mut told = Arc::unwrap_or_clone(frame);
-    told.body = e2a::response::body_map(e2a::types::ErrorBody::new(
-        code,
-        kind.mapping().safe_message,
-        Map::new(),
-    ));
+    told.body = e2a::types::ErrorBody::new(code, kind.mapping().safe_message, Map::new()).into_object();
     Arc::new(told)
 }
 

@@ -126,7 +126,7 @@ impl Subscription {
     pub(crate) async fn next(&mut self) -> Option<Arc<E2AResponse>> {
         match &mut self.0 {
             Source::Local(l) => {
-                let i = l.next_index().await?;
+                let (i, _) = l.next_index().await?;
                 l.run.frames.lock().get(i)
             }
             Source::Stored(s) => s.next().await,
@@ -139,18 +139,14 @@ impl Subscription {
     pub(crate) async fn next_json(&mut self, out: &mut Vec<u8>, before: impl FnOnce(u64, &mut Vec<u8>)) -> Option<u64> {
         match &mut self.0 {
             Source::Local(l) => {
-                let i = l.next_index().await?;
-                let frames = l.run.frames.lock();
-                let sequence = frames.sequence(i)?;
+                let (i, sequence) = l.next_index().await?;
                 before(sequence, out);
-                frames.write(i, out)
+                l.run.frames.lock().write(i, out).then_some(sequence)
             }
             Source::Stored(s) => {
                 let f = s.next().await?;
                 before(f.sequence, out);
-                let mut w = e2a::write::JsonWriter::with_capacity(1024);
-                e2a::write::WriteJson::write_json(&*f, &mut w);
-                out.extend_from_slice(w.as_bytes());
+                e2a::write::append_json(&*f, out);
                 Some(f.sequence)
             }
         }
@@ -158,8 +154,8 @@ impl Subscription {
 }
 
 impl Local {
-    /// The index of the next frame after `after`, waiting for it.
-    async fn next_index(&mut self) -> Option<usize> {
+    /// The index and sequence of the next frame after `after`, waiting for it.
+    async fn next_index(&mut self) -> Option<(usize, u64)> {
         loop {
             let (len, ended) = *self.rx.borrow_and_update();
             while self.pos < len {
@@ -167,7 +163,7 @@ impl Local {
                 self.pos += 1;
                 let sequence = self.run.frames.lock().sequence(i)?;
                 if self.after.is_none_or(|a| sequence > a) {
-                    return Some(i);
+                    return Some((i, sequence));
                 }
             }
             if ended {
