@@ -216,6 +216,7 @@ struct Field<'a> {
     ty: &'a syn::Type,
     docs: Vec<&'a syn::Attribute>,
     own: bool,
+    echo: bool,
 }
 
 /// The record's fields in the struct's order (the canonical JSON's), with their roles.
@@ -236,6 +237,7 @@ fn fields<'a>(st: &'a syn::ItemStruct, record: &Record<'_>) -> Result<Vec<Field<
             ident,
             docs: f.attrs.iter().filter(|a| a.path().is_ident("doc")).collect(),
             own: role == Some("own"),
+            echo: role == Some("echo"),
             key,
             ty: &f.ty,
         });
@@ -302,16 +304,7 @@ fn head_source(record: &Record<'_>, fields: &[Field<'_>], types: &Types<'_>) -> 
         o,
         "impl FrameHead {{\n    /// The head of the frames answering `request`: the `echo` fields copied from it, the\n    /// others at their defaults.\n    pub fn echoing(request: &{echo_of}) -> Self {{\n        FrameHead {{"
     );
-    let echo = |f: &&Field<'_>| {
-        record
-            .def
-            .get("properties")
-            .and_then(|p| p.get(&f.key))
-            .and_then(|p| p.get(FRAME))
-            .and_then(Value::as_str)
-            == Some("echo")
-    };
-    for f in fields.iter().filter(echo) {
+    for f in fields.iter().filter(|f| f.echo) {
         let _ = writeln!(o, "            {0}: request.{0}.clone(),", f.ident);
     }
     o.push_str("            ..::std::default::Default::default()\n        }\n    }\n}\n\n");
@@ -468,12 +461,7 @@ fn frame_source(record: &Record<'_>, fields: &[Field<'_>], types: &Types<'_>) ->
         let _ = writeln!(o, "        w.raw(head.segment({seg}));");
         seg += 1;
         // the own fields are written as the record writes them (the body by its own writer)
-        let write = if f.key == body {
-            format!("w.value(&self.{});", f.ident)
-        } else {
-            types.write(&format!("&self.{}", f.ident), f.ty)
-        };
-        let _ = writeln!(o, "        {write}");
+        let _ = writeln!(o, "        {}", own_write(f, record, types));
     }
     let _ = writeln!(o, "        w.raw(head.segment({seg}));\n    }}\n}}\n");
     let _ = writeln!(
@@ -526,12 +514,11 @@ fn framed_source(record: &Record<'_>, fields: &[Field<'_>], types: &Types<'_>) -
     let head: Vec<&Field<'_>> = fields.iter().filter(|f| !f.own).collect();
     let mut own_writes = String::new();
     for (k, f) in fields.iter().filter(|f| f.own).enumerate() {
-        let write = if f.key == record.body {
-            format!("w.value(&self.{});", f.ident)
-        } else {
-            types.write(&format!("&self.{}", f.ident), f.ty)
-        };
-        let _ = writeln!(own_writes, "        {write}\n        ends[{k}] = w.len();");
+        let _ = writeln!(
+            own_writes,
+            "        {}\n        ends[{k}] = w.len();",
+            own_write(f, record, types)
+        );
     }
     let copies: Vec<String> = head.iter().map(|f| format!("{0}: self.{0}.clone()", f.ident)).collect();
     let equal: Vec<String> = head.iter().map(|f| format!("self.{0} == head.{0}", f.ident)).collect();
@@ -547,4 +534,14 @@ fn framed_source(record: &Record<'_>, fields: &[Field<'_>], types: &Types<'_>) -
         "impl crate::frame::Framed for Frame {{\n    type Head = FrameHead;\n    fn head(&self) -> FrameHead {{\n        (*self.head).clone()\n    }}\n    fn has_head(&self, head: &FrameHead) -> bool {{\n        *self.head == *head\n    }}\n    fn write_own(&self, w: &mut crate::write::JsonWriter, ends: &mut [usize]) {{\n{own_writes}    }}\n}}"
     );
     o
+}
+
+/// The write of own field `f` of a record or a frame (`self.<field>`): the body by its own
+/// writer (a `FrameBody` in a frame), the others as the record's writer writes them.
+fn own_write(f: &Field<'_>, record: &Record<'_>, types: &Types<'_>) -> String {
+    if f.key == record.body {
+        format!("w.value(&self.{});", f.ident)
+    } else {
+        types.write(&format!("&self.{}", f.ident), f.ty)
+    }
 }
