@@ -49,9 +49,9 @@ fn frames(n: usize, streams: usize) -> Vec<E2AResponse> {
         let req = E2AEnvelope::new("chat.send", json!({})).with_request_id(format!("r{i}"));
         let mut s = ResponseStream::for_request(&req);
         for _ in 0..per - 1 {
-            out.push(s.text("x"));
+            out.push(s.text("x").into());
         }
-        out.push(s.complete(json!({})));
+        out.push(s.complete(json!({})).into());
     }
     out
 }

@@ -6,7 +6,7 @@ use futures_util::stream::{self, Stream, StreamExt};
 use serde_json::Value;
 
 use crate::stream::{ResponseStream, StreamValidator, StreamViolation};
-use crate::types::{E2AEnvelope, E2AResponse};
+use crate::types::{E2AEnvelope, E2AResponse, Frame};
 
 /// The frames answering `request` for a stream of text deltas: one `e2a.chunk` per delta, then
 /// the final `e2a.complete` with `result` once the deltas end.
@@ -20,7 +20,7 @@ use crate::types::{E2AEnvelope, E2AResponse};
 /// assert_eq!(frames.len(), 3);
 /// assert!(frames[2].is_final);
 /// ```
-pub fn produce_text<S>(request: &E2AEnvelope, deltas: S, result: Value) -> impl Stream<Item = E2AResponse>
+pub fn produce_text<S>(request: &E2AEnvelope, deltas: S, result: Value) -> impl Stream<Item = Frame>
 where
     S: Stream<Item = String> + Unpin,
 {
@@ -50,12 +50,13 @@ pub enum Checked {
     Violation(StreamViolation),
 }
 
-/// Validates a stream of frames on the fly with `validator` (which may reorder a window):
+/// Validates a stream of frames (records or [`Frame`]s) on the fly with `validator` (which may reorder a window):
 /// frames pass through, violations are interleaved as found, and missing final frames are
 /// reported when the input ends.
-pub fn validate<S>(frames: S, validator: StreamValidator) -> impl Stream<Item = Checked>
+pub fn validate<S, F>(frames: S, validator: StreamValidator) -> impl Stream<Item = Checked>
 where
-    S: Stream<Item = E2AResponse> + Unpin,
+    S: Stream<Item = F> + Unpin,
+    F: Into<E2AResponse>,
 {
     struct St<S> {
         input: S,
@@ -78,7 +79,7 @@ where
                 let v = st.v.as_mut()?;
                 match st.input.next().await {
                     Some(frame) => {
-                        for f in v.push(&frame) {
+                        for f in v.push(&frame.into()) {
                             st.queue.push_back(Checked::Frame(Box::new(f)));
                         }
                         for x in &v.violations()[st.seen..] {

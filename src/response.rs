@@ -193,7 +193,7 @@ impl ChunkBody {
     /// use e2a::types::{ChunkEventType, ToolResultDelta};
     /// let mut frames = e2a::stream::ResponseStream::for_request(&e2a::E2AEnvelope::default());
     /// let f = frames.tool_result("call-1", serde_json::json!({"temp_c": 21}));
-    /// let r: ToolResultDelta = e2a::types::ChunkBody::structured_delta(&f.body, ChunkEventType::ChatToolResult).unwrap();
+    /// let r: ToolResultDelta = e2a::types::ChunkBody::structured_delta(&f.body_object(), ChunkEventType::ChatToolResult).unwrap();
     /// assert_eq!(r.tool_call_id, "call-1");
     /// ```
     pub fn structured_delta<T: serde::de::DeserializeOwned>(

@@ -14,8 +14,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::types::{
-    A2aPart, AnswerResult, ArtifactDelta, ChunkBody, ChunkEventType, DeltaKind, E2AResponse, ResponseKind, ToolCall,
-    ToolCallDelta, ToolResultDelta,
+    A2aPart, AnswerResult, ArtifactDelta, ChunkBody, ChunkEventType, DeltaKind, E2AResponse, Frame, ResponseKind,
+    ToolCall, ToolCallDelta, ToolResultDelta,
 };
 
 /// The answer text one turn has shown so far, to tell what its final frame still owes.
@@ -38,7 +38,7 @@ impl ShownText {
     /// ```
     /// use e2a::{E2AEnvelope, shown::ShownText, stream::ResponseStream};
     /// let req = E2AEnvelope::new("chat.send", serde_json::json!({}));
-    /// let never_streamed = ResponseStream::for_request(&req).answer("the summary", None);
+    /// let never_streamed = e2a::E2AResponse::from(ResponseStream::for_request(&req).answer("the summary", None));
     /// assert_eq!(ShownText::default().owed(&never_streamed).as_deref(), Some("the summary"));
     /// let mut shown = ShownText::default();
     /// shown.streamed("the summary");
@@ -148,18 +148,21 @@ pub struct WholeAnswer {
 }
 
 impl WholeAnswer {
-    /// Takes in one frame of the run, in order.
-    pub fn push(&mut self, frame: &E2AResponse) {
-        if frame.response_kind != ResponseKind::E2aChunk {
-            return;
-        }
-        let b = &frame.body;
-        match ChunkBody::kind_of(b) {
-            Some(DeltaKind::Text) => {
-                if let Some(text) = b.get("delta").and_then(Value::as_str) {
+    /// Takes in one frame of the run, in order (a record: `&Frame::from(record)`).
+    pub fn push(&mut self, frame: &Frame) {
+        let kind = match frame.chunk_delta() {
+            (Some(DeltaKind::Text), delta) => {
+                if let Some(text) = delta.and_then(Value::as_str) {
                     self.text.push_str(text);
                 }
+                return;
             }
+            (kind, _) if frame.response_kind == ResponseKind::E2aChunk => kind,
+            _ => return,
+        };
+        let b = &*frame.body_object();
+        match kind {
+            Some(DeltaKind::Text) => {}
             Some(DeltaKind::Tool) => {
                 if let Some(call) = ChunkBody::structured_delta::<ToolCallDelta>(b, ChunkEventType::ChatToolCall) {
                     self.tool_calls.push(call.tool_call);
@@ -196,7 +199,7 @@ impl WholeAnswer {
 
     /// The final frame `last` with what the run streamed and it does not carry; `None` when it
     /// carries everything (or is not a final answer or failure).
-    pub fn finish(self, last: &E2AResponse) -> Option<E2AResponse> {
+    pub fn finish(self, last: &Frame) -> Option<E2AResponse> {
         if !last.is_final {
             return None;
         }
@@ -205,7 +208,7 @@ impl WholeAnswer {
             ResponseKind::E2aError => "details",
             _ => return None,
         };
-        let mut held = match last.body.get(key) {
+        let mut held = match last.body_object().get(key) {
             Some(Value::Object(m)) => m.clone(),
             None | Some(Value::Null) => Map::new(),
             Some(_) => return None,
@@ -223,7 +226,7 @@ impl WholeAnswer {
         if !added {
             return None;
         }
-        let mut whole = last.clone();
+        let mut whole = last.to_record();
         whole.body.insert(key.into(), Value::Object(held));
         Some(whole)
     }

@@ -9,7 +9,8 @@ use crate::types::E2AResponse;
 /// The SSE event name of E2A response frames.
 pub const EVENT: &str = "e2a.response";
 
-/// One SSE event for a frame (ends with the blank line that terminates an event).
+/// One SSE event for a frame (a record or a [`crate::frame::Frame`]; ends with the blank
+/// line that terminates an event).
 ///
 /// ```
 /// let r = e2a::E2AResponse::new(e2a::ResponseKind::E2aChunk, serde_json::json!({"delta": "x"}));
@@ -17,9 +18,14 @@ pub const EVENT: &str = "e2a.response";
 /// assert!(ev.starts_with("id: 0\nevent: e2a.response\ndata: {"));
 /// assert!(ev.ends_with("}\n\n"));
 /// ```
-pub fn encode(frame: &E2AResponse) -> String {
+pub fn encode<'a, F>(frame: &'a F) -> String
+where
+    F: crate::write::WriteJson,
+    &'a F: Into<crate::stream::StreamPosition<'a>>,
+{
+    let sequence = frame.into().sequence;
     let mut out = Vec::with_capacity(1024);
-    encode_text(frame.sequence, &mut out, |out| crate::write::append_json(frame, out));
+    encode_text(sequence, &mut out, |out| crate::write::append_json(frame, out));
     String::from_utf8(out).unwrap_or_default()
 }
 

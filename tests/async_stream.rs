@@ -16,7 +16,7 @@ fn produced_stream_validates_clean() {
         frames.iter().map(|f| f.sequence).collect::<Vec<_>>(),
         vec![0, 1, 2, 3, 4, 5]
     );
-    assert!(frames[5].is_final && frames[5].body["result"]["n"] == 5);
+    assert!(frames[5].is_final && frames[5].body_object()["result"]["n"] == 5);
     let checked: Vec<Checked> =
         futures_executor::block_on(validate(futures_util::stream::iter(frames), StreamValidator::new()).collect());
     assert_eq!(checked.len(), 6);

@@ -4,6 +4,7 @@
 //! unchanged, and the A2A projection carries each frame there and back losslessly.
 
 use e2a::a2a::stream::{carried_frame, A2aStreamProjector};
+use e2a::frame::{Frame, Projector};
 use e2a::stream::ResponseStream;
 use e2a::types::A2aStreamResponse;
 use e2a::types::{
@@ -49,42 +50,48 @@ fn request() -> E2AEnvelope {
 #[test]
 fn the_builders_write_the_declared_shapes() {
     let mut s = ResponseStream::for_request(&request());
-    let call = s.tool_call("call-1", "get_weather", json!({"city": "Paris"}));
+    let call = E2AResponse::from(s.tool_call("call-1", "get_weather", json!({"city": "Paris"})));
     assert_eq!(call.body["delta_kind"], "tool");
     assert_eq!(call.body["event_type"], "chat.tool_call");
     assert_eq!(call.body["delta"], sample("ToolCallDelta", 0));
-    let result = s.tool_result("call-1", json!({"temp_c": 21}));
+    let result = E2AResponse::from(s.tool_result("call-1", json!({"temp_c": 21})));
     assert_eq!(result.body["event_type"], "chat.tool_result");
     assert_eq!(result.body["delta"], sample("ToolResultDelta", 0));
     let piece: ArtifactDelta = serde_json::from_value(sample("ArtifactDelta", 0)).unwrap();
     assert_eq!(piece.kind, Some(ArtifactKind::Text));
-    let artifact = s.artifact(&piece);
+    let artifact = E2AResponse::from(s.artifact(&piece));
     assert_eq!(artifact.body["delta_kind"], "custom");
     assert_eq!(artifact.body["delta"], sample("ArtifactDelta", 0));
     let read: ArtifactDelta = ChunkBody::structured_delta(&artifact.body, ChunkEventType::Artifact).unwrap();
     assert_eq!(read, piece);
     assert!(ChunkBody::structured_delta::<ArtifactDelta>(&call.body, ChunkEventType::Artifact).is_none());
 
-    let [asked, done] = s.pause(PlanApprovalRequiredBody::asking(
-        PauseKind::Approval,
-        "Deploy to production?",
-        true,
-    ));
+    let [asked, done] = s
+        .pause(PlanApprovalRequiredBody::asking(
+            PauseKind::Approval,
+            "Deploy to production?",
+            true,
+        ))
+        .map(E2AResponse::from);
     assert_eq!(asked.response_kind, "plan.approval_required");
     assert_eq!(Value::Object(asked.body), sample("PlanApprovalRequiredBody", 0));
     assert!(done.is_final);
     assert_eq!(done.body["result"], sample("PausedResult", 0));
-    let [_, done] = ResponseStream::for_request(&request()).pause(PlanApprovalRequiredBody::asking(
-        PauseKind::Input,
-        "For how many people?",
-        false,
-    ));
+    let [_, done] = ResponseStream::for_request(&request())
+        .pause(PlanApprovalRequiredBody::asking(
+            PauseKind::Input,
+            "For how many people?",
+            false,
+        ))
+        .map(E2AResponse::from);
     assert_eq!(done.body["result"], sample("PausedResult", 1));
 
     let message: Map<String, Value> = serde_json::from_value(json!({"messageId": "m1", "role": "ROLE_AGENT",
         "parts": [{"text": "a direct reply"}]}))
     .unwrap();
-    let [said, done] = ResponseStream::for_request(&request()).reply(message, "a direct reply");
+    let [said, done] = ResponseStream::for_request(&request())
+        .reply(message, "a direct reply")
+        .map(E2AResponse::from);
     assert_eq!(said.response_kind, "a2a.message");
     assert_eq!(done.body["result"], sample("ReplyResult", 0));
 }
@@ -103,12 +110,16 @@ fn over_the_wire(event: &A2aStreamResponse) -> A2aStreamResponse {
 fn the_frames_cross_a2a_and_come_back_unchanged() {
     let mut s = ResponseStream::for_request(&request());
     let frames: Vec<E2AResponse> = vec![
-        s.tool_call("call-1", "get_weather", json!({"city": "Paris"})),
-        s.tool_result("call-1", json!({"temp_c": 21})),
+        E2AResponse::from(s.tool_call("call-1", "get_weather", json!({"city": "Paris"}))),
+        E2AResponse::from(s.tool_result("call-1", json!({"temp_c": 21}))),
     ];
     let mut projector = A2aStreamProjector::new("t1", "c1");
     for f in &frames {
-        let events: Vec<Value> = projector.push(f).iter().map(A2aStreamResponse::to_value).collect();
+        let events: Vec<Value> = projector
+            .push_record(f)
+            .iter()
+            .map(A2aStreamResponse::to_value)
+            .collect();
         let back: Vec<(String, Map<String, Value>)> = events
             .iter()
             .filter_map(status_message)
@@ -117,12 +128,14 @@ fn the_frames_cross_a2a_and_come_back_unchanged() {
             .collect();
         assert_eq!(back, vec![(f.response_kind.to_string(), f.body.clone())], "{events:?}");
     }
-    let [asked, _] = ResponseStream::for_request(&request()).pause(PlanApprovalRequiredBody::asking(
-        PauseKind::Input,
-        "For how many people?",
-        false,
-    ));
-    let events = A2aStreamProjector::new("t1", "c1").push(&asked);
+    let [asked, _] = ResponseStream::for_request(&request())
+        .pause(PlanApprovalRequiredBody::asking(
+            PauseKind::Input,
+            "For how many people?",
+            false,
+        ))
+        .map(E2AResponse::from);
+    let events = A2aStreamProjector::new("t1", "c1").push_record(&asked);
     let events: Vec<Value> = events.iter().map(A2aStreamResponse::to_value).collect();
     let back = events.iter().filter_map(status_message).find_map(|m| carried_frame(&m));
     assert_eq!(
@@ -163,10 +176,10 @@ fn the_frames_cross_acp_and_come_back_unchanged() {
 }
 
 /// Each frame's `response_kind` and body, in order: what a round trip must keep.
-fn kinds_and_bodies<'a>(frames: impl IntoIterator<Item = &'a E2AResponse>) -> Vec<(String, Map<String, Value>)> {
+fn kinds_and_bodies<'a>(frames: impl IntoIterator<Item = &'a Frame>) -> Vec<(String, Map<String, Value>)> {
     frames
         .into_iter()
-        .map(|f| (f.response_kind.to_string(), f.body.clone()))
+        .map(|f| (f.response_kind.to_string(), f.body_object().into_owned()))
         .collect()
 }
 
@@ -199,7 +212,7 @@ fn an_a2a_stream_reads_back_into_the_frames_that_made_it() {
     assert_eq!(&got[..want.len()], &want[..]);
     let last = back.last().expect("a final frame");
     assert!(last.is_final && reader.is_done());
-    assert_eq!(last.body["result"], sample("PausedResult", 0));
+    assert_eq!(last.body_object()["result"], sample("PausedResult", 0));
 }
 
 #[test]
@@ -261,16 +274,14 @@ fn projected_samples() -> Vec<Value> {
     let mut s = ResponseStream::for_request(&request());
     let piece: ArtifactDelta = serde_json::from_value(sample("ArtifactDelta", 0)).expect("piece");
     let mut frames = vec![
-        s.text("It is 21 °C."),
-        s.tool_call("call-1", "get_weather", json!({"city": "Paris"})),
-        s.artifact(&piece),
-        s.complete(json!({"content": "It is 21 °C."})),
+        E2AResponse::from(s.text("It is 21 °C.")),
+        E2AResponse::from(s.tool_call("call-1", "get_weather", json!({"city": "Paris"}))),
+        E2AResponse::from(s.artifact(&piece)),
+        E2AResponse::from(s.complete(json!({"content": "It is 21 °C."}))),
     ];
-    let [asked, _] = ResponseStream::for_request(&request()).pause(PlanApprovalRequiredBody::asking(
-        PauseKind::Approval,
-        "Deploy?",
-        true,
-    ));
+    let [asked, _] = ResponseStream::for_request(&request())
+        .pause(PlanApprovalRequiredBody::asking(PauseKind::Approval, "Deploy?", true))
+        .map(E2AResponse::from);
     frames.push(asked);
     for (i, f) in frames.iter_mut().enumerate() {
         f.response_id = Some(format!("m{i}"));
@@ -278,9 +289,13 @@ fn projected_samples() -> Vec<Value> {
     }
     let (turn, pause) = frames.split_at(4);
     let mut p = A2aStreamProjector::new("t1", "c1");
-    let mut out: Vec<Value> = turn.iter().flat_map(|f| p.push(f)).map(|e| e.to_value()).collect();
+    let mut out: Vec<Value> = turn
+        .iter()
+        .flat_map(|f| p.push_record(f))
+        .map(|e| e.to_value())
+        .collect();
     let mut p = A2aStreamProjector::new("t2", "c1").announced();
-    out.extend(pause.iter().flat_map(|f| p.push(f)).map(|e| e.to_value()));
+    out.extend(pause.iter().flat_map(|f| p.push_record(f)).map(|e| e.to_value()));
     out
 }
 
@@ -314,5 +329,5 @@ fn a_named_artifacts_text_is_the_answer_of_a_task_completed_without_a_message() 
     }
     let last = frames.last().expect("a final frame");
     assert!(last.is_final, "{last:?}");
-    assert_eq!(last.body["result"]["content"], "forty-two");
+    assert_eq!(last.body_object()["result"]["content"], "forty-two");
 }

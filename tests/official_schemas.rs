@@ -5,6 +5,7 @@
 
 use e2a::a2a::jsonrpc::{envelope_from_request, A2aHeaders};
 use e2a::a2a::stream::{carried_frame, A2aStreamProjector};
+use e2a::frame::Projector;
 use e2a::types::A2aMessage;
 
 fn message(v: Value) -> A2aMessage {
@@ -29,45 +30,45 @@ fn rich_turn(fail: Option<&str>) -> Vec<E2AResponse> {
     let mut s = ResponseStream::for_request(&req);
     let custom = |event: &str, delta: Value| obj(json!({"delta_kind": "custom", "event_type": event, "delta": delta}));
     let mut frames = vec![
-        s.reasoning("thinking"),
-        s.text("Hello "),
-        s.chunk(custom(
+        E2AResponse::from(s.reasoning("thinking")),
+        E2AResponse::from(s.text("Hello ")),
+        E2AResponse::from(s.chunk(custom(
             "chat.tool_call",
             json!({"tool_call": {"id": "c1", "name": "read_file", "arguments": {"path": "src/main.rs", "line": 3}}}),
-        )),
-        s.chunk(custom(
+        ))),
+        E2AResponse::from(s.chunk(custom(
             "chat.tool_result",
             json!({"tool_call_id": "c1", "result": "fn main() {}"}),
-        )),
-        s.chunk(custom(
+        ))),
+        E2AResponse::from(s.chunk(custom(
             "chat.tool_call",
             json!({"tool_call": {"id": "t1", "name": "create_terminal", "arguments": {"command": "ls"}}}),
-        )),
-        s.chunk(custom(
+        ))),
+        E2AResponse::from(s.chunk(custom(
             "chat.tool_result",
             json!({"tool_call_id": "t1", "rawOutput": {"terminalId": "term_1"}}),
-        )),
-        s.chunk(custom(
+        ))),
+        E2AResponse::from(s.chunk(custom(
             "todo.updated",
             json!({"todos": [{"content": "write tests", "status": "in_progress"}]}),
-        )),
-        s.chunk(custom("chat.processing_status", json!({"is_processing": true}))),
-        s.event(
+        ))),
+        E2AResponse::from(s.chunk(custom("chat.processing_status", json!({"is_processing": true})))),
+        E2AResponse::from(s.event(
             ResponseKind::AcpSessionUpdate,
             obj(json!({"sessionUpdate": "current_mode_update", "currentModeId": "code"})),
-        ),
-        s.text("world"),
+        )),
+        E2AResponse::from(s.text("world")),
     ];
     frames.push(match fail {
-        Some(code) => s.fail(code, "it broke", Map::new()),
-        None => s.complete(json!({"content": "Hello world"})),
+        Some(code) => E2AResponse::from(s.fail(code, "it broke", Map::new())),
+        None => E2AResponse::from(s.complete(json!({"content": "Hello world"}))),
     });
     frames
 }
 
 fn acp_messages(frames: &[E2AResponse]) -> Vec<Value> {
     let mut p = AcpStreamProjector::new("s1", Some(9.into()));
-    frames.iter().flat_map(|f| p.push(f)).collect()
+    frames.iter().flat_map(|f| p.push_record(f)).collect()
 }
 
 fn acp_validator(def: &str) -> jsonschema::Validator {
@@ -170,7 +171,11 @@ fn a2a_events_roundtrip_through_the_official_types() {
         ) {
             f.timestamp = Some((*ts).into());
         }
-        let events: Vec<Value> = frames.iter().flat_map(|f| p.push(f)).map(|e| e.to_value()).collect();
+        let events: Vec<Value> = frames
+            .iter()
+            .flat_map(|f| p.push_record(f))
+            .map(|e| e.to_value())
+            .collect();
         assert!(events.len() >= 6);
         for ev in &events {
             assert_eq!(
@@ -205,26 +210,26 @@ fn a2a_carries_frames_without_an_a2a_form_losslessly() {
     let req = E2AEnvelope::new("session/prompt", json!({})).with_request_id("r2");
     let mut s = ResponseStream::for_request(&req);
     frames.extend([
-        s.chunk(obj(json!({"delta_kind": "reasoning", "delta": "hmm", "source_chunk_type": "llm_reasoning"}))),
-        s.chunk(obj(json!({"delta_kind": "tool", "event_type": "chat.tool_call",
-            "delta": {"tool_call": {"tool_call_id": "call-1", "name": "get_weather", "arguments": {"city": "Paris"}, "status": "in_progress"}}}))),
-        s.chunk(obj(json!({"delta_kind": "tool", "event_type": "chat.tool_result",
-            "delta": {"tool_call_id": "call-1", "result": {"temp_c": 21}, "status": "completed"}}))),
-        s.event(
+        E2AResponse::from(s.chunk(obj(json!({"delta_kind": "reasoning", "delta": "hmm", "source_chunk_type": "llm_reasoning"})))),
+        E2AResponse::from(s.chunk(obj(json!({"delta_kind": "tool", "event_type": "chat.tool_call",
+            "delta": {"tool_call": {"tool_call_id": "call-1", "name": "get_weather", "arguments": {"city": "Paris"}, "status": "in_progress"}}})))),
+        E2AResponse::from(s.chunk(obj(json!({"delta_kind": "tool", "event_type": "chat.tool_result",
+            "delta": {"tool_call_id": "call-1", "result": {"temp_c": 21}, "status": "completed"}})))),
+        E2AResponse::from(s.event(
             ResponseKind::AcpSessionUpdate,
             obj(json!({"sessionUpdate": "tool_call_update", "toolCallId": "call-2", "status": "failed"})),
-        ),
-        s.chunk(obj(json!({"delta_kind": "custom", "event_type": "usage", "delta": 42}))),
-        s.event(
+        )),
+        E2AResponse::from(s.chunk(obj(json!({"delta_kind": "custom", "event_type": "usage", "delta": 42})))),
+        E2AResponse::from(s.event(
             ResponseKind::PlanApprovalRequired,
             obj(json!({"plan_content": "Deploy to production?", "input_kind": "approval", "resumable": true, "plan_slug": "deploy"})),
-        ),
+        )),
     ]);
     let mut p = A2aStreamProjector::new("task-1", "ctx-1");
     let mut carried = Vec::new();
     let mut states = Vec::new();
     for f in &frames {
-        for ev in p.push(f) {
+        for ev in p.push_record(f) {
             let ev = ev.to_value();
             assert_eq!(
                 &a2a_roundtrip::<a2a::StreamResponse>(&ev),
@@ -317,7 +322,7 @@ fn a2a_ingress_accepts_what_the_official_types_produce() {
 fn agui_event_sequences_pass_the_lifecycle_rules() {
     for fail in [None, Some("E2A.TIMEOUT")] {
         let mut p = AguiProjector::new("thread", "run");
-        let events: Vec<Value> = rich_turn(fail).iter().flat_map(|f| p.push(f)).collect();
+        let events: Vec<Value> = rich_turn(fail).iter().flat_map(|f| p.push_record(f)).collect();
         verify_events(&events).unwrap_or_else(|e| panic!("{e}\n{events:#?}"));
         assert_eq!(events[0]["type"], "RUN_STARTED");
         let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();

@@ -51,7 +51,7 @@ fn envelope_and_response_printing_is_redacted() {
 
     let mut stream = ResponseStream::for_request(&env);
     assert_clean("Debug(ResponseStream)", &format!("{stream:?}"));
-    let mut chunk = stream.text("x");
+    let mut chunk = e2a::E2AResponse::from(stream.text("x"));
     chunk.body.insert("token".into(), SECRET.into());
     chunk.metadata.insert("api_key".into(), SECRET.into());
     assert_clean("Debug(E2AResponse)", &format!("{chunk:?}"));
@@ -64,7 +64,7 @@ fn envelope_and_response_printing_is_redacted() {
         json!({"password": SECRET}).as_object().unwrap().clone(),
     );
     assert_clean("Debug(final)", &format!("{fin:?}"));
-    if let ResponseBody::Error(b) = fin.typed_body().unwrap() {
+    if let ResponseBody::Error(b) = fin.to_record().typed_body().unwrap() {
         assert_clean("Debug(ErrorBody)", &format!("{b:?}"));
     }
     let mut v = StreamValidator::new();

@@ -16,11 +16,13 @@ fn request(id: &str) -> E2AEnvelope {
 
 fn build(id: &str, chunks: usize, fail: bool) -> Vec<E2AResponse> {
     let mut s = ResponseStream::for_request(&request(id));
-    let mut out: Vec<E2AResponse> = (0..chunks).map(|i| s.text(&format!("part {i}"))).collect();
+    let mut out: Vec<E2AResponse> = (0..chunks)
+        .map(|i| E2AResponse::from(s.text(&format!("part {i}"))))
+        .collect();
     out.push(if fail {
-        s.fail("E2A.AGENT_ERROR", "boom", Map::new())
+        E2AResponse::from(s.fail("E2A.AGENT_ERROR", "boom", Map::new()))
     } else {
-        s.complete(json!({"ok": true}))
+        E2AResponse::from(s.complete(json!({"ok": true})))
     });
     out
 }

@@ -7,6 +7,7 @@ use clap::ValueEnum;
 use e2a::a2a::jsonrpc::{envelope_from_request, A2aHeaders};
 use e2a::a2a::stream::{jsonrpc_result, A2aStreamProjector};
 use e2a::acp::stream::AcpStreamProjector;
+use e2a::frame::Projector;
 use e2a::{E2AEnvelope, E2AResponse};
 use serde_json::Value;
 
@@ -75,7 +76,7 @@ impl Converter {
                 let p = self.acp.entry(r.request_id.clone()).or_insert_with(|| {
                     AcpStreamProjector::new(r.session_id.clone().unwrap_or_default(), r.jsonrpc_id.clone())
                 });
-                for m in p.push(&r) {
+                for m in p.push_record(&r) {
                     emit(m)?;
                 }
                 if r.is_final {
@@ -93,7 +94,7 @@ impl Converter {
                             .unwrap_or_default(),
                     )
                 });
-                for ev in p.push(&r) {
+                for ev in p.push_record(&r) {
                     emit(jsonrpc_result(r.jsonrpc_id.as_ref(), ev.to_value()))?;
                 }
                 if r.is_final {

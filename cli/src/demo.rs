@@ -5,6 +5,7 @@ use e2a::a2a::stream::{jsonrpc_result, A2aStreamProjector};
 use e2a::acp::stream::AcpStreamProjector;
 use e2a::acp::{envelope_from_jsonrpc, JsonRpcIngress};
 use e2a::agui::{verify_events, AguiProjector};
+use e2a::frame::Projector;
 use e2a::stream::{ResponseStream, StreamValidator};
 use e2a::{E2AEnvelope, E2AResponse};
 use serde_json::{json, Value};
@@ -30,7 +31,7 @@ pub fn echo_agent(req: &E2AEnvelope) -> Vec<E2AResponse> {
         }));
     }
     frames.push(s.complete(json!({"content": reply, "stopReason": "end_turn"})));
-    frames
+    frames.into_iter().map(E2AResponse::from).collect()
 }
 
 struct Out {
@@ -108,12 +109,12 @@ pub fn run(json_out: bool) -> Result<(), String> {
     let mut acp = AcpStreamProjector::new(env.session_id.clone().unwrap_or_default(), env.jsonrpc_id.clone());
     out.title("ACP messages back to the client (session/update notifications, then the result)");
     for f in &frames {
-        for m in acp.push(f) {
+        for m in acp.push_record(f) {
             out.line("acp.message", &m);
         }
     }
     let mut agui = AguiProjector::new(env.session_id.clone().unwrap_or_default(), "run-acp-1");
-    let events: Vec<Value> = frames.iter().flat_map(|f| agui.push(f)).collect();
+    let events: Vec<Value> = frames.iter().flat_map(|f| agui.push_record(f)).collect();
     verify_events(&events)?;
     out.title("The same stream as AG-UI events (lifecycle verified)");
     for e in &events {
@@ -138,7 +139,7 @@ pub fn run(json_out: bool) -> Result<(), String> {
     );
     out.title("A2A StreamResponse events (SSE data lines)");
     for f in &frames {
-        for ev in a2a.push(f) {
+        for ev in a2a.push_record(f) {
             out.line("a2a.event", &jsonrpc_result(env.jsonrpc_id.as_ref(), ev.to_value()));
         }
     }

@@ -6,17 +6,20 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use e2a::{E2AEnvelope, E2AResponse};
+use e2a::frame::Frame;
+use e2a::E2AEnvelope;
 use futures_util::{Stream, StreamExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// The frames an agent yields for one request, in order, ending with one final frame.
-pub type FrameStream = Pin<Box<dyn Stream<Item = E2AResponse> + Send + 'static>>;
+/// The frames an agent yields for one request, in order, ending with one final frame: each a
+/// [`Frame`] (what [`e2a::stream::ResponseStream`] makes: the request's echoed fields shared
+/// once per stream, a typed body; a record read from elsewhere is `Frame::from(record)`).
+pub type FrameStream = Pin<Box<dyn Stream<Item = Frame> + Send + 'static>>;
 
-/// An agent's frames each behind an `Arc` ([`Agent::run_shared`]): a frame (an `E2AResponse`
-/// is about a kilobyte) then travels as a pointer, and a run log keeps it as it is.
-pub type SharedFrames = Pin<Box<dyn Stream<Item = Arc<E2AResponse>> + Send + 'static>>;
+/// An agent's frames each behind an `Arc` ([`Agent::run_shared`]): a frame then travels as a
+/// pointer, and a run log keeps it as it is.
+pub type SharedFrames = Pin<Box<dyn Stream<Item = Arc<Frame>> + Send + 'static>>;
 
 pub use crate::stop::{StopCell, StopReason};
 
@@ -189,7 +192,8 @@ impl fmt::Debug for RequestContext {
     }
 }
 
-/// An agent: answers one [`E2AEnvelope`] with a stream of [`E2AResponse`] frames.
+/// An agent: answers one [`E2AEnvelope`] with a stream of frames ([`Frame`], the
+/// `E2AResponse` records a stream carries).
 ///
 /// The stream must keep the E2A stream invariants (sequence 0, 1, 2 … and exactly one final
 /// frame, last). [`e2a::stream::ResponseStream`] builds such frames. The gateway checks every

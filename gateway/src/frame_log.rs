@@ -76,8 +76,8 @@ impl FrameLog {
     }
 
     /// Logs `frame` (never blocks: a full queue drops the line and counts it).
-    pub fn write(&self, frame: &e2a::E2AResponse) {
-        let line = e2a::log::log_line(frame, self.max_line_bytes);
+    pub fn write(&self, frame: &e2a::frame::Frame) {
+        let line = e2a::log::log_line(&frame.to_record(), self.max_line_bytes);
         match self.tx.try_send(line) {
             Ok(()) => {}
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {

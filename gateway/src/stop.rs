@@ -3,9 +3,10 @@
 
 use std::sync::{Arc, OnceLock};
 
+use e2a::frame::Frame;
 use e2a::stream::ResponseStream;
 use e2a::taxonomy::ErrorKind;
-use e2a::{E2AEnvelope, E2AResponse};
+use e2a::E2AEnvelope;
 use serde_json::{Map, Value};
 
 /// Why the gateway stopped a run from outside (the reason the `e2a.error` frame gives).
@@ -28,7 +29,7 @@ pub fn cutoff_frame(
     kind: ErrorKind,
     message: &str,
     details: Map<String, Value>,
-) -> E2AResponse {
+) -> Frame {
     cutoff_from(ResponseStream::for_request(request), sequence, kind, message, details)
 }
 
@@ -46,7 +47,7 @@ pub(crate) fn cutoff_from(
     kind: ErrorKind,
     message: &str,
     details: Map<String, Value>,
-) -> E2AResponse {
+) -> Frame {
     let mut frame = stream.fail(kind.mapping().e2a_code, message, details);
     frame.sequence = sequence;
     frame

@@ -234,7 +234,7 @@ async fn run_frames(agent: &dyn Agent, task_id: &str, text: &str) -> Vec<E2AResp
         .with_session_id("s-1");
     request.task_id = Some(task_id.to_string());
     let run = agent.run(request, RequestContext::new(Caller::anonymous(), None));
-    tokio::time::timeout(Duration::from_secs(20), run.collect::<Vec<_>>())
+    tokio::time::timeout(Duration::from_secs(20), run.map(E2AResponse::from).collect::<Vec<_>>())
         .await
         .expect("the run ends")
 }

@@ -71,7 +71,7 @@ async fn run(agent: &AcpProcessAgent, req: E2AEnvelope) -> Vec<E2AResponse> {
 
 async fn run_as(agent: &AcpProcessAgent, req: E2AEnvelope, caller: Caller) -> Vec<E2AResponse> {
     let ctx = RequestContext::new(caller, None);
-    let frames = agent.run(req, ctx);
+    let frames = agent.run(req, ctx).map(E2AResponse::from);
     tokio::time::timeout(Duration::from_secs(30), frames.collect::<Vec<_>>())
         .await
         .expect("the run ends in time")
@@ -237,7 +237,9 @@ async fn a_cancelled_run_sends_session_cancel_to_the_agent() {
     );
     let a = agent(vec!["sh".into(), "-c".into(), cmd], &[], false);
     let ctx = RequestContext::new(Caller::anonymous(), None);
-    let mut frames = a.run(request("never finish", Some("s")), ctx.clone());
+    let mut frames = a
+        .run(request("never finish", Some("s")), ctx.clone())
+        .map(E2AResponse::from);
     let first = tokio::time::timeout(Duration::from_secs(30), frames.next())
         .await
         .unwrap()

@@ -243,7 +243,7 @@ impl e2a_gateway::Agent for Panics {
         let mut s = e2a::stream::ResponseStream::for_request(&request);
         let first = s.text("about to fail");
         Box::pin(futures_util::stream::iter([first]).chain(futures_util::stream::poll_fn(
-            |_| -> std::task::Poll<Option<E2AResponse>> { panic!("agent bug") },
+            |_| -> std::task::Poll<Option<e2a::frame::Frame>> { panic!("agent bug") },
         )))
     }
 }

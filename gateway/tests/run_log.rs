@@ -174,8 +174,12 @@ async fn an_ended_run_kept_in_memory_is_resumed_with_the_frames_it_streamed() {
     let last = resp.text().await.expect("body");
     let (final_frame, before) = frames.split_last().expect("frames");
     let mut whole = e2a::shown::WholeAnswer::default();
-    before[1..].iter().for_each(|f| whole.push(f));
-    let expected = whole.finish(final_frame).expect("the tool call is added");
+    before[1..]
+        .iter()
+        .for_each(|f| whole.push(&e2a::frame::Frame::from(f.clone())));
+    let expected = whole
+        .finish(&e2a::frame::Frame::from(final_frame.clone()))
+        .expect("the tool call is added");
     assert!(
         expected.body["result"]["tool_calls"].is_array(),
         "{}",

@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use crate::stream::ResponseStream;
 use crate::taxonomy::ErrorKind;
 use crate::types::{
-    A2aMessage, A2aStreamResponse, A2aTaskArtifactUpdateEvent, A2aTaskState, A2aTaskStatus, ArtifactDelta, E2AResponse,
+    A2aMessage, A2aStreamResponse, A2aTaskArtifactUpdateEvent, A2aTaskState, A2aTaskStatus, ArtifactDelta, Frame,
     PauseKind, PlanApprovalRequiredBody, ResponseKind,
 };
 
@@ -35,7 +35,7 @@ fn carried(status: &A2aTaskStatus) -> Option<(ResponseKind, Map<String, Value>)>
     status.message.as_ref().and_then(carried_frame)
 }
 
-fn fail(s: ResponseStream, kind: ErrorKind, message: &str, details: Value) -> E2AResponse {
+fn fail(s: ResponseStream, kind: ErrorKind, message: &str, details: Value) -> Frame {
     let details = match details {
         Value::Object(m) => m,
         _ => Map::new(),
@@ -78,7 +78,7 @@ impl A2aStreamReader {
 
     /// The frames of one A2A `StreamResponse` (`task`, `message`, `statusUpdate` or
     /// `artifactUpdate`); none once the run has ended.
-    pub fn push(&mut self, event: &A2aStreamResponse) -> Vec<E2AResponse> {
+    pub fn push(&mut self, event: &A2aStreamResponse) -> Vec<Frame> {
         let Some(mut s) = self.stream.take() else {
             return Vec::new();
         };
@@ -96,7 +96,7 @@ impl A2aStreamReader {
 
     /// An artifact update: the `output` artifact's text as text chunks, any other as an
     /// artifact chunk.
-    fn artifact_frames(&mut self, s: &mut ResponseStream, u: &A2aTaskArtifactUpdateEvent) -> Vec<E2AResponse> {
+    fn artifact_frames(&mut self, s: &mut ResponseStream, u: &A2aTaskArtifactUpdateEvent) -> Vec<Frame> {
         let a = &u.artifact;
         if a.name.as_deref() == Some(OUTPUT_ARTIFACT) {
             let texts = a.parts.iter().filter_map(|p| p.text.as_deref());
@@ -125,7 +125,7 @@ impl A2aStreamReader {
 
     /// A status: the final frame of a terminal state, the pause of `INPUT_REQUIRED`, else
     /// the frame it carries or its text as reasoning (the run goes on).
-    fn status_frames(&mut self, s: ResponseStream, status: &A2aTaskStatus) -> Vec<E2AResponse> {
+    fn status_frames(&mut self, s: ResponseStream, status: &A2aTaskStatus) -> Vec<Frame> {
         let state = status.state.as_str();
         let text = text_of(status.message.as_ref());
         let end = |s: ResponseStream, kind: ErrorKind, details: Value| vec![fail(s, kind, &text, details)];

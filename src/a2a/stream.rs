@@ -26,7 +26,7 @@
 //! `WORKING` message's text is reasoning, `INPUT_REQUIRED` a pause for input).
 //!
 //! ```
-//! use e2a::{E2AEnvelope, ResponseKind, a2a::stream::{A2aStreamProjector, carried_frame}, stream::ResponseStream};
+//! use e2a::{E2AEnvelope, ResponseKind, a2a::stream::{A2aStreamProjector, carried_frame}, frame::Projector, stream::ResponseStream};
 //! use e2a::types::A2aStreamResponse;
 //! let req = E2AEnvelope::new("session/prompt", serde_json::json!({}));
 //! let mut s = ResponseStream::for_request(&req);
@@ -36,7 +36,7 @@
 //! let A2aStreamResponse::StatusUpdate(update) = &events[1] else { panic!() };
 //! let message = update.status.message.as_ref().unwrap();
 //! assert_eq!(message.metadata["e2a_delta_kind"], "tool");
-//! assert_eq!(carried_frame(message), Some((ResponseKind::E2aChunk, tool.body.clone())));
+//! assert_eq!(carried_frame(message), Some((ResponseKind::E2aChunk, tool.body_object().into_owned())));
 //! ```
 
 use crate::types::{
@@ -47,6 +47,7 @@ use crate::types::{
 use crate::ResponseKind;
 use serde_json::{json, Map, Value};
 
+use crate::frame::{Frame, Projector};
 use crate::taxonomy::ErrorKind;
 use crate::types::{E2AResponse, JsonRpcId};
 
@@ -139,7 +140,7 @@ pub fn carried_frame(message: &A2aMessage) -> Option<(ResponseKind, Map<String, 
 /// | a failure | the state of its [`ErrorKind`] with its message ([`Self::cancel_reason`] for a cancel) |
 ///
 /// ```
-/// use e2a::{E2AEnvelope, a2a::stream::A2aStreamProjector, stream::ResponseStream};
+/// use e2a::{E2AEnvelope, a2a::stream::A2aStreamProjector, frame::Projector, stream::ResponseStream};
 /// use e2a::types::{A2aStreamResponse, A2aTaskState};
 /// let req = E2AEnvelope::new("session/prompt", serde_json::json!({}));
 /// let mut a2a = A2aStreamProjector::new("task-1", "ctx-1");
@@ -378,8 +379,9 @@ impl A2aStreamProjector {
         ))
     }
 
-    /// The `StreamResponse` events for one frame (nothing after the terminal status).
-    pub fn push(&mut self, frame: &E2AResponse) -> Vec<A2aStreamResponse> {
+    /// The `StreamResponse` events for one frame given as the record (nothing after the
+    /// terminal status).
+    fn project(&mut self, frame: &E2AResponse) -> Vec<A2aStreamResponse> {
         let mut out = Vec::new();
         if self.finished {
             return out;
@@ -458,6 +460,26 @@ impl A2aStreamProjector {
                 self.carrier(A2aTaskState::TaskStateWorking, chunk_metadata(b), parts, frame)
             }),
         }
+    }
+}
+
+/// Projects an E2A stream onto A2A `StreamResponse` events (see the module docs).
+impl Projector for A2aStreamProjector {
+    type Event = A2aStreamResponse;
+
+    /// The events for one frame: a text delta after the opening goes into the output artifact
+    /// as it is; any other frame is read as its record.
+    fn push(&mut self, frame: &Frame) -> Vec<A2aStreamResponse> {
+        if self.started && !self.finished {
+            if let (Some(DeltaKind::Text), Some(Value::String(t))) = frame.chunk_delta() {
+                return vec![self.output(t, false)];
+            }
+        }
+        self.project(&frame.to_record())
+    }
+
+    fn push_record(&mut self, record: &E2AResponse) -> Vec<A2aStreamResponse> {
+        self.project(record)
     }
 }
 

@@ -14,7 +14,7 @@
 use serde_json::{json, Value};
 
 use crate::stream::ResponseStream;
-use crate::types::{AcpSessionUpdateKind, E2AResponse, ResponseKind};
+use crate::types::{AcpSessionUpdateKind, Frame, ResponseKind};
 
 /// The E2A frame of one ACP `session/update` update object, made by `s`; the text of message
 /// chunks is added to `text` (the turn's answer). `None` for an update that is not an object or
@@ -26,9 +26,9 @@ use crate::types::{AcpSessionUpdateKind, E2AResponse, ResponseKind};
 /// let mut text = String::new();
 /// let u = serde_json::json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}});
 /// let f = e2a::acp::inbound::frame_of_update(&mut s, &u, &mut text).unwrap();
-/// assert_eq!((f.body["delta"].as_str(), text.as_str()), (Some("hi"), "hi"));
+/// assert_eq!((f.body_object()["delta"].as_str(), text.as_str()), (Some("hi"), "hi"));
 /// ```
-pub fn frame_of_update(s: &mut ResponseStream, update: &Value, text: &mut String) -> Option<E2AResponse> {
+pub fn frame_of_update(s: &mut ResponseStream, update: &Value, text: &mut String) -> Option<Frame> {
     let u = update.as_object()?;
     let kind = u
         .get("sessionUpdate")
@@ -112,7 +112,7 @@ mod tests {
         let req = E2AEnvelope::new("session/prompt", json!({})).with_request_id("r");
         let mut s = ResponseStream::for_request(&req);
         let mut text = String::new();
-        let mut f = |u: serde_json::Value| frame_of_update(&mut s, &u, &mut text).unwrap();
+        let mut f = |u: serde_json::Value| frame_of_update(&mut s, &u, &mut text).unwrap().to_record();
         let chunk = f(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}));
         assert_eq!(chunk.body["delta_kind"], "text");
         let thought = f(json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}}));

@@ -7,13 +7,14 @@ use crate::ResponseKind;
 use serde_json::{json, Map, Value};
 
 use super::session_updates::SessionUpdateState;
+use crate::frame::{Frame, Projector};
 use crate::taxonomy::ErrorKind;
 use crate::types::{E2AResponse, JsonRpcId};
 
 /// Projects the frames of one `session/prompt` turn onto ACP.
 ///
 /// ```
-/// use e2a::{E2AEnvelope, acp::stream::AcpStreamProjector, stream::ResponseStream};
+/// use e2a::{E2AEnvelope, acp::stream::AcpStreamProjector, frame::Projector, stream::ResponseStream};
 /// let req = E2AEnvelope::new("session/prompt", serde_json::json!({})).with_session_id("s1").with_jsonrpc_id(4);
 /// let mut acp = AcpStreamProjector::new("s1", req.jsonrpc_id.clone());
 /// let mut s = ResponseStream::for_request(&req);
@@ -74,18 +75,14 @@ impl AcpStreamProjector {
         );
     }
 
-    /// The ACP messages for one frame (zero, one or more).
-    pub fn push(&mut self, frame: &E2AResponse) -> Vec<Value> {
+    /// The ACP messages for one frame given as the record (zero, one or more).
+    fn project(&mut self, frame: &E2AResponse) -> Vec<Value> {
         let b = &frame.body;
         let mut out = Vec::new();
         match &frame.response_kind {
             ResponseKind::E2aChunk => {
                 let update = self.chunk_update(b);
-                out.extend(
-                    update
-                        .and_then(standard_update)
-                        .map(|u| session_update(&self.session_id, u)),
-                );
+                self.notify(update, &mut out);
             }
             ResponseKind::AcpSessionUpdate => out.push(session_update(&self.session_id, b.clone())),
             ResponseKind::E2aComplete if frame.is_final => {
@@ -121,12 +118,7 @@ impl AcpStreamProjector {
         let delta = b.get("delta").cloned().unwrap_or(Value::Null);
         let event = b.get("event_type").and_then(Value::as_str).unwrap_or("");
         match ChunkBody::kind_of(b) {
-            Some(DeltaKind::Text) => {
-                if let Value::String(t) = &delta {
-                    self.shown.streamed(t);
-                }
-                self.state.update("chat.delta", &text_payload(&delta, false))
-            }
+            Some(DeltaKind::Text) => self.text_update(&delta),
             Some(DeltaKind::Reasoning) => self.state.update("chat.delta", &text_payload(&delta, true)),
             // ACP has no artifacts: the user is shown one as text
             _ if event == ChunkEventType::Artifact.as_str() => crate::shown::artifact_text(&delta)
@@ -136,6 +128,23 @@ impl AcpStreamProjector {
                 _ => None,
             },
         }
+    }
+
+    /// The session update of a text delta (shown to the user as it streams).
+    fn text_update(&mut self, delta: &Value) -> Option<Map<String, Value>> {
+        if let Value::String(t) = delta {
+            self.shown.streamed(t);
+        }
+        self.state.update("chat.delta", &text_payload(delta, false))
+    }
+
+    /// The `session/update` notification of a chunk's update.
+    fn notify(&self, update: Option<Map<String, Value>>, out: &mut Vec<Value>) {
+        out.extend(
+            update
+                .and_then(standard_update)
+                .map(|u| session_update(&self.session_id, u)),
+        );
     }
 
     /// The end of a turn by an error, a JSON-RPC error or a prompt result: a cancelled turn
@@ -169,6 +178,27 @@ impl AcpStreamProjector {
             }
             out.push(Value::Object(r));
         }
+    }
+}
+
+/// Projects a `session/prompt` turn's frames onto ACP messages.
+impl Projector for AcpStreamProjector {
+    type Event = Value;
+
+    /// The messages for one frame: a text delta as its `agent_message_chunk` as it is; any
+    /// other frame is read as its record.
+    fn push(&mut self, frame: &Frame) -> Vec<Value> {
+        if let (Some(DeltaKind::Text), Some(delta)) = frame.chunk_delta() {
+            let mut out = Vec::new();
+            let update = self.text_update(delta);
+            self.notify(update, &mut out);
+            return out;
+        }
+        self.project(&frame.to_record())
+    }
+
+    fn push_record(&mut self, record: &E2AResponse) -> Vec<Value> {
+        self.project(record)
     }
 }
 

@@ -5,6 +5,7 @@
 //! tool-call events properly opened and closed; `RUN_FINISHED` or `RUN_ERROR` last), and
 //! [`verify_events`] checks a sequence of events against the same rules as the AG-UI client.
 
+use crate::frame::{Frame, Projector};
 use crate::types::{ChunkBody, DeltaKind};
 use crate::ResponseKind;
 use serde_json::{json, Map, Value};
@@ -100,7 +101,7 @@ fn user_text(m: &Value) -> String {
 /// Projects an E2A response stream onto AG-UI events.
 ///
 /// ```
-/// use e2a::{E2AEnvelope, agui::{AguiProjector, verify_events}, stream::ResponseStream};
+/// use e2a::{E2AEnvelope, agui::{AguiProjector, verify_events}, frame::Projector, stream::ResponseStream};
 /// let req = E2AEnvelope::new("session/prompt", serde_json::json!({})).with_request_id("run1");
 /// let mut ag = AguiProjector::new("thread1", "run1");
 /// let mut s = ResponseStream::for_request(&req);
@@ -175,8 +176,38 @@ impl AguiProjector {
         self.close_reasoning(out);
     }
 
-    /// The AG-UI events for one frame (nothing after `RUN_FINISHED` / `RUN_ERROR`).
-    pub fn push(&mut self, frame: &E2AResponse) -> Vec<Value> {
+    /// Reasoning text: into the open reasoning message, or a new one.
+    fn think(&mut self, t: String, out: &mut Vec<Value>) {
+        self.close_text(out);
+        let id = match &self.reasoning {
+            Some(id) => id.clone(),
+            None => {
+                let id = self.new_id("reasoning");
+                out.push(json!({"type": "REASONING_START", "messageId": id}));
+                out.push(json!({"type": "REASONING_MESSAGE_START", "messageId": id, "role": "reasoning"}));
+                self.reasoning = Some(id.clone());
+                id
+            }
+        };
+        out.push(json!({"type": "REASONING_MESSAGE_CONTENT", "messageId": id, "delta": t}));
+    }
+
+    /// A text or reasoning delta (not empty) of a run that has started: its events.
+    fn delta(&mut self, kind: Option<DeltaKind>, delta: &Value, out: &mut Vec<Value>) -> bool {
+        match (kind, delta) {
+            (Some(DeltaKind::Text), Value::String(t)) if !t.is_empty() => {
+                self.shown.streamed(t);
+                self.say(t.clone(), out);
+            }
+            (Some(DeltaKind::Reasoning), Value::String(t)) if !t.is_empty() => self.think(t.clone(), out),
+            _ => return false,
+        }
+        true
+    }
+
+    /// The AG-UI events for one frame given as the record (nothing after `RUN_FINISHED` /
+    /// `RUN_ERROR`).
+    fn project(&mut self, frame: &E2AResponse) -> Vec<Value> {
         let mut out = Vec::new();
         if self.finished {
             return out;
@@ -188,30 +219,11 @@ impl AguiProjector {
         let b = &frame.body;
         match &frame.response_kind {
             ResponseKind::E2aChunk => {
-                let delta = b.get("delta").cloned().unwrap_or(Value::Null);
-                match (ChunkBody::kind_of(b), delta) {
-                    (Some(DeltaKind::Text), Value::String(t)) if !t.is_empty() => {
-                        self.shown.streamed(&t);
-                        self.say(t, &mut out);
+                let delta = b.get("delta").unwrap_or(&Value::Null);
+                if !self.delta(ChunkBody::kind_of(b), delta, &mut out) {
+                    if let Value::Object(d) = delta {
+                        self.custom(b, d, &mut out);
                     }
-                    (Some(DeltaKind::Reasoning), Value::String(t)) if !t.is_empty() => {
-                        self.close_text(&mut out);
-                        let id = match &self.reasoning {
-                            Some(id) => id.clone(),
-                            None => {
-                                let id = self.new_id("reasoning");
-                                out.push(json!({"type": "REASONING_START", "messageId": id}));
-                                out.push(
-                                    json!({"type": "REASONING_MESSAGE_START", "messageId": id, "role": "reasoning"}),
-                                );
-                                self.reasoning = Some(id.clone());
-                                id
-                            }
-                        };
-                        out.push(json!({"type": "REASONING_MESSAGE_CONTENT", "messageId": id, "delta": t}));
-                    }
-                    (_, Value::Object(d)) => self.custom(b, &d, &mut out),
-                    _ => {}
                 }
             }
             ResponseKind::E2aComplete if frame.is_final => {
@@ -309,6 +321,29 @@ impl AguiProjector {
                 );
             }
         }
+    }
+}
+
+/// Projects an E2A stream onto AG-UI events.
+impl Projector for AguiProjector {
+    type Event = Value;
+
+    /// The events for one frame: a text or reasoning delta of a started run as it is; any
+    /// other frame is read as its record.
+    fn push(&mut self, frame: &Frame) -> Vec<Value> {
+        let mut out = Vec::new();
+        if self.started && !self.finished {
+            if let (kind @ Some(_), Some(delta)) = frame.chunk_delta() {
+                if self.delta(kind, delta, &mut out) {
+                    return out;
+                }
+            }
+        }
+        self.project(&frame.to_record())
+    }
+
+    fn push_record(&mut self, record: &E2AResponse) -> Vec<Value> {
+        self.project(record)
     }
 }
 

@@ -29,3 +29,57 @@ mod texts;
 pub use crate::types::{Frame, FrameBody, FrameHead};
 pub use head::{body_map, Framed, Head, HeadText, WriteHead};
 pub use texts::FrameTexts;
+
+use serde_json::{Map, Value};
+
+use crate::types::{ChunkBody, DeltaKind, E2AResponse};
+
+impl Frame {
+    /// The record this frame writes (a copy: [`E2AResponse::from`] takes the frame).
+    pub fn to_record(&self) -> E2AResponse {
+        self.clone().into()
+    }
+
+    /// Its JSON text: the record's canonical JSON ([`E2AResponse::to_json`]), byte for byte.
+    pub fn to_json(&self) -> String {
+        crate::write::to_json(self)
+    }
+
+    /// The `body` as the JSON object the record holds: borrowed when it came as one
+    /// ([`FrameBody::Raw`]), else made from the typed body.
+    pub fn body_object(&self) -> std::borrow::Cow<'_, Map<String, Value>> {
+        match &self.body {
+            FrameBody::Raw(m) => std::borrow::Cow::Borrowed(m),
+            typed => std::borrow::Cow::Owned(typed.clone().into_map()),
+        }
+    }
+
+    /// The `delta_kind` (when it is a known kind) and `delta` of an `e2a.chunk`'s body, typed or
+    /// read from the wire alike; `(None, None)` for a frame of another kind.
+    pub fn chunk_delta(&self) -> (Option<DeltaKind>, Option<&Value>) {
+        if self.response_kind != crate::types::ResponseKind::E2aChunk {
+            return (None, None);
+        }
+        match &self.body {
+            FrameBody::Chunk(c) => (Some(c.delta_kind), c.delta.as_ref()),
+            FrameBody::Raw(m) => (ChunkBody::kind_of(m), m.get("delta")),
+            _ => (None, None),
+        }
+    }
+}
+
+/// Turns a stream's frames, one by one, into one protocol's events: the A2A
+/// ([`crate::a2a::stream::A2aStreamProjector`]), ACP ([`crate::acp::stream::AcpStreamProjector`])
+/// and AG-UI ([`crate::agui::AguiProjector`]) projectors. A frame's typed body is read as it
+/// is (a text delta is projected without a copy of the frame); a record
+/// ([`Projector::push_record`]) is read as a frame of it.
+pub trait Projector {
+    /// One event of the protocol.
+    type Event;
+
+    /// The events for one frame (zero, one or more).
+    fn push(&mut self, frame: &Frame) -> Vec<Self::Event>;
+
+    /// The events for one frame given as the record.
+    fn push_record(&mut self, record: &E2AResponse) -> Vec<Self::Event>;
+}

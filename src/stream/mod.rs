@@ -17,7 +17,7 @@ mod producer;
 mod validator;
 
 pub use producer::ResponseStream;
-pub use validator::{StreamValidator, StreamViolation, ViolationKind};
+pub use validator::{StreamPosition, StreamValidator, StreamViolation, ViolationKind};
 
 /// The `details` key marking an error frame a refusal ([`ResponseStream::refuse`]).
 pub const REFUSAL_DETAIL: &str = "rejected";

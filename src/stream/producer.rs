@@ -2,16 +2,21 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::frame::{Frame, FrameHead, Head};
+use crate::frame::{Frame, FrameBody, FrameHead, Head};
 use crate::types::{
-    AnswerResult, ArtifactDelta, ChunkBody, ChunkEventType, DeltaKind, E2AEnvelope, E2AResponse, ErrorBody, PauseKind,
-    PausedResult, PausedResultState, PlanApprovalRequiredBody, ReplyResult, ReplyResultReply, ResponseKind,
-    ResponseStatus, ToolCall, ToolCallDelta, ToolResultDelta,
+    AnswerResult, ArtifactDelta, ChunkBody, ChunkEventType, DeltaKind, E2AEnvelope, ErrorBody, PauseKind, PausedResult,
+    PausedResultState, PlanApprovalRequiredBody, ReplyResult, ReplyResultReply, ResponseKind, ResponseStatus, ToolCall,
+    ToolCallDelta, ToolResultDelta,
 };
 
 use super::{new_id, REFUSAL_DETAIL};
 
 /// Produces the response frames of one request with the stream invariants built in.
+///
+/// Each frame is a [`Frame`]: the request's echoed fields are one [`Head`] the stream's frames
+/// share (a pointer each), and the bodies this producer makes are typed ([`FrameBody`]), so a
+/// frame is made without a `Map` or a serializer pass. `E2AResponse::from(frame)` gives the
+/// record.
 ///
 /// ```
 /// use e2a::{E2AEnvelope, stream::{ResponseStream, StreamValidator}};
@@ -23,12 +28,12 @@ use super::{new_id, REFUSAL_DETAIL};
 /// assert_eq!((a.sequence, b.sequence, fin.sequence), (0, 1, 2));
 /// assert!(fin.is_final && fin.status == "succeeded");
 /// let mut v = StreamValidator::new();
-/// for f in [&a, &b, &fin] { v.push(f); }
+/// for f in [&a, &b, &fin] { v.observe(f); }
 /// assert!(v.finish().is_empty());
 /// ```
 #[derive(Debug, Clone)]
 pub struct ResponseStream {
-    template: E2AResponse,
+    head: Head<FrameHead>,
     next: u64,
 }
 
@@ -39,37 +44,59 @@ impl ResponseStream {
     /// frame.
     pub fn for_request(request: &E2AEnvelope) -> Self {
         // the request's echoed fields are the schema's (`x-e2a-frame: echo`)
-        let template = Frame {
-            head: Head::new(FrameHead::echoing(request)),
-            ..Frame::default()
-        }
-        .into();
-        ResponseStream { template, next: 0 }
+        ResponseStream::with_head(Head::new(FrameHead::echoing(request)))
+    }
+
+    /// A stream whose frames share `head` (made once per request: [`FrameHead::echoing`]).
+    pub fn with_head(head: Head<FrameHead>) -> Self {
+        ResponseStream { head, next: 0 }
+    }
+
+    /// The head every frame of this stream shares.
+    pub fn head(&self) -> &Head<FrameHead> {
+        &self.head
     }
 
     /// The `request_id` every frame of this stream echoes.
     pub fn request_id(&self) -> Option<&str> {
-        self.template.request_id.as_deref()
+        self.head.request_id.as_deref()
     }
 
     /// An `e2a.chunk` frame with any chunk body (e.g. `{"delta_kind": "custom", "delta": {...}}`).
-    pub fn chunk(&mut self, body: Map<String, Value>) -> E2AResponse {
-        frame(self, ResponseKind::E2aChunk, ResponseStatus::InProgress, false, body)
+    pub fn chunk(&mut self, body: Map<String, Value>) -> Frame {
+        frame(
+            self,
+            ResponseKind::E2aChunk,
+            ResponseStatus::InProgress,
+            false,
+            FrameBody::Raw(body),
+        )
+    }
+
+    /// An `e2a.chunk` frame with a typed chunk body.
+    pub fn chunk_of(&mut self, body: ChunkBody) -> Frame {
+        frame(
+            self,
+            ResponseKind::E2aChunk,
+            ResponseStatus::InProgress,
+            false,
+            FrameBody::Chunk(body),
+        )
     }
 
     /// A text delta (`delta_kind: text`).
-    pub fn text(&mut self, delta: &str) -> E2AResponse {
-        self.chunk(ChunkBody::delta(DeltaKind::Text, delta).into_object())
+    pub fn text(&mut self, delta: &str) -> Frame {
+        self.chunk_of(ChunkBody::delta(DeltaKind::Text, delta))
     }
 
     /// A reasoning delta (`delta_kind: reasoning`).
-    pub fn reasoning(&mut self, delta: &str) -> E2AResponse {
-        self.chunk(ChunkBody::delta(DeltaKind::Reasoning, delta).into_object())
+    pub fn reasoning(&mut self, delta: &str) -> Frame {
+        self.chunk_of(ChunkBody::delta(DeltaKind::Reasoning, delta))
     }
 
     /// A tool call (`delta_kind: tool`, `event_type: chat.tool_call`, a [`ToolCallDelta`] with
     /// status `in_progress`).
-    pub fn tool_call(&mut self, id: &str, name: &str, arguments: Value) -> E2AResponse {
+    pub fn tool_call(&mut self, id: &str, name: &str, arguments: Value) -> Frame {
         let delta = ToolCallDelta {
             tool_call: ToolCall {
                 tool_call_id: id.into(),
@@ -81,32 +108,44 @@ impl ResponseStream {
             },
             extra: Map::new(),
         };
-        self.chunk(ChunkBody::structured(DeltaKind::Tool, ChunkEventType::ChatToolCall, delta).into_object())
+        self.chunk_of(ChunkBody::structured(
+            DeltaKind::Tool,
+            ChunkEventType::ChatToolCall,
+            delta,
+        ))
     }
 
     /// The result of tool call `id` (`delta_kind: tool`, `event_type: chat.tool_result`, a
     /// [`ToolResultDelta`] with status `completed`).
-    pub fn tool_result(&mut self, id: &str, result: Value) -> E2AResponse {
+    pub fn tool_result(&mut self, id: &str, result: Value) -> Frame {
         let delta = ToolResultDelta {
             tool_call_id: id.into(),
             result: Some(result),
             status: Some("completed".into()),
             extra: Map::new(),
         };
-        self.chunk(ChunkBody::structured(DeltaKind::Tool, ChunkEventType::ChatToolResult, delta).into_object())
+        self.chunk_of(ChunkBody::structured(
+            DeltaKind::Tool,
+            ChunkEventType::ChatToolResult,
+            delta,
+        ))
     }
 
     /// A piece of an artifact (`delta_kind: custom`, `event_type: artifact`, an
     /// [`ArtifactDelta`]).
-    pub fn artifact(&mut self, piece: &ArtifactDelta) -> E2AResponse {
-        self.chunk(ChunkBody::structured(DeltaKind::Custom, ChunkEventType::Artifact, piece).into_object())
+    pub fn artifact(&mut self, piece: &ArtifactDelta) -> Frame {
+        self.chunk_of(ChunkBody::structured(
+            DeltaKind::Custom,
+            ChunkEventType::Artifact,
+            piece,
+        ))
     }
 
     /// Pauses the turn to ask the user: the `plan.approval_required` frame with `body` (made
     /// by [`PlanApprovalRequiredBody::asking`], or with a plan's slug and path and fields of the
     /// agent's own) and the final `e2a.complete` whose result is a [`PausedResult`]; what the
     /// body leaves out reads as an approval that can be answered. Consumes the stream.
-    pub fn pause(mut self, body: PlanApprovalRequiredBody) -> [E2AResponse; 2] {
+    pub fn pause(mut self, body: PlanApprovalRequiredBody) -> [Frame; 2] {
         let result = PausedResult {
             state: PausedResultState::InputRequired,
             input_kind: Some(body.input_kind.unwrap_or(PauseKind::Approval)),
@@ -114,7 +153,13 @@ impl ResponseStream {
             resumable: Some(body.resumable.unwrap_or(true)),
             extra: Map::new(),
         };
-        let asked = self.event(ResponseKind::PlanApprovalRequired, body.into_object());
+        let asked = frame(
+            &mut self,
+            ResponseKind::PlanApprovalRequired,
+            ResponseStatus::InProgress,
+            false,
+            FrameBody::PlanApprovalRequired(body),
+        );
         [
             asked,
             self.complete(serde_json::to_value(result).unwrap_or(Value::Null)),
@@ -123,7 +168,7 @@ impl ResponseStream {
 
     /// Answers with a direct message (A2A: a `Message`, no task): the `a2a.message` frame
     /// and the final `e2a.complete` whose result is a [`ReplyResult`]. Consumes the stream.
-    pub fn reply(mut self, message: Map<String, Value>, text: &str) -> [E2AResponse; 2] {
+    pub fn reply(mut self, message: Map<String, Value>, text: &str) -> [Frame; 2] {
         let said = self.event(ResponseKind::A2aMessage, message);
         let result = ReplyResult {
             content: Some(text.into()),
@@ -134,13 +179,13 @@ impl ResponseStream {
     }
 
     /// A non-final frame of another kind (e.g. `acp.session_update`, `a2a.stream_event`).
-    pub fn event(&mut self, kind: ResponseKind, body: Map<String, Value>) -> E2AResponse {
-        frame(self, kind, ResponseStatus::InProgress, false, body)
+    pub fn event(&mut self, kind: ResponseKind, body: Map<String, Value>) -> Frame {
+        frame(self, kind, ResponseStatus::InProgress, false, FrameBody::Raw(body))
     }
 
     /// The final success frame (`e2a.complete`, `succeeded`, `{"result": result}`).
     /// Consumes the stream: nothing can follow.
-    pub fn complete(mut self, result: Value) -> E2AResponse {
+    pub fn complete(mut self, result: Value) -> Frame {
         let result = if result.is_object() { result } else { json!({}) };
         // the body `{"result": …}`, the result moved in (not copied through a serializer)
         let mut body = Map::new();
@@ -150,7 +195,7 @@ impl ResponseStream {
             ResponseKind::E2aComplete,
             ResponseStatus::Succeeded,
             true,
-            body,
+            FrameBody::Raw(body),
         )
     }
 
@@ -160,10 +205,10 @@ impl ResponseStream {
     ///
     /// ```
     /// let req = e2a::E2AEnvelope::new("session/prompt", serde_json::json!({}));
-    /// let done = e2a::stream::ResponseStream::for_request(&req).answer("Hello", Some("end_turn"));
+    /// let done = e2a::E2AResponse::from(e2a::stream::ResponseStream::for_request(&req).answer("Hello", Some("end_turn")));
     /// assert_eq!(done.body["result"], serde_json::json!({"content": "Hello", "stopReason": "end_turn"}));
     /// ```
-    pub fn answer(self, text: &str, stop_reason: Option<&str>) -> E2AResponse {
+    pub fn answer(self, text: &str, stop_reason: Option<&str>) -> Frame {
         let result = AnswerResult {
             content: Some(text.into()),
             stop_reason: stop_reason.map(String::from),
@@ -176,8 +221,8 @@ impl ResponseStream {
 
     /// The final failure frame (`e2a.error`, `failed`, `{code, message, details}`).
     /// Consumes the stream: nothing can follow.
-    pub fn fail(mut self, code: &str, message: &str, details: Map<String, Value>) -> E2AResponse {
-        let body = ErrorBody::new(code, message, details).into_object();
+    pub fn fail(mut self, code: &str, message: &str, details: Map<String, Value>) -> Frame {
+        let body = FrameBody::Error(ErrorBody::new(code, message, details));
         frame(&mut self, ResponseKind::E2aError, ResponseStatus::Failed, true, body)
     }
 
@@ -187,11 +232,11 @@ impl ResponseStream {
     ///
     /// ```
     /// let req = e2a::E2AEnvelope::new("chat.send", serde_json::json!({}));
-    /// let no = e2a::stream::ResponseStream::for_request(&req).refuse("I do not do that.");
+    /// let no = e2a::E2AResponse::from(e2a::stream::ResponseStream::for_request(&req).refuse("I do not do that."));
     /// assert!(e2a::stream::is_refusal(&no));
     /// assert_eq!(no.body["code"], "E2A.INVALID_REQUEST");
     /// ```
-    pub fn refuse(self, message: &str) -> E2AResponse {
+    pub fn refuse(self, message: &str) -> Frame {
         let mut details = Map::new();
         details.insert(REFUSAL_DETAIL.into(), Value::Bool(true));
         self.fail(
@@ -202,22 +247,25 @@ impl ResponseStream {
     }
 }
 
-/// The next frame of `stream`: its template with this frame's own fields.
+/// The next frame of `stream`: its head with this frame's own fields.
 fn frame(
     stream: &mut ResponseStream,
     kind: ResponseKind,
     status: ResponseStatus,
     is_final: bool,
-    body: Map<String, Value>,
-) -> E2AResponse {
-    let mut f = stream.template.clone();
-    f.response_id = Some(new_id());
-    f.sequence = stream.next;
-    f.is_final = is_final;
-    f.status = status;
-    f.response_kind = kind;
-    f.timestamp = Some(crate::timestamp::utc_now_iso());
-    f.body = body;
+    body: FrameBody,
+) -> Frame {
+    let sequence = stream.next;
     stream.next = stream.next.saturating_add(1);
-    f
+    Frame {
+        head: stream.head.clone(),
+        body,
+        is_final,
+        projections: Map::new(),
+        response_id: Some(new_id()),
+        response_kind: kind,
+        sequence,
+        status,
+        timestamp: Some(crate::timestamp::utc_now_iso()),
+    }
 }

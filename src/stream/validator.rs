@@ -2,7 +2,51 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::types::{E2AResponse, ResponseKind, ResponseStatus};
+use crate::types::{E2AResponse, Frame, ResponseKind, ResponseStatus};
+
+/// What a [`StreamValidator`] reads of a frame: its place in its stream and its status and
+/// kind. Made from an [`E2AResponse`] or a [`Frame`] (borrowed: nothing is copied).
+#[derive(Debug, Clone, Copy)]
+pub struct StreamPosition<'a> {
+    /// The request whose stream it is in.
+    pub request_id: &'a Option<String>,
+    /// The frame's id.
+    pub response_id: &'a Option<String>,
+    /// Its sequence.
+    pub sequence: u64,
+    /// Whether it is final.
+    pub is_final: bool,
+    /// Its status.
+    pub status: &'a ResponseStatus,
+    /// Its kind.
+    pub response_kind: &'a ResponseKind,
+}
+
+impl<'a> From<&'a E2AResponse> for StreamPosition<'a> {
+    fn from(f: &'a E2AResponse) -> Self {
+        StreamPosition {
+            request_id: &f.request_id,
+            response_id: &f.response_id,
+            sequence: f.sequence,
+            is_final: f.is_final,
+            status: &f.status,
+            response_kind: &f.response_kind,
+        }
+    }
+}
+
+impl<'a> From<&'a Frame> for StreamPosition<'a> {
+    fn from(f: &'a Frame) -> Self {
+        StreamPosition {
+            request_id: &f.head.request_id,
+            response_id: &f.response_id,
+            sequence: f.sequence,
+            is_final: f.is_final,
+            status: &f.status,
+            response_kind: &f.response_kind,
+        }
+    }
+}
 
 /// What is wrong with a stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,7 +162,7 @@ impl State {
     }
 
     /// The checks of `f` in this stream (start, gaps, order, finals); the state moves on.
-    fn check(&mut self, f: &E2AResponse) -> Vec<ViolationKind> {
+    fn check(&mut self, f: StreamPosition<'_>) -> Vec<ViolationKind> {
         let mut found = Vec::new();
         if !self.started && f.sequence != 0 {
             found.push(ViolationKind::DoesNotStartAtZero { got: f.sequence });
@@ -149,7 +193,7 @@ impl State {
     }
 
     /// [`State::check`] of a frame not kept: a duplicate is only reported.
-    fn observe(&mut self, f: &E2AResponse, clock: u64) -> Vec<ViolationKind> {
+    fn observe(&mut self, f: StreamPosition<'_>, clock: u64) -> Vec<ViolationKind> {
         self.last_activity = clock;
         if self.seen(f.sequence) {
             return vec![ViolationKind::Duplicate];
@@ -201,7 +245,7 @@ impl StreamValidator {
         self
     }
 
-    fn report(&mut self, f: &E2AResponse, kind: ViolationKind) {
+    fn report(&mut self, f: StreamPosition<'_>, kind: ViolationKind) {
         self.violations.push(StreamViolation {
             request_id: f.request_id.clone(),
             kind,
@@ -213,14 +257,14 @@ impl StreamValidator {
     /// Accepts one frame; returns the frames released in order (the frame itself, plus held
     /// frames it unblocked; empty while it is held back).
     pub fn push(&mut self, f: &E2AResponse) -> Vec<E2AResponse> {
-        self.frame_checks(f);
+        self.frame_checks(f.into());
         let key = f.request_id.clone();
         let window = self.reorder_window;
         let clock = self.clock;
         let st = self.streams.entry(key.clone()).or_default();
         st.last_activity = clock;
         if st.seen(f.sequence) {
-            self.report(f, ViolationKind::Duplicate);
+            self.report(f.into(), ViolationKind::Duplicate);
             return Vec::new();
         }
         if f.sequence > st.expected && window > 0 && st.pending.len() < window && !st.finished {
@@ -243,23 +287,30 @@ impl StreamValidator {
 
     /// Checks `f` as [`StreamValidator::push`] does, without keeping or returning it (no
     /// copy of the frame): what a gateway's stream boundary needs. A validator with a reorder
-    /// window or replay does what `push` does.
-    pub fn observe(&mut self, f: &E2AResponse) {
+    /// window or replay does what `push` does (it keeps records: a [`Frame`] is copied into
+    /// one then).
+    pub fn observe<'a, F>(&mut self, frame: &'a F)
+    where
+        F: Clone + Into<E2AResponse>,
+        &'a F: Into<StreamPosition<'a>>,
+    {
         if self.reorder_window > 0 || self.keep_for_replay {
-            drop(self.push(f));
+            let record: E2AResponse = frame.clone().into();
+            drop(self.push(&record));
             return;
         }
+        let f: StreamPosition<'a> = frame.into();
         self.frame_checks(f);
         let clock = self.clock;
         // the one stream a validator usually sees is found without hashing its request id;
         // any other with one lookup
         let only = match self.streams.len() {
-            1 => self.streams.iter_mut().next().filter(|(k, _)| **k == f.request_id),
+            1 => self.streams.iter_mut().next().filter(|(k, _)| *k == f.request_id),
             _ => None,
         };
         let found = match only {
             Some((_, st)) => st.observe(f, clock),
-            None => match self.streams.get_mut(&f.request_id) {
+            None => match self.streams.get_mut(f.request_id) {
                 Some(st) => st.observe(f, clock),
                 None => self.streams.entry(f.request_id.clone()).or_default().observe(f, clock),
             },
@@ -270,12 +321,12 @@ impl StreamValidator {
     }
 
     /// The checks of one frame on its own: it names its request, and its status fits its kind.
-    fn frame_checks(&mut self, f: &E2AResponse) {
+    fn frame_checks(&mut self, f: StreamPosition<'_>) {
         self.clock = self.clock.saturating_add(1);
         if f.request_id.is_none() {
             self.report(f, ViolationKind::MissingRequestId);
         }
-        let kind_ok = match (&f.status, &f.response_kind) {
+        let kind_ok = match (f.status, f.response_kind) {
             (ResponseStatus::Failed, k) => *k == ResponseKind::E2aError,
             (_, ResponseKind::E2aError) => false,
             (s, ResponseKind::E2aComplete) if f.is_final => *s == ResponseStatus::Succeeded,
@@ -299,8 +350,8 @@ impl StreamValidator {
     /// The checks of `f` in its stream (start, gaps, order, finals), in the stream's state.
     fn check(&mut self, key: &Option<String>, f: &E2AResponse) {
         let Some(st) = self.streams.get_mut(key) else { return };
-        for k in st.check(f) {
-            self.report(f, k);
+        for k in st.check(f.into()) {
+            self.report(f.into(), k);
         }
     }
 

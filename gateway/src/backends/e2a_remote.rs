@@ -1,5 +1,6 @@
 use std::time::Duration;
 
+use e2a::frame::Frame;
 use e2a::stream::ResponseStream;
 use e2a::taxonomy::ErrorKind;
 use e2a::{E2AEnvelope, E2AResponse, Limits, SecretString};
@@ -115,7 +116,7 @@ struct RemoteProblem {
     detail: Option<String>,
 }
 
-fn failure(request: &E2AEnvelope, kind: ErrorKind, message: String, details: Map<String, Value>) -> E2AResponse {
+fn failure(request: &E2AEnvelope, kind: ErrorKind, message: String, details: Map<String, Value>) -> Frame {
     ResponseStream::for_request(request).fail(kind.mapping().e2a_code, &message, details)
 }
 
@@ -177,7 +178,7 @@ impl E2aRemoteAgent {
 /// The final frame of a request the remote refused (an HTTP error status): its problem code
 /// kept when it sent one; the remote's own words (which may echo what it was sent) go to the
 /// log only.
-async fn refused(request: &E2AEnvelope, resp: reqwest::Response) -> E2AResponse {
+async fn refused(request: &E2AEnvelope, resp: reqwest::Response) -> Frame {
     let status = resp.status();
     let body = resp.text().await.unwrap_or_default();
     let problem: RemoteProblem = serde_json::from_str(&body).unwrap_or_default();
@@ -222,7 +223,7 @@ impl Agent for E2aRemoteAgent {
             }
             let mut events = resp.bytes_stream().eventsource();
             let mut next_seq: u64 = 0;
-            let at = |mut f: E2AResponse, seq: u64| {
+            let at = |mut f: Frame, seq: u64| {
                 f.sequence = seq;
                 f
             };
@@ -242,7 +243,8 @@ impl Agent for E2aRemoteAgent {
                     Some(Ok(ev)) => match E2AResponse::read(&ev.data, &e2a::ReadOptions::lenient().with_limits(this.limits)) {
                         Ok(read) => {
                             next_seq = read.value.sequence.saturating_add(1);
-                            yield restore(read.value);
+                            // a record from the wire: a frame of its own head, its body as read
+                            yield Frame::from(restore(read.value));
                         }
                         Err(e) => {
                             yield at(failure(&request, ErrorKind::InvalidAgentResponse, format!("the remote agent sent an invalid frame: {e}"), Map::new()), next_seq);

@@ -25,6 +25,7 @@ use axum::response::Response;
 use axum::routing::post;
 use axum::{Extension, Router};
 use e2a::agui::{verify_events, AguiProjector};
+use e2a::frame::Projector;
 use e2a::taxonomy::ErrorKind;
 use parking_lot::Mutex;
 use serde::Deserialize;

@@ -11,10 +11,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use e2a::frame::{Frame, FrameBody};
 use e2a::stream::{ResponseStream, StreamValidator};
 use e2a::taxonomy::ErrorKind;
 use e2a::types::ErrorExposure;
-use e2a::{E2AEnvelope, E2AResponse};
+use e2a::E2AEnvelope;
 use futures_util::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
@@ -77,14 +78,18 @@ impl Guarded {
 /// and the fixed message of its kind (the error table's `safe_message`), no details. The agent's
 /// or upstream's own text is logged (redacted) with the request and trace ids. A refusal keeps
 /// its reason (the agent's words to the user); every other frame passes as it is.
-pub fn safe_error(frame: Arc<E2AResponse>, agent: &str) -> Arc<E2AResponse> {
-    let Some(kind) = ErrorKind::of_response(&frame).filter(|_| frame.is_final) else {
-        return frame;
-    };
-    if e2a::stream::is_refusal(&frame) {
+pub fn safe_error(frame: Arc<Frame>, agent: &str) -> Arc<Frame> {
+    if !frame.is_final {
         return frame;
     }
-    let body = match frame.typed_body() {
+    let record = frame.to_record();
+    let Some(kind) = ErrorKind::of_response(&record) else {
+        return frame;
+    };
+    if e2a::stream::is_refusal(&record) {
+        return frame;
+    }
+    let body = match record.typed_body() {
         Ok(e2a::ResponseBody::Error(b)) => Some(b),
         _ => None,
     };
@@ -95,8 +100,8 @@ pub fn safe_error(frame: Arc<E2AResponse>, agent: &str) -> Arc<E2AResponse> {
         .map(crate::json::text)
         .unwrap_or_default();
     tracing::warn!(
-        request_id = frame.request_id.as_deref(),
-        trace_id = frame.correlation_id.as_deref(),
+        request_id = frame.head.request_id.as_deref(),
+        trace_id = frame.head.correlation_id.as_deref(),
         agent,
         code = kind.mapping().e2a_code,
         message = %e2a::redact::redact_tokens(said).unwrap_or_else(|| said.to_string()),
@@ -109,7 +114,11 @@ pub fn safe_error(frame: Arc<E2AResponse>, agent: &str) -> Arc<E2AResponse> {
         .unwrap_or(kind.mapping().e2a_code)
         .to_string();
     let mut told = Arc::unwrap_or_clone(frame);
-    told.body = e2a::types::ErrorBody::new(code, kind.mapping().safe_message, Map::new()).into_object();
+    told.body = FrameBody::Error(e2a::types::ErrorBody::new(
+        code,
+        kind.mapping().safe_message,
+        Map::new(),
+    ));
     Arc::new(told)
 }
 
@@ -132,7 +141,7 @@ impl Agent for Guarded {
 }
 
 enum Step {
-    Frame(Option<Arc<E2AResponse>>),
+    Frame(Option<Arc<Frame>>),
     Panicked,
     Stopped,
     Deadline,
@@ -188,11 +197,11 @@ fn guarded(
 /// What the guard does after a step.
 enum Next {
     /// Forward the frame and go on.
-    Send(Arc<E2AResponse>),
+    Send(Arc<Frame>),
     /// Go on (the final frame is held until the agent's stream ends).
     Hold,
     /// Forward the frame (if any) and end.
-    End(Option<Arc<E2AResponse>>),
+    End(Option<Arc<Frame>>),
 }
 
 /// The state of one guarded stream.
@@ -206,7 +215,7 @@ struct Guard {
     validator: StreamValidator,
     /// The sequence the next frame should have.
     next: u64,
-    held_final: Option<Arc<E2AResponse>>,
+    held_final: Option<Arc<Frame>>,
     total: Instant,
     /// The agent's final error told as [`safe_error`] says.
     safe_errors: bool,
@@ -333,10 +342,10 @@ impl Guard {
     }
 
     /// A frame of the agent: checked; forwarded, held (a final one) or replaced by a cutoff.
-    fn frame(&mut self, frame: Arc<E2AResponse>) -> Next {
+    fn frame(&mut self, frame: Arc<Frame>) -> Next {
         let before = self.validator.violations().len();
-        let foreign = frame.request_id != self.request_id;
-        self.validator.observe(&frame);
+        let foreign = frame.head.request_id != self.request_id;
+        self.validator.observe(&*frame);
         let found: Vec<String> = if foreign {
             vec!["frame of another request".to_string()]
         } else {

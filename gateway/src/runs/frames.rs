@@ -15,6 +15,7 @@
 
 use std::sync::Arc;
 
+use e2a::frame::Frame;
 use e2a::frame::FrameTexts;
 use e2a::E2AResponse;
 
@@ -26,10 +27,10 @@ const COMPACT_OVERHEAD: usize = 512;
 pub(super) struct Frames {
     /// As made, while the run goes on and when its readers want them (they share them); none
     /// once it has ended.
-    live: Vec<Arc<E2AResponse>>,
+    live: Vec<Arc<Frame>>,
     typed: bool,
     ended: bool,
-    texts: FrameTexts<E2AResponse>,
+    texts: FrameTexts<Frame>,
 }
 
 impl Frames {
@@ -51,13 +52,13 @@ impl Frames {
     /// Frame `i`: shared as made, or read back from its text (once the run has ended, or when
     /// its frames are kept only as text). `None` past the end, or when the text cannot be read
     /// back (logged: the reader's stream ends there).
-    pub(super) fn get(&self, i: usize) -> Option<Arc<E2AResponse>> {
+    pub(super) fn get(&self, i: usize) -> Option<Arc<Frame>> {
         if let Some(f) = self.live.get(i) {
             return Some(f.clone());
         }
         let text = self.texts.text(i)?;
-        match serde_json::from_str(&text) {
-            Ok(f) => Some(Arc::new(f)),
+        match serde_json::from_str::<E2AResponse>(&text) {
+            Ok(f) => Some(Arc::new(Frame::from(f))),
             Err(e) => {
                 tracing::error!(error = %e, frame = i, "a retained frame cannot be read back: the stream ends here");
                 None
@@ -91,7 +92,7 @@ impl Frames {
     }
 
     /// Appends a frame (to a run that goes on; an ended run takes none).
-    pub(super) fn push(&mut self, f: Arc<E2AResponse>) {
+    pub(super) fn push(&mut self, f: Arc<Frame>) {
         if self.ended {
             tracing::warn!(sequence = f.sequence, "a frame after the run ended is dropped");
             return;
@@ -104,7 +105,7 @@ impl Frames {
 
     /// Ends the frames: only their text is kept from now on; the frames as made are handed
     /// back (to be freed outside the run's lock).
-    pub(super) fn end(&mut self) -> Vec<Arc<E2AResponse>> {
+    pub(super) fn end(&mut self) -> Vec<Arc<Frame>> {
         self.ended = true;
         self.texts.shrink_to_fit();
         std::mem::take(&mut self.live)
@@ -122,7 +123,7 @@ mod tests {
     use e2a::stream::ResponseStream;
     use e2a::E2AEnvelope;
 
-    fn frames() -> Vec<Arc<E2AResponse>> {
+    fn frames() -> Vec<Arc<Frame>> {
         let request: E2AEnvelope = serde_json::from_value(serde_json::json!({
             "method": "chat.send",
             "params": {"query": "hello"},
@@ -137,7 +138,7 @@ mod tests {
         ]
     }
 
-    fn of(made: &[Arc<E2AResponse>]) -> Frames {
+    fn of(made: &[Arc<Frame>]) -> Frames {
         let mut frames = Frames::new(true);
         made.iter().cloned().for_each(|f| frames.push(f));
         frames
@@ -156,7 +157,7 @@ mod tests {
         assert_eq!(frames.len(), made.len());
         assert_eq!(frames.last(), Some((2, true)));
         for (i, f) in made.iter().enumerate() {
-            assert_eq!(frames.get(i).as_deref(), Some(&**f), "frame {i}");
+            assert_eq!(frames.get(i).map(|f| f.to_record()), Some(f.to_record()), "frame {i}");
             assert_eq!(frames.json(i), Some(f.to_json()), "frame {i}");
             assert_eq!(frames.json(i), live_json[i]);
             let mut out = b"x".to_vec();
@@ -179,7 +180,7 @@ mod tests {
         for (i, f) in made.iter().enumerate() {
             let read = frames.get(i).expect("read back");
             assert!(!Arc::ptr_eq(&read, f));
-            assert_eq!(*read, **f);
+            assert_eq!(read.to_record(), f.to_record());
         }
         assert!(frames.end().is_empty(), "no frame as made was kept");
     }
@@ -191,7 +192,7 @@ mod tests {
         }))
         .expect("envelope");
         let mut s = ResponseStream::for_request(&request);
-        let mut made: Vec<E2AResponse> = (0..6).map(|i| s.text(&format!("piece {i}"))).collect();
+        let mut made: Vec<E2AResponse> = (0..6).map(|i| s.text(&format!("piece {i}")).into()).collect();
         // own fields at their edges: no id, no timestamp, a status and a kind of no known name
         made[1].response_id = None;
         made[1].timestamp = None;
@@ -201,12 +202,12 @@ mod tests {
         made[2].metadata.insert("k".into(), serde_json::json!([1, {"a": null}]));
         made[3].session_id = None;
         made[4].channel_context.insert("c".into(), "d".into());
-        made.push(s.complete(serde_json::json!({"content": "done"})));
-        let made: Vec<Arc<E2AResponse>> = made.into_iter().map(Arc::new).collect();
+        made.push(s.complete(serde_json::json!({"content": "done"})).into());
+        let made: Vec<Arc<Frame>> = made.into_iter().map(|f| Arc::new(Frame::from(f))).collect();
         let mut frames = of(&made);
         frames.end();
         for (i, f) in made.iter().enumerate() {
-            assert_eq!(frames.get(i).as_deref(), Some(&**f), "frame {i}");
+            assert_eq!(frames.get(i).map(|f| f.to_record()), Some(f.to_record()), "frame {i}");
             assert_eq!(frames.json(i), Some(f.to_json()), "frame {i}");
         }
     }
@@ -220,7 +221,7 @@ mod tests {
         }))
         .expect("envelope");
         let ctx = RequestContext::new(Caller::default(), None);
-        let made: Vec<Arc<E2AResponse>> = crate::backends::EchoAgent::new()
+        let made: Vec<Arc<Frame>> = crate::backends::EchoAgent::new()
             .run_shared(request, ctx)
             .collect()
             .await;

@@ -6,8 +6,9 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use e2a::frame::Frame;
 use e2a::taxonomy::ErrorKind;
-use e2a::{E2AEnvelope, E2AResponse};
+use e2a::E2AEnvelope;
 use futures_util::{FutureExt, StreamExt};
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -106,7 +107,7 @@ impl Pump {
     }
 
     /// Writes `batch` to the store when it keeps runs.
-    async fn store(&mut self, batch: &[Arc<E2AResponse>]) -> Result<(), StoreError> {
+    async fn store(&mut self, batch: &[Arc<Frame>]) -> Result<(), StoreError> {
         let (Some(store), Some(key)) = (self.runs.store.get(), &self.key) else {
             return Ok(());
         };
@@ -139,7 +140,7 @@ impl Pump {
         Ok(())
     }
 
-    fn cutoff(&self, sequence: u64, kind: ErrorKind, message: &str, reason: &str) -> E2AResponse {
+    fn cutoff(&self, sequence: u64, kind: ErrorKind, message: &str, reason: &str) -> Frame {
         let details = crate::stop::cutoff_details(reason);
         cutoff_frame(&self.request, sequence, kind, message, details)
     }

@@ -17,7 +17,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Once, OnceLock};
 use std::time::Duration;
 
-use e2a::{E2AEnvelope, E2AResponse};
+use e2a::frame::Frame;
+use e2a::E2AEnvelope;
 use parking_lot::Mutex;
 use tokio::sync::{watch, OwnedSemaphorePermit};
 use tokio::time::Instant;
@@ -62,12 +63,12 @@ pub(crate) struct Run {
 }
 
 impl Run {
-    fn push(&self, f: Arc<E2AResponse>) {
+    fn push(&self, f: Arc<Frame>) {
         self.push_all([f]);
     }
 
     /// Appends frames and wakes the readers once for all of them.
-    fn push_all(&self, frames: impl IntoIterator<Item = Arc<E2AResponse>>) {
+    fn push_all(&self, frames: impl IntoIterator<Item = Arc<Frame>>) {
         let n = {
             let mut v = self.frames.lock();
             for f in frames {

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use e2a::frame::Frame;
 use e2a::shown::WholeAnswer;
 use e2a::taxonomy::ErrorKind;
 use e2a::{E2AEnvelope, E2AResponse};
@@ -42,7 +43,7 @@ struct Stored {
     key: String,
     run: String,
     request: String,
-    buffer: VecDeque<E2AResponse>,
+    buffer: VecDeque<Frame>,
     after: Option<u64>,
     ended: bool,
     leased: bool,
@@ -106,7 +107,7 @@ impl Subscription {
                 }
             }
             Source::Stored(s) => {
-                let mut last: Option<Arc<E2AResponse>> = None;
+                let mut last: Option<Arc<Frame>> = None;
                 while let Some(f) = s.next().await {
                     if let Some(before) = last.replace(f) {
                         whole.push(&before);
@@ -123,7 +124,7 @@ impl Subscription {
     }
 
     /// The next frame, waiting for it; `None` after the final frame.
-    pub(crate) async fn next(&mut self) -> Option<Arc<E2AResponse>> {
+    pub(crate) async fn next(&mut self) -> Option<Arc<Frame>> {
         match &mut self.0 {
             Source::Local(l) => {
                 let (i, _) = l.next_index().await?;
@@ -182,7 +183,7 @@ impl Stored {
         self.leased = log.leased;
         for f in log.frames {
             match serde_json::from_str::<E2AResponse>(&f.frame) {
-                Ok(frame) => self.buffer.push_back(frame),
+                Ok(frame) => self.buffer.push_back(Frame::from(frame)),
                 Err(e) => {
                     tracing::error!(error = %e, seq = f.seq, "a stored frame cannot be read: the run ends here");
                     let end = self.cutoff("the stored frames of this request cannot be read", "store_corrupt");
@@ -196,7 +197,7 @@ impl Stored {
     }
 
     /// The final frame of a run that cannot go on (after the last frame read).
-    fn cutoff(&self, message: &str, reason: &str) -> E2AResponse {
+    fn cutoff(&self, message: &str, reason: &str) -> Frame {
         let request: E2AEnvelope = serde_json::from_str(&self.request).unwrap_or_default();
         let sequence = self
             .buffer
@@ -208,7 +209,7 @@ impl Stored {
         cutoff_frame(&request, sequence, ErrorKind::Internal, message, details)
     }
 
-    async fn next(&mut self) -> Option<Arc<E2AResponse>> {
+    async fn next(&mut self) -> Option<Arc<Frame>> {
         loop {
             if let Some(f) = self.buffer.pop_front() {
                 self.after = Some(f.sequence);
@@ -244,7 +245,7 @@ impl Stored {
     }
 
     /// Stores the final frame of an orphaned run, so that every later reader gets the same.
-    async fn settle(&self, end: &E2AResponse) {
+    async fn settle(&self, end: &Frame) {
         let frame = StoredFrame {
             seq: end.sequence,
             frame: end.to_json(),

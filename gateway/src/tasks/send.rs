@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
+use e2a::frame::Frame;
 use e2a::types::{A2aMessage, A2aStreamResponse, A2aTask, A2aTaskState};
-use e2a::{E2AResponse, ResponseKind};
+use e2a::ResponseKind;
 use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -169,10 +170,10 @@ impl Turns {
         let permit = admission.into_permit();
 
         // a new task whose agent answers with a message first: a direct reply, no task
-        let mut first: Option<Arc<E2AResponse>> = None;
+        let mut first: Option<Arc<Frame>> = None;
         if t.existing.is_none() && !t.return_immediately {
             first = frames.next().await;
-            if let Some(f) = first.as_ref().filter(|f| f.kind() == Some(ResponseKind::A2aMessage)) {
+            if let Some(f) = first.as_ref().filter(|f| f.response_kind == ResponseKind::A2aMessage) {
                 ctx.cancel.cancel();
                 self.runs.unclaim(&t.task_id).await;
                 return Ok(SendOutcome::Message(direct_reply(f, &t.context_id)));
@@ -294,8 +295,8 @@ impl Turns {
 }
 
 /// The direct `Message` reply of an agent that answered with an `a2a.message` frame.
-fn direct_reply(frame: &E2AResponse, context_id: &str) -> Value {
-    let mut reply = frame.body.clone();
+fn direct_reply(frame: &Frame, context_id: &str) -> Value {
+    let mut reply = frame.body_object().into_owned();
     reply.remove("taskId");
     reply.insert("contextId".into(), context_id.into());
     reply.entry("messageId").or_insert_with(|| e2a::stream::new_id().into());

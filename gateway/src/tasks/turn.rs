@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use e2a::a2a::stream::A2aStreamProjector;
+use e2a::frame::{Frame, Projector};
 use e2a::types::A2aStreamResponse;
-use e2a::E2AResponse;
 use futures_util::{FutureExt, StreamExt};
 use tokio::sync::oneshot;
 
@@ -37,7 +37,7 @@ pub(super) struct Turn {
     /// The turn's opening event (the task, `SUBMITTED` or answered), when the run stores it:
     /// with the agent's first ready frames, or alone when none is ready.
     pub(super) opening: Option<A2aStreamResponse>,
-    pub(super) next: Option<Arc<E2AResponse>>,
+    pub(super) next: Option<Arc<Frame>>,
     pub(super) frames: SharedFrames,
     pub(super) mapper: TurnMapper,
 }
@@ -151,7 +151,7 @@ async fn abandon(id: &str, e: A2aError, done: Done, runs: &LiveRuns, followers: 
 /// to `READY_EVENTS` events), and whether more may follow (no final frame, the stream
 /// not ended).
 fn ready_events(
-    frame: Arc<E2AResponse>,
+    frame: Arc<Frame>,
     frames: &mut SharedFrames,
     mapper: &mut TurnMapper,
 ) -> (Vec<A2aStreamResponse>, bool) {
@@ -192,7 +192,7 @@ impl TurnMapper {
     }
 
     /// The A2A events of one frame.
-    pub(super) fn push(&mut self, frame: &E2AResponse) -> Vec<A2aStreamResponse> {
+    pub(super) fn push(&mut self, frame: &Frame) -> Vec<A2aStreamResponse> {
         if frame.is_final && self.canceled_by_client.load(Ordering::SeqCst) {
             self.projector.cancel_reason(CANCELED_BY_CLIENT);
         }

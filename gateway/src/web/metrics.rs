@@ -303,7 +303,7 @@ impl FrameCounter {
     }
 
     /// Counts `frame`.
-    pub(crate) fn count(&mut self, frame: &e2a::E2AResponse) {
+    pub(crate) fn count(&mut self, frame: &e2a::frame::Frame) {
         let at = &*self.at;
         let kind = match frame.response_kind {
             e2a::ResponseKind::Other(_) => OTHER,
@@ -341,8 +341,8 @@ impl FrameCounter {
                 })
                 .observe(self.started.elapsed().as_secs_f64());
             if kind == "e2a.error" {
-                let code = frame
-                    .body
+                let body = frame.body_object();
+                let code = body
                     .get("code")
                     .and_then(|c| c.as_str())
                     .map_or("unknown", |c| c.parse::<e2a::types::ErrorCode>().map_or(OTHER, |_| c));

@@ -25,9 +25,10 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use std::time::Duration;
 
+use e2a::frame::Frame;
 use e2a::stream::ResponseStream;
 use e2a::taxonomy::ErrorKind;
-use e2a::{E2AEnvelope, E2AResponse, SecretString};
+use e2a::{E2AEnvelope, SecretString};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde::Deserialize;
@@ -206,7 +207,7 @@ struct RemoteEvent {
 
 /// The final frame of a remote JSON-RPC error: its kind and code; the remote's own words
 /// (which may echo what it was sent) go to the log only.
-fn remote_error(s: ResponseStream, err: &JsonRpcErrorBody) -> E2AResponse {
+fn remote_error(s: ResponseStream, err: &JsonRpcErrorBody) -> Frame {
     let code = err.code.map(Value::from).unwrap_or(Value::Null);
     let kind = ErrorKind::from_code(&code, "a2a");
     let detail = err.message.as_deref().unwrap_or("");
@@ -215,7 +216,7 @@ fn remote_error(s: ResponseStream, err: &JsonRpcErrorBody) -> E2AResponse {
     fail(s, kind, &message, details(&[("remote_code", code)]))
 }
 
-fn fail(s: ResponseStream, kind: ErrorKind, message: &str, details: Map<String, Value>) -> E2AResponse {
+fn fail(s: ResponseStream, kind: ErrorKind, message: &str, details: Map<String, Value>) -> Frame {
     s.fail(kind.mapping().e2a_code, message, details)
 }
 

@@ -15,11 +15,12 @@ use parking_lot::Mutex;
 use std::time::Duration;
 
 use e2a::a2a::stream::{data_part, text_part};
+use e2a::frame::Frame;
 use e2a::response::body_map;
 use e2a::stream::ResponseStream;
 use e2a::taxonomy::ErrorKind;
 use e2a::types::{A2aMessage, A2aPart, ArtifactDelta, ArtifactKind, PauseKind, PlanApprovalRequiredBody};
-use e2a::{E2AEnvelope, E2AResponse};
+use e2a::E2AEnvelope;
 use serde_json::{Map, Value};
 
 mod format;
@@ -231,7 +232,7 @@ struct ArtifactFields<'a> {
 /// deliberately none).
 struct Runner {
     stream: Option<ResponseStream>,
-    frames: Vec<Arc<E2AResponse>>,
+    frames: Vec<Arc<Frame>>,
     text: String,
     input: String,
     answer: String,
@@ -508,7 +509,8 @@ impl Runner {
             Misbehaviour::NoFinal => false,
             Misbehaviour::WrongRequest => {
                 let mut f = s.text("for someone else");
-                f.request_id = Some(format!("{}-other", f.request_id.unwrap_or_default()));
+                let other = format!("{}-other", f.head.request_id.as_deref().unwrap_or_default());
+                f.head.make_mut().request_id = Some(other);
                 self.frames.push(Arc::new(f));
                 self.stream = Some(s);
                 true

@@ -19,13 +19,14 @@ use std::sync::atomic::Ordering;
 use agent_client_protocol_schema::v1 as acp;
 use e2a::acp::stream::AcpStreamProjector;
 use e2a::acp::{envelope_from_jsonrpc, JsonRpcIngress};
+use e2a::frame::{Frame, Projector};
 use e2a::stream::ResponseStream;
 use e2a::taxonomy::ErrorKind;
 use e2a::types::{
     AcpAgentToClientMethod as AgentMethod, AcpClientToAgentMethod as Method, AcpMethodBeyondReference as Beyond,
     PauseKind, ResponseKind,
 };
-use e2a::{E2AEnvelope, E2AResponse, ResponseBody};
+use e2a::{E2AEnvelope, ResponseBody};
 use futures_util::StreamExt;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -73,7 +74,7 @@ struct Turning<'a> {
 
 impl Turning<'_> {
     /// Pushes a frame through the projector, sends the updates; returns the final response.
-    fn project(&mut self, frame: &E2AResponse) -> Option<Value> {
+    fn project(&mut self, frame: &Frame) -> Option<Value> {
         let mut last = None;
         for mut msg in self.projector.push(frame) {
             // what the agent said may carry a credential: never to the editor as is
@@ -186,7 +187,7 @@ impl AcpServer {
         let cancelled = |t: &Turning<'_>| t.cancel.is_cancelled();
         while let Some(frame) = frames.next().await {
             if frame.response_kind == ResponseKind::PlanApprovalRequired {
-                if let Ok(ResponseBody::PlanApprovalRequired(b)) = frame.typed_body() {
+                if let Ok(ResponseBody::PlanApprovalRequired(b)) = frame.to_record().typed_body() {
                     let question = b.plan_content.unwrap_or_else(|| "The agent asks for approval".into());
                     pause = Some((b.input_kind.unwrap_or(PauseKind::Approval), question));
                 }
