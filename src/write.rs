@@ -111,6 +111,12 @@ impl JsonWriter {
         &self.buf
     }
 
+    /// Drops the first `n` bytes written (`n` must be where a value the caller wrote starts
+    /// or ends, so the rest stays whole UTF-8 JSON text; past the end: all of it).
+    pub(crate) fn drain_front(&mut self, n: usize) {
+        self.buf.drain(..n.min(self.buf.len()));
+    }
+
     /// Gives back the buffer's room beyond what was written.
     pub fn shrink_to_fit(&mut self) {
         self.buf.shrink_to_fit();

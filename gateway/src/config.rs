@@ -39,6 +39,12 @@ pub struct GatewayConfig {
     /// small machine next to the live runs (an ended run is kept as its frames' JSON text, and
     /// counts that and about 0.5 KiB more).
     pub max_retained_bytes: usize,
+    /// Most bytes of its frames one live E2A or AG-UI run keeps in memory (their JSON text,
+    /// and the frames as made when its readers want them). Past it the oldest frames are
+    /// forgotten, down to three quarters of it: a reader that fell behind them ends its stream,
+    /// and a `Last-Event-ID` before them is answered `404` naming the oldest sequence still
+    /// held. Default 16 MiB (a token stream of 2,000 chunks takes about 0.3 MiB).
+    pub max_run_bytes: usize,
     /// How long a run whose every client went away keeps running, waiting for a resume,
     /// before it is cancelled.
     pub disconnect_grace: Duration,
@@ -81,6 +87,7 @@ impl Default for GatewayConfig {
             retention: Duration::from_secs(300),
             max_retained: 1024,
             max_retained_bytes: 64 << 20,
+            max_run_bytes: 16 << 20,
             disconnect_grace: Duration::from_secs(2),
             drain_timeout: Duration::from_secs(10),
             auth: Auth::none(),

@@ -383,3 +383,48 @@ async fn a_json_client_that_gives_up_cancels_the_run_and_the_log_gets_a_final_fr
     assert_eq!(last.body["code"], "E2A.CANCELLED");
     assert_eq!(last.sequence, 1);
 }
+
+/// A JSON request without a `request_id` (and no `Idempotency-Key`, no store keeping runs) is
+/// answered inline, outside the run registry: its answer is the same whole answer, a client
+/// that gives up cancels it at once, and a shutdown cuts it off with `E2A.CANCELLED`.
+#[tokio::test]
+async fn a_json_request_nobody_can_resume_is_answered_inline_and_still_cut_off() {
+    let agent = script();
+    let stats = agent.stats();
+    let config = GatewayConfig {
+        drain_timeout: Duration::from_millis(300),
+        ..fast_config()
+    };
+    let mut server = start(Arc::new(agent), config).await;
+    let unnamed = |text: &str| serde_json::json!({"method": "chat.send", "params": {"query": text}});
+    // answered: the final frame with a server-made request_id
+    let done = post(&server.base, &unnamed("hello"), "application/json").await;
+    assert_eq!(done.status(), 200);
+    let done: Value = done.json().await.expect("json");
+    assert!(done["is_final"].as_bool().unwrap_or(false), "{done}");
+    assert!(done["request_id"].as_str().is_some_and(|id| !id.is_empty()), "{done}");
+    // a client that gives up: the run is cancelled, its slot released
+    let gave_up = client()
+        .post(server.url(e2a_gateway::bindings::e2a_http::REQUESTS_PATH))
+        .header("content-type", "application/json")
+        .timeout(Duration::from_millis(300))
+        .body(unnamed("never finish").to_string())
+        .send()
+        .await;
+    assert!(gave_up.is_err(), "the run never finishes");
+    eventually("the script run is cancelled", || stats.cancelled() == 1).await;
+    eventually("the stream slot is released", || server.gateway.live_streams() == 0).await;
+    // a shutdown cuts a run still going off, and its client gets the final frame saying so
+    let waiting = tokio::spawn({
+        let base = server.base.clone();
+        let body = unnamed("never finish");
+        async move { post(&base, &body, "application/json").await.text().await }
+    });
+    eventually("the run is open", || server.gateway.live_streams() == 1).await;
+    server.shutdown();
+    let last: Value = serde_json::from_str(&waiting.await.expect("join").expect("body")).expect("a frame");
+    assert_eq!(last["body"]["code"], "E2A.CANCELLED", "{last}");
+    assert_eq!(last["body"]["details"]["reason"], "shutdown", "{last}");
+    let served = tokio::time::timeout(Duration::from_secs(5), server.task).await;
+    assert!(matches!(served, Ok(Ok(Ok(())))), "serve returns Ok after the drain");
+}

@@ -542,3 +542,45 @@ async fn a_json_answer_is_the_same_made_at_the_end_or_read_back_later() {
     assert_eq!(later["tool_calls"][0]["result"], waited["tool_calls"][0]["result"]);
     assert_eq!(later["content"], waited["content"]);
 }
+
+/// A live run keeps at most `max_run_bytes` of its frames in memory: past it the oldest are
+/// forgotten, a `Last-Event-ID` before them is answered `404` naming the oldest still held, and
+/// the JSON answer gathered as the frames came still holds every piece.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_past_its_memory_budget_forgets_its_oldest_frames_and_says_so() {
+    let piece = "y".repeat(1000);
+    let script = json!({"scenarios": [{"name": "long", "match": {"text": "long"}, "steps": [
+        {"type": "text", "text": piece.repeat(400), "chunk_size": 1000},
+        {"type": "complete", "result": {}}
+    ]}]});
+    let agent = e2a_gateway::backends::ScriptAgent::from_json(&script.to_string()).expect("script");
+    let config = GatewayConfig {
+        max_run_bytes: 64 << 10,
+        ..common::fast_config()
+    };
+    let s = common::serve_crashable(Gateway::new(agent, config)).await;
+    let body = request("budget-1", "long");
+    let answer = send_as(&s.base, &body, "application/json", None).await;
+    assert_eq!(answer.status(), 200);
+    let answer: Value = answer.json().await.expect("json");
+    assert_eq!(answer["sequence"], 400);
+    let content = answer["body"]["result"]["content"].as_str().unwrap_or_default();
+    assert_eq!(content.len(), 400 * 1000, "every piece is in the whole answer");
+    // the run ended past its budget: only its newest frames are held
+    let resp = send(&s.base, &body, Some(0)).await;
+    assert_eq!(resp.status(), 404);
+    let problem: Value = resp.json().await.expect("problem");
+    let detail = problem["detail"].as_str().unwrap_or_default().to_string();
+    assert!(detail.contains("no longer held"), "{problem}");
+    let oldest: u64 = detail
+        .split("before sequence ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("the oldest sequence held is named");
+    assert!(oldest > 300 && oldest <= 400, "{oldest}");
+    // from there on, the frames are all there
+    let rest = all_frames(&s.base, &body, Some(oldest - 1)).await;
+    assert_eq!(rest.first().map(|f| f.sequence), Some(oldest));
+    assert!(rest.last().is_some_and(|f| f.is_final && f.sequence == 400));
+}

@@ -1278,6 +1278,10 @@ class ServerSettings(BaseModel):
         4096,
         description='Most connections open at once; past it the connection idle the longest is closed, or, with every connection busy, `503` (flag `--max-connections`; lowered to what the open-files limit allows).',
     )
+    max_run_kib: conint(ge=64) = Field(
+        16384,
+        description='KiB of its frames one live E2A or AG-UI run keeps in memory (their JSON text, and the frames as made when its readers want them). Past it the oldest frames are forgotten, down to three quarters: a reader that fell behind them ends its stream, and a `Last-Event-ID` before them is answered `404` naming the oldest sequence still held.',
+    )
     max_streams: conint(ge=1) = Field(
         1024,
         description='Most streams open at once per agent; past it `503` with `Retry-After` (flag `--max-streams`).',

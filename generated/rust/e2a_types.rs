@@ -4137,6 +4137,9 @@ pub struct ServerSettings {
     ///Most connections open at once; past it the connection idle the longest is closed, or, with every connection busy, `503` (flag `--max-connections`; lowered to what the open-files limit allows).
     #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 4096>")]
     pub max_connections: ::std::num::NonZeroU64,
+    ///KiB of its frames one live E2A or AG-UI run keeps in memory (their JSON text, and the frames as made when its readers want them). Past it the oldest frames are forgotten, down to three quarters: a reader that fell behind them ends its stream, and a `Last-Event-ID` before them is answered `404` naming the oldest sequence still held.
+    #[serde(default = "defaults::default_u64::<i64, 16384>")]
+    pub max_run_kib: i64,
     ///Most streams open at once per agent; past it `503` with `Retry-After` (flag `--max-streams`).
     #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 1024>")]
     pub max_streams: ::std::num::NonZeroU64,
@@ -4156,6 +4159,7 @@ impl ::std::default::Default for ServerSettings {
             idle_timeout_secs: defaults::default_nzu64::<::std::num::NonZeroU64, 60>(),
             insecure_no_auth: Default::default(),
             max_connections: defaults::default_nzu64::<::std::num::NonZeroU64, 4096>(),
+            max_run_kib: defaults::default_u64::<i64, 16384>(),
             max_streams: defaults::default_nzu64::<::std::num::NonZeroU64, 1024>(),
             public_url: Default::default(),
             token_file: Default::default(),
@@ -7365,6 +7369,8 @@ impl crate::write::WriteJson for ServerSettings {
         w.value(&self.insecure_no_auth);
         w.key(&mut first, "\"max_connections\":");
         w.serde(&self.max_connections);
+        w.key(&mut first, "\"max_run_kib\":");
+        w.value(&self.max_run_kib);
         w.key(&mut first, "\"max_streams\":");
         w.serde(&self.max_streams);
         if let Some(v) = &self.public_url {

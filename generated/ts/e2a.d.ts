@@ -2458,6 +2458,10 @@ export interface ServerSettings {
    */
   max_connections?: number;
   /**
+   * KiB of its frames one live E2A or AG-UI run keeps in memory (their JSON text, and the frames as made when its readers want them). Past it the oldest frames are forgotten, down to three quarters: a reader that fell behind them ends its stream, and a `Last-Event-ID` before them is answered `404` naming the oldest sequence still held.
+   */
+  max_run_kib?: number;
+  /**
    * Most streams open at once per agent; past it `503` with `Retry-After` (flag `--max-streams`).
    */
   max_streams?: number;

@@ -1,6 +1,6 @@
 //! Stream frames: the response record as a stream carries it.
 //!
-//! A [`Frame`] is an [`E2AResponse`](crate::E2AResponse) cut in two: the fields every frame
+//! A [`Frame`] is an [`E2AResponse`] cut in two: the fields every frame
 //! of a stream shares (what echoes the request, and the stream's own: a [`FrameHead`], held
 //! once per stream in a [`Head`] that writes its JSON text once) and each frame's own fields,
 //! with a typed [`FrameBody`]. It writes the record's canonical JSON byte for byte, and

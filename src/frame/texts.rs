@@ -43,6 +43,11 @@ pub struct FrameTexts<R: Framed> {
     /// fields).
     ends: Vec<u32>,
     scratch: Vec<usize>,
+    /// How many of the oldest frames were forgotten ([`FrameTexts::forget_oldest`]): frame `i`
+    /// is `entries[i - forgotten]`.
+    forgotten: usize,
+    /// The last frame's sequence and whether it is final (kept when it is forgotten).
+    last: Option<(u64, bool)>,
 }
 
 impl<R: Framed> Default for FrameTexts<R> {
@@ -64,6 +69,8 @@ impl<R: Framed> FrameTexts<R> {
             entries: Vec::new(),
             ends: Vec::new(),
             scratch: vec![0; Self::OWN],
+            forgotten: 0,
+            last: None,
         }
     }
 
@@ -88,35 +95,65 @@ impl<R: Framed> FrameTexts<R> {
             sequence,
             is_final,
         });
+        self.last = Some((sequence, is_final));
     }
 
-    /// How many frames there are.
+    /// How many frames there have been (forgotten ones included).
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.forgotten + self.entries.len()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
-    /// Frame `i`'s sequence and whether it is final.
+    /// The index of the oldest frame still held (`len()` when none is).
+    pub fn first_held(&self) -> usize {
+        self.forgotten
+    }
+
+    /// Forgets the `n` oldest frames held (their text is given back): frames before
+    /// [`FrameTexts::first_held`] read as `None`. What a stream's memory budget does.
+    pub fn forget_oldest(&mut self, n: usize) {
+        let n = n.min(self.entries.len());
+        if n == 0 {
+            return;
+        }
+        let cut = self.entries.get(n).map_or(self.text.len(), |e| e.start);
+        self.text.drain_front(cut);
+        self.entries.drain(..n);
+        for e in &mut self.entries {
+            e.start -= cut;
+        }
+        self.ends.drain(..n * Self::OWN);
+        self.forgotten += n;
+    }
+
+    /// Held frame `i`: its entry and where its own fields' ends are.
+    fn held(&self, i: usize) -> Option<(&Entry, usize)> {
+        let k = i.checked_sub(self.forgotten)?;
+        self.entries.get(k).map(|e| (e, k))
+    }
+
+    /// Frame `i`'s sequence and whether it is final (`None` past the end or forgotten).
     pub fn sequence(&self, i: usize) -> Option<(u64, bool)> {
-        self.entries.get(i).map(|e| (e.sequence, e.is_final))
+        self.held(i).map(|(e, _)| (e.sequence, e.is_final))
     }
 
     /// The last frame's sequence and whether it is final.
     pub fn last(&self) -> Option<(u64, bool)> {
-        self.len().checked_sub(1).and_then(|i| self.sequence(i))
+        self.last
     }
 
-    /// Appends frame `i`'s JSON text to `out`; `false` (nothing appended) past the end.
+    /// Appends frame `i`'s JSON text to `out`; `false` (nothing appended) past the end or
+    /// when it was forgotten.
     pub fn write(&self, i: usize, out: &mut Vec<u8>) -> bool {
-        let Some((entry, head)) = self.entries.get(i).and_then(|e| Some((e, self.heads.get(e.head)?))) else {
+        let Some((entry, k, head)) = self.held(i).and_then(|(e, k)| Some((e, k, self.heads.get(e.head)?))) else {
             return false;
         };
         let own = self.text.as_bytes().get(entry.start..).unwrap_or_default();
-        let ends = self.ends.get(i * Self::OWN..(i + 1) * Self::OWN).unwrap_or_default();
+        let ends = self.ends.get(k * Self::OWN..(k + 1) * Self::OWN).unwrap_or_default();
         let mut from = 0;
         for (k, end) in ends.iter().enumerate() {
             let end = *end as usize;
@@ -150,5 +187,38 @@ impl<R: Framed> FrameTexts<R> {
         self.text.shrink_to_fit();
         self.entries.shrink_to_fit();
         self.ends.shrink_to_fit();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FrameTexts;
+    use crate::stream::ResponseStream;
+    use crate::types::Frame;
+
+    #[test]
+    fn forgotten_frames_read_as_none_and_the_rest_as_they_were() {
+        let request = crate::E2AEnvelope::new("chat.send", serde_json::json!({})).with_request_id("r1");
+        let mut stream = ResponseStream::for_request(&request);
+        let mut frames: Vec<Frame> = (0..6).map(|i| stream.text(&format!("piece {i} é"))).collect();
+        frames.push(stream.complete(serde_json::json!({"content": "done"})));
+        let mut texts = FrameTexts::new();
+        for f in &frames {
+            texts.push(f, f.sequence, f.is_final);
+        }
+        let before = texts.bytes();
+        texts.forget_oldest(4);
+        assert!(texts.bytes() < before);
+        assert_eq!((texts.len(), texts.first_held()), (7, 4));
+        for (i, f) in frames.iter().enumerate() {
+            let want = (i >= 4).then(|| f.to_json());
+            assert_eq!(texts.text(i), want, "frame {i}");
+            assert_eq!(texts.sequence(i).is_some(), i >= 4);
+        }
+        // frames added after a forget read back too; forgetting more than is held holds none
+        texts.forget_oldest(1);
+        assert_eq!(texts.text(6), Some(frames[6].to_json()));
+        texts.forget_oldest(100);
+        assert_eq!((texts.len(), texts.first_held(), texts.last()), (7, 7, Some((6, true))));
     }
 }

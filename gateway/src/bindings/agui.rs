@@ -266,7 +266,7 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
             .runs
             .resume(&key, None)
             .await
-            .map_err(|e| Problem::store_failed(&e))?
+            .map_err(|e| e.problem())?
             .ok_or_else(|| {
                 Problem::new(ErrorKind::NotFound, "no run of this threadId and runId is retained").at("/runId")
             })?;

@@ -250,7 +250,7 @@ async fn send_request(
             .runs
             .resume(&runs::e2a_key(&caller, &id), Some(after))
             .await
-            .map_err(|e| Problem::store_failed(&e))?
+            .map_err(|e| e.problem())?
             .ok_or_else(|| {
                 Problem::new(ErrorKind::NotFound, "no stream of this request_id is retained").at("/request_id")
             })?;
@@ -258,6 +258,20 @@ async fn send_request(
     }
 
     let admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
+    // a JSON answer nobody can ask for again (no id of the client's, no Idempotency-Key, no
+    // store keeping runs): driven here, outside the run registry
+    let unnamed = request.request_id.is_none() && crate::web::idempotency_key(&headers).is_none();
+    if mode == Mode::Json && unnamed && shared.runs.answers_inline() {
+        request.request_id = Some(e2a::stream::new_ordered_id());
+        request.is_stream = false;
+        let frames = admission.run(request);
+        let ctx = admission.ctx.clone();
+        let _permit = admission.into_permit();
+        return Ok(match shared.runs.answer_inline(frames, &ctx).await {
+            Some(json) => ([(header::CONTENT_TYPE, JSON)], json).into_response(),
+            None => Problem::new(ErrorKind::Internal, "the run ended without a frame").into_response(),
+        });
+    }
     let id = request
         .request_id
         .get_or_insert_with(e2a::stream::new_ordered_id)
@@ -269,7 +283,7 @@ async fn send_request(
     let grace = shared.config.disconnect_grace;
     let ctx = admission.ctx.clone();
     let permit = admission.into_permit();
-    let (run, pump) = shared.runs.open(key, request, &ctx, grace, permit, mode == Mode::Json);
+    let (run, pump) = shared.runs.open(key, request, &ctx, grace, permit, false);
     let sub = run.subscribe(None);
     if mode == Mode::Json {
         // the answer is the final frame (holding what the others carried): drive the run here
@@ -333,12 +347,7 @@ async fn repeated(
     let run = runs::e2a_key(caller, &first.task_id);
     // the first request may have been remembered an instant before its run opened
     for _ in 0..20 {
-        if let Some(sub) = shared
-            .runs
-            .resume(&run, None)
-            .await
-            .map_err(|e| Problem::store_failed(&e))?
-        {
+        if let Some(sub) = shared.runs.resume(&run, None).await.map_err(|e| e.problem())? {
             return Ok(Some(sub));
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;

@@ -13,47 +13,81 @@
 //! parsed or written again —; a reader of an ended run that wants frames as made reads them
 //! back from their text.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
-use e2a::frame::Frame;
-use e2a::frame::FrameTexts;
+use e2a::frame::{Frame, FrameTexts};
 use e2a::E2AResponse;
+
+use super::inline::WholeJson;
 
 /// What an ended run takes besides its text: the run itself, its channels and its place in
 /// the registry, about.
 const COMPACT_OVERHEAD: usize = 512;
 
+/// What a frame kept as made takes besides its text, about (the `Frame`, its `Arc`, the
+/// allocations of a typed body).
+const MADE_OVERHEAD: usize = 384;
+
 /// A run's frames.
 pub(super) struct Frames {
     /// As made, while the run goes on and when its readers want them (they share them); none
-    /// once it has ended.
-    live: Vec<Arc<Frame>>,
+    /// once it has ended. `made[k]` is frame `texts.first_held() + k`.
+    made: VecDeque<Arc<Frame>>,
     typed: bool,
     ended: bool,
     texts: FrameTexts<Frame>,
+    /// How many bytes the frames held may take while the run goes on; past it the oldest are
+    /// forgotten.
+    budget: usize,
+    /// The answer a client that takes one frame waits for, gathered as the frames come
+    /// ([`Frames::gather`]).
+    whole: Option<WholeJson>,
 }
 
 impl Frames {
-    /// No frames yet; `typed`: keep them as made while the run goes on, not only as text.
-    pub(super) fn new(typed: bool) -> Self {
+    /// No frames yet; `typed`: keep them as made while the run goes on, not only as text;
+    /// `budget`: the bytes its frames may take in memory (see [`Frames::push`]).
+    pub(super) fn new(typed: bool, budget: usize) -> Self {
         Frames {
-            live: Vec::new(),
+            made: VecDeque::new(),
             typed,
             ended: false,
             texts: FrameTexts::new(),
+            budget,
+            whole: None,
         }
     }
 
-    /// How many frames there are.
+    /// How many frames there have been (forgotten ones included).
     pub(super) fn len(&self) -> usize {
         self.texts.len()
     }
 
+    /// The index of the oldest frame still held.
+    pub(super) fn first_held(&self) -> usize {
+        self.texts.first_held()
+    }
+
+    /// The sequence of the oldest frame still held, when older ones were forgotten (the run
+    /// went past its memory budget).
+    pub(super) fn oldest_held(&self) -> Option<u64> {
+        let first = self.texts.first_held();
+        (first > 0).then(|| self.texts.sequence(first).map_or(u64::MAX, |(s, _)| s))
+    }
+
+    /// Whether a reader of the frames after `after` (all for `None`) would miss forgotten
+    /// ones: then the oldest sequence still held.
+    pub(super) fn missing_after(&self, after: Option<u64>) -> Option<u64> {
+        self.oldest_held()
+            .filter(|oldest| after.is_none_or(|a| a.saturating_add(1) < *oldest))
+    }
+
     /// Frame `i`: shared as made, or read back from its text (once the run has ended, or when
-    /// its frames are kept only as text). `None` past the end, or when the text cannot be read
-    /// back (logged: the reader's stream ends there).
+    /// its frames are kept only as text). `None` past the end, when it was forgotten, or when
+    /// the text cannot be read back (logged: the reader's stream ends there).
     pub(super) fn get(&self, i: usize) -> Option<Arc<Frame>> {
-        if let Some(f) = self.live.get(i) {
+        if let Some(f) = i.checked_sub(self.texts.first_held()).and_then(|k| self.made.get(k)) {
             return Some(f.clone());
         }
         let text = self.texts.text(i)?;
@@ -71,12 +105,12 @@ impl Frames {
         self.texts.text(i)
     }
 
-    /// Appends the JSON text of frame `i` to `out`; `false` past the end.
+    /// Appends the JSON text of frame `i` to `out`; `false` past the end or forgotten.
     pub(super) fn write(&self, i: usize, out: &mut Vec<u8>) -> bool {
         self.texts.write(i, out)
     }
 
-    /// Frame `i`'s sequence.
+    /// Frame `i`'s sequence (`None` past the end or forgotten).
     pub(super) fn sequence(&self, i: usize) -> Option<u64> {
         self.texts.sequence(i).map(|(s, _)| s)
     }
@@ -91,24 +125,83 @@ impl Frames {
         self.texts.last()
     }
 
-    /// Appends a frame (to a run that goes on; an ended run takes none).
+    /// Starts gathering the answer of a client that takes one frame, from the frames held
+    /// (none may have been forgotten, and they must be kept as made: `false` otherwise, and
+    /// the answer is made by reading the frames back).
+    pub(super) fn gather(&mut self) -> bool {
+        if self.whole.is_some() {
+            return true;
+        }
+        if self.texts.first_held() > 0 || self.made.len() != self.texts.len() || self.ended {
+            return false;
+        }
+        let mut whole = WholeJson::default();
+        self.made.iter().for_each(|f| whole.push(f.clone()));
+        self.whole = Some(whole);
+        true
+    }
+
+    /// The answer gathered ([`Frames::gather`]), once the run has ended.
+    pub(super) fn take_whole(&mut self) -> Option<WholeJson> {
+        self.whole.take()
+    }
+
+    /// Appends a frame (to a run that goes on; an ended run takes none). Past the run's
+    /// budget, the oldest frames are forgotten (down to three quarters of it; the newest is
+    /// always held).
     pub(super) fn push(&mut self, f: Arc<Frame>) {
         if self.ended {
             tracing::warn!(sequence = f.sequence, "a frame after the run ended is dropped");
             return;
         }
         self.texts.push(&f, f.sequence, f.is_final);
-        if self.typed {
-            self.live.push(f);
+        if let Some(whole) = &mut self.whole {
+            whole.push(f.clone());
         }
+        if self.typed {
+            self.made.push_back(f);
+        }
+        if self.held_bytes() > self.budget {
+            self.forget();
+        }
+    }
+
+    /// Bytes the frames take while the run goes on, about: their text, and the frames as made
+    /// (each about its text again, and a fixed part).
+    fn held_bytes(&self) -> usize {
+        let text = self.texts.bytes();
+        match self.made.is_empty() {
+            true => text,
+            false => 2 * text + self.made.len() * MADE_OVERHEAD,
+        }
+    }
+
+    /// Forgets the oldest frames, half of those held at a time, until the rest take three
+    /// quarters of the budget or only the newest is left.
+    fn forget(&mut self) {
+        let target = self.budget / 4 * 3;
+        while self.held_bytes() > target {
+            let held = self.texts.len() - self.texts.first_held();
+            if held <= 1 {
+                break;
+            }
+            let n = held / 2;
+            self.texts.forget_oldest(n);
+            self.made.drain(..n.min(self.made.len()));
+        }
+        tracing::debug!(
+            oldest = self.oldest_held(),
+            budget = self.budget,
+            "a run went past its memory budget: its oldest frames are forgotten"
+        );
     }
 
     /// Ends the frames: only their text is kept from now on; the frames as made are handed
     /// back (to be freed outside the run's lock).
-    pub(super) fn end(&mut self) -> Vec<Arc<Frame>> {
+    pub(super) fn end(&mut self) -> VecDeque<Arc<Frame>> {
         self.ended = true;
         self.texts.shrink_to_fit();
-        std::mem::take(&mut self.live)
+        std::mem::take(&mut self.made)
     }
 
     /// About how many bytes an ended run takes in memory (what the retention bound counts).
@@ -139,7 +232,7 @@ mod tests {
     }
 
     fn of(made: &[Arc<Frame>]) -> Frames {
-        let mut frames = Frames::new(true);
+        let mut frames = Frames::new(true, usize::MAX);
         made.iter().cloned().for_each(|f| frames.push(f));
         frames
     }
@@ -175,7 +268,7 @@ mod tests {
     #[test]
     fn a_run_kept_as_text_only_reads_its_frames_back() {
         let made = frames();
-        let mut frames = Frames::new(false);
+        let mut frames = Frames::new(false, usize::MAX);
         made.iter().cloned().for_each(|f| frames.push(f));
         for (i, f) in made.iter().enumerate() {
             let read = frames.get(i).expect("read back");
@@ -234,5 +327,65 @@ mod tests {
         for (i, f) in made.iter().enumerate() {
             assert_eq!(frames.json(i), Some(f.to_json()), "frame {i}");
         }
+    }
+}
+
+#[cfg(test)]
+mod budget {
+    use super::*;
+    use e2a::stream::ResponseStream;
+
+    /// `n` text frames of about 1 kB, then the final one.
+    fn long_run(n: usize) -> Vec<Arc<Frame>> {
+        let request = e2a::E2AEnvelope::new("chat.send", serde_json::json!({})).with_request_id("r-long");
+        let mut s = ResponseStream::for_request(&request);
+        let piece = "x".repeat(1000);
+        let mut frames: Vec<Arc<Frame>> = (0..n).map(|_| Arc::new(s.text(&piece))).collect();
+        frames.push(Arc::new(s.complete(serde_json::json!({}))));
+        frames
+    }
+
+    #[test]
+    fn a_run_past_its_budget_forgets_its_oldest_frames_and_says_which_it_holds() {
+        for typed in [false, true] {
+            let budget = 64 << 10;
+            let mut frames = Frames::new(typed, budget);
+            let made = long_run(2_000);
+            for f in &made {
+                frames.push(f.clone());
+                assert!(frames.held_bytes() <= budget, "{} > {budget}", frames.held_bytes());
+            }
+            assert_eq!(frames.len(), made.len());
+            let oldest = frames.oldest_held().expect("some were forgotten");
+            assert!(oldest > 1_000, "{oldest}");
+            let first = usize::try_from(oldest).expect("index");
+            assert_eq!(frames.missing_after(None), Some(oldest));
+            assert_eq!(frames.missing_after(Some(oldest - 2)), Some(oldest));
+            assert_eq!(frames.missing_after(Some(oldest - 1)), None);
+            assert!(frames.get(first - 1).is_none() && frames.json(first - 1).is_none());
+            assert!(!frames.write(first - 1, &mut Vec::new()));
+            for (i, f) in made.iter().enumerate().skip(first) {
+                assert_eq!(frames.json(i), Some(f.to_json()), "frame {i}");
+                assert_eq!(frames.get(i).map(|f| f.to_record()), Some(f.to_record()));
+            }
+            assert_eq!(frames.last(), Some((2_000, true)));
+        }
+    }
+
+    #[test]
+    fn the_whole_answer_gathered_from_the_start_keeps_what_was_forgotten() {
+        let mut frames = Frames::new(true, 64 << 10);
+        assert!(frames.gather());
+        let made = long_run(500);
+        made.iter().for_each(|f| frames.push(f.clone()));
+        assert!(frames.oldest_held().is_some());
+        let whole: serde_json::Value =
+            serde_json::from_str(&frames.take_whole().and_then(WholeJson::finish).expect("an answer")).expect("json");
+        let content = whole["body"]["result"]["content"].as_str().unwrap_or_default();
+        assert_eq!(content.len(), 500 * 1000, "every piece is in the answer");
+        // once frames were forgotten, an answer cannot be gathered any more
+        let mut late = Frames::new(true, 64 << 10);
+        made.iter().for_each(|f| late.push(f.clone()));
+        assert!(!late.gather());
     }
 }

@@ -10,6 +10,7 @@
 
 mod frames;
 mod housekeeping;
+mod inline;
 mod subscription;
 
 use std::collections::{HashMap, VecDeque};
@@ -43,6 +44,43 @@ pub(crate) fn agui_key(caller: &Caller, thread_id: &str, run_id: &str) -> Conver
     ConversationKey::new(caller.owner(), format!("agui:{}:{thread_id}:{run_id}", thread_id.len()))
 }
 
+/// Why a run cannot be read from where a client asked ([`Runs::resume`]).
+#[derive(Debug)]
+pub(crate) enum ResumeError {
+    /// The store that keeps runs failed.
+    Store(StoreError),
+    /// The frames the reader asked for include some the run no longer holds (it went past its
+    /// memory budget, `max_run_bytes`): `oldest` is the first sequence still held.
+    Forgotten {
+        /// The sequence of the oldest frame still held.
+        oldest: u64,
+    },
+}
+
+impl From<StoreError> for ResumeError {
+    fn from(e: StoreError) -> Self {
+        ResumeError::Store(e)
+    }
+}
+
+impl ResumeError {
+    /// The problem a client is told: the store's failure, or `404` naming the oldest frame
+    /// still held.
+    pub(crate) fn problem(&self) -> crate::web::problem::Problem {
+        match self {
+            ResumeError::Store(e) => crate::web::problem::Problem::store_failed(e),
+            ResumeError::Forgotten { oldest } => crate::web::problem::Problem::new(
+                e2a::taxonomy::ErrorKind::NotFound,
+                format!(
+                    "the frames before sequence {oldest} of this stream are no longer held (a run keeps at \
+                     most max_run_bytes of its frames in memory); resume from Last-Event-ID {} or later",
+                    oldest.saturating_sub(1)
+                ),
+            ),
+        }
+    }
+}
+
 /// One run: its frames so far, whether it ended, and how to stop it.
 pub(crate) struct Run {
     frames: Mutex<Frames>,
@@ -54,11 +92,8 @@ pub(crate) struct Run {
     stop: StopCell,
     subscribers: AtomicUsize,
     grace: Duration,
-    /// Whether a reader waits for the answer as one frame ([`Subscription::whole_json`]):
-    /// then the frames' whole answer is made when the run is compacted, from the frames as
-    /// made (reading them back from their text costs more than the request).
-    wants_whole: AtomicBool,
-    /// That whole answer's JSON once made: `None` when the final frame holds everything.
+    /// The whole answer's JSON, gathered as the frames came when a reader wanted it from the
+    /// start ([`Run::want_whole`]), once the run has ended.
     whole: OnceLock<Option<String>>,
 }
 
@@ -79,15 +114,21 @@ impl Run {
         self.progress.send_replace((n, false));
     }
 
+    /// Ends the run: the answer gathered for a reader is made, then its readers are told.
     fn end(&self) {
+        let whole = self.frames.lock().take_whole();
+        if let Some(whole) = whole {
+            let _ = self.whole.set(whole.finish());
+        }
         self.progress.send_modify(|p| p.1 = true);
         self.done.send_replace(true);
     }
 
-    /// A reader will want the answer as one frame ([`Subscription::whole_json`]): it is made
-    /// from the frames as made when the run ends, not read back from their compacted text.
+    /// A reader will want the answer as one frame ([`Subscription::whole_json`]): it is
+    /// gathered from the frames as they come (when they are kept as made and none was
+    /// forgotten yet), not read back from their text when the run ends.
     pub(crate) fn want_whole(&self) {
-        self.wants_whole.store(true, Ordering::SeqCst);
+        self.frames.lock().gather();
     }
 
     /// Whether the run has ended (its final frame is in the log).
@@ -114,8 +155,8 @@ impl Run {
     }
 
     /// Ends the run's frames: only their JSON text is kept (see [`frames`]); returns about how
-    /// many bytes they take now (what the retention bound counts). The whole answer a reader
-    /// waits for is made from the frames as made, outside the lock.
+    /// many bytes they take now (what the retention bound counts). The frames as made are freed
+    /// outside the lock.
     fn compact(&self) -> usize {
         let (made, bytes) = {
             let mut frames = self.frames.lock();
@@ -124,14 +165,7 @@ impl Run {
             }
             (frames.end(), frames.bytes())
         };
-        // (from every frame as made, or not at all: a reader then reads them back)
-        if self.wants_whole.load(Ordering::SeqCst) && made.len() == self.len() {
-            if let Some((last, before)) = made.split_last() {
-                let mut whole = e2a::shown::WholeAnswer::default();
-                before.iter().for_each(|f| whole.push(f));
-                let _ = self.whole.set(whole.finish(last).map(|shown| shown.to_json()));
-            }
-        }
+        drop(made);
         bytes
     }
 
@@ -172,6 +206,13 @@ pub(crate) struct Runs {
     store: OnceLock<RunKeeping>,
     /// This gateway's name in run leases.
     holder: String,
+    /// The bytes one live run's frames may take in memory (`max_run_bytes`).
+    max_run_bytes: usize,
+    /// Runs answered inline ([`inline`]), going on now.
+    inline: AtomicUsize,
+    /// Cancelled when the gateway cuts its streams off: what runs outside the registry
+    /// ([`inline`]) wait on.
+    cutting: CancellationToken,
     housekeeping: Once,
 }
 
@@ -208,6 +249,9 @@ impl Runs {
             },
             store: OnceLock::new(),
             holder: e2a::stream::new_id(),
+            max_run_bytes: config.max_run_bytes,
+            inline: AtomicUsize::new(0),
+            cutting: CancellationToken::new(),
             housekeeping: Once::new(),
         }
     }
@@ -239,14 +283,13 @@ impl Runs {
     ) -> (Arc<Run>, Pump) {
         let (progress, _) = watch::channel((0, false));
         let run = Arc::new(Run {
-            frames: Mutex::new(Frames::new(typed)),
+            frames: Mutex::new(Frames::new(typed, self.max_run_bytes)),
             progress,
             done: watch::channel(false).0,
             cancel: ctx.cancel.clone(),
             stop: ctx.stop.clone(),
             subscribers: AtomicUsize::new(0),
             grace,
-            wants_whole: AtomicBool::new(false),
             whole: OnceLock::new(),
         });
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
@@ -337,7 +380,7 @@ impl Runs {
         &self,
         key: &ConversationKey,
         after: Option<u64>,
-    ) -> Result<Option<Subscription>, StoreError> {
+    ) -> Result<Option<Subscription>, ResumeError> {
         let (local, forgotten) = {
             let mut inner = self.inner.lock();
             let forgotten = self.prune(&mut inner);
@@ -345,6 +388,9 @@ impl Runs {
         };
         drop(forgotten);
         if let Some(run) = local {
+            if let Some(oldest) = run.frames.lock().missing_after(after) {
+                return Err(ResumeError::Forgotten { oldest });
+            }
             return Ok(Some(run.subscribe(after)));
         }
         let Some(store) = self.store.get() else {
@@ -362,9 +408,9 @@ impl Runs {
         self.inner.lock().live.values().map(|(k, _)| k.scoped_id()).collect()
     }
 
-    /// Runs still going.
+    /// Runs still going (those answered inline too).
     pub(crate) fn live(&self) -> usize {
-        self.inner.lock().live.len()
+        self.inner.lock().live.len() + self.inline.load(Ordering::SeqCst)
     }
 
     /// Marks the gateway as draining (new runs are refused).
@@ -388,6 +434,9 @@ impl Runs {
         let live: Vec<Arc<Run>> = self.inner.lock().live.values().map(|(_, r)| r.clone()).collect();
         for r in live {
             r.stop(reason);
+        }
+        if reason == StopReason::Shutdown {
+            self.cutting.cancel();
         }
     }
 }

@@ -54,7 +54,9 @@ impl Subscription {
     pub(super) fn local(run: Arc<Run>, after: Option<u64>) -> Self {
         run.subscribers.fetch_add(1, Ordering::SeqCst);
         let rx = run.progress.subscribe();
-        Subscription(Source::Local(Local { run, rx, pos: 0, after }))
+        // (the caller made sure no frame it wants was forgotten: it reads from the oldest held)
+        let pos = run.frames.lock().first_held();
+        Subscription(Source::Local(Local { run, rx, pos, after }))
     }
 
     /// A reader of the stored run `key`, whose log from after `after` is `log`.
@@ -90,10 +92,9 @@ impl Subscription {
                     return None;
                 }
                 let last_index = frames.len().checked_sub(1)?;
-                // compacted with its whole answer made from the frames as made: that answer, or
-                // the final frame when it holds everything (its text is kept whole); a reader
-                // that came after the compaction reads the frames back
-                if let (true, None, Some(made)) = (frames.is_compact(), l.after, l.run.whole.get()) {
+                // the answer gathered as the frames came (when this reader, or one before it,
+                // wanted it from the start); a reader that came later reads the frames back
+                if let (None, Some(made)) = (l.after, l.run.whole.get()) {
                     return made.clone().or_else(|| frames.json(last_index));
                 }
                 for i in 0..last_index {
@@ -107,18 +108,11 @@ impl Subscription {
                 }
             }
             Source::Stored(s) => {
-                let mut last: Option<Arc<Frame>> = None;
+                let mut answer = super::inline::WholeJson::default();
                 while let Some(f) = s.next().await {
-                    if let Some(before) = last.replace(f) {
-                        whole.push(&before);
-                    }
+                    answer.push(f);
                 }
-                let last = last?;
-                Some(
-                    whole
-                        .finish(&last)
-                        .map_or_else(|| last.to_json(), |shown| shown.to_json()),
-                )
+                answer.finish()
             }
         }
     }
@@ -162,7 +156,13 @@ impl Local {
             while self.pos < len {
                 let i = self.pos;
                 self.pos += 1;
-                let sequence = self.run.frames.lock().sequence(i)?;
+                let Some(sequence) = self.run.frames.lock().sequence(i) else {
+                    tracing::warn!(
+                        frame = i,
+                        "a reader fell behind the frames its run holds (max_run_bytes): its stream ends here"
+                    );
+                    return None;
+                };
                 if self.after.is_none_or(|a| sequence > a) {
                     return Some((i, sequence));
                 }
