@@ -543,9 +543,10 @@ async fn a_json_answer_is_the_same_made_at_the_end_or_read_back_later() {
     assert_eq!(later["content"], waited["content"]);
 }
 
-/// A live run keeps at most `max_run_bytes` of its frames in memory: past it the oldest are
-/// forgotten, a `Last-Event-ID` before them is answered `404` naming the oldest still held, and
-/// the JSON answer gathered as the frames came still holds every piece.
+/// A live run keeps at most `max_run_bytes` of its frames in memory: past it the oldest its
+/// readers have read are forgotten (it waits for a reader that has not read them), a
+/// `Last-Event-ID` before them is answered `404` naming the oldest still held, and the JSON
+/// answer gathered as the frames came still holds every piece.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_past_its_memory_budget_forgets_its_oldest_frames_and_says_so() {
     let piece = "y".repeat(1000);
@@ -559,6 +560,11 @@ async fn a_run_past_its_memory_budget_forgets_its_oldest_frames_and_says_so() {
         ..common::fast_config()
     };
     let s = common::serve_crashable(Gateway::new(agent, config)).await;
+    // a reader streaming the run gets every frame: the run waits for it rather than forget
+    // what it has not read
+    let streamed = all_frames(&s.base, &request("budget-0", "long"), None).await;
+    assert_eq!(streamed.len(), 401);
+    assert!(streamed.iter().enumerate().all(|(i, f)| f.sequence == i as u64));
     let body = request("budget-1", "long");
     let answer = send_as(&s.base, &body, "application/json", None).await;
     assert_eq!(answer.status(), 200);

@@ -284,12 +284,12 @@ async fn send_request(
     let ctx = admission.ctx.clone();
     let permit = admission.into_permit();
     let (run, pump) = shared.runs.open(key, request, &ctx, grace, permit, false);
-    let sub = run.subscribe(None);
+    let mut sub = run.subscribe(None);
     if mode == Mode::Json {
         // the answer is the final frame (holding what the others carried): drive the run here
         // (no task, no wake-up per frame); the log is still kept for `Last-Event-ID`, and a
         // client gone drops the run at once
-        run.want_whole();
+        sub.wants_whole();
         pump.pump(guarded).await;
     } else {
         pump.spawn(guarded);

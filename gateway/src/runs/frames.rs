@@ -146,9 +146,8 @@ impl Frames {
         self.whole.take()
     }
 
-    /// Appends a frame (to a run that goes on; an ended run takes none). Past the run's
-    /// budget, the oldest frames are forgotten (down to three quarters of it; the newest is
-    /// always held).
+    /// Appends a frame (to a run that goes on; an ended run takes none). The frames are held
+    /// past the run's budget until [`Frames::forget_read`] lets the oldest go.
     pub(super) fn push(&mut self, f: Arc<Frame>) {
         if self.ended {
             tracing::warn!(sequence = f.sequence, "a frame after the run ended is dropped");
@@ -161,9 +160,11 @@ impl Frames {
         if self.typed {
             self.made.push_back(f);
         }
-        if self.held_bytes() > self.budget {
-            self.forget();
-        }
+    }
+
+    /// Whether the frames held take more than the run's budget.
+    pub(super) fn over_budget(&self) -> bool {
+        !self.ended && self.held_bytes() > self.budget
     }
 
     /// Bytes the frames take while the run goes on, about: their text, and the frames as made
@@ -176,24 +177,29 @@ impl Frames {
         }
     }
 
-    /// Forgets the oldest frames, half of those held at a time, until the rest take three
-    /// quarters of the budget or only the newest is left.
-    fn forget(&mut self) {
+    /// Past the budget, forgets the oldest frames before frame `floor` (what every reader
+    /// has read), half of those at a time, until the rest take three quarters of the budget.
+    /// Returns whether the frames are still over the budget (a reader holds them: the run
+    /// waits for it).
+    pub(super) fn forget_read(&mut self, floor: usize) -> bool {
+        if !self.over_budget() {
+            return false;
+        }
         let target = self.budget / 4 * 3;
         while self.held_bytes() > target {
-            let held = self.texts.len() - self.texts.first_held();
-            if held <= 1 {
+            let n = floor.saturating_sub(self.texts.first_held()).div_ceil(2);
+            if n == 0 {
                 break;
             }
-            let n = held / 2;
             self.texts.forget_oldest(n);
             self.made.drain(..n.min(self.made.len()));
         }
         tracing::debug!(
             oldest = self.oldest_held(),
             budget = self.budget,
-            "a run went past its memory budget: its oldest frames are forgotten"
+            "a run went past its memory budget: the frames its readers have read are forgotten"
         );
+        self.over_budget()
     }
 
     /// Ends the frames: only their text is kept from now on; the frames as made are handed
@@ -353,6 +359,8 @@ mod budget {
             let made = long_run(2_000);
             for f in &made {
                 frames.push(f.clone());
+                // no reader holds a frame back
+                assert!(!frames.forget_read(frames.len()));
                 assert!(frames.held_bytes() <= budget, "{} > {budget}", frames.held_bytes());
             }
             assert_eq!(frames.len(), made.len());
@@ -377,7 +385,10 @@ mod budget {
         let mut frames = Frames::new(true, 64 << 10);
         assert!(frames.gather());
         let made = long_run(500);
-        made.iter().for_each(|f| frames.push(f.clone()));
+        for f in &made {
+            frames.push(f.clone());
+            frames.forget_read(frames.len());
+        }
         assert!(frames.oldest_held().is_some());
         let whole: serde_json::Value =
             serde_json::from_str(&frames.take_whole().and_then(WholeJson::finish).expect("an answer")).expect("json");
@@ -385,7 +396,26 @@ mod budget {
         assert_eq!(content.len(), 500 * 1000, "every piece is in the answer");
         // once frames were forgotten, an answer cannot be gathered any more
         let mut late = Frames::new(true, 64 << 10);
-        made.iter().for_each(|f| late.push(f.clone()));
+        for f in &made {
+            late.push(f.clone());
+            late.forget_read(late.len());
+        }
         assert!(!late.gather());
+    }
+
+    #[test]
+    fn frames_a_reader_has_not_read_are_held_past_the_budget() {
+        let mut frames = Frames::new(false, 64 << 10);
+        let made = long_run(300);
+        for f in &made {
+            frames.push(f.clone());
+        }
+        // a reader at frame 10 holds the frames from there on: over the budget, the run waits
+        assert!(frames.forget_read(10));
+        assert_eq!(frames.first_held(), 10);
+        // read on: what it has read goes
+        assert!(!frames.forget_read(280));
+        assert!(frames.first_held() > 10 && frames.first_held() <= 280);
+        assert!(frames.json(280).is_some());
     }
 }

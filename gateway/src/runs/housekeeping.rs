@@ -86,7 +86,11 @@ impl Pump {
                 }
             }
             match self.store(&batch).await {
-                Ok(()) => self.run.push_all(batch),
+                Ok(()) => {
+                    if self.run.push_all(batch) {
+                        self.run.wait_for_readers().await;
+                    }
+                }
                 Err(e) => {
                     tracing::error!(error = %e, "cannot store a run's frames: the run fails");
                     self.run.cancel.cancel();

@@ -95,6 +95,12 @@ pub(crate) struct Run {
     /// The whole answer's JSON, gathered as the frames came when a reader wanted it from the
     /// start ([`Run::want_whole`]), once the run has ended.
     whole: OnceLock<Option<String>>,
+    /// Where each reader reading frame by frame is: the index of the next frame it reads.
+    /// Past the run's memory budget only frames every reader has read are forgotten.
+    readers: Mutex<Vec<Arc<AtomicUsize>>>,
+    /// Set while the run waits for its readers (over its budget); readers then wake it.
+    waiting: AtomicBool,
+    read: tokio::sync::Notify,
 }
 
 impl Run {
@@ -102,16 +108,53 @@ impl Run {
         self.push_all([f]);
     }
 
-    /// Appends frames and wakes the readers once for all of them.
-    fn push_all(&self, frames: impl IntoIterator<Item = Arc<Frame>>) {
-        let n = {
+    /// Appends frames and wakes the readers once for all of them. Returns whether the frames
+    /// are over the run's budget with readers still to read them ([`Run::wait_for_readers`]).
+    fn push_all(&self, frames: impl IntoIterator<Item = Arc<Frame>>) -> bool {
+        let (n, over) = {
             let mut v = self.frames.lock();
             for f in frames {
                 v.push(f);
             }
-            v.len()
+            (v.len(), v.over_budget())
         };
         self.progress.send_replace((n, false));
+        over && self.forget_read()
+    }
+
+    /// Forgets what every reader has read, past the budget; whether the frames are still over it.
+    fn forget_read(&self) -> bool {
+        let floor = {
+            let readers = self.readers.lock();
+            readers.iter().map(|r| r.load(Ordering::SeqCst)).min()
+        };
+        let mut frames = self.frames.lock();
+        let floor = floor.unwrap_or(frames.len());
+        frames.forget_read(floor)
+    }
+
+    /// Over its budget, the run waits until its readers have read enough for the oldest
+    /// frames to go (a reader that goes away no longer holds them), or until it is stopped.
+    async fn wait_for_readers(&self) {
+        while !self.cancel.is_cancelled() {
+            let read = self.read.notified();
+            self.waiting.store(true, Ordering::SeqCst);
+            if !self.forget_read() {
+                break;
+            }
+            tokio::select! {
+                _ = read => {}
+                _ = self.cancel.cancelled() => {}
+            }
+        }
+        self.waiting.store(false, Ordering::SeqCst);
+    }
+
+    /// A reader read up to frame `pos`: the run waiting for it goes on.
+    fn reader_moved(&self) {
+        if self.waiting.load(Ordering::Relaxed) {
+            self.read.notify_one();
+        }
     }
 
     /// Ends the run: the answer gathered for a reader is made, then its readers are told.
@@ -291,6 +334,9 @@ impl Runs {
             subscribers: AtomicUsize::new(0),
             grace,
             whole: OnceLock::new(),
+            readers: Mutex::new(Vec::new()),
+            waiting: AtomicBool::new(false),
+            read: tokio::sync::Notify::new(),
         });
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let key = Arc::new(key);

@@ -35,6 +35,9 @@ struct Local {
     run: Arc<Run>,
     rx: watch::Receiver<(usize, bool)>,
     pos: usize,
+    /// `pos`, where the run sees it (its budget keeps what a reader has not read); `None` for
+    /// a reader that does not read frame by frame ([`Subscription::whole_json`]).
+    at: Option<Arc<std::sync::atomic::AtomicUsize>>,
     after: Option<u64>,
 }
 
@@ -55,8 +58,21 @@ impl Subscription {
         run.subscribers.fetch_add(1, Ordering::SeqCst);
         let rx = run.progress.subscribe();
         // (the caller made sure no frame it wants was forgotten: it reads from the oldest held)
-        let pos = run.frames.lock().first_held();
-        Subscription(Source::Local(Local { run, rx, pos, after }))
+        let at = {
+            let mut readers = run.readers.lock();
+            let pos = run.frames.lock().first_held();
+            let at = Arc::new(std::sync::atomic::AtomicUsize::new(pos));
+            readers.push(at.clone());
+            at
+        };
+        let pos = at.load(Ordering::SeqCst);
+        Subscription(Source::Local(Local {
+            run,
+            rx,
+            pos,
+            at: Some(at),
+            after,
+        }))
     }
 
     /// A reader of the stored run `key`, whose log from after `after` is `log`.
@@ -75,6 +91,16 @@ impl Subscription {
         Subscription(Source::Stored(Box::new(s)))
     }
 
+    /// This reader will wait for the whole answer ([`Subscription::whole_json`]): it holds no
+    /// frame back from the run's budget from now on (a run driven in the reader's own task
+    /// must not wait for it).
+    pub(crate) fn wants_whole(&mut self) {
+        if let Source::Local(l) = &mut self.0 {
+            l.release();
+            l.run.want_whole();
+        }
+    }
+
     /// The answer of a client that takes one frame, once the run has ended: the final frame's
     /// JSON text, with what the frames before it carried and it does not
     /// ([`e2a::shown::WholeAnswer`]: the streamed text, artifacts and tool calls). `None` when
@@ -83,6 +109,8 @@ impl Subscription {
         let mut whole = WholeAnswer::default();
         match &mut self.0 {
             Source::Local(l) => {
+                // waiting for the end, this reader holds no frame back
+                l.release();
                 l.run.want_whole();
                 let mut done = l.run.done.subscribe();
                 let _ = done.wait_for(|d| *d).await;
@@ -149,6 +177,14 @@ impl Subscription {
 }
 
 impl Local {
+    /// Stops holding frames back: the run's budget may forget what this reader has not read.
+    fn release(&mut self) {
+        if let Some(at) = self.at.take() {
+            self.run.readers.lock().retain(|r| !Arc::ptr_eq(r, &at));
+            self.run.reader_moved();
+        }
+    }
+
     /// The index and sequence of the next frame after `after`, waiting for it.
     async fn next_index(&mut self) -> Option<(usize, u64)> {
         loop {
@@ -156,6 +192,10 @@ impl Local {
             while self.pos < len {
                 let i = self.pos;
                 self.pos += 1;
+                if let Some(at) = &self.at {
+                    at.store(i, Ordering::Relaxed);
+                    self.run.reader_moved();
+                }
                 let Some(sequence) = self.run.frames.lock().sequence(i) else {
                     tracing::warn!(
                         frame = i,
@@ -265,7 +305,8 @@ impl Stored {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        let Source::Local(l) = &self.0 else { return };
+        let Source::Local(l) = &mut self.0 else { return };
+        l.release();
         let left = l.run.subscribers.fetch_sub(1, Ordering::SeqCst).saturating_sub(1);
         if left == 0 && !l.run.ended() {
             let run = l.run.clone();

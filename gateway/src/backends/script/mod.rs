@@ -288,6 +288,17 @@ impl Agent for ScriptAgent {
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                     continue;
                 }
+                if let Action::Text { text, chunk_size } = &step.action {
+                    // a text step's chunks are made one by one as they are taken: a long
+                    // answer is never held whole as frames
+                    let text = r.fill(text);
+                    let Some(s) = r.stream.as_mut() else { return };
+                    for piece in split_chars(&text, *chunk_size) {
+                        yield Arc::new(s.text(&piece));
+                    }
+                    r.text.push_str(&text);
+                    continue;
+                }
                 let pause = match &step.action {
                     Action::InputRequired { .. } => Some(None),
                     Action::Approval { on_deny, .. } => Some(Some(on_deny.clone())),
@@ -349,13 +360,8 @@ impl Runner {
         };
         let s = &mut stream;
         match action {
-            Action::Text { text, chunk_size } => {
-                let text = self.fill(text);
-                for piece in split_chars(&text, *chunk_size) {
-                    self.frames.push(Arc::new(s.text(&piece)));
-                }
-                self.text.push_str(&text);
-            }
+            // streamed by the run, chunk by chunk
+            Action::Text { .. } => {}
             Action::Reasoning { text } => {
                 let text = self.fill(text);
                 self.frames.push(Arc::new(s.reasoning(&text)));
