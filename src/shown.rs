@@ -150,20 +150,17 @@ pub struct WholeAnswer {
 impl WholeAnswer {
     /// Takes in one frame of the run, in order (a record: `&Frame::from(record)`).
     pub fn push(&mut self, frame: &Frame) {
-        let kind = match frame.chunk_delta() {
+        if frame.response_kind != ResponseKind::E2aChunk {
+            return;
+        }
+        match frame.chunk_delta() {
             (Some(DeltaKind::Text), delta) => {
                 if let Some(text) = delta.and_then(Value::as_str) {
                     self.text.push_str(text);
                 }
-                return;
             }
-            (kind, _) if frame.response_kind == ResponseKind::E2aChunk => kind,
-            _ => return,
-        };
-        let b = &*frame.body_object();
-        match kind {
-            Some(DeltaKind::Text) => {}
-            Some(DeltaKind::Tool) => {
+            (Some(DeltaKind::Tool), _) => {
+                let b = &*frame.body_object();
                 if let Some(call) = ChunkBody::structured_delta::<ToolCallDelta>(b, ChunkEventType::ChatToolCall) {
                     self.tool_calls.push(call.tool_call);
                 } else if let Some(done) =
@@ -176,6 +173,7 @@ impl WholeAnswer {
                 }
             }
             _ => {
+                let b = &*frame.body_object();
                 if let Some(piece) = ChunkBody::structured_delta::<ArtifactDelta>(b, ChunkEventType::Artifact) {
                     self.artifact(piece);
                 }

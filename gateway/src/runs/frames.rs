@@ -178,7 +178,8 @@ impl Frames {
     }
 
     /// Past the budget, forgets the oldest frames before frame `floor` (what every reader
-    /// has read), half of those at a time, until the rest take three quarters of the budget.
+    /// has read; never the newest), half of those at a time, until the rest take three
+    /// quarters of the budget.
     /// Returns whether the frames are still over the budget (a reader holds them: the run
     /// waits for it).
     pub(super) fn forget_read(&mut self, floor: usize) -> bool {
@@ -186,6 +187,8 @@ impl Frames {
             return false;
         }
         let target = self.budget / 4 * 3;
+        // the newest frame is always held (what a resume from the last event reads)
+        let floor = floor.min(self.texts.len().saturating_sub(1));
         while self.held_bytes() > target {
             let n = floor.saturating_sub(self.texts.first_held()).div_ceil(2);
             if n == 0 {

@@ -150,7 +150,7 @@ impl Run {
         self.waiting.store(false, Ordering::SeqCst);
     }
 
-    /// A reader read up to frame `pos`: the run waiting for it goes on.
+    /// A reader moved on: the run waiting for its readers looks again.
     fn reader_moved(&self) {
         if self.waiting.load(Ordering::Relaxed) {
             self.read.notify_one();

@@ -14,6 +14,7 @@ use e2a::taxonomy::ErrorKind;
 use e2a::{E2AEnvelope, E2AResponse};
 use tokio::sync::watch;
 
+use super::inline::WholeJson;
 use super::Run;
 use super::RunKeeping;
 use crate::stop::{cutoff_frame, StopReason};
@@ -106,7 +107,6 @@ impl Subscription {
     /// ([`e2a::shown::WholeAnswer`]: the streamed text, artifacts and tool calls). `None` when
     /// no frame is after the position asked for. Wakes once, at the end, not for every frame.
     pub(crate) async fn whole_json(&mut self) -> Option<String> {
-        let mut whole = WholeAnswer::default();
         match &mut self.0 {
             Source::Local(l) => {
                 // waiting for the end, this reader holds no frame back
@@ -125,6 +125,7 @@ impl Subscription {
                 if let (None, Some(made)) = (l.after, l.run.whole.get()) {
                     return made.clone().or_else(|| frames.json(last_index));
                 }
+                let mut whole = WholeAnswer::default();
                 for i in 0..last_index {
                     if let Some(f) = frames.get(i).filter(|f| l.after.is_none_or(|a| f.sequence > a)) {
                         whole.push(&f);
@@ -136,7 +137,7 @@ impl Subscription {
                 }
             }
             Source::Stored(s) => {
-                let mut answer = super::inline::WholeJson::default();
+                let mut answer = WholeJson::default();
                 while let Some(f) = s.next().await {
                     answer.push(f);
                 }
