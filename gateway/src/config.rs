@@ -67,6 +67,13 @@ pub struct GatewayConfig {
     pub errors: e2a::types::ErrorExposure,
 }
 
+/// `n` KiB (a config file's `*_kib` key; never negative, the schema says so) in bytes.
+pub(crate) fn kib(n: i64) -> usize {
+    usize::try_from(n.unsigned_abs())
+        .unwrap_or(usize::MAX)
+        .saturating_mul(1024)
+}
+
 impl Default for GatewayConfig {
     fn default() -> Self {
         GatewayConfig {
@@ -87,7 +94,8 @@ impl Default for GatewayConfig {
             retention: Duration::from_secs(300),
             max_retained: 1024,
             max_retained_bytes: 64 << 20,
-            max_run_bytes: 16 << 20,
+            // the config file's default (`server.max_run_kib`, schema/config.json)
+            max_run_bytes: kib(e2a::types::ServerSettings::default().max_run_kib),
             disconnect_grace: Duration::from_secs(2),
             drain_timeout: Duration::from_secs(10),
             auth: Auth::none(),

@@ -262,15 +262,7 @@ async fn send_request(
     // store keeping runs): driven here, outside the run registry
     let unnamed = request.request_id.is_none() && crate::web::idempotency_key(&headers).is_none();
     if mode == Mode::Json && unnamed && shared.runs.answers_inline() {
-        request.request_id = Some(e2a::stream::new_ordered_id());
-        request.is_stream = false;
-        let frames = admission.run(request);
-        let ctx = admission.ctx.clone();
-        let _permit = admission.into_permit();
-        return Ok(match shared.runs.answer_inline(frames, &ctx).await {
-            Some(json) => ([(header::CONTENT_TYPE, JSON)], json).into_response(),
-            None => Problem::new(ErrorKind::Internal, "the run ended without a frame").into_response(),
-        });
+        return Ok(answer_inline(&shared, admission, request).await);
     }
     let id = request
         .request_id
@@ -295,6 +287,20 @@ async fn send_request(
         pump.spawn(guarded);
     }
     Ok(respond(&shared, mode, sub).await)
+}
+
+/// A JSON request no one can ask for again, run outside the run registry under a `request_id`
+/// the gateway makes ([`crate::runs`]' inline runs): its whole answer.
+async fn answer_inline(shared: &Pipeline, admission: crate::pipeline::Admission, mut request: E2AEnvelope) -> Response {
+    request.request_id = Some(e2a::stream::new_ordered_id());
+    request.is_stream = false;
+    let frames = admission.run(request);
+    let ctx = admission.ctx.clone();
+    let _permit = admission.into_permit();
+    match shared.runs.answer_inline(frames, &ctx).await {
+        Some(json) => ([(header::CONTENT_TYPE, JSON)], json).into_response(),
+        None => Problem::new(ErrorKind::Internal, "the run ended without a frame").into_response(),
+    }
 }
 
 /// With an `Idempotency-Key`: the first request sent under it is remembered (its fingerprint,

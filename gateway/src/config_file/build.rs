@@ -21,7 +21,7 @@ impl ConfigFile {
             auth,
             max_streams: to_usize(server.max_streams.get()),
             drain_timeout: Duration::from_secs(server.drain_secs),
-            max_run_bytes: to_usize(server.max_run_kib.unsigned_abs()).saturating_mul(1024),
+            max_run_bytes: crate::config::kib(server.max_run_kib),
             lease: Duration::from_secs(store.lease_secs.get()),
             server: crate::web::server::ServerLimits {
                 max_connections: to_usize(server.max_connections.get()),
