@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::types::{
-    A2aPart, AnswerResult, ArtifactDelta, ChunkBody, ChunkEventType, DeltaKind, E2AResponse, Frame, ResponseKind,
+    A2aPart, AnswerResult, ArtifactDelta, ChunkEventType, DeltaKind, E2AResponse, Frame, FrameBody, ResponseKind,
     ToolCall, ToolCallDelta, ToolResultDelta,
 };
 
@@ -160,12 +160,9 @@ impl WholeAnswer {
                 }
             }
             (Some(DeltaKind::Tool), _) => {
-                let b = &*frame.body_object();
-                if let Some(call) = ChunkBody::structured_delta::<ToolCallDelta>(b, ChunkEventType::ChatToolCall) {
+                if let Some(call) = frame.structured_delta::<ToolCallDelta>(ChunkEventType::ChatToolCall) {
                     self.tool_calls.push(call.tool_call);
-                } else if let Some(done) =
-                    ChunkBody::structured_delta::<ToolResultDelta>(b, ChunkEventType::ChatToolResult)
-                {
+                } else if let Some(done) = frame.structured_delta::<ToolResultDelta>(ChunkEventType::ChatToolResult) {
                     if let Some(call) = self.tool_calls.iter_mut().find(|c| c.tool_call_id == done.tool_call_id) {
                         call.result = done.result;
                         call.status = done.status.or(call.status.take());
@@ -173,8 +170,7 @@ impl WholeAnswer {
                 }
             }
             _ => {
-                let b = &*frame.body_object();
-                if let Some(piece) = ChunkBody::structured_delta::<ArtifactDelta>(b, ChunkEventType::Artifact) {
+                if let Some(piece) = frame.structured_delta::<ArtifactDelta>(ChunkEventType::Artifact) {
                     self.artifact(piece);
                 }
             }
@@ -198,35 +194,63 @@ impl WholeAnswer {
     /// The final frame `last` with what the run streamed and it does not carry; `None` when it
     /// carries everything (or is not a final answer or failure).
     pub fn finish(self, last: &Frame) -> Option<E2AResponse> {
-        if !last.is_final {
+        self.finish_frame(last).map(E2AResponse::from)
+    }
+
+    /// [`WholeAnswer::finish`] as a frame (its JSON text written by the frame's writer).
+    pub fn finish_frame(self, last: &Frame) -> Option<Frame> {
+        if !last.is_final || self.text.is_empty() && self.artifacts.is_empty() && self.tool_calls.is_empty() {
             return None;
         }
-        let key = match last.response_kind {
-            ResponseKind::E2aComplete => "result",
-            ResponseKind::E2aError => "details",
-            _ => return None,
-        };
-        let mut held = match last.body_object().get(key) {
-            Some(Value::Object(m)) => m.clone(),
-            None | Some(Value::Null) => Map::new(),
-            Some(_) => return None,
-        };
+        let mut whole = last.clone();
+        let held = held_object(&mut whole)?;
         let mut added = false;
-        let mut add = |name: &str, value: Value, empty: bool| {
-            if !empty && !held.contains_key(name) {
+        let mut add = |name: &str, value: Value| {
+            if !held.contains_key(name) {
                 held.insert(name.into(), value);
                 added = true;
             }
         };
-        add("content", Value::String(self.text.clone()), self.text.is_empty());
-        add("artifacts", to_array(&self.artifacts), self.artifacts.is_empty());
-        add("tool_calls", to_array(&self.tool_calls), self.tool_calls.is_empty());
-        if !added {
-            return None;
+        if !self.text.is_empty() {
+            add("content", Value::String(self.text));
         }
-        let mut whole = last.to_record();
-        whole.body.insert(key.into(), Value::Object(held));
-        Some(whole)
+        if !self.artifacts.is_empty() {
+            add("artifacts", to_array(&self.artifacts));
+        }
+        if !self.tool_calls.is_empty() {
+            add("tool_calls", to_array(&self.tool_calls));
+        }
+        added.then_some(whole)
+    }
+}
+
+/// The object of a final frame's body the whole answer goes in: an answer's `result`, a
+/// failure's `details` (made when absent or `null`); `None` for another kind of frame, or when
+/// it is not an object.
+fn held_object(frame: &mut Frame) -> Option<&mut Map<String, Value>> {
+    let key = match frame.response_kind {
+        ResponseKind::E2aComplete => "result",
+        ResponseKind::E2aError => "details",
+        _ => return None,
+    };
+    if !matches!(
+        (&frame.body, &frame.response_kind),
+        (FrameBody::Complete(_), ResponseKind::E2aComplete) | (FrameBody::Error(_), ResponseKind::E2aError)
+    ) {
+        // a body read from the wire (or of an unexpected type): as the record holds it
+        frame.body = FrameBody::Raw(std::mem::take(&mut frame.body).into_map());
+    }
+    match &mut frame.body {
+        FrameBody::Complete(c) => Some(&mut c.result),
+        FrameBody::Error(e) => Some(e.details.get_or_insert_with(Map::new)),
+        FrameBody::Raw(m) => {
+            let held = m.entry(key).or_insert(Value::Null);
+            if held.is_null() {
+                *held = Value::Object(Map::new());
+            }
+            held.as_object_mut()
+        }
+        _ => None,
     }
 }
 

@@ -184,12 +184,13 @@ impl Gateway {
 
     /// The AG-UI routes alone (authentication included), to merge into another axum app.
     pub fn agui_router(&self) -> axum::Router {
-        bindings::agui::router(self.shared.clone())
+        bindings::agui::router(self.shared.clone(), &web::edge::Edge::default())
     }
 
     /// The routes (authentication included), to serve or to merge into another axum app.
     pub fn router(&self) -> axum::Router {
-        use web::metrics::{count, ROOT_LABEL};
+        use web::edge::Edge;
+        use web::metrics::{Count, ROOT_LABEL};
         // the A2A services' background work (retention, push delivery, leases) starts with
         // the routes that serve them, not in a builder (once, however often this is called)
         for g in gateways(self) {
@@ -200,17 +201,14 @@ impl Gateway {
         let metrics = self.shared.metrics.get().metrics().clone();
         let mut router = axum::Router::new();
         for b in &self.bindings {
-            router = router.merge(count(
-                b.routes(bindings::Place::Root),
-                metrics.clone(),
-                ROOT_LABEL,
-                b.name(),
-            ));
+            let edge = Edge::counted(Count::new(metrics.clone(), ROOT_LABEL, b.name()));
+            router = router.merge(b.routes(bindings::Place::Root, &edge));
         }
         let mut listings: std::collections::BTreeMap<String, Vec<Arc<tasks::TaskService>>> = Default::default();
         for n in &self.named {
             for b in &n.gateway.bindings {
-                router = router.merge(count(b.routes(n.place()), metrics.clone(), &n.name, b.name()));
+                let edge = Edge::counted(Count::new(metrics.clone(), &n.name, b.name()));
+                router = router.merge(b.routes(n.place(), &edge));
             }
             if let (Some(a2a), Some((list, _))) = (&n.gateway.a2a, n.routes.a2a.split_once("/{name}")) {
                 listings.entry(list.to_string()).or_default().push(a2a.clone());
@@ -225,9 +223,9 @@ impl Gateway {
         if let Some(route) = metrics_route(self, metrics) {
             router = router.merge(route);
         }
-        router
-            .fallback(fallback(self))
-            .layer(axum::middleware::from_fn(web::server::close_if_unread))
+        // each binding's routes run under their own edge (close-if-unread included): only
+        // what no binding serves is left
+        router.fallback(fallback(self))
     }
 
     /// Where clients reach every binding of this gateway and its named agents behind `base`
@@ -301,8 +299,8 @@ fn tenant_routes(g: &Gateway, mut router: axum::Router, metrics: &Arc<web::metri
             state.mount().set_grpc_tenant(name);
         }
         let prefix = format!("{}/{name}", root.mount().config().rest_path.trim_end_matches('/'));
-        let routes = bindings::a2a::tenant_router(state.clone(), &prefix);
-        router = router.merge(web::metrics::count(routes, metrics.clone(), name, "a2a"));
+        let edge = web::edge::Edge::counted(web::metrics::Count::new(metrics.clone(), name, "a2a"));
+        router = router.merge(bindings::a2a::tenant_router(state.clone(), &prefix, &edge));
     }
     root.mount().set_tenants(named);
     router
@@ -325,11 +323,8 @@ fn metrics_route(g: &Gateway, metrics: Arc<web::metrics::Metrics>) -> Option<axu
             out
         }),
     };
-    Some(
-        axum::Router::new()
-            .route(web::metrics::METRICS_PATH, axum::routing::get(web::metrics::serve))
-            .with_state(endpoint),
-    )
+    let route = axum::Router::new().route(web::metrics::METRICS_PATH, axum::routing::get(web::metrics::serve));
+    Some(web::edge::Edge::default().around(route).with_state(endpoint))
 }
 
 /// What answers a route nobody serves: under an A2A path in A2A's form, else in E2A's.
@@ -354,13 +349,16 @@ fn fallback(g: &Gateway) -> axum::routing::MethodRouter {
             a2a_paths.add_prefix(list);
         }
     }
-    axum::routing::any(move |uri: axum::http::Uri| async move {
+    axum::routing::any(move |mut request: axum::extract::Request| async move {
         use axum::response::IntoResponse;
-        if a2a_paths.covers(uri.path()) {
-            bindings::a2a::error_form::not_found(uri.path())
+        let unread = web::server::watch_unread(&mut request);
+        let mut response = if a2a_paths.covers(request.uri().path()) {
+            bindings::a2a::error_form::not_found(request.uri().path())
         } else {
             bindings::e2a_http::not_found().await.into_response()
-        }
+        };
+        web::server::close_unread(unread, &mut response);
+        response
     })
 }
 

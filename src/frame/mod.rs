@@ -66,6 +66,38 @@ impl Frame {
             _ => (None, None),
         }
     }
+
+    /// The `event_type` and `delta` of an `e2a.chunk`'s body, typed or read from the wire
+    /// alike, without a copy; `(None, None)` for a frame of another kind.
+    pub fn chunk_event(&self) -> (Option<&str>, Option<&Value>) {
+        if self.response_kind != crate::types::ResponseKind::E2aChunk {
+            return (None, None);
+        }
+        match &self.body {
+            FrameBody::Chunk(c) => (c.event_type.as_deref(), c.delta.as_ref()),
+            FrameBody::Raw(m) => (m.get("event_type").and_then(Value::as_str), m.get("delta")),
+            _ => (None, None),
+        }
+    }
+
+    /// The delta of an `e2a.chunk` of `event` (a tool call, a tool result, an artifact piece)
+    /// read as `T`, from the typed body or the one read from the wire alike; `None` for another
+    /// frame or a delta that is not a `T` ([`ChunkBody::structured_delta`] on a body object).
+    ///
+    /// ```
+    /// use e2a::types::{ChunkEventType, ToolResultDelta};
+    /// let mut frames = e2a::stream::ResponseStream::for_request(&e2a::E2AEnvelope::default());
+    /// let f = frames.tool_result("call-1", serde_json::json!({"temp_c": 21}));
+    /// let r: ToolResultDelta = f.structured_delta(ChunkEventType::ChatToolResult).unwrap();
+    /// assert_eq!(r.tool_call_id, "call-1");
+    /// assert!(f.structured_delta::<ToolResultDelta>(ChunkEventType::ChatToolCall).is_none());
+    /// ```
+    pub fn structured_delta<T: serde::de::DeserializeOwned>(&self, event: crate::types::ChunkEventType) -> Option<T> {
+        match self.chunk_event() {
+            (Some(e), Some(delta)) if e == event.as_str() => T::deserialize(delta).ok(),
+            _ => None,
+        }
+    }
 }
 
 /// Turns a stream's frames, one by one, into one protocol's events: the A2A

@@ -35,6 +35,7 @@ use crate::agent::Agent;
 use crate::agent::Caller;
 use crate::pipeline::Pipeline;
 use crate::runs::{self, Subscription};
+use crate::web::edge::Edge;
 use crate::web::problem::Problem;
 use crate::web::{body, last_event_id, sse};
 
@@ -51,10 +52,10 @@ impl super::Binding for AguiBinding {
         "agui"
     }
 
-    fn routes(&self, place: super::Place<'_>) -> Router {
+    fn routes(&self, place: super::Place<'_>, edge: &Edge) -> Router {
         match place {
-            super::Place::Root => router(self.0.clone()),
-            super::Place::Named { routes, .. } => router_at(self.0.clone(), &place.at(&routes.agui)),
+            super::Place::Root => router(self.0.clone(), edge),
+            super::Place::Named { routes, .. } => routes_at(self.0.clone(), &[&place.at(&routes.agui)], edge),
         }
     }
 
@@ -70,17 +71,13 @@ impl super::Binding for AguiBinding {
     }
 }
 
-/// The AG-UI routes (authentication included), to merge into the gateway's router.
-pub(crate) fn router(pipeline: Arc<Pipeline>) -> Router {
-    routes(pipeline, &[AGUI_PATH, AGENT_AGUI_PATH])
+/// The AG-UI routes under `edge` (authentication included), to merge into the gateway's router.
+pub(crate) fn router(pipeline: Arc<Pipeline>, edge: &Edge) -> Router {
+    routes_at(pipeline, &[AGUI_PATH, AGENT_AGUI_PATH], edge)
 }
 
-/// The AG-UI endpoint of a named agent at `path` alone (authentication included).
-pub(crate) fn router_at(pipeline: Arc<Pipeline>, path: &str) -> Router {
-    routes(pipeline, &[path])
-}
-
-fn routes(pipeline: Arc<Pipeline>, paths: &[&str]) -> Router {
+/// The AG-UI endpoint at `paths` under `edge` (authentication included).
+fn routes_at(pipeline: Arc<Pipeline>, paths: &[&str], edge: &Edge) -> Router {
     let auth = pipeline.config.auth.clone();
     let state = Arc::new(Agui {
         pipeline,
@@ -90,7 +87,7 @@ fn routes(pipeline: Arc<Pipeline>, paths: &[&str]) -> Router {
     for path in paths {
         routes = routes.route(path, post(run_route));
     }
-    crate::web::auth::require(routes, &auth).with_state(state)
+    edge.authenticated(&auth).around(routes).with_state(state)
 }
 
 /// `POST /agui` and `POST /agents/{name}/agui` (the name must be this gateway's agent).

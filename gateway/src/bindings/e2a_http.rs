@@ -6,6 +6,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 
+use crate::web::edge::Edge;
 use crate::web::trace::{self, TraceContext};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -145,10 +146,12 @@ impl super::Binding for E2aHttp {
         "e2a"
     }
 
-    fn routes(&self, place: super::Place<'_>) -> Router {
+    fn routes(&self, place: super::Place<'_>, edge: &Edge) -> Router {
         match place {
-            super::Place::Root => router(self.0.clone()),
-            super::Place::Named { routes, .. } => Router::new().nest(&place.at(&routes.e2a), router(self.0.clone())),
+            super::Place::Root => router(self.0.clone(), edge),
+            super::Place::Named { routes, .. } => {
+                Router::new().nest(&place.at(&routes.e2a), router(self.0.clone(), edge))
+            }
         }
     }
 
@@ -165,14 +168,17 @@ impl super::Binding for E2aHttp {
     }
 }
 
-pub(crate) fn router(shared: Arc<Pipeline>) -> Router {
+/// The binding's routes under `edge`: the health check public, the rest authenticated, an
+/// unknown path under them (a named agent's `/agents/writer/nope`) a `404` problem.
+pub(crate) fn router(shared: Arc<Pipeline>, edge: &Edge) -> Router {
     let api = Router::new()
         .route(REQUESTS_PATH, post(send_request).fallback(method_not_allowed_post))
         .route(SCHEMA_PATH, get(get_schema).fallback(method_not_allowed_get));
+    let health = Router::new().route(HEALTH_PATH, get(health).fallback(method_not_allowed_get));
     Router::new()
-        .route(HEALTH_PATH, get(health).fallback(method_not_allowed_get))
-        .merge(crate::web::auth::require(api, &shared.config.auth))
-        .fallback(not_found)
+        .merge(edge.around(health))
+        .merge(edge.authenticated(&shared.config.auth).around(api))
+        .merge(edge.around(Router::new().fallback(not_found)))
         .with_state(shared)
 }
 

@@ -18,6 +18,8 @@ pub mod e2a_http;
 use axum::Router;
 use e2a::types::RouteTemplates;
 
+use crate::web::edge::Edge;
+
 /// Where a binding serves its agent: the gateway's root routes, or a named agent's (the route
 /// templates with `{name}` replaced).
 #[derive(Debug, Clone, Copy)]
@@ -50,8 +52,10 @@ pub(crate) trait Binding: Send + Sync {
     /// Its name: the `binding` label of the metrics.
     fn name(&self) -> &'static str;
 
-    /// Its routes for the agent at `place` (authentication included).
-    fn routes(&self, place: Place<'_>) -> Router;
+    /// Its routes for the agent at `place` (authentication included), each under `edge` (the
+    /// gateway's, counting this binding's requests at `place`) refined as the routes need:
+    /// one layer per request ([`crate::web::edge`]).
+    fn routes(&self, place: Place<'_>, edge: &Edge) -> Router;
 
     /// Where a client reaches it at `place` behind `base` (the gateway's URL): one line per
     /// endpoint, `METHOD URL  what`.

@@ -36,7 +36,7 @@ impl WholeJson {
         let last = self.last?;
         Some(
             self.whole
-                .finish(&last)
+                .finish_frame(&last)
                 .map_or_else(|| last.to_json(), |shown| shown.to_json()),
         )
     }

@@ -131,7 +131,7 @@ impl Subscription {
                         whole.push(&f);
                     }
                 }
-                match whole.finish(&*frames.get(last_index)?) {
+                match whole.finish_frame(&*frames.get(last_index)?) {
                     Some(shown) => Some(shown.to_json()),
                     None => frames.json(last_index),
                 }

@@ -448,33 +448,3 @@ pub(crate) fn jwt_algorithm(j: &JwtSettings) -> jsonwebtoken::Algorithm {
         JwtAlgorithm::Es256 => jsonwebtoken::Algorithm::ES256,
     }
 }
-
-/// The authentication of every binding, as a route layer on `router`: a request with a valid
-/// token (or any request, without authentication) goes on with its [`Caller`] in the
-/// request's extensions; any other is answered `401` (problem+json with `WWW-Authenticate`).
-/// Around it, the trace context ([`crate::web::trace`]) echoes `X-Trace-ID`: both in one
-/// layer (each layer boxes the request's future again).
-pub(crate) fn require<S>(router: axum::Router<S>, auth: &Auth) -> axum::Router<S>
-where
-    S: Clone + Send + Sync + 'static,
-{
-    router.route_layer(axum::middleware::from_fn_with_state(auth.clone(), authenticate))
-}
-
-async fn authenticate(
-    axum::extract::State(auth): axum::extract::State<Auth>,
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    crate::web::trace::traced(req, |mut req| async move {
-        match auth.check(req.headers()) {
-            Ok(caller) => {
-                req.extensions_mut().insert(caller);
-                next.run(req).await
-            }
-            Err(p) => p.into_response(),
-        }
-    })
-    .await
-}

@@ -392,52 +392,55 @@ impl Metrics {
     }
 }
 
-/// The layer counting the requests of one binding of `agent`.
-pub(crate) fn count<S>(
-    router: axum::Router<S>,
+/// What counts the requests of one binding of one agent (the [`crate::web::edge`] layer calls
+/// it): the latency histogram of the pair, and the request counter of each method and status,
+/// looked up once.
+pub(crate) struct Count {
     metrics: Arc<Metrics>,
-    agent: &str,
+    latency: Histogram,
+    counters: Handles<(&'static str, u16), Counter>,
+    agent: Arc<str>,
     binding: &'static str,
-) -> axum::Router<S>
-where
-    S: Clone + Send + Sync + 'static,
-{
-    let latency = metrics
-        .latency
-        .get_or_create(&BindingLabels {
-            agent: agent.to_string(),
-            binding: binding.to_string(),
-        })
-        .clone();
-    let counters: Arc<Handles<(&'static str, u16), Counter>> = Arc::default();
-    let agent: Arc<str> = agent.into();
-    router.layer(axum::middleware::from_fn(
-        move |req: axum::extract::Request, next: axum::middleware::Next| {
-            let (metrics, latency, counters, agent) =
-                (metrics.clone(), latency.clone(), counters.clone(), agent.clone());
-            async move {
-                let method = method_label(req.method());
-                let started = Instant::now();
-                let resp = next.run(req).await;
-                latency.observe(started.elapsed().as_secs_f64());
-                let status = resp.status().as_u16();
-                counters
-                    .get((method, status), || {
-                        metrics
-                            .requests
-                            .get_or_create(&RequestLabels {
-                                agent: agent.to_string(),
-                                binding: binding.to_string(),
-                                method,
-                                status,
-                            })
-                            .clone()
+}
+
+impl Count {
+    /// The counting of `binding`'s requests to `agent`.
+    pub(crate) fn new(metrics: Arc<Metrics>, agent: &str, binding: &'static str) -> Self {
+        let latency = metrics
+            .latency
+            .get_or_create(&BindingLabels {
+                agent: agent.to_string(),
+                binding: binding.to_string(),
+            })
+            .clone();
+        Count {
+            metrics,
+            latency,
+            counters: Handles::default(),
+            agent: agent.into(),
+            binding,
+        }
+    }
+
+    /// One request of `method`, answered with `status`, started at `started`.
+    pub(crate) fn record(&self, method: &axum::http::Method, started: Instant, status: StatusCode) {
+        self.latency.observe(started.elapsed().as_secs_f64());
+        let method = method_label(method);
+        let status = status.as_u16();
+        self.counters
+            .get((method, status), || {
+                self.metrics
+                    .requests
+                    .get_or_create(&RequestLabels {
+                        agent: self.agent.to_string(),
+                        binding: self.binding.to_string(),
+                        method,
+                        status,
                     })
-                    .inc();
-                resp
-            }
-        },
-    ))
+                    .clone()
+            })
+            .inc();
+    }
 }
 
 /// What `GET /metrics` reads.

@@ -2,11 +2,13 @@
 //! ([`trace`]), metrics ([`metrics`]), problem documents ([`problem`]), the JSON body reader
 //! (one media-type rule, the input limits), SSE and streamed responses, `Last-Event-ID`,
 //! `Idempotency-Key`, and the server loop ([`server`]: TCP_NODELAY, header-read timeout,
-//! connection cap, shutdown with a deadline).
+//! connection cap, shutdown with a deadline), and the one layer every binding's routes run under
+//! ([`edge`]).
 
 pub mod auth;
 pub(crate) mod body;
 pub(crate) mod connections;
+pub(crate) mod edge;
 pub(crate) mod last_event_id;
 pub mod metrics;
 pub mod problem;

@@ -207,26 +207,33 @@ impl super::body::Observer for Watched {
 /// `404` of an unknown route, a `415`…) says `Connection: close`: the server closes such a
 /// connection after the answer (the rest of the body is still on it), and a client that is
 /// told so opens a new one instead of failing its next request on the closed one.
-pub(crate) async fn close_if_unread(
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
+///
+/// This watches `request`'s body: `None` when there is nothing to watch (no body, or HTTP/2,
+/// which has no `Connection` header: a stream is reset on its own, gRPC's included); give what
+/// it returns to [`close_unread`] with the response.
+pub(crate) fn watch_unread(request: &mut axum::extract::Request) -> Option<Arc<std::sync::atomic::AtomicBool>> {
     use http_body::Body as _;
-    // HTTP/2 has no `Connection` header: a stream is reset on its own (gRPC's included)
-    if req.body().is_end_stream() || req.version() >= axum::http::Version::HTTP_2 {
-        return next.run(req).await;
+    if request.body().is_end_stream() || request.version() >= axum::http::Version::HTTP_2 {
+        return None;
     }
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (parts, body) = req.into_parts();
-    let body = axum::body::Body::new(super::body::Observed::new(body, Watched(done.clone())));
-    let mut resp = next.run(axum::extract::Request::from_parts(parts, body)).await;
-    if !done.load(std::sync::atomic::Ordering::Relaxed) {
-        resp.headers_mut().insert(
+    let body = std::mem::take(request.body_mut());
+    *request.body_mut() = axum::body::Body::new(super::body::Observed::new(body, Watched(done.clone())));
+    Some(done)
+}
+
+/// `Connection: close` on `response` when the body [`watch_unread`] watched was not read to
+/// the end.
+pub(crate) fn close_unread(
+    watched: Option<Arc<std::sync::atomic::AtomicBool>>,
+    response: &mut axum::response::Response,
+) {
+    if watched.is_some_and(|done| !done.load(std::sync::atomic::Ordering::Relaxed)) {
+        response.headers_mut().insert(
             axum::http::header::CONNECTION,
             axum::http::HeaderValue::from_static("close"),
         );
     }
-    resp
 }
 
 /// Answers a connection past the cap with a `503` and closes it (within a second).

@@ -153,17 +153,12 @@ fn remote_parent(traceparent: &str) -> Option<opentelemetry::Context> {
     Some(opentelemetry::Context::new().with_remote_span_context(context))
 }
 
-/// The layer every binding runs under ([`crate::web::auth`] applies it): the request's span
+/// The trace context of a request, around `inner` (what answers it): the request's span
 /// (`request`, a child of the caller's span when it sent a valid `traceparent`; what
 /// OpenTelemetry exports when the embedder installs `tracing-opentelemetry`), and every
 /// response (a `401` included) carries `X-Trace-ID`: the trace the request named, else one
-/// made for it (the request's span's, or a new id).
-pub(crate) async fn layer(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
-    traced(req, |req| next.run(req)).await
-}
-
-/// [`layer`]'s work around `inner` (what answers the request): one layer where another's work
-/// runs inside the span (authentication: [`crate::web::auth::require`]), not two.
+/// made for it (the request's span's, or a new id). The [`crate::web::edge`] layer runs it,
+/// authentication inside the span.
 pub(crate) async fn traced<F, Fut>(req: axum::extract::Request, inner: F) -> axum::response::Response
 where
     F: FnOnce(axum::extract::Request) -> Fut,

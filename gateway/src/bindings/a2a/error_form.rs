@@ -59,12 +59,89 @@ fn wants_plain_json(accept: Option<&HeaderValue>) -> bool {
     })
 }
 
-/// The layer of the HTTP+JSON routes: the web layer's errors as AIP-193 problems; a client
-/// that asks for `application/json` (and not `application/a2a+json`) gets its JSON answers and
-/// errors as `application/json` (streams are left as they are).
-pub(super) async fn rest(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    let plain = wants_plain_json(request.headers().get(header::ACCEPT));
-    let mut resp = next.run(request).await;
+/// The wire an A2A route answers on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wire {
+    /// HTTP+JSON (and the card): errors as AIP-193 problems.
+    Rest,
+    /// JSON-RPC: errors as JSON-RPC errors.
+    JsonRpc,
+}
+
+/// The A2A bindings' form ([`crate::web::edge::Form`]) of every answer: the web layer's errors
+/// in A2A's own error form, the `A2A-Extensions` the agent activated named, and on HTTP+JSON a
+/// client that asks for `application/json` (not `application/a2a+json`) gets its JSON answers
+/// and errors as `application/json` (streams are left as they are).
+#[derive(Debug, Clone)]
+pub(crate) struct A2aForm {
+    wire: Wire,
+    /// The URIs of the extensions the card declares.
+    declared: Vec<String>,
+}
+
+impl A2aForm {
+    /// The form of `wire`'s routes of an agent whose card declares the extensions `declared`.
+    pub(crate) fn new(wire: Wire, declared: Vec<String>) -> Self {
+        A2aForm { wire, declared }
+    }
+}
+
+/// What [`A2aForm`] reads of a request.
+pub(crate) struct A2aNote {
+    /// The client asked for `application/json` (HTTP+JSON only).
+    plain: bool,
+    /// The `A2A-Extensions` answer: the request's extensions the agent supports.
+    activated: Option<HeaderValue>,
+}
+
+impl crate::web::edge::Form for A2aForm {
+    type Note = A2aNote;
+
+    fn note(&self, headers: &axum::http::HeaderMap) -> A2aNote {
+        A2aNote {
+            plain: self.wire == Wire::Rest && wants_plain_json(headers.get(header::ACCEPT)),
+            activated: activated(&self.declared, headers),
+        }
+    }
+
+    fn answer(&self, note: A2aNote, resp: Response) -> Response {
+        let mut resp = match self.wire {
+            Wire::Rest => rest(note.plain, resp),
+            Wire::JsonRpc => jsonrpc(resp),
+        };
+        if let Some(v) = note.activated {
+            resp.headers_mut().insert(EXTENSIONS, v);
+        }
+        resp
+    }
+}
+
+/// The `A2A-Extensions` header's name.
+const EXTENSIONS: header::HeaderName = header::HeaderName::from_static("a2a-extensions");
+
+/// The extensions of the request's `A2A-Extensions` the agent declares (the ones it
+/// activated), as the answer's header; `None` when there are none.
+fn activated(declared: &[String], headers: &axum::http::HeaderMap) -> Option<HeaderValue> {
+    if declared.is_empty() {
+        return None;
+    }
+    let activated: Vec<&str> = headers
+        .get_all(EXTENSIONS)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|u| declared.iter().any(|e| e == u))
+        .collect();
+    match activated.is_empty() {
+        true => None,
+        false => HeaderValue::from_str(&activated.join(", ")).ok(),
+    }
+}
+
+/// An HTTP+JSON answer: the web layer's errors as AIP-193 problems, `application/json` for a
+/// `plain` client.
+fn rest(plain: bool, mut resp: Response) -> Response {
     if let Some(e) = unanswered(&resp) {
         resp = keep_headers(&resp, RestError(e).into_response());
     }
@@ -78,10 +155,9 @@ pub(super) async fn rest(request: axum::extract::Request, next: axum::middleware
     resp
 }
 
-/// The layer of the JSON-RPC endpoint: the web layer's errors as JSON-RPC errors (`id` null:
-/// the request was not read), with the HTTP status that says what happened.
-pub(super) async fn jsonrpc(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    let resp = next.run(request).await;
+/// A JSON-RPC answer: the web layer's errors as JSON-RPC errors (`id` null: the request was
+/// not read), with the HTTP status that says what happened.
+fn jsonrpc(resp: Response) -> Response {
     match unanswered(&resp) {
         Some(e) => {
             let mut answer = (

@@ -34,7 +34,7 @@ use crate::tasks::request::{read, CallContext};
 use crate::tasks::{EventStream, SendParams, Sent, TaskService};
 
 /// The gRPC routes (`/lf.a2a.v1.A2AService/*`) of `state`, to merge into the gateway's.
-pub(crate) fn router(state: Arc<TaskService>) -> axum::Router {
+pub(crate) fn router(state: Arc<TaskService>, edge: &crate::web::edge::Edge) -> axum::Router {
     let max = state.pipeline().config.limits.max_bytes;
     // a call's message must arrive within the body-read timeout, as the JSON bindings' bodies
     let deadline = state.pipeline().config.server.body_read_timeout;
@@ -44,15 +44,10 @@ pub(crate) fn router(state: Arc<TaskService>) -> axum::Router {
         .max_decoding_message_size(max)
         .max_encoding_message_size(usize::MAX);
     // the service's own routes, no fallback of their own (unknown paths stay the gateway's);
-    // each call in a `request` span, a child of the caller's `traceparent` metadata
-    axum::Router::new()
-        .route_service(&format!("/{}/{{*method}}", Server::NAME), service)
-        .route_layer(axum::middleware::from_fn(crate::web::trace::layer))
-        .route_layer(axum::middleware::map_request(
-            move |req: axum::extract::Request| async move {
-                req.map(|body| axum::body::Body::new(crate::web::body::Deadline::body(body, deadline)))
-            },
-        ))
+    // each call in a `request` span, a child of the caller's `traceparent` metadata (the
+    // service authenticates each call itself, its errors gRPC statuses)
+    let routes = axum::Router::new().route_service(&format!("/{}/{{*method}}", Server::NAME), service);
+    edge.traced().with_deadline(deadline).around(routes)
 }
 
 struct Grpc {

@@ -39,6 +39,8 @@ pub use card::{A2aConfig, CardInfo};
 
 use crate::tasks::error::{A2aError, A2aErrorKind};
 use crate::tasks::TaskService;
+use crate::web::edge::Edge;
+use error_form::{A2aForm, Wire};
 
 use crate::tasks::EventStream;
 use crate::web::body::BodyError;
@@ -52,20 +54,17 @@ use crate::web::sse;
 ///
 /// A named agent's routes (`root_card` false) have no card at the root: its card is under its
 /// prefix only.
-pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
+pub(crate) fn router(state: Arc<TaskService>, root_card: bool, edge: &Edge) -> Router {
     let auth = &state.pipeline().config.auth;
-    let rest = with_extensions(
-        crate::web::auth::require(rest::routes(&state.mount().config().rest_path), auth),
-        &state,
-    )
-    .layer(axum::middleware::from_fn(error_form::rest));
+    let rest = form(edge, &state, Wire::Rest)
+        .authenticated(auth)
+        .around(rest::routes(&state.mount().config().rest_path));
     // the JSON-RPC endpoint answers with and without a trailing slash (clients join URLs both ways)
     let mut rpc = Router::new();
     for path in path_forms(&state.mount().config().jsonrpc_path) {
         rpc = rpc.route(&path, axum::routing::post(jsonrpc::handle));
     }
-    let rpc = with_extensions(crate::web::auth::require(rpc, auth), &state)
-        .layer(axum::middleware::from_fn(error_form::jsonrpc));
+    let rpc = form(edge, &state, Wire::JsonRpc).authenticated(auth).around(rpc);
     let mut router = Router::new();
     if root_card {
         router = router.route(card::CARD_PATH, get(agent_card));
@@ -74,15 +73,13 @@ pub(crate) fn router(state: Arc<TaskService>, root_card: bool) -> Router {
     if !prefix.is_empty() {
         router = router.route(&format!("{prefix}{}", card::CARD_PATH), get(agent_card));
     }
-    let router = router
-        .layer(axum::middleware::from_fn(error_form::rest))
-        .merge(rest)
-        .merge(rpc)
-        .with_state(state.clone());
+    // the cards are public (no extensions to activate: `A2aForm` with none declared)
+    let cards = edge.in_form(A2aForm::new(Wire::Rest, Vec::new()));
+    let router = cards.around(router).merge(rest).merge(rpc).with_state(state.clone());
     // gRPC's routes are fixed (`/lf.a2a.v1.A2AService/…`): the root agent's; a named agent is
     // reached over gRPC by its `tenant`
     if root_card && state.mount().config().grpc {
-        router.merge(grpc::router(state))
+        router.merge(grpc::router(state, edge))
     } else {
         router
     }
@@ -96,8 +93,8 @@ impl crate::bindings::Binding for A2aBinding {
         "a2a"
     }
 
-    fn routes(&self, place: crate::bindings::Place<'_>) -> Router {
-        router(self.0.clone(), matches!(place, crate::bindings::Place::Root))
+    fn routes(&self, place: crate::bindings::Place<'_>, edge: &Edge) -> Router {
+        router(self.0.clone(), matches!(place, crate::bindings::Place::Root), edge)
     }
 
     fn endpoints(&self, place: crate::bindings::Place<'_>, base: &str) -> Vec<String> {
@@ -120,12 +117,26 @@ impl crate::bindings::Binding for A2aBinding {
 }
 
 /// The HTTP+JSON routes of a named agent under `prefix` alone (A2A 1.0's `/{tenant}/…`
-/// form: `/writer/message:send`), authentication included.
-pub(crate) fn tenant_router(state: Arc<TaskService>, prefix: &str) -> Router {
-    let auth = state.pipeline().config.auth.clone();
-    with_extensions(crate::web::auth::require(rest::routes(prefix), &auth), &state)
-        .layer(axum::middleware::from_fn(error_form::rest))
+/// form: `/writer/message:send`) under `edge`, authentication included.
+pub(crate) fn tenant_router(state: Arc<TaskService>, prefix: &str, edge: &Edge) -> Router {
+    let auth = &state.pipeline().config.auth;
+    form(edge, &state, Wire::Rest)
+        .authenticated(auth)
+        .around(rest::routes(prefix))
         .with_state(state)
+}
+
+/// `edge` in the A2A form of `wire`, naming the extensions `state`'s card declares.
+fn form(edge: &Edge, state: &TaskService, wire: Wire) -> Edge<A2aForm> {
+    let declared = state
+        .mount()
+        .config()
+        .card
+        .extensions
+        .iter()
+        .map(|e| e.uri.to_string())
+        .collect();
+    edge.in_form(A2aForm::new(wire, declared))
 }
 
 /// `path` and its other form: without the trailing slash if it has one, else with one (`/`
@@ -250,49 +261,6 @@ pub(crate) fn request_headers(
     Ok(a2a)
 }
 
-/// `router` with [`activated_extensions`] when the card declares extensions (without any,
-/// there is nothing to name, and no layer to pass through).
-fn with_extensions(router: Router<Arc<TaskService>>, state: &Arc<TaskService>) -> Router<Arc<TaskService>> {
-    if state.mount().config().card.extensions.is_empty() {
-        return router;
-    }
-    router.route_layer(axum::middleware::from_fn_with_state(
-        state.clone(),
-        activated_extensions,
-    ))
-}
-
-/// The layer of both bindings that names, in the response's `A2A-Extensions` header, the
-/// extensions of the request's `A2A-Extensions` the agent supports (the ones it activated).
-async fn activated_extensions(
-    State(state): State<Arc<TaskService>>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let declared = &state.mount().config().card.extensions;
-    let activated: Vec<String> = if declared.is_empty() {
-        Vec::new()
-    } else {
-        request
-            .headers()
-            .get_all("a2a-extensions")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .map(str::trim)
-            .filter(|u| declared.iter().any(|e| e.uri.as_str() == *u))
-            .map(String::from)
-            .collect()
-    };
-    let mut resp = next.run(request).await;
-    if let Ok(v) = HeaderValue::from_str(&activated.join(", ")) {
-        if !activated.is_empty() {
-            resp.headers_mut().insert("a2a-extensions", v);
-        }
-    }
-    resp
-}
-
 /// The card of `state`'s agent for clients at `base` ([`card::build_card`]); a named agent's
 /// names the root agent's gRPC service with its `tenant` when the root serves gRPC.
 fn card_of(state: &TaskService, base: &str, secured: bool, extended: bool) -> e2a::types::A2aAgentCard {
@@ -369,7 +337,9 @@ pub(crate) fn listing_router(path: &str, agents: Vec<Arc<TaskService>>) -> Route
             }),
         );
     }
-    router.layer(axum::middleware::from_fn(error_form::rest))
+    Edge::default()
+        .in_form(A2aForm::new(Wire::Rest, Vec::new()))
+        .around(router)
 }
 
 async fn agent_card(State(state): State<Arc<TaskService>>, headers: HeaderMap) -> Response {

@@ -1,0 +1,178 @@
+//! The one layer every binding's routes run under: what the per-concern layers did, in one
+//! future per request (each layer of axum's `from_fn` boxes and moves the request's future once
+//! more; five of them cost a request's handler several thousand instructions).
+//!
+//! In order, around the handler:
+//! 1. **close if unread** ([`crate::web::server::watch_unread`]): an HTTP/1 answer
+//!    sent before its request's body was read to the end says `Connection: close`;
+//! 2. **metrics**: the request counted and its latency observed under its agent and binding
+//!    ([`crate::web::metrics::Count`]);
+//! 3. **the binding's form** ([`Form`]): what a binding does to every answer of its routes
+//!    (A2A: the web layer's errors in A2A's own error form, the `A2A-Extensions` it activated);
+//! 4. **trace** ([`crate::web::trace::traced`]): the request's span, `X-Trace-ID` echoed;
+//! 5. **authentication** ([`crate::web::auth::Auth`]): the [`crate::agent::Caller`] in the
+//!    request's extensions, or `401` — whatever the method (a wrong method of a route that
+//!    needs a token is `401` before it is `405`);
+//! 6. **a body deadline** (gRPC: a call's message must arrive within the body-read timeout).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+
+use crate::web::auth::Auth;
+use crate::web::metrics::Count;
+
+/// What a binding does to every answer of its routes, in its protocol's own form: it reads
+/// what it needs of the request's headers before the request moves on ([`Form::note`]) and
+/// reshapes the response after ([`Form::answer`]).
+pub(crate) trait Form: Send + Sync + 'static {
+    /// What [`Form::answer`] needs to know of the request.
+    type Note: Send + 'static;
+
+    /// Reads the request's headers.
+    fn note(&self, headers: &axum::http::HeaderMap) -> Self::Note;
+
+    /// The response in the binding's form.
+    fn answer(&self, note: Self::Note, response: Response) -> Response;
+}
+
+/// The form of bindings that answer in E2A's own form (their errors are problems already).
+impl Form for () {
+    type Note = ();
+
+    fn note(&self, _: &axum::http::HeaderMap) {}
+
+    fn answer(&self, (): (), response: Response) -> Response {
+        response
+    }
+}
+
+/// The layer of one binding's routes (see the module docs): built by the gateway for each
+/// binding at each place it serves an agent (counting under that agent and binding), refined
+/// by the binding per group of routes ([`Edge::authenticated`], [`Edge::in_form`]) and put on
+/// them with [`Edge::around`].
+pub(crate) struct Edge<F = ()> {
+    count: Option<Arc<Count>>,
+    auth: Option<Auth>,
+    traced: bool,
+    deadline: Option<Duration>,
+    form: Arc<F>,
+}
+
+impl<F> Clone for Edge<F> {
+    fn clone(&self) -> Self {
+        Edge {
+            count: self.count.clone(),
+            auth: self.auth.clone(),
+            traced: self.traced,
+            deadline: self.deadline,
+            form: self.form.clone(),
+        }
+    }
+}
+
+impl Default for Edge {
+    /// Close-if-unread alone: no counting, no authentication, no trace, E2A's form.
+    fn default() -> Self {
+        Edge {
+            count: None,
+            auth: None,
+            traced: false,
+            deadline: None,
+            form: Arc::new(()),
+        }
+    }
+}
+
+impl Edge {
+    /// The edge of routes whose requests are counted by `count`.
+    pub(crate) fn counted(count: Count) -> Self {
+        Edge {
+            count: Some(Arc::new(count)),
+            ..Edge::default()
+        }
+    }
+}
+
+impl<F: Form> Edge<F> {
+    /// This edge, its requests authenticated by `auth` (and traced).
+    pub(crate) fn authenticated(&self, auth: &Auth) -> Self {
+        Edge {
+            auth: Some(auth.clone()),
+            traced: true,
+            ..self.clone()
+        }
+    }
+
+    /// This edge, its requests traced (a span, `X-Trace-ID` echoed) without authentication.
+    pub(crate) fn traced(&self) -> Self {
+        Edge {
+            traced: true,
+            ..self.clone()
+        }
+    }
+
+    /// This edge, a request's body due within `within` of the first poll.
+    pub(crate) fn with_deadline(&self, within: Duration) -> Self {
+        Edge {
+            deadline: Some(within),
+            ..self.clone()
+        }
+    }
+
+    /// This edge, its answers in `form`.
+    pub(crate) fn in_form<G: Form>(&self, form: G) -> Edge<G> {
+        Edge {
+            count: self.count.clone(),
+            auth: self.auth.clone(),
+            traced: self.traced,
+            deadline: self.deadline,
+            form: Arc::new(form),
+        }
+    }
+
+    /// `router` with this edge around each of its routes (every method, a wrong one too).
+    pub(crate) fn around<S>(&self, router: Router<S>) -> Router<S>
+    where
+        S: Clone + Send + Sync + 'static,
+    {
+        router.layer(axum::middleware::from_fn_with_state(self.clone(), pass::<F>))
+    }
+}
+
+/// One request through an [`Edge`].
+async fn pass<F: Form>(State(edge): State<Edge<F>>, mut request: Request, next: Next) -> Response {
+    let unread = crate::web::server::watch_unread(&mut request);
+    let started = edge.count.as_ref().map(|_| Instant::now());
+    let method = request.method().clone();
+    let note = edge.form.note(request.headers());
+    if let Some(within) = edge.deadline {
+        request = request.map(|body| axum::body::Body::new(crate::web::body::Deadline::body(body, within)));
+    }
+    let auth = edge.auth.as_ref();
+    let inner = |mut request: Request| async move {
+        if let Some(auth) = auth {
+            match auth.check(request.headers()) {
+                Ok(caller) => {
+                    request.extensions_mut().insert(caller);
+                }
+                Err(p) => return p.into_response(),
+            }
+        }
+        next.run(request).await
+    };
+    let response = match edge.traced {
+        true => crate::web::trace::traced(request, inner).await,
+        false => inner(request).await,
+    };
+    let mut response = edge.form.answer(note, response);
+    if let (Some(count), Some(started)) = (&edge.count, started) {
+        count.record(&method, started, response.status());
+    }
+    crate::web::server::close_unread(unread, &mut response);
+    response
+}
