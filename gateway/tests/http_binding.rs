@@ -243,6 +243,12 @@ async fn refused_requests_get_problem_json_naming_the_cause() {
         .send()
         .await
         .expect("send");
+    let close = resp.headers().get("connection").map(|v| v.as_bytes().to_vec());
+    assert_eq!(
+        close.as_deref(),
+        Some(&b"close"[..]),
+        "406 is answered before the body is read"
+    );
     let (status, _) = problem(resp).await;
     assert_eq!(status, 406);
 
@@ -258,6 +264,42 @@ async fn refused_requests_get_problem_json_naming_the_cause() {
     assert_eq!(status, 405);
     let (status, _) = problem(c.get(server.url("/nope")).send().await.expect("send")).await;
     assert_eq!(status, 404);
+    // without a token a wrong method is 401: the token is checked before the method
+    let (status, _) = problem(c.get(&url).send().await.expect("send")).await;
+    assert_eq!(status, 401);
+    // a refusal sent before the request's body was read says the connection closes (its
+    // body is still on it); an answer sent after reading it keeps the connection
+    let refused = c
+        .post(&url)
+        .header("content-type", "application/json")
+        .body(ok_body.clone())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(refused.status(), 401);
+    assert_eq!(
+        refused.headers().get("connection").map(|v| v.as_bytes()),
+        Some(&b"close"[..])
+    );
+    let (status, _) = problem(
+        c.post(server.url("/nope"))
+            .body("x".repeat(64))
+            .send()
+            .await
+            .expect("send"),
+    )
+    .await;
+    assert_eq!(status, 404);
+    let invalid = c
+        .post(&url)
+        .header("authorization", "Bearer s3cret-token")
+        .header("content-type", "application/json")
+        .body("{\"method\": 7}")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(invalid.status(), 422);
+    assert!(invalid.headers().get("connection").is_none(), "the body was read");
 
     // the health check needs no token; the schema does
     let health = c.get(server.url("/healthz")).send().await.expect("send");

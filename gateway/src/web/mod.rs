@@ -3,7 +3,7 @@
 //! (one media-type rule, the input limits), SSE and streamed responses, `Last-Event-ID`,
 //! `Idempotency-Key`, and the server loop ([`server`]: TCP_NODELAY, header-read timeout,
 //! connection cap, shutdown with a deadline), and the one layer every binding's routes run under
-//! ([`edge`]).
+//! (`edge`).
 
 pub mod auth;
 pub(crate) mod body;
