@@ -370,8 +370,11 @@ async fn repeated(
 async fn respond(shared: &Pipeline, mode: Mode, mut sub: Subscription) -> Response {
     match mode {
         Mode::Json => match sub.whole_json().await {
-            Some(json) => ([(header::CONTENT_TYPE, JSON)], json).into_response(),
-            None => Problem::new(ErrorKind::NotFound, "the stream has no frame after Last-Event-ID").into_response(),
+            Ok(Some(json)) => ([(header::CONTENT_TYPE, JSON)], json).into_response(),
+            Ok(None) => {
+                Problem::new(ErrorKind::NotFound, "the stream has no frame after Last-Event-ID").into_response()
+            }
+            Err(e) => e.problem().into_response(),
         },
         Mode::Sse => {
             let events = async_stream::stream! {

@@ -125,18 +125,25 @@ impl Frames {
         self.texts.last()
     }
 
-    /// Starts gathering the answer of a client that takes one frame, from the frames held
-    /// (none may have been forgotten, and they must be kept as made: `false` otherwise, and
-    /// the answer is made by reading the frames back).
+    /// Starts gathering the answer of a client that takes one frame, from the frames so far
+    /// (as made, or read back from their text when the run keeps only that) and then each as
+    /// it comes: the frames can be forgotten from then on, the answer keeps what they said.
+    /// `false` once one was forgotten, or the run has ended (the answer is then made by
+    /// reading the frames back, and refused when some it needs are gone).
     pub(super) fn gather(&mut self) -> bool {
         if self.whole.is_some() {
             return true;
         }
-        if self.texts.first_held() > 0 || self.made.len() != self.texts.len() || self.ended {
+        if self.texts.first_held() > 0 || self.ended {
             return false;
         }
         let mut whole = WholeJson::default();
-        self.made.iter().for_each(|f| whole.push(f.clone()));
+        for i in 0..self.texts.len() {
+            match self.get(i) {
+                Some(f) => whole.push(f),
+                None => return false,
+            }
+        }
         self.whole = Some(whole);
         true
     }
@@ -385,18 +392,29 @@ mod budget {
 
     #[test]
     fn the_whole_answer_gathered_from_the_start_keeps_what_was_forgotten() {
-        let mut frames = Frames::new(true, 64 << 10);
-        assert!(frames.gather());
         let made = long_run(500);
-        for f in &made {
-            frames.push(f.clone());
-            frames.forget_read(frames.len());
+        // frames kept as made, or only as text (an E2A stream's), the gathering starting
+        // before the first frame or after some (read back from their text)
+        for (typed, from) in [(true, 0), (false, 0), (false, 3), (true, 3)] {
+            let mut frames = Frames::new(typed, 64 << 10);
+            for (i, f) in made.iter().enumerate() {
+                if i == from {
+                    assert!(frames.gather(), "typed {typed}, from {from}");
+                }
+                frames.push(f.clone());
+                frames.forget_read(frames.len());
+            }
+            assert!(frames.oldest_held().is_some());
+            let whole: serde_json::Value =
+                serde_json::from_str(&frames.take_whole().and_then(WholeJson::finish).expect("an answer"))
+                    .expect("json");
+            let content = whole["body"]["result"]["content"].as_str().unwrap_or_default();
+            assert_eq!(
+                content.len(),
+                500 * 1000,
+                "every piece is in the answer (typed {typed}, from {from})"
+            );
         }
-        assert!(frames.oldest_held().is_some());
-        let whole: serde_json::Value =
-            serde_json::from_str(&frames.take_whole().and_then(WholeJson::finish).expect("an answer")).expect("json");
-        let content = whole["body"]["result"]["content"].as_str().unwrap_or_default();
-        assert_eq!(content.len(), 500 * 1000, "every piece is in the answer");
         // once frames were forgotten, an answer cannot be gathered any more
         let mut late = Frames::new(true, 64 << 10);
         for f in &made {

@@ -15,8 +15,8 @@ use e2a::{E2AEnvelope, E2AResponse};
 use tokio::sync::watch;
 
 use super::inline::WholeJson;
-use super::Run;
 use super::RunKeeping;
+use super::{ResumeError, Run};
 use crate::stop::{cutoff_frame, StopReason};
 use crate::store::{FrameWrite, RunLog, StoredFrame};
 
@@ -97,8 +97,9 @@ impl Subscription {
     /// must not wait for it).
     pub(crate) fn wants_whole(&mut self) {
         if let Source::Local(l) = &mut self.0 {
-            l.release();
+            // gathering starts before the hold goes: no frame is forgotten in between
             l.run.want_whole();
+            l.release();
         }
     }
 
@@ -106,24 +107,34 @@ impl Subscription {
     /// JSON text, with what the frames before it carried and it does not
     /// ([`e2a::shown::WholeAnswer`]: the streamed text, artifacts and tool calls). `None` when
     /// no frame is after the position asked for. Wakes once, at the end, not for every frame.
-    pub(crate) async fn whole_json(&mut self) -> Option<String> {
+    /// A reader that could not gather the answer as the frames came (it asked for the frames
+    /// after a `Last-Event-ID`) and whose frames the run forgot meanwhile (over its memory
+    /// budget) gets [`ResumeError::Forgotten`], never an answer missing them.
+    pub(crate) async fn whole_json(&mut self) -> Result<Option<String>, ResumeError> {
         match &mut self.0 {
             Source::Local(l) => {
-                // waiting for the end, this reader holds no frame back
-                l.release();
+                // waiting for the end, this reader holds no frame back (once gathering began)
                 l.run.want_whole();
+                l.release();
                 let mut done = l.run.done.subscribe();
                 let _ = done.wait_for(|d| *d).await;
                 let frames = l.run.frames.lock();
-                let (sequence, _) = frames.last()?;
+                let Some((sequence, _)) = frames.last() else {
+                    return Ok(None);
+                };
+                let Some(last_index) = frames.len().checked_sub(1) else {
+                    return Ok(None);
+                };
                 if l.after.is_some_and(|a| sequence <= a) {
-                    return None;
+                    return Ok(None);
                 }
-                let last_index = frames.len().checked_sub(1)?;
                 // the answer gathered as the frames came (when this reader, or one before it,
                 // wanted it from the start); a reader that came later reads the frames back
                 if let (None, Some(made)) = (l.after, l.run.whole.get()) {
-                    return made.clone().or_else(|| frames.json(last_index));
+                    return Ok(made.clone().or_else(|| frames.json(last_index)));
+                }
+                if let Some(oldest) = frames.missing_after(l.after) {
+                    return Err(ResumeError::Forgotten { oldest });
                 }
                 let mut whole = WholeAnswer::default();
                 for i in 0..last_index {
@@ -131,17 +142,20 @@ impl Subscription {
                         whole.push(&f);
                     }
                 }
-                match whole.finish_frame(&*frames.get(last_index)?) {
+                let Some(last) = frames.get(last_index) else {
+                    return Ok(None);
+                };
+                Ok(match whole.finish_frame(&last) {
                     Some(shown) => Some(shown.to_json()),
                     None => frames.json(last_index),
-                }
+                })
             }
             Source::Stored(s) => {
                 let mut answer = WholeJson::default();
                 while let Some(f) = s.next().await {
                     answer.push(f);
                 }
-                answer.finish()
+                Ok(answer.finish())
             }
         }
     }
