@@ -117,6 +117,12 @@ impl JsonWriter {
         self.buf.drain(..n.min(self.buf.len()));
     }
 
+    /// Drops what was written from byte `n` on (`n` must be where a value the caller wrote
+    /// starts or ends).
+    pub(crate) fn truncate(&mut self, n: usize) {
+        self.buf.truncate(n);
+    }
+
     /// Gives back the buffer's room beyond what was written.
     pub fn shrink_to_fit(&mut self) {
         self.buf.shrink_to_fit();

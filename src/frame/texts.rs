@@ -130,6 +130,37 @@ impl<R: Framed> FrameTexts<R> {
         self.forgotten += n;
     }
 
+    /// Drops the frames from `len` on, the newest, as if they had not been added (a stream
+    /// that takes back frames it could not deliver); frames already forgotten stay forgotten.
+    /// The last frame is then the one before them (`None` when no frame is held).
+    ///
+    /// ```
+    /// use e2a::frame::FrameTexts;
+    /// let mut stream = e2a::stream::ResponseStream::for_request(&e2a::E2AEnvelope::default());
+    /// let frames = [stream.text("a"), stream.text("b"), stream.text("c")];
+    /// let mut texts = FrameTexts::new();
+    /// for f in &frames {
+    ///     texts.push(f, f.sequence, f.is_final);
+    /// }
+    /// texts.truncate(1);
+    /// assert_eq!((texts.len(), texts.last(), texts.text(1)), (1, Some((0, false)), None));
+    /// texts.push(&frames[2], 1, false);
+    /// assert_eq!(texts.text(1), Some(frames[2].to_json()));
+    /// ```
+    pub fn truncate(&mut self, len: usize) {
+        let k = len.max(self.forgotten) - self.forgotten;
+        let Some(first_dropped) = self.entries.get(k).copied() else {
+            return;
+        };
+        self.text.truncate(first_dropped.start);
+        self.entries.truncate(k);
+        self.ends.truncate(k * Self::OWN);
+        self.heads.truncate(self.entries.last().map_or(0, |e| e.head + 1));
+        // the next frame writes its head again (a head's text is small; its value is not kept)
+        self.current = None;
+        self.last = self.entries.last().map(|e| (e.sequence, e.is_final));
+    }
+
     /// Held frame `i`: its entry and where its own fields' ends are.
     fn held(&self, i: usize) -> Option<(&Entry, usize)> {
         let k = i.checked_sub(self.forgotten)?;

@@ -37,6 +37,9 @@ pub(super) struct Frames {
     typed: bool,
     ended: bool,
     texts: FrameTexts<Frame>,
+    /// How many of the frames in `texts` readers see: the ones after them are staged (written,
+    /// on their way to the store: [`Frames::stage`]).
+    published: usize,
     /// How many bytes the frames held may take while the run goes on; past it the oldest are
     /// forgotten.
     budget: usize,
@@ -54,14 +57,15 @@ impl Frames {
             typed,
             ended: false,
             texts: FrameTexts::new(),
+            published: 0,
             budget,
             whole: None,
         }
     }
 
-    /// How many frames there have been (forgotten ones included).
+    /// How many frames there have been (forgotten ones included; staged ones not).
     pub(super) fn len(&self) -> usize {
-        self.texts.len()
+        self.published
     }
 
     /// The index of the oldest frame still held.
@@ -87,6 +91,9 @@ impl Frames {
     /// its frames are kept only as text). `None` past the end, when it was forgotten, or when
     /// the text cannot be read back (logged: the reader's stream ends there).
     pub(super) fn get(&self, i: usize) -> Option<Arc<Frame>> {
+        if i >= self.published {
+            return None;
+        }
         if let Some(f) = i.checked_sub(self.texts.first_held()).and_then(|k| self.made.get(k)) {
             return Some(f.clone());
         }
@@ -102,17 +109,20 @@ impl Frames {
 
     /// The JSON text of frame `i`.
     pub(super) fn json(&self, i: usize) -> Option<String> {
-        self.texts.text(i)
+        (i < self.published).then(|| self.texts.text(i)).flatten()
     }
 
     /// Appends the JSON text of frame `i` to `out`; `false` past the end or forgotten.
     pub(super) fn write(&self, i: usize, out: &mut Vec<u8>) -> bool {
-        self.texts.write(i, out)
+        i < self.published && self.texts.write(i, out)
     }
 
     /// Frame `i`'s sequence (`None` past the end or forgotten).
     pub(super) fn sequence(&self, i: usize) -> Option<u64> {
-        self.texts.sequence(i).map(|(s, _)| s)
+        (i < self.published)
+            .then(|| self.texts.sequence(i))
+            .flatten()
+            .map(|(s, _)| s)
     }
 
     /// Whether the run has ended (only the text is left).
@@ -122,7 +132,10 @@ impl Frames {
 
     /// The last frame's sequence and whether it is final.
     pub(super) fn last(&self) -> Option<(u64, bool)> {
-        self.texts.last()
+        match self.published == self.texts.len() {
+            true => self.texts.last(),
+            false => self.texts.sequence(self.published.checked_sub(1)?),
+        }
     }
 
     /// Starts gathering the answer of a client that takes one frame, from the frames so far
@@ -138,7 +151,7 @@ impl Frames {
             return false;
         }
         let mut whole = WholeJson::default();
-        for i in 0..self.texts.len() {
+        for i in 0..self.published {
             match self.get(i) {
                 Some(f) => whole.push(f),
                 None => return false,
@@ -153,20 +166,58 @@ impl Frames {
         self.whole.take()
     }
 
-    /// Appends a frame (to a run that goes on; an ended run takes none). The frames are held
-    /// past the run's budget until [`Frames::forget_read`] lets the oldest go.
+    /// Appends a frame (to a run that goes on; an ended run takes none): staged and published
+    /// at once. The frames are held past the run's budget until [`Frames::forget_read`] lets
+    /// the oldest go.
+    #[cfg(test)]
     pub(super) fn push(&mut self, f: Arc<Frame>) {
+        if self.stage(&f) {
+            self.publish([f]);
+        }
+    }
+
+    /// Writes a frame's text, the one time it is written, without showing it to readers yet
+    /// (what a store takes before anybody sees the frame: [`Frames::staged`]); `false` for a
+    /// run that has ended (it takes no frame).
+    pub(super) fn stage(&mut self, f: &Frame) -> bool {
         if self.ended {
             tracing::warn!(sequence = f.sequence, "a frame after the run ended is dropped");
-            return;
+            return false;
         }
-        self.texts.push(&f, f.sequence, f.is_final);
-        if let Some(whole) = &mut self.whole {
-            whole.push(f.clone());
+        self.texts.push(f, f.sequence, f.is_final);
+        true
+    }
+
+    /// The staged frames: sequence, JSON text (woven from what [`Frames::stage`] wrote, not
+    /// written again), finality.
+    pub(super) fn staged(&self) -> Vec<(u64, String, bool)> {
+        (self.published..self.texts.len())
+            .filter_map(|i| {
+                let (sequence, is_final) = self.texts.sequence(i)?;
+                Some((sequence, self.texts.text(i)?, is_final))
+            })
+            .collect()
+    }
+
+    /// Shows the staged frames `batch` (the frames themselves, in the order staged) to readers.
+    pub(super) fn publish(&mut self, batch: impl IntoIterator<Item = Arc<Frame>>) {
+        for f in batch {
+            if self.published >= self.texts.len() {
+                break;
+            }
+            self.published += 1;
+            if let Some(whole) = &mut self.whole {
+                whole.push(f.clone());
+            }
+            if self.typed {
+                self.made.push_back(f);
+            }
         }
-        if self.typed {
-            self.made.push_back(f);
-        }
+    }
+
+    /// Takes the staged frames back (the store did not take them): nobody sees them.
+    pub(super) fn unstage(&mut self) {
+        self.texts.truncate(self.published);
     }
 
     /// Whether the frames held take more than the run's budget.
@@ -195,7 +246,7 @@ impl Frames {
         }
         let target = self.budget / 4 * 3;
         // the newest frame is always held (what a resume from the last event reads)
-        let floor = floor.min(self.texts.len().saturating_sub(1));
+        let floor = floor.min(self.published.saturating_sub(1));
         while self.held_bytes() > target {
             let n = floor.saturating_sub(self.texts.first_held()).div_ceil(2);
             if n == 0 {
@@ -232,7 +283,7 @@ mod tests {
     use e2a::stream::ResponseStream;
     use e2a::E2AEnvelope;
 
-    fn frames() -> Vec<Arc<Frame>> {
+    pub(super) fn frames() -> Vec<Arc<Frame>> {
         let request: E2AEnvelope = serde_json::from_value(serde_json::json!({
             "method": "chat.send",
             "params": {"query": "hello"},
@@ -422,6 +473,46 @@ mod budget {
             late.forget_read(late.len());
         }
         assert!(!late.gather());
+    }
+
+    #[test]
+    fn staged_frames_are_written_once_and_seen_only_once_published() {
+        let made = super::tests::frames();
+        for typed in [true, false] {
+            let mut frames = Frames::new(typed, usize::MAX);
+            frames.push(made[0].clone());
+            assert!(frames.gather());
+            // staged: the store's text is the frames' own, readers see none of them
+            frames.stage(&made[1]);
+            frames.stage(&made[2]);
+            let staged = frames.staged();
+            assert_eq!(staged.len(), 2);
+            for ((sequence, text, is_final), f) in staged.iter().zip(&made[1..]) {
+                assert_eq!(
+                    (*sequence, text.as_str(), *is_final),
+                    (f.sequence, f.to_json().as_str(), f.is_final)
+                );
+            }
+            assert_eq!((frames.len(), frames.last()), (1, Some((made[0].sequence, false))));
+            assert!(
+                frames.get(1).is_none() && frames.json(1).is_none(),
+                "a staged frame is not read"
+            );
+            // the store refused them: taken back, the next frames take their place
+            frames.unstage();
+            assert!(frames.staged().is_empty());
+            assert_eq!(frames.last(), Some((made[0].sequence, false)));
+            frames.stage(&made[1]);
+            frames.stage(&made[2]);
+            frames.publish(made[1..].iter().cloned());
+            assert_eq!((frames.len(), frames.last()), (3, Some((made[2].sequence, true))));
+            for (i, f) in made.iter().enumerate() {
+                assert_eq!(frames.json(i), Some(f.to_json()), "frame {i} (typed {typed})");
+            }
+            let whole = frames.take_whole().and_then(WholeJson::finish).expect("an answer");
+            let whole: serde_json::Value = serde_json::from_str(&whole).expect("json");
+            assert_eq!(whole["body"]["result"]["tool_calls"][0]["name"], "search", "{whole}");
+        }
     }
 
     #[test]

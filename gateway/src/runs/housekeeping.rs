@@ -85,14 +85,17 @@ impl Pump {
                     None => break,
                 }
             }
-            match self.store(&batch).await {
+            // each frame's text is written once, here: the store takes it, then readers see it
+            self.run.stage(&batch);
+            match self.store().await {
                 Ok(()) => {
-                    if self.run.push_all(batch) {
+                    if self.run.publish(batch) {
                         self.run.wait_for_readers().await;
                     }
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "cannot store a run's frames: the run fails");
+                    self.run.unstage();
                     self.run.cancel.cancel();
                     let (sequence, _) = self.run.next_sequence();
                     let end = self.cutoff(
@@ -110,21 +113,19 @@ impl Pump {
         self.close();
     }
 
-    /// Writes `batch` to the store when it keeps runs.
-    async fn store(&mut self, batch: &[Arc<Frame>]) -> Result<(), StoreError> {
+    /// Writes the staged frames ([`Run::stage`]) to the store when it keeps runs.
+    async fn store(&mut self) -> Result<(), StoreError> {
         let (Some(store), Some(key)) = (self.runs.store.get(), &self.key) else {
             return Ok(());
         };
         if self.run_id.is_empty() {
             self.run_id = e2a::stream::new_ordered_id();
         }
-        let frames: Vec<StoredFrame> = batch
-            .iter()
-            .map(|f| StoredFrame {
-                seq: f.sequence,
-                frame: f.to_json(),
-                is_final: f.is_final,
-            })
+        let frames: Vec<StoredFrame> = self
+            .run
+            .staged()
+            .into_iter()
+            .map(|(seq, frame, is_final)| StoredFrame { seq, frame, is_final })
             .collect();
         let head = (!self.opened).then(|| RunHead {
             request: serde_json::to_string(&self.request).unwrap_or_default(),
@@ -170,6 +171,8 @@ impl Pump {
 impl Drop for Pump {
     fn drop(&mut self) {
         let Some(key) = self.key.clone() else { return };
+        // frames staged for a store write that was given up are not shown (as if never sent)
+        self.run.unstage();
         let _ = self.run.stop.set(StopReason::ClientGone);
         self.run.cancel.cancel();
         let (sequence, ended) = self.run.next_sequence();

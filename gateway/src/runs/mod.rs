@@ -105,17 +105,41 @@ pub(crate) struct Run {
 
 impl Run {
     fn push(&self, f: Arc<Frame>) {
-        self.push_all([f]);
+        self.push_all(vec![f]);
     }
 
     /// Appends frames and wakes the readers once for all of them. Returns whether the frames
     /// are over the run's budget with readers still to read them ([`Run::wait_for_readers`]).
-    fn push_all(&self, frames: impl IntoIterator<Item = Arc<Frame>>) -> bool {
+    fn push_all(&self, frames: Vec<Arc<Frame>>) -> bool {
+        self.stage(&frames);
+        self.publish(frames)
+    }
+
+    /// Writes the text of `frames` (once: what readers and the store then share) without
+    /// showing them to readers ([`frames::Frames::stage`]).
+    fn stage(&self, frames: &[Arc<Frame>]) {
+        let mut v = self.frames.lock();
+        for f in frames {
+            v.stage(f);
+        }
+    }
+
+    /// The staged frames' text, for the store.
+    fn staged(&self) -> Vec<(u64, String, bool)> {
+        self.frames.lock().staged()
+    }
+
+    /// Takes the staged frames back (the store did not take them).
+    fn unstage(&self) {
+        self.frames.lock().unstage();
+    }
+
+    /// Shows the staged `frames` to readers, waking them once for all of them; see
+    /// [`Run::push_all`].
+    fn publish(&self, frames: Vec<Arc<Frame>>) -> bool {
         let (n, over) = {
             let mut v = self.frames.lock();
-            for f in frames {
-                v.push(f);
-            }
+            v.publish(frames);
             (v.len(), v.over_budget())
         };
         self.progress.send_replace((n, false));
