@@ -88,6 +88,18 @@ impl JsonWriter {
         self.raw(key);
     }
 
+    /// A member of an object whose key is data (a flattened map's): the separator (`first`
+    /// says whether a member was written yet), the key escaped, the value.
+    #[inline]
+    pub fn member(&mut self, first: &mut bool, key: &str, value: &Value) {
+        if !std::mem::take(first) {
+            self.buf.push(b',');
+        }
+        key.write_json(self);
+        self.buf.push(b':');
+        value.write_json(self);
+    }
+
     /// Any serializable value, written by `serde_json`.
     pub fn serde<T: Serialize + ?Sized>(&mut self, v: &T) {
         // writing to a Vec fails only when a value's own Serialize fails (a map with non-string

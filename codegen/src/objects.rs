@@ -43,6 +43,8 @@ pub(crate) fn object_source(st: &syn::ItemStruct, types: &Types<'_>) -> Option<S
                 insert(&value_of(&format!("self.{ident}"), &field.ty, types))
             ),
             Skip::No => insert(&value_of(&format!("self.{ident}"), &field.ty, types)),
+            // (a flattened field is handled above: `serde_of` does not name it)
+            Skip::Flatten => return None,
         };
         let _ = writeln!(body, "        {line}");
     }

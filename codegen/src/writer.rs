@@ -7,7 +7,8 @@
 //!   the writer cannot honour there is a generation error, never a silent difference.
 //! - Any other struct gets a writer when every field's serde attributes are ones the writer
 //!   honours (`rename`, `default`, `deserialize_with`, and `skip_serializing_if` with
-//!   `Option::is_none`, `Vec::is_empty` or `Map::is_empty`); a struct with `flatten` or another
+//!   `Option::is_none`, `Vec::is_empty` or `Map::is_empty`, and a last `flatten`ed JSON object
+//!   of other members, written after the fields as serde writes it); a struct with another
 //!   predicate keeps its derived `Serialize` only.
 //! - An externally tagged enum of newtype variants (`{"task": {…}}`) gets one too.
 //!
@@ -41,6 +42,9 @@ pub(crate) enum Skip {
     IfNone,
     /// When empty (a `Vec` or a `Map`).
     IfEmpty,
+    /// A `flatten`ed object, the last field: its members written after the others, when it has
+    /// any.
+    Flatten,
 }
 
 /// A field's serde attributes as the writer sees them: its `skip_serializing_if`, or the name of
@@ -156,7 +160,12 @@ fn plan(st: &syn::ItemStruct) -> Result<Vec<Plan<'_>>, String> {
         let Some(ident) = &field.ident else {
             return Err("a tuple struct cannot be written by key".into());
         };
-        let skip = serde_of(&field.attrs).map_err(|a| format!("{ident}: serde `{a}` is not supported"))?;
+        let flatten = crate::syntax::serde_names(&field.attrs, "flatten");
+        let skip = match flatten {
+            true if field_is_last(st, field) && quote_type(&field.ty) == MAP => Skip::Flatten,
+            true => return Err(format!("{ident}: only a last flattened JSON object is supported")),
+            false => serde_of(&field.attrs).map_err(|a| format!("{ident}: serde `{a}` is not supported"))?,
+        };
         let ident = ident.to_string();
         let key = serde_rename(&field.attrs).unwrap_or_else(|| ident.trim_start_matches("r#").to_string());
         if !literal_key(&key) {
@@ -173,6 +182,11 @@ fn plan(st: &syn::ItemStruct) -> Result<Vec<Plan<'_>>, String> {
         return Err("a struct-level serde attribute other than deny_unknown_fields".into());
     }
     Ok(out)
+}
+
+/// Whether `field` is the last of `st`'s fields.
+fn field_is_last(st: &syn::ItemStruct, field: &syn::Field) -> bool {
+    st.fields.iter().last().is_some_and(|f| f.ident == field.ident)
 }
 
 /// The newtype variants `(wire name, variant, inner type)` of an externally tagged enum, or
@@ -256,7 +270,8 @@ pub fn writers(bundled: &Value, file: &syn::File, enums: &BTreeSet<String>) -> R
             syn::Item::Struct(st) if writable.contains(&st.ident.to_string()) => {
                 let name = st.ident.to_string();
                 let fields = plan(st).map_err(Error::Typify)?;
-                let (fixed, body) = if all_keys(&name) || fields.iter().all(|f| f.skip == Skip::No) {
+                let flattens = fields.iter().any(|f| f.skip == Skip::Flatten);
+                let (fixed, body) = if !flattens && (all_keys(&name) || fields.iter().all(|f| f.skip == Skip::No)) {
                     struct_fixed(&fields, &types)
                 } else {
                     struct_skipping(&fields, &types)
@@ -329,6 +344,13 @@ fn struct_skipping(fields: &[Plan<'_>], types: &Types<'_>) -> (usize, String) {
                     "        if let Some(v) = &self.{} {{\n            w.key(&mut first, {key:?});\n            {}\n        }}",
                     f.ident,
                     types.write("v", inner)
+                );
+            }
+            Skip::Flatten => {
+                let _ = writeln!(
+                    body,
+                    "        for (k, v) in &self.{} {{\n            w.member(&mut first, k, v);\n        }}",
+                    f.ident
                 );
             }
         }

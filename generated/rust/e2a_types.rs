@@ -6657,6 +6657,21 @@ impl crate::write::WriteJson for A2aSettings {
         w.raw("}");
     }
 }
+impl crate::write::WriteJson for A2aStreamEventBody {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        w.key(&mut first, "\"branch\":");
+        w.value((&self.branch).as_str());
+        w.key(&mut first, "\"payload\":");
+        w.value(&self.payload);
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
+        w.raw("}");
+    }
+}
 impl crate::write::WriteJson for A2aStreamResponse {
     const FIXED_LEN: usize = 2;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
@@ -6986,6 +7001,60 @@ impl crate::write::WriteJson for AguiSettings {
         w.raw("}");
     }
 }
+impl crate::write::WriteJson for AnswerResult {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if !self.artifacts.is_empty() {
+            w.key(&mut first, "\"artifacts\":");
+            w.value(&self.artifacts);
+        }
+        if let Some(v) = &self.content {
+            w.key(&mut first, "\"content\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.stop_reason {
+            w.key(&mut first, "\"stopReason\":");
+            w.value(v);
+        }
+        if !self.tool_calls.is_empty() {
+            w.key(&mut first, "\"tool_calls\":");
+            w.value(&self.tool_calls);
+        }
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for ArtifactDelta {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        w.key(&mut first, "\"append\":");
+        w.value(&self.append);
+        w.key(&mut first, "\"artifact_id\":");
+        w.value(&self.artifact_id);
+        if let Some(v) = &self.kind {
+            w.key(&mut first, "\"kind\":");
+            w.value(v.as_str());
+        }
+        w.key(&mut first, "\"last_chunk\":");
+        w.value(&self.last_chunk);
+        if let Some(v) = &self.name {
+            w.key(&mut first, "\"name\":");
+            w.value(v);
+        }
+        w.key(&mut first, "\"parts\":");
+        w.value(&self.parts);
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
+        w.raw("}");
+    }
+}
 impl crate::write::WriteJson for CallerClaims {
     const FIXED_LEN: usize = 2;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
@@ -7044,6 +7113,101 @@ impl crate::write::WriteJson for CallerEntry {
         if let Some(v) = &self.rate_limit {
             w.key(&mut first, "\"rate_limit\":");
             w.value(v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for ChunkBody {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.delta {
+            w.key(&mut first, "\"delta\":");
+            w.value(v);
+        }
+        w.key(&mut first, "\"delta_kind\":");
+        w.value((&self.delta_kind).as_str());
+        if let Some(v) = &self.event_type {
+            w.key(&mut first, "\"event_type\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.member_name {
+            w.key(&mut first, "\"member_name\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.mime_type {
+            w.key(&mut first, "\"mime_type\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.rid {
+            w.key(&mut first, "\"rid\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.role {
+            w.key(&mut first, "\"role\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.source_chunk_type {
+            w.key(&mut first, "\"source_chunk_type\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.team_id {
+            w.key(&mut first, "\"team_id\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.team_name {
+            w.key(&mut first, "\"team_name\":");
+            w.value(v);
+        }
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for CompleteBody {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if !self.result.is_empty() {
+            w.key(&mut first, "\"result\":");
+            w.value(&self.result);
+        }
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for CronBody {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.action {
+            w.key(&mut first, "\"action\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.command_id {
+            w.key(&mut first, "\"command_id\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.data {
+            w.key(&mut first, "\"data\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.message {
+            w.key(&mut first, "\"message\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.status {
+            w.key(&mut first, "\"status\":");
+            w.value(v);
+        }
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
         }
         w.raw("}");
     }
@@ -7232,6 +7396,33 @@ impl crate::write::WriteJson for E2AResponse {
         w.raw("}");
     }
 }
+impl crate::write::WriteJson for ErrorBody {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.code {
+            w.key(&mut first, "\"code\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.details {
+            w.key(&mut first, "\"details\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.external {
+            w.key(&mut first, "\"external\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.message {
+            w.key(&mut first, "\"message\":");
+            w.value(v);
+        }
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
+        w.raw("}");
+    }
+}
 impl crate::write::WriteJson for ErrorSettings {
     const FIXED_LEN: usize = 2;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
@@ -7240,6 +7431,71 @@ impl crate::write::WriteJson for ErrorSettings {
         if let Some(v) = &self.expose {
             w.key(&mut first, "\"expose\":");
             w.value(v.as_str());
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for ExtBody {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.ext_method {
+            w.key(&mut first, "\"ext_method\":");
+            w.value(v);
+        }
+        if !self.params.is_empty() {
+            w.key(&mut first, "\"params\":");
+            w.value(&self.params);
+        }
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for ExternalError {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if !self.payload.is_empty() {
+            w.key(&mut first, "\"payload\":");
+            w.value(&self.payload);
+        }
+        if let Some(v) = &self.protocol {
+            w.key(&mut first, "\"protocol\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.type_ {
+            w.key(&mut first, "\"type\":");
+            w.value(v);
+        }
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for JsonRpcErrorBody {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.code {
+            w.key(&mut first, "\"code\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.data {
+            w.key(&mut first, "\"data\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.message {
+            w.key(&mut first, "\"message\":");
+            w.value(v);
+        }
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
         }
         w.raw("}");
     }
@@ -7306,6 +7562,108 @@ impl crate::write::WriteJson for MetricsSettings {
         w.raw("}");
     }
 }
+impl crate::write::WriteJson for OutputRequestBody {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.id {
+            w.key(&mut first, "\"id\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.jsonrpc {
+            w.key(&mut first, "\"jsonrpc\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.method {
+            w.key(&mut first, "\"method\":");
+            w.value(v);
+        }
+        if !self.params.is_empty() {
+            w.key(&mut first, "\"params\":");
+            w.value(&self.params);
+        }
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for PausedResult {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.input_kind {
+            w.key(&mut first, "\"input_kind\":");
+            w.value(v.as_str());
+        }
+        if let Some(v) = &self.prompt {
+            w.key(&mut first, "\"prompt\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.resumable {
+            w.key(&mut first, "\"resumable\":");
+            w.value(v);
+        }
+        w.key(&mut first, "\"state\":");
+        w.serde(&self.state);
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for PlanApprovalRequiredBody {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.input_kind {
+            w.key(&mut first, "\"input_kind\":");
+            w.value(v.as_str());
+        }
+        if let Some(v) = &self.plan_content {
+            w.key(&mut first, "\"plan_content\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.plan_path {
+            w.key(&mut first, "\"plan_path\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.plan_slug {
+            w.key(&mut first, "\"plan_slug\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.resumable {
+            w.key(&mut first, "\"resumable\":");
+            w.value(v);
+        }
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for PromptResultBody {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.stop_reason {
+            w.key(&mut first, "\"stopReason\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.user_message_id {
+            w.key(&mut first, "\"userMessageId\":");
+            w.value(v);
+        }
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
+        w.raw("}");
+    }
+}
 impl crate::write::WriteJson for PushSettings {
     const FIXED_LEN: usize = 130;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
@@ -7337,6 +7695,23 @@ impl crate::write::WriteJson for RateLimitSettings {
         }
         w.key(&mut first, "\"per_second\":");
         w.serde(&self.per_second);
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for ReplyResult {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.content {
+            w.key(&mut first, "\"content\":");
+            w.value(v);
+        }
+        w.key(&mut first, "\"reply\":");
+        w.serde(&self.reply);
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
         w.raw("}");
     }
 }
@@ -7384,6 +7759,19 @@ impl crate::write::WriteJson for ServerSettings {
         w.raw("}");
     }
 }
+impl crate::write::WriteJson for SessionUpdateBody {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        w.key(&mut first, "\"sessionUpdate\":");
+        w.value(&self.session_update);
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
+        w.raw("}");
+    }
+}
 impl crate::write::WriteJson for StoreSettings {
     const FIXED_LEN: usize = 2;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
@@ -7419,6 +7807,69 @@ impl crate::write::WriteJson for TelemetrySettings {
         }
         w.key(&mut first, "\"service_name\":");
         w.value(&self.service_name);
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for ToolCall {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.arguments {
+            w.key(&mut first, "\"arguments\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.name {
+            w.key(&mut first, "\"name\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.result {
+            w.key(&mut first, "\"result\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.status {
+            w.key(&mut first, "\"status\":");
+            w.value(v);
+        }
+        w.key(&mut first, "\"tool_call_id\":");
+        w.value(&self.tool_call_id);
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for ToolCallDelta {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        w.key(&mut first, "\"tool_call\":");
+        w.value(&self.tool_call);
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for ToolResultDelta {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.result {
+            w.key(&mut first, "\"result\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.status {
+            w.key(&mut first, "\"status\":");
+            w.value(v);
+        }
+        w.key(&mut first, "\"tool_call_id\":");
+        w.value(&self.tool_call_id);
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
         w.raw("}");
     }
 }
@@ -7905,37 +8356,37 @@ impl crate::write::WriteJson for FrameBody {
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         match self {
             Self::A2aStreamEvent(b) => {
-                w.serde(b);
+                w.value(b);
             }
             Self::Chunk(b) => {
-                w.serde(b);
+                w.value(b);
             }
             Self::Complete(b) => {
-                w.serde(b);
+                w.value(b);
             }
             Self::Cron(b) => {
-                w.serde(b);
+                w.value(b);
             }
             Self::Error(b) => {
-                w.serde(b);
+                w.value(b);
             }
             Self::Ext(b) => {
-                w.serde(b);
+                w.value(b);
             }
             Self::JsonRpcError(b) => {
-                w.serde(b);
+                w.value(b);
             }
             Self::OutputRequest(b) => {
-                w.serde(b);
+                w.value(b);
             }
             Self::PlanApprovalRequired(b) => {
-                w.serde(b);
+                w.value(b);
             }
             Self::PromptResult(b) => {
-                w.serde(b);
+                w.value(b);
             }
             Self::SessionUpdate(b) => {
-                w.serde(b);
+                w.value(b);
             }
             Self::Raw(m) => w.value(m),
         }

@@ -232,6 +232,21 @@ impl crate::write::WriteJson for ChunkBody {
         w.raw("}");
     }
 }
+impl crate::write::WriteJson for DoneBody {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.result {
+            w.key(&mut first, "\"result\":");
+            w.value(v);
+        }
+        for (k, v) in &self.extra {
+            w.member(&mut first, k, v);
+        }
+        w.raw("}");
+    }
+}
 impl crate::write::WriteJson for Reply {
     const FIXED_LEN: usize = 54;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
@@ -384,7 +399,7 @@ impl crate::write::WriteJson for FrameBody {
                 w.value(b);
             }
             Self::Done(b) => {
-                w.serde(b);
+                w.value(b);
             }
             Self::Raw(m) => w.value(m),
         }
