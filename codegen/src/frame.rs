@@ -531,7 +531,7 @@ fn framed_source(record: &Record<'_>, fields: &[Field<'_>], types: &Types<'_>) -
     );
     let _ = writeln!(
         o,
-        "impl crate::frame::Framed for Frame {{\n    type Head = FrameHead;\n    fn head(&self) -> FrameHead {{\n        (*self.head).clone()\n    }}\n    fn has_head(&self, head: &FrameHead) -> bool {{\n        *self.head == *head\n    }}\n    fn write_own(&self, w: &mut crate::write::JsonWriter, ends: &mut [usize]) {{\n{own_writes}    }}\n}}"
+        "impl crate::frame::Framed for Frame {{\n    type Head = crate::frame::Head<FrameHead>;\n    fn head(&self) -> crate::frame::Head<FrameHead> {{\n        self.head.clone()\n    }}\n    fn has_head(&self, head: &crate::frame::Head<FrameHead>) -> bool {{\n        self.head == *head\n    }}\n    fn write_own(&self, w: &mut crate::write::JsonWriter, ends: &mut [usize]) {{\n{own_writes}    }}\n}}"
     );
     o
 }

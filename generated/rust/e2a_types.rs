@@ -8637,12 +8637,12 @@ impl crate::frame::Framed for E2AResponse {
     }
 }
 impl crate::frame::Framed for Frame {
-    type Head = FrameHead;
-    fn head(&self) -> FrameHead {
-        (*self.head).clone()
+    type Head = crate::frame::Head<FrameHead>;
+    fn head(&self) -> crate::frame::Head<FrameHead> {
+        self.head.clone()
     }
-    fn has_head(&self, head: &FrameHead) -> bool {
-        *self.head == *head
+    fn has_head(&self, head: &crate::frame::Head<FrameHead>) -> bool {
+        self.head == *head
     }
     fn write_own(&self, w: &mut crate::write::JsonWriter, ends: &mut [usize]) {
         w.value(&self.body);

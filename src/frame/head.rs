@@ -154,6 +154,15 @@ impl<H: PartialEq> PartialEq for Head<H> {
     }
 }
 
+/// A shared head writes its fields' pieces (a stream of frames keeps the head it saw last
+/// as the pointer, not a copy: the next frame's is compared by pointer first).
+impl<H: WriteHead> WriteHead for Head<H> {
+    const SEGMENTS: usize = H::SEGMENTS;
+    fn write_segments(&self, w: &mut JsonWriter, ends: &mut [usize]) {
+        self.0.fields.write_segments(w, ends);
+    }
+}
+
 impl<H: Default> Default for Head<H> {
     fn default() -> Self {
         Head::new(H::default())
