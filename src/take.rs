@@ -4,6 +4,7 @@
 //! straight from JSON text into one slot per known key (no map, no key allocations).
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
@@ -73,16 +74,117 @@ pub(crate) enum Slot {
     Empty,
     /// The key's value.
     Value(Value),
-    /// The key's object, read into one slot per key of its nested reader's table.
-    Nested(Vec<Slot>),
+    /// The key's object, read into slots of its nested reader's table.
+    Nested(SparseSlots),
 }
 
 // a slot is no bigger than the value it holds
 const _: () = assert!(std::mem::size_of::<Slot>() == std::mem::size_of::<Value>());
 
-/// One slot per known key of a message type: on the stack for a message, in a `Vec` sized to
-/// its table for a nested object ([`NestedSlots`]).
-pub(crate) struct Slots<V = [Slot; MAX_KEYS]> {
+/// Where the slots of an object are kept: a message's [`SlotArray`] on the stack, a nested
+/// object's [`SparseSlots`]. Slots are indexed by key-table index (always `< MAX_KEYS`).
+pub(crate) trait SlotStore {
+    /// Slot `i`, if it was written.
+    fn get(&self, i: usize) -> Option<&Slot>;
+    /// Moves slot `i` out (`Slot::Empty` if it held nothing).
+    fn remove(&mut self, i: usize) -> Slot;
+    /// Writes slot `i` (a duplicate key replaces the earlier value).
+    fn put(&mut self, i: usize, value: Slot);
+}
+
+/// A message's slots on the stack, one per key. Only the slots written are dropped: a message
+/// fills a few of its ~40 slots, and running the drop glue of every slot (out of line, one
+/// call each) cost more than the rest of reading the message.
+pub(crate) struct SlotArray {
+    vals: ManuallyDrop<[Slot; MAX_KEYS]>,
+    /// Bit `i`: slot `i` was written (every other slot is [`Slot::Empty`]).
+    filled: u64,
+}
+
+const _: () = assert!(MAX_KEYS <= u64::BITS as usize);
+
+impl SlotArray {
+    fn new() -> SlotArray {
+        SlotArray {
+            vals: ManuallyDrop::new([const { Slot::Empty }; MAX_KEYS]),
+            filled: 0,
+        }
+    }
+}
+
+impl SlotStore for SlotArray {
+    #[inline(always)]
+    fn get(&self, i: usize) -> Option<&Slot> {
+        self.vals.get(i)
+    }
+    #[inline(always)]
+    fn remove(&mut self, i: usize) -> Slot {
+        match self.vals.get_mut(i) {
+            Some(slot) => std::mem::replace(slot, Slot::Empty),
+            None => Slot::Empty,
+        }
+    }
+    #[inline(always)]
+    fn put(&mut self, i: usize, value: Slot) {
+        if let Some(slot) = self.vals.get_mut(i) {
+            let old = std::mem::replace(slot, value);
+            if matches!(old, Slot::Empty) {
+                // owns nothing; a plain assignment would call the drop glue for every key
+                std::mem::forget(old);
+            }
+            self.filled |= 1 << i;
+        }
+    }
+}
+
+impl Drop for SlotArray {
+    fn drop(&mut self) {
+        let mut left = self.filled;
+        while left != 0 {
+            let i = left.trailing_zeros() as usize;
+            left &= left - 1;
+            if !matches!(self.vals[i], Slot::Empty) {
+                drop(std::mem::replace(&mut self.vals[i], Slot::Empty));
+            }
+        }
+        // every slot is `Slot::Empty` now, which owns nothing: the array needs no drop
+    }
+}
+
+/// A nested object's slots: only the keys present, as `(index, slot)` (nested objects have a
+/// few keys; a slot taken is removed, so what is left to drop is what nobody read).
+pub(crate) struct SparseSlots(Vec<(usize, Slot)>);
+
+impl SparseSlots {
+    fn position(&self, i: usize) -> Option<usize> {
+        self.0.iter().position(|(k, _)| *k == i)
+    }
+}
+
+impl SlotStore for SparseSlots {
+    #[inline]
+    fn get(&self, i: usize) -> Option<&Slot> {
+        self.0.iter().find(|(k, _)| *k == i).map(|(_, s)| s)
+    }
+    #[inline]
+    fn remove(&mut self, i: usize) -> Slot {
+        match self.position(i) {
+            Some(at) => self.0.swap_remove(at).1,
+            None => Slot::Empty,
+        }
+    }
+    #[inline]
+    fn put(&mut self, i: usize, value: Slot) {
+        match self.position(i) {
+            Some(at) => self.0[at].1 = value,
+            None => self.0.push((i, value)),
+        }
+    }
+}
+
+/// One slot per known key of a message type: on the stack for a message, only those present
+/// for a nested object ([`NestedSlots`]).
+pub(crate) struct Slots<V = SlotArray> {
     keys: &'static KeyTable,
     vals: V,
     /// Whether the message had keys outside `keys`.
@@ -90,7 +192,7 @@ pub(crate) struct Slots<V = [Slot; MAX_KEYS]> {
 }
 
 /// The slots of a nested reader's object.
-pub(crate) type NestedSlots = Slots<Vec<Slot>>;
+pub(crate) type NestedSlots = Slots<SparseSlots>;
 
 /// An open-addressing hash table over a fixed key list: O(1) key → slot index with one string
 /// comparison (the readers look up ~40 keys per message, so a linear scan would dominate).
@@ -157,7 +259,7 @@ fn index(keys: &KeyTable, key: &str) -> Option<usize> {
     keys.get(key)
 }
 
-impl<V: AsRef<[Slot]> + AsMut<[Slot]>> Slots<V> {
+impl<V: SlotStore> Slots<V> {
     /// The slot of `key`: its known index (checked against the table), else a table lookup.
     #[inline]
     fn slot(&self, key: impl AsKey) -> Option<usize> {
@@ -175,20 +277,20 @@ impl<V: AsRef<[Slot]> + AsMut<[Slot]>> Slots<V> {
     #[inline]
     fn take_value(&mut self, key: impl AsKey) -> Option<Value> {
         let i = self.slot(key)?;
-        let slot = self.vals.as_mut().get_mut(i)?;
-        match std::mem::replace(slot, Slot::Empty) {
+        // a nested reader's key is only read by `take_nested`: left in place (checked before
+        // the move, so an empty or nested slot is neither moved nor dropped)
+        if !matches!(self.vals.get(i)?, Slot::Value(_)) {
+            return None;
+        }
+        match self.vals.remove(i) {
             Slot::Value(v) => Some(v),
-            // a nested reader's key is only read by `take_nested`; put it back
-            other => {
-                *slot = other;
-                None
-            }
+            _ => None,
         }
     }
 
     #[inline]
     fn peek_value(&self, key: impl AsKey) -> Option<&Value> {
-        match self.vals.as_ref().get(self.slot(key)?)? {
+        match self.vals.get(self.slot(key)?)? {
             Slot::Value(v) => Some(v),
             _ => None,
         }
@@ -198,17 +300,16 @@ impl<V: AsRef<[Slot]> + AsMut<[Slot]>> Slots<V> {
     fn take_slots(&mut self, key: impl AsKey) -> Option<NestedSlots> {
         let i = self.slot(key)?;
         let keys = self.keys.nested[i]?;
-        let slot = self.vals.as_mut().get_mut(i)?;
-        match std::mem::replace(slot, Slot::Empty) {
+        if !matches!(self.vals.get(i)?, Slot::Nested(_)) {
+            return None;
+        }
+        match self.vals.remove(i) {
             Slot::Nested(vals) => Some(Slots {
                 keys,
                 vals,
                 unknown: false,
             }),
-            other => {
-                *slot = other;
-                None
-            }
+            _ => None,
         }
     }
 
@@ -216,15 +317,16 @@ impl<V: AsRef<[Slot]> + AsMut<[Slot]>> Slots<V> {
     fn fill<'de, A: MapAccess<'de>>(&mut self, mut a: A) -> std::result::Result<(), A::Error> {
         let keys = self.keys;
         while let Some(i) = a.next_key_seed(KeySeed { keys })? {
-            let Some(slot) = i.and_then(|i| self.vals.as_mut().get_mut(i).map(|s| (i, s))) else {
+            let Some(i) = i else {
                 self.unknown = true;
                 a.next_value::<IgnoredAny>()?;
                 continue;
             };
-            *slot.1 = match keys.nested[slot.0] {
+            let value = match keys.nested[i] {
                 Some(table) => a.next_value_seed(NestedSeed { keys: table })?,
                 None => Slot::Value(a.next_value::<Value>()?),
             };
+            self.vals.put(i, value);
         }
         Ok(())
     }
@@ -232,7 +334,7 @@ impl<V: AsRef<[Slot]> + AsMut<[Slot]>> Slots<V> {
 
 /// Slots are read in place (`&mut Slots`: a message's slots on the stack) or owned (a
 /// nested object's [`NestedSlots`]).
-impl<V: AsRef<[Slot]> + AsMut<[Slot]>> Source for Slots<V> {
+impl<V: SlotStore> Source for Slots<V> {
     #[inline]
     fn take(&mut self, key: impl AsKey) -> Option<Value> {
         self.take_value(key)
@@ -248,15 +350,15 @@ impl<V: AsRef<[Slot]> + AsMut<[Slot]>> Source for Slots<V> {
 }
 
 impl<T: Source> Source for &mut T {
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, key: impl AsKey) -> Option<Value> {
         (**self).take(key)
     }
-    #[inline]
+    #[inline(always)]
     fn peek(&self, key: impl AsKey) -> Option<&Value> {
         (**self).peek(key)
     }
-    #[inline]
+    #[inline(always)]
     fn take_nested(&mut self, key: impl AsKey) -> Option<NestedSlots> {
         (**self).take_nested(key)
     }
@@ -267,7 +369,7 @@ impl Slots {
     pub fn new(keys: &'static KeyTable) -> Slots {
         Slots {
             keys,
-            vals: [const { Slot::Empty }; MAX_KEYS],
+            vals: SlotArray::new(),
             unknown: false,
         }
     }
@@ -276,7 +378,7 @@ impl Slots {
     pub fn fill_from_map(&mut self, map: &Map<String, Value>) {
         for (k, v) in map {
             match index(self.keys, k) {
-                Some(i) => self.vals[i] = Slot::Value(v.clone()),
+                Some(i) => self.vals.put(i, Slot::Value(v.clone())),
                 None => self.unknown = true,
             }
         }
@@ -340,11 +442,9 @@ impl<'de> Visitor<'de> for NestedSeed {
         f.write_str("a JSON value")
     }
     fn visit_map<A: MapAccess<'de>>(self, a: A) -> std::result::Result<Slot, A::Error> {
-        let mut vals = Vec::with_capacity(self.keys.keys.len());
-        vals.resize_with(self.keys.keys.len(), || Slot::Empty);
         let mut slots = Slots {
             keys: self.keys,
-            vals,
+            vals: SparseSlots(Vec::with_capacity(self.keys.keys.len())),
             unknown: false,
         };
         slots.fill(a)?;
@@ -580,5 +680,38 @@ mod tests {
         for k in ["", "c", "request", "channel_i", "is_streams"] {
             assert_eq!(t.get(k), None);
         }
+    }
+
+    /// Text read into slots: duplicate keys keep the last value (top level and nested), a
+    /// nested object is taken whole, a slot taken is gone, what nobody took is dropped with
+    /// the slots, and unknown keys are only noted.
+    #[test]
+    fn slots_read_text_keep_the_last_duplicate_and_move_values_out() {
+        static INNER: &[&str] = &["p", "q"];
+        static INNER_TABLE: KeyTable = KeyTable::new(INNER, &[]);
+        static OUTER: &[&str] = &["a", "n", "b"];
+        static OUTER_TABLE: KeyTable = KeyTable::new(OUTER, &[(1, &INNER_TABLE)]);
+        let mut slots = Slots::new(&OUTER_TABLE);
+        slots
+            .fill_from_str(
+                r#"{"a": 1, "zz": [1], "n": {"p": "x", "q": 1, "p": "y", "r": 0}, "a": "last", "b": [true]}"#,
+            )
+            .unwrap();
+        assert!(slots.unknown);
+        assert_eq!(slots.peek("a"), Some(&Value::from("last")));
+        assert_eq!(slots.take((0, "a")), Some(Value::from("last")));
+        assert_eq!(slots.take("a"), None, "a slot taken is gone");
+        // a nested reader's key is not read as a value
+        assert_eq!(slots.take("n"), None);
+        let mut nested = slots.take_nested("n").unwrap();
+        assert_eq!(nested.take("p"), Some(Value::from("y")));
+        assert_eq!(nested.take("p"), None);
+        assert_eq!(nested.peek((1, "q")), Some(&Value::from(1)));
+        assert!(slots.take_nested("n").is_none());
+        // "b" and the nested "q" are left for the drops
+        let mut from_map = Slots::new(&OUTER_TABLE);
+        from_map.fill_from_map(serde_json::json!({"b": 2, "c": 3}).as_object().unwrap());
+        assert!(from_map.unknown);
+        assert_eq!(from_map.take("b"), Some(Value::from(2)));
     }
 }
