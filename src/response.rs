@@ -229,3 +229,49 @@ impl ErrorBody {
         }
     }
 }
+
+/// The state of a run (the E2A run resource) whose final frame is `frame`.
+impl crate::types::RunState {
+    /// Where a run stands once `frame`, its final frame, is sent: `cancelled` for an
+    /// `e2a.error` with code `E2A.CANCELLED`, `failed` for any other `e2a.error` or a
+    /// `failed` status, `paused` for an `e2a.complete` whose `result.state` is
+    /// `input_required`, else `succeeded`.
+    ///
+    /// ```
+    /// use e2a::types::{ResponseKind, RunState};
+    /// use serde_json::json;
+    /// let done = e2a::E2AResponse::new(ResponseKind::E2aComplete, json!({"result": {"content": "hi"}}));
+    /// assert_eq!(RunState::of_final(&done), RunState::Succeeded);
+    /// let paused = e2a::E2AResponse::new(ResponseKind::E2aComplete, json!({"result": {"state": "input_required"}}));
+    /// assert_eq!(RunState::of_final(&paused), RunState::Paused);
+    /// let cancelled = e2a::E2AResponse::new(ResponseKind::E2aError, json!({"code": "E2A.CANCELLED"}));
+    /// assert_eq!(RunState::of_final(&cancelled), RunState::Cancelled);
+    /// let failed = e2a::E2AResponse::new(ResponseKind::E2aError, json!({"code": "E2A.AGENT_ERROR"}));
+    /// assert_eq!(RunState::of_final(&failed), RunState::Failed);
+    /// ```
+    pub fn of_final(frame: &E2AResponse) -> Self {
+        use crate::types::RunState;
+        if frame.response_kind == ResponseKind::E2aError {
+            let code = frame.body.get("code").unwrap_or(&Value::Null);
+            return match crate::taxonomy::ErrorKind::from_code(code, "e2a") {
+                crate::taxonomy::ErrorKind::Cancelled => RunState::Cancelled,
+                _ => RunState::Failed,
+            };
+        }
+        if frame.status == ResponseStatus::Failed {
+            return RunState::Failed;
+        }
+        let paused = frame.response_kind == ResponseKind::E2aComplete
+            && frame
+                .body
+                .get("result")
+                .and_then(|r| r.get("state"))
+                .and_then(Value::as_str)
+                == Some("input_required");
+        if paused {
+            RunState::Paused
+        } else {
+            RunState::Succeeded
+        }
+    }
+}

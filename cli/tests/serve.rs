@@ -334,3 +334,68 @@ fn a_large_a2a_request_costs_the_gateway_less_than_twenty_times_its_size() {
         );
     }
 }
+
+/// A run submitted to the run resource keeps going without any client; the gateway is killed
+/// (SIGKILL, no drain) while it runs, and a gateway restarted on the same SQLite file reads it
+/// `failed`, its final frame saying why — never lost, never `running` forever.
+#[test]
+fn a_detached_run_of_a_killed_gateway_reads_failed_with_the_reason_after_a_restart() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = format!("sqlite:{}", dir.path().join("runs.db").display());
+    let agent = format!("script:{}", script().display());
+    let args = ["--store", store.as_str(), "--agent", agent.as_str()];
+    let mut first = serve(&args);
+    runtime().block_on(async {
+        let http = reqwest::Client::new();
+        let body = json!({"method": "chat.send", "request_id": "detached-1", "params": {"query": "never finish"}});
+        let submitted = http
+            .post(format!("{}/v1/e2a/runs", first.base))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("submit");
+        assert_eq!(submitted.status(), 202);
+        // its first frame is stored: the agent runs, nobody reads
+        let url = format!("{}/v1/e2a/runs/detached-1", first.base);
+        let started = Instant::now();
+        loop {
+            let run: Value = http.get(&url).send().await.expect("get").json().await.expect("json");
+            if run["frames"].as_u64().unwrap_or(0) >= 1 {
+                assert_eq!(run["state"], "running", "{run}");
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "no frame: {run}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    first.kill();
+    let second = serve(&args);
+    runtime().block_on(async {
+        let http = reqwest::Client::new();
+        let resp = http
+            .get(format!("{}/v1/e2a/runs/detached-1", second.base))
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(resp.status(), 200);
+        let run: Value = resp.json().await.expect("json");
+        assert_eq!(run["state"], "failed", "{run}");
+        assert_eq!(run["final_frame"]["body"]["details"]["reason"], "gateway_gone", "{run}");
+        assert_eq!(
+            run["frames"], 2,
+            "the frame stored before the kill, then the final one: {run}"
+        );
+        // every reader gets the same end
+        let frames: Vec<Value> = http
+            .get(format!("{}/v1/e2a/runs/detached-1/frames", second.base))
+            .send()
+            .await
+            .expect("frames")
+            .json()
+            .await
+            .expect("json");
+        assert_eq!(frames.len(), 2);
+        assert_eq!(frames[1], run["final_frame"]);
+    });
+}

@@ -45,8 +45,12 @@ pub struct GatewayConfig {
     /// and a `Last-Event-ID` before them is answered `404` naming the oldest sequence still
     /// held. Default 16 MiB (a token stream of 2,000 chunks takes about 0.3 MiB).
     pub max_run_bytes: usize,
-    /// How long a run whose every client went away keeps running, waiting for a resume,
-    /// before it is cancelled.
+    /// What happens to an E2A or AG-UI run whose every client went away (`server.on_disconnect`,
+    /// an agent's own `on_disconnect`): `Detach` (default) keeps it running to its end,
+    /// readable again from its id; `Cancel` cancels it after `disconnect_grace`.
+    pub on_disconnect: e2a::types::OnDisconnect,
+    /// With `on_disconnect = Cancel`: how long a run whose every client went away keeps
+    /// running, waiting for a resume, before it is cancelled.
     pub disconnect_grace: Duration,
     /// On shutdown, how long open streams may run before they are cut off with a final frame.
     pub drain_timeout: Duration,
@@ -96,6 +100,8 @@ impl Default for GatewayConfig {
             max_retained_bytes: 64 << 20,
             // the config file's default (`server.max_run_kib`, schema/config.json)
             max_run_bytes: kib(e2a::types::ServerSettings::default().max_run_kib),
+            // the config file's default (`server.on_disconnect`, schema/config.json)
+            on_disconnect: e2a::types::ServerSettings::default().on_disconnect,
             disconnect_grace: Duration::from_secs(2),
             drain_timeout: Duration::from_secs(10),
             auth: Auth::none(),
@@ -108,6 +114,15 @@ impl Default for GatewayConfig {
 }
 
 impl GatewayConfig {
+    /// How long a run whose every client went away waits for one to come back before it is
+    /// cancelled; `None`: it is detached (runs on to its end).
+    pub(crate) fn cancel_after(&self) -> Option<Duration> {
+        match self.on_disconnect {
+            e2a::types::OnDisconnect::Cancel => Some(self.disconnect_grace),
+            e2a::types::OnDisconnect::Detach => None,
+        }
+    }
+
     /// What a request body may be (the input limits, the body read timeout).
     pub(crate) fn body(&self) -> crate::web::body::BodyLimits {
         crate::web::body::BodyLimits {

@@ -16,6 +16,8 @@ pub enum StopReason {
     ClientGone,
     /// The gateway is shutting down and the drain deadline passed.
     Shutdown,
+    /// Its caller cancelled it (the E2A run resource's `:cancel`).
+    Cancelled,
 }
 
 /// Where the reason for a cancellation is recorded before the run's token is cancelled.

@@ -194,13 +194,17 @@ async fn a_gateway_in_front_of_a_second_gateway_carries_the_same_frames() {
     assert_eq!(last.body["code"], "E2A.AGENT_ERROR");
     assert_eq!(last.body["details"]["http_status"], 401);
 
-    // a disconnect in front cancels the run behind
+    // a disconnect in front cancels the run there (`on_disconnect = "cancel"`), and that
+    // cancels the run behind — which a closed stream alone does not, its runs being detached
     let agent = script();
     let stats = agent.stats();
     let back3 = start(Arc::new(agent), fast_config()).await;
     let front3 = start(
         Arc::new(E2aRemoteAgent::new(E2aRemoteConfig::new(back3.base.clone())).expect("remote")),
-        fast_config(),
+        GatewayConfig {
+            on_disconnect: e2a::types::OnDisconnect::Cancel,
+            ..fast_config()
+        },
     )
     .await;
     let mut resp = post(&front3.base, &envelope("never finish"), "text/event-stream").await;

@@ -372,10 +372,11 @@ async fn never_finishing(
 }
 
 #[tokio::test]
-async fn a_client_that_goes_away_cancels_the_run() {
+async fn with_on_disconnect_cancel_a_client_that_goes_away_cancels_the_run() {
     let agent = script();
     let stats = agent.stats();
     let config = GatewayConfig {
+        on_disconnect: e2a::types::OnDisconnect::Cancel,
         disconnect_grace: Duration::from_millis(100),
         ..GatewayConfig::default()
     };

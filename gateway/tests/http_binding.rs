@@ -135,10 +135,10 @@ async fn last_event_id_resumes_with_exactly_the_frames_after_it() {
 }
 
 #[tokio::test]
-async fn a_client_that_disconnects_cancels_the_agent_run() {
+async fn with_on_disconnect_cancel_a_client_that_disconnects_cancels_the_agent_run() {
     let agent = script();
     let stats = agent.stats();
-    let server = start(Arc::new(agent), fast_config()).await;
+    let server = start(Arc::new(agent), cancelling_config()).await;
     let mut resp = post(&server.base, &envelope("never finish"), "text/event-stream").await;
     let first = read_frames(&mut resp, 1).await;
     assert_eq!(first.len(), 1);
@@ -319,9 +319,10 @@ async fn refused_requests_get_problem_json_naming_the_cause() {
 
 #[tokio::test]
 async fn past_the_stream_cap_requests_get_503_with_retry_after() {
+    // (a run whose client went away frees its slot when it is cancelled)
     let config = GatewayConfig {
         max_streams: 1,
-        ..fast_config()
+        ..cancelling_config()
     };
     let server = start(Arc::new(script()), config).await;
     let mut open = post(&server.base, &envelope("never finish"), "text/event-stream").await;
@@ -394,10 +395,10 @@ async fn shutdown_drains_open_streams_each_with_a_final_frame() {
 }
 
 #[tokio::test]
-async fn a_json_client_that_gives_up_cancels_the_run_and_the_log_gets_a_final_frame() {
+async fn with_on_disconnect_cancel_a_json_client_that_gives_up_cancels_the_run_and_the_log_gets_a_final_frame() {
     let agent = script();
     let stats = agent.stats();
-    let server = start(Arc::new(agent), fast_config()).await;
+    let server = start(Arc::new(agent), cancelling_config()).await;
     let body = envelope("never finish");
     let gave_up = client()
         .post(server.url(e2a_gateway::bindings::e2a_http::REQUESTS_PATH))
@@ -469,4 +470,13 @@ async fn a_json_request_nobody_can_resume_is_answered_inline_and_still_cut_off()
     assert_eq!(last["body"]["details"]["reason"], "shutdown", "{last}");
     let served = tokio::time::timeout(Duration::from_secs(5), server.task).await;
     assert!(matches!(served, Ok(Ok(Ok(())))), "serve returns Ok after the drain");
+}
+
+/// [`fast_config`] with `on_disconnect = "cancel"`: a run whose every client went away is
+/// cancelled after the grace period.
+fn cancelling_config() -> GatewayConfig {
+    GatewayConfig {
+        on_disconnect: e2a::types::OnDisconnect::Cancel,
+        ..fast_config()
+    }
 }

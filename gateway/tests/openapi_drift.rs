@@ -12,7 +12,7 @@ use std::sync::Arc;
 use common::*;
 use e2a_gateway::bindings::e2a_http::ROUTES;
 use e2a_gateway::{Auth, GatewayConfig};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 type Responses = BTreeMap<u16, Vec<String>>;
 
@@ -152,15 +152,30 @@ async fn a_live_server_answers_every_route_as_documented() {
     let server = start(Arc::new(script()), config).await;
     let doc = documented();
     let c = client();
+    // the run the run resource's routes name
+    let run_id = envelope("weather")["request_id"].as_str().expect("id").to_string();
+    let submitted = c
+        .post(server.url("/v1/e2a/runs"))
+        .header("authorization", "Bearer t0ken")
+        .header("content-type", "application/json")
+        .body(json!({"method": "chat.send", "request_id": run_id, "params": {"query": "weather"}}).to_string())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(submitted.status().as_u16(), 202);
+    let streams: &[&str] = &["application/json", "text/event-stream", "application/x-ndjson"];
     for r in ROUTES {
         let (_, responses) = &doc[&(r.path.to_string(), r.method.to_string())];
-        let accepts: &[&str] = if r.method == "POST" {
-            &["application/json", "text/event-stream", "application/x-ndjson"]
-        } else {
-            &["*/*"]
+        let path = r.path.replace("{id}", &run_id);
+        let accepts: &[&str] = match (r.method, r.path) {
+            (_, "/v1/e2a/runs/{id}/frames") | ("POST", "/v1/e2a/requests") => streams,
+            ("POST", _) => &["application/json"],
+            _ => &["*/*"],
         };
+        // a new run is accepted, not answered
+        let expected = if r.path == "/v1/e2a/runs" { 202 } else { 200 };
         for accept in accepts {
-            let url = server.url(r.path);
+            let url = server.url(&path);
             let req = match r.method {
                 "POST" => c
                     .post(&url)
@@ -176,7 +191,7 @@ async fn a_live_server_answers_every_route_as_documented() {
                 .expect("send");
             let status = resp.status().as_u16();
             let ctype = resp.headers()["content-type"].to_str().expect("ascii").to_string();
-            assert_eq!(status, 200, "{} {} ({accept})", r.method, r.path);
+            assert_eq!(status, expected, "{} {} ({accept})", r.method, r.path);
             assert!(
                 responses[&status].contains(&ctype),
                 "{} {} answered {ctype}, documented {:?}",
@@ -184,15 +199,15 @@ async fn a_live_server_answers_every_route_as_documented() {
                 r.path,
                 responses[&status]
             );
-            if r.method == "POST" && *accept != "application/json" {
+            if *accept != "application/json" && *accept != "*/*" {
                 assert_eq!(&ctype, accept, "the stream is in the media type asked for");
             }
         }
         // a method the document does not list is refused with 405
         let other = if r.method == "POST" {
-            c.get(server.url(r.path))
+            c.get(server.url(&path))
         } else {
-            c.delete(server.url(r.path))
+            c.delete(server.url(&path))
         };
         let resp = other
             .header("authorization", "Bearer t0ken")

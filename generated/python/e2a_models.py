@@ -1053,6 +1053,15 @@ class MetricsSettings(BaseModel):
     )
 
 
+class OnDisconnect(Enum):
+    """
+    What happens to a run whose every client went away: `detach` (default), it keeps running to its end, its frames kept (in the store when one keeps runs), and can be read again from its id (`Last-Event-ID`, the E2A run resource) on any gateway of the store — still bounded by the run deadline and `max_streams`; `cancel`, it is cancelled after a short grace period (2 s) unless a client comes back.
+    """
+
+    detach = 'detach'
+    cancel = 'cancel'
+
+
 class OutputRequestBody(BaseModel):
     """
     Body of `acp.output_request`: an agent→client JSON-RPC request (e.g. `session/request_permission`).
@@ -1231,6 +1240,18 @@ class RouteTemplates(BaseModel):
     )
 
 
+class RunState(Enum):
+    """
+    Where a run is (the E2A run resource): `running` until its final frame; then `succeeded` (an `e2a.complete` or another final answer), `paused` (an `e2a.complete` whose `result.state` is `input_required`: it waits for an answer), `cancelled` (an `e2a.error` with code `E2A.CANCELLED`) or `failed` (any other `e2a.error`, or a final frame whose `status` is `failed`).
+    """
+
+    running = 'running'
+    succeeded = 'succeeded'
+    paused = 'paused'
+    cancelled = 'cancelled'
+    failed = 'failed'
+
+
 class SecretHeaders(RootModel[Dict[str, str]]):
     """
     HTTP header name → value map whose values are secret: serialized verbatim, redacted in `Debug`.
@@ -1285,6 +1306,10 @@ class ServerSettings(BaseModel):
     max_streams: conint(ge=1) = Field(
         1024,
         description='Most streams open at once per agent; past it `503` with `Retry-After` (flag `--max-streams`).',
+    )
+    on_disconnect: OnDisconnect = Field(
+        'detach',
+        description="What happens to an E2A or AG-UI run when every client reading it went away (the default of every agent; an agent's own `on_disconnect` overrides it). See `OnDisconnect`.",
     )
     public_url: Optional[str] = Field(
         None,
@@ -2000,6 +2025,38 @@ class E2AResponse(BaseModel):
     user_id: Optional[str] = Field(None, description='Echo of the user id.')
 
 
+class E2ARun(BaseModel):
+    """
+    A run of the E2A run resource (`/v1/e2a/runs/{run_id}`): one request's answer, going on or ended, readable by its caller from any gateway of the store that keeps runs.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    agent: str = Field(
+        ..., description='The agent answering it (its spec, as `e2a serve` prints it).'
+    )
+    created_at: Optional[str] = Field(
+        None, description='When its first frame was made (RFC 3339); null before.'
+    )
+    final_frame: Optional[E2AResponse] = Field(
+        None, description='Its final frame, once it ended.'
+    )
+    frames: conint(ge=0) = Field(
+        ..., description='How many frames it has sent so far (the final one included).'
+    )
+    run_id: str = Field(..., description="The run's id: its request's `request_id`.")
+    state: RunState = Field(..., description='Where it is.')
+    trace_id: Optional[str] = Field(
+        None,
+        description='The W3C trace id its request ran under (its `correlation_id`).',
+    )
+    updated_at: Optional[str] = Field(
+        None,
+        description='When its last frame so far was made (RFC 3339); null before the first.',
+    )
+
+
 class ErrorBody(BaseModel):
     """
     Body of `e2a.error`.
@@ -2235,6 +2292,10 @@ class AgentEntry(BaseModel):
     card: Optional[AgentCardSettings] = Field(
         None,
         description="What its A2A card says; unset fields take the gateway's defaults, the name defaults to the agent's key.",
+    )
+    on_disconnect: Optional[OnDisconnect] = Field(
+        None,
+        description='What happens to its runs when every client went away (unset: `server.on_disconnect`).',
     )
     token_env: Optional[str] = Field(
         None,

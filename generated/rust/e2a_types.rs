@@ -1778,6 +1778,9 @@ pub struct AgentEntry {
     ///What its A2A card says; unset fields take the gateway's defaults, the name defaults to the agent's key.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub card: ::std::option::Option<AgentCardSettings>,
+    ///What happens to its runs when every client went away (unset: `server.on_disconnect`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub on_disconnect: ::std::option::Option<OnDisconnect>,
     ///Environment variable holding that token (when `token_file` is not set).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub token_env: ::std::option::Option<::std::string::String>,
@@ -2743,6 +2746,31 @@ pub struct E2AResponse {
     pub timestamp: ::std::option::Option<::std::string::String>,
     ///Echo of the user id.
     pub user_id: ::std::option::Option<::std::string::String>,
+}
+///A run of the E2A run resource (`/v1/e2a/runs/{run_id}`): one request's answer, going on or ended, readable by its caller from any gateway of the store that keeps runs.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct E2aRun {
+    ///The agent answering it (its spec, as `e2a serve` prints it).
+    pub agent: ::std::string::String,
+    ///When its first frame was made (RFC 3339); null before.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub created_at: ::std::option::Option<::std::string::String>,
+    ///Its final frame, once it ended.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub final_frame: ::std::option::Option<E2AResponse>,
+    ///How many frames it has sent so far (the final one included).
+    pub frames: u64,
+    ///The run's id: its request's `request_id`.
+    pub run_id: ::std::string::String,
+    ///Where it is.
+    pub state: RunState,
+    ///The W3C trace id its request ran under (its `correlation_id`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub trace_id: ::std::option::Option<::std::string::String>,
+    ///When its last frame so far was made (RFC 3339); null before the first.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub updated_at: ::std::option::Option<::std::string::String>,
 }
 ///Body of `e2a.error`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
@@ -3795,6 +3823,66 @@ impl ::std::default::Default for MetricsSettings {
         }
     }
 }
+///What happens to a run whose every client went away: `detach` (default), it keeps running to its end, its frames kept (in the store when one keeps runs), and can be read again from its id (`Last-Event-ID`, the E2A run resource) on any gateway of the store — still bounded by the run deadline and `max_streams`; `cancel`, it is cancelled after a short grace period (2 s) unless a client comes back.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum OnDisconnect {
+    #[serde(rename = "detach")]
+    Detach,
+    #[serde(rename = "cancel")]
+    Cancel,
+}
+impl ::std::fmt::Display for OnDisconnect {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Detach => f.write_str("detach"),
+            Self::Cancel => f.write_str("cancel"),
+        }
+    }
+}
+impl ::std::str::FromStr for OnDisconnect {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "detach" => Ok(Self::Detach),
+            "cancel" => Ok(Self::Cancel),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for OnDisconnect {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for OnDisconnect {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::default::Default for OnDisconnect {
+    fn default() -> Self {
+        OnDisconnect::Detach
+    }
+}
 ///Body of `acp.output_request`: an agent→client JSON-RPC request (e.g. `session/request_permission`).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 pub struct OutputRequestBody {
@@ -4115,6 +4203,73 @@ impl ::std::default::Default for RouteTemplates {
         }
     }
 }
+///Where a run is (the E2A run resource): `running` until its final frame; then `succeeded` (an `e2a.complete` or another final answer), `paused` (an `e2a.complete` whose `result.state` is `input_required`: it waits for an answer), `cancelled` (an `e2a.error` with code `E2A.CANCELLED`) or `failed` (any other `e2a.error`, or a final frame whose `status` is `failed`).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum RunState {
+    #[serde(rename = "running")]
+    Running,
+    #[serde(rename = "succeeded")]
+    Succeeded,
+    #[serde(rename = "paused")]
+    Paused,
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    #[serde(rename = "failed")]
+    Failed,
+}
+impl ::std::fmt::Display for RunState {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Running => f.write_str("running"),
+            Self::Succeeded => f.write_str("succeeded"),
+            Self::Paused => f.write_str("paused"),
+            Self::Cancelled => f.write_str("cancelled"),
+            Self::Failed => f.write_str("failed"),
+        }
+    }
+}
+impl ::std::str::FromStr for RunState {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "running" => Ok(Self::Running),
+            "succeeded" => Ok(Self::Succeeded),
+            "paused" => Ok(Self::Paused),
+            "cancelled" => Ok(Self::Cancelled),
+            "failed" => Ok(Self::Failed),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for RunState {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for RunState {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
 ///How the gateway listens and sheds load.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -4143,6 +4298,9 @@ pub struct ServerSettings {
     ///Most streams open at once per agent; past it `503` with `Retry-After` (flag `--max-streams`).
     #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 1024>")]
     pub max_streams: ::std::num::NonZeroU64,
+    ///What happens to an E2A or AG-UI run when every client reading it went away (the default of every agent; an agent's own `on_disconnect` overrides it). See `OnDisconnect`.
+    #[serde(default = "defaults::server_settings_on_disconnect")]
+    pub on_disconnect: OnDisconnect,
     ///The public base URL clients reach the gateway at, for the agent cards' interface URLs behind a proxy (flag `--public-url`).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub public_url: ::std::option::Option<::std::string::String>,
@@ -4161,6 +4319,7 @@ impl ::std::default::Default for ServerSettings {
             max_connections: defaults::default_nzu64::<::std::num::NonZeroU64, 4096>(),
             max_run_kib: defaults::default_u64::<i64, 16384>(),
             max_streams: defaults::default_nzu64::<::std::num::NonZeroU64, 1024>(),
+            on_disconnect: defaults::server_settings_on_disconnect(),
             public_url: Default::default(),
             token_file: Default::default(),
         }
@@ -4484,6 +4643,9 @@ pub mod defaults {
     }
     pub(super) fn server_settings_bind() -> ::std::string::String {
         "127.0.0.1:8080".to_string()
+    }
+    pub(super) fn server_settings_on_disconnect() -> super::OnDisconnect {
+        super::OnDisconnect::Detach
     }
     pub(super) fn telemetry_settings_service_name() -> ::std::string::String {
         "e2a".to_string()
@@ -5405,6 +5567,20 @@ impl MessageIdDedup {
         }
     }
 }
+impl OnDisconnect {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 2] = [
+        Self::Detach,
+        Self::Cancel,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Detach => "detach",
+            Self::Cancel => "cancel",
+        }
+    }
+}
 impl PauseKind {
     /// Every value, in schema order.
     pub const ALL: [Self; 2] = [
@@ -5416,6 +5592,26 @@ impl PauseKind {
         match self {
             Self::Approval => "approval",
             Self::Input => "input",
+        }
+    }
+}
+impl RunState {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 5] = [
+        Self::Running,
+        Self::Succeeded,
+        Self::Paused,
+        Self::Cancelled,
+        Self::Failed,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Succeeded => "succeeded",
+            Self::Paused => "paused",
+            Self::Cancelled => "cancelled",
+            Self::Failed => "failed",
         }
     }
 }
@@ -5772,6 +5968,11 @@ impl ::std::fmt::Debug for E2AProvenance {
 impl ::std::fmt::Debug for E2AResponse {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "E2AResponse", self)
+    }
+}
+impl ::std::fmt::Debug for E2aRun {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "E2aRun", self)
     }
 }
 impl ::std::fmt::Debug for ErrorBody {
@@ -6926,6 +7127,10 @@ impl crate::write::WriteJson for AgentEntry {
             w.key(&mut first, "\"card\":");
             w.value(v);
         }
+        if let Some(v) = &self.on_disconnect {
+            w.key(&mut first, "\"on_disconnect\":");
+            w.value(v.as_str());
+        }
         if let Some(v) = &self.token_env {
             w.key(&mut first, "\"token_env\":");
             w.value(v);
@@ -7396,6 +7601,38 @@ impl crate::write::WriteJson for E2AResponse {
         w.raw("}");
     }
 }
+impl crate::write::WriteJson for E2aRun {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        w.key(&mut first, "\"agent\":");
+        w.value(&self.agent);
+        if let Some(v) = &self.created_at {
+            w.key(&mut first, "\"created_at\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.final_frame {
+            w.key(&mut first, "\"final_frame\":");
+            w.value(v);
+        }
+        w.key(&mut first, "\"frames\":");
+        w.value(&self.frames);
+        w.key(&mut first, "\"run_id\":");
+        w.value(&self.run_id);
+        w.key(&mut first, "\"state\":");
+        w.value((&self.state).as_str());
+        if let Some(v) = &self.trace_id {
+            w.key(&mut first, "\"trace_id\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.updated_at {
+            w.key(&mut first, "\"updated_at\":");
+            w.value(v);
+        }
+        w.raw("}");
+    }
+}
 impl crate::write::WriteJson for ErrorBody {
     const FIXED_LEN: usize = 2;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
@@ -7748,6 +7985,8 @@ impl crate::write::WriteJson for ServerSettings {
         w.value(&self.max_run_kib);
         w.key(&mut first, "\"max_streams\":");
         w.serde(&self.max_streams);
+        w.key(&mut first, "\"on_disconnect\":");
+        w.value((&self.on_disconnect).as_str());
         if let Some(v) = &self.public_url {
             w.key(&mut first, "\"public_url\":");
             w.value(v);

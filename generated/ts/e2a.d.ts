@@ -231,6 +231,13 @@ export type AcpSessionUpdateKind =
   | "session_info_update"
   | "usage_update";
 /**
+ * What happens to a run whose every client went away: `detach` (default), it keeps running to its end, its frames kept (in the store when one keeps runs), and can be read again from its id (`Last-Event-ID`, the E2A run resource) on any gateway of the store — still bounded by the run deadline and `max_streams`; `cancel`, it is cancelled after a short grace period (2 s) unless a client comes back.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "OnDisconnect".
+ */
+export type OnDisconnect = "detach" | "cancel";
+/**
  * What an artifact holds: `text`, `file` (bytes inline, base64), `file_url` (a file by reference) or `data` (structured JSON).
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -307,6 +314,13 @@ export type ResponseKind = string;
  * via the `definition` "ResponseStatus".
  */
 export type ResponseStatus = string;
+/**
+ * Where a run is (the E2A run resource): `running` until its final frame; then `succeeded` (an `e2a.complete` or another final answer), `paused` (an `e2a.complete` whose `result.state` is `input_required`: it waits for an answer), `cancelled` (an `e2a.error` with code `E2A.CANCELLED`) or `failed` (any other `e2a.error`, or a final frame whose `status` is `failed`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "RunState".
+ */
+export type RunState = "running" | "succeeded" | "paused" | "cancelled" | "failed";
 /**
  * E2A string error codes written into `e2a.error` bodies: the legacy conversions' codes and one per `ErrorKind` (see its `x-e2a-error-table`).
  *
@@ -1510,6 +1524,10 @@ export interface AgentEntry {
    */
   card?: AgentCardSettings | null;
   /**
+   * What happens to its runs when every client went away (unset: `server.on_disconnect`).
+   */
+  on_disconnect?: OnDisconnect | null;
+  /**
    * Environment variable holding that token (when `token_file` is not set).
    */
   token_env?: string | null;
@@ -2246,6 +2264,43 @@ export interface E2AResponse {
   user_id?: string | null;
 }
 /**
+ * A run of the E2A run resource (`/v1/e2a/runs/{run_id}`): one request's answer, going on or ended, readable by its caller from any gateway of the store that keeps runs.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "E2ARun".
+ */
+export interface E2ARun {
+  /**
+   * The agent answering it (its spec, as `e2a serve` prints it).
+   */
+  agent: string;
+  /**
+   * When its first frame was made (RFC 3339); null before.
+   */
+  created_at?: string | null;
+  /**
+   * Its final frame, once it ended.
+   */
+  final_frame?: E2AResponse | null;
+  /**
+   * How many frames it has sent so far (the final one included).
+   */
+  frames: number;
+  /**
+   * The run's id: its request's `request_id`.
+   */
+  run_id: string;
+  state: RunState;
+  /**
+   * The W3C trace id its request ran under (its `correlation_id`).
+   */
+  trace_id?: string | null;
+  /**
+   * When its last frame so far was made (RFC 3339); null before the first.
+   */
+  updated_at?: string | null;
+}
+/**
  * Body of `e2a.error`.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -2465,6 +2520,7 @@ export interface ServerSettings {
    * Most streams open at once per agent; past it `503` with `Retry-After` (flag `--max-streams`).
    */
   max_streams?: number;
+  on_disconnect?: OnDisconnect;
   /**
    * The public base URL clients reach the gateway at, for the agent cards' interface URLs behind a proxy (flag `--public-url`).
    */

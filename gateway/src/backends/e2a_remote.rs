@@ -146,6 +146,32 @@ fn scoped(request: &E2AEnvelope, ctx: &RequestContext) -> (E2AEnvelope, impl Fn(
 }
 
 impl E2aRemoteAgent {
+    /// Cancels the remote run of `sent` (`POST …/v1/e2a/runs/{request_id}:cancel`), in the
+    /// background: a remote gateway keeps a run whose client went away running (its
+    /// `on_disconnect` is `detach` by default), so closing the stream is not enough. A remote
+    /// server without the run resource answers `404`, which is fine: it cancels on close.
+    fn cancel_remote(&self, sent: &E2AEnvelope) {
+        let (Some(id), Ok(handle)) = (sent.request_id.as_deref(), tokio::runtime::Handle::try_current()) else {
+            return;
+        };
+        let Some(base) = self.endpoint.strip_suffix(crate::protocol::REQUESTS_PATH) else {
+            return;
+        };
+        use crate::protocol::{path_segment, RUNS_PATH};
+        let url = format!("{base}{RUNS_PATH}/{}:cancel", path_segment(id));
+        let mut post = self.client.post(url).timeout(Duration::from_secs(10));
+        if let Some(t) = &self.token {
+            post = post.bearer_auth(t.expose());
+        }
+        handle.spawn(async move {
+            match post.send().await {
+                Ok(r) if r.status().is_success() || r.status() == reqwest::StatusCode::NOT_FOUND => {}
+                Ok(r) => tracing::warn!(status = r.status().as_u16(), "the remote agent did not cancel the run"),
+                Err(e) => tracing::warn!(error = %e.without_url(), "cannot cancel the run at the remote agent"),
+            }
+        });
+    }
+
     /// The `POST` of a run's request `sent` (asking for an event stream, with the token), the
     /// trace going on to the next hop under this call's span (returned, to send it under).
     fn post(&self, sent: &E2AEnvelope) -> (reqwest::RequestBuilder, tracing::Span) {
@@ -203,11 +229,14 @@ impl Agent for E2aRemoteAgent {
         let (sent, restore) = scoped(&request, &ctx);
         Box::pin(async_stream::stream! {
             let (post, span) = this.post(&sent);
-            let sent = tokio::select! {
-                _ = ctx.cancel.cancelled() => return,
+            let sent_at = tokio::select! {
+                _ = ctx.cancel.cancelled() => {
+                    this.cancel_remote(&sent);
+                    return;
+                }
                 r = tracing::Instrument::instrument(post.send(), span) => r,
             };
-            let resp = match sent {
+            let resp = match sent_at {
                 Ok(r) => r,
                 Err(e) => {
                     let e = e.without_url();
@@ -229,7 +258,10 @@ impl Agent for E2aRemoteAgent {
             };
             loop {
                 let event = tokio::select! {
-                    _ = ctx.cancel.cancelled() => return,
+                    _ = ctx.cancel.cancelled() => {
+                        this.cancel_remote(&sent);
+                        return;
+                    }
                     n = events.next() => n,
                 };
                 match event {

@@ -291,7 +291,7 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
     request.is_stream = true;
     let guarded = admission.run(request.clone());
     let ctx = admission.ctx.clone();
-    let grace = shared.config.disconnect_grace;
+    let grace = shared.config.cancel_after();
     let (run, pump) = shared
         .runs
         .open(key, request, &ctx, grace, admission.into_permit(), true);

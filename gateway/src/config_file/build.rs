@@ -30,6 +30,7 @@ impl ConfigFile {
                 ..Default::default()
             },
             errors: self.errors(),
+            on_disconnect: server.on_disconnect,
             ..crate::config::GatewayConfig::default()
         }
     }
@@ -160,10 +161,13 @@ impl ConfigFile {
         let routes = &self.settings.routes;
         let build = |agent: Arc<dyn crate::agent::Agent>,
                      auth: crate::web::auth::Auth,
-                     a2a: crate::bindings::a2a::A2aConfig| {
+                     a2a: crate::bindings::a2a::A2aConfig,
+                     entry: Option<&e2a::types::AgentEntry>| {
+            let base = self.gateway_config(auth);
             let config = crate::config::GatewayConfig {
                 frame_log: frame_log.clone(),
-                ..self.gateway_config(auth)
+                on_disconnect: entry.and_then(|e| e.on_disconnect).unwrap_or(base.on_disconnect),
+                ..base
             };
             let mut g = crate::Gateway::with_agent(agent, config);
             if let Some(store) = &store {
@@ -184,12 +188,12 @@ impl ConfigFile {
                     card: card(n, entry),
                     ..a2a_root.clone()
                 };
-                build(agent.clone(), auth.for_agent(n), a2a)
+                build(agent.clone(), auth.for_agent(n), a2a, Some(entry))
             }),
             None => {
                 let agent = root_agent_token(self).and_then(|t| build_agent(self, "/agent", &self.settings.agent, t));
                 match agent {
-                    Ok(agent) => Some(build(agent, auth.clone(), a2a_root.clone())),
+                    Ok(agent) => Some(build(agent, auth.clone(), a2a_root.clone(), None)),
                     Err(e) => {
                         errors.push(e);
                         None
@@ -203,7 +207,7 @@ impl ConfigFile {
         for (name, entry, agent) in named {
             let prefix = routes.a2a.replace("{name}", name);
             let a2a = a2a_root.for_named(&prefix, card(name, entry));
-            gateway = gateway.with_named_agent(name, build(agent, auth.for_agent(name), a2a), routes);
+            gateway = gateway.with_named_agent(name, build(agent, auth.for_agent(name), a2a, Some(entry)), routes);
         }
         let metrics = &self.settings.metrics;
         if metrics.enabled {

@@ -306,6 +306,7 @@ impl Guard {
             Step::Stopped => {
                 let (message, reason) = match self.ctx.stop.get() {
                     Some(StopReason::Shutdown) => ("the gateway is shutting down", "shutdown"),
+                    Some(StopReason::Cancelled) => ("the run was cancelled by its caller", "cancelled"),
                     _ => ("the client went away", "client_gone"),
                 };
                 tracing::info!(request_id = self.request_id.as_deref(), agent = %self.agent, reason, "run cancelled");

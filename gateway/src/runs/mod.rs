@@ -11,6 +11,7 @@
 mod frames;
 mod housekeeping;
 mod inline;
+mod resource;
 mod subscription;
 
 use std::collections::{HashMap, VecDeque};
@@ -32,6 +33,7 @@ use crate::store::{RunStore, Sends, SentRecord, StoreError, Stores};
 use frames::Frames;
 
 pub(crate) use housekeeping::Pump;
+pub(crate) use resource::{Cancel, RunView};
 pub(crate) use subscription::Subscription;
 
 /// The key of the run answering E2A request `request_id` of `caller`.
@@ -91,7 +93,9 @@ pub(crate) struct Run {
     cancel: CancellationToken,
     stop: StopCell,
     subscribers: AtomicUsize,
-    grace: Duration,
+    /// How long the run waits for a client to come back once every one went away, before it
+    /// is cancelled; `None`: detached, it runs on without clients.
+    grace: Option<Duration>,
     /// The whole answer's JSON, gathered as the frames came when a reader wanted it from the
     /// start ([`Run::want_whole`]), once the run has ended.
     whole: OnceLock<Option<String>>,
@@ -338,13 +342,14 @@ impl Runs {
     /// live until the returned [`Pump`] has pumped its frames, or is dropped. `permit` (a
     /// stream slot) is held until then. `typed`: whether its readers want the frames as made
     /// (AG-UI projects them, an E2A JSON answer gathers them); otherwise only their JSON text
-    /// is kept, and a reader that wants a frame reads it back.
+    /// is kept, and a reader that wants a frame reads it back. `grace`: how long the run
+    /// outlives its last client ([`GatewayConfig::cancel_after`]; `None`: to its end).
     pub(crate) fn open(
         self: &Arc<Self>,
         key: ConversationKey,
         request: E2AEnvelope,
         ctx: &RequestContext,
-        grace: Duration,
+        grace: Option<Duration>,
         permit: OwnedSemaphorePermit,
         typed: bool,
     ) -> (Arc<Run>, Pump) {
@@ -451,13 +456,7 @@ impl Runs {
         key: &ConversationKey,
         after: Option<u64>,
     ) -> Result<Option<Subscription>, ResumeError> {
-        let (local, forgotten) = {
-            let mut inner = self.inner.lock();
-            let forgotten = self.prune(&mut inner);
-            (inner.by_key.get(key).map(|(_, r)| r.clone()), forgotten)
-        };
-        drop(forgotten);
-        if let Some(run) = local {
+        if let Some(run) = self.local(key) {
             if let Some(oldest) = run.frames.lock().missing_after(after) {
                 return Err(ResumeError::Forgotten { oldest });
             }

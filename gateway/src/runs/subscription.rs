@@ -92,6 +92,34 @@ impl Subscription {
         Subscription(Source::Stored(Box::new(s)))
     }
 
+    /// The JSON text of the frames after this reader's position held now, without waiting
+    /// (a stored run no gateway runs any more gets its final frame, as [`Subscription::next`]
+    /// would give it); the position moves past them.
+    pub(crate) async fn held_now(&mut self) -> Vec<String> {
+        match &mut self.0 {
+            Source::Local(l) => {
+                let frames = l.run.frames.lock();
+                let from = l.pos.max(frames.first_held());
+                let after = l.after;
+                let out = (from..frames.len())
+                    .filter(|i| after.is_none_or(|a| frames.sequence(*i).is_some_and(|s| s > a)))
+                    .filter_map(|i| frames.json(i))
+                    .collect();
+                l.pos = frames.len();
+                out
+            }
+            Source::Stored(s) => s.held_now().await,
+        }
+    }
+
+    /// Whether the run this reader reads has ended (as far as it knows).
+    pub(crate) fn ended(&self) -> bool {
+        match &self.0 {
+            Source::Local(l) => l.run.ended(),
+            Source::Stored(s) => s.ended,
+        }
+    }
+
     /// This reader will wait for the whole answer ([`Subscription::whole_json`]): it holds no
     /// frame back from the run's budget from now on (a run driven in the reader's own task
     /// must not wait for it).
@@ -273,14 +301,7 @@ impl Stored {
             if self.ended {
                 return None;
             }
-            if !(self.leased && self.store.shared) {
-                // no gateway runs it any more: it ends here, for every reader alike
-                let end = self.cutoff(
-                    "the gateway running this request stopped before it finished",
-                    "gateway_gone",
-                );
-                self.settle(&end).await;
-                self.ended = true;
+            if let Some(end) = self.orphan_end().await {
                 return Some(Arc::new(end));
             }
             tokio::time::sleep(FOLLOW_EVERY).await;
@@ -297,6 +318,35 @@ impl Stored {
                 }
             }
         }
+    }
+
+    /// The final frame of a run no gateway runs any more (its lease ran out, or no gateway
+    /// shares the store) and that has not ended: stored, so that every reader gets the same.
+    async fn orphan_end(&mut self) -> Option<Frame> {
+        if self.ended || (self.leased && self.store.shared) {
+            return None;
+        }
+        let end = self.cutoff(
+            "the gateway running this request stopped before it finished",
+            "gateway_gone",
+        );
+        self.settle(&end).await;
+        self.ended = true;
+        Some(end)
+    }
+
+    /// The JSON text of the frames read so far, without waiting (with the final frame of an
+    /// orphaned run).
+    async fn held_now(&mut self) -> Vec<String> {
+        let mut out = Vec::with_capacity(self.buffer.len() + 1);
+        while let Some(f) = self.buffer.pop_front() {
+            self.after = Some(f.sequence);
+            out.push(f.to_json());
+        }
+        if let Some(end) = self.orphan_end().await {
+            out.push(end.to_json());
+        }
+        out
     }
 
     /// Stores the final frame of an orphaned run, so that every later reader gets the same.
@@ -323,10 +373,12 @@ impl Drop for Subscription {
         let Source::Local(l) = &mut self.0 else { return };
         l.release();
         let left = l.run.subscribers.fetch_sub(1, Ordering::SeqCst).saturating_sub(1);
+        // a detached run goes on without its clients
+        let Some(grace) = l.run.grace else { return };
         if left == 0 && !l.run.ended() {
             let run = l.run.clone();
             let cancel_later = async move {
-                tokio::time::sleep(run.grace).await;
+                tokio::time::sleep(grace).await;
                 if run.subscribers.load(Ordering::SeqCst) == 0 && !run.ended() {
                     tracing::info!("every client went away: cancelling the run");
                     run.stop(StopReason::ClientGone);

@@ -1,0 +1,202 @@
+//! The E2A run resource, beside `POST /v1/e2a/requests` on the E2A HTTP binding: a run
+//! submitted without waiting for it (`POST /v1/e2a/runs`: `202` and the run), looked up
+//! (`GET /v1/e2a/runs/{id}`), read (`GET /v1/e2a/runs/{id}/frames`: JSON, SSE or NDJSON,
+//! from `Last-Event-ID`) and cancelled (`POST /v1/e2a/runs/{id}:cancel`). A run is its
+//! caller's (owner-scoped like tasks: another caller's run id is `404`), detached from any
+//! client, and readable on any gateway of a store that keeps runs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use e2a::taxonomy::ErrorKind;
+use e2a::types::{E2aRun, RunState};
+use e2a::{E2AEnvelope, E2AResponse};
+
+use super::answer::{mode_of, repeated, respond, Mode, JSON};
+use crate::agent::{Agent, Caller};
+use crate::pipeline::Pipeline;
+use crate::runs::{self, Cancel, RunView};
+use crate::web::problem::Problem;
+use crate::web::trace::{self, TraceContext};
+use crate::web::{body, last_event_id};
+
+/// How long `:cancel` waits for the run's final frame before answering with where it is.
+const CANCEL_WAIT: Duration = Duration::from_secs(5);
+
+/// `POST /v1/e2a/runs`: the request runs detached; `202` and the run (`Location` names it).
+/// Under an `Idempotency-Key`, the same request again is `200` and the same run, another
+/// request `409`; a `request_id` that already names a run of the caller is `409` (a run is
+/// never replaced).
+pub(super) async fn submit(
+    State(shared): State<Arc<Pipeline>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
+    let limits = shared.config.limits;
+    let body = body::read(&headers, body, shared.config.body()).await?;
+    let mut request = E2AEnvelope::read(body.text(), &e2a::ReadOptions::lenient().with_limits(limits))
+        .map_err(|e| Problem::from_read_error(&e))?
+        .value;
+    trace::correlate(&mut request, TraceContext::from_headers(&headers).trace_id);
+    // relative to the collection's own path (`…/v1/e2a/runs`), whatever prefix it is served under
+    let location = |id: &str| format!("runs/{}", crate::protocol::path_segment(id));
+    if repeated(&shared, &caller, &headers, body.text(), &mut request)
+        .await?
+        .is_some()
+    {
+        // the same request under its Idempotency-Key: the run it started
+        let id = request.request_id.clone().unwrap_or_default();
+        return found(&shared, &caller, &id, StatusCode::OK, Some(location(&id))).await;
+    }
+    let id = request
+        .request_id
+        .get_or_insert_with(e2a::stream::new_ordered_id)
+        .clone();
+    let key = runs::e2a_key(&caller, &id);
+    if shared.runs.view(&key).await.map_err(|e| e.problem())?.is_some() {
+        return Err(Problem::new(
+            ErrorKind::InvalidRequest,
+            format!("a run of request_id {id:?} exists: read it at its run resource, or send a new request_id"),
+        )
+        .at("/request_id")
+        .with_status(StatusCode::CONFLICT));
+    }
+    let admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
+    request.is_stream = true;
+    let guarded = admission.run(request.clone());
+    let ctx = admission.ctx.clone();
+    // nobody waits on it: it runs to its end whatever `on_disconnect` says
+    let (_, pump) = shared
+        .runs
+        .open(key, request, &ctx, None, admission.into_permit(), false);
+    pump.spawn(guarded);
+    found(&shared, &caller, &id, StatusCode::ACCEPTED, Some(location(&id))).await
+}
+
+/// `GET /v1/e2a/runs/{id}` and `POST /v1/e2a/runs/{id}:cancel` (one route: the segment
+/// names the resource); any other method is `405` with the resource's `Allow`.
+pub(super) async fn run(
+    method: Method,
+    State(shared): State<Arc<Pipeline>>,
+    Extension(caller): Extension<Caller>,
+    Path(segment): Path<String>,
+) -> Result<Response, Problem> {
+    match segment.rsplit_once(':') {
+        Some((id, "cancel")) if method == Method::POST => cancel(&shared, &caller, id).await,
+        Some((_, "cancel")) => Err(not_allowed("POST")),
+        _ if matches!(method, Method::GET | Method::HEAD) => {
+            found(&shared, &caller, &segment, StatusCode::OK, None).await
+        }
+        _ => Err(not_allowed("GET, HEAD")),
+    }
+}
+
+/// `GET /v1/e2a/runs/{id}/frames`: the frames after `Last-Event-ID` (all without it) — held
+/// now, as a JSON array, or streamed to the run's end (SSE, NDJSON) by `Accept`.
+pub(super) async fn frames(
+    State(shared): State<Arc<Pipeline>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    let mode = mode_of(&headers)?;
+    let after = last_event_id::read(&headers)?;
+    let mut sub = shared
+        .runs
+        .resume(&runs::e2a_key(&caller, &id), after)
+        .await
+        .map_err(|e| e.problem())?
+        .ok_or_else(|| no_run(&id))?;
+    if mode != Mode::Json {
+        return Ok(respond(&shared, mode, sub).await);
+    }
+    let held = sub.held_now().await;
+    let mut out = String::with_capacity(2 + held.iter().map(|f| f.len() + 1).sum::<usize>());
+    out.push('[');
+    out.push_str(&held.join(","));
+    out.push(']');
+    Ok(([(header::CONTENT_TYPE, JSON)], out).into_response())
+}
+
+/// Stops the caller's run `id` and answers with it once it ended (or after [`CANCEL_WAIT`]);
+/// a run that has ended already is answered as it is.
+async fn cancel(shared: &Pipeline, caller: &Caller, id: &str) -> Result<Response, Problem> {
+    let key = runs::e2a_key(caller, id);
+    match shared.runs.cancel(&key) {
+        Cancel::Stopping(mut sub) => {
+            let _ = tokio::time::timeout(CANCEL_WAIT, async { while sub.next().await.is_some() {} }).await;
+        }
+        Cancel::Ended => {}
+        Cancel::Elsewhere => {
+            let view = shared.runs.view(&key).await.map_err(|e| e.problem())?;
+            match view {
+                None => return Err(no_run(id)),
+                Some(v) if !v.ended => {
+                    return Err(Problem::new(
+                        ErrorKind::InvalidRequest,
+                        "the run goes on at another gateway of the store: cancel it there",
+                    )
+                    .with_status(StatusCode::CONFLICT))
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    found(shared, caller, id, StatusCode::OK, None).await
+}
+
+/// The caller's run `id` as a resource, with `status`; `404` when it is not known.
+async fn found(
+    shared: &Pipeline,
+    caller: &Caller,
+    id: &str,
+    status: StatusCode,
+    location: Option<String>,
+) -> Result<Response, Problem> {
+    let view = shared
+        .runs
+        .view(&runs::e2a_key(caller, id))
+        .await
+        .map_err(|e| e.problem())?
+        .ok_or_else(|| no_run(id))?;
+    let body = crate::json::text(&resource(shared, id, view));
+    let mut response = (status, [(header::CONTENT_TYPE, JSON)], body).into_response();
+    if let Some(at) = location.and_then(|l| HeaderValue::from_str(&l).ok()) {
+        response.headers_mut().insert(header::LOCATION, at);
+    }
+    Ok(response)
+}
+
+/// The resource of run `id` from what is known of it.
+fn resource(shared: &Pipeline, id: &str, view: RunView) -> E2aRun {
+    let read = |text: &Option<String>| text.as_deref().and_then(|t| E2AResponse::from_json(t).ok());
+    let (first, last) = (read(&view.first), read(&view.last));
+    let final_frame = last.clone().filter(|_| view.ended);
+    E2aRun {
+        run_id: id.to_string(),
+        state: final_frame.as_ref().map_or(RunState::Running, RunState::of_final),
+        agent: shared.agent.name(),
+        frames: view.frames,
+        trace_id: last.as_ref().and_then(|f| f.correlation_id.clone()),
+        created_at: first.and_then(|f| f.timestamp),
+        updated_at: last.and_then(|f| f.timestamp),
+        final_frame,
+    }
+}
+
+fn no_run(id: &str) -> Problem {
+    Problem::new(ErrorKind::NotFound, format!("no run {id:?} of this caller is kept"))
+}
+
+fn not_allowed(allow: &'static str) -> Problem {
+    let mut p =
+        Problem::new(ErrorKind::UnsupportedOperation, "method not allowed").with_status(StatusCode::METHOD_NOT_ALLOWED);
+    p.allow = Some(allow);
+    p
+}
