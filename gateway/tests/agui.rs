@@ -241,6 +241,52 @@ async fn a_resume_naming_no_pending_interrupt_is_refused_before_the_stream() {
     );
 }
 
+/// GoAI's resume body: the paused run's own `runId` and `resume`, no `threadId` and no
+/// messages — the run goes on from its interrupt.
+/// A `parentRunId` must name one of the caller's runs on the thread.
+#[tokio::test]
+async fn goais_resume_body_and_a_parent_run_id_are_checked_and_honoured() {
+    let s = serve(script(), GatewayConfig::default()).await;
+    let first = input("t-goai", "please deploy");
+    let events = run(&s.base, "/agui", &first).await;
+    let id = events.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
+    let body = json!({"runId": first["runId"], "resume": [
+        {"interruptId": id, "status": "resolved", "payload": {"approved": true, "note": "ship it"}}]});
+    let events = run(&s.base, "/agui", &body).await;
+    assert_eq!(events.first().unwrap()["threadId"], "t-goai");
+    assert_eq!(events.first().unwrap()["runId"], first["runId"]);
+    assert_eq!(said(&events), "Deployed.");
+    // answered once: the run no longer waits
+    let post = |body: Value| {
+        reqwest::Client::new()
+            .post(format!("{}/agui", s.base))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+    let again = post(body.clone()).await.unwrap();
+    assert_eq!(again.status(), 422);
+    let p: Value = again.json().await.unwrap();
+    assert_eq!(p["pointer"], "/threadId", "{p}");
+    // a parent run that is not the caller's on this thread: refused; one that is: a branch
+    let mut branch = input("t-goai", "hello");
+    branch["parentRunId"] = json!("no-such-run");
+    let r = post(branch.clone()).await.unwrap();
+    assert_eq!(r.status(), 422);
+    let p: Value = r.json().await.unwrap();
+    assert_eq!(p["pointer"], "/parentRunId", "{p}");
+    branch["parentRunId"] = first["runId"].clone();
+    let events = run(&s.base, "/agui", &branch).await;
+    assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
+    let mut elsewhere = input("t-other-thread", "hello");
+    elsewhere["parentRunId"] = first["runId"].clone();
+    assert_eq!(
+        post(elsewhere).await.unwrap().status(),
+        422,
+        "the parent is on another thread"
+    );
+}
+
 #[tokio::test]
 async fn input_limits_hold_on_agui_too() {
     let s = serve(script(), GatewayConfig::default()).await;

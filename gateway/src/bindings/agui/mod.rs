@@ -15,7 +15,8 @@
 //! or a `payload` of `false` / `{"approved": false}` / `"no"` deny; a string payload is the
 //! answer; anything else approves) or, without `resume`, its last user message.
 
-use std::collections::{HashMap, VecDeque};
+mod resume;
+
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -109,46 +110,6 @@ async fn run_route(
     run(agui, caller, headers, body).await
 }
 
-/// One entry of a run input's `resume`: the answer to an interrupt.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ResumeEntry {
-    #[serde(default)]
-    interrupt_id: String,
-    #[serde(default)]
-    status: String,
-    #[serde(default)]
-    payload: Value,
-}
-
-/// What an interrupt's answer may say, in its `payload` object.
-#[derive(Deserialize)]
-struct AnswerPayload {
-    #[serde(default)]
-    approved: Option<bool>,
-    #[serde(default)]
-    answer: Option<String>,
-}
-
-/// The answer a follow-up run gives to the interrupt it resumes.
-fn resume_answer(entry: &ResumeEntry) -> String {
-    if entry.status == "cancelled" {
-        return "no".into();
-    }
-    match &entry.payload {
-        Value::Bool(false) => "no".into(),
-        Value::String(s) => s.clone(),
-        p @ Value::Object(_) => match AnswerPayload::deserialize(p) {
-            Ok(AnswerPayload {
-                approved: Some(false), ..
-            }) => "no".into(),
-            Ok(AnswerPayload { answer: Some(a), .. }) => a,
-            _ => "yes".into(),
-        },
-        _ => "yes".into(),
-    }
-}
-
 /// The fields of an AG-UI event the binding reads: its type, the id a lifecycle pair shares
 /// and a run's outcome.
 #[derive(Deserialize, Default)]
@@ -193,48 +154,10 @@ struct Interrupt {
     id: Option<String>,
 }
 
-/// Most threads with an interrupt waiting for its answer that the binding remembers (the
-/// oldest is forgotten first).
-const MAX_PENDING: usize = 4096;
-
-/// The interrupts a run ended with and nobody answered yet, by caller and thread: a resume
-/// must name one of them.
-#[derive(Default)]
-pub(crate) struct Interrupts {
-    pending: HashMap<(Option<String>, String), Vec<String>>,
-    order: VecDeque<(Option<String>, String)>,
-}
-
-impl Interrupts {
-    fn remember(&mut self, key: (Option<String>, String), ids: Vec<String>) {
-        if self.pending.insert(key.clone(), ids).is_none() {
-            self.order.push_back(key);
-        }
-        while self.order.len() > MAX_PENDING {
-            if let Some(old) = self.order.pop_front() {
-                self.pending.remove(&old);
-            }
-        }
-    }
-
-    /// Takes the interrupt `id` of `key`; false when it is not pending.
-    fn take(&mut self, key: &(Option<String>, String), id: &str) -> bool {
-        let Some(ids) = self.pending.get(key) else {
-            return false;
-        };
-        if !ids.iter().any(|i| i == id) {
-            return false;
-        }
-        self.pending.remove(key);
-        self.order.retain(|k| k != key);
-        true
-    }
-}
-
 /// The AG-UI binding's state: the pipeline and the pending interrupts.
 pub(crate) struct Agui {
     pipeline: Arc<Pipeline>,
-    interrupts: Mutex<Interrupts>,
+    interrupts: Mutex<resume::Interrupts>,
 }
 
 /// The ids of the interrupts an event ends a run with (`RUN_FINISHED` with an interrupt outcome).
@@ -246,7 +169,12 @@ fn interrupt_ids(event: &EventHead<'_>) -> Option<Vec<String>> {
 async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) -> Result<Response, Problem> {
     let shared = &agui.pipeline;
     let resume_after = last_event_id::read(&headers)?;
-    let input = body::read(&headers, body, shared.config.body()).await?.value()?;
+    let mut input = body::read(&headers, body, shared.config.body()).await?.value()?;
+    // a resume answers the interrupts this caller's thread is waiting on, or nothing runs
+    let answered = match resume_after {
+        None => resume::Interrupts::take_answered(&agui.interrupts, caller.owner(), &mut input)?,
+        Some(_) => None,
+    };
     let mut request = e2a::agui::envelope_from_run_input(&input).map_err(|e| Problem::from_read_error(&e))?;
     crate::web::trace::correlate(
         &mut request,
@@ -269,22 +197,24 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
             })?;
         return Ok(events(agui.clone(), ids, sub, after));
     }
-    if let Some(resume) = request.params.get("resume").filter(|r| !r.is_null()) {
-        // a resume answers an interrupt this caller's thread is waiting on, or nothing runs
-        let first = Vec::<ResumeEntry>::deserialize(resume)
-            .ok()
-            .and_then(|r| r.into_iter().next());
-        let named = first.as_ref().map_or("", |e| e.interrupt_id.as_str());
-        if !agui.interrupts.lock().take(&ids.thread, named) {
+    if let Some(parent) = input.get("parentRunId").and_then(Value::as_str) {
+        // a branch of one of the caller's own runs, on its thread
+        let parent_key = runs::agui_key(&caller, &ids.thread.1, parent);
+        if shared.runs.view(&parent_key).await.map_err(|e| e.problem())?.is_none() {
             return Err(Problem::new(
                 ErrorKind::InvalidParams,
-                format!("resume names no pending interrupt of thread {:?}", ids.thread.1),
+                format!(
+                    "parentRunId {parent:?} names no run of this caller on thread {:?}",
+                    ids.thread.1
+                ),
             )
-            .at("/resume/0/interruptId"));
+            .at("/parentRunId"));
         }
-        if let Some(entry) = &first {
-            request.params.insert("text".into(), resume_answer(entry).into());
-        }
+    }
+    if let Some(first) = answered.as_ref().and_then(|entries| entries.first()) {
+        request
+            .params
+            .insert("text".into(), resume::resume_answer(first).into());
     }
     let admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
     // the frames of a streamed answer say so
@@ -330,7 +260,7 @@ fn events(agui: Arc<Agui>, ids: RunIds, mut sub: Subscription, skip: u64) -> Res
                     continue;
                 }
                 if let Some(ids) = interrupt_ids(&EventHead::of(e)) {
-                    agui.interrupts.lock().remember(thread.clone(), ids);
+                    agui.interrupts.lock().remember(thread.clone(), &run_id, ids);
                 }
                 yield sse::event(Some(n), &crate::json::text(e));
             }
@@ -401,43 +331,9 @@ pub fn lifecycle_state(events: Vec<Value>) -> Vec<Value> {
 
 #[cfg(test)]
 mod tests {
-    use super::{lifecycle_state, resume_answer, ResumeEntry};
+    use super::lifecycle_state;
     use e2a::agui::verify_events;
-    use serde::Deserialize;
     use serde_json::json;
-
-    #[test]
-    fn resume_answers() {
-        let r = |v: serde_json::Value| {
-            let entries = Vec::<ResumeEntry>::deserialize(&v).expect("resume entries");
-            entries.first().map(resume_answer)
-        };
-        assert_eq!(
-            r(json!([{"interruptId": "i", "status": "cancelled"}])).as_deref(),
-            Some("no")
-        );
-        assert_eq!(
-            r(json!([{"interruptId": "i", "status": "resolved", "payload": {"approved": true}}])).as_deref(),
-            Some("yes")
-        );
-        assert_eq!(
-            r(json!([{"interruptId": "i", "status": "resolved", "payload": false}])).as_deref(),
-            Some("no")
-        );
-        assert_eq!(
-            r(json!([{"interruptId": "i", "status": "resolved", "payload": "4"}])).as_deref(),
-            Some("4")
-        );
-        assert_eq!(
-            r(json!([{"interruptId": "i", "status": "resolved", "payload": {"answer": "blue"}}])).as_deref(),
-            Some("blue")
-        );
-        assert_eq!(
-            r(json!([{"interruptId": "i", "status": "resolved", "payload": {"approved": false}}])).as_deref(),
-            Some("no")
-        );
-        assert_eq!(r(json!([])), None);
-    }
 
     #[test]
     fn the_lifecycle_state_accepts_what_the_whole_sequence_accepts() {
