@@ -399,3 +399,71 @@ fn a_detached_run_of_a_killed_gateway_reads_failed_with_the_reason_after_a_resta
         assert_eq!(frames[1], run["final_frame"]);
     });
 }
+
+/// The AG-UI events of an SSE body.
+fn agui_events(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).expect("an event"))
+        .collect()
+}
+
+/// A paused AG-UI run is answered after a restart (SQLite): the interrupt and the agent's
+/// place are in the store. GoAI's resume body (the run's own id, no thread) is used; the run
+/// pauses again, the gateway restarts again, and the second answer finishes it.
+#[test]
+fn an_agui_interrupt_is_answered_after_a_restart_and_the_agent_goes_on_where_it_stopped() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = format!("sqlite:{}", dir.path().join("runs.db").display());
+    let agent = format!("script:{}", script().display());
+    let args = ["--agui", "--store", store.as_str(), "--agent", agent.as_str()];
+    let post = |base: &str, body: Value| {
+        let url = format!("{base}/agui");
+        async move {
+            let resp = reqwest::Client::new()
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body.to_string())
+                .send()
+                .await
+                .expect("post");
+            assert_eq!(resp.status(), 200);
+            agui_events(&resp.text().await.expect("body"))
+        }
+    };
+    let said = |events: &[Value]| -> String {
+        events
+            .iter()
+            .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+            .filter_map(|e| e["delta"].as_str())
+            .collect()
+    };
+    let interrupt = |events: &[Value]| -> Value {
+        let last = events.last().expect("events");
+        assert_eq!(last["outcome"]["type"], "interrupt", "{last}");
+        last["outcome"]["interrupts"][0].clone()
+    };
+    let run = json!({"threadId": "t-restart", "runId": "r-restart",
+        "messages": [{"id": "m1", "role": "user", "content": "book a table"}]});
+    let mut gateway = serve(&args);
+    let asked = runtime().block_on(post(&gateway.base, run));
+    assert_eq!(said(&asked), "Looking for a table.");
+    let first = interrupt(&asked);
+    assert_eq!(first["message"], "For how many people?");
+    gateway.kill();
+    let mut gateway = serve(&args);
+    let answer =
+        json!({"runId": "r-restart", "resume": [{"interruptId": first["id"], "status": "resolved", "payload": "4"}]});
+    let asked = runtime().block_on(post(&gateway.base, answer));
+    assert_eq!(asked[0]["threadId"], "t-restart");
+    assert_eq!(said(&asked), "A table for 4.");
+    let second = interrupt(&asked);
+    assert_eq!(second["message"], "Book the table for 4 at 20:00?");
+    gateway.kill();
+    let gateway = serve(&args);
+    let answer = json!({"runId": "r-restart", "resume": [{"interruptId": second["id"], "status": "resolved", "payload": {"approved": true}}]});
+    let done = runtime().block_on(post(&gateway.base, answer));
+    assert_eq!(said(&done), "Booked.");
+    assert_eq!(done.last().expect("events")["type"], "RUN_FINISHED");
+    assert_ne!(done.last().expect("events")["outcome"]["type"], "interrupt");
+}

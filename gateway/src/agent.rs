@@ -129,6 +129,32 @@ impl ConversationKey {
             Some(c) => format!("{}:{c}:{}", c.len(), self.id),
         }
     }
+
+    /// Where an agent keeps the pause of this conversation ([`RequestContext::pauses`]): the
+    /// key the gateway looks for when an answer comes.
+    pub fn pause_key(&self) -> String {
+        format!("agent:{}", self.scoped_id())
+    }
+}
+
+/// What [`PauseKeeper`]'s operations return.
+pub type PauseFuture<'a, T> = Pin<Box<dyn std::future::Future<Output = Result<T, PauseError>> + Send + 'a>>;
+
+/// Why a pause could not be kept or read (the store's failure, in words).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("pause store: {0}")]
+pub struct PauseError(pub String);
+
+/// Where an agent keeps what it needs to go on from a pause, by key, until the answer takes
+/// it ([`RequestContext::pauses`]): the gateway's store (`crate::store::PauseStore`).
+pub trait PauseKeeper: Send + Sync + 'static {
+    /// Keeps `state` under `key` (replacing what was there).
+    fn put_pause<'a>(&'a self, key: &'a str, state: String) -> PauseFuture<'a, ()>;
+    /// Takes what is kept under `key`: it is gone after, and of several takers at once only
+    /// one gets it.
+    fn take_pause<'a>(&'a self, key: &'a str) -> PauseFuture<'a, Option<String>>;
+    /// What is kept under `key`, left there.
+    fn get_pause<'a>(&'a self, key: &'a str) -> PauseFuture<'a, Option<String>>;
 }
 
 /// What a run knows besides the request: when to stop and who asked.
@@ -144,6 +170,8 @@ pub struct RequestContext {
     /// Why the gateway cancelled the run from outside, recorded before `cancel` fires (the
     /// reason the boundary's final frame gives).
     pub(crate) stop: StopCell,
+    /// Where the gateway keeps pauses ([`RequestContext::pauses`]).
+    pub(crate) pauses: Option<Arc<dyn PauseKeeper>>,
 }
 
 impl RequestContext {
@@ -154,6 +182,7 @@ impl RequestContext {
             deadline,
             caller,
             stop: StopCell::default(),
+            pauses: None,
         }
     }
 
@@ -165,6 +194,7 @@ impl RequestContext {
             deadline: self.deadline,
             caller: self.caller.clone(),
             stop: StopCell::default(),
+            pauses: self.pauses.clone(),
         }
     }
 
@@ -174,6 +204,14 @@ impl RequestContext {
             caller: self.caller.owner(),
             id: id.into(),
         }
+    }
+
+    /// Where the gateway keeps pauses durably (its store, when it has one): an agent that
+    /// pauses keeps what it needs to go on there, under its conversation's key, so that the
+    /// answer is honoured after a restart and on any gateway of the store. `None`: a pause
+    /// lives in the agent's memory.
+    pub fn pauses(&self) -> Option<&Arc<dyn PauseKeeper>> {
+        self.pauses.as_ref()
     }
 
     /// Time left before the deadline (`None` without a deadline).

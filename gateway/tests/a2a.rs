@@ -976,43 +976,57 @@ async fn a_subscriber_of_a_paused_task_follows_it_to_the_end() {
     assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
 }
 
+/// The script agent keeps its pause in the store: an answer sent after a restart goes on where
+/// the agent stopped. A pause the store no longer has is refused, never run as a new turn.
 #[tokio::test]
-async fn an_answer_to_a_pause_lost_in_a_restart_is_refused_not_run_as_a_new_turn() {
+async fn an_answer_to_a_pause_asked_before_a_restart_goes_on_where_the_agent_stopped() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("tasks.db");
-    let id = {
+    let (id, lost) = {
         let s = sqlite_gateway(&path).await;
-        let paused = rpc(&s.base, "SendMessage", msg("book a table")).await;
-        assert_eq!(
-            paused["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
-            "{paused}"
-        );
-        paused["result"]["task"]["id"].as_str().expect("id").to_string()
-        // the gateway goes away, and its agent's memory of the pause with it
+        let mut ids = Vec::new();
+        for _ in 0..2 {
+            let paused = rpc(&s.base, "SendMessage", msg("book a table")).await;
+            assert_eq!(
+                paused["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+                "{paused}"
+            );
+            ids.push(paused["result"]["task"]["id"].as_str().expect("id").to_string());
+        }
+        (ids[0].clone(), ids[1].clone())
+        // the gateway goes away, and its agent's memory of the pauses with it
     };
+    // the second pause is no longer in the store (as if forgotten)
+    let db = rusqlite::Connection::open(&path).expect("open");
+    let gone = db
+        .execute("DELETE FROM e2a_pauses WHERE key = ?1", [format!("agent:{lost}")])
+        .expect("delete");
+    assert_eq!(gone, 1);
+    drop(db);
     let s = sqlite_gateway(&path).await;
-    // "book a table" would match the scenario afresh: a silent new turn would pause again
-    let mut answer = msg("book a table");
+    let mut answer = msg("5");
     answer["message"]["taskId"] = id.clone().into();
-    let refused = rpc(&s.base, "SendMessage", answer.clone()).await;
-    assert_eq!(code(&refused), -32602, "{refused}");
-    let said = refused["error"]["message"].as_str().unwrap_or_default();
-    assert!(said.contains(&id) && said.contains("no longer holds"), "{refused}");
-    // the same on HTTP+JSON: 400 before any stream
-    let resp = post_a2a(format!("{}/message:stream", s.base), answer.to_string()).await;
-    assert_eq!(resp.status(), 400);
-    // the task is as the pause left it, and a new task is served
-    let task = rpc(&s.base, "GetTask", json!({"id": id})).await;
-    assert_eq!(task["result"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{task}");
-    let fresh = rpc(&s.base, "SendMessage", msg("book a table")).await;
-    let fresh_id = fresh["result"]["task"]["id"].as_str().expect("id").to_string();
-    let mut answer = msg("2");
-    answer["message"]["taskId"] = fresh_id.into();
     let done = rpc(&s.base, "SendMessage", answer).await;
     assert_eq!(
         done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{done}"
     );
+    assert_eq!(
+        done["result"]["task"]["status"]["message"]["parts"][0]["text"], "Booked for 5.",
+        "{done}"
+    );
+    // "book a table" would match the scenario afresh: a silent new turn would pause again
+    let mut answer = msg("book a table");
+    answer["message"]["taskId"] = lost.clone().into();
+    let refused = rpc(&s.base, "SendMessage", answer.clone()).await;
+    assert_eq!(code(&refused), -32602, "{refused}");
+    let said = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains(&lost) && said.contains("no longer holds"), "{refused}");
+    // the same on HTTP+JSON: 400 before any stream
+    let resp = post_a2a(format!("{}/message:stream", s.base), answer.to_string()).await;
+    assert_eq!(resp.status(), 400);
+    let task = rpc(&s.base, "GetTask", json!({"id": lost})).await;
+    assert_eq!(task["result"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{task}");
 }
 
 #[tokio::test]

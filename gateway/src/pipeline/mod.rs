@@ -111,13 +111,34 @@ impl Pipeline {
     pub(crate) fn admit(&self, caller: Caller) -> Result<Admission, Refusal> {
         let permit = self.stream_permit()?;
         let deadline = self.config.max_run.map(|d| Instant::now() + d);
+        let mut ctx = RequestContext::new(caller, deadline);
+        ctx.pauses = self
+            .runs
+            .pauses()
+            .map(|p| p.clone() as Arc<dyn crate::agent::PauseKeeper>);
         Ok(Admission {
-            ctx: RequestContext::new(caller, deadline),
+            ctx,
             agent: self.agent.clone(),
             permit,
             counted: self.metrics.get(),
             frame_log: self.config.frame_log.clone(),
         })
+    }
+
+    /// Whether the store keeps the pause of conversation `key` (an agent stored it there: the
+    /// answer can be honoured whichever process paused it). `false` without a store keeping
+    /// pauses, or when it cannot be read (logged).
+    pub(crate) async fn pause_kept(&self, key: &crate::agent::ConversationKey) -> bool {
+        let Some(store) = self.runs.pauses() else {
+            return false;
+        };
+        match store.get_pause(&key.pause_key()).await {
+            Ok(kept) => kept.is_some(),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read a stored pause");
+                false
+            }
+        }
     }
 
     /// A stream slot for a reader that runs no agent (an A2A subscriber): refused like a run.

@@ -22,6 +22,8 @@ use crate::store::{FrameWrite, RunHead, StoreError, StoredFrame};
 const BATCH: usize = 64;
 /// How often the store forgets runs past the retention window.
 const PRUNE_EVERY: Duration = Duration::from_secs(30);
+/// How long a pause waits for its answer in the store before it is forgotten.
+pub(crate) const PAUSE_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Frames of an ended run beyond which it is compacted on a blocking thread, not on the
 /// runtime's (writing them takes about half a microsecond each).
 const COMPACT_INLINE: usize = 4096;
@@ -230,6 +232,11 @@ pub(super) fn start(runs: Weak<Runs>, retention: Retention) {
                 since_prune = Duration::ZERO;
                 if let Err(e) = store.runs.prune_runs(retention.time, retention.count).await {
                     tracing::warn!(error = %e, "cannot forget old runs in the store");
+                }
+                if let Some(pauses) = this.pauses() {
+                    if let Err(e) = pauses.prune_pauses(PAUSE_RETENTION).await {
+                        tracing::warn!(error = %e, "cannot forget old pauses in the store");
+                    }
                 }
             }
         }

@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Caller, ConversationKey, RequestContext};
 use crate::config::GatewayConfig;
 use crate::stop::{StopCell, StopReason};
-use crate::store::{RunStore, Sends, SentRecord, StoreError, Stores};
+use crate::store::{PauseStore, RunStore, Sends, SentRecord, StoreError, Stores};
 use frames::Frames;
 
 pub(crate) use housekeeping::Pump;
@@ -275,6 +275,8 @@ pub(crate) struct Runs {
     retention: Retention,
     /// The store that keeps the runs' frames, when it does.
     store: OnceLock<RunKeeping>,
+    /// The store that keeps pauses, when one does.
+    pauses: OnceLock<Arc<dyn PauseStore>>,
     /// This gateway's name in run leases.
     holder: String,
     /// The bytes one live run's frames may take in memory (`max_run_bytes`).
@@ -319,6 +321,7 @@ impl Runs {
                 lease: config.lease,
             },
             store: OnceLock::new(),
+            pauses: OnceLock::new(),
             holder: e2a::stream::new_id(),
             max_run_bytes: config.max_run_bytes,
             inline: AtomicUsize::new(0),
@@ -327,8 +330,12 @@ impl Runs {
         }
     }
 
-    /// Keeps the runs' frames in `stores` too, when they keep runs (the first given wins).
+    /// Keeps the runs' frames in `stores` too, when they keep runs, and pauses when they keep
+    /// them (the first given wins).
     pub(crate) fn keep_in(&self, stores: &Stores) {
+        if let Some(pauses) = &stores.pauses {
+            let _ = self.pauses.set(pauses.clone());
+        }
         if let Some(runs) = &stores.runs {
             let _ = self.store.set(RunKeeping {
                 runs: runs.clone(),
@@ -470,6 +477,11 @@ impl Runs {
             return Ok(None);
         };
         Ok(Some(Subscription::stored(store.clone(), stored_key, log, after)))
+    }
+
+    /// The store that keeps pauses, when one does.
+    pub(crate) fn pauses(&self) -> Option<&Arc<dyn PauseStore>> {
+        self.pauses.get()
     }
 
     /// The store keys of the runs still going (what their leases are renewed under).

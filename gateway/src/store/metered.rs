@@ -10,9 +10,10 @@ use tracing::Instrument;
 
 use super::{
     FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, SentRecord, SessionPage, SessionQuery,
-    SessionRecord, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord,
+    SessionRecord, StoreError, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord,
 };
-use super::{Leases, PushStore, RunStore, Sends, SessionStore, Stores, TaskLog};
+use super::{Leases, PauseStore, PushStore, RunStore, Sends, SessionStore, Stores, TaskLog};
+use crate::agent::{PauseError, PauseFuture};
 use crate::web::metrics::MetricsHandle;
 
 /// A role `R` of a store, timed into the metrics `handle` names.
@@ -53,6 +54,7 @@ impl Stores {
             pushes: self.pushes.map(|r| wrap(r, handle) as Arc<dyn PushStore>),
             runs: self.runs.map(|r| wrap(r, handle) as Arc<dyn RunStore>),
             sessions: self.sessions.map(|r| wrap(r, handle) as Arc<dyn SessionStore>),
+            pauses: self.pauses.map(|r| wrap(r, handle) as Arc<dyn PauseStore>),
         }
     }
 }
@@ -198,5 +200,41 @@ impl SessionStore for Metered<dyn SessionStore> {
 
     fn history<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Vec<String>> {
         self.timed("history", self.inner.history(id))
+    }
+}
+
+impl crate::agent::PauseKeeper for Metered<dyn PauseStore> {
+    fn put_pause<'a>(&'a self, key: &'a str, state: String) -> PauseFuture<'a, ()> {
+        self.timed_pause("put_pause", self.inner.put_pause(key, state))
+    }
+
+    fn take_pause<'a>(&'a self, key: &'a str) -> PauseFuture<'a, Option<String>> {
+        self.timed_pause("take_pause", self.inner.take_pause(key))
+    }
+
+    fn get_pause<'a>(&'a self, key: &'a str) -> PauseFuture<'a, Option<String>> {
+        self.timed_pause("get_pause", self.inner.get_pause(key))
+    }
+}
+
+impl PauseStore for Metered<dyn PauseStore> {
+    fn prune_pauses(&self, older_than: Duration) -> StoreFuture<'_, u64> {
+        self.timed("prune_pauses", self.inner.prune_pauses(older_than))
+    }
+}
+
+impl<R: ?Sized + Send + Sync> Metered<R> {
+    /// [`Metered::timed`] for a pause operation (its error in the agent's words).
+    fn timed_pause<'a, T: Send + 'a>(&'a self, op: &'static str, fut: PauseFuture<'a, T>) -> PauseFuture<'a, T> {
+        let timed = self.timed(
+            op,
+            Box::pin(async move { fut.await.map_err(|e| StoreError::Backend(e.0)) }),
+        );
+        Box::pin(async move {
+            timed.await.map_err(|e| match e {
+                StoreError::Backend(m) => PauseError(m),
+                e => PauseError(e.to_string()),
+            })
+        })
     }
 }

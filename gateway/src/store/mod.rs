@@ -35,7 +35,7 @@ use serde_json::Value;
 pub use memory::MemoryStore;
 pub use postgres::{PgOptions, PgStore};
 pub use push::{PushFailure, PushJob, PushProgress, PushRecord};
-pub use roles::{Leases, PushStore, RunStore, Sends, SessionStore, TaskLog};
+pub use roles::{Leases, PauseStore, PushStore, RunStore, Sends, SessionStore, TaskLog};
 pub use spec::{StoreSpec, UnknownStore};
 pub use sqlite::SqliteStore;
 
@@ -311,6 +311,8 @@ pub struct Stores {
     pub runs: Option<Arc<dyn RunStore>>,
     /// The ACP sessions of `e2a acp` (`None`: `e2a acp` cannot keep sessions here).
     pub sessions: Option<Arc<dyn SessionStore>>,
+    /// Durable pauses (`None`: a pause lives in its agent's memory, and dies with the process).
+    pub pauses: Option<Arc<dyn PauseStore>>,
 }
 
 impl Stores {
@@ -338,6 +340,7 @@ impl std::fmt::Debug for Stores {
             .field("name", &self.name())
             .field("pushes", &self.pushes.is_some())
             .field("runs", &self.runs.is_some())
+            .field("pauses", &self.pauses.is_some())
             .field("sessions", &self.sessions.is_some())
             .finish()
     }
@@ -351,7 +354,8 @@ impl From<Arc<MemoryStore>> for Stores {
             sends: s.clone(),
             pushes: Some(s.clone()),
             runs: None,
-            sessions: Some(s),
+            sessions: Some(s.clone()),
+            pauses: Some(s),
         }
     }
 }
@@ -364,7 +368,8 @@ impl From<Arc<SqliteStore>> for Stores {
             sends: s.clone(),
             pushes: Some(s.clone()),
             runs: Some(s.clone()),
-            sessions: Some(s),
+            sessions: Some(s.clone()),
+            pauses: Some(s),
         }
     }
 }
@@ -376,8 +381,9 @@ impl From<Arc<PgStore>> for Stores {
             leases: s.clone(),
             sends: s.clone(),
             pushes: Some(s.clone()),
-            runs: Some(s),
+            runs: Some(s.clone()),
             sessions: None,
+            pauses: Some(s),
         }
     }
 }

@@ -177,6 +177,15 @@ pub trait RunStore: Send + Sync + 'static {
     fn prune_runs(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64>;
 }
 
+/// Durable pauses: what it takes to go on from a pause (an agent's continuation, a binding's
+/// pending interrupts), kept by key until the answer takes it ([`crate::agent::PauseKeeper`]),
+/// so that an answer is honoured after a restart and on any gateway of a shared store. Keys
+/// are the caller-scoped ids of what paused, prefixed by who keeps them (`agent:`, `agui:`).
+pub trait PauseStore: crate::agent::PauseKeeper {
+    /// Forgets what was kept longer than `older_than` ago; returns how many went.
+    fn prune_pauses(&self, older_than: Duration) -> StoreFuture<'_, u64>;
+}
+
 /// The ACP sessions of `e2a acp` and their replay history, so `session/load` replays after a
 /// restart.
 pub trait SessionStore: Send + Sync + 'static {

@@ -284,7 +284,10 @@ impl Turns {
         // an answer to a pause its agent no longer holds is refused, never run as a new turn
         // (a pause is INPUT_REQUIRED; AUTH_REQUIRED comes from a failed turn, nothing is held)
         let key = ConversationKey::new(caller.owner(), id);
-        if rec.state == A2aTaskState::TaskStateInputRequired && self.pipeline.agent.holds_pause(&key) == Some(false) {
+        if rec.state == A2aTaskState::TaskStateInputRequired
+            && self.pipeline.agent.holds_pause(&key) == Some(false)
+            && !self.pipeline.pause_kept(&key).await
+        {
             return Err(A2aError::invalid_params(format!(
                 "task {id} waits for an answer that its agent no longer holds (the gateway restarted, \
                  or another gateway paused it): start a new task"

@@ -2,11 +2,11 @@
 //! refused). `gateway/README.md` documents it; `gateway/tests/data/script.json` is an example.
 
 use e2a::types::ArtifactKind;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A script file: scenarios tried in order; the first that matches answers.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Script {
     /// The scenarios, tried in order.
@@ -14,7 +14,7 @@ pub struct Script {
 }
 
 /// One scenario: when it applies and what it answers.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// A name for logs and results.
@@ -28,7 +28,7 @@ pub struct Scenario {
 }
 
 /// Conditions on a request.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Match {
     /// The envelope's `method`, exactly.
@@ -40,7 +40,7 @@ pub struct Match {
 }
 
 /// Misbehaviours, to test clients and the gateway's boundary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Misbehaviour {
     /// Skips a sequence number.
@@ -56,7 +56,7 @@ pub enum Misbehaviour {
 }
 
 /// One step of a scenario. Every step may wait `delay_ms` before it runs.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Step {
     /// Milliseconds to wait before this step.
     #[serde(default)]
@@ -69,7 +69,7 @@ pub struct Step {
 /// What a step does. `{input}` in texts is replaced by the request's text, `{answer}` by the
 /// text of the follow-up that answered a pause, and `{now_us}` by the time the step runs
 /// (microseconds since the Unix epoch: load tests measure delivery latency with it).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Action {
     /// Text chunks (`chunk_size` characters each; whole when absent).

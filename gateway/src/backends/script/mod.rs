@@ -52,8 +52,9 @@ impl ScriptStats {
     }
 }
 
-/// A paused scenario waiting for its follow-up.
-#[derive(Debug, Clone)]
+/// A paused scenario waiting for its follow-up (kept in the gateway's store too, when it has
+/// one: JSON under the conversation's [`ConversationKey::pause_key`]).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Paused {
     rest: Vec<Step>,
     on_deny: Option<Vec<Step>>,
@@ -239,6 +240,68 @@ struct Runner {
     artifacts: usize,
 }
 
+impl ScriptAgent {
+    /// The pause of conversation `key`, taken: from this process's memory, else from the
+    /// gateway's store (a pause asked before a restart, or on another gateway). The stored
+    /// copy goes either way.
+    async fn resumed(&self, key: &ConversationKey, ctx: &RequestContext) -> Option<Paused> {
+        let held = self.paused.lock().remove(key);
+        let Some(store) = ctx.pauses() else { return held };
+        match (held, store.take_pause(&key.pause_key()).await) {
+            (Some(p), _) => Some(p),
+            (None, Ok(Some(text))) => serde_json::from_str(&text)
+                .map_err(|e| tracing::error!(error = %e, "a stored pause cannot be read: the request runs afresh"))
+                .ok(),
+            (None, Ok(None)) => None,
+            (None, Err(e)) => {
+                tracing::error!(error = %e, "cannot read the stored pause: the request runs afresh");
+                None
+            }
+        }
+    }
+
+    /// What a request runs: the rest of the pause it answers (its `on_deny` steps when the
+    /// answer denies), else the first scenario that matches (`None`: none does) — the steps,
+    /// the scenario's name, the text `{input}` stands for and the answer `{answer}` stands for.
+    fn plan(
+        &self,
+        resumed: Option<Paused>,
+        request: &E2AEnvelope,
+        text: &str,
+    ) -> Option<(Vec<Step>, String, String, String)> {
+        let Some(p) = resumed else {
+            let s = self.pick(request, text)?;
+            return Some((s.steps.clone(), s.name.clone(), text.to_string(), String::new()));
+        };
+        let steps = match p.on_deny {
+            Some(deny) if is_denial(text) && deny.is_empty() => vec![Step {
+                delay_ms: 0,
+                action: Action::Reject {
+                    message: "the user denied approval".into(),
+                },
+            }],
+            Some(deny) if is_denial(text) => deny,
+            _ => p.rest,
+        };
+        Some((steps, "resumed".to_string(), p.input, text.to_string()))
+    }
+
+    /// Holds `paused` for conversation `key`: in memory, and in the gateway's store when it has
+    /// one (before the pause's frames go out: an answer may follow at once).
+    async fn keep(&self, key: ConversationKey, paused: Paused, ctx: &RequestContext) {
+        if let Some(store) = ctx.pauses() {
+            let kept = match serde_json::to_string(&paused) {
+                Ok(text) => store.put_pause(&key.pause_key(), text).await,
+                Err(e) => Err(crate::agent::PauseError(e.to_string())),
+            };
+            if let Err(e) = kept {
+                tracing::warn!(error = %e, "cannot store a pause: it lives in this process only");
+            }
+        }
+        self.paused.lock().insert(key, paused);
+    }
+}
+
 impl Agent for ScriptAgent {
     fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
         Box::pin(self.run_shared(request, ctx).map(Arc::unwrap_or_clone))
@@ -252,30 +315,15 @@ impl Agent for ScriptAgent {
             let mut guard = RunGuard { stats: this.stats.clone(), done: false };
             let text = super::request_text(&request);
             let key = task_key(&request).map(|k| ctx.conversation(k));
-            let resumed = key.as_ref().and_then(|k| this.paused.lock().remove(k));
-            let (steps, name, input, answer) = match resumed {
-                Some(p) => {
-                    let steps = match p.on_deny {
-                        Some(deny) if is_denial(&text) => {
-                            if deny.is_empty() {
-                                vec![Step { delay_ms: 0, action: Action::Reject { message: "the user denied approval".into() } }]
-                            } else {
-                                deny
-                            }
-                        }
-                        _ => p.rest,
-                    };
-                    (steps, "resumed".to_string(), p.input, text.clone())
-                }
-                None => match this.pick(&request, &text) {
-                    Some(s) => (s.steps.clone(), s.name.clone(), text.clone(), String::new()),
-                    None => {
-                        let s = ResponseStream::for_request(&request);
-                        guard.done = true;
-                        yield Arc::new(s.fail(ErrorKind::NotFound.mapping().e2a_code, "no scenario of the script matches this request", Map::new()));
-                        return;
-                    }
-                },
+            let resumed = match &key {
+                Some(k) => this.resumed(k, &ctx).await,
+                None => None,
+            };
+            let Some((steps, name, input, answer)) = this.plan(resumed, &request, &text) else {
+                let s = ResponseStream::for_request(&request);
+                guard.done = true;
+                yield Arc::new(s.fail(ErrorKind::NotFound.mapping().e2a_code, "no scenario of the script matches this request", Map::new()));
+                return;
             };
             tracing::debug!(scenario = %name, "script scenario");
             let mut r = Runner { stream: Some(ResponseStream::for_request(&request)), frames: Vec::new(), text: String::new(), input, answer, artifacts: 0 };
@@ -308,7 +356,7 @@ impl Agent for ScriptAgent {
                 // the pause is held before its frames go out: an answer may follow at once
                 if let (Some(on_deny), Some(k)) = (pause, key.clone()) {
                     let rest: Vec<Step> = steps.by_ref().collect();
-                    this.paused.lock().insert(k, Paused { rest, on_deny, input: r.input.clone() });
+                    this.keep(k, Paused { rest, on_deny, input: r.input.clone() }, &ctx).await;
                 }
                 for f in r.frames.drain(..) {
                     yield f;

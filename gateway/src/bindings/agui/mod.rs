@@ -160,6 +160,16 @@ pub(crate) struct Agui {
     interrupts: Mutex<resume::Interrupts>,
 }
 
+impl Agui {
+    /// The pending interrupts, in this process and in the store.
+    fn kept(&self) -> resume::Kept<'_> {
+        resume::Kept {
+            memory: &self.interrupts,
+            store: self.pipeline.runs.pauses(),
+        }
+    }
+}
+
 /// The ids of the interrupts an event ends a run with (`RUN_FINISHED` with an interrupt outcome).
 fn interrupt_ids(event: &EventHead<'_>) -> Option<Vec<String>> {
     let outcome = event.outcome.as_ref().filter(|o| o.kind == "interrupt")?;
@@ -172,7 +182,7 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
     let mut input = body::read(&headers, body, shared.config.body()).await?.value()?;
     // a resume answers the interrupts this caller's thread is waiting on, or nothing runs
     let answered = match resume_after {
-        None => resume::Interrupts::take_answered(&agui.interrupts, caller.owner(), &mut input)?,
+        None => agui.kept().take_answered(caller.owner(), &mut input).await?,
         Some(_) => None,
     };
     let mut request = e2a::agui::envelope_from_run_input(&input).map_err(|e| Problem::from_read_error(&e))?;
@@ -260,7 +270,7 @@ fn events(agui: Arc<Agui>, ids: RunIds, mut sub: Subscription, skip: u64) -> Res
                     continue;
                 }
                 if let Some(ids) = interrupt_ids(&EventHead::of(e)) {
-                    agui.interrupts.lock().remember(thread.clone(), &run_id, ids);
+                    agui.kept().remember(thread.clone(), &run_id, ids).await;
                 }
                 yield sse::event(Some(n), &crate::json::text(e));
             }

@@ -4,13 +4,16 @@
 //! `resume`, no `threadId`) is taken too: the thread is the one the run named is waiting on.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use axum::http::StatusCode;
 use e2a::taxonomy::ErrorKind;
 use parking_lot::Mutex;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::agent::ConversationKey;
+use crate::store::PauseStore;
 use crate::web::problem::Problem;
 
 /// One entry of a run input's `resume`: the answer to an interrupt.
@@ -62,7 +65,8 @@ const MAX_PENDING: usize = 4096;
 /// A caller's thread.
 pub(super) type Thread = (Option<String>, String);
 
-/// The interrupts a run ended with, waiting for their answers.
+/// The interrupts a run ended with, waiting for their answers (kept in the store as JSON).
+#[derive(Clone, Serialize, Deserialize)]
 struct Pending {
     run_id: String,
     ids: Vec<String>,
@@ -176,6 +180,112 @@ impl Interrupts {
         this.forget(&key);
         this.order.retain(|k| k != &key);
         Ok(Some(entries))
+    }
+}
+
+/// Where the store keeps the interrupts a caller's thread waits on.
+fn thread_key(thread: &Thread) -> String {
+    format!(
+        "agui:{}",
+        ConversationKey::new(thread.0.clone(), thread.1.clone()).scoped_id()
+    )
+}
+
+/// Where the store keeps which thread a caller's run waits on.
+fn run_key(owner: &Option<String>, run_id: &str) -> String {
+    format!("agui-run:{}", ConversationKey::new(owner.clone(), run_id).scoped_id())
+}
+
+/// The interrupts, kept in this process and, when there is one, in the store: an answer is
+/// honoured after a restart and on any gateway of the store, by one of them only.
+pub(super) struct Kept<'a> {
+    /// This process's interrupts.
+    pub(super) memory: &'a Mutex<Interrupts>,
+    /// The store that keeps pauses.
+    pub(super) store: Option<&'a Arc<dyn PauseStore>>,
+}
+
+impl Kept<'_> {
+    /// Run `run_id` of `thread` ended waiting for the interrupts `ids` (kept before the event
+    /// saying so goes out: an answer may follow at once).
+    pub(super) async fn remember(&self, thread: Thread, run_id: &str, ids: Vec<String>) {
+        let pending = Pending {
+            run_id: run_id.to_string(),
+            ids,
+        };
+        self.memory.lock().remember(thread.clone(), run_id, pending.ids.clone());
+        let Some(store) = self.store else { return };
+        let state = serde_json::to_string(&pending).unwrap_or_default();
+        let kept = match store.put_pause(&thread_key(&thread), state).await {
+            Ok(()) => store.put_pause(&run_key(&thread.0, run_id), thread.1.clone()).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = kept {
+            tracing::warn!(error = %e, "cannot store an interrupt: it lives in this process only");
+        }
+    }
+
+    /// [`Interrupts::take_answered`], with what the store keeps: interrupts asked before a
+    /// restart or on another gateway are read from it, and an answer takes them there too (a
+    /// second gateway answering the same interrupt at once is refused).
+    pub(super) async fn take_answered(
+        &self,
+        owner: Option<String>,
+        input: &mut Value,
+    ) -> Result<Option<Vec<ResumeEntry>>, Problem> {
+        let Some(store) = self.store.filter(|_| input.get("resume").is_some_and(|r| !r.is_null())) else {
+            return Interrupts::take_answered(self.memory, owner, input);
+        };
+        let thread = self.thread_of(store, &owner, input).await;
+        let in_memory = thread
+            .as_ref()
+            .is_some_and(|t| self.memory.lock().pending.contains_key(&(owner.clone(), t.clone())));
+        if let (Some(thread), false) = (&thread, in_memory) {
+            let key = (owner.clone(), thread.clone());
+            match store.get_pause(&thread_key(&key)).await {
+                Ok(Some(text)) => {
+                    if let Ok(p) = serde_json::from_str::<Pending>(&text) {
+                        self.memory.lock().remember(key, &p.run_id, p.ids);
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => tracing::error!(error = %e, "cannot read a stored interrupt"),
+            }
+        }
+        let run = input.get("runId").and_then(Value::as_str).map(str::to_string);
+        let answered = Interrupts::take_answered(self.memory, owner.clone(), input)?;
+        let (Some(thread), Some(_)) = (thread, &answered) else {
+            return Ok(answered);
+        };
+        let taken = store.take_pause(&thread_key(&(owner.clone(), thread.clone()))).await;
+        if let Some(run) = run {
+            let _ = store.take_pause(&run_key(&owner, &run)).await;
+        }
+        match taken {
+            // answered on another gateway meanwhile
+            Ok(None) if !in_memory => Err(invalid(
+                "/resume/0/interruptId",
+                &format!("resume names no pending interrupt of thread {thread:?}"),
+            )),
+            Ok(_) => Ok(answered),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot take a stored interrupt");
+                Ok(answered)
+            }
+        }
+    }
+
+    /// The thread `input` resumes: its `threadId`, else the one its `runId` waits on (in this
+    /// process, else in the store).
+    async fn thread_of(&self, store: &Arc<dyn PauseStore>, owner: &Option<String>, input: &Value) -> Option<String> {
+        if let Some(t) = input.get("threadId").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            return Some(t.to_string());
+        }
+        let run = input.get("runId").and_then(Value::as_str)?;
+        if let Some(t) = self.memory.lock().by_run.get(&(owner.clone(), run.to_string())) {
+            return Some(t.clone());
+        }
+        store.get_pause(&run_key(owner, run)).await.ok().flatten()
     }
 }
 

@@ -2,6 +2,7 @@
 //! snapshot and events as the JSON text the service wrote, and the events of an ended task
 //! packed into one allocation.
 
+mod pauses;
 mod pushes;
 mod sends;
 mod sessions;
@@ -30,6 +31,8 @@ pub struct MemoryStore {
     pushes: Mutex<std::collections::BTreeMap<(String, String), MemoryPush>>,
     /// Events given up on, oldest first (the latest `MAX_FAILURES`).
     failures: Mutex<std::collections::VecDeque<PushFailure>>,
+    /// Durable pauses (as long as the process lives), by key.
+    pauses: Mutex<pauses::Pauses>,
 }
 
 /// Most [`PushFailure`]s a [`MemoryStore`] keeps.

@@ -94,6 +94,14 @@ CREATE TABLE a2a_push_failures (
 );
 CREATE INDEX a2a_push_failures_at ON a2a_push_failures (at_ms);
 ",
+    "
+CREATE TABLE e2a_pauses (
+    key TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    at_ms BIGINT NOT NULL
+);
+CREATE INDEX e2a_pauses_at ON e2a_pauses (at_ms);
+",
 ];
 
 /// `host:port/dbname` of a configuration: what logs say, without user or password.

@@ -33,6 +33,7 @@
 
 mod connect;
 mod listen;
+mod pauses;
 mod push;
 mod runs;
 mod writer;

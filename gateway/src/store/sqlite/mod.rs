@@ -3,6 +3,7 @@
 //! restarts on the same file with every event it had acknowledged. Writes go through one
 //! writer thread that commits what is queued together (the `writer` module).
 
+mod pauses;
 mod pushes;
 mod runs;
 mod sends;
@@ -98,6 +99,12 @@ CREATE TABLE IF NOT EXISTS a2a_push_failures (
     at_ms INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS a2a_push_failures_at ON a2a_push_failures (at_ms);
+CREATE TABLE IF NOT EXISTS e2a_pauses (
+    key TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    at_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS e2a_pauses_at ON e2a_pauses (at_ms);
 ";
 
 /// Tasks in an SQLite file.

@@ -1,0 +1,62 @@
+//! Pauses in the PostgreSQL store (`e2a_pauses`): one pause, answered on any gateway of the
+//! database, is taken by one of them only. Times are on the database server's clock.
+
+use std::time::Duration;
+
+use super::{millis, pg_error, PgStore, NOW_MS};
+use crate::agent::{PauseError, PauseFuture, PauseKeeper};
+use crate::store::{PauseStore, StoreError, StoreFuture};
+
+impl PgStore {
+    async fn one_state(&self, sql: &str, key: &str) -> Result<Option<String>, PauseError> {
+        let client = self.client().await.map_err(pause_error)?;
+        let row = client
+            .query_opt(sql, &[&key])
+            .await
+            .map_err(|e| pause_error(pg_error(&e)))?;
+        row.map(|r| r.try_get::<_, String>(0).map_err(|e| pause_error(pg_error(&e))))
+            .transpose()
+    }
+
+    async fn put_state(&self, key: &str, state: &str) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let sql = format!(
+            "INSERT INTO e2a_pauses (key, state, at_ms) VALUES ($1, $2, {NOW_MS})
+             ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state, at_ms = EXCLUDED.at_ms"
+        );
+        client.execute(&sql, &[&key, &state]).await.map_err(|e| pg_error(&e))?;
+        Ok(())
+    }
+}
+
+/// A store failure, as an agent sees it.
+fn pause_error(e: StoreError) -> PauseError {
+    PauseError(e.to_string())
+}
+
+impl PauseKeeper for PgStore {
+    fn put_pause<'a>(&'a self, key: &'a str, state: String) -> PauseFuture<'a, ()> {
+        Box::pin(async move { self.put_state(key, &state).await.map_err(pause_error) })
+    }
+
+    fn take_pause<'a>(&'a self, key: &'a str) -> PauseFuture<'a, Option<String>> {
+        Box::pin(self.one_state("DELETE FROM e2a_pauses WHERE key = $1 RETURNING state", key))
+    }
+
+    fn get_pause<'a>(&'a self, key: &'a str) -> PauseFuture<'a, Option<String>> {
+        Box::pin(self.one_state("SELECT state FROM e2a_pauses WHERE key = $1", key))
+    }
+}
+
+impl PauseStore for PgStore {
+    fn prune_pauses(&self, older_than: Duration) -> StoreFuture<'_, u64> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let sql = format!("DELETE FROM e2a_pauses WHERE at_ms < {NOW_MS} - $1");
+            client
+                .execute(&sql, &[&millis(older_than)])
+                .await
+                .map_err(|e| pg_error(&e))
+        })
+    }
+}

@@ -1,0 +1,69 @@
+//! Pauses in the SQLite store (`e2a_pauses`).
+
+use std::time::Duration;
+
+use rusqlite::{params, OptionalExtension};
+
+use super::{backend, SqliteStore};
+use crate::agent::{PauseError, PauseFuture, PauseKeeper};
+use crate::store::{PauseStore, StoreError, StoreFuture};
+
+/// A store failure, as an agent sees it.
+fn pause_error(e: StoreError) -> PauseError {
+    PauseError(e.to_string())
+}
+
+impl PauseKeeper for SqliteStore {
+    fn put_pause<'a>(&'a self, key: &'a str, state: String) -> PauseFuture<'a, ()> {
+        let key = key.to_string();
+        let put = self.write(move |tx| {
+            tx.prepare_cached(
+                "INSERT INTO e2a_pauses (key, state, at_ms) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (key) DO UPDATE SET state = excluded.state, at_ms = excluded.at_ms",
+            )
+            .map_err(backend)?
+            .execute(params![key, state, crate::store::now_ms()])
+            .map_err(backend)?;
+            Ok(())
+        });
+        Box::pin(async move { put.await.map_err(pause_error) })
+    }
+
+    fn take_pause<'a>(&'a self, key: &'a str) -> PauseFuture<'a, Option<String>> {
+        let key = key.to_string();
+        let take = self.write(move |tx| {
+            tx.prepare_cached("DELETE FROM e2a_pauses WHERE key = ?1 RETURNING state")
+                .map_err(backend)?
+                .query_row(params![key], |r| r.get::<_, String>(0))
+                .optional()
+                .map_err(backend)
+        });
+        Box::pin(async move { take.await.map_err(pause_error) })
+    }
+
+    fn get_pause<'a>(&'a self, key: &'a str) -> PauseFuture<'a, Option<String>> {
+        let key = key.to_string();
+        let get = self.with(move |c| {
+            c.prepare_cached("SELECT state FROM e2a_pauses WHERE key = ?1")
+                .map_err(backend)?
+                .query_row(params![key], |r| r.get::<_, String>(0))
+                .optional()
+                .map_err(backend)
+        });
+        Box::pin(async move { get.await.map_err(pause_error) })
+    }
+}
+
+impl PauseStore for SqliteStore {
+    fn prune_pauses(&self, older_than: Duration) -> StoreFuture<'_, u64> {
+        Box::pin(self.write(move |tx| {
+            let before = crate::store::now_ms().saturating_sub(crate::store::millis(older_than));
+            let n = tx
+                .prepare_cached("DELETE FROM e2a_pauses WHERE at_ms < ?1")
+                .map_err(backend)?
+                .execute(params![before])
+                .map_err(backend)?;
+            Ok(n as u64)
+        }))
+    }
+}

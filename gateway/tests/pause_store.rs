@@ -1,0 +1,56 @@
+//! The `PauseStore` role on every store (memory, SQLite, PostgreSQL when one is configured):
+//! a pause is kept, read, taken once (of two takers at once only one gets it), replaced, and
+//! forgotten past its retention.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use e2a_gateway::store::{MemoryStore, PauseStore, SqliteStore};
+
+async fn a_pause_is_kept_taken_once_and_forgotten(store: Arc<dyn PauseStore>) {
+    assert_eq!(store.get_pause("agent:t1").await.expect("get"), None);
+    store.put_pause("agent:t1", "{\"step\":1}".into()).await.expect("put");
+    store
+        .put_pause("agent:t1", "{\"step\":2}".into())
+        .await
+        .expect("put again");
+    assert_eq!(
+        store.get_pause("agent:t1").await.expect("get").as_deref(),
+        Some("{\"step\":2}"),
+        "the later state replaces the earlier"
+    );
+    // two takers at once: one gets it
+    let (a, b) = tokio::join!(store.take_pause("agent:t1"), store.take_pause("agent:t1"));
+    let got: Vec<String> = [a.expect("take"), b.expect("take")].into_iter().flatten().collect();
+    assert_eq!(got, vec!["{\"step\":2}".to_string()]);
+    assert_eq!(store.get_pause("agent:t1").await.expect("get"), None);
+    // retention
+    store.put_pause("agui:t2", "{}".into()).await.expect("put");
+    assert_eq!(store.prune_pauses(Duration::from_secs(3600)).await.expect("prune"), 0);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(store.prune_pauses(Duration::from_millis(5)).await.expect("prune"), 1);
+    assert_eq!(store.take_pause("agui:t2").await.expect("take"), None);
+}
+
+#[tokio::test]
+async fn memory() {
+    a_pause_is_kept_taken_once_and_forgotten(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn sqlite() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = SqliteStore::open(&dir.path().join("pauses.db")).expect("open");
+    a_pause_is_kept_taken_once_and_forgotten(Arc::new(store)).await;
+}
+
+#[tokio::test]
+async fn postgres() {
+    let Some(url) = postgres_database().await else {
+        return;
+    };
+    a_pause_is_kept_taken_once_and_forgotten(Arc::new(pg(&url).await)).await;
+}
