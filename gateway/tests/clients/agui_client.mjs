@@ -4,6 +4,9 @@
 // a follow-up run (approve and deny); the named-agent route.
 //
 // usage: node agui_client.mjs BASE_URL [NAMED_ROUTE]   (exit 0 when every check passes)
+// PHASE=ask STATE=FILE: only start a run that ends with an approval interrupt and write the
+// thread, its messages and the interrupt to FILE; PHASE=resume STATE=FILE: answer that interrupt
+// (a new HttpAgent on the same thread: the gateway may have restarted in between).
 // NAMED_ROUTE defaults to /agents/script/agui. INTERRUPTS=policy-deny: the agent is an ACP agent
 // behind the gateway, whose deny-by-default policy answers its permission request (no interrupt).
 import { HttpAgent } from "@ag-ui/client";
@@ -49,6 +52,30 @@ async function run(agent, text, params = {}) {
 }
 
 const text = (events) => events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta).join("");
+
+const phase = process.env.PHASE;
+if (phase === "ask" || phase === "resume") {
+  const { readFileSync, writeFileSync } = await import("node:fs");
+  try {
+    if (phase === "ask") {
+      const agent = newAgent("/agui", `thread-restart-${Date.now()}`);
+      const r = await run(agent, "please deploy");
+      const interrupt = r.finished?.outcome?.type === "interrupt" ? r.finished.outcome.interrupts?.[0] : undefined;
+      check(!r.failed && interrupt, `the run ends with an interrupt outcome (${JSON.stringify(r.finished?.outcome)})`);
+      writeFileSync(process.env.STATE, JSON.stringify({ threadId: agent.threadId, messages: agent.messages, interrupt }));
+    } else {
+      const saved = JSON.parse(readFileSync(process.env.STATE, "utf8"));
+      const agent = new HttpAgent({ url: `${base}/agui`, threadId: saved.threadId, initialMessages: saved.messages });
+      const r = await run(agent, undefined, { resume: [{ interruptId: saved.interrupt?.id ?? "x", status: "resolved", payload: { approved: true } }] });
+      check(!r.failed && text(r.events) === "Deployed.", `the interrupt asked before the restart, resumed → ${JSON.stringify(text(r.events))} ${r.failed ?? ""}`);
+    }
+  } catch (e) {
+    check(false, `client error: ${e?.stack ?? e}`);
+  }
+  clearTimeout(timer);
+  console.log(failures === 0 ? `[agui] ${phase}: all checks passed` : `[agui] ${phase}: ${failures} check(s) failed`);
+  process.exit(failures === 0 ? 0 : 1);
+}
 
 try {
   // 1. text, reasoning and a tool call

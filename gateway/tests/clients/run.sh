@@ -122,6 +122,14 @@ start_server agui --agui --agent "$AGUI_SCRIPT"
 agui_port=$port
 timeout 120 node agui_client.mjs "http://127.0.0.1:$agui_port"
 
+echo "== AG-UI: official HttpAgent answers an interrupt asked before the gateway was killed (SQLite)"
+start_server agui-restart --agui --store "sqlite:$logs/agui-restart.db" --agent "$AGUI_SCRIPT"
+PHASE=ask STATE="$logs/agui-interrupt.json" timeout 60 node agui_client.mjs "http://127.0.0.1:$port"
+kill -KILL "${pids[-1]}"
+wait "${pids[-1]}" 2>/dev/null || true
+start_server agui-restarted --agui --store "sqlite:$logs/agui-restart.db" --agent "$AGUI_SCRIPT"
+PHASE=resume STATE="$logs/agui-interrupt.json" timeout 60 node agui_client.mjs "http://127.0.0.1:$port"
+
 echo "== AG-UI: official HttpAgent → e2a serve --agui --agent acp:\"e2a acp --agent script\""
 start_server agui-acp --agui --agent "acp:$E acp --agent $AGUI_SCRIPT"
 INTERRUPTS=policy-deny timeout 120 node agui_client.mjs "http://127.0.0.1:$port" /agents/default/agui
