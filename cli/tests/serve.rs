@@ -467,3 +467,71 @@ fn an_agui_interrupt_is_answered_after_a_restart_and_the_agent_goes_on_where_it_
     assert_eq!(done.last().expect("events")["type"], "RUN_FINISHED");
     assert_ne!(done.last().expect("events")["outcome"]["type"], "interrupt");
 }
+
+/// A pause asked through the E2A run resource is answered through it after a restart (SQLite):
+/// the run reads `paused`, the answer's run goes on where the agent stopped.
+#[test]
+fn an_e2a_run_paused_before_a_restart_is_answered_after_it() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = format!("sqlite:{}", dir.path().join("runs.db").display());
+    let agent = format!("script:{}", script().display());
+    let args = ["--store", store.as_str(), "--agent", agent.as_str()];
+    let submit_and_wait = |base: String, body: Value| async move {
+        let http = reqwest::Client::new();
+        let id = body["request_id"].as_str().expect("id").to_string();
+        let submitted = http
+            .post(format!("{base}/v1/e2a/runs"))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("submit");
+        assert_eq!(submitted.status(), 202);
+        let started = Instant::now();
+        loop {
+            let run: Value = http
+                .get(format!("{base}/v1/e2a/runs/{id}"))
+                .send()
+                .await
+                .expect("get")
+                .json()
+                .await
+                .expect("json");
+            if run["state"] != "running" {
+                return run;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "still {run}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let mut first = serve(&args);
+    let asked = runtime().block_on(submit_and_wait(
+        first.base.clone(),
+        json!({"method": "chat.send", "request_id": "ask-1", "session_id": "s-restart", "params": {"query": "book a table"}}),
+    ));
+    assert_eq!(asked["state"], "paused", "{asked}");
+    first.kill();
+    let second = serve(&args);
+    let answered = runtime().block_on(submit_and_wait(
+        second.base.clone(),
+        json!({"method": "chat.send", "request_id": "answer-1", "session_id": "s-restart", "params": {"query": "4"}}),
+    ));
+    // it went on where it stopped: the text after the question, then the next pause
+    assert_eq!(answered["state"], "paused", "{answered}");
+    let frames: Vec<Value> = runtime().block_on(async {
+        reqwest::Client::new()
+            .get(format!("{}/v1/e2a/runs/answer-1/frames", second.base))
+            .send()
+            .await
+            .expect("frames")
+            .json()
+            .await
+            .expect("json")
+    });
+    let said: String = frames
+        .iter()
+        .filter(|f| f["body"]["delta_kind"] == "text")
+        .filter_map(|f| f["body"]["delta"].as_str())
+        .collect();
+    assert_eq!(said, "A table for 4.");
+}

@@ -112,6 +112,38 @@ async fn a_gateway_in_front_of_a_gateway_carries_text_artifacts_and_pauses() {
     );
 }
 
+/// The front keeps the remote task of a local one in its store: an answer to a pause sent to
+/// a restarted front (same SQLite file, a new agent) reaches the same remote task.
+#[tokio::test]
+async fn an_answer_after_the_front_restarts_reaches_the_same_remote_task() {
+    let back = script_gateway(Auth::none()).await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("front.db");
+    let front = |path: std::path::PathBuf| {
+        let remote = remote(&back.base, None);
+        async move {
+            let store = Arc::new(e2a_gateway::store::SqliteStore::open(&path).expect("open"));
+            let g = Gateway::with_agent(remote, GatewayConfig::default()).with_a2a(A2aConfig::default(), store);
+            spawn(g.router()).await
+        }
+    };
+    let id = {
+        let f = front(path.clone()).await;
+        let paused = rpc(&f.base, "SendMessage", msg("book a table"), None).await;
+        let t = &paused["result"]["task"];
+        assert_eq!(t["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{paused}");
+        t["id"].as_str().expect("id").to_string()
+    };
+    let f = front(path).await;
+    let mut answer = msg("3");
+    answer["message"]["taskId"] = id.into();
+    let done = rpc(&f.base, "SendMessage", answer, None).await;
+    assert_eq!(
+        done["result"]["task"]["status"]["message"]["parts"][0]["text"], "Booked for 3.",
+        "{done}"
+    );
+}
+
 #[tokio::test]
 async fn a_cancel_reaches_the_remote_task() {
     let back = script_gateway(Auth::none()).await;

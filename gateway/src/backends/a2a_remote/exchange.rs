@@ -189,6 +189,7 @@ impl A2aRemoteAgent {
                 return Err((ErrorKind::AgentError, e, Map::new()));
             }
         };
+        self.recall(request, ctx).await;
         let message = self.message_for(request, ctx);
         let body = call(A2aOperation::SendStreamingMessage, &SendParams { message: &message });
         let sent = tokio::select! {

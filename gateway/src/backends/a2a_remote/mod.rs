@@ -143,15 +143,50 @@ impl A2aRemoteAgent {
     }
 
     /// The remote task an event names, kept under the local task (scoped by the caller), so
-    /// that a follow-up answers the same remote task; returns its id.
-    fn remember(&self, event: &A2aStreamResponse, request: &E2AEnvelope, ctx: &RequestContext) -> Option<String> {
+    /// that a follow-up answers the same remote task — in the gateway's store too when it has
+    /// one, so that an answer after a restart, or on another gateway, still does; returns its
+    /// id.
+    async fn remember(&self, event: &A2aStreamResponse, request: &E2AEnvelope, ctx: &RequestContext) -> Option<String> {
         let (task, context) = remote_task_and_context(event)?;
+        let remote = (task.to_string(), context.to_string());
         if let Some(local) = request.task_id.clone() {
-            self.tasks
-                .lock()
-                .insert(ctx.conversation(local), (task.to_string(), context.to_string()));
+            let key = ctx.conversation(local);
+            let new = self.tasks.lock().insert(key.clone(), remote.clone()).as_ref() != Some(&remote);
+            if let (true, Some(store)) = (new, ctx.pauses()) {
+                let text = serde_json::json!({"remote_task": remote.0, "remote_context": remote.1}).to_string();
+                if let Err(e) = store.put_pause(&key.pause_key(), text).await {
+                    tracing::warn!(error = %e, "cannot store the remote task of a local one: it lives in this process only");
+                }
+            }
         }
         Some(task.to_string())
+    }
+
+    /// The remote task behind the local task of `request`: known in this process, else read
+    /// from the gateway's store (kept by an earlier process or another gateway).
+    async fn recall(&self, request: &E2AEnvelope, ctx: &RequestContext) {
+        let (Some(local), Some(store)) = (request.task_id.as_ref(), ctx.pauses()) else {
+            return;
+        };
+        let key = ctx.conversation(local.as_str());
+        if self.tasks.lock().contains_key(&key) {
+            return;
+        }
+        #[derive(serde::Deserialize)]
+        struct Kept {
+            remote_task: String,
+            remote_context: String,
+        }
+        match store.get_pause(&key.pause_key()).await {
+            Ok(Some(text)) => match serde_json::from_str::<Kept>(&text) {
+                Ok(k) => {
+                    self.tasks.lock().insert(key, (k.remote_task, k.remote_context));
+                }
+                Err(e) => tracing::error!(error = %e, "a stored remote task cannot be read"),
+            },
+            Ok(None) => {}
+            Err(e) => tracing::error!(error = %e, "cannot read the remote task of a local one"),
+        }
     }
 
     /// The A2A message for a request: the A2A message it came with, or its text, on the
@@ -298,7 +333,7 @@ impl Agent for A2aRemoteAgent {
                     return;
                 }
                 let Some(result) = &data.result else { continue };
-                if let Some(task) = this.remember(result, &request, &ctx) {
+                if let Some(task) = this.remember(result, &request, &ctx).await {
                     guard.task = Some(task);
                 }
                 for f in mapper.push(result) {
@@ -316,8 +351,9 @@ impl Agent for A2aRemoteAgent {
         format!("a2a:{}", self.card_url)
     }
 
-    /// The remote task behind a local one is known only in this process: without it an answer
-    /// would start a new remote task.
+    /// The remote task behind a local one is known in this process (or, when the gateway has a
+    /// store, there: the gateway looks before it refuses): without it an answer would start a
+    /// new remote task.
     fn holds_pause(&self, key: &ConversationKey) -> Option<bool> {
         Some(self.tasks.lock().contains_key(key))
     }
