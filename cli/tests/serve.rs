@@ -335,15 +335,27 @@ fn a_large_a2a_request_costs_the_gateway_less_than_twenty_times_its_size() {
     }
 }
 
+/// The arguments of an `e2a serve` of the test script on the SQLite file `runs.db` in `dir`,
+/// after `extra` (a restart on the same arguments finds what the first kept).
+fn on_sqlite(dir: &std::path::Path, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
+    args.extend([
+        "--store".into(),
+        format!("sqlite:{}", dir.join("runs.db").display()),
+        "--agent".into(),
+        format!("script:{}", script().display()),
+    ]);
+    args
+}
+
 /// A run submitted to the run resource keeps going without any client; the gateway is killed
 /// (SIGKILL, no drain) while it runs, and a gateway restarted on the same SQLite file reads it
 /// `failed`, its final frame saying why — never lost, never `running` forever.
 #[test]
 fn a_detached_run_of_a_killed_gateway_reads_failed_with_the_reason_after_a_restart() {
     let dir = tempfile::tempdir().expect("tmp");
-    let store = format!("sqlite:{}", dir.path().join("runs.db").display());
-    let agent = format!("script:{}", script().display());
-    let args = ["--store", store.as_str(), "--agent", agent.as_str()];
+    let owned = on_sqlite(dir.path(), &[]);
+    let args: Vec<&str> = owned.iter().map(String::as_str).collect();
     let mut first = serve(&args);
     runtime().block_on(async {
         let http = reqwest::Client::new();
@@ -414,9 +426,8 @@ fn agui_events(text: &str) -> Vec<Value> {
 #[test]
 fn an_agui_interrupt_is_answered_after_a_restart_and_the_agent_goes_on_where_it_stopped() {
     let dir = tempfile::tempdir().expect("tmp");
-    let store = format!("sqlite:{}", dir.path().join("runs.db").display());
-    let agent = format!("script:{}", script().display());
-    let args = ["--agui", "--store", store.as_str(), "--agent", agent.as_str()];
+    let owned = on_sqlite(dir.path(), &["--agui"]);
+    let args: Vec<&str> = owned.iter().map(String::as_str).collect();
     let post = |base: &str, body: Value| {
         let url = format!("{base}/agui");
         async move {
@@ -473,9 +484,8 @@ fn an_agui_interrupt_is_answered_after_a_restart_and_the_agent_goes_on_where_it_
 #[test]
 fn an_e2a_run_paused_before_a_restart_is_answered_after_it() {
     let dir = tempfile::tempdir().expect("tmp");
-    let store = format!("sqlite:{}", dir.path().join("runs.db").display());
-    let agent = format!("script:{}", script().display());
-    let args = ["--store", store.as_str(), "--agent", agent.as_str()];
+    let owned = on_sqlite(dir.path(), &[]);
+    let args: Vec<&str> = owned.iter().map(String::as_str).collect();
     let submit_and_wait = |base: String, body: Value| async move {
         let http = reqwest::Client::new();
         let id = body["request_id"].as_str().expect("id").to_string();

@@ -11,8 +11,10 @@ use e2a::E2AEnvelope;
 use crate::agent::Caller;
 use crate::pipeline::Pipeline;
 use crate::runs::{self, Subscription};
+use crate::web::body::JsonBody;
 use crate::web::problem::Problem;
 use crate::web::sse;
+use crate::web::trace::{self, TraceContext};
 
 /// Media types of the request operation's `200` response.
 pub const JSON: &str = "application/json";
@@ -68,6 +70,22 @@ pub fn negotiate(accept: Option<&str>) -> Option<Mode> {
         }
     }
     best.map(|(_, _, m)| m)
+}
+
+/// The request's body, read within the limits, and the envelope in it (the lenient reader),
+/// correlated with the request's trace.
+pub(super) async fn read_envelope(
+    shared: &Pipeline,
+    headers: &HeaderMap,
+    body: axum::body::Body,
+) -> Result<(E2AEnvelope, JsonBody), Problem> {
+    let body = crate::web::body::read(headers, body, shared.config.body()).await?;
+    let options = e2a::ReadOptions::lenient().with_limits(shared.config.limits);
+    let mut request = E2AEnvelope::read(body.text(), &options)
+        .map_err(|e| Problem::from_read_error(&e))?
+        .value;
+    trace::correlate(&mut request, TraceContext::from_headers(headers).trace_id);
+    Ok((request, body))
 }
 
 /// [`negotiate`], or the `406` problem when nothing acceptable is offered.

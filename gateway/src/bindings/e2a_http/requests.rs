@@ -11,13 +11,12 @@ use axum::Extension;
 use e2a::taxonomy::ErrorKind;
 use e2a::E2AEnvelope;
 
-use super::answer::{mode_of, repeated, respond, Mode, JSON};
+use super::answer::{mode_of, read_envelope, repeated, respond, Mode, JSON};
 use crate::agent::Caller;
 use crate::pipeline::Pipeline;
 use crate::runs;
+use crate::web::last_event_id;
 use crate::web::problem::Problem;
-use crate::web::trace::{self, TraceContext};
-use crate::web::{body, last_event_id};
 
 pub(super) async fn send_request(
     State(shared): State<Arc<Pipeline>>,
@@ -27,12 +26,7 @@ pub(super) async fn send_request(
 ) -> Result<Response, Problem> {
     let mode = mode_of(&headers)?;
     let resume = last_event_id::read(&headers)?;
-    let limits = shared.config.limits;
-    let body = body::read(&headers, body, shared.config.body()).await?;
-    let mut request = E2AEnvelope::read(body.text(), &e2a::ReadOptions::lenient().with_limits(limits))
-        .map_err(|e| Problem::from_read_error(&e))?
-        .value;
-    trace::correlate(&mut request, TraceContext::from_headers(&headers).trace_id);
+    let (mut request, body) = read_envelope(&shared, &headers, body).await?;
 
     // a request sent again under its `Idempotency-Key`: the first one's answer
     if resume.is_none() {

@@ -15,15 +15,14 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use e2a::taxonomy::ErrorKind;
 use e2a::types::{E2aRun, RunState};
-use e2a::{E2AEnvelope, E2AResponse};
+use e2a::E2AResponse;
 
-use super::answer::{mode_of, repeated, respond, Mode, JSON};
+use super::answer::{mode_of, read_envelope, repeated, respond, Mode, JSON};
 use crate::agent::{Agent, Caller};
 use crate::pipeline::Pipeline;
 use crate::runs::{self, Cancel, RunView};
+use crate::web::last_event_id;
 use crate::web::problem::Problem;
-use crate::web::trace::{self, TraceContext};
-use crate::web::{body, last_event_id};
 
 /// How long `:cancel` waits for the run's final frame before answering with where it is.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
@@ -38,12 +37,7 @@ pub(super) async fn submit(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
-    let limits = shared.config.limits;
-    let body = body::read(&headers, body, shared.config.body()).await?;
-    let mut request = E2AEnvelope::read(body.text(), &e2a::ReadOptions::lenient().with_limits(limits))
-        .map_err(|e| Problem::from_read_error(&e))?
-        .value;
-    trace::correlate(&mut request, TraceContext::from_headers(&headers).trace_id);
+    let (mut request, body) = read_envelope(&shared, &headers, body).await?;
     // relative to the collection's own path (`…/v1/e2a/runs`), whatever prefix it is served under
     let location = |id: &str| format!("runs/{}", crate::protocol::path_segment(id));
     if repeated(&shared, &caller, &headers, body.text(), &mut request)
