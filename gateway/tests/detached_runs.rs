@@ -32,13 +32,25 @@ async fn call(
     body: Option<&Value>,
     headers: &[(&str, &str)],
 ) -> reqwest::Response {
+    call_at(&server.base, token, path, body, headers).await
+}
+
+/// [`call`] to the gateway at `base`.
+async fn call_at(
+    base: &str,
+    token: &str,
+    path: &str,
+    body: Option<&Value>,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
     let c = client();
+    let url = format!("{base}{path}");
     let mut req = match body {
         Some(b) => c
-            .post(server.url(path))
+            .post(url)
             .header("content-type", "application/json")
             .body(b.to_string()),
-        None => c.get(server.url(path)),
+        None => c.get(url),
     };
     for (k, v) in headers {
         req = req.header(*k, *v);
@@ -60,8 +72,13 @@ async fn json_of(resp: reqwest::Response) -> (u16, Value) {
 
 /// The run resource of `id`, once its state is not `running` (bounded).
 async fn settled(server: &Server, token: &str, id: &str) -> Value {
+    settled_at(&server.base, token, id).await
+}
+
+/// [`settled`] at the gateway at `base`.
+async fn settled_at(base: &str, token: &str, id: &str) -> Value {
     for _ in 0..200 {
-        let (status, run) = json_of(call(server, token, &format!("/v1/e2a/runs/{id}"), None, &[]).await).await;
+        let (status, run) = json_of(call_at(base, token, &format!("/v1/e2a/runs/{id}"), None, &[]).await).await;
         assert_eq!(status, 200, "{run}");
         if run["state"] != "running" {
             return run;
@@ -333,4 +350,176 @@ async fn an_agui_client_that_goes_away_mid_run_reads_the_whole_answer_later() {
         .filter_map(|e| e["delta"].as_str())
         .collect();
     assert_eq!(said, "1 2 3 4 5 6 7 8 ");
+}
+
+/// `id`s of the runs of a page.
+fn ids_of(page: &Value) -> Vec<String> {
+    page["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["run_id"].as_str().expect("run_id").to_string())
+        .collect()
+}
+
+/// A submitted run of `token`'s caller asking `text`, once ended: its id.
+async fn submitted(base: &str, token: &str, text: &str) -> String {
+    let body = envelope(text);
+    let id = body["request_id"].as_str().expect("id").to_string();
+    let (status, run) = json_of(call_at(base, token, "/v1/e2a/runs", Some(&body), &[]).await).await;
+    assert_eq!(status, 202, "{run}");
+    settled_at(base, token, &id).await;
+    id
+}
+
+#[tokio::test]
+async fn a_callers_runs_are_listed_newest_first_a_page_at_a_time_and_replayed() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let server = start(Arc::new(script()), two_callers(&dir)).await;
+    let mut mine = Vec::new();
+    for _ in 0..2 {
+        mine.push(submitted(&server.base, ONE, "weather").await);
+    }
+    // a request answered inline is a run of its caller too
+    let inline = envelope("weather");
+    let resp = post_auth(&server.base, &inline, "application/json", Some(ONE)).await;
+    assert_eq!(resp.status(), 200);
+    mine.push(inline["request_id"].as_str().expect("id").to_string());
+    let theirs = submitted(&server.base, TWO, "weather").await;
+
+    let list = |token: &'static str, query: &'static str| {
+        let base = server.base.clone();
+        async move { json_of(call_at(&base, token, &format!("/v1/e2a/runs{query}"), None, &[]).await).await }
+    };
+    let (status, first) = list(ONE, "?page_size=2").await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["total_size"], 3, "{first}");
+    assert_eq!(ids_of(&first), [mine[2].clone(), mine[1].clone()], "{first}");
+    assert!(first["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .all(|r| r["state"] == "succeeded" && r["frames"].as_u64() > Some(1)));
+    let token = first["next_page_token"].as_str().expect("a next page").to_string();
+    let (_, second) = json_of(
+        call(
+            &server,
+            ONE,
+            &format!("/v1/e2a/runs?page_size=2&page_token={token}"),
+            None,
+            &[],
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(ids_of(&second), [mine[0].clone()], "{second}");
+    assert_eq!(second["next_page_token"], Value::Null, "{second}");
+    let (_, others) = list(TWO, "").await;
+    assert_eq!(ids_of(&others), [theirs], "another caller sees only its own runs");
+    for (query, parameter) in [
+        ("?page_size=101", "page_size"),
+        ("?page_size=x", "page_size"),
+        ("?page_token=x", "page_token"),
+    ] {
+        let (status, problem) = list(ONE, query).await;
+        assert_eq!(status, 400, "{query}: {problem}");
+        assert!(
+            problem["detail"].as_str().is_some_and(|d| d.contains(parameter)),
+            "{problem}"
+        );
+    }
+
+    // a replay: a new run of the same request, naming the run it replays
+    let resp = call(
+        &server,
+        ONE,
+        &format!("/v1/e2a/runs/{}:replay", mine[0]),
+        Some(&json!({})),
+        &[],
+    )
+    .await;
+    let location = resp.headers()["location"].to_str().expect("location").to_string();
+    let (status, replay) = json_of(resp).await;
+    assert_eq!(status, 202, "{replay}");
+    let rid = replay["run_id"].as_str().expect("id").to_string();
+    assert_ne!(rid, mine[0]);
+    assert_eq!(location, format!("runs/{rid}"));
+    let replay = settled(&server, ONE, &rid).await;
+    let original = settled(&server, ONE, &mine[0]).await;
+    assert_eq!(replay["replay_of"], mine[0].as_str(), "{replay}");
+    assert_eq!(original["replay_of"], Value::Null);
+    assert_eq!(replay["state"], "succeeded", "{replay}");
+    assert_eq!(replay["frames"], original["frames"]);
+    assert_eq!(
+        replay["final_frame"]["body"], original["final_frame"]["body"],
+        "the same request, the same answer"
+    );
+    assert_eq!(list(ONE, "").await.1["total_size"], 4);
+    // another caller's run, an unknown run, a wrong method
+    let path = format!("/v1/e2a/runs/{}:replay", mine[0]);
+    assert_eq!(call(&server, TWO, &path, Some(&json!({})), &[]).await.status(), 404);
+    assert_eq!(
+        call(&server, ONE, "/v1/e2a/runs/nope:replay", Some(&json!({})), &[])
+            .await
+            .status(),
+        404
+    );
+    assert_eq!(call(&server, ONE, &path, None, &[]).await.status(), 405);
+    let put = client()
+        .put(server.url("/v1/e2a/runs"))
+        .bearer_auth(ONE)
+        .send()
+        .await
+        .expect("put");
+    assert_eq!(put.status(), 405);
+    assert_eq!(put.headers()["allow"], "GET, HEAD, POST");
+}
+
+/// With SQLite the list is the store's: a gateway started again on the file lists the runs
+/// of the one before, and replays them.
+#[tokio::test]
+async fn runs_are_listed_and_replayed_after_a_restart() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("runs.db");
+    let gateway = |dir: &tempfile::TempDir| {
+        let store = Arc::new(e2a_gateway::store::SqliteStore::open(&path).expect("open"));
+        Gateway::new(script(), two_callers(dir)).with_store(store)
+    };
+    let a = serve_crashable(gateway(&dir)).await;
+    let mut mine = vec![
+        submitted(&a.base, ONE, "weather").await,
+        submitted(&a.base, ONE, "report please").await,
+    ];
+    drop(a);
+    let b = serve_crashable(gateway(&dir)).await;
+    let (status, page) = json_of(call_at(&b.base, ONE, "/v1/e2a/runs", None, &[]).await).await;
+    assert_eq!(status, 200, "{page}");
+    let mut listed = ids_of(&page);
+    listed.sort();
+    mine.sort();
+    assert_eq!(listed, mine, "{page}");
+    assert_eq!(page["total_size"], 2);
+    let (status, replay) = json_of(
+        call_at(
+            &b.base,
+            ONE,
+            &format!("/v1/e2a/runs/{}:replay", mine[0]),
+            Some(&json!({})),
+            &[],
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 202, "{replay}");
+    let rid = replay["run_id"].as_str().expect("id");
+    let replay = settled_at(&b.base, ONE, rid).await;
+    let original = settled_at(&b.base, ONE, &mine[0]).await;
+    assert_eq!(
+        (replay["state"].as_str(), replay["replay_of"].as_str()),
+        (Some("succeeded"), Some(mine[0].as_str()))
+    );
+    assert_eq!(replay["final_frame"]["body"], original["final_frame"]["body"]);
+    let (_, page) = json_of(call_at(&b.base, ONE, "/v1/e2a/runs", None, &[]).await).await;
+    assert_eq!(page["total_size"], 3, "the replay is listed: {page}");
+    assert_eq!(ids_of(&page)[0], rid, "newest first: {page}");
 }

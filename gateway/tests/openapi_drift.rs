@@ -173,7 +173,10 @@ async fn a_live_server_answers_every_route_as_documented() {
             _ => &["*/*"],
         };
         // a new run is accepted, not answered
-        let expected = if r.path == "/v1/e2a/runs" { 202 } else { 200 };
+        let expected = match (r.method, r.path) {
+            ("POST", "/v1/e2a/runs" | "/v1/e2a/runs/{id}:replay") => 202,
+            _ => 200,
+        };
         for accept in accepts {
             let url = server.url(&path);
             let req = match r.method {
@@ -204,7 +207,7 @@ async fn a_live_server_answers_every_route_as_documented() {
             }
         }
         // a method the document does not list is refused with 405
-        let other = if r.method == "POST" {
+        let other = if r.method == "POST" && !doc.contains_key(&(r.path.to_string(), "GET".to_string())) {
             c.get(server.url(&path))
         } else {
             c.delete(server.url(&path))

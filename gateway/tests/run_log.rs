@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::{essence, read_frames, script, sse_events, sse_frames};
 use e2a::E2AResponse;
-use e2a_gateway::store::{FrameWrite, RunLog, StoreError};
+use e2a_gateway::store::{FrameWrite, RunLog, RunPage, RunQuery, RunSummary, StoreError};
 use e2a_gateway::store::{MemoryStore, RunStore, Sends, SqliteStore, Stores, TaskLog};
 use e2a_gateway::{Gateway, GatewayConfig};
 use futures_util::future::BoxFuture;
@@ -288,6 +288,12 @@ impl RunStore for FullDisk {
     }
     fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> BoxFuture<'a, Result<Option<RunLog>, StoreError>> {
         self.inner.run_after(key, after)
+    }
+    fn run_summary<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<RunSummary>, StoreError>> {
+        self.inner.run_summary(key)
+    }
+    fn list_runs(&self, query: RunQuery) -> BoxFuture<'_, Result<RunPage, StoreError>> {
+        self.inner.list_runs(query)
     }
     fn renew_runs<'a>(
         &'a self,
@@ -589,4 +595,87 @@ async fn a_run_past_its_memory_budget_forgets_its_oldest_frames_and_says_so() {
     let rest = all_frames(&s.base, &body, Some(oldest - 1)).await;
     assert_eq!(rest.first().map(|f| f.sequence), Some(oldest));
     assert!(rest.last().is_some_and(|f| f.is_final && f.sequence == 400));
+}
+
+/// What a store that keeps runs tells of them in short: a run's first and last frames (not
+/// those between), whether it ended and is leased; one caller's runs by key prefix (compared
+/// as text: `%` and `_` in a caller's name match only themselves), newest first, paged.
+async fn run_summary_contract(store: &(impl RunStore + TaskLog)) {
+    use e2a_gateway::store::{RunHead, StoredFrame};
+    let frame = |seq: u64, is_final: bool| StoredFrame {
+        seq,
+        frame: json!({"sequence": seq, "is_final": is_final}).to_string(),
+        is_final,
+    };
+    let write = |key: &str, head: bool, frames: Vec<StoredFrame>| FrameWrite {
+        key: key.into(),
+        run: format!("run-{key}"),
+        head: head.then(|| RunHead {
+            request: request(key, "hi").to_string(),
+            holder: "gateway-1".into(),
+            lease: std::time::Duration::from_secs(30),
+        }),
+        frames,
+    };
+    let keys = [
+        "3:a%b:e2a:r1",
+        "3:a%b:e2a:r2",
+        "3:a%b:e2a:r3",
+        "3:aXb:e2a:r4",
+        "3:a%b:agui:r5",
+    ];
+    for key in keys {
+        store
+            .append_frames(write(key, true, vec![frame(0, false)]))
+            .await
+            .expect("append");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    // r2 goes on to its end; r1 is the oldest written
+    store
+        .append_frames(write(keys[1], false, vec![frame(1, false), frame(2, true)]))
+        .await
+        .expect("append");
+
+    let r2 = store.run_summary(keys[1]).await.expect("read").expect("kept");
+    assert_eq!(
+        (r2.first.map(|f| f.seq), r2.last.as_ref().map(|f| (f.seq, f.is_final))),
+        (Some(0), Some((2, true))),
+        "{}",
+        store.name()
+    );
+    assert!(r2.ended && r2.leased, "{}", store.name());
+    assert_eq!(r2.request, request(keys[1], "hi").to_string());
+    let r3 = store.run_summary(keys[2]).await.expect("read").expect("kept");
+    assert!(!r3.ended, "{}", store.name());
+    assert_eq!(r3.last.map(|f| (f.seq, f.is_final)), Some((0, false)));
+    assert_eq!(store.run_summary("3:a%b:e2a:nope").await.expect("read"), None);
+
+    let page = |offset, limit| {
+        store.list_runs(RunQuery {
+            prefix: "3:a%b:e2a:".into(),
+            offset,
+            limit,
+        })
+    };
+    let first = page(0, 2).await.expect("list");
+    let keys_of = |p: &RunPage| p.runs.iter().map(|r| r.key.clone()).collect::<Vec<_>>();
+    assert_eq!(first.total, 3, "{}", store.name());
+    assert_eq!(keys_of(&first), [keys[1], keys[2]], "{}", store.name());
+    let second = page(2, 2).await.expect("list");
+    assert_eq!(keys_of(&second), [keys[0]], "{}", store.name());
+    assert!(page(3, 2).await.expect("list").runs.is_empty());
+}
+
+#[tokio::test]
+async fn sqlite_tells_runs_in_short_and_lists_a_callers_runs() {
+    run_summary_contract(&SqliteStore::in_memory().expect("sqlite")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_tells_runs_in_short_and_lists_a_callers_runs() {
+    let Some(url) = common::postgres_database().await else {
+        return;
+    };
+    run_summary_contract(&common::pg(&url).await).await;
 }

@@ -2045,6 +2045,10 @@ class E2ARun(BaseModel):
     frames: conint(ge=0) = Field(
         ..., description='How many frames it has sent so far (the final one included).'
     )
+    replay_of: Optional[str] = Field(
+        None,
+        description="The run whose request this one replays (`POST /v1/e2a/runs/{run_id}:replay`): its request's `provenance.details.replay_of`.",
+    )
     run_id: str = Field(..., description="The run's id: its request's `request_id`.")
     state: RunState = Field(..., description='Where it is.')
     trace_id: Optional[str] = Field(
@@ -2054,6 +2058,23 @@ class E2ARun(BaseModel):
     updated_at: Optional[str] = Field(
         None,
         description='When its last frame so far was made (RFC 3339); null before the first.',
+    )
+
+
+class E2ARunPage(BaseModel):
+    """
+    A page of the caller's runs (`GET /v1/e2a/runs`), most recently written first.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    next_page_token: Optional[str] = Field(
+        None, description='The `page_token` of the next page; null on the last.'
+    )
+    runs: List[E2ARun] = Field(..., description='The runs of the page.')
+    total_size: conint(ge=0) = Field(
+        ..., description='How many runs the caller has in all.'
     )
 
 

@@ -2761,6 +2761,9 @@ pub struct E2aRun {
     pub final_frame: ::std::option::Option<E2AResponse>,
     ///How many frames it has sent so far (the final one included).
     pub frames: u64,
+    ///The run whose request this one replays (`POST /v1/e2a/runs/{run_id}:replay`): its request's `provenance.details.replay_of`.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub replay_of: ::std::option::Option<::std::string::String>,
     ///The run's id: its request's `request_id`.
     pub run_id: ::std::string::String,
     ///Where it is.
@@ -2771,6 +2774,18 @@ pub struct E2aRun {
     ///When its last frame so far was made (RFC 3339); null before the first.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub updated_at: ::std::option::Option<::std::string::String>,
+}
+///A page of the caller's runs (`GET /v1/e2a/runs`), most recently written first.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct E2aRunPage {
+    ///The `page_token` of the next page; null on the last.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub next_page_token: ::std::option::Option<::std::string::String>,
+    ///The runs of the page.
+    pub runs: ::std::vec::Vec<E2aRun>,
+    ///How many runs the caller has in all.
+    pub total_size: u64,
 }
 ///Body of `e2a.error`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
@@ -5975,6 +5990,11 @@ impl ::std::fmt::Debug for E2aRun {
         crate::redact::debug_redacted(f, "E2aRun", self)
     }
 }
+impl ::std::fmt::Debug for E2aRunPage {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "E2aRunPage", self)
+    }
+}
 impl ::std::fmt::Debug for ErrorBody {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "ErrorBody", self)
@@ -7618,6 +7638,10 @@ impl crate::write::WriteJson for E2aRun {
         }
         w.key(&mut first, "\"frames\":");
         w.value(&self.frames);
+        if let Some(v) = &self.replay_of {
+            w.key(&mut first, "\"replay_of\":");
+            w.value(v);
+        }
         w.key(&mut first, "\"run_id\":");
         w.value(&self.run_id);
         w.key(&mut first, "\"state\":");
@@ -7630,6 +7654,22 @@ impl crate::write::WriteJson for E2aRun {
             w.key(&mut first, "\"updated_at\":");
             w.value(v);
         }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for E2aRunPage {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.next_page_token {
+            w.key(&mut first, "\"next_page_token\":");
+            w.value(v);
+        }
+        w.key(&mut first, "\"runs\":");
+        w.value(&self.runs);
+        w.key(&mut first, "\"total_size\":");
+        w.value(&self.total_size);
         w.raw("}");
     }
 }

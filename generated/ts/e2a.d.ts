@@ -2287,6 +2287,10 @@ export interface E2ARun {
    */
   frames: number;
   /**
+   * The run whose request this one replays (`POST /v1/e2a/runs/{run_id}:replay`): its request's `provenance.details.replay_of`.
+   */
+  replay_of?: string | null;
+  /**
    * The run's id: its request's `request_id`.
    */
   run_id: string;
@@ -2299,6 +2303,26 @@ export interface E2ARun {
    * When its last frame so far was made (RFC 3339); null before the first.
    */
   updated_at?: string | null;
+}
+/**
+ * A page of the caller's runs (`GET /v1/e2a/runs`), most recently written first.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "E2ARunPage".
+ */
+export interface E2ARunPage {
+  /**
+   * The `page_token` of the next page; null on the last.
+   */
+  next_page_token?: string | null;
+  /**
+   * The runs of the page.
+   */
+  runs: E2ARun[];
+  /**
+   * How many runs the caller has in all.
+   */
+  total_size: number;
 }
 /**
  * Body of `e2a.error`.

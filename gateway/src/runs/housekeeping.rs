@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use e2a::frame::Frame;
 use e2a::taxonomy::ErrorKind;
-use e2a::E2AEnvelope;
 use futures_util::{FutureExt, StreamExt};
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -35,8 +34,6 @@ pub(crate) struct Pump {
     run: Arc<Run>,
     id: u64,
     key: Option<Arc<ConversationKey>>,
-    /// (boxed: the pump moves into its task's future, a pointer, not a kilobyte)
-    request: Box<E2AEnvelope>,
     /// The run's own id in the store, made by the first write to it (nothing else reads it).
     run_id: String,
     /// Whether the store has the run's head yet.
@@ -50,7 +47,6 @@ impl Pump {
         run: Arc<Run>,
         id: u64,
         key: Arc<ConversationKey>,
-        request: E2AEnvelope,
         permit: OwnedSemaphorePermit,
     ) -> Self {
         Pump {
@@ -58,7 +54,6 @@ impl Pump {
             run,
             id,
             key: Some(key),
-            request: Box::new(request),
             run_id: String::new(),
             opened: false,
             _permit: permit,
@@ -130,7 +125,7 @@ impl Pump {
             .map(|(seq, frame, is_final)| StoredFrame { seq, frame, is_final })
             .collect();
         let head = (!self.opened).then(|| RunHead {
-            request: serde_json::to_string(&self.request).unwrap_or_default(),
+            request: serde_json::to_string(&*self.run.request).unwrap_or_default(),
             holder: self.runs.holder.clone(),
             lease: self.runs.retention.lease,
         });
@@ -149,7 +144,7 @@ impl Pump {
 
     fn cutoff(&self, sequence: u64, kind: ErrorKind, message: &str, reason: &str) -> Frame {
         let details = crate::stop::cutoff_details(reason);
-        cutoff_frame(&self.request, sequence, kind, message, details)
+        cutoff_frame(&self.run.request, sequence, kind, message, details)
     }
 
     /// Ends the run: its readers see the end, its frames are compacted, and the registry

@@ -85,6 +85,8 @@ impl ResumeError {
 
 /// One run: its frames so far, whether it ended, and how to stop it.
 pub(crate) struct Run {
+    /// The request it answers.
+    request: Arc<E2AEnvelope>,
     frames: Mutex<Frames>,
     /// (frames so far, ended)
     progress: watch::Sender<(usize, bool)>,
@@ -362,6 +364,7 @@ impl Runs {
     ) -> (Arc<Run>, Pump) {
         let (progress, _) = watch::channel((0, false));
         let run = Arc::new(Run {
+            request: Arc::new(request),
             frames: Mutex::new(Frames::new(typed, self.max_run_bytes)),
             progress,
             done: watch::channel(false).0,
@@ -385,7 +388,7 @@ impl Runs {
             self.housekeeping
                 .call_once(|| housekeeping::start(Arc::downgrade(self), self.retention));
         }
-        let pump = Pump::new(self.clone(), run.clone(), id, key, request, permit);
+        let pump = Pump::new(self.clone(), run.clone(), id, key, permit);
         (run, pump)
     }
 

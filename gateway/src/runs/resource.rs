@@ -5,11 +5,14 @@
 use std::sync::Arc;
 
 use super::{ResumeError, Run, Runs, Subscription};
-use crate::agent::ConversationKey;
+use e2a::E2AEnvelope;
+
+use crate::agent::{Caller, ConversationKey};
 use crate::stop::StopReason;
+use crate::store::{RunQuery, RunSummary};
 
 /// What is known of a run now.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RunView {
     /// How many frames it has sent (forgotten ones included).
     pub(crate) frames: u64,
@@ -19,6 +22,41 @@ pub(crate) struct RunView {
     pub(crate) last: Option<String>,
     /// Whether its final frame was sent.
     pub(crate) ended: bool,
+    /// The request it answers (`None`: the stored one cannot be read back).
+    pub(crate) request: Option<Arc<E2AEnvelope>>,
+}
+
+impl RunView {
+    fn of_local(run: &Run) -> Self {
+        let frames = run.frames.lock();
+        let n = frames.len();
+        RunView {
+            frames: n as u64,
+            first: frames.json(frames.first_held()),
+            last: n.checked_sub(1).and_then(|i| frames.json(i)),
+            ended: run.ended(),
+            request: Some(run.request.clone()),
+        }
+    }
+
+    fn of_stored(s: RunSummary) -> Self {
+        RunView {
+            frames: s.last.as_ref().map_or(0, |f| f.seq.saturating_add(1)),
+            first: s.first.map(|f| f.frame),
+            last: s.last.map(|f| f.frame),
+            ended: s.ended,
+            request: serde_json::from_str(&s.request).ok().map(Arc::new),
+        }
+    }
+}
+
+/// A page of a caller's runs ([`Runs::list_e2a`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RunList {
+    /// Each run's request id and view, most recent first.
+    pub(crate) runs: Vec<(String, RunView)>,
+    /// How many runs the caller has in all.
+    pub(crate) total: usize,
 }
 
 /// What a cancel found.
@@ -36,19 +74,19 @@ impl Runs {
     /// What is known of run `key`: `None` when neither this gateway nor the store has it.
     pub(crate) async fn view(&self, key: &ConversationKey) -> Result<Option<RunView>, ResumeError> {
         if let Some(run) = self.local(key) {
-            let frames = run.frames.lock();
-            let n = frames.len();
-            return Ok(Some(RunView {
-                frames: n as u64,
-                first: frames.json(frames.first_held()),
-                last: n.checked_sub(1).and_then(|i| frames.json(i)),
-                ended: run.ended(),
-            }));
+            return Ok(Some(RunView::of_local(&run)));
         }
         let Some(store) = self.store.get() else {
             return Ok(None);
         };
         let stored_key = key.scoped_id();
+        let Some(summary) = store.runs.run_summary(&stored_key).await? else {
+            return Ok(None);
+        };
+        if summary.ended || (summary.leased && store.shared) {
+            return Ok(Some(RunView::of_stored(summary)));
+        }
+        // no gateway runs it any more: a reader settles it (stores its final frame)
         let Some(log) = store.runs.run_after(&stored_key, None).await? else {
             return Ok(None);
         };
@@ -59,7 +97,68 @@ impl Runs {
             first: held.first().cloned(),
             last: held.last().cloned(),
             ended: sub.ended(),
+            ..RunView::of_stored(summary)
         }))
+    }
+
+    /// A page of `caller`'s E2A runs, most recent first: from the store when one keeps runs
+    /// (a run shows there once its first frames are stored), else from this gateway's memory.
+    pub(crate) async fn list_e2a(&self, caller: &Caller, offset: usize, limit: usize) -> Result<RunList, ResumeError> {
+        let prefix = super::e2a_key(caller, "").scoped_id();
+        let Some(store) = self.store.get() else {
+            return Ok(self.list_local(&prefix, offset, limit));
+        };
+        let query = RunQuery {
+            prefix: prefix.clone(),
+            offset,
+            limit,
+        };
+        let page = store.runs.list_runs(query).await?;
+        let mut runs = Vec::with_capacity(page.runs.len());
+        for summary in page.runs {
+            let Some(id) = summary.key.strip_prefix(&prefix).map(str::to_string) else {
+                continue;
+            };
+            let view = if summary.ended || (summary.leased && store.shared) {
+                RunView::of_stored(summary)
+            } else {
+                // running here (fresher in memory), or settled now
+                match self.view(&super::e2a_key(caller, &id)).await? {
+                    Some(v) => v,
+                    None => continue,
+                }
+            };
+            runs.push((id, view));
+        }
+        Ok(RunList {
+            runs,
+            total: page.total,
+        })
+    }
+
+    /// [`Runs::list_e2a`] from this gateway's memory: newest opened first.
+    fn list_local(&self, prefix: &str, offset: usize, limit: usize) -> RunList {
+        let mut mine: Vec<(u64, String, Arc<Run>)> = {
+            let inner = self.inner.lock();
+            inner
+                .by_key
+                .iter()
+                .filter_map(|(key, (n, run))| {
+                    let scoped = key.scoped_id();
+                    let id = scoped.strip_prefix(prefix)?.to_string();
+                    Some((*n, id, run.clone()))
+                })
+                .collect()
+        };
+        mine.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
+        let total = mine.len();
+        let runs = mine
+            .into_iter()
+            .skip(offset)
+            .take(limit)
+            .map(|(_, id, run)| (id, RunView::of_local(&run)))
+            .collect();
+        RunList { runs, total }
     }
 
     /// Cancels run `key` when this gateway runs it.

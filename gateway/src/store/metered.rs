@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 use super::{
-    FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, SentRecord, SessionPage, SessionQuery,
-    SessionRecord, StoreError, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord,
+    FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, RunPage, RunQuery, RunSummary, SentRecord,
+    SessionPage, SessionQuery, SessionRecord, StoreError, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage,
+    TaskQuery, TaskRecord,
 };
 use super::{Leases, PauseStore, PushStore, RunStore, Sends, SessionStore, Stores, TaskLog};
 use crate::agent::{PauseError, PauseFuture};
@@ -166,6 +167,14 @@ impl RunStore for Metered<dyn RunStore> {
 
     fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> StoreFuture<'a, Option<RunLog>> {
         self.timed("run_after", self.inner.run_after(key, after))
+    }
+
+    fn run_summary<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<RunSummary>> {
+        self.timed("run_summary", self.inner.run_summary(key))
+    }
+
+    fn list_runs(&self, query: RunQuery) -> StoreFuture<'_, RunPage> {
+        self.timed("list_runs", self.inner.list_runs(query))
     }
 
     fn renew_runs<'a>(&'a self, holder: &'a str, keys: Vec<String>, lease: Duration) -> StoreFuture<'a, ()> {

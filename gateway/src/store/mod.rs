@@ -292,6 +292,47 @@ impl RunLog {
     }
 }
 
+/// What the store holds of one run, in short (see [`RunStore::run_summary`]): its head, and
+/// its first and last frames (not those between).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSummary {
+    /// The run's key: a caller-scoped request id.
+    pub key: String,
+    /// The run's own id (a key opened again names a new run).
+    pub run: String,
+    /// The request it answers (`E2AEnvelope` JSON).
+    pub request: String,
+    /// Its first frame, once it has one.
+    pub first: Option<StoredFrame>,
+    /// Its last frame so far (the final one when it `ended`).
+    pub last: Option<StoredFrame>,
+    /// Whether its final frame is stored.
+    pub ended: bool,
+    /// Whether its gateway's lease is still valid (a gateway may still be running it).
+    pub leased: bool,
+}
+
+/// Which stored runs [`RunStore::list_runs`] reads: those whose key starts with `prefix`
+/// (one caller's runs of one binding), most recently written first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunQuery {
+    /// The keys' common beginning.
+    pub prefix: String,
+    /// Runs to skip.
+    pub offset: usize,
+    /// Most runs to return.
+    pub limit: usize,
+}
+
+/// A page of [`RunStore::list_runs`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunPage {
+    /// The runs of the page.
+    pub runs: Vec<RunSummary>,
+    /// How many runs match the query in all.
+    pub total: usize,
+}
+
 /// The roles of one store, as the gateway uses them: the task log, leases and sends of every
 /// store, and the roles a store may not keep. `From` an `Arc` of each store fills the roles it
 /// keeps: [`MemoryStore`] every role but runs, [`SqliteStore`] every role, [`PgStore`] every

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use super::{
-    FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, SentRecord, SessionPage, SessionQuery,
-    SessionRecord, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord,
+    FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, RunPage, RunQuery, RunSummary, SentRecord,
+    SessionPage, SessionQuery, SessionRecord, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery,
+    TaskRecord,
 };
 
 /// The task log (A2A tasks): each task's record and its numbered events, written together.
@@ -166,6 +167,13 @@ pub trait RunStore: Send + Sync + 'static {
     /// The log of run `key` with the frames whose sequence is after `after` (every frame for
     /// `None`); `None` when no run of `key` is kept.
     fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> StoreFuture<'a, Option<RunLog>>;
+
+    /// Run `key` in short — its head, first and last frames — without reading its whole log;
+    /// `None` when no run of `key` is kept.
+    fn run_summary<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<RunSummary>>;
+
+    /// The runs matching `query`, in short, most recently written first.
+    fn list_runs(&self, query: RunQuery) -> StoreFuture<'_, RunPage>;
 
     /// Extends `holder`'s leases of the runs `keys` to `lease` from now.
     fn renew_runs<'a>(&'a self, holder: &'a str, keys: Vec<String>, lease: Duration) -> StoreFuture<'a, ()>;

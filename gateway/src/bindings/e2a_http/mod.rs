@@ -87,6 +87,24 @@ pub const ROUTES: &[RouteSpec] = &[
         ],
     },
     RouteSpec {
+        path: RUNS_PATH,
+        method: "GET",
+        request: &[],
+        responses: &[(200, &[JSON]), (400, PROBLEM), (401, PROBLEM)],
+    },
+    RouteSpec {
+        path: "/v1/e2a/runs/{id}:replay",
+        method: "POST",
+        request: &[],
+        responses: &[
+            (202, &[JSON]),
+            (401, PROBLEM),
+            (404, PROBLEM),
+            (409, PROBLEM),
+            (503, PROBLEM),
+        ],
+    },
+    RouteSpec {
         path: "/v1/e2a/runs/{id}",
         method: "GET",
         request: &[],
@@ -149,7 +167,7 @@ impl super::Binding for E2aHttp {
         };
         vec![
             format!("POST {base}{at}{REQUESTS_PATH}  E2A: Accept: application/json | text/event-stream | application/x-ndjson"),
-            format!("POST {base}{at}{RUNS_PATH}  E2A run resource: GET …/runs/ID, GET …/runs/ID/frames, POST …/runs/ID:cancel"),
+            format!("POST {base}{at}{RUNS_PATH}  E2A run resource: GET …/runs, GET …/runs/ID, GET …/runs/ID/frames, POST …/runs/ID:cancel | :replay"),
             format!("GET  {base}{at}{SCHEMA_PATH}"),
             format!("GET  {base}{at}{HEALTH_PATH}"),
         ]
@@ -165,7 +183,12 @@ pub(crate) fn router(shared: Arc<Pipeline>, edge: &Edge) -> Router {
             post(requests::send_request).fallback(method_not_allowed_post),
         )
         .route(SCHEMA_PATH, get(get_schema).fallback(method_not_allowed_get))
-        .route(RUNS_PATH, post(runs::submit).fallback(method_not_allowed_post))
+        .route(
+            RUNS_PATH,
+            post(runs::submit)
+                .get(runs::list)
+                .fallback(|| async { runs::not_allowed("GET, HEAD, POST") }),
+        )
         .route(&format!("{RUNS_PATH}/{{segment}}"), any(runs::run))
         .route(
             &format!("{RUNS_PATH}/{{id}}/frames"),

@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use e2a::taxonomy::ErrorKind;
-use e2a::types::{E2aRun, RunState};
-use e2a::E2AResponse;
+use e2a::types::{E2aRun, E2aRunPage, RunState};
+use e2a::{E2AEnvelope, E2AResponse};
 
 use super::answer::{mode_of, read_envelope, repeated, respond, Mode, JSON};
 use crate::agent::{Agent, Caller};
@@ -23,6 +23,7 @@ use crate::pipeline::Pipeline;
 use crate::runs::{self, Cancel, RunView};
 use crate::web::last_event_id;
 use crate::web::problem::Problem;
+use crate::web::trace::TraceContext;
 
 /// How long `:cancel` waits for the run's final frame before answering with where it is.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
@@ -38,8 +39,6 @@ pub(super) async fn submit(
     body: Body,
 ) -> Result<Response, Problem> {
     let (mut request, body) = read_envelope(&shared, &headers, body).await?;
-    // relative to the collection's own path (`…/v1/e2a/runs`), whatever prefix it is served under
-    let location = |id: &str| format!("runs/{}", crate::protocol::path_segment(id));
     if repeated(&shared, &caller, &headers, body.text(), &mut request)
         .await?
         .is_some()
@@ -52,8 +51,13 @@ pub(super) async fn submit(
         .request_id
         .get_or_insert_with(e2a::stream::new_ordered_id)
         .clone();
-    let key = runs::e2a_key(&caller, &id);
-    if shared.runs.view(&key).await.map_err(|e| e.problem())?.is_some() {
+    if shared
+        .runs
+        .view(&runs::e2a_key(&caller, &id))
+        .await
+        .map_err(|e| e.problem())?
+        .is_some()
+    {
         return Err(Problem::new(
             ErrorKind::InvalidRequest,
             format!("a run of request_id {id:?} exists: read it at its run resource, or send a new request_id"),
@@ -61,17 +65,114 @@ pub(super) async fn submit(
         .at("/request_id")
         .with_status(StatusCode::CONFLICT));
     }
+    start(&shared, &caller, request, &id).await
+}
+
+/// Starts `request` (of id `id`) as a detached run of `caller`: `202` and the run.
+async fn start(
+    shared: &Arc<Pipeline>,
+    caller: &Caller,
+    mut request: E2AEnvelope,
+    id: &str,
+) -> Result<Response, Problem> {
     let admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
     request.is_stream = true;
     let guarded = admission.run(request.clone());
     let ctx = admission.ctx.clone();
     // nobody waits on it: it runs to its end whatever `on_disconnect` says
+    let key = runs::e2a_key(caller, id);
     let (_, pump) = shared
         .runs
         .open(key, request, &ctx, None, admission.into_permit(), false);
     pump.spawn(guarded);
-    found(&shared, &caller, &id, StatusCode::ACCEPTED, Some(location(&id))).await
+    found(shared, caller, id, StatusCode::ACCEPTED, Some(location(id))).await
 }
+
+/// Where run `id` is, relative to the collection's own path (`…/v1/e2a/runs`), whatever
+/// prefix it is served under.
+fn location(id: &str) -> String {
+    format!("runs/{}", crate::protocol::path_segment(id))
+}
+
+/// `GET /v1/e2a/runs?page_size=&page_token=`: a page of the caller's runs.
+pub(super) async fn list(
+    State(shared): State<Arc<Pipeline>>,
+    Extension(caller): Extension<Caller>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, Problem> {
+    let (offset, limit) = page_of(query.as_deref())?;
+    let listed = shared
+        .runs
+        .list_e2a(&caller, offset, limit)
+        .await
+        .map_err(|e| e.problem())?;
+    let next = offset.saturating_add(listed.runs.len());
+    let page = E2aRunPage {
+        next_page_token: (next < listed.total && !listed.runs.is_empty()).then(|| next.to_string()),
+        total_size: listed.total as u64,
+        runs: listed
+            .runs
+            .into_iter()
+            .map(|(id, view)| resource(&shared, &id, view))
+            .collect(),
+    };
+    Ok(([(header::CONTENT_TYPE, JSON)], crate::json::text(&page)).into_response())
+}
+
+/// The offset and size of the page a list query asks for; a wrong value is `400` naming
+/// its parameter.
+fn page_of(query: Option<&str>) -> Result<(usize, usize), Problem> {
+    let (mut offset, mut limit) = (0, DEFAULT_PAGE);
+    for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        let bad = |why: &str| Problem::new(ErrorKind::InvalidRequest, format!("query parameter {k}: {why}"));
+        match &*k {
+            "page_size" => {
+                limit = match v.parse::<usize>() {
+                    Ok(0) => DEFAULT_PAGE,
+                    Ok(n) if n <= MAX_PAGE => n,
+                    _ => return Err(bad(&format!("must be an integer from 0 to {MAX_PAGE}"))),
+                }
+            }
+            "page_token" if v.is_empty() => offset = 0,
+            "page_token" => offset = v.parse().map_err(|_| bad("is not a token this gateway issued"))?,
+            _ => {}
+        }
+    }
+    Ok((offset, limit))
+}
+
+/// Runs per page when the query names no `page_size`.
+const DEFAULT_PAGE: usize = 50;
+/// The most runs per page.
+const MAX_PAGE: usize = 100;
+
+/// `POST /v1/e2a/runs/{id}:replay`: a new detached run of the caller's run's request, under a
+/// new request id; its provenance names the run replayed.
+async fn replay(shared: &Arc<Pipeline>, caller: &Caller, headers: &HeaderMap, id: &str) -> Result<Response, Problem> {
+    let view = shared
+        .runs
+        .view(&runs::e2a_key(caller, id))
+        .await
+        .map_err(|e| e.problem())?
+        .ok_or_else(|| no_run(id))?;
+    let mut request = view.request.as_deref().cloned().ok_or_else(|| {
+        Problem::new(
+            ErrorKind::InvalidRequest,
+            format!("the request of run {id:?} cannot be read back"),
+        )
+        .with_status(StatusCode::CONFLICT)
+    })?;
+    let new_id = e2a::stream::new_ordered_id();
+    request.request_id = Some(new_id.clone());
+    request.provenance.details.insert(REPLAY_OF.into(), id.into());
+    if let Some(trace_id) = TraceContext::from_headers(headers).trace_id {
+        request.correlation_id = Some(trace_id);
+    }
+    start(shared, caller, request, &new_id).await
+}
+
+/// The key of `provenance.details` naming the run a replay replays.
+const REPLAY_OF: &str = "replay_of";
 
 /// `GET /v1/e2a/runs/{id}` and `POST /v1/e2a/runs/{id}:cancel` (one route: the segment
 /// names the resource); any other method is `405` with the resource's `Allow`.
@@ -80,10 +181,12 @@ pub(super) async fn run(
     State(shared): State<Arc<Pipeline>>,
     Extension(caller): Extension<Caller>,
     Path(segment): Path<String>,
+    headers: HeaderMap,
 ) -> Result<Response, Problem> {
     match segment.rsplit_once(':') {
         Some((id, "cancel")) if method == Method::POST => cancel(&shared, &caller, id).await,
-        Some((_, "cancel")) => Err(not_allowed("POST")),
+        Some((id, "replay")) if method == Method::POST => replay(&shared, &caller, &headers, id).await,
+        Some((_, "cancel" | "replay")) => Err(not_allowed("POST")),
         _ if matches!(method, Method::GET | Method::HEAD) => {
             found(&shared, &caller, &segment, StatusCode::OK, None).await
         }
@@ -180,6 +283,12 @@ fn resource(shared: &Pipeline, id: &str, view: RunView) -> E2aRun {
         trace_id: last.as_ref().and_then(|f| f.correlation_id.clone()),
         created_at: first.and_then(|f| f.timestamp),
         updated_at: last.and_then(|f| f.timestamp),
+        replay_of: view
+            .request
+            .as_ref()
+            .and_then(|r| r.provenance.details.get(REPLAY_OF))
+            .and_then(|v| v.as_str())
+            .map(str::to_string),
         final_frame,
     }
 }
@@ -188,7 +297,7 @@ fn no_run(id: &str) -> Problem {
     Problem::new(ErrorKind::NotFound, format!("no run {id:?} of this caller is kept"))
 }
 
-fn not_allowed(allow: &'static str) -> Problem {
+pub(super) fn not_allowed(allow: &'static str) -> Problem {
     let mut p =
         Problem::new(ErrorKind::UnsupportedOperation, "method not allowed").with_status(StatusCode::METHOD_NOT_ALLOWED);
     p.allow = Some(allow);

@@ -53,8 +53,8 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{
-    millis, FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, SentRecord, StoreError, StoreFuture,
-    StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord,
+    millis, FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, RunPage, RunQuery, RunSummary,
+    SentRecord, StoreError, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord,
 };
 use super::{Leases, PushStore, RunStore, Sends, TaskLog};
 use e2a::types::A2aTaskState;
@@ -494,6 +494,14 @@ impl RunStore for PgStore {
 
     fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> StoreFuture<'a, Option<RunLog>> {
         Box::pin(self.run_log_after(key, after))
+    }
+
+    fn run_summary<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<RunSummary>> {
+        Box::pin(self.run_summary_of(key))
+    }
+
+    fn list_runs(&self, query: RunQuery) -> StoreFuture<'_, RunPage> {
+        Box::pin(self.run_summaries(query))
     }
 
     fn renew_runs<'a>(&'a self, holder: &'a str, keys: Vec<String>, lease: Duration) -> StoreFuture<'a, ()> {

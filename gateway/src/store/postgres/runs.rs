@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::{backend, millis, pg_error, seq_u64, PgStore, NOW_MS};
-use crate::store::{run_seq, FrameWrite, RunLog, StoreError, StoredFrame, E2A_SENT};
+use crate::store::{run_seq, FrameWrite, RunLog, RunPage, RunQuery, RunSummary, StoreError, StoredFrame, E2A_SENT};
 
 impl PgStore {
     pub(super) async fn append_run_frames(&self, write: FrameWrite) -> Result<(), StoreError> {
@@ -90,6 +90,40 @@ impl PgStore {
         Ok(Some(RunLog::new(run, request, frames, ended, leased)))
     }
 
+    pub(super) async fn run_summary_of(&self, key: &str) -> Result<Option<RunSummary>, StoreError> {
+        let client = self.client().await?;
+        let sql = format!("{} WHERE r.key = $1", summary_sql());
+        let row = client.query_opt(&sql, &[&key]).await.map_err(|e| pg_error(&e))?;
+        row.as_ref().map(summary_of).transpose()
+    }
+
+    pub(super) async fn run_summaries(&self, query: RunQuery) -> Result<RunPage, StoreError> {
+        let client = self.client().await?;
+        // a prefix compared as text (not LIKE: a caller's name may hold `%` or `_`)
+        let of = "left(r.key, char_length($1)) = $1";
+        let count = format!("SELECT COUNT(*) FROM e2a_runs r WHERE {of}");
+        let total: i64 = client
+            .query_one(&count, &[&query.prefix])
+            .await
+            .map_err(|e| pg_error(&e))?
+            .try_get(0)
+            .map_err(backend)?;
+        let page = format!(
+            "{} WHERE {of} ORDER BY r.updated_ms DESC, r.key LIMIT $2 OFFSET $3",
+            summary_sql()
+        );
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let offset = i64::try_from(query.offset).unwrap_or(i64::MAX);
+        let rows = client
+            .query(&page, &[&query.prefix, &limit, &offset])
+            .await
+            .map_err(|e| pg_error(&e))?;
+        Ok(RunPage {
+            runs: rows.iter().map(summary_of).collect::<Result<_, _>>()?,
+            total: usize::try_from(total).unwrap_or(0),
+        })
+    }
+
     pub(super) async fn renew_run_leases(
         &self,
         holder: &str,
@@ -170,4 +204,38 @@ impl PgStore {
         tx.commit().await.map_err(|e| pg_error(&e))?;
         Ok(u64::try_from(ids.len()).unwrap_or(0))
     }
+}
+
+/// A run in short: its head and its first and last frames.
+fn summary_sql() -> String {
+    format!(
+        "SELECT r.key, r.run, r.request, r.ended, r.until_ms > {NOW_MS}, f.seq, f.frame, l.seq, l.frame
+         FROM e2a_runs r
+         LEFT JOIN LATERAL (SELECT seq, frame FROM e2a_run_frames WHERE run = r.run ORDER BY seq LIMIT 1) f ON TRUE
+         LEFT JOIN LATERAL (SELECT seq, frame FROM e2a_run_frames WHERE run = r.run ORDER BY seq DESC LIMIT 1) l ON TRUE"
+    )
+}
+
+/// A row of [`summary_sql`].
+fn summary_of(r: &tokio_postgres::Row) -> Result<RunSummary, StoreError> {
+    let ended: bool = r.try_get(3).map_err(backend)?;
+    let frame = |seq: usize, is_final: bool| -> Result<Option<StoredFrame>, StoreError> {
+        let Some(n) = r.try_get::<_, Option<i64>>(seq).map_err(backend)? else {
+            return Ok(None);
+        };
+        Ok(Some(StoredFrame {
+            seq: seq_u64(n),
+            frame: r.try_get(seq + 1).map_err(backend)?,
+            is_final,
+        }))
+    };
+    Ok(RunSummary {
+        key: r.try_get(0).map_err(backend)?,
+        run: r.try_get(1).map_err(backend)?,
+        request: r.try_get(2).map_err(backend)?,
+        first: frame(5, false)?,
+        last: frame(7, ended)?,
+        ended,
+        leased: r.try_get(4).map_err(backend)?,
+    })
 }

@@ -3,7 +3,9 @@
 use rusqlite::{params, OptionalExtension};
 
 use super::{backend, prune, seq_texts, SqliteStore};
-use crate::store::{run_seq, FrameWrite, RunLog, RunStore, StoreFuture, StoredFrame, E2A_SENT};
+use crate::store::{
+    run_seq, FrameWrite, RunLog, RunPage, RunQuery, RunStore, RunSummary, StoreFuture, StoredFrame, E2A_SENT,
+};
 
 impl RunStore for SqliteStore {
     fn append_frames(&self, write: FrameWrite) -> StoreFuture<'_, ()> {
@@ -84,6 +86,44 @@ impl RunStore for SqliteStore {
         }))
     }
 
+    fn run_summary<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<RunSummary>> {
+        let key = key.to_string();
+        Box::pin(self.with(move |c| {
+            c.prepare_cached(&format!("{SUMMARY} WHERE r.key = ?2"))
+                .map_err(backend)?
+                .query_row(params![crate::store::now_ms(), key], summary_of)
+                .optional()
+                .map_err(backend)
+        }))
+    }
+
+    fn list_runs(&self, query: RunQuery) -> StoreFuture<'_, RunPage> {
+        Box::pin(self.with(move |c| {
+            // a prefix compared as text (not LIKE: a caller's name may hold `%` or `_`)
+            let of = "substr(r.key, 1, length(?2)) = ?2";
+            let total: i64 = c
+                .prepare_cached(&format!("SELECT COUNT(*) FROM e2a_runs r WHERE {of}"))
+                .map_err(backend)?
+                .query_row(params![0, query.prefix], |r| r.get(0))
+                .map_err(backend)?;
+            let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+            let offset = i64::try_from(query.offset).unwrap_or(i64::MAX);
+            let mut stmt = c
+                .prepare_cached(&format!(
+                    "{SUMMARY} WHERE {of} ORDER BY r.updated_ms DESC, r.key LIMIT ?3 OFFSET ?4"
+                ))
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![crate::store::now_ms(), query.prefix, limit, offset], summary_of)
+                .map_err(backend)?;
+            let runs = rows.collect::<Result<Vec<_>, _>>().map_err(backend)?;
+            Ok(RunPage {
+                runs,
+                total: usize::try_from(total).unwrap_or(0),
+            })
+        }))
+    }
+
     fn renew_runs<'a>(&'a self, holder: &'a str, keys: Vec<String>, lease: std::time::Duration) -> StoreFuture<'a, ()> {
         let holder = holder.to_string();
         Box::pin(self.write(move |tx| {
@@ -119,4 +159,34 @@ impl RunStore for SqliteStore {
             Ok(gone)
         }))
     }
+}
+
+/// A run in short (`?1`: now, in ms): its head and its first and last frames.
+const SUMMARY: &str = "SELECT r.key, r.run, r.request, r.ended, r.until_ms > ?1, f.seq, f.frame, l.seq, l.frame
+     FROM e2a_runs r
+     LEFT JOIN e2a_run_frames f ON f.run = r.run AND f.seq = (SELECT MIN(seq) FROM e2a_run_frames WHERE run = r.run)
+     LEFT JOIN e2a_run_frames l ON l.run = r.run AND l.seq = (SELECT MAX(seq) FROM e2a_run_frames WHERE run = r.run)";
+
+/// A row of [`SUMMARY`].
+fn summary_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
+    let ended: bool = r.get(3)?;
+    let frame = |seq: usize, is_final: bool| -> rusqlite::Result<Option<StoredFrame>> {
+        let Some(n) = r.get::<_, Option<i64>>(seq)? else {
+            return Ok(None);
+        };
+        Ok(Some(StoredFrame {
+            seq: u64::try_from(n).unwrap_or(0),
+            frame: r.get(seq + 1)?,
+            is_final,
+        }))
+    };
+    Ok(RunSummary {
+        key: r.get(0)?,
+        run: r.get(1)?,
+        request: r.get(2)?,
+        first: frame(5, false)?,
+        last: frame(7, ended)?,
+        ended,
+        leased: r.get(4)?,
+    })
 }
