@@ -550,3 +550,127 @@ fn load_1000_streams_over_two_gateways_every_event_once_and_in_order() {
         std::fs::write(out, format!("{table}\n")).expect("write the report");
     }
 }
+
+/// The `data:` payloads of an SSE body, as JSON.
+fn sse_data(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect()
+}
+
+/// `POST` of `body` (JSON) to `url`: the status and the body's text.
+async fn post_json(http: &reqwest::Client, url: String, body: &Value) -> (u16, String) {
+    let resp = http
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("post");
+    (resp.status().as_u16(), resp.text().await.expect("body"))
+}
+
+/// The E2A run `id` at `base`, once it is not `running` (bounded).
+async fn run_settled(http: &reqwest::Client, base: &str, id: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let resp = http.get(format!("{base}/v1/e2a/runs/{id}")).send().await.expect("get");
+        let run: Value = resp.json().await.expect("json");
+        if run["state"] != "running" {
+            return run;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "still {run}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// What the AG-UI events or E2A frames said as text.
+fn text_said(items: &[Value]) -> String {
+    items
+        .iter()
+        .filter_map(|e| match e["type"].as_str() {
+            Some("TEXT_MESSAGE_CONTENT") => e["delta"].as_str(),
+            _ if e["body"]["delta_kind"] == "text" => e["body"]["delta"].as_str(),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_agui_interrupt_and_a_paused_e2a_run_asked_on_one_gateway_are_answered_on_the_other() {
+    let Some(Pair { rt, a, b, .. }) = two_gateways(&["--agui"]) else {
+        return;
+    };
+    rt.block_on(async {
+        let http = client();
+        // AG-UI: the run on A ends with an interrupt; GoAI's resume body (the run's id, no
+        // thread) on B answers it, and B's agent goes on where A's stopped
+        let run = json!({"threadId": "t-pg", "runId": "r-pg",
+            "messages": [{"id": "m1", "role": "user", "content": "book a table"}]});
+        let (status, text) = post_json(&http, format!("{}/agui", a.base), &run).await;
+        assert_eq!(status, 200, "{text}");
+        let asked = sse_data(&text);
+        assert_eq!(text_said(&asked), "booking ");
+        let last = asked.last().expect("events");
+        assert_eq!(last["outcome"]["type"], "interrupt", "{last}");
+        let interrupt = last["outcome"]["interrupts"][0]["id"].clone();
+        let answer =
+            json!({"runId": "r-pg", "resume": [{"interruptId": interrupt, "status": "resolved", "payload": "4"}]});
+        let (status, text) = post_json(&http, format!("{}/agui", b.base), &answer).await;
+        assert_eq!(status, 200, "{text}");
+        let done = sse_data(&text);
+        assert_eq!(done[0]["threadId"], "t-pg", "{text}");
+        assert_eq!(text_said(&done), "booked for 4");
+        assert_eq!(done.last().expect("events")["type"], "RUN_FINISHED");
+        // the interrupt is taken: answering it again, on either gateway, is refused, naming
+        // the thread the run was on
+        for base in [&a.base, &b.base] {
+            let (status, text) = post_json(&http, format!("{base}/agui"), &answer).await;
+            assert_eq!(status, 422, "{text}");
+            let problem: Value = serde_json::from_str(&text).expect("problem");
+            assert_eq!(
+                problem["detail"], "resume names no pending interrupt of thread \"t-pg\"",
+                "{text}"
+            );
+        }
+
+        // the E2A run resource: paused on A, answered on B, both listed on either
+        let ask = json!({"method": "chat.send", "request_id": "ask-pg", "session_id": "s-pg",
+            "params": {"query": "book a table"}});
+        let (status, text) = post_json(&http, format!("{}/v1/e2a/runs", a.base), &ask).await;
+        assert_eq!(status, 202, "{text}");
+        assert_eq!(run_settled(&http, &a.base, "ask-pg").await["state"], "paused");
+        let reply = json!({"method": "chat.send", "request_id": "answer-pg", "session_id": "s-pg",
+            "params": {"query": "4"}});
+        let (status, text) = post_json(&http, format!("{}/v1/e2a/runs", b.base), &reply).await;
+        assert_eq!(status, 202, "{text}");
+        assert_eq!(run_settled(&http, &b.base, "answer-pg").await["state"], "succeeded");
+        let frames: Vec<Value> = http
+            .get(format!("{}/v1/e2a/runs/answer-pg/frames", a.base))
+            .send()
+            .await
+            .expect("frames")
+            .json()
+            .await
+            .expect("json");
+        assert_eq!(text_said(&frames), "booked for 4", "read on A, run on B");
+        for base in [&a.base, &b.base] {
+            let page: Value = http
+                .get(format!("{base}/v1/e2a/runs"))
+                .send()
+                .await
+                .expect("list")
+                .json()
+                .await
+                .expect("json");
+            let ids: Vec<&str> = page["runs"]
+                .as_array()
+                .expect("runs")
+                .iter()
+                .filter_map(|r| r["run_id"].as_str())
+                .collect();
+            assert_eq!(ids, ["answer-pg", "ask-pg"], "{page}");
+        }
+    });
+}

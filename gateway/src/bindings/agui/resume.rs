@@ -213,8 +213,11 @@ impl Kept<'_> {
             run_id: run_id.to_string(),
             ids,
         };
-        self.memory.lock().remember(thread.clone(), run_id, pending.ids.clone());
-        let Some(store) = self.store else { return };
+        // with a store, the store alone: a copy here would outlive an answer on another gateway
+        let Some(store) = self.store else {
+            self.memory.lock().remember(thread, run_id, pending.ids);
+            return;
+        };
         let state = serde_json::to_string(&pending).unwrap_or_default();
         let kept = match store.put_pause(&thread_key(&thread), state).await {
             Ok(()) => store.put_pause(&run_key(&thread.0, run_id), thread.1.clone()).await,
@@ -222,6 +225,7 @@ impl Kept<'_> {
         };
         if let Err(e) = kept {
             tracing::warn!(error = %e, "cannot store an interrupt: it lives in this process only");
+            self.memory.lock().remember(thread, run_id, pending.ids);
         }
     }
 
@@ -237,6 +241,10 @@ impl Kept<'_> {
             return Interrupts::take_answered(self.memory, owner, input);
         };
         let thread = self.thread_of(store, &owner, input).await;
+        if let (Some(t), Some(m)) = (&thread, input.as_object_mut()) {
+            m.entry("threadId").or_insert_with(|| t.clone().into());
+        }
+        // only what the store could not keep is in this process's memory
         let in_memory = thread
             .as_ref()
             .is_some_and(|t| self.memory.lock().pending.contains_key(&(owner.clone(), t.clone())));
@@ -252,15 +260,24 @@ impl Kept<'_> {
                 Err(e) => tracing::error!(error = %e, "cannot read a stored interrupt"),
             }
         }
-        let run = input.get("runId").and_then(Value::as_str).map(str::to_string);
-        let answered = Interrupts::take_answered(self.memory, owner.clone(), input)?;
+        let answered = match Interrupts::take_answered(self.memory, owner.clone(), input) {
+            Err(refused) => {
+                // what was read from the store for this answer is not kept here
+                if let (Some(t), false) = (&thread, in_memory) {
+                    let mut memory = self.memory.lock();
+                    let key = (owner.clone(), t.clone());
+                    memory.forget(&key);
+                    memory.order.retain(|k| k != &key);
+                }
+                return Err(refused);
+            }
+            Ok(answered) => answered,
+        };
         let (Some(thread), Some(_)) = (thread, &answered) else {
             return Ok(answered);
         };
+        // the run's thread stays kept (a later answer to it is told what it is answering)
         let taken = store.take_pause(&thread_key(&(owner.clone(), thread.clone()))).await;
-        if let Some(run) = run {
-            let _ = store.take_pause(&run_key(&owner, &run)).await;
-        }
         match taken {
             // answered on another gateway meanwhile
             Ok(None) if !in_memory => Err(invalid(
