@@ -98,6 +98,98 @@ async fn a_remote_e2a_agent_keeps_callers_apart_at_the_back() {
     );
     let answered = said(&turn(f, ONE, "default", "4").await);
     assert!(answered.contains("A table for 4."), "{answered}");
+
+    // one request id, two callers: two runs at the back, each its caller's
+    let mut long = envelope("never finish");
+    long["request_id"] = "same-id".into();
+    let submitted = client()
+        .post(format!("{f}/v1/e2a/runs"))
+        .bearer_auth(ONE)
+        .json(&long)
+        .send()
+        .await
+        .expect("submit");
+    assert_eq!(submitted.status(), 202);
+    let mut quick = envelope("weather");
+    quick["request_id"] = "same-id".into();
+    let resp = post_auth(f, &quick, "text/event-stream", Some(TWO)).await;
+    assert_eq!(resp.status(), 200);
+    let frames = sse_frames(&resp.text().await.expect("body"));
+    assert_valid_stream(&frames);
+    assert!(
+        frames.iter().all(|fr| fr.request_id.as_deref() == Some("same-id")),
+        "the client's request id comes back: {frames:?}"
+    );
+    let last = frames.last().expect("frames");
+    assert!(last.is_final && last.response_kind.as_str() != "e2a.error", "{last:?}");
+    // ONE's run still goes on at the back, and a cancel reaches it, not TWO's
+    let run: Value = client()
+        .get(format!("{f}/v1/e2a/runs/same-id"))
+        .bearer_auth(ONE)
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(run["state"], "running", "{run}");
+    let stopped: Value = client()
+        .post(format!("{f}/v1/e2a/runs/same-id:cancel"))
+        .bearer_auth(ONE)
+        .send()
+        .await
+        .expect("cancel")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(stopped["state"], "cancelled", "{stopped}");
+    let mut at_back: Vec<String> = Vec::new();
+    let page: Value = client()
+        .get(format!("{}/v1/e2a/runs", back.base))
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("json");
+    for r in page["runs"].as_array().expect("runs") {
+        at_back.push(format!(
+            "{} {}",
+            r["run_id"].as_str().unwrap_or(""),
+            r["state"].as_str().unwrap_or("")
+        ));
+    }
+    let same: Vec<&String> = at_back.iter().filter(|r| r.contains("same-id")).collect();
+    assert_eq!(same.len(), 2, "one run per caller at the back: {at_back:?}");
+    assert!(
+        same.iter().all(|r| !r.starts_with("same-id ")),
+        "scoped ids: {at_back:?}"
+    );
+    eventually_cancelled(&back.base, &same).await;
+}
+
+/// Waits (bounded) until the back's runs `runs` (`"ID STATE"` lines) read: one `cancelled`
+/// (ONE's) and one `succeeded` (TWO's).
+async fn eventually_cancelled(back: &str, runs: &[&String]) {
+    let ids: Vec<String> = runs
+        .iter()
+        .filter_map(|r| r.split(' ').next())
+        .map(str::to_string)
+        .collect();
+    for _ in 0..100 {
+        let mut states = Vec::new();
+        for id in &ids {
+            let url = format!("{back}/v1/e2a/runs/{}", id.replace(':', "%3A"));
+            let run: Value = client().get(url).send().await.expect("get").json().await.expect("json");
+            states.push(run["state"].as_str().unwrap_or("").to_string());
+        }
+        states.sort();
+        if states == ["cancelled", "succeeded"] {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the back's runs {ids:?} did not end as one cancelled, one succeeded");
 }
 
 /// Every text part in an A2A answer (its artifacts, status and history), in order.

@@ -120,24 +120,31 @@ fn failure(request: &E2AEnvelope, kind: ErrorKind, message: String, details: Map
     ResponseStream::for_request(request).fail(kind.mapping().e2a_code, &message, details)
 }
 
-/// The request as the remote server gets it: its conversation ids (`task_id`, `context_id`,
-/// `session_id`) scoped by the caller, so that two callers of this gateway never share a
-/// conversation on the remote one (which sees one caller: this gateway). Returns the request
-/// and a function giving a frame its client's ids back.
+/// The request as the remote server gets it: its ids (`request_id`, `task_id`, `context_id`,
+/// `session_id`) scoped by the caller, so that two callers of this gateway never share a run
+/// or a conversation on the remote one (which sees one caller: this gateway). A request
+/// without `request_id` gets one there, so that its run can be cancelled by id. Returns the
+/// request and a function giving a frame its client's ids back.
 fn scoped(request: &E2AEnvelope, ctx: &RequestContext) -> (E2AEnvelope, impl Fn(E2AResponse) -> E2AResponse) {
     let mut sent = request.clone();
-    let mut swaps: Vec<(String, String)> = Vec::new();
+    let mut swaps: Vec<(String, Option<String>)> = Vec::new();
+    let own_id = sent.request_id.take();
+    let request_id = ctx
+        .conversation(own_id.clone().unwrap_or_else(e2a::stream::new_ordered_id))
+        .scoped_id();
+    swaps.push((request_id.clone(), own_id));
+    sent.request_id = Some(request_id);
     for id in [&mut sent.task_id, &mut sent.context_id, &mut sent.session_id] {
         if let Some(original) = id.take() {
             let scoped = ctx.conversation(original.as_str()).scoped_id();
-            swaps.push((scoped.clone(), original));
+            swaps.push((scoped.clone(), Some(original)));
             *id = Some(scoped);
         }
     }
     let restore = move |mut f: E2AResponse| {
-        for id in [&mut f.task_id, &mut f.context_id, &mut f.session_id] {
+        for id in [&mut f.request_id, &mut f.task_id, &mut f.context_id, &mut f.session_id] {
             if let Some((_, original)) = swaps.iter().find(|(s, _)| id.as_deref() == Some(s.as_str())) {
-                *id = Some(original.clone());
+                id.clone_from(original);
             }
         }
         f
