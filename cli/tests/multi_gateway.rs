@@ -571,12 +571,17 @@ async fn post_json(http: &reqwest::Client, url: String, body: &Value) -> (u16, S
     (resp.status().as_u16(), resp.text().await.expect("body"))
 }
 
+/// `GET url`: the body as JSON.
+async fn get_json<T: serde::de::DeserializeOwned>(http: &reqwest::Client, url: String) -> T {
+    let resp = http.get(url).send().await.expect("get");
+    resp.json().await.expect("json")
+}
+
 /// The E2A run `id` at `base`, once it is not `running` (bounded).
 async fn run_settled(http: &reqwest::Client, base: &str, id: &str) -> Value {
     let started = Instant::now();
     loop {
-        let resp = http.get(format!("{base}/v1/e2a/runs/{id}")).send().await.expect("get");
-        let run: Value = resp.json().await.expect("json");
+        let run: Value = get_json(http, format!("{base}/v1/e2a/runs/{id}")).await;
         if run["state"] != "running" {
             return run;
         }
@@ -646,24 +651,10 @@ fn an_agui_interrupt_and_a_paused_e2a_run_asked_on_one_gateway_are_answered_on_t
         let (status, text) = post_json(&http, format!("{}/v1/e2a/runs", b.base), &reply).await;
         assert_eq!(status, 202, "{text}");
         assert_eq!(run_settled(&http, &b.base, "answer-pg").await["state"], "succeeded");
-        let frames: Vec<Value> = http
-            .get(format!("{}/v1/e2a/runs/answer-pg/frames", a.base))
-            .send()
-            .await
-            .expect("frames")
-            .json()
-            .await
-            .expect("json");
+        let frames: Vec<Value> = get_json(&http, format!("{}/v1/e2a/runs/answer-pg/frames", a.base)).await;
         assert_eq!(text_said(&frames), "booked for 4", "read on A, run on B");
         for base in [&a.base, &b.base] {
-            let page: Value = http
-                .get(format!("{base}/v1/e2a/runs"))
-                .send()
-                .await
-                .expect("list")
-                .json()
-                .await
-                .expect("json");
+            let page: Value = get_json(&http, format!("{base}/v1/e2a/runs")).await;
             let ids: Vec<&str> = page["runs"]
                 .as_array()
                 .expect("runs")

@@ -123,42 +123,28 @@ async fn a_remote_e2a_agent_keeps_callers_apart_at_the_back() {
     let last = frames.last().expect("frames");
     assert!(last.is_final && last.response_kind.as_str() != "e2a.error", "{last:?}");
     // ONE's run still goes on at the back, and a cancel reaches it, not TWO's
-    let run: Value = client()
-        .get(format!("{f}/v1/e2a/runs/same-id"))
-        .bearer_auth(ONE)
-        .send()
-        .await
-        .expect("get")
-        .json()
-        .await
-        .expect("json");
+    let run = json_of(client().get(format!("{f}/v1/e2a/runs/same-id")).bearer_auth(ONE)).await;
     assert_eq!(run["state"], "running", "{run}");
-    let stopped: Value = client()
-        .post(format!("{f}/v1/e2a/runs/same-id:cancel"))
-        .bearer_auth(ONE)
-        .send()
-        .await
-        .expect("cancel")
-        .json()
-        .await
-        .expect("json");
+    let stopped = json_of(
+        client()
+            .post(format!("{f}/v1/e2a/runs/same-id:cancel"))
+            .bearer_auth(ONE),
+    )
+    .await;
     assert_eq!(stopped["state"], "cancelled", "{stopped}");
-    let mut at_back: Vec<String> = Vec::new();
-    let page: Value = client()
-        .get(format!("{}/v1/e2a/runs", back.base))
-        .send()
-        .await
-        .expect("list")
-        .json()
-        .await
-        .expect("json");
-    for r in page["runs"].as_array().expect("runs") {
-        at_back.push(format!(
-            "{} {}",
-            r["run_id"].as_str().unwrap_or(""),
-            r["state"].as_str().unwrap_or("")
-        ));
-    }
+    let page = json_of(client().get(format!("{}/v1/e2a/runs", back.base))).await;
+    let at_back: Vec<String> = page["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}",
+                r["run_id"].as_str().unwrap_or(""),
+                r["state"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
     let same: Vec<&String> = at_back.iter().filter(|r| r.contains("same-id")).collect();
     assert_eq!(same.len(), 2, "one run per caller at the back: {at_back:?}");
     assert!(
@@ -166,6 +152,11 @@ async fn a_remote_e2a_agent_keeps_callers_apart_at_the_back() {
         "scoped ids: {at_back:?}"
     );
     eventually_cancelled(&back.base, &same).await;
+}
+
+/// The answer to `request`, as JSON.
+async fn json_of(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.expect("send").json().await.expect("json")
 }
 
 /// Waits (bounded) until the back's runs `runs` (`"ID STATE"` lines) read: one `cancelled`
@@ -180,7 +171,7 @@ async fn eventually_cancelled(back: &str, runs: &[&String]) {
         let mut states = Vec::new();
         for id in &ids {
             let url = format!("{back}/v1/e2a/runs/{}", id.replace(':', "%3A"));
-            let run: Value = client().get(url).send().await.expect("get").json().await.expect("json");
+            let run = json_of(client().get(url)).await;
             states.push(run["state"].as_str().unwrap_or("").to_string());
         }
         states.sort();

@@ -51,13 +51,7 @@ pub(super) async fn submit(
         .request_id
         .get_or_insert_with(e2a::stream::new_ordered_id)
         .clone();
-    if shared
-        .runs
-        .view(&runs::e2a_key(&caller, &id))
-        .await
-        .map_err(|e| e.problem())?
-        .is_some()
-    {
+    if view_of(&shared, &caller, &id).await?.is_some() {
         return Err(Problem::new(
             ErrorKind::InvalidRequest,
             format!("a run of request_id {id:?} exists: read it at its run resource, or send a new request_id"),
@@ -149,12 +143,7 @@ const MAX_PAGE: usize = 100;
 /// `POST /v1/e2a/runs/{id}:replay`: a new detached run of the caller's run's request, under a
 /// new request id; its provenance names the run replayed.
 async fn replay(shared: &Arc<Pipeline>, caller: &Caller, headers: &HeaderMap, id: &str) -> Result<Response, Problem> {
-    let view = shared
-        .runs
-        .view(&runs::e2a_key(caller, id))
-        .await
-        .map_err(|e| e.problem())?
-        .ok_or_else(|| no_run(id))?;
+    let view = view_of(shared, caller, id).await?.ok_or_else(|| no_run(id))?;
     let mut request = view.request.as_deref().cloned().ok_or_else(|| {
         Problem::new(
             ErrorKind::InvalidRequest,
@@ -230,20 +219,17 @@ async fn cancel(shared: &Pipeline, caller: &Caller, id: &str) -> Result<Response
             let _ = tokio::time::timeout(CANCEL_WAIT, async { while sub.next().await.is_some() {} }).await;
         }
         Cancel::Ended => {}
-        Cancel::Elsewhere => {
-            let view = shared.runs.view(&key).await.map_err(|e| e.problem())?;
-            match view {
-                None => return Err(no_run(id)),
-                Some(v) if !v.ended => {
-                    return Err(Problem::new(
-                        ErrorKind::InvalidRequest,
-                        "the run goes on at another gateway of the store: cancel it there",
-                    )
-                    .with_status(StatusCode::CONFLICT))
-                }
-                Some(_) => {}
+        Cancel::Elsewhere => match view_of(shared, caller, id).await? {
+            None => return Err(no_run(id)),
+            Some(v) if !v.ended => {
+                return Err(Problem::new(
+                    ErrorKind::InvalidRequest,
+                    "the run goes on at another gateway of the store: cancel it there",
+                )
+                .with_status(StatusCode::CONFLICT))
             }
-        }
+            Some(_) => {}
+        },
     }
     found(shared, caller, id, StatusCode::OK, None).await
 }
@@ -256,12 +242,7 @@ async fn found(
     status: StatusCode,
     location: Option<String>,
 ) -> Result<Response, Problem> {
-    let view = shared
-        .runs
-        .view(&runs::e2a_key(caller, id))
-        .await
-        .map_err(|e| e.problem())?
-        .ok_or_else(|| no_run(id))?;
+    let view = view_of(shared, caller, id).await?.ok_or_else(|| no_run(id))?;
     let body = crate::json::text(&resource(shared, id, view));
     let mut response = (status, [(header::CONTENT_TYPE, JSON)], body).into_response();
     if let Some(at) = location.and_then(|l| HeaderValue::from_str(&l).ok()) {
@@ -291,6 +272,15 @@ fn resource(shared: &Pipeline, id: &str, view: RunView) -> E2aRun {
             .map(str::to_string),
         final_frame,
     }
+}
+
+/// What is known of the caller's run `id` (`None`: no such run is kept).
+async fn view_of(shared: &Pipeline, caller: &Caller, id: &str) -> Result<Option<RunView>, Problem> {
+    shared
+        .runs
+        .view(&runs::e2a_key(caller, id))
+        .await
+        .map_err(|e| e.problem())
 }
 
 fn no_run(id: &str) -> Problem {
