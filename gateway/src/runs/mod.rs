@@ -267,6 +267,14 @@ pub(crate) struct RunKeeping {
     pub(crate) shared: bool,
 }
 
+impl RunKeeping {
+    /// Whether a stored run that has not `ended` runs nowhere any more: no gateway shares the
+    /// store (this one would be running it in its memory), or its lease ran out.
+    pub(crate) fn orphaned(&self, ended: bool, leased: bool) -> bool {
+        !(ended || (leased && self.shared))
+    }
+}
+
 /// Live and retained runs.
 pub(crate) struct Runs {
     inner: Mutex<Inner>,

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{ResumeError, Run, Runs, Subscription};
+use super::{ResumeError, Run, RunKeeping, Runs, Subscription};
 use e2a::E2AEnvelope;
 
 use crate::agent::{Caller, ConversationKey};
@@ -79,18 +79,22 @@ impl Runs {
         let Some(store) = self.store.get() else {
             return Ok(None);
         };
-        let stored_key = key.scoped_id();
-        let Some(summary) = store.runs.run_summary(&stored_key).await? else {
+        let Some(summary) = store.runs.run_summary(&key.scoped_id()).await? else {
             return Ok(None);
         };
-        if summary.ended || (summary.leased && store.shared) {
+        self.stored_view(store, summary).await
+    }
+
+    /// What is known of a stored run from its summary; a run no gateway runs any more is
+    /// settled here (its final frame stored, as a reader would give it).
+    async fn stored_view(&self, store: &RunKeeping, summary: RunSummary) -> Result<Option<RunView>, ResumeError> {
+        if !store.orphaned(summary.ended, summary.leased) {
             return Ok(Some(RunView::of_stored(summary)));
         }
-        // no gateway runs it any more: a reader settles it (stores its final frame)
-        let Some(log) = store.runs.run_after(&stored_key, None).await? else {
+        let Some(log) = store.runs.run_after(&summary.key, None).await? else {
             return Ok(None);
         };
-        let mut sub = Subscription::stored(store.clone(), stored_key, log, None);
+        let mut sub = Subscription::stored(store.clone(), summary.key.clone(), log, None);
         let held = sub.held_now().await;
         Ok(Some(RunView {
             frames: held.len() as u64,
@@ -119,14 +123,17 @@ impl Runs {
             let Some(id) = summary.key.strip_prefix(&prefix).map(str::to_string) else {
                 continue;
             };
-            let view = if summary.ended || (summary.leased && store.shared) {
-                RunView::of_stored(summary)
-            } else {
-                // running here (fresher in memory), or settled now
-                match self.view(&super::e2a_key(caller, &id)).await? {
+            // a run that reads as no gateway's may be running here (fresher in memory)
+            let local = match store.orphaned(summary.ended, summary.leased) {
+                true => self.local(&super::e2a_key(caller, &id)),
+                false => None,
+            };
+            let view = match local {
+                Some(run) => RunView::of_local(&run),
+                None => match self.stored_view(store, summary).await? {
                     Some(v) => v,
                     None => continue,
-                }
+                },
             };
             runs.push((id, view));
         }

@@ -323,7 +323,7 @@ impl Stored {
     /// The final frame of a run no gateway runs any more (its lease ran out, or no gateway
     /// shares the store) and that has not ended: stored, so that every reader gets the same.
     async fn orphan_end(&mut self) -> Option<Frame> {
-        if self.ended || (self.leased && self.store.shared) {
+        if !self.store.orphaned(self.ended, self.leased) {
             return None;
         }
         let end = self.cutoff(

@@ -242,7 +242,7 @@ impl<R: ?Sized + Send + Sync> Metered<R> {
         Box::pin(async move {
             timed.await.map_err(|e| match e {
                 StoreError::Backend(m) => PauseError(m),
-                e => PauseError(e.to_string()),
+                e => e.into(),
             })
         })
     }

@@ -189,6 +189,13 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+/// A store failure, as an agent sees it ([`crate::agent::PauseKeeper`]).
+impl From<StoreError> for crate::agent::PauseError {
+    fn from(e: StoreError) -> Self {
+        crate::agent::PauseError(e.to_string())
+    }
+}
+
 /// An ACP session of `e2a acp` as stored (its replay history is kept beside it, see
 /// [`SessionStore::append_history`]).
 #[derive(Debug, Clone, PartialEq)]

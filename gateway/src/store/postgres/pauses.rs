@@ -9,12 +9,12 @@ use crate::store::{PauseStore, StoreError, StoreFuture};
 
 impl PgStore {
     async fn one_state(&self, sql: &str, key: &str) -> Result<Option<String>, PauseError> {
-        let client = self.client().await.map_err(pause_error)?;
+        let client = self.client().await.map_err(PauseError::from)?;
         let row = client
             .query_opt(sql, &[&key])
             .await
-            .map_err(|e| pause_error(pg_error(&e)))?;
-        row.map(|r| r.try_get::<_, String>(0).map_err(|e| pause_error(pg_error(&e))))
+            .map_err(|e| PauseError::from(pg_error(&e)))?;
+        row.map(|r| r.try_get::<_, String>(0).map_err(|e| PauseError::from(pg_error(&e))))
             .transpose()
     }
 
@@ -29,14 +29,9 @@ impl PgStore {
     }
 }
 
-/// A store failure, as an agent sees it.
-fn pause_error(e: StoreError) -> PauseError {
-    PauseError(e.to_string())
-}
-
 impl PauseKeeper for PgStore {
     fn put_pause<'a>(&'a self, key: &'a str, state: String) -> PauseFuture<'a, ()> {
-        Box::pin(async move { self.put_state(key, &state).await.map_err(pause_error) })
+        Box::pin(async move { self.put_state(key, &state).await.map_err(PauseError::from) })
     }
 
     fn take_pause<'a>(&'a self, key: &'a str) -> PauseFuture<'a, Option<String>> {

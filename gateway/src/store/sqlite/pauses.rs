@@ -6,12 +6,7 @@ use rusqlite::{params, OptionalExtension};
 
 use super::{backend, SqliteStore};
 use crate::agent::{PauseError, PauseFuture, PauseKeeper};
-use crate::store::{PauseStore, StoreError, StoreFuture};
-
-/// A store failure, as an agent sees it.
-fn pause_error(e: StoreError) -> PauseError {
-    PauseError(e.to_string())
-}
+use crate::store::{PauseStore, StoreFuture};
 
 impl PauseKeeper for SqliteStore {
     fn put_pause<'a>(&'a self, key: &'a str, state: String) -> PauseFuture<'a, ()> {
@@ -26,7 +21,7 @@ impl PauseKeeper for SqliteStore {
             .map_err(backend)?;
             Ok(())
         });
-        Box::pin(async move { put.await.map_err(pause_error) })
+        Box::pin(async move { put.await.map_err(PauseError::from) })
     }
 
     fn take_pause<'a>(&'a self, key: &'a str) -> PauseFuture<'a, Option<String>> {
@@ -38,7 +33,7 @@ impl PauseKeeper for SqliteStore {
                 .optional()
                 .map_err(backend)
         });
-        Box::pin(async move { take.await.map_err(pause_error) })
+        Box::pin(async move { take.await.map_err(PauseError::from) })
     }
 
     fn get_pause<'a>(&'a self, key: &'a str) -> PauseFuture<'a, Option<String>> {
@@ -50,7 +45,7 @@ impl PauseKeeper for SqliteStore {
                 .optional()
                 .map_err(backend)
         });
-        Box::pin(async move { get.await.map_err(pause_error) })
+        Box::pin(async move { get.await.map_err(PauseError::from) })
     }
 }
 

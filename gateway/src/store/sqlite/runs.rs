@@ -104,6 +104,7 @@ impl RunStore for SqliteStore {
             let total: i64 = c
                 .prepare_cached(&format!("SELECT COUNT(*) FROM e2a_runs r WHERE {of}"))
                 .map_err(backend)?
+                // (`?1`, the time, is the page query's: unused by the count)
                 .query_row(params![0, query.prefix], |r| r.get(0))
                 .map_err(backend)?;
             let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
