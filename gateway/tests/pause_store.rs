@@ -54,3 +54,43 @@ async fn postgres() {
     };
     a_pause_is_kept_taken_once_and_forgotten(Arc::new(pg(&url).await)).await;
 }
+
+/// The text an E2A SSE answer said, and its final frame's body (where a pause asks).
+fn said(frames: &[e2a::E2AResponse]) -> String {
+    let mut out: String = frames
+        .iter()
+        .filter(|f| f.body.get("delta_kind").and_then(|k| k.as_str()) == Some("text"))
+        .filter_map(|f| f.body.get("delta").and_then(|d| d.as_str()))
+        .collect();
+    if let Some(last) = frames.last() {
+        out.push_str(&serde_json::Value::Object(last.body.clone()).to_string());
+    }
+    out
+}
+
+/// One E2A turn of session `session` at the gateway at `base`: what it said.
+async fn turn(base: &str, session: &str, text: &str) -> String {
+    let mut body = envelope(text);
+    body["session_id"] = session.into();
+    let resp = post(base, &body, "text/event-stream").await;
+    assert_eq!(resp.status(), 200);
+    said(&sse_frames(&resp.text().await.expect("body")))
+}
+
+/// With a store that keeps pauses, an agent's pause lives there alone: answered on one gateway,
+/// it is gone for the gateway that asked too (no copy in its memory answers it twice).
+#[tokio::test]
+async fn a_pause_answered_on_one_gateway_is_gone_on_the_one_that_asked() {
+    let store = Arc::new(MemoryStore::new());
+    let gateway = || e2a_gateway::Gateway::new(script(), fast_config()).with_store(store.clone());
+    let (a, b) = (serve_crashable(gateway()).await, serve_crashable(gateway()).await);
+    assert!(turn(&a.base, "s-twice", "book a table")
+        .await
+        .contains("For how many people?"));
+    assert!(turn(&b.base, "s-twice", "4").await.contains("A table for 4."));
+    let again = turn(&a.base, "s-twice", "4").await;
+    assert!(
+        !again.contains("A table for"),
+        "the asking gateway answered the pause again: {again}"
+    );
+}

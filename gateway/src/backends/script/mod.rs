@@ -52,7 +52,7 @@ impl ScriptStats {
     }
 }
 
-/// A paused scenario waiting for its follow-up (kept in the gateway's store too, when it has
+/// A paused scenario waiting for its follow-up (kept in the gateway's store instead, when it has
 /// one: JSON under the conversation's [`ConversationKey::pause_key`]).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Paused {
@@ -286,16 +286,19 @@ impl ScriptAgent {
         Some((steps, "resumed".to_string(), p.input, text.to_string()))
     }
 
-    /// Holds `paused` for conversation `key`: in memory, and in the gateway's store when it has
-    /// one (before the pause's frames go out: an answer may follow at once).
+    /// Holds `paused` for conversation `key` (before the pause's frames go out: an answer may
+    /// follow at once): in the gateway's store when it has one — there alone, so that an
+    /// answer on another gateway takes it for every gateway — else, or when the store fails,
+    /// in this process's memory.
     async fn keep(&self, key: ConversationKey, paused: Paused, ctx: &RequestContext) {
         if let Some(store) = ctx.pauses() {
             let kept = match serde_json::to_string(&paused) {
                 Ok(text) => store.put_pause(&key.pause_key(), text).await,
                 Err(e) => Err(crate::agent::PauseError(e.to_string())),
             };
-            if let Err(e) = kept {
-                tracing::warn!(error = %e, "cannot store a pause: it lives in this process only");
+            match kept {
+                Ok(()) => return,
+                Err(e) => tracing::warn!(error = %e, "cannot store a pause: it lives in this process only"),
             }
         }
         self.paused.lock().insert(key, paused);
@@ -377,7 +380,8 @@ impl Agent for ScriptAgent {
         "script".into()
     }
 
-    /// A script's pauses live in this process's memory: it knows exactly which it holds.
+    /// The pauses a script holds in this process's memory (with a store they are there
+    /// instead, and the gateway looks there before it refuses an answer).
     fn holds_pause(&self, key: &ConversationKey) -> Option<bool> {
         Some(self.paused.lock().contains_key(key))
     }
