@@ -471,3 +471,63 @@ async fn a_run_cut_off_by_a_shutdown_says_so() {
     );
     let _ = tokio::time::timeout(Duration::from_secs(5), served).await;
 }
+
+/// A resume the gateway refuses for want of a stream slot (`503`) leaves its interrupt pending:
+/// the same answer later is honoured.
+#[tokio::test]
+async fn a_resume_refused_for_want_of_a_stream_slot_leaves_the_interrupt_pending() {
+    let config = GatewayConfig {
+        max_streams: 1,
+        ..GatewayConfig::default()
+    };
+    let s = serve(script(), config).await;
+    let first = input("t-full", "please deploy");
+    let events = run(&s.base, "/agui", &first).await;
+    let id = events.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
+    let http = reqwest::Client::new();
+    // the one slot taken by a run that goes on
+    let hold = json!({"method": "chat.send", "request_id": "hold", "params": {"query": "never finish"}});
+    let held = http
+        .post(format!("{}/v1/e2a/runs", s.base))
+        .header("content-type", "application/json")
+        .body(hold.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(held.status(), 202);
+    let answer = json!({"threadId": "t-full", "runId": format!("run-{}", uuid::Uuid::new_v4()),
+        "messages": [], "resume": [{"interruptId": id, "status": "resolved", "payload": {"approved": true}}]});
+    let refused = http
+        .post(format!("{}/agui", s.base))
+        .header("content-type", "application/json")
+        .body(answer.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+    let cancelled = http
+        .post(format!("{}/v1/e2a/runs/hold:cancel", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cancelled.status(), 200);
+    // the slot comes back once the held run has ended (bounded)
+    for _ in 0..100 {
+        let resp = http
+            .post(format!("{}/agui", s.base))
+            .header("content-type", "application/json")
+            .body(answer.to_string())
+            .send()
+            .await
+            .unwrap();
+        if resp.status() == 503 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        assert_eq!(resp.status(), 200);
+        let events = events_of(&resp.text().await.unwrap());
+        assert_eq!(said(&events), "Deployed.");
+        return;
+    }
+    panic!("the stream slot never came back");
+}

@@ -180,23 +180,9 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
     let shared = &agui.pipeline;
     let resume_after = last_event_id::read(&headers)?;
     let mut input = body::read(&headers, body, shared.config.body()).await?.value()?;
-    // a resume answers the interrupts this caller's thread is waiting on, or nothing runs
-    let answered = match resume_after {
-        None => agui.kept().take_answered(caller.owner(), &mut input).await?,
-        Some(_) => None,
-    };
-    let mut request = e2a::agui::envelope_from_run_input(&input).map_err(|e| Problem::from_read_error(&e))?;
-    crate::web::trace::correlate(
-        &mut request,
-        crate::web::trace::TraceContext::from_headers(&headers).trace_id,
-    );
-    let ids = RunIds {
-        thread: (caller.owner(), request.session_id.clone().unwrap_or_default()),
-        run_id: request.request_id.clone().unwrap_or_default(),
-    };
-    let key = runs::agui_key(&caller, &ids.thread.1, &ids.run_id);
     if let Some(after) = resume_after {
         // the same run again, from after the last event the client saw
+        let (_, ids, key) = run_of(&input, &caller, &headers)?;
         let sub = shared
             .runs
             .resume(&key, None)
@@ -207,6 +193,12 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
             })?;
         return Ok(events(agui.clone(), ids, sub, after));
     }
+    // admitted before a resume takes the interrupts it answers: a run refused (the gateway
+    // drains, too many streams) leaves them pending
+    let admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
+    // a resume answers the interrupts this caller's thread is waiting on, or nothing runs
+    let answered = agui.kept().take_answered(caller.owner(), &mut input).await?;
+    let (mut request, ids, key) = run_of(&input, &caller, &headers)?;
     if let Some(parent) = input.get("parentRunId").and_then(Value::as_str) {
         // a branch of one of the caller's own runs, on its thread
         let parent_key = runs::agui_key(&caller, &ids.thread.1, parent);
@@ -226,7 +218,6 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
             .params
             .insert("text".into(), resume::resume_answer(first).into());
     }
-    let admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
     // the frames of a streamed answer say so
     request.is_stream = true;
     let guarded = admission.run(request.clone());
@@ -238,6 +229,26 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
     let sub = run.subscribe(None);
     pump.spawn(guarded);
     Ok(events(agui.clone(), ids, sub, 0))
+}
+
+/// The envelope of a run input (its trace id from `headers` when it names none), which run it
+/// is and the run's key.
+fn run_of(
+    input: &Value,
+    caller: &Caller,
+    headers: &HeaderMap,
+) -> Result<(e2a::E2AEnvelope, RunIds, crate::agent::ConversationKey), Problem> {
+    let mut request = e2a::agui::envelope_from_run_input(input).map_err(|e| Problem::from_read_error(&e))?;
+    crate::web::trace::correlate(
+        &mut request,
+        crate::web::trace::TraceContext::from_headers(headers).trace_id,
+    );
+    let ids = RunIds {
+        thread: (caller.owner(), request.session_id.clone().unwrap_or_default()),
+        run_id: request.request_id.clone().unwrap_or_default(),
+    };
+    let key = runs::agui_key(caller, &ids.thread.1, &ids.run_id);
+    Ok((request, ids, key))
 }
 
 /// Which run a stream shows: its thread (with its caller) and its id.
