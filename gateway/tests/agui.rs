@@ -531,3 +531,40 @@ async fn a_resume_refused_for_want_of_a_stream_slot_leaves_the_interrupt_pending
     }
     panic!("the stream slot never came back");
 }
+
+/// A resume refused for the rest of its input — a `parentRunId` naming no run of the caller,
+/// `messages` that are not an array — is refused before it takes its interrupts: the same
+/// answer, corrected, is honoured.
+#[tokio::test]
+async fn a_resume_refused_for_the_rest_of_its_input_leaves_the_interrupt_pending() {
+    let s = serve(script(), GatewayConfig::default()).await;
+    let first = input("t-checked", "please deploy");
+    let events = run(&s.base, "/agui", &first).await;
+    let id = events.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
+    let answer = json!({"threadId": "t-checked", "runId": format!("run-{}", uuid::Uuid::new_v4()),
+        "messages": [], "resume": [{"interruptId": id, "status": "resolved", "payload": {"approved": true}}]});
+    let post = |body: Value| {
+        reqwest::Client::new()
+            .post(format!("{}/agui", s.base))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+    let mut orphan = answer.clone();
+    orphan["parentRunId"] = json!("no-such-run");
+    let r = post(orphan).await.unwrap();
+    assert_eq!(r.status(), 422);
+    let p: Value = r.json().await.unwrap();
+    assert_eq!(p["pointer"], "/parentRunId", "{p}");
+    let mut malformed = answer.clone();
+    malformed["messages"] = json!("not a list");
+    let r = post(malformed).await.unwrap();
+    assert_eq!(r.status(), 422);
+    let p: Value = r.json().await.unwrap();
+    assert_eq!(p["pointer"], "/messages", "{p}");
+    // the answer, corrected, is the one the interrupt gets
+    let mut branch = answer.clone();
+    branch["parentRunId"] = first["runId"].clone();
+    let events = run(&s.base, "/agui", &branch).await;
+    assert_eq!(said(&events), "Deployed.");
+}

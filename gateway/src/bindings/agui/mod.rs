@@ -196,27 +196,18 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
     // admitted before a resume takes the interrupts it answers: a run refused (the gateway
     // drains, too many streams) leaves them pending
     let admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
-    // a resume answers the interrupts this caller's thread is waiting on, or nothing runs
-    let answered = agui.kept().take_answered(caller.owner(), &mut input).await?;
+    // a resume answers the interrupts this caller's thread is waiting on, or nothing runs;
+    // checked first, with the rest of the input, and taken only then
+    let claim = agui.kept().check(caller.owner(), &mut input).await?;
     let (mut request, ids, key) = run_of(&input, &caller, &headers)?;
     if let Some(parent) = input.get("parentRunId").and_then(Value::as_str) {
-        // a branch of one of the caller's own runs, on its thread
-        let parent_key = runs::agui_key(&caller, &ids.thread.1, parent);
-        if shared.runs.view(&parent_key).await.map_err(|e| e.problem())?.is_none() {
-            return Err(Problem::new(
-                ErrorKind::InvalidParams,
-                format!(
-                    "parentRunId {parent:?} names no run of this caller on thread {:?}",
-                    ids.thread.1
-                ),
-            )
-            .at("/parentRunId"));
-        }
+        check_parent(shared, &caller, &ids.thread.1, parent).await?;
     }
-    if let Some(first) = answered.as_ref().and_then(|entries| entries.first()) {
+    if let Some(claim) = claim {
+        let entries = agui.kept().take(claim).await?;
         request
             .params
-            .insert("text".into(), resume::resume_answer(first).into());
+            .insert("text".into(), resume::resume_answer(&entries).into());
     }
     // the frames of a streamed answer say so
     request.is_stream = true;
@@ -229,6 +220,19 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
     let sub = run.subscribe(None);
     pump.spawn(guarded);
     Ok(events(agui.clone(), ids, sub, 0))
+}
+
+/// A `parentRunId` must name one of the caller's own runs on the same thread (a branch of it).
+async fn check_parent(shared: &Pipeline, caller: &Caller, thread: &str, parent: &str) -> Result<(), Problem> {
+    let parent_key = runs::agui_key(caller, thread, parent);
+    match shared.runs.view(&parent_key).await.map_err(|e| e.problem())? {
+        Some(_) => Ok(()),
+        None => Err(Problem::new(
+            ErrorKind::InvalidParams,
+            format!("parentRunId {parent:?} names no run of this caller on thread {thread:?}"),
+        )
+        .at("/parentRunId")),
+    }
 }
 
 /// The envelope of a run input (its trace id from `headers` when it names none), which run it

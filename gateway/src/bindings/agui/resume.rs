@@ -37,24 +37,50 @@ struct AnswerPayload {
     answer: Option<String>,
 }
 
-/// The answer, as text, that a follow-up run gives to the interrupt it resumes (what an agent
-/// reading the request's text gets; the entries themselves reach it whole in
-/// `params.resume`).
-pub(super) fn resume_answer(entry: &ResumeEntry) -> String {
+/// What one entry answers.
+enum Answer {
+    Denied,
+    Approved,
+    Said(String),
+}
+
+fn answer_of(entry: &ResumeEntry) -> Answer {
     if entry.status == "cancelled" {
-        return "no".into();
+        return Answer::Denied;
     }
     match &entry.payload {
-        Value::Bool(false) => "no".into(),
-        Value::String(s) => s.clone(),
+        Value::Bool(false) => Answer::Denied,
+        Value::String(s) => Answer::Said(s.clone()),
         p @ Value::Object(_) => match AnswerPayload::deserialize(p) {
             Ok(AnswerPayload {
                 approved: Some(false), ..
-            }) => "no".into(),
-            Ok(AnswerPayload { answer: Some(a), .. }) => a,
-            _ => "yes".into(),
+            }) => Answer::Denied,
+            Ok(AnswerPayload { answer: Some(a), .. }) => Answer::Said(a),
+            _ => Answer::Approved,
         },
-        _ => "yes".into(),
+        _ => Answer::Approved,
+    }
+}
+
+/// The answer, as text, that a follow-up run gives to the interrupts it resumes (what an
+/// agent reading the request's text gets; the entries themselves reach it whole in
+/// `params.resume`): `no` when any entry denies, else what the entries say (one line each,
+/// in their order), else `yes`.
+pub(super) fn resume_answer(entries: &[ResumeEntry]) -> String {
+    let answers: Vec<Answer> = entries.iter().map(answer_of).collect();
+    if answers.iter().any(|a| matches!(a, Answer::Denied)) {
+        return "no".into();
+    }
+    let said: Vec<String> = answers
+        .into_iter()
+        .filter_map(|a| match a {
+            Answer::Said(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    match said.is_empty() {
+        true => "yes".into(),
+        false => said.join("\n"),
     }
 }
 
@@ -109,78 +135,68 @@ impl Interrupts {
         }
     }
 
-    /// Takes what `input`'s `resume` answers, checked: its entries, when it has a `resume`.
-    /// A `threadId` it lacks is the thread its `runId` waits on (GoAI's resume body); every
-    /// entry must name an interrupt pending on that thread, with `status` `resolved` or
-    /// `cancelled` (or none), and every pending interrupt must be answered. Nothing is taken
-    /// when the input is refused.
-    pub(super) fn take_answered(
-        lock: &Mutex<Interrupts>,
-        owner: Option<String>,
-        input: &mut Value,
-    ) -> Result<Option<Vec<ResumeEntry>>, Problem> {
-        let Some(resume) = input.get("resume").filter(|r| !r.is_null()) else {
-            return Ok(None);
-        };
-        let entries = Vec::<ResumeEntry>::deserialize(resume)
-            .map_err(|_| invalid("/resume", "expected an array of {interruptId, status, payload} entries"))?;
-        let mut this = lock.lock();
-        let thread = match input.get("threadId").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-            Some(t) => t.to_string(),
-            None => {
-                let run = input
-                    .get("runId")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                let thread = this.by_run.get(&(owner.clone(), run.clone())).cloned().ok_or_else(|| {
-                    invalid(
-                        "/threadId",
-                        &format!("no run {run:?} of this caller waits for an answer: give threadId"),
-                    )
-                })?;
-                if let Some(m) = input.as_object_mut() {
-                    m.insert("threadId".into(), thread.clone().into());
-                }
-                thread
-            }
-        };
-        let key = (owner, thread);
-        let pending = this.pending.get(&key).map(|p| p.ids.clone()).unwrap_or_default();
-        if entries.is_empty() || pending.is_empty() {
-            return Err(invalid(
-                "/resume/0/interruptId",
-                &format!("resume names no pending interrupt of thread {:?}", key.1),
-            ));
+    /// Takes the interrupts pending on `thread` when they are still those of `run_id`;
+    /// whether they were.
+    fn take(&mut self, thread: &Thread, run_id: &str) -> bool {
+        if self.pending.get(thread).is_none_or(|p| p.run_id != run_id) {
+            return false;
         }
-        for (i, e) in entries.iter().enumerate() {
-            if !pending.contains(&e.interrupt_id) {
-                return Err(invalid(
-                    &format!("/resume/{i}/interruptId"),
-                    &format!("resume names no pending interrupt of thread {:?}", key.1),
-                ));
-            }
-            if !matches!(e.status.as_str(), "" | "resolved" | "cancelled") {
-                return Err(invalid(
-                    &format!("/resume/{i}/status"),
-                    "expected `resolved` or `cancelled`",
-                ));
-            }
-        }
-        let missing: Vec<&String> = pending
-            .iter()
-            .filter(|id| !entries.iter().any(|e| &e.interrupt_id == *id))
-            .collect();
-        if !missing.is_empty() {
-            return Err(invalid(
-                "/resume",
-                &format!("every pending interrupt must be answered; not answered: {missing:?}"),
-            ));
-        }
-        this.forget(&key);
-        this.order.retain(|k| k != &key);
-        Ok(Some(entries))
+        self.forget(thread);
+        self.order.retain(|k| k != thread);
+        true
     }
+}
+
+/// A resume checked against the interrupts it answers, not yet taken ([`Kept::check`]): the
+/// binding checks the rest of the input first, then takes them ([`Kept::take`]).
+pub(super) struct Claim {
+    thread: Thread,
+    /// The run that paused (what the answer is for).
+    run_id: String,
+    /// Whether the interrupts were read from the store (else from this process's memory).
+    stored: bool,
+    entries: Vec<ResumeEntry>,
+}
+
+/// The `resume` entries of `input`, when it has some.
+fn entries_of(input: &Value) -> Result<Option<Vec<ResumeEntry>>, Problem> {
+    let Some(resume) = input.get("resume").filter(|r| !r.is_null()) else {
+        return Ok(None);
+    };
+    Vec::<ResumeEntry>::deserialize(resume)
+        .map(Some)
+        .map_err(|_| invalid("/resume", "expected an array of {interruptId, status, payload} entries"))
+}
+
+/// Checks `entries` against the interrupts `pending` on `thread`: every entry names one of
+/// them, with `status` `resolved` or `cancelled` (or none), and every one is answered.
+fn check_entries(entries: &[ResumeEntry], pending: &[String], thread: &str) -> Result<(), Problem> {
+    let none_pending = || format!("resume names no pending interrupt of thread {thread:?}");
+    if entries.is_empty() || pending.is_empty() {
+        return Err(invalid("/resume/0/interruptId", &none_pending()));
+    }
+    for (i, e) in entries.iter().enumerate() {
+        if !pending.contains(&e.interrupt_id) {
+            return Err(invalid(&format!("/resume/{i}/interruptId"), &none_pending()));
+        }
+        if !matches!(e.status.as_str(), "" | "resolved" | "cancelled") {
+            return Err(invalid(
+                &format!("/resume/{i}/status"),
+                "expected `resolved` or `cancelled`",
+            ));
+        }
+    }
+    let missing: Vec<&String> = pending
+        .iter()
+        .filter(|id| !entries.iter().any(|e| &e.interrupt_id == *id))
+        .collect();
+    if !missing.is_empty() {
+        return Err(invalid(
+            "/resume",
+            &format!("every pending interrupt must be answered; not answered: {missing:?}"),
+        ));
+    }
+    Ok(())
 }
 
 /// Where the store keeps the interrupts a caller's thread waits on.
@@ -229,80 +245,90 @@ impl Kept<'_> {
         }
     }
 
-    /// [`Interrupts::take_answered`], with what the store keeps: interrupts asked before a
-    /// restart or on another gateway are read from it, and an answer takes them there too (a
-    /// second gateway answering the same interrupt at once is refused).
-    pub(super) async fn take_answered(
-        &self,
-        owner: Option<String>,
-        input: &mut Value,
-    ) -> Result<Option<Vec<ResumeEntry>>, Problem> {
-        let Some(store) = self.store.filter(|_| input.get("resume").is_some_and(|r| !r.is_null())) else {
-            return Interrupts::take_answered(self.memory, owner, input);
+    /// Checks what `input`'s `resume` answers, without taking it: its entries, when it has a
+    /// `resume`. A `threadId` it lacks is the thread its `runId` waits on (GoAI's resume
+    /// body; written into `input`); every entry must name an interrupt pending on that thread
+    /// (in this process, else in the store: asked before a restart or on another gateway),
+    /// and every pending interrupt must be answered ([`check_entries`]).
+    pub(super) async fn check(&self, owner: Option<String>, input: &mut Value) -> Result<Option<Claim>, Problem> {
+        let Some(entries) = entries_of(input)? else {
+            return Ok(None);
         };
-        let thread = self.thread_of(store, &owner, input).await;
-        if let (Some(t), Some(m)) = (&thread, input.as_object_mut()) {
-            m.entry("threadId").or_insert_with(|| t.clone().into());
-        }
-        // only what the store could not keep is in this process's memory
-        let in_memory = thread
-            .as_ref()
-            .is_some_and(|t| self.memory.lock().pending.contains_key(&(owner.clone(), t.clone())));
-        if let (Some(thread), false) = (&thread, in_memory) {
-            let key = (owner.clone(), thread.clone());
-            match store.get_pause(&thread_key(&key)).await {
-                Ok(Some(text)) => {
-                    if let Ok(p) = serde_json::from_str::<Pending>(&text) {
-                        self.memory.lock().remember(key, &p.run_id, p.ids);
-                    }
+        let thread = match input.get("threadId").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            Some(t) => t.to_string(),
+            None => {
+                let run = input.get("runId").and_then(Value::as_str).unwrap_or_default();
+                let thread = self.thread_of(&owner, run).await.ok_or_else(|| {
+                    invalid(
+                        "/threadId",
+                        &format!("no run {run:?} of this caller waits for an answer: give threadId"),
+                    )
+                })?;
+                if let Some(m) = input.as_object_mut() {
+                    m.insert("threadId".into(), thread.clone().into());
                 }
-                Ok(None) => {}
-                Err(e) => tracing::error!(error = %e, "cannot read a stored interrupt"),
+                thread
             }
-        }
-        let answered = match Interrupts::take_answered(self.memory, owner.clone(), input) {
-            Err(refused) => {
-                // what was read from the store for this answer is not kept here
-                if let (Some(t), false) = (&thread, in_memory) {
-                    let mut memory = self.memory.lock();
-                    let key = (owner.clone(), t.clone());
-                    memory.forget(&key);
-                    memory.order.retain(|k| k != &key);
-                }
-                return Err(refused);
-            }
-            Ok(answered) => answered,
         };
-        let (Some(thread), Some(_)) = (thread, &answered) else {
-            return Ok(answered);
+        let thread = (owner, thread);
+        let (pending, stored) = match self.memory.lock().pending.get(&thread).cloned() {
+            Some(p) => (Some(p), false),
+            None => (None, true),
+        };
+        let pending = match (pending, self.store) {
+            (Some(p), _) => Some(p),
+            (None, Some(store)) => match store.get_pause(&thread_key(&thread)).await {
+                Ok(text) => text.and_then(|t| serde_json::from_str::<Pending>(&t).ok()),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read a stored interrupt");
+                    None
+                }
+            },
+            (None, None) => None,
+        };
+        let (run_id, ids) = pending.map(|p| (p.run_id, p.ids)).unwrap_or_default();
+        check_entries(&entries, &ids, &thread.1)?;
+        Ok(Some(Claim {
+            thread,
+            run_id,
+            stored,
+            entries,
+        }))
+    }
+
+    /// Takes the interrupts `claim` answers (once: a second answer, here or on another
+    /// gateway of the store, is refused); its entries.
+    pub(super) async fn take(&self, claim: Claim) -> Result<Vec<ResumeEntry>, Problem> {
+        let answered_meanwhile = || {
+            invalid(
+                "/resume/0/interruptId",
+                &format!("resume names no pending interrupt of thread {:?}", claim.thread.1),
+            )
+        };
+        let store = self.store.filter(|_| claim.stored);
+        let Some(store) = store else {
+            return match self.memory.lock().take(&claim.thread, &claim.run_id) {
+                true => Ok(claim.entries),
+                false => Err(answered_meanwhile()),
+            };
         };
         // the run's thread stays kept (a later answer to it is told what it is answering)
-        let taken = store.take_pause(&thread_key(&(owner.clone(), thread.clone()))).await;
-        match taken {
-            // answered on another gateway meanwhile
-            Ok(None) if !in_memory => Err(invalid(
-                "/resume/0/interruptId",
-                &format!("resume names no pending interrupt of thread {thread:?}"),
-            )),
-            Ok(_) => Ok(answered),
+        match store.take_pause(&thread_key(&claim.thread)).await {
+            Ok(Some(_)) => Ok(claim.entries),
+            Ok(None) => Err(answered_meanwhile()),
             Err(e) => {
                 tracing::error!(error = %e, "cannot take a stored interrupt");
-                Ok(answered)
+                Ok(claim.entries)
             }
         }
     }
 
-    /// The thread `input` resumes: its `threadId`, else the one its `runId` waits on (in this
-    /// process, else in the store).
-    async fn thread_of(&self, store: &Arc<dyn PauseStore>, owner: &Option<String>, input: &Value) -> Option<String> {
-        if let Some(t) = input.get("threadId").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-            return Some(t.to_string());
-        }
-        let run = input.get("runId").and_then(Value::as_str)?;
-        if let Some(t) = self.memory.lock().by_run.get(&(owner.clone(), run.to_string())) {
+    /// The thread run `run_id` of `owner` waits on: in this process, else in the store.
+    async fn thread_of(&self, owner: &Option<String>, run_id: &str) -> Option<String> {
+        if let Some(t) = self.memory.lock().by_run.get(&(owner.clone(), run_id.to_string())) {
             return Some(t.clone());
         }
-        store.get_pause(&run_key(owner, run)).await.ok().flatten()
+        self.store?.get_pause(&run_key(owner, run_id)).await.ok().flatten()
     }
 }
 
@@ -321,7 +347,7 @@ mod tests {
     fn resume_answers() {
         let r = |v: serde_json::Value| {
             let entries = Vec::<ResumeEntry>::deserialize(&v).expect("resume entries");
-            entries.first().map(resume_answer)
+            Some(resume_answer(&entries)).filter(|_| !entries.is_empty())
         };
         assert_eq!(
             r(json!([{"interruptId": "i", "status": "cancelled"}])).as_deref(),
@@ -348,41 +374,64 @@ mod tests {
             Some("no")
         );
         assert_eq!(r(json!([])), None);
+        // two answers: any denial denies; else what they say, in order
+        let two =
+            |a: Value, b: Value| r(json!([{"interruptId": "i", "payload": a}, {"interruptId": "j", "payload": b}]));
+        assert_eq!(two(json!(true), json!({"approved": false})).as_deref(), Some("no"));
+        assert_eq!(two(json!("4"), json!({"approved": true})).as_deref(), Some("4"));
+        assert_eq!(two(json!("4"), json!({"answer": "blue"})).as_deref(), Some("4\nblue"));
+        assert_eq!(two(json!(true), json!(null)).as_deref(), Some("yes"));
     }
 
-    #[test]
-    fn a_resume_answers_every_pending_interrupt_of_its_thread_or_nothing_is_taken() {
+    #[tokio::test]
+    async fn a_resume_answers_every_pending_interrupt_of_its_thread_or_nothing_is_taken() {
         let lock = Mutex::new(Interrupts::default());
+        let kept = Kept {
+            memory: &lock,
+            store: None,
+        };
         let owner = Some("alice".to_string());
         lock.lock()
             .remember((owner.clone(), "t1".into()), "run-1", vec!["a".into(), "b".into()]);
-        let resume = |body: Value| {
-            let mut input = body;
-            Interrupts::take_answered(&lock, owner.clone(), &mut input).map(|e| (e.map(|e| e.len()), input))
+        let check = |body: Value, owner: Option<String>| {
+            let kept = &kept;
+            async move {
+                let mut input = body;
+                let claim = kept.check(owner, &mut input).await?;
+                Ok::<_, Problem>((claim, input))
+            }
         };
+        let pointer = |r: Result<(Option<Claim>, Value), Problem>| r.err().and_then(|p| p.pointer);
         // one of two answered: refused, both still pending
-        let err = resume(json!({"threadId": "t1", "runId": "r2", "resume": [{"interruptId": "a"}]})).err();
-        assert_eq!(err.and_then(|p| p.pointer).as_deref(), Some("/resume"));
+        let r = check(
+            json!({"threadId": "t1", "runId": "r2", "resume": [{"interruptId": "a"}]}),
+            owner.clone(),
+        );
+        assert_eq!(pointer(r.await).as_deref(), Some("/resume"));
         // an unknown id, a wrong status
-        let err = resume(json!({"threadId": "t1", "resume": [{"interruptId": "a"}, {"interruptId": "z"}]})).err();
-        assert_eq!(err.and_then(|p| p.pointer).as_deref(), Some("/resume/1/interruptId"));
-        let err = resume(json!({"threadId": "t1", "resume": [{"interruptId": "a", "status": "maybe"}]})).err();
-        assert_eq!(err.and_then(|p| p.pointer).as_deref(), Some("/resume/0/status"));
+        let r = check(
+            json!({"threadId": "t1", "resume": [{"interruptId": "a"}, {"interruptId": "z"}]}),
+            owner.clone(),
+        );
+        assert_eq!(pointer(r.await).as_deref(), Some("/resume/1/interruptId"));
+        let r = check(
+            json!({"threadId": "t1", "resume": [{"interruptId": "a", "status": "maybe"}]}),
+            owner.clone(),
+        );
+        assert_eq!(pointer(r.await).as_deref(), Some("/resume/0/status"));
         // another caller's run is not found by id
-        let mut other = json!({"runId": "run-1", "resume": [{"interruptId": "a"}, {"interruptId": "b"}]});
-        let err = Interrupts::take_answered(&lock, Some("bob".into()), &mut other).err();
-        assert_eq!(err.and_then(|p| p.pointer).as_deref(), Some("/threadId"));
-        // GoAI's body: the run's id, no thread; both answered
-        let (n, input) = resume(json!({"runId": "run-1", "resume": [
-            {"interruptId": "b", "status": "resolved", "payload": {"approved": true}},
-            {"interruptId": "a", "status": "cancelled", "payload": null}]}))
-        .expect("taken");
-        assert_eq!(n, Some(2));
+        let both = json!({"runId": "run-1", "resume": [{"interruptId": "a"}, {"interruptId": "b"}]});
+        let r = check(both.clone(), Some("bob".into()));
+        assert_eq!(pointer(r.await).as_deref(), Some("/threadId"));
+        // GoAI's body: the run's id, no thread; both answered; checked twice, taken once
+        let (claim, input) = check(both.clone(), owner.clone()).await.expect("checked");
         assert_eq!(input["threadId"], "t1");
-        // taken once
-        let again = resume(json!({"threadId": "t1", "resume": [{"interruptId": "a"}, {"interruptId": "b"}]}));
-        assert!(again.is_err());
-        // no resume: nothing to take
-        assert!(matches!(resume(json!({"threadId": "t1"})), Ok((None, _))));
+        let (again, _) = check(both.clone(), owner.clone()).await.expect("checked, not taken");
+        let entries = kept.take(claim.expect("a claim")).await.expect("taken");
+        assert_eq!(entries.len(), 2);
+        assert!(kept.take(again.expect("a claim")).await.is_err(), "taken once");
+        assert!(check(both, owner.clone()).await.is_err());
+        // no resume: nothing to check
+        assert!(matches!(check(json!({"threadId": "t1"}), owner).await, Ok((None, _))));
     }
 }
