@@ -568,3 +568,68 @@ async fn a_resume_refused_for_the_rest_of_its_input_leaves_the_interrupt_pending
     let events = run(&s.base, "/agui", &branch).await;
     assert_eq!(said(&events), "Deployed.");
 }
+
+/// A thread's runs, newest first, a page at a time, each naming the run it branched from: the
+/// lineage `parentRunId` makes is kept and can be walked; another thread's and another
+/// caller's runs are not listed.
+#[tokio::test]
+async fn a_threads_runs_are_listed_with_their_lineage() {
+    threads_runs_are_listed(serve(script(), GatewayConfig::default()).await).await;
+    // with a store that keeps runs, the list is the store's
+    let store = Arc::new(e2a_gateway::store::SqliteStore::in_memory().expect("sqlite"));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let gateway = Gateway::with_agent(script(), GatewayConfig::default())
+        .with_agui()
+        .with_store(store);
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(gateway.serve(listener, async move {
+        let _ = rx.await;
+    }));
+    threads_runs_are_listed(Server { base, _stop: tx }).await;
+}
+
+async fn threads_runs_are_listed(s: Server) {
+    let root = input("t-tree", "hello");
+    run(&s.base, "/agui", &root).await;
+    let mut branch = input("t-tree", "hello again");
+    branch["parentRunId"] = root["runId"].clone();
+    run(&s.base, "/agui", &branch).await;
+    let mut leaf = input("t-tree", "and again");
+    leaf["parentRunId"] = branch["runId"].clone();
+    run(&s.base, "/agui", &leaf).await;
+    run(&s.base, "/agui", &input("t-elsewhere", "hello")).await;
+    let get = |path: String| async move {
+        let r = reqwest::get(path).await.unwrap();
+        let status = r.status();
+        (status, r.json::<Value>().await.unwrap())
+    };
+    let (status, first) = get(format!("{}/agui/threads/t-tree/runs?page_size=2", s.base)).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["total_size"], 3, "{first}");
+    let runs = first["runs"].as_array().unwrap();
+    assert_eq!(runs[0]["run_id"], leaf["runId"], "{first}");
+    assert_eq!(runs[0]["parent_run_id"], branch["runId"], "{first}");
+    assert_eq!(runs[1]["run_id"], branch["runId"], "{first}");
+    assert_eq!(runs[1]["parent_run_id"], root["runId"], "{first}");
+    assert_eq!(runs[1]["state"], "succeeded", "{first}");
+    let token = first["next_page_token"].as_str().expect("a next page");
+    let (_, second) = get(format!(
+        "{}/agents/default/agui/threads/t-tree/runs?page_size=2&page_token={token}",
+        s.base
+    ))
+    .await;
+    let runs = second["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{second}");
+    assert_eq!(runs[0]["run_id"], root["runId"], "{second}");
+    assert_eq!(runs[0]["parent_run_id"], Value::Null, "{second}");
+    assert_eq!(second["next_page_token"], Value::Null, "{second}");
+    let (_, none) = get(format!("{}/agui/threads/t-nothing/runs", s.base)).await;
+    assert_eq!(none["total_size"], 0, "{none}");
+    let (status, p) = get(format!("{}/agui/threads/t-tree/runs?page_token=x", s.base)).await;
+    assert_eq!(
+        (status.as_u16(), &p["code"]),
+        (400, &json!("E2A.INVALID_REQUEST")),
+        "{p}"
+    );
+}

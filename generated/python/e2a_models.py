@@ -2045,6 +2045,10 @@ class E2ARun(BaseModel):
     frames: conint(ge=0) = Field(
         ..., description='How many frames it has sent so far (the final one included).'
     )
+    parent_run_id: Optional[str] = Field(
+        None,
+        description="The run this one branches from (an AG-UI run input's `parentRunId`, checked to be a run of the same caller on the same thread): its request's `provenance.details.parent_run_id`.",
+    )
     replay_of: Optional[str] = Field(
         None,
         description="The run whose request this one replays (`POST /v1/e2a/runs/{run_id}:replay`): its request's `provenance.details.replay_of`.",
@@ -2063,14 +2067,15 @@ class E2ARun(BaseModel):
 
 class E2ARunPage(BaseModel):
     """
-    A page of the caller's runs (`GET /v1/e2a/runs`), most recently written first.
+    A page of the caller's runs (`GET /v1/e2a/runs`; an AG-UI thread's: `GET /agui/threads/{thread_id}/runs`), newest first.
     """
 
     model_config = ConfigDict(
         extra='forbid',
     )
     next_page_token: Optional[str] = Field(
-        None, description='The `page_token` of the next page; null on the last.'
+        None,
+        description='The `page_token` of the next page (opaque; a keyset: runs started meanwhile do not shift the pages); null on the last.',
     )
     runs: List[E2ARun] = Field(..., description='The runs of the page.')
     total_size: conint(ge=0) = Field(

@@ -2761,6 +2761,9 @@ pub struct E2aRun {
     pub final_frame: ::std::option::Option<E2AResponse>,
     ///How many frames it has sent so far (the final one included).
     pub frames: u64,
+    ///The run this one branches from (an AG-UI run input's `parentRunId`, checked to be a run of the same caller on the same thread): its request's `provenance.details.parent_run_id`.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub parent_run_id: ::std::option::Option<::std::string::String>,
     ///The run whose request this one replays (`POST /v1/e2a/runs/{run_id}:replay`): its request's `provenance.details.replay_of`.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub replay_of: ::std::option::Option<::std::string::String>,
@@ -2775,11 +2778,11 @@ pub struct E2aRun {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub updated_at: ::std::option::Option<::std::string::String>,
 }
-///A page of the caller's runs (`GET /v1/e2a/runs`), most recently written first.
+///A page of the caller's runs (`GET /v1/e2a/runs`; an AG-UI thread's: `GET /agui/threads/{thread_id}/runs`), newest first.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct E2aRunPage {
-    ///The `page_token` of the next page; null on the last.
+    ///The `page_token` of the next page (opaque; a keyset: runs started meanwhile do not shift the pages); null on the last.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub next_page_token: ::std::option::Option<::std::string::String>,
     ///The runs of the page.
@@ -7638,6 +7641,10 @@ impl crate::write::WriteJson for E2aRun {
         }
         w.key(&mut first, "\"frames\":");
         w.value(&self.frames);
+        if let Some(v) = &self.parent_run_id {
+            w.key(&mut first, "\"parent_run_id\":");
+            w.value(v);
+        }
         if let Some(v) = &self.replay_of {
             w.key(&mut first, "\"replay_of\":");
             w.value(v);

@@ -2287,6 +2287,10 @@ export interface E2ARun {
    */
   frames: number;
   /**
+   * The run this one branches from (an AG-UI run input's `parentRunId`, checked to be a run of the same caller on the same thread): its request's `provenance.details.parent_run_id`.
+   */
+  parent_run_id?: string | null;
+  /**
    * The run whose request this one replays (`POST /v1/e2a/runs/{run_id}:replay`): its request's `provenance.details.replay_of`.
    */
   replay_of?: string | null;
@@ -2305,14 +2309,14 @@ export interface E2ARun {
   updated_at?: string | null;
 }
 /**
- * A page of the caller's runs (`GET /v1/e2a/runs`), most recently written first.
+ * A page of the caller's runs (`GET /v1/e2a/runs`; an AG-UI thread's: `GET /agui/threads/{thread_id}/runs`), newest first.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
  * via the `definition` "E2ARunPage".
  */
 export interface E2ARunPage {
   /**
-   * The `page_token` of the next page; null on the last.
+   * The `page_token` of the next page (opaque; a keyset: runs started meanwhile do not shift the pages); null on the last.
    */
   next_page_token?: string | null;
   /**

@@ -18,6 +18,10 @@ use crate::types::{E2AEnvelope, E2AResponse, IdentityOrigin};
 /// The `provenance.source_protocol` written for AG-UI ingress.
 pub const SOURCE_PROTOCOL: &str = "ag-ui";
 
+/// The `provenance.details` key holding a run input's `parentRunId` (the run it branches
+/// from; `E2ARun.parent_run_id` in `schema/response.json`).
+pub const PARENT_RUN_ID: &str = "parent_run_id";
+
 /// Normalizes an AG-UI `RunAgentInput` into an envelope: `threadId` → `session_id` and
 /// `context_id`, `runId` → `request_id`, the messages, tools, context, state and forwarded
 /// props into `params`, and the last user message's text into `params.text`.
@@ -80,7 +84,7 @@ pub fn envelope_from_run_input(input: &Value) -> Result<E2AEnvelope> {
         f.opt_str("protocolVersion")?.map(Value::from).unwrap_or(Value::Null),
     );
     if let Some(p) = f.opt_str("parentRunId")? {
-        env.provenance.details.insert("parent_run_id".into(), p.into());
+        env.provenance.details.insert(PARENT_RUN_ID.into(), p.into());
     }
     Ok(env)
 }

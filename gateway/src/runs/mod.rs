@@ -13,6 +13,7 @@ mod housekeeping;
 mod inline;
 mod resource;
 mod subscription;
+mod wakes;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -33,7 +34,7 @@ use crate::store::{PauseStore, RunStore, Sends, SentRecord, StoreError, Stores};
 use frames::Frames;
 
 pub(crate) use housekeeping::Pump;
-pub(crate) use resource::{Cancel, RunView};
+pub(crate) use resource::{Cancel, RunList, RunPageAsk, RunView};
 pub(crate) use subscription::Subscription;
 
 /// The key of the run answering E2A request `request_id` of `caller`.
@@ -265,6 +266,9 @@ pub(crate) struct RunKeeping {
     pub(crate) runs: Arc<dyn RunStore>,
     pub(crate) sends: Arc<dyn Sends>,
     pub(crate) shared: bool,
+    /// What wakes the readers of runs going on at other gateways (`None`: the store sends
+    /// no notices, and they read the log on a timer).
+    pub(crate) wakes: Option<Arc<wakes::Wakes>>,
 }
 
 impl RunKeeping {
@@ -351,6 +355,7 @@ impl Runs {
                 runs: runs.clone(),
                 sends: stores.sends.clone(),
                 shared: stores.leases.shared(),
+                wakes: stores.leases.notices().and_then(wakes::Wakes::start),
             });
         }
     }

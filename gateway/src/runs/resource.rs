@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::{ResumeError, Run, RunKeeping, Runs, Subscription};
 use e2a::E2AEnvelope;
 
-use crate::agent::{Caller, ConversationKey};
+use crate::agent::ConversationKey;
 use crate::stop::StopReason;
 use crate::store::{RunQuery, RunSummary};
 
@@ -50,13 +50,24 @@ impl RunView {
     }
 }
 
-/// A page of a caller's runs ([`Runs::list_e2a`]).
+/// A page of a caller's runs ([`Runs::list`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RunList {
-    /// Each run's request id and view, most recent first.
+    /// Each run's id (what follows the listed prefix in its key) and view, newest first.
     pub(crate) runs: Vec<(String, RunView)>,
     /// How many runs the caller has in all.
     pub(crate) total: usize,
+    /// Where the next page starts (`None`: this is the last).
+    pub(crate) next: Option<String>,
+}
+
+/// The page of runs a list reads: after `cursor` (a [`RunList::next`]), at most `limit`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RunPageAsk {
+    /// Where the page starts (`None`: at the newest run).
+    pub(crate) cursor: Option<String>,
+    /// Most runs on the page.
+    pub(crate) limit: usize,
 }
 
 /// What a cancel found.
@@ -105,27 +116,42 @@ impl Runs {
         }))
     }
 
-    /// A page of `caller`'s E2A runs, most recent first: from the store when one keeps runs
-    /// (a run shows there once its first frames are stored), else from this gateway's memory.
-    pub(crate) async fn list_e2a(&self, caller: &Caller, offset: usize, limit: usize) -> Result<RunList, ResumeError> {
-        let prefix = super::e2a_key(caller, "").scoped_id();
+    /// A page of the runs whose keys begin with `prefix` (one caller's runs of one binding,
+    /// [`super::e2a_key`] or [`super::agui_key`] with an empty last part), newest first: from
+    /// the store when one keeps runs (a run shows there once its first frames are stored),
+    /// else from this gateway's memory. `key_of` makes a listed run's key from its id (a
+    /// stored run that reads as no gateway's may be running here, fresher in memory).
+    pub(crate) async fn list(
+        &self,
+        prefix: &ConversationKey,
+        key_of: impl Fn(&str) -> ConversationKey,
+        ask: RunPageAsk,
+    ) -> Result<RunList, ResumeError> {
+        let prefix = prefix.scoped_id();
         let Some(store) = self.store.get() else {
-            return Ok(self.list_local(&prefix, offset, limit));
+            return Ok(self.list_local(&prefix, ask));
         };
         let query = RunQuery {
             prefix: prefix.clone(),
-            offset,
-            limit,
+            before: ask.cursor,
+            // one more than asked for: whether a page follows
+            limit: ask.limit.saturating_add(1),
         };
-        let page = store.runs.list_runs(query).await?;
+        let mut page = store.runs.list_runs(query).await?;
+        let next = match page.runs.len() > ask.limit {
+            true => {
+                page.runs.truncate(ask.limit);
+                page.runs.last().map(|r| r.run.clone())
+            }
+            false => None,
+        };
         let mut runs = Vec::with_capacity(page.runs.len());
         for summary in page.runs {
             let Some(id) = summary.key.strip_prefix(&prefix).map(str::to_string) else {
                 continue;
             };
-            // a run that reads as no gateway's may be running here (fresher in memory)
             let local = match store.orphaned(summary.ended, summary.leased) {
-                true => self.local(&super::e2a_key(caller, &id)),
+                true => self.local(&key_of(&id)),
                 false => None,
             };
             let view = match local {
@@ -140,11 +166,14 @@ impl Runs {
         Ok(RunList {
             runs,
             total: page.total,
+            next,
         })
     }
 
-    /// [`Runs::list_e2a`] from this gateway's memory: newest opened first.
-    fn list_local(&self, prefix: &str, offset: usize, limit: usize) -> RunList {
+    /// [`Runs::list`] from this gateway's memory: newest opened first (a cursor is the
+    /// number of the last run of the page before).
+    fn list_local(&self, prefix: &str, ask: RunPageAsk) -> RunList {
+        let before = ask.cursor.and_then(|c| c.parse::<u64>().ok()).unwrap_or(u64::MAX);
         let mut mine: Vec<(u64, String, Arc<Run>)> = {
             let inner = self.inner.lock();
             inner
@@ -157,15 +186,18 @@ impl Runs {
                 })
                 .collect()
         };
-        mine.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
         let total = mine.len();
+        mine.retain(|r| r.0 < before);
+        mine.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
+        let next = (mine.len() > ask.limit)
+            .then(|| mine.get(ask.limit.saturating_sub(1)).map(|r| r.0.to_string()))
+            .flatten();
         let runs = mine
             .into_iter()
-            .skip(offset)
-            .take(limit)
+            .take(ask.limit)
             .map(|(_, id, run)| (id, RunView::of_local(&run)))
             .collect();
-        RunList { runs, total }
+        RunList { runs, total, next }
     }
 
     /// Cancels run `key` when this gateway runs it.

@@ -20,8 +20,12 @@ use super::{ResumeError, Run};
 use crate::stop::{cutoff_frame, StopReason};
 use crate::store::{FrameWrite, RunLog, StoredFrame};
 
-/// How often a reader of a run running on another gateway reads its log again.
+/// How often a reader of a run running on another gateway reads its log again, when the store
+/// sends no notices.
 const FOLLOW_EVERY: Duration = Duration::from_millis(100);
+/// How long a reader woken by the store's notices ([`super::wakes`]) waits for one before it
+/// reads the log anyway.
+const FOLLOW_QUIET: Duration = Duration::from_secs(1);
 
 /// A client's reading position in a run. Dropping a local one (client gone) cancels the run
 /// after the grace period if no other client reads it.
@@ -51,6 +55,8 @@ struct Stored {
     after: Option<u64>,
     ended: bool,
     leased: bool,
+    /// Its wake-ups when the store sends notices.
+    follow: Option<super::wakes::Follow>,
 }
 
 impl Subscription {
@@ -78,7 +84,11 @@ impl Subscription {
 
     /// A reader of the stored run `key`, whose log from after `after` is `log`.
     pub(super) fn stored(store: RunKeeping, key: String, log: RunLog, after: Option<u64>) -> Self {
+        let follow = (!log.ended)
+            .then(|| store.wakes.as_ref().map(|w| w.follow(&key)))
+            .flatten();
         let mut s = Stored {
+            follow,
             store,
             key,
             run: log.run.clone(),
@@ -304,7 +314,10 @@ impl Stored {
             if let Some(end) = self.orphan_end().await {
                 return Some(Arc::new(end));
             }
-            tokio::time::sleep(FOLLOW_EVERY).await;
+            match &mut self.follow {
+                Some(follow) => follow.wait(FOLLOW_QUIET).await,
+                None => tokio::time::sleep(FOLLOW_EVERY).await,
+            }
             match self.store.runs.run_after(&self.key, self.after).await {
                 Ok(Some(log)) if log.run == self.run => self.absorb(log),
                 // forgotten, or its key opened again for another run

@@ -320,13 +320,15 @@ pub struct RunSummary {
 }
 
 /// Which stored runs [`RunStore::list_runs`] reads: those whose key starts with `prefix`
-/// (one caller's runs of one binding), most recently written first.
+/// (one caller's runs of one binding), newest first — by their run ids, descending: the
+/// gateway makes them time-ordered ([`e2a::stream::new_ordered_id`]), so a page is steady
+/// while runs go on and new ones start (a keyset, not an offset).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunQuery {
     /// The keys' common beginning.
     pub prefix: String,
-    /// Runs to skip.
-    pub offset: usize,
+    /// Only runs whose run id sorts before this one (the last of the previous page).
+    pub before: Option<String>,
     /// Most runs to return.
     pub limit: usize,
 }
@@ -441,7 +443,8 @@ pub(crate) fn run_seq(seq: u64) -> Result<i64, StoreError> {
     i64::try_from(seq).map_err(|_| StoreError::Backend(format!("frame sequence {seq} is out of the store's range")))
 }
 
-/// What another gateway sharing the store did (see [`Leases::notices`]).
+/// What another gateway sharing the store did (see [`Leases::notices`]): one stream of notices
+/// for the tasks' logs and the runs' logs alike.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StoreNotice {
     /// It appended an event to a task's log. `event` is `None` when the event was too large
@@ -458,6 +461,14 @@ pub enum StoreNotice {
     CancelRequested {
         /// The task.
         task_id: String,
+    },
+    /// It appended frames to the log of an E2A or AG-UI run ([`RunStore::append_frames`]):
+    /// the run's followers here read them from the log.
+    Framed {
+        /// The run's key.
+        key: String,
+        /// The last frame's sequence.
+        seq: u64,
     },
 }
 

@@ -172,7 +172,7 @@ pub trait RunStore: Send + Sync + 'static {
     /// `None` when no run of `key` is kept.
     fn run_summary<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<RunSummary>>;
 
-    /// The runs matching `query`, in short, most recently written first.
+    /// The runs matching `query`, in short, newest first (see [`RunQuery`]).
     fn list_runs(&self, query: RunQuery) -> StoreFuture<'_, RunPage>;
 
     /// Extends `holder`'s leases of the runs `keys` to `lease` from now.

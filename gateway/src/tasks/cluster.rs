@@ -85,6 +85,8 @@ impl Cluster {
         match notice {
             StoreNotice::Appended { task_id, seq, event } => self.followers.relay(&task_id, seq, event).await,
             StoreNotice::CancelRequested { task_id } => self.runs.cancel_requested(&task_id),
+            // the runs' own followers hear of it ([`crate::runs`])
+            StoreNotice::Framed { .. } => {}
         }
     }
 }

@@ -16,6 +16,7 @@
 //! answer; anything else approves) or, without `resume`, its last user message.
 
 mod resume;
+mod thread_runs;
 
 use std::sync::Arc;
 
@@ -23,7 +24,7 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Extension, Router};
 use e2a::agui::{verify_events, AguiProjector};
 use e2a::frame::Projector;
@@ -62,11 +63,19 @@ impl super::Binding for AguiBinding {
 
     fn endpoints(&self, place: super::Place<'_>, base: &str) -> Vec<String> {
         match place {
-            super::Place::Root => vec![format!(
-                "POST {base}{AGUI_PATH}  AG-UI: RunAgentInput → text/event-stream"
-            )],
+            super::Place::Root => vec![
+                format!("POST {base}{AGUI_PATH}  AG-UI: RunAgentInput → text/event-stream"),
+                format!(
+                    "GET  {base}{AGUI_PATH}{}  AG-UI: a thread's runs (E2ARunPage)",
+                    thread_runs::THREAD_RUNS
+                ),
+            ],
             super::Place::Named { routes, .. } => {
-                vec![format!("POST {base}{}  AG-UI", place.at(&routes.agui))]
+                let at = place.at(&routes.agui);
+                vec![
+                    format!("POST {base}{at}  AG-UI"),
+                    format!("GET  {base}{at}{}  AG-UI: a thread's runs", thread_runs::THREAD_RUNS),
+                ]
             }
         }
     }
@@ -86,7 +95,10 @@ fn routes_at(pipeline: Arc<Pipeline>, paths: &[&str], edge: &Edge) -> Router {
     });
     let mut routes = Router::new();
     for path in paths {
-        routes = routes.route(path, post(run_route));
+        routes = routes.route(path, post(run_route)).route(
+            &format!("{path}{}", thread_runs::THREAD_RUNS),
+            get(thread_runs::thread_runs),
+        );
     }
     edge.authenticated(&auth).around(routes).with_state(state)
 }
@@ -99,15 +111,21 @@ async fn run_route(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
+    named_here(&agui, name.as_ref().map(|Path(n)| n.as_str()))?;
+    run(agui, caller, headers, body).await
+}
+
+/// A route's `{name}`, when it has one, must name this gateway's agent (or be `default`).
+fn named_here(agui: &Agui, name: Option<&str>) -> Result<(), Problem> {
     let agent = agui.pipeline.agent.name();
-    if let Some(Path(name)) = name.filter(|Path(n)| n.as_str() != agent && n != "default") {
-        return Err(Problem::new(
+    match name.filter(|n| *n != agent && *n != "default") {
+        Some(name) => Err(Problem::new(
             ErrorKind::NotFound,
             format!("no agent named `{name}` (this gateway serves `{agent}`)"),
         )
-        .at("/path/name"));
+        .at("/path/name")),
+        None => Ok(()),
     }
-    run(agui, caller, headers, body).await
 }
 
 /// The fields of an AG-UI event the binding reads: its type, the id a lifecycle pair shares

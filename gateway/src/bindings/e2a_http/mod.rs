@@ -6,6 +6,8 @@ mod answer;
 mod requests;
 mod runs;
 
+pub(crate) use runs::{page_of, page_response};
+
 use std::sync::Arc;
 
 use axum::extract::State;

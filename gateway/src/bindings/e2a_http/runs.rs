@@ -20,7 +20,7 @@ use e2a::{E2AEnvelope, E2AResponse};
 use super::answer::{mode_of, read_envelope, repeated, respond, Mode, JSON};
 use crate::agent::{Agent, Caller};
 use crate::pipeline::Pipeline;
-use crate::runs::{self, Cancel, RunView};
+use crate::runs::{self, Cancel, RunList, RunPageAsk, RunView};
 use crate::web::last_event_id;
 use crate::web::problem::Problem;
 use crate::web::trace::TraceContext;
@@ -94,45 +94,65 @@ pub(super) async fn list(
     Extension(caller): Extension<Caller>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, Problem> {
-    let (offset, limit) = page_of(query.as_deref())?;
+    let ask = page_of(query.as_deref())?;
     let listed = shared
         .runs
-        .list_e2a(&caller, offset, limit)
+        .list(&runs::e2a_key(&caller, ""), |id| runs::e2a_key(&caller, id), ask)
         .await
         .map_err(|e| e.problem())?;
-    let next = offset.saturating_add(listed.runs.len());
+    Ok(page_response(&shared, listed))
+}
+
+/// A page of runs, as `E2ARunPage` JSON.
+pub(crate) fn page_response(shared: &Pipeline, listed: RunList) -> Response {
     let page = E2aRunPage {
-        next_page_token: (next < listed.total && !listed.runs.is_empty()).then(|| next.to_string()),
+        next_page_token: listed.next,
         total_size: listed.total as u64,
         runs: listed
             .runs
             .into_iter()
-            .map(|(id, view)| resource(&shared, &id, view))
+            .map(|(id, view)| resource(shared, &id, view))
             .collect(),
     };
-    Ok(([(header::CONTENT_TYPE, JSON)], crate::json::text(&page)).into_response())
+    ([(header::CONTENT_TYPE, JSON)], crate::json::text(&page)).into_response()
 }
 
-/// The offset and size of the page a list query asks for; a wrong value is `400` naming
+/// The page a list query asks for (`page_size`, `page_token`); a wrong size is `400` naming
 /// its parameter.
-fn page_of(query: Option<&str>) -> Result<(usize, usize), Problem> {
-    let (mut offset, mut limit) = (0, DEFAULT_PAGE);
+pub(crate) fn page_of(query: Option<&str>) -> Result<RunPageAsk, Problem> {
+    let mut ask = RunPageAsk {
+        cursor: None,
+        limit: DEFAULT_PAGE,
+    };
     for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-        let bad = |why: &str| Problem::new(ErrorKind::InvalidRequest, format!("query parameter {k}: {why}"));
         match &*k {
             "page_size" => {
-                limit = match v.parse::<usize>() {
+                ask.limit = match v.parse::<usize>() {
                     Ok(0) => DEFAULT_PAGE,
                     Ok(n) if n <= MAX_PAGE => n,
-                    _ => return Err(bad(&format!("must be an integer from 0 to {MAX_PAGE}"))),
+                    _ => {
+                        return Err(Problem::new(
+                            ErrorKind::InvalidRequest,
+                            format!("query parameter {k}: must be an integer from 0 to {MAX_PAGE}"),
+                        ))
+                    }
                 }
             }
-            "page_token" if v.is_empty() => offset = 0,
-            "page_token" => offset = v.parse().map_err(|_| bad("is not a token this gateway issued"))?,
+            "page_token" if v.is_empty() => ask.cursor = None,
+            // what a page names as the next: a run's store id (a UUID), or its number here
+            "page_token" if uuid::Uuid::try_parse(&v).is_ok() || v.parse::<u64>().is_ok() => {
+                ask.cursor = Some(v.into_owned())
+            }
+            "page_token" => {
+                return Err(Problem::new(
+                    ErrorKind::InvalidRequest,
+                    format!("query parameter {k}: is not a token this gateway issued"),
+                ))
+            }
             _ => {}
         }
     }
-    Ok((offset, limit))
+    Ok(ask)
 }
 
 /// Runs per page when the query names no `page_size`.
@@ -252,7 +272,7 @@ async fn found(
 }
 
 /// The resource of run `id` from what is known of it.
-fn resource(shared: &Pipeline, id: &str, view: RunView) -> E2aRun {
+pub(crate) fn resource(shared: &Pipeline, id: &str, view: RunView) -> E2aRun {
     let read = |text: &Option<String>| text.as_deref().and_then(|t| E2AResponse::from_json(t).ok());
     let (first, last) = (read(&view.first), read(&view.last));
     let final_frame = last.clone().filter(|_| view.ended);
@@ -264,14 +284,16 @@ fn resource(shared: &Pipeline, id: &str, view: RunView) -> E2aRun {
         trace_id: last.as_ref().and_then(|f| f.correlation_id.clone()),
         created_at: first.and_then(|f| f.timestamp),
         updated_at: last.and_then(|f| f.timestamp),
-        replay_of: view
-            .request
-            .as_ref()
-            .and_then(|r| r.provenance.details.get(REPLAY_OF))
-            .and_then(|v| v.as_str())
-            .map(str::to_string),
+        replay_of: detail(&view, REPLAY_OF),
+        parent_run_id: detail(&view, e2a::agui::PARENT_RUN_ID),
         final_frame,
     }
+}
+
+/// The text under `key` in the run's request's `provenance.details`.
+fn detail(view: &RunView, key: &str) -> Option<String> {
+    let request = view.request.as_ref()?;
+    request.provenance.details.get(key)?.as_str().map(str::to_string)
 }
 
 /// What is known of the caller's run `id` (`None`: no such run is kept).

@@ -10,7 +10,7 @@ use tokio_postgres::AsyncMessage;
 use tokio_postgres_rustls::MakeRustlsConnect;
 use tokio_util::sync::CancellationToken;
 
-use super::{pg_error, CANCELS_CHANNEL, EVENTS_CHANNEL};
+use super::{pg_error, CANCELS_CHANNEL, EVENTS_CHANNEL, FRAMES_CHANNEL};
 use crate::store::StoreNotice;
 
 /// The listening connection: reconnects (after 100 ms, doubling up to 5 s) until `stop`.
@@ -48,7 +48,9 @@ pub(super) async fn listen(
                     }
                 });
                 let listening = client
-                    .batch_execute(&format!("LISTEN {EVENTS_CHANNEL}; LISTEN {CANCELS_CHANNEL}"))
+                    .batch_execute(&format!(
+                        "LISTEN {EVENTS_CHANNEL}; LISTEN {CANCELS_CHANNEL}; LISTEN {FRAMES_CHANNEL}"
+                    ))
                     .await;
                 match listening {
                     Ok(()) => {
@@ -78,11 +80,15 @@ pub(super) async fn listen(
     }
 }
 
-/// A notification's payload: `t` the task, `i` the instance that sent it, `s` and `e` an
-/// appended event's number and JSON (`e` is left out when it would not fit).
+/// A notification's payload: `t` the task (`k` a run's key), `i` the instance that sent it,
+/// `s` and `e` an appended event's (or the last frame's) number and JSON (`e` is left out when
+/// it would not fit; a run's frames never come along).
 #[derive(serde::Deserialize)]
 struct Payload<'a> {
+    #[serde(default)]
     t: String,
+    #[serde(default)]
+    k: String,
     #[serde(default, borrow)]
     i: Option<std::borrow::Cow<'a, str>>,
     s: Option<u64>,
@@ -105,6 +111,7 @@ pub(super) fn parse_notice(channel: &str, payload: &str, instance: &str) -> Opti
             })
         }
         CANCELS_CHANNEL => Some(StoreNotice::CancelRequested { task_id: p.t }),
+        FRAMES_CHANNEL if p.i.as_deref() != Some(instance) => Some(StoreNotice::Framed { key: p.k, seq: p.s? }),
         _ => None,
     }
 }

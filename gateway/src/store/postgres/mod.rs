@@ -67,6 +67,11 @@ const WORKING: A2aTaskState = A2aTaskState::TaskStateWorking;
 const EVENTS_CHANNEL: &str = "e2a_a2a_events";
 /// The channel cancel requests are announced on.
 const CANCELS_CHANNEL: &str = "e2a_a2a_cancels";
+/// The channel a run's appended frames are announced on (the frames stay in the log).
+const FRAMES_CHANNEL: &str = "e2a_run_frames";
+/// Longest run key announced: a notice of a longer one is not sent (its followers find its
+/// frames by reading the log a little later), as PostgreSQL refuses payloads of 8,000 bytes.
+const MAX_NOTICE_KEY: usize = 7_600;
 /// Largest event (bytes of JSON) sent along with its notice: PostgreSQL refuses payloads of
 /// 8,000 bytes, and the notice adds the task id, the sequence number and the instance.
 const MAX_EVENT: usize = 7_600;
@@ -544,6 +549,16 @@ mod tests {
             })
         );
         assert_eq!(parse_notice(EVENTS_CHANNEL, "not json", "me"), None);
+        // a run's frames: another instance's wake its followers here; our own do not come back
+        let framed = r#"{"i":"x","k":"5:alice:e2a:r1","s":7}"#;
+        assert_eq!(
+            parse_notice(FRAMES_CHANNEL, framed, "me"),
+            Some(StoreNotice::Framed {
+                key: "5:alice:e2a:r1".into(),
+                seq: 7
+            })
+        );
+        assert_eq!(parse_notice(FRAMES_CHANNEL, framed, "x"), None);
     }
 
     #[tokio::test]

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{backend, millis, pg_error, seq_u64, PgStore, NOW_MS};
+use super::{backend, millis, pg_error, seq_u64, PgStore, FRAMES_CHANNEL, MAX_NOTICE_KEY, NOW_MS};
 use crate::store::{run_seq, FrameWrite, RunLog, RunPage, RunQuery, RunSummary, StoreError, StoredFrame, E2A_SENT};
 
 impl PgStore {
@@ -53,6 +53,13 @@ impl PgStore {
             .map_err(|e| pg_error(&e))?;
         for f in &frames {
             tx.execute(&insert, &[&run, &run_seq(f.seq)?, &f.frame])
+                .await
+                .map_err(|e| pg_error(&e))?;
+        }
+        // followers on other gateways wake when (and only when) the frames are committed
+        if let Some(last) = frames.last().filter(|_| key.len() <= MAX_NOTICE_KEY) {
+            let notice = serde_json::json!({"i": self.instance, "k": key, "s": last.seq}).to_string();
+            tx.execute("SELECT pg_notify($1, $2)", &[&FRAMES_CHANNEL, &notice])
                 .await
                 .map_err(|e| pg_error(&e))?;
         }
@@ -109,13 +116,12 @@ impl PgStore {
             .try_get(0)
             .map_err(backend)?;
         let page = format!(
-            "{} WHERE {of} ORDER BY r.updated_ms DESC, r.key LIMIT $2 OFFSET $3",
+            "{} WHERE {of} AND ($3::text IS NULL OR r.run COLLATE \"C\" < $3) ORDER BY r.run COLLATE \"C\" DESC LIMIT $2",
             summary_sql()
         );
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
-        let offset = i64::try_from(query.offset).unwrap_or(i64::MAX);
         let rows = client
-            .query(&page, &[&query.prefix, &limit, &offset])
+            .query(&page, &[&query.prefix, &limit, &query.before])
             .await
             .map_err(|e| pg_error(&e))?;
         Ok(RunPage {

@@ -108,14 +108,16 @@ impl RunStore for SqliteStore {
                 .query_row(params![0, query.prefix], |r| r.get(0))
                 .map_err(backend)?;
             let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
-            let offset = i64::try_from(query.offset).unwrap_or(i64::MAX);
             let mut stmt = c
                 .prepare_cached(&format!(
-                    "{SUMMARY} WHERE {of} ORDER BY r.updated_ms DESC, r.key LIMIT ?3 OFFSET ?4"
+                    "{SUMMARY} WHERE {of} AND (?4 IS NULL OR r.run < ?4) ORDER BY r.run DESC LIMIT ?3"
                 ))
                 .map_err(backend)?;
             let rows = stmt
-                .query_map(params![crate::store::now_ms(), query.prefix, limit, offset], summary_of)
+                .query_map(
+                    params![crate::store::now_ms(), query.prefix, limit, query.before],
+                    summary_of,
+                )
                 .map_err(backend)?;
             let runs = rows.collect::<Result<Vec<_>, _>>().map_err(backend)?;
             Ok(RunPage {
