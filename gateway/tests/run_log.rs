@@ -758,3 +758,61 @@ async fn postgres_tells_runs_in_short_and_lists_a_callers_runs() {
     };
     run_summary_contract(&common::pg(&url).await).await;
 }
+
+/// A run going on at gateway A is cancelled through gateway B of the same PostgreSQL store:
+/// B asks A by the store's notices and answers once the run ended, cancelled — a client behind
+/// a load balancer need not find the gateway that runs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_run_on_one_gateway_is_cancelled_through_another() {
+    let Some(url) = common::postgres_database().await else {
+        return;
+    };
+    let a = serve(common::fast_config(), Arc::new(common::pg(&url).await)).await;
+    let b = serve(common::fast_config(), Arc::new(common::pg(&url).await)).await;
+    let id = format!("forever-{}", uuid::Uuid::new_v4());
+    let submitted = common::client()
+        .post(format!("{}/v1/e2a/runs", a.base))
+        .header("content-type", "application/json")
+        .body(request(&id, "never finish").to_string())
+        .send()
+        .await
+        .expect("submit");
+    assert_eq!(submitted.status(), 202);
+    // B sees it going on once its first frame is stored (bounded)
+    let mut running = false;
+    for _ in 0..100 {
+        let r = common::client()
+            .get(format!("{}/v1/e2a/runs/{id}", b.base))
+            .send()
+            .await
+            .expect("get");
+        if r.status() == 200 {
+            let run: Value = r.json().await.expect("json");
+            if run["state"] == "running" && run["frames"].as_u64() > Some(0) {
+                running = true;
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(running, "the run shows on B");
+    let cancelled = common::client()
+        .post(format!("{}/v1/e2a/runs/{id}:cancel", b.base))
+        .send()
+        .await
+        .expect("cancel");
+    assert_eq!(cancelled.status(), 200);
+    let run: Value = cancelled.json().await.expect("json");
+    assert_eq!(run["state"], "cancelled", "{run}");
+    assert_eq!(run["final_frame"]["body"]["code"], "E2A.CANCELLED", "{run}");
+    // A says the same
+    let on_a: Value = common::client()
+        .get(format!("{}/v1/e2a/runs/{id}", a.base))
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(on_a["state"], "cancelled", "{on_a}");
+}

@@ -346,7 +346,7 @@ impl Runs {
 
     /// Keeps the runs' frames in `stores` too, when they keep runs, and pauses when they keep
     /// them (the first given wins).
-    pub(crate) fn keep_in(&self, stores: &Stores) {
+    pub(crate) fn keep_in(self: &Arc<Self>, stores: &Stores) {
         if let Some(pauses) = &stores.pauses {
             let _ = self.pauses.set(pauses.clone());
         }
@@ -355,7 +355,14 @@ impl Runs {
                 runs: runs.clone(),
                 sends: stores.sends.clone(),
                 shared: stores.leases.shared(),
-                wakes: stores.leases.notices().and_then(wakes::Wakes::start),
+                wakes: stores.leases.notices().and_then(|notices| {
+                    let runs = Arc::downgrade(self);
+                    wakes::Wakes::start(notices, move |key| {
+                        if let Some(runs) = runs.upgrade() {
+                            runs.cancel_asked(key);
+                        }
+                    })
+                }),
             });
         }
     }
@@ -493,6 +500,28 @@ impl Runs {
             return Ok(None);
         };
         Ok(Some(Subscription::stored(store.clone(), stored_key, log, after)))
+    }
+
+    /// Another gateway of the store asked for the cancel of the run stored under `key`
+    /// ([`RunStore::request_run_cancel`]): stopped when this gateway runs it.
+    fn cancel_asked(&self, key: &str) {
+        let run = {
+            let inner = self.inner.lock();
+            inner
+                .live
+                .values()
+                .find(|(k, _)| k.scoped_id() == key)
+                .map(|(_, r)| r.clone())
+        };
+        if let Some(run) = run {
+            tracing::info!("a cancel asked at another gateway: cancelling the run");
+            run.stop(StopReason::Cancelled);
+        }
+    }
+
+    /// The store that keeps runs, when one does.
+    pub(crate) fn store(&self) -> Option<&RunKeeping> {
+        self.store.get()
     }
 
     /// The store that keeps pauses, when one does.

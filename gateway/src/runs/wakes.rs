@@ -1,8 +1,9 @@
-//! Waking the readers of runs that go on at other gateways of a shared store: the store's
-//! notices ([`crate::store::Leases::notices`], the same stream that carries the tasks' events)
-//! say a run's log grew ([`StoreNotice::Framed`]), and the run's followers here read it then,
-//! instead of reading the log on a timer. A follower still reads it after a quiet spell (a
-//! notice lost with the listening connection, a lease that ran out).
+//! What the store's notices ([`crate::store::Leases::notices`], the same stream that carries
+//! the tasks' events and cancels) tell the runs of a gateway sharing it with others: a run's
+//! log grew ([`StoreNotice::Framed`]) — the run's followers here read it then, instead of
+//! reading the log on a timer (a follower still reads it after a quiet spell: a notice lost
+//! with the listening connection, a lease that ran out) — or a client asked another gateway to
+//! cancel a run ([`StoreNotice::RunCancelRequested`]), which this one stops if it runs it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -20,12 +21,16 @@ pub(crate) struct Wakes {
 }
 
 impl Wakes {
-    /// Starts passing `notices` on to the followers (until the returned wakes are dropped);
-    /// `None` outside a runtime.
-    pub(super) fn start(notices: broadcast::Receiver<StoreNotice>) -> Option<Arc<Wakes>> {
+    /// Starts passing `notices` on to the followers, and the runs' cancel requests to
+    /// `cancel` (with the run's key), until the returned wakes are dropped; `None` outside a
+    /// runtime.
+    pub(super) fn start(
+        notices: broadcast::Receiver<StoreNotice>,
+        cancel: impl Fn(&str) + Send + Sync + 'static,
+    ) -> Option<Arc<Wakes>> {
         let handle = tokio::runtime::Handle::try_current().ok()?;
         let wakes = Arc::new(Wakes::default());
-        handle.spawn(pass_on(Arc::downgrade(&wakes), notices));
+        handle.spawn(pass_on(Arc::downgrade(&wakes), notices, cancel));
         Some(wakes)
     }
 
@@ -85,13 +90,15 @@ impl Drop for Follow {
     }
 }
 
-/// Passes the store's notices of runs' frames on to their followers here.
-async fn pass_on(wakes: Weak<Wakes>, mut notices: broadcast::Receiver<StoreNotice>) {
+/// Passes the store's notices of runs' frames on to their followers here, and its runs'
+/// cancel requests to `cancel`.
+async fn pass_on(wakes: Weak<Wakes>, mut notices: broadcast::Receiver<StoreNotice>, cancel: impl Fn(&str)) {
     loop {
         let notice = notices.recv().await;
         let Some(this) = wakes.upgrade() else { return };
         match notice {
             Ok(StoreNotice::Framed { key, seq }) => this.wake(&key, seq),
+            Ok(StoreNotice::RunCancelRequested { key }) => cancel(&key),
             Ok(_) => {}
             Err(broadcast::error::RecvError::Lagged(_)) => this.wake_all(),
             Err(broadcast::error::RecvError::Closed) => return,
@@ -106,7 +113,9 @@ mod tests {
     #[tokio::test]
     async fn a_notice_wakes_the_followers_of_its_run_only_and_keys_go_with_their_followers() {
         let (tx, rx) = broadcast::channel(8);
-        let wakes = Wakes::start(rx).expect("in a runtime");
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let cancels = asked.clone();
+        let wakes = Wakes::start(rx, move |key| cancels.lock().push(key.to_string())).expect("in a runtime");
         let (mut a, mut b) = (wakes.follow("run-a"), wakes.follow("run-b"));
         tx.send(StoreNotice::Framed {
             key: "run-a".into(),
@@ -120,5 +129,17 @@ mod tests {
         assert!(quiet.is_err(), "another run's notice wakes nobody else");
         drop((a, b));
         assert!(wakes.by_key.lock().is_empty(), "no follower, no key kept");
+        // a cancel asked elsewhere reaches the runs, by key
+        let mut c = wakes.follow("run-c");
+        tx.send(StoreNotice::RunCancelRequested { key: "run-b".into() })
+            .expect("sent");
+        tx.send(StoreNotice::Framed {
+            key: "run-c".into(),
+            seq: 1,
+        })
+        .expect("sent");
+        // (notices are passed on in order: once run-c's wakes, run-b's cancel was passed on)
+        c.wait(Duration::from_secs(10)).await;
+        assert_eq!(*asked.lock(), ["run-b"]);
     }
 }

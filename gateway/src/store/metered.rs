@@ -184,6 +184,10 @@ impl RunStore for Metered<dyn RunStore> {
     fn prune_runs(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
         self.timed("prune_runs", self.inner.prune_runs(older_than, keep))
     }
+
+    fn request_run_cancel<'a>(&'a self, key: &'a str) -> StoreFuture<'a, ()> {
+        self.timed("request_run_cancel", self.inner.request_run_cancel(key))
+    }
 }
 
 impl SessionStore for Metered<dyn SessionStore> {

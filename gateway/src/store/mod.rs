@@ -462,6 +462,12 @@ pub enum StoreNotice {
         /// The task.
         task_id: String,
     },
+    /// A client asked it to cancel an E2A run ([`RunStore::request_run_cancel`]); the
+    /// instance running the run stops it.
+    RunCancelRequested {
+        /// The run's key.
+        key: String,
+    },
     /// It appended frames to the log of an E2A or AG-UI run ([`RunStore::append_frames`]):
     /// the run's followers here read them from the log.
     Framed {

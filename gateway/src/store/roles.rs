@@ -178,6 +178,13 @@ pub trait RunStore: Send + Sync + 'static {
     /// Extends `holder`'s leases of the runs `keys` to `lease` from now.
     fn renew_runs<'a>(&'a self, holder: &'a str, keys: Vec<String>, lease: Duration) -> StoreFuture<'a, ()>;
 
+    /// Asks the gateway running run `key` to cancel it (a [`StoreNotice::RunCancelRequested`]
+    /// to every gateway of the store). Default: nothing to tell (no other gateway shares it).
+    fn request_run_cancel<'a>(&'a self, key: &'a str) -> StoreFuture<'a, ()> {
+        let _ = key;
+        Box::pin(async { Ok(()) })
+    }
+
     /// Forgets the ended runs (and those whose lease expired) last written longer than
     /// `older_than` ago, and all of them but the `keep` most recently written; returns how
     /// many went. The records of E2A requests' `Idempotency-Key`s ([`super::E2A_SENT`]) go the

@@ -86,7 +86,7 @@ impl Cluster {
             StoreNotice::Appended { task_id, seq, event } => self.followers.relay(&task_id, seq, event).await,
             StoreNotice::CancelRequested { task_id } => self.runs.cancel_requested(&task_id),
             // the runs' own followers hear of it ([`crate::runs`])
-            StoreNotice::Framed { .. } => {}
+            StoreNotice::Framed { .. } | StoreNotice::RunCancelRequested { .. } => {}
         }
     }
 }

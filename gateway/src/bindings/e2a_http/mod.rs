@@ -116,7 +116,7 @@ pub const ROUTES: &[RouteSpec] = &[
         path: "/v1/e2a/runs/{id}:cancel",
         method: "POST",
         request: &[],
-        responses: &[(200, &[JSON]), (401, PROBLEM), (404, PROBLEM), (409, PROBLEM)],
+        responses: &[(200, &[JSON]), (401, PROBLEM), (404, PROBLEM), (503, PROBLEM)],
     },
     RouteSpec {
         path: "/v1/e2a/runs/{id}/frames",

@@ -241,17 +241,27 @@ async fn cancel(shared: &Pipeline, caller: &Caller, id: &str) -> Result<Response
         Cancel::Ended => {}
         Cancel::Elsewhere => match view_of(shared, caller, id).await? {
             None => return Err(no_run(id)),
-            Some(v) if !v.ended => {
-                return Err(Problem::new(
-                    ErrorKind::InvalidRequest,
-                    "the run goes on at another gateway of the store: cancel it there",
-                )
-                .with_status(StatusCode::CONFLICT))
-            }
+            Some(v) if !v.ended => cancel_elsewhere(shared, &key).await?,
             Some(_) => {}
         },
     }
     found(shared, caller, id, StatusCode::OK, None).await
+}
+
+/// Asks the gateway of the store that runs `key` to cancel it (the store's notices), and
+/// follows the run to its end (for [`CANCEL_WAIT`] at most).
+async fn cancel_elsewhere(shared: &Pipeline, key: &crate::agent::ConversationKey) -> Result<(), Problem> {
+    let sub = shared.runs.resume(key, None).await.map_err(|e| e.problem())?;
+    let (Some(mut sub), Some(store)) = (sub, shared.runs.store()) else {
+        return Ok(());
+    };
+    store.runs.request_run_cancel(&key.scoped_id()).await.map_err(|e| {
+        tracing::error!(error = %e, "cannot ask for a run's cancel");
+        Problem::new(ErrorKind::Internal, "the gateway cannot reach the run's gateway now")
+            .with_status(StatusCode::SERVICE_UNAVAILABLE)
+    })?;
+    let _ = tokio::time::timeout(CANCEL_WAIT, async { while sub.next().await.is_some() {} }).await;
+    Ok(())
 }
 
 /// The caller's run `id` as a resource, with `status`; `404` when it is not known.

@@ -110,6 +110,7 @@ pub(super) fn parse_notice(channel: &str, payload: &str, instance: &str) -> Opti
                 event: p.e.map(|e| e.get().into()),
             })
         }
+        CANCELS_CHANNEL if !p.k.is_empty() => Some(StoreNotice::RunCancelRequested { key: p.k }),
         CANCELS_CHANNEL => Some(StoreNotice::CancelRequested { task_id: p.t }),
         FRAMES_CHANNEL if p.i.as_deref() != Some(instance) => Some(StoreNotice::Framed { key: p.k, seq: p.s? }),
         _ => None,

@@ -516,6 +516,21 @@ impl RunStore for PgStore {
     fn prune_runs(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
         Box::pin(self.prune_run_logs(older_than, keep))
     }
+
+    fn request_run_cancel<'a>(&'a self, key: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            if key.len() > MAX_NOTICE_KEY {
+                return Err(StoreError::Backend("a run key too long to announce".into()));
+            }
+            let client = self.client().await?;
+            let payload = json!({"i": self.instance, "k": key}).to_string();
+            client
+                .execute("SELECT pg_notify($1, $2)", &[&CANCELS_CHANNEL, &payload])
+                .await
+                .map_err(|e| pg_error(&e))?;
+            Ok(())
+        })
+    }
 }
 
 #[cfg(test)]
@@ -559,6 +574,13 @@ mod tests {
             })
         );
         assert_eq!(parse_notice(FRAMES_CHANNEL, framed, "x"), None);
+        // a run's cancel, a task's cancel: told apart by what they name
+        assert_eq!(
+            parse_notice(CANCELS_CHANNEL, r#"{"i":"me","k":"5:alice:e2a:r1"}"#, "me"),
+            Some(StoreNotice::RunCancelRequested {
+                key: "5:alice:e2a:r1".into()
+            })
+        );
     }
 
     #[tokio::test]
