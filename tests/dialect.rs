@@ -128,14 +128,19 @@ fn the_frames_cross_a2a_and_come_back_unchanged() {
             .collect();
         assert_eq!(back, vec![(f.response_kind.to_string(), f.body.clone())], "{events:?}");
     }
-    let [asked, _] = ResponseStream::for_request(&request())
+    let [asked, end] = ResponseStream::for_request(&request())
         .pause(PlanApprovalRequiredBody::asking(
             PauseKind::Input,
             "For how many people?",
             false,
         ))
         .map(E2AResponse::from);
-    let events = A2aStreamProjector::new("t1", "c1").push_record(&asked);
+    // (the question is asked at the pause's end: a pause may ask several)
+    let mut projector = A2aStreamProjector::new("t1", "c1");
+    let events: Vec<A2aStreamResponse> = [&asked, &end]
+        .into_iter()
+        .flat_map(|f| projector.push_record(f))
+        .collect();
     let events: Vec<Value> = events.iter().map(A2aStreamResponse::to_value).collect();
     let back = events.iter().filter_map(status_message).find_map(|m| carried_frame(&m));
     assert_eq!(
@@ -193,7 +198,7 @@ fn an_a2a_stream_reads_back_into_the_frames_that_made_it() {
         out.tool_call("call-1", "get_weather", json!({"city": "Paris"})),
         out.tool_result("call-1", json!({"temp_c": 21})),
     ];
-    let [asked, _] = out.pause(PlanApprovalRequiredBody::asking(
+    let [asked, end] = out.pause(PlanApprovalRequiredBody::asking(
         PauseKind::Approval,
         "Deploy to production?",
         true,
@@ -201,7 +206,7 @@ fn an_a2a_stream_reads_back_into_the_frames_that_made_it() {
     let mut projector = A2aStreamProjector::new("t1", "c1");
     let mut reader = A2aStreamReader::new(ResponseStream::for_request(&req));
     let mut back = Vec::new();
-    for f in frames.iter().chain([&asked]) {
+    for f in frames.iter().chain([&asked, &end]) {
         for event in projector.push(f) {
             back.extend(reader.push(&over_the_wire(&event)));
         }
@@ -279,10 +284,10 @@ fn projected_samples() -> Vec<Value> {
         E2AResponse::from(s.artifact(&piece)),
         E2AResponse::from(s.complete(json!({"content": "It is 21 °C."}))),
     ];
-    let [asked, _] = ResponseStream::for_request(&request())
+    let [asked, end] = ResponseStream::for_request(&request())
         .pause(PlanApprovalRequiredBody::asking(PauseKind::Approval, "Deploy?", true))
         .map(E2AResponse::from);
-    frames.push(asked);
+    frames.extend([asked, end]);
     for (i, f) in frames.iter_mut().enumerate() {
         f.response_id = Some(format!("m{i}"));
         f.timestamp = Some("2026-03-26T11:33:01.150000+00:00".into());

@@ -224,6 +224,8 @@ fn a2a_carries_frames_without_an_a2a_form_losslessly() {
             ResponseKind::PlanApprovalRequired,
             obj(json!({"plan_content": "Deploy to production?", "input_kind": "approval", "resumable": true, "plan_slug": "deploy"})),
         )),
+        // the pause's end: its question is asked then
+        E2AResponse::from(s.complete(json!({"state": "input_required", "input_kind": "approval"}))),
     ]);
     let mut p = A2aStreamProjector::new("task-1", "ctx-1");
     let mut carried = Vec::new();
@@ -248,7 +250,7 @@ fn a2a_carries_frames_without_an_a2a_form_losslessly() {
     let is_text = |f: &E2AResponse| f.body.get("delta_kind") == Some(&json!("text"));
     let expected: Vec<(ResponseKind, Map<String, Value>)> = frames
         .iter()
-        .filter(|f| !is_text(f))
+        .filter(|f| !is_text(f) && !f.is_final)
         .map(|f| (f.response_kind.clone(), f.body.clone()))
         .collect();
     assert_eq!(carried.len(), expected.len());
@@ -318,6 +320,56 @@ fn a2a_ingress_accepts_what_the_official_types_produce() {
     );
 }
 
+/// A pause asking two things at once (an approval and a question).
+fn two_questions() -> Vec<e2a::types::PlanApprovalRequiredBody> {
+    use e2a::types::{PauseKind, PlanApprovalRequiredBody};
+    vec![
+        PlanApprovalRequiredBody::asking(PauseKind::Approval, "Deploy to staging?", true),
+        PlanApprovalRequiredBody::asking(PauseKind::Input, "Which region?", true),
+    ]
+}
+
+/// Every question of a pause reaches an A2A client in the one `INPUT_REQUIRED` status that
+/// ends the turn (a streaming client stops at it): each question's text and carried pause, in
+/// order — and a gateway reading that status (the `a2a:` agent) rebuilds the same pause.
+#[test]
+fn a2a_streams_show_every_question_of_a_pause() {
+    use e2a::a2a::stream::carried_pauses;
+    use e2a::types::{A2aStreamResponse, A2aTaskState};
+    let req = E2AEnvelope::new("session/prompt", json!({})).with_request_id("r1");
+    let s = ResponseStream::for_request(&req);
+    let mut p = A2aStreamProjector::new("task-1", "ctx-1");
+    let events: Vec<A2aStreamResponse> = s.pause_all(two_questions()).iter().flat_map(|f| p.push(f)).collect();
+    let statuses: Vec<&e2a::types::A2aTaskStatus> = events
+        .iter()
+        .filter_map(|e| match e {
+            A2aStreamResponse::StatusUpdate(u) if u.status.state != A2aTaskState::TaskStateWorking => Some(&u.status),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(statuses.len(), 1, "{events:#?}");
+    assert_eq!(statuses[0].state, A2aTaskState::TaskStateInputRequired);
+    let message = statuses[0].message.as_ref().expect("the question");
+    let said: Vec<&str> = message.parts.iter().filter_map(|p| p.text.as_deref()).collect();
+    assert_eq!(said, ["Deploy to staging?", "Which region?"]);
+    let pauses = carried_pauses(message);
+    assert_eq!(pauses, two_questions());
+    // read back (the `a2a:` agent): the same two questions, then the pause's end
+    let mut inbound = e2a::a2a::inbound::A2aStreamReader::new(ResponseStream::for_request(&req));
+    let frames: Vec<E2AResponse> = events
+        .iter()
+        .flat_map(|e| inbound.push(e))
+        .map(|f| f.to_record())
+        .collect();
+    let asked: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f.response_kind == ResponseKind::PlanApprovalRequired)
+        .map(|f| &f.body["plan_content"])
+        .collect();
+    assert_eq!(asked, [&json!("Deploy to staging?"), &json!("Which region?")]);
+    assert_eq!(frames.last().expect("frames").body["result"]["state"], "input_required");
+}
+
 #[test]
 fn agui_event_sequences_pass_the_lifecycle_rules() {
     for fail in [None, Some("E2A.TIMEOUT")] {
@@ -344,14 +396,28 @@ fn agui_event_sequences_pass_the_lifecycle_rules() {
             }
         }
     }
-    // interrupts
+    // interrupts: every question of a pause is one, and the run ends with all of them
     let req = E2AEnvelope::new("session/prompt", json!({}));
     let mut s = ResponseStream::for_request(&req);
     let mut p = AguiProjector::new("thread", "run");
     let mut events = p.push(&s.text("plan:"));
     events.extend(p.push(&s.event(ResponseKind::PlanApprovalRequired, obj(json!({"plan_content": "do x"})))));
+    events.extend(s.pause_all(two_questions()).iter().flat_map(|f| p.push(f)));
     verify_events(&events).unwrap();
-    assert_eq!(events.last().unwrap()["outcome"]["type"], "interrupt");
+    let finished: Vec<&Value> = events.iter().filter(|e| e["type"] == "RUN_FINISHED").collect();
+    assert_eq!(finished.len(), 1, "{events:#?}");
+    let interrupts = finished[0]["outcome"]["interrupts"].as_array().expect("interrupts");
+    let asked: Vec<(&Value, &Value)> = interrupts.iter().map(|i| (&i["message"], &i["reason"])).collect();
+    assert_eq!(
+        asked,
+        [
+            (&json!("do x"), &json!("approval")),
+            (&json!("Deploy to staging?"), &json!("approval")),
+            (&json!("Which region?"), &json!("input"))
+        ]
+    );
+    let ids: std::collections::HashSet<&Value> = interrupts.iter().map(|i| &i["id"]).collect();
+    assert_eq!(ids.len(), 3, "each interrupt its own id");
     // the checker itself rejects broken sequences
     for bad in [
         vec![json!({"type": "TEXT_MESSAGE_START", "messageId": "m"})],

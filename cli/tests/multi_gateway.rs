@@ -23,6 +23,10 @@ const SCRIPT: &str = r#"{"scenarios": [
  {"name": "pause", "match": {"text": "book"},
   "steps": [{"type": "text", "text": "booking "}, {"type": "input_required", "prompt": "how many?"},
             {"type": "text", "text": "booked for {answer}"}, {"type": "complete"}]},
+ {"name": "trip", "match": {"text": "plan a trip"},
+  "steps": [{"type": "text", "text": "planning "},
+            {"type": "input_required", "prompt": "how many?", "also_ask": ["which city?"]},
+            {"type": "text", "text": "trip for {answer}"}, {"type": "complete"}]},
  {"name": "count", "match": {"text": "count"},
   "steps": [{"type": "text", "text": "01 "}, {"type": "text", "text": "02 ", "delay_ms": 100},
             {"type": "text", "text": "03 ", "delay_ms": 100}, {"type": "text", "text": "04 ", "delay_ms": 100},
@@ -609,24 +613,26 @@ fn an_agui_interrupt_and_a_paused_e2a_run_asked_on_one_gateway_are_answered_on_t
     };
     rt.block_on(async {
         let http = client();
-        // AG-UI: the run on A ends with an interrupt; GoAI's resume body (the run's id, no
-        // thread) on B answers it, and B's agent goes on where A's stopped
+        // AG-UI: the run on A ends with two interrupts; GoAI's resume body (the run's id, no
+        // thread) on B answers both, and B's agent goes on where A's stopped
         let run = json!({"threadId": "t-pg", "runId": "r-pg",
-            "messages": [{"id": "m1", "role": "user", "content": "book a table"}]});
+            "messages": [{"id": "m1", "role": "user", "content": "plan a trip"}]});
         let (status, text) = post_json(&http, format!("{}/agui", a.base), &run).await;
         assert_eq!(status, 200, "{text}");
         let asked = sse_data(&text);
-        assert_eq!(text_said(&asked), "booking ");
+        assert_eq!(text_said(&asked), "planning ");
         let last = asked.last().expect("events");
         assert_eq!(last["outcome"]["type"], "interrupt", "{last}");
-        let interrupt = last["outcome"]["interrupts"][0]["id"].clone();
-        let answer =
-            json!({"runId": "r-pg", "resume": [{"interruptId": interrupt, "status": "resolved", "payload": "4"}]});
+        let interrupts = last["outcome"]["interrupts"].as_array().expect("interrupts");
+        assert_eq!(interrupts.len(), 2, "{last}");
+        let answer = json!({"runId": "r-pg", "resume": [
+            {"interruptId": interrupts[0]["id"], "status": "resolved", "payload": "4"},
+            {"interruptId": interrupts[1]["id"], "status": "resolved", "payload": "Oslo"}]});
         let (status, text) = post_json(&http, format!("{}/agui", b.base), &answer).await;
         assert_eq!(status, 200, "{text}");
         let done = sse_data(&text);
         assert_eq!(done[0]["threadId"], "t-pg", "{text}");
-        assert_eq!(text_said(&done), "booked for 4");
+        assert_eq!(text_said(&done), "trip for 4\nOslo");
         assert_eq!(done.last().expect("events")["type"], "RUN_FINISHED");
         // the interrupt is taken: answering it again, on either gateway, is refused, naming
         // the thread the run was on

@@ -420,11 +420,13 @@ fn agui_events(text: &str) -> Vec<Value> {
         .collect()
 }
 
-/// A paused AG-UI run is answered after a restart (SQLite): the interrupt and the agent's
-/// place are in the store. GoAI's resume body (the run's own id, no thread) is used; the run
-/// pauses again, the gateway restarts again, and the second answer finishes it.
+/// A paused AG-UI run is answered after a restart (SQLite): the interrupts and the agent's
+/// place are in the store. The pause asks two things at once (two interrupts of one
+/// `RUN_FINISHED`), GoAI's resume body (the run's own id, no thread) answers both; the run
+/// pauses again with two approvals, the gateway restarts again, and the second answer
+/// finishes it.
 #[test]
-fn an_agui_interrupt_is_answered_after_a_restart_and_the_agent_goes_on_where_it_stopped() {
+fn agui_interrupts_are_answered_after_a_restart_and_the_agent_goes_on_where_it_stopped() {
     let dir = tempfile::tempdir().expect("tmp");
     let owned = on_sqlite(dir.path(), &["--agui"]);
     let args: Vec<&str> = owned.iter().map(String::as_str).collect();
@@ -449,30 +451,37 @@ fn an_agui_interrupt_is_answered_after_a_restart_and_the_agent_goes_on_where_it_
             .filter_map(|e| e["delta"].as_str())
             .collect()
     };
-    let interrupt = |events: &[Value]| -> Value {
+    // the interrupts the run ended with: (id, message)
+    let interrupts = |events: &[Value]| -> Vec<(Value, Value)> {
         let last = events.last().expect("events");
         assert_eq!(last["outcome"]["type"], "interrupt", "{last}");
-        last["outcome"]["interrupts"][0].clone()
+        let all = last["outcome"]["interrupts"].as_array().expect("interrupts");
+        all.iter().map(|i| (i["id"].clone(), i["message"].clone())).collect()
     };
     let run = json!({"threadId": "t-restart", "runId": "r-restart",
-        "messages": [{"id": "m1", "role": "user", "content": "book a table"}]});
+        "messages": [{"id": "m1", "role": "user", "content": "plan a trip"}]});
     let mut gateway = serve(&args);
     let asked = runtime().block_on(post(&gateway.base, run));
-    assert_eq!(said(&asked), "Looking for a table.");
-    let first = interrupt(&asked);
-    assert_eq!(first["message"], "For how many people?");
+    assert_eq!(said(&asked), "Planning a trip.");
+    let first = interrupts(&asked);
+    let messages: Vec<&Value> = first.iter().map(|(_, m)| m).collect();
+    assert_eq!(messages, [&json!("How many travellers?"), &json!("Which city?")]);
     gateway.kill();
     let mut gateway = serve(&args);
-    let answer =
-        json!({"runId": "r-restart", "resume": [{"interruptId": first["id"], "status": "resolved", "payload": "4"}]});
+    let answer = json!({"runId": "r-restart", "resume": [
+        {"interruptId": first[0].0, "status": "resolved", "payload": "4"},
+        {"interruptId": first[1].0, "status": "resolved", "payload": "Lisbon"}]});
     let asked = runtime().block_on(post(&gateway.base, answer));
     assert_eq!(asked[0]["threadId"], "t-restart");
-    assert_eq!(said(&asked), "A table for 4.");
-    let second = interrupt(&asked);
-    assert_eq!(second["message"], "Book the table for 4 at 20:00?");
+    assert_eq!(said(&asked), "A trip for 4\nLisbon.");
+    let second = interrupts(&asked);
+    let messages: Vec<&Value> = second.iter().map(|(_, m)| m).collect();
+    assert_eq!(messages, [&json!("Book the trip?"), &json!("Pay the deposit now?")]);
     gateway.kill();
     let gateway = serve(&args);
-    let answer = json!({"runId": "r-restart", "resume": [{"interruptId": second["id"], "status": "resolved", "payload": {"approved": true}}]});
+    let answer = json!({"runId": "r-restart", "resume": [
+        {"interruptId": second[0].0, "status": "resolved", "payload": {"approved": true}},
+        {"interruptId": second[1].0, "status": "resolved", "payload": {"approved": true}}]});
     let done = runtime().block_on(post(&gateway.base, answer));
     assert_eq!(said(&done), "Booked.");
     assert_eq!(done.last().expect("events")["type"], "RUN_FINISHED");

@@ -31,6 +31,13 @@ const SCRIPT: &str = r##"{"scenarios": [
   {"name": "booking", "match": {"text": "book a table"}, "steps": [
     {"type": "input_required", "prompt": "For how many people?"},
     {"type": "text", "text": "A table for {answer}."}, {"type": "complete"}]},
+  {"name": "trip", "match": {"text": "plan a trip"}, "steps": [
+    {"type": "text", "text": "Planning a trip."},
+    {"type": "input_required", "prompt": "How many travellers?", "also_ask": ["Which city?"]},
+    {"type": "text", "text": "A trip for {answer}."},
+    {"type": "approval", "prompt": "Book the trip?", "also_ask": ["Pay the deposit now?"],
+     "on_deny": [{"type": "text", "text": "Not booked."}, {"type": "complete"}]},
+    {"type": "text", "text": "Booked."}, {"type": "complete"}]},
   {"name": "echo", "steps": [{"type": "text", "text": "You said: {input}"}, {"type": "complete"}]}
 ]}"##;
 
@@ -632,4 +639,65 @@ async fn threads_runs_are_listed(s: Server) {
         (400, &json!("E2A.INVALID_REQUEST")),
         "{p}"
     );
+}
+
+/// A pause asking two things at once is two interrupts of one `RUN_FINISHED`: a resume must
+/// answer both (one alone is refused, and leaves both pending); the agent gets the answers, one
+/// per line, and a denial of either of two approvals denies.
+#[tokio::test]
+async fn a_pause_asking_two_things_is_two_interrupts_answered_together() {
+    let s = serve(script(), GatewayConfig::default()).await;
+    let first = input("t-trip", "plan a trip");
+    let events = run(&s.base, "/agui", &first).await;
+    assert_eq!(said(&events), "Planning a trip.");
+    let outcome = &events.last().unwrap()["outcome"];
+    assert_eq!(outcome["type"], "interrupt", "{outcome}");
+    let asked: Vec<(&Value, &Value)> = outcome["interrupts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (&i["message"], &i["reason"]))
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            (&json!("How many travellers?"), &json!("input")),
+            (&json!("Which city?"), &json!("input"))
+        ]
+    );
+    let ids = |events: &[Value]| -> Vec<Value> {
+        events.last().unwrap()["outcome"]["interrupts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["id"].clone())
+            .collect()
+    };
+    let (a, b) = (ids(&events)[0].clone(), ids(&events)[1].clone());
+    let post = |body: Value| {
+        reqwest::Client::new()
+            .post(format!("{}/agui", s.base))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+    let one = json!({"runId": first["runId"], "resume": [{"interruptId": a, "payload": "4"}]});
+    let r = post(one).await.unwrap();
+    assert_eq!(r.status(), 422);
+    let p: Value = r.json().await.unwrap();
+    assert_eq!(p["pointer"], "/resume", "{p}");
+    // both, in any order (GoAI's body): the answers reach the agent in the entries' order
+    let both = json!({"runId": first["runId"], "resume": [
+        {"interruptId": a, "status": "resolved", "payload": "4"},
+        {"interruptId": b, "status": "resolved", "payload": {"answer": "Lisbon"}}]});
+    let events = run(&s.base, "/agui", &both).await;
+    assert_eq!(said(&events), "A trip for 4\nLisbon.");
+    let approvals = ids(&events);
+    assert_eq!(approvals.len(), 2, "{:?}", events.last());
+    // one approval of two denied: the whole is denied
+    let answer = json!({"runId": first["runId"], "resume": [
+        {"interruptId": approvals[0], "payload": {"approved": true}},
+        {"interruptId": approvals[1], "payload": {"approved": false}}]});
+    let events = run(&s.base, "/agui", &answer).await;
+    assert_eq!(said(&events), "Not booked.");
 }

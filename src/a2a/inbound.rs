@@ -22,7 +22,7 @@ use crate::types::{
     PauseKind, PlanApprovalRequiredBody, ResponseKind,
 };
 
-use crate::a2a::stream::{carried_frame, OUTPUT_ARTIFACT};
+use crate::a2a::stream::{carried_frame, carried_pauses, OUTPUT_ARTIFACT};
 use crate::response::body_map;
 
 fn text_of(message: Option<&A2aMessage>) -> String {
@@ -149,18 +149,13 @@ impl A2aStreamReader {
             A2aTaskState::TaskStateRejected => vec![s.refuse(&text)],
             A2aTaskState::TaskStateAuthRequired => end(s, ErrorKind::AuthRequired, remote),
             A2aTaskState::TaskStateInputRequired => {
-                // an e2a agent's pause, as it was (approval or input, its question); a plain
+                // an e2a agent's pause, as it was (approval or input, its questions); a plain
                 // agent's asks for input
-                let carried = match carried(status) {
-                    Some((ResponseKind::PlanApprovalRequired, body)) => {
-                        serde_json::from_value::<PlanApprovalRequiredBody>(Value::Object(body)).ok()
-                    }
-                    _ => None,
-                };
-                match carried {
-                    Some(mut body) => {
-                        body.plan_content.get_or_insert(text);
-                        s.pause(body).into()
+                let mut carried = status.message.as_ref().map(carried_pauses).unwrap_or_default();
+                match carried.first_mut() {
+                    Some(first) => {
+                        first.plan_content.get_or_insert(text);
+                        s.pause_all(carried)
                     }
                     None => s
                         .pause(PlanApprovalRequiredBody::asking(PauseKind::Input, &text, true))

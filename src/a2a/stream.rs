@@ -15,7 +15,7 @@
 //! | `e2a.chunk`, `delta_kind: reasoning` | `TASK_STATE_WORKING` | `e2a_delta_kind: "reasoning"` (+ `e2a_chunk`) | `[{"text": delta}]` |
 //! | `e2a.chunk`, any other non-text kind (`tool`, `custom`, …) | `TASK_STATE_WORKING` | `e2a_delta_kind: <delta_kind>` (+ `e2a_chunk`) | `[{"data": delta}]` |
 //! | `acp.session_update` | `TASK_STATE_WORKING` | `e2a_response_kind: "acp.session_update"` | `[{"data": body}]` |
-//! | `plan.approval_required` | `TASK_STATE_INPUT_REQUIRED` | `e2a_response_kind: "plan.approval_required"` | `[{"text": plan_content}, {"data": body}]` |
+//! | `plan.approval_required` | `TASK_STATE_INPUT_REQUIRED` | `e2a_response_kind: "plan.approval_required"` | `[{"text": plan_content}, {"data": body}]`, one pair per question of the pause ([`carried_pauses`]) |
 //!
 //! `e2a_chunk` holds the chunk body's fields other than `delta_kind` and `delta` (for example
 //! `event_type: chat.tool_call`, which tells a tool call from its result); it is left out when
@@ -126,6 +126,32 @@ pub fn carried_frame(message: &A2aMessage) -> Option<(ResponseKind, Map<String, 
     }
 }
 
+/// The pauses an `INPUT_REQUIRED` message of the convention carries, one per question (each
+/// data part a `plan.approval_required` body); empty for any other message.
+///
+/// ```
+/// use e2a::a2a::stream::carried_pauses;
+/// let asked = serde_json::json!({"messageId": "m", "role": "ROLE_AGENT", "parts": [
+///     {"text": "How many?"}, {"data": {"plan_content": "How many?", "input_kind": "input"}},
+///     {"text": "Which city?"}, {"data": {"plan_content": "Which city?", "input_kind": "input"}}],
+///     "metadata": {"e2a_response_kind": "plan.approval_required"}});
+/// let pauses = carried_pauses(&serde_json::from_value(asked).unwrap());
+/// let questions: Vec<_> = pauses.iter().filter_map(|p| p.plan_content.as_deref()).collect();
+/// assert_eq!(questions, ["How many?", "Which city?"]);
+/// ```
+pub fn carried_pauses(message: &A2aMessage) -> Vec<crate::types::PlanApprovalRequiredBody> {
+    let kind = message.metadata.get(RESPONSE_KIND_KEY).and_then(Value::as_str);
+    if kind != Some(ResponseKind::PlanApprovalRequired.as_str()) {
+        return Vec::new();
+    }
+    message
+        .parts
+        .iter()
+        .filter_map(|p| p.data.clone())
+        .filter_map(|d| serde_json::from_value(d).ok())
+        .collect()
+}
+
 /// Projects the frames of one request onto typed A2A 1.0 stream events.
 ///
 /// | E2A frame | A2A event |
@@ -163,6 +189,11 @@ pub struct A2aStreamProjector {
     chunks: u64,
     text: String,
     cancel_reason: Option<String>,
+    /// The questions of a pause asked so far (a text and a data part each): one
+    /// `INPUT_REQUIRED` status asks them all at the turn's end, as the message of the first
+    /// question's frame (`asking`: its id and time).
+    asked: Vec<A2aPart>,
+    asking: Option<Box<E2AResponse>>,
     finished: bool,
 }
 
@@ -268,6 +299,8 @@ impl A2aStreamProjector {
             chunks: 0,
             text: String::new(),
             cancel_reason: None,
+            asked: Vec::new(),
+            asking: None,
             finished: false,
         }
     }
@@ -330,6 +363,19 @@ impl A2aStreamProjector {
         let mut m = self.agent_message(parts, frame);
         m.metadata = metadata;
         self.status(state, Some(m), &frame.timestamp)
+    }
+
+    /// The `INPUT_REQUIRED` status asking the pause's questions; the stream ends with it.
+    fn ask(&mut self, frame: &E2AResponse) -> A2aStreamResponse {
+        self.finished = true;
+        let meta = Map::from_iter([(
+            RESPONSE_KIND_KEY.into(),
+            ResponseKind::PlanApprovalRequired.as_str().into(),
+        )]);
+        let parts = std::mem::take(&mut self.asked);
+        let asking = self.asking.take();
+        let by = asking.as_deref().unwrap_or(frame);
+        self.carrier(A2aTaskState::TaskStateInputRequired, meta, parts, by)
     }
 
     fn artifact_update(&self, artifact: A2aArtifact, append: bool, last_chunk: bool) -> A2aStreamResponse {
@@ -401,6 +447,7 @@ impl A2aStreamProjector {
                 let parts = vec![data_part(Value::Object(b.clone()))];
                 out.push(self.carrier(A2aTaskState::TaskStateWorking, meta, parts, frame));
             }
+            ResponseKind::E2aComplete if frame.is_final && !self.asked.is_empty() => out.push(self.ask(frame)),
             ResponseKind::E2aComplete if frame.is_final => {
                 if self.chunks > 0 {
                     out.push(self.output("", true));
@@ -415,14 +462,16 @@ impl A2aStreamProjector {
                 out.push(self.status(A2aTaskState::TaskStateCompleted, message, &frame.timestamp));
             }
             ResponseKind::PlanApprovalRequired => {
-                let meta = Map::from_iter([(RESPONSE_KIND_KEY.into(), frame.response_kind.as_str().into())]);
+                // another question of the same pause may follow: all are asked at its end
                 let question = b.get("plan_content").and_then(Value::as_str).map(text_part);
-                let parts = question
-                    .into_iter()
-                    .chain([data_part(Value::Object(b.clone()))])
-                    .collect();
-                self.finished = true;
-                out.push(self.carrier(A2aTaskState::TaskStateInputRequired, meta, parts, frame));
+                self.asked.extend(question);
+                self.asked.push(data_part(Value::Object(b.clone())));
+                if self.asking.is_none() {
+                    self.asking = Some(Box::new(frame.clone()));
+                }
+                if frame.is_final {
+                    out.push(self.ask(frame));
+                }
             }
             _ if frame.is_final => {
                 if let Some(kind) = ErrorKind::of_response(frame) {

@@ -125,6 +125,9 @@ pub struct AguiProjector {
     reasoning: Option<String>,
     counter: u64,
     shown: crate::shown::ShownText,
+    /// The interrupts asked so far (each `plan.approval_required` frame), that the run ends
+    /// with.
+    interrupts: Vec<Value>,
 }
 
 impl AguiProjector {
@@ -139,6 +142,7 @@ impl AguiProjector {
             reasoning: None,
             counter: 0,
             shown: crate::shown::ShownText::default(),
+            interrupts: Vec::new(),
         }
     }
 
@@ -230,6 +234,7 @@ impl AguiProjector {
                     }
                 }
             }
+            ResponseKind::E2aComplete if frame.is_final && !self.interrupts.is_empty() => self.interrupted(&mut out),
             ResponseKind::E2aComplete if frame.is_final => {
                 // the final content not streamed as text (a reply, a summary at the end)
                 if let Some(owed) = self.shown.owed(frame) {
@@ -244,20 +249,20 @@ impl AguiProjector {
                 );
             }
             ResponseKind::PlanApprovalRequired => {
+                // each question is an interrupt; the run ends with all of them at its final frame
                 self.close_all(&mut out);
-                self.finished = true;
                 let id = self.new_id("interrupt");
                 // what the pause asks for (`approval`, `input`); what is absent asks for approval
                 let reason = b
                     .get("input_kind")
                     .and_then(|k| serde_json::from_value::<crate::types::PauseKind>(k.clone()).ok())
                     .unwrap_or(crate::types::PauseKind::Approval);
-                out.push(
-                    json!({"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id,
-                    "outcome": {"type": "interrupt", "interrupts": [{"id": id, "reason": reason,
+                self.interrupts.push(json!({"id": id, "reason": reason,
                     "message": b.get("plan_content").and_then(Value::as_str).unwrap_or("Approval required"),
-                    "metadata": b}]}}),
-                );
+                    "metadata": b}));
+                if frame.is_final {
+                    self.interrupted(&mut out);
+                }
             }
             _ if frame.is_final => {
                 if let Some(kind) = ErrorKind::of_response(frame) {
@@ -270,6 +275,17 @@ impl AguiProjector {
             _ => {}
         }
         out
+    }
+
+    /// Ends the run waiting for the interrupts asked.
+    fn interrupted(&mut self, out: &mut Vec<Value>) {
+        self.close_all(out);
+        self.finished = true;
+        let interrupts = std::mem::take(&mut self.interrupts);
+        out.push(
+            json!({"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id,
+            "outcome": {"type": "interrupt", "interrupts": interrupts}}),
+        );
     }
 
     fn custom(&mut self, body: &Map<String, Value>, delta: &Map<String, Value>, out: &mut Vec<Value>) {

@@ -146,24 +146,44 @@ impl ResponseStream {
     /// agent's own) and the final `e2a.complete` whose result is a [`PausedResult`]; what the
     /// body leaves out reads as an approval that can be answered. Consumes the stream.
     pub fn pause(mut self, body: PlanApprovalRequiredBody) -> [Frame; 2] {
-        let result = PausedResult {
-            state: PausedResultState::InputRequired,
-            input_kind: Some(body.input_kind.unwrap_or(PauseKind::Approval)),
-            prompt: body.plan_content.clone(),
-            resumable: Some(body.resumable.unwrap_or(true)),
-            extra: Map::new(),
-        };
-        let asked = frame(
-            &mut self,
+        let result = paused_result(std::slice::from_ref(&body));
+        let asked = self.ask(body);
+        [asked, self.complete(result)]
+    }
+
+    /// Pauses the turn asking several things at once: a `plan.approval_required` frame per
+    /// body (each its own question: an AG-UI interrupt, an A2A `INPUT_REQUIRED` status
+    /// message), then the final `e2a.complete` whose [`PausedResult`] asks for approval when
+    /// any body does, with the prompts one per line. Consumes the stream.
+    ///
+    /// ```
+    /// use e2a::{stream::ResponseStream, types::{PauseKind, PlanApprovalRequiredBody}, E2AEnvelope};
+    /// let req = E2AEnvelope::new("session/prompt", serde_json::json!({})).with_request_id("r1");
+    /// let frames = ResponseStream::for_request(&req).pause_all(vec![
+    ///     PlanApprovalRequiredBody::asking(PauseKind::Approval, "Deploy to staging?", true),
+    ///     PlanApprovalRequiredBody::asking(PauseKind::Input, "Which region?", true),
+    /// ]);
+    /// assert_eq!(frames.len(), 3);
+    /// let end = frames[2].to_record();
+    /// assert_eq!(end.body["result"]["input_kind"], "approval");
+    /// assert_eq!(end.body["result"]["prompt"], "Deploy to staging?\nWhich region?");
+    /// ```
+    pub fn pause_all(mut self, bodies: Vec<PlanApprovalRequiredBody>) -> Vec<Frame> {
+        let result = paused_result(&bodies);
+        let mut frames: Vec<Frame> = bodies.into_iter().map(|body| self.ask(body)).collect();
+        frames.push(self.complete(result));
+        frames
+    }
+
+    /// One `plan.approval_required` frame asking what `body` asks.
+    fn ask(&mut self, body: PlanApprovalRequiredBody) -> Frame {
+        frame(
+            self,
             ResponseKind::PlanApprovalRequired,
             ResponseStatus::InProgress,
             false,
             FrameBody::PlanApprovalRequired(body),
-        );
-        [
-            asked,
-            self.complete(serde_json::to_value(result).unwrap_or(Value::Null)),
-        ]
+        )
     }
 
     /// Answers with a direct message (A2A: a `Message`, no task): the `a2a.message` frame
@@ -268,4 +288,23 @@ fn frame(
         status,
         timestamp: Some(crate::timestamp::utc_now_iso()),
     }
+}
+
+/// The result of a pause asking `bodies`: approval when any asks for approval (or none says),
+/// the prompts one per line, resumable when every one is.
+fn paused_result(bodies: &[PlanApprovalRequiredBody]) -> Value {
+    let kind_of = |b: &PlanApprovalRequiredBody| b.input_kind.unwrap_or(PauseKind::Approval);
+    let input_kind = match bodies.is_empty() || bodies.iter().any(|b| kind_of(b) == PauseKind::Approval) {
+        true => PauseKind::Approval,
+        false => PauseKind::Input,
+    };
+    let prompts: Vec<&str> = bodies.iter().filter_map(|b| b.plan_content.as_deref()).collect();
+    let result = PausedResult {
+        state: PausedResultState::InputRequired,
+        input_kind: Some(input_kind),
+        prompt: (!prompts.is_empty()).then(|| prompts.join("\n")),
+        resumable: Some(bodies.iter().all(|b| b.resumable.unwrap_or(true))),
+        extra: Map::new(),
+    };
+    serde_json::to_value(result).unwrap_or(Value::Null)
 }

@@ -170,11 +170,12 @@ async function runAgui() {
       case "TOOL_CALL_RESULT": tool(e.toolCallId).result = true; break;
       case "CUSTOM": if (e.name === "artifact") artifact(e.value); break;
       case "RUN_FINISHED": {
-        const i = e.outcome?.type === "interrupt" ? e.outcome.interrupts?.[0] : undefined;
-        if (i) {
+        const asked = e.outcome?.type === "interrupt" ? e.outcome.interrupts ?? [] : [];
+        if (asked.length > 0) {
+          // every interrupt of the run: an approval among them asks for approval
           t.final = "paused";
-          t.asked = i.reason === "input" ? "input" : "approval";
-          t.question = i.message ?? i.prompt ?? null;
+          t.asked = asked.every((i) => i.reason === "input") ? "input" : "approval";
+          t.question = asked.map((i) => i.message ?? i.prompt ?? "").join("\n");
         } else t.final = e.outcome?.type === "cancelled" ? "canceled" : "completed";
         t.stop = `RUN_FINISHED${e.outcome?.type ? ` ${e.outcome.type}` : ""}`;
         break;

@@ -5,7 +5,8 @@ Clients (official where the protocol has one): E2A JSON and SSE (httpx), A2A JSO
 and gRPC streaming and JSON-RPC unary (a2a-sdk), AG-UI (@ag-ui/client) and ACP
 (@agentclientprotocol/sdk), the last two through ../clients/matrix_client.mjs.
 Agents: echo; the script agent's scenarios (script.json: text, a tool call, artifacts of every
-kind, a direct reply, a report, a question, an approval, a refusal, a failure); `a2a:` to
+kind, a direct reply, a report, a question, two questions at once, an approval, a refusal, a
+failure); `a2a:` to
 fast-agent's A2A server (passthrough) and to an a2a-sdk server answering with a Message and with
 a named artifact (sdk_agent.py); `acp:` to fast-agent.
 
@@ -48,6 +49,7 @@ CASES = [
     ("script", "matrix reply", ["A direct reply to: matrix reply"]),
     ("script", "matrix report", ["summary.md", "all green", "figures", "The report is ready."]),
     ("script", "matrix question", ["Let me book that.", "For how many people?"]),
+    ("script", "matrix two questions", ["Planning.", "How many travellers?", "Which city?"]),
     ("script", "matrix approval", ["Ready to deploy.", "Deploy to production?"]),
     ("script", "matrix refusal", ["I will not do that"]),
     ("script", "matrix failure", ["Starting.", "the tool broke"]),

@@ -131,8 +131,7 @@ def from_e2a(frames, client="e2a-sse"):
             t["text"] += said
             t["segments"].append(said)
         elif kind == "plan.approval_required":
-            t["asked"] = body.get("input_kind") or "approval"
-            t["question"] = body.get("plan_content")
+            _asked(t, body.get("input_kind") or "approval", body.get("plan_content"))
         elif kind == "e2a.complete":
             result = body.get("result") or {}
             _gathered(t, result)
@@ -153,6 +152,14 @@ def from_e2a(frames, client="e2a-sse"):
     return t
 
 
+def _asked(t, kind, question):
+    """One question of a pause (a pause may ask several): an approval among them asks for
+    approval, and the questions are kept one per line, each once."""
+    t["asked"] = "approval" if "approval" in (t["asked"], kind) else kind
+    if question and question not in (t["question"] or "").split("\n"):
+        t["question"] = f"{t['question']}\n{question}" if t["question"] else question
+
+
 def _a2a_message(t, m, state=None):
     """An agent message of a status (or the task's history)."""
     meta = m.get("metadata") or {}
@@ -166,7 +173,7 @@ def _a2a_message(t, m, state=None):
             _tool_delta(t, d)
     elif meta.get("e2a_response_kind") == "plan.approval_required" or state == "TASK_STATE_INPUT_REQUIRED":
         kind = next((d.get("input_kind") for d in data if isinstance(d, dict) and d.get("input_kind")), "input")
-        t["asked"], t["question"] = kind, said
+        _asked(t, kind, said)
     elif state in ("TASK_STATE_FAILED", "TASK_STATE_REJECTED", "TASK_STATE_CANCELED"):
         t["error"] = said
     elif said:

@@ -122,12 +122,21 @@ pub enum Action {
     InputRequired {
         /// What the agent asks.
         prompt: String,
+        /// More questions asked in the same pause, each its own `plan.approval_required`
+        /// frame (an AG-UI interrupt each; every one must be answered). `{answer}` is then the
+        /// answers, one per line.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        also_ask: Vec<String>,
     },
     /// Waits for approval: a follow-up answering `no`, `deny` or `reject` runs `on_deny`
     /// (default: a rejection); any other answer continues with the next step.
     Approval {
         /// What is to be approved.
         prompt: String,
+        /// More approvals asked in the same pause, each its own `plan.approval_required`
+        /// frame (an AG-UI interrupt each): a denial of any runs `on_deny`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        also_ask: Vec<String>,
         /// Steps run when the answer denies.
         #[serde(default)]
         on_deny: Vec<Step>,

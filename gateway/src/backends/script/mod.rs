@@ -496,22 +496,18 @@ impl Runner {
     /// A step that ends the run: a pause, a direct reply, a rejection, a failure or the end.
     fn finish(&mut self, stream: ResponseStream, request: &E2AEnvelope, action: &Action) {
         match action {
-            Action::InputRequired { prompt } | Action::Approval { prompt, .. } => {
+            Action::InputRequired { prompt, also_ask } | Action::Approval { prompt, also_ask, .. } => {
                 let kind = if matches!(action, Action::Approval { .. }) {
                     PauseKind::Approval
                 } else {
                     PauseKind::Input
                 };
-                let prompt = self.fill(prompt);
-                self.frames.extend(
-                    stream
-                        .pause(PlanApprovalRequiredBody::asking(
-                            kind,
-                            &prompt,
-                            task_key(request).is_some(),
-                        ))
-                        .map(Arc::new),
-                );
+                let resumable = task_key(request).is_some();
+                let asked = std::iter::once(prompt)
+                    .chain(also_ask)
+                    .map(|p| PlanApprovalRequiredBody::asking(kind, &self.fill(p), resumable))
+                    .collect();
+                self.frames.extend(stream.pause_all(asked).into_iter().map(Arc::new));
             }
             Action::Message { text } => {
                 let text = self.fill(text);

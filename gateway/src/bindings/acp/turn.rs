@@ -183,13 +183,22 @@ impl AcpServer {
     /// One run of the turn's agent on `request`, through the pipeline.
     async fn run(&self, admission: &Admission, turning: &mut Turning<'_>, request: &E2AEnvelope) -> Turn {
         let mut frames = admission.run(request.clone());
+        // the pause's questions (one per `plan.approval_required` frame), asked together
         let mut pause: Option<(PauseKind, String)> = None;
         let cancelled = |t: &Turning<'_>| t.cancel.is_cancelled();
         while let Some(frame) = frames.next().await {
             if frame.response_kind == ResponseKind::PlanApprovalRequired {
                 if let Ok(ResponseBody::PlanApprovalRequired(b)) = frame.to_record().typed_body() {
                     let question = b.plan_content.unwrap_or_else(|| "The agent asks for approval".into());
-                    pause = Some((b.input_kind.unwrap_or(PauseKind::Approval), question));
+                    let kind = b.input_kind.unwrap_or(PauseKind::Approval);
+                    pause = Some(match pause.take() {
+                        // an approval among the questions asks for approval of them all
+                        Some((k, asked)) => (
+                            if k == PauseKind::Approval { k } else { kind },
+                            format!("{asked}\n{question}"),
+                        ),
+                        None => (kind, question),
+                    });
                 }
             }
             let completes = frame.response_kind == ResponseKind::E2aComplete;

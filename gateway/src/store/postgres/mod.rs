@@ -40,8 +40,6 @@ mod writer;
 
 use connect::{describe, migrate, tls};
 use listen::listen;
-#[cfg(test)]
-use listen::parse_notice;
 use writer::{writer, Pending};
 
 use std::sync::Arc;
@@ -536,52 +534,6 @@ impl RunStore for PgStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn notices_skip_our_own_events_and_read_cancels() {
-        let ev = r#"{"i":"me","t":"task-1","s":3,"e":{"statusUpdate":{}}}"#;
-        assert_eq!(parse_notice(EVENTS_CHANNEL, ev, "me"), None);
-        assert_eq!(
-            parse_notice(EVENTS_CHANNEL, ev, "other"),
-            Some(StoreNotice::Appended {
-                task_id: "task-1".into(),
-                seq: 3,
-                event: Some(r#"{"statusUpdate":{}}"#.into())
-            })
-        );
-        assert_eq!(
-            parse_notice(EVENTS_CHANNEL, r#"{"i":"x","t":"task-1","s":4}"#, "me"),
-            Some(StoreNotice::Appended {
-                task_id: "task-1".into(),
-                seq: 4,
-                event: None
-            })
-        );
-        assert_eq!(
-            parse_notice(CANCELS_CHANNEL, r#"{"i":"me","t":"task-1"}"#, "me"),
-            Some(StoreNotice::CancelRequested {
-                task_id: "task-1".into()
-            })
-        );
-        assert_eq!(parse_notice(EVENTS_CHANNEL, "not json", "me"), None);
-        // a run's frames: another instance's wake its followers here; our own do not come back
-        let framed = r#"{"i":"x","k":"5:alice:e2a:r1","s":7}"#;
-        assert_eq!(
-            parse_notice(FRAMES_CHANNEL, framed, "me"),
-            Some(StoreNotice::Framed {
-                key: "5:alice:e2a:r1".into(),
-                seq: 7
-            })
-        );
-        assert_eq!(parse_notice(FRAMES_CHANNEL, framed, "x"), None);
-        // a run's cancel, a task's cancel: told apart by what they name
-        assert_eq!(
-            parse_notice(CANCELS_CHANNEL, r#"{"i":"me","k":"5:alice:e2a:r1"}"#, "me"),
-            Some(StoreNotice::RunCancelRequested {
-                key: "5:alice:e2a:r1".into()
-            })
-        );
-    }
 
     #[tokio::test]
     async fn connection_errors_name_the_server_but_not_the_password() {
