@@ -104,6 +104,7 @@ impl Gateway {
     /// A gateway in front of a shared agent.
     pub fn with_agent(agent: Arc<dyn Agent>, config: GatewayConfig) -> Self {
         let shared = Arc::new(Pipeline::new(agent, config));
+        shared.config.auth.limit_signed_bodies(shared.config.limits.max_bytes);
         Gateway {
             bindings: vec![Arc::new(bindings::e2a_http::E2aHttp(shared.clone()))],
             shared,
@@ -156,8 +157,16 @@ impl Gateway {
     /// with its task store; the first store given is kept.
     pub fn with_store(self, stores: impl Into<store::Stores>) -> Self {
         let stores = stores.into().metered(&self.shared.metrics);
-        self.shared.runs.keep_in(&stores);
+        self.keep_in(&stores);
         self
+    }
+
+    /// Keeps runs, pauses and the nonces of signed requests in `stores`, as far as it keeps them.
+    fn keep_in(&self, stores: &store::Stores) {
+        self.shared.runs.keep_in(stores);
+        if let Some(nonces) = &stores.nonces {
+            self.shared.config.auth.keep_nonces_in(nonces.clone());
+        }
     }
 
     /// Also serves A2A 1.0 (agent card, JSON-RPC and HTTP+JSON bindings) in front of the same
@@ -165,7 +174,7 @@ impl Gateway {
     /// [`Gateway::with_store`]). See [`bindings::a2a`].
     pub fn with_a2a(mut self, config: bindings::a2a::A2aConfig, stores: impl Into<store::Stores>) -> Self {
         let stores = stores.into().metered(&self.shared.metrics);
-        self.shared.runs.keep_in(&stores);
+        self.keep_in(&stores);
         let state = Arc::new(tasks::TaskService::new(self.shared.clone(), config, stores));
         self.bindings.push(Arc::new(bindings::a2a::A2aBinding(state.clone())));
         self.a2a = Some(state);

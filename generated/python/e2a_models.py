@@ -1733,7 +1733,7 @@ class ArtifactDelta(BaseModel):
 
 class CallerEntry(BaseModel):
     """
-    A caller (`[callers.NAME]`): how it proves who it is, what it may call, how often. Exactly one of `api_key_sha256`, `api_key_file`, `api_key_env` and `jwt`.
+    A caller (`[callers.NAME]`): how it proves who it is, what it may call, how often. Exactly one of `api_key_sha256`, `api_key_file`, `api_key_env`, `jwt`, `hmac_key_file` and `hmac_key_env`.
     """
 
     model_config = ConfigDict(
@@ -1753,6 +1753,18 @@ class CallerEntry(BaseModel):
     api_key_sha256: Optional[constr(min_length=64, max_length=64)] = Field(
         None,
         description='The SHA-256 of its API key, 64 hex digits (`printf %s KEY | sha256sum`); the key itself is never stored.',
+    )
+    hmac_key_env: Optional[str] = Field(
+        None,
+        description='Environment variable holding its GoAI-HMAC-SHA256 key (see `hmac_key_file`).',
+    )
+    hmac_key_file: Optional[str] = Field(
+        None,
+        description="File holding its GoAI-HMAC-SHA256 key: a machine identity (another agent or gateway) signing each request (`Authorization: GoAI-HMAC-SHA256 Signature=…` with `X-GoAI-Agent-Code` = the caller's name, `X-GoAI-Timestamp`, `X-GoAI-Nonce`, `X-GoAI-Content-SHA256`; the canonical string is in the gateway README). The key is read, never stored or shown.",
+    )
+    hmac_window_secs: conint(ge=1, le=3600) = Field(
+        300,
+        description="How far a signed request's `X-GoAI-Timestamp` may be from the gateway's clock, either way (seconds); a nonce is remembered that long.",
     )
     jwt: Optional[JwtSettings] = Field(
         None,

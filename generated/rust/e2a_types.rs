@@ -2049,7 +2049,7 @@ pub struct CallerClaims {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub sub: ::std::option::Option<::std::string::String>,
 }
-///A caller (`[callers.NAME]`): how it proves who it is, what it may call, how often. Exactly one of `api_key_sha256`, `api_key_file`, `api_key_env` and `jwt`.
+///A caller (`[callers.NAME]`): how it proves who it is, what it may call, how often. Exactly one of `api_key_sha256`, `api_key_file`, `api_key_env`, `jwt`, `hmac_key_file` and `hmac_key_env`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CallerEntry {
@@ -2065,6 +2065,15 @@ pub struct CallerEntry {
     ///The SHA-256 of its API key, 64 hex digits (`printf %s KEY | sha256sum`); the key itself is never stored.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub api_key_sha256: ::std::option::Option<CallerEntryApiKeySha256>,
+    ///Environment variable holding its GoAI-HMAC-SHA256 key (see `hmac_key_file`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub hmac_key_env: ::std::option::Option<::std::string::String>,
+    ///File holding its GoAI-HMAC-SHA256 key: a machine identity (another agent or gateway) signing each request (`Authorization: GoAI-HMAC-SHA256 Signature=…` with `X-GoAI-Agent-Code` = the caller's name, `X-GoAI-Timestamp`, `X-GoAI-Nonce`, `X-GoAI-Content-SHA256`; the canonical string is in the gateway README). The key is read, never stored or shown.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub hmac_key_file: ::std::option::Option<::std::string::String>,
+    ///How far a signed request's `X-GoAI-Timestamp` may be from the gateway's clock, either way (seconds); a nonce is remembered that long.
+    #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 300>")]
+    pub hmac_window_secs: ::std::num::NonZeroU64,
     ///JWT verification: a bearer token signed by this issuer is this caller; its `sub` names the user or agent.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub jwt: ::std::option::Option<JwtSettings>,
@@ -2082,6 +2091,9 @@ impl ::std::default::Default for CallerEntry {
             api_key_env: Default::default(),
             api_key_file: Default::default(),
             api_key_sha256: Default::default(),
+            hmac_key_env: Default::default(),
+            hmac_key_file: Default::default(),
+            hmac_window_secs: defaults::default_nzu64::<::std::num::NonZeroU64, 300>(),
             jwt: Default::default(),
             kind: defaults::caller_entry_kind(),
             rate_limit: Default::default(),
@@ -7332,6 +7344,16 @@ impl crate::write::WriteJson for CallerEntry {
             w.key(&mut first, "\"api_key_sha256\":");
             w.serde(v);
         }
+        if let Some(v) = &self.hmac_key_env {
+            w.key(&mut first, "\"hmac_key_env\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.hmac_key_file {
+            w.key(&mut first, "\"hmac_key_file\":");
+            w.value(v);
+        }
+        w.key(&mut first, "\"hmac_window_secs\":");
+        w.serde(&self.hmac_window_secs);
         if let Some(v) = &self.jwt {
             w.key(&mut first, "\"jwt\":");
             w.value(v);

@@ -1746,7 +1746,7 @@ export interface CallerClaims {
   sub?: string | null;
 }
 /**
- * A caller (`[callers.NAME]`): how it proves who it is, what it may call, how often. Exactly one of `api_key_sha256`, `api_key_file`, `api_key_env` and `jwt`.
+ * A caller (`[callers.NAME]`): how it proves who it is, what it may call, how often. Exactly one of `api_key_sha256`, `api_key_file`, `api_key_env`, `jwt`, `hmac_key_file` and `hmac_key_env`.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
  * via the `definition` "CallerEntry".
@@ -1768,6 +1768,18 @@ export interface CallerEntry {
    * The SHA-256 of its API key, 64 hex digits (`printf %s KEY | sha256sum`); the key itself is never stored.
    */
   api_key_sha256?: string | null;
+  /**
+   * Environment variable holding its GoAI-HMAC-SHA256 key (see `hmac_key_file`).
+   */
+  hmac_key_env?: string | null;
+  /**
+   * File holding its GoAI-HMAC-SHA256 key: a machine identity (another agent or gateway) signing each request (`Authorization: GoAI-HMAC-SHA256 Signature=…` with `X-GoAI-Agent-Code` = the caller's name, `X-GoAI-Timestamp`, `X-GoAI-Nonce`, `X-GoAI-Content-SHA256`; the canonical string is in the gateway README). The key is read, never stored or shown.
+   */
+  hmac_key_file?: string | null;
+  /**
+   * How far a signed request's `X-GoAI-Timestamp` may be from the gateway's clock, either way (seconds); a nonce is remembered that long.
+   */
+  hmac_window_secs?: number;
   /**
    * JWT verification: a bearer token signed by this issuer is this caller; its `sub` names the user or agent.
    */

@@ -67,6 +67,16 @@ fn caller_check(file: &ConfigFile, name: &str, entry: &CallerEntry) -> Result<Ca
     if let Some(j) = &entry.jwt {
         return Ok(CallerCheck::jwt(name, entry, jwt_keys(file, &at("/jwt"), j)?, j));
     }
+    if entry.hmac_key_file.is_some() || entry.hmac_key_env.is_some() {
+        let pointer = at(match entry.hmac_key_file {
+            Some(_) => "/hmac_key_file",
+            None => "/hmac_key_env",
+        });
+        let key = file
+            .secret(&pointer, entry.hmac_key_file.as_deref(), entry.hmac_key_env.as_deref())?
+            .ok_or_else(|| file.error(&pointer, "no key"))?;
+        return Ok(CallerCheck::hmac(name, entry, key));
+    }
     let key = file
         .secret(
             &at(if entry.api_key_file.is_some() {

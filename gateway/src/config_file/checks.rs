@@ -71,11 +71,13 @@ pub(super) fn caller_errors(file: &ConfigFile, name: &str, c: &e2a::types::Calle
         c.api_key_file.is_some(),
         c.api_key_env.is_some(),
         c.jwt.is_some(),
+        c.hmac_key_file.is_some(),
+        c.hmac_key_env.is_some(),
     ];
     if credentials.iter().filter(|x| **x).count() != 1 {
         errors.push(file.error(
             &at(""),
-            "give exactly one of api_key_sha256, api_key_file, api_key_env and jwt",
+            "give exactly one of api_key_sha256, api_key_file, api_key_env, jwt, hmac_key_file and hmac_key_env",
         ));
     }
     if let Some(h) = &c.api_key_sha256 {

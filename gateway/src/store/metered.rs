@@ -13,7 +13,7 @@ use super::{
     SessionPage, SessionQuery, SessionRecord, StoreError, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage,
     TaskQuery, TaskRecord,
 };
-use super::{Leases, PauseStore, PushStore, RunStore, Sends, SessionStore, Stores, TaskLog};
+use super::{Leases, Nonces, PauseStore, PushStore, RunStore, Sends, SessionStore, Stores, TaskLog};
 use crate::agent::{PauseError, PauseFuture};
 use crate::web::metrics::MetricsHandle;
 
@@ -56,6 +56,7 @@ impl Stores {
             runs: self.runs.map(|r| wrap(r, handle) as Arc<dyn RunStore>),
             sessions: self.sessions.map(|r| wrap(r, handle) as Arc<dyn SessionStore>),
             pauses: self.pauses.map(|r| wrap(r, handle) as Arc<dyn PauseStore>),
+            nonces: self.nonces.map(|r| wrap(r, handle) as Arc<dyn Nonces>),
         }
     }
 }
@@ -249,5 +250,11 @@ impl<R: ?Sized + Send + Sync> Metered<R> {
                 e => e.into(),
             })
         })
+    }
+}
+
+impl Nonces for Metered<dyn Nonces> {
+    fn remember_nonce<'a>(&'a self, agent: &'a str, nonce: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+        self.timed("remember_nonce", self.inner.remember_nonce(agent, nonce, ttl))
     }
 }

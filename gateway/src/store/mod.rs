@@ -35,7 +35,7 @@ use serde_json::Value;
 pub use memory::MemoryStore;
 pub use postgres::{PgOptions, PgStore};
 pub use push::{PushFailure, PushJob, PushProgress, PushRecord};
-pub use roles::{Leases, PauseStore, PushStore, RunStore, Sends, SessionStore, TaskLog};
+pub use roles::{Leases, Nonces, PauseStore, PushStore, RunStore, Sends, SessionStore, TaskLog};
 pub use spec::{StoreSpec, UnknownStore};
 pub use sqlite::SqliteStore;
 
@@ -363,6 +363,8 @@ pub struct Stores {
     pub sessions: Option<Arc<dyn SessionStore>>,
     /// Durable pauses (`None`: a pause lives in its agent's memory, and dies with the process).
     pub pauses: Option<Arc<dyn PauseStore>>,
+    /// The nonces of signed requests (`None`: the gateway remembers them in its own memory).
+    pub nonces: Option<Arc<dyn Nonces>>,
 }
 
 impl Stores {
@@ -392,6 +394,7 @@ impl std::fmt::Debug for Stores {
             .field("runs", &self.runs.is_some())
             .field("pauses", &self.pauses.is_some())
             .field("sessions", &self.sessions.is_some())
+            .field("nonces", &self.nonces.is_some())
             .finish()
     }
 }
@@ -405,7 +408,8 @@ impl From<Arc<MemoryStore>> for Stores {
             pushes: Some(s.clone()),
             runs: None,
             sessions: Some(s.clone()),
-            pauses: Some(s),
+            pauses: Some(s.clone()),
+            nonces: Some(s),
         }
     }
 }
@@ -419,7 +423,8 @@ impl From<Arc<SqliteStore>> for Stores {
             pushes: Some(s.clone()),
             runs: Some(s.clone()),
             sessions: Some(s.clone()),
-            pauses: Some(s),
+            pauses: Some(s.clone()),
+            nonces: Some(s),
         }
     }
 }
@@ -433,7 +438,8 @@ impl From<Arc<PgStore>> for Stores {
             pushes: Some(s.clone()),
             runs: Some(s.clone()),
             sessions: None,
-            pauses: Some(s),
+            pauses: Some(s.clone()),
+            nonces: Some(s),
         }
     }
 }

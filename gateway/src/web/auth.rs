@@ -7,6 +7,7 @@ use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::Arc;
 
+use axum::extract::Request;
 use axum::http::{header, HeaderMap, StatusCode};
 use e2a::taxonomy::ErrorKind;
 use e2a::types::{CallerClaims, CallerEntry, CallerKind, JwtAlgorithm, JwtSettings};
@@ -16,6 +17,7 @@ use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};
 
 use crate::agent::Caller;
+use crate::web::hmac;
 use crate::web::problem::Problem;
 
 /// The environment variable holding the gateway's own bearer token(s) (`e2a serve`).
@@ -35,6 +37,26 @@ pub struct Auth {
     agent: Option<Arc<str>>,
     /// Any valid credential will do, whatever agents its caller may call (`/metrics`).
     any_agent: bool,
+    /// What signed requests need besides the credentials (shared by clones).
+    signed: Arc<SignedRequests>,
+}
+
+/// What checking signed requests (GoAI-HMAC-SHA256) needs: where their nonces are
+/// remembered (the store's, once the gateway has one; else this process's memory) and the
+/// largest body read to check its digest.
+#[derive(Default)]
+struct SignedRequests {
+    nonces: std::sync::OnceLock<Arc<dyn crate::store::Nonces>>,
+    in_memory: crate::store::MemoryStore,
+    max_body: std::sync::atomic::AtomicUsize,
+}
+
+impl std::fmt::Debug for SignedRequests {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignedRequests")
+            .field("nonces_stored", &self.nonces.get().is_some())
+            .finish()
+    }
 }
 
 /// The tokens and callers an [`Auth`] accepts.
@@ -75,6 +97,7 @@ impl std::fmt::Debug for CallerCheck {
         let how = match self.credential {
             Credential::KeyDigest(_) => "api key",
             Credential::Jwt(_) => "jwt",
+            Credential::Hmac { .. } => "goai hmac",
         };
         f.debug_struct("CallerCheck")
             .field("name", &self.name)
@@ -89,6 +112,8 @@ enum Credential {
     /// SHA-256 of the API key.
     KeyDigest([u8; 32]),
     Jwt(Box<JwtCheck>),
+    /// A GoAI-HMAC-SHA256 key, and how far a signed request's time may be from the clock.
+    Hmac { key: SecretString, window: std::time::Duration },
 }
 
 struct JwtCheck {
@@ -112,9 +137,19 @@ impl Auth {
     fn of(tokens: Arc<Vec<SecretString>>, callers: Arc<Vec<CallerCheck>>) -> Self {
         Auth {
             creds: Arc::new(parking_lot::RwLock::new(Credentials { tokens, callers })),
-            agent: None,
-            any_agent: false,
+            ..Auth::default()
         }
+    }
+
+    /// Remembers the nonces of signed requests in `nonces` (a store every gateway of it
+    /// shares) instead of this process's memory; the first given wins.
+    pub(crate) fn keep_nonces_in(&self, nonces: Arc<dyn crate::store::Nonces>) {
+        let _ = self.signed.nonces.set(nonces);
+    }
+
+    /// Reads at most `max` bytes of a signed request's body to check its digest.
+    pub(crate) fn limit_signed_bodies(&self, max: usize) {
+        self.signed.max_body.store(max, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Takes `other`'s tokens and callers, for this `Auth` and every clone of it (the named
@@ -207,6 +242,98 @@ impl Auth {
         Ok(caller)
     }
 
+    /// Checks a request's credential: [`Auth::check`] for a bearer token; a signed request
+    /// (GoAI-HMAC-SHA256, [`crate::web::hmac`]) has its signature, time, nonce and body's
+    /// digest checked — its body read here, and given back with the request.
+    pub(crate) async fn check_request(&self, request: Request) -> Result<(Caller, Request), Problem> {
+        if !hmac::is_signed(request.headers()) {
+            let caller = self.check(request.headers())?;
+            return Ok((caller, request));
+        }
+        let (mut caller, request) = self.check_signed(request).await?;
+        caller.scope = self.agent.clone();
+        Ok((caller, request))
+    }
+
+    /// [`Auth::check`] of a caller already identified at the edge, for another agent (A2A's
+    /// `tenant`): a signed request is not verified twice (its nonce is spent), its caller's
+    /// allow-list is.
+    pub(crate) fn rescope(&self, caller: &Caller, headers: &HeaderMap) -> Result<Caller, Problem> {
+        let signed = caller.claims.as_ref().filter(|c| c.method == HMAC_METHOD);
+        let Some(claims) = signed else {
+            return self.check(headers);
+        };
+        let creds = self.creds.read().clone();
+        let check = creds
+            .callers
+            .iter()
+            .find(|c| c.name == claims.caller)
+            .ok_or_else(Problem::unauthorized)?;
+        self.allows(check)?;
+        let mut caller = caller.clone();
+        caller.scope = self.agent.clone();
+        Ok(caller)
+    }
+
+    /// The caller a signed request proves (see [`Auth::check_request`]), before its scope.
+    async fn check_signed(&self, request: Request) -> Result<(Caller, Request), Problem> {
+        let presented = hmac::Presented::read(request.headers()).map_err(|why| refused("", why))?;
+        let agent = presented.agent_code.clone();
+        let creds = self.creds.read().clone();
+        let found = creds.callers.iter().find_map(|c| match &c.credential {
+            Credential::Hmac { key, window } if c.name == agent => Some((c, key, *window)),
+            _ => None,
+        });
+        let Some((check, key, window)) = found else {
+            return Err(refused(&agent, "no caller of this agent code has an HMAC key"));
+        };
+        let uri = request
+            .extensions()
+            .get::<axum::extract::OriginalUri>()
+            .map_or_else(|| request.uri().clone(), |u| u.0.clone());
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let window_ms = crate::store::millis(window);
+        presented
+            .verify(key.expose().as_bytes(), request.method().as_str(), path, crate::store::now_ms(), window_ms)
+            .map_err(|why| refused(&agent, why))?;
+        self.allows(check)?;
+        let caller = hmac_caller(check);
+        check.within_rate_limit(&caller)?;
+        // a time up to the window ahead is good for twice the window: its nonce is kept as long
+        let ttl = window.saturating_mul(2);
+        let fresh = match self.signed.nonces.get() {
+            Some(store) => store.remember_nonce(&agent, &presented.nonce, ttl).await,
+            None => {
+                use crate::store::Nonces;
+                self.signed.in_memory.remember_nonce(&agent, &presented.nonce, ttl).await
+            }
+        };
+        match fresh {
+            Ok(true) => {}
+            Ok(false) => return Err(refused(&agent, "the nonce was used before")),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot remember a signed request's nonce");
+                return Err(Problem::unavailable("the gateway cannot check this request now", 1));
+            }
+        }
+        let (parts, body) = request.into_parts();
+        let max = match self.signed.max_body.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => crate::config::GatewayConfig::default().limits.max_bytes,
+            n => n,
+        };
+        let bytes = axum::body::to_bytes(body, max).await.map_err(|_| {
+            Problem::new(
+                ErrorKind::InvalidRequest,
+                format!("a signed request's body must be at most {max} bytes, read whole"),
+            )
+            .with_status(StatusCode::PAYLOAD_TOO_LARGE)
+        })?;
+        if !hmac::body_matches(&presented, &bytes) {
+            return Err(refused(&agent, "the body does not match X-GoAI-Content-SHA256"));
+        }
+        Ok((caller, Request::from_parts(parts, axum::body::Body::from(bytes))))
+    }
+
     /// The caller a request's credential proves (see [`Auth::check`]), before its scope.
     fn identify(&self, headers: &HeaderMap) -> Result<Caller, Problem> {
         let creds = self.creds.read().clone();
@@ -254,6 +381,34 @@ impl Auth {
         }
         Ok(())
     }
+}
+
+/// How a signed request's caller proved itself (`CallerClaims.method`).
+const HMAC_METHOD: &str = "goai_hmac_sha256";
+
+/// `401` for a signed request, its reason logged (never the key; the client is told only that
+/// the signature was not accepted).
+fn refused(agent_code: &str, why: &str) -> Problem {
+    tracing::info!(agent_code, reason = why, "a signed request was refused");
+    let mut p = Problem::new(ErrorKind::AuthRequired, "the GoAI-HMAC-SHA256 signature was not accepted");
+    p.authenticate = true;
+    p
+}
+
+/// The caller a signed request of `check` proves.
+fn hmac_caller(check: &CallerCheck) -> Caller {
+    let mut caller = Caller::named(check.name.clone());
+    caller.name = Some(check.name.clone());
+    caller.kind = Some(check.kind);
+    caller.claims = Some(Arc::new(CallerClaims {
+        caller: check.name.clone(),
+        method: HMAC_METHOD.into(),
+        iss: None,
+        sub: None,
+        aud: None,
+        scope: None,
+    }));
+    caller
 }
 
 /// The token of a `Bearer` `Authorization` header.
@@ -389,6 +544,13 @@ impl CallerCheck {
     /// A caller proving itself with an API key whose SHA-256 is `digest`.
     pub(crate) fn api_key(name: &str, entry: &CallerEntry, digest: [u8; 32]) -> Self {
         CallerCheck::of(name, entry, Credential::KeyDigest(digest))
+    }
+
+    /// A machine caller signing its requests with the GoAI-HMAC-SHA256 `key`; its name is the
+    /// `X-GoAI-Agent-Code` it signs as.
+    pub(crate) fn hmac(name: &str, entry: &CallerEntry, key: SecretString) -> Self {
+        let window = std::time::Duration::from_secs(entry.hmac_window_secs.get());
+        CallerCheck::of(name, entry, Credential::Hmac { key, window })
     }
 
     /// A caller proving itself with JWTs signed by one of `keys` (by `kid`; `None`: any),

@@ -156,8 +156,9 @@ async fn pass<F: Form>(State(edge): State<Edge<F>>, mut request: Request, next: 
     let auth = edge.auth.as_ref();
     let inner = |mut request: Request| async move {
         if let Some(auth) = auth {
-            match auth.check(request.headers()) {
-                Ok(caller) => {
+            match auth.check_request(request).await {
+                Ok((caller, checked)) => {
+                    request = checked;
                     request.extensions_mut().insert(caller);
                 }
                 Err(p) => return p.into_response(),

@@ -6,6 +6,7 @@
 //! (`edge`).
 
 pub mod auth;
+pub mod hmac;
 pub(crate) mod body;
 pub(crate) mod connections;
 pub(crate) mod edge;

@@ -126,7 +126,7 @@ pub(super) async fn handle(
         .filter(|t| !t.is_empty());
     let (state, caller) = match (tenant, state.mount().tenants()) {
         (Some(t), Some(tenants)) => match tenants.get(t) {
-            Some(named) => match named.pipeline().config.auth.check(&headers) {
+            Some(named) => match named.pipeline().config.auth.rescope(&caller, &headers) {
                 Ok(caller) => (named.clone(), caller),
                 Err(p) => return p.into_response(),
             },

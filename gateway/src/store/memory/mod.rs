@@ -2,6 +2,7 @@
 //! snapshot and events as the JSON text the service wrote, and the events of an ended task
 //! packed into one allocation.
 
+mod nonces;
 mod pauses;
 mod pushes;
 mod sends;
@@ -33,6 +34,8 @@ pub struct MemoryStore {
     failures: Mutex<std::collections::VecDeque<PushFailure>>,
     /// Durable pauses (as long as the process lives), by key.
     pauses: Mutex<pauses::Pauses>,
+    /// The nonces of signed requests, until when each is remembered.
+    nonces: Mutex<nonces::Seen>,
 }
 
 /// Most [`PushFailure`]s a [`MemoryStore`] keeps.

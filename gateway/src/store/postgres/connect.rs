@@ -102,6 +102,15 @@ CREATE TABLE e2a_pauses (
 );
 CREATE INDEX e2a_pauses_at ON e2a_pauses (at_ms);
 ",
+    "
+CREATE TABLE goai_nonces (
+    agent TEXT NOT NULL,
+    nonce TEXT NOT NULL,
+    until_ms BIGINT NOT NULL,
+    PRIMARY KEY (agent, nonce)
+);
+CREATE INDEX goai_nonces_until ON goai_nonces (until_ms);
+",
 ];
 
 /// `host:port/dbname` of a configuration: what logs say, without user or password.

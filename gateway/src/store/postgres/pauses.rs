@@ -1,11 +1,13 @@
 //! Pauses in the PostgreSQL store (`e2a_pauses`): one pause, answered on any gateway of the
-//! database, is taken by one of them only. Times are on the database server's clock.
+//! database, is taken by one of them only — and the nonces of signed requests
+//! (`goai_nonces`): one nonce is accepted by one of them only. Times are on the database
+//! server's clock.
 
 use std::time::Duration;
 
 use super::{millis, pg_error, PgStore, NOW_MS};
 use crate::agent::{PauseError, PauseFuture, PauseKeeper};
-use crate::store::{PauseStore, StoreError, StoreFuture};
+use crate::store::{Nonces, PauseStore, StoreError, StoreFuture};
 
 impl PgStore {
     async fn one_state(&self, sql: &str, key: &str) -> Result<Option<String>, PauseError> {
@@ -52,6 +54,25 @@ impl PauseStore for PgStore {
                 .execute(&sql, &[&millis(older_than)])
                 .await
                 .map_err(|e| pg_error(&e))
+        })
+    }
+}
+
+impl Nonces for PgStore {
+    fn remember_nonce<'a>(&'a self, agent: &'a str, nonce: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let forget = format!("DELETE FROM goai_nonces WHERE until_ms <= {NOW_MS}");
+            client.execute(&forget, &[]).await.map_err(|e| pg_error(&e))?;
+            let add = format!(
+                "INSERT INTO goai_nonces (agent, nonce, until_ms) VALUES ($1, $2, {NOW_MS} + $3)
+                 ON CONFLICT (agent, nonce) DO NOTHING"
+            );
+            let added = client
+                .execute(&add, &[&agent, &nonce, &millis(ttl)])
+                .await
+                .map_err(|e| pg_error(&e))?;
+            Ok(added == 1)
         })
     }
 }

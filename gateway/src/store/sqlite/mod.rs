@@ -3,6 +3,7 @@
 //! restarts on the same file with every event it had acknowledged. Writes go through one
 //! writer thread that commits what is queued together (the `writer` module).
 
+mod nonces;
 mod pauses;
 mod pushes;
 mod runs;
@@ -105,6 +106,13 @@ CREATE TABLE IF NOT EXISTS e2a_pauses (
     at_ms INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS e2a_pauses_at ON e2a_pauses (at_ms);
+CREATE TABLE IF NOT EXISTS goai_nonces (
+    agent TEXT NOT NULL,
+    nonce TEXT NOT NULL,
+    until_ms INTEGER NOT NULL,
+    PRIMARY KEY (agent, nonce)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS goai_nonces_until ON goai_nonces (until_ms);
 ";
 
 /// Tasks in an SQLite file.
