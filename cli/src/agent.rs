@@ -36,6 +36,8 @@ pub fn options(token_file: Option<&PathBuf>, backend: &BackendArgs) -> Result<Ag
             .map(|t| t.trim().to_string())
             .filter(|t| !t.is_empty())
             .map(Into::into),
+        // (a machine identity is a config file's: `[agents.NAME] hmac_key_file`)
+        signer: None,
         policy: PermissionPolicy {
             approve: backend.approve.clone(),
         },

@@ -169,3 +169,48 @@ async fn postgres_a_nonce_spent_on_one_gateway_is_refused_on_another() {
     assert_eq!(post(&a.base, &body, &headers).await.0, 200);
     assert_eq!(post(&b.base, &body, &headers).await.0, 401, "replayed on the other gateway");
 }
+
+/// Outbound: an `a2a:` agent with a machine identity signs its requests; the gateway behind
+/// it (which knows the caller by its HMAC key) answers; signed with another key, it is refused
+/// and the run fails naming the remote's answer.
+#[tokio::test]
+async fn an_a2a_agent_signs_its_requests_and_a_gateway_checks_them() {
+    use e2a_gateway::backends::{A2aRemoteAgent, A2aRemoteConfig};
+    use e2a_gateway::bindings::a2a::A2aConfig;
+    use e2a_gateway::web::hmac::Signer;
+    use futures_util::StreamExt;
+    let dir = tempfile::tempdir().expect("tmp");
+    let config = GatewayConfig {
+        auth: auth(dir.path()),
+        ..GatewayConfig::default()
+    };
+    let child = Gateway::new(e2a_gateway::backends::EchoAgent::default(), config)
+        .with_a2a(A2aConfig::default(), Arc::new(e2a_gateway::store::MemoryStore::new()));
+    let child = common::spawn(child.router()).await;
+    let run = |key: &str| {
+        let mut config = A2aRemoteConfig::new(child.base.as_str());
+        config.signer = Some(Signer {
+            agent_code: "planner".into(),
+            key: key.into(),
+        });
+        let agent = A2aRemoteAgent::new(config).expect("remote");
+        async move {
+            let request = e2a::E2AEnvelope::new("chat.send", json!({"query": "signed hello"}))
+                .with_request_id(uuid::Uuid::new_v4().to_string());
+            let ctx = e2a_gateway::RequestContext::new(e2a_gateway::Caller::anonymous(), None);
+            let frames = e2a_gateway::Agent::run(&agent, request, ctx);
+            let frames: Vec<e2a::E2AResponse> = frames.map(e2a::E2AResponse::from).collect().await;
+            frames.last().cloned().expect("a final frame")
+        }
+    };
+    let last = run(KEY).await;
+    assert_eq!(last.response_kind, e2a::ResponseKind::E2aComplete, "{last:?}");
+    assert!(last.body["result"].to_string().contains("signed hello"), "{:?}", last.body);
+    let refused = run("another key").await;
+    assert_eq!(refused.response_kind, e2a::ResponseKind::E2aError, "{refused:?}");
+    assert!(
+        refused.body["message"].as_str().is_some_and(|m| m.contains("401")),
+        "{:?}",
+        refused.body
+    );
+}

@@ -2331,6 +2331,18 @@ class AgentEntry(BaseModel):
         None,
         description="What its A2A card says; unset fields take the gateway's defaults, the name defaults to the agent's key.",
     )
+    hmac_agent_code: Optional[str] = Field(
+        None,
+        description="The `X-GoAI-Agent-Code` the requests are signed as (null: the agent's name).",
+    )
+    hmac_key_env: Optional[str] = Field(
+        None,
+        description='Environment variable holding that key (when `hmac_key_file` is not set).',
+    )
+    hmac_key_file: Optional[str] = Field(
+        None,
+        description="File holding the GoAI-HMAC-SHA256 key an `a2a:` agent's requests are signed with (sent to its URL's origin only; the key itself never leaves the gateway). See `CallerEntry.hmac_key_file` for the scheme.",
+    )
     on_disconnect: Optional[OnDisconnect] = Field(
         None,
         description='What happens to its runs when every client went away (unset: `server.on_disconnect`).',

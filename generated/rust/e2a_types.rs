@@ -1778,6 +1778,15 @@ pub struct AgentEntry {
     ///What its A2A card says; unset fields take the gateway's defaults, the name defaults to the agent's key.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub card: ::std::option::Option<AgentCardSettings>,
+    ///The `X-GoAI-Agent-Code` the requests are signed as (null: the agent's name).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub hmac_agent_code: ::std::option::Option<::std::string::String>,
+    ///Environment variable holding that key (when `hmac_key_file` is not set).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub hmac_key_env: ::std::option::Option<::std::string::String>,
+    ///File holding the GoAI-HMAC-SHA256 key an `a2a:` agent's requests are signed with (sent to its URL's origin only; the key itself never leaves the gateway). See `CallerEntry.hmac_key_file` for the scheme.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub hmac_key_file: ::std::option::Option<::std::string::String>,
     ///What happens to its runs when every client went away (unset: `server.on_disconnect`).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub on_disconnect: ::std::option::Option<OnDisconnect>,
@@ -7160,6 +7169,18 @@ impl crate::write::WriteJson for AgentEntry {
         w.value(&self.agent);
         if let Some(v) = &self.card {
             w.key(&mut first, "\"card\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.hmac_agent_code {
+            w.key(&mut first, "\"hmac_agent_code\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.hmac_key_env {
+            w.key(&mut first, "\"hmac_key_env\":");
+            w.value(v);
+        }
+        if let Some(v) = &self.hmac_key_file {
+            w.key(&mut first, "\"hmac_key_file\":");
             w.value(v);
         }
         if let Some(v) = &self.on_disconnect {

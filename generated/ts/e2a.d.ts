@@ -1524,6 +1524,18 @@ export interface AgentEntry {
    */
   card?: AgentCardSettings | null;
   /**
+   * The `X-GoAI-Agent-Code` the requests are signed as (null: the agent's name).
+   */
+  hmac_agent_code?: string | null;
+  /**
+   * Environment variable holding that key (when `hmac_key_file` is not set).
+   */
+  hmac_key_env?: string | null;
+  /**
+   * File holding the GoAI-HMAC-SHA256 key an `a2a:` agent's requests are signed with (sent to its URL's origin only; the key itself never leaves the gateway). See `CallerEntry.hmac_key_file` for the scheme.
+   */
+  hmac_key_file?: string | null;
+  /**
    * What happens to its runs when every client went away (unset: `server.on_disconnect`).
    */
   on_disconnect?: OnDisconnect | null;

@@ -44,6 +44,9 @@ pub enum AgentSpec {
 pub struct AgentOptions {
     /// The bearer token for an `e2a:` or `a2a:` agent (sent to its URL's origin only).
     pub token: Option<SecretString>,
+    /// The machine identity an `a2a:` agent's requests are signed with (GoAI-HMAC-SHA256; to
+    /// its URL's origin only).
+    pub signer: Option<crate::web::hmac::Signer>,
     /// For `acp:` agents: which of their permission requests may be allowed.
     pub policy: PermissionPolicy,
     /// For `acp:` agents: whether their file-system requests are served (inside the session's
@@ -114,6 +117,7 @@ impl AgentSpec {
                 if let Some(t) = &options.token {
                     config = config.with_token(url, t.clone());
                 }
+                config.signer = options.signer.clone();
                 shared(A2aRemoteAgent::new(config))
             }
             AgentSpec::Acp(command) => shared(AcpProcessAgent::new(options.acp_process(command))),

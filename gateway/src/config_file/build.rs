@@ -191,7 +191,7 @@ impl ConfigFile {
                 build(agent.clone(), auth.for_agent(n), a2a, Some(entry))
             }),
             None => {
-                let agent = root_agent_token(self).and_then(|t| build_agent(self, "/agent", &self.settings.agent, t));
+                let agent = root_agent_token(self).and_then(|t| build_agent(self, "/agent", &self.settings.agent, (t, None)));
                 match agent {
                     Ok(agent) => Some(build(agent, auth.clone(), a2a_root.clone(), None)),
                     Err(e) => {
@@ -217,12 +217,12 @@ impl ConfigFile {
     }
 }
 
-/// The parsed spec (at `pointer`) and the options of an agent: its `token`, `[acp]`.
+/// The parsed spec (at `pointer`) and the options of an agent: its credentials, `[acp]`.
 fn spec_of(
     file: &ConfigFile,
     pointer: &str,
     spec: &str,
-    token: Option<e2a::SecretString>,
+    (token, signer): AgentCredentials,
 ) -> Result<(crate::backends::AgentSpec, crate::backends::AgentOptions), ConfigError> {
     use crate::backends::{AgentOptions, AgentSpec, PermissionPolicy};
     let parsed: AgentSpec = spec
@@ -231,6 +231,7 @@ fn spec_of(
     let acp = &file.settings.acp;
     let options = AgentOptions {
         token,
+        signer,
         policy: PermissionPolicy {
             approve: acp.approve.clone(),
         },
@@ -240,33 +241,48 @@ fn spec_of(
     Ok((parsed, options))
 }
 
-/// The agent of spec `spec` (at `pointer`) with `token`.
+/// The agent of spec `spec` (at `pointer`) with `creds`.
 fn build_agent(
     file: &ConfigFile,
     pointer: &str,
     spec: &str,
-    token: Option<e2a::SecretString>,
+    creds: AgentCredentials,
 ) -> Result<std::sync::Arc<dyn crate::agent::Agent>, ConfigError> {
-    let (parsed, options) = spec_of(file, pointer, spec, token)?;
+    let (parsed, options) = spec_of(file, pointer, spec, creds)?;
     parsed.build(&options).map_err(|e| file.error(pointer, e.to_string()))
 }
 
-/// The token of the named agent `name` (`token_file`, else `token_env`), read.
-fn agent_token(
-    file: &ConfigFile,
-    name: &str,
-    entry: &e2a::types::AgentEntry,
-) -> Result<Option<e2a::SecretString>, ConfigError> {
+/// What a remote agent is called with: a bearer token, or a machine identity requests are
+/// signed with.
+type AgentCredentials = (Option<e2a::SecretString>, Option<crate::web::hmac::Signer>);
+
+/// The credentials of the named agent `name`: its token (`token_file`, else `token_env`) or
+/// its HMAC key (`hmac_key_file`, else `hmac_key_env`, signed as `hmac_agent_code` or the
+/// agent's name), read.
+fn agent_token(file: &ConfigFile, name: &str, entry: &e2a::types::AgentEntry) -> Result<AgentCredentials, ConfigError> {
+    let at = |key: &str| format!("/agents/{}/{key}", pointer_key(name));
     let key = if entry.token_file.is_some() {
         "token_file"
     } else {
         "token_env"
     };
-    file.secret(
-        &format!("/agents/{}/{key}", pointer_key(name)),
-        entry.token_file.as_deref(),
-        entry.token_env.as_deref(),
-    )
+    let token = file.secret(&at(key), entry.token_file.as_deref(), entry.token_env.as_deref())?;
+    let hmac_at = at(match entry.hmac_key_file {
+        Some(_) => "hmac_key_file",
+        None => "hmac_key_env",
+    });
+    let key = file.secret(&hmac_at, entry.hmac_key_file.as_deref(), entry.hmac_key_env.as_deref())?;
+    if token.is_some() && key.is_some() {
+        return Err(file.error(
+            &hmac_at,
+            "give a bearer token or an HMAC key, not both: a signed request's Authorization is its signature",
+        ));
+    }
+    let signer = key.map(|key| crate::web::hmac::Signer {
+        agent_code: entry.hmac_agent_code.clone().unwrap_or_else(|| name.to_string()),
+        key,
+    });
+    Ok((token, signer))
 }
 
 /// The card of named agent `name`: its `card` table over the gateway's defaults, named

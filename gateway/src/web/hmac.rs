@@ -148,6 +148,34 @@ pub fn sign(key: &[u8], agent_code: &str, method: &str, path: &str, body: &[u8])
     ]
 }
 
+/// A machine identity requests are signed with: the agent code and its key (never shown).
+#[derive(Clone)]
+pub struct Signer {
+    /// The `X-GoAI-Agent-Code` signed as.
+    pub agent_code: String,
+    /// The key.
+    pub key: e2a::SecretString,
+}
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signer").field("agent_code", &self.agent_code).finish()
+    }
+}
+
+impl Signer {
+    /// The headers signing `method` to `url` (its path and query are signed) with `body`.
+    pub fn headers(&self, method: &str, url: &str, body: &[u8]) -> Vec<(HeaderName, String)> {
+        let path = reqwest::Url::parse(url)
+            .map(|u| match u.query() {
+                Some(q) => format!("{}?{q}", u.path()),
+                None => u.path().to_string(),
+            })
+            .unwrap_or_else(|_| "/".into());
+        sign(self.key.expose().as_bytes(), &self.agent_code, method, &path, body)
+    }
+}
+
 /// Whether `headers` carry a GoAI-HMAC-SHA256 `Authorization`.
 pub(crate) fn is_signed(headers: &HeaderMap) -> bool {
     headers

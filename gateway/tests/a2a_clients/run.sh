@@ -15,7 +15,8 @@
 # notifications (push_sessions.py: Create/Get/List/Delete of configs on the three bindings, a
 # send's taskPushNotificationConfig delivered to a webhook receiver of its own, retries, giving
 # up, delivery after a SIGKILL and a restart, SSRF refusals without --push-allow-private, no
-# token or credentials in the logs).
+# token or credentials in the logs); GoAI-HMAC-SHA256 machine callers (goai_hmac.py: signatures
+# computed with Python's hmac; replay, window, tampered body, wrong key or agent, allow-list).
 #
 # Usage: gateway/tests/a2a_clients/run.sh   (from anywhere; needs cargo, python3 >= 3.10, node >= 20)
 # Env: E2A_BIN (a built e2a binary; default: cargo build -p e2a-cli), A2A_CLIENTS_WORK (scratch dir).
@@ -117,6 +118,10 @@ run tck "$py" "$here/python_client.py" tck "http://127.0.0.1:$tport"
 # `e2a serve --config FILE`: the session writes its config, checks it and starts the gateway itself
 rm -rf "$work/named"
 run named-agents "$py" "$here/named_agents.py" "$E2A_BIN" "$work/named"
+
+# GoAI-HMAC-SHA256 machine callers: every signature computed with Python's hmac (goai_hmac.py)
+rm -rf "$work/hmac"
+run goai-hmac "$py" "$here/goai_hmac.py" "$E2A_BIN" "$work/hmac"
 
 # push notifications: the session writes its [a2a.push] config, starts its gateways (one on a
 # SQLite file it restarts, one without --push-allow-private) and a webhook receiver on 127.0.0.1

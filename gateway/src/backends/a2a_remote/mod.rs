@@ -54,6 +54,9 @@ pub struct A2aRemoteConfig {
     pub credentials: HashMap<String, SecretString>,
     /// Timeout for connecting.
     pub connect_timeout: Duration,
+    /// The machine identity its requests are signed with (GoAI-HMAC-SHA256), to the origin
+    /// of `url` only.
+    pub signer: Option<crate::web::hmac::Signer>,
 }
 
 impl A2aRemoteConfig {
@@ -63,6 +66,7 @@ impl A2aRemoteConfig {
             url: url.into(),
             credentials: HashMap::new(),
             connect_timeout: Duration::from_secs(10),
+            signer: None,
         }
     }
 
@@ -94,6 +98,8 @@ pub enum A2aRemoteError {
 pub struct A2aRemoteAgent {
     card_url: String,
     credentials: Arc<HashMap<String, SecretString>>,
+    /// The signer of requests to the origin of the card (`signer_origin`).
+    signer: Option<Arc<(String, crate::web::hmac::Signer)>>,
     client: reqwest::Client,
     interface: Arc<OnceCell<Interface>>,
     /// local task id (scoped by the caller) → (remote task id, remote context id)
@@ -132,6 +138,9 @@ impl A2aRemoteAgent {
         Ok(A2aRemoteAgent {
             card_url,
             credentials: Arc::new(config.credentials),
+            signer: config
+                .signer
+                .and_then(|s| origin(url).map(|o| Arc::new((o, s)))),
             client,
             interface: Arc::new(OnceCell::new()),
             tasks: Arc::default(),
@@ -140,6 +149,14 @@ impl A2aRemoteAgent {
 
     fn token_for(&self, url: &str) -> Option<&SecretString> {
         origin(url).and_then(|o| self.credentials.get(&o))
+    }
+
+    /// The signing headers of a request to `url` (its origin must be the agent's).
+    fn signed(&self, method: &str, url: &str, body: &[u8]) -> Vec<(axum::http::HeaderName, String)> {
+        match &self.signer {
+            Some(s) if origin(url).as_deref() == Some(s.0.as_str()) => s.1.headers(method, url, body),
+            _ => Vec::new(),
+        }
     }
 
     /// The remote task an event names, kept under the local task (scoped by the caller), so
