@@ -610,3 +610,36 @@ async fn a_cards_skills_are_a2a_skills_read_when_the_file_is() {
         "{card}"
     );
 }
+
+/// HMAC keys are credentials like the others: one per caller, read when checked (a missing
+/// file names its key), and an `a2a:` agent has a bearer token or an HMAC key, not both.
+#[test]
+fn hmac_keys_are_checked_like_every_credential() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(dir.path().join("planner.key"), "k\n").expect("key");
+    std::fs::write(dir.path().join("token"), "t\n").expect("token");
+    // (what parsing refuses, or else what the check does)
+    let errors_of = |text: &str| {
+        let errors = match ConfigFile::parse(text, "e2a.toml", dir.path(), &[]) {
+            Ok(file) => file.check().err().unwrap_or_default(),
+            Err(errors) => errors,
+        };
+        errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    };
+    let ok = "[callers.planner]\nkind = \"agent\"\nhmac_key_file = \"planner.key\"\n";
+    assert_eq!(errors_of(ok), "");
+    let two = "[callers.planner]\nhmac_key_file = \"planner.key\"\napi_key_file = \"token\"\n";
+    assert!(errors_of(two).contains("give exactly one of"), "{}", errors_of(two));
+    let missing = "[callers.planner]\nhmac_key_file = \"nowhere.key\"\n";
+    assert!(
+        errors_of(missing).contains("callers.planner.hmac_key_file"),
+        "{}",
+        errors_of(missing)
+    );
+    let both = "[agents.w]\nagent = \"a2a:https://example.invalid\"\ntoken_file = \"token\"\nhmac_key_file = \"planner.key\"\n";
+    let text = errors_of(both);
+    assert!(
+        text.contains("agents.w.hmac_key_file") && text.contains("not both"),
+        "{text}"
+    );
+}

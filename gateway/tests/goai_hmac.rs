@@ -59,7 +59,13 @@ async fn post(base: &str, body: &str, headers: &[(axum::http::HeaderName, String
 
 /// The headers of a request signed with `key` as `agent`, at `timestamp`, with `nonce`, over
 /// `signed_body` (what the digest says), for `POST /v1/e2a/requests`.
-fn signed_as(agent: &str, key: &str, timestamp: &str, nonce: &str, signed_body: &str) -> Vec<(axum::http::HeaderName, String)> {
+fn signed_as(
+    agent: &str,
+    key: &str,
+    timestamp: &str,
+    nonce: &str,
+    signed_body: &str,
+) -> Vec<(axum::http::HeaderName, String)> {
     let digest = content_sha256(signed_body.as_bytes());
     let signed = Signed {
         method: "POST",
@@ -72,7 +78,10 @@ fn signed_as(agent: &str, key: &str, timestamp: &str, nonce: &str, signed_body: 
     vec![
         (
             axum::http::header::AUTHORIZATION,
-            format!("GoAI-HMAC-SHA256 Signature={}", signature(key.as_bytes(), &signed.canonical())),
+            format!(
+                "GoAI-HMAC-SHA256 Signature={}",
+                signature(key.as_bytes(), &signed.canonical())
+            ),
         ),
         (hmac::AGENT_CODE, agent.to_string()),
         (hmac::TIMESTAMP, timestamp.to_string()),
@@ -167,7 +176,11 @@ async fn postgres_a_nonce_spent_on_one_gateway_is_refused_on_another() {
     let body = body();
     let headers = hmac::sign(KEY.as_bytes(), "planner", "POST", "/v1/e2a/requests", body.as_bytes());
     assert_eq!(post(&a.base, &body, &headers).await.0, 200);
-    assert_eq!(post(&b.base, &body, &headers).await.0, 401, "replayed on the other gateway");
+    assert_eq!(
+        post(&b.base, &body, &headers).await.0,
+        401,
+        "replayed on the other gateway"
+    );
 }
 
 /// Outbound: an `a2a:` agent with a machine identity signs its requests; the gateway behind
@@ -205,7 +218,11 @@ async fn an_a2a_agent_signs_its_requests_and_a_gateway_checks_them() {
     };
     let last = run(KEY).await;
     assert_eq!(last.response_kind, e2a::ResponseKind::E2aComplete, "{last:?}");
-    assert!(last.body["result"].to_string().contains("signed hello"), "{:?}", last.body);
+    assert!(
+        last.body["result"].to_string().contains("signed hello"),
+        "{:?}",
+        last.body
+    );
     let refused = run("another key").await;
     assert_eq!(refused.response_kind, e2a::ResponseKind::E2aError, "{refused:?}");
     assert!(

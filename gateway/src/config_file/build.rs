@@ -191,7 +191,8 @@ impl ConfigFile {
                 build(agent.clone(), auth.for_agent(n), a2a, Some(entry))
             }),
             None => {
-                let agent = root_agent_token(self).and_then(|t| build_agent(self, "/agent", &self.settings.agent, (t, None)));
+                let agent =
+                    root_agent_token(self).and_then(|t| build_agent(self, "/agent", &self.settings.agent, (t, None)));
                 match agent {
                     Ok(agent) => Some(build(agent, auth.clone(), a2a_root.clone(), None)),
                     Err(e) => {

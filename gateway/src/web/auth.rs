@@ -113,7 +113,10 @@ enum Credential {
     KeyDigest([u8; 32]),
     Jwt(Box<JwtCheck>),
     /// A GoAI-HMAC-SHA256 key, and how far a signed request's time may be from the clock.
-    Hmac { key: SecretString, window: std::time::Duration },
+    Hmac {
+        key: SecretString,
+        window: std::time::Duration,
+    },
 }
 
 struct JwtCheck {
@@ -294,7 +297,13 @@ impl Auth {
         let path = uri.path_and_query().map_or("/", |p| p.as_str());
         let window_ms = crate::store::millis(window);
         presented
-            .verify(key.expose().as_bytes(), request.method().as_str(), path, crate::store::now_ms(), window_ms)
+            .verify(
+                key.expose().as_bytes(),
+                request.method().as_str(),
+                path,
+                crate::store::now_ms(),
+                window_ms,
+            )
             .map_err(|why| refused(&agent, why))?;
         self.allows(check)?;
         let caller = hmac_caller(check);
@@ -305,7 +314,10 @@ impl Auth {
             Some(store) => store.remember_nonce(&agent, &presented.nonce, ttl).await,
             None => {
                 use crate::store::Nonces;
-                self.signed.in_memory.remember_nonce(&agent, &presented.nonce, ttl).await
+                self.signed
+                    .in_memory
+                    .remember_nonce(&agent, &presented.nonce, ttl)
+                    .await
             }
         };
         match fresh {
@@ -390,7 +402,10 @@ const HMAC_METHOD: &str = "goai_hmac_sha256";
 /// the signature was not accepted).
 fn refused(agent_code: &str, why: &str) -> Problem {
     tracing::info!(agent_code, reason = why, "a signed request was refused");
-    let mut p = Problem::new(ErrorKind::AuthRequired, "the GoAI-HMAC-SHA256 signature was not accepted");
+    let mut p = Problem::new(
+        ErrorKind::AuthRequired,
+        "the GoAI-HMAC-SHA256 signature was not accepted",
+    );
     p.authenticate = true;
     p
 }

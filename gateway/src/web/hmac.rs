@@ -237,7 +237,14 @@ impl Presented {
 
     /// Checks the timestamp (within `window_ms` of `now_ms`) and the signature of `method`
     /// to `path` with `key`, in constant time.
-    pub(crate) fn verify(&self, key: &[u8], method: &str, path: &str, now_ms: i64, window_ms: i64) -> Result<(), Refusal> {
+    pub(crate) fn verify(
+        &self,
+        key: &[u8],
+        method: &str,
+        path: &str,
+        now_ms: i64,
+        window_ms: i64,
+    ) -> Result<(), Refusal> {
         let at = e2a::timestamp::parse_rfc3339_ms(&self.timestamp).ok_or("X-GoAI-Timestamp is not RFC 3339")?;
         if at.abs_diff(now_ms) > window_ms.unsigned_abs() {
             return Err("X-GoAI-Timestamp is outside the window");

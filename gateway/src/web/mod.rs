@@ -6,10 +6,10 @@
 //! (`edge`).
 
 pub mod auth;
-pub mod hmac;
 pub(crate) mod body;
 pub(crate) mod connections;
 pub(crate) mod edge;
+pub mod hmac;
 pub(crate) mod last_event_id;
 pub mod metrics;
 pub mod problem;

@@ -138,9 +138,7 @@ impl A2aRemoteAgent {
         Ok(A2aRemoteAgent {
             card_url,
             credentials: Arc::new(config.credentials),
-            signer: config
-                .signer
-                .and_then(|s| origin(url).map(|o| Arc::new((o, s)))),
+            signer: config.signer.and_then(|s| origin(url).map(|o| Arc::new((o, s)))),
             client,
             interface: Arc::new(OnceCell::new()),
             tasks: Arc::default(),

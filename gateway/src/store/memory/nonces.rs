@@ -20,7 +20,10 @@ impl Nonces for MemoryStore {
             let now = Instant::now();
             let mut seen = self.nonces.lock();
             // (only authenticated callers reach here: what is kept is bounded by their rate)
-            if seen.swept.is_none_or(|at| now.duration_since(at) > Duration::from_secs(1)) {
+            if seen
+                .swept
+                .is_none_or(|at| now.duration_since(at) > Duration::from_secs(1))
+            {
                 seen.until.retain(|_, until| *until > now);
                 seen.swept = Some(now);
             }
