@@ -254,7 +254,21 @@ impl<R: ?Sized + Send + Sync> Metered<R> {
 }
 
 impl Nonces for Metered<dyn Nonces> {
-    fn remember_nonce<'a>(&'a self, agent: &'a str, nonce: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
-        self.timed("remember_nonce", self.inner.remember_nonce(agent, nonce, ttl))
+    fn remember_nonce<'a>(
+        &'a self,
+        agent: &'a str,
+        nonce: &'a str,
+        ttl: Duration,
+    ) -> crate::web::hmac::NonceFuture<'a> {
+        Box::pin(async move {
+            let started = Instant::now();
+            let span = tracing::debug_span!("store.op", otel.kind = "client", e2a.store_op = "remember_nonce");
+            let out = self.inner.remember_nonce(agent, nonce, ttl).instrument(span).await;
+            self.handle
+                .get()
+                .metrics()
+                .store_op("remember_nonce", out.is_ok(), started.elapsed());
+            out
+        })
     }
 }

@@ -32,10 +32,11 @@ use e2a::types::{A2aTask, A2aTaskState};
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
+pub use crate::web::hmac::Nonces;
 pub use memory::MemoryStore;
 pub use postgres::{PgOptions, PgStore};
 pub use push::{PushFailure, PushJob, PushProgress, PushRecord};
-pub use roles::{Leases, Nonces, PauseStore, PushStore, RunStore, Sends, SessionStore, TaskLog};
+pub use roles::{Leases, PauseStore, PushStore, RunStore, Sends, SessionStore, TaskLog};
 pub use spec::{StoreSpec, UnknownStore};
 pub use sqlite::SqliteStore;
 
@@ -187,6 +188,13 @@ pub enum StoreError {
     /// A stored value cannot be read back.
     #[error("task store: corrupt record: {0}")]
     Corrupt(String),
+}
+
+/// A store failure, as a signed request's check sees it ([`Nonces`]).
+impl From<StoreError> for crate::web::hmac::NonceError {
+    fn from(e: StoreError) -> Self {
+        crate::web::hmac::NonceError(e.to_string())
+    }
 }
 
 /// A store failure, as an agent sees it ([`crate::agent::PauseKeeper`]).

@@ -223,12 +223,3 @@ pub trait SessionStore: Send + Sync + 'static {
     /// The history of session `id`, oldest first.
     fn history<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Vec<String>>;
 }
-
-/// The nonces of signed requests (GoAI-HMAC-SHA256, [`crate::web::hmac`]), each remembered for
-/// its window: a nonce seen again within it is a replay. Shared by the gateways of a store.
-pub trait Nonces: Send + Sync + 'static {
-    /// Remembers `nonce` of `agent` for `ttl` from now, unless it is remembered already;
-    /// whether it was new (atomically across the gateways sharing the store). Nonces past
-    /// their time are forgotten.
-    fn remember_nonce<'a>(&'a self, agent: &'a str, nonce: &'a str, ttl: Duration) -> StoreFuture<'a, bool>;
-}

@@ -16,9 +16,12 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};
 
+mod signed;
+
 use crate::agent::Caller;
 use crate::web::hmac;
 use crate::web::problem::Problem;
+use signed::HMAC_METHOD;
 
 /// The environment variable holding the gateway's own bearer token(s) (`e2a serve`).
 pub const TOKEN_ENV: &str = "E2A_TOKEN";
@@ -46,8 +49,8 @@ pub struct Auth {
 /// largest body read to check its digest.
 #[derive(Default)]
 struct SignedRequests {
-    nonces: std::sync::OnceLock<Arc<dyn crate::store::Nonces>>,
-    in_memory: crate::store::MemoryStore,
+    nonces: std::sync::OnceLock<Arc<dyn hmac::Nonces>>,
+    in_memory: hmac::SeenNonces,
     max_body: std::sync::atomic::AtomicUsize,
 }
 
@@ -146,7 +149,7 @@ impl Auth {
 
     /// Remembers the nonces of signed requests in `nonces` (a store every gateway of it
     /// shares) instead of this process's memory; the first given wins.
-    pub(crate) fn keep_nonces_in(&self, nonces: Arc<dyn crate::store::Nonces>) {
+    pub(crate) fn keep_nonces_in(&self, nonces: Arc<dyn hmac::Nonces>) {
         let _ = self.signed.nonces.set(nonces);
     }
 
@@ -278,74 +281,6 @@ impl Auth {
         Ok(caller)
     }
 
-    /// The caller a signed request proves (see [`Auth::check_request`]), before its scope.
-    async fn check_signed(&self, request: Request) -> Result<(Caller, Request), Problem> {
-        let presented = hmac::Presented::read(request.headers()).map_err(|why| refused("", why))?;
-        let agent = presented.agent_code.clone();
-        let creds = self.creds.read().clone();
-        let found = creds.callers.iter().find_map(|c| match &c.credential {
-            Credential::Hmac { key, window } if c.name == agent => Some((c, key, *window)),
-            _ => None,
-        });
-        let Some((check, key, window)) = found else {
-            return Err(refused(&agent, "no caller of this agent code has an HMAC key"));
-        };
-        let uri = request
-            .extensions()
-            .get::<axum::extract::OriginalUri>()
-            .map_or_else(|| request.uri().clone(), |u| u.0.clone());
-        let path = uri.path_and_query().map_or("/", |p| p.as_str());
-        let window_ms = crate::store::millis(window);
-        presented
-            .verify(
-                key.expose().as_bytes(),
-                request.method().as_str(),
-                path,
-                crate::store::now_ms(),
-                window_ms,
-            )
-            .map_err(|why| refused(&agent, why))?;
-        self.allows(check)?;
-        let caller = hmac_caller(check);
-        check.within_rate_limit(&caller)?;
-        // a time up to the window ahead is good for twice the window: its nonce is kept as long
-        let ttl = window.saturating_mul(2);
-        let fresh = match self.signed.nonces.get() {
-            Some(store) => store.remember_nonce(&agent, &presented.nonce, ttl).await,
-            None => {
-                use crate::store::Nonces;
-                self.signed
-                    .in_memory
-                    .remember_nonce(&agent, &presented.nonce, ttl)
-                    .await
-            }
-        };
-        match fresh {
-            Ok(true) => {}
-            Ok(false) => return Err(refused(&agent, "the nonce was used before")),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot remember a signed request's nonce");
-                return Err(Problem::unavailable("the gateway cannot check this request now", 1));
-            }
-        }
-        let (parts, body) = request.into_parts();
-        let max = match self.signed.max_body.load(std::sync::atomic::Ordering::Relaxed) {
-            0 => crate::config::GatewayConfig::default().limits.max_bytes,
-            n => n,
-        };
-        let bytes = axum::body::to_bytes(body, max).await.map_err(|_| {
-            Problem::new(
-                ErrorKind::InvalidRequest,
-                format!("a signed request's body must be at most {max} bytes, read whole"),
-            )
-            .with_status(StatusCode::PAYLOAD_TOO_LARGE)
-        })?;
-        if !hmac::body_matches(&presented, &bytes) {
-            return Err(refused(&agent, "the body does not match X-GoAI-Content-SHA256"));
-        }
-        Ok((caller, Request::from_parts(parts, axum::body::Body::from(bytes))))
-    }
-
     /// The caller a request's credential proves (see [`Auth::check`]), before its scope.
     fn identify(&self, headers: &HeaderMap) -> Result<Caller, Problem> {
         let creds = self.creds.read().clone();
@@ -393,37 +328,6 @@ impl Auth {
         }
         Ok(())
     }
-}
-
-/// How a signed request's caller proved itself (`CallerClaims.method`).
-const HMAC_METHOD: &str = "goai_hmac_sha256";
-
-/// `401` for a signed request, its reason logged (never the key; the client is told only that
-/// the signature was not accepted).
-fn refused(agent_code: &str, why: &str) -> Problem {
-    tracing::info!(agent_code, reason = why, "a signed request was refused");
-    let mut p = Problem::new(
-        ErrorKind::AuthRequired,
-        "the GoAI-HMAC-SHA256 signature was not accepted",
-    );
-    p.authenticate = true;
-    p
-}
-
-/// The caller a signed request of `check` proves.
-fn hmac_caller(check: &CallerCheck) -> Caller {
-    let mut caller = Caller::named(check.name.clone());
-    caller.name = Some(check.name.clone());
-    caller.kind = Some(check.kind);
-    caller.claims = Some(Arc::new(CallerClaims {
-        caller: check.name.clone(),
-        method: HMAC_METHOD.into(),
-        iss: None,
-        sub: None,
-        aud: None,
-        scope: None,
-    }));
-    caller
 }
 
 /// The token of a `Bearer` `Authorization` header.

@@ -49,7 +49,11 @@
 //! PostgreSQL sees it) and the body's digest. Every failure is `401`; its reason goes to the log
 //! (never the key), the client is told only that the signature was not accepted.
 
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
 use axum::http::{HeaderMap, HeaderName};
+use futures_util::future::BoxFuture;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -280,4 +284,65 @@ fn unhex(text: &str) -> Option<[u8; 32]> {
         *b = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
     }
     Some(out)
+}
+
+/// Why a nonce could not be checked (the store failed; never holds the nonce's request).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NonceError(pub String);
+
+/// What [`Nonces::remember_nonce`] returns.
+pub type NonceFuture<'a> = BoxFuture<'a, Result<bool, NonceError>>;
+
+/// Where the nonces of signed requests are remembered, each for its window: a nonce seen
+/// again within it is a replay. A store keeps them for every gateway sharing it
+/// ([`crate::store::Stores::nonces`]); without one, [`SeenNonces`] in this process's memory.
+pub trait Nonces: Send + Sync + 'static {
+    /// Remembers `nonce` of `agent` for `ttl` from now, unless it is remembered already;
+    /// whether it was new (atomically across the gateways sharing the store). Nonces past
+    /// their time are forgotten.
+    fn remember_nonce<'a>(&'a self, agent: &'a str, nonce: &'a str, ttl: Duration) -> NonceFuture<'a>;
+}
+
+/// Nonces in this process's memory, each until its time is up. Only requests whose
+/// signature was verified reach it, so what it keeps is bounded by the callers' rates.
+#[derive(Debug, Default)]
+pub struct SeenNonces {
+    seen: parking_lot::Mutex<Seen>,
+}
+
+/// Until when each nonce (by agent) is remembered, and when the expired ones last went.
+#[derive(Debug, Default)]
+struct Seen {
+    until: HashMap<(String, String), Instant>,
+    swept: Option<Instant>,
+}
+
+impl SeenNonces {
+    /// [`Nonces::remember_nonce`], at once.
+    pub fn remember(&self, agent: &str, nonce: &str, ttl: Duration) -> bool {
+        let now = Instant::now();
+        let mut seen = self.seen.lock();
+        let Seen { until, swept } = &mut *seen;
+        // the expired ones go once a second at most
+        if swept.is_none_or(|at| now.duration_since(at) > Duration::from_secs(1)) {
+            until.retain(|_, u| *u > now);
+            *swept = Some(now);
+        }
+        let key = (agent.to_string(), nonce.to_string());
+        match until.get(&key) {
+            Some(u) if *u > now => false,
+            _ => {
+                until.insert(key, now + ttl);
+                true
+            }
+        }
+    }
+}
+
+impl Nonces for SeenNonces {
+    fn remember_nonce<'a>(&'a self, agent: &'a str, nonce: &'a str, ttl: Duration) -> NonceFuture<'a> {
+        let fresh = self.remember(agent, nonce, ttl);
+        Box::pin(async move { Ok(fresh) })
+    }
 }

@@ -2,7 +2,6 @@
 //! snapshot and events as the JSON text the service wrote, and the events of an ended task
 //! packed into one allocation.
 
-mod nonces;
 mod pauses;
 mod pushes;
 mod sends;
@@ -35,7 +34,7 @@ pub struct MemoryStore {
     /// Durable pauses (as long as the process lives), by key.
     pauses: Mutex<pauses::Pauses>,
     /// The nonces of signed requests, until when each is remembered.
-    nonces: Mutex<nonces::Seen>,
+    nonces: crate::web::hmac::SeenNonces,
 }
 
 /// Most [`PushFailure`]s a [`MemoryStore`] keeps.
@@ -136,6 +135,17 @@ impl MemoryTask {
             && q.context_id.as_ref().is_none_or(|c| *c == self.context_id)
             && q.state.is_none_or(|s| s == self.state)
             && q.updated_after_ms.is_none_or(|t| self.updated_ms > t)
+    }
+}
+
+impl crate::store::Nonces for MemoryStore {
+    fn remember_nonce<'a>(
+        &'a self,
+        agent: &'a str,
+        nonce: &'a str,
+        ttl: std::time::Duration,
+    ) -> crate::web::hmac::NonceFuture<'a> {
+        self.nonces.remember_nonce(agent, nonce, ttl)
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::{millis, pg_error, PgStore, NOW_MS};
 use crate::agent::{PauseError, PauseFuture, PauseKeeper};
 use crate::store::{Nonces, PauseStore, StoreError, StoreFuture};
+use crate::web::hmac::NonceError;
 
 impl PgStore {
     async fn one_state(&self, sql: &str, key: &str) -> Result<Option<String>, PauseError> {
@@ -59,11 +60,19 @@ impl PauseStore for PgStore {
 }
 
 impl Nonces for PgStore {
-    fn remember_nonce<'a>(&'a self, agent: &'a str, nonce: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+    fn remember_nonce<'a>(
+        &'a self,
+        agent: &'a str,
+        nonce: &'a str,
+        ttl: Duration,
+    ) -> crate::web::hmac::NonceFuture<'a> {
         Box::pin(async move {
-            let client = self.client().await?;
+            let client = self.client().await.map_err(NonceError::from)?;
             let forget = format!("DELETE FROM goai_nonces WHERE until_ms <= {NOW_MS}");
-            client.execute(&forget, &[]).await.map_err(|e| pg_error(&e))?;
+            client
+                .execute(&forget, &[])
+                .await
+                .map_err(|e| NonceError::from(pg_error(&e)))?;
             let add = format!(
                 "INSERT INTO goai_nonces (agent, nonce, until_ms) VALUES ($1, $2, {NOW_MS} + $3)
                  ON CONFLICT (agent, nonce) DO NOTHING"
@@ -71,7 +80,7 @@ impl Nonces for PgStore {
             let added = client
                 .execute(&add, &[&agent, &nonce, &millis(ttl)])
                 .await
-                .map_err(|e| pg_error(&e))?;
+                .map_err(|e| NonceError::from(pg_error(&e)))?;
             Ok(added == 1)
         })
     }

@@ -5,12 +5,13 @@ use std::time::Duration;
 use rusqlite::params;
 
 use super::{backend, SqliteStore};
-use crate::store::{Nonces, StoreFuture};
+use crate::store::Nonces;
+use crate::web::hmac::NonceFuture;
 
 impl Nonces for SqliteStore {
-    fn remember_nonce<'a>(&'a self, agent: &'a str, nonce: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+    fn remember_nonce<'a>(&'a self, agent: &'a str, nonce: &'a str, ttl: Duration) -> NonceFuture<'a> {
         let (agent, nonce) = (agent.to_string(), nonce.to_string());
-        Box::pin(self.write(move |tx| {
+        let write = self.write(move |tx| {
             let now = crate::store::now_ms();
             tx.prepare_cached("DELETE FROM goai_nonces WHERE until_ms <= ?1")
                 .map_err(backend)?
@@ -22,6 +23,7 @@ impl Nonces for SqliteStore {
                 .execute(params![agent, nonce, now.saturating_add(crate::store::millis(ttl))])
                 .map_err(backend)?;
             Ok(added == 1)
-        }))
+        });
+        Box::pin(async move { Ok(write.await?) })
     }
 }
