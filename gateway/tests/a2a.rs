@@ -434,6 +434,22 @@ async fn required_extensions_are_declared_enforced_and_echoed() {
     );
     let v: Value = resp.json().await.expect("json");
     assert!(v["result"]["task"].is_object(), "{v}");
+    // GoAI's delegation: the send's message.extensions activate them too, on every binding
+    let mut goai = msg("hello");
+    goai["message"]["extensions"] = json!(["https://example.com/ext/trace/v1"]);
+    let body = json!({"jsonrpc": "2.0", "id": 4, "method": "SendMessage", "params": goai}).to_string();
+    let (_, v) = rpc_with(b, &body, &[("A2A-Version", "1.0")]).await;
+    assert!(v["result"]["task"].is_object(), "{v}");
+    goai["message"]["messageId"] = json!(uuid::Uuid::new_v4().to_string());
+    let resp = client()
+        .post(format!("{b}/message:send"))
+        .header("A2A-Version", "1.0")
+        .header("content-type", "application/json")
+        .body(goai.to_string())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 200, "HTTP+JSON");
 }
 
 /// By default a `messageId` deduplicates only a send naming a task (the answer to a pause): a

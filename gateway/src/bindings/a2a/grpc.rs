@@ -160,7 +160,7 @@ impl Grpc {
             .auth
             .check(&headers)
             .map_err(|p| status(&A2aError::from_problem(&p)))?;
-        let a2a = super::request_headers(&state, &headers, None)?;
+        let a2a = super::request_headers(&state, &headers, None, Some(&params))?;
         Ok(Call {
             state,
             caller,

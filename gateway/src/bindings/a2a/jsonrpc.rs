@@ -153,7 +153,7 @@ async fn dispatch(
     query: Option<&str>,
     headers: &HeaderMap,
 ) -> Result<Response, A2aError> {
-    let a2a = super::request_headers(state, headers, query)?;
+    let a2a = super::request_headers(state, headers, query, Some(&call.params))?;
     let Call { id, op, params } = call;
     let cx = CallContext {
         id: id.clone(),

@@ -233,13 +233,27 @@ pub(crate) fn a2a_headers(headers: &HeaderMap, query: Option<&str>) -> Result<A2
 
 /// The A2A headers of a request to `state`'s agent ([`a2a_headers`]), refused with
 /// `ExtensionSupportRequiredError` when it does not activate an extension the card says is
-/// required.
+/// required. A send's `message.extensions` (in `params`) activate extensions too, as GoAI's
+/// delegating gateways do.
 pub(crate) fn request_headers(
     state: &TaskService,
     headers: &HeaderMap,
     query: Option<&str>,
+    params: Option<&serde_json::Map<String, serde_json::Value>>,
 ) -> Result<A2aHeaders, A2aError> {
-    let a2a = a2a_headers(headers, query)?;
+    let mut a2a = a2a_headers(headers, query)?;
+    let in_message = params
+        .and_then(|p| p.get("message"))
+        .and_then(|m| m.get("extensions"))
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str);
+    for uri in in_message {
+        if !a2a.extensions.iter().any(|x| x == uri) {
+            a2a.extensions.push(uri.to_string());
+        }
+    }
     let missing: Vec<&str> = state
         .mount()
         .config()
@@ -253,7 +267,7 @@ pub(crate) fn request_headers(
         return Err(A2aError::new(
             A2aErrorKind::ExtensionSupportRequired,
             format!(
-                "this agent requires the extension(s) {}: activate them with the A2A-Extensions header",
+                "this agent requires the extension(s) {}: activate them with the A2A-Extensions header (or a send's message.extensions)",
                 missing.join(", ")
             ),
         ));

@@ -82,8 +82,10 @@ async fn send_params(
     query: Option<&str>,
     body: Body,
 ) -> Result<SendParams, A2aError> {
-    let cx = context(state, caller, headers, query)?;
+    // (the A2A headers are read first: a version refused is refused before the body is read)
+    super::a2a_headers(headers, query)?;
     let params = body_object(state, headers, body).await?;
+    let cx = context_of(state, caller, headers, query, Some(&params))?;
     Ok(SendParams { cx, params })
 }
 
@@ -196,10 +198,21 @@ fn context(
     headers: &HeaderMap,
     query: Option<&str>,
 ) -> Result<CallContext, A2aError> {
+    context_of(state, caller, headers, query, None)
+}
+
+/// [`context`] of a call whose `params` may activate extensions (a send's message).
+fn context_of(
+    state: &TaskService,
+    caller: Caller,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    params: Option<&serde_json::Map<String, Value>>,
+) -> Result<CallContext, A2aError> {
     Ok(CallContext {
         id: Value::Null,
         caller,
-        headers: super::request_headers(state, headers, query)?,
+        headers: super::request_headers(state, headers, query, params)?,
         trace_id: crate::web::trace::TraceContext::from_headers(headers).trace_id,
         idempotency_key: crate::web::idempotency_key(headers).map(String::from),
     })
@@ -275,7 +288,7 @@ async fn extended(
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, RestError> {
-    super::request_headers(&state, &headers, raw.as_deref())?;
+    super::request_headers(&state, &headers, raw.as_deref(), None)?;
     Ok(json_response(super::extended_card(&state, &headers)?))
 }
 
