@@ -1795,3 +1795,33 @@ async fn a_task_cut_off_by_a_shutdown_says_so() {
     assert!(!said.contains("went away"), "{last}");
     let _ = tokio::time::timeout(Duration::from_secs(5), served).await;
 }
+
+/// Cancelling a task that has ended: `TaskNotCancelableError` by default (A2A 1.0); with
+/// `cancel_finished = "snapshot"` (GoAI's answer to a repeated cancel) the task as it ended.
+#[tokio::test]
+async fn cancelling_a_finished_task_answers_as_configured() {
+    for (cancel_finished, snapshot) in [
+        (e2a::types::CancelFinished::Error, false),
+        (e2a::types::CancelFinished::Snapshot, true),
+    ] {
+        let a2a = A2aConfig {
+            cancel_finished,
+            ..A2aConfig::default()
+        };
+        let s = serve(GatewayConfig::default(), a2a, Arc::new(MemoryStore::new())).await;
+        let sent = rpc(&s.base, "SendMessage", msg("hello")).await;
+        let task = &sent["result"]["task"];
+        assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+        let cancelled = rpc(&s.base, "CancelTask", json!({"id": task["id"]})).await;
+        match snapshot {
+            false => assert_eq!(code(&cancelled), -32002, "{cancelled}"),
+            true => {
+                assert_eq!(cancelled["result"]["id"], task["id"], "{cancelled}");
+                assert_eq!(
+                    cancelled["result"]["status"]["state"], "TASK_STATE_COMPLETED",
+                    "{cancelled}"
+                );
+            }
+        }
+    }
+}

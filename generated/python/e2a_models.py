@@ -684,6 +684,15 @@ class CallerKind(Enum):
     agent = 'agent'
 
 
+class CancelFinished(Enum):
+    """
+    What `CancelTask` answers for a task that has already ended (completed, failed, canceled, rejected): `error` (default, A2A 1.0): `TaskNotCancelableError`; `snapshot`: the task as it ended, as GoAI's A2A gateway answers a repeated cancel (a delegating parent cancelling a child that just finished gets its result, not an error).
+    """
+
+    error = 'error'
+    snapshot = 'snapshot'
+
+
 class ChunkEventType(Enum):
     """
     `event_type` of the `e2a.chunk`s that carry a structured delta: `chat.tool_call` (`delta_kind: tool`, a `ToolCallDelta`), `chat.tool_result` (`delta_kind: tool`, a `ToolResultDelta`) and `artifact` (`delta_kind: custom`, an `ArtifactDelta`). The ACP, A2A and AG-UI projectors read these.
@@ -1590,6 +1599,10 @@ class A2aSettings(BaseModel):
 
     model_config = ConfigDict(
         extra='forbid',
+    )
+    cancel_finished: Optional[CancelFinished] = Field(
+        'error',
+        description='What `CancelTask` of a task that has already ended answers.',
     )
     card_file: Optional[str] = Field(
         None,

@@ -970,6 +970,9 @@ impl ::std::convert::From<A2aMessage> for A2aSendMessageResponse {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct A2aSettings {
+    ///What `CancelTask` of a task that has already ended answers.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub cancel_finished: ::std::option::Option<CancelFinished>,
     ///JSON file with the root agent's card: name, description, version, skills, modes, extensions (flag `--a2a-card`).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub card_file: ::std::option::Option<::std::string::String>,
@@ -992,6 +995,7 @@ pub struct A2aSettings {
 impl ::std::default::Default for A2aSettings {
     fn default() -> Self {
         Self {
+            cancel_finished: Default::default(),
             card_file: Default::default(),
             enabled: Default::default(),
             message_ids: Default::default(),
@@ -2219,6 +2223,66 @@ impl ::std::convert::TryFrom<::std::string::String> for CallerKind {
         value: ::std::string::String,
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         value.parse()
+    }
+}
+///What `CancelTask` answers for a task that has already ended (completed, failed, canceled, rejected): `error` (default, A2A 1.0): `TaskNotCancelableError`; `snapshot`: the task as it ended, as GoAI's A2A gateway answers a repeated cancel (a delegating parent cancelling a child that just finished gets its result, not an error).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum CancelFinished {
+    #[serde(rename = "error")]
+    Error,
+    #[serde(rename = "snapshot")]
+    Snapshot,
+}
+impl ::std::fmt::Display for CancelFinished {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Error => f.write_str("error"),
+            Self::Snapshot => f.write_str("snapshot"),
+        }
+    }
+}
+impl ::std::str::FromStr for CancelFinished {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "error" => Ok(Self::Error),
+            "snapshot" => Ok(Self::Snapshot),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for CancelFinished {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for CancelFinished {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::default::Default for CancelFinished {
+    fn default() -> Self {
+        CancelFinished::Error
     }
 }
 ///Body of `e2a.chunk`: one streamed delta.
@@ -5296,6 +5360,20 @@ impl CallerKind {
         }
     }
 }
+impl CancelFinished {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 2] = [
+        Self::Error,
+        Self::Snapshot,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Snapshot => "snapshot",
+        }
+    }
+}
 impl ChunkEventType {
     /// Every value, in schema order.
     pub const ALL: [Self; 3] = [
@@ -6881,6 +6959,10 @@ impl crate::write::WriteJson for A2aSettings {
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         let mut first = true;
         w.raw("{");
+        if let Some(v) = &self.cancel_finished {
+            w.key(&mut first, "\"cancel_finished\":");
+            w.value(v.as_str());
+        }
         if let Some(v) = &self.card_file {
             w.key(&mut first, "\"card_file\":");
             w.value(v);

@@ -127,6 +127,13 @@ export type A2ASendMessageResponse =
       message: A2AMessage;
     };
 /**
+ * What `CancelTask` answers for a task that has already ended (completed, failed, canceled, rejected): `error` (default, A2A 1.0): `TaskNotCancelableError`; `snapshot`: the task as it ended, as GoAI's A2A gateway answers a repeated cancel (a delegating parent cancelling a child that just finished gets its result, not an error).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "CancelFinished".
+ */
+export type CancelFinished = "error" | "snapshot";
+/**
  * Which A2A sends are remembered by their `messageId`: `task` (default), only a send naming a task (`message.taskId`): the same id and content again gets the first answer without running the agent, other content under the id is `InvalidRequest`; a send naming no task starts a new task whatever its `messageId` (as the A2A conformance kit expects). `always`: every send (a send naming no task, repeated, gets the first send's task). An `Idempotency-Key` deduplicates whatever this says.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -1279,6 +1286,7 @@ export interface A2ASendMessageRequest {
  * via the `definition` "A2aSettings".
  */
 export interface A2ASettings {
+  cancel_finished?: CancelFinished;
   /**
    * JSON file with the root agent's card: name, description, version, skills, modes, extensions (flag `--a2a-card`).
    */

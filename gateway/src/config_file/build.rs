@@ -87,6 +87,7 @@ impl ConfigFile {
             max_finished_tasks: usize::try_from(store.max_finished_tasks).unwrap_or(usize::MAX),
             push: crate::tasks::push::PushPolicy::from(&a2a.push.clone().unwrap_or_default()),
             message_ids: a2a.message_ids.unwrap_or_default(),
+            cancel_finished: a2a.cancel_finished.unwrap_or_default(),
             ..A2aConfig::default()
         })
     }

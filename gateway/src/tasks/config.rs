@@ -105,6 +105,8 @@ pub struct A2aConfig {
     pub push: crate::tasks::push::PushPolicy,
     /// Which sends a `messageId` deduplicates (default: those naming a task).
     pub message_ids: e2a::types::MessageIdDedup,
+    /// What cancelling a task that has already ended answers (default: the A2A error).
+    pub cancel_finished: e2a::types::CancelFinished,
 }
 
 impl Default for A2aConfig {
@@ -122,6 +124,7 @@ impl Default for A2aConfig {
             grpc: true,
             push: crate::tasks::push::PushPolicy::default(),
             message_ids: e2a::types::MessageIdDedup::default(),
+            cancel_finished: e2a::types::CancelFinished::default(),
         }
     }
 }

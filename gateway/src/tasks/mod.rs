@@ -323,6 +323,10 @@ impl TaskService {
     pub async fn cancel(&self, cx: &CallContext, req: A2aCancelTaskRequest) -> Result<A2aTask, A2aError> {
         let (id, caller) = (required(Some(&req.id), "id")?, &cx.caller);
         let mut rec = self.log.load(id, caller).await?;
+        let snapshot = self.mount().config().cancel_finished == e2a::types::CancelFinished::Snapshot;
+        if rec.state.is_terminal() && snapshot {
+            return Ok(rec.task);
+        }
         if rec.state.is_terminal() {
             return Err(A2aError::new(
                 A2aErrorKind::TaskNotCancelable,
