@@ -1825,3 +1825,54 @@ async fn cancelling_a_finished_task_answers_as_configured() {
         }
     }
 }
+
+/// GoAI's delegation names the child task's id (`run-child-001`): with `client_task_ids` a send
+/// naming a task id no task has creates the task under it (a retry of the same message gets the
+/// same task), and an id another caller's task has is refused; by default it is
+/// `TaskNotFoundError`, as A2A 1.0 and its conformance kit say.
+#[tokio::test]
+async fn a_client_chosen_task_id_creates_its_task_when_configured() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "caller-one-token\ncaller-two-token\n").expect("tokens");
+    let config = || GatewayConfig {
+        auth: e2a_gateway::Auth::from_file(&tokens).expect("tokens"),
+        ..GatewayConfig::default()
+    };
+    let send = |base: String, token: &'static str, message: Value| async move {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": message}).to_string();
+        let auth = format!("Bearer {token}");
+        rpc_with(
+            &base,
+            &body,
+            &[("A2A-Version", "1.0"), ("Authorization", auth.as_str())],
+        )
+        .await
+        .1
+    };
+    let child = || {
+        let mut m = msg("hello");
+        m["message"]["taskId"] = json!("run-child-001");
+        m["message"]["contextId"] = json!("thread-demo");
+        m
+    };
+    let default = serve(config(), A2aConfig::default(), Arc::new(MemoryStore::new())).await;
+    let v = send(default.base.clone(), "caller-one-token", child()).await;
+    assert_eq!(code(&v), -32001, "{v}");
+    let a2a = A2aConfig {
+        client_task_ids: true,
+        ..A2aConfig::default()
+    };
+    let s = serve(config(), a2a, Arc::new(MemoryStore::new())).await;
+    let first = child();
+    let v = send(s.base.clone(), "caller-one-token", first.clone()).await;
+    assert_eq!(v["result"]["task"]["id"], "run-child-001", "{v}");
+    assert_eq!(v["result"]["task"]["contextId"], "thread-demo", "{v}");
+    // the same message again (a retry): the same task
+    let again = send(s.base.clone(), "caller-one-token", first).await;
+    assert_eq!(again["result"]["task"]["id"], "run-child-001", "{again}");
+    // another caller cannot take the id
+    let taken = send(s.base.clone(), "caller-two-token", child()).await;
+    assert_eq!(code(&taken), -32600, "{taken}");
+    assert!(!taken.to_string().contains("hello"), "{taken}");
+}

@@ -1608,6 +1608,10 @@ class A2aSettings(BaseModel):
         None,
         description="JSON file with the root agent's card: name, description, version, skills, modes, extensions (flag `--a2a-card`).",
     )
+    client_task_ids: bool = Field(
+        False,
+        description="A send naming a task id no task has creates the task under that id (GoAI's stable child task ids, `run-child-001`), instead of `TaskNotFoundError` (A2A 1.0, what the conformance kit expects: the default). Task ids stay unique: an id another caller's or agent's task has is `InvalidRequest`.",
+    )
     enabled: bool = Field(False, description='Serve A2A (flag `--a2a`).')
     message_ids: Optional[MessageIdDedup] = Field(
         'task', description='Which sends a `messageId` deduplicates.'

@@ -976,6 +976,9 @@ pub struct A2aSettings {
     ///JSON file with the root agent's card: name, description, version, skills, modes, extensions (flag `--a2a-card`).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub card_file: ::std::option::Option<::std::string::String>,
+    ///A send naming a task id no task has creates the task under that id (GoAI's stable child task ids, `run-child-001`), instead of `TaskNotFoundError` (A2A 1.0, what the conformance kit expects: the default). Task ids stay unique: an id another caller's or agent's task has is `InvalidRequest`.
+    #[serde(default)]
+    pub client_task_ids: bool,
     ///Serve A2A (flag `--a2a`).
     #[serde(default)]
     pub enabled: bool,
@@ -997,6 +1000,7 @@ impl ::std::default::Default for A2aSettings {
         Self {
             cancel_finished: Default::default(),
             card_file: Default::default(),
+            client_task_ids: Default::default(),
             enabled: Default::default(),
             message_ids: Default::default(),
             path: defaults::a2a_settings_path(),
@@ -6967,6 +6971,8 @@ impl crate::write::WriteJson for A2aSettings {
             w.key(&mut first, "\"card_file\":");
             w.value(v);
         }
+        w.key(&mut first, "\"client_task_ids\":");
+        w.value(&self.client_task_ids);
         w.key(&mut first, "\"enabled\":");
         w.value(&self.enabled);
         if let Some(v) = &self.message_ids {

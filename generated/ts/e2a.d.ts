@@ -1292,6 +1292,10 @@ export interface A2ASettings {
    */
   card_file?: string | null;
   /**
+   * A send naming a task id no task has creates the task under that id (GoAI's stable child task ids, `run-child-001`), instead of `TaskNotFoundError` (A2A 1.0, what the conformance kit expects: the default). Task ids stay unique: an id another caller's or agent's task has is `InvalidRequest`.
+   */
+  client_task_ids?: boolean;
+  /**
    * Serve A2A (flag `--a2a`).
    */
   enabled?: boolean;

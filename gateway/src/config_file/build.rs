@@ -88,6 +88,7 @@ impl ConfigFile {
             push: crate::tasks::push::PushPolicy::from(&a2a.push.clone().unwrap_or_default()),
             message_ids: a2a.message_ids.unwrap_or_default(),
             cancel_finished: a2a.cancel_finished.unwrap_or_default(),
+            client_task_ids: a2a.client_task_ids,
             ..A2aConfig::default()
         })
     }

@@ -107,6 +107,9 @@ pub struct A2aConfig {
     pub message_ids: e2a::types::MessageIdDedup,
     /// What cancelling a task that has already ended answers (default: the A2A error).
     pub cancel_finished: e2a::types::CancelFinished,
+    /// Whether a send naming an unknown task id creates the task under it (default: no,
+    /// `TaskNotFoundError`).
+    pub client_task_ids: bool,
 }
 
 impl Default for A2aConfig {
@@ -125,6 +128,7 @@ impl Default for A2aConfig {
             push: crate::tasks::push::PushPolicy::default(),
             message_ids: e2a::types::MessageIdDedup::default(),
             cancel_finished: e2a::types::CancelFinished::default(),
+            client_task_ids: false,
         }
     }
 }

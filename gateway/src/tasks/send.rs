@@ -111,11 +111,18 @@ impl Turns {
         // task no longer paused: what the first answer started
         // (the answer to a paused task is boxed: its future is large, and a new task's send
         // would carry its size through every layer that moves the request's future)
+        let mut chosen = None;
         let existing = match env.task_id.clone() {
             Some(id) => match Box::pin(self.answerable(&id, env.context_id.as_deref(), &caller)).await {
                 Ok(record) => Some(record),
                 Err(e) => match Box::pin(self.sent.sent_before(&caller, &keys)).await? {
                     Some(id) => return Ok(SendOutcome::Repeat { id }),
+                    // a new task under the id the client chose (GoAI's stable child ids)
+                    None if e.kind == A2aErrorKind::TaskNotFound && self.config.client_task_ids => {
+                        self.unused(&id).await?;
+                        chosen = Some(id);
+                        None
+                    }
                     None => return Err(e),
                 },
             },
@@ -128,6 +135,7 @@ impl Turns {
         let task_id = existing
             .as_ref()
             .map(|r| r.id.clone())
+            .or(chosen)
             .unwrap_or_else(e2a::stream::new_ordered_id);
         // a send this caller already made (same key, same content): its task, the agent not
         // run again; remembered only now, once the send is known to start a turn
@@ -265,6 +273,18 @@ impl Turns {
 
     /// The caller's task `id`, if a message may answer it now: not ended, not running, in the
     /// message's context (when it names one).
+    /// Refuses a client-chosen id for a new task that a task has already (another caller's, or
+    /// another agent's): task ids are unique in the store.
+    async fn unused(&self, id: &str) -> Result<(), A2aError> {
+        match self.log.stored(id).await? {
+            Some(_) => Err(A2aError::new(
+                A2aErrorKind::InvalidRequest,
+                format!("task id {id:?} is taken: choose another (or leave taskId out)"),
+            )),
+            None => Ok(()),
+        }
+    }
+
     async fn answerable(&self, id: &str, context_id: Option<&str>, caller: &Caller) -> Result<TaskRecord, A2aError> {
         let rec = self.log.load(id, caller).await?;
         if context_id.is_some_and(|c| c != rec.context_id) {
