@@ -111,22 +111,11 @@ impl Turns {
         // task no longer paused: what the first answer started
         // (the answer to a paused task is boxed: its future is large, and a new task's send
         // would carry its size through every layer that moves the request's future)
-        let mut chosen = None;
-        let existing = match env.task_id.clone() {
-            Some(id) => match Box::pin(self.answerable(&id, env.context_id.as_deref(), &caller)).await {
-                Ok(record) => Some(record),
-                Err(e) => match Box::pin(self.sent.sent_before(&caller, &keys)).await? {
-                    Some(id) => return Ok(SendOutcome::Repeat { id }),
-                    // a new task under the id the client chose (GoAI's stable child ids)
-                    None if e.kind == A2aErrorKind::TaskNotFound && self.config.client_task_ids => {
-                        self.unused(&id).await?;
-                        chosen = Some(id);
-                        None
-                    }
-                    None => return Err(e),
-                },
-            },
-            None => None,
+        let (existing, chosen) = match Box::pin(self.task_named(&env, &caller, &keys)).await? {
+            Named::Existing(record) => (Some(record), None),
+            Named::Chosen(id) => (None, Some(id)),
+            Named::None => (None, None),
+            Named::Repeat(id) => return Ok(SendOutcome::Repeat { id }),
         };
         let admission = self
             .pipeline
@@ -273,6 +262,28 @@ impl Turns {
 
     /// The caller's task `id`, if a message may answer it now: not ended, not running, in the
     /// message's context (when it names one).
+    /// The task a send names: an existing one (a paused one, answered); a new one under the
+    /// id the client chose (`client_task_ids`: GoAI's stable child ids); none; or, when the
+    /// task named cannot take it, the task of the same send made before (a retry).
+    async fn task_named(&self, env: &e2a::E2AEnvelope, caller: &Caller, keys: &SendKeys) -> Result<Named, A2aError> {
+        let Some(id) = env.task_id.clone() else {
+            return Ok(Named::None);
+        };
+        // (the answer to a paused task is boxed: its future is large)
+        let e = match Box::pin(self.answerable(&id, env.context_id.as_deref(), caller)).await {
+            Ok(record) => return Ok(Named::Existing(record)),
+            Err(e) => e,
+        };
+        match self.sent.sent_before(caller, keys).await? {
+            Some(id) => Ok(Named::Repeat(id)),
+            None if e.kind == A2aErrorKind::TaskNotFound && self.config.client_task_ids => {
+                self.unused(&id).await?;
+                Ok(Named::Chosen(id))
+            }
+            None => Err(e),
+        }
+    }
+
     /// Refuses a client-chosen id for a new task that a task has already (another caller's, or
     /// another agent's): task ids are unique in the store.
     async fn unused(&self, id: &str) -> Result<(), A2aError> {
@@ -367,4 +378,12 @@ fn open_turn(
             (rec, 1)
         }
     }
+}
+
+/// The task a send names ([`Turns::task_named`]).
+enum Named {
+    Existing(TaskRecord),
+    Chosen(String),
+    None,
+    Repeat(String),
 }
