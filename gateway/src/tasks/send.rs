@@ -112,7 +112,7 @@ impl Turns {
         // (the answer to a paused task is boxed: its future is large, and a new task's send
         // would carry its size through every layer that moves the request's future)
         let (existing, chosen) = match Box::pin(self.task_named(&env, &caller, &keys)).await? {
-            Named::Existing(record) => (Some(record), None),
+            Named::Existing(record) => (Some(*record), None),
             Named::Chosen(id) => (None, Some(id)),
             Named::None => (None, None),
             Named::Repeat(id) => return Ok(SendOutcome::Repeat { id }),
@@ -271,7 +271,7 @@ impl Turns {
         };
         // (the answer to a paused task is boxed: its future is large)
         let e = match Box::pin(self.answerable(&id, env.context_id.as_deref(), caller)).await {
-            Ok(record) => return Ok(Named::Existing(record)),
+            Ok(record) => return Ok(Named::Existing(Box::new(record))),
             Err(e) => e,
         };
         match self.sent.sent_before(caller, keys).await? {
@@ -382,7 +382,7 @@ fn open_turn(
 
 /// The task a send names ([`Turns::task_named`]).
 enum Named {
-    Existing(TaskRecord),
+    Existing(Box<TaskRecord>),
     Chosen(String),
     None,
     Repeat(String),
