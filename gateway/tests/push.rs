@@ -837,3 +837,69 @@ async fn a_hanging_webhook_holds_up_only_its_own_deliveries() {
     );
     held.abort();
 }
+
+/// For GoAI's callback route: `events = "terminal"` posts only the event that ends the task
+/// (the others skipped, not retried); the token comes as `A2A-Notification-Token` too; with
+/// the agent's machine identity each notification is signed (GoAI-HMAC-SHA256) over its body,
+/// instead of the config's own `Authorization`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminal_events_only_signed_with_the_agents_identity() {
+    use e2a_gateway::web::hmac::{content_sha256, signature, Signed, Signer};
+    let hook = Receiver::start(0).await;
+    let store: Stores = Arc::new(MemoryStore::new()).into();
+    let push = PushPolicy {
+        terminal_only: true,
+        signer: Some(Signer {
+            agent_code: "writer".into(),
+            key: "writer-key".into(),
+        }),
+        ..dev_push(3)
+    };
+    let gw = serve(push, store.clone()).await;
+    let task = send_with_push(&gw.base, "artifacts", &hook.url, true).await;
+    let events = logged(&*store.tasks, &task).await;
+    assert!(events.len() >= 5 && is_terminal(&events), "{events:?}");
+    until("the terminal event delivered", 20, || !hook.taken().is_empty()).await;
+    // (a moment for anything else that would come)
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(hook.taken(), [events.last().cloned().expect("an event")]);
+    let seen = hook.seen.lock();
+    let (headers, body, _) = &seen.attempts[0];
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(get("a2a-notification-token"), "tok-123");
+    assert_eq!(get("x-a2a-notification-token"), "tok-123");
+    assert_eq!(get("x-goai-agent-code"), "writer");
+    // the signature, recomputed from the headers and the body as received
+    let raw = serde_json::to_vec(body).expect("body");
+    assert_eq!(
+        get("x-goai-content-sha256"),
+        content_sha256(&raw),
+        "the digest of the body"
+    );
+    let (timestamp, nonce, digest) = (
+        get("x-goai-timestamp"),
+        get("x-goai-nonce"),
+        get("x-goai-content-sha256"),
+    );
+    let signed = Signed {
+        method: "POST",
+        path: "/hook",
+        agent_code: "writer",
+        timestamp: &timestamp,
+        nonce: &nonce,
+        content_sha256: &digest,
+    };
+    assert_eq!(
+        get("authorization"),
+        format!(
+            "GoAI-HMAC-SHA256 Signature={}",
+            signature(b"writer-key", &signed.canonical())
+        )
+    );
+}

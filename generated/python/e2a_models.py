@@ -1144,6 +1144,15 @@ class PromptResultBody(BaseModel):
     userMessageId: Optional[str] = Field(None, description='Id of the user message.')
 
 
+class PushEvents(Enum):
+    """
+    Which events of a task push notifications post: `all` (default), or `terminal`: only the event that ends the task (completed, failed, canceled, rejected), what GoAI's callback route accepts — the others are skipped, not retried. Every notification carries the config's token as `X-A2A-Notification-Token` and as `A2A-Notification-Token`, and is signed (GoAI-HMAC-SHA256) when its agent has an `hmac_key_file`.
+    """
+
+    all = 'all'
+    terminal = 'terminal'
+
+
 class PushSettings(BaseModel):
     """
     A2A push notifications (A2A 1.0 §3.1.7–3.1.10, §13.2): every event of a task with a push config is POSTed to its webhook from a durable outbox in the task store — at least once, in order per task, retried with exponential backoff and jitter, then recorded as failed.
@@ -1159,6 +1168,9 @@ class PushSettings(BaseModel):
     enabled: bool = Field(
         True,
         description="Accept push notification configs and deliver them (the card's `capabilities.pushNotifications`).",
+    )
+    events: Optional[PushEvents] = Field(
+        'all', description="Which of a task's events are posted."
     )
     max_attempts: conint(ge=1, le=100) = Field(
         8,
@@ -2358,7 +2370,7 @@ class AgentEntry(BaseModel):
     )
     hmac_key_file: Optional[str] = Field(
         None,
-        description="File holding the GoAI-HMAC-SHA256 key an `a2a:` agent's requests are signed with (sent to its URL's origin only; the key itself never leaves the gateway). See `CallerEntry.hmac_key_file` for the scheme.",
+        description="File holding the GoAI-HMAC-SHA256 key this agent signs with: an `a2a:` agent's requests (to its URL's origin only) and the push notifications of its tasks (the key itself never leaves the gateway). See `CallerEntry.hmac_key_file` for the scheme.",
     )
     on_disconnect: Optional[OnDisconnect] = Field(
         None,

@@ -1792,7 +1792,7 @@ pub struct AgentEntry {
     ///Environment variable holding that key (when `hmac_key_file` is not set).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub hmac_key_env: ::std::option::Option<::std::string::String>,
-    ///File holding the GoAI-HMAC-SHA256 key an `a2a:` agent's requests are signed with (sent to its URL's origin only; the key itself never leaves the gateway). See `CallerEntry.hmac_key_file` for the scheme.
+    ///File holding the GoAI-HMAC-SHA256 key this agent signs with: an `a2a:` agent's requests (to its URL's origin only) and the push notifications of its tasks (the key itself never leaves the gateway). See `CallerEntry.hmac_key_file` for the scheme.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub hmac_key_file: ::std::option::Option<::std::string::String>,
     ///What happens to its runs when every client went away (unset: `server.on_disconnect`).
@@ -4170,6 +4170,66 @@ pub struct PromptResultBody {
     #[serde(flatten)]
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
+///Which events of a task push notifications post: `all` (default), or `terminal`: only the event that ends the task (completed, failed, canceled, rejected), what GoAI's callback route accepts — the others are skipped, not retried. Every notification carries the config's token as `X-A2A-Notification-Token` and as `A2A-Notification-Token`, and is signed (GoAI-HMAC-SHA256) when its agent has an `hmac_key_file`.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum PushEvents {
+    #[serde(rename = "all")]
+    All,
+    #[serde(rename = "terminal")]
+    Terminal,
+}
+impl ::std::fmt::Display for PushEvents {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::All => f.write_str("all"),
+            Self::Terminal => f.write_str("terminal"),
+        }
+    }
+}
+impl ::std::str::FromStr for PushEvents {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "all" => Ok(Self::All),
+            "terminal" => Ok(Self::Terminal),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for PushEvents {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for PushEvents {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::default::Default for PushEvents {
+    fn default() -> Self {
+        PushEvents::All
+    }
+}
 ///A2A push notifications (A2A 1.0 §3.1.7–3.1.10, §13.2): every event of a task with a push config is POSTed to its webhook from a durable outbox in the task store — at least once, in order per task, retried with exponential backoff and jitter, then recorded as failed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -4180,6 +4240,9 @@ pub struct PushSettings {
     ///Accept push notification configs and deliver them (the card's `capabilities.pushNotifications`).
     #[serde(default = "defaults::default_bool::<true>")]
     pub enabled: bool,
+    ///Which of a task's events are posted.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub events: ::std::option::Option<PushEvents>,
     ///Attempts to deliver one event before it is recorded as failed and delivery goes on with the next (flag `--push-max-attempts`).
     #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 8>")]
     pub max_attempts: ::std::num::NonZeroU64,
@@ -4201,6 +4264,7 @@ impl ::std::default::Default for PushSettings {
         Self {
             allow_private: Default::default(),
             enabled: defaults::default_bool::<true>(),
+            events: Default::default(),
             max_attempts: defaults::default_nzu64::<::std::num::NonZeroU64, 8>(),
             max_configs_per_task: defaults::default_nzu64::<
                 ::std::num::NonZeroU64,
@@ -5713,6 +5777,20 @@ impl PauseKind {
         match self {
             Self::Approval => "approval",
             Self::Input => "input",
+        }
+    }
+}
+impl PushEvents {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 2] = [
+        Self::All,
+        Self::Terminal,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::All => "all",
+            Self::Terminal => "terminal",
         }
     }
 }
@@ -8080,21 +8158,27 @@ impl crate::write::WriteJson for PromptResultBody {
     }
 }
 impl crate::write::WriteJson for PushSettings {
-    const FIXED_LEN: usize = 130;
+    const FIXED_LEN: usize = 2;
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
-        w.raw("{\"allow_private\":");
+        let mut first = true;
+        w.raw("{");
+        w.key(&mut first, "\"allow_private\":");
         w.value(&self.allow_private);
-        w.raw(",\"enabled\":");
+        w.key(&mut first, "\"enabled\":");
         w.value(&self.enabled);
-        w.raw(",\"max_attempts\":");
+        if let Some(v) = &self.events {
+            w.key(&mut first, "\"events\":");
+            w.value(v.as_str());
+        }
+        w.key(&mut first, "\"max_attempts\":");
         w.serde(&self.max_attempts);
-        w.raw(",\"max_configs_per_task\":");
+        w.key(&mut first, "\"max_configs_per_task\":");
         w.serde(&self.max_configs_per_task);
-        w.raw(",\"max_deliveries_per_host\":");
+        w.key(&mut first, "\"max_deliveries_per_host\":");
         w.serde(&self.max_deliveries_per_host);
-        w.raw(",\"retry_base_ms\":");
+        w.key(&mut first, "\"retry_base_ms\":");
         w.serde(&self.retry_base_ms);
-        w.raw(",\"timeout_secs\":");
+        w.key(&mut first, "\"timeout_secs\":");
         w.serde(&self.timeout_secs);
         w.raw("}");
     }

@@ -141,6 +141,13 @@ export type CancelFinished = "error" | "snapshot";
  */
 export type MessageIdDedup = "task" | "always";
 /**
+ * Which events of a task push notifications post: `all` (default), or `terminal`: only the event that ends the task (completed, failed, canceled, rejected), what GoAI's callback route accepts — the others are skipped, not retried. Every notification carries the config's token as `X-A2A-Notification-Token` and as `A2A-Notification-Token`, and is signed (GoAI-HMAC-SHA256) when its agent has an `hmac_key_file`.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "PushEvents".
+ */
+export type PushEvents = "all" | "terminal";
+/**
  * Branch of an `a2a.stream_event` body (`E2A_A2A_STREAM_BRANCHES`), snake_case.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -1325,6 +1332,7 @@ export interface PushSettings {
    * Accept push notification configs and deliver them (the card's `capabilities.pushNotifications`).
    */
   enabled?: boolean;
+  events?: PushEvents;
   /**
    * Attempts to deliver one event before it is recorded as failed and delivery goes on with the next (flag `--push-max-attempts`).
    */
@@ -1544,7 +1552,7 @@ export interface AgentEntry {
    */
   hmac_key_env?: string | null;
   /**
-   * File holding the GoAI-HMAC-SHA256 key an `a2a:` agent's requests are signed with (sent to its URL's origin only; the key itself never leaves the gateway). See `CallerEntry.hmac_key_file` for the scheme.
+   * File holding the GoAI-HMAC-SHA256 key this agent signs with: an `a2a:` agent's requests (to its URL's origin only) and the push notifications of its tasks (the key itself never leaves the gateway). See `CallerEntry.hmac_key_file` for the scheme.
    */
   hmac_key_file?: string | null;
   /**

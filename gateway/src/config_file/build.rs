@@ -209,7 +209,9 @@ impl ConfigFile {
         };
         for (name, entry, agent) in named {
             let prefix = routes.a2a.replace("{name}", name);
-            let a2a = a2a_root.for_named(&prefix, card(name, entry));
+            let mut a2a = a2a_root.for_named(&prefix, card(name, entry));
+            // its push notifications are signed as it signs (its key was read once already)
+            a2a.push.signer = agent_token(self, name, entry).ok().and_then(|(_, signer)| signer);
             gateway = gateway.with_named_agent(name, build(agent, auth.for_agent(name), a2a, Some(entry)), routes);
         }
         let metrics = &self.settings.metrics;

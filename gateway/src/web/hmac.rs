@@ -153,7 +153,7 @@ pub fn sign(key: &[u8], agent_code: &str, method: &str, path: &str, body: &[u8])
 }
 
 /// A machine identity requests are signed with: the agent code and its key (never shown).
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Signer {
     /// The `X-GoAI-Agent-Code` signed as.
     pub agent_code: String,

@@ -46,6 +46,10 @@ pub struct PushPolicy {
     pub max_configs_per_task: usize,
     /// Most notifications delivered at once to one webhook host.
     pub max_deliveries_per_host: usize,
+    /// Only the event that ends a task is posted (`events = "terminal"`).
+    pub terminal_only: bool,
+    /// The machine identity notifications are signed with (GoAI-HMAC-SHA256): the agent's.
+    pub signer: Option<crate::web::hmac::Signer>,
 }
 
 /// The longest wait between two attempts at one event.
@@ -63,6 +67,8 @@ impl From<&e2a::types::PushSettings> for PushPolicy {
             timeout: Duration::from_secs(s.timeout_secs.get()),
             max_configs_per_task: usize::try_from(s.max_configs_per_task.get()).unwrap_or(usize::MAX),
             max_deliveries_per_host: usize::try_from(s.max_deliveries_per_host.get()).unwrap_or(usize::MAX),
+            terminal_only: s.events == Some(e2a::types::PushEvents::Terminal),
+            signer: None,
         }
     }
 }

@@ -25,6 +25,8 @@ const MAX_JOBS: usize = 32;
 const HOST_BUSY: Duration = Duration::from_secs(1);
 /// The header a notification carries its config's `token` in.
 const TOKEN_HEADER: &str = "x-a2a-notification-token";
+/// The same token, as GoAI's callback route reads it.
+const GOAI_TOKEN_HEADER: &str = "a2a-notification-token";
 
 /// Runs the outbox of `pusher` until it is dropped (with its service, once no delivery and no
 /// run is left to use it).
@@ -160,7 +162,11 @@ async fn deliver(pusher: Arc<Pusher>, job: PushJob) -> Option<Instant> {
         if started.elapsed() > CLAIM / 2 {
             break;
         }
-        let sent = post(&pusher, &record, &event.event).await;
+        // (`events = "terminal"`: the others are skipped, their place kept)
+        let sent = match policy.terminal_only && !ends_task(&event.event) {
+            true => Ok(()),
+            false => post(&pusher, &record, &event.event).await,
+        };
         count(match (&sent, attempts.saturating_add(1) >= policy.max_attempts) {
             (Ok(()), _) => "delivered",
             (Err(_), false) => "retry",
@@ -298,7 +304,11 @@ async fn post(pusher: &Pusher, record: &PushRecord, event: &str) -> Result<(), S
     if let Some(trace) = record.trace_id.as_deref().and_then(|t| HeaderValue::from_str(t).ok()) {
         req = req.header(crate::web::trace::X_TRACE_ID, trace);
     }
-    if let Some(auth) = &config.authentication {
+    if let Some(auth) = config
+        .authentication
+        .as_ref()
+        .filter(|_| pusher.policy.signer.is_none())
+    {
         if let Some(credentials) = &auth.credentials {
             let mut value = HeaderValue::from_str(&format!("{} {}", auth.scheme, credentials.expose()))
                 .map_err(|_| "the config's authentication is not a valid header value".to_string())?;
@@ -310,7 +320,17 @@ async fn post(pusher: &Pusher, record: &PushRecord, event: &str) -> Result<(), S
         let mut value = HeaderValue::from_str(token.expose())
             .map_err(|_| "the config's token is not a valid header value".to_string())?;
         value.set_sensitive(true);
-        req = req.header(TOKEN_HEADER, value);
+        // both names: A2A's, and the one GoAI's callback route reads
+        req = req.header(TOKEN_HEADER, value.clone()).header(GOAI_TOKEN_HEADER, value);
+    }
+    // the agent's machine identity: its signature (the Authorization of the config's own
+    // authentication gives way: a signed request's Authorization is its signature)
+    if let Some(signer) = &pusher.policy.signer {
+        for (name, value) in signer.headers("POST", &config.url, event.as_bytes()) {
+            let mut value = HeaderValue::from_str(&value).map_err(|_| "a signature header is not valid".to_string())?;
+            value.set_sensitive(name == header::AUTHORIZATION);
+            req = req.header(name, value);
+        }
     }
     let answer = req.send().await.map_err(|e| describe(&e))?;
     let status = answer.status();
@@ -319,6 +339,32 @@ async fn post(pusher: &Pusher, record: &PushRecord, event: &str) -> Result<(), S
     } else {
         Err(format!("the webhook answered {status}"))
     }
+}
+
+/// Whether `event` (a `StreamResponse`) ends its task: a status update or a task in a final
+/// state.
+fn ends_task(event: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Event {
+        status_update: Option<Holder>,
+        task: Option<Holder>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Holder {
+        status: Status,
+    }
+    #[derive(serde::Deserialize)]
+    struct Status {
+        state: String,
+    }
+    let Ok(e) = serde_json::from_str::<Event>(event) else {
+        return false;
+    };
+    let state = e.status_update.or(e.task).map(|h| h.status.state);
+    state
+        .and_then(|s| s.parse::<e2a::types::A2aTaskState>().ok())
+        .is_some_and(|s| s.is_terminal())
 }
 
 /// A send error and its causes, without the URL.
