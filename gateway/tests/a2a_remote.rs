@@ -146,8 +146,17 @@ async fn an_answer_after_the_front_restarts_reaches_the_same_remote_task() {
 
 #[tokio::test]
 async fn a_cancel_reaches_the_remote_task() {
+    // over JSON-RPC, and over HTTP+JSON (`tasks/{id}:cancel`) to an agent that lists only it
+    for over_rest in [false, true] {
+        cancel_reaches_the_remote_task(over_rest).await;
+    }
+}
+
+async fn cancel_reaches_the_remote_task(over_rest: bool) {
     let back = script_gateway(Auth::none()).await;
-    let front = gateway(remote(&back.base, None), Auth::none()).await;
+    let rest = rest_only(back.base.clone()).await;
+    let url = if over_rest { &rest.base } else { &back.base };
+    let front = gateway(remote(url, None), Auth::none()).await;
     let mut p = msg("never finish");
     p["configuration"] = json!({"returnImmediately": true});
     let v = rpc(&front.base, "SendMessage", p, None).await;
@@ -459,4 +468,88 @@ async fn a_failed_delegation_names_the_remote_url_and_what_went_wrong() {
         message.contains(&format!("{}/rpc", down.base)) && message.contains("503"),
         "{message}"
     );
+}
+
+/// A front showing `behind` (an A2A gateway) as an agent whose card lists only its HTTP+JSON
+/// interface, as GoAI's agents' cards do: the card names the front's own origin, and its
+/// HTTP+JSON routes are passed on to `behind` (the SSE answer streamed back as it comes).
+async fn rest_only(behind: String) -> Spawned {
+    use axum::body::{Body, Bytes};
+    use axum::extract::State;
+    use axum::http::Uri;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let card = json!({"name": "rest-only", "description": "HTTP+JSON only", "version": "1.0.0",
+        "supportedInterfaces": [{"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}],
+        "capabilities": {"streaming": true}, "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+        "skills": []});
+    async fn pass_on(
+        State(behind): State<String>,
+        uri: Uri,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> axum::response::Response {
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let mut req = reqwest::Client::new().post(format!("{behind}{path}")).body(body);
+        for name in ["content-type", "accept", "a2a-version"] {
+            if let Some(v) = headers.get(name) {
+                req = req.header(name, v);
+            }
+        }
+        let resp = req.send().await.expect("the gateway behind answers");
+        let status = resp.status().as_u16();
+        let kind = resp.headers().get("content-type").cloned();
+        let mut out = axum::response::Response::new(Body::from_stream(resp.bytes_stream()));
+        *out.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+        if let Some(k) = kind {
+            out.headers_mut().insert("content-type", k);
+        }
+        out
+    }
+    let router = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            get(move || {
+                let card = card.clone();
+                async move { axum::Json(card) }
+            }),
+        )
+        .route("/message:stream", axum::routing::post(pass_on))
+        .route("/tasks/{id}", axum::routing::post(pass_on))
+        .with_state(behind);
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    Spawned::from_parts(base, task)
+}
+
+/// An agent whose card lists only HTTP+JSON (GoAI's) is reached over HTTP+JSON: the same
+/// frames as over JSON-RPC — tool calls, an approval pause and its answer (its cancel:
+/// `a_cancel_reaches_the_remote_task`).
+#[tokio::test]
+async fn an_agent_with_only_an_http_json_interface_is_reached_over_it() {
+    let back = gateway(
+        Arc::new(ScriptAgent::from_json(ACP_SCRIPT).expect("script")),
+        Auth::none(),
+    )
+    .await;
+    let over_rpc = remote(&back.base, None);
+    let front = rest_only(back.base.clone()).await;
+    let over_rest = remote(&front.base, None);
+    let want = run_frames(over_rpc.as_ref(), "t-rpc-1", "what is the weather in Paris?").await;
+    let got = run_frames(over_rest.as_ref(), "t-rest-1", "what is the weather in Paris?").await;
+    assert_eq!(streamed(&got), streamed(&want));
+    assert_eq!(
+        got.last().map(|f| f.body["result"]["content"].clone()),
+        Some(json!("It is 21 °C in Paris today."))
+    );
+    let want = run_frames(over_rpc.as_ref(), "t-rpc-2", "please deploy").await;
+    let got = run_frames(over_rest.as_ref(), "t-rest-2", "please deploy").await;
+    assert_eq!(kinds_and_bodies(&got), kinds_and_bodies(&want));
+    let got = run_frames(over_rest.as_ref(), "t-rest-2", "yes").await;
+    let text: String = got
+        .iter()
+        .filter_map(|f| f.body.get("delta").and_then(Value::as_str))
+        .collect();
+    assert_eq!(text, "Deployed.");
 }

@@ -57,6 +57,15 @@ async fn serve(agent: Arc<dyn Agent>, config: GatewayConfig) -> Server {
     Server { base, _stop: tx }
 }
 
+/// POSTs a run input to `/agui` (the answer not read).
+fn post_agui(base: &str, body: Value) -> impl std::future::Future<Output = reqwest::Result<reqwest::Response>> {
+    reqwest::Client::new()
+        .post(format!("{base}/agui"))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+}
+
 fn input(thread: &str, text: &str) -> Value {
     json!({"threadId": thread, "runId": format!("run-{}", uuid::Uuid::new_v4()),
            "messages": [{"id": "m1", "role": "user", "content": text}],
@@ -217,13 +226,7 @@ async fn an_approval_is_an_interrupt_that_a_follow_up_run_resumes() {
 #[tokio::test]
 async fn a_resume_naming_no_pending_interrupt_is_refused_before_the_stream() {
     let s = serve(script(), GatewayConfig::default()).await;
-    let post = |body: Value| {
-        reqwest::Client::new()
-            .post(format!("{}/agui", s.base))
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-    };
+    let post = |body: Value| post_agui(&s.base, body);
     let resume = |thread: &str, id: &Value| {
         let mut follow = input(thread, "please deploy");
         follow["resume"] = json!([{"interruptId": id, "status": "resolved", "payload": {"approved": true}}]);
@@ -264,13 +267,7 @@ async fn goais_resume_body_and_a_parent_run_id_are_checked_and_honoured() {
     assert_eq!(events.first().unwrap()["runId"], first["runId"]);
     assert_eq!(said(&events), "Deployed.");
     // answered once: the run no longer waits
-    let post = |body: Value| {
-        reqwest::Client::new()
-            .post(format!("{}/agui", s.base))
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-    };
+    let post = |body: Value| post_agui(&s.base, body);
     let again = post(body.clone()).await.unwrap();
     assert_eq!(again.status(), 422);
     let p: Value = again.json().await.unwrap();
@@ -550,13 +547,7 @@ async fn a_resume_refused_for_the_rest_of_its_input_leaves_the_interrupt_pending
     let id = events.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
     let answer = json!({"threadId": "t-checked", "runId": format!("run-{}", uuid::Uuid::new_v4()),
         "messages": [], "resume": [{"interruptId": id, "status": "resolved", "payload": {"approved": true}}]});
-    let post = |body: Value| {
-        reqwest::Client::new()
-            .post(format!("{}/agui", s.base))
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-    };
+    let post = |body: Value| post_agui(&s.base, body);
     let mut orphan = answer.clone();
     orphan["parentRunId"] = json!("no-such-run");
     let r = post(orphan).await.unwrap();
@@ -674,13 +665,7 @@ async fn a_pause_asking_two_things_is_two_interrupts_answered_together() {
             .collect()
     };
     let (a, b) = (ids(&events)[0].clone(), ids(&events)[1].clone());
-    let post = |body: Value| {
-        reqwest::Client::new()
-            .post(format!("{}/agui", s.base))
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-    };
+    let post = |body: Value| post_agui(&s.base, body);
     let one = json!({"runId": first["runId"], "resume": [{"interruptId": a, "payload": "4"}]});
     let r = post(one).await.unwrap();
     assert_eq!(r.status(), 422);

@@ -261,14 +261,70 @@ async fn postgres_an_e2a_run_started_on_one_gateway_is_resumed_on_another() {
     assert_eq!(again.len(), whole.len() - 1);
 }
 
-/// A store's run log that counts how often a run's log is read.
-struct CountingReads {
+/// A reader on gateway B of a run going on at gateway A (one PostgreSQL store) is woken by the
+/// store's notices when A stores frames: it reads the log once per batch A wrote, not on a
+/// timer (a run of four frames 700 ms apart was read about twenty times at the old 100 ms
+/// poll).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_reader_of_a_run_on_another_gateway_is_woken_by_notices() {
+    let Some(url) = common::postgres_database().await else {
+        return;
+    };
+    let agent = || {
+        let script = json!({"scenarios": [{"name": "spaced", "match": {"text": "spaced"}, "steps": [
+            {"type": "text", "text": "a "},
+            {"type": "text", "text": "b ", "delay_ms": 700},
+            {"type": "text", "text": "c ", "delay_ms": 700},
+            {"type": "complete", "delay_ms": 700}]}]});
+        e2a_gateway::backends::script::ScriptAgent::from_json(&script.to_string()).expect("script")
+    };
+    let a_store: Stores = Arc::new(common::pg(&url).await).into();
+    let a = common::serve_crashable(Gateway::new(agent(), common::fast_config()).with_store(a_store)).await;
+    let (counting, b_store) = Watched::around(Arc::new(common::pg(&url).await).into(), i64::MAX);
+    let b = common::serve_crashable(Gateway::new(agent(), common::fast_config()).with_store(b_store)).await;
+    let body = request(&format!("spaced-{}", uuid::Uuid::new_v4()), "spaced");
+    let mut on_a = send(&a.base, &body, None).await;
+    let early = read_frames(&mut on_a, 1).await;
+    let on_b = all_frames(&b.base, &body, Some(early[0].sequence)).await;
+    let rest_a = sse_frames(&on_a.text().await.expect("body"));
+    let tail: Vec<String> = rest_a.iter().map(E2AResponse::to_json).collect();
+    let on_b: Vec<String> = on_b.iter().map(E2AResponse::to_json).collect();
+    assert_eq!(on_b, tail, "B serves exactly A's frames after the id");
+    let reads = counting.reads.load(std::sync::atomic::Ordering::SeqCst);
+    // the first read, one per batch A stored (3), and a few a slow notice may add
+    assert!(reads <= 8, "B read the run's log {reads} times");
+}
+
+/// A store's run log, watched: its appends fail once `budget` of them were taken (a full
+/// disk), and the reads of a run's log are counted.
+struct Watched {
     inner: Arc<dyn RunStore>,
+    budget: std::sync::atomic::AtomicI64,
     reads: std::sync::atomic::AtomicUsize,
 }
 
-impl RunStore for CountingReads {
+impl Watched {
+    /// `stores` with their run log watched, appends failing after `budget`.
+    fn around(stores: Stores, budget: i64) -> (Arc<Watched>, Stores) {
+        let watched = Arc::new(Watched {
+            inner: stores.runs.clone().expect("a store that keeps runs"),
+            budget: budget.into(),
+            reads: Default::default(),
+        });
+        let stores = Stores {
+            runs: Some(watched.clone()),
+            ..stores
+        };
+        (watched, stores)
+    }
+}
+
+impl RunStore for Watched {
     fn append_frames(&self, write: FrameWrite) -> BoxFuture<'_, Result<(), StoreError>> {
+        use std::sync::atomic::Ordering;
+        if self.budget.fetch_sub(1, Ordering::SeqCst) <= 0 {
+            return Box::pin(async { Err(StoreError::Backend("database or disk is full".into())) });
+        }
         self.inner.append_frames(write)
     }
     fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> BoxFuture<'a, Result<Option<RunLog>, StoreError>> {
@@ -294,102 +350,10 @@ impl RunStore for CountingReads {
     }
 }
 
-/// A reader on gateway B of a run going on at gateway A (one PostgreSQL store) is woken by the
-/// store's notices when A stores frames: it reads the log once per batch A wrote, not on a
-/// timer (a run of four frames 700 ms apart was read about twenty times at the old 100 ms
-/// poll).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_a_reader_of_a_run_on_another_gateway_is_woken_by_notices() {
-    let Some(url) = common::postgres_database().await else {
-        return;
-    };
-    let agent = || {
-        let script = json!({"scenarios": [{"name": "spaced", "match": {"text": "spaced"}, "steps": [
-            {"type": "text", "text": "a "},
-            {"type": "text", "text": "b ", "delay_ms": 700},
-            {"type": "text", "text": "c ", "delay_ms": 700},
-            {"type": "complete", "delay_ms": 700}]}]});
-        e2a_gateway::backends::script::ScriptAgent::from_json(&script.to_string()).expect("script")
-    };
-    let a_store: Stores = Arc::new(common::pg(&url).await).into();
-    let a = common::serve_crashable(Gateway::new(agent(), common::fast_config()).with_store(a_store)).await;
-    let b_pg: Stores = Arc::new(common::pg(&url).await).into();
-    let counting = Arc::new(CountingReads {
-        inner: b_pg.runs.clone().expect("runs"),
-        reads: Default::default(),
-    });
-    let b_store = Stores {
-        runs: Some(counting.clone()),
-        ..b_pg
-    };
-    let b = common::serve_crashable(Gateway::new(agent(), common::fast_config()).with_store(b_store)).await;
-    let body = request(&format!("spaced-{}", uuid::Uuid::new_v4()), "spaced");
-    let mut on_a = send(&a.base, &body, None).await;
-    let early = read_frames(&mut on_a, 1).await;
-    let on_b = all_frames(&b.base, &body, Some(early[0].sequence)).await;
-    let rest_a = sse_frames(&on_a.text().await.expect("body"));
-    let tail: Vec<String> = rest_a.iter().map(E2AResponse::to_json).collect();
-    let on_b: Vec<String> = on_b.iter().map(E2AResponse::to_json).collect();
-    assert_eq!(on_b, tail, "B serves exactly A's frames after the id");
-    let reads = counting.reads.load(std::sync::atomic::Ordering::SeqCst);
-    // the first read, one per batch A stored (3), and a few a slow notice may add
-    assert!(reads <= 8, "B read the run's log {reads} times");
-}
-
-/// An SQLite store whose run appends fail once `budget` of them were taken (a full disk).
-struct FullDisk {
-    inner: Arc<SqliteStore>,
-    budget: std::sync::atomic::AtomicI64,
-}
-
-impl FullDisk {
-    /// The SQLite store's roles, with this one's runs.
-    fn stores(self: &Arc<Self>) -> Stores {
-        let sqlite: Stores = self.inner.clone().into();
-        Stores {
-            runs: Some(self.clone()),
-            ..sqlite
-        }
-    }
-}
-
-impl RunStore for FullDisk {
-    fn append_frames(&self, write: FrameWrite) -> BoxFuture<'_, Result<(), StoreError>> {
-        use std::sync::atomic::Ordering;
-        if self.budget.fetch_sub(1, Ordering::SeqCst) <= 0 {
-            return Box::pin(async { Err(StoreError::Backend("database or disk is full".into())) });
-        }
-        self.inner.append_frames(write)
-    }
-    fn run_after<'a>(&'a self, key: &'a str, after: Option<u64>) -> BoxFuture<'a, Result<Option<RunLog>, StoreError>> {
-        self.inner.run_after(key, after)
-    }
-    fn run_summary<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<RunSummary>, StoreError>> {
-        self.inner.run_summary(key)
-    }
-    fn list_runs(&self, query: RunQuery) -> BoxFuture<'_, Result<RunPage, StoreError>> {
-        self.inner.list_runs(query)
-    }
-    fn renew_runs<'a>(
-        &'a self,
-        holder: &'a str,
-        keys: Vec<String>,
-        lease: std::time::Duration,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.inner.renew_runs(holder, keys, lease)
-    }
-    fn prune_runs(&self, older_than: std::time::Duration, keep: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
-        self.inner.prune_runs(older_than, keep)
-    }
-}
-
 #[tokio::test]
 async fn a_run_whose_frames_cannot_be_stored_fails_and_shows_nothing_unstored() {
-    let store = Arc::new(FullDisk {
-        inner: Arc::new(SqliteStore::in_memory().expect("store")),
-        budget: 3.into(),
-    });
-    let s = serve(common::fast_config(), store.stores()).await;
+    let (store, stores) = Watched::around(Arc::new(SqliteStore::in_memory().expect("store")).into(), 3);
+    let s = serve(common::fast_config(), stores).await;
     let body = request("count-full", "count slowly");
     let frames = all_frames(&s.base, &body, None).await;
     let end = frames.last().expect("a final frame");

@@ -238,6 +238,13 @@ pub struct Spawned {
     task: tokio::task::JoinHandle<()>,
 }
 
+impl Spawned {
+    /// A server already spawned: its base URL and task (aborted when dropped).
+    pub fn from_parts(base: String, task: tokio::task::JoinHandle<()>) -> Self {
+        Spawned { base, task }
+    }
+}
+
 impl Drop for Spawned {
     fn drop(&mut self) {
         self.task.abort();

@@ -18,7 +18,7 @@ pub(super) struct CancelOnDrop {
     /// The agent that sends the cancel.
     pub(super) agent: A2aRemoteAgent,
     /// The interface the run posted to.
-    pub(super) url: String,
+    pub(super) interface: super::exchange::Interface,
     /// The remote task, once an event named it.
     pub(super) task: Option<String>,
     /// The run ended on its own: nothing to cancel.
@@ -33,17 +33,17 @@ impl Drop for CancelOnDrop {
             return;
         }
         if let Some(task) = self.task.take() {
-            self.agent.propagate_cancel(self.url.clone(), task);
+            self.agent.propagate_cancel(self.interface.clone(), task);
             return;
         }
         let Some(mut events) = self.events.take() else { return };
-        let (agent, url) = (self.agent.clone(), self.url.clone());
+        let (agent, interface) = (self.agent.clone(), self.interface.clone());
         tokio::spawn(async move {
             let learn = async {
                 while let Some(Ok(ev)) = events.next().await {
-                    let Ok(RemoteEvent {
+                    let Some(RemoteEvent {
                         result: Some(event), ..
-                    }) = serde_json::from_str(&ev.data)
+                    }) = RemoteEvent::read(interface.wire, &ev.data)
                     else {
                         continue;
                     };
@@ -54,7 +54,7 @@ impl Drop for CancelOnDrop {
                 None
             };
             if let Ok(Some(task)) = tokio::time::timeout(CANCEL_LEARN, learn).await {
-                agent.propagate_cancel(url, task);
+                agent.propagate_cancel(interface, task);
             }
         });
     }

@@ -1,6 +1,7 @@
 //! The HTTP exchanges with the remote agent: its card discovered (the JSON-RPC interface it
-//! lists on its own origin), the run's `SendStreamingMessage` posted, a `CancelTask` sent for a
-//! cancelled run — each a JSON-RPC request, with the origin's credential and the trace.
+//! lists on its own origin, else its HTTP+JSON one: GoAI's agents serve HTTP+JSON alone), the
+//! run's `SendStreamingMessage` posted, a `CancelTask` sent for a cancelled run — each with the
+//! origin's credential and the trace.
 
 use e2a::taxonomy::ErrorKind;
 use e2a::types::{A2aMessage, A2aOperation};
@@ -16,8 +17,54 @@ use crate::pipeline::boundary::details;
 /// The interface a run posts to.
 #[derive(Debug, Clone)]
 pub(super) struct Interface {
-    /// Where the JSON-RPC requests are posted.
+    /// The interface's URL: where JSON-RPC requests are posted, the HTTP+JSON routes' base.
     pub(super) url: String,
+    /// Its binding.
+    pub(super) wire: Wire,
+}
+
+/// The A2A binding of an [`Interface`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wire {
+    /// JSON-RPC: each request a JSON-RPC call to the URL, each event a JSON-RPC response.
+    JsonRpc,
+    /// HTTP+JSON: `message:stream` and `tasks/{id}:cancel` under the URL, each event a
+    /// `StreamResponse`.
+    Rest,
+}
+
+impl Interface {
+    /// Where a run's streaming send goes, and its body.
+    fn streaming_send(&self, message: &A2aMessage) -> (String, String) {
+        match self.wire {
+            Wire::JsonRpc => (
+                self.url.clone(),
+                call(A2aOperation::SendStreamingMessage, &SendParams { message }),
+            ),
+            Wire::Rest => (
+                format!("{}/message:stream", self.url.trim_end_matches('/')),
+                serde_json::to_string(&SendParams { message }).unwrap_or_default(),
+            ),
+        }
+    }
+
+    /// Where the cancel of remote task `task` goes, and its body.
+    fn cancel(&self, task: &str) -> (String, String) {
+        match self.wire {
+            Wire::JsonRpc => (
+                self.url.clone(),
+                call(A2aOperation::CancelTask, &TaskIdParams { id: task }),
+            ),
+            Wire::Rest => (
+                format!(
+                    "{}/tasks/{}:cancel",
+                    self.url.trim_end_matches('/'),
+                    crate::protocol::path_segment(task)
+                ),
+                "{}".into(),
+            ),
+        }
+    }
 }
 
 impl A2aRemoteAgent {
@@ -49,21 +96,25 @@ impl A2aRemoteAgent {
             .map_err(|e| format!("cannot read the agent card {card_url}: {}", plain(&e.without_url())))?;
         let card: CardInterfaces =
             serde_json::from_str(&text).map_err(|e| format!("the agent card {card_url} is not a card: {e}"))?;
-        let pick = card.supported_interfaces.into_iter().find(|i| {
-            i.protocol_binding == "JSONRPC" && i.protocol_version.as_deref().is_none_or(|v| v.starts_with("1."))
-        });
-        let url = match pick {
-            Some(i) => i.url,
-            None => {
+        // JSON-RPC when the card lists it, else HTTP+JSON; A2A 1.0 either way
+        let of = |binding: &str| {
+            card.supported_interfaces.iter().find(|i| {
+                i.protocol_binding == binding && i.protocol_version.as_deref().is_none_or(|v| v.starts_with("1."))
+            })
+        };
+        let (url, wire) = match (of("JSONRPC"), of("HTTP+JSON")) {
+            (Some(i), _) => (i.url.clone(), Wire::JsonRpc),
+            (None, Some(i)) => (i.url.clone(), Wire::Rest),
+            (None, None) => {
                 return Err(format!(
-                    "the agent card {card_url} lists no JSON-RPC interface of A2A 1.0"
+                    "the agent card {card_url} lists no JSON-RPC or HTTP+JSON interface of A2A 1.0"
                 ))
             }
         };
         if origin(&url) != origin(&self.card_url) {
             return Err("the agent card's interface is on another origin than the card; refused".into());
         }
-        Ok(Interface { url })
+        Ok(Interface { url, wire })
     }
 
     /// POSTs a JSON-RPC `body` to `url` (with the origin's credential and the trace of
@@ -114,10 +165,10 @@ impl A2aRemoteAgent {
     }
 
     /// Sends `CancelTask` for a remote task (best effort).
-    pub(super) fn propagate_cancel(&self, url: String, remote_task: String) {
+    pub(super) fn propagate_cancel(&self, interface: Interface, remote_task: String) {
         let this = self.clone();
         tokio::spawn(async move {
-            let body = call(A2aOperation::CancelTask, &TaskIdParams { id: &remote_task });
+            let (url, body) = interface.cancel(&remote_task);
             match this.post(&url, body, false, None).await {
                 Ok(r) => tracing::info!(
                     status = r.status().as_u16(),
@@ -200,12 +251,12 @@ impl A2aRemoteAgent {
         };
         self.recall(request, ctx).await;
         let message = self.message_for(request, ctx);
-        let body = call(A2aOperation::SendStreamingMessage, &SendParams { message: &message });
+        let (url, body) = interface.streaming_send(&message);
         let sent = tokio::select! {
             _ = ctx.cancel.cancelled() => {
                 return Err((ErrorKind::Cancelled, "the run was cancelled".into(), Map::new()));
             }
-            r = self.post(&interface.url, body, true, request.correlation_id.as_deref()) => r,
+            r = self.post(&url, body, true, request.correlation_id.as_deref()) => r,
         };
         let resp = sent.map_err(|e| (ErrorKind::AgentError, e, Map::new()))?;
         let status = resp.status();

@@ -1,7 +1,8 @@
 //! A remote A2A agent as the gateway's backend (`e2a serve --agent a2a:URL`).
 //!
 //! The agent card is discovered at `<URL>/.well-known/agent-card.json` (or `URL` itself when
-//! it names a `.json` card); the JSON-RPC interface of protocol 1.0 is used, and refused when
+//! it names a `.json` card); its JSON-RPC interface of protocol 1.0 is used — else its HTTP+JSON
+//! one (GoAI's agents list only that: `message:stream`, `tasks/{id}:cancel`) — and refused when
 //! it is on another origin than the card. Redirects are never followed. A bearer credential is
 //! configured per origin and sent to that origin only; it never appears in `Debug`, logs or
 //! errors. Every run is one `SendStreamingMessage`; the remote's `StreamResponse` events come
@@ -246,13 +247,43 @@ struct GivenMessage {
     reference_task_ids: Vec<String>,
 }
 
-/// One event of the remote's stream: a JSON-RPC response whose result is a `StreamResponse`.
+/// One event of the remote's stream: a JSON-RPC response whose result is a `StreamResponse`
+/// (on HTTP+JSON, the `StreamResponse` itself, or an AIP-193 `{"error": …}`).
 #[derive(Deserialize)]
 struct RemoteEvent {
     #[serde(default)]
     result: Option<A2aStreamResponse>,
     #[serde(default)]
     error: Option<JsonRpcErrorBody>,
+}
+
+impl RemoteEvent {
+    /// The event of an SSE `data` on `wire`; `None` for one that is neither.
+    fn read(wire: exchange::Wire, data: &str) -> Option<RemoteEvent> {
+        match wire {
+            exchange::Wire::JsonRpc => serde_json::from_str(data).ok(),
+            exchange::Wire::Rest => match serde_json::from_str::<A2aStreamResponse>(data) {
+                Ok(event) => Some(RemoteEvent {
+                    result: Some(event),
+                    error: None,
+                }),
+                Err(_) => {
+                    // an AIP-193 error: its words only (its `code` is an HTTP status)
+                    let v: Value = serde_json::from_str(data).ok()?;
+                    let message = v.pointer("/error/message")?.as_str()?.to_string();
+                    Some(RemoteEvent {
+                        result: None,
+                        error: Some(JsonRpcErrorBody {
+                            code: None,
+                            data: None,
+                            message: Some(message),
+                            extra: Map::new(),
+                        }),
+                    })
+                }
+            },
+        }
+    }
 }
 
 /// The final frame of a remote JSON-RPC error: its kind and code; the remote's own words
@@ -302,7 +333,7 @@ impl Agent for A2aRemoteAgent {
             };
             let mut mapper = A2aStreamReader::new(fresh);
             let events: RemoteEvents = Box::pin(resp.bytes_stream().eventsource());
-            let mut guard = CancelOnDrop { agent: this.clone(), url: interface.url.clone(), task: None, done: false, events: Some(events) };
+            let mut guard = CancelOnDrop { agent: this.clone(), interface: interface.clone(), task: None, done: false, events: Some(events) };
             loop {
                 let next = tokio::select! {
                     _ = ctx.cancel.cancelled() => {
@@ -334,9 +365,9 @@ impl Agent for A2aRemoteAgent {
                         }
                         return;
                     }
-                    Some(Ok(ev)) => match serde_json::from_str(&ev.data) {
-                        Ok(v) => v,
-                        Err(_) => continue,
+                    Some(Ok(ev)) => match RemoteEvent::read(interface.wire, &ev.data) {
+                        Some(v) => v,
+                        None => continue,
                     },
                 };
                 if let Some(err) = &data.error {

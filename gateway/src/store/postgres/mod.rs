@@ -154,6 +154,17 @@ fn seq_i64(v: u64) -> i64 {
 }
 
 impl PgStore {
+    /// Announces a cancel request (`payload`: a task's `t` or a run's `k`, and this instance)
+    /// to every instance sharing the database.
+    async fn ask_cancel(&self, payload: serde_json::Value) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        client
+            .execute("SELECT pg_notify($1, $2)", &[&CANCELS_CHANNEL, &payload.to_string()])
+            .await
+            .map_err(|e| pg_error(&e))?;
+        Ok(())
+    }
+
     /// Connects to `url` (`postgres://user:password@host:port/db`, or the `key=value` form),
     /// applies the migrations this version needs and starts listening for other instances'
     /// notices. Call it within a Tokio runtime.
@@ -410,15 +421,7 @@ impl Leases for PgStore {
     }
 
     fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
-            let client = self.client().await?;
-            let payload = json!({"i": self.instance, "t": id}).to_string();
-            client
-                .execute("SELECT pg_notify($1, $2)", &[&CANCELS_CHANNEL, &payload])
-                .await
-                .map_err(|e| pg_error(&e))?;
-            Ok(())
-        })
+        Box::pin(self.ask_cancel(json!({"i": self.instance, "t": id})))
     }
 
     fn notices(&self) -> Option<broadcast::Receiver<StoreNotice>> {
@@ -520,13 +523,7 @@ impl RunStore for PgStore {
             if key.len() > MAX_NOTICE_KEY {
                 return Err(StoreError::Backend("a run key too long to announce".into()));
             }
-            let client = self.client().await?;
-            let payload = json!({"i": self.instance, "k": key}).to_string();
-            client
-                .execute("SELECT pg_notify($1, $2)", &[&CANCELS_CHANNEL, &payload])
-                .await
-                .map_err(|e| pg_error(&e))?;
-            Ok(())
+            self.ask_cancel(json!({"i": self.instance, "k": key})).await
         })
     }
 }
