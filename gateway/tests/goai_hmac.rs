@@ -231,3 +231,26 @@ async fn an_a2a_agent_signs_its_requests_and_a_gateway_checks_them() {
         refused.body
     );
 }
+
+/// `GET /metrics` takes a signed request as it takes a bearer token.
+#[tokio::test]
+async fn a_signed_caller_reads_the_metrics() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let config = GatewayConfig {
+        auth: auth(dir.path()),
+        ..common::fast_config()
+    };
+    let gateway = Gateway::new(e2a_gateway::backends::EchoAgent::default(), config).with_metrics(false);
+    let server = common::serve_crashable(gateway).await;
+    let get = |headers: Vec<(axum::http::HeaderName, String)>| {
+        let mut req = reqwest::Client::new().get(format!("{}/metrics", server.base));
+        for (k, v) in headers {
+            req = req.header(k.as_str(), v);
+        }
+        async move { req.send().await.expect("send").status().as_u16() }
+    };
+    assert_eq!(get(Vec::new()).await, 401);
+    let signed = hmac::sign(KEY.as_bytes(), "planner", "GET", "/metrics", b"");
+    assert_eq!(get(signed.clone()).await, 200);
+    assert_eq!(get(signed).await, 401, "its nonce is spent");
+}

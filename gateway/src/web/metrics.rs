@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use parking_lot::RwLock;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -451,10 +451,10 @@ pub(crate) struct Endpoint {
     pub(crate) streams: Arc<dyn Fn() -> Vec<(String, usize)> + Send + Sync>,
 }
 
-/// `GET /metrics`.
-pub(crate) async fn serve(State(e): State<Endpoint>, headers: HeaderMap) -> Response {
+/// `GET /metrics` (a bearer credential, or a signed request: [`crate::web::hmac`]).
+pub(crate) async fn serve(State(e): State<Endpoint>, request: axum::extract::Request) -> Response {
     if let Some(auth) = &e.auth {
-        if let Err(p) = auth.check(&headers) {
+        if let Err(p) = auth.check_request(request).await {
             return p.into_response();
         }
     }
