@@ -55,13 +55,8 @@ fn caller_check(file: &ConfigFile, name: &str, entry: &CallerEntry) -> Result<Ca
         return Err(file.error(&at(""), why));
     }
     if let Some(hex) = &entry.api_key_sha256 {
-        let mut d = [0u8; 32];
-        for (i, byte) in d.iter_mut().enumerate() {
-            *byte = hex
-                .get(2 * i..2 * i + 2)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| file.error(&at("/api_key_sha256"), "expected 64 hex digits"))?;
-        }
+        let d =
+            crate::web::hmac::unhex(hex).ok_or_else(|| file.error(&at("/api_key_sha256"), "expected 64 hex digits"))?;
         return Ok(CallerCheck::api_key(name, entry, d));
     }
     if let Some(j) = &entry.jwt {

@@ -53,7 +53,7 @@ pub(super) fn ends_at(event: &A2aStreamResponse) -> Option<A2aTaskState> {
 /// The state a logged event (JSON text) sets, read without building the event. An artifact
 /// update or a message (most of a long answer's events) sets none and is not parsed: its
 /// member is the text's first key.
-fn state_in(json: &str) -> Option<A2aTaskState> {
+pub(super) fn state_in(json: &str) -> Option<A2aTaskState> {
     let first = json
         .trim_start()
         .strip_prefix('{')

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::error::{A2aError, A2aErrorKind};
 use super::SendParams;
@@ -19,7 +18,7 @@ use crate::store::{self, now_ms, Sends, SentRecord};
 pub(crate) fn fingerprint_object(m: &serde_json::Map<String, Value>) -> String {
     let mut text = Vec::new();
     canonical_object(m, &mut text);
-    digest(&text)
+    crate::web::hmac::content_sha256(&text)
 }
 
 /// The SHA-256 (hex) of `v`'s canonical JSON: object keys sorted at every level, no
@@ -27,18 +26,7 @@ pub(crate) fn fingerprint_object(m: &serde_json::Map<String, Value>) -> String {
 pub(crate) fn fingerprint(v: &Value) -> String {
     let mut text = Vec::new();
     canonical(v, &mut text);
-    digest(&text)
-}
-
-/// The SHA-256 of `text`, in lowercase hex.
-fn digest(text: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(64);
-    for b in Sha256::digest(text) {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0xf)]));
-    }
-    out
+    crate::web::hmac::content_sha256(&text)
 }
 
 /// `v` as canonical JSON: keys sorted at every level, no whitespace; strings and numbers as

@@ -119,7 +119,8 @@ fn mac(key: &[u8], canonical: &str) -> [u8; 32] {
     m.finalize().into_bytes().into()
 }
 
-/// The SHA-256 of `body`, as 64 lowercase hex digits.
+/// The SHA-256 of `body`, as 64 lowercase hex digits (a signed request's
+/// `X-GoAI-Content-SHA256`; also what a send's fingerprint is made of).
 pub fn content_sha256(body: &[u8]) -> String {
     hex(&Sha256::digest(body))
 }
@@ -274,8 +275,8 @@ pub(crate) fn body_matches(presented: &Presented, body: &[u8]) -> bool {
     unhex(&presented.content_sha256).is_some_and(|d| bool::from(d.ct_eq(&digest)))
 }
 
-/// 64 hex digits as 32 bytes.
-fn unhex(text: &str) -> Option<[u8; 32]> {
+/// 64 hex digits (a SHA-256) as 32 bytes.
+pub(crate) fn unhex(text: &str) -> Option<[u8; 32]> {
     if text.len() != 64 {
         return None;
     }

@@ -163,7 +163,8 @@ async fn deliver(pusher: Arc<Pusher>, job: PushJob) -> Option<Instant> {
             break;
         }
         // (`events = "terminal"`: the others are skipped, their place kept)
-        let sent = match policy.terminal_only && !ends_task(&event.event) {
+        let ends_task = || crate::tasks::feed::state_in(&event.event).is_some_and(|s| s.is_terminal());
+        let sent = match policy.terminal_only && !ends_task() {
             true => Ok(()),
             false => post(&pusher, &record, &event.event).await,
         };
@@ -339,32 +340,6 @@ async fn post(pusher: &Pusher, record: &PushRecord, event: &str) -> Result<(), S
     } else {
         Err(format!("the webhook answered {status}"))
     }
-}
-
-/// Whether `event` (a `StreamResponse`) ends its task: a status update or a task in a final
-/// state.
-fn ends_task(event: &str) -> bool {
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Event {
-        status_update: Option<Holder>,
-        task: Option<Holder>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Holder {
-        status: Status,
-    }
-    #[derive(serde::Deserialize)]
-    struct Status {
-        state: String,
-    }
-    let Ok(e) = serde_json::from_str::<Event>(event) else {
-        return false;
-    };
-    let state = e.status_update.or(e.task).map(|h| h.status.state);
-    state
-        .and_then(|s| s.parse::<e2a::types::A2aTaskState>().ok())
-        .is_some_and(|s| s.is_terminal())
 }
 
 /// A send error and its causes, without the URL.
