@@ -60,6 +60,18 @@ pub fn utc_now_iso() -> String {
     format_parts(d.as_secs() as i64, d.subsec_micros()).unwrap_or_default()
 }
 
+/// Milliseconds since the Unix epoch now (0 before it; saturating far after).
+///
+/// ```
+/// assert!(e2a::timestamp::now_ms() > 1_700_000_000_000);
+/// ```
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
 /// Milliseconds since the Unix epoch of an RFC 3339 date-time
 /// (`YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`, what this SDK and A2A write); `None` for
 /// anything else or a field out of range.

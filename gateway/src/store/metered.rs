@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use tracing::Instrument;
 
 use super::{
@@ -240,13 +241,25 @@ impl PauseStore for Metered<dyn PauseStore> {
 impl<R: ?Sized + Send + Sync> Metered<R> {
     /// [`Metered::timed`] for a pause operation (its error in the agent's words).
     fn timed_pause<'a, T: Send + 'a>(&'a self, op: &'static str, fut: PauseFuture<'a, T>) -> PauseFuture<'a, T> {
+        self.timed_as(op, fut, |e| e.0, PauseError)
+    }
+
+    /// [`Metered::timed`] for an operation whose error is a message of its own: `text` reads
+    /// it, `back` makes it again from the store error's message.
+    fn timed_as<'a, T: Send + 'a, E: From<StoreError> + Send + 'a>(
+        &'a self,
+        op: &'static str,
+        fut: BoxFuture<'a, Result<T, E>>,
+        text: fn(E) -> String,
+        back: fn(String) -> E,
+    ) -> BoxFuture<'a, Result<T, E>> {
         let timed = self.timed(
             op,
-            Box::pin(async move { fut.await.map_err(|e| StoreError::Backend(e.0)) }),
+            Box::pin(async move { fut.await.map_err(|e| StoreError::Backend(text(e))) }),
         );
         Box::pin(async move {
             timed.await.map_err(|e| match e {
-                StoreError::Backend(m) => PauseError(m),
+                StoreError::Backend(m) => back(m),
                 e => e.into(),
             })
         })
@@ -260,15 +273,7 @@ impl Nonces for Metered<dyn Nonces> {
         nonce: &'a str,
         ttl: Duration,
     ) -> crate::web::hmac::NonceFuture<'a> {
-        Box::pin(async move {
-            let started = Instant::now();
-            let span = tracing::debug_span!("store.op", otel.kind = "client", e2a.store_op = "remember_nonce");
-            let out = self.inner.remember_nonce(agent, nonce, ttl).instrument(span).await;
-            self.handle
-                .get()
-                .metrics()
-                .store_op("remember_nonce", out.is_ok(), started.elapsed());
-            out
-        })
+        let fut = self.inner.remember_nonce(agent, nonce, ttl);
+        self.timed_as("remember_nonce", fut, |e| e.0, crate::web::hmac::NonceError)
     }
 }

@@ -537,12 +537,7 @@ pub(crate) fn stored_state(id: &str, state: &str) -> Result<A2aTaskState, StoreE
 }
 
 /// Milliseconds since the Unix epoch, the unit of a record's times.
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
+pub(crate) use e2a::timestamp::now_ms;
 
 impl crate::web::problem::Problem {
     /// The store of runs failed: `500`, the detail in the log only.

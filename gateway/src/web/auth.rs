@@ -366,20 +366,7 @@ fn key_caller<'a>(callers: &'a [CallerCheck], presented: &str) -> Option<(&'a Ca
             }
         }
     }
-    by_key.map(|c| {
-        let mut caller = Caller::named(c.name.clone());
-        caller.name = Some(c.name.clone());
-        caller.kind = Some(c.kind);
-        caller.claims = Some(Arc::new(CallerClaims {
-            caller: c.name.clone(),
-            method: "api_key".into(),
-            iss: None,
-            sub: None,
-            aud: None,
-            scope: None,
-        }));
-        (c, caller)
-    })
+    by_key.map(|c| (c, c.caller("api_key")))
 }
 
 /// The claims of a JWT the agent may see (`exp` and the others are checked by the validation).
@@ -435,6 +422,23 @@ pub(crate) fn reserved_caller_name(name: &str) -> Option<&'static str> {
 }
 
 impl CallerCheck {
+    /// The caller this one is when it proved itself by `method` (`CallerClaims.method`) with a
+    /// credential of its own (an API key, a signature): its name, kind and claims.
+    pub(crate) fn caller(&self, method: &str) -> Caller {
+        let mut caller = Caller::named(self.name.clone());
+        caller.name = Some(self.name.clone());
+        caller.kind = Some(self.kind);
+        caller.claims = Some(Arc::new(CallerClaims {
+            caller: self.name.clone(),
+            method: method.into(),
+            iss: None,
+            sub: None,
+            aud: None,
+            scope: None,
+        }));
+        caller
+    }
+
     /// Whether `caller` is within this caller's rate limit (one bucket per JWT subject): `429`
     /// with `Retry-After` when it is over.
     fn within_rate_limit(&self, caller: &Caller) -> Result<(), Problem> {

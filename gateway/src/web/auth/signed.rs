@@ -1,14 +1,11 @@
 //! Signed requests (GoAI-HMAC-SHA256, [`crate::web::hmac`]): the caller a signature proves,
 //! checked whole — signature, time, nonce, the body's digest.
 
-use std::sync::Arc;
-
 use axum::extract::Request;
 use axum::http::StatusCode;
 use e2a::taxonomy::ErrorKind;
-use e2a::types::CallerClaims;
 
-use super::{Auth, CallerCheck, Credential};
+use super::{Auth, Credential};
 use crate::agent::Caller;
 use crate::web::hmac;
 use crate::web::problem::Problem;
@@ -37,12 +34,12 @@ impl Auth {
                 key.expose().as_bytes(),
                 request.method().as_str(),
                 path,
-                now_ms(),
+                e2a::timestamp::now_ms(),
                 window_ms,
             )
             .map_err(|why| refused(&agent, why))?;
         self.allows(check)?;
-        let caller = hmac_caller(check);
+        let caller = check.caller(HMAC_METHOD);
         check.within_rate_limit(&caller)?;
         // a time up to the window ahead is good for twice the window: its nonce is kept as long
         let ttl = window.saturating_mul(2);
@@ -77,13 +74,6 @@ impl Auth {
     }
 }
 
-/// Milliseconds since the Unix epoch.
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 /// How a signed request's caller proved itself (`CallerClaims.method`).
 pub(super) const HMAC_METHOD: &str = "goai_hmac_sha256";
 
@@ -97,20 +87,4 @@ fn refused(agent_code: &str, why: &str) -> Problem {
     );
     p.authenticate = true;
     p
-}
-
-/// The caller a signed request of `check` proves.
-fn hmac_caller(check: &CallerCheck) -> Caller {
-    let mut caller = Caller::named(check.name.clone());
-    caller.name = Some(check.name.clone());
-    caller.kind = Some(check.kind);
-    caller.claims = Some(Arc::new(CallerClaims {
-        caller: check.name.clone(),
-        method: HMAC_METHOD.into(),
-        iss: None,
-        sub: None,
-        aud: None,
-        scope: None,
-    }));
-    caller
 }
