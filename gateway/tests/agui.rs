@@ -57,6 +57,17 @@ async fn serve(agent: Arc<dyn Agent>, config: GatewayConfig) -> Server {
     Server { base, _stop: tx }
 }
 
+/// The ids of the interrupts a run ended with (its last event's outcome).
+fn interrupt_ids(events: &[Value]) -> Vec<Value> {
+    let interrupts = &events.last().expect("events")["outcome"]["interrupts"];
+    interrupts
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|i| i["id"].clone())
+        .collect()
+}
+
 /// POSTs a run input to `/agui` (the answer not read).
 fn post_agui(base: &str, body: Value) -> impl std::future::Future<Output = reqwest::Result<reqwest::Response>> {
     reqwest::Client::new()
@@ -240,7 +251,7 @@ async fn a_resume_naming_no_pending_interrupt_is_refused_before_the_stream() {
     assert_eq!(p["pointer"], "/resume/0/interruptId", "{p}");
     // a pending interrupt, but another id; then the right one, once
     let events = run(&s.base, "/agui", &input("t-one", "please deploy")).await;
-    let id = events.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
+    let id = interrupt_ids(&events)[0].clone();
     assert_eq!(post(resume("t-one", &json!("other"))).await.unwrap().status(), 422);
     let events = run(&s.base, "/agui", &resume("t-one", &id)).await;
     assert_eq!(said(&events), "Deployed.");
@@ -259,7 +270,7 @@ async fn goais_resume_body_and_a_parent_run_id_are_checked_and_honoured() {
     let s = serve(script(), GatewayConfig::default()).await;
     let first = input("t-goai", "please deploy");
     let events = run(&s.base, "/agui", &first).await;
-    let id = events.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
+    let id = interrupt_ids(&events)[0].clone();
     let body = json!({"runId": first["runId"], "resume": [
         {"interruptId": id, "status": "resolved", "payload": {"approved": true, "note": "ship it"}}]});
     let events = run(&s.base, "/agui", &body).await;
@@ -487,7 +498,7 @@ async fn a_resume_refused_for_want_of_a_stream_slot_leaves_the_interrupt_pending
     let s = serve(script(), config).await;
     let first = input("t-full", "please deploy");
     let events = run(&s.base, "/agui", &first).await;
-    let id = events.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
+    let id = interrupt_ids(&events)[0].clone();
     let http = reqwest::Client::new();
     // the one slot taken by a run that goes on
     let hold = json!({"method": "chat.send", "request_id": "hold", "params": {"query": "never finish"}});
@@ -544,7 +555,7 @@ async fn a_resume_refused_for_the_rest_of_its_input_leaves_the_interrupt_pending
     let s = serve(script(), GatewayConfig::default()).await;
     let first = input("t-checked", "please deploy");
     let events = run(&s.base, "/agui", &first).await;
-    let id = events.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
+    let id = interrupt_ids(&events)[0].clone();
     let answer = json!({"threadId": "t-checked", "runId": format!("run-{}", uuid::Uuid::new_v4()),
         "messages": [], "resume": [{"interruptId": id, "status": "resolved", "payload": {"approved": true}}]});
     let post = |body: Value| post_agui(&s.base, body);
@@ -656,15 +667,7 @@ async fn a_pause_asking_two_things_is_two_interrupts_answered_together() {
             (&json!("Which city?"), &json!("input"))
         ]
     );
-    let ids = |events: &[Value]| -> Vec<Value> {
-        events.last().unwrap()["outcome"]["interrupts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["id"].clone())
-            .collect()
-    };
-    let (a, b) = (ids(&events)[0].clone(), ids(&events)[1].clone());
+    let (a, b) = (interrupt_ids(&events)[0].clone(), interrupt_ids(&events)[1].clone());
     let post = |body: Value| post_agui(&s.base, body);
     let one = json!({"runId": first["runId"], "resume": [{"interruptId": a, "payload": "4"}]});
     let r = post(one).await.unwrap();
@@ -677,7 +680,7 @@ async fn a_pause_asking_two_things_is_two_interrupts_answered_together() {
         {"interruptId": b, "status": "resolved", "payload": {"answer": "Lisbon"}}]});
     let events = run(&s.base, "/agui", &both).await;
     assert_eq!(said(&events), "A trip for 4\nLisbon.");
-    let approvals = ids(&events);
+    let approvals = interrupt_ids(&events);
     assert_eq!(approvals.len(), 2, "{:?}", events.last());
     // one approval of two denied: the whole is denied
     let answer = json!({"runId": first["runId"], "resume": [

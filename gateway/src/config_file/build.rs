@@ -3,11 +3,13 @@
 
 use super::{pointer_key, ConfigError, ConfigFile};
 
-/// An agent of `[agents]`: its name, its entry, the agent built.
+/// An agent of `[agents]`: its name, its entry, the agent built, the machine identity it
+/// signs with (its push notifications too).
 type NamedAgent<'a> = (
     &'a String,
     &'a e2a::types::AgentEntry,
     std::sync::Arc<dyn crate::agent::Agent>,
+    Option<crate::web::hmac::Signer>,
 );
 
 /// Building the gateway a file describes.
@@ -185,7 +187,7 @@ impl ConfigFile {
         };
         let (named, mut errors) = named_agents(self);
         let root = match &self.settings.default_agent {
-            Some(d) => named.iter().find(|(n, ..)| *n == d).map(|(n, entry, agent)| {
+            Some(d) => named.iter().find(|(n, ..)| *n == d).map(|(n, entry, agent, _)| {
                 let a2a = crate::bindings::a2a::A2aConfig {
                     card: card(n, entry),
                     ..a2a_root.clone()
@@ -207,11 +209,11 @@ impl ConfigFile {
         let Some(mut gateway) = root.filter(|_| errors.is_empty()) else {
             return Err(errors);
         };
-        for (name, entry, agent) in named {
+        for (name, entry, agent, signer) in named {
             let prefix = routes.a2a.replace("{name}", name);
             let mut a2a = a2a_root.for_named(&prefix, card(name, entry));
-            // its push notifications are signed as it signs (its key was read once already)
-            a2a.push.signer = agent_token(self, name, entry).ok().and_then(|(_, signer)| signer);
+            // its push notifications are signed as it signs
+            a2a.push.signer = signer;
             gateway = gateway.with_named_agent(name, build(agent, auth.for_agent(name), a2a, Some(entry)), routes);
         }
         let metrics = &self.settings.metrics;
@@ -326,16 +328,13 @@ fn named_agents(file: &ConfigFile) -> (Vec<NamedAgent<'_>>, Vec<ConfigError>) {
     let mut errors = Vec::new();
     let mut named = Vec::new();
     for (name, entry) in &file.settings.agents {
-        let agent = agent_token(file, name, entry).and_then(|token| {
-            build_agent(
-                file,
-                &format!("/agents/{}/agent", pointer_key(name)),
-                &entry.agent,
-                token,
-            )
+        let agent = agent_token(file, name, entry).and_then(|creds| {
+            let signer = creds.1.clone();
+            let pointer = format!("/agents/{}/agent", pointer_key(name));
+            build_agent(file, &pointer, &entry.agent, creds).map(|agent| (agent, signer))
         });
         match agent {
-            Ok(agent) => named.push((name, entry, agent)),
+            Ok((agent, signer)) => named.push((name, entry, agent, signer)),
             Err(e) => errors.push(e),
         }
     }

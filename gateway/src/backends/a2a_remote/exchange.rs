@@ -70,15 +70,8 @@ impl Interface {
 impl A2aRemoteAgent {
     /// Fetches the card and picks the JSON-RPC 1.0 interface on the card's origin.
     async fn discover(&self) -> Result<Interface, String> {
-        let mut get = self.client.get(&self.card_url).header("A2A-Version", "1.0");
-        let signed = self.signed("GET", &self.card_url, b"");
-        // (a signed request's Authorization is its signature)
-        if let Some(t) = self.token_for(&self.card_url).filter(|_| signed.is_empty()) {
-            get = get.bearer_auth(t.expose());
-        }
-        for (name, value) in signed {
-            get = get.header(name, value);
-        }
+        let get = self.client.get(&self.card_url).header("A2A-Version", "1.0");
+        let get = self.credited(get, "GET", &self.card_url, b"");
         let card_url = named(&self.card_url);
         let resp = get
             .send()
@@ -126,8 +119,7 @@ impl A2aRemoteAgent {
         stream: bool,
         trace: Option<&str>,
     ) -> Result<reqwest::Response, String> {
-        let signed = self.signed("POST", url, body.as_bytes());
-        let mut req = self
+        let req = self
             .client
             .post(url)
             .header("A2A-Version", "1.0")
@@ -139,14 +131,8 @@ impl A2aRemoteAgent {
                 } else {
                     "application/json"
                 },
-            )
-            .body(body);
-        if let Some(t) = self.token_for(url).filter(|_| signed.is_empty()) {
-            req = req.bearer_auth(t.expose());
-        }
-        for (name, value) in signed {
-            req = req.header(name, value);
-        }
+            );
+        let mut req = self.credited(req, "POST", url, body.as_bytes()).body(body);
         // the trace goes on to the next hop, under this call's span
         let span = tracing::debug_span!("backend.call", otel.kind = "client", e2a.backend = "a2a");
         for (name, value) in span

@@ -150,11 +150,27 @@ impl A2aRemoteAgent {
         origin(url).and_then(|o| self.credentials.get(&o))
     }
 
-    /// The signing headers of a request to `url` (its origin must be the agent's).
-    fn signed(&self, method: &str, url: &str, body: &[u8]) -> Vec<(axum::http::HeaderName, String)> {
+    /// `req` (`method` to `url` with `body`) with its credential: the agent's signature when
+    /// it signs and `url` is on its origin (a signed request's Authorization is its
+    /// signature), else the origin's bearer token.
+    fn credited(
+        &self,
+        mut req: reqwest::RequestBuilder,
+        method: &str,
+        url: &str,
+        body: &[u8],
+    ) -> reqwest::RequestBuilder {
         match &self.signer {
-            Some(s) if origin(url).as_deref() == Some(s.0.as_str()) => s.1.headers(method, url, body),
-            _ => Vec::new(),
+            Some(s) if origin(url).as_deref() == Some(s.0.as_str()) => {
+                for (name, value) in s.1.headers(method, url, body) {
+                    req = req.header(name, value);
+                }
+                req
+            }
+            _ => match self.token_for(url) {
+                Some(t) => req.bearer_auth(t.expose()),
+                None => req,
+            },
         }
     }
 

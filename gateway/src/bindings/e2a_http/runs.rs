@@ -125,17 +125,13 @@ pub(crate) fn page_of(query: Option<&str>) -> Result<RunPageAsk, Problem> {
         limit: DEFAULT_PAGE,
     };
     for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        let bad = |why: &str| Problem::new(ErrorKind::InvalidRequest, format!("query parameter {k}: {why}"));
         match &*k {
             "page_size" => {
                 ask.limit = match v.parse::<usize>() {
                     Ok(0) => DEFAULT_PAGE,
                     Ok(n) if n <= MAX_PAGE => n,
-                    _ => {
-                        return Err(Problem::new(
-                            ErrorKind::InvalidRequest,
-                            format!("query parameter {k}: must be an integer from 0 to {MAX_PAGE}"),
-                        ))
-                    }
+                    _ => return Err(bad(&format!("must be an integer from 0 to {MAX_PAGE}"))),
                 }
             }
             "page_token" if v.is_empty() => ask.cursor = None,
@@ -143,12 +139,7 @@ pub(crate) fn page_of(query: Option<&str>) -> Result<RunPageAsk, Problem> {
             "page_token" if uuid::Uuid::try_parse(&v).is_ok() || v.parse::<u64>().is_ok() => {
                 ask.cursor = Some(v.into_owned())
             }
-            "page_token" => {
-                return Err(Problem::new(
-                    ErrorKind::InvalidRequest,
-                    format!("query parameter {k}: is not a token this gateway issued"),
-                ))
-            }
+            "page_token" => return Err(bad("is not a token this gateway issued")),
             _ => {}
         }
     }
@@ -235,8 +226,8 @@ pub(super) async fn frames(
 async fn cancel(shared: &Pipeline, caller: &Caller, id: &str) -> Result<Response, Problem> {
     let key = runs::e2a_key(caller, id);
     match shared.runs.cancel(&key) {
-        Cancel::Stopping(mut sub) => {
-            let _ = tokio::time::timeout(CANCEL_WAIT, async { while sub.next().await.is_some() {} }).await;
+        Cancel::Stopping(sub) => {
+            to_its_end(sub).await;
         }
         Cancel::Ended => {}
         Cancel::Elsewhere => match view_of(shared, caller, id).await? {
@@ -248,11 +239,16 @@ async fn cancel(shared: &Pipeline, caller: &Caller, id: &str) -> Result<Response
     found(shared, caller, id, StatusCode::OK, None).await
 }
 
+/// Reads a cancelled run to its end (for [`CANCEL_WAIT`] at most).
+async fn to_its_end(mut sub: runs::Subscription) {
+    let _ = tokio::time::timeout(CANCEL_WAIT, async { while sub.next().await.is_some() {} }).await;
+}
+
 /// Asks the gateway of the store that runs `key` to cancel it (the store's notices), and
 /// follows the run to its end (for [`CANCEL_WAIT`] at most).
 async fn cancel_elsewhere(shared: &Pipeline, key: &crate::agent::ConversationKey) -> Result<(), Problem> {
     let sub = shared.runs.resume(key, None).await.map_err(|e| e.problem())?;
-    let (Some(mut sub), Some(store)) = (sub, shared.runs.store()) else {
+    let (Some(sub), Some(store)) = (sub, shared.runs.store()) else {
         return Ok(());
     };
     store.runs.request_run_cancel(&key.scoped_id()).await.map_err(|e| {
@@ -260,7 +256,7 @@ async fn cancel_elsewhere(shared: &Pipeline, key: &crate::agent::ConversationKey
         Problem::new(ErrorKind::Internal, "the gateway cannot reach the run's gateway now")
             .with_status(StatusCode::SERVICE_UNAVAILABLE)
     })?;
-    let _ = tokio::time::timeout(CANCEL_WAIT, async { while sub.next().await.is_some() {} }).await;
+    to_its_end(sub).await;
     Ok(())
 }
 
