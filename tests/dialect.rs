@@ -336,3 +336,41 @@ fn a_named_artifacts_text_is_the_answer_of_a_task_completed_without_a_message() 
     assert!(last.is_final, "{last:?}");
     assert_eq!(last.body_object()["result"]["content"], "forty-two");
 }
+
+#[test]
+fn a_task_read_whole_reads_as_its_artifacts_then_its_status() {
+    use e2a::a2a::inbound::A2aStreamReader;
+    use e2a::a2a::stream::OUTPUT_ARTIFACT;
+    use e2a::types::A2aTask;
+    let task: A2aTask = serde_json::from_value(json!({
+        "id": "child-1",
+        "contextId": "c1",
+        "status": {"state": "TASK_STATE_COMPLETED"},
+        "artifacts": [
+            {"artifactId": "child-1-output", "name": OUTPUT_ARTIFACT, "parts": [{"text": "It is 21 °C."}]},
+            {"artifactId": "report", "name": "report.md", "parts": [{"text": "# Weather"}]}
+        ]
+    }))
+    .expect("a task");
+    // a run that made 2 frames elsewhere goes on from sequence 2
+    let mut reader = A2aStreamReader::new(ResponseStream::for_request(&request()).starting_at(2));
+    let frames = reader.push_task(&task);
+    let seqs: Vec<u64> = frames.iter().map(|f| f.sequence).collect();
+    assert_eq!(seqs, [2, 3, 4]);
+    let bodies: Vec<Map<String, Value>> = frames.iter().map(|f| f.body_object().into_owned()).collect();
+    assert_eq!(bodies[0]["delta"], "It is 21 °C.");
+    assert_eq!(bodies[1]["delta"]["artifact_id"], "report");
+    assert_eq!(bodies[1]["delta"]["last_chunk"], true);
+    let last = frames.last().expect("a final frame");
+    assert!(last.is_final && reader.is_done());
+    assert_eq!(bodies[2]["result"]["content"], "It is 21 °C.");
+    // a task that failed: its artifacts, then the error
+    let failed: A2aTask = serde_json::from_value(json!({
+        "id": "child-2", "contextId": "c1",
+        "status": {"state": "TASK_STATE_FAILED", "message": {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "no data"}]}}
+    }))
+    .expect("a task");
+    let frames = A2aStreamReader::new(ResponseStream::for_request(&request())).push_task(&failed);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0].body_object()["code"], "E2A.AGENT_ERROR");
+}

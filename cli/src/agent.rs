@@ -43,6 +43,8 @@ pub fn options(token_file: Option<&PathBuf>, backend: &BackendArgs) -> Result<Ag
         },
         allow_fs: backend.allow_fs,
         env: backend.agent_env.clone(),
+        // (delegation with callbacks is a config file's: `[agents.NAME] delegate`)
+        callbacks: None,
     };
     Ok(options)
 }

@@ -155,6 +155,18 @@ pub trait PauseKeeper: Send + Sync + 'static {
     fn take_pause<'a>(&'a self, key: &'a str) -> PauseFuture<'a, Option<String>>;
     /// What is kept under `key`, left there.
     fn get_pause<'a>(&'a self, key: &'a str) -> PauseFuture<'a, Option<String>>;
+    /// Keeps `state` under `key` unless something is kept there already: then returns that,
+    /// unchanged (`None`: `state` was kept). Of several keepers at once, one wins and the others
+    /// get its state. The default reads, then writes: a keeper whose store is shared overrides
+    /// it with one atomic step.
+    fn keep_first_pause<'a>(&'a self, key: &'a str, state: String) -> PauseFuture<'a, Option<String>> {
+        Box::pin(async move {
+            match self.get_pause(key).await? {
+                Some(first) => Ok(Some(first)),
+                None => self.put_pause(key, state).await.map(|()| None),
+            }
+        })
+    }
 }
 
 /// What a run knows besides the request: when to stop and who asked.
@@ -172,6 +184,9 @@ pub struct RequestContext {
     pub(crate) stop: StopCell,
     /// Where the gateway keeps pauses ([`RequestContext::pauses`]).
     pub(crate) pauses: Option<Arc<dyn PauseKeeper>>,
+    /// The store key of the run this context serves (E2A and AG-UI runs; `None` for an A2A
+    /// task's turn): where a run that waits for another agent's callback is found again.
+    pub(crate) run: Option<Arc<str>>,
 }
 
 impl RequestContext {
@@ -183,6 +198,7 @@ impl RequestContext {
             caller,
             stop: StopCell::default(),
             pauses: None,
+            run: None,
         }
     }
 
@@ -195,6 +211,7 @@ impl RequestContext {
             caller: self.caller.clone(),
             stop: StopCell::default(),
             pauses: self.pauses.clone(),
+            run: self.run.clone(),
         }
     }
 

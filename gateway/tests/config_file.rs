@@ -643,3 +643,80 @@ fn hmac_keys_are_checked_like_every_credential() {
         "{text}"
     );
 }
+
+/// `delegate = "callback"`: an `a2a:` agent's option, with A2A on and a callback base URL that
+/// carries tokens safely (https, or http on loopback); `e2a config check` says what is missing,
+/// at its key; a file that has it all serves the callback route.
+#[test]
+fn delegation_with_callbacks_is_checked_and_served() {
+    let dir = tempfile::tempdir().expect("dir");
+    let errors_of = |text: &str| {
+        let errors = match ConfigFile::parse(text, "e2a.toml", dir.path(), &[]) {
+            Ok(file) => file.check().err().unwrap_or_default(),
+            Err(errors) => errors,
+        };
+        errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    };
+    let agent = "[agents.planner]\nagent = \"a2a:https://child.example\"\ndelegate = \"callback\"\n";
+    let a2a = "[a2a]\nenabled = true\n";
+    let base = |url: &str| format!("[delegation]\ncallback_base_url = \"{url}\"\n");
+    let ok = format!("{a2a}{}{agent}", base("https://gw.example"));
+    assert_eq!(errors_of(&ok), "");
+    let loopback = format!("{a2a}{}{agent}", base("http://127.0.0.1:8080"));
+    assert_eq!(errors_of(&loopback), "");
+    let not_a2a = format!(
+        "{a2a}{}[agents.planner]\nagent = \"echo\"\ndelegate = \"callback\"\n",
+        base("https://gw.example")
+    );
+    let text = errors_of(&not_a2a);
+    assert!(
+        text.contains("agents.planner.delegate") && text.contains("a2a: agents"),
+        "{text}"
+    );
+    let no_base = format!("{a2a}{agent}");
+    let text = errors_of(&no_base);
+    assert!(text.contains("delegation.callback_base_url"), "{text}");
+    let in_clear = format!("{a2a}{}{agent}", base("http://gw.example"));
+    let text = errors_of(&in_clear);
+    assert!(
+        text.contains("delegation.callback_base_url") && text.contains("clear text"),
+        "{text}"
+    );
+    let no_a2a = format!("{}{agent}", base("https://gw.example"));
+    let text = errors_of(&no_a2a);
+    assert!(
+        text.contains("agents.planner.delegate") && text.contains("enable [a2a]"),
+        "{text}"
+    );
+    let bad = format!(
+        "{a2a}{}[agents.planner]\nagent = \"a2a:https://child.example\"\ndelegate = \"later\"\n",
+        base("https://gw.example")
+    );
+    assert!(
+        errors_of(&bad).contains("agents.planner.delegate"),
+        "{}",
+        errors_of(&bad)
+    );
+    // served: the callback route answers (404 for a task it never delegated, in A2A's form)
+    let file = ConfigFile::parse(&ok, "e2a.toml", dir.path(), &[]).expect("the file parses");
+    let gateway = file
+        .gateway(Some(e2a_gateway::store::Stores::memory()), None)
+        .expect("the gateway builds");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    rt.block_on(async {
+        let served = common::serve_crashable(gateway).await;
+        let resp = common::client()
+            .post(format!("{}/a2a/agents/planner/callbacks/tasks/nope", served.base))
+            .header("x-a2a-notification-token", "t")
+            .json(&serde_json::json!({}))
+            .send()
+            .await
+            .expect("answer");
+        assert_eq!(resp.status(), 404);
+        let problem: serde_json::Value = resp.json().await.expect("a problem");
+        assert!(problem.to_string().contains("nope"), "{problem}");
+    });
+}

@@ -1,6 +1,6 @@
 //! The `PauseStore` role on every store (memory, SQLite, PostgreSQL when one is configured):
-//! a pause is kept, read, taken once (of two takers at once only one gets it), replaced, and
-//! forgotten past its retention.
+//! a pause is kept, read, taken once (of two takers at once only one gets it), replaced, kept
+//! first-wins (of two keepers at once one wins), and forgotten past its retention.
 
 mod common;
 
@@ -33,6 +33,26 @@ async fn a_pause_is_kept_taken_once_and_forgotten(store: Arc<dyn PauseStore>) {
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert_eq!(store.prune_pauses(Duration::from_millis(5)).await.expect("prune"), 1);
     assert_eq!(store.take_pause("agui:t2").await.expect("take"), None);
+    // the first keeper wins: two at once, one keeps its state and the other reads it
+    let (a, b) = tokio::join!(
+        store.keep_first_pause("delegation:t3", "a".into()),
+        store.keep_first_pause("delegation:t3", "b".into())
+    );
+    let (a, b) = (a.expect("keep"), b.expect("keep"));
+    let kept = store.get_pause("delegation:t3").await.expect("get").expect("kept");
+    match (a, b) {
+        (None, Some(first)) | (Some(first), None) => assert_eq!(first, kept),
+        other => panic!("one keeper wins, the other reads its state: {other:?}"),
+    }
+    assert_eq!(
+        store
+            .keep_first_pause("delegation:t3", "c".into())
+            .await
+            .expect("keep")
+            .as_deref(),
+        Some(kept.as_str()),
+        "a later keeper reads the first state, unchanged"
+    );
 }
 
 #[tokio::test]

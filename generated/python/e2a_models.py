@@ -743,6 +743,33 @@ class CronBody(BaseModel):
     status: Optional[Any] = Field(None, description='Cron status.')
 
 
+class Delegate(Enum):
+    """
+    How an `a2a:` agent is given its runs: `stream` (default), one `SendStreamingMessage` per run, its connection held to the run's end; `callback`, one `SendMessage` that returns at once (`returnImmediately`), with GoAI's delegation extension metadata and a push config naming this gateway's callback route (`{routes.a2a}/callbacks/tasks/{id}`, with a token bound to that one task): the run waits holding no connection and goes on from the child's terminal event, on any gateway of the store, after a restart too. `callback` needs `[delegation] callback_base_url`, A2A enabled and a store.
+    """
+
+    stream = 'stream'
+    callback = 'callback'
+
+
+class DelegationSettings(BaseModel):
+    """
+    Where child agents call back, and how long a run waits for them, when an `a2a:` agent delegates with callbacks (`[agents.NAME] delegate = "callback"`).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    callback_base_url: Optional[str] = Field(
+        None,
+        description="The base URL child agents reach this gateway at (`https://gw.example.com`; plain `http` only on a loopback address: the URL is where each task's token is posted). A delegating agent's callbacks are at `{callback_base_url}{routes.a2a}/callbacks/tasks/{id}`.",
+    )
+    timeout_secs: conint(ge=1) = Field(
+        3600,
+        description="Longest a run waits for a delegated task's callback; then the child task is cancelled and the run fails with `E2A.TIMEOUT`.",
+    )
+
+
 class DeltaKind(Enum):
     """
     Kind of an `e2a.chunk` delta. The reference never emits `tool`.
@@ -2360,6 +2387,10 @@ class AgentEntry(BaseModel):
         None,
         description="What its A2A card says; unset fields take the gateway's defaults, the name defaults to the agent's key.",
     )
+    delegate: Delegate = Field(
+        'stream',
+        description='How an `a2a:` agent is given its runs (`stream` or `callback`; see `Delegate`).',
+    )
     hmac_agent_code: Optional[str] = Field(
         None,
         description="The `X-GoAI-Agent-Code` the requests are signed as (null: the agent's name).",
@@ -2436,6 +2467,10 @@ class GatewayFile(BaseModel):
     default_agent: Optional[str] = Field(
         None,
         description='The named agent (a key of `agents`) that also answers at the root routes (`/v1/e2a/requests`, `/a2a`, `/agui`, the root agent card), instead of `agent`.',
+    )
+    delegation: DelegationSettings = Field(
+        {},
+        description='Delegation with callbacks (`[agents.NAME] delegate = "callback"`).',
     )
     errors: Optional[ErrorSettings] = Field(
         None, description='What callers are told of a failed run.'

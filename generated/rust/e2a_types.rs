@@ -1786,6 +1786,9 @@ pub struct AgentEntry {
     ///What its A2A card says; unset fields take the gateway's defaults, the name defaults to the agent's key.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub card: ::std::option::Option<AgentCardSettings>,
+    ///How an `a2a:` agent is given its runs (`stream` or `callback`; see `Delegate`).
+    #[serde(default = "defaults::agent_entry_delegate")]
+    pub delegate: Delegate,
     ///The `X-GoAI-Agent-Code` the requests are signed as (null: the agent's name).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub hmac_agent_code: ::std::option::Option<::std::string::String>,
@@ -2511,6 +2514,85 @@ pub struct CronBody {
     pub status: ::std::option::Option<::serde_json::Value>,
     #[serde(flatten)]
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+}
+///How an `a2a:` agent is given its runs: `stream` (default), one `SendStreamingMessage` per run, its connection held to the run's end; `callback`, one `SendMessage` that returns at once (`returnImmediately`), with GoAI's delegation extension metadata and a push config naming this gateway's callback route (`{routes.a2a}/callbacks/tasks/{id}`, with a token bound to that one task): the run waits holding no connection and goes on from the child's terminal event, on any gateway of the store, after a restart too. `callback` needs `[delegation] callback_base_url`, A2A enabled and a store.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum Delegate {
+    #[serde(rename = "stream")]
+    Stream,
+    #[serde(rename = "callback")]
+    Callback,
+}
+impl ::std::fmt::Display for Delegate {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Stream => f.write_str("stream"),
+            Self::Callback => f.write_str("callback"),
+        }
+    }
+}
+impl ::std::str::FromStr for Delegate {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "stream" => Ok(Self::Stream),
+            "callback" => Ok(Self::Callback),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for Delegate {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for Delegate {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::default::Default for Delegate {
+    fn default() -> Self {
+        Delegate::Stream
+    }
+}
+///Where child agents call back, and how long a run waits for them, when an `a2a:` agent delegates with callbacks (`[agents.NAME] delegate = "callback"`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DelegationSettings {
+    ///The base URL child agents reach this gateway at (`https://gw.example.com`; plain `http` only on a loopback address: the URL is where each task's token is posted). A delegating agent's callbacks are at `{callback_base_url}{routes.a2a}/callbacks/tasks/{id}`.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub callback_base_url: ::std::option::Option<::std::string::String>,
+    ///Longest a run waits for a delegated task's callback; then the child task is cancelled and the run fails with `E2A.TIMEOUT`.
+    #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 3600>")]
+    pub timeout_secs: ::std::num::NonZeroU64,
+}
+impl ::std::default::Default for DelegationSettings {
+    fn default() -> Self {
+        Self {
+            callback_base_url: Default::default(),
+            timeout_secs: defaults::default_nzu64::<::std::num::NonZeroU64, 3600>(),
+        }
+    }
 }
 ///Kind of an `e2a.chunk` delta. The reference never emits `tool`.
 #[derive(
@@ -3390,6 +3472,9 @@ pub struct GatewayFile {
     ///The named agent (a key of `agents`) that also answers at the root routes (`/v1/e2a/requests`, `/a2a`, `/agui`, the root agent card), instead of `agent`.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub default_agent: ::std::option::Option<::std::string::String>,
+    ///Delegation with callbacks (`[agents.NAME] delegate = "callback"`).
+    #[serde(default = "defaults::gateway_file_delegation")]
+    pub delegation: DelegationSettings,
     ///What callers are told of a failed run.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub errors: ::std::option::Option<ErrorSettings>,
@@ -3423,6 +3508,7 @@ impl ::std::default::Default for GatewayFile {
             agui: defaults::gateway_file_agui(),
             callers: Default::default(),
             default_agent: Default::default(),
+            delegation: defaults::gateway_file_delegation(),
             errors: Default::default(),
             log: defaults::gateway_file_log(),
             metrics: defaults::gateway_file_metrics(),
@@ -4747,6 +4833,9 @@ pub mod defaults {
     pub(super) fn a2a_settings_path() -> ::std::string::String {
         "/a2a".to_string()
     }
+    pub(super) fn agent_entry_delegate() -> super::Delegate {
+        super::Delegate::Stream
+    }
     pub(super) fn caller_entry_kind() -> super::CallerKind {
         super::CallerKind::User
     }
@@ -4783,6 +4872,9 @@ pub mod defaults {
         "echo".to_string()
     }
     pub(super) fn gateway_file_agui() -> super::AguiSettings {
+        ::std::default::Default::default()
+    }
+    pub(super) fn gateway_file_delegation() -> super::DelegationSettings {
         ::std::default::Default::default()
     }
     pub(super) fn gateway_file_log() -> super::LogSettings {
@@ -5482,6 +5574,20 @@ impl ConverterId {
         }
     }
 }
+impl Delegate {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 2] = [
+        Self::Stream,
+        Self::Callback,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Stream => "stream",
+            Self::Callback => "callback",
+        }
+    }
+}
 impl DeltaKind {
     /// Every value, in schema order.
     pub const ALL: [Self; 4] = [
@@ -6142,6 +6248,11 @@ impl ::std::fmt::Debug for CompleteBody {
 impl ::std::fmt::Debug for CronBody {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "CronBody", self)
+    }
+}
+impl ::std::fmt::Debug for DelegationSettings {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "DelegationSettings", self)
     }
 }
 impl ::std::fmt::Debug for E2AAuth {
@@ -7337,6 +7448,8 @@ impl crate::write::WriteJson for AgentEntry {
             w.key(&mut first, "\"card\":");
             w.value(v);
         }
+        w.key(&mut first, "\"delegate\":");
+        w.value((&self.delegate).as_str());
         if let Some(v) = &self.hmac_agent_code {
             w.key(&mut first, "\"hmac_agent_code\":");
             w.value(v);
@@ -7646,6 +7759,20 @@ impl crate::write::WriteJson for CronBody {
         for (k, v) in &self.extra {
             w.member(&mut first, k, v);
         }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for DelegationSettings {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        if let Some(v) = &self.callback_base_url {
+            w.key(&mut first, "\"callback_base_url\":");
+            w.value(v);
+        }
+        w.key(&mut first, "\"timeout_secs\":");
+        w.serde(&self.timeout_secs);
         w.raw("}");
     }
 }

@@ -245,6 +245,13 @@ export type AcpSessionUpdateKind =
   | "session_info_update"
   | "usage_update";
 /**
+ * How an `a2a:` agent is given its runs: `stream` (default), one `SendStreamingMessage` per run, its connection held to the run's end; `callback`, one `SendMessage` that returns at once (`returnImmediately`), with GoAI's delegation extension metadata and a push config naming this gateway's callback route (`{routes.a2a}/callbacks/tasks/{id}`, with a token bound to that one task): the run waits holding no connection and goes on from the child's terminal event, on any gateway of the store, after a restart too. `callback` needs `[delegation] callback_base_url`, A2A enabled and a store.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "Delegate".
+ */
+export type Delegate = "stream" | "callback";
+/**
  * What happens to a run whose every client went away: `detach` (default), it keeps running to its end, its frames kept (in the store when one keeps runs), and can be read again from its id (`Last-Event-ID`, the E2A run resource) on any gateway of the store — still bounded by the run deadline and `max_streams`; `cancel`, it is cancelled after a short grace period (2 s) unless a client comes back.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -1543,6 +1550,7 @@ export interface AgentEntry {
    * What its A2A card says; unset fields take the gateway's defaults, the name defaults to the agent's key.
    */
   card?: AgentCardSettings | null;
+  delegate?: Delegate;
   /**
    * The `X-GoAI-Agent-Code` the requests are signed as (null: the agent's name).
    */
@@ -1960,6 +1968,22 @@ export interface CronBody {
    */
   status?: unknown;
   [k: string]: unknown | undefined;
+}
+/**
+ * Where child agents call back, and how long a run waits for them, when an `a2a:` agent delegates with callbacks (`[agents.NAME] delegate = "callback"`).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "DelegationSettings".
+ */
+export interface DelegationSettings {
+  /**
+   * The base URL child agents reach this gateway at (`https://gw.example.com`; plain `http` only on a loopback address: the URL is where each task's token is posted). A delegating agent's callbacks are at `{callback_base_url}{routes.a2a}/callbacks/tasks/{id}`.
+   */
+  callback_base_url?: string | null;
+  /**
+   * Longest a run waits for a delegated task's callback; then the child task is cancelled and the run fails with `E2A.TIMEOUT`.
+   */
+  timeout_secs?: number;
 }
 /**
  * Credential references carried with a request. Secret values are redacted from `Debug` output.
@@ -2484,6 +2508,7 @@ export interface GatewayFile {
    * The named agent (a key of `agents`) that also answers at the root routes (`/v1/e2a/requests`, `/a2a`, `/agui`, the root agent card), instead of `agent`.
    */
   default_agent?: string | null;
+  delegation?: DelegationSettings;
   errors?: ErrorSettings;
   log?: LogSettings;
   metrics?: MetricsSettings;

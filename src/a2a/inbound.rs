@@ -18,8 +18,8 @@ use serde_json::{json, Map, Value};
 use crate::stream::ResponseStream;
 use crate::taxonomy::ErrorKind;
 use crate::types::{
-    A2aMessage, A2aStreamResponse, A2aTaskArtifactUpdateEvent, A2aTaskState, A2aTaskStatus, ArtifactDelta, Frame,
-    PauseKind, PlanApprovalRequiredBody, ResponseKind,
+    A2aMessage, A2aStreamResponse, A2aTask, A2aTaskArtifactUpdateEvent, A2aTaskState, A2aTaskStatus, ArtifactDelta,
+    Frame, PauseKind, PlanApprovalRequiredBody, ResponseKind,
 };
 
 use crate::a2a::stream::{carried_frame, carried_pauses, OUTPUT_ARTIFACT};
@@ -92,6 +92,27 @@ impl A2aStreamReader {
             A2aStreamResponse::StatusUpdate(u) => self.status_frames(s, &u.status),
             A2aStreamResponse::Task(t) => self.status_frames(s, &t.status),
         }
+    }
+
+    /// The frames of a task read whole (a `GetTask` answer, the task a push notification
+    /// carries): its artifacts, each as one complete artifact update would be, then its status.
+    pub fn push_task(&mut self, task: &A2aTask) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        for artifact in &task.artifacts {
+            let update = A2aTaskArtifactUpdateEvent {
+                artifact: artifact.clone(),
+                append: false,
+                context_id: task.context_id.clone(),
+                last_chunk: true,
+                metadata: Map::new(),
+                task_id: task.id.clone(),
+            };
+            frames.extend(self.push(&A2aStreamResponse::ArtifactUpdate(update)));
+        }
+        if let Some(s) = self.stream.take() {
+            frames.extend(self.status_frames(s, &task.status));
+        }
+        frames
     }
 
     /// An artifact update: the `output` artifact's text as text chunks, any other as an

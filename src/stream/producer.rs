@@ -52,6 +52,20 @@ impl ResponseStream {
         ResponseStream { head, next: 0 }
     }
 
+    /// This stream going on from sequence `next`: the rest of a run whose first frames were made
+    /// elsewhere (another process, read back from a log), so that the sequence stays unbroken.
+    ///
+    /// ```
+    /// # use e2a::{E2AEnvelope, stream::ResponseStream};
+    /// let req = E2AEnvelope::new("chat.send", serde_json::json!({})).with_request_id("r1");
+    /// let mut rest = ResponseStream::for_request(&req).starting_at(3);
+    /// assert_eq!(rest.text("on").sequence, 3);
+    /// ```
+    pub fn starting_at(mut self, next: u64) -> Self {
+        self.next = next;
+        self
+    }
+
     /// The head every frame of this stream shares.
     pub fn head(&self) -> &Head<FrameHead> {
         &self.head

@@ -30,8 +30,13 @@ impl Serve {
 
 /// Starts `e2a serve --bind 127.0.0.1:0 ARGS` (warnings on stderr) and waits for its URL.
 pub fn serve(args: &[&str]) -> Serve {
+    serve_at("127.0.0.1:0", args)
+}
+
+/// Starts `e2a serve --bind BIND ARGS` (warnings on stderr) and waits for its URL.
+pub fn serve_at(bind: &str, args: &[&str]) -> Serve {
     let mut child = Command::new(env!("CARGO_BIN_EXE_e2a"))
-        .args(["serve", "--bind", "127.0.0.1:0"])
+        .args(["serve", "--bind", bind])
         .args(args)
         .env("E2A_LOG", "warn")
         .stdout(Stdio::piped())

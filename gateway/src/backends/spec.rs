@@ -55,6 +55,8 @@ pub struct AgentOptions {
     /// For `acp:` agents: environment variables passed besides
     /// [`crate::backends::AGENT_ENV`].
     pub env: Vec<String>,
+    /// For `a2a:` agents: where their delegated tasks call back (`delegate = "callback"`).
+    pub callbacks: Option<crate::backends::Callbacks>,
 }
 
 impl AgentOptions {
@@ -118,6 +120,7 @@ impl AgentSpec {
                     config = config.with_token(url, t.clone());
                 }
                 config.signer = options.signer.clone();
+                config.callbacks = options.callbacks.clone();
                 shared(A2aRemoteAgent::new(config))
             }
             AgentSpec::Acp(command) => shared(AcpProcessAgent::new(options.acp_process(command))),

@@ -4,12 +4,13 @@
 use super::{pointer_key, ConfigError, ConfigFile};
 
 /// An agent of `[agents]`: its name, its entry, the agent built, the machine identity it
-/// signs with (its push notifications too).
+/// signs with (its push notifications too), where its delegated tasks call back.
 type NamedAgent<'a> = (
     &'a String,
     &'a e2a::types::AgentEntry,
     std::sync::Arc<dyn crate::agent::Agent>,
     Option<crate::web::hmac::Signer>,
+    Option<crate::backends::Callbacks>,
 );
 
 /// Building the gateway a file describes.
@@ -97,18 +98,19 @@ impl ConfigFile {
 
     /// The spec and options (its token read, `[acp]`) of the named agent `name`, for a front
     /// other than the HTTP gateway (`e2a acp --config FILE --agent NAME`); `None` when the
-    /// file names no such agent.
+    /// file names no such agent. Such a front serves no callback route: an agent that
+    /// delegates with callbacks streams there.
     pub fn named_agent_spec(
         &self,
         name: &str,
     ) -> Option<Result<(crate::backends::AgentSpec, crate::backends::AgentOptions), ConfigError>> {
         let entry = self.settings.agents.get(name)?;
-        Some(agent_token(self, name, entry).and_then(|token| {
+        Some(agent_token(self, name, entry).and_then(|(token, signer, _)| {
             spec_of(
                 self,
                 &format!("/agents/{}/agent", pointer_key(name)),
                 &entry.agent,
-                token,
+                (token, signer, None),
             )
         }))
     }
@@ -186,17 +188,24 @@ impl ConfigFile {
             g
         };
         let (named, mut errors) = named_agents(self);
+        if store.is_none() {
+            errors.extend(storeless_delegations(self, &named));
+        }
         let root = match &self.settings.default_agent {
-            Some(d) => named.iter().find(|(n, ..)| *n == d).map(|(n, entry, agent, _)| {
-                let a2a = crate::bindings::a2a::A2aConfig {
-                    card: card(n, entry),
-                    ..a2a_root.clone()
-                };
-                build(agent.clone(), auth.for_agent(n), a2a, Some(entry))
-            }),
+            Some(d) => named
+                .iter()
+                .find(|(n, ..)| *n == d)
+                .map(|(n, entry, agent, _, callbacks)| {
+                    let a2a = crate::bindings::a2a::A2aConfig {
+                        card: card(n, entry),
+                        callbacks: callbacks.clone(),
+                        ..a2a_root.clone()
+                    };
+                    build(agent.clone(), auth.for_agent(n), a2a, Some(entry))
+                }),
             None => {
-                let agent =
-                    root_agent_token(self).and_then(|t| build_agent(self, "/agent", &self.settings.agent, (t, None)));
+                let agent = root_agent_token(self)
+                    .and_then(|t| build_agent(self, "/agent", &self.settings.agent, (t, None, None)));
                 match agent {
                     Ok(agent) => Some(build(agent, auth.clone(), a2a_root.clone(), None)),
                     Err(e) => {
@@ -209,11 +218,12 @@ impl ConfigFile {
         let Some(mut gateway) = root.filter(|_| errors.is_empty()) else {
             return Err(errors);
         };
-        for (name, entry, agent, signer) in named {
+        for (name, entry, agent, signer, callbacks) in named {
             let prefix = routes.a2a.replace("{name}", name);
             let mut a2a = a2a_root.for_named(&prefix, card(name, entry));
-            // its push notifications are signed as it signs
+            // its push notifications are signed as it signs; its delegated tasks call back here
             a2a.push.signer = signer;
+            a2a.callbacks = callbacks;
             gateway = gateway.with_named_agent(name, build(agent, auth.for_agent(name), a2a, Some(entry)), routes);
         }
         let metrics = &self.settings.metrics;
@@ -224,12 +234,27 @@ impl ConfigFile {
     }
 }
 
+/// The errors of the agents of `named` that delegate with callbacks, on a gateway without a
+/// store (delegations are kept there).
+fn storeless_delegations(file: &ConfigFile, named: &[NamedAgent<'_>]) -> Vec<ConfigError> {
+    let delegating = named.iter().filter(|n| n.4.is_some());
+    delegating
+        .map(|(name, ..)| {
+            let at = format!("/agents/{}/delegate", pointer_key(name));
+            file.error(
+                &at,
+                "delegate = \"callback\" needs a store (its delegations are kept there)",
+            )
+        })
+        .collect()
+}
+
 /// The parsed spec (at `pointer`) and the options of an agent: its credentials, `[acp]`.
 fn spec_of(
     file: &ConfigFile,
     pointer: &str,
     spec: &str,
-    (token, signer): AgentCredentials,
+    (token, signer, callbacks): AgentCredentials,
 ) -> Result<(crate::backends::AgentSpec, crate::backends::AgentOptions), ConfigError> {
     use crate::backends::{AgentOptions, AgentSpec, PermissionPolicy};
     let parsed: AgentSpec = spec
@@ -244,6 +269,7 @@ fn spec_of(
         },
         allow_fs: acp.allow_fs,
         env: acp.env.clone(),
+        callbacks,
     };
     Ok((parsed, options))
 }
@@ -259,9 +285,13 @@ fn build_agent(
     parsed.build(&options).map_err(|e| file.error(pointer, e.to_string()))
 }
 
-/// What a remote agent is called with: a bearer token, or a machine identity requests are
-/// signed with.
-type AgentCredentials = (Option<e2a::SecretString>, Option<crate::web::hmac::Signer>);
+/// What a remote agent is called with — a bearer token, or a machine identity requests are
+/// signed with — and where its delegated tasks call back.
+type AgentCredentials = (
+    Option<e2a::SecretString>,
+    Option<crate::web::hmac::Signer>,
+    Option<crate::backends::Callbacks>,
+);
 
 /// The credentials of the named agent `name`: its token (`token_file`, else `token_env`) or
 /// its HMAC key (`hmac_key_file`, else `hmac_key_env`, signed as `hmac_agent_code` or the
@@ -289,7 +319,41 @@ fn agent_token(file: &ConfigFile, name: &str, entry: &e2a::types::AgentEntry) ->
         agent_code: entry.hmac_agent_code.clone().unwrap_or_else(|| name.to_string()),
         key,
     });
-    Ok((token, signer))
+    Ok((token, signer, callbacks_of(file, name, entry)?))
+}
+
+/// Where the named agent `name`'s delegated tasks call back, when it delegates with callbacks
+/// (`delegate = "callback"`: an `a2a:` agent, `[delegation] callback_base_url` set, A2A on):
+/// `{callback_base_url}{routes.a2a}/callbacks/tasks`, as its code (`hmac_agent_code`, else its
+/// name).
+fn callbacks_of(
+    file: &ConfigFile,
+    name: &str,
+    entry: &e2a::types::AgentEntry,
+) -> Result<Option<crate::backends::Callbacks>, ConfigError> {
+    if entry.delegate != e2a::types::Delegate::Callback {
+        return Ok(None);
+    }
+    let at = format!("/agents/{}/delegate", pointer_key(name));
+    if !matches!(entry.agent.parse(), Ok(crate::backends::AgentSpec::A2a(_))) {
+        return Err(file.error(&at, "delegate = \"callback\" is for a2a: agents"));
+    }
+    if !file.settings.a2a.enabled {
+        return Err(file.error(&at, "the callback route is an A2A route: enable [a2a]"));
+    }
+    let delegation = &file.settings.delegation;
+    let Some(base) = &delegation.callback_base_url else {
+        let why =
+            format!("agents.{name} delegates with callbacks: set the base URL child agents reach this gateway at");
+        return Err(file.error("/delegation/callback_base_url", why));
+    };
+    let prefix = file.settings.routes.a2a.replace("{name}", name);
+    let url = format!("{}{prefix}/callbacks/tasks", base.trim().trim_end_matches('/'));
+    let code = entry.hmac_agent_code.clone().unwrap_or_else(|| name.to_string());
+    let timeout = std::time::Duration::from_secs(delegation.timeout_secs.get());
+    crate::backends::Callbacks::new(&url, &code, timeout)
+        .map(Some)
+        .map_err(|e| file.error("/delegation/callback_base_url", e.to_string()))
 }
 
 /// The card of named agent `name`: its `card` table over the gateway's defaults, named
@@ -329,12 +393,12 @@ fn named_agents(file: &ConfigFile) -> (Vec<NamedAgent<'_>>, Vec<ConfigError>) {
     let mut named = Vec::new();
     for (name, entry) in &file.settings.agents {
         let agent = agent_token(file, name, entry).and_then(|creds| {
-            let signer = creds.1.clone();
+            let (signer, callbacks) = (creds.1.clone(), creds.2.clone());
             let pointer = format!("/agents/{}/agent", pointer_key(name));
-            build_agent(file, &pointer, &entry.agent, creds).map(|agent| (agent, signer))
+            build_agent(file, &pointer, &entry.agent, creds).map(|agent| (agent, signer, callbacks))
         });
         match agent {
-            Ok((agent, signer)) => named.push((name, entry, agent, signer)),
+            Ok((agent, signer, callbacks)) => named.push((name, entry, agent, signer, callbacks)),
             Err(e) => errors.push(e),
         }
     }

@@ -87,6 +87,12 @@ impl Admission {
         }))
     }
 
+    /// Names the run this admission starts (its key in the run registry): what the agent's
+    /// context says ([`RequestContext`]'s run), before [`Admission::run`].
+    pub(crate) fn for_run(&mut self, key: &crate::agent::ConversationKey) {
+        self.ctx.run = Some(key.scoped_id().into());
+    }
+
     /// The stream permit, to hold until the run ends.
     pub(crate) fn into_permit(self) -> OwnedSemaphorePermit {
         self.permit

@@ -13,6 +13,7 @@ mod housekeeping;
 mod inline;
 mod resource;
 mod subscription;
+mod waiting;
 mod wakes;
 
 use std::collections::{HashMap, VecDeque};
@@ -36,6 +37,7 @@ use frames::Frames;
 pub(crate) use housekeeping::Pump;
 pub(crate) use resource::{Cancel, RunList, RunPageAsk, RunView};
 pub(crate) use subscription::Subscription;
+pub(crate) use waiting::waiting_key;
 
 /// The key of the run answering E2A request `request_id` of `caller`.
 pub(crate) fn e2a_key(caller: &Caller, request_id: &str) -> ConversationKey {
@@ -269,6 +271,8 @@ pub(crate) struct RunKeeping {
     /// What wakes the readers of runs going on at other gateways (`None`: the store sends
     /// no notices, and they read the log on a timer).
     pub(crate) wakes: Option<Arc<wakes::Wakes>>,
+    /// Where runs waiting for an answer from outside are marked ([`waiting_key`]).
+    pub(crate) pauses: Option<Arc<dyn PauseStore>>,
 }
 
 impl RunKeeping {
@@ -355,6 +359,7 @@ impl Runs {
                 runs: runs.clone(),
                 sends: stores.sends.clone(),
                 shared: stores.leases.shared(),
+                pauses: stores.pauses.clone(),
                 wakes: stores.leases.notices().and_then(|notices| {
                     let runs = Arc::downgrade(self);
                     wakes::Wakes::start(notices, move |key| {

@@ -339,6 +339,10 @@ impl Stored {
         if !self.store.orphaned(self.ended, self.leased) {
             return None;
         }
+        // its gateway is gone, but the answer it waits for may still finish it
+        if self.store.waiting_external(&self.key).await {
+            return None;
+        }
         let end = self.cutoff(
             "the gateway running this request stopped before it finished",
             "gateway_gone",

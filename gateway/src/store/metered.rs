@@ -230,6 +230,10 @@ impl crate::agent::PauseKeeper for Metered<dyn PauseStore> {
     fn get_pause<'a>(&'a self, key: &'a str) -> PauseFuture<'a, Option<String>> {
         self.timed_pause("get_pause", self.inner.get_pause(key))
     }
+
+    fn keep_first_pause<'a>(&'a self, key: &'a str, state: String) -> PauseFuture<'a, Option<String>> {
+        self.timed_pause("keep_first_pause", self.inner.keep_first_pause(key, state))
+    }
 }
 
 impl PauseStore for Metered<dyn PauseStore> {

@@ -110,6 +110,10 @@ pub struct A2aConfig {
     /// Whether a send naming an unknown task id creates the task under it (default: no,
     /// `TaskNotFoundError`).
     pub client_task_ids: bool,
+    /// Where the agent's delegated tasks call back (`delegate = "callback"`): with them, the
+    /// callback route `POST {rest_path}/callbacks/tasks/{id}` is served (authenticated by the
+    /// token bound to each task, not by the gateway's callers).
+    pub callbacks: Option<crate::backends::Callbacks>,
 }
 
 impl Default for A2aConfig {
@@ -129,6 +133,7 @@ impl Default for A2aConfig {
             message_ids: e2a::types::MessageIdDedup::default(),
             cancel_finished: e2a::types::CancelFinished::default(),
             client_task_ids: false,
+            callbacks: None,
         }
     }
 }

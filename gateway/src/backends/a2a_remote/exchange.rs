@@ -48,6 +48,60 @@ impl Interface {
         }
     }
 
+    /// Where a `SendMessage` with `params` (a `SendMessageRequest`) goes, and its body.
+    pub(super) fn send(&self, params: &Value) -> (String, String) {
+        match self.wire {
+            Wire::JsonRpc => (self.url.clone(), call(A2aOperation::SendMessage, params)),
+            Wire::Rest => (
+                format!("{}/message:send", self.url.trim_end_matches('/')),
+                params.to_string(),
+            ),
+        }
+    }
+
+    /// How remote task `task` is read: JSON-RPC's `GetTask` (a POST), else HTTP+JSON's
+    /// `GET tasks/{id}` (no body).
+    pub(super) fn get_task(&self, task: &str) -> (String, Option<String>) {
+        match self.wire {
+            Wire::JsonRpc => (
+                self.url.clone(),
+                Some(call(A2aOperation::GetTask, &TaskIdParams { id: task })),
+            ),
+            Wire::Rest => (
+                format!(
+                    "{}/tasks/{}",
+                    self.url.trim_end_matches('/'),
+                    crate::protocol::path_segment(task)
+                ),
+                None,
+            ),
+        }
+    }
+
+    /// The answer of a call that is not a stream: JSON-RPC's `result` (or its `error`),
+    /// HTTP+JSON's body (or its AIP-193 `error`'s message).
+    pub(super) fn answer(&self, text: &str) -> Result<Value, String> {
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("the remote agent's answer is not JSON: {e}"))?;
+        let error = |v: &Value| {
+            v.get("error").map(|e| {
+                e.get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("an error")
+                    .to_string()
+            })
+        };
+        if let Some(e) = error(&v) {
+            return Err(format!("the remote agent answered: {e}"));
+        }
+        match self.wire {
+            Wire::JsonRpc => v
+                .get("result")
+                .cloned()
+                .ok_or_else(|| "the remote agent's JSON-RPC answer has no result".to_string()),
+            Wire::Rest => Ok(v),
+        }
+    }
+
     /// Where the cancel of remote task `task` goes, and its body.
     fn cancel(&self, task: &str) -> (String, String) {
         match self.wire {
@@ -68,6 +122,17 @@ impl Interface {
 }
 
 impl A2aRemoteAgent {
+    /// The interface runs post to: found from the card on the first run, then kept.
+    pub(super) async fn interface(&self) -> Result<Interface, OpenError> {
+        match self.interface.get_or_try_init(|| self.discover()).await {
+            Ok(i) => Ok(i.clone()),
+            Err(e) => {
+                tracing::warn!(error = %e, "remote A2A agent unusable");
+                Err((ErrorKind::AgentError, e, Map::new()))
+            }
+        }
+    }
+
     /// Fetches the card and picks the JSON-RPC 1.0 interface on the card's origin.
     async fn discover(&self) -> Result<Interface, String> {
         let get = self.client.get(&self.card_url).header("A2A-Version", "1.0");
@@ -150,6 +215,45 @@ impl A2aRemoteAgent {
         })
     }
 
+    /// Calls the remote without a stream: `body` POSTed to `url` (GET without a body), with the
+    /// origin's credential and the trace of `trace`; the answer's JSON ([`Interface::answer`]),
+    /// or why not.
+    pub(super) async fn call_json(
+        &self,
+        interface: &Interface,
+        url: &str,
+        body: Option<String>,
+        trace: Option<&str>,
+    ) -> Result<Value, String> {
+        let resp = match body {
+            Some(body) => self.post(url, body, false, trace).await?,
+            None => {
+                let get = self.client.get(url).header("A2A-Version", "1.0");
+                self.credited(get, "GET", url, b"").send().await.map_err(|e| {
+                    format!(
+                        "the remote agent {} is unreachable: {}",
+                        named(url),
+                        plain(&e.without_url())
+                    )
+                })?
+            }
+        };
+        let status = resp.status();
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| format!("cannot read the remote agent's answer: {}", plain(&e.without_url())))?;
+        match interface.answer(&text) {
+            Ok(v) if status.is_success() => Ok(v),
+            Ok(_) => Err(format!(
+                "the remote agent {} answered HTTP {}",
+                named(url),
+                status.as_u16()
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Sends `CancelTask` for a remote task (best effort).
     pub(super) fn propagate_cancel(&self, interface: Interface, remote_task: String) {
         let this = self.clone();
@@ -228,13 +332,7 @@ impl A2aRemoteAgent {
         request: &E2AEnvelope,
         ctx: &RequestContext,
     ) -> Result<(Interface, reqwest::Response), OpenError> {
-        let interface = match self.interface.get_or_try_init(|| self.discover()).await {
-            Ok(i) => i.clone(),
-            Err(e) => {
-                tracing::warn!(error = %e, "remote A2A agent unusable");
-                return Err((ErrorKind::AgentError, e, Map::new()));
-            }
-        };
+        let interface = self.interface().await?;
         self.recall(request, ctx).await;
         let message = self.message_for(request, ctx);
         let (url, body) = interface.streaming_send(&message);

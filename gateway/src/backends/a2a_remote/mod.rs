@@ -15,10 +15,17 @@
 //! reasoning and its `INPUT_REQUIRED` a pause for input. A follow-up of a paused run (the
 //! answer to an approval: `yes` / `no`) is sent as a message to the paused remote task. A
 //! cancelled run sends `CancelTask` to the remote.
+//!
+//! With callbacks ([`A2aRemoteConfig::callbacks`], `delegate = "callback"`), a run is delegated
+//! instead: one `SendMessage` that returns at once, then the child's callback ([`delegate`]).
 
 mod cancel;
+mod delegate;
 mod exchange;
 mod urls;
+
+pub(crate) use delegate::CallbackError;
+pub use delegate::{Callbacks, DELEGATION_EXTENSION};
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -58,6 +65,9 @@ pub struct A2aRemoteConfig {
     /// The machine identity its requests are signed with (GoAI-HMAC-SHA256), to the origin
     /// of `url` only.
     pub signer: Option<crate::web::hmac::Signer>,
+    /// Where its delegated tasks call back (`delegate = "callback"`): with them, every run is
+    /// delegated ([`Callbacks`]); without, every run is one `SendStreamingMessage`.
+    pub callbacks: Option<Callbacks>,
 }
 
 impl A2aRemoteConfig {
@@ -68,6 +78,7 @@ impl A2aRemoteConfig {
             credentials: HashMap::new(),
             connect_timeout: Duration::from_secs(10),
             signer: None,
+            callbacks: None,
         }
     }
 
@@ -92,6 +103,10 @@ pub enum A2aRemoteError {
     /// The HTTP client cannot be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
+    /// A delegated task's token would be posted over plain `http` to a host that is not
+    /// loopback.
+    #[error("the callback URL would carry the task's token in clear text: use an https:// callback_base_url (http only on loopback)")]
+    CallbackInClear,
 }
 
 /// A remote A2A agent (see the module docs).
@@ -105,6 +120,8 @@ pub struct A2aRemoteAgent {
     interface: Arc<OnceCell<Interface>>,
     /// local task id (scoped by the caller) → (remote task id, remote context id)
     tasks: Arc<Mutex<HashMap<ConversationKey, (String, String)>>>,
+    /// Where its delegated tasks call back (`None`: runs stream).
+    callbacks: Option<Callbacks>,
 }
 
 impl std::fmt::Debug for A2aRemoteAgent {
@@ -136,14 +153,21 @@ impl A2aRemoteAgent {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| A2aRemoteError::Client(e.without_url().to_string()))?;
-        Ok(A2aRemoteAgent {
+        let mut agent = A2aRemoteAgent {
             card_url,
             credentials: Arc::new(config.credentials),
             signer: config.signer.and_then(|s| origin(url).map(|o| Arc::new((o, s)))),
             client,
             interface: Arc::new(OnceCell::new()),
             tasks: Arc::default(),
-        })
+            callbacks: None,
+        };
+        if let Some(callbacks) = config.callbacks {
+            // its callbacks read and cancel child tasks with its twin without them (no cycle)
+            callbacks.serve(agent.clone());
+            agent.callbacks = Some(callbacks);
+        }
+        Ok(agent)
     }
 
     fn token_for(&self, url: &str) -> Option<&SecretString> {
@@ -337,6 +361,9 @@ fn remote_task_and_context(event: &A2aStreamResponse) -> Option<(&str, &str)> {
 
 impl Agent for A2aRemoteAgent {
     fn run(&self, request: E2AEnvelope, ctx: RequestContext) -> FrameStream {
+        if let Some(callbacks) = &self.callbacks {
+            return self.delegated(callbacks.clone(), request, ctx);
+        }
         let this = self.clone();
         Box::pin(async_stream::stream! {
             let fresh = ResponseStream::for_request(&request);

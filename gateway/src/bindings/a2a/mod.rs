@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+mod callbacks;
 pub mod card;
 pub(crate) mod error_form;
 mod grpc;
@@ -75,7 +76,13 @@ pub(crate) fn router(state: Arc<TaskService>, root_card: bool, edge: &Edge) -> R
     }
     // the cards are public (no extensions to activate: `A2aForm` with none declared)
     let cards = edge.in_form(A2aForm::new(Wire::Rest, Vec::new()));
-    let router = cards.around(router).merge(rest).merge(rpc).with_state(state.clone());
+    let mut router = cards.around(router).merge(rest).merge(rpc);
+    // delegated tasks' callbacks: each authenticated by its task's token, not by a caller
+    if state.mount().config().callbacks.is_some() {
+        let routes = callbacks::routes(&state.mount().config().rest_path);
+        router = router.merge(form(edge, &state, Wire::Rest).around(routes));
+    }
+    let router = router.with_state(state.clone());
     // gRPC's routes are fixed (`/lf.a2a.v1.A2AService/…`): the root agent's; a named agent is
     // reached over gRPC by its `tenant`
     if root_card && state.mount().config().grpc {
@@ -105,6 +112,11 @@ impl crate::bindings::Binding for A2aBinding {
             format!("POST {base}{}  A2A JSON-RPC (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask)", config.jsonrpc_path),
             format!("POST {base}{rest}/message:send | /message:stream, GET {base}{rest}/tasks[/ID], POST {base}{rest}/tasks/ID:cancel | :subscribe  A2A HTTP+JSON"),
         ];
+        if config.callbacks.is_some() {
+            out.push(format!(
+                "POST {base}{rest}/callbacks/tasks/ID  the callbacks of its delegated tasks (by task token)"
+            ));
+        }
         // (a named agent is reached over the root agent's gRPC service by its `tenant`)
         if matches!(place, crate::bindings::Place::Root) && config.grpc {
             let host = base.split_once("://").map_or(base, |(_, h)| h);

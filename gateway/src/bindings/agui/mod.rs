@@ -213,7 +213,7 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
     }
     // admitted before a resume takes the interrupts it answers: a run refused (the gateway
     // drains, too many streams) leaves them pending
-    let admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
+    let mut admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
     // a resume answers the interrupts this caller's thread is waiting on, or nothing runs;
     // checked first, with the rest of the input, and taken only then
     let claim = agui.kept().check(caller.owner(), &mut input).await?;
@@ -229,6 +229,7 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
     }
     // the frames of a streamed answer say so
     request.is_stream = true;
+    admission.for_run(&key);
     let guarded = admission.run(request.clone());
     let ctx = admission.ctx.clone();
     let grace = shared.config.cancel_after();

@@ -55,7 +55,7 @@ pub(super) async fn send_request(
         return Ok(respond(&shared, mode, sub).await);
     }
 
-    let admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
+    let mut admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
     // a JSON answer nobody can ask for again (no id of the client's, no Idempotency-Key, no
     // store keeping runs): driven here, outside the run registry
     let unnamed = request.request_id.is_none() && crate::web::idempotency_key(&headers).is_none();
@@ -68,8 +68,9 @@ pub(super) async fn send_request(
         .clone();
     // the frames of a streamed answer say so
     request.is_stream = mode != Mode::Json;
-    let guarded = admission.run(request.clone());
     let key = runs::e2a_key(&caller, &id);
+    admission.for_run(&key);
+    let guarded = admission.run(request.clone());
     let grace = shared.config.cancel_after();
     let ctx = admission.ctx.clone();
     let permit = admission.into_permit();

@@ -69,12 +69,13 @@ async fn start(
     mut request: E2AEnvelope,
     id: &str,
 ) -> Result<Response, Problem> {
-    let admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
+    let mut admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
     request.is_stream = true;
-    let guarded = admission.run(request.clone());
-    let ctx = admission.ctx.clone();
     // nobody waits on it: it runs to its end whatever `on_disconnect` says
     let key = runs::e2a_key(caller, id);
+    admission.for_run(&key);
+    let guarded = admission.run(request.clone());
+    let ctx = admission.ctx.clone();
     let (_, pump) = shared
         .runs
         .open(key, request, &ctx, None, admission.into_permit(), false);

@@ -53,6 +53,20 @@ impl PauseKeeper for MemoryStore {
     fn get_pause<'a>(&'a self, key: &'a str) -> PauseFuture<'a, Option<String>> {
         Box::pin(async move { Ok(self.pauses.lock().by_key.get(key).map(|(s, _)| s.clone())) })
     }
+
+    fn keep_first_pause<'a>(&'a self, key: &'a str, state: String) -> PauseFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let mut p = self.pauses.lock();
+            if let Some((first, _)) = p.by_key.get(key) {
+                return Ok(Some(first.clone()));
+            }
+            let now = Instant::now();
+            p.by_key.insert(key.to_string(), (state, now));
+            p.order.push_back((now, key.to_string()));
+            p.tidy();
+            Ok(None)
+        })
+    }
 }
 
 impl PauseStore for MemoryStore {

@@ -44,6 +44,25 @@ impl PauseKeeper for PgStore {
     fn get_pause<'a>(&'a self, key: &'a str) -> PauseFuture<'a, Option<String>> {
         Box::pin(self.one_state("SELECT state FROM e2a_pauses WHERE key = $1", key))
     }
+
+    fn keep_first_pause<'a>(&'a self, key: &'a str, state: String) -> PauseFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let client = self.client().await.map_err(PauseError::from)?;
+            // the insert wins, or waits for the other gateway's to commit and does nothing;
+            // then the first state is read in a statement of its own (one that sees that commit)
+            let sql = format!(
+                "INSERT INTO e2a_pauses (key, state, at_ms) VALUES ($1, $2, {NOW_MS}) ON CONFLICT (key) DO NOTHING"
+            );
+            let kept = client
+                .execute(&sql, &[&key, &state])
+                .await
+                .map_err(|e| PauseError::from(pg_error(&e)))?;
+            if kept == 1 {
+                return Ok(None);
+            }
+            self.one_state("SELECT state FROM e2a_pauses WHERE key = $1", key).await
+        })
+    }
 }
 
 impl PauseStore for PgStore {

@@ -47,6 +47,27 @@ impl PauseKeeper for SqliteStore {
         });
         Box::pin(async move { get.await.map_err(PauseError::from) })
     }
+
+    fn keep_first_pause<'a>(&'a self, key: &'a str, state: String) -> PauseFuture<'a, Option<String>> {
+        let key = key.to_string();
+        // one write transaction: the read and the insert cannot be split by another writer
+        let keep = self.write(move |tx| {
+            let first = tx
+                .prepare_cached("SELECT state FROM e2a_pauses WHERE key = ?1")
+                .map_err(backend)?
+                .query_row(params![key], |r| r.get::<_, String>(0))
+                .optional()
+                .map_err(backend)?;
+            if first.is_none() {
+                tx.prepare_cached("INSERT INTO e2a_pauses (key, state, at_ms) VALUES (?1, ?2, ?3)")
+                    .map_err(backend)?
+                    .execute(params![key, state, crate::store::now_ms()])
+                    .map_err(backend)?;
+            }
+            Ok(first)
+        });
+        Box::pin(async move { keep.await.map_err(PauseError::from) })
+    }
 }
 
 impl PauseStore for SqliteStore {

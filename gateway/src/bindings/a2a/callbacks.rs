@@ -1,0 +1,76 @@
+//! The callback route of an agent that delegates with callbacks (`delegate = "callback"`):
+//! `POST {prefix}/callbacks/tasks/{id}`, where a child agent's push notifications for the task it
+//! was delegated come back ([`crate::backends::Callbacks::deliver`]). It is authenticated by the
+//! token bound to that one task (`X-A2A-Notification-Token`, or GoAI's `A2A-Notification-Token`),
+//! not by the gateway's callers: a child's push sender holds no caller credential. Answers `202`
+//! (a terminal event kept, the same one again, or a progress event acknowledged), and in the A2A
+//! HTTP+JSON error form `404` (no such delegated task), `401` (token missing or wrong), `400`
+//! (not a `StreamResponse`) and `409` (another terminal event came before).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use e2a::taxonomy::ErrorKind;
+
+use crate::backends::CallbackError;
+use crate::tasks::error::{A2aError, A2aErrorKind, RestError};
+use crate::tasks::TaskService;
+use crate::web::body;
+
+/// The headers a push notification's token comes in (A2A's, then GoAI's).
+const TOKEN_HEADERS: [&str; 2] = ["x-a2a-notification-token", "a2a-notification-token"];
+
+/// The callback route under `prefix` (the agent's HTTP+JSON prefix).
+pub(super) fn routes(prefix: &str) -> Router<Arc<TaskService>> {
+    let p = prefix.trim_end_matches('/');
+    Router::new().route(&format!("{p}/callbacks/tasks/{{id}}"), post(callback))
+}
+
+async fn callback(
+    State(state): State<Arc<TaskService>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, RestError> {
+    let Some(callbacks) = &state.mount().config().callbacks else {
+        return Err(A2aError::task_not_found(&id).into());
+    };
+    let token = TOKEN_HEADERS
+        .iter()
+        .find_map(|h| headers.get(*h))
+        .and_then(|v| v.to_str().ok());
+    let read = body::read(&headers, body, state.pipeline().config.body()).await;
+    let event = read.and_then(|b| b.value()).map_err(A2aError::from)?;
+    let runs = &state.pipeline().runs;
+    match callbacks.deliver(&id, token, event, runs).await {
+        Ok(delivered) => {
+            tracing::info!(delegation = %id, ?delivered, "callback received");
+            Ok(StatusCode::ACCEPTED.into_response())
+        }
+        Err(e) => {
+            tracing::info!(delegation = %id, reason = %e, "callback refused");
+            Err(refusal(&id, e).into())
+        }
+    }
+}
+
+/// A refused callback in the A2A error form.
+fn refusal(id: &str, e: CallbackError) -> A2aError {
+    match e {
+        CallbackError::NotFound(_) => A2aError::task_not_found(id),
+        CallbackError::Unauthorized => {
+            let problem = crate::web::problem::Problem::new(ErrorKind::AuthRequired, e.to_string());
+            A2aError::from_problem(&problem)
+        }
+        CallbackError::BadEvent(_) => A2aError::invalid_params(e.to_string()),
+        CallbackError::Conflict => {
+            A2aError::new(A2aErrorKind::InvalidRequest, e.to_string()).with_status(StatusCode::CONFLICT)
+        }
+        CallbackError::Store(_) => A2aError::internal(e.to_string()),
+    }
+}
