@@ -3,7 +3,8 @@
 //! killed read `FAILED` on the other once its lease expired, a cancel sent to the gateway that
 //! does not run the task, a pause asked on one gateway answered on the other, and a
 //! bounded load test (1,000 streams over two gateways, every event once and in order; the same
-//! load on one SQLite gateway for comparison).
+//! load on one SQLite gateway for comparison), and a run delegated with callbacks whose gateway
+//! is killed while the child works, finished by the other gateway the callback reaches.
 //!
 //! They need a PostgreSQL server: `E2A_TEST_POSTGRES_URL=postgres://USER@127.0.0.1:PORT/DB`
 //! (`gateway/tests/postgres/start.sh` starts one; each test makes its own database). Without
@@ -45,21 +46,6 @@ const SCRIPT: &str = r#"{"scenarios": [
             {"type": "complete"}]}
 ]}"#;
 
-/// The server's URL, or `None` (the test is skipped) when none is configured.
-fn postgres() -> Option<String> {
-    match std::env::var("E2A_TEST_POSTGRES_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var_os("E2A_REQUIRE_POSTGRES").is_none(),
-                "E2A_REQUIRE_POSTGRES is set but E2A_TEST_POSTGRES_URL is not"
-            );
-            eprintln!("skipped: no E2A_TEST_POSTGRES_URL (see gateway/tests/postgres/start.sh)");
-            None
-        }
-    }
-}
-
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -67,23 +53,8 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-/// A new, empty database on the server of `url`; its URL.
-async fn fresh_database(url: &str) -> String {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .expect("connect to the test server");
-    tokio::spawn(connection);
-    let name = format!("e2a_test_{}", uuid::Uuid::new_v4().simple());
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .expect("create database");
-    let (base, _) = url.rsplit_once('/').expect("a URL with a database");
-    format!("{base}/{name}")
-}
-
 mod common;
-use common::Serve;
+use common::{fresh_database, postgres, Serve};
 
 /// `e2a serve --a2a` with tasks in `store`, running `script` (over TLS, verified, when the test
 /// server speaks it: `E2A_TEST_POSTGRES_CA`).
@@ -669,5 +640,63 @@ fn an_agui_interrupt_and_a_paused_e2a_run_asked_on_one_gateway_are_answered_on_t
                 .collect();
             assert_eq!(ids, ["answer-pg", "ask-pg"], "{page}");
         }
+    });
+}
+
+/// Two gateways on one PostgreSQL whose agent delegates with callbacks, and a third gateway as the
+/// child: a run started on the first is left waiting for the child's callback, the first is
+/// killed (SIGKILL) while the child works, and the callback — addressed to the second — finishes
+/// the run there once the first's lease has run out: a client reads the child's answer from
+/// the second.
+#[test]
+fn a_delegated_run_of_a_killed_gateway_is_finished_by_the_gateway_its_callback_reaches() {
+    let Some(url) = postgres() else { return };
+    let rt = runtime();
+    let db = rt.block_on(fresh_database(&url));
+    let dir = tempfile::tempdir().expect("tmp");
+    let child = common::child_gateway(dir.path(), 2500);
+    let b_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let b_bind = format!("127.0.0.1:{b_port}");
+    let ca = std::env::var("E2A_TEST_POSTGRES_CA").unwrap_or_default();
+    let mut store_extra = "lease_secs = 3\n".to_string();
+    if !ca.is_empty() {
+        store_extra.push_str(&format!("ca_file = \"{ca}\"\n"));
+    }
+    let config = common::delegating_config(
+        dir.path(),
+        "parent.toml",
+        &db,
+        &store_extra,
+        &format!("http://{b_bind}"),
+        &child.base,
+    );
+    let args = ["--config", config.to_str().expect("path")];
+    let mut a = common::serve(&args);
+    let b = common::serve_at(&b_bind, &args);
+    rt.block_on(async {
+        common::submit_to_planner(&a.base, "deleg-pg", "write the report").await;
+        let r = common::planner_run_until(&a.base, "deleg-pg", Duration::from_secs(10), |r| {
+            r["frames"].as_u64().unwrap_or(0) >= 1
+        })
+        .await;
+        assert_eq!(r["state"], "running", "{r}");
+    });
+    a.kill();
+    rt.block_on(async {
+        // seen from the other gateway, the run waits (its gateway's lease, then its mark)
+        let r = common::planner_run(&b.base, "deleg-pg").await;
+        assert_eq!(r["state"], "running", "{r}");
+        let r = common::planner_run_until(&b.base, "deleg-pg", Duration::from_secs(60), |r| {
+            r["state"] != "running"
+        })
+        .await;
+        assert_eq!(r["state"], "succeeded", "{r}");
+        assert_eq!(
+            r["final_frame"]["body"]["result"]["content"], "The report, written slowly.",
+            "{r}"
+        );
     });
 }

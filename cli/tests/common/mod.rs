@@ -1,4 +1,5 @@
 //! What the process tests of `e2a serve` share.
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -55,5 +56,118 @@ pub fn serve_at(bind: &str, args: &[&str]) -> Serve {
         child,
         base,
         _stdout: stdout,
+    }
+}
+
+/// The server's URL, or `None` (the test is skipped) when none is configured.
+pub fn postgres() -> Option<String> {
+    match std::env::var("E2A_TEST_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var_os("E2A_REQUIRE_POSTGRES").is_none(),
+                "E2A_REQUIRE_POSTGRES is set but E2A_TEST_POSTGRES_URL is not"
+            );
+            eprintln!("skipped: no E2A_TEST_POSTGRES_URL (see gateway/tests/postgres/start.sh)");
+            None
+        }
+    }
+}
+
+/// A new, empty database on the server of `url`; its URL.
+pub async fn fresh_database(url: &str) -> String {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to the test server");
+    tokio::spawn(connection);
+    let name = format!("e2a_test_{}", uuid::Uuid::new_v4().simple());
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .expect("create database");
+    let (base, _) = url.rsplit_once('/').expect("a URL with a database");
+    format!("{base}/{name}")
+}
+
+/// The scenario of a delegation test's child: a report that takes `delay_ms` to write.
+fn child_script(delay_ms: u64) -> String {
+    serde_json::json!({"scenarios": [{"name": "slow report", "match": {"text": "report"}, "steps": [
+        {"type": "text", "text": "The report, "},
+        {"type": "text", "text": "written slowly.", "delay_ms": delay_ms},
+        {"type": "complete", "result": {"content": "The report, written slowly."}}
+    ]}]})
+    .to_string()
+}
+
+/// The child of a delegation test: `e2a serve` with A2A, a report taking `delay_ms` to write,
+/// its tasks in memory, pushing to loopback webhooks (retried 200 ms after a failure, doubling).
+pub fn child_gateway(dir: &std::path::Path, delay_ms: u64) -> Serve {
+    let script = dir.join("child.json");
+    std::fs::write(&script, child_script(delay_ms)).expect("script");
+    let config = dir.join("child.toml");
+    let text = format!(
+        "agent = \"script:{}\"\n[store]\nurl = \"memory\"\n[a2a]\nenabled = true\n\
+         [a2a.push]\nallow_private = true\nretry_base_ms = 200\n",
+        script.display()
+    );
+    std::fs::write(&config, text).expect("child config");
+    serve(&["--config", config.to_str().expect("path")])
+}
+
+/// The config file `name` in `dir` of a gateway whose agent `planner` delegates to the child at
+/// `child` with callbacks to `callback_base`, keeping tasks and runs in `store` (`store_extra`:
+/// more lines of `[store]`).
+pub fn delegating_config(
+    dir: &std::path::Path,
+    name: &str,
+    store: &str,
+    store_extra: &str,
+    callback_base: &str,
+    child: &str,
+) -> std::path::PathBuf {
+    let path = dir.join(name);
+    let text = format!(
+        "[store]\nurl = \"{store}\"\n{store_extra}[a2a]\nenabled = true\n\
+         [delegation]\ncallback_base_url = \"{callback_base}\"\n\
+         [agents.planner]\nagent = \"a2a:{child}\"\ndelegate = \"callback\"\n"
+    );
+    std::fs::write(&path, text).expect("config");
+    path
+}
+
+/// Submits `query` as run `id` of agent `planner` at `base` (`202`).
+pub async fn submit_to_planner(base: &str, id: &str, query: &str) {
+    let submitted = reqwest::Client::new()
+        .post(format!("{base}/agents/planner/v1/e2a/runs"))
+        .json(&serde_json::json!({"method": "chat.send", "request_id": id, "params": {"query": query}}))
+        .send()
+        .await
+        .expect("submit");
+    assert_eq!(submitted.status(), 202);
+}
+
+/// Run `id` of agent `planner` as the gateway at `base` tells it.
+pub async fn planner_run(base: &str, id: &str) -> serde_json::Value {
+    let url = format!("{base}/agents/planner/v1/e2a/runs/{id}");
+    let resp = reqwest::get(&url).await.expect("get");
+    assert_eq!(resp.status(), 200);
+    resp.json().await.expect("json")
+}
+
+/// Waits (at most `within`) until run `id` of `planner` at `base` says `until`; the run then.
+pub async fn planner_run_until(
+    base: &str,
+    id: &str,
+    within: std::time::Duration,
+    until: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let started = std::time::Instant::now();
+    loop {
+        let r = planner_run(base, id).await;
+        if until(&r) {
+            return r;
+        }
+        assert!(started.elapsed() < within, "run {id}: {r}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }

@@ -8,7 +8,9 @@ Agents: echo; the script agent's scenarios (script.json: text, a tool call, arti
 kind, a direct reply, a report, a question, two questions at once, an approval, a refusal, a
 failure); `a2a:` to
 fast-agent's A2A server (passthrough) and to an a2a-sdk server answering with a Message and with
-a named artifact (sdk_agent.py); `acp:` to fast-agent.
+a named artifact (sdk_agent.py), and delegating to one with callbacks (`delegate = "callback"`:
+the a2a-sdk server's own push sender posts the answer to the gateway's callback route; over ACP,
+`e2a acp` serves no callback route and streams); `acp:` to fast-agent.
 
 Each cell reads what its client was shown into a normalized transcript (transcript.py) and
 compares it with the same case's E2A SSE transcript, which must itself hold the case's expected
@@ -56,6 +58,7 @@ CASES = [
     ("fast-a2a", "hello fast agent", ["hello fast agent"]),
     ("sdk-message", "hello sdk", ["sdk says: hello sdk"]),
     ("sdk-artifact", "hello sdk", ["sdk artifact: hello sdk"]),
+    ("sdk-delegated", "hello delegate", ["sdk artifact: hello delegate"]),
     ("fast-acp", "hello fast agent", ["hello fast agent"]),
 ]
 
@@ -125,15 +128,23 @@ class Servers:
                                        "--port", str(port), "--mode", mode],
                        f"http://127.0.0.1:{port}/.well-known/agent-card.json")
             agents[f"sdk-{mode}"] = f"a2a:http://127.0.0.1:{port}"
+        # delegated with callbacks: the answer, a second later, comes by the SDK's push sender
+        port = free_port()
+        self.start("sdk-delegated", [self.args.agent_python, os.path.join(HERE, "sdk_agent.py"),
+                                     "--port", str(port), "--mode", "artifact", "--push", "--delay", "1"],
+                   f"http://127.0.0.1:{port}/.well-known/agent-card.json")
+        agents["sdk-delegated"] = f"a2a:http://127.0.0.1:{port}"
         acp = " ".join(self.fast_agent("acp", "--model", "passthrough"))
         agents["fast-acp"] = f"acp:{acp}"
         self.port = free_port()
         config = os.path.join(self.args.work, "matrix.toml")
         with open(config, "w") as f:
             f.write(f'[server]\nbind = "127.0.0.1:{self.port}"\n[a2a]\nenabled = true\n[agui]\nenabled = true\n'
-                    '[store]\nurl = "memory"\n')
+                    f'[store]\nurl = "memory"\n[delegation]\ncallback_base_url = "http://127.0.0.1:{self.port}"\n')
             for name, spec in agents.items():
                 f.write(f"[agents.{name}]\nagent = {json.dumps(spec)}\n")
+                if name == "sdk-delegated":
+                    f.write('delegate = "callback"\n')
         self.start("gateway", [self.args.e2a, "serve", "--config", config],
                    f"http://127.0.0.1:{self.port}/healthz")
         self.config = config

@@ -2,7 +2,7 @@
 
 Usage (with the venv at gateway/tests/clients/acp-agents/.venv, a2a-sdk 1.2.3):
 
-    python sdk_agent.py --port PORT --mode message|artifact
+    python sdk_agent.py --port PORT --mode message|artifact [--push] [--delay SECONDS]
 
 Binds 127.0.0.1 only. The agent card is at http://127.0.0.1:PORT/.well-known/agent-card.json
 and declares protocol 1.0 interfaces: JSONRPC at http://127.0.0.1:PORT/ (POST /) and
@@ -13,6 +13,11 @@ capabilities.streaming is true. For each user message (its text parts concatenat
   --mode artifact  a task: SUBMITTED, WORKING, an artifact named "answer" streamed in
                    two chunks whose concatenation is "sdk artifact: <text>", then COMPLETED
                    without a status message.
+
+--push: push notifications (capabilities.pushNotifications): a push config sent with a message
+(SendMessage's configuration.taskPushNotificationConfig) gets every event of its task, posted by
+the SDK's own BasePushNotificationSender. --delay: the artifact mode waits this long before its
+answer (a client sending with returnImmediately gets the task first, its answer by push).
 
 CancelTask cancels the task (CANCELED).
 """
@@ -34,7 +39,13 @@ try:
         create_jsonrpc_routes,
         create_rest_routes,
     )
-    from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+    import httpx
+    from a2a.server.tasks import (
+        BasePushNotificationSender,
+        InMemoryPushNotificationConfigStore,
+        InMemoryTaskStore,
+        TaskUpdater,
+    )
     from a2a.types import (
         AgentCapabilities,
         AgentCard,
@@ -53,8 +64,9 @@ except ImportError as exc:  # wrong interpreter / venv
 class SdkAgentExecutor(AgentExecutor):
     """Answers every message with a Message (mode message) or a streamed artifact (artifact)."""
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, delay: float) -> None:
         self.mode = mode
+        self.delay = delay
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         if context.message is None:
@@ -78,6 +90,7 @@ class SdkAgentExecutor(AgentExecutor):
             )
         updater = TaskUpdater(event_queue, task_id, context_id)
         await updater.start_work()
+        await asyncio.sleep(self.delay)
         answer = f"sdk artifact: {text}"
         half = len(answer) // 2
         artifact_id = f"{task_id}:answer"
@@ -97,13 +110,13 @@ class SdkAgentExecutor(AgentExecutor):
         await updater.cancel()
 
 
-def build_app(port: int, mode: str) -> Starlette:
+def build_app(port: int, mode: str, push: bool = False, delay: float = 0.0) -> Starlette:
     base = f"http://127.0.0.1:{port}/"
     card = AgentCard(
         name=f"sdk-agent-{mode}",
         description=f"a2a-sdk test agent (mode {mode}) for the e2a cross-protocol matrix",
         version="1.0.0",
-        capabilities=AgentCapabilities(streaming=True),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=push),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="echo", name="echo", description="echoes the user text", tags=["test"])],
@@ -112,10 +125,18 @@ def build_app(port: int, mode: str) -> Starlette:
             AgentInterface(protocol_binding="HTTP+JSON", protocol_version="1.0", url=base),
         ],
     )
+    pushes = {}
+    if push:
+        configs = InMemoryPushNotificationConfigStore()
+        pushes = {
+            "push_config_store": configs,
+            "push_sender": BasePushNotificationSender(httpx.AsyncClient(timeout=10), configs),
+        }
     handler = DefaultRequestHandler(
-        agent_executor=SdkAgentExecutor(mode),
+        agent_executor=SdkAgentExecutor(mode, delay),
         task_store=InMemoryTaskStore(),
         agent_card=card,
+        **pushes,
     )
     app = Starlette()
     app.routes.extend(create_agent_card_routes(agent_card=card))
@@ -128,12 +149,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True, help="TCP port on 127.0.0.1")
     parser.add_argument("--mode", choices=["message", "artifact"], required=True)
+    parser.add_argument("--push", action="store_true", help="serve push notifications")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before the artifact mode's answer")
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args()
     if not 0 < args.port < 65536:
         parser.error(f"invalid port {args.port}")
     try:
-        uvicorn.run(build_app(args.port, args.mode), host="127.0.0.1", port=args.port,
+        uvicorn.run(build_app(args.port, args.mode, args.push, args.delay), host="127.0.0.1", port=args.port,
                     log_level=args.log_level)
     except OSError as exc:
         sys.exit(f"sdk_agent: cannot serve on 127.0.0.1:{args.port}: {exc}")

@@ -13,9 +13,13 @@
 //!   the child's task;
 //! - `delegation-event:{code}:{id}`: the first terminal event received (its SHA-256 and JSON): the
 //!   same event again is accepted, another one is a conflict;
-//! - `delegation-claim:{code}:{id}`: who finishes the run (one, of every gateway);
 //! - `waiting:{run key}` ([`crate::runs::waiting_key`]): the run waits, so no reader settles it as
-//!   failed when its gateway goes away.
+//!   failed when its gateway goes away; whoever takes the mark (one, of every gateway) finishes
+//!   the run — its own process when it still runs it, else the gateway the callback reached.
+//!
+//! A callback is answered `202` once the run has been handed its answer (the mark taken); when
+//! the run's gateway is gone but its lease has not run out yet, `503` after a few seconds: the
+//! child's push sender retries, and a retry after the lease finishes the run.
 //!
 //! A child that answers at once (a message, a finished task) ends the run without a callback. A
 //! terminal event without the task's content (a status update) is completed by reading the task
@@ -52,6 +56,10 @@ pub const DELEGATION_EXTENSION: &str = "https://goai.dev/extensions/delegation/v
 /// How often a waiting run reads the store for its callback (one that lands in the same process
 /// wakes it at once).
 const POLL: Duration = Duration::from_secs(1);
+
+/// How long a callback waits for its run to take the answer before it is answered `503` (the
+/// run's gateway gone, its lease not run out yet: the child retries).
+const HANDOFF: Duration = Duration::from_secs(5);
 
 /// Where the answers of an agent's delegated tasks come back, and the runs of this process
 /// waiting for them. Made per delegating agent; the same one is given to the agent
@@ -127,6 +135,10 @@ pub(crate) enum CallbackError {
     /// Another terminal event was received for this task before.
     #[error("another terminal event was received for this task")]
     Conflict,
+    /// The run waiting for it did not take it in time (its gateway is gone and its lease has
+    /// not run out yet): to be sent again later.
+    #[error("the run waiting for this task's answer is not reachable now; retry later")]
+    Busy,
     /// The store failed.
     #[error("store: {0}")]
     Store(String),
@@ -247,48 +259,47 @@ impl Callbacks {
                 return Err(CallbackError::Conflict);
             }
         }
-        if self.wake(id) {
+        let Some(run) = &record.run else {
+            // a run no store keeps: only its own process finishes it
+            self.wake(id);
             return Ok(Delivered::Accepted);
+        };
+        let handed = tokio::time::Instant::now() + HANDOFF;
+        loop {
+            if store.get_pause(&waiting_key(run)).await?.is_none() {
+                // taken: the run has its answer (or gave up waiting)
+                return Ok(Delivered::Accepted);
+            }
+            // its process takes it when it runs here; else, gone, the run is finished here
+            if !self.wake(id) {
+                self.finish_orphan(run, &event, runs).await?;
+            }
+            if tokio::time::Instant::now() >= handed {
+                return Err(CallbackError::Busy);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        // no run of this process waits for it: its gateway reads it from the store, or, gone,
-        // the run is finished here
-        if let Some(run) = &record.run {
-            self.finish_orphan(id, run, &event, runs).await?;
-        }
-        Ok(Delivered::Accepted)
     }
 
-    /// Finishes run `run` from `event` when no gateway runs it any more (claimed first: one
-    /// gateway writes it).
-    async fn finish_orphan(
-        &self,
-        id: &str,
-        run: &str,
-        event: &A2aStreamResponse,
-        runs: &Runs,
-    ) -> Result<(), CallbackError> {
+    /// Finishes run `run` from `event` when no gateway runs it any more — once, by whoever takes
+    /// its waiting mark.
+    async fn finish_orphan(&self, run: &str, event: &A2aStreamResponse, runs: &Runs) -> Result<(), CallbackError> {
         let (Some(agent), Some(store)) = (self.0.agent.get(), runs.pauses()) else {
             return Ok(());
         };
         let Some(orphan) = runs.orphan(run).await? else {
             return Ok(());
         };
-        let me = e2a::stream::new_id();
-        if store
-            .keep_first_pause(&self.key("delegation-claim", id), me)
-            .await?
-            .is_some()
-        {
+        if store.take_pause(&waiting_key(run)).await?.is_none() {
             return Ok(());
         }
         tracing::info!(
-            delegation = id,
+            run,
             "the run waiting for this callback has no gateway: finishing it here"
         );
         let s = ResponseStream::for_request(&orphan.request).starting_at(orphan.next);
         let frames = agent.frames_of(event, s).await;
         runs.finish_orphan(orphan, &frames).await?;
-        store.take_pause(&waiting_key(run)).await?;
         Ok(())
     }
 }
@@ -391,22 +402,21 @@ impl A2aRemoteAgent {
                     }
                 }
             };
-            // one finisher: this run, unless a gateway that found it without one did already
-            let me = e2a::stream::new_id();
-            match store.keep_first_pause(&hub.key("delegation-claim", &id), me).await {
-                Ok(None) => {}
-                Ok(Some(_)) => {
-                    tracing::warn!(delegation = %id, "another gateway finished this run while it waited");
-                    return;
+            // one finisher: this run takes its waiting mark, unless a gateway that found it
+            // without one (its lease lapsed) took it first
+            if let Some(run) = &ctx.run {
+                match store.take_pause(&waiting_key(run)).await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => {
+                        tracing::warn!(delegation = %id, "another gateway finished this run while it waited");
+                        return;
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cannot take a run's waiting mark; going on"),
                 }
-                Err(e) => tracing::warn!(error = %e, "cannot claim a delegation's answer; going on"),
             }
             this.remember(&event, &request, &ctx).await;
             for f in this.frames_of(&event, s).await {
                 yield f;
-            }
-            if let Some(run) = &ctx.run {
-                let _ = store.take_pause(&waiting_key(run)).await;
             }
         })
     }

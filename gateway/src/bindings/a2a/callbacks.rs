@@ -3,9 +3,10 @@
 //! was delegated come back ([`crate::backends::Callbacks::deliver`]). It is authenticated by the
 //! token bound to that one task (`X-A2A-Notification-Token`, or GoAI's `A2A-Notification-Token`),
 //! not by the gateway's callers: a child's push sender holds no caller credential. Answers `202`
-//! (a terminal event kept, the same one again, or a progress event acknowledged), and in the A2A
-//! HTTP+JSON error form `404` (no such delegated task), `401` (token missing or wrong), `400`
-//! (not a `StreamResponse`) and `409` (another terminal event came before).
+//! (a terminal event handed to its run, the same one again, or a progress event acknowledged),
+//! and in the A2A HTTP+JSON error form `404` (no such delegated task), `401` (token missing or
+//! wrong), `400` (not a `StreamResponse`), `409` (another terminal event came before) and `503`
+//! with `Retry-After` (the run's gateway is gone and its lease has not run out: send it again).
 
 use std::sync::Arc;
 
@@ -54,13 +55,13 @@ async fn callback(
         }
         Err(e) => {
             tracing::info!(delegation = %id, reason = %e, "callback refused");
-            Err(refusal(&id, e).into())
+            Err(refusal(&id, e, state.pipeline().retry_after()).into())
         }
     }
 }
 
-/// A refused callback in the A2A error form.
-fn refusal(id: &str, e: CallbackError) -> A2aError {
+/// A refused callback in the A2A error form (`retry_after`: the seconds a busy one is told).
+fn refusal(id: &str, e: CallbackError, retry_after: u64) -> A2aError {
     match e {
         CallbackError::NotFound(_) => A2aError::task_not_found(id),
         CallbackError::Unauthorized => {
@@ -71,6 +72,7 @@ fn refusal(id: &str, e: CallbackError) -> A2aError {
         CallbackError::Conflict => {
             A2aError::new(A2aErrorKind::InvalidRequest, e.to_string()).with_status(StatusCode::CONFLICT)
         }
+        CallbackError::Busy => A2aError::unavailable(e.to_string(), retry_after),
         CallbackError::Store(_) => A2aError::internal(e.to_string()),
     }
 }
