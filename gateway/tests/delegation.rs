@@ -88,9 +88,22 @@ async fn child() -> (Child, Spawned) {
 /// A gateway whose agent delegates to the child at `child_url` with callbacks (as agent
 /// `planner`), its callback route at `/callbacks/tasks/{id}`, waiting at most `timeout`.
 async fn parent(child_url: &str, store: impl Into<Stores>, timeout: Duration) -> Spawned {
+    parent_with(child_url, store, timeout, GatewayConfig::default(), false).await
+}
+
+/// [`parent`] with `gateway` (its callers) and unsigned callbacks refused when `signed_only`.
+async fn parent_with(
+    child_url: &str,
+    store: impl Into<Stores>,
+    timeout: Duration,
+    gateway: GatewayConfig,
+    signed_only: bool,
+) -> Spawned {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let callbacks = Callbacks::new(&format!("{base}/callbacks/tasks"), "planner", timeout).expect("callbacks");
+    let callbacks = Callbacks::new(&format!("{base}/callbacks/tasks"), "planner", timeout)
+        .expect("callbacks")
+        .signed_only(signed_only);
     let mut config = A2aRemoteConfig::new(child_url);
     config.callbacks = Some(callbacks.clone());
     let agent = A2aRemoteAgent::new(config).expect("agent");
@@ -98,7 +111,7 @@ async fn parent(child_url: &str, store: impl Into<Stores>, timeout: Duration) ->
         callbacks: Some(callbacks),
         ..A2aConfig::default()
     };
-    let gateway = Gateway::new(agent, GatewayConfig::default()).with_a2a(a2a, store);
+    let gateway = Gateway::new(agent, gateway).with_a2a(a2a, store);
     let task = tokio::spawn(async move {
         let _ = gateway.serve(listener, std::future::pending()).await;
     });
@@ -243,4 +256,77 @@ async fn a_child_gateways_own_push_sender_calls_back() {
     let last = frames.last().expect("a final frame");
     assert_eq!(last.response_kind.to_string(), "e2a.complete", "{:?}", last.body);
     assert_eq!(last.body["result"]["content"], "It is 21 °C in Paris today.");
+}
+
+#[tokio::test]
+async fn a_signed_callback_is_checked_as_its_caller_then_by_its_token() {
+    use e2a_gateway::web::hmac;
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("writer.key"), "writer-secret-key\n").expect("key");
+    std::fs::write(dir.path().join("user.key"), "user-secret\n").expect("key");
+    let text = "[callers.writer]\nkind = \"agent\"\nhmac_key_file = \"writer.key\"\n\
+                [callers.user]\napi_key_file = \"user.key\"\n";
+    let file = e2a_gateway::config_file::ConfigFile::parse(text, "e2a.toml", dir.path(), &[]).expect("config");
+    let auth = e2a_gateway::Auth::from_config(&file).expect("callers");
+    let config = GatewayConfig {
+        auth,
+        ..GatewayConfig::default()
+    };
+    let (child, child_server) = child().await;
+    let gw = parent_with(
+        &child_server.base,
+        Arc::new(MemoryStore::new()),
+        Duration::from_secs(30),
+        config,
+        true,
+    )
+    .await;
+    let resp = client()
+        .post(format!("{}/v1/e2a/requests", gw.base))
+        .bearer_auth("user-secret")
+        .header("accept", "text/event-stream")
+        .json(&envelope("write the report"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 200);
+    let (url, token) = push_config(&sent_one(&child).await);
+    let path = url.trim_start_matches(&gw.base).to_string();
+    let event = json!({"task": {"id": "child-1", "contextId": "ctx-1", "status": {"state": "TASK_STATE_COMPLETED"},
+                      "artifacts": [{"artifactId": "a1", "name": "output", "parts": [{"text": "Signed and sealed."}]}]}});
+    let body = event.to_string();
+    let post_signed = |key: &'static str, token: &str| {
+        let mut req = client()
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("A2A-Notification-Token", token)
+            .body(body.clone());
+        for (name, value) in hmac::sign(key.as_bytes(), "writer", "POST", &path, body.as_bytes()) {
+            req = req.header(name.as_str(), value);
+        }
+        req.send()
+    };
+    // unsigned, with the right token: refused (signed callbacks only)
+    assert_eq!(call_back(&url, Some(&token), &event).await.status(), 401);
+    // signed with a key that is not the caller's, with the right token: refused
+    assert_eq!(post_signed("not-the-key", &token).await.expect("post").status(), 401);
+    // signed by the caller, with a wrong token: refused
+    assert_eq!(
+        post_signed("writer-secret-key", "nope").await.expect("post").status(),
+        401
+    );
+    // signed by the caller, with its task's token: the run ends with the child's answer
+    assert_eq!(
+        post_signed("writer-secret-key", &token).await.expect("post").status(),
+        202
+    );
+    let text = tokio::time::timeout(Duration::from_secs(10), resp.text())
+        .await
+        .expect("the run ends")
+        .expect("body");
+    let frames = sse_frames(&text);
+    assert_eq!(
+        frames.last().expect("final").body["result"]["content"],
+        "Signed and sealed."
+    );
 }

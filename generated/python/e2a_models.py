@@ -764,6 +764,10 @@ class DelegationSettings(BaseModel):
         None,
         description="The base URL child agents reach this gateway at (`https://gw.example.com`; plain `http` only on a loopback address: the URL is where each task's token is posted). A delegating agent's callbacks are at `{callback_base_url}{routes.a2a}/callbacks/tasks/{id}`.",
     )
+    signed_callbacks: bool = Field(
+        False,
+        description="Refuse callbacks that are not signed (GoAI-HMAC-SHA256, by a caller of `[callers]` with an `hmac_key_file`). Either way a signed callback is verified as its caller, and every callback must carry its task's token.",
+    )
     timeout_secs: conint(ge=1) = Field(
         3600,
         description="Longest a run waits for a delegated task's callback; then the child task is cancelled and the run fails with `E2A.TIMEOUT`.",

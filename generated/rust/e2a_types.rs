@@ -2582,6 +2582,9 @@ pub struct DelegationSettings {
     ///The base URL child agents reach this gateway at (`https://gw.example.com`; plain `http` only on a loopback address: the URL is where each task's token is posted). A delegating agent's callbacks are at `{callback_base_url}{routes.a2a}/callbacks/tasks/{id}`.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub callback_base_url: ::std::option::Option<::std::string::String>,
+    ///Refuse callbacks that are not signed (GoAI-HMAC-SHA256, by a caller of `[callers]` with an `hmac_key_file`). Either way a signed callback is verified as its caller, and every callback must carry its task's token.
+    #[serde(default)]
+    pub signed_callbacks: bool,
     ///Longest a run waits for a delegated task's callback; then the child task is cancelled and the run fails with `E2A.TIMEOUT`.
     #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 3600>")]
     pub timeout_secs: ::std::num::NonZeroU64,
@@ -2590,6 +2593,7 @@ impl ::std::default::Default for DelegationSettings {
     fn default() -> Self {
         Self {
             callback_base_url: Default::default(),
+            signed_callbacks: Default::default(),
             timeout_secs: defaults::default_nzu64::<::std::num::NonZeroU64, 3600>(),
         }
     }
@@ -7771,6 +7775,8 @@ impl crate::write::WriteJson for DelegationSettings {
             w.key(&mut first, "\"callback_base_url\":");
             w.value(v);
         }
+        w.key(&mut first, "\"signed_callbacks\":");
+        w.value(&self.signed_callbacks);
         w.key(&mut first, "\"timeout_secs\":");
         w.serde(&self.timeout_secs);
         w.raw("}");

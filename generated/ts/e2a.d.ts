@@ -1981,6 +1981,10 @@ export interface DelegationSettings {
    */
   callback_base_url?: string | null;
   /**
+   * Refuse callbacks that are not signed (GoAI-HMAC-SHA256, by a caller of `[callers]` with an `hmac_key_file`). Either way a signed callback is verified as its caller, and every callback must carry its task's token.
+   */
+  signed_callbacks?: boolean;
+  /**
    * Longest a run waits for a delegated task's callback; then the child task is cancelled and the run fails with `E2A.TIMEOUT`.
    */
   timeout_secs?: number;

@@ -78,6 +78,8 @@ struct Hub {
     waiters: Mutex<HashMap<String, Arc<Notify>>>,
     /// The delegating agent without its callbacks: what reads a child's task and cancels it.
     agent: OnceLock<A2aRemoteAgent>,
+    /// Whether unsigned callbacks are refused.
+    signed_only: bool,
 }
 
 impl std::fmt::Debug for Callbacks {
@@ -175,7 +177,22 @@ impl Callbacks {
             timeout,
             waiters: Mutex::default(),
             agent: OnceLock::new(),
+            signed_only: false,
         })))
+    }
+
+    /// These callbacks, refusing those not signed (GoAI-HMAC-SHA256, by a caller of the
+    /// gateway): `[delegation] signed_callbacks`. Call it before the callbacks are shared.
+    pub fn signed_only(mut self, yes: bool) -> Self {
+        if let Some(hub) = Arc::get_mut(&mut self.0) {
+            hub.signed_only = yes;
+        }
+        self
+    }
+
+    /// Whether unsigned callbacks are refused ([`Callbacks::signed_only`]).
+    pub fn signs_required(&self) -> bool {
+        self.0.signed_only
     }
 
     /// The delegating agent's code (`sourceAgentCode`).
