@@ -939,6 +939,16 @@ class FileTransferEventType(Enum):
     file_download_complete = 'file.download.complete'
 
 
+class GroupMode(Enum):
+    """
+    When an agent group's run is done: `all` (default), every member answered; `any`, one did (the others are cancelled); `quorum`, `quorum` did (the others are cancelled).
+    """
+
+    all = 'all'
+    any = 'any'
+    quorum = 'quorum'
+
+
 class IdentityOrigin(Enum):
     """
     Who originated a message.
@@ -1770,6 +1780,26 @@ class A2aTaskStatusUpdateEvent(BaseModel):
     taskId: str = Field(..., description='The task.')
 
 
+class AgentGroup(BaseModel):
+    """
+    An agent group: each request is run by every member at once; each member's text streams into an artifact of its own (`member:NAME`), and the run ends when the mode is met — or can no longer be — with every member's outcome (`result.members`: `succeeded` with its answer, `failed` with its error, `paused`, `cancelled`); the members still working then are cancelled. A mode not met ends the run with `E2A.AGENT_ERROR`.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    members: List[str] = Field(
+        ...,
+        description='The names of the agents of `[agents]` in the group (not groups themselves), in the order their outcomes are listed.',
+        min_length=1,
+    )
+    mode: GroupMode = Field('all', description='When the run is done.')
+    quorum: Optional[conint(ge=1)] = Field(
+        None,
+        description='With `mode = "quorum"`: how many members must answer (1 to the number of members).',
+    )
+
+
 class ArtifactDelta(BaseModel):
     """
     `delta` of an `artifact` chunk: one piece of an artifact (A2A `TaskArtifactUpdateEvent`). The pieces of one artifact share `artifact_id`; every piece after the first has `append: true`, the last `last_chunk: true`.
@@ -2383,9 +2413,9 @@ class AgentEntry(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    agent: str = Field(
-        ...,
-        description='What serves it: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD`.',
+    agent: Optional[str] = Field(
+        None,
+        description='What serves it: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD` (give this or `group`).',
     )
     card: Optional[AgentCardSettings] = Field(
         None,
@@ -2394,6 +2424,10 @@ class AgentEntry(BaseModel):
     delegate: Delegate = Field(
         'stream',
         description='How an `a2a:` agent is given its runs (`stream` or `callback`; see `Delegate`).',
+    )
+    group: Optional[AgentGroup] = Field(
+        None,
+        description='Several other named agents answering each request together (give this or `agent`).',
     )
     hmac_agent_code: Optional[str] = Field(
         None,

@@ -1781,14 +1781,18 @@ pub struct AgentCardSettings {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct AgentEntry {
-    ///What serves it: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD`.
-    pub agent: ::std::string::String,
+    ///What serves it: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD` (give this or `group`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub agent: ::std::option::Option<::std::string::String>,
     ///What its A2A card says; unset fields take the gateway's defaults, the name defaults to the agent's key.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub card: ::std::option::Option<AgentCardSettings>,
     ///How an `a2a:` agent is given its runs (`stream` or `callback`; see `Delegate`).
     #[serde(default = "defaults::agent_entry_delegate")]
     pub delegate: Delegate,
+    ///Several other named agents answering each request together (give this or `agent`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub group: ::std::option::Option<AgentGroup>,
     ///The `X-GoAI-Agent-Code` the requests are signed as (null: the agent's name).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub hmac_agent_code: ::std::option::Option<::std::string::String>,
@@ -1807,6 +1811,22 @@ pub struct AgentEntry {
     ///File holding the bearer token sent to an `e2a:`/`a2a:` agent's origin.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub token_file: ::std::option::Option<::std::string::String>,
+}
+impl ::std::default::Default for AgentEntry {
+    fn default() -> Self {
+        Self {
+            agent: Default::default(),
+            card: Default::default(),
+            delegate: defaults::agent_entry_delegate(),
+            group: Default::default(),
+            hmac_agent_code: Default::default(),
+            hmac_key_env: Default::default(),
+            hmac_key_file: Default::default(),
+            on_disconnect: Default::default(),
+            token_env: Default::default(),
+            token_file: Default::default(),
+        }
+    }
 }
 ///An A2A extension the agent supports, as its card declares it (A2A 1.0 `AgentExtension`).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
@@ -1879,6 +1899,19 @@ impl<'de> ::serde::Deserialize<'de> for AgentExtensionSettingsUri {
                 <D::Error as ::serde::de::Error>::custom(e.to_string())
             })
     }
+}
+///An agent group: each request is run by every member at once; each member's text streams into an artifact of its own (`member:NAME`), and the run ends when the mode is met — or can no longer be — with every member's outcome (`result.members`: `succeeded` with its answer, `failed` with its error, `paused`, `cancelled`); the members still working then are cancelled. A mode not met ends the run with `E2A.AGENT_ERROR`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AgentGroup {
+    ///The names of the agents of `[agents]` in the group (not groups themselves), in the order their outcomes are listed.
+    pub members: ::std::vec::Vec<::std::string::String>,
+    ///When the run is done.
+    #[serde(default = "defaults::agent_group_mode")]
+    pub mode: GroupMode,
+    ///With `mode = "quorum"`: how many members must answer (1 to the number of members).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub quorum: ::std::option::Option<::std::num::NonZeroU64>,
 }
 ///Legacy agent-server unary response record.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
@@ -3523,6 +3556,70 @@ impl ::std::default::Default for GatewayFile {
         }
     }
 }
+///When an agent group's run is done: `all` (default), every member answered; `any`, one did (the others are cancelled); `quorum`, `quorum` did (the others are cancelled).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum GroupMode {
+    #[serde(rename = "all")]
+    All,
+    #[serde(rename = "any")]
+    Any,
+    #[serde(rename = "quorum")]
+    Quorum,
+}
+impl ::std::fmt::Display for GroupMode {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::All => f.write_str("all"),
+            Self::Any => f.write_str("any"),
+            Self::Quorum => f.write_str("quorum"),
+        }
+    }
+}
+impl ::std::str::FromStr for GroupMode {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "all" => Ok(Self::All),
+            "any" => Ok(Self::Any),
+            "quorum" => Ok(Self::Quorum),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for GroupMode {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for GroupMode {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::default::Default for GroupMode {
+    fn default() -> Self {
+        GroupMode::All
+    }
+}
 ///Who originated a message.
 #[derive(
     ::serde::Deserialize,
@@ -4840,6 +4937,9 @@ pub mod defaults {
     pub(super) fn agent_entry_delegate() -> super::Delegate {
         super::Delegate::Stream
     }
+    pub(super) fn agent_group_mode() -> super::GroupMode {
+        super::GroupMode::All
+    }
     pub(super) fn caller_entry_kind() -> super::CallerKind {
         super::CallerKind::User
     }
@@ -5752,6 +5852,22 @@ impl FileTransferEventType {
         }
     }
 }
+impl GroupMode {
+    /// Every value, in schema order.
+    pub const ALL: [Self; 3] = [
+        Self::All,
+        Self::Any,
+        Self::Quorum,
+    ];
+    /// The wire string of this value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::All => "all",
+            Self::Any => "any",
+            Self::Quorum => "quorum",
+        }
+    }
+}
 impl IdentityOrigin {
     /// Every value, in schema order.
     pub const ALL: [Self; 4] = [
@@ -6197,6 +6313,11 @@ impl ::std::fmt::Debug for AgentExtensionSettings {
 impl ::std::fmt::Debug for AgentExtensionSettingsUri {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "AgentExtensionSettingsUri", self)
+    }
+}
+impl ::std::fmt::Debug for AgentGroup {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "AgentGroup", self)
     }
 }
 impl ::std::fmt::Debug for AgentResponse {
@@ -7446,14 +7567,20 @@ impl crate::write::WriteJson for AgentEntry {
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         let mut first = true;
         w.raw("{");
-        w.key(&mut first, "\"agent\":");
-        w.value(&self.agent);
+        if let Some(v) = &self.agent {
+            w.key(&mut first, "\"agent\":");
+            w.value(v);
+        }
         if let Some(v) = &self.card {
             w.key(&mut first, "\"card\":");
             w.value(v);
         }
         w.key(&mut first, "\"delegate\":");
         w.value((&self.delegate).as_str());
+        if let Some(v) = &self.group {
+            w.key(&mut first, "\"group\":");
+            w.value(v);
+        }
         if let Some(v) = &self.hmac_agent_code {
             w.key(&mut first, "\"hmac_agent_code\":");
             w.value(v);
@@ -7498,6 +7625,22 @@ impl crate::write::WriteJson for AgentExtensionSettings {
         w.value(&self.required);
         w.key(&mut first, "\"uri\":");
         w.serde(&self.uri);
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for AgentGroup {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        w.key(&mut first, "\"members\":");
+        w.value(&self.members);
+        w.key(&mut first, "\"mode\":");
+        w.value((&self.mode).as_str());
+        if let Some(v) = &self.quorum {
+            w.key(&mut first, "\"quorum\":");
+            w.serde(v);
+        }
         w.raw("}");
     }
 }

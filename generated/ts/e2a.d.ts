@@ -252,6 +252,13 @@ export type AcpSessionUpdateKind =
  */
 export type Delegate = "stream" | "callback";
 /**
+ * When an agent group's run is done: `all` (default), every member answered; `any`, one did (the others are cancelled); `quorum`, `quorum` did (the others are cancelled).
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "GroupMode".
+ */
+export type GroupMode = "all" | "any" | "quorum";
+/**
  * What happens to a run whose every client went away: `detach` (default), it keeps running to its end, its frames kept (in the store when one keeps runs), and can be read again from its id (`Last-Event-ID`, the E2A run resource) on any gateway of the store — still bounded by the run deadline and `max_streams`; `cancel`, it is cancelled after a short grace period (2 s) unless a client comes back.
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -1543,14 +1550,18 @@ export interface AgentCardSettings {
  */
 export interface AgentEntry {
   /**
-   * What serves it: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD`.
+   * What serves it: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD` (give this or `group`).
    */
-  agent: string;
+  agent?: string | null;
   /**
    * What its A2A card says; unset fields take the gateway's defaults, the name defaults to the agent's key.
    */
   card?: AgentCardSettings | null;
   delegate?: Delegate;
+  /**
+   * Several other named agents answering each request together (give this or `agent`).
+   */
+  group?: AgentGroup | null;
   /**
    * The `X-GoAI-Agent-Code` the requests are signed as (null: the agent's name).
    */
@@ -1575,6 +1586,25 @@ export interface AgentEntry {
    * File holding the bearer token sent to an `e2a:`/`a2a:` agent's origin.
    */
   token_file?: string | null;
+}
+/**
+ * An agent group: each request is run by every member at once; each member's text streams into an artifact of its own (`member:NAME`), and the run ends when the mode is met — or can no longer be — with every member's outcome (`result.members`: `succeeded` with its answer, `failed` with its error, `paused`, `cancelled`); the members still working then are cancelled. A mode not met ends the run with `E2A.AGENT_ERROR`.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "AgentGroup".
+ */
+export interface AgentGroup {
+  /**
+   * The names of the agents of `[agents]` in the group (not groups themselves), in the order their outcomes are listed.
+   *
+   * @minItems 1
+   */
+  members: [string, ...string[]];
+  mode?: GroupMode;
+  /**
+   * With `mode = "quorum"`: how many members must answer (1 to the number of members).
+   */
+  quorum?: number | null;
 }
 /**
  * Legacy agent-server unary response record.

@@ -7,6 +7,7 @@ mod a2a_remote;
 mod acp_process;
 mod e2a_remote;
 mod echo;
+mod group;
 pub mod script;
 mod spec;
 
@@ -15,6 +16,7 @@ pub use a2a_remote::{A2aRemoteAgent, A2aRemoteConfig, A2aRemoteError, Callbacks,
 pub use acp_process::{AcpProcessAgent, AcpProcessConfig, PermissionPolicy, AGENT_ENV, AGENT_ENV_PREFIXES};
 pub use e2a_remote::{E2aRemoteAgent, E2aRemoteConfig, E2aRemoteError};
 pub use echo::EchoAgent;
+pub use group::{GroupAgent, GroupError, GroupMode};
 pub use script::{ScriptAgent, ScriptStats};
 pub use spec::{AgentOptions, AgentSpec, SpecError};
 

@@ -105,11 +105,16 @@ impl ConfigFile {
         name: &str,
     ) -> Option<Result<(crate::backends::AgentSpec, crate::backends::AgentOptions), ConfigError>> {
         let entry = self.settings.agents.get(name)?;
-        Some(agent_token(self, name, entry).and_then(|(token, signer, _)| {
+        let spec = super::groups::spec_of(self, name, entry).and_then(|spec| {
+            let why = "a group is served by e2a serve only (e2a acp runs one agent)";
+            spec.ok_or_else(|| self.error(&format!("/agents/{}/group", pointer_key(name)), why))
+        });
+        Some(spec.and_then(|spec| {
+            let (token, signer, _) = agent_token(self, name, entry)?;
             spec_of(
                 self,
                 &format!("/agents/{}/agent", pointer_key(name)),
-                &entry.agent,
+                spec,
                 (token, signer, None),
             )
         }))
@@ -119,15 +124,20 @@ impl ConfigFile {
     /// agent spec parsed, the root card file read. What `e2a config check` runs.
     pub fn check(&self) -> Result<(), Vec<ConfigError>> {
         let mut errors = crate::web::auth::Auth::from_config(self).err().unwrap_or_default();
-        let mut spec = |pointer: &str, text: &str| {
-            if let Err(e) = text.parse::<crate::backends::AgentSpec>() {
-                errors.push(self.error(pointer, e.to_string()));
-            }
+        let spec = |pointer: &str, text: &str| {
+            text.parse::<crate::backends::AgentSpec>()
+                .err()
+                .map(|e| self.error(pointer, e.to_string()))
         };
-        spec("/agent", &self.settings.agent);
+        errors.extend(spec("/agent", &self.settings.agent));
         for (name, entry) in &self.settings.agents {
-            spec(&format!("/agents/{}/agent", pointer_key(name)), &entry.agent);
+            match super::groups::spec_of(self, name, entry) {
+                Ok(Some(text)) => errors.extend(spec(&format!("/agents/{}/agent", pointer_key(name)), text)),
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
         }
+        errors.extend(super::groups::check(self));
         if let Some(f) = &self.settings.agent_token_file {
             if let Err(e) = self.secret("/agent_token_file", Some(f), None) {
                 errors.push(e);
@@ -335,7 +345,8 @@ fn callbacks_of(
         return Ok(None);
     }
     let at = format!("/agents/{}/delegate", pointer_key(name));
-    if !matches!(entry.agent.parse(), Ok(crate::backends::AgentSpec::A2a(_))) {
+    let spec = entry.agent.as_deref().map(str::parse::<crate::backends::AgentSpec>);
+    if !matches!(spec, Some(Ok(crate::backends::AgentSpec::A2a(_)))) {
         return Err(file.error(&at, "delegate = \"callback\" is for a2a: agents"));
     }
     if !file.settings.a2a.enabled {
@@ -392,14 +403,32 @@ fn named_agents(file: &ConfigFile) -> (Vec<NamedAgent<'_>>, Vec<ConfigError>) {
     let mut errors = Vec::new();
     let mut named = Vec::new();
     for (name, entry) in &file.settings.agents {
+        let spec = match super::groups::spec_of(file, name, entry) {
+            Ok(Some(spec)) => spec,
+            // groups are built from the others, below
+            Ok(None) => continue,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
         let agent = agent_token(file, name, entry).and_then(|creds| {
             let (signer, callbacks) = (creds.1.clone(), creds.2.clone());
             let pointer = format!("/agents/{}/agent", pointer_key(name));
-            build_agent(file, &pointer, &entry.agent, creds).map(|agent| (agent, signer, callbacks))
+            build_agent(file, &pointer, spec, creds).map(|agent| (agent, signer, callbacks))
         });
         match agent {
             Ok((agent, signer, callbacks)) => named.push((name, entry, agent, signer, callbacks)),
             Err(e) => errors.push(e),
+        }
+    }
+    let built: Vec<(&String, std::sync::Arc<dyn crate::agent::Agent>)> =
+        named.iter().map(|(n, _, a, ..)| (*n, a.clone())).collect();
+    let (groups, group_errors) = super::groups::build(file, &built);
+    errors.extend(group_errors);
+    for (name, agent) in groups {
+        if let Some((name, entry)) = file.settings.agents.get_key_value(&name) {
+            named.push((name, entry, agent, None, None));
         }
     }
     (named, errors)

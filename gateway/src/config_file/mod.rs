@@ -33,6 +33,7 @@ pub use crate::web::auth::ROOT_AGENT;
 mod build;
 mod callers;
 mod checks;
+mod groups;
 mod toml;
 
 use toml::{table_json, Lines};
