@@ -314,6 +314,10 @@ impl Stored {
             if let Some(end) = self.orphan_end().await {
                 return Some(Arc::new(end));
             }
+            if !self.buffer.is_empty() || self.ended {
+                // (finished meanwhile: read above)
+                continue;
+            }
             match &mut self.follow {
                 Some(follow) => follow.wait(FOLLOW_QUIET).await,
                 None => tokio::time::sleep(FOLLOW_EVERY).await,
@@ -343,6 +347,13 @@ impl Stored {
         if self.store.waiting_external(&self.key).await {
             return None;
         }
+        // or it was finished since its log was read (a waiting mark goes after the last frames)
+        if let Ok(Some(log)) = self.store.runs.run_after(&self.key, self.after).await {
+            if log.run == self.run && (log.ended || !log.frames.is_empty()) {
+                self.absorb(log);
+                return None;
+            }
+        }
         let end = self.cutoff(
             "the gateway running this request stopped before it finished",
             "gateway_gone",
@@ -360,9 +371,13 @@ impl Stored {
             self.after = Some(f.sequence);
             out.push(f.to_json());
         }
-        if let Some(end) = self.orphan_end().await {
-            out.push(end.to_json());
+        let end = self.orphan_end().await;
+        // (what came while it looked, when the run was finished meanwhile)
+        while let Some(f) = self.buffer.pop_front() {
+            self.after = Some(f.sequence);
+            out.push(f.to_json());
         }
+        out.extend(end.map(|e| e.to_json()));
         out
     }
 

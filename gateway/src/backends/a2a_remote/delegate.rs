@@ -14,8 +14,9 @@
 //! - `delegation-event:{code}:{id}`: the first terminal event received (its SHA-256 and JSON): the
 //!   same event again is accepted, another one is a conflict;
 //! - `waiting:{run key}` ([`crate::runs::waiting_key`]): the run waits, so no reader settles it as
-//!   failed when its gateway goes away; whoever takes the mark (one, of every gateway) finishes
-//!   the run — its own process when it still runs it, else the gateway the callback reached.
+//!   failed when its gateway goes away; it goes once the run has its answer;
+//! - `finishing:{run key}`: who finishes the run (one, of every gateway) — its own process when
+//!   it still runs it, else the gateway the callback reached; a claim a minute old is taken over.
 //!
 //! A callback is answered `202` once the run has been handed its answer (the mark taken); when
 //! the run's gateway is gone but its lease has not run out yet, `503` after a few seconds: the
@@ -60,6 +61,9 @@ const POLL: Duration = Duration::from_secs(1);
 /// How long a callback waits for its run to take the answer before it is answered `503` (the
 /// run's gateway gone, its lease not run out yet: the child retries).
 const HANDOFF: Duration = Duration::from_secs(5);
+
+/// After how long a claim to finish a run ([`claim`]) is taken to be its dead finisher's.
+const CLAIM_TTL_MS: i64 = 60_000;
 
 /// Where the answers of an agent's delegated tasks come back, and the runs of this process
 /// waiting for them. Made per delegating agent; the same one is given to the agent
@@ -298,8 +302,9 @@ impl Callbacks {
         }
     }
 
-    /// Finishes run `run` from `event` when no gateway runs it any more — once, by whoever takes
-    /// its waiting mark.
+    /// Finishes run `run` from `event` when no gateway runs it any more — once, by whoever
+    /// claims it ([`claim`]). Its waiting mark goes only once its last frames are written, so
+    /// that no reader settles it as failed meanwhile.
     async fn finish_orphan(&self, run: &str, event: &A2aStreamResponse, runs: &Runs) -> Result<(), CallbackError> {
         let (Some(agent), Some(store)) = (self.0.agent.get(), runs.pauses()) else {
             return Ok(());
@@ -307,7 +312,7 @@ impl Callbacks {
         let Some(orphan) = runs.orphan(run).await? else {
             return Ok(());
         };
-        if store.take_pause(&waiting_key(run)).await?.is_none() {
+        if !claim(store.as_ref(), run).await? {
             return Ok(());
         }
         tracing::info!(
@@ -317,8 +322,32 @@ impl Callbacks {
         let s = ResponseStream::for_request(&orphan.request).starting_at(orphan.next);
         let frames = agent.frames_of(event, s).await;
         runs.finish_orphan(orphan, &frames).await?;
+        store.take_pause(&waiting_key(run)).await?;
+        store.take_pause(&finishing_key(run)).await?;
         Ok(())
     }
+}
+
+/// The pause key of the claim to finish run `run` (what time it was claimed, in ms).
+fn finishing_key(run: &str) -> String {
+    format!("finishing:{run}")
+}
+
+/// Claims the finishing of run `run`: whether this caller won (of every gateway, one does). A
+/// claim older than [`CLAIM_TTL_MS`] is taken over: its finisher died before it was done (the
+/// run still waits, and the child, which had no `202`, sends its callback again).
+async fn claim(store: &dyn PauseKeeper, run: &str) -> Result<bool, crate::agent::PauseError> {
+    let key = finishing_key(run);
+    let now = e2a::timestamp::now_ms();
+    let Some(at) = store.keep_first_pause(&key, now.to_string()).await? else {
+        return Ok(true);
+    };
+    let stale = at.parse::<i64>().map_or(true, |t| now.saturating_sub(t) > CLAIM_TTL_MS);
+    if !stale {
+        return Ok(false);
+    }
+    store.take_pause(&key).await?;
+    Ok(store.keep_first_pause(&key, now.to_string()).await?.is_none())
 }
 
 /// A run's registration as waiting for its callback in this process.
@@ -419,17 +448,19 @@ impl A2aRemoteAgent {
                     }
                 }
             };
-            // one finisher: this run takes its waiting mark, unless a gateway that found it
-            // without one (its lease lapsed) took it first
+            // one finisher: this run, unless a gateway that found it without one (its lease
+            // lapsed) claimed it first; its lease keeps readers from settling it from here on
             if let Some(run) = &ctx.run {
-                match store.take_pause(&waiting_key(run)).await {
-                    Ok(Some(_)) => {}
-                    Ok(None) => {
-                        tracing::warn!(delegation = %id, "another gateway finished this run while it waited");
+                match claim(store.as_ref(), run).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(delegation = %id, "another gateway finishes this run");
                         return;
                     }
-                    Err(e) => tracing::warn!(error = %e, "cannot take a run's waiting mark; going on"),
+                    Err(e) => tracing::warn!(error = %e, "cannot claim a run's answer; going on"),
                 }
+                let _ = store.take_pause(&waiting_key(run)).await;
+                let _ = store.take_pause(&finishing_key(run)).await;
             }
             this.remember(&event, &request, &ctx).await;
             for f in this.frames_of(&event, s).await {
