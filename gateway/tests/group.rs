@@ -254,7 +254,7 @@ async fn a_config_file_group_is_checked_and_served() {
         errors_of(&too_many)
     );
     let both = format!("{agents}[agents.g]\nagent = \"echo\"\ngroup = {{members = [\"a\"]}}\n");
-    assert!(errors_of(&both).contains("give `agent`"), "{}", errors_of(&both));
+    assert!(errors_of(&both).contains("not both"), "{}", errors_of(&both));
     // served at its routes, like any named agent
     let file = ConfigFile::parse(&ok, "e2a.toml", dir.path(), &[]).expect("config");
     let served = serve_crashable(file.gateway(None, None).expect("gateway")).await;

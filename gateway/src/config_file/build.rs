@@ -137,7 +137,6 @@ impl ConfigFile {
                 Err(e) => errors.push(e),
             }
         }
-        errors.extend(super::groups::check(self));
         if let Some(f) = &self.settings.agent_token_file {
             if let Err(e) = self.secret("/agent_token_file", Some(f), None) {
                 errors.push(e);

@@ -9,9 +9,11 @@ use crate::web::auth::ROOT_AGENT;
 pub(super) fn semantic_errors(file: &ConfigFile) -> Vec<ConfigError> {
     let routes = &file.settings.routes;
     let mut errors = Vec::new();
-    for name in file.settings.agents.keys() {
+    for (name, entry) in &file.settings.agents {
         errors.extend(agent_name_error(file, name));
+        errors.extend(super::groups::spec_of(file, name, entry).err());
     }
+    errors.extend(super::groups::check(file));
     if let Some(d) = &file.settings.default_agent {
         if !file.settings.agents.contains_key(d) {
             errors.push(file.error("/default_agent", format!("no agent `{d}` in [agents]")));

@@ -20,9 +20,13 @@ pub(super) fn spec_of<'a>(
     match (&entry.agent, &entry.group) {
         (Some(spec), None) => Ok(Some(spec)),
         (None, Some(_)) => Ok(None),
-        _ => Err(file.error(
+        (None, None) => Err(file.error(
+            &format!("/agents/{}/agent", pointer_key(name)),
+            "missing required key (or give `group`: the agents that answer together)",
+        )),
+        (Some(_), Some(_)) => Err(file.error(
             &format!("/agents/{}", pointer_key(name)),
-            "give `agent` (what serves it) or `group` (the agents that answer together), one of them",
+            "give `agent` (what serves it) or `group` (the agents that answer together), not both",
         )),
     }
 }
@@ -71,12 +75,8 @@ fn mode(mode: GroupMode, quorum: Option<u64>, members: usize) -> Result<Mode, St
 type Named = Vec<(String, Arc<dyn Agent>)>;
 
 /// The groups of the file, built from `built` (the other named agents, by name); the errors
-/// of those that cannot be (see [`check`]).
+/// of those that cannot be (a parsed file's groups passed [`check`]).
 pub(super) fn build(file: &ConfigFile, built: &[(&String, Arc<dyn Agent>)]) -> (Named, Vec<ConfigError>) {
-    let errors = check(file);
-    if !errors.is_empty() {
-        return (Vec::new(), errors);
-    }
     let mut groups = Vec::new();
     let mut errors = Vec::new();
     for (name, entry) in &file.settings.agents {

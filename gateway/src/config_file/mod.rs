@@ -331,7 +331,7 @@ mod tests {
         );
         assert_eq!(
             errors("[agents.w]\ntoken_file = \"t\"\n"),
-            ["c.toml:1: agents.w.agent: missing required key"]
+            ["c.toml:1: agents.w.agent: missing required key (or give `group`: the agents that answer together)"]
         );
         assert_eq!(errors("[server\n").len(), 1);
         assert!(errors("[server\n")[0].starts_with("c.toml:1: "));
