@@ -14,7 +14,7 @@
 //! let text = "[a2a]\nenabled = true\n\n[agents.writer]\nagent = \"echo\"\n";
 //! let file = ConfigFile::parse(text, "e2a.toml", ".".as_ref(), &[]).unwrap();
 //! assert!(file.settings.a2a.enabled);
-//! assert_eq!(file.settings.agents["writer"].agent, "echo");
+//! assert_eq!(file.settings.agents["writer"].agent.as_deref(), Some("echo"));
 //!
 //! let errors = ConfigFile::parse("[server]\nbogus = 1\n", "e2a.toml", ".".as_ref(), &[]).unwrap_err();
 //! assert_eq!(errors[0].to_string(), "e2a.toml:2: server.bogus: unknown key");

@@ -19,13 +19,15 @@
 //! With callbacks ([`A2aRemoteConfig::callbacks`], `delegate = "callback"`), a run is delegated
 //! instead: one `SendMessage` that returns at once, then the child's callback ([`delegate`]).
 
+mod callbacks;
 mod cancel;
 mod delegate;
 mod exchange;
 mod urls;
 
-pub(crate) use delegate::CallbackError;
-pub use delegate::{Callbacks, DELEGATION_EXTENSION};
+pub(crate) use callbacks::CallbackError;
+pub use callbacks::Callbacks;
+pub use delegate::DELEGATION_EXTENSION;
 
 use std::collections::HashMap;
 use std::sync::Arc;
