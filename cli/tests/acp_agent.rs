@@ -4,11 +4,15 @@
 //! same features as the rest of the workspace's tests: a test that ran `cargo build -p e2a-cli`
 //! itself rebuilt the dependency graph a second time (and filled a CI machine's disk).
 
+#[path = "../../gateway/tests/support/acp_runs.rs"]
+mod acp_runs;
+use acp_runs::*;
+
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use e2a::{E2AEnvelope, E2AResponse};
+use e2a::E2AResponse;
 use e2a_gateway::backends::{AcpProcessAgent, AcpProcessConfig};
 use e2a_gateway::protocol::acp::{NotificationHook, Peer, PeerOptions};
 use e2a_gateway::{Agent, Caller, RequestContext};
@@ -30,39 +34,6 @@ fn script_file(dir: &tempfile::TempDir) -> String {
 
 fn agent(command: Vec<String>) -> AcpProcessAgent {
     AcpProcessAgent::new(AcpProcessConfig::new(command)).unwrap()
-}
-
-fn request(text: &str, session: Option<&str>) -> E2AEnvelope {
-    let mut r =
-        E2AEnvelope::new("session/prompt", json!({"text": text})).with_request_id(uuid::Uuid::new_v4().to_string());
-    r.session_id = session.map(str::to_string);
-    r
-}
-
-async fn run(agent: &AcpProcessAgent, req: E2AEnvelope) -> Vec<E2AResponse> {
-    let ctx = RequestContext::new(Caller::anonymous(), None);
-    let frames = agent.run(req, ctx).map(E2AResponse::from);
-    tokio::time::timeout(Duration::from_secs(30), frames.collect::<Vec<_>>())
-        .await
-        .expect("the run ends in time")
-}
-
-fn text(frames: &[E2AResponse]) -> String {
-    frames
-        .iter()
-        .filter(|f| f.body.get("delta_kind").and_then(Value::as_str) == Some("text"))
-        .filter_map(|f| f.body.get("delta").and_then(Value::as_str))
-        .collect()
-}
-
-fn final_kind(frames: &[E2AResponse]) -> String {
-    let last = frames.last().expect("frames");
-    assert!(last.is_final, "the last frame is final");
-    assert_eq!(frames.iter().filter(|f| f.is_final).count(), 1);
-    for (i, f) in frames.iter().enumerate() {
-        assert_eq!(f.sequence, i as u64, "sequence");
-    }
-    last.response_kind.to_string()
 }
 
 #[tokio::test]

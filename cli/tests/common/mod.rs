@@ -59,35 +59,10 @@ pub fn serve_at(bind: &str, args: &[&str]) -> Serve {
     }
 }
 
-/// The server's URL, or `None` (the test is skipped) when none is configured.
-pub fn postgres() -> Option<String> {
-    match std::env::var("E2A_TEST_POSTGRES_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var_os("E2A_REQUIRE_POSTGRES").is_none(),
-                "E2A_REQUIRE_POSTGRES is set but E2A_TEST_POSTGRES_URL is not"
-            );
-            eprintln!("skipped: no E2A_TEST_POSTGRES_URL (see gateway/tests/postgres/start.sh)");
-            None
-        }
-    }
-}
-
-/// A new, empty database on the server of `url`; its URL.
-pub async fn fresh_database(url: &str) -> String {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .expect("connect to the test server");
-    tokio::spawn(connection);
-    let name = format!("e2a_test_{}", uuid::Uuid::new_v4().simple());
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .expect("create database");
-    let (base, _) = url.rsplit_once('/').expect("a URL with a database");
-    format!("{base}/{name}")
-}
+#[path = "../../../gateway/tests/support/postgres.rs"]
+mod postgres_server;
+#[allow(unused_imports)]
+pub use postgres_server::{fresh_database, postgres};
 
 /// The scenario of a delegation test's child: a report that takes `delay_ms` to write.
 fn child_script(delay_ms: u64) -> String {
@@ -170,4 +145,13 @@ pub async fn planner_run_until(
         assert!(started.elapsed() < within, "run {id}: {r}");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+}
+
+/// Waits (at most `within`) until run `id` of `planner` at `base` ends, and checks it ended with
+/// the delegation child's report.
+pub async fn planner_reported(base: &str, id: &str, within: std::time::Duration) {
+    let r = planner_run_until(base, id, within, |r| r["state"] != "running").await;
+    assert_eq!(r["state"], "succeeded", "{r}");
+    let content = &r["final_frame"]["body"]["result"]["content"];
+    assert_eq!(content, "The report, written slowly.", "{r}");
 }

@@ -168,28 +168,14 @@ pub fn sse_events(text: &str) -> Vec<(Option<u64>, Value)> {
         .collect()
 }
 
+#[path = "../support/postgres.rs"]
+mod postgres_server;
+
 /// A new database on the PostgreSQL server of `E2A_TEST_POSTGRES_URL`, or `None` (skipped)
 /// without one — unless `E2A_REQUIRE_POSTGRES` is set (CI), which makes that a failure.
 pub async fn postgres_database() -> Option<String> {
-    let Some(url) = std::env::var("E2A_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
-        assert!(
-            std::env::var_os("E2A_REQUIRE_POSTGRES").is_none(),
-            "E2A_REQUIRE_POSTGRES is set but E2A_TEST_POSTGRES_URL is not"
-        );
-        eprintln!("skipped: no E2A_TEST_POSTGRES_URL (see gateway/tests/postgres/start.sh)");
-        return None;
-    };
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .expect("connect to the test server");
-    tokio::spawn(connection);
-    let name = format!("e2a_test_{}", uuid::Uuid::new_v4().simple());
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .expect("create database");
-    let (base, _) = url.rsplit_once('/').expect("a URL with a database");
-    Some(format!("{base}/{name}"))
+    let url = postgres_server::postgres()?;
+    Some(postgres_server::fresh_database(&url).await)
 }
 
 /// `E2A_TEST_POSTGRES_CA`: the test server's certificate, when it speaks TLS.
