@@ -2,7 +2,8 @@
 //! (`delegate = "callback"`) is killed (SIGKILL) while the child works; restarted on the same
 //! SQLite file and port, it receives the child's callback — posted by the child's own push
 //! sender, retried while the parent was down — and the run, which read `running` meanwhile,
-//! ends with the child's answer. (Two gateways on PostgreSQL: `multi_gateway.rs`.)
+//! ends with the child's answer; one whose delegation times out meanwhile reads failed. (Two
+//! gateways on PostgreSQL: `multi_gateway.rs`.)
 
 use std::time::Duration;
 
@@ -36,7 +37,7 @@ fn a_delegated_run_survives_its_gateways_crash_and_ends_from_the_callback() {
         dir.path(),
         "parent.toml",
         &store,
-        "",
+        ("", ""),
         &format!("http://{bind}"),
         &child.base,
     );
@@ -71,5 +72,45 @@ fn a_delegated_run_survives_its_gateways_crash_and_ends_from_the_callback() {
             .as_str()
             .unwrap_or_default()
             .starts_with("delegated as task"));
+    });
+}
+
+/// A run whose gateway died while it waited waits no longer than its delegation could: once
+/// `[delegation] timeout_secs` has passed without a callback, a reader settles it as failed.
+#[test]
+fn a_waiting_run_of_a_dead_gateway_reads_failed_once_its_delegation_timed_out() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let child = child_gateway(dir.path(), 60_000);
+    let bind = format!("127.0.0.1:{}", free_port());
+    let store = format!("sqlite:{}", dir.path().join("parent.db").display());
+    let extra = ("", "timeout_secs = 5\n");
+    let config = delegating_config(
+        dir.path(),
+        "parent.toml",
+        &store,
+        extra,
+        &format!("http://{bind}"),
+        &child.base,
+    );
+    let args = ["--config", config.to_str().expect("path")];
+    let mut parent = serve_at(&bind, &args);
+    runtime().block_on(async {
+        submit_to_planner(&parent.base, "deleg-2", "write the report").await;
+        planner_run_until(&parent.base, "deleg-2", Duration::from_secs(10), |r| {
+            r["frames"].as_u64().unwrap_or(0) >= 1
+        })
+        .await;
+    });
+    parent.kill();
+    let parent = serve_at(&bind, &args);
+    runtime().block_on(async {
+        let r = planner_run(&parent.base, "deleg-2").await;
+        assert_eq!(r["state"], "running", "still within its delegation's time: {r}");
+        let r = planner_run_until(&parent.base, "deleg-2", Duration::from_secs(15), |r| {
+            r["state"] != "running"
+        })
+        .await;
+        assert_eq!(r["state"], "failed", "{r}");
+        assert_eq!(r["final_frame"]["body"]["details"]["reason"], "gateway_gone", "{r}");
     });
 }

@@ -669,7 +669,7 @@ fn a_delegated_run_of_a_killed_gateway_is_finished_by_the_gateway_its_callback_r
         dir.path(),
         "parent.toml",
         &db,
-        &store_extra,
+        (&store_extra, ""),
         &format!("http://{b_bind}"),
         &child.base,
     );

@@ -90,20 +90,21 @@ pub fn child_gateway(dir: &std::path::Path, delay_ms: u64) -> Serve {
 }
 
 /// The config file `name` in `dir` of a gateway whose agent `planner` delegates to the child at
-/// `child` with callbacks to `callback_base`, keeping tasks and runs in `store` (`store_extra`:
-/// more lines of `[store]`).
+/// `child` with callbacks to `callback_base`, keeping tasks and runs in `store` (`extra`: more
+/// lines of `[store]`, then of `[delegation]`).
 pub fn delegating_config(
     dir: &std::path::Path,
     name: &str,
     store: &str,
-    store_extra: &str,
+    extra: (&str, &str),
     callback_base: &str,
     child: &str,
 ) -> std::path::PathBuf {
     let path = dir.join(name);
+    let (store_extra, delegation_extra) = extra;
     let text = format!(
         "[store]\nurl = \"{store}\"\n{store_extra}[a2a]\nenabled = true\n\
-         [delegation]\ncallback_base_url = \"{callback_base}\"\n\
+         [delegation]\ncallback_base_url = \"{callback_base}\"\n{delegation_extra}\
          [agents.planner]\nagent = \"a2a:{child}\"\ndelegate = \"callback\"\n"
     );
     std::fs::write(&path, text).expect("config");

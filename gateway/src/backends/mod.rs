@@ -11,8 +11,8 @@ mod group;
 pub mod script;
 mod spec;
 
-pub(crate) use a2a_remote::CallbackError;
 pub use a2a_remote::{A2aRemoteAgent, A2aRemoteConfig, A2aRemoteError, Callbacks, DELEGATION_EXTENSION};
+pub(crate) use a2a_remote::{CallbackError, Delivered};
 pub use acp_process::{AcpProcessAgent, AcpProcessConfig, PermissionPolicy, AGENT_ENV, AGENT_ENV_PREFIXES};
 pub use e2a_remote::{E2aRemoteAgent, E2aRemoteConfig, E2aRemoteError};
 pub use echo::EchoAgent;

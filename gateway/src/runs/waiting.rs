@@ -17,20 +17,52 @@ pub(crate) fn waiting_key(key: &str) -> String {
     format!("waiting:{key}")
 }
 
+/// What a waiting mark holds: until when (ms since the Unix epoch) the run waits. Past it, the
+/// answer will not come (its wait timed out with the gateway that ran it), and a reader settles
+/// the run as failed.
+pub(crate) fn waiting_mark(until_ms: i64) -> String {
+    serde_json::json!({ "until_ms": until_ms }).to_string()
+}
+
 impl RunKeeping {
-    /// Whether run `key` waits for an answer from outside ([`waiting_key`]); `false` when the
-    /// mark cannot be read (logged).
+    /// Whether run `key` waits for an answer from outside ([`waiting_key`], not past its time);
+    /// `false` when the mark cannot be read (logged).
     pub(crate) async fn waiting_external(&self, key: &str) -> bool {
         let Some(pauses) = &self.pauses else {
             return false;
         };
         match pauses.get_pause(&waiting_key(key)).await {
-            Ok(mark) => mark.is_some(),
+            Ok(Some(mark)) => {
+                let until = serde_json::from_str::<serde_json::Value>(&mark)
+                    .ok()
+                    .and_then(|m| m.get("until_ms").and_then(serde_json::Value::as_i64));
+                until.is_none_or(|until| e2a::timestamp::now_ms() < until)
+            }
+            Ok(None) => false,
             Err(e) => {
                 tracing::error!(error = %e, "cannot read whether a run waits for a callback");
                 false
             }
         }
+    }
+}
+
+impl Runs {
+    /// Whether run `key` (its store key) has ended: `None` when neither this gateway nor the
+    /// store keeps it.
+    pub(crate) async fn run_ended(&self, key: &str) -> Result<Option<bool>, StoreError> {
+        let local = {
+            let inner = self.inner.lock();
+            let found = inner.by_key.iter().find(|(k, _)| k.scoped_id() == key);
+            found.map(|(_, (_, run))| run.ended())
+        };
+        if local.is_some() {
+            return Ok(local);
+        }
+        let Some(store) = self.store.get() else {
+            return Ok(None);
+        };
+        Ok(store.runs.run_summary(key).await?.map(|s| s.ended))
     }
 }
 

@@ -158,7 +158,7 @@ impl Callbacks {
     }
 
     /// Whether unsigned callbacks are refused ([`Callbacks::signed_only`]).
-    pub fn signs_required(&self) -> bool {
+    pub fn requires_signatures(&self) -> bool {
         self.0.signed_only
     }
 
@@ -255,8 +255,8 @@ impl Callbacks {
         };
         let handed = tokio::time::Instant::now() + HANDOFF;
         loop {
-            if store.get_pause(&waiting_key(run)).await?.is_none() {
-                // taken: the run has its answer (or gave up waiting)
+            if runs.run_ended(run).await? != Some(false) {
+                // the run has its answer (or gave up waiting, or is no longer kept)
                 return Ok(Delivered::Accepted);
             }
             // its process takes it when it runs here; else, gone, the run is finished here
@@ -302,8 +302,9 @@ pub(super) fn finishing_key(run: &str) -> String {
 }
 
 /// Claims the finishing of run `run`: whether this caller won (of every gateway, one does). A
-/// claim older than [`CLAIM_TTL_MS`] is taken over: its finisher died before it was done (the
-/// run still waits, and the child, which had no `202`, sends its callback again).
+/// claim older than [`CLAIM_TTL_MS`] is taken over: its finisher died before the run ended (the
+/// run still waits, and the child, which had no `202` — a callback is answered once the run has
+/// ended — sends its callback again).
 pub(super) async fn claim(store: &dyn PauseKeeper, run: &str) -> Result<bool, crate::agent::PauseError> {
     let key = finishing_key(run);
     let now = e2a::timestamp::now_ms();

@@ -13,14 +13,14 @@
 //!   the child's task;
 //! - `delegation-event:{code}:{id}`: the first terminal event received (its SHA-256 and JSON): the
 //!   same event again is accepted, another one is a conflict;
-//! - `waiting:{run key}` ([`crate::runs::waiting_key`]): the run waits, so no reader settles it as
-//!   failed when its gateway goes away; it goes once the run has its answer;
+//! - `waiting:{run key}` ([`crate::runs::waiting_key`]): the run waits — until its delegation's
+//!   timeout — so no reader settles it as failed when its gateway goes away;
 //! - `finishing:{run key}`: who finishes the run (one, of every gateway) — its own process when
 //!   it still runs it, else the gateway the callback reached; a claim a minute old is taken over.
 //!
-//! A callback is answered `202` once the run has been handed its answer (the mark taken); when
-//! the run's gateway is gone but its lease has not run out yet, `503` after a few seconds: the
-//! child's push sender retries, and a retry after the lease finishes the run.
+//! A callback is answered `202` once the run it answers has ended; when the run's gateway is
+//! gone but its lease has not run out yet (or the run's finisher died), `503` after a few
+//! seconds: the child's push sender retries, and a retry finishes the run.
 //!
 //! A child that answers at once (a message, a finished task) ends the run without a callback. A
 //! terminal event without the task's content (a status update) is completed by reading the task
@@ -38,12 +38,12 @@ use serde::Serialize;
 use serde_json::{json, Map};
 use tokio::sync::Notify;
 
-use super::callbacks::{claim, ends, finishing_key, Callbacks, Received, Record};
+use super::callbacks::{claim, ends, Callbacks, Received, Record};
 use super::cancel::CancelOnDrop;
 use super::exchange::Interface;
 use super::{fail, A2aRemoteAgent};
 use crate::agent::{FrameStream, PauseKeeper, RequestContext};
-use crate::runs::waiting_key;
+use crate::runs::{waiting_key, waiting_mark};
 use crate::web::hmac::content_sha256;
 
 /// GoAI's delegation extension: its metadata (`sourceAgentCode`, `parentRunId`) goes with every
@@ -108,7 +108,9 @@ impl A2aRemoteAgent {
                 }
             };
             // one finisher: this run, unless a gateway that found it without one (its lease
-            // lapsed) claimed it first; its lease keeps readers from settling it from here on
+            // lapsed) claimed it first. Its marks stay: should this process die before the
+            // frames are stored, the run still waits, the child (answered `202` only once the run
+            // has ended) calls back again, and the gateway it reaches takes the stale claim over
             if let Some(run) = &ctx.run {
                 match claim(store.as_ref(), run).await {
                     Ok(true) => {}
@@ -118,8 +120,6 @@ impl A2aRemoteAgent {
                     }
                     Err(e) => tracing::warn!(error = %e, "cannot claim a run's answer; going on"),
                 }
-                let _ = store.take_pause(&waiting_key(run)).await;
-                let _ = store.take_pause(&finishing_key(run)).await;
             }
             this.remember(&event, &request, &ctx).await;
             for f in this.frames_of(&event, s).await {
@@ -156,8 +156,11 @@ impl A2aRemoteAgent {
         let record_key = hub.key("delegation", id);
         store.put_pause(&record_key, to_json(&record)).await.map_err(stored)?;
         if let Some(run) = &record.run {
+            // it waits as long as the delegation may take
+            let wait = i64::try_from(hub.timeout().as_millis()).unwrap_or(i64::MAX);
+            let until = e2a::timestamp::now_ms().saturating_add(wait);
             store
-                .put_pause(&waiting_key(run), record_key.clone())
+                .put_pause(&waiting_key(run), waiting_mark(until))
                 .await
                 .map_err(stored)?;
         }

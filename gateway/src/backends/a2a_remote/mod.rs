@@ -25,8 +25,8 @@ mod delegate;
 mod exchange;
 mod urls;
 
-pub(crate) use callbacks::CallbackError;
 pub use callbacks::Callbacks;
+pub(crate) use callbacks::{CallbackError, Delivered};
 pub use delegate::DELEGATION_EXTENSION;
 
 use std::collections::HashMap;

@@ -20,7 +20,7 @@ use axum::routing::post;
 use axum::Router;
 use e2a::taxonomy::ErrorKind;
 
-use crate::backends::CallbackError;
+use crate::backends::{CallbackError, Delivered};
 use crate::tasks::error::{A2aError, A2aErrorKind, RestError};
 use crate::tasks::TaskService;
 use crate::web::problem::Problem;
@@ -52,7 +52,7 @@ async fn callback(
             .map_err(|p| A2aError::from_problem(&p))?;
         tracing::info!(delegation = %id, caller = caller.name.as_deref(), "a signed callback");
         request
-    } else if callbacks.signs_required() {
+    } else if callbacks.requires_signatures() {
         let problem = Problem::new(ErrorKind::AuthRequired, "this gateway takes signed callbacks only");
         return Err(A2aError::from_problem(&problem).into());
     } else {
@@ -69,7 +69,10 @@ async fn callback(
     let runs = &state.pipeline().runs;
     match callbacks.deliver(&id, token, event, runs).await {
         Ok(delivered) => {
-            tracing::info!(delegation = %id, ?delivered, "callback received");
+            match delivered {
+                Delivered::Accepted => tracing::info!(delegation = %id, "a delegated task's answer came back"),
+                Delivered::Ignored => tracing::debug!(delegation = %id, "a delegated task's progress event"),
+            }
             Ok(StatusCode::ACCEPTED.into_response())
         }
         Err(e) => {
