@@ -30,7 +30,7 @@ fn free_port() -> u16 {
 #[test]
 fn a_delegated_run_survives_its_gateways_crash_and_ends_from_the_callback() {
     let dir = tempfile::tempdir().expect("tmp");
-    let child = child_gateway(dir.path(), 4000);
+    let child = child_gateway(dir.path(), 4000, "");
     let bind = format!("127.0.0.1:{}", free_port());
     let store = format!("sqlite:{}", dir.path().join("parent.db").display());
     let config = delegating_config(
@@ -80,7 +80,7 @@ fn a_delegated_run_survives_its_gateways_crash_and_ends_from_the_callback() {
 #[test]
 fn a_waiting_run_of_a_dead_gateway_reads_failed_once_its_delegation_timed_out() {
     let dir = tempfile::tempdir().expect("tmp");
-    let child = child_gateway(dir.path(), 60_000);
+    let child = child_gateway(dir.path(), 60_000, "");
     let bind = format!("127.0.0.1:{}", free_port());
     let store = format!("sqlite:{}", dir.path().join("parent.db").display());
     let extra = ("", "timeout_secs = 5\n");
@@ -113,4 +113,37 @@ fn a_waiting_run_of_a_dead_gateway_reads_failed_once_its_delegation_timed_out() 
         assert_eq!(r["state"], "failed", "{r}");
         assert_eq!(r["final_frame"]["body"]["details"]["reason"], "gateway_gone", "{r}");
     });
+}
+
+/// A callback that found no gateway (the parent was down, and the child's push sender gives up
+/// after one attempt, as the a2a-sdk's does) is not the end: the restarted gateway looks through
+/// the delegations its runs wait on, reads the child's ended task, and finishes the run.
+#[test]
+fn a_callback_lost_while_the_gateway_was_down_is_recovered_when_it_starts() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let child = child_gateway(dir.path(), 1500, "max_attempts = 1\n");
+    let bind = format!("127.0.0.1:{}", free_port());
+    let store = format!("sqlite:{}", dir.path().join("parent.db").display());
+    let config = delegating_config(
+        dir.path(),
+        "parent.toml",
+        &store,
+        ("", ""),
+        &format!("http://{bind}"),
+        &child.base,
+    );
+    let args = ["--config", config.to_str().expect("path")];
+    let mut parent = serve_at(&bind, &args);
+    runtime().block_on(async {
+        submit_to_planner(&parent.base, "deleg-3", "write the report").await;
+        planner_run_until(&parent.base, "deleg-3", Duration::from_secs(10), |r| {
+            r["frames"].as_u64().unwrap_or(0) >= 1
+        })
+        .await;
+    });
+    parent.kill();
+    // the child answers while no gateway listens, and does not try again
+    std::thread::sleep(Duration::from_millis(3000));
+    let parent = serve_at(&bind, &args);
+    runtime().block_on(planner_reported(&parent.base, "deleg-3", Duration::from_secs(15)));
 }

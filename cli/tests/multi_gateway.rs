@@ -654,7 +654,7 @@ fn a_delegated_run_of_a_killed_gateway_is_finished_by_the_gateway_its_callback_r
     let rt = runtime();
     let db = rt.block_on(fresh_database(&url));
     let dir = tempfile::tempdir().expect("tmp");
-    let child = common::child_gateway(dir.path(), 2500);
+    let child = common::child_gateway(dir.path(), 2500, "");
     let b_port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")

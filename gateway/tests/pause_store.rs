@@ -44,6 +44,14 @@ async fn a_pause_is_kept_taken_once_and_forgotten(store: Arc<dyn PauseStore>) {
         (None, Some(first)) | (Some(first), None) => assert_eq!(first, kept),
         other => panic!("one keeper wins, the other reads its state: {other:?}"),
     }
+    // looked through by prefix, in key order, at most as many as asked
+    store.put_pause("delegation:t4", "d".into()).await.expect("put");
+    store.put_pause("other:t5", "e".into()).await.expect("put");
+    let found = store.pauses_with_prefix("delegation:", 10).await.expect("list");
+    let keys: Vec<&str> = found.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["delegation:t3", "delegation:t4"]);
+    assert_eq!(found[1].1, "d");
+    assert_eq!(store.pauses_with_prefix("delegation:", 1).await.expect("list").len(), 1);
     assert_eq!(
         store
             .keep_first_pause("delegation:t3", "c".into())

@@ -75,14 +75,15 @@ fn child_script(delay_ms: u64) -> String {
 }
 
 /// The child of a delegation test: `e2a serve` with A2A, a report taking `delay_ms` to write,
-/// its tasks in memory, pushing to loopback webhooks (retried 200 ms after a failure, doubling).
-pub fn child_gateway(dir: &std::path::Path, delay_ms: u64) -> Serve {
+/// its tasks in memory, pushing to loopback webhooks (retried 200 ms after a failure, doubling;
+/// `push_extra`: more lines of `[a2a.push]`).
+pub fn child_gateway(dir: &std::path::Path, delay_ms: u64, push_extra: &str) -> Serve {
     let script = dir.join("child.json");
     std::fs::write(&script, child_script(delay_ms)).expect("script");
     let config = dir.join("child.toml");
     let text = format!(
         "agent = \"script:{}\"\n[store]\nurl = \"memory\"\n[a2a]\nenabled = true\n\
-         [a2a.push]\nallow_private = true\nretry_base_ms = 200\n",
+         [a2a.push]\nallow_private = true\nretry_base_ms = 200\n{push_extra}",
         script.display()
     );
     std::fs::write(&config, text).expect("child config");

@@ -240,6 +240,10 @@ impl PauseStore for Metered<dyn PauseStore> {
     fn prune_pauses(&self, older_than: Duration) -> StoreFuture<'_, u64> {
         self.timed("prune_pauses", self.inner.prune_pauses(older_than))
     }
+
+    fn pauses_with_prefix<'a>(&'a self, prefix: &'a str, limit: usize) -> StoreFuture<'a, Vec<(String, String)>> {
+        self.timed("pauses_with_prefix", self.inner.pauses_with_prefix(prefix, limit))
+    }
 }
 
 impl<R: ?Sized + Send + Sync> Metered<R> {

@@ -199,6 +199,11 @@ pub trait RunStore: Send + Sync + 'static {
 pub trait PauseStore: crate::agent::PauseKeeper {
     /// Forgets what was kept longer than `older_than` ago; returns how many went.
     fn prune_pauses(&self, older_than: Duration) -> StoreFuture<'_, u64>;
+
+    /// What is kept under keys beginning with `prefix` (key and state), at most `limit` of them,
+    /// in key order: what a gateway looks through when it starts (the delegations its agents
+    /// wait on).
+    fn pauses_with_prefix<'a>(&'a self, prefix: &'a str, limit: usize) -> StoreFuture<'a, Vec<(String, String)>>;
 }
 
 /// The ACP sessions of `e2a acp` and their replay history, so `session/load` replays after a

@@ -216,6 +216,11 @@ impl TaskService {
         if config.push.enabled {
             tokio::spawn(push::run_outbox(Arc::downgrade(&self.pusher)));
         }
+        // the runs its agent's delegations left waiting when a gateway stopped
+        if let Some(callbacks) = config.callbacks.clone() {
+            let runs = self.pipeline.runs.clone();
+            tokio::spawn(async move { callbacks.recover(&runs).await });
+        }
     }
 
     /// The run pipeline its turns go through (the gateway's config, auth, metrics).

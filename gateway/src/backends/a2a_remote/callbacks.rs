@@ -25,6 +25,9 @@ use crate::web::hmac::content_sha256;
 /// run's gateway gone, its lease not run out yet: the child retries).
 const HANDOFF: Duration = Duration::from_secs(5);
 
+/// Most delegations a gateway looks through when it starts ([`Callbacks::recover`]).
+const RECOVER_AT_MOST: usize = 10_000;
+
 /// After how long a claim to finish a run ([`claim`]) is taken to be its dead finisher's.
 const CLAIM_TTL_MS: i64 = 60_000;
 
@@ -268,6 +271,66 @@ impl Callbacks {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// Finishes, when the gateway starts, the runs of this agent that wait for a delegated task
+    /// and that no gateway runs any more: from the terminal event kept for it, else from the
+    /// child's task when it has ended meanwhile (its callback may have found no gateway to
+    /// take it: a push sender that does not retry). A run whose child still works goes on
+    /// waiting for its callback.
+    pub(crate) async fn recover(&self, runs: &Runs) {
+        let Some(store) = runs.pauses() else { return };
+        let prefix = self.key("delegation", "");
+        let records = match store.pauses_with_prefix(&prefix, RECOVER_AT_MOST).await {
+            Ok(records) => records,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot look for the delegations to recover");
+                return;
+            }
+        };
+        for (key, text) in records {
+            let id = key.strip_prefix(&prefix).unwrap_or_default();
+            let Ok(Record {
+                run: Some(run),
+                child_task,
+                ..
+            }) = serde_json::from_str::<Record>(&text)
+            else {
+                continue;
+            };
+            if let Err(e) = self.recover_one(id, &run, child_task.as_deref(), runs).await {
+                tracing::warn!(delegation = id, error = %e, "cannot recover a delegated run");
+            }
+        }
+    }
+
+    /// [`Callbacks::recover`] of delegation `id`, waited on by run `run`.
+    async fn recover_one(&self, id: &str, run: &str, child: Option<&str>, runs: &Runs) -> Result<(), CallbackError> {
+        let (Some(agent), Some(store)) = (self.0.agent.get(), runs.pauses()) else {
+            return Ok(());
+        };
+        if store.get_pause(&waiting_key(run)).await?.is_none() || runs.orphan(run).await?.is_none() {
+            return Ok(());
+        }
+        let kept = store.get_pause(&self.key("delegation-event", id)).await?;
+        let kept = kept.and_then(|t| serde_json::from_str::<Received>(&t).ok());
+        let event = match (kept, child) {
+            (Some(r), _) => serde_json::from_value::<A2aStreamResponse>(r.event).ok(),
+            (None, Some(child)) => agent
+                .read_task(child)
+                .await
+                .map(A2aStreamResponse::Task)
+                .filter(ends_wait),
+            (None, None) => None,
+        };
+        if let Some(event) = event {
+            tracing::info!(
+                delegation = id,
+                "finishing a run whose delegated task ended while no gateway ran it"
+            );
+            self.finish_orphan(run, &event, runs).await?;
+        }
+        Ok(())
     }
 
     /// Finishes run `run` from `event` when no gateway runs it any more — once, by whoever

@@ -20,7 +20,9 @@
 //!
 //! A callback is answered `202` once the run it answers has ended; when the run's gateway is
 //! gone but its lease has not run out yet (or the run's finisher died), `503` after a few
-//! seconds: the child's push sender retries, and a retry finishes the run.
+//! seconds: the child's push sender retries, and a retry finishes the run. A callback that found
+//! no gateway at all is recovered when one starts ([`Callbacks::recover`]: from the kept event,
+//! else from the child's task once it has ended).
 //!
 //! A child that answers at once (a message, a finished task) ends the run without a callback. A
 //! terminal event without the task's content (a status update) is completed by reading the task
@@ -221,7 +223,7 @@ impl A2aRemoteAgent {
     }
 
     /// The child's task `task`, read whole (`None`, logged, when it cannot be).
-    async fn read_task(&self, task: &str) -> Option<A2aTask> {
+    pub(super) async fn read_task(&self, task: &str) -> Option<A2aTask> {
         let interface = self.interface().await.ok()?;
         let (url, body) = interface.get_task(task);
         match self.call_json(&interface, &url, body, None).await {

@@ -70,6 +70,21 @@ impl PauseKeeper for MemoryStore {
 }
 
 impl PauseStore for MemoryStore {
+    fn pauses_with_prefix<'a>(&'a self, prefix: &'a str, limit: usize) -> StoreFuture<'a, Vec<(String, String)>> {
+        Box::pin(async move {
+            let p = self.pauses.lock();
+            let mut found: Vec<(String, String)> = p
+                .by_key
+                .iter()
+                .filter(|(k, _)| k.starts_with(prefix))
+                .map(|(k, (s, _))| (k.clone(), s.clone()))
+                .collect();
+            found.sort();
+            found.truncate(limit);
+            Ok(found)
+        })
+    }
+
     fn prune_pauses(&self, older_than: Duration) -> StoreFuture<'_, u64> {
         Box::pin(async move {
             let mut p = self.pauses.lock();

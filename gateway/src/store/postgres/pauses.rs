@@ -66,6 +66,28 @@ impl PauseKeeper for PgStore {
 }
 
 impl PauseStore for PgStore {
+    fn pauses_with_prefix<'a>(&'a self, prefix: &'a str, limit: usize) -> StoreFuture<'a, Vec<(String, String)>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let rows = client
+                .query(
+                    "SELECT key, state FROM e2a_pauses WHERE left(key, length($1)) = $1 ORDER BY key LIMIT $2",
+                    &[&prefix, &limit],
+                )
+                .await
+                .map_err(|e| pg_error(&e))?;
+            rows.iter()
+                .map(|r| {
+                    Ok((
+                        r.try_get::<_, String>(0).map_err(|e| pg_error(&e))?,
+                        r.try_get::<_, String>(1).map_err(|e| pg_error(&e))?,
+                    ))
+                })
+                .collect()
+        })
+    }
+
     fn prune_pauses(&self, older_than: Duration) -> StoreFuture<'_, u64> {
         Box::pin(async move {
             let client = self.client().await?;

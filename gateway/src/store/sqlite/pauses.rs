@@ -71,6 +71,24 @@ impl PauseKeeper for SqliteStore {
 }
 
 impl PauseStore for SqliteStore {
+    fn pauses_with_prefix<'a>(&'a self, prefix: &'a str, limit: usize) -> StoreFuture<'a, Vec<(String, String)>> {
+        let prefix = prefix.to_string();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        Box::pin(self.with(move |c| {
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT key, state FROM e2a_pauses WHERE substr(key, 1, length(?1)) = ?1 ORDER BY key LIMIT ?2",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![prefix, limit], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                })
+                .map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        }))
+    }
+
     fn prune_pauses(&self, older_than: Duration) -> StoreFuture<'_, u64> {
         Box::pin(self.write(move |tx| {
             let before = crate::store::now_ms().saturating_sub(crate::store::millis(older_than));
