@@ -12,6 +12,7 @@ use serde_json::Value;
 mod common;
 use common::{
     child_gateway, delegating_config, planner_reported, planner_run, planner_run_until, serve_at, submit_to_planner,
+    Serve,
 };
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -27,33 +28,65 @@ fn free_port() -> u16 {
     l.local_addr().expect("addr").port()
 }
 
+/// A parent gateway on SQLite whose agent `planner` delegated run `id` to a child gateway (its
+/// report taking `child_delay_ms`; `push_extra`, `delegation_extra`: more lines of the child's
+/// `[a2a.push]` and of the parent's `[delegation]`), then was killed (SIGKILL) while the run
+/// waited. What the test needs to go on: the scratch directory and the child (both kept alive),
+/// and the parent restarted on the same file and port, by `restart`.
+struct Crashed {
+    _dir: tempfile::TempDir,
+    _child: Serve,
+    bind: String,
+    args: Vec<String>,
+}
+
+impl Crashed {
+    fn after_delegating(id: &str, child_delay_ms: u64, push_extra: &str, delegation_extra: &str) -> Crashed {
+        let dir = tempfile::tempdir().expect("tmp");
+        let child = child_gateway(dir.path(), child_delay_ms, push_extra);
+        let bind = format!("127.0.0.1:{}", free_port());
+        let store = format!("sqlite:{}", dir.path().join("parent.db").display());
+        let extra = ("", delegation_extra);
+        let config = delegating_config(
+            dir.path(),
+            "parent.toml",
+            &store,
+            extra,
+            &format!("http://{bind}"),
+            &child.base,
+        );
+        let args = vec!["--config".to_string(), config.display().to_string()];
+        let crashed = Crashed {
+            _dir: dir,
+            _child: child,
+            bind,
+            args,
+        };
+        let mut parent = crashed.restart();
+        runtime().block_on(async {
+            submit_to_planner(&parent.base, id, "write the report").await;
+            // the run has delegated (its first frame says so) and waits
+            let r = planner_run_until(&parent.base, id, Duration::from_secs(10), |r| {
+                r["frames"].as_u64().unwrap_or(0) >= 1
+            })
+            .await;
+            assert_eq!(r["state"], "running", "{r}");
+        });
+        parent.kill();
+        crashed
+    }
+
+    /// The parent, (re)started on its file and port.
+    fn restart(&self) -> Serve {
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        serve_at(&self.bind, &args)
+    }
+}
+
 #[test]
 fn a_delegated_run_survives_its_gateways_crash_and_ends_from_the_callback() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let child = child_gateway(dir.path(), 4000, "");
-    let bind = format!("127.0.0.1:{}", free_port());
-    let store = format!("sqlite:{}", dir.path().join("parent.db").display());
-    let config = delegating_config(
-        dir.path(),
-        "parent.toml",
-        &store,
-        ("", ""),
-        &format!("http://{bind}"),
-        &child.base,
-    );
-    let args = ["--config", config.to_str().expect("path")];
-    let mut parent = serve_at(&bind, &args);
-    runtime().block_on(async {
-        submit_to_planner(&parent.base, "deleg-1", "write the report").await;
-        // the run has delegated (its first frame says so) and waits
-        let r = planner_run_until(&parent.base, "deleg-1", Duration::from_secs(10), |r| {
-            r["frames"].as_u64().unwrap_or(0) >= 1
-        })
-        .await;
-        assert_eq!(r["state"], "running", "{r}");
-    });
-    parent.kill();
-    let parent = serve_at(&bind, &args);
+    let crashed = Crashed::after_delegating("deleg-1", 4000, "", "");
+    let parent = crashed.restart();
     runtime().block_on(async {
         // the child still works: the run waits for it, its gateway gone or not
         let r = planner_run(&parent.base, "deleg-1").await;
@@ -79,30 +112,8 @@ fn a_delegated_run_survives_its_gateways_crash_and_ends_from_the_callback() {
 /// `[delegation] timeout_secs` has passed without a callback, a reader settles it as failed.
 #[test]
 fn a_waiting_run_of_a_dead_gateway_reads_failed_once_its_delegation_timed_out() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let child = child_gateway(dir.path(), 60_000, "");
-    let bind = format!("127.0.0.1:{}", free_port());
-    let store = format!("sqlite:{}", dir.path().join("parent.db").display());
-    let extra = ("", "timeout_secs = 5\n");
-    let config = delegating_config(
-        dir.path(),
-        "parent.toml",
-        &store,
-        extra,
-        &format!("http://{bind}"),
-        &child.base,
-    );
-    let args = ["--config", config.to_str().expect("path")];
-    let mut parent = serve_at(&bind, &args);
-    runtime().block_on(async {
-        submit_to_planner(&parent.base, "deleg-2", "write the report").await;
-        planner_run_until(&parent.base, "deleg-2", Duration::from_secs(10), |r| {
-            r["frames"].as_u64().unwrap_or(0) >= 1
-        })
-        .await;
-    });
-    parent.kill();
-    let parent = serve_at(&bind, &args);
+    let crashed = Crashed::after_delegating("deleg-2", 60_000, "", "timeout_secs = 5\n");
+    let parent = crashed.restart();
     runtime().block_on(async {
         let r = planner_run(&parent.base, "deleg-2").await;
         assert_eq!(r["state"], "running", "still within its delegation's time: {r}");
@@ -120,30 +131,9 @@ fn a_waiting_run_of_a_dead_gateway_reads_failed_once_its_delegation_timed_out() 
 /// the delegations its runs wait on, reads the child's ended task, and finishes the run.
 #[test]
 fn a_callback_lost_while_the_gateway_was_down_is_recovered_when_it_starts() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let child = child_gateway(dir.path(), 1500, "max_attempts = 1\n");
-    let bind = format!("127.0.0.1:{}", free_port());
-    let store = format!("sqlite:{}", dir.path().join("parent.db").display());
-    let config = delegating_config(
-        dir.path(),
-        "parent.toml",
-        &store,
-        ("", ""),
-        &format!("http://{bind}"),
-        &child.base,
-    );
-    let args = ["--config", config.to_str().expect("path")];
-    let mut parent = serve_at(&bind, &args);
-    runtime().block_on(async {
-        submit_to_planner(&parent.base, "deleg-3", "write the report").await;
-        planner_run_until(&parent.base, "deleg-3", Duration::from_secs(10), |r| {
-            r["frames"].as_u64().unwrap_or(0) >= 1
-        })
-        .await;
-    });
-    parent.kill();
+    let crashed = Crashed::after_delegating("deleg-3", 1500, "max_attempts = 1\n", "");
     // the child answers while no gateway listens, and does not try again
     std::thread::sleep(Duration::from_millis(3000));
-    let parent = serve_at(&bind, &args);
+    let parent = crashed.restart();
     runtime().block_on(planner_reported(&parent.base, "deleg-3", Duration::from_secs(15)));
 }
