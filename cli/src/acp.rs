@@ -101,11 +101,21 @@ enum Front {
     Server(Arc<AcpServer>),
 }
 
-/// The agent `args` name: a spec and its options, from `--agent` and the flags, or from the
-/// `--config` file's named agent.
-fn agent_spec(args: &AcpArgs) -> Result<(AgentSpec, AgentOptions, Option<ConfigFile>), String> {
+/// The agent `args` name: a spec and its options (from `--agent` and the flags, or from the
+/// `--config` file's named agent), or the file's group of that name, built.
+enum Named {
+    Spec(AgentSpec, AgentOptions),
+    Group(Arc<dyn e2a_gateway::Agent>),
+}
+
+/// See [`Named`].
+fn agent_spec(args: &AcpArgs) -> Result<(Named, Option<ConfigFile>), String> {
     if let Some(path) = &args.config {
         let file = ConfigFile::load(path, &[]).map_err(|e| crate::config::lines(&e))?;
+        if let Some(group) = file.named_group(&args.agent) {
+            let group = group.map_err(|e| e.to_string())?;
+            return Ok((Named::Group(group), Some(file)));
+        }
         if let Some(named) = file.named_agent_spec(&args.agent) {
             if args.agent_token_file.is_some() || args.backend != crate::agent::BackendArgs::default() {
                 return Err(format!(
@@ -115,7 +125,7 @@ fn agent_spec(args: &AcpArgs) -> Result<(AgentSpec, AgentOptions, Option<ConfigF
                 ));
             }
             let (spec, options) = named.map_err(|e| e.to_string())?;
-            return Ok((spec, options, Some(file)));
+            return Ok((Named::Spec(spec, options), Some(file)));
         }
         let names: Vec<&str> = file.settings.agents.keys().map(String::as_str).collect();
         return Err(format!(
@@ -126,16 +136,17 @@ fn agent_spec(args: &AcpArgs) -> Result<(AgentSpec, AgentOptions, Option<ConfigF
         ));
     }
     let spec = args.agent.parse::<AgentSpec>().map_err(|e| e.to_string())?;
-    Ok((
-        spec,
-        crate::agent::options(args.agent_token_file.as_ref(), &args.backend)?,
-        None,
-    ))
+    let options = crate::agent::options(args.agent_token_file.as_ref(), &args.backend)?;
+    Ok((Named::Spec(spec, options), None))
 }
 
 /// The front `args` ask for, or why it cannot run.
 fn front(args: &AcpArgs) -> Result<Front, String> {
-    let (spec, options, file) = agent_spec(args)?;
+    let (named, file) = agent_spec(args)?;
+    let (spec, options) = match named {
+        Named::Spec(spec, options) => (spec, options),
+        Named::Group(group) => return server(args, group, file.as_ref()),
+    };
     if let AgentSpec::Acp(command) = &spec {
         if !args.backend.approve.is_empty()
             || args.backend.allow_fs
@@ -158,6 +169,11 @@ fn front(args: &AcpArgs) -> Result<Front, String> {
         return AcpRelay::new(options.acp_process(command)).map(Front::Relay);
     }
     let agent = spec.build(&options).map_err(|e| e.to_string())?;
+    server(args, agent, file.as_ref())
+}
+
+/// The ACP server in front of `agent`, as `args` and the config `file` say.
+fn server(args: &AcpArgs, agent: Arc<dyn e2a_gateway::Agent>, file: Option<&ConfigFile>) -> Result<Front, String> {
     let config = AcpServerConfig {
         modes: args.modes.clone(),
         config_options: args.config_options.clone(),
@@ -167,7 +183,7 @@ fn front(args: &AcpArgs) -> Result<Front, String> {
         },
         ..AcpServerConfig::default()
     };
-    let config = match &file {
+    let config = match file {
         Some(file) => with_file_limits(config, file)?,
         None => config,
     };

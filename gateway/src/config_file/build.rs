@@ -106,7 +106,7 @@ impl ConfigFile {
     ) -> Option<Result<(crate::backends::AgentSpec, crate::backends::AgentOptions), ConfigError>> {
         let entry = self.settings.agents.get(name)?;
         let spec = super::groups::spec_of(self, name, entry).and_then(|spec| {
-            let why = "a group is served by e2a serve only (e2a acp runs one agent)";
+            let why = "a group has no spec of its own: it is built from its members (ConfigFile::named_group)";
             spec.ok_or_else(|| self.error(&format!("/agents/{}/group", pointer_key(name)), why))
         });
         Some(spec.and_then(|spec| {

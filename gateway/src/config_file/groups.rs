@@ -105,3 +105,33 @@ pub(super) fn build(file: &ConfigFile, built: &[(&String, Arc<dyn Agent>)]) -> (
     }
     (groups, errors)
 }
+
+impl ConfigFile {
+    /// The named agent `name` when it is a group, for a front other than the HTTP gateway
+    /// (`e2a acp --config FILE --agent NAME`): each member built as
+    /// [`ConfigFile::named_agent_spec`] gives it. `None` when the file has no group `name`.
+    pub fn named_group(&self, name: &str) -> Option<Result<Arc<dyn Agent>, ConfigError>> {
+        let group = self.settings.agents.get(name)?.group.as_ref()?;
+        let at = format!("/agents/{}/group", pointer_key(name));
+        let mut members: Named = Vec::new();
+        for m in &group.members {
+            let built = match self.named_agent_spec(m) {
+                Some(Ok((spec, options))) => spec
+                    .build(&options)
+                    .map_err(|e| self.error(&format!("/agents/{}/agent", pointer_key(m)), e.to_string())),
+                Some(Err(e)) => Err(e),
+                None => Err(self.error(&at, format!("no agent {m:?} in [agents]"))),
+            };
+            match built {
+                Ok(agent) => members.push((m.clone(), agent)),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        let made = mode(group.mode, group.quorum.map(|q| q.get()), members.len())
+            .and_then(|m| GroupAgent::new(members, m).map_err(|e| e.to_string()));
+        Some(
+            made.map(|g| Arc::new(g) as Arc<dyn Agent>)
+                .map_err(|e| self.error(&at, e)),
+        )
+    }
+}

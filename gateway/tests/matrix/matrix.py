@@ -10,7 +10,8 @@ failure); `a2a:` to
 fast-agent's A2A server (passthrough) and to an a2a-sdk server answering with a Message and with
 a named artifact (sdk_agent.py), and delegating to one with callbacks (`delegate = "callback"`:
 the a2a-sdk server's own push sender posts the answer to the gateway's callback route; over ACP,
-`e2a acp` serves no callback route and streams); `acp:` to fast-agent.
+`e2a acp` serves no callback route and streams); `acp:` to fast-agent; a group of the script
+agent and echo (`group = {members}`: each member's text in an artifact of its own).
 
 Each cell reads what its client was shown into a normalized transcript (transcript.py) and
 compares it with the same case's E2A SSE transcript, which must itself hold the case's expected
@@ -59,6 +60,7 @@ CASES = [
     ("sdk-message", "hello sdk", ["sdk says: hello sdk"]),
     ("sdk-artifact", "hello sdk", ["sdk artifact: hello sdk"]),
     ("sdk-delegated", "hello delegate", ["sdk artifact: hello delegate"]),
+    ("team", "matrix text", ["Plain words, streamed in pieces.", "member:script", "member:echo"]),
     ("fast-acp", "hello fast agent", ["hello fast agent"]),
 ]
 
@@ -145,6 +147,8 @@ class Servers:
                 f.write(f"[agents.{name}]\nagent = {json.dumps(spec)}\n")
                 if name == "sdk-delegated":
                     f.write('delegate = "callback"\n')
+            # a group: the script agent and echo answer together, each in its own artifact
+            f.write('[agents.team]\ngroup = {members = ["script", "echo"]}\n')
         self.start("gateway", [self.args.e2a, "serve", "--config", config],
                    f"http://127.0.0.1:{self.port}/healthz")
         self.config = config
