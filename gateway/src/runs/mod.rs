@@ -37,7 +37,7 @@ use frames::Frames;
 pub(crate) use housekeeping::Pump;
 pub(crate) use resource::{Cancel, RunList, RunPageAsk, RunView};
 pub(crate) use subscription::Subscription;
-pub(crate) use waiting::{waiting_key, waiting_mark};
+pub(crate) use waiting::{waiting_key, waiting_mark, waiting_on, Orphan, Waiting, WAITING};
 
 /// The key of the run answering E2A request `request_id` of `caller`.
 pub(crate) fn e2a_key(caller: &Caller, request_id: &str) -> ConversationKey {

@@ -14,15 +14,24 @@ use crate::store::{FrameWrite, StoreError, StoredFrame};
 /// `delegate = "callback"`): while the mark lives, a run whose gateway is gone is not settled
 /// as failed, since the answer may still come to any gateway of the store and finish it.
 pub(crate) fn waiting_key(key: &str) -> String {
-    format!("waiting:{key}")
+    format!("{WAITING}{key}")
 }
 
-/// What a waiting mark holds: until when (ms since the Unix epoch) the run waits. Past it, the
+/// What a waiting mark holds: until when (ms since the Unix epoch) the run waits — past it, the
 /// answer will not come (its wait timed out with the gateway that ran it), and a reader settles
-/// the run as failed.
-pub(crate) fn waiting_mark(until_ms: i64) -> String {
-    serde_json::json!({ "until_ms": until_ms }).to_string()
+/// the run as failed — and `by`, what it waits on (the key its waiter keeps it under).
+pub(crate) fn waiting_mark(until_ms: i64, by: &str) -> String {
+    serde_json::json!({ "until_ms": until_ms, "by": by }).to_string()
 }
+
+/// What the waiting mark `mark` ([`waiting_mark`]) says the run waits on.
+pub(crate) fn waiting_on(mark: &str) -> Option<String> {
+    let mark: serde_json::Value = serde_json::from_str(mark).ok()?;
+    mark.get("by").and_then(serde_json::Value::as_str).map(str::to_string)
+}
+
+/// The beginning of every waiting mark's key ([`waiting_key`]).
+pub(crate) const WAITING: &str = "waiting:";
 
 impl RunKeeping {
     /// Whether run `key` waits for an answer from outside ([`waiting_key`], not past its time);
@@ -47,26 +56,18 @@ impl RunKeeping {
     }
 }
 
-impl Runs {
-    /// Whether run `key` (its store key) has ended: `None` when neither this gateway nor the
-    /// store keeps it.
-    pub(crate) async fn run_ended(&self, key: &str) -> Result<Option<bool>, StoreError> {
-        let local = {
-            let inner = self.inner.lock();
-            let found = inner.by_key.iter().find(|(k, _)| k.scoped_id() == key);
-            found.map(|(_, (_, run))| run.ended())
-        };
-        if local.is_some() {
-            return Ok(local);
-        }
-        let Some(store) = self.store.get() else {
-            return Ok(None);
-        };
-        Ok(store.runs.run_summary(key).await?.map(|s| s.ended))
-    }
+/// Where a run waiting for an answer from outside stands ([`Runs::waiting`]).
+#[derive(Debug)]
+pub(crate) enum Waiting {
+    /// It has ended, or neither this gateway nor the store keeps it: nothing waits any more.
+    Over,
+    /// It goes on, here or at a gateway whose lease holds: that gateway finishes it.
+    Going,
+    /// No gateway runs it any more: whoever has its answer finishes it.
+    Orphan(Box<Orphan>),
 }
 
-/// A stored run no gateway runs any more ([`Runs::orphan`]): what its last frames are made from.
+/// A stored run no gateway runs any more ([`Runs::waiting`]): what its last frames are made from.
 #[derive(Debug)]
 pub(crate) struct Orphan {
     /// Its store key.
@@ -80,30 +81,42 @@ pub(crate) struct Orphan {
 }
 
 impl Runs {
-    /// The stored run `key` (its store key) when no gateway runs it any more — it is not live
-    /// here, it has not ended, and its gateway's lease ran out (or no gateway shares the store) —
-    /// else `None`. A run whose gateway went away while it waited for an answer from outside is
-    /// finished by the gateway the answer reaches ([`Runs::finish_orphan`]).
-    pub(crate) async fn orphan(&self, key: &str) -> Result<Option<Orphan>, StoreError> {
-        let live = self.inner.lock().live.values().any(|(k, _)| k.scoped_id() == key);
-        let store = match self.store.get() {
-            Some(store) if !live => store,
-            _ => return Ok(None),
+    /// Where run `key` (its store key) stands (one look: this gateway's memory, else one read
+    /// of the store): ended or not kept, going on somewhere, or an orphan — not live here, not
+    /// ended, its gateway's lease run out (or no gateway shares the store). A run whose gateway
+    /// went away while it waited for an answer from outside is finished by the gateway the
+    /// answer reaches ([`Runs::finish_orphan`]).
+    pub(crate) async fn waiting(&self, key: &str) -> Result<Waiting, StoreError> {
+        let here = {
+            let inner = self.inner.lock();
+            let found = inner.by_key.iter().find(|(k, _)| k.scoped_id() == key);
+            found.map(|(_, (_, run))| run.ended())
+        };
+        match here {
+            Some(true) => return Ok(Waiting::Over),
+            Some(false) => return Ok(Waiting::Going),
+            None => {}
+        }
+        let Some(store) = self.store.get() else {
+            return Ok(Waiting::Over);
         };
         let Some(summary) = store.runs.run_summary(key).await? else {
-            return Ok(None);
+            return Ok(Waiting::Over);
         };
-        if !store.orphaned(summary.ended, summary.leased) || summary.ended {
-            return Ok(None);
+        if summary.ended {
+            return Ok(Waiting::Over);
+        }
+        if !store.orphaned(summary.ended, summary.leased) {
+            return Ok(Waiting::Going);
         }
         let request: E2AEnvelope = serde_json::from_str(&summary.request)
             .map_err(|e| StoreError::Backend(format!("a stored run's request cannot be read: {e}")))?;
-        Ok(Some(Orphan {
+        Ok(Waiting::Orphan(Box::new(Orphan {
             key: key.to_string(),
             run: summary.run,
             request,
             next: summary.last.as_ref().map_or(0, |f| f.seq.saturating_add(1)),
-        }))
+        })))
     }
 
     /// Writes `frames` (made from [`Orphan::request`], numbered from [`Orphan::next`], the last

@@ -18,14 +18,14 @@ use tokio::sync::Notify;
 use super::urls::origin;
 use super::{A2aRemoteAgent, A2aRemoteError};
 use crate::agent::PauseKeeper;
-use crate::runs::{waiting_key, Runs};
+use crate::runs::{waiting_key, waiting_on, Orphan, Runs, Waiting, WAITING};
 use crate::web::hmac::content_sha256;
 
 /// How long a callback waits for its run to take the answer before it is answered `503` (the
 /// run's gateway gone, its lease not run out yet: the child retries).
 const HANDOFF: Duration = Duration::from_secs(5);
 
-/// Most delegations a gateway looks through when it starts ([`Callbacks::recover`]).
+/// Most waiting runs a gateway looks through when it starts ([`Callbacks::recover`]).
 const RECOVER_AT_MOST: usize = 10_000;
 
 /// After how long a claim to finish a run ([`claim`]) is taken to be its dead finisher's.
@@ -258,13 +258,18 @@ impl Callbacks {
         };
         let handed = tokio::time::Instant::now() + HANDOFF;
         loop {
-            if runs.run_ended(run).await? != Some(false) {
-                // the run has its answer (or gave up waiting, or is no longer kept)
-                return Ok(Delivered::Accepted);
-            }
-            // its process takes it when it runs here; else, gone, the run is finished here
-            if !self.wake(id) {
-                self.finish_orphan(run, &event, runs).await?;
+            match runs.waiting(run).await? {
+                Waiting::Over => {
+                    // the run has its answer (or gave up waiting, or is no longer kept)
+                    release(store.as_ref(), run).await?;
+                    return Ok(Delivered::Accepted);
+                }
+                // its process takes it: woken here, or reading the store at its gateway
+                Waiting::Going => {
+                    self.wake(id);
+                }
+                // gone: the run is finished here
+                Waiting::Orphan(orphan) => self.finish_orphan(run, orphan, &event, runs).await?,
             }
             if tokio::time::Instant::now() >= handed {
                 return Err(CallbackError::Busy);
@@ -278,46 +283,48 @@ impl Callbacks {
     /// child's task when it has ended meanwhile (its callback may have found no gateway to
     /// take it: a push sender that does not retry). A run whose child still works goes on
     /// waiting for its callback.
+    /// Only the runs still marked waiting are looked through (a run's marks go when it ends).
     pub(crate) async fn recover(&self, runs: &Runs) {
         let Some(store) = runs.pauses() else { return };
-        let prefix = self.key("delegation", "");
-        let records = match store.pauses_with_prefix(&prefix, RECOVER_AT_MOST).await {
-            Ok(records) => records,
+        let marks = match store.pauses_with_prefix(WAITING, RECOVER_AT_MOST).await {
+            Ok(marks) => marks,
             Err(e) => {
-                tracing::warn!(error = %e, "cannot look for the delegations to recover");
+                tracing::warn!(error = %e, "cannot look for the delegated runs to recover");
                 return;
             }
         };
-        for (key, text) in records {
-            let id = key.strip_prefix(&prefix).unwrap_or_default();
-            let Ok(Record {
-                run: Some(run),
-                child_task,
-                ..
-            }) = serde_json::from_str::<Record>(&text)
-            else {
+        let mine = self.key("delegation", "");
+        for (key, mark) in marks {
+            let run = key.strip_prefix(WAITING).unwrap_or_default();
+            let Some(id) = waiting_on(&mark).and_then(|by| by.strip_prefix(&mine).map(str::to_string)) else {
                 continue;
             };
-            if let Err(e) = self.recover_one(id, &run, child_task.as_deref(), runs).await {
+            if let Err(e) = self.recover_one(&id, run, runs).await {
                 tracing::warn!(delegation = id, error = %e, "cannot recover a delegated run");
             }
         }
     }
 
     /// [`Callbacks::recover`] of delegation `id`, waited on by run `run`.
-    async fn recover_one(&self, id: &str, run: &str, child: Option<&str>, runs: &Runs) -> Result<(), CallbackError> {
+    async fn recover_one(&self, id: &str, run: &str, runs: &Runs) -> Result<(), CallbackError> {
         let (Some(agent), Some(store)) = (self.0.agent.get(), runs.pauses()) else {
             return Ok(());
         };
-        if store.get_pause(&waiting_key(run)).await?.is_none() || runs.orphan(run).await?.is_none() {
-            return Ok(());
-        }
+        let record = store.get_pause(&self.key("delegation", id)).await?;
+        let child = record
+            .and_then(|text| serde_json::from_str::<Record>(&text).ok())
+            .and_then(|r| r.child_task);
+        let orphan = match runs.waiting(run).await? {
+            Waiting::Orphan(orphan) => orphan,
+            Waiting::Going => return Ok(()),
+            Waiting::Over => return Ok(release(store.as_ref(), run).await?),
+        };
         let kept = store.get_pause(&self.key("delegation-event", id)).await?;
         let kept = kept.and_then(|t| serde_json::from_str::<Received>(&t).ok());
         let event = match (kept, child) {
             (Some(r), _) => serde_json::from_value::<A2aStreamResponse>(r.event).ok(),
             (None, Some(child)) => agent
-                .read_task(child)
+                .read_task(&child)
                 .await
                 .map(A2aStreamResponse::Task)
                 .filter(ends_wait),
@@ -328,19 +335,22 @@ impl Callbacks {
                 delegation = id,
                 "finishing a run whose delegated task ended while no gateway ran it"
             );
-            self.finish_orphan(run, &event, runs).await?;
+            self.finish_orphan(run, orphan, &event, runs).await?;
         }
         Ok(())
     }
 
-    /// Finishes run `run` from `event` when no gateway runs it any more — once, by whoever
-    /// claims it ([`claim`]). Its waiting mark goes only once its last frames are written, so
-    /// that no reader settles it as failed meanwhile.
-    async fn finish_orphan(&self, run: &str, event: &A2aStreamResponse, runs: &Runs) -> Result<(), CallbackError> {
+    /// Finishes `orphan`, run `run`, from `event` — once, by whoever claims it ([`claim`]). Its
+    /// waiting mark goes only once its last frames are written, so that no reader settles it as
+    /// failed meanwhile.
+    async fn finish_orphan(
+        &self,
+        run: &str,
+        orphan: Box<Orphan>,
+        event: &A2aStreamResponse,
+        runs: &Runs,
+    ) -> Result<(), CallbackError> {
         let (Some(agent), Some(store)) = (self.0.agent.get(), runs.pauses()) else {
-            return Ok(());
-        };
-        let Some(orphan) = runs.orphan(run).await? else {
             return Ok(());
         };
         if !claim(store.as_ref(), run).await? {
@@ -352,15 +362,21 @@ impl Callbacks {
         );
         let s = ResponseStream::for_request(&orphan.request).starting_at(orphan.next);
         let frames = agent.frames_of(event, s).await;
-        runs.finish_orphan(orphan, &frames).await?;
-        store.take_pause(&waiting_key(run)).await?;
-        store.take_pause(&finishing_key(run)).await?;
+        runs.finish_orphan(*orphan, &frames).await?;
+        release(store.as_ref(), run).await?;
         Ok(())
     }
 }
 
+/// Forgets run `run`'s waiting mark and its claim: it waits no more (it has ended, or it gave up).
+pub(super) async fn release(store: &dyn PauseKeeper, run: &str) -> Result<(), crate::agent::PauseError> {
+    store.take_pause(&waiting_key(run)).await?;
+    store.take_pause(&finishing_key(run)).await?;
+    Ok(())
+}
+
 /// The pause key of the claim to finish run `run` (what time it was claimed, in ms).
-pub(super) fn finishing_key(run: &str) -> String {
+fn finishing_key(run: &str) -> String {
     format!("finishing:{run}")
 }
 
@@ -398,9 +414,9 @@ impl Drop for Waiter {
 /// The event a callback body holds: an A2A `StreamResponse`, or a task alone (what some push
 /// senders post); with its JSON.
 fn read_event(value: Value) -> Result<(A2aStreamResponse, Value), CallbackError> {
-    match serde_json::from_value::<A2aStreamResponse>(value.clone()) {
+    match A2aStreamResponse::deserialize(&value) {
         Ok(event) => Ok((event, value)),
-        Err(e) => match serde_json::from_value::<A2aTask>(value.clone()) {
+        Err(e) => match A2aTask::deserialize(&value) {
             Ok(task) => Ok((A2aStreamResponse::Task(task), value)),
             Err(_) => Err(CallbackError::BadEvent(e.to_string())),
         },

@@ -14,7 +14,8 @@
 //! - `delegation-event:{code}:{id}`: the first terminal event received (its SHA-256 and JSON): the
 //!   same event again is accepted, another one is a conflict;
 //! - `waiting:{run key}` ([`crate::runs::waiting_key`]): the run waits — until its delegation's
-//!   timeout — so no reader settles it as failed when its gateway goes away;
+//!   timeout, on this delegation — so no reader settles it as failed when its gateway goes away;
+//!   it goes when the run ends (or gives up);
 //! - `finishing:{run key}`: who finishes the run (one, of every gateway) — its own process when
 //!   it still runs it, else the gateway the callback reached; a claim a minute old is taken over.
 //!
@@ -40,7 +41,7 @@ use serde::Serialize;
 use serde_json::{json, Map};
 use tokio::sync::Notify;
 
-use super::callbacks::{claim, ends, Callbacks, Received, Record};
+use super::callbacks::{claim, ends, release, Callbacks, Received, Record};
 use super::cancel::CancelOnDrop;
 use super::exchange::Interface;
 use super::{fail, A2aRemoteAgent};
@@ -86,7 +87,12 @@ impl A2aRemoteAgent {
                 }
             };
             let event = match sent {
-                Sent::Answered(event) => *event,
+                Sent::Answered(event) => {
+                    // no callback will come (should this process stop before the frames are
+                    // stored, the run reads failed, as any run of a gone gateway)
+                    forget(&ctx, store.as_ref()).await;
+                    *event
+                }
                 Sent::Working(child) => {
                     let mut guard = CancelOnDrop { agent: this.clone(), interface: interface.clone(), task: Some(child.clone()), done: false, events: None };
                     yield s.reasoning(&format!("delegated as task {child}; waiting for its callback"));
@@ -162,7 +168,7 @@ impl A2aRemoteAgent {
             let wait = i64::try_from(hub.timeout().as_millis()).unwrap_or(i64::MAX);
             let until = e2a::timestamp::now_ms().saturating_add(wait);
             store
-                .put_pause(&waiting_key(run), waiting_mark(until))
+                .put_pause(&waiting_key(run), waiting_mark(until, &record_key))
                 .await
                 .map_err(stored)?;
         }
@@ -258,12 +264,14 @@ async fn callback(hub: &Callbacks, id: &str, store: &dyn PauseKeeper, woken: &No
     }
 }
 
-/// A delegation given up (the run failed, was cancelled or timed out): its run waits no more.
-/// The delegation stays (until the store's pause retention): a late callback is acknowledged,
-/// and changes nothing.
+/// A run that waits for no callback (it failed, was cancelled or timed out, or the child
+/// answered at once): its marks go ([`release`]). The delegation stays (until the store's pause
+/// retention): a late callback is acknowledged, and changes nothing.
 async fn forget(ctx: &RequestContext, store: &dyn PauseKeeper) {
     if let Some(run) = &ctx.run {
-        let _ = store.take_pause(&waiting_key(run)).await;
+        if let Err(e) = release(store, run).await {
+            tracing::warn!(error = %e, "cannot forget that a run waits for a callback");
+        }
     }
 }
 
