@@ -45,6 +45,8 @@ pub fn options(token_file: Option<&PathBuf>, backend: &BackendArgs) -> Result<Ag
         env: backend.agent_env.clone(),
         // (delegation with callbacks is a config file's: `[agents.NAME] delegate`)
         callbacks: None,
+        // (and so is speaking another A2A version than the card's: `[agents.NAME] a2a_version`)
+        a2a_version: None,
     };
     Ok(options)
 }

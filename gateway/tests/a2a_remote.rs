@@ -154,7 +154,7 @@ async fn a_cancel_reaches_the_remote_task() {
 
 async fn cancel_reaches_the_remote_task(over_rest: bool) {
     let back = script_gateway(Auth::none()).await;
-    let rest = rest_only(back.base.clone()).await;
+    let rest = rest_only(back.base.clone(), "1.0").await;
     let url = if over_rest { &rest.base } else { &back.base };
     let front = gateway(remote(url, None), Auth::none()).await;
     let mut p = msg("never finish");
@@ -471,16 +471,17 @@ async fn a_failed_delegation_names_the_remote_url_and_what_went_wrong() {
 }
 
 /// A front showing `behind` (an A2A gateway) as an agent whose card lists only its HTTP+JSON
-/// interface, as GoAI's agents' cards do: the card names the front's own origin, and its
-/// HTTP+JSON routes are passed on to `behind` (the SSE answer streamed back as it comes).
-async fn rest_only(behind: String) -> Spawned {
+/// interface, as GoAI's agents' cards do, labelled protocol `label` (GoAI's say `0.3.0` of
+/// their 1.0 routes): the card names the front's own origin, and its 1.0 HTTP+JSON routes are
+/// passed on to `behind` (the SSE answer streamed back as it comes).
+async fn rest_only(behind: String, label: &str) -> Spawned {
     use axum::body::{Body, Bytes};
     use axum::extract::State;
     use axum::http::Uri;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let card = json!({"name": "rest-only", "description": "HTTP+JSON only", "version": "1.0.0",
-        "supportedInterfaces": [{"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}],
+        "supportedInterfaces": [{"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": label}],
         "capabilities": {"streaming": true}, "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
         "skills": []});
     async fn pass_on(
@@ -534,7 +535,7 @@ async fn an_agent_with_only_an_http_json_interface_is_reached_over_it() {
     )
     .await;
     let over_rpc = remote(&back.base, None);
-    let front = rest_only(back.base.clone()).await;
+    let front = rest_only(back.base.clone(), "1.0").await;
     let over_rest = remote(&front.base, None);
     let want = run_frames(over_rpc.as_ref(), "t-rpc-1", "what is the weather in Paris?").await;
     let got = run_frames(over_rest.as_ref(), "t-rest-1", "what is the weather in Paris?").await;
@@ -552,4 +553,33 @@ async fn an_agent_with_only_an_http_json_interface_is_reached_over_it() {
         .filter_map(|f| f.body.get("delta").and_then(Value::as_str))
         .collect();
     assert_eq!(text, "Deployed.");
+}
+
+/// GoAI's card labels its 1.0 HTTP+JSON interface `0.3.0`: read as the card says (as the
+/// official clients read it), the gateway speaks 0.3 there (`/v1/message:stream`) and the
+/// front has no such route; configured to speak 1.0 (`a2a_version = "1.0"`), it gets the same
+/// frames as over a 1.0 card.
+#[tokio::test]
+async fn an_interface_labelled_0_3_is_spoken_to_in_1_0_when_configured() {
+    let back = gateway(
+        Arc::new(ScriptAgent::from_json(ACP_SCRIPT).expect("script")),
+        Auth::none(),
+    )
+    .await;
+    let front = rest_only(back.base.clone(), "0.3.0").await;
+    let as_the_card_says = remote(&front.base, None);
+    let frames = run_frames(as_the_card_says.as_ref(), "t-goai-0", "what is the weather in Paris?").await;
+    let last = frames.last().map(|f| Value::Object(f.body.clone())).unwrap_or_default();
+    assert!(last.to_string().contains("answered HTTP 404"), "{last}");
+    let mut config = A2aRemoteConfig::new(front.base.as_str());
+    config.version = Some(e2a::types::A2aVersion::X10);
+    let in_1_0: Arc<dyn Agent> = Arc::new(A2aRemoteAgent::new(config).expect("remote"));
+    let want = run_frames(
+        remote(&back.base, None).as_ref(),
+        "t-goai-1",
+        "what is the weather in Paris?",
+    )
+    .await;
+    let got = run_frames(in_1_0.as_ref(), "t-goai-2", "what is the weather in Paris?").await;
+    assert_eq!(streamed(&got), streamed(&want));
 }

@@ -720,3 +720,30 @@ fn delegation_with_callbacks_is_checked_and_served() {
         assert!(problem.to_string().contains("nope"), "{problem}");
     });
 }
+
+/// `a2a_version` is an `a2a:` agent's option, one of the versions the gateway speaks; `e2a
+/// config check` says so at its key.
+#[test]
+fn a2a_version_is_an_a2a_agents_option() {
+    let dir = tempfile::tempdir().expect("dir");
+    let errors_of = |text: &str| {
+        let errors = match ConfigFile::parse(text, "e2a.toml", dir.path(), &[]) {
+            Ok(file) => file.check().err().unwrap_or_default(),
+            Err(errors) => errors,
+        };
+        errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    };
+    for version in ["1.0", "0.3"] {
+        let ok = format!(
+            "[agents.goai]\nagent = \"a2a:https://goai.example/a2a/agents/writer\"\na2a_version = \"{version}\"\n"
+        );
+        assert_eq!(errors_of(&ok), "");
+    }
+    let text = errors_of("[agents.e]\nagent = \"echo\"\na2a_version = \"1.0\"\n");
+    assert!(
+        text.contains("agents.e.a2a_version") && text.contains("a2a: agents"),
+        "{text}"
+    );
+    let text = errors_of("[agents.g]\nagent = \"a2a:https://g.example\"\na2a_version = \"2.0\"\n");
+    assert!(text.contains("agents.g.a2a_version"), "{text}");
+}

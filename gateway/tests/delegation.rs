@@ -330,3 +330,27 @@ async fn a_signed_callback_is_checked_as_its_caller_then_by_its_token() {
         "Signed and sealed."
     );
 }
+
+/// A child of A2A 0.3 posts its task in 0.3's form (`kind: "task"`, `completed`, `kind`-tagged
+/// parts): read back as 1.0, it ends the run with the child's answer.
+#[tokio::test]
+async fn a_callback_in_a2a_0_3s_form_ends_the_run() {
+    let (child, child_server) = child().await;
+    let gw = parent(&child_server.base, Stores::memory(), Duration::from_secs(30)).await;
+    let resp = post(&gw.base, &envelope("write the report"), "text/event-stream").await;
+    assert_eq!(resp.status(), 200);
+    let (url, token) = push_config(&sent_one(&child).await);
+    let event = json!({"kind": "task", "id": "child-1", "contextId": "ctx-1", "status": {"state": "completed"},
+        "artifacts": [{"artifactId": "a1", "name": "output", "parts": [{"kind": "text", "text": "Written in 0.3."}]}]});
+    assert_eq!(call_back(&url, Some(&token), &event).await.status(), 202);
+    let text = tokio::time::timeout(Duration::from_secs(10), resp.text())
+        .await
+        .expect("the run ends")
+        .expect("body");
+    let frames = sse_frames(&text);
+    assert_valid_stream(&frames);
+    assert_eq!(
+        frames.last().expect("final").body["result"]["content"],
+        "Written in 0.3."
+    );
+}

@@ -461,6 +461,13 @@ class A2aTaskState(Enum):
     TASK_STATE_AUTH_REQUIRED = 'TASK_STATE_AUTH_REQUIRED'
 
 
+class A2aVersion(RootModel[str]):
+    root: str = Field(
+        ...,
+        description="An A2A version an `a2a:` agent is spoken to in. Unset, the card decides as the official clients read it: its JSON-RPC interface of 1.0 (or no version), else its HTTP+JSON one of 1.0, else the same of 0.3 — spoken in 0.3 (JSON-RPC `message/stream`, `kind`-tagged objects; HTTP+JSON under `/v1`), and a card of 0.3's own form (`url`, `preferredTransport`, `additionalInterfaces`) is read too. `1.0` speaks 1.0 to an interface whatever version it names (GoAI's cards label their 1.0 HTTP+JSON interface `0.3.0`); `0.3` speaks 0.3.",
+    )
+
+
 class AcpAgentToClientMethod(Enum):
     """
     ACP agent→client JSON-RPC methods (`ACP_AGENT_TO_CLIENT_METHODS`, in order).
@@ -2412,6 +2419,10 @@ class AgentEntry(BaseModel):
 
     model_config = ConfigDict(
         extra='forbid',
+    )
+    a2a_version: Optional[A2aVersion] = Field(
+        None,
+        description="The A2A version an `a2a:` agent is spoken to in, whatever its card says (unset: the card's, as the official clients read it — see `A2aVersion`).",
     )
     agent: Optional[str] = Field(
         None,

@@ -1325,6 +1325,63 @@ pub struct A2aTaskStatusUpdateEvent {
     #[serde(rename = "taskId")]
     pub task_id: ::std::string::String,
 }
+///An A2A version an `a2a:` agent is spoken to in. Unset, the card decides as the official clients read it: its JSON-RPC interface of 1.0 (or no version), else its HTTP+JSON one of 1.0, else the same of 0.3 — spoken in 0.3 (JSON-RPC `message/stream`, `kind`-tagged objects; HTTP+JSON under `/v1`), and a card of 0.3's own form (`url`, `preferredTransport`, `additionalInterfaces`) is read too. `1.0` speaks 1.0 to an interface whatever version it names (GoAI's cards label their 1.0 HTTP+JSON interface `0.3.0`); `0.3` speaks 0.3.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum A2aVersion {
+    ///A2A 1.0.
+    #[serde(rename = "1.0")]
+    X10,
+    ///A2A 0.3.
+    #[serde(rename = "0.3")]
+    X03,
+}
+impl ::std::fmt::Display for A2aVersion {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::X10 => f.write_str("1.0"),
+            Self::X03 => f.write_str("0.3"),
+        }
+    }
+}
+impl ::std::str::FromStr for A2aVersion {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "1.0" => Ok(Self::X10),
+            "0.3" => Ok(Self::X03),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for A2aVersion {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for A2aVersion {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
 ///ACP agent→client JSON-RPC methods (`ACP_AGENT_TO_CLIENT_METHODS`, in order).
 #[derive(
     ::serde::Deserialize,
@@ -1781,6 +1838,9 @@ pub struct AgentCardSettings {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct AgentEntry {
+    ///The A2A version an `a2a:` agent is spoken to in, whatever its card says (unset: the card's, as the official clients read it — see `A2aVersion`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub a2a_version: ::std::option::Option<A2aVersion>,
     ///What serves it: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD` (give this or `group`).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub agent: ::std::option::Option<::std::string::String>,
@@ -1815,6 +1875,7 @@ pub struct AgentEntry {
 impl ::std::default::Default for AgentEntry {
     fn default() -> Self {
         Self {
+            a2a_version: Default::default(),
             agent: Default::default(),
             card: Default::default(),
             delegate: defaults::agent_entry_delegate(),
@@ -7567,6 +7628,10 @@ impl crate::write::WriteJson for AgentEntry {
     fn write_json(&self, w: &mut crate::write::JsonWriter) {
         let mut first = true;
         w.raw("{");
+        if let Some(v) = &self.a2a_version {
+            w.key(&mut first, "\"a2a_version\":");
+            w.serde(v);
+        }
         if let Some(v) = &self.agent {
             w.key(&mut first, "\"agent\":");
             w.value(v);

@@ -174,6 +174,21 @@ export type A2AStreamResponse =
       artifactUpdate: A2ATaskArtifactUpdateEvent;
     };
 /**
+ * An A2A version an `a2a:` agent is spoken to in. Unset, the card decides as the official clients read it: its JSON-RPC interface of 1.0 (or no version), else its HTTP+JSON one of 1.0, else the same of 0.3 — spoken in 0.3 (JSON-RPC `message/stream`, `kind`-tagged objects; HTTP+JSON under `/v1`), and a card of 0.3's own form (`url`, `preferredTransport`, `additionalInterfaces`) is read too. `1.0` speaks 1.0 to an interface whatever version it names (GoAI's cards label their 1.0 HTTP+JSON interface `0.3.0`); `0.3` speaks 0.3.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "A2aVersion".
+ */
+export type A2AVersion = V1_0 | V0_3;
+/**
+ * A2A 1.0.
+ */
+export type V1_0 = "1.0";
+/**
+ * A2A 0.3.
+ */
+export type V0_3 = "0.3";
+/**
  * ACP agent→client JSON-RPC methods (`ACP_AGENT_TO_CLIENT_METHODS`, in order).
  *
  * This interface was referenced by `E2ABundle`'s JSON-Schema
@@ -1549,6 +1564,10 @@ export interface AgentCardSettings {
  * via the `definition` "AgentEntry".
  */
 export interface AgentEntry {
+  /**
+   * The A2A version an `a2a:` agent is spoken to in, whatever its card says (unset: the card's, as the official clients read it — see `A2aVersion`).
+   */
+  a2a_version?: A2AVersion | null;
   /**
    * What serves it: `echo`, `script:FILE`, `e2a:URL`, `a2a:URL` or `acp:CMD` (give this or `group`).
    */

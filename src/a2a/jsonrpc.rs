@@ -30,20 +30,10 @@ pub fn operation(method: &str) -> Option<A2aOperation> {
         return Some(op);
     }
     // the 0.3 names
-    Some(match method {
-        "message/send" => A2aOperation::SendMessage,
-        "message/stream" => A2aOperation::SendStreamingMessage,
-        "tasks/get" => A2aOperation::GetTask,
-        "tasks/cancel" => A2aOperation::CancelTask,
-        "tasks/list" => A2aOperation::ListTasks,
-        "tasks/resubscribe" => A2aOperation::SubscribeToTask,
-        "tasks/pushNotificationConfig/set" => A2aOperation::CreateTaskPushNotificationConfig,
-        "tasks/pushNotificationConfig/get" => A2aOperation::GetTaskPushNotificationConfig,
-        "tasks/pushNotificationConfig/list" => A2aOperation::ListTaskPushNotificationConfigs,
-        "tasks/pushNotificationConfig/delete" => A2aOperation::DeleteTaskPushNotificationConfig,
-        "agent/getAuthenticatedExtendedCard" => A2aOperation::GetExtendedAgentCard,
-        _ => return None,
-    })
+    super::v0_3::METHODS
+        .iter()
+        .find(|(name, _)| *name == method)
+        .map(|(_, op)| *op)
 }
 
 /// A 0.3 or 1.0 `Part` as a 1.0 part (`text` / `raw` / `url` / `data`, `mediaType`, `filename`).

@@ -12,6 +12,7 @@ pub mod jsonrpc;
 pub mod scalar;
 pub mod stream;
 mod task_state;
+pub mod v0_3;
 
 use crate::error::{Error, Result};
 use crate::fields::Fields;

@@ -57,6 +57,9 @@ pub struct AgentOptions {
     pub env: Vec<String>,
     /// For `a2a:` agents: where their delegated tasks call back (`delegate = "callback"`).
     pub callbacks: Option<crate::backends::Callbacks>,
+    /// For `a2a:` agents: the A2A version they are spoken to in, whatever their card says
+    /// (`None`: the card's).
+    pub a2a_version: Option<e2a::types::A2aVersion>,
 }
 
 impl AgentOptions {
@@ -121,6 +124,7 @@ impl AgentSpec {
                 }
                 config.signer = options.signer.clone();
                 config.callbacks = options.callbacks.clone();
+                config.version = options.a2a_version;
                 shared(A2aRemoteAgent::new(config))
             }
             AgentSpec::Acp(command) => shared(AcpProcessAgent::new(options.acp_process(command))),

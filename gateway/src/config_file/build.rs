@@ -110,12 +110,12 @@ impl ConfigFile {
             spec.ok_or_else(|| self.error(&format!("/agents/{}/group", pointer_key(name)), why))
         });
         Some(spec.and_then(|spec| {
-            let (token, signer, _) = agent_token(self, name, entry)?;
+            let (token, signer, _, version) = agent_token(self, name, entry)?;
             spec_of(
                 self,
                 &format!("/agents/{}/agent", pointer_key(name)),
                 spec,
-                (token, signer, None),
+                (token, signer, None, version),
             )
         }))
     }
@@ -214,7 +214,7 @@ impl ConfigFile {
                 }),
             None => {
                 let agent = root_agent_token(self)
-                    .and_then(|t| build_agent(self, "/agent", &self.settings.agent, (t, None, None)));
+                    .and_then(|t| build_agent(self, "/agent", &self.settings.agent, (t, None, None, None)));
                 match agent {
                     Ok(agent) => Some(build(agent, auth.clone(), a2a_root.clone(), None)),
                     Err(e) => {
@@ -263,7 +263,7 @@ fn spec_of(
     file: &ConfigFile,
     pointer: &str,
     spec: &str,
-    (token, signer, callbacks): AgentCredentials,
+    (token, signer, callbacks, a2a_version): AgentCredentials,
 ) -> Result<(crate::backends::AgentSpec, crate::backends::AgentOptions), ConfigError> {
     use crate::backends::{AgentOptions, AgentSpec, PermissionPolicy};
     let parsed: AgentSpec = spec
@@ -279,6 +279,7 @@ fn spec_of(
         allow_fs: acp.allow_fs,
         env: acp.env.clone(),
         callbacks,
+        a2a_version,
     };
     Ok((parsed, options))
 }
@@ -295,11 +296,12 @@ fn build_agent(
 }
 
 /// What a remote agent is called with — a bearer token, or a machine identity requests are
-/// signed with — and where its delegated tasks call back.
+/// signed with —, where its delegated tasks call back, and the A2A version it is spoken to in.
 type AgentCredentials = (
     Option<e2a::SecretString>,
     Option<crate::web::hmac::Signer>,
     Option<crate::backends::Callbacks>,
+    Option<e2a::types::A2aVersion>,
 );
 
 /// The credentials of the named agent `name`: its token (`token_file`, else `token_env`) or
@@ -328,7 +330,19 @@ fn agent_token(file: &ConfigFile, name: &str, entry: &e2a::types::AgentEntry) ->
         agent_code: entry.hmac_agent_code.clone().unwrap_or_else(|| name.to_string()),
         key,
     });
-    Ok((token, signer, callbacks_of(file, name, entry)?))
+    let version = match entry.a2a_version {
+        Some(_) if !is_a2a(entry) => {
+            return Err(file.error(&at("a2a_version"), "a2a_version is for a2a: agents"));
+        }
+        v => v,
+    };
+    Ok((token, signer, callbacks_of(file, name, entry)?, version))
+}
+
+/// Whether the named agent of `entry` is an `a2a:` agent.
+fn is_a2a(entry: &e2a::types::AgentEntry) -> bool {
+    let spec = entry.agent.as_deref().map(str::parse::<crate::backends::AgentSpec>);
+    matches!(spec, Some(Ok(crate::backends::AgentSpec::A2a(_))))
 }
 
 /// Where the named agent `name`'s delegated tasks call back, when it delegates with callbacks
@@ -344,8 +358,7 @@ fn callbacks_of(
         return Ok(None);
     }
     let at = format!("/agents/{}/delegate", pointer_key(name));
-    let spec = entry.agent.as_deref().map(str::parse::<crate::backends::AgentSpec>);
-    if !matches!(spec, Some(Ok(crate::backends::AgentSpec::A2a(_)))) {
+    if !is_a2a(entry) {
         return Err(file.error(&at, "delegate = \"callback\" is for a2a: agents"));
     }
     if !file.settings.a2a.enabled {

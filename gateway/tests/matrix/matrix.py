@@ -10,7 +10,9 @@ failure); `a2a:` to
 fast-agent's A2A server (passthrough) and to an a2a-sdk server answering with a Message and with
 a named artifact (sdk_agent.py), and delegating to one with callbacks (`delegate = "callback"`:
 the a2a-sdk server's own push sender posts the answer to the gateway's callback route; over ACP,
-`e2a acp` serves no callback route and streams); `acp:` to fast-agent; a group of the script
+`e2a acp` serves no callback route and streams), and to a2a-sdk servers of A2A 0.3 only (the SDK's
+0.3 layer: JSON-RPC behind 0.3's own card, HTTP+JSON behind a `0.3.0` interface, and delegated
+with callbacks); `acp:` to fast-agent; a group of the script
 agent and echo (`group = {members}`: each member's text in an artifact of its own).
 
 Each cell reads what its client was shown into a normalized transcript (transcript.py) and
@@ -60,6 +62,9 @@ CASES = [
     ("sdk-message", "hello sdk", ["sdk says: hello sdk"]),
     ("sdk-artifact", "hello sdk", ["sdk artifact: hello sdk"]),
     ("sdk-delegated", "hello delegate", ["sdk artifact: hello delegate"]),
+    ("sdk-v03", "hello old sdk", ["sdk artifact: hello old sdk"]),
+    ("sdk-v03-rest", "hello old rest", ["sdk artifact: hello old rest"]),
+    ("sdk-v03-delegated", "hello old delegate", ["sdk artifact: hello old delegate"]),
     ("team", "matrix text", ["Plain words, streamed in pieces.", "member:script", "member:echo"]),
     ("fast-acp", "hello fast agent", ["hello fast agent"]),
 ]
@@ -136,6 +141,14 @@ class Servers:
                                      "--port", str(port), "--mode", "artifact", "--push", "--delay", "1"],
                    f"http://127.0.0.1:{port}/.well-known/agent-card.json")
         agents["sdk-delegated"] = f"a2a:http://127.0.0.1:{port}"
+        # agents of A2A 0.3 (the SDK's 0.3 layer alone): the gateway speaks 0.3 to them, as the card says
+        for name, rest in (("sdk-v03", ["--legacy", "jsonrpc"]), ("sdk-v03-rest", ["--legacy", "rest"]),
+                           ("sdk-v03-delegated", ["--legacy", "jsonrpc", "--push", "--delay", "1"])):
+            port = free_port()
+            self.start(name, [self.args.agent_python, os.path.join(HERE, "sdk_agent.py"), "--port", str(port),
+                              "--mode", "artifact", *rest],
+                       f"http://127.0.0.1:{port}/.well-known/agent-card.json")
+            agents[name] = f"a2a:http://127.0.0.1:{port}"
         acp = " ".join(self.fast_agent("acp", "--model", "passthrough"))
         agents["fast-acp"] = f"acp:{acp}"
         self.port = free_port()
@@ -145,7 +158,7 @@ class Servers:
                     f'[store]\nurl = "memory"\n[delegation]\ncallback_base_url = "http://127.0.0.1:{self.port}"\n')
             for name, spec in agents.items():
                 f.write(f"[agents.{name}]\nagent = {json.dumps(spec)}\n")
-                if name == "sdk-delegated":
+                if name in ("sdk-delegated", "sdk-v03-delegated"):
                     f.write('delegate = "callback"\n')
             # a group: the script agent and echo answer together, each in its own artifact
             f.write('[agents.team]\ngroup = {members = ["script", "echo"]}\n')

@@ -3,6 +3,7 @@
 Usage (with the venv at gateway/tests/clients/acp-agents/.venv, a2a-sdk 1.2.3):
 
     python sdk_agent.py --port PORT --mode message|artifact [--push] [--delay SECONDS]
+                        [--legacy jsonrpc|rest]
 
 Binds 127.0.0.1 only. The agent card is at http://127.0.0.1:PORT/.well-known/agent-card.json
 and declares protocol 1.0 interfaces: JSONRPC at http://127.0.0.1:PORT/ (POST /) and
@@ -18,6 +19,12 @@ capabilities.streaming is true. For each user message (its text parts concatenat
 (SendMessage's configuration.taskPushNotificationConfig) gets every event of its task, posted by
 the SDK's own BasePushNotificationSender. --delay: the artifact mode waits this long before its
 answer (a client sending with returnImmediately gets the task first, its answer by push).
+
+--legacy: the agent speaks A2A 0.3 only (the SDK's own 0.3 compatibility layer), as an agent
+of the 0.3 era does: `jsonrpc` serves 0.3's own card form (`url`, `preferredTransport`,
+`protocolVersion: "0.3.0"`) and JSON-RPC with 0.3's method names only (a 1.0 name such as
+`SendStreamingMessage` is refused, -32601); `rest` serves a card listing one HTTP+JSON interface
+labelled `0.3.0` and 0.3's HTTP+JSON routes only (`/v1/message:stream`, `/v1/tasks/{id}`…).
 
 CancelTask cancels the task (CANCELED).
 """
@@ -57,6 +64,9 @@ try:
         TaskStatus,
     )
     from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
 except ImportError as exc:  # wrong interpreter / venv
     sys.exit(f"sdk_agent: missing dependency ({exc}); run with the acp-agents .venv python")
 
@@ -110,7 +120,40 @@ class SdkAgentExecutor(AgentExecutor):
         await updater.cancel()
 
 
-def build_app(port: int, mode: str, push: bool = False, delay: float = 0.0) -> Starlette:
+def legacy_card(base: str, mode: str, push: bool) -> dict:
+    """A card of A2A 0.3's own form: one JSON-RPC interface at `url`."""
+    return {
+        "name": f"sdk-agent-{mode}-0.3",
+        "description": f"a2a-sdk test agent (mode {mode}) speaking A2A 0.3",
+        "version": "1.0.0",
+        "protocolVersion": "0.3.0",
+        "url": base,
+        "preferredTransport": "JSONRPC",
+        "capabilities": {"streaming": True, "pushNotifications": push},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "echo", "name": "echo", "description": "echoes the user text", "tags": ["test"]}],
+    }
+
+
+def only_0_3_methods(endpoint):
+    """The JSON-RPC endpoint, refusing 1.0 method names (0.3's have a slash)."""
+
+    async def handle(request: Request):
+        try:
+            body = await request.json()  # starlette keeps the body for the endpoint
+        except ValueError:
+            body = {}
+        method = body.get("method", "") if isinstance(body, dict) else ""
+        if "/" not in method:
+            return JSONResponse({"jsonrpc": "2.0", "id": body.get("id") if isinstance(body, dict) else None,
+                                 "error": {"code": -32601, "message": f"not an A2A 0.3 method: {method}"}})
+        return await endpoint(request)
+
+    return handle
+
+
+def build_app(port: int, mode: str, push: bool = False, delay: float = 0.0, legacy: str | None = None) -> Starlette:
     base = f"http://127.0.0.1:{port}/"
     card = AgentCard(
         name=f"sdk-agent-{mode}",
@@ -121,6 +164,8 @@ def build_app(port: int, mode: str, push: bool = False, delay: float = 0.0) -> S
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="echo", name="echo", description="echoes the user text", tags=["test"])],
         supported_interfaces=[
+            AgentInterface(protocol_binding="HTTP+JSON", protocol_version="0.3.0", url=base),
+        ] if legacy == "rest" else [
             AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0", url=base),
             AgentInterface(protocol_binding="HTTP+JSON", protocol_version="1.0", url=base),
         ],
@@ -139,7 +184,17 @@ def build_app(port: int, mode: str, push: bool = False, delay: float = 0.0) -> S
         **pushes,
     )
     app = Starlette()
+    if legacy == "jsonrpc":
+        served = legacy_card(base, mode, push)
+        app.routes.append(Route("/.well-known/agent-card.json", lambda _: JSONResponse(served), methods=["GET"]))
+        for route in create_jsonrpc_routes(request_handler=handler, rpc_url="/", enable_v0_3_compat=True):
+            app.routes.append(Route(route.path, only_0_3_methods(route.endpoint), methods=["POST"]))
+        return app
     app.routes.extend(create_agent_card_routes(agent_card=card))
+    if legacy == "rest":
+        routes = create_rest_routes(request_handler=handler, enable_v0_3_compat=True)
+        app.routes.extend(r for r in routes if r.path.startswith("/v1/"))
+        return app
     app.routes.extend(create_jsonrpc_routes(request_handler=handler, rpc_url="/"))
     app.routes.extend(create_rest_routes(request_handler=handler))
     return app
@@ -151,12 +206,13 @@ def main() -> None:
     parser.add_argument("--mode", choices=["message", "artifact"], required=True)
     parser.add_argument("--push", action="store_true", help="serve push notifications")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before the artifact mode's answer")
+    parser.add_argument("--legacy", choices=["jsonrpc", "rest"], help="speak A2A 0.3 only, on this binding")
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args()
     if not 0 < args.port < 65536:
         parser.error(f"invalid port {args.port}")
     try:
-        uvicorn.run(build_app(args.port, args.mode, args.push, args.delay), host="127.0.0.1", port=args.port,
+        uvicorn.run(build_app(args.port, args.mode, args.push, args.delay, args.legacy), host="127.0.0.1", port=args.port,
                     log_level=args.log_level)
     except OSError as exc:
         sys.exit(f"sdk_agent: cannot serve on 127.0.0.1:{args.port}: {exc}")

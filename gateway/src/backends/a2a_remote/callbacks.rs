@@ -412,8 +412,12 @@ impl Drop for Waiter {
 }
 
 /// The event a callback body holds: an A2A `StreamResponse`, or a task alone (what some push
-/// senders post); with its JSON.
+/// senders post; a 0.3 agent's, `kind`-tagged, read back as 1.0); with its JSON.
 fn read_event(value: Value) -> Result<(A2aStreamResponse, Value), CallbackError> {
+    let value = match value.get("kind") {
+        Some(_) => e2a::a2a::v0_3::stream_response(value, e2a::a2a::v0_3::Wire::JsonRpc),
+        None => value,
+    };
     match A2aStreamResponse::deserialize(&value) {
         Ok(event) => Ok((event, value)),
         Err(e) => match A2aTask::deserialize(&value) {

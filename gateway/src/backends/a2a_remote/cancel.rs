@@ -43,7 +43,7 @@ impl Drop for CancelOnDrop {
                 while let Some(Ok(ev)) = events.next().await {
                     let Some(RemoteEvent {
                         result: Some(event), ..
-                    }) = RemoteEvent::read(interface.wire, &ev.data)
+                    }) = RemoteEvent::read(&interface, &ev.data)
                     else {
                         continue;
                     };

@@ -191,7 +191,7 @@ impl A2aRemoteAgent {
             a = self.call_json(&interface, &url, Some(body), request.correlation_id.as_deref()) => a,
         };
         let answer = answer.map_err(|e| (ErrorKind::AgentError, e, Map::new()))?;
-        let answer: A2aSendMessageResponse = serde_json::from_value(answer).map_err(|e| {
+        let answer: A2aSendMessageResponse = serde_json::from_value(interface.sent(answer)).map_err(|e| {
             let why = format!("the remote agent's SendMessage answer is neither a task nor a message: {e}");
             (ErrorKind::AgentError, why, Map::new())
         })?;
@@ -233,7 +233,7 @@ impl A2aRemoteAgent {
         let interface = self.interface().await.ok()?;
         let (url, body) = interface.get_task(task);
         match self.call_json(&interface, &url, body, None).await {
-            Ok(v) => serde_json::from_value(v)
+            Ok(v) => serde_json::from_value(interface.task(v))
                 .inspect_err(|e| tracing::warn!(error = %e, "the delegated task read back is not a task"))
                 .ok(),
             Err(e) => {

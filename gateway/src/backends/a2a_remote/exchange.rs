@@ -3,10 +3,11 @@
 //! run's `SendStreamingMessage` posted, a `CancelTask` sent for a cancelled run — each with the
 //! origin's credential and the trace.
 
+use e2a::a2a::v0_3;
 use e2a::taxonomy::ErrorKind;
 use e2a::types::{A2aMessage, A2aOperation};
 use e2a::E2AEnvelope;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::urls::{named, origin, plain};
@@ -21,6 +22,8 @@ pub(super) struct Interface {
     pub(super) url: String,
     /// Its binding.
     pub(super) wire: Wire,
+    /// Whether it speaks A2A 0.3 ([`e2a::a2a::v0_3`]) rather than 1.0.
+    pub(super) v0_3: bool,
 }
 
 /// The A2A binding of an [`Interface`].
@@ -34,28 +37,73 @@ pub(super) enum Wire {
 }
 
 impl Interface {
+    /// Its 0.3 wire, when it speaks 0.3.
+    fn dialect(&self) -> Option<v0_3::Wire> {
+        self.v0_3.then_some(match self.wire {
+            Wire::JsonRpc => v0_3::Wire::JsonRpc,
+            Wire::Rest => v0_3::Wire::Rest,
+        })
+    }
+
+    /// The `A2A-Version` its requests carry.
+    pub(super) fn version(&self) -> &'static str {
+        if self.v0_3 {
+            "0.3"
+        } else {
+            "1.0"
+        }
+    }
+
+    /// The JSON-RPC method of `op` in its version.
+    fn method(&self, op: A2aOperation) -> &'static str {
+        if self.v0_3 {
+            v0_3::method(op)
+        } else {
+            op.as_str()
+        }
+    }
+
+    /// The URL of HTTP+JSON route `tail` (`/message:send`) in its version.
+    fn route(&self, tail: &str) -> String {
+        let prefix = if self.v0_3 { v0_3::REST_PREFIX } else { "" };
+        format!("{}{prefix}{tail}", self.url.trim_end_matches('/'))
+    }
+
+    /// A `SendMessageRequest` (1.0's JSON) as its version writes it.
+    fn params(&self, params: &Value) -> Option<Value> {
+        self.dialect().map(|d| v0_3::send_params(params, d))
+    }
+
     /// Where a run's streaming send goes, and its body.
     fn streaming_send(&self, message: &A2aMessage) -> (String, String) {
-        match self.wire {
-            Wire::JsonRpc => (
+        let params = SendParams { message };
+        let legacy = self
+            .dialect()
+            .map(|d| v0_3::send_params(&serde_json::to_value(&params).unwrap_or_default(), d));
+        match (self.wire, legacy) {
+            (Wire::JsonRpc, Some(p)) => (
                 self.url.clone(),
-                call(A2aOperation::SendStreamingMessage, &SendParams { message }),
+                call(self.method(A2aOperation::SendStreamingMessage), &p),
             ),
-            Wire::Rest => (
-                format!("{}/message:stream", self.url.trim_end_matches('/')),
-                serde_json::to_string(&SendParams { message }).unwrap_or_default(),
+            (Wire::JsonRpc, None) => (
+                self.url.clone(),
+                call(A2aOperation::SendStreamingMessage.as_str(), &params),
+            ),
+            (Wire::Rest, Some(p)) => (self.route("/message:stream"), p.to_string()),
+            (Wire::Rest, None) => (
+                self.route("/message:stream"),
+                serde_json::to_string(&params).unwrap_or_default(),
             ),
         }
     }
 
     /// Where a `SendMessage` with `params` (a `SendMessageRequest`) goes, and its body.
     pub(super) fn send(&self, params: &Value) -> (String, String) {
+        let legacy = self.params(params);
+        let params = legacy.as_ref().unwrap_or(params);
         match self.wire {
-            Wire::JsonRpc => (self.url.clone(), call(A2aOperation::SendMessage, params)),
-            Wire::Rest => (
-                format!("{}/message:send", self.url.trim_end_matches('/')),
-                params.to_string(),
-            ),
+            Wire::JsonRpc => (self.url.clone(), call(self.method(A2aOperation::SendMessage), params)),
+            Wire::Rest => (self.route("/message:send"), params.to_string()),
         }
     }
 
@@ -65,17 +113,46 @@ impl Interface {
         match self.wire {
             Wire::JsonRpc => (
                 self.url.clone(),
-                Some(call(A2aOperation::GetTask, &TaskIdParams { id: task })),
+                Some(call(self.method(A2aOperation::GetTask), &TaskIdParams { id: task })),
             ),
             Wire::Rest => (
-                format!(
-                    "{}/tasks/{}",
-                    self.url.trim_end_matches('/'),
-                    crate::protocol::path_segment(task)
-                ),
+                self.route(&format!("/tasks/{}", crate::protocol::path_segment(task))),
                 None,
             ),
         }
+    }
+
+    /// A send's answer (1.0's `SendMessageResponse` JSON, read back from 0.3 when it speaks 0.3).
+    pub(super) fn sent(&self, answer: Value) -> Value {
+        match self.dialect() {
+            Some(d) => v0_3::stream_response(answer, d),
+            None => answer,
+        }
+    }
+
+    /// A `GetTask` answer (1.0's `Task` JSON, read back from 0.3 when it speaks 0.3).
+    pub(super) fn task(&self, answer: Value) -> Value {
+        match self.dialect() {
+            Some(d) => v0_3::task(answer, d),
+            None => answer,
+        }
+    }
+
+    /// One event of a streaming answer (an SSE `data`) as 1.0's `StreamResponse` JSON: the
+    /// `result` of a JSON-RPC response or an HTTP+JSON event, read back from 0.3 when it speaks
+    /// 0.3; `None` when it is not JSON.
+    pub(super) fn event(&self, data: &str) -> Option<Value> {
+        let v: Value = serde_json::from_str(data).ok()?;
+        let Some(d) = self.dialect() else { return Some(v) };
+        Some(match (self.wire, v) {
+            (Wire::JsonRpc, Value::Object(mut response)) => {
+                if let Some(result) = response.get_mut("result") {
+                    *result = v0_3::stream_response(result.take(), d);
+                }
+                Value::Object(response)
+            }
+            (_, v) => v0_3::stream_response(v, d),
+        })
     }
 
     /// The answer of a call that is not a stream: JSON-RPC's `result` (or its `error`),
@@ -107,14 +184,10 @@ impl Interface {
         match self.wire {
             Wire::JsonRpc => (
                 self.url.clone(),
-                call(A2aOperation::CancelTask, &TaskIdParams { id: task }),
+                call(self.method(A2aOperation::CancelTask), &TaskIdParams { id: task }),
             ),
             Wire::Rest => (
-                format!(
-                    "{}/tasks/{}:cancel",
-                    self.url.trim_end_matches('/'),
-                    crate::protocol::path_segment(task)
-                ),
+                self.route(&format!("/tasks/{}:cancel", crate::protocol::path_segment(task))),
                 "{}".into(),
             ),
         }
@@ -133,7 +206,8 @@ impl A2aRemoteAgent {
         }
     }
 
-    /// Fetches the card and picks the JSON-RPC 1.0 interface on the card's origin.
+    /// Fetches the card and picks the interface runs post to ([`super::card::CardInterfaces::pick`]), on the
+    /// card's origin.
     async fn discover(&self) -> Result<Interface, String> {
         let get = self.client.get(&self.card_url).header("A2A-Version", "1.0");
         let get = self.credited(get, "GET", &self.card_url, b"");
@@ -152,33 +226,22 @@ impl A2aRemoteAgent {
             .text()
             .await
             .map_err(|e| format!("cannot read the agent card {card_url}: {}", plain(&e.without_url())))?;
-        let card: CardInterfaces =
+        let card: super::card::CardInterfaces =
             serde_json::from_str(&text).map_err(|e| format!("the agent card {card_url} is not a card: {e}"))?;
-        // JSON-RPC when the card lists it, else HTTP+JSON; A2A 1.0 either way
-        let of = |binding: &str| {
-            card.supported_interfaces.iter().find(|i| {
-                i.protocol_binding == binding && i.protocol_version.as_deref().is_none_or(|v| v.starts_with("1."))
-            })
-        };
-        let (url, wire) = match (of("JSONRPC"), of("HTTP+JSON")) {
-            (Some(i), _) => (i.url.clone(), Wire::JsonRpc),
-            (None, Some(i)) => (i.url.clone(), Wire::Rest),
-            (None, None) => {
-                return Err(format!(
-                    "the agent card {card_url} lists no JSON-RPC or HTTP+JSON interface of A2A 1.0"
-                ))
-            }
-        };
-        if origin(&url) != origin(&self.card_url) {
+        let interface = card.pick(self.version).ok_or_else(|| {
+            format!("the agent card {card_url} lists no JSON-RPC or HTTP+JSON interface of A2A 1.0 or 0.3")
+        })?;
+        if origin(&interface.url) != origin(&self.card_url) {
             return Err("the agent card's interface is on another origin than the card; refused".into());
         }
-        Ok(Interface { url, wire })
+        Ok(interface)
     }
 
     /// POSTs a JSON-RPC `body` to `url` (with the origin's credential and the trace of
     /// `trace`), asking for an event stream or JSON; the answer, or why the remote is unreachable.
     async fn post(
         &self,
+        version: &'static str,
         url: &str,
         body: String,
         stream: bool,
@@ -187,7 +250,7 @@ impl A2aRemoteAgent {
         let req = self
             .client
             .post(url)
-            .header("A2A-Version", "1.0")
+            .header("A2A-Version", version)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(
                 reqwest::header::ACCEPT,
@@ -226,9 +289,9 @@ impl A2aRemoteAgent {
         trace: Option<&str>,
     ) -> Result<Value, String> {
         let resp = match body {
-            Some(body) => self.post(url, body, false, trace).await?,
+            Some(body) => self.post(interface.version(), url, body, false, trace).await?,
             None => {
-                let get = self.client.get(url).header("A2A-Version", "1.0");
+                let get = self.client.get(url).header("A2A-Version", interface.version());
                 self.credited(get, "GET", url, b"").send().await.map_err(|e| {
                     format!(
                         "the remote agent {} is unreachable: {}",
@@ -259,7 +322,7 @@ impl A2aRemoteAgent {
         let this = self.clone();
         tokio::spawn(async move {
             let (url, body) = interface.cancel(&remote_task);
-            match this.post(&url, body, false, None).await {
+            match this.post(interface.version(), &url, body, false, None).await {
                 Ok(r) => tracing::info!(
                     status = r.status().as_u16(),
                     "cancel propagated to the remote A2A agent"
@@ -268,26 +331,6 @@ impl A2aRemoteAgent {
             }
         });
     }
-}
-
-/// The interfaces an agent card lists (the part of the card a run needs).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CardInterfaces {
-    #[serde(default)]
-    supported_interfaces: Vec<CardInterface>,
-}
-
-/// One `AgentInterface` of a card.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CardInterface {
-    #[serde(default)]
-    url: String,
-    #[serde(default)]
-    protocol_binding: String,
-    #[serde(default)]
-    protocol_version: Option<String>,
 }
 
 /// `CancelTask`'s params.
@@ -303,19 +346,19 @@ struct SendParams<'a> {
 }
 
 /// A JSON-RPC request of `operation` with `params`, as text.
-fn call<P: Serialize>(operation: A2aOperation, params: &P) -> String {
+fn call<P: Serialize>(method: &str, params: &P) -> String {
     #[derive(Serialize)]
     struct Call<'a, P> {
         jsonrpc: &'static str,
         id: String,
-        method: &'static str,
+        method: &'a str,
         params: &'a P,
     }
     let id = e2a::stream::new_id();
     serde_json::to_string(&Call {
         jsonrpc: "2.0",
         id,
-        method: operation.as_str(),
+        method,
         params,
     })
     .unwrap_or_default()
@@ -340,7 +383,7 @@ impl A2aRemoteAgent {
             _ = ctx.cancel.cancelled() => {
                 return Err((ErrorKind::Cancelled, "the run was cancelled".into(), Map::new()));
             }
-            r = self.post(&url, body, true, request.correlation_id.as_deref()) => r,
+            r = self.post(interface.version(), &url, body, true, request.correlation_id.as_deref()) => r,
         };
         let resp = sent.map_err(|e| (ErrorKind::AgentError, e, Map::new()))?;
         let status = resp.status();
@@ -358,5 +401,47 @@ impl A2aRemoteAgent {
             return Err((kind, message, details(&[("http_status", status.as_u16().into())])));
         }
         Ok((interface, resp))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_0_3_interface_is_written_to_in_0_3() {
+        let i = Interface {
+            url: "http://h/a/".into(),
+            wire: Wire::Rest,
+            v0_3: true,
+        };
+        assert_eq!(i.get_task("t 1").0, "http://h/a/v1/tasks/t%201");
+        assert_eq!(i.cancel("t").0, "http://h/a/v1/tasks/t:cancel");
+        let (url, body) = i.send(&json!({"message": {"role": "ROLE_USER", "parts": [{"text": "x"}]}}));
+        assert_eq!(url, "http://h/a/v1/message:send");
+        assert_eq!(
+            serde_json::from_str::<Value>(&body).ok(),
+            Some(json!({"message": {"role": "ROLE_USER", "content": [{"text": "x"}]}}))
+        );
+        let rpc = Interface {
+            wire: Wire::JsonRpc,
+            ..i.clone()
+        };
+        let (url, body) = rpc.get_task("t");
+        let body: Value = serde_json::from_str(&body.unwrap_or_default()).unwrap_or_default();
+        assert_eq!(
+            (url.as_str(), &body["method"], &body["params"]),
+            ("http://h/a/", &json!("tasks/get"), &json!({"id": "t"}))
+        );
+        let event = json!({"jsonrpc": "2.0", "id": "1", "result": {"kind": "status-update", "taskId": "t",
+            "contextId": "c", "final": true, "status": {"state": "completed"}}});
+        assert_eq!(
+            rpc.event(&event.to_string()).map(|v| v["result"].clone()),
+            Some(
+                json!({"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}})
+            )
+        );
+        assert_eq!(rpc.version(), "0.3");
     }
 }

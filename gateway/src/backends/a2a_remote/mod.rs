@@ -2,8 +2,9 @@
 //!
 //! The agent card is discovered at `<URL>/.well-known/agent-card.json` (or `URL` itself when
 //! it names a `.json` card); its JSON-RPC interface of protocol 1.0 is used — else its HTTP+JSON
-//! one (GoAI's agents list only that: `message:stream`, `tasks/{id}:cancel`) — and refused when
-//! it is on another origin than the card. Redirects are never followed. A bearer credential is
+//! one (GoAI's agents list only that: `message:stream`, `tasks/{id}:cancel`), else the same of
+//! A2A 0.3, spoken in 0.3 ([`e2a::a2a::v0_3`]; [`A2aRemoteConfig::version`] overrides the card's
+//! label) — and refused when it is on another origin than the card. Redirects are never followed. A bearer credential is
 //! configured per origin and sent to that origin only; it never appears in `Debug`, logs or
 //! errors. Every run is one `SendStreamingMessage`; the remote's `StreamResponse` events come
 //! back as E2A frames (text artifacts of the remote's `output` as text chunks, other artifacts
@@ -21,6 +22,7 @@
 
 mod callbacks;
 mod cancel;
+mod card;
 mod delegate;
 mod exchange;
 mod urls;
@@ -70,6 +72,8 @@ pub struct A2aRemoteConfig {
     /// Where its delegated tasks call back (`delegate = "callback"`): with them, every run is
     /// delegated ([`Callbacks`]); without, every run is one `SendStreamingMessage`.
     pub callbacks: Option<Callbacks>,
+    /// The A2A version it is spoken to in, whatever its card says (`None`: the card's).
+    pub version: Option<e2a::types::A2aVersion>,
 }
 
 impl A2aRemoteConfig {
@@ -81,6 +85,7 @@ impl A2aRemoteConfig {
             connect_timeout: Duration::from_secs(10),
             signer: None,
             callbacks: None,
+            version: None,
         }
     }
 
@@ -124,6 +129,8 @@ pub struct A2aRemoteAgent {
     tasks: Arc<Mutex<HashMap<ConversationKey, (String, String)>>>,
     /// Where its delegated tasks call back (`None`: runs stream).
     callbacks: Option<Callbacks>,
+    /// The A2A version it is spoken to in (`None`: its card's).
+    version: Option<e2a::types::A2aVersion>,
 }
 
 impl std::fmt::Debug for A2aRemoteAgent {
@@ -163,6 +170,7 @@ impl A2aRemoteAgent {
             interface: Arc::new(OnceCell::new()),
             tasks: Arc::default(),
             callbacks: None,
+            version: config.version,
         };
         if let Some(callbacks) = config.callbacks {
             // its callbacks read and cancel child tasks with its twin without them (no cycle)
@@ -300,9 +308,17 @@ struct RemoteEvent {
 }
 
 impl RemoteEvent {
-    /// The event of an SSE `data` on `wire`; `None` for one that is neither.
-    fn read(wire: exchange::Wire, data: &str) -> Option<RemoteEvent> {
-        match wire {
+    /// The event of an SSE `data` from `interface`; `None` for one that is neither.
+    fn read(interface: &Interface, data: &str) -> Option<RemoteEvent> {
+        // a 0.3 event is read back as 1.0 first
+        let read_back;
+        let data = if interface.v0_3 {
+            read_back = interface.event(data)?.to_string();
+            read_back.as_str()
+        } else {
+            data
+        };
+        match interface.wire {
             exchange::Wire::JsonRpc => serde_json::from_str(data).ok(),
             exchange::Wire::Rest => match serde_json::from_str::<A2aStreamResponse>(data) {
                 Ok(event) => Some(RemoteEvent {
@@ -410,7 +426,7 @@ impl Agent for A2aRemoteAgent {
                         }
                         return;
                     }
-                    Some(Ok(ev)) => match RemoteEvent::read(interface.wire, &ev.data) {
+                    Some(Ok(ev)) => match RemoteEvent::read(&interface, &ev.data) {
                         Some(v) => v,
                         None => continue,
                     },
