@@ -17,6 +17,33 @@ pub struct A2aHeaders {
     pub extensions: Vec<String>,
 }
 
+/// The 0.3 JSON-RPC method names of the 1.0 operations.
+pub(crate) const V0_3_METHODS: [(&str, A2aOperation); 11] = [
+    ("message/send", A2aOperation::SendMessage),
+    ("message/stream", A2aOperation::SendStreamingMessage),
+    ("tasks/get", A2aOperation::GetTask),
+    ("tasks/cancel", A2aOperation::CancelTask),
+    ("tasks/list", A2aOperation::ListTasks),
+    ("tasks/resubscribe", A2aOperation::SubscribeToTask),
+    (
+        "tasks/pushNotificationConfig/set",
+        A2aOperation::CreateTaskPushNotificationConfig,
+    ),
+    (
+        "tasks/pushNotificationConfig/get",
+        A2aOperation::GetTaskPushNotificationConfig,
+    ),
+    (
+        "tasks/pushNotificationConfig/list",
+        A2aOperation::ListTaskPushNotificationConfigs,
+    ),
+    (
+        "tasks/pushNotificationConfig/delete",
+        A2aOperation::DeleteTaskPushNotificationConfig,
+    ),
+    ("agent/getAuthenticatedExtendedCard", A2aOperation::GetExtendedAgentCard),
+];
+
 /// The A2A 1.0 operation of a JSON-RPC method name (1.0 or 0.3 spelling).
 ///
 /// ```
@@ -30,10 +57,7 @@ pub fn operation(method: &str) -> Option<A2aOperation> {
         return Some(op);
     }
     // the 0.3 names
-    super::v0_3::METHODS
-        .iter()
-        .find(|(name, _)| *name == method)
-        .map(|(_, op)| *op)
+    V0_3_METHODS.iter().find(|(name, _)| *name == method).map(|(_, op)| *op)
 }
 
 /// A 0.3 or 1.0 `Part` as a 1.0 part (`text` / `raw` / `url` / `data`, `mediaType`, `filename`).

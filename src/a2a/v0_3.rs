@@ -31,7 +31,7 @@
 
 use serde_json::{Map, Value};
 
-use super::jsonrpc::{normalize_message, normalize_part, normalize_task_state};
+use super::jsonrpc::{normalize_message, normalize_part, normalize_task_state, V0_3_METHODS};
 use crate::types::A2aOperation;
 
 /// One of A2A 0.3's two wires (see the module docs).
@@ -46,33 +46,6 @@ pub enum Wire {
 /// Where 0.3's HTTP+JSON routes are, under an interface's URL (`{url}/v1/message:send`).
 pub const REST_PREFIX: &str = "/v1";
 
-/// The 0.3 JSON-RPC method names of the 1.0 operations.
-pub(crate) const METHODS: [(&str, A2aOperation); 11] = [
-    ("message/send", A2aOperation::SendMessage),
-    ("message/stream", A2aOperation::SendStreamingMessage),
-    ("tasks/get", A2aOperation::GetTask),
-    ("tasks/cancel", A2aOperation::CancelTask),
-    ("tasks/list", A2aOperation::ListTasks),
-    ("tasks/resubscribe", A2aOperation::SubscribeToTask),
-    (
-        "tasks/pushNotificationConfig/set",
-        A2aOperation::CreateTaskPushNotificationConfig,
-    ),
-    (
-        "tasks/pushNotificationConfig/get",
-        A2aOperation::GetTaskPushNotificationConfig,
-    ),
-    (
-        "tasks/pushNotificationConfig/list",
-        A2aOperation::ListTaskPushNotificationConfigs,
-    ),
-    (
-        "tasks/pushNotificationConfig/delete",
-        A2aOperation::DeleteTaskPushNotificationConfig,
-    ),
-    ("agent/getAuthenticatedExtendedCard", A2aOperation::GetExtendedAgentCard),
-];
-
 /// The 0.3 JSON-RPC method name of `op`.
 ///
 /// ```
@@ -80,7 +53,7 @@ pub(crate) const METHODS: [(&str, A2aOperation); 11] = [
 /// assert_eq!(e2a::a2a::v0_3::method(A2aOperation::SendStreamingMessage), "message/stream");
 /// ```
 pub fn method(op: A2aOperation) -> &'static str {
-    METHODS
+    V0_3_METHODS
         .iter()
         .find(|(_, o)| *o == op)
         .map_or_else(|| op.as_str(), |(name, _)| name)
@@ -535,7 +508,7 @@ mod tests {
 
     #[test]
     fn methods_and_versions() {
-        for (name, op) in METHODS {
+        for (name, op) in V0_3_METHODS {
             assert_eq!(method(op), name);
         }
         assert_eq!(method(A2aOperation::SendMessage), "message/send");

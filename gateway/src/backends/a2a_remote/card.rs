@@ -6,6 +6,41 @@ use e2a::types::A2aVersion;
 use serde::Deserialize;
 
 use super::exchange::{Interface, Wire};
+use super::urls::{named, origin, plain};
+use super::A2aRemoteAgent;
+
+impl A2aRemoteAgent {
+    /// Fetches the card and picks the interface runs post to ([`CardInterfaces::pick`]), on the
+    /// card's origin.
+    pub(super) async fn discover(&self) -> Result<Interface, String> {
+        let get = self.client.get(&self.card_url).header("A2A-Version", "1.0");
+        let get = self.credited(get, "GET", &self.card_url, b"");
+        let card_url = named(&self.card_url);
+        let resp = get
+            .send()
+            .await
+            .map_err(|e| format!("cannot fetch the agent card {card_url}: {}", plain(&e.without_url())))?;
+        if !resp.status().is_success() {
+            return Err(format!(
+                "the agent card {card_url} answered HTTP {}",
+                resp.status().as_u16()
+            ));
+        }
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| format!("cannot read the agent card {card_url}: {}", plain(&e.without_url())))?;
+        let card: CardInterfaces =
+            serde_json::from_str(&text).map_err(|e| format!("the agent card {card_url} is not a card: {e}"))?;
+        let interface = card.pick(self.version).ok_or_else(|| {
+            format!("the agent card {card_url} lists no JSON-RPC or HTTP+JSON interface of A2A 1.0 or 0.3")
+        })?;
+        if origin(&interface.url) != origin(&self.card_url) {
+            return Err("the agent card's interface is on another origin than the card; refused".into());
+        }
+        Ok(interface)
+    }
+}
 
 /// The interfaces an agent card lists (the part of the card a run needs): 1.0's
 /// `supportedInterfaces`, or 0.3's main interface (`url`, `preferredTransport`,

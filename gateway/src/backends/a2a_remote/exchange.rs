@@ -10,7 +10,7 @@ use e2a::E2AEnvelope;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::urls::{named, origin, plain};
+use super::urls::{named, plain};
 use super::A2aRemoteAgent;
 use crate::agent::RequestContext;
 use crate::pipeline::boundary::details;
@@ -204,37 +204,6 @@ impl A2aRemoteAgent {
                 Err((ErrorKind::AgentError, e, Map::new()))
             }
         }
-    }
-
-    /// Fetches the card and picks the interface runs post to ([`super::card::CardInterfaces::pick`]), on the
-    /// card's origin.
-    async fn discover(&self) -> Result<Interface, String> {
-        let get = self.client.get(&self.card_url).header("A2A-Version", "1.0");
-        let get = self.credited(get, "GET", &self.card_url, b"");
-        let card_url = named(&self.card_url);
-        let resp = get
-            .send()
-            .await
-            .map_err(|e| format!("cannot fetch the agent card {card_url}: {}", plain(&e.without_url())))?;
-        if !resp.status().is_success() {
-            return Err(format!(
-                "the agent card {card_url} answered HTTP {}",
-                resp.status().as_u16()
-            ));
-        }
-        let text = resp
-            .text()
-            .await
-            .map_err(|e| format!("cannot read the agent card {card_url}: {}", plain(&e.without_url())))?;
-        let card: super::card::CardInterfaces =
-            serde_json::from_str(&text).map_err(|e| format!("the agent card {card_url} is not a card: {e}"))?;
-        let interface = card.pick(self.version).ok_or_else(|| {
-            format!("the agent card {card_url} lists no JSON-RPC or HTTP+JSON interface of A2A 1.0 or 0.3")
-        })?;
-        if origin(&interface.url) != origin(&self.card_url) {
-            return Err("the agent card's interface is on another origin than the card; refused".into());
-        }
-        Ok(interface)
     }
 
     /// POSTs a JSON-RPC `body` to `url` (with the origin's credential and the trace of
