@@ -88,22 +88,22 @@ async fn child() -> (Child, Spawned) {
 /// A gateway whose agent delegates to the child at `child_url` with callbacks (as agent
 /// `planner`), its callback route at `/callbacks/tasks/{id}`, waiting at most `timeout`.
 async fn parent(child_url: &str, store: impl Into<Stores>, timeout: Duration) -> Spawned {
-    parent_with(child_url, store, timeout, GatewayConfig::default(), false).await
+    parent_with(child_url, store, timeout, GatewayConfig::default(), |c| c).await
 }
 
-/// [`parent`] with `gateway` (its callers) and unsigned callbacks refused when `signed_only`.
+/// [`parent`] with `gateway` (its callers) and its callbacks as `configure` makes them (signed
+/// only, relaying progress).
 async fn parent_with(
     child_url: &str,
     store: impl Into<Stores>,
     timeout: Duration,
     gateway: GatewayConfig,
-    signed_only: bool,
+    configure: impl FnOnce(Callbacks) -> Callbacks,
 ) -> Spawned {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let callbacks = Callbacks::new(&format!("{base}/callbacks/tasks"), "planner", timeout)
-        .expect("callbacks")
-        .signed_only(signed_only);
+    let callbacks =
+        configure(Callbacks::new(&format!("{base}/callbacks/tasks"), "planner", timeout).expect("callbacks"));
     let mut config = A2aRemoteConfig::new(child_url);
     config.callbacks = Some(callbacks.clone());
     let agent = A2aRemoteAgent::new(config).expect("agent");
@@ -278,7 +278,7 @@ async fn a_signed_callback_is_checked_as_its_caller_then_by_its_token() {
         Arc::new(MemoryStore::new()),
         Duration::from_secs(30),
         config,
-        true,
+        |c| c.signed_only(true),
     )
     .await;
     let resp = client()
@@ -352,5 +352,102 @@ async fn a_callback_in_a2a_0_3s_form_ends_the_run() {
     assert_eq!(
         frames.last().expect("final").body["result"]["content"],
         "Written in 0.3."
+    );
+}
+
+/// A status update with a message, as a child posts its progress.
+fn note(text: &str) -> Value {
+    json!({"statusUpdate": {"taskId": "child-1", "contextId": "ctx-1", "status": {"state": "TASK_STATE_WORKING",
+        "message": {"messageId": uuid(), "role": "ROLE_AGENT", "parts": [{"text": text}]}}}})
+}
+
+/// With `relay_progress`, the child's notes reach the waiting run as reasoning frames: in order
+/// when they land at its own gateway, through the store when they land at another gateway of
+/// it; artifact pieces and statuses without a message are acknowledged and not relayed; the
+/// answer ends the run as before.
+#[tokio::test]
+async fn progress_is_relayed_when_asked_here_and_from_another_gateway() {
+    let (child, child_server) = child().await;
+    let store = Arc::new(MemoryStore::new());
+    let relay = |c: Callbacks| c.relay_progress(true);
+    let long = Duration::from_secs(30);
+    let a = parent_with(&child_server.base, store.clone(), long, GatewayConfig::default(), relay).await;
+    let b = parent_with(&child_server.base, store, long, GatewayConfig::default(), relay).await;
+    let mut resp = post(&a.base, &envelope("write the report"), "text/event-stream").await;
+    assert_eq!(resp.status(), 200);
+    let mut frames = read_frames(&mut resp, 1).await;
+    let (url, token) = push_config(&sent_one(&child).await);
+    let deltas = |frames: &[E2AResponse]| -> Vec<String> {
+        frames
+            .iter()
+            .filter_map(|f| f.body.get("delta").and_then(Value::as_str).map(str::to_string))
+            .collect()
+    };
+    for text in ["outline done", "draft done"] {
+        assert_eq!(call_back(&url, Some(&token), &note(text)).await.status(), 202);
+    }
+    let two = read_frames(&mut resp, 2).await;
+    assert_eq!(deltas(&two), ["outline done", "draft done"]);
+    assert!(two.iter().all(|f| f.body["delta_kind"] == "reasoning"), "{two:?}");
+    frames.extend(two);
+    // at the other gateway: kept in the store, read by the run's own within a second
+    let at_b = url.replace(&a.base, &b.base);
+    assert_ne!(at_b, url);
+    assert_eq!(call_back(&at_b, Some(&token), &note("review done")).await.status(), 202);
+    let one = read_frames(&mut resp, 1).await;
+    assert_eq!(deltas(&one), ["review done"]);
+    frames.extend(one);
+    // not relayed: an artifact piece, a status without a message
+    let piece = json!({"artifactUpdate": {"taskId": "child-1", "contextId": "ctx-1",
+        "artifact": {"artifactId": "a1", "parts": [{"text": "The rep"}]}}});
+    let bare =
+        json!({"statusUpdate": {"taskId": "child-1", "contextId": "ctx-1", "status": {"state": "TASK_STATE_WORKING"}}});
+    for event in [&piece, &bare] {
+        assert_eq!(call_back(&url, Some(&token), event).await.status(), 202);
+    }
+    child.tasks.lock().insert(
+        "child-1".into(),
+        json!({"id": "child-1", "contextId": "ctx-1", "status": {"state": "TASK_STATE_COMPLETED"},
+               "artifacts": [{"artifactId": "a1", "name": "output", "parts": [{"text": "The report, written."}]}]}),
+    );
+    assert_eq!(call_back(&url, Some(&token), &completed()).await.status(), 202);
+    let rest = tokio::time::timeout(Duration::from_secs(10), resp.text())
+        .await
+        .expect("the run ends")
+        .expect("body");
+    let rest = sse_frames(&rest);
+    assert_eq!(
+        deltas(&rest),
+        ["The report, written."],
+        "nothing else relayed: {rest:?}"
+    );
+    frames.extend(rest);
+    assert_valid_stream(&frames);
+    assert_eq!(
+        frames.last().expect("final").body["result"]["content"],
+        "The report, written."
+    );
+}
+
+/// Without `relay_progress` (the default), a note is acknowledged and the run shows only the
+/// answer.
+#[tokio::test]
+async fn progress_is_dropped_by_default() {
+    let (child, child_server) = child().await;
+    let gw = parent(&child_server.base, Stores::memory(), Duration::from_secs(30)).await;
+    let resp = post(&gw.base, &envelope("write the report"), "text/event-stream").await;
+    let (url, token) = push_config(&sent_one(&child).await);
+    assert_eq!(call_back(&url, Some(&token), &note("outline done")).await.status(), 202);
+    let done = json!({"task": {"id": "child-1", "contextId": "ctx-1", "status": {"state": "TASK_STATE_COMPLETED"},
+        "artifacts": [{"artifactId": "a1", "name": "output", "parts": [{"text": "Done."}]}]}});
+    assert_eq!(call_back(&url, Some(&token), &done).await.status(), 202);
+    let text = tokio::time::timeout(Duration::from_secs(10), resp.text())
+        .await
+        .expect("the run ends")
+        .expect("body");
+    assert!(!text.contains("outline done"), "{text}");
+    assert_eq!(
+        sse_frames(&text).last().expect("final").body["result"]["content"],
+        "Done."
     );
 }

@@ -771,6 +771,10 @@ class DelegationSettings(BaseModel):
         None,
         description="The base URL child agents reach this gateway at (`https://gw.example.com`; plain `http` only on a loopback address: the URL is where each task's token is posted). A delegating agent's callbacks are at `{callback_base_url}{routes.a2a}/callbacks/tasks/{id}`.",
     )
+    relay_progress: bool = Field(
+        False,
+        description="Relay a child's progress into the run waiting for it: each status update that is not the end (`WORKING` with a message: the child's notes, or an E2A frame an e2a child sends that way — a tool call, its result) becomes the frame a stream of the child would show. Off (default): progress events are acknowledged (`202`) and dropped; the run shows the child's answer. Artifact pieces are never relayed (the answer carries the artifacts whole). A run relays what reaches its own process in order; what lands at another gateway of the store reaches it within a second, the newest one only when several came meanwhile.",
+    )
     signed_callbacks: bool = Field(
         False,
         description="Refuse callbacks that are not signed (GoAI-HMAC-SHA256, by a caller of `[callers]` with an `hmac_key_file`). Either way a signed callback is verified as its caller, and every callback must carry its task's token.",

@@ -2676,6 +2676,9 @@ pub struct DelegationSettings {
     ///The base URL child agents reach this gateway at (`https://gw.example.com`; plain `http` only on a loopback address: the URL is where each task's token is posted). A delegating agent's callbacks are at `{callback_base_url}{routes.a2a}/callbacks/tasks/{id}`.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub callback_base_url: ::std::option::Option<::std::string::String>,
+    ///Relay a child's progress into the run waiting for it: each status update that is not the end (`WORKING` with a message: the child's notes, or an E2A frame an e2a child sends that way — a tool call, its result) becomes the frame a stream of the child would show. Off (default): progress events are acknowledged (`202`) and dropped; the run shows the child's answer. Artifact pieces are never relayed (the answer carries the artifacts whole). A run relays what reaches its own process in order; what lands at another gateway of the store reaches it within a second, the newest one only when several came meanwhile.
+    #[serde(default)]
+    pub relay_progress: bool,
     ///Refuse callbacks that are not signed (GoAI-HMAC-SHA256, by a caller of `[callers]` with an `hmac_key_file`). Either way a signed callback is verified as its caller, and every callback must carry its task's token.
     #[serde(default)]
     pub signed_callbacks: bool,
@@ -2687,6 +2690,7 @@ impl ::std::default::Default for DelegationSettings {
     fn default() -> Self {
         Self {
             callback_base_url: Default::default(),
+            relay_progress: Default::default(),
             signed_callbacks: Default::default(),
             timeout_secs: defaults::default_nzu64::<::std::num::NonZeroU64, 3600>(),
         }
@@ -7983,6 +7987,8 @@ impl crate::write::WriteJson for DelegationSettings {
             w.key(&mut first, "\"callback_base_url\":");
             w.value(v);
         }
+        w.key(&mut first, "\"relay_progress\":");
+        w.value(&self.relay_progress);
         w.key(&mut first, "\"signed_callbacks\":");
         w.value(&self.signed_callbacks);
         w.key(&mut first, "\"timeout_secs\":");

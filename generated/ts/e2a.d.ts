@@ -2030,6 +2030,10 @@ export interface DelegationSettings {
    */
   callback_base_url?: string | null;
   /**
+   * Relay a child's progress into the run waiting for it: each status update that is not the end (`WORKING` with a message: the child's notes, or an E2A frame an e2a child sends that way — a tool call, its result) becomes the frame a stream of the child would show. Off (default): progress events are acknowledged (`202`) and dropped; the run shows the child's answer. Artifact pieces are never relayed (the answer carries the artifacts whole). A run relays what reaches its own process in order; what lands at another gateway of the store reaches it within a second, the newest one only when several came meanwhile.
+   */
+  relay_progress?: boolean;
+  /**
    * Refuse callbacks that are not signed (GoAI-HMAC-SHA256, by a caller of `[callers]` with an `hmac_key_file`). Either way a signed callback is verified as its caller, and every callback must carry its task's token.
    */
   signed_callbacks?: boolean;

@@ -375,7 +375,12 @@ fn callbacks_of(
     let code = entry.hmac_agent_code.clone().unwrap_or_else(|| name.to_string());
     let timeout = std::time::Duration::from_secs(delegation.timeout_secs.get());
     crate::backends::Callbacks::new(&url, &code, timeout)
-        .map(|c| Some(c.signed_only(delegation.signed_callbacks)))
+        .map(|c| {
+            Some(
+                c.signed_only(delegation.signed_callbacks)
+                    .relay_progress(delegation.relay_progress),
+            )
+        })
         .map_err(|e| file.error("/delegation/callback_base_url", e.to_string()))
 }
 

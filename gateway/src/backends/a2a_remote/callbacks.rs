@@ -3,12 +3,12 @@
 //! callback checked and kept ([`Callbacks::deliver`]), and the run it answers finished — woken in
 //! its own process, or written here when its gateway is gone.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use e2a::stream::ResponseStream;
-use e2a::types::{A2aStreamResponse, A2aTask, A2aTaskState};
+use e2a::types::{A2aStreamResponse, A2aTask, A2aTaskState, A2aTaskStatusUpdateEvent};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -31,6 +31,10 @@ const RECOVER_AT_MOST: usize = 10_000;
 /// After how long a claim to finish a run ([`claim`]) is taken to be its dead finisher's.
 const CLAIM_TTL_MS: i64 = 60_000;
 
+/// Most progress events a waiting run of this process holds before it relays them (the oldest
+/// go first: a run that does not keep up shows the newest).
+const PROGRESS_HELD: usize = 64;
+
 /// Where the answers of an agent's delegated tasks come back, and the runs of this process
 /// waiting for them. Made per delegating agent; the same one is given to the agent
 /// ([`super::A2aRemoteConfig::callbacks`]) and to its A2A routes (which serve the callbacks).
@@ -45,11 +49,21 @@ struct Hub {
     /// The longest a run waits for its callback.
     timeout: Duration,
     /// The runs of this process waiting, by delegation id.
-    waiters: Mutex<HashMap<String, Arc<Notify>>>,
+    waiters: Mutex<HashMap<String, Arc<Wake>>>,
     /// The delegating agent without its callbacks: what reads a child's task and cancels it.
     agent: OnceLock<A2aRemoteAgent>,
     /// Whether unsigned callbacks are refused.
     signed_only: bool,
+    /// Whether progress events are relayed to the waiting run.
+    relay_progress: bool,
+}
+
+/// What wakes a run of this process waiting for its callback, and the progress events that
+/// came for it meanwhile.
+#[derive(Default)]
+pub(super) struct Wake {
+    notify: Notify,
+    progress: Mutex<VecDeque<A2aStreamResponse>>,
 }
 
 impl std::fmt::Debug for Callbacks {
@@ -88,6 +102,8 @@ pub(super) struct Received {
 pub(crate) enum Delivered {
     /// A terminal event, kept (or the same one again): the waiting run goes on from it.
     Accepted,
+    /// A progress event handed to the waiting run (`[delegation] relay_progress`).
+    Relayed,
     /// A progress event: acknowledged, not relayed.
     Ignored,
 }
@@ -148,6 +164,7 @@ impl Callbacks {
             waiters: Mutex::default(),
             agent: OnceLock::new(),
             signed_only: false,
+            relay_progress: false,
         })))
     }
 
@@ -156,6 +173,16 @@ impl Callbacks {
     pub fn signed_only(mut self, yes: bool) -> Self {
         if let Some(hub) = Arc::get_mut(&mut self.0) {
             hub.signed_only = yes;
+        }
+        self
+    }
+
+    /// These callbacks, relaying progress events to the waiting run (`[delegation]
+    /// relay_progress`): a status update that does not end the task, with a message, becomes
+    /// the frame a stream of the child would show. Call it before the callbacks are shared.
+    pub fn relay_progress(mut self, yes: bool) -> Self {
+        if let Some(hub) = Arc::get_mut(&mut self.0) {
+            hub.relay_progress = yes;
         }
         self
     }
@@ -192,24 +219,75 @@ impl Callbacks {
 
     /// Registers a waiter for delegation `id` (gone when the returned guard is dropped).
     pub(super) fn wait_for(&self, id: &str) -> Waiter {
-        let notify = Arc::new(Notify::new());
-        self.0.waiters.lock().insert(id.to_string(), notify.clone());
+        let wake = Arc::new(Wake::default());
+        self.0.waiters.lock().insert(id.to_string(), wake.clone());
         Waiter {
             hub: self.clone(),
             id: id.to_string(),
-            notify,
+            wake,
         }
     }
 
     /// Wakes the run of this process waiting for delegation `id`; whether one does.
     fn wake(&self, id: &str) -> bool {
         match self.0.waiters.lock().get(id) {
-            Some(n) => {
-                n.notify_one();
+            Some(w) => {
+                w.notify.notify_one();
                 true
             }
             None => false,
         }
+    }
+
+    /// Relays progress event `event` of delegation `id` to its waiting run: handed to it when
+    /// it waits in this process, else kept in the store (the newest one), where its process
+    /// reads it.
+    async fn relay(
+        &self,
+        id: &str,
+        event: A2aStreamResponse,
+        value: Value,
+        store: &dyn PauseKeeper,
+    ) -> Result<(), CallbackError> {
+        let local = self.0.waiters.lock().get(id).cloned();
+        if let Some(w) = local {
+            let mut held = w.progress.lock();
+            if held.len() >= PROGRESS_HELD {
+                held.pop_front();
+            }
+            held.push_back(event);
+            drop(held);
+            w.notify.notify_one();
+            return Ok(());
+        }
+        let received = Received {
+            sha256: content_sha256(value.to_string().as_bytes()),
+            event: value,
+        };
+        let text = serde_json::to_string(&received).map_err(|e| CallbackError::BadEvent(e.to_string()))?;
+        Ok(store.put_pause(&self.key("delegation-progress", id), text).await?)
+    }
+
+    /// The newest progress event of delegation `id` kept in the store ([`Callbacks::relay`]),
+    /// with its SHA-256.
+    pub(super) async fn stored_progress(
+        &self,
+        id: &str,
+        store: &dyn PauseKeeper,
+    ) -> Option<(String, A2aStreamResponse)> {
+        if !self.0.relay_progress {
+            return None;
+        }
+        let text = match store.get_pause(&self.key("delegation-progress", id)).await {
+            Ok(text) => text?,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read a delegated task's progress");
+                return None;
+            }
+        };
+        let received: Received = serde_json::from_str(&text).ok()?;
+        let event = serde_json::from_value(received.event).ok()?;
+        Some((received.sha256, event))
     }
 
     /// A callback of delegation `id`, presenting `token`, carrying `body` (its JSON): checked against the
@@ -238,7 +316,13 @@ impl Callbacks {
         }
         let (event, value) = read_event(body)?;
         if !ends_wait(&event) {
-            return Ok(Delivered::Ignored);
+            return match progress(event) {
+                Some(event) if self.0.relay_progress => {
+                    self.relay(id, event, value, store.as_ref()).await?;
+                    Ok(Delivered::Relayed)
+                }
+                _ => Ok(Delivered::Ignored),
+            };
         }
         let received = Received {
             sha256: content_sha256(value.to_string().as_bytes()),
@@ -402,7 +486,19 @@ pub(super) async fn claim(store: &dyn PauseKeeper, run: &str) -> Result<bool, cr
 pub(super) struct Waiter {
     hub: Callbacks,
     id: String,
-    pub(super) notify: Arc<Notify>,
+    wake: Arc<Wake>,
+}
+
+impl Waiter {
+    /// Until the run is woken (a callback came here) or `at_most` has passed.
+    pub(super) async fn woken(&self, at_most: Duration) {
+        let _ = tokio::time::timeout(at_most, self.wake.notify.notified()).await;
+    }
+
+    /// The progress events handed to the run since it last looked.
+    pub(super) fn progress(&self) -> Vec<A2aStreamResponse> {
+        self.wake.progress.lock().drain(..).collect()
+    }
 }
 
 impl Drop for Waiter {
@@ -425,6 +521,23 @@ fn read_event(value: Value) -> Result<(A2aStreamResponse, Value), CallbackError>
             Err(_) => Err(CallbackError::BadEvent(e.to_string())),
         },
     }
+}
+
+/// The progress a relayed event shows, as a status update: one that does not end the task,
+/// with a message (a task posted whole shows its status). `None`: nothing to show (an artifact
+/// piece, a status without a message).
+fn progress(event: A2aStreamResponse) -> Option<A2aStreamResponse> {
+    let update = match event {
+        A2aStreamResponse::StatusUpdate(u) => u,
+        A2aStreamResponse::Task(t) => A2aTaskStatusUpdateEvent {
+            task_id: t.id,
+            context_id: t.context_id,
+            status: t.status,
+            metadata: t.metadata,
+        },
+        A2aStreamResponse::ArtifactUpdate(_) | A2aStreamResponse::Message(_) => return None,
+    };
+    (update.status.message.is_some() && !ends(&update.status.state)).then_some(A2aStreamResponse::StatusUpdate(update))
 }
 
 /// Whether `event` ends a delegated task's wait: a message, or a task or status in a terminal

@@ -27,7 +27,11 @@
 //!
 //! A child that answers at once (a message, a finished task) ends the run without a callback. A
 //! terminal event without the task's content (a status update) is completed by reading the task
-//! (`GetTask`). Progress events are acknowledged and not relayed.
+//! (`GetTask`). Progress events are acknowledged; with `[delegation] relay_progress`, a status
+//! update with a message (the child's notes, an e2a child's tool calls) reaches the waiting run
+//! as the frame a stream of the child would show — in order when it lands in the run's own
+//! process, else through the store (`delegation-progress:{code}:{id}`: the newest one, read with
+//! the terminal event every second).
 
 use std::time::Duration;
 
@@ -39,9 +43,8 @@ use e2a::types::{A2aSendMessageResponse, A2aStreamResponse, A2aTask};
 use e2a::E2AEnvelope;
 use serde::Serialize;
 use serde_json::{json, Map};
-use tokio::sync::Notify;
 
-use super::callbacks::{claim, ends, release, Callbacks, Received, Record};
+use super::callbacks::{claim, ends, release, Callbacks, Received, Record, Waiter};
 use super::cancel::CancelOnDrop;
 use super::exchange::Interface;
 use super::{fail, A2aRemoteAgent};
@@ -96,10 +99,27 @@ impl A2aRemoteAgent {
                 Sent::Working(child) => {
                     let mut guard = CancelOnDrop { agent: this.clone(), interface: interface.clone(), task: Some(child.clone()), done: false, events: None };
                     yield s.reasoning(&format!("delegated as task {child}; waiting for its callback"));
-                    let waited = tokio::select! {
-                        _ = ctx.cancel.cancelled() => Err((ErrorKind::Cancelled, "the run was cancelled".to_string())),
-                        _ = tokio::time::sleep(hub.timeout()) => Err((ErrorKind::Timeout, format!("the delegated task did not answer within {} s", hub.timeout().as_secs()))),
-                        e = callback(&hub, &id, store.as_ref(), &waiter.notify) => Ok(e),
+                    let until = tokio::time::Instant::now() + hub.timeout();
+                    // the SHA-256 of the progress event last relayed from the store
+                    let mut shown = None;
+                    let waited = loop {
+                        // its progress, relayed (`[delegation] relay_progress`)
+                        for event in progress(&hub, &id, &waiter, store.as_ref(), &mut shown).await {
+                            let mut reader = A2aStreamReader::new(s);
+                            for f in reader.push(&event) {
+                                yield f;
+                            }
+                            let Some(back) = reader.take_stream() else { return };
+                            s = back;
+                        }
+                        if let Some(event) = terminal(&hub, &id, store.as_ref()).await {
+                            break Ok(event);
+                        }
+                        tokio::select! {
+                            _ = ctx.cancel.cancelled() => break Err((ErrorKind::Cancelled, "the run was cancelled".to_string())),
+                            _ = tokio::time::sleep_until(until) => break Err((ErrorKind::Timeout, format!("the delegated task did not answer within {} s", hub.timeout().as_secs()))),
+                            _ = waiter.woken(POLL) => {}
+                        }
                     };
                     match waited {
                         Ok(event) => {
@@ -115,19 +135,8 @@ impl A2aRemoteAgent {
                     }
                 }
             };
-            // one finisher: this run, unless a gateway that found it without one (its lease
-            // lapsed) claimed it first. Its marks stay: should this process die before the
-            // frames are stored, the run still waits, the child (answered `202` only once the run
-            // has ended) calls back again, and the gateway it reaches takes the stale claim over
-            if let Some(run) = &ctx.run {
-                match claim(store.as_ref(), run).await {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        tracing::warn!(delegation = %id, "another gateway finishes this run");
-                        return;
-                    }
-                    Err(e) => tracing::warn!(error = %e, "cannot claim a run's answer; going on"),
-                }
+            if !finishes_here(&ctx, store.as_ref(), &id).await {
+                return;
             }
             this.remember(&event, &request, &ctx).await;
             for f in this.frames_of(&event, s).await {
@@ -244,23 +253,61 @@ impl A2aRemoteAgent {
     }
 }
 
-/// The terminal event stored for delegation `id`, once it is (read when woken, and every
-/// [`POLL`] for a callback that landed at another gateway).
-async fn callback(hub: &Callbacks, id: &str, store: &dyn PauseKeeper, woken: &Notify) -> A2aStreamResponse {
+/// The terminal event stored for delegation `id`, if one came (read when the run is woken, and
+/// every [`POLL`] for a callback that landed at another gateway).
+async fn terminal(hub: &Callbacks, id: &str, store: &dyn PauseKeeper) -> Option<A2aStreamResponse> {
     let key = hub.key("delegation-event", id);
-    loop {
-        match store.get_pause(&key).await {
-            Ok(Some(text)) => {
-                let event = serde_json::from_str::<Received>(&text).map(|r| r.event);
-                match event.and_then(serde_json::from_value::<A2aStreamResponse>) {
-                    Ok(event) => return event,
-                    Err(e) => tracing::error!(error = %e, "a stored callback cannot be read"),
-                }
+    match store.get_pause(&key).await {
+        Ok(Some(text)) => {
+            let event = serde_json::from_str::<Received>(&text).map(|r| r.event);
+            match event.and_then(serde_json::from_value::<A2aStreamResponse>) {
+                Ok(event) => return Some(event),
+                Err(e) => tracing::error!(error = %e, "a stored callback cannot be read"),
             }
-            Ok(None) => {}
-            Err(e) => tracing::warn!(error = %e, "cannot read whether a callback came"),
         }
-        let _ = tokio::time::timeout(POLL, woken.notified()).await;
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot read whether a callback came"),
+    }
+    None
+}
+
+/// The progress events of delegation `id` to relay now: those handed to the run in this
+/// process, then the newest kept in the store when it is not the one last relayed from there
+/// (`shown`: its SHA-256).
+async fn progress(
+    hub: &Callbacks,
+    id: &str,
+    waiter: &Waiter,
+    store: &dyn PauseKeeper,
+    shown: &mut Option<String>,
+) -> Vec<A2aStreamResponse> {
+    let mut events = waiter.progress();
+    if let Some((sha256, event)) = hub.stored_progress(id, store).await {
+        if shown.as_deref() != Some(sha256.as_str()) {
+            *shown = Some(sha256);
+            events.push(event);
+        }
+    }
+    events
+}
+
+/// Whether this run writes its answer: one finisher of every gateway — this run, unless a
+/// gateway that found it without one (its lease lapsed) claimed it first. Its marks stay: should
+/// this process die before the frames are stored, the run still waits, the child (answered
+/// `202` only once the run has ended) calls back again, and the gateway it reaches takes the
+/// stale claim over.
+async fn finishes_here(ctx: &RequestContext, store: &dyn PauseKeeper, id: &str) -> bool {
+    let Some(run) = &ctx.run else { return true };
+    match claim(store, run).await {
+        Ok(true) => true,
+        Ok(false) => {
+            tracing::warn!(delegation = %id, "another gateway finishes this run");
+            false
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot claim a run's answer; going on");
+            true
+        }
     }
 }
 

@@ -71,6 +71,7 @@ async fn callback(
         Ok(delivered) => {
             match delivered {
                 Delivered::Accepted => tracing::info!(delegation = %id, "a delegated task's answer came back"),
+                Delivered::Relayed => tracing::debug!(delegation = %id, "a delegated task's progress, relayed"),
                 Delivered::Ignored => tracing::debug!(delegation = %id, "a delegated task's progress event"),
             }
             Ok(StatusCode::ACCEPTED.into_response())
