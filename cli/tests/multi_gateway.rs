@@ -645,9 +645,10 @@ fn an_agui_interrupt_and_a_paused_e2a_run_asked_on_one_gateway_are_answered_on_t
 
 /// Two gateways on one PostgreSQL whose agent delegates with callbacks, and a third gateway as the
 /// child: a run started on the first is left waiting for the child's callback, the first is
-/// killed (SIGKILL) while the child works, and the callback — addressed to the second — finishes
-/// the run there once the first's lease has run out: a client reads the child's answer from
-/// the second.
+/// killed (SIGKILL) while the child works, and the callback — addressed to the second — is
+/// answered `503` while the first's lease holds (the run may still be going there: the child's
+/// push sender retries), then finishes the run there once the lease has run out: a client reads
+/// the child's answer from the second.
 #[test]
 fn a_delegated_run_of_a_killed_gateway_is_finished_by_the_gateway_its_callback_reaches() {
     let Some(url) = postgres() else { return };
@@ -661,7 +662,8 @@ fn a_delegated_run_of_a_killed_gateway_is_finished_by_the_gateway_its_callback_r
         .port();
     let b_bind = format!("127.0.0.1:{b_port}");
     let ca = std::env::var("E2A_TEST_POSTGRES_CA").unwrap_or_default();
-    let mut store_extra = "lease_secs = 3\n".to_string();
+    // a lease long enough that the child's first callback finds it holding
+    let mut store_extra = "lease_secs = 15\n".to_string();
     if !ca.is_empty() {
         store_extra.push_str(&format!("ca_file = \"{ca}\"\n"));
     }
@@ -675,7 +677,8 @@ fn a_delegated_run_of_a_killed_gateway_is_finished_by_the_gateway_its_callback_r
     );
     let args = ["--config", config.to_str().expect("path")];
     let mut a = common::serve(&args);
-    let b = common::serve_at(&b_bind, &args);
+    let b_log = dir.path().join("b.log");
+    let b = common::serve_logged(&b_bind, &args, &b_log);
     rt.block_on(async {
         common::submit_to_planner(&a.base, "deleg-pg", "write the report").await;
         let r = common::planner_run_until(&a.base, "deleg-pg", Duration::from_secs(10), |r| {
@@ -691,4 +694,9 @@ fn a_delegated_run_of_a_killed_gateway_is_finished_by_the_gateway_its_callback_r
         assert_eq!(r["state"], "running", "{r}");
         common::planner_reported(&b.base, "deleg-pg", Duration::from_secs(60)).await;
     });
+    let log = std::fs::read_to_string(&b_log).unwrap_or_default();
+    assert!(
+        log.contains("callback refused") && log.contains("not reachable now; retry later"),
+        "the first callback is answered 503 while the lease holds:\n{log}"
+    );
 }

@@ -36,12 +36,26 @@ pub fn serve(args: &[&str]) -> Serve {
 
 /// Starts `e2a serve --bind BIND ARGS` (warnings on stderr) and waits for its URL.
 pub fn serve_at(bind: &str, args: &[&str]) -> Serve {
+    start(bind, args, None)
+}
+
+/// [`serve_at`] logging at `info` into the file `log` (what a test reads back: why a request
+/// was refused).
+pub fn serve_logged(bind: &str, args: &[&str], log: &std::path::Path) -> Serve {
+    start(bind, args, Some(log))
+}
+
+fn start(bind: &str, args: &[&str], log: Option<&std::path::Path>) -> Serve {
+    let stderr = match log {
+        Some(path) => Stdio::from(std::fs::File::create(path).expect("the log file")),
+        None => Stdio::inherit(),
+    };
     let mut child = Command::new(env!("CARGO_BIN_EXE_e2a"))
         .args(["serve", "--bind", bind])
         .args(args)
-        .env("E2A_LOG", "warn")
+        .env("E2A_LOG", if log.is_some() { "info" } else { "warn" })
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(stderr)
         .spawn()
         .expect("spawn e2a serve");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
