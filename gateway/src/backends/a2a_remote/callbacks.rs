@@ -15,10 +15,11 @@ use serde_json::Value;
 use subtle::ConstantTimeEq;
 use tokio::sync::Notify;
 
+use super::claims::{claim, release};
 use super::urls::origin;
 use super::{A2aRemoteAgent, A2aRemoteError};
 use crate::agent::PauseKeeper;
-use crate::runs::{waiting_key, waiting_on, Orphan, Runs, Waiting, WAITING};
+use crate::runs::{waiting_on, Orphan, Runs, Waiting, WAITING};
 use crate::web::hmac::content_sha256;
 
 /// How long a callback waits for its run to take the answer before it is answered `503` (the
@@ -27,9 +28,6 @@ const HANDOFF: Duration = Duration::from_secs(5);
 
 /// Most waiting runs a gateway looks through when it starts ([`Callbacks::recover`]).
 const RECOVER_AT_MOST: usize = 10_000;
-
-/// After how long a claim to finish a run ([`claim`]) is taken to be its dead finisher's.
-const CLAIM_TTL_MS: i64 = 60_000;
 
 /// Most progress events a waiting run of this process holds before it relays them (the oldest
 /// go first: a run that does not keep up shows the newest).
@@ -450,36 +448,6 @@ impl Callbacks {
         release(store.as_ref(), run).await?;
         Ok(())
     }
-}
-
-/// Forgets run `run`'s waiting mark and its claim: it waits no more (it has ended, or it gave up).
-pub(super) async fn release(store: &dyn PauseKeeper, run: &str) -> Result<(), crate::agent::PauseError> {
-    store.take_pause(&waiting_key(run)).await?;
-    store.take_pause(&finishing_key(run)).await?;
-    Ok(())
-}
-
-/// The pause key of the claim to finish run `run` (what time it was claimed, in ms).
-fn finishing_key(run: &str) -> String {
-    format!("finishing:{run}")
-}
-
-/// Claims the finishing of run `run`: whether this caller won (of every gateway, one does). A
-/// claim older than [`CLAIM_TTL_MS`] is taken over: its finisher died before the run ended (the
-/// run still waits, and the child, which had no `202` — a callback is answered once the run has
-/// ended — sends its callback again).
-pub(super) async fn claim(store: &dyn PauseKeeper, run: &str) -> Result<bool, crate::agent::PauseError> {
-    let key = finishing_key(run);
-    let now = e2a::timestamp::now_ms();
-    let Some(at) = store.keep_first_pause(&key, now.to_string()).await? else {
-        return Ok(true);
-    };
-    let stale = at.parse::<i64>().map_or(true, |t| now.saturating_sub(t) > CLAIM_TTL_MS);
-    if !stale {
-        return Ok(false);
-    }
-    store.take_pause(&key).await?;
-    Ok(store.keep_first_pause(&key, now.to_string()).await?.is_none())
 }
 
 /// A run's registration as waiting for its callback in this process.

@@ -16,8 +16,9 @@
 //! - `waiting:{run key}` ([`crate::runs::waiting_key`]): the run waits — until its delegation's
 //!   timeout, on this delegation — so no reader settles it as failed when its gateway goes away;
 //!   it goes when the run ends (or gives up);
-//! - `finishing:{run key}`: who finishes the run (one, of every gateway) — its own process when
-//!   it still runs it, else the gateway the callback reached; a claim a minute old is taken over.
+//! - `finishing:{generation}:{run key}`: who finishes the run (one, of every gateway) — its own
+//!   process when it still runs it, else the gateway the callback reached; a claim a minute old
+//!   is taken over by claiming its next generation (of several takers, one wins).
 //!
 //! A callback is answered `202` once the run it answers has ended; when the run's gateway is
 //! gone but its lease has not run out yet (or the run's finisher died), `503` after a few
@@ -44,8 +45,9 @@ use e2a::E2AEnvelope;
 use serde::Serialize;
 use serde_json::{json, Map};
 
-use super::callbacks::{claim, ends, release, Callbacks, Received, Record, Waiter};
+use super::callbacks::{ends, Callbacks, Received, Record, Waiter};
 use super::cancel::CancelOnDrop;
+use super::claims::{claim, release};
 use super::exchange::Interface;
 use super::{fail, A2aRemoteAgent};
 use crate::agent::{FrameStream, PauseKeeper, RequestContext};

@@ -23,6 +23,7 @@
 mod callbacks;
 mod cancel;
 mod card;
+mod claims;
 mod delegate;
 mod exchange;
 mod urls;
