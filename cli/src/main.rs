@@ -41,9 +41,13 @@ enum Format {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run an embedded ACP and A2A request through the SDK and an echo agent, printing every
-    /// step: envelope, response frames, ACP updates, AG-UI events and A2A events.
-    #[command(after_help = "Examples:\n  e2a demo\n  e2a demo --json | jq -c .step")]
+    /// Start an embedded gateway (the script agent, a memory store, 127.0.0.1) and ask it one
+    /// question as a client of each protocol — E2A (SSE), A2A (JSON-RPC streaming), AG-UI, and
+    /// ACP through a spawned `e2a acp` — printing what each was shown: the same answer in four
+    /// protocols. Exit 1 when a client was not shown the whole answer.
+    #[command(
+        after_help = "Examples:\n  e2a demo\n  e2a demo --json | jq -c 'select(.step == \"agui.event\") | .value.type'"
+    )]
     Demo {
         /// Print machine-readable JSON lines instead of text.
         #[arg(long)]

@@ -135,25 +135,58 @@ fn a_non_loopback_bind_needs_a_token() {
     assert!(err.contains("--insecure-no-auth"), "{err}");
 }
 
+/// `e2a demo --json`: every message each client was shown, whole — the same answer (the tool
+/// call's arguments, the text, the artifact) reaching E2A, A2A, AG-UI and ACP clients, each
+/// ending as its protocol ends a turn.
 #[test]
-fn demo_drives_a_live_gateway_over_http_and_sse() {
+fn demo_drives_a_live_gateway_with_a_client_of_each_protocol() {
     let out = Command::new(env!("CARGO_BIN_EXE_e2a"))
         .args(["demo", "--json"])
         .output()
         .expect("demo");
-    assert!(out.status.success());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let steps: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("json line"))
         .collect();
-    let of = |s: &str| steps.iter().filter(|v| v["step"] == s).collect::<Vec<_>>();
-    let url = of("http.listen")[0]["value"]["url"].as_str().unwrap_or("").to_string();
+    let of = |s: &str| {
+        steps
+            .iter()
+            .filter(|v| v["step"] == s)
+            .map(|v| v["value"].clone())
+            .collect::<Vec<_>>()
+    };
+    let url = of("gateway")[0]["url"].as_str().unwrap_or("").to_string();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    let sse = of("sse.frame");
-    assert!(sse.len() > 3);
-    assert_eq!(sse.last().map(|v| v["value"]["is_final"].clone()), Some(json!(true)));
-    assert_eq!(of("http.json")[0]["value"]["is_final"], true);
-    assert_eq!(of("http.problem")[0]["value"]["pointer"], "/is_stream");
+    let e2a = of("e2a.frame");
+    assert_eq!(e2a.last().map(|f| f["is_final"].clone()), Some(json!(true)));
+    assert_eq!(
+        e2a.last().map(|f| f["body"]["result"]["content"].clone()),
+        Some(json!("It is 4 °C and clear in Oslo."))
+    );
+    let a2a = of("a2a.event");
+    assert_eq!(
+        a2a.last().map(|e| e["statusUpdate"]["status"]["state"].clone()),
+        Some(json!("TASK_STATE_COMPLETED"))
+    );
+    let agui = of("agui.event");
+    assert_eq!(agui.last().map(|e| e["type"].clone()), Some(json!("RUN_FINISHED")));
+    let acp = of("acp.message");
+    assert_eq!(
+        acp.last().map(|m| m["result"]["stopReason"].clone()),
+        Some(json!("end_turn"))
+    );
+    for (protocol, messages) in [("e2a", &e2a), ("a2a", &a2a), ("agui", &agui), ("acp", &acp)] {
+        let text = Value::Array(messages.clone()).to_string();
+        for said in [
+            "get_weather",
+            "Oslo",
+            "and clear in Oslo.",
+            "Tomorrow: 6 °C, light rain.",
+        ] {
+            assert!(text.contains(said), "{protocol} lacks {said}");
+        }
+    }
 }
 
 #[test]
