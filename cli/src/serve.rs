@@ -117,6 +117,11 @@ pub struct ServeArgs {
     /// [key telemetry.otlp_endpoint].
     #[arg(long, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
+    /// Log lines on stderr as `text` (default) or `json` (one object per line) [key
+    /// log.format]. The level is `$E2A_LOG` (default `info`: an access line per request, why a
+    /// request was refused).
+    #[arg(long, value_name = "FORMAT", value_parser = ["text", "json"])]
+    pub log_format: Option<String>,
 }
 
 /// Each flag's key in the config file, by the flag's clap id. A test checks that every flag of
@@ -149,6 +154,7 @@ pub const FLAG_KEYS: &[(&str, &str)] = &[
     ("push_max_attempts", "/a2a/push/max_attempts"),
     ("agui", "/agui/enabled"),
     ("otlp_endpoint", "/telemetry/otlp_endpoint"),
+    ("log_format", "/log/format"),
 ];
 
 impl ServeArgs {
@@ -195,6 +201,7 @@ impl ServeArgs {
             ("push_max_attempts", self.push_max_attempts.map(Into::into)),
             ("agui", self.agui.then_some(true.into())),
             ("otlp_endpoint", self.otlp_endpoint.clone().map(Into::into)),
+            ("log_format", self.log_format.clone().map(Into::into)),
         ];
         given
             .into_iter()
@@ -335,29 +342,14 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         let gateway = file
             .gateway(store, bound_url)
             .map_err(|errors| crate::config::lines(&errors))?;
-        let name = file
-            .settings
-            .default_agent
-            .clone()
-            .unwrap_or_else(|| file.settings.agent.clone());
         reload_on_sighup(args, gateway.auth().clone(), file.settings.agents.clone());
         let base = format!("http://{addr}");
-        let auth_header = if secured {
-            " -H \"Authorization: Bearer $TOKEN\""
-        } else {
-            ""
-        };
-        let requests = e2a_gateway::bindings::e2a_http::REQUESTS_PATH;
-        let tasks = match &a2a_banner {
-            Some((_, store)) => format!(" (A2A tasks: {store})"),
-            None => String::new(),
-        };
-        // every endpoint from the bindings the gateway mounted: what is printed is what is routed
-        let banner = format!(
-            "e2a gateway (agent: {name}) listening on {base}{tasks}\n{endpoints}\
-             try:  curl -N{auth_header} -H 'Accept: text/event-stream' -H 'Content-Type: application/json' \
-             -d '{{\"method\":\"chat.send\",\"params\":{{\"query\":\"hi\"}}}}' {base}{requests}\n",
-            endpoints = gateway.describe(&base)
+        let banner = banner(
+            &file,
+            &gateway,
+            &base,
+            secured,
+            a2a_banner.as_ref().map(|(_, s)| s.as_str()),
         );
         // a closed stdout (the reader went away) must not stop the server
         use std::io::Write;
@@ -375,6 +367,37 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         let _ = provider.shutdown();
     }
     Ok(())
+}
+
+/// What `e2a serve` prints when it listens at `base`: the agent, every endpoint the gateway
+/// mounted (what is printed is what is routed), where traces go, and a request to try.
+fn banner(file: &ConfigFile, gateway: &e2a_gateway::Gateway, base: &str, secured: bool, tasks: Option<&str>) -> String {
+    let name = file
+        .settings
+        .default_agent
+        .clone()
+        .unwrap_or_else(|| file.settings.agent.clone());
+    let auth_header = if secured {
+        " -H \"Authorization: Bearer $TOKEN\""
+    } else {
+        ""
+    };
+    let requests = e2a_gateway::bindings::e2a_http::REQUESTS_PATH;
+    let traces = match &file.settings.telemetry {
+        Some(t) => t
+            .otlp_endpoint
+            .as_deref()
+            .map(|e| format!("  OTLP traces to {}/v1/traces\n", e.trim_end_matches('/')))
+            .unwrap_or_default(),
+        None => String::new(),
+    };
+    let tasks = tasks.map(|store| format!(" (A2A tasks: {store})")).unwrap_or_default();
+    format!(
+        "e2a gateway (agent: {name}) listening on {base}{tasks}\n{endpoints}{traces}\
+         try:  curl -N{auth_header} -H 'Accept: text/event-stream' -H 'Content-Type: application/json' \
+         -d '{{\"method\":\"chat.send\",\"params\":{{\"query\":\"hi\"}}}}' {base}{requests}\n",
+        endpoints = gateway.describe(base)
+    )
 }
 
 #[cfg(test)]

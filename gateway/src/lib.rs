@@ -232,6 +232,7 @@ impl Gateway {
         if let Some(route) = metrics_route(self, metrics) {
             router = router.merge(route);
         }
+        router = router.merge(index_route(self));
         // each binding's routes run under their own edge (close-if-unread included): only
         // what no binding serves is left
         router.fallback(fallback(self))
@@ -261,6 +262,7 @@ impl Gateway {
                 web::metrics::METRICS_PATH
             ));
         }
+        out.push_str(&format!("  GET  {base}/  this list, as JSON\n"));
         out
     }
 
@@ -334,6 +336,43 @@ fn metrics_route(g: &Gateway, metrics: Arc<web::metrics::Metrics>) -> Option<axu
     };
     let route = axum::Router::new().route(web::metrics::METRICS_PATH, axum::routing::get(web::metrics::serve));
     Some(web::edge::Edge::default().around(route).with_state(endpoint))
+}
+
+/// `GET /`: what this gateway serves, as JSON — each binding's endpoints (`METHOD PATH  what`,
+/// the lines `e2a serve` prints, relative to the gateway's URL), the root's and each named
+/// agent's, and `/metrics` when it is served. Any caller with a valid credential may read it
+/// (none needed on a gateway without authentication), as `/metrics`.
+fn index_route(g: &Gateway) -> axum::Router {
+    let lines = |gateway: &Gateway, place: bindings::Place<'_>| -> Vec<String> {
+        gateway.bindings.iter().flat_map(|b| b.endpoints(place, "")).collect()
+    };
+    let agents: serde_json::Map<String, serde_json::Value> = g
+        .named
+        .iter()
+        .map(|n| (n.name.clone(), lines(&n.gateway, n.place()).into()))
+        .collect();
+    let index = serde_json::json!({
+        "service": "e2a gateway",
+        "version": env!("CARGO_PKG_VERSION"),
+        "agent": g.shared.agent.name(),
+        "endpoints": lines(g, bindings::Place::Root),
+        "agents": agents,
+        "metrics": g.metrics.map(|_| web::metrics::METRICS_PATH),
+    });
+    let index = Arc::new(index.to_string());
+    let auth = g.shared.config.auth.any_caller();
+    let route = axum::Router::new().route(
+        "/",
+        axum::routing::get(move |request: axum::extract::Request| async move {
+            use axum::response::IntoResponse;
+            if let Err(p) = auth.check_request(request).await {
+                return p.into_response();
+            }
+            let json = [(axum::http::header::CONTENT_TYPE, "application/json")];
+            (json, index.as_str().to_owned()).into_response()
+        }),
+    );
+    web::edge::Edge::default().traced().around(route)
 }
 
 /// What answers a route nobody serves: under an A2A path in A2A's form, else in E2A's.

@@ -747,3 +747,51 @@ fn a2a_version_is_an_a2a_agents_option() {
     let text = errors_of("[agents.g]\nagent = \"a2a:https://g.example\"\na2a_version = \"2.0\"\n");
     assert!(text.contains("agents.g.a2a_version"), "{text}");
 }
+
+/// `GET /` lists what the gateway serves — the root's endpoints, each named agent's, `/metrics`
+/// when it is served — to a caller with a valid credential.
+#[test]
+fn the_index_lists_what_is_served() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(dir.path().join("token"), "index-token-value\n").expect("token");
+    let text = "[server]\ntoken_file = \"token\"\n[a2a]\nenabled = true\n[metrics]\nenabled = true\n\
+                [agents.writer]\nagent = \"echo\"\n";
+    let file = ConfigFile::parse(text, "e2a.toml", dir.path(), &[]).expect("the file parses");
+    let gateway = file
+        .gateway(Some(e2a_gateway::store::Stores::memory()), None)
+        .expect("the gateway builds");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    rt.block_on(async {
+        let served = common::serve_crashable(gateway).await;
+        let index = format!("{}/", served.base);
+        let refused = common::client().get(&index).send().await.expect("answer");
+        assert_eq!(refused.status(), 401);
+        let resp = common::client()
+            .get(&index)
+            .bearer_auth("index-token-value")
+            .send()
+            .await
+            .expect("answer");
+        assert_eq!(resp.status(), 200);
+        let index: serde_json::Value = resp.json().await.expect("JSON");
+        let has = |list: &serde_json::Value, line: &str| {
+            list.as_array()
+                .is_some_and(|l| l.iter().any(|e| e.as_str().is_some_and(|e| e.starts_with(line))))
+        };
+        assert!(has(&index["endpoints"], "POST /v1/e2a/requests"), "{index}");
+        assert!(has(&index["endpoints"], "POST /a2a  A2A JSON-RPC"), "{index}");
+        assert!(
+            has(&index["agents"]["writer"], "POST /a2a/agents/writer  A2A JSON-RPC"),
+            "{index}"
+        );
+        assert!(
+            has(&index["agents"]["writer"], "POST /agents/writer/v1/e2a/requests"),
+            "{index}"
+        );
+        assert_eq!(index["metrics"], "/metrics");
+        assert_eq!(index["agent"], "echo");
+    });
+}

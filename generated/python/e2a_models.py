@@ -1072,7 +1072,8 @@ class LogSettings(BaseModel):
         extra='forbid',
     )
     format: LogFormat = Field(
-        'text', description='Log lines on stderr as `text` or structured `json`.'
+        'text',
+        description='Log lines on stderr as `text` or structured `json` (flag `--log-format`). At `info` (the default level) the gateway logs an access line per request (target `e2a::access`: method, route template, status, latency, caller, trace id; never a query string or a credential) and why a request was refused (`401`, `403`), never in the answer.',
     )
     frames: Optional[str] = Field(
         None,

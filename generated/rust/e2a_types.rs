@@ -4076,7 +4076,7 @@ impl ::std::convert::TryFrom<::std::string::String> for LogFormat {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct LogSettings {
-    ///Log lines on stderr as `text` or structured `json`.
+    ///Log lines on stderr as `text` or structured `json` (flag `--log-format`). At `info` (the default level) the gateway logs an access line per request (target `e2a::access`: method, route template, status, latency, caller, trace id; never a query string or a credential) and why a request was refused (`401`, `403`), never in the answer.
     #[serde(default = "defaults::log_settings_format")]
     pub format: LogFormat,
     ///File of the frame log: one E2A §12.7 line per response frame (the redacted record, the body cut past `frames_line_bytes`); relative to the config file.

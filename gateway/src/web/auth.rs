@@ -287,16 +287,16 @@ impl Auth {
         if creds.tokens.is_empty() && creds.callers.is_empty() {
             return Ok(Caller::anonymous());
         }
-        let presented = bearer(headers).ok_or_else(Problem::unauthorized)?;
+        let presented = bearer(headers).ok_or_else(|| refused("no bearer credential"))?;
         if let Some(i) = token_index(&creds.tokens, presented) {
             return Ok(Caller::named(format!("token-{}", i + 1)));
         }
         if creds.callers.is_empty() {
-            return Err(Problem::unauthorized());
+            return Err(refused("not a token of the gateway's"));
         }
         let (check, caller) = match key_caller(&creds.callers, presented) {
             Some(found) => found,
-            None => jwt_caller(&creds.callers, presented).ok_or_else(Problem::unauthorized)?,
+            None => jwt_caller(&creds.callers, presented).map_err(|why| refused(&why))?,
         };
         self.allows(check)?;
         check.within_rate_limit(&caller)?;
@@ -311,6 +311,7 @@ impl Auth {
             // no agent is called
         } else if let (Some(agent), Some(allowed)) = (&self.agent, &check.agents) {
             if !allowed.iter().any(|a| **a == **agent) {
+                tracing::info!(caller = %check.name, agent = %agent, "request refused (403): the caller may not call this agent");
                 return Err(Problem::new(
                     ErrorKind::AuthRequired,
                     format!("caller `{}` may not call agent `{agent}`", check.name),
@@ -319,6 +320,7 @@ impl Auth {
             }
         } else if let (None, Some(allowed)) = (&self.agent, &check.agents) {
             if !allowed.iter().any(|a| a == ROOT_AGENT) {
+                tracing::info!(caller = %check.name, "request refused (403): the caller may not call the root agent");
                 return Err(Problem::new(
                     ErrorKind::AuthRequired,
                     format!("caller `{}` may not call the root agent", check.name),
@@ -379,16 +381,22 @@ struct JwtClaims {
 }
 
 /// The JWT caller whose keys verify `token`, and the caller it is.
-fn jwt_caller<'a>(callers: &'a [CallerCheck], token: &str) -> Option<(&'a CallerCheck, Caller)> {
-    let header = jsonwebtoken::decode_header(token).ok()?;
+fn jwt_caller<'a>(callers: &'a [CallerCheck], token: &str) -> Result<(&'a CallerCheck, Caller), String> {
+    let header = jsonwebtoken::decode_header(token).map_err(|_| "not an API key of a caller, nor a JWT".to_string())?;
+    let mut why = "a JWT no caller's key signed (or of a key id no caller has)".to_string();
     for c in callers.iter() {
         let Credential::Jwt(jwt) = &c.credential else { continue };
         for (kid, key) in &jwt.keys {
             if kid.is_some() && *kid != header.kid {
                 continue;
             }
-            let Ok(data) = jsonwebtoken::decode::<JwtClaims>(token, key, &jwt.validation) else {
-                continue;
+            let data = match jsonwebtoken::decode::<JwtClaims>(token, key, &jwt.validation) {
+                Ok(data) => data,
+                Err(e) => {
+                    // what the validation says (an expired token, a wrong audience…): never the token
+                    why = format!("a JWT refused for caller `{}`: {}", c.name, jwt_refusal(&e));
+                    continue;
+                }
             };
             let JwtClaims { sub, iss, aud, scope } = data.claims;
             let mut caller = Caller::named(format!("{}/{sub}", c.name));
@@ -402,10 +410,33 @@ fn jwt_caller<'a>(callers: &'a [CallerCheck], token: &str) -> Option<(&'a Caller
                 aud,
                 scope,
             }));
-            return Some((c, caller));
+            return Ok((c, caller));
         }
     }
-    None
+    Err(why)
+}
+
+/// Why a JWT was refused, in words (the kinds `jsonwebtoken` tells apart).
+fn jwt_refusal(e: &jsonwebtoken::errors::Error) -> &'static str {
+    use jsonwebtoken::errors::ErrorKind as K;
+    match e.kind() {
+        K::ExpiredSignature => "expired",
+        K::ImmatureSignature => "not valid yet (nbf)",
+        K::InvalidAudience => "wrong audience",
+        K::InvalidIssuer => "wrong issuer",
+        K::InvalidSubject => "wrong subject",
+        K::InvalidSignature => "bad signature",
+        K::InvalidAlgorithm => "an algorithm the caller's key does not use",
+        K::MissingRequiredClaim(_) => "a required claim is missing",
+        _ => "malformed",
+    }
+}
+
+/// `401`, its reason logged at `info` (never in the body: a client learns only that its
+/// credential was not accepted).
+fn refused(reason: &str) -> Problem {
+    tracing::info!(reason, "request refused (401)");
+    Problem::unauthorized()
 }
 
 /// Why `name` cannot name a config caller, if it cannot: the identities of bearer tokens

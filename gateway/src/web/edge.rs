@@ -154,11 +154,15 @@ async fn pass<F: Form>(State(edge): State<Edge<F>>, mut request: Request, next: 
         request = request.map(|body| axum::body::Body::new(crate::web::body::Deadline::body(body, within)));
     }
     let auth = edge.auth.as_ref();
+    // who the request proved to be, for the access log
+    let who = std::sync::OnceLock::<Option<String>>::new();
+    let proved = &who;
     let inner = |mut request: Request| async move {
         if let Some(auth) = auth {
             match auth.check_request(request).await {
                 Ok((caller, checked)) => {
                     request = checked;
+                    let _ = proved.set(caller.subject.clone());
                     request.extensions_mut().insert(caller);
                 }
                 Err(p) => return p.into_response(),
@@ -167,7 +171,13 @@ async fn pass<F: Form>(State(edge): State<Edge<F>>, mut request: Request, next: 
         next.run(request).await
     };
     let response = match edge.traced {
-        true => crate::web::trace::traced(request, inner).await,
+        true => {
+            let route = request.extensions().get::<axum::extract::MatchedPath>().cloned();
+            let started = Instant::now();
+            let response = crate::web::trace::traced(request, inner).await;
+            access_log(&method, route.as_ref(), &response, started, who.get());
+            response
+        }
         false => inner(request).await,
     };
     let mut response = edge.form.answer(note, response);
@@ -176,4 +186,34 @@ async fn pass<F: Form>(State(edge): State<Edge<F>>, mut request: Request, next: 
     }
     crate::web::server::close_unread(unread, &mut response);
     response
+}
+
+/// The access log's line of a request answered (target `e2a::access`, level `info`): method,
+/// route template (never the path's ids nor the query string, which may hold a credential),
+/// status, latency to the answer's head, caller (`-` when none was proved) and trace id.
+fn access_log(
+    method: &axum::http::Method,
+    route: Option<&axum::extract::MatchedPath>,
+    response: &Response,
+    started: Instant,
+    who: Option<&Option<String>>,
+) {
+    if !tracing::enabled!(target: "e2a::access", tracing::Level::INFO) {
+        return;
+    }
+    let trace = response
+        .headers()
+        .get(crate::web::trace::X_TRACE_ID_NAME)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-");
+    tracing::info!(
+        target: "e2a::access",
+        method = %method,
+        route = route.map_or("-", |r| r.as_str()),
+        status = response.status().as_u16(),
+        latency_ms = %format_args!("{:.3}", started.elapsed().as_secs_f64() * 1000.0),
+        caller = who.and_then(Option::as_deref).unwrap_or("-"),
+        trace_id = trace,
+        "request"
+    );
 }

@@ -18,7 +18,7 @@ pub const X_TRACE_ID: &str = "x-trace-id";
 /// The headers' names, parsed once (a lookup by `&str` parses and hashes the name each time).
 const TRACEPARENT_NAME: HeaderName = HeaderName::from_static(TRACEPARENT);
 const TRACESTATE_NAME: HeaderName = HeaderName::from_static(TRACESTATE);
-const X_TRACE_ID_NAME: HeaderName = HeaderName::from_static(X_TRACE_ID);
+pub(crate) const X_TRACE_ID_NAME: HeaderName = HeaderName::from_static(X_TRACE_ID);
 
 tokio::task_local! {
     /// The trace id of the request being answered, for the error bodies made while answering it.

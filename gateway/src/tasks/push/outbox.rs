@@ -17,8 +17,13 @@ use crate::store::{now_ms, PushFailure, PushJob, PushProgress, PushRecord, Store
 /// How long a claim lasts; a job stops taking new events after half of it.
 const CLAIM: Duration = Duration::from_secs(60);
 /// How often the outbox looks for work without being woken (another gateway's events, retries
-/// coming due, configs left by a gateway that stopped).
+/// coming due, configs left by a gateway that stopped) while it has some.
 const POLL: Duration = Duration::from_secs(1);
+/// The longest it waits between looks when idle: each look that finds nothing doubles the wait
+/// from [`POLL`] up to this (a claim left by a gateway that stopped can be taken only after
+/// [`CLAIM`] anyway); a wake (a config or event of this gateway) or work found starts again
+/// from [`POLL`].
+const IDLE_POLL: Duration = Duration::from_secs(60);
 /// Most configs delivered at once.
 const MAX_JOBS: usize = 32;
 /// How long a config whose webhook host is busy waits before it is claimed again.
@@ -38,6 +43,8 @@ pub(crate) async fn run(outbox: Weak<Pusher>) {
     let mut host_of_job: HashMap<tokio::task::Id, String> = HashMap::new();
     // the earliest retry a job of this gateway scheduled: the loop looks again then
     let mut next_retry: Option<Instant> = None;
+    // how long to wait before looking again when nothing wakes the outbox
+    let mut idle = POLL;
     loop {
         // (held until the loop looks again: at most POLL)
         let Some(pusher) = outbox.upgrade() else { return };
@@ -49,6 +56,11 @@ pub(crate) async fn run(outbox: Weak<Pusher>) {
         if room > 0 {
             match pushes.claim_pushes(&pusher.holder, CLAIM, room).await {
                 Ok(claimed) => {
+                    if claimed.is_empty() && jobs.is_empty() {
+                        idle = (idle * 2).min(IDLE_POLL);
+                    } else {
+                        idle = POLL;
+                    }
                     if !claimed.is_empty() {
                         pusher.activate();
                     }
@@ -74,12 +86,12 @@ pub(crate) async fn run(outbox: Weak<Pusher>) {
         let wait = match next_retry.take() {
             Some(at) if at > now => {
                 next_retry = Some(at);
-                POLL.min(at - now)
+                idle.min(at - now)
             }
-            _ => POLL,
+            _ => idle,
         };
         tokio::select! {
-            _ = pusher.wake.notified() => {}
+            _ = pusher.wake.notified() => idle = POLL,
             _ = tokio::time::sleep(wait) => {}
             Some(done) = jobs.join_next_with_id(), if !jobs.is_empty() => {
                 let (id, retry) = match done {
@@ -358,4 +370,41 @@ fn describe(e: &reqwest::Error) -> String {
         source = s.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::web::metrics::MetricsHandle;
+
+    /// How often the outbox of `handle`'s metrics has looked for work.
+    fn looks(handle: &MetricsHandle) -> u64 {
+        let text = handle.get().metrics().encode(&[]);
+        let line = text
+            .lines()
+            .find(|l| l.contains("_count") && l.contains("op=\"claim_pushes\""))
+            .unwrap_or("x 0");
+        line.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_outbox_looks_less_and_less_often_and_at_once_when_woken() {
+        let handle = Arc::new(MetricsHandle::default());
+        let stores = crate::store::Stores::memory().metered(&handle);
+        let pusher = Arc::new(Pusher::new(
+            super::super::PushPolicy::default(),
+            stores,
+            "gw".into(),
+            handle.clone(),
+        ));
+        tokio::spawn(run(Arc::downgrade(&pusher)));
+        tokio::time::sleep(Duration::from_secs(600)).await;
+        // 1, 2, 4 … 60 s apart: a dozen or so looks in ten idle minutes (600 at one a second)
+        let idle = looks(&handle);
+        assert!((5..=20).contains(&idle), "{idle} looks in ten idle minutes");
+        // a config made here wakes it at once
+        pusher.activate();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(looks(&handle), idle + 1);
+    }
 }
