@@ -12,7 +12,7 @@ pub fn lines(errors: &[ConfigError]) -> String {
 /// `e2a config check FILE`: exit 0 when the file loads and every secret and agent it names is
 /// usable, 2 with one `FILE:LINE: KEY: reason` line per problem otherwise.
 pub fn check(path: &std::path::Path) -> u8 {
-    let checked = ConfigFile::load(path, &[]).and_then(|file| file.check().map(|()| file));
+    let checked = ConfigFile::load_checked(Some(path), &[]);
     match checked {
         Ok(file) => {
             let agents = file.settings.agents.len();

@@ -221,22 +221,15 @@ impl ServeArgs {
 /// alone.
 pub fn load(args: &ServeArgs) -> Result<ConfigFile, String> {
     let overrides = args.overrides();
-    let loaded = match &args.config {
-        Some(f) => ConfigFile::load(f, &overrides),
-        None => ConfigFile::from_flags(&overrides),
-    };
-    loaded.map_err(|errors| crate::config::lines(&errors))
+    // every problem at once, as `e2a config check` reports them
+    ConfigFile::load_checked(args.config.as_deref(), &overrides).map_err(|errors| crate::config::lines(&errors))
 }
 
 /// The store `store.url` names (`sqlite:e2a-tasks.db` when A2A is on and it names none).
 async fn open_store(file: &ConfigFile) -> Result<Option<e2a_gateway::store::Stores>, String> {
     use e2a_gateway::store::{PgOptions, StoreSpec};
     let store = &file.settings.store;
-    let Some(name) = store
-        .url
-        .as_deref()
-        .or(file.settings.a2a.enabled.then_some(DEFAULT_STORE))
-    else {
+    let Some(name) = file.store_url() else {
         return Ok(None);
     };
     let spec: StoreSpec = name
@@ -289,9 +282,6 @@ fn reload_on_sighup(args: &ServeArgs, auth: Auth, agents: std::collections::BTre
     #[cfg(not(unix))]
     let _ = (args, auth, agents);
 }
-
-/// The store of A2A without `store.url`.
-const DEFAULT_STORE: &str = "sqlite:e2a-tasks.db";
 
 /// Runs the gateway until SIGTERM or Ctrl-C; exit code 0 after a clean drain.
 pub fn run(args: &ServeArgs) -> u8 {

@@ -276,3 +276,54 @@ fn acp_serves_a_named_agent_of_a_config_file() {
     assert!(out.is_empty());
     assert!(err.contains("no agent `writer`") && err.contains("echoer"), "{err}");
 }
+
+/// `e2a config check` runs every check `e2a serve` runs when it starts and reports every
+/// problem in one pass: fed the same broken files, both print the same lines (a schema error,
+/// a reference, a secret, an agent that cannot be built, a missing script) and exit 2; a file
+/// both accept, `config check` says ok.
+#[test]
+fn config_check_reports_what_serve_refuses_all_at_once() {
+    let dir = tempfile::tempdir().expect("dir");
+    let script = format!("{}/src/demo/script.json", env!("CARGO_MANIFEST_DIR"));
+    let broken = [
+        (
+            "broken.toml",
+            "agent = \"script:missing.json\"\n[server]\nbind = \"127.0.0.1:0\"\ntoken_file = \"no-token\"\n\
+             max_streams = \"many\"\n[agents.w]\nagent = \"a2a:ftp://x\"\n[agents.g]\ngroup = {members = [\"nobody\"]}\n",
+            vec![
+                "server.max_streams: expected integer",
+                "agents.g.group.members[0]: no agent \"nobody\"",
+                "server.token_file: cannot read token file",
+                "agents.w.agent: remote A2A agent URL must start with http:// or https://",
+                "agent: cannot read script",
+            ],
+        ),
+        (
+            "store.toml",
+            "[store]\nurl = \"mysql://db\"\n[log]\nframes = \"no/such/dir/frames.log\"\n",
+            vec!["store.url", "log.frames: no directory"],
+        ),
+    ];
+    for (name, text, want) in broken {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write");
+        let (code, _, checked) = stdout(e2a().args(["config", "check"]).arg(&path));
+        assert_eq!(code, 2, "{checked}");
+        for line in &want {
+            assert!(checked.contains(line), "{name}: no {line:?} in\n{checked}");
+        }
+        assert_eq!(checked.lines().count(), want.len(), "one line per problem:\n{checked}");
+        let (code, _, served) = stdout(e2a().args(["serve", "--config"]).arg(&path));
+        assert_eq!(code, 2, "{served}");
+        assert_eq!(served.trim_start_matches("e2a serve: "), checked, "{name}");
+    }
+    let good = dir.path().join("good.toml");
+    std::fs::write(
+        &good,
+        format!("agent = \"script:{script}\"\n[agents.e]\nagent = \"echo\"\n"),
+    )
+    .expect("write");
+    let (code, out, err) = stdout(e2a().args(["config", "check"]).arg(&good));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("ok (1 named agent(s)"), "{out}");
+}

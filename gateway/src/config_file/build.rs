@@ -120,41 +120,53 @@ impl ConfigFile {
         }))
     }
 
-    /// Everything a file names, checked without starting anything: every secret read, every
-    /// agent spec parsed, the root card file read. What `e2a config check` runs.
+    /// Everything a file names, checked as `e2a serve` checks it when it starts, without
+    /// starting anything: every secret read, every agent built (its spec, credentials, files and
+    /// URLs; `acp:` processes start at their first run anyway), the store named (not opened: its
+    /// URL read, its CA file found), the cards and the frame log's directory. What
+    /// `e2a config check` runs ([`ConfigFile::load_checked`]).
     pub fn check(&self) -> Result<(), Vec<ConfigError>> {
         let mut errors = crate::web::auth::Auth::from_config(self).err().unwrap_or_default();
-        let spec = |pointer: &str, text: &str| {
-            text.parse::<crate::backends::AgentSpec>()
-                .err()
-                .map(|e| self.error(pointer, e.to_string()))
-        };
-        errors.extend(spec("/agent", &self.settings.agent));
-        for (name, entry) in &self.settings.agents {
-            match super::groups::spec_of(self, name, entry) {
-                Ok(Some(text)) => errors.extend(spec(&format!("/agents/{}/agent", pointer_key(name)), text)),
-                Ok(None) => {}
-                Err(e) => errors.push(e),
+        let (named, named_errors) = named_agents(self);
+        errors.extend(named_errors);
+        if self.settings.default_agent.is_none() {
+            let root = root_agent_token(self)
+                .and_then(|t| build_agent(self, "/agent", &self.settings.agent, (t, None, None, None)));
+            errors.extend(root.err());
+        }
+        match self.store_url() {
+            Some(url) => errors.extend(
+                url.parse::<crate::store::StoreSpec>()
+                    .err()
+                    .map(|e| self.error("/store/url", e.to_string())),
+            ),
+            None => errors.extend(storeless_delegations(self, &named)),
+        }
+        if let Some(ca) = &self.settings.store.ca_file {
+            if !self.path(ca).is_file() {
+                errors.push(self.error("/store/ca_file", format!("no file {}", self.path(ca).display())));
             }
         }
-        if let Some(f) = &self.settings.agent_token_file {
-            if let Err(e) = self.secret("/agent_token_file", Some(f), None) {
-                errors.push(e);
+        errors.extend(self.a2a_config(None).err());
+        if let Some(frames) = &self.settings.log.frames {
+            let path = self.path(frames);
+            let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+            if dir.is_some_and(|d| !d.is_dir()) {
+                errors.push(self.error("/log/frames", format!("no directory for {}", path.display())));
             }
-        }
-        for (name, entry) in &self.settings.agents {
-            if let Err(e) = agent_token(self, name, entry) {
-                errors.push(e);
-            }
-        }
-        if let Err(e) = self.a2a_config(None) {
-            errors.push(e);
         }
         if errors.is_empty() {
             Ok(())
         } else {
             Err(errors)
         }
+    }
+
+    /// The store the file names: `[store] url`, else the default one when A2A is on (its tasks
+    /// live there), else none.
+    pub fn store_url(&self) -> Option<&str> {
+        let s = &self.settings;
+        s.store.url.as_deref().or(s.a2a.enabled.then_some(DEFAULT_STORE))
     }
 
     /// The gateway the file describes: the root agent (`agent`, or the named
@@ -242,6 +254,9 @@ impl ConfigFile {
         Ok(gateway)
     }
 }
+
+/// The store of a file that names none but serves A2A (its tasks live there).
+pub const DEFAULT_STORE: &str = "sqlite:e2a-tasks.db";
 
 /// The errors of the agents of `named` that delegate with callbacks, on a gateway without a
 /// store (delegations are kept there).

@@ -105,6 +105,12 @@ impl fmt::Debug for ConfigFile {
 impl ConfigFile {
     /// Reads and checks `path`, with `overrides` laid over it.
     pub fn load(path: &Path, overrides: &[Override]) -> Result<Self, Vec<ConfigError>> {
+        let (text, origin, dir) = Self::read(path)?;
+        Self::parse(&text, &origin, &dir, overrides)
+    }
+
+    /// The text of `path`, its name in errors, and the directory its relative paths start at.
+    fn read(path: &Path) -> Result<(String, String, PathBuf), Vec<ConfigError>> {
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| {
             vec![ConfigError {
@@ -115,7 +121,7 @@ impl ConfigFile {
             }]
         })?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Self::parse(&text, &origin, &dir, overrides)
+        Ok((text, origin, dir))
     }
 
     /// The configuration of the flags alone (no file; relative paths from the working directory).
@@ -125,6 +131,23 @@ impl ConfigFile {
 
     /// Checks TOML `text` read from `origin`, relative paths starting at `dir`.
     pub fn parse(text: &str, origin: &str, dir: &Path, overrides: &[Override]) -> Result<Self, Vec<ConfigError>> {
+        let (file, errors) = Self::parse_all(text, origin, dir, overrides)?;
+        if errors.is_empty() {
+            Ok(file)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// [`ConfigFile::parse`], going on past what the schema refuses: the file without it (its
+    /// defaults taken) and every problem found — the schema's and the references' (`Err`: not
+    /// even that could be read).
+    fn parse_all(
+        text: &str,
+        origin: &str,
+        dir: &Path,
+        overrides: &[Override],
+    ) -> Result<(Self, Vec<ConfigError>), Vec<ConfigError>> {
         let doc = toml_edit::Document::parse(text).map_err(|e| {
             vec![ConfigError {
                 origin: origin.to_string(),
@@ -149,14 +172,37 @@ impl ConfigFile {
         };
         let violations =
             e2a::schema_violations("GatewayFile", &value).map_err(|e| vec![file.error("", e.to_string())])?;
-        if !violations.is_empty() {
-            return Err(violations
-                .into_iter()
-                .map(|v| file.error(&v.pointer, v.reason))
-                .collect());
+        let mut errors: Vec<ConfigError> = violations
+            .iter()
+            .map(|v| file.error(&v.pointer, v.reason.clone()))
+            .collect();
+        // what the schema refuses is left out (its default taken), so that what the rest of
+        // the file says is checked in the same pass
+        for v in &violations {
+            remove_pointer(&mut value, &v.pointer);
         }
-        file.settings = serde_json::from_value(value).map_err(|e| vec![file.error("", e.to_string())])?;
-        let errors = checks::semantic_errors(&file);
+        match serde_json::from_value(value) {
+            Ok(settings) => file.settings = settings,
+            Err(e) if errors.is_empty() => return Err(vec![file.error("", e.to_string())]),
+            Err(_) => return Err(errors),
+        }
+        errors.extend(checks::semantic_errors(&file));
+        Ok((file, errors))
+    }
+
+    /// [`ConfigFile::load`] and [`ConfigFile::check`] in one pass: every problem of the file —
+    /// its schema, its references, its secrets, its agents — each once, or the file, ready for
+    /// [`ConfigFile::gateway`]. What `e2a config check` and `e2a serve` run first. `path`
+    /// `None`: the overrides alone ([`ConfigFile::from_flags`]).
+    pub fn load_checked(path: Option<&Path>, overrides: &[Override]) -> Result<Self, Vec<ConfigError>> {
+        let (text, origin, dir) = match path {
+            Some(path) => Self::read(path)?,
+            None => (String::new(), "flags".to_string(), PathBuf::new()),
+        };
+        let (file, mut errors) = Self::parse_all(&text, &origin, &dir, overrides)?;
+        errors.extend(file.check().err().unwrap_or_default());
+        let mut seen = std::collections::HashSet::new();
+        errors.retain(|e| seen.insert(e.to_string()));
         if errors.is_empty() {
             Ok(file)
         } else {
@@ -292,6 +338,27 @@ fn dotted(pointer: &str) -> String {
 }
 
 /// Sets the value at `pointer`, making the objects on the way.
+/// Removes what is at `pointer` from `root` (nothing when nothing is there; the root itself is
+/// emptied).
+fn remove_pointer(root: &mut Value, pointer: &str) {
+    let Some((parent, last)) = pointer.rsplit_once('/') else {
+        *root = Value::Object(Map::new());
+        return;
+    };
+    let last = last.replace("~1", "/").replace("~0", "~");
+    match root.pointer_mut(parent) {
+        Some(Value::Object(map)) => {
+            map.remove(&last);
+        }
+        Some(Value::Array(items)) => {
+            if let Some(i) = last.parse::<usize>().ok().filter(|i| *i < items.len()) {
+                items.remove(i);
+            }
+        }
+        _ => {}
+    }
+}
+
 fn set_pointer(root: &mut Value, pointer: &str, value: Value) {
     let mut at = root;
     let segs: Vec<&str> = pointer.split('/').skip(1).collect();
