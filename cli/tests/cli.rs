@@ -327,3 +327,32 @@ fn config_check_reports_what_serve_refuses_all_at_once() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("ok (1 named agent(s)"), "{out}");
 }
+
+/// `contrib/systemd`: its config passes `e2a config check` (with its token file beside it), and
+/// the unit passes `systemd-analyze verify` without a warning (where systemd is installed), its
+/// `e2a` the binary under test.
+#[test]
+fn the_systemd_unit_and_its_config_are_valid() {
+    let contrib = format!("{}/../contrib/systemd", env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::copy(format!("{contrib}/e2a.toml"), dir.path().join("e2a.toml")).expect("copy");
+    std::fs::write(dir.path().join("token"), "a-token-for-the-test\n").expect("token");
+    let (code, out, err) = stdout(e2a().args(["config", "check"]).arg(dir.path().join("e2a.toml")));
+    assert_eq!(code, 0, "{out}{err}");
+    let unit = std::fs::read_to_string(format!("{contrib}/e2a.service")).expect("unit");
+    let bin = assert_cmd::cargo::cargo_bin("e2a");
+    let unit = unit.replace("/usr/local/bin/e2a", &bin.display().to_string());
+    let path = dir.path().join("e2a.service");
+    std::fs::write(&path, unit).expect("write");
+    match std::process::Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(&path)
+        .output()
+    {
+        Ok(out) => {
+            let said = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success() && said.trim().is_empty(), "systemd-analyze verify: {said}");
+        }
+        Err(e) => eprintln!("systemd-analyze not run ({e}): the unit is not verified here"),
+    }
+}
