@@ -49,6 +49,10 @@ pub struct AcpArgs {
     /// Most bytes of text of one replayed message (the rest is cut).
     #[arg(long, default_value_t = 16 * 1024)]
     pub history_text_bytes: usize,
+    /// The `params.workspace_dir` of every prompt that names none (E2A §11.6): an `acp:` agent
+    /// behind works there for it, made on demand under its `--workspace-root`.
+    #[arg(long, value_name = "DIR")]
+    pub workspace_dir: Option<String>,
     /// Options of `acp:CMD` agents.
     #[command(flatten)]
     pub backend: crate::agent::BackendArgs,
@@ -181,6 +185,7 @@ fn server(args: &AcpArgs, agent: Arc<dyn e2a_gateway::Agent>, file: Option<&Conf
             messages: args.history_messages,
             text_bytes: args.history_text_bytes,
         },
+        workspace_dir: args.workspace_dir.clone(),
         ..AcpServerConfig::default()
     };
     let config = match file {

@@ -22,6 +22,11 @@ pub struct BackendArgs {
     /// otherwise: never the gateway's credentials, and no API key unless named here.
     #[arg(long, value_name = "NAME")]
     pub agent_env: Vec<String>,
+    /// For `acp:CMD` agents: where a request's `params.workspace_dir` (made on demand) or
+    /// `params.cwd` may name the session's working directory for that prompt (E2A §11.6);
+    /// `..`, other absolute paths and symlinks out of it are refused. Unset: requests name none.
+    #[arg(long, value_name = "DIR")]
+    pub workspace_root: Option<PathBuf>,
 }
 
 /// The options of the agents of `--agent`: the token from `token_file` (else
@@ -47,6 +52,10 @@ pub fn options(token_file: Option<&PathBuf>, backend: &BackendArgs) -> Result<Ag
         callbacks: None,
         // (and so is speaking another A2A version than the card's: `[agents.NAME] a2a_version`)
         a2a_version: None,
+        workspace_root: backend
+            .workspace_root
+            .as_ref()
+            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone())),
     };
     Ok(options)
 }

@@ -6,6 +6,7 @@
 
 #[path = "../../gateway/tests/support/acp_runs.rs"]
 mod acp_runs;
+mod common;
 use acp_runs::*;
 
 use std::process::Stdio;
@@ -285,4 +286,32 @@ async fn an_acp_agent_does_not_inherit_the_gateways_credentials() {
         assert!(!env.contains(&format!("{secret}=")), "{secret} reached the agent");
     }
     assert!(!env.contains("gateway-secret"));
+}
+
+/// `e2a acp --workspace-dir DIR` (the ACP bridge's flag, E2A §11.6) in front of a gateway
+/// (`--agent e2a:URL`): every prompt carries `params.workspace_dir`, and the gateway's `acp:`
+/// agent works there — made under its `--workspace-root` — as its session's `cwd`.
+#[tokio::test]
+async fn e2a_acp_workspace_dir_is_the_cwd_of_the_agent_behind_the_gateway() {
+    let root = tempfile::tempdir().unwrap();
+    let fake = format!(
+        "{}/../gateway/tests/clients/data/fake_acp_agent.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let agent_spec = format!("acp:python3 {fake}");
+    let root_arg = root.path().display().to_string();
+    let gateway = common::serve(&["--agent", &agent_spec, "--workspace-root", &root_arg]);
+    let front = agent(vec![
+        e2a_bin().into(),
+        "acp".into(),
+        "--agent".into(),
+        format!("e2a:{}", gateway.base),
+        "--workspace-dir".into(),
+        "task-9".into(),
+    ]);
+    let frames = run(&front, request("cwd", Some("s1"))).await;
+    assert_eq!(final_kind(&frames), "e2a.complete");
+    let task = root.path().canonicalize().unwrap().join("task-9");
+    assert_eq!(text(&frames), task.display().to_string());
+    assert!(task.is_dir());
 }

@@ -351,7 +351,10 @@ fn the_systemd_unit_and_its_config_are_valid() {
     {
         Ok(out) => {
             let said = String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success() && said.trim().is_empty(), "systemd-analyze verify: {said}");
+            assert!(
+                out.status.success() && said.trim().is_empty(),
+                "systemd-analyze verify: {said}"
+            );
         }
         Err(e) => eprintln!("systemd-analyze not run ({e}): the unit is not verified here"),
     }

@@ -151,3 +151,53 @@ async fn a_run_that_does_not_keep_up_holds_the_agent_back() {
     assert_eq!(rest.last().map(|f| f.is_final), Some(true));
     assert_eq!(common::progress(&progress), n);
 }
+
+/// A request's `params.workspace_dir` (E2A §11.6) is made under the workspace root and is the
+/// ACP session's `cwd` for that prompt — and the directory its `fs/*` requests are confined
+/// to; one out of the root (`..`, a link out of it) is not used: the default directory is.
+#[tokio::test]
+async fn a_prompts_workspace_dir_is_its_sessions_cwd_inside_the_root_only() {
+    let root = tempfile::tempdir().expect("root");
+    let outside = tempfile::tempdir().expect("outside");
+    std::os::unix::fs::symlink(outside.path(), root.path().join("out")).expect("symlink");
+    let mut config = AcpProcessConfig::new(vec!["python3".into(), fake_agent()]);
+    config.workspace_root = Some(root.path().to_path_buf());
+    config.allow_fs = true;
+    let a = AcpProcessAgent::new(config.clone()).expect("agent");
+    let asking = |text: &str, dir: Option<&str>| {
+        let mut r = request(text, Some("conv"));
+        if let Some(d) = dir {
+            r.params.insert("workspace_dir".into(), d.into());
+        }
+        r
+    };
+    let real_root = root.path().canonicalize().expect("real");
+    let task = real_root.join("task-42");
+    assert_eq!(
+        text(&run(&a, asking("cwd", Some("task-42"))).await),
+        task.display().to_string()
+    );
+    assert!(task.is_dir(), "made on demand");
+    // its fs requests are confined to it: a file there is read, one of the default directory
+    // (the gateway's) is not
+    std::fs::write(task.join("notes.txt"), "inside").expect("write");
+    let inside = text(
+        &run(
+            &a,
+            asking(&format!("fs {}", task.join("notes.txt").display()), Some("task-42")),
+        )
+        .await,
+    );
+    assert!(inside.starts_with("[null"), "{inside}");
+    let here = std::env::current_dir().expect("cwd").join("Cargo.toml");
+    let elsewhere = text(&run(&a, asking(&format!("fs {}", here.display()), Some("task-42"))).await);
+    assert!(elsewhere.starts_with("[-32602"), "{elsewhere}");
+    // out of the root: the default directory, nothing made outside
+    let default = config.session_cwd().display().to_string();
+    for asked in ["../escape", "out/made-through-a-link", "/etc"] {
+        assert_eq!(text(&run(&a, asking("cwd", Some(asked))).await), default, "{asked}");
+    }
+    assert!(!outside.path().join("made-through-a-link").exists());
+    // no workspace asked: the default
+    assert_eq!(text(&run(&a, asking("cwd", None)).await), default);
+}

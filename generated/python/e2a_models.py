@@ -505,6 +505,10 @@ class AcpBackendSettings(BaseModel):
         [],
         description='Environment variables passed to agent processes besides the safe defaults (flag `--agent-env`).',
     )
+    workspace_root: Optional[str] = Field(
+        None,
+        description="Where a request's `params.workspace_dir` (made on demand) and `params.cwd` may name the directory an agent's session works in for that prompt (E2A §11.6): a relative path is taken from here, `..`, absolute paths elsewhere and symlinks out of it are refused (the agent's default directory is used, with a warning). Unset: requests name no directory. Relative to the config file (flag `--workspace-root`).",
+    )
 
 
 class AcpClientToAgentMethod(Enum):

@@ -1482,6 +1482,9 @@ pub struct AcpBackendSettings {
     ///Environment variables passed to agent processes besides the safe defaults (flag `--agent-env`).
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub env: ::std::vec::Vec<::std::string::String>,
+    ///Where a request's `params.workspace_dir` (made on demand) and `params.cwd` may name the directory an agent's session works in for that prompt (E2A §11.6): a relative path is taken from here, `..`, absolute paths elsewhere and symlinks out of it are refused (the agent's default directory is used, with a warning). Unset: requests name no directory. Relative to the config file (flag `--workspace-root`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub workspace_root: ::std::option::Option<::std::string::String>,
 }
 ///ACP client→agent JSON-RPC methods (`ACP_CLIENT_TO_AGENT_METHODS`, in order).
 #[derive(
@@ -7583,6 +7586,10 @@ impl crate::write::WriteJson for AcpBackendSettings {
         if !self.env.is_empty() {
             w.key(&mut first, "\"env\":");
             w.value(&self.env);
+        }
+        if let Some(v) = &self.workspace_root {
+            w.key(&mut first, "\"workspace_root\":");
+            w.value(v);
         }
         w.raw("}");
     }

@@ -1516,6 +1516,10 @@ export interface AcpBackendSettings {
    * Environment variables passed to agent processes besides the safe defaults (flag `--agent-env`).
    */
   env?: string[];
+  /**
+   * Where a request's `params.workspace_dir` (made on demand) and `params.cwd` may name the directory an agent's session works in for that prompt (E2A §11.6): a relative path is taken from here, `..`, absolute paths elsewhere and symlinks out of it are refused (the agent's default directory is used, with a warning). Unset: requests name no directory. Relative to the config file (flag `--workspace-root`).
+   */
+  workspace_root?: string | null;
 }
 /**
  * The A2A card of a named agent.

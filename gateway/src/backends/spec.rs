@@ -60,6 +60,9 @@ pub struct AgentOptions {
     /// For `a2a:` agents: the A2A version they are spoken to in, whatever their card says
     /// (`None`: the card's).
     pub a2a_version: Option<e2a::types::A2aVersion>,
+    /// For `acp:` agents: where a request may name its session's working directory
+    /// ([`AcpProcessConfig::workspace_root`]).
+    pub workspace_root: Option<std::path::PathBuf>,
 }
 
 impl AgentOptions {
@@ -69,6 +72,7 @@ impl AgentOptions {
         config.policy = self.policy.clone();
         config.allow_fs = self.allow_fs;
         config.env = self.env.clone();
+        config.workspace_root = self.workspace_root.clone();
         config
     }
 }

@@ -295,6 +295,7 @@ fn spec_of(
         env: acp.env.clone(),
         callbacks,
         a2a_version,
+        workspace_root: acp.workspace_root.as_deref().map(|d| file.path(d)),
     };
     Ok((parsed, options))
 }

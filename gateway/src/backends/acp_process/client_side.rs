@@ -18,12 +18,13 @@ pub(super) async fn serve_client_side(
     peer: Peer,
     mut incoming: mpsc::UnboundedReceiver<Incoming>,
     config: Arc<AcpProcessConfig>,
+    dirs: super::SessionDirs,
 ) {
     while let Some(msg) = incoming.recv().await {
         match msg {
             Incoming::Notification { method, .. } => tracing::debug!(method = %method, "notification ignored"),
             Incoming::Request { id, method, params } => {
-                let answer = client_request(&method, &params, &config).await;
+                let answer = client_request(&method, &params, &config, &dirs).await;
                 match answer {
                     Ok(v) => peer.respond(id, v),
                     Err(e) => peer.respond_error(id, e),
@@ -34,11 +35,29 @@ pub(super) async fn serve_client_side(
 }
 
 /// The answer to one request of the agent (`method` with `params`).
-async fn client_request(method: &str, params: &Value, config: &AcpProcessConfig) -> Result<Value, RpcError> {
+async fn client_request(
+    method: &str,
+    params: &Value,
+    config: &AcpProcessConfig,
+    dirs: &super::SessionDirs,
+) -> Result<Value, RpcError> {
+    // the working directory of the session asking: its workspace, else the default
+    let dir_of = |sid: &acp::SessionId| {
+        let dir = dirs.lock().get(sid.0.as_ref()).cloned();
+        dir.unwrap_or_else(|| config.session_cwd())
+    };
     match method.parse::<AgentMethod>() {
         Ok(AgentMethod::SessionRequestPermission) => permission(read_params(params)?, config),
-        Ok(AgentMethod::FsReadTextFile) if config.allow_fs => read_text_file(read_params(params)?, config).await,
-        Ok(AgentMethod::FsWriteTextFile) if config.allow_fs => write_text_file(read_params(params)?, config).await,
+        Ok(AgentMethod::FsReadTextFile) if config.allow_fs => {
+            let req: acp::ReadTextFileRequest = read_params(params)?;
+            let dir = dir_of(&req.session_id);
+            read_text_file(req, &dir).await
+        }
+        Ok(AgentMethod::FsWriteTextFile) if config.allow_fs => {
+            let req: acp::WriteTextFileRequest = read_params(params)?;
+            let dir = dir_of(&req.session_id);
+            write_text_file(req, &dir).await
+        }
         Ok(
             AgentMethod::FsReadTextFile
             | AgentMethod::FsWriteTextFile
@@ -93,9 +112,9 @@ fn permission(asked: acp::RequestPermissionRequest, config: &AcpProcessConfig) -
 }
 
 /// `fs/read_text_file`: the lines asked for (from `line`, at most `limit`) of a file inside the
-/// session's working directory.
-async fn read_text_file(req: acp::ReadTextFileRequest, config: &AcpProcessConfig) -> Result<Value, RpcError> {
-    let path = confined(&req.path, &config.session_cwd(), false)?;
+/// session's working directory `dir`.
+async fn read_text_file(req: acp::ReadTextFileRequest, dir: &std::path::Path) -> Result<Value, RpcError> {
+    let path = confined(&req.path, dir, false)?;
     let text = tokio::fs::read_to_string(&path)
         .await
         .map_err(|e| RpcError::new(codes::INTERNAL_ERROR, format!("cannot read {}: {e}", path.display())))?;
@@ -108,9 +127,9 @@ async fn read_text_file(req: acp::ReadTextFileRequest, config: &AcpProcessConfig
     to_result(acp::ReadTextFileResponse::new(lines.concat()))
 }
 
-/// `fs/write_text_file`: writes a file inside the session's working directory.
-async fn write_text_file(req: acp::WriteTextFileRequest, config: &AcpProcessConfig) -> Result<Value, RpcError> {
-    let path = confined(&req.path, &config.session_cwd(), true)?;
+/// `fs/write_text_file`: writes a file inside the session's working directory `dir`.
+async fn write_text_file(req: acp::WriteTextFileRequest, dir: &std::path::Path) -> Result<Value, RpcError> {
+    let path = confined(&req.path, dir, true)?;
     tokio::fs::write(&path, req.content)
         .await
         .map_err(|e| RpcError::new(codes::INTERNAL_ERROR, format!("cannot write {}: {e}", path.display())))?;

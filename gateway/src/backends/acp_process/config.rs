@@ -46,6 +46,9 @@ pub struct AcpProcessConfig {
     /// Environment variables passed to the agent besides [`AGENT_ENV`] (its environment is
     /// otherwise empty: the gateway's credentials never reach it).
     pub env: Vec<String>,
+    /// Where a request's `params.workspace_dir` (made on demand) and `params.cwd` may be: the
+    /// session of such a prompt works there (E2A §11.6). `None`: a request names no directory.
+    pub workspace_root: Option<PathBuf>,
 }
 
 impl AcpProcessConfig {
@@ -58,6 +61,7 @@ impl AcpProcessConfig {
             policy: PermissionPolicy::default(),
             allow_fs: false,
             env: Vec::new(),
+            workspace_root: None,
         }
     }
 

@@ -23,6 +23,7 @@
 mod client_side;
 mod config;
 mod routing;
+mod workspace;
 
 pub use config::{AcpProcessConfig, PermissionPolicy, AGENT_ENV, AGENT_ENV_PREFIXES};
 
@@ -44,6 +45,7 @@ use crate::pipeline::boundary::details;
 use crate::protocol::acp::{Peer, PeerOptions, RpcError};
 use client_side::serve_client_side;
 use routing::{Backlog, Counted, Routes};
+use workspace::SessionDirs;
 
 struct Conn {
     child: tokio::process::Child,
@@ -56,8 +58,10 @@ struct State {
     routes: Option<Routes>,
     generation: u64,
     /// E2A session key (scoped by the caller) → (ACP session id, generation of the process
-    /// that made it).
-    sessions: HashMap<ConversationKey, (String, u64)>,
+    /// that made it, its working directory).
+    sessions: HashMap<ConversationKey, (String, u64, std::path::PathBuf)>,
+    /// The working directories of the sessions not in the default one.
+    dirs: SessionDirs,
     turns: HashMap<String, Arc<tokio::sync::Mutex<()>>>,
 }
 
@@ -93,11 +97,6 @@ impl AcpProcessAgent {
         })
     }
 
-    /// The working directory sent in `session/new` ([`AcpProcessConfig::session_cwd`]).
-    fn cwd(&self) -> String {
-        self.config.session_cwd().display().to_string()
-    }
-
     /// The running connection, started (and initialized) when there is none or it died.
     async fn connect(&self, state: &mut State) -> Result<(Peer, Routes, u64), String> {
         if let (Some(conn), Some(peer), Some(routes)) = (&state.conn, &state.peer, &state.routes) {
@@ -123,7 +122,12 @@ impl AcpProcessAgent {
             pace: Some(pace),
         };
         let (peer, incoming) = Peer::start_with(stdout, stdin, options);
-        tokio::spawn(serve_client_side(peer.clone(), incoming, self.config.clone()));
+        tokio::spawn(serve_client_side(
+            peer.clone(),
+            incoming,
+            self.config.clone(),
+            state.dirs.clone(),
+        ));
         let fs = acp::FileSystemCapabilities::new()
             .read_text_file(self.config.allow_fs)
             .write_text_file(self.config.allow_fs);
@@ -142,27 +146,32 @@ impl AcpProcessAgent {
         Ok((peer, routes, state.generation))
     }
 
-    /// The ACP session of an E2A request and its turn lock (a new session when needed).
+    /// The ACP session of an E2A request, working in `cwd`, and its turn lock (a new session
+    /// when needed: the first turn of a conversation, or one in another directory).
     async fn session(
         &self,
         key: Option<ConversationKey>,
+        cwd: std::path::PathBuf,
     ) -> Result<(Peer, Routes, String, Arc<tokio::sync::Mutex<()>>), String> {
         let mut state = self.state.lock().await;
         let (peer, routes, generation) = self.connect(&mut state).await?;
         if let Some(k) = &key {
-            if let Some((sid, g)) = state.sessions.get(k) {
-                if *g == generation {
+            if let Some((sid, g, dir)) = state.sessions.get(k) {
+                if *g == generation && *dir == cwd {
                     let sid = sid.clone();
                     let lock = state.turns.entry(sid.clone()).or_default().clone();
                     return Ok((peer, routes, sid, lock));
                 }
             }
         }
-        let created: acp::NewSessionResponse =
-            call(&peer, Method::SessionNew, acp::NewSessionRequest::new(self.cwd())).await?;
+        let new = acp::NewSessionRequest::new(cwd.display().to_string());
+        let created: acp::NewSessionResponse = call(&peer, Method::SessionNew, new).await?;
         let sid = created.session_id.0.to_string();
+        if cwd != self.config.session_cwd() {
+            state.dirs.lock().insert(sid.clone(), cwd.clone());
+        }
         if let Some(k) = key {
-            state.sessions.insert(k, (sid.clone(), generation));
+            state.sessions.insert(k, (sid.clone(), generation, cwd));
         }
         let lock = state.turns.entry(sid.clone()).or_default().clone();
         Ok((peer, routes, sid, lock))
@@ -239,7 +248,8 @@ impl Agent for AcpProcessAgent {
         Box::pin(async_stream::stream! {
             let mut s = ResponseStream::for_request(&request);
             let agent_error = ErrorKind::AgentError.mapping().e2a_code;
-            let (peer, routes, sid, turn) = match this.session(session_key(&request).map(|k| ctx.conversation(k))).await {
+            let cwd = workspace::prompt_cwd(&this.config, &request.params);
+            let (peer, routes, sid, turn) = match this.session(session_key(&request).map(|k| ctx.conversation(k)), cwd).await {
                 Ok(v) => v,
                 Err(e) => {
                     tracing::warn!(agent = %this.name(), error = %e, "ACP agent unavailable");

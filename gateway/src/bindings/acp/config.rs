@@ -27,6 +27,9 @@ pub struct AcpServerConfig {
     pub config_options: Vec<ConfigOptionDecl>,
     /// How much of a session `session/load` replays.
     pub history: HistoryLimits,
+    /// The `params.workspace_dir` of every prompt that names none (E2A §11.6; `e2a acp
+    /// --workspace-dir`): the directory an `acp:` agent behind works in for it.
+    pub workspace_dir: Option<String>,
 }
 
 impl Default for AcpServerConfig {
@@ -42,6 +45,7 @@ impl Default for AcpServerConfig {
             modes: Vec::new(),
             config_options: Vec::new(),
             history: HistoryLimits::default(),
+            workspace_dir: None,
         }
     }
 }

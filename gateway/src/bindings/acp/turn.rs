@@ -140,7 +140,7 @@ impl AcpServer {
                 turn.cancel();
             })
         };
-        let mut request = turn_request(&session, &sid, &id, &req, params);
+        let mut request = turn_request(&session, &sid, &id, &req, params, self.config.workspace_dir.as_deref());
         let mut turning = Turning {
             peer,
             session: &session,
@@ -350,15 +350,26 @@ fn follow_up(request: &E2AEnvelope, answer: &str) -> E2AEnvelope {
 
 /// The E2A request of a `session/prompt` turn (its blocks recorded in the session's replay):
 /// every turn is an E2A task, and a turn that ended in an input pause is continued by the next.
-/// The envelope is the reference's reading of the request's `params` as they came.
-fn turn_request(session: &Session, sid: &str, id: &Value, req: &acp::PromptRequest, params: &Value) -> E2AEnvelope {
+/// The envelope is the reference's reading of the request's `params` as they came, with
+/// `workspace_dir` when they name none.
+fn turn_request(
+    session: &Session,
+    sid: &str,
+    id: &Value,
+    req: &acp::PromptRequest,
+    params: &Value,
+    workspace_dir: Option<&str>,
+) -> E2AEnvelope {
     for block in &req.prompt {
         let chunk = acp::SessionUpdate::UserMessageChunk(acp::ContentChunk::new(block.clone()));
         session.record(&session_update(sid, chunk));
     }
     let meta = req.meta.clone().map(Value::Object);
     let trace = crate::web::trace::TraceContext::from_meta(meta.as_ref());
-    let params = params.as_object().cloned().unwrap_or_default();
+    let mut params = params.as_object().cloned().unwrap_or_default();
+    if let Some(dir) = workspace_dir {
+        params.entry("workspace_dir").or_insert_with(|| dir.into());
+    }
     let mut ingress = JsonRpcIngress::new(Method::SessionPrompt.as_str(), params);
     ingress.jsonrpc_id = e2a::acp::jsonrpc_id_from_value(id);
     ingress.session_id = Some(sid.to_string());

@@ -7,6 +7,7 @@ The prompt text selects what it does:
                  terminal/create, says the error codes
   permission K   asks session/request_permission for a tool call of kind K, says the option chosen
   session        says its session id
+  cwd            says its session's working directory (session/new's cwd)
   anything else  says "fake: <text>"
 Every process start appends a line to $FAKE_ACP_COUNTER (when set).
 """
@@ -19,6 +20,7 @@ count_start("FAKE_ACP_COUNTER")
 
 
 sessions = 0
+cwds = {}
 while True:
     m = recv()
     method, rid, p = m.get("method"), m.get("id"), m.get("params") or {}
@@ -26,6 +28,7 @@ while True:
         send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}})
     elif method == "session/new":
         sessions += 1
+        cwds[f"fake-{sessions}"] = p.get("cwd", "")
         send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": f"fake-{sessions}"}})
     elif method == "session/prompt":
         sid = p["sessionId"]
@@ -48,6 +51,8 @@ while True:
             say(sid, r["result"]["outcome"].get("optionId", "cancelled"))
         elif text == "session":
             say(sid, sid)
+        elif text == "cwd":
+            say(sid, cwds.get(sid, ""))
         else:
             say(sid, f"fake: {text}")
         send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}})
