@@ -49,6 +49,11 @@ pub struct AcpArgs {
     /// Most bytes of text of one replayed message (the rest is cut).
     #[arg(long, default_value_t = 16 * 1024)]
     pub history_text_bytes: usize,
+    /// The log file: what `e2a acp` logs at `info` (or `$E2A_LOG`), rotated at 10 MiB, three
+    /// copies kept (stderr still gets warnings and errors; stdout only the protocol). Default:
+    /// `$XDG_STATE_HOME/e2a/logs/acp.log` (`~/.local/state/…`); `off`: none.
+    #[arg(long, value_name = "PATH|off")]
+    pub log_file: Option<String>,
     /// The `params.workspace_dir` of every prompt that names none (E2A §11.6): an `acp:` agent
     /// behind works there for it, made on demand under its `--workspace-root`.
     #[arg(long, value_name = "DIR")]
@@ -195,6 +200,108 @@ fn server(args: &AcpArgs, agent: Arc<dyn e2a_gateway::Agent>, file: Option<&Conf
     AcpServer::with_store(agent, config, open_store(args)?).map(Front::Server)
 }
 
+/// Where `e2a acp` keeps its log by default: `$XDG_STATE_HOME/e2a/logs/acp.log`, else
+/// `~/.local/state/e2a/logs/acp.log` (`None`: no home to put it in).
+fn default_log_file() -> Option<PathBuf> {
+    let state = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".local/state"),
+    };
+    Some(state.join("e2a/logs/acp.log"))
+}
+
+/// Size at which the log file is rotated (`acp.log` → `acp.log.1` …).
+const LOG_FILE_BYTES: u64 = 10 * 1024 * 1024;
+/// Rotated log files kept besides the current one.
+const LOG_FILES_KEPT: u32 = 3;
+
+/// The log file of `args` (`--log-file`, `off` for none, else [`default_log_file`]).
+fn log_file(args: &AcpArgs) -> Option<PathBuf> {
+    match args.log_file.as_deref() {
+        Some("off") => None,
+        Some(path) => Some(PathBuf::from(path)),
+        None => default_log_file(),
+    }
+}
+
+/// The logs of `e2a acp`: warnings and errors (or `$E2A_LOG`) on stderr, and everything at
+/// `info` (or `$E2A_LOG`) in the rotated log file — an editor shows an agent's stderr poorly,
+/// and stdout is the protocol's. A log file that cannot be opened is said on stderr.
+fn init_logs(args: &AcpArgs) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+    let filter = |default: &str| {
+        tracing_subscriber::EnvFilter::try_from_env("E2A_LOG")
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+    };
+    let stderr = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_filter(filter("warn"));
+    let path = log_file(args);
+    let file = path.as_ref().and_then(|p| {
+        match e2a_gateway::frame_log::LineFile::open(p, LOG_FILE_BYTES, LOG_FILES_KEPT, "acp log") {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("e2a acp: cannot open the log file {}: {e}", p.display());
+                None
+            }
+        }
+    });
+    let file = file.map(|f| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(Lines(f))
+            .with_ansi(false)
+            .with_filter(filter("info"))
+    });
+    let _ = tracing_subscriber::registry().with(stderr).with(file).try_init();
+    if let Some(p) = path {
+        tracing::info!(agent = %args.agent, log = %p.display(), "e2a acp started");
+    }
+}
+
+/// A [`LineFile`](e2a_gateway::frame_log::LineFile) as the writer of formatted log events: each
+/// event's text is buffered, then written line by line.
+struct Lines(e2a_gateway::frame_log::LineFile);
+
+/// One event's text, written to the file when it is dropped.
+struct Event {
+    file: e2a_gateway::frame_log::LineFile,
+    text: Vec<u8>,
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Lines {
+    type Writer = Event;
+
+    fn make_writer(&'a self) -> Event {
+        Event {
+            file: self.0.clone(),
+            text: Vec::new(),
+        }
+    }
+}
+
+impl std::io::Write for Event {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.text.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        let text = String::from_utf8_lossy(&self.text);
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            self.file.write(line.to_string());
+        }
+    }
+}
+
 /// `config` with what the config file says every run is held to: `server.max_streams` (turns
 /// at once) and `log.frames` (the frame log); the editor still sees an agent's own error text
 /// and a turn has no deadline of its own (the editor waits, or cancels).
@@ -205,16 +312,10 @@ fn with_file_limits(mut config: AcpServerConfig, file: &ConfigFile) -> Result<Ac
     Ok(config)
 }
 
-/// Serves ACP on stdin/stdout until the client closes stdin. Logs go to stderr.
+/// Serves ACP on stdin/stdout until the client closes stdin. Logs go to stderr (warnings and
+/// errors, or `$E2A_LOG`) and to the log file ([`log_file`]), never to stdout.
 pub fn run(args: &AcpArgs) -> u8 {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("E2A_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
+    init_logs(args);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {

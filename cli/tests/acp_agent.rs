@@ -195,8 +195,11 @@ async fn acp_in_front_of_acp() {
 fn e2a_acp_stdout_carries_protocol_frames_only() {
     use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("state/logs/acp.log");
     let mut child = std::process::Command::new(e2a_bin())
         .args(["acp", "--agent", &script_file(&dir)])
+        .arg("--log-file")
+        .arg(&log)
         .env("E2A_LOG", "trace")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -242,6 +245,41 @@ fn e2a_acp_stdout_carries_protocol_frames_only() {
     assert_eq!(prompt["error"]["code"], -32002);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("initialize"), "logs go to stderr: {stderr}");
+    // and to the log file (its directory made), the same lines
+    let logged = std::fs::read_to_string(&log).expect("the log file");
+    assert!(
+        logged.contains("e2a acp started") && logged.contains("initialize"),
+        "{logged}"
+    );
+}
+
+/// Without `--log-file`, `e2a acp` logs to `$XDG_STATE_HOME/e2a/logs/acp.log`; `--log-file
+/// off` writes none.
+#[test]
+fn e2a_acp_logs_to_its_state_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    for (extra, kept) in [(None, true), (Some("off"), false)] {
+        let state = dir.path().join(if kept { "state" } else { "state-off" });
+        let mut cmd = std::process::Command::new(e2a_bin());
+        cmd.args(["acp", "--agent", "echo"]).env("XDG_STATE_HOME", &state);
+        if let Some(v) = extra {
+            cmd.args(["--log-file", v]);
+        }
+        let out = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.stdout.is_empty(), "nothing but the protocol on stdout");
+        let log = state.join("e2a/logs/acp.log");
+        assert_eq!(log.exists(), kept, "{}", log.display());
+        if kept {
+            let logged = std::fs::read_to_string(&log).unwrap();
+            assert!(logged.contains("e2a acp started"), "{logged}");
+        }
+    }
 }
 
 #[tokio::test]
@@ -300,17 +338,35 @@ async fn e2a_acp_workspace_dir_is_the_cwd_of_the_agent_behind_the_gateway() {
     );
     let agent_spec = format!("acp:python3 {fake}");
     let root_arg = root.path().display().to_string();
-    let gateway = common::serve(&["--agent", &agent_spec, "--workspace-root", &root_arg]);
+    // its own token (another test of this binary may set E2A_TOKEN, which a child inherits)
+    let token = root.path().join("token");
+    std::fs::write(&token, "workspace-test-token\n").unwrap();
+    let token = token.display().to_string();
+    let gateway = common::serve(&[
+        "--agent",
+        &agent_spec,
+        "--workspace-root",
+        &root_arg,
+        "--token-file",
+        &token,
+    ]);
     let front = agent(vec![
         e2a_bin().into(),
         "acp".into(),
         "--agent".into(),
         format!("e2a:{}", gateway.base),
+        "--agent-token-file".into(),
+        token.clone(),
         "--workspace-dir".into(),
         "task-9".into(),
     ]);
     let frames = run(&front, request("cwd", Some("s1"))).await;
-    assert_eq!(final_kind(&frames), "e2a.complete");
+    assert_eq!(
+        final_kind(&frames),
+        "e2a.complete",
+        "{:?}",
+        frames.last().map(|f| &f.body)
+    );
     let task = root.path().canonicalize().unwrap().join("task-9");
     assert_eq!(text(&frames), task.display().to_string());
     assert!(task.is_dir());

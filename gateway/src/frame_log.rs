@@ -7,7 +7,8 @@
 //! keep up the lines that do not fit are counted and reported in the log (`frames dropped`),
 //! not written.
 //!
-//! (Size rotation is a few lines here: the `file-rotate` crate panics when its directory
+//! The rotated file itself is [`LineFile`], `e2a acp`'s log file too. (Size rotation is a few
+//! lines here: the `file-rotate` crate panics when its directory
 //! cannot be made, and a gateway must answer a bad path with an error, not a panic.)
 
 use std::fs::{File, OpenOptions};
@@ -36,48 +37,75 @@ pub struct FrameLogConfig {
 /// A running frame log: cheap to clone, shared by every pipeline.
 #[derive(Clone)]
 pub struct FrameLog {
-    tx: SyncSender<String>,
-    dropped: Arc<AtomicU64>,
+    file: LineFile,
     max_line_bytes: usize,
 }
 
 impl std::fmt::Debug for FrameLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FrameLog")
-            .field("dropped", &self.dropped.load(Ordering::Relaxed))
-            .finish()
+        f.debug_struct("FrameLog").field("dropped", &self.dropped()).finish()
     }
 }
 
 impl FrameLog {
     /// Opens (appends to) the file, making its directory, and starts the writer thread.
     pub fn open(config: &FrameLogConfig) -> std::io::Result<Self> {
-        if let Some(dir) = config.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        let file = open(&config.path)?;
-        let size = file.metadata().map(|m| m.len()).unwrap_or_default();
-        let (tx, rx) = sync_channel(QUEUE);
-        let dropped = Arc::new(AtomicU64::new(0));
-        let writer = Writer {
-            config: config.clone(),
-            out: BufWriter::new(file),
-            size,
-            dropped: dropped.clone(),
-        };
-        std::thread::Builder::new()
-            .name("e2a-frame-log".into())
-            .spawn(move || writer.run(rx))?;
         Ok(FrameLog {
-            tx,
-            dropped,
+            file: LineFile::open(&config.path, config.max_bytes, config.keep, "frame log")?,
             max_line_bytes: config.max_line_bytes,
         })
     }
 
     /// Logs `frame` (never blocks: a full queue drops the line and counts it).
     pub fn write(&self, frame: &e2a::frame::Frame) {
-        let line = e2a::log::log_line(&frame.to_record(), self.max_line_bytes);
+        self.file
+            .write(e2a::log::log_line(&frame.to_record(), self.max_line_bytes));
+    }
+
+    /// Lines dropped so far because the writer could not keep up (or had failed).
+    pub fn dropped(&self) -> u64 {
+        self.file.dropped()
+    }
+}
+
+/// A file of lines written by a thread of its own and rotated by size (`FILE` → `FILE.1` → …
+/// → `FILE.keep`, the oldest dropped): the frame log's, and `e2a acp`'s log file. Writing
+/// never blocks: lines wait in a bounded queue, and those that do not fit are counted (and
+/// reported on the process's log, when it is not this file).
+#[derive(Clone)]
+pub struct LineFile {
+    tx: SyncSender<String>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl LineFile {
+    /// Opens (appends to) `path`, making its directory, rotated past `max_bytes` with `keep`
+    /// copies; `what` names it in what the writer reports.
+    pub fn open(path: &Path, max_bytes: u64, keep: u32, what: &'static str) -> std::io::Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = open(path)?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or_default();
+        let (tx, rx) = sync_channel(QUEUE);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let writer = Writer {
+            path: path.to_path_buf(),
+            max_bytes,
+            keep,
+            what,
+            out: BufWriter::new(file),
+            size,
+            dropped: dropped.clone(),
+        };
+        std::thread::Builder::new()
+            .name("e2a-line-file".into())
+            .spawn(move || writer.run(rx))?;
+        Ok(LineFile { tx, dropped })
+    }
+
+    /// Writes `line` (without its newline); never blocks (a full queue drops it and counts it).
+    pub fn write(&self, line: String) {
         match self.tx.try_send(line) {
             Ok(()) => {}
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
@@ -104,7 +132,10 @@ fn rotated(path: &Path, n: u32) -> PathBuf {
 }
 
 struct Writer {
-    config: FrameLogConfig,
+    path: PathBuf,
+    max_bytes: u64,
+    keep: u32,
+    what: &'static str,
     out: BufWriter<File>,
     size: u64,
     dropped: Arc<AtomicU64>,
@@ -115,7 +146,7 @@ impl Writer {
         let mut reported = 0;
         while let Ok(line) = rx.recv() {
             if let Err(e) = self.line(&line) {
-                tracing::warn!(error = %e, path = %self.config.path.display(), "frame log: cannot write");
+                tracing::warn!(error = %e, path = %self.path.display(), "{}: cannot write", self.what);
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
             // write what is queued, then flush once
@@ -127,7 +158,7 @@ impl Writer {
             let _ = self.out.flush();
             let dropped = self.dropped.load(Ordering::Relaxed);
             if dropped > reported {
-                tracing::warn!(dropped, "frame log: frames dropped (the writer could not keep up)");
+                tracing::warn!(dropped, "{}: lines dropped (the writer could not keep up)", self.what);
                 reported = dropped;
             }
         }
@@ -136,7 +167,7 @@ impl Writer {
 
     fn line(&mut self, line: &str) -> std::io::Result<()> {
         let len = line.len() as u64 + 1;
-        if self.size > 0 && self.size + len > self.config.max_bytes {
+        if self.size > 0 && self.size + len > self.max_bytes {
             self.rotate()?;
         }
         self.out.write_all(line.as_bytes())?;
@@ -148,8 +179,8 @@ impl Writer {
     /// `FILE.(n-1)` → `FILE.n` …, `FILE` → `FILE.1`, a new `FILE`; past `keep`, the oldest goes.
     fn rotate(&mut self) -> std::io::Result<()> {
         self.out.flush()?;
-        let path = &self.config.path;
-        let keep = self.config.keep;
+        let path = &self.path;
+        let keep = self.keep;
         if keep == 0 {
             std::fs::remove_file(path)?;
         } else {
