@@ -133,7 +133,7 @@ enum Command {
     #[command(
         after_help = "Examples:\n  e2a acp\n  e2a acp --agent script:gateway/tests/data/script.json\n  e2a acp --agent e2a:http://127.0.0.1:8080\n  e2a acp --agent 'acp:my-coding-agent --stdio' --approve read"
     )]
-    Acp(acp::AcpArgs),
+    Acp(Box<acp::AcpArgs>),
     /// Check a config file of `e2a serve --config`, or print its JSON Schema.
     #[command(
         subcommand,
