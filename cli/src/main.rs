@@ -24,8 +24,8 @@ mod serve;
 mod telemetry;
 mod validate;
 
-/// E2A (Everything-to-Agent) command-line tool: validate, convert and migrate message logs,
-/// and run the end-to-end demo.
+/// E2A (Everything-to-Agent) command-line tool: the gateway (`serve`, `acp`, `config`), the
+/// demo, and the message-log tools (`validate`, `convert`, `migrate`, `redact`).
 #[derive(Parser)]
 #[command(name = "e2a", version, about, long_about = None)]
 struct Cli {
@@ -89,9 +89,11 @@ enum Command {
     },
     /// Migrate legacy agent-server logs (AgentRequest / AgentResponse / AgentResponseChunk JSON
     /// lines) to canonical E2A JSONL in constant memory. Lines that cannot be converted go to a
-    /// reject file with the reason; a summary is printed on stderr.
+    /// reject file with the reason; a summary is printed on stderr. Exit 0 when every line was
+    /// converted, 1 when some were rejected (the rest is still written), 2 on a usage or I/O
+    /// error.
     #[command(
-        after_help = "Examples:\n  e2a migrate agent-server.log -o e2a.jsonl\n  e2a migrate old.log -o new.jsonl --rejects bad.jsonl && e2a validate new.jsonl"
+        after_help = "Examples:\n  e2a migrate agent-server.log -o e2a.jsonl\n  e2a migrate old.log -o new.jsonl --rejects bad.jsonl; e2a validate new.jsonl   # validate what was converted, rejects or not"
     )]
     Migrate {
         /// Legacy log file (`-` for stdin).
@@ -107,7 +109,8 @@ enum Command {
         no_progress: bool,
     },
     /// Strip secrets from JSONL logs (bearer tokens, API keys, credential headers, secret-named
-    /// keys anywhere). Lines that are not JSON are withheld and counted on stderr.
+    /// keys anywhere). Lines that are not JSON are withheld and counted on stderr. Exit 0 when
+    /// every line was written, 1 when some were withheld, 2 on an I/O error.
     #[command(after_help = "Example:\n  e2a redact gateway.jsonl > shareable.jsonl")]
     Redact {
         /// Input file (`-` for stdin).
@@ -131,7 +134,7 @@ enum Command {
     /// agent: echo, a script of scenarios, another E2A server or another ACP agent. stdout
     /// carries ACP frames only; logs go to stderr (level from $E2A_LOG, default warn).
     #[command(
-        after_help = "Examples:\n  e2a acp\n  e2a acp --agent script:gateway/tests/data/script.json\n  e2a acp --agent e2a:http://127.0.0.1:8080\n  e2a acp --agent 'acp:my-coding-agent --stdio' --approve read"
+        after_help = "Examples:\n  e2a acp\n  e2a acp --agent script:gateway/tests/data/script.json\n  e2a acp --agent e2a:http://127.0.0.1:8080\n  e2a acp --agent 'acp:my-coding-agent --stdio'   # the editor answers its permission requests\n  e2a acp --agent e2a:http://127.0.0.1:8080 --workspace-dir /tmp/task-1"
     )]
     Acp(Box<acp::AcpArgs>),
     /// Check a config file of `e2a serve --config`, or print its JSON Schema.

@@ -45,7 +45,7 @@ fn default_name() -> String {
     "e2a gateway".into()
 }
 fn default_description() -> String {
-    "An agent behind the e2a gateway (A2A 1.0 over JSON-RPC and HTTP+JSON).".into()
+    "An agent behind the e2a gateway (A2A 1.0 over JSON-RPC, HTTP+JSON and gRPC).".into()
 }
 fn default_version() -> String {
     env!("CARGO_PKG_VERSION").into()
