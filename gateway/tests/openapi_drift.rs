@@ -1,8 +1,9 @@
 //! The served routes and the OpenAPI document cannot drift: every E2A operation of
 //! `generated/openapi.json` (tag `E2A`) is in `e2a_gateway::bindings::e2a_http::ROUTES` with the same request and response
 //! media types and status codes, and the other way round; a live server answers each route with
-//! a documented status and media type. (The A2A operations, tag `A2A`, are checked against a
-//! live `e2a serve --a2a` by schemathesis: `schemathesis.sh`.)
+//! a documented status and media type. (The other operations — A2A, AG-UI, the gateway's own,
+//! the callbacks — are checked against a live `e2a serve --a2a --agui` by schemathesis:
+//! `schemathesis.sh`.)
 
 mod common;
 
@@ -87,8 +88,11 @@ fn served() -> BTreeMap<(String, String), (Vec<String>, Responses)> {
         .collect()
 }
 
+/// Every operation has one declared tag, and the document describes every route the root
+/// gateway serves besides E2A's: A2A's HTTP+JSON and JSON-RPC, AG-UI, the callbacks of
+/// delegation, the index and the metrics.
 #[test]
-fn every_operation_is_e2a_or_a2a() {
+fn every_operation_has_one_tag_and_every_route_is_described() {
     let doc = document();
     let declared: Vec<&str> = doc["tags"]
         .as_array()
@@ -96,17 +100,27 @@ fn every_operation_is_e2a_or_a2a() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    assert_eq!(declared, ["E2A", "A2A"]);
+    assert_eq!(declared, ["E2A", "A2A", "Gateway", "AG-UI", "Delegation"]);
     let mut a2a = Vec::new();
+    let mut others = Vec::new();
     for (path, item) in doc["paths"].as_object().expect("paths") {
         for (method, op) in item.as_object().expect("path item") {
             let t = tags(op);
-            assert!(t == ["E2A"] || t == ["A2A"], "{method} {path}: tags {t:?}");
-            if t == ["A2A"] {
-                a2a.push(format!("{} {path}", method.to_uppercase()));
+            assert!(t.len() == 1 && declared.contains(&t[0]), "{method} {path}: tags {t:?}");
+            let route = format!("{} {path}", method.to_uppercase());
+            match t[0] {
+                "A2A" => a2a.push(route),
+                "E2A" => {}
+                _ => others.push(route),
             }
         }
     }
+    others.sort();
+    assert_eq!(
+        others,
+        ["GET /", "GET /metrics", "POST /agui", "POST /callbacks/tasks/{id}"],
+        "the gateway's own routes, AG-UI and the callbacks"
+    );
     a2a.sort();
     assert_eq!(
         a2a,
@@ -119,13 +133,14 @@ fn every_operation_is_e2a_or_a2a() {
             "GET /tasks/{id}/pushNotificationConfigs",
             "GET /tasks/{id}/pushNotificationConfigs/{configId}",
             "GET /tasks/{id}:subscribe",
+            "POST /a2a",
             "POST /message:send",
             "POST /message:stream",
             "POST /tasks/{id}/pushNotificationConfigs",
             "POST /tasks/{id}:cancel",
             "POST /tasks/{id}:subscribe",
         ],
-        "the A2A HTTP+JSON operations"
+        "the A2A operations: HTTP+JSON, and JSON-RPC as one"
     );
 }
 

@@ -58,8 +58,10 @@ server.serve_forever()
 PY
 sink=$!
 
-"$E2A_BIN" serve --bind 127.0.0.1:0 --token-file "$work/token" --agent echo \
-    --a2a --store memory --push-allow-private \
+# metrics on (a config key only), AG-UI on: every route of the document is served
+printf '[metrics]\nenabled = true\n' >"$work/e2a.toml"
+"$E2A_BIN" serve --config "$work/e2a.toml" --bind 127.0.0.1:0 --token-file "$work/token" --agent echo \
+    --a2a --store memory --push-allow-private --agui \
     >"$work/stdout" 2>"$work/stderr" &
 pid=$!
 base=

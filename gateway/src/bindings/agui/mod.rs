@@ -262,6 +262,13 @@ fn run_of(
     headers: &HeaderMap,
 ) -> Result<(e2a::E2AEnvelope, RunIds, crate::agent::ConversationKey), Problem> {
     let mut request = e2a::agui::envelope_from_run_input(input).map_err(|e| Problem::from_read_error(&e))?;
+    // a run and its thread are named: an empty id would name every caller's unnamed one
+    for key in ["threadId", "runId"] {
+        if input.get(key).and_then(Value::as_str) == Some("") {
+            let p = Problem::new(ErrorKind::InvalidParams, format!("{key} must not be empty")).at(&format!("/{key}"));
+            return Err(p);
+        }
+    }
     crate::web::trace::correlate(
         &mut request,
         crate::web::trace::TraceContext::from_headers(headers).trace_id,
