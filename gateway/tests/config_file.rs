@@ -135,6 +135,15 @@ fn send(text: &str) -> Value {
            "configuration": {"returnImmediately": false}})
 }
 
+/// Every problem `e2a config check` reports of `text` (a file in `dir`), one per line.
+fn problems(text: &str, dir: &std::path::Path) -> String {
+    let errors = match ConfigFile::parse(text, "e2a.toml", dir, &[]) {
+        Ok(file) => file.check().err().unwrap_or_default(),
+        Err(errors) => errors,
+    };
+    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+}
+
 #[tokio::test]
 async fn each_named_agent_has_its_card_and_routes() {
     let dir = tempfile::tempdir().expect("dir");
@@ -619,13 +628,7 @@ fn hmac_keys_are_checked_like_every_credential() {
     std::fs::write(dir.path().join("planner.key"), "k\n").expect("key");
     std::fs::write(dir.path().join("token"), "t\n").expect("token");
     // (what parsing refuses, or else what the check does)
-    let errors_of = |text: &str| {
-        let errors = match ConfigFile::parse(text, "e2a.toml", dir.path(), &[]) {
-            Ok(file) => file.check().err().unwrap_or_default(),
-            Err(errors) => errors,
-        };
-        errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
-    };
+    let errors_of = |text: &str| problems(text, dir.path());
     let ok = "[callers.planner]\nkind = \"agent\"\nhmac_key_file = \"planner.key\"\n";
     assert_eq!(errors_of(ok), "");
     let two = "[callers.planner]\nhmac_key_file = \"planner.key\"\napi_key_file = \"token\"\n";
@@ -650,13 +653,7 @@ fn hmac_keys_are_checked_like_every_credential() {
 #[test]
 fn delegation_with_callbacks_is_checked_and_served() {
     let dir = tempfile::tempdir().expect("dir");
-    let errors_of = |text: &str| {
-        let errors = match ConfigFile::parse(text, "e2a.toml", dir.path(), &[]) {
-            Ok(file) => file.check().err().unwrap_or_default(),
-            Err(errors) => errors,
-        };
-        errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
-    };
+    let errors_of = |text: &str| problems(text, dir.path());
     let agent = "[agents.planner]\nagent = \"a2a:https://child.example\"\ndelegate = \"callback\"\n";
     let a2a = "[a2a]\nenabled = true\n";
     let base = |url: &str| format!("[delegation]\ncallback_base_url = \"{url}\"\n");
@@ -726,13 +723,7 @@ fn delegation_with_callbacks_is_checked_and_served() {
 #[test]
 fn a2a_version_is_an_a2a_agents_option() {
     let dir = tempfile::tempdir().expect("dir");
-    let errors_of = |text: &str| {
-        let errors = match ConfigFile::parse(text, "e2a.toml", dir.path(), &[]) {
-            Ok(file) => file.check().err().unwrap_or_default(),
-            Err(errors) => errors,
-        };
-        errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
-    };
+    let errors_of = |text: &str| problems(text, dir.path());
     for version in ["1.0", "0.3"] {
         let ok = format!(
             "[agents.goai]\nagent = \"a2a:https://goai.example/a2a/agents/writer\"\na2a_version = \"{version}\"\n"

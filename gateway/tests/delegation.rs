@@ -131,6 +131,27 @@ fn completed() -> Value {
     json!({"statusUpdate": {"taskId": "child-1", "contextId": "ctx-1", "status": {"state": "TASK_STATE_COMPLETED"}}})
 }
 
+/// The frames a run's SSE answer still holds, read to its end (within 10 s).
+async fn rest_of(resp: reqwest::Response) -> Vec<E2AResponse> {
+    let text = tokio::time::timeout(Duration::from_secs(10), resp.text())
+        .await
+        .expect("the run ends")
+        .expect("body");
+    sse_frames(&text)
+}
+
+/// A run of a parent (delegating to a child played by the test, over `store`) asked to write
+/// the report: the child, the parent, the run's answer as it streams, and the callback URL and
+/// token the child was sent.
+async fn delegating(store: impl Into<Stores>) -> (Child, Spawned, Spawned, reqwest::Response, String, String) {
+    let (child, child_server) = child().await;
+    let gw = parent(&child_server.base, store, Duration::from_secs(30)).await;
+    let resp = post(&gw.base, &envelope("write the report"), "text/event-stream").await;
+    assert_eq!(resp.status(), 200);
+    let (url, token) = push_config(&sent_one(&child).await);
+    (child, child_server, gw, resp, url, token)
+}
+
 /// The push config the child was sent: its URL and token.
 fn push_config(sent: &Value) -> (String, String) {
     let config = &sent["configuration"]["taskPushNotificationConfig"];
@@ -193,11 +214,7 @@ async fn a_delegated_run_waits_for_the_callback_and_ends_with_the_childs_answer(
                "artifacts": [{"artifactId": "a1", "name": "output", "parts": [{"text": "The report, written."}]}]}),
     );
     assert_eq!(call_back(&url, Some(&token), &completed()).await.status(), 202);
-    let rest = tokio::time::timeout(Duration::from_secs(10), resp.text())
-        .await
-        .expect("the run ends")
-        .expect("body");
-    let frames: Vec<E2AResponse> = first.into_iter().chain(sse_frames(&rest)).collect();
+    let frames: Vec<E2AResponse> = first.into_iter().chain(rest_of(resp).await).collect();
     assert_valid_stream(&frames);
     let last = frames.last().expect("a final frame");
     assert_eq!(last.response_kind.to_string(), "e2a.complete", "{:?}", last.body);
@@ -320,11 +337,7 @@ async fn a_signed_callback_is_checked_as_its_caller_then_by_its_token() {
         post_signed("writer-secret-key", &token).await.expect("post").status(),
         202
     );
-    let text = tokio::time::timeout(Duration::from_secs(10), resp.text())
-        .await
-        .expect("the run ends")
-        .expect("body");
-    let frames = sse_frames(&text);
+    let frames = rest_of(resp).await;
     assert_eq!(
         frames.last().expect("final").body["result"]["content"],
         "Signed and sealed."
@@ -335,19 +348,11 @@ async fn a_signed_callback_is_checked_as_its_caller_then_by_its_token() {
 /// parts): read back as 1.0, it ends the run with the child's answer.
 #[tokio::test]
 async fn a_callback_in_a2a_0_3s_form_ends_the_run() {
-    let (child, child_server) = child().await;
-    let gw = parent(&child_server.base, Stores::memory(), Duration::from_secs(30)).await;
-    let resp = post(&gw.base, &envelope("write the report"), "text/event-stream").await;
-    assert_eq!(resp.status(), 200);
-    let (url, token) = push_config(&sent_one(&child).await);
+    let (_child, _child_server, _gw, resp, url, token) = delegating(Stores::memory()).await;
     let event = json!({"kind": "task", "id": "child-1", "contextId": "ctx-1", "status": {"state": "completed"},
         "artifacts": [{"artifactId": "a1", "name": "output", "parts": [{"kind": "text", "text": "Written in 0.3."}]}]});
     assert_eq!(call_back(&url, Some(&token), &event).await.status(), 202);
-    let text = tokio::time::timeout(Duration::from_secs(10), resp.text())
-        .await
-        .expect("the run ends")
-        .expect("body");
-    let frames = sse_frames(&text);
+    let frames = rest_of(resp).await;
     assert_valid_stream(&frames);
     assert_eq!(
         frames.last().expect("final").body["result"]["content"],
@@ -411,11 +416,7 @@ async fn progress_is_relayed_when_asked_here_and_from_another_gateway() {
                "artifacts": [{"artifactId": "a1", "name": "output", "parts": [{"text": "The report, written."}]}]}),
     );
     assert_eq!(call_back(&url, Some(&token), &completed()).await.status(), 202);
-    let rest = tokio::time::timeout(Duration::from_secs(10), resp.text())
-        .await
-        .expect("the run ends")
-        .expect("body");
-    let rest = sse_frames(&rest);
+    let rest = rest_of(resp).await;
     assert_eq!(
         deltas(&rest),
         ["The report, written."],
@@ -433,21 +434,17 @@ async fn progress_is_relayed_when_asked_here_and_from_another_gateway() {
 /// answer.
 #[tokio::test]
 async fn progress_is_dropped_by_default() {
-    let (child, child_server) = child().await;
-    let gw = parent(&child_server.base, Stores::memory(), Duration::from_secs(30)).await;
-    let resp = post(&gw.base, &envelope("write the report"), "text/event-stream").await;
-    let (url, token) = push_config(&sent_one(&child).await);
+    let (_child, _child_server, _gw, resp, url, token) = delegating(Stores::memory()).await;
     assert_eq!(call_back(&url, Some(&token), &note("outline done")).await.status(), 202);
     let done = json!({"task": {"id": "child-1", "contextId": "ctx-1", "status": {"state": "TASK_STATE_COMPLETED"},
         "artifacts": [{"artifactId": "a1", "name": "output", "parts": [{"text": "Done."}]}]}});
     assert_eq!(call_back(&url, Some(&token), &done).await.status(), 202);
-    let text = tokio::time::timeout(Duration::from_secs(10), resp.text())
-        .await
-        .expect("the run ends")
-        .expect("body");
-    assert!(!text.contains("outline done"), "{text}");
-    assert_eq!(
-        sse_frames(&text).last().expect("final").body["result"]["content"],
-        "Done."
+    let frames = rest_of(resp).await;
+    assert!(
+        frames
+            .iter()
+            .all(|f| !Value::Object(f.body.clone()).to_string().contains("outline done")),
+        "{frames:?}"
     );
+    assert_eq!(frames.last().expect("final").body["result"]["content"], "Done.");
 }
