@@ -135,6 +135,27 @@ fn send(text: &str) -> Value {
            "configuration": {"returnImmediately": false}})
 }
 
+/// Serves the gateway of config `text` (a file in `dir`; a memory store) on 127.0.0.1 and runs
+/// `test` with its URL.
+fn with_served<F, Fut>(text: &str, dir: &std::path::Path, test: F)
+where
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let file = ConfigFile::parse(text, "e2a.toml", dir, &[]).expect("the file parses");
+    let gateway = file
+        .gateway(Some(e2a_gateway::store::Stores::memory()), None)
+        .expect("the gateway builds");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    rt.block_on(async {
+        let served = common::serve_crashable(gateway).await;
+        test(served.base.clone()).await;
+    });
+}
+
 /// Every problem `e2a config check` reports of `text` (a file in `dir`), one per line.
 fn problems(text: &str, dir: &std::path::Path) -> String {
     let errors = match ConfigFile::parse(text, "e2a.toml", dir, &[]) {
@@ -695,18 +716,9 @@ fn delegation_with_callbacks_is_checked_and_served() {
         errors_of(&bad)
     );
     // served: the callback route answers (404 for a task it never delegated, in A2A's form)
-    let file = ConfigFile::parse(&ok, "e2a.toml", dir.path(), &[]).expect("the file parses");
-    let gateway = file
-        .gateway(Some(e2a_gateway::store::Stores::memory()), None)
-        .expect("the gateway builds");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("rt");
-    rt.block_on(async {
-        let served = common::serve_crashable(gateway).await;
+    with_served(&ok, dir.path(), |base| async move {
         let resp = common::client()
-            .post(format!("{}/a2a/agents/planner/callbacks/tasks/nope", served.base))
+            .post(format!("{base}/a2a/agents/planner/callbacks/tasks/nope"))
             .header("x-a2a-notification-token", "t")
             .json(&serde_json::json!({}))
             .send()
@@ -747,17 +759,8 @@ fn the_index_lists_what_is_served() {
     std::fs::write(dir.path().join("token"), "index-token-value\n").expect("token");
     let text = "[server]\ntoken_file = \"token\"\n[a2a]\nenabled = true\n[metrics]\nenabled = true\n\
                 [agents.writer]\nagent = \"echo\"\n";
-    let file = ConfigFile::parse(text, "e2a.toml", dir.path(), &[]).expect("the file parses");
-    let gateway = file
-        .gateway(Some(e2a_gateway::store::Stores::memory()), None)
-        .expect("the gateway builds");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("rt");
-    rt.block_on(async {
-        let served = common::serve_crashable(gateway).await;
-        let index = format!("{}/", served.base);
+    with_served(text, dir.path(), |base| async move {
+        let index = format!("{base}/");
         let refused = common::client().get(&index).send().await.expect("answer");
         assert_eq!(refused.status(), 401);
         let resp = common::client()

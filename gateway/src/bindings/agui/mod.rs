@@ -265,7 +265,7 @@ fn run_of(
     // a run and its thread are named: an empty id would name every caller's unnamed one
     for key in ["threadId", "runId"] {
         if input.get(key).and_then(Value::as_str) == Some("") {
-            let p = Problem::new(ErrorKind::InvalidParams, format!("{key} must not be empty")).at(&format!("/{key}"));
+            let p = Problem::new(ErrorKind::InvalidParams, format!("{key} must not be empty")).at(format!("/{key}"));
             return Err(p);
         }
     }
