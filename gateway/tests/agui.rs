@@ -262,6 +262,21 @@ async fn a_resume_naming_no_pending_interrupt_is_refused_before_the_stream() {
     );
 }
 
+/// A run and its thread are named: an empty `runId` or `threadId` is refused (`422` naming it),
+/// not run as the caller's unnamed run.
+#[tokio::test]
+async fn an_empty_run_or_thread_id_is_refused() {
+    let s = serve(script(), GatewayConfig::default()).await;
+    for key in ["runId", "threadId"] {
+        let mut body = input("t-empty", "hello");
+        body[key] = json!("");
+        let r = post_agui(&s.base, body).await.unwrap();
+        assert_eq!(r.status(), 422, "{key}");
+        let p: Value = r.json().await.unwrap();
+        assert_eq!(p["pointer"], format!("/{key}"), "{p}");
+    }
+}
+
 /// GoAI's resume body: the paused run's own `runId` and `resume`, no `threadId` and no
 /// messages — the run goes on from its interrupt.
 /// A `parentRunId` must name one of the caller's runs on the thread.
