@@ -19,10 +19,10 @@ const CLAIM: Duration = Duration::from_secs(60);
 /// How often the outbox looks for work without being woken (another gateway's events, retries
 /// coming due, configs left by a gateway that stopped) while it has some.
 const POLL: Duration = Duration::from_secs(1);
-/// The longest it waits between looks when idle: each look that finds nothing doubles the wait
-/// from [`POLL`] up to this (a claim left by a gateway that stopped can be taken only after
-/// [`CLAIM`] anyway); a wake (a config or event of this gateway) or work found starts again
-/// from [`POLL`].
+/// The longest it waits between looks when idle, on a store no other gateway shares (all its
+/// configs and events are this gateway's, and wake it): each look that finds nothing doubles the
+/// wait from [`POLL`] up to this; a wake or work found starts again from [`POLL`]. On a shared
+/// store it looks every [`POLL`] (another gateway's events wake nobody here).
 const IDLE_POLL: Duration = Duration::from_secs(60);
 /// Most configs delivered at once.
 const MAX_JOBS: usize = 32;
@@ -56,7 +56,9 @@ pub(crate) async fn run(outbox: Weak<Pusher>) {
         if room > 0 {
             match pushes.claim_pushes(&pusher.holder, CLAIM, room).await {
                 Ok(claimed) => {
-                    if claimed.is_empty() && jobs.is_empty() {
+                    // on a store other gateways share, their events and configs wake nobody
+                    // here: look every second, as before
+                    if claimed.is_empty() && jobs.is_empty() && !pusher.store.leases.shared() {
                         idle = (idle * 2).min(IDLE_POLL);
                     } else {
                         idle = POLL;
@@ -406,5 +408,33 @@ mod tests {
         pusher.activate();
         tokio::time::sleep(Duration::from_millis(1)).await;
         assert_eq!(looks(&handle), idle + 1);
+    }
+
+    /// Leases of a store other gateways share (all else as the memory store's).
+    struct Shared;
+
+    impl crate::store::Leases for Shared {
+        fn shared(&self) -> bool {
+            true
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn on_a_shared_store_the_outbox_looks_every_second() {
+        let handle = Arc::new(MetricsHandle::default());
+        let mut stores = crate::store::Stores::memory();
+        stores.leases = Arc::new(Shared);
+        let stores = stores.metered(&handle);
+        let pusher = Arc::new(Pusher::new(
+            super::super::PushPolicy::default(),
+            stores,
+            "gw".into(),
+            handle.clone(),
+        ));
+        tokio::spawn(run(Arc::downgrade(&pusher)));
+        tokio::time::sleep(Duration::from_millis(60_500)).await;
+        // another gateway's events wake nobody here
+        let looks = looks(&handle);
+        assert!((59..=62).contains(&looks), "{looks} looks in a minute");
     }
 }
