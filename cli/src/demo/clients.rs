@@ -93,12 +93,20 @@ async fn agui(base: &str) -> Result<(String, Vec<Value>), String> {
 }
 
 /// ACP: `e2a acp --agent e2a:BASE` spawned (an editor's agent process, relaying to the
-/// gateway), spoken to over its stdio: `initialize`, `session/new`, `session/prompt`; the
+/// gateway; no log file: the demo leaves nothing behind), spoken to over its stdio: `initialize`, `session/new`, `session/prompt`; the
 /// prompt's `session/update`s and its result kept.
 async fn acp(base: &str) -> Result<(String, Vec<Value>), String> {
     let exe = std::env::current_exe().map_err(|e| format!("where is e2a: {e}"))?;
     let mut child = tokio::process::Command::new(exe)
-        .args(["acp", "--agent", &format!("e2a:{base}")])
+        .args([
+            "acp",
+            "--agent",
+            &format!("e2a:{base}"),
+            "--log-file",
+            "off",
+            "--store",
+            "memory",
+        ])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
