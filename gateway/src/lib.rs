@@ -242,18 +242,15 @@ impl Gateway {
     /// (the gateway's URL): what `e2a serve` prints when it starts, from the bindings' own
     /// routes.
     pub fn describe(&self, base: &str) -> String {
+        let (root, named) = self.endpoints(base);
         let mut out = String::new();
-        for b in &self.bindings {
-            for line in b.endpoints(bindings::Place::Root, base) {
-                out.push_str(&format!("  {line}\n"));
-            }
+        for line in root {
+            out.push_str(&format!("  {line}\n"));
         }
-        for n in &self.named {
-            out.push_str(&format!("agent {}:\n", n.name));
-            for b in &n.gateway.bindings {
-                for line in b.endpoints(n.place(), base) {
-                    out.push_str(&format!("  {line}\n"));
-                }
+        for (name, lines) in named {
+            out.push_str(&format!("agent {name}:\n"));
+            for line in lines {
+                out.push_str(&format!("  {line}\n"));
             }
         }
         if self.metrics.is_some() {
@@ -264,6 +261,20 @@ impl Gateway {
         }
         out.push_str(&format!("  GET  {base}/  this list, as JSON\n"));
         out
+    }
+
+    /// The endpoints of the root's bindings and of each named agent's (by name) behind `base`
+    /// (`METHOD URL  what`): what [`Gateway::describe`] prints and `GET /` answers.
+    fn endpoints(&self, base: &str) -> (Vec<String>, Vec<(&str, Vec<String>)>) {
+        let lines = |g: &Gateway, place: bindings::Place<'_>| -> Vec<String> {
+            g.bindings.iter().flat_map(|b| b.endpoints(place, base)).collect()
+        };
+        let named = self
+            .named
+            .iter()
+            .map(|n| (n.name.as_str(), lines(&n.gateway, n.place())))
+            .collect();
+        (lines(self, bindings::Place::Root), named)
     }
 
     /// Runs still streaming.
@@ -343,19 +354,16 @@ fn metrics_route(g: &Gateway, metrics: Arc<web::metrics::Metrics>) -> Option<axu
 /// agent's, and `/metrics` when it is served. Any caller with a valid credential may read it
 /// (none needed on a gateway without authentication), as `/metrics`.
 fn index_route(g: &Gateway) -> axum::Router {
-    let lines = |gateway: &Gateway, place: bindings::Place<'_>| -> Vec<String> {
-        gateway.bindings.iter().flat_map(|b| b.endpoints(place, "")).collect()
-    };
-    let agents: serde_json::Map<String, serde_json::Value> = g
-        .named
-        .iter()
-        .map(|n| (n.name.clone(), lines(&n.gateway, n.place()).into()))
+    let (root, named) = g.endpoints("");
+    let agents: serde_json::Map<String, serde_json::Value> = named
+        .into_iter()
+        .map(|(name, lines)| (name.to_string(), lines.into()))
         .collect();
     let index = serde_json::json!({
         "service": "e2a gateway",
         "version": env!("CARGO_PKG_VERSION"),
         "agent": g.shared.agent.name(),
-        "endpoints": lines(g, bindings::Place::Root),
+        "endpoints": root,
         "agents": agents,
         "metrics": g.metrics.map(|_| web::metrics::METRICS_PATH),
     });

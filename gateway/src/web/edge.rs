@@ -147,22 +147,29 @@ impl<F: Form> Edge<F> {
 /// One request through an [`Edge`].
 async fn pass<F: Form>(State(edge): State<Edge<F>>, mut request: Request, next: Next) -> Response {
     let unread = crate::web::server::watch_unread(&mut request);
-    let started = edge.count.as_ref().map(|_| Instant::now());
+    let started = Instant::now();
     let method = request.method().clone();
     let note = edge.form.note(request.headers());
     if let Some(within) = edge.deadline {
         request = request.map(|body| axum::body::Body::new(crate::web::body::Deadline::body(body, within)));
     }
-    let auth = edge.auth.as_ref();
-    // who the request proved to be, for the access log
+    // the access log's line, when it is written: the route template, and who the request
+    // proved to be
+    let logged = edge.traced && tracing::enabled!(target: "e2a::access", tracing::Level::INFO);
+    let route = logged
+        .then(|| request.extensions().get::<axum::extract::MatchedPath>().cloned())
+        .flatten();
     let who = std::sync::OnceLock::<Option<String>>::new();
     let proved = &who;
+    let auth = edge.auth.as_ref();
     let inner = |mut request: Request| async move {
         if let Some(auth) = auth {
             match auth.check_request(request).await {
                 Ok((caller, checked)) => {
                     request = checked;
-                    let _ = proved.set(caller.subject.clone());
+                    if logged {
+                        let _ = proved.set(caller.subject.clone());
+                    }
                     request.extensions_mut().insert(caller);
                 }
                 Err(p) => return p.into_response(),
@@ -171,24 +178,22 @@ async fn pass<F: Form>(State(edge): State<Edge<F>>, mut request: Request, next: 
         next.run(request).await
     };
     let response = match edge.traced {
-        true => {
-            let route = request.extensions().get::<axum::extract::MatchedPath>().cloned();
-            let started = Instant::now();
-            let response = crate::web::trace::traced(request, inner).await;
-            access_log(&method, route.as_ref(), &response, started, who.get());
-            response
-        }
+        true => crate::web::trace::traced(request, inner).await,
         false => inner(request).await,
     };
+    if logged {
+        access_log(&method, route.as_ref(), &response, started, who.get());
+    }
     let mut response = edge.form.answer(note, response);
-    if let (Some(count), Some(started)) = (&edge.count, started) {
+    if let Some(count) = &edge.count {
         count.record(&method, started, response.status());
     }
     crate::web::server::close_unread(unread, &mut response);
     response
 }
 
-/// The access log's line of a request answered (target `e2a::access`, level `info`): method,
+/// The access log's line of a request answered (target `e2a::access`, level `info`; written
+/// when that is enabled): method,
 /// route template (never the path's ids nor the query string, which may hold a credential),
 /// status, latency to the answer's head, caller (`-` when none was proved) and trace id.
 fn access_log(
@@ -198,9 +203,6 @@ fn access_log(
     started: Instant,
     who: Option<&Option<String>>,
 ) {
-    if !tracing::enabled!(target: "e2a::access", tracing::Level::INFO) {
-        return;
-    }
     let trace = response
         .headers()
         .get(crate::web::trace::X_TRACE_ID_NAME)

@@ -58,8 +58,8 @@ struct State {
     routes: Option<Routes>,
     generation: u64,
     /// E2A session key (scoped by the caller) → (ACP session id, generation of the process
-    /// that made it, its working directory).
-    sessions: HashMap<ConversationKey, (String, u64, std::path::PathBuf)>,
+    /// that made it, its working directory when not the default).
+    sessions: HashMap<ConversationKey, (String, u64, Option<std::path::PathBuf>)>,
     /// The working directories of the sessions not in the default one.
     dirs: SessionDirs,
     turns: HashMap<String, Arc<tokio::sync::Mutex<()>>>,
@@ -146,12 +146,13 @@ impl AcpProcessAgent {
         Ok((peer, routes, state.generation))
     }
 
-    /// The ACP session of an E2A request, working in `cwd`, and its turn lock (a new session
-    /// when needed: the first turn of a conversation, or one in another directory).
+    /// The ACP session of an E2A request, working in `cwd` (`None`: the default directory), and
+    /// its turn lock (a new session when needed: the first turn of a conversation, or one in
+    /// another directory).
     async fn session(
         &self,
         key: Option<ConversationKey>,
-        cwd: std::path::PathBuf,
+        cwd: Option<std::path::PathBuf>,
     ) -> Result<(Peer, Routes, String, Arc<tokio::sync::Mutex<()>>), String> {
         let mut state = self.state.lock().await;
         let (peer, routes, generation) = self.connect(&mut state).await?;
@@ -164,11 +165,12 @@ impl AcpProcessAgent {
                 }
             }
         }
-        let new = acp::NewSessionRequest::new(cwd.display().to_string());
+        let dir = cwd.clone().unwrap_or_else(|| self.config.session_cwd());
+        let new = acp::NewSessionRequest::new(dir.display().to_string());
         let created: acp::NewSessionResponse = call(&peer, Method::SessionNew, new).await?;
         let sid = created.session_id.0.to_string();
-        if cwd != self.config.session_cwd() {
-            state.dirs.lock().insert(sid.clone(), cwd.clone());
+        if let Some(dir) = &cwd {
+            state.dirs.lock().insert(sid.clone(), dir.clone());
         }
         if let Some(k) = key {
             state.sessions.insert(k, (sid.clone(), generation, cwd));

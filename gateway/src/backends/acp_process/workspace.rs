@@ -71,9 +71,9 @@ pub(super) fn confined_dir(root: &Path, asked: &Path, make: bool) -> Result<Path
 }
 
 /// The working directory of a prompt whose request has `params`: its `workspace_dir` (made),
-/// else its `cwd` (an existing directory), each inside the workspace root; else the agent's
-/// default. A directory asked for and not used is logged, with why.
-pub(super) fn prompt_cwd(config: &AcpProcessConfig, params: &Map<String, Value>) -> PathBuf {
+/// else its `cwd` (an existing directory), each inside the workspace root; else `None`, the
+/// agent's default. A directory asked for and not used is logged, with why.
+pub(super) fn prompt_cwd(config: &AcpProcessConfig, params: &Map<String, Value>) -> Option<PathBuf> {
     let asked = |key: &str| params.get(key).and_then(Value::as_str).filter(|s| !s.trim().is_empty());
     for (key, make) in [("workspace_dir", true), ("cwd", false)] {
         let Some(dir) = asked(key) else { continue };
@@ -85,11 +85,11 @@ pub(super) fn prompt_cwd(config: &AcpProcessConfig, params: &Map<String, Value>)
             break;
         };
         match confined_dir(root, Path::new(dir), make) {
-            Ok(real) => return real,
+            Ok(real) => return Some(real),
             Err(why) => tracing::warn!(key, reason = %why, "a request's working directory cannot be used"),
         }
     }
-    config.session_cwd()
+    None
 }
 
 #[cfg(test)]
@@ -136,14 +136,14 @@ mod tests {
         let params = |v: Value| v.as_object().cloned().unwrap_or_default();
         // no root: the default whatever is asked
         let asked = params(serde_json::json!({"workspace_dir": "w", "cwd": "kept"}));
-        assert_eq!(prompt_cwd(&config, &asked), config.session_cwd());
+        assert_eq!(prompt_cwd(&config, &asked), None);
         config.workspace_root = Some(root.path().to_path_buf());
-        assert_eq!(prompt_cwd(&config, &asked), real_root.join("w"));
+        assert_eq!(prompt_cwd(&config, &asked), Some(real_root.join("w")));
         // a workspace that cannot be: the cwd
         let bad = params(serde_json::json!({"workspace_dir": "../w", "cwd": "kept"}));
-        assert_eq!(prompt_cwd(&config, &bad), real_root.join("kept"));
+        assert_eq!(prompt_cwd(&config, &bad), Some(real_root.join("kept")));
         // neither: the default
         let neither = params(serde_json::json!({"workspace_dir": "/etc", "cwd": "/"}));
-        assert_eq!(prompt_cwd(&config, &neither), config.session_cwd());
+        assert_eq!(prompt_cwd(&config, &neither), None);
     }
 }

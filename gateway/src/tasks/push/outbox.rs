@@ -389,17 +389,22 @@ mod tests {
         line.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0)
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn an_idle_outbox_looks_less_and_less_often_and_at_once_when_woken() {
+    /// An outbox running over `stores` (metered into the handle returned), and its pusher.
+    fn started(stores: crate::store::Stores) -> (Arc<MetricsHandle>, Arc<Pusher>) {
         let handle = Arc::new(MetricsHandle::default());
-        let stores = crate::store::Stores::memory().metered(&handle);
         let pusher = Arc::new(Pusher::new(
             super::super::PushPolicy::default(),
-            stores,
+            stores.metered(&handle),
             "gw".into(),
             handle.clone(),
         ));
         tokio::spawn(run(Arc::downgrade(&pusher)));
+        (handle, pusher)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_outbox_looks_less_and_less_often_and_at_once_when_woken() {
+        let (handle, pusher) = started(crate::store::Stores::memory());
         tokio::time::sleep(Duration::from_secs(600)).await;
         // 1, 2, 4 … 60 s apart: a dozen or so looks in ten idle minutes (600 at one a second)
         let idle = looks(&handle);
@@ -421,17 +426,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn on_a_shared_store_the_outbox_looks_every_second() {
-        let handle = Arc::new(MetricsHandle::default());
         let mut stores = crate::store::Stores::memory();
         stores.leases = Arc::new(Shared);
-        let stores = stores.metered(&handle);
-        let pusher = Arc::new(Pusher::new(
-            super::super::PushPolicy::default(),
-            stores,
-            "gw".into(),
-            handle.clone(),
-        ));
-        tokio::spawn(run(Arc::downgrade(&pusher)));
+        let (handle, _pusher) = started(stores);
         tokio::time::sleep(Duration::from_millis(60_500)).await;
         // another gateway's events wake nobody here
         let looks = looks(&handle);
