@@ -34,8 +34,10 @@ pub(crate) fn waiting_on(mark: &str) -> Option<String> {
 pub(crate) const WAITING: &str = "waiting:";
 
 impl RunKeeping {
-    /// Whether run `key` waits for an answer from outside ([`waiting_key`], not past its time);
-    /// `false` when the mark cannot be read (logged).
+    /// Whether run `key` may still be finished by an answer from outside ([`waiting_key`], not
+    /// past its time), so that it must not be settled as failed now. When the mark cannot be
+    /// read (logged), the answer is `true`: a reader asks again at its next look, and a store
+    /// that failed once never turns a run that waits into a failed one.
     pub(crate) async fn waiting_external(&self, key: &str) -> bool {
         let Some(pauses) = &self.pauses else {
             return false;
@@ -49,8 +51,8 @@ impl RunKeeping {
             }
             Ok(None) => false,
             Err(e) => {
-                tracing::error!(error = %e, "cannot read whether a run waits for a callback");
-                false
+                tracing::warn!(error = %e, "cannot read whether a run waits for a callback; it is not settled now");
+                true
             }
         }
     }
@@ -140,5 +142,71 @@ impl Runs {
             frames,
         };
         store.runs.append_frames(write).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::agent::{PauseError, PauseFuture, PauseKeeper};
+    use crate::store::{MemoryStore, PauseStore, SqliteStore, StoreFuture};
+
+    /// A pause store that cannot be read (a store that failed for a moment).
+    struct Unreadable;
+
+    impl PauseKeeper for Unreadable {
+        fn put_pause<'a>(&'a self, _: &'a str, _: String) -> PauseFuture<'a, ()> {
+            Box::pin(async { Err(PauseError("the store is away".into())) })
+        }
+        fn take_pause<'a>(&'a self, _: &'a str) -> PauseFuture<'a, Option<String>> {
+            Box::pin(async { Err(PauseError("the store is away".into())) })
+        }
+        fn get_pause<'a>(&'a self, _: &'a str) -> PauseFuture<'a, Option<String>> {
+            Box::pin(async { Err(PauseError("the store is away".into())) })
+        }
+    }
+
+    impl PauseStore for Unreadable {
+        fn prune_pauses(&self, _: Duration) -> StoreFuture<'_, u64> {
+            Box::pin(async { Ok(0) })
+        }
+        fn pauses_with_prefix<'a>(&'a self, _: &'a str, _: usize) -> StoreFuture<'a, Vec<(String, String)>> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+    }
+
+    fn keeping(pauses: Arc<dyn PauseStore>) -> RunKeeping {
+        let store = Arc::new(SqliteStore::in_memory().expect("an in-memory SQLite store"));
+        RunKeeping {
+            runs: store.clone(),
+            sends: store,
+            shared: true,
+            wakes: None,
+            pauses: Some(pauses),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_is_settled_only_when_its_mark_is_read_and_says_it_no_longer_waits() {
+        let store = Arc::new(MemoryStore::new());
+        let k = keeping(store.clone());
+        assert!(!k.waiting_external("r").await, "no mark: nothing to wait for");
+        let later = e2a::timestamp::now_ms() + 60_000;
+        store
+            .put_pause(&waiting_key("r"), waiting_mark(later, "d"))
+            .await
+            .expect("put");
+        assert!(k.waiting_external("r").await, "marked, within its time");
+        let past = e2a::timestamp::now_ms() - 1;
+        store
+            .put_pause(&waiting_key("r"), waiting_mark(past, "d"))
+            .await
+            .expect("put");
+        assert!(!k.waiting_external("r").await, "past its time");
+        // a store that cannot be read now never turns a waiting run into a failed one
+        assert!(keeping(Arc::new(Unreadable)).waiting_external("r").await);
     }
 }
