@@ -3,8 +3,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use e2a_gateway::config_file::{ConfigFile, Override};
-use e2a_gateway::Auth;
+use e2a_gateway::config_file::{ConfigFile, Override, Running};
+use e2a_gateway::{Auth, Reloadable};
 
 /// Options of `e2a serve`. Each sets a key of the config file (named in its help) and wins
 /// over the file; a flag not given leaves the file's value, else the schema's default.
@@ -245,10 +245,11 @@ async fn open_store(file: &ConfigFile) -> Result<Option<e2a_gateway::store::Stor
     spec.open(options).await.map(Some)
 }
 
-/// On SIGHUP, reads the config file again (the flags still laid over it) and takes its
-/// callers and tokens; open streams and admitted requests go on. Agents and routes are built
-/// once, at start: a file whose agents changed is reported, and applies after a restart.
-fn reload_on_sighup(args: &ServeArgs, auth: Auth, agents: std::collections::BTreeMap<String, e2a::types::AgentEntry>) {
+/// On SIGHUP, reads the config file again (the flags still laid over it) and applies its
+/// callers, tokens and agents ([`ConfigFile::reload_into`]): new and changed agents take the
+/// requests from then on, removed ones finish what they have open; open streams go on. The
+/// other keys apply after a restart (logged). A file with errors changes nothing.
+fn reload_on_sighup(args: &ServeArgs, served: Reloadable, running: Running, built: Built) {
     #[cfg(unix)]
     {
         let path = args.config.clone();
@@ -258,20 +259,25 @@ fn reload_on_sighup(args: &ServeArgs, auth: Auth, agents: std::collections::BTre
             let Ok(mut hup) = signal(SignalKind::hangup()) else {
                 return;
             };
+            let mut running = running;
             while hup.recv().await.is_some() {
-                let loaded = match &path {
-                    Some(f) => ConfigFile::load(f, &overrides),
-                    None => ConfigFile::from_flags(&overrides),
-                };
-                match loaded.and_then(|file| Auth::from_config(&file).map(|a| (file, a))) {
-                    Ok((file, fresh)) => {
-                        auth.reload_from(&fresh);
+                let loaded = ConfigFile::load_checked(path.as_deref(), &overrides);
+                let applied =
+                    loaded.and_then(|file| file.reload_into(&running, &served, built.0.clone(), built.1.clone()));
+                match applied {
+                    Ok((file, done)) => {
+                        running = file;
+                        let s = &done.swapped;
                         tracing::info!(
-                            callers = file.settings.callers.len(),
-                            "SIGHUP: callers and tokens reloaded"
+                            callers = done.callers,
+                            added = ?s.added,
+                            changed = ?s.changed,
+                            removed = ?s.removed,
+                            root_agent_changed = s.root,
+                            "SIGHUP: callers, tokens and agents reloaded"
                         );
-                        if file.settings.agents != agents {
-                            tracing::warn!("SIGHUP: the agents changed in the file; they apply after a restart");
+                        if !done.not_applied.is_empty() {
+                            tracing::warn!(keys = ?done.not_applied, "SIGHUP: these keys changed in the file; they apply after a restart");
                         }
                     }
                     Err(errors) => {
@@ -282,8 +288,11 @@ fn reload_on_sighup(args: &ServeArgs, auth: Auth, agents: std::collections::BTre
         });
     }
     #[cfg(not(unix))]
-    let _ = (args, auth, agents);
+    let _ = (args, served, running, built);
 }
+
+/// What the served gateway was built with besides its file: the store and the cards' URL.
+type Built = (Option<e2a_gateway::store::Stores>, Option<String>);
 
 /// Runs the gateway until SIGTERM or Ctrl-C; exit code 0 after a clean drain.
 pub fn run(args: &ServeArgs) -> u8 {
@@ -331,10 +340,10 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         } else {
             Some(format!("http://{addr}"))
         };
+        let running = Running::new(file.clone());
         let gateway = file
-            .gateway(store, bound_url)
+            .gateway(store.clone(), bound_url.clone())
             .map_err(|errors| crate::config::lines(&errors))?;
-        reload_on_sighup(args, gateway.auth().clone(), file.settings.agents.clone());
         let base = format!("http://{addr}");
         let banner = banner(
             &file,
@@ -347,7 +356,9 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         use std::io::Write;
         let mut out = std::io::stdout();
         let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
-        gateway
+        let served = Reloadable::new(gateway);
+        reload_on_sighup(args, served.clone(), running, (store, bound_url));
+        served
             .serve(listener, e2a_gateway::shutdown_signal())
             .await
             .map_err(|e| e.to_string())?;

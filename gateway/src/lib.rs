@@ -36,6 +36,7 @@ pub(crate) mod json;
 pub(crate) mod packed;
 pub mod pipeline;
 pub mod protocol;
+pub mod reload;
 pub(crate) mod runs;
 pub mod stop;
 pub mod store;
@@ -49,6 +50,7 @@ use std::sync::Arc;
 
 pub use agent::{Agent, Caller, ConversationKey, FrameStream, RequestContext, SharedFrames};
 pub use config::GatewayConfig;
+pub use reload::{Reloadable, Swapped};
 pub use web::auth::Auth;
 pub use web::problem::Problem;
 

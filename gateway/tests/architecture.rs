@@ -25,6 +25,7 @@ const GATEWAY_ROOMS: &[&str] = &[
     "tasks",
     "bindings",
     "lib",
+    "reload",
     "config_file",
 ];
 

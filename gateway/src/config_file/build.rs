@@ -180,8 +180,19 @@ impl ConfigFile {
         store: Option<crate::store::Stores>,
         public_url: Option<String>,
     ) -> Result<crate::Gateway, Vec<ConfigError>> {
-        use std::sync::Arc;
         let auth = crate::web::auth::Auth::from_config(self)?;
+        self.gateway_with_auth(store, public_url, auth)
+    }
+
+    /// [`ConfigFile::gateway`] behind `auth` (a gateway's own, reloaded from this file: what a
+    /// SIGHUP builds, [`ConfigFile::reload_into`]).
+    pub fn gateway_with_auth(
+        &self,
+        store: Option<crate::store::Stores>,
+        public_url: Option<String>,
+        auth: crate::web::auth::Auth,
+    ) -> Result<crate::Gateway, Vec<ConfigError>> {
+        use std::sync::Arc;
         let a2a_root = self.a2a_config(public_url).map_err(|e| vec![e])?;
         let frame_log = self.frame_log().map_err(|e| vec![e])?;
         let a2a_on = self.settings.a2a.enabled;

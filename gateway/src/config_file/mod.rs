@@ -29,11 +29,13 @@ use serde_json::{Map, Value};
 
 /// The name a caller's allow-list uses for the agent at the root routes.
 pub use crate::web::auth::ROOT_AGENT;
+pub use reload::{Reloaded, Running};
 
 mod build;
 mod callers;
 mod checks;
 mod groups;
+mod reload;
 mod toml;
 
 use toml::{table_json, Lines};

@@ -1,0 +1,167 @@
+//! A gateway whose agents change while it serves ([`Reloadable`]): what `e2a serve` does on
+//! SIGHUP. The agents of a fresh [`Gateway`] take the requests that come after the swap; an
+//! agent the caller keeps (unchanged) goes on as it was — its runs, tasks and pauses with it —,
+//! and the streams, tasks and runs open on an agent replaced or removed go on with that agent
+//! to their end (drained at shutdown like the others).
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use crate::{Gateway, Named};
+
+/// A served gateway whose named agents (and root agent) can be swapped ([`Reloadable::swap`]).
+/// Clones share it.
+#[derive(Clone)]
+pub struct Reloadable {
+    served: Arc<RwLock<Served>>,
+}
+
+/// What is served now, and what was replaced while it may still have open streams.
+struct Served {
+    gateway: Gateway,
+    router: axum::Router,
+    /// Agents replaced or removed, each kept until its open streams and tasks have ended.
+    retired: Vec<Gateway>,
+}
+
+/// What a swap changed ([`Reloadable::swap`]), by agent name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Swapped {
+    /// Agents served from now on that were not before.
+    pub added: Vec<String>,
+    /// Agents whose new build takes the requests from now on.
+    pub changed: Vec<String>,
+    /// Agents no longer served (their open streams go on).
+    pub removed: Vec<String>,
+    /// Whether the root agent (the one at the root routes) was replaced.
+    pub root: bool,
+}
+
+impl Swapped {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.changed.is_empty() && self.removed.is_empty() && !self.root
+    }
+}
+
+impl Reloadable {
+    /// Serves `gateway` until a swap.
+    pub fn new(gateway: Gateway) -> Self {
+        let router = gateway.router();
+        Reloadable {
+            served: Arc::new(RwLock::new(Served {
+                gateway,
+                router,
+                retired: Vec::new(),
+            })),
+        }
+    }
+
+    /// The gateway served now.
+    pub fn current(&self) -> Gateway {
+        self.served.read().gateway.clone()
+    }
+
+    /// The routes: each request goes to the routes of the gateway served when it arrives.
+    pub fn router(&self) -> axum::Router {
+        use tower::ServiceExt;
+        let served = self.served.clone();
+        axum::Router::new().fallback_service(tower::service_fn(move |request: axum::extract::Request| {
+            let router = served.read().router.clone();
+            router.oneshot(request)
+        }))
+    }
+
+    /// Serves `fresh` from now on, but for the named agents `keep` says to keep (an agent of
+    /// the same name goes on as it was: its runs, tasks and pauses with it) and the root agent
+    /// when `keep_root`. What is replaced or removed goes on serving what it has open. The
+    /// authentication, metrics and settings of the gateway served stay (give `fresh` the same
+    /// [`crate::Auth`], reloaded).
+    pub fn swap(&self, fresh: Gateway, keep: impl Fn(&str) -> bool, keep_root: bool) -> Swapped {
+        let mut served = self.served.write();
+        let old = served.gateway.clone();
+        let metrics = old.shared.metrics.get().metrics().clone();
+        let mut swapped = Swapped::default();
+        let mut named: Vec<Named> = Vec::with_capacity(fresh.named.len());
+        for n in &fresh.named {
+            match old.named.iter().find(|o| o.name == n.name) {
+                Some(o) if keep(&n.name) => named.push(o.clone()),
+                found => {
+                    match found {
+                        Some(o) => {
+                            swapped.changed.push(n.name.clone());
+                            served.retired.push(o.gateway.clone());
+                        }
+                        None => swapped.added.push(n.name.clone()),
+                    }
+                    n.gateway.shared.metrics.adopt(metrics.clone(), &n.name);
+                    named.push(n.clone());
+                }
+            }
+        }
+        for o in &old.named {
+            if !fresh.named.iter().any(|n| n.name == o.name) {
+                swapped.removed.push(o.name.clone());
+                served.retired.push(o.gateway.clone());
+            }
+        }
+        let root = if keep_root {
+            old.clone()
+        } else {
+            swapped.root = true;
+            served.retired.push(Gateway {
+                named: Vec::new(),
+                ..old.clone()
+            });
+            fresh.shared.metrics.adopt(metrics, crate::web::metrics::ROOT_LABEL);
+            Gateway {
+                metrics: old.metrics,
+                ..fresh
+            }
+        };
+        let gateway = Gateway { named, ..root };
+        served.router = gateway.router();
+        served.gateway = gateway;
+        served.retired.retain(|g| g.live_streams() > 0);
+        swapped
+    }
+
+    /// Runs still streaming, on the agents served and on those replaced.
+    pub fn live_streams(&self) -> usize {
+        let served = self.served.read();
+        served.gateway.live_streams() + served.retired.iter().map(Gateway::live_streams).sum::<usize>()
+    }
+
+    /// [`Gateway::serve`] of the gateway served at each moment: at shutdown, the agents
+    /// served and those replaced that still have open streams are drained together.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let limits = self.current().shared.config.server;
+        let router = self.router();
+        crate::web::server::serve(listener, router, limits, shutdown, move || async move {
+            let (gateway, retired) = {
+                let served = self.served.read();
+                (served.gateway.clone(), served.retired.clone())
+            };
+            let all = Gateway {
+                named: gateway
+                    .named
+                    .iter()
+                    .cloned()
+                    .chain(retired.into_iter().enumerate().map(|(i, g)| Named {
+                        name: format!("retired-{i}"),
+                        gateway: g,
+                        routes: e2a::types::RouteTemplates::default(),
+                    }))
+                    .collect(),
+                ..gateway
+            };
+            crate::drain(all).await;
+        })
+        .await
+    }
+}
