@@ -68,6 +68,8 @@ pub struct Gateway {
     named: Vec<Named>,
     /// `GET /metrics`: `Some(public)` when served.
     metrics: Option<bool>,
+    /// `GET /ui`: the callers shown every caller's runs, when it is served.
+    inspector: Option<Arc<[String]>>,
 }
 
 /// A named agent: its own gateway, mounted at its routes.
@@ -113,6 +115,7 @@ impl Gateway {
             a2a: None,
             named: Vec::new(),
             metrics: None,
+            inspector: None,
         }
     }
 
@@ -139,6 +142,18 @@ impl Gateway {
     /// It needs a valid credential like the other routes unless `public`.
     pub fn with_metrics(mut self, public: bool) -> Self {
         self.metrics = Some(public);
+        self
+    }
+
+    /// Also serves the inspector page, `GET /ui` ([`bindings::inspector`]): the live and
+    /// recent runs of every binding of this gateway and its named agents (at most `recent`
+    /// remembered), their frames as they arrive, pending pauses, per-agent counts. Its data
+    /// needs a valid credential like the other routes; a caller sees its own runs, `operators`
+    /// (and the gateway's own bearer tokens, and everyone on a gateway without
+    /// authentication) every caller's.
+    pub fn with_inspector(mut self, operators: Vec<String>, recent: usize) -> Self {
+        self.shared.metrics.get().metrics().activity.enable(recent);
+        self.inspector = Some(operators.into());
         self
     }
 
@@ -231,6 +246,11 @@ impl Gateway {
                 router = router.merge(bindings::a2a::listing_router(&path, agents));
             }
         }
+        if let Some(operators) = &self.inspector {
+            let activity = metrics.activity.clone();
+            let auth = self.shared.config.auth.clone();
+            router = router.merge(bindings::inspector::router(activity, auth, operators.to_vec()));
+        }
         if let Some(route) = metrics_route(self, metrics) {
             router = router.merge(route);
         }
@@ -259,6 +279,12 @@ impl Gateway {
             out.push_str(&format!(
                 "  GET  {base}{}  Prometheus metrics\n",
                 web::metrics::METRICS_PATH
+            ));
+        }
+        if self.inspector.is_some() {
+            out.push_str(&format!(
+                "  GET  {base}{}  the inspector page (runs, frames, pauses)\n",
+                bindings::inspector::UI_PATH
             ));
         }
         out.push_str(&format!("  GET  {base}/  this list, as JSON\n"));
@@ -368,6 +394,7 @@ fn index_route(g: &Gateway) -> axum::Router {
         "endpoints": root,
         "agents": agents,
         "metrics": g.metrics.map(|_| web::metrics::METRICS_PATH),
+        "ui": g.inspector.as_ref().map(|_| bindings::inspector::UI_PATH),
     });
     let index = Arc::new(index.to_string());
     let auth = g.shared.config.auth.any_caller();

@@ -118,8 +118,16 @@ fn every_operation_has_one_tag_and_every_route_is_described() {
     others.sort();
     assert_eq!(
         others,
-        ["GET /", "GET /metrics", "POST /agui", "POST /callbacks/tasks/{id}"],
-        "the gateway's own routes, AG-UI and the callbacks"
+        [
+            "GET /",
+            "GET /metrics",
+            "GET /ui",
+            "GET /ui/api/activity",
+            "GET /ui/api/runs/{id}/frames",
+            "POST /agui",
+            "POST /callbacks/tasks/{id}"
+        ],
+        "the gateway's own routes, the inspector, AG-UI and the callbacks"
     );
     a2a.sort();
     assert_eq!(

@@ -1513,6 +1513,28 @@ class ToolResultDelta(BaseModel):
     tool_call_id: str = Field(..., description='The call this answers.')
 
 
+class UiSettings(BaseModel):
+    """
+    The inspector page `GET /ui`: the live and recent runs and tasks of every binding (caller, agent, binding, status, timing, trace id), their frames as they arrive, pending pauses and who may answer them, per-agent counters. The page is static (compiled into the binary); what it shows is read with the same credentials as the API.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    enabled: bool = Field(
+        True,
+        description='Serve `/ui` (and keep a summary of the recent runs in memory for it).',
+    )
+    operators: List[str] = Field(
+        [],
+        description="Callers (`[callers]` keys; a JWT caller as `CALLER/SUB`) shown every caller's runs. Everyone else sees their own; a gateway without authentication, and the gateway's own bearer tokens (`--token-file`), see all.",
+    )
+    recent: conint(ge=1, le=10000) = Field(
+        200,
+        description='Most runs it remembers (the oldest ended ones are forgotten first).',
+    )
+
+
 class WireMetadataKey(Enum):
     """
     Internal keys of the agent-server wire that live in `metadata` and are never copied into `channel_context` (`E2A_WIRE_INTERNAL_METADATA_KEYS`).
@@ -2544,6 +2566,7 @@ class GatewayFile(BaseModel):
     telemetry: Optional[TelemetrySettings] = Field(
         None, description='OpenTelemetry trace export.'
     )
+    ui: UiSettings = Field({}, description='The inspector page (`/ui`).')
 
 
 class A2aAgentCard(BaseModel):

@@ -3601,6 +3601,9 @@ pub struct GatewayFile {
     ///OpenTelemetry trace export.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub telemetry: ::std::option::Option<TelemetrySettings>,
+    ///The inspector page (`/ui`).
+    #[serde(default = "defaults::gateway_file_ui")]
+    pub ui: UiSettings,
 }
 impl ::std::default::Default for GatewayFile {
     fn default() -> Self {
@@ -3621,6 +3624,7 @@ impl ::std::default::Default for GatewayFile {
             server: defaults::gateway_file_server(),
             store: defaults::gateway_file_store(),
             telemetry: Default::default(),
+            ui: defaults::gateway_file_ui(),
         }
     }
 }
@@ -4915,6 +4919,29 @@ pub struct ToolResultDelta {
     #[serde(flatten)]
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
+///The inspector page `GET /ui`: the live and recent runs and tasks of every binding (caller, agent, binding, status, timing, trace id), their frames as they arrive, pending pauses and who may answer them, per-agent counters. The page is static (compiled into the binary); what it shows is read with the same credentials as the API.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct UiSettings {
+    ///Serve `/ui` (and keep a summary of the recent runs in memory for it).
+    #[serde(default = "defaults::default_bool::<true>")]
+    pub enabled: bool,
+    ///Callers (`[callers]` keys; a JWT caller as `CALLER/SUB`) shown every caller's runs. Everyone else sees their own; a gateway without authentication, and the gateway's own bearer tokens (`--token-file`), see all.
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub operators: ::std::vec::Vec<::std::string::String>,
+    ///Most runs it remembers (the oldest ended ones are forgotten first).
+    #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 200>")]
+    pub recent: ::std::num::NonZeroU64,
+}
+impl ::std::default::Default for UiSettings {
+    fn default() -> Self {
+        Self {
+            enabled: defaults::default_bool::<true>(),
+            operators: Default::default(),
+            recent: defaults::default_nzu64::<::std::num::NonZeroU64, 200>(),
+        }
+    }
+}
 ///Internal keys of the agent-server wire that live in `metadata` and are never copied into `channel_context` (`E2A_WIRE_INTERNAL_METADATA_KEYS`).
 #[derive(
     ::serde::Deserialize,
@@ -5062,6 +5089,9 @@ pub mod defaults {
         ::std::default::Default::default()
     }
     pub(super) fn gateway_file_store() -> super::StoreSettings {
+        ::std::default::Default::default()
+    }
+    pub(super) fn gateway_file_ui() -> super::UiSettings {
         ::std::default::Default::default()
     }
     pub(super) fn log_settings_format() -> super::LogFormat {
@@ -6601,6 +6631,11 @@ impl ::std::fmt::Debug for ToolCallDelta {
 impl ::std::fmt::Debug for ToolResultDelta {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         crate::redact::debug_redacted(f, "ToolResultDelta", self)
+    }
+}
+impl ::std::fmt::Debug for UiSettings {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        crate::redact::debug_redacted(f, "UiSettings", self)
     }
 }
 
@@ -8725,6 +8760,22 @@ impl crate::write::WriteJson for ToolResultDelta {
         for (k, v) in &self.extra {
             w.member(&mut first, k, v);
         }
+        w.raw("}");
+    }
+}
+impl crate::write::WriteJson for UiSettings {
+    const FIXED_LEN: usize = 2;
+    fn write_json(&self, w: &mut crate::write::JsonWriter) {
+        let mut first = true;
+        w.raw("{");
+        w.key(&mut first, "\"enabled\":");
+        w.value(&self.enabled);
+        if !self.operators.is_empty() {
+            w.key(&mut first, "\"operators\":");
+            w.value(&self.operators);
+        }
+        w.key(&mut first, "\"recent\":");
+        w.serde(&self.recent);
         w.raw("}");
     }
 }

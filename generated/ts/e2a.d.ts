@@ -2577,6 +2577,7 @@ export interface GatewayFile {
   server?: ServerSettings;
   store?: StoreSettings;
   telemetry?: TelemetrySettings;
+  ui?: UiSettings;
 }
 /**
  * What the gateway logs (the level: `$E2A_LOG`, default `info`) and the frame log.
@@ -2735,6 +2736,26 @@ export interface TelemetrySettings {
    * The `service.name` of the exported spans.
    */
   service_name?: string;
+}
+/**
+ * The inspector page `GET /ui`: the live and recent runs and tasks of every binding (caller, agent, binding, status, timing, trace id), their frames as they arrive, pending pauses and who may answer them, per-agent counters. The page is static (compiled into the binary); what it shows is read with the same credentials as the API.
+ *
+ * This interface was referenced by `E2ABundle`'s JSON-Schema
+ * via the `definition` "UiSettings".
+ */
+export interface UiSettings {
+  /**
+   * Serve `/ui` (and keep a summary of the recent runs in memory for it).
+   */
+  enabled?: boolean;
+  /**
+   * Callers (`[callers]` keys; a JWT caller as `CALLER/SUB`) shown every caller's runs. Everyone else sees their own; a gateway without authentication, and the gateway's own bearer tokens (`--token-file`), see all.
+   */
+  operators?: string[];
+  /**
+   * Most runs it remembers (the oldest ended ones are forgotten first).
+   */
+  recent?: number;
 }
 /**
  * Body of `acp.jsonrpc_error`: a JSON-RPC error object, used verbatim.

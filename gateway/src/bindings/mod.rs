@@ -9,11 +9,13 @@
 //! | A2A 1.0 | card, JSON-RPC, HTTP+JSON, SSE | [`a2a`] |
 //! | AG-UI | `POST /agui` (SSE) | [`agui`] |
 //! | ACP | JSON-RPC over stdio (`e2a acp`) | [`acp`] |
+//! | the inspector page | `GET /ui` (HTML, JSON, SSE) | [`inspector`] |
 
 pub mod a2a;
 pub mod acp;
 pub mod agui;
 pub mod e2a_http;
+pub mod inspector;
 
 use axum::Router;
 use e2a::types::RouteTemplates;

@@ -258,11 +258,21 @@ impl ConfigFile {
             a2a.callbacks = callbacks;
             gateway = gateway.with_named_agent(name, build(agent, auth.for_agent(name), a2a, Some(entry)), routes);
         }
+        Ok(self.observed(gateway))
+    }
+
+    /// `gateway` with `/metrics` and the inspector page `/ui`, as `[metrics]` and `[ui]` say.
+    fn observed(&self, mut gateway: crate::Gateway) -> crate::Gateway {
         let metrics = &self.settings.metrics;
         if metrics.enabled {
             gateway = gateway.with_metrics(metrics.public);
         }
-        Ok(gateway)
+        let ui = &self.settings.ui;
+        if ui.enabled {
+            let recent = usize::try_from(ui.recent.get()).unwrap_or(usize::MAX);
+            gateway = gateway.with_inspector(ui.operators.clone(), recent);
+        }
+        gateway
     }
 }
 

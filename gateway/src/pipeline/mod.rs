@@ -31,6 +31,31 @@ pub(crate) struct Pipeline {
     pub(crate) metrics: Arc<crate::web::metrics::MetricsHandle>,
 }
 
+/// The binding a run came through (its name in metrics and on the inspector page).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// The E2A HTTP binding.
+    E2a,
+    /// A2A (JSON-RPC, HTTP+JSON, gRPC).
+    A2a,
+    /// AG-UI.
+    Agui,
+    /// ACP (`e2a acp`).
+    Acp,
+}
+
+impl Via {
+    /// Its name: `e2a`, `a2a`, `agui`, `acp`.
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            Via::E2a => "e2a",
+            Via::A2a => "a2a",
+            Via::Agui => "agui",
+            Via::Acp => "acp",
+        }
+    }
+}
+
 /// Why a run was not admitted; a binding answers it in its protocol's form (`503` with
 /// `Retry-After` on HTTP).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +85,14 @@ pub(crate) struct Admission {
     permit: OwnedSemaphorePermit,
     counted: Arc<crate::web::metrics::AgentMetrics>,
     frame_log: Option<crate::frame_log::FrameLog>,
+    /// The binding it came through (what the inspector page shows).
+    binding: &'static str,
+    /// The runs, and the key of this one in them once named ([`Admission::for_run`]): where
+    /// the inspector reads its kept frames.
+    kept: Option<(Arc<Runs>, crate::agent::ConversationKey)>,
+    runs: Arc<Runs>,
+    /// The trace of the request that asked for it (an A2A task's turn runs outside it).
+    trace_id: Option<Arc<str>>,
 }
 
 impl Admission {
@@ -75,22 +108,57 @@ impl Admission {
             e2a.session_id = request.session_id.as_deref(),
             e2a.caller = self.ctx.caller.subject.as_deref(),
         );
+        let watched = self.watched(&request);
         let frames = span.in_scope(|| self.agent.run_guarded(request, self.ctx.clone()));
         let frames = crate::web::trace::InSpan { inner: frames, span };
         let mut counter = crate::web::metrics::FrameCounter::new(self.counted.clone());
         let log = self.frame_log.clone();
-        Box::pin(futures_util::StreamExt::inspect(frames, move |f| {
+        let frames = futures_util::StreamExt::inspect(frames, move |f| {
             counter.count(f);
             if let Some(log) = &log {
                 log.write(f);
             }
-        }))
+        });
+        match watched {
+            None => Box::pin(frames),
+            Some(watched) => Box::pin(watched.around(frames)),
+        }
+    }
+
+    /// The run's record on the inspector page, when it is served.
+    fn watched(&self, request: &E2AEnvelope) -> Option<crate::web::activity::Recorded> {
+        let activity = self.counted.metrics().activity.clone();
+        let kept = self
+            .kept
+            .clone()
+            .map(|(runs, key)| -> crate::web::activity::KeptFrames {
+                Arc::new(move || {
+                    let (runs, key) = (runs.clone(), key.clone());
+                    Box::pin(async move {
+                        match runs.resume(&key, None).await {
+                            Ok(Some(mut sub)) => sub.held_now().await,
+                            _ => Vec::new(),
+                        }
+                    })
+                })
+            });
+        let run = activity.start(crate::web::activity::Started {
+            agent: self.counted.agent().into(),
+            binding: self.binding,
+            caller: self.ctx.caller.subject.clone(),
+            request_id: request.request_id.clone(),
+            session_id: request.session_id.clone(),
+            trace_id: self.trace_id.clone(),
+            kept,
+        })?;
+        Some(crate::web::activity::Recorded { activity, run })
     }
 
     /// Names the run this admission starts (its key in the run registry): what the agent's
     /// context says ([`RequestContext`]'s run), before [`Admission::run`].
     pub(crate) fn for_run(&mut self, key: &crate::agent::ConversationKey) {
         self.ctx.run = Some(key.scoped_id().into());
+        self.kept = Some((self.runs.clone(), key.clone()));
     }
 
     /// The stream permit, to hold until the run ends.
@@ -112,9 +180,9 @@ impl Pipeline {
         }
     }
 
-    /// Admits a run of `caller`: refused while the gateway drains or when every stream permit
+    /// Admits a run of `caller` (come through `via`): refused while the gateway drains or when every stream permit
     /// is taken; the run's deadline is `max_run` from now.
-    pub(crate) fn admit(&self, caller: Caller) -> Result<Admission, Refusal> {
+    pub(crate) fn admit(&self, caller: Caller, via: Via) -> Result<Admission, Refusal> {
         let permit = self.stream_permit()?;
         let deadline = self.config.max_run.map(|d| Instant::now() + d);
         let mut ctx = RequestContext::new(caller, deadline);
@@ -128,6 +196,10 @@ impl Pipeline {
             permit,
             counted: self.metrics.get(),
             frame_log: self.config.frame_log.clone(),
+            binding: via.name(),
+            kept: None,
+            runs: self.runs.clone(),
+            trace_id: crate::web::trace::current_trace_id(),
         })
     }
 

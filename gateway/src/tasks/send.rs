@@ -119,7 +119,7 @@ impl Turns {
         };
         let admission = self
             .pipeline
-            .admit(caller.clone())
+            .admit(caller.clone(), crate::pipeline::Via::A2a)
             .map_err(|r| A2aError::unavailable(r.message(), self.pipeline.retry_after()))?;
         let task_id = existing
             .as_ref()

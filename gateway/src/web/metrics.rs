@@ -118,6 +118,8 @@ pub(crate) struct Metrics {
     runs: Family<RunLabels, Histogram, fn() -> Histogram>,
     push: Family<PushLabels, Counter>,
     store_ops: Handles<(&'static str, bool), Histogram>,
+    /// The recent runs, for the inspector page (recorded only while it is served).
+    pub(crate) activity: Arc<super::activity::Activity>,
 }
 
 impl Default for Metrics {
@@ -189,6 +191,7 @@ impl Default for Metrics {
             runs,
             push,
             store_ops: Handles::default(),
+            activity: Default::default(),
         }
     }
 }

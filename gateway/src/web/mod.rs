@@ -5,6 +5,7 @@
 //! connection cap, shutdown with a deadline), and the one layer every binding's routes run under
 //! (`edge`).
 
+pub(crate) mod activity;
 pub mod auth;
 pub(crate) mod body;
 pub(crate) mod connections;

@@ -97,7 +97,7 @@ pub(crate) struct A2aBinding(pub(crate) Arc<TaskService>);
 
 impl crate::bindings::Binding for A2aBinding {
     fn name(&self) -> &'static str {
-        "a2a"
+        crate::pipeline::Via::A2a.name()
     }
 
     fn routes(&self, place: crate::bindings::Place<'_>, edge: &Edge) -> Router {

@@ -117,15 +117,18 @@ impl AcpServer {
         let sid = req.session_id.0.to_string();
         let session = self.sessions.open_session(&sid)?;
         let _turn = session.turn.lock().await;
-        let mut admission = self.pipeline.admit(Caller::named("acp-client")).map_err(|refusal| {
-            let mut e = RpcError::new(codes::INTERNAL_ERROR, refusal.message());
-            e.data = serde_json::to_value(std::collections::BTreeMap::from([(
-                "retryAfterSecs",
-                self.pipeline.retry_after(),
-            )]))
-            .ok();
-            e
-        })?;
+        let mut admission = self
+            .pipeline
+            .admit(Caller::named("acp-client"), crate::pipeline::Via::Acp)
+            .map_err(|refusal| {
+                let mut e = RpcError::new(codes::INTERNAL_ERROR, refusal.message());
+                e.data = serde_json::to_value(std::collections::BTreeMap::from([(
+                    "retryAfterSecs",
+                    self.pipeline.retry_after(),
+                )]))
+                .ok();
+                e
+            })?;
         let turn_cancel = CancellationToken::new();
         admission.ctx.cancel = turn_cancel.child_token();
         *session.running.lock() = Some(turn_cancel.clone());

@@ -51,7 +51,7 @@ pub(crate) struct AguiBinding(pub(crate) Arc<Pipeline>);
 
 impl super::Binding for AguiBinding {
     fn name(&self) -> &'static str {
-        "agui"
+        crate::pipeline::Via::Agui.name()
     }
 
     fn routes(&self, place: super::Place<'_>, edge: &Edge) -> Router {
@@ -213,7 +213,9 @@ async fn run(agui: Arc<Agui>, caller: Caller, headers: HeaderMap, body: Body) ->
     }
     // admitted before a resume takes the interrupts it answers: a run refused (the gateway
     // drains, too many streams) leaves them pending
-    let mut admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
+    let mut admission = shared
+        .admit(caller.clone(), crate::pipeline::Via::Agui)
+        .map_err(|r| shared.refused(r))?;
     // a resume answers the interrupts this caller's thread is waiting on, or nothing runs;
     // checked first, with the rest of the input, and taken only then
     let claim = agui.kept().check(caller.owner(), &mut input).await?;

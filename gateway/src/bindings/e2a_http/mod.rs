@@ -150,7 +150,7 @@ pub(crate) struct E2aHttp(pub(crate) Arc<Pipeline>);
 
 impl super::Binding for E2aHttp {
     fn name(&self) -> &'static str {
-        "e2a"
+        crate::pipeline::Via::E2a.name()
     }
 
     fn routes(&self, place: super::Place<'_>, edge: &Edge) -> Router {

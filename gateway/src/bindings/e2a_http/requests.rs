@@ -55,7 +55,9 @@ pub(super) async fn send_request(
         return Ok(respond(&shared, mode, sub).await);
     }
 
-    let mut admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
+    let mut admission = shared
+        .admit(caller.clone(), crate::pipeline::Via::E2a)
+        .map_err(|r| shared.refused(r))?;
     // a JSON answer nobody can ask for again (no id of the client's, no Idempotency-Key, no
     // store keeping runs): driven here, outside the run registry
     let unnamed = request.request_id.is_none() && crate::web::idempotency_key(&headers).is_none();

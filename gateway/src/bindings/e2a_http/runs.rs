@@ -69,7 +69,9 @@ async fn start(
     mut request: E2AEnvelope,
     id: &str,
 ) -> Result<Response, Problem> {
-    let mut admission = shared.admit(caller.clone()).map_err(|r| shared.refused(r))?;
+    let mut admission = shared
+        .admit(caller.clone(), crate::pipeline::Via::E2a)
+        .map_err(|r| shared.refused(r))?;
     request.is_stream = true;
     // nobody waits on it: it runs to its end whatever `on_disconnect` says
     let key = runs::e2a_key(caller, id);
