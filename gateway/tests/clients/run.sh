@@ -150,4 +150,7 @@ bash "$here/acplint/run.sh" "$E"
 echo "== ACP transparent hop: the official TypeScript and Python clients × fast-agent (PyPI, passthrough) and a recording agent, directly and through e2a acp --agent acp:… (pinned: acp-agents/requirements.lock)"
 bash "$here/transparent.sh" "$E"
 
+echo "== ACP: params.workspace_dir reaches fast-agent through acp: as its session cwd (e2a serve --workspace-root)"
+bash "$here/workspace_dir.sh" "$E"
+
 echo "== official clients: all sessions passed"
