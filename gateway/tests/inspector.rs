@@ -137,6 +137,11 @@ async fn the_page_is_static_needs_no_credential_and_goes_with_ui_off() {
         "nothing from elsewhere"
     );
     assert_eq!(get(&base, "/ui/app.js", None).await.status(), 200);
+    for id in ["12345", "-1", "x"] {
+        let resp = get(&base, &format!("/ui/api/runs/{id}/frames"), Some(OPS)).await;
+        assert_eq!(resp.status(), 404, "{id}");
+        assert_eq!(resp.headers()["content-type"], "application/problem+json");
+    }
     let index: Value = get(&base, "/", Some(OPS)).await.json().await.expect("index");
     assert_eq!(index["ui"], "/ui");
 

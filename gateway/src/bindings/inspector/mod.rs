@@ -1,6 +1,7 @@
 //! The inspector page, `GET /ui`: the live and recent runs of every binding (caller, agent,
 //! binding, status, timing, trace id), a run's frames as they arrive, the pauses waiting for an
-//! answer and who may give it, per-agent counts — from [`crate::web::activity`].
+//! answer and who may give it, per-agent counts — from what the run pipeline records of every
+//! run (`web::activity`).
 //!
 //! | route | what | credential |
 //! |---|---|---|
@@ -126,13 +127,19 @@ const WATCH_TICK: Duration = Duration::from_millis(250);
 /// `GET /ui/api/runs/{id}/frames`: SSE, `event: frame` per frame (those the gateway keeps of
 /// the run first, then each new one; a frame may come twice, once from each: its `sequence`
 /// tells), then `event: end` once the run has ended.
-async fn frames(State(ui): State<Inspector>, Path(id): Path<u64>, request: Request) -> Response {
+async fn frames(State(ui): State<Inspector>, Path(id): Path<String>, request: Request) -> Response {
     let viewer = match ui.viewer(request).await {
         Ok(v) => v,
         Err(p) => return p.into_response(),
     };
-    let Some(run) = ui.activity.find(id, |c| viewer.sees(c)) else {
-        return Problem::new(e2a::taxonomy::ErrorKind::NotFound, format!("no run {id} on this page")).into_response();
+    // an id that is no number names no run either
+    let found = id.parse().ok().and_then(|id| ui.activity.find(id, |c| viewer.sees(c)));
+    let Some(run) = found else {
+        return Problem::new(
+            e2a::taxonomy::ErrorKind::NotFound,
+            format!("no run {id:?} on this page"),
+        )
+        .into_response();
     };
     let events = async_stream::stream! {
         // subscribed before the kept frames are read: none falls between
