@@ -14,7 +14,8 @@ const OPS: &str = "key-of-the-operator";
 const ALICE: &str = "key-of-alice";
 const BOB: &str = "key-of-bob";
 
-/// A gateway of the script agent behind three callers (`ops` an operator), with `extra`.
+/// A gateway of the script agent behind three callers, with `extra` (its runs and tasks kept in
+/// memory).
 async fn gateway(extra: &str) -> String {
     let sha = |k: &str| e2a_gateway::web::hmac::content_sha256(k.as_bytes());
     let text = format!(
@@ -26,7 +27,8 @@ async fn gateway(extra: &str) -> String {
         sha(BOB)
     );
     let file = ConfigFile::parse(&text, "e2a.toml", ".".as_ref(), &[]).expect("config");
-    let gateway = file.gateway(None, None).expect("gateway");
+    let store = std::sync::Arc::new(e2a_gateway::store::MemoryStore::new());
+    let gateway = file.gateway(Some(store.into()), None).expect("gateway");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     tokio::spawn(gateway.serve(listener, std::future::pending()));
@@ -70,7 +72,7 @@ fn ids(v: &Value, list: &str) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn a_caller_sees_its_own_runs_an_operator_everyones_and_a_pause_until_it_is_answered() {
-    let base = gateway("[ui]\noperators = [\"ops\"]\n").await;
+    let base = gateway("[a2a]\nenabled = true\n[ui]\noperators = [\"ops\"]\n").await;
     say(&base, ALICE, "a", "hi").await;
     say(&base, BOB, "b", "book a table").await;
     assert_eq!(get(&base, "/ui/api/activity", None).await.status(), 401);
@@ -108,9 +110,40 @@ async fn a_caller_sees_its_own_runs_an_operator_everyones_and_a_pause_until_it_i
     assert_eq!(sequences, [0, 1, 2], "{text}");
     assert!(text.contains("event: end"), "{text}");
 
+    // an A2A turn: its task's stored events, then its frames
+    let sent = client()
+        .post(format!("{base}/a2a"))
+        .bearer_auth(ALICE)
+        .header("A2A-Version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+            "params": {"message": {"messageId": "m-inspector", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(sent.status(), 200);
+    let ops = activity(&base, OPS).await;
+    assert_eq!(ops["runs"][0]["binding"], "a2a");
+    let a2a_id = ops["runs"][0]["id"].as_u64().expect("id");
+    let text = get(&base, &format!("/ui/api/runs/{a2a_id}/frames"), Some(ALICE))
+        .await
+        .text()
+        .await
+        .expect("sse");
+    let stored: Vec<Value> = text
+        .split("\n\n")
+        .filter(|e| e.starts_with("event: a2a"))
+        .filter_map(|e| e.split_once("data: ").and_then(|(_, d)| serde_json::from_str(d).ok()))
+        .collect();
+    assert!(
+        stored.first().is_some_and(|e| e["seq"] == 1 && e["event"].is_object()),
+        "{text}"
+    );
+    assert!(text.contains("event: end"), "{text}");
+
     // answered in its session: no longer pending (the agent asks its next question)
     say(&base, BOB, "b", "4").await;
     let ops = activity(&base, OPS).await;
+    assert_eq!(ops["runs"][0]["caller"], "bob");
     let pending: Vec<&Value> = ops["pauses"]
         .as_array()
         .expect("pauses")
@@ -118,7 +151,7 @@ async fn a_caller_sees_its_own_runs_an_operator_everyones_and_a_pause_until_it_i
         .map(|p| &p["pause"]["prompt"])
         .collect();
     assert_eq!(pending, [&json!("Book the table for 4 at 20:00?")]);
-    assert_eq!(ops["runs"][1]["answered_by"], ops["runs"][0]["id"], "{ops}");
+    assert_eq!(ops["runs"][2]["answered_by"], ops["runs"][0]["id"], "{ops}");
 }
 
 #[tokio::test]

@@ -87,9 +87,9 @@ pub(crate) struct Admission {
     frame_log: Option<crate::frame_log::FrameLog>,
     /// The binding it came through (what the inspector page shows).
     binding: &'static str,
-    /// The runs, and the key of this one in them once named ([`Admission::for_run`]): where
-    /// the inspector reads its kept frames.
-    kept: Option<(Arc<Runs>, crate::agent::ConversationKey)>,
+    /// Where the inspector reads what the gateway keeps of the run: its frames once it is
+    /// named ([`Admission::for_run`]), its task's events ([`Admission::keep_in`]).
+    kept: Option<crate::web::activity::KeptFrames>,
     runs: Arc<Runs>,
     /// The trace of the request that asked for it (an A2A task's turn runs outside it).
     trace_id: Option<Arc<str>>,
@@ -128,20 +128,9 @@ impl Admission {
     /// The run's record on the inspector page, when it is served.
     fn watched(&self, request: &E2AEnvelope) -> Option<crate::web::activity::Recorded> {
         let activity = self.counted.metrics().activity.clone();
-        let kept = self
-            .kept
-            .clone()
-            .map(|(runs, key)| -> crate::web::activity::KeptFrames {
-                Arc::new(move || {
-                    let (runs, key) = (runs.clone(), key.clone());
-                    Box::pin(async move {
-                        match runs.resume(&key, None).await {
-                            Ok(Some(mut sub)) => sub.held_now().await,
-                            _ => Vec::new(),
-                        }
-                    })
-                })
-            });
+        if !activity.is_on() {
+            return None;
+        }
         let run = activity.start(crate::web::activity::Started {
             agent: self.counted.agent().into(),
             binding: self.binding,
@@ -149,7 +138,7 @@ impl Admission {
             request_id: request.request_id.clone(),
             session_id: request.session_id.clone(),
             trace_id: self.trace_id.clone(),
-            kept,
+            kept: self.kept.clone(),
         })?;
         Some(crate::web::activity::Recorded { activity, run })
     }
@@ -158,7 +147,27 @@ impl Admission {
     /// context says ([`RequestContext`]'s run), before [`Admission::run`].
     pub(crate) fn for_run(&mut self, key: &crate::agent::ConversationKey) {
         self.ctx.run = Some(key.scoped_id().into());
-        self.kept = Some((self.runs.clone(), key.clone()));
+        if self.counted.metrics().activity.is_on() {
+            let (runs, key) = (self.runs.clone(), key.clone());
+            self.kept = Some(Arc::new(move || {
+                let (runs, key) = (runs.clone(), key.clone());
+                Box::pin(async move {
+                    let held = match runs.resume(&key, None).await {
+                        Ok(Some(mut sub)) => sub.held_now().await,
+                        _ => Vec::new(),
+                    };
+                    crate::web::activity::Kept::Frames(held)
+                })
+            }));
+        }
+    }
+
+    /// Where the inspector page reads what the gateway keeps of this run besides its frames
+    /// (an A2A turn: its task's events), before [`Admission::run`].
+    pub(crate) fn keep_in(&mut self, kept: crate::web::activity::KeptFrames) {
+        if self.counted.metrics().activity.is_on() {
+            self.kept = Some(kept);
+        }
     }
 
     /// The stream permit, to hold until the run ends.

@@ -161,6 +161,18 @@ impl TaskLog {
     }
 
     /// Task `id` from the store, up to date.
+    /// What the inspector page shows of task `id`: its stored events (those a compaction left).
+    pub(super) fn kept_events(&self, id: &str) -> crate::web::activity::KeptFrames {
+        let (tasks, id) = (self.tasks.clone(), id.to_string());
+        Arc::new(move || {
+            let (tasks, id) = (tasks.clone(), id.clone());
+            Box::pin(async move {
+                let events = tasks.events_after(&id, 0).await.unwrap_or_default();
+                crate::web::activity::Kept::A2aEvents(events.into_iter().map(|e| (e.seq, e.event)).collect())
+            })
+        })
+    }
+
     pub(super) async fn stored(&self, id: &str) -> Result<Option<TaskRecord>, A2aError> {
         match self.tasks.get(id).await? {
             Some(rec) => Ok(Some(self.caught_up(rec).await?)),

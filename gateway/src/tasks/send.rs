@@ -117,7 +117,7 @@ impl Turns {
             Named::None => (None, None),
             Named::Repeat(id) => return Ok(SendOutcome::Repeat { id }),
         };
-        let admission = self
+        let mut admission = self
             .pipeline
             .admit(caller.clone(), crate::pipeline::Via::A2a)
             .map_err(|r| A2aError::unavailable(r.message(), self.pipeline.retry_after()))?;
@@ -132,6 +132,7 @@ impl Turns {
             return Ok(SendOutcome::Repeat { id });
         }
         let context_id = name_turn(&mut env, existing.as_ref(), &task_id);
+        admission.keep_in(self.log.kept_events(&task_id));
 
         // from the claim on, the turn is started on a task of its own: a client that goes away
         // mid-request cannot leave a claimed task without its run (its run goes on detached)

@@ -15,8 +15,16 @@ use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-/// Reads the frames the gateway keeps of a run (JSON texts, in order).
-pub(crate) type KeptFrames = Arc<dyn Fn() -> BoxFuture<'static, Vec<String>> + Send + Sync>;
+/// What the gateway keeps of a run ([`KeptFrames`]).
+pub(crate) enum Kept {
+    /// Its E2A frames (JSON texts, in order): an E2A or AG-UI run.
+    Frames(Vec<String>),
+    /// Its task's A2A events (sequence and `StreamResponse` JSON text, in order): an A2A turn.
+    A2aEvents(Vec<(u64, Arc<str>)>),
+}
+
+/// Reads what the gateway keeps of a run.
+pub(crate) type KeptFrames = Arc<dyn Fn() -> BoxFuture<'static, Kept> + Send + Sync>;
 
 /// Frames a watcher may fall behind by before it misses some.
 const WATCH_BACKLOG: usize = 256;
@@ -280,12 +288,11 @@ impl Watched {
             .subscribe()
     }
 
-    /// The frames the gateway keeps of it (none when it keeps none: an A2A task's turn, an ACP
-    /// prompt).
-    pub(crate) async fn kept(&self) -> Vec<String> {
+    /// What the gateway keeps of it (nothing for an ACP prompt).
+    pub(crate) async fn kept(&self) -> Kept {
         match &self.started.kept {
             Some(read) => read().await,
-            None => Vec::new(),
+            None => Kept::Frames(Vec::new()),
         }
     }
 

@@ -116,6 +116,13 @@ try {
   }, null, { timeout: 10_000 });
   check(true, "per-agent counts are shown");
 
+  // an A2A turn opened after it ended: its task's stored events
+  const a2aRow = page.locator("#runs tbody tr", { has: page.locator("td:nth-child(3)", { hasText: /^a2a$/ }) });
+  await a2aRow.first().click();
+  await page.waitForSelector("#frames li.stored", { timeout: 10_000 });
+  const stored = await page.locator("#frames li.stored").first().textContent();
+  check(stored.includes("A2A event 1"), `an A2A turn shows its task's stored events: ${stored.slice(0, 80)}`);
+
   await page.click('#runs tr[data-state="paused"]');
   await page.waitForSelector("#frames li.final", { timeout: 10_000 });
   await page.screenshot({ path: shot, fullPage: true });

@@ -166,6 +166,14 @@ async function open(r) {
         if (mine.seen.has(f.sequence)) continue;
         mine.seen.add(f.sequence);
         document.getElementById("frames").append(frameLine(f));
+      } else if (kind === "a2a") {
+        const e = JSON.parse(data);
+        if (mine.seen.has(`a2a-${e.seq}`)) continue;
+        mine.seen.add(`a2a-${e.seq}`);
+        const text = JSON.stringify(e.event);
+        const short = text.length > 400 ? `${text.slice(0, 400)}…` : text;
+        document.getElementById("frames").append(
+          el("li", { class: "stored", "data-a2a-seq": String(e.seq) }, `A2A event ${e.seq} (stored)  ${short}`));
       } else if (kind === "end") {
         meta(JSON.parse(data), Date.now());
       }

@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | `GET /ui`, `/ui/app.js`, `/ui/style.css` | the page: static, compiled in, no data | none |
 //! | `GET /ui/api/activity` | the runs the caller may see, the pending pauses, the counts (JSON) | any valid one |
-//! | `GET /ui/api/runs/{id}/frames` | a run's kept frames, then the new ones to its end (SSE) | any valid one |
+//! | `GET /ui/api/runs/{id}/frames` | what the gateway keeps of a run (its frames, an A2A task's events), then its new frames to its end (SSE) | any valid one |
 //!
 //! A caller sees its own runs; operators (no authentication, the gateway's own bearer tokens,
 //! `[ui] operators`) see every caller's.
@@ -23,7 +23,7 @@ use axum::routing::get;
 use axum::Router;
 
 use crate::agent::Caller;
-use crate::web::activity::Activity;
+use crate::web::activity::{Activity, Kept};
 use crate::web::auth::Auth;
 use crate::web::problem::Problem;
 
@@ -126,7 +126,8 @@ const WATCH_TICK: Duration = Duration::from_millis(250);
 
 /// `GET /ui/api/runs/{id}/frames`: SSE, `event: frame` per frame (those the gateway keeps of
 /// the run first, then each new one; a frame may come twice, once from each: its `sequence`
-/// tells), then `event: end` once the run has ended.
+/// tells) — for an A2A turn, first `event: a2a` per event its task's log keeps (`{"seq",
+/// "event"}`) —, then `event: end` once the run has ended.
 async fn frames(State(ui): State<Inspector>, Path(id): Path<String>, request: Request) -> Response {
     let viewer = match ui.viewer(request).await {
         Ok(v) => v,
@@ -144,8 +145,17 @@ async fn frames(State(ui): State<Inspector>, Path(id): Path<String>, request: Re
     let events = async_stream::stream! {
         // subscribed before the kept frames are read: none falls between
         let mut live = run.watch();
-        for f in run.kept().await {
-            yield Ok::<_, Infallible>(event("frame", &f));
+        match run.kept().await {
+            Kept::Frames(frames) => {
+                for f in frames {
+                    yield Ok::<_, Infallible>(event("frame", &f));
+                }
+            }
+            Kept::A2aEvents(events) => {
+                for (seq, e) in events {
+                    yield Ok(event("a2a", &format!(r#"{{"seq":{seq},"event":{e}}}"#)));
+                }
+            }
         }
         loop {
             if run.ended() {
