@@ -1,7 +1,8 @@
 //! `e2a serve` reloads its agents on SIGHUP: a new agent is served, a changed one (its entry, or
 //! the script file it reads) answers as the new build from the next request, a removed one is
-//! no longer routed — and the streams open on the agents replaced or removed go on to their
-//! final frame. A file with errors changes nothing.
+//! no longer routed — and the streams open on the agents changed or removed go on to their
+//! final frame, an A2A task running across the reload completes. A file with errors changes
+//! nothing.
 
 use std::path::Path;
 use std::process::Command;
@@ -58,6 +59,35 @@ async fn open(base: &str, agent: &str, text: &str) -> reqwest::Response {
     resp
 }
 
+/// Sends `text` to `agent` over A2A HTTP+JSON without waiting for its answer: its task id.
+async fn a2a_send(base: &str, agent: &str, text: &str) -> String {
+    let body = json!({
+        "message": {"messageId": format!("m-{text}"), "role": "ROLE_USER", "parts": [{"text": text}]},
+        "configuration": {"returnImmediately": true},
+    });
+    let resp = reqwest::Client::new()
+        .post(format!("{base}/a2a/agents/{agent}/message:send"))
+        .json(&body)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 200);
+    let v: Value = resp.json().await.expect("json");
+    v["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task: {v}"))
+        .to_string()
+}
+
+/// Task `id` of `agent` (A2A HTTP+JSON `GetTask`).
+async fn a2a_task(base: &str, agent: &str, id: &str) -> Value {
+    let resp = reqwest::get(format!("{base}/a2a/agents/{agent}/tasks/{id}"))
+        .await
+        .expect("get");
+    assert_eq!(resp.status(), 200);
+    resp.json().await.expect("json")
+}
+
 fn hup(pid: u32) {
     let sent = Command::new("kill")
         .args(["-HUP", &pid.to_string()])
@@ -82,7 +112,9 @@ fn sighup_swaps_new_changed_and_removed_agents_and_open_streams_finish() {
     write_script(&script, "v1");
     let config = dir.path().join("e2a.toml");
     let agents = |names: &[(&str, &str)]| {
-        let mut text = String::new();
+        // A2A on, its tasks in memory: a task runs across the reload too, for longer than its
+        // lease (a lease lapses on a store no other gateway shares: nobody else takes it)
+        let mut text = String::from("[store]\nurl = \"memory\"\nlease_secs = 1\n[a2a]\nenabled = true\n");
         for (name, spec) in names {
             text.push_str(&format!("[agents.{name}]\nagent = \"{spec}\"\n"));
         }
@@ -98,6 +130,9 @@ fn sighup_swaps_new_changed_and_removed_agents_and_open_streams_finish() {
         assert!(ask(base, "change", "hi").await.1.contains("v1 hi"));
         let changing = open(base, "change", "slow").await;
         let going = open(base, "gone", "slow").await;
+        let task = a2a_send(base, "change", "slow").await;
+        // past the task's lease: what an agent added now finds in the store is still running
+        tokio::time::sleep(Duration::from_millis(1500)).await;
         // the script file changes (its entry does not), `gone` goes, `added` comes
         write_script(&script, "v2");
         agents(&[("stay", "echo"), ("change", &scripted), ("added", "echo")]);
@@ -126,6 +161,18 @@ fn sighup_swaps_new_changed_and_removed_agents_and_open_streams_finish() {
             assert!(last.is_final);
             assert_eq!(last.body["result"]["content"], "v1 done", "{:?}", last.body);
         }
+        // the A2A task that ran across the reload (an agent added meanwhile) completed
+        let started = Instant::now();
+        let state = loop {
+            let t = a2a_task(base, "change", &task).await;
+            let state = t["status"]["state"].as_str().unwrap_or("").to_string();
+            if state != "TASK_STATE_WORKING" && state != "TASK_STATE_SUBMITTED" {
+                break state;
+            }
+            assert!(started.elapsed() < Duration::from_secs(20), "{t}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(state, "TASK_STATE_COMPLETED");
         // a file with errors changes nothing
         agents(&[("stay", "echo"), ("broken", "nope:x")]);
         hup(pid);
@@ -138,4 +185,6 @@ fn sighup_swaps_new_changed_and_removed_agents_and_open_streams_finish() {
         log.contains("added=[\"added\"]") && log.contains("removed=[\"gone\"]"),
         "{log}"
     );
+    // the agent added by the reload left the running task alone
+    assert!(!log.contains("task without a run"), "{log}");
 }

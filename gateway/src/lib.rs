@@ -93,7 +93,7 @@ impl Named {
 impl std::fmt::Debug for Gateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gateway")
-            .field("agent", &self.shared.agent.name())
+            .field("agent", &self.shared.agent().name())
             .field("config", &self.shared.config)
             .finish()
     }
@@ -390,7 +390,7 @@ fn index_route(g: &Gateway) -> axum::Router {
     let index = serde_json::json!({
         "service": "e2a gateway",
         "version": env!("CARGO_PKG_VERSION"),
-        "agent": g.shared.agent.name(),
+        "agent": g.shared.agent().name(),
         "endpoints": root,
         "agents": agents,
         "metrics": g.metrics.map(|_| web::metrics::METRICS_PATH),

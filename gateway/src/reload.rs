@@ -1,8 +1,9 @@
 //! A gateway whose agents change while it serves ([`Reloadable`]): what `e2a serve` does on
-//! SIGHUP. The agents of a fresh [`Gateway`] take the requests that come after the swap; an
-//! agent the caller keeps (unchanged) goes on as it was — its runs, tasks and pauses with it —,
-//! and the streams, tasks and runs open on an agent replaced or removed go on with that agent
-//! to their end (drained at shutdown like the others).
+//! SIGHUP. A changed agent's new build takes the runs that start after the swap, inside the
+//! same gateway (its runs, tasks, pauses and routes stay where they are: one place keeps each
+//! run); the runs going on keep the build they started on. An added agent is served from the
+//! next request; a removed one is no longer routed, and what it has open goes on to its end
+//! (drained at shutdown like the rest).
 
 use std::sync::Arc;
 
@@ -21,7 +22,7 @@ pub struct Reloadable {
 struct Served {
     gateway: Gateway,
     router: axum::Router,
-    /// Agents replaced or removed, each kept until its open streams and tasks have ended.
+    /// Agents removed, each kept until its open streams and tasks have ended.
     retired: Vec<Gateway>,
 }
 
@@ -30,11 +31,11 @@ struct Served {
 pub struct Swapped {
     /// Agents served from now on that were not before.
     pub added: Vec<String>,
-    /// Agents whose new build takes the requests from now on.
+    /// Agents whose new build takes the runs that start from now on.
     pub changed: Vec<String>,
     /// Agents no longer served (their open streams go on).
     pub removed: Vec<String>,
-    /// Whether the root agent (the one at the root routes) was replaced.
+    /// Whether the root agent (the one at the root routes) was rebuilt.
     pub root: bool,
 }
 
@@ -73,11 +74,14 @@ impl Reloadable {
         }))
     }
 
-    /// Serves `fresh` from now on, but for the named agents `keep` says to keep (an agent of
-    /// the same name goes on as it was: its runs, tasks and pauses with it) and the root agent
-    /// when `keep_root`. What is replaced or removed goes on serving what it has open. The
-    /// authentication, metrics and settings of the gateway served stay (give `fresh` the same
-    /// [`crate::Auth`], reloaded).
+    /// Serves the agents of `fresh` from now on. A named agent of the same name as one served
+    /// now stays that gateway — its runs, tasks, pauses, card and routes — and, unless `keep`
+    /// says it is unchanged, starts its new runs on `fresh`'s build of it (the runs going on
+    /// keep the old build); the same for the root agent unless `keep_root`. An agent `fresh`
+    /// adds is served from the next request (its background work leaves the tasks of the others
+    /// alone); one it drops is no longer routed, its open streams going on. The authentication,
+    /// metrics and settings of the gateway served stay (give `fresh` the same [`crate::Auth`],
+    /// reloaded).
     pub fn swap(&self, fresh: Gateway, keep: impl Fn(&str) -> bool, keep_root: bool) -> Swapped {
         let mut served = self.served.write();
         let old = served.gateway.clone();
@@ -86,16 +90,19 @@ impl Reloadable {
         let mut named: Vec<Named> = Vec::with_capacity(fresh.named.len());
         for n in &fresh.named {
             match old.named.iter().find(|o| o.name == n.name) {
-                Some(o) if keep(&n.name) => named.push(o.clone()),
-                found => {
-                    match found {
-                        Some(o) => {
-                            swapped.changed.push(n.name.clone());
-                            served.retired.push(o.gateway.clone());
-                        }
-                        None => swapped.added.push(n.name.clone()),
+                Some(o) => {
+                    if !keep(&n.name) {
+                        swapped.changed.push(n.name.clone());
+                        o.gateway.shared.set_agent(n.gateway.shared.agent());
                     }
+                    named.push(o.clone());
+                }
+                None => {
+                    swapped.added.push(n.name.clone());
                     n.gateway.shared.metrics.adopt(metrics.clone(), &n.name);
+                    if let Some(a2a) = &n.gateway.a2a {
+                        a2a.joins_running();
+                    }
                     named.push(n.clone());
                 }
             }
@@ -106,21 +113,11 @@ impl Reloadable {
                 served.retired.push(o.gateway.clone());
             }
         }
-        let root = if keep_root {
-            old.clone()
-        } else {
+        if !keep_root {
             swapped.root = true;
-            served.retired.push(Gateway {
-                named: Vec::new(),
-                ..old.clone()
-            });
-            fresh.shared.metrics.adopt(metrics, crate::web::metrics::ROOT_LABEL);
-            Gateway {
-                metrics: old.metrics,
-                ..fresh
-            }
-        };
-        let gateway = Gateway { named, ..root };
+            old.shared.set_agent(fresh.shared.agent());
+        }
+        let gateway = Gateway { named, ..old };
         served.router = gateway.router();
         served.gateway = gateway;
         served.retired.retain(|g| g.live_streams() > 0);

@@ -1,7 +1,8 @@
 //! A config file read again while its gateway serves (SIGHUP, [`ConfigFile::reload_into`]): its
 //! callers, tokens and agents apply at once — an agent is rebuilt only when what it is built
-//! from changed (its entry, the files and variables it reads, `[acp]`, `[delegation]`) —;
-//! every other key applies after a restart.
+//! from changed (its entry, the files and variables it reads, `[acp]`, `[delegation]`), and
+//! its new build runs inside the gateway that serves it —; every other key, and the parts of
+//! an agent's entry that belong to that gateway ([`ENTRY_KEPT`]), apply after a restart.
 
 use super::{ConfigError, ConfigFile};
 use crate::reload::{Reloadable, Swapped};
@@ -48,7 +49,8 @@ pub struct Reloaded {
     pub swapped: Swapped,
     /// How many callers the file names now.
     pub callers: usize,
-    /// The top-level keys that changed but apply only after a restart.
+    /// The keys that changed but apply only after a restart (top-level keys, and
+    /// `agents.NAME.KEY` of an agent's card, `on_disconnect`, `delegate`, `hmac_agent_code`).
     pub not_applied: Vec<String>,
 }
 
@@ -67,7 +69,8 @@ impl ConfigFile {
         store: Option<crate::store::Stores>,
         public_url: Option<String>,
     ) -> Result<(Running, Reloaded), Vec<ConfigError>> {
-        let not_applied = self.keep_unreloaded(&running.file)?;
+        let mut not_applied = self.keep_unreloaded(&running.file)?;
+        not_applied.extend(entry_keys_not_applied(&running.file.settings, &self.settings));
         let (agents, root) = self.fingerprints();
         let fresh_auth = crate::web::auth::Auth::from_config(&self)?;
         let auth = served.current().auth().clone();
@@ -173,6 +176,27 @@ impl ConfigFile {
     fn file_text(&self, file: &str) -> String {
         std::fs::read_to_string(self.path(file)).unwrap_or_default()
     }
+}
+
+/// The keys of a named agent's entry that its new build does not take: they belong to the
+/// gateway serving it (its card, what a disconnect does, the callback route and the code its
+/// callbacks and pushes are signed as), which a reload keeps.
+const ENTRY_KEPT: &[&str] = &["card", "on_disconnect", "delegate", "hmac_agent_code"];
+
+/// The `agents.NAME.KEY` of the agents in both files whose [`ENTRY_KEPT`] keys changed.
+fn entry_keys_not_applied(running: &e2a::types::GatewayFile, fresh: &e2a::types::GatewayFile) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, entry) in &fresh.agents {
+        let Some(old) = running.agents.get(name) else { continue };
+        let (new, old) = (serde_json::to_value(entry), serde_json::to_value(old));
+        let (Ok(new), Ok(old)) = (new, old) else { continue };
+        for key in ENTRY_KEPT {
+            if new.get(key) != old.get(key) {
+                out.push(format!("agents.{name}.{key}"));
+            }
+        }
+    }
+    out
 }
 
 /// `fresh` with every key a reload does not apply set back to what `running` has, and those

@@ -23,7 +23,8 @@ use boundary::SharedFrames;
 
 /// What the bindings of one gateway share: the guarded agent, the configuration, the runs.
 pub(crate) struct Pipeline {
-    pub(crate) agent: Arc<boundary::Guarded>,
+    /// The agent new runs start on (swapped by a reload, [`Pipeline::set_agent`]).
+    agent: parking_lot::RwLock<Arc<boundary::Guarded>>,
     pub(crate) config: GatewayConfig,
     pub(crate) runs: Arc<Runs>,
     streams: Arc<Semaphore>,
@@ -181,12 +182,22 @@ impl Pipeline {
     pub(crate) fn new(agent: Arc<dyn Agent>, config: GatewayConfig) -> Self {
         let guarded = boundary::Guarded::new(agent, config.deadlines).exposing(config.errors);
         Pipeline {
-            agent: Arc::new(guarded),
+            agent: parking_lot::RwLock::new(Arc::new(guarded)),
             runs: Arc::new(Runs::new(&config)),
             streams: Arc::new(Semaphore::new(config.max_streams)),
             metrics: Default::default(),
             config,
         }
+    }
+
+    /// The agent new runs start on.
+    pub(crate) fn agent(&self) -> Arc<boundary::Guarded> {
+        self.agent.read().clone()
+    }
+
+    /// Starts new runs on `agent` (a reload's build): the runs going on keep theirs.
+    pub(crate) fn set_agent(&self, agent: Arc<boundary::Guarded>) {
+        *self.agent.write() = agent;
     }
 
     /// Admits a run of `caller` (come through `via`): refused while the gateway drains or when every stream permit
@@ -201,7 +212,7 @@ impl Pipeline {
             .map(|p| p.clone() as Arc<dyn crate::agent::PauseKeeper>);
         Ok(Admission {
             ctx,
-            agent: self.agent.clone(),
+            agent: self.agent(),
             permit,
             counted: self.metrics.get(),
             frame_log: self.config.frame_log.clone(),

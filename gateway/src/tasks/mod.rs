@@ -93,6 +93,10 @@ pub struct TaskService {
     cluster: Arc<Cluster>,
     /// Whether its background work was started ([`TaskService::start`]: once).
     started: AtomicBool,
+    /// Whether it joins a gateway that already runs tasks (added by a reload): its start then
+    /// leaves the stored tasks and waiting runs alone — they are the other agents' (and at the
+    /// process's start, its own were settled).
+    joins_running: AtomicBool,
 }
 
 impl std::fmt::Debug for TaskService {
@@ -182,6 +186,7 @@ impl TaskService {
             pusher,
             cluster,
             started: AtomicBool::new(false),
+            joins_running: AtomicBool::new(false),
         }
     }
 
@@ -202,7 +207,7 @@ impl TaskService {
             let lease = self.pipeline.config.lease.max(Duration::from_millis(150));
             tokio::spawn(live::renew_leases(Arc::downgrade(&self.runs), lease / 3));
             tokio::spawn(cluster::reap_orphans(Arc::downgrade(&self.cluster), lease / 2));
-        } else {
+        } else if !self.joins_running.load(Ordering::SeqCst) {
             // what this gateway ran before it restarted has no run now
             let duties = self.cluster.clone();
             tokio::spawn(async move { duties.settle_orphans().await });
@@ -217,10 +222,19 @@ impl TaskService {
             tokio::spawn(push::run_outbox(Arc::downgrade(&self.pusher)));
         }
         // the runs its agent's delegations left waiting when a gateway stopped
-        if let Some(callbacks) = config.callbacks.clone() {
+        if let Some(callbacks) = config
+            .callbacks
+            .clone()
+            .filter(|_| !self.joins_running.load(Ordering::SeqCst))
+        {
             let runs = self.pipeline.runs.clone();
             tokio::spawn(async move { callbacks.recover(&runs).await });
         }
+    }
+
+    /// Marks it as joining a gateway that already runs (a reload added it), before its start.
+    pub(crate) fn joins_running(&self) {
+        self.joins_running.store(true, Ordering::SeqCst);
     }
 
     /// The run pipeline its turns go through (the gateway's config, auth, metrics).

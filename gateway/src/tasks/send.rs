@@ -317,7 +317,7 @@ impl Turns {
         // (a pause is INPUT_REQUIRED; AUTH_REQUIRED comes from a failed turn, nothing is held)
         let key = ConversationKey::new(caller.owner(), id);
         if rec.state == A2aTaskState::TaskStateInputRequired
-            && self.pipeline.agent.holds_pause(&key) == Some(false)
+            && self.pipeline.agent().holds_pause(&key) == Some(false)
             && !self.pipeline.pause_kept(&key).await
         {
             return Err(A2aError::invalid_params(format!(

@@ -49,7 +49,7 @@ pub struct AcpServer {
 impl std::fmt::Debug for AcpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AcpServer")
-            .field("agent", &self.pipeline.agent.name())
+            .field("agent", &self.pipeline.agent().name())
             .field("config", &self.config)
             .finish()
     }

@@ -117,7 +117,7 @@ async fn run_route(
 
 /// A route's `{name}`, when it has one, must name this gateway's agent (or be `default`).
 fn named_here(agui: &Agui, name: Option<&str>) -> Result<(), Problem> {
-    let agent = agui.pipeline.agent.name();
+    let agent = agui.pipeline.agent().name();
     match name.filter(|n| *n != agent && *n != "default") {
         Some(name) => Err(Problem::new(
             ErrorKind::NotFound,

@@ -226,7 +226,7 @@ async fn method_not_allowed_get() -> Problem {
 async fn health(State(shared): State<Arc<Pipeline>>) -> Response {
     let body = json!({
         "status": if shared.runs.draining() { "draining" } else { "ok" },
-        "agent": shared.agent.name(),
+        "agent": shared.agent().name(),
         "live_streams": shared.open_streams(),
     });
     ([(header::CONTENT_TYPE, JSON)], body.to_string()).into_response()

@@ -288,7 +288,7 @@ pub(crate) fn resource(shared: &Pipeline, id: &str, view: RunView) -> E2aRun {
     E2aRun {
         run_id: id.to_string(),
         state: final_frame.as_ref().map_or(RunState::Running, RunState::of_final),
-        agent: shared.agent.name(),
+        agent: shared.agent().name(),
         frames: view.frames,
         trace_id: last.as_ref().and_then(|f| f.correlation_id.clone()),
         created_at: first.and_then(|f| f.timestamp),
