@@ -226,8 +226,9 @@ fn log_file(args: &AcpArgs) -> Option<PathBuf> {
 
 /// The logs of `e2a acp`: warnings and errors (or `$E2A_LOG`) on stderr, and everything at
 /// `info` (or `$E2A_LOG`) in the rotated log file — an editor shows an agent's stderr poorly,
-/// and stdout is the protocol's. A log file that cannot be opened is said on stderr.
-fn init_logs(args: &AcpArgs) {
+/// and stdout is the protocol's. A log file that cannot be opened is said on stderr. Returns
+/// the log file, flushed before the process exits.
+fn init_logs(args: &AcpArgs) -> Option<e2a_gateway::frame_log::LineFile> {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::Layer;
@@ -249,6 +250,7 @@ fn init_logs(args: &AcpArgs) {
             }
         }
     });
+    let kept = file.clone();
     let file = file.map(|f| {
         tracing_subscriber::fmt::layer()
             .with_writer(Lines(f))
@@ -259,6 +261,7 @@ fn init_logs(args: &AcpArgs) {
     if let Some(p) = path {
         tracing::info!(agent = %args.agent, log = %p.display(), "e2a acp started");
     }
+    kept
 }
 
 /// A [`LineFile`](e2a_gateway::frame_log::LineFile) as the writer of formatted log events: each
@@ -315,7 +318,17 @@ fn with_file_limits(mut config: AcpServerConfig, file: &ConfigFile) -> Result<Ac
 /// Serves ACP on stdin/stdout until the client closes stdin. Logs go to stderr (warnings and
 /// errors, or `$E2A_LOG`) and to the log file ([`log_file`]), never to stdout.
 pub fn run(args: &AcpArgs) -> u8 {
-    init_logs(args);
+    let log = init_logs(args);
+    let code = serve(args);
+    // the log file's last lines are written before the process exits (its writer is a thread)
+    if let Some(log) = log {
+        log.flush(std::time::Duration::from_secs(2));
+    }
+    code
+}
+
+/// [`run`] once the logs are set up: the exit code.
+fn serve(args: &AcpArgs) -> u8 {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {

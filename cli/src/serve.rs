@@ -359,9 +359,12 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         let served = Reloadable::new(gateway);
         reload_on_sighup(args, served.clone(), running, (store, bound_url));
         served
+            .clone()
             .serve(listener, e2a_gateway::shutdown_signal())
             .await
             .map_err(|e| e.to_string())?;
+        // the frame log's last lines are written before the process exits
+        served.current().flush_frame_log(std::time::Duration::from_secs(2));
         tracing::info!("stopped");
         Ok::<(), String>(())
     })?;

@@ -66,6 +66,11 @@ impl FrameLog {
     pub fn dropped(&self) -> u64 {
         self.file.dropped()
     }
+
+    /// [`LineFile::flush`]: every frame logged before is in the file (within `within`).
+    pub fn flush(&self, within: std::time::Duration) -> bool {
+        self.file.flush(within)
+    }
 }
 
 /// A file of lines written by a thread of its own and rotated by size (`FILE` → `FILE.1` → …
@@ -74,8 +79,16 @@ impl FrameLog {
 /// reported on the process's log, when it is not this file).
 #[derive(Clone)]
 pub struct LineFile {
-    tx: SyncSender<String>,
+    tx: SyncSender<Queued>,
     dropped: Arc<AtomicU64>,
+}
+
+/// What waits in a [`LineFile`]'s queue.
+enum Queued {
+    /// A line to write.
+    Line(String),
+    /// Everything before written and flushed: then a word back ([`LineFile::flush`]).
+    Flush(SyncSender<()>),
 }
 
 impl LineFile {
@@ -106,7 +119,7 @@ impl LineFile {
 
     /// Writes `line` (without its newline); never blocks (a full queue drops it and counts it).
     pub fn write(&self, line: String) {
-        match self.tx.try_send(line) {
+        match self.tx.try_send(Queued::Line(line)) {
             Ok(()) => {}
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -117,6 +130,28 @@ impl LineFile {
     /// Lines dropped so far because the writer could not keep up (or had failed).
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Waits (at most `within`) until every line written before is in the file: what a process
+    /// does before it exits, so that its last lines are not lost with the writer's thread.
+    /// `false` when it could not be done in time (or the writer had stopped).
+    pub fn flush(&self, within: std::time::Duration) -> bool {
+        let (done, wait) = sync_channel(1);
+        let deadline = std::time::Instant::now() + within;
+        let mut queued = Queued::Flush(done);
+        // the queue may be full for a moment: the writer empties it
+        loop {
+            match self.tx.try_send(queued) {
+                Ok(()) => break,
+                Err(TrySendError::Full(back)) if std::time::Instant::now() < deadline => {
+                    queued = back;
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Err(_) => return false,
+            }
+        }
+        wait.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+            .is_ok()
     }
 }
 
@@ -142,20 +177,30 @@ struct Writer {
 }
 
 impl Writer {
-    fn run(mut self, rx: Receiver<String>) {
+    fn run(mut self, rx: Receiver<Queued>) {
         let mut reported = 0;
-        while let Ok(line) = rx.recv() {
-            if let Err(e) = self.line(&line) {
-                tracing::warn!(error = %e, path = %self.path.display(), "{}: cannot write", self.what);
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-            }
+        while let Ok(first) = rx.recv() {
+            let mut acks = Vec::new();
+            let mut failed = None;
             // write what is queued, then flush once
-            while let Ok(line) = rx.try_recv() {
-                if self.line(&line).is_err() {
-                    self.dropped.fetch_add(1, Ordering::Relaxed);
+            for queued in std::iter::once(first).chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+                match queued {
+                    Queued::Line(line) => {
+                        if let Err(e) = self.line(&line) {
+                            failed.get_or_insert(e);
+                            self.dropped.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    Queued::Flush(ack) => acks.push(ack),
                 }
             }
+            if let Some(e) = failed {
+                tracing::warn!(error = %e, path = %self.path.display(), "{}: cannot write", self.what);
+            }
             let _ = self.out.flush();
+            for ack in acks {
+                let _ = ack.try_send(());
+            }
             let dropped = self.dropped.load(Ordering::Relaxed);
             if dropped > reported {
                 tracing::warn!(dropped, "{}: lines dropped (the writer could not keep up)", self.what);
@@ -202,6 +247,21 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flush_returns_once_every_line_written_before_is_in_the_file() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("lines.log");
+        let file = LineFile::open(&path, 1 << 20, 1, "test log").expect("open");
+        for n in 0..2_000 {
+            file.write(format!("line {n}"));
+        }
+        assert!(file.flush(std::time::Duration::from_secs(10)));
+        let text = std::fs::read_to_string(&path).expect("read");
+        let written = text.lines().count() as u64;
+        assert_eq!(written + file.dropped(), 2_000, "each line written or counted as dropped");
+        assert!(text.ends_with("line 1999\n") || file.dropped() > 0, "the last line is in");
+    }
 
     #[test]
     fn one_line_per_frame_rotated_by_size_without_secrets() {

@@ -305,6 +305,17 @@ impl Gateway {
         (lines(self, bindings::Place::Root), named)
     }
 
+    /// Waits (at most `within`) until every frame logged so far is in the frame log's file
+    /// (`[log] frames`; its writer is a thread of its own): what a process does before it
+    /// exits. `true` without a frame log.
+    pub fn flush_frame_log(&self, within: std::time::Duration) -> bool {
+        self.shared
+            .config
+            .frame_log
+            .as_ref()
+            .is_none_or(|log| log.flush(within))
+    }
+
     /// Runs still streaming.
     pub fn live_streams(&self) -> usize {
         gateways(self)
