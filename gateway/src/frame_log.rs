@@ -259,8 +259,15 @@ mod tests {
         assert!(file.flush(std::time::Duration::from_secs(10)));
         let text = std::fs::read_to_string(&path).expect("read");
         let written = text.lines().count() as u64;
-        assert_eq!(written + file.dropped(), 2_000, "each line written or counted as dropped");
-        assert!(text.ends_with("line 1999\n") || file.dropped() > 0, "the last line is in");
+        assert_eq!(
+            written + file.dropped(),
+            2_000,
+            "each line written or counted as dropped"
+        );
+        assert!(
+            text.ends_with("line 1999\n") || file.dropped() > 0,
+            "the last line is in"
+        );
     }
 
     #[test]
