@@ -676,8 +676,9 @@ fn a_delegated_run_of_a_killed_gateway_is_finished_by_the_gateway_its_callback_r
         &child.base,
     );
     let args = ["--config", config.to_str().expect("path")];
-    let mut a = common::serve(&args);
-    let b_log = dir.path().join("b.log");
+    let (a_log, b_log) = (dir.path().join("a.log"), dir.path().join("b.log"));
+    let _logs = common::LogsOnFailure(vec![a_log.clone(), b_log.clone()]);
+    let mut a = common::serve_logged("127.0.0.1:0", &args, &a_log);
     let b = common::serve_logged(&b_bind, &args, &b_log);
     rt.block_on(async {
         common::submit_to_planner(&a.base, "deleg-pg", "write the report").await;

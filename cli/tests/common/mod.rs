@@ -53,7 +53,7 @@ fn start(bind: &str, args: &[&str], log: Option<&std::path::Path>) -> Serve {
     let mut child = Command::new(env!("CARGO_BIN_EXE_e2a"))
         .args(["serve", "--bind", bind])
         .args(args)
-        .env("E2A_LOG", if log.is_some() { "info" } else { "warn" })
+        .env("E2A_LOG", log_level(log.is_some()))
         .stdout(Stdio::piped())
         .stderr(stderr)
         .spawn()
@@ -70,6 +70,29 @@ fn start(bind: &str, args: &[&str], log: Option<&std::path::Path>) -> Serve {
         child,
         base,
         _stdout: stdout,
+    }
+}
+
+/// The log level of a gateway under test: `info` when its log goes to a file, else `warn`;
+/// `E2A_TEST_LOG` (a filter, e.g. `debug`) overrides both when a test is being diagnosed.
+fn log_level(to_file: bool) -> String {
+    std::env::var("E2A_TEST_LOG").unwrap_or_else(|_| if to_file { "info" } else { "warn" }.into())
+}
+
+/// Prints the log files it names when the test fails (is dropped while panicking): what the
+/// gateways under test said, kept where a failure in CI can be read.
+#[allow(dead_code)]
+pub struct LogsOnFailure(pub Vec<std::path::PathBuf>);
+
+impl Drop for LogsOnFailure {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        for path in &self.0 {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            eprintln!("---- {} ----\n{text}", path.display());
+        }
     }
 }
 

@@ -354,6 +354,7 @@ impl Stored {
                 return None;
             }
         }
+        tracing::info!(run = %self.run, "settling a run whose gateway stopped before it finished");
         let end = self.cutoff(
             "the gateway running this request stopped before it finished",
             "gateway_gone",

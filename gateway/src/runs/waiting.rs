@@ -83,9 +83,10 @@ pub(crate) struct Orphan {
 }
 
 impl Runs {
-    /// Where run `key` (its store key) stands (one look: this gateway's memory, else one read
-    /// of the store): ended or not kept, going on somewhere, or an orphan — not live here, not
-    /// ended, its gateway's lease run out (or no gateway shares the store). A run whose gateway
+    /// Where run `key` (its store key) stands (one look: this gateway's memory, else the
+    /// store): ended or not kept, going on somewhere (a run marked waiting whose first frames
+    /// are not stored yet too), or an orphan — not live here, not ended, its gateway's lease
+    /// run out (or no gateway shares the store). A run whose gateway
     /// went away while it waited for an answer from outside is finished by the gateway the
     /// answer reaches ([`Runs::finish_orphan`]).
     pub(crate) async fn waiting(&self, key: &str) -> Result<Waiting, StoreError> {
@@ -103,7 +104,14 @@ impl Runs {
             return Ok(Waiting::Over);
         };
         let Some(summary) = store.runs.run_summary(key).await? else {
-            return Ok(Waiting::Over);
+            // a run's log is stored with its first frames, and a delegated run marks itself
+            // waiting before it has any: marked and not stored yet, it goes on at its gateway
+            // (taken for ended, its mark went and its gateway's end left it to be failed)
+            return Ok(if store.waiting_external(key).await {
+                Waiting::Going
+            } else {
+                Waiting::Over
+            });
         };
         if summary.ended {
             return Ok(Waiting::Over);
@@ -176,6 +184,24 @@ mod tests {
         fn pauses_with_prefix<'a>(&'a self, _: &'a str, _: usize) -> StoreFuture<'a, Vec<(String, String)>> {
             Box::pin(async { Ok(Vec::new()) })
         }
+    }
+
+    #[tokio::test]
+    async fn a_marked_run_not_stored_yet_goes_on_an_unmarked_one_is_over() {
+        let store = Arc::new(SqliteStore::in_memory().expect("an in-memory SQLite store"));
+        let runs = Arc::new(Runs::new(&crate::GatewayConfig::default()));
+        runs.keep_in(&crate::store::Stores::from(store.clone()));
+        // the run's gateway marked it before its first frames (and its log) were stored
+        let later = e2a::timestamp::now_ms() + 60_000;
+        store
+            .put_pause(&waiting_key("r"), waiting_mark(later, "d"))
+            .await
+            .expect("put");
+        let seen = runs.waiting("r").await.expect("read");
+        assert!(matches!(seen, Waiting::Going), "{seen:?}");
+        store.take_pause(&waiting_key("r")).await.expect("take");
+        let seen = runs.waiting("r").await.expect("read");
+        assert!(matches!(seen, Waiting::Over), "{seen:?}");
     }
 
     fn keeping(pauses: Arc<dyn PauseStore>) -> RunKeeping {

@@ -343,6 +343,7 @@ impl Callbacks {
             match runs.waiting(run).await? {
                 Waiting::Over => {
                     // the run has its answer (or gave up waiting, or is no longer kept)
+                    tracing::debug!(delegation = id, run, "a callback came for a run that waits no more");
                     release(store.as_ref(), run).await?;
                     return Ok(Delivered::Accepted);
                 }

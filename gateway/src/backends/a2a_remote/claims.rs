@@ -10,7 +10,8 @@ const CLAIM_TTL_MS: i64 = 60_000;
 
 /// Forgets run `run`'s waiting mark and its claim: it waits no more (it has ended, or it gave up).
 pub(super) async fn release(store: &dyn PauseKeeper, run: &str) -> Result<(), PauseError> {
-    store.take_pause(&waiting_key(run)).await?;
+    let mark = store.take_pause(&waiting_key(run)).await?;
+    tracing::debug!(run, had_mark = mark.is_some(), "the run waits for no callback any more");
     // every generation of its claim, up to the first not taken
     for generation in 0..CLAIM_GENERATIONS {
         if store.take_pause(&finishing_key(run, generation)).await?.is_none() {
