@@ -13,7 +13,7 @@ use e2a_gateway::bindings::a2a::A2aConfig;
 use e2a_gateway::store::SqliteStore;
 use e2a_gateway::store::{Leases, MemoryStore, RunStore, Sends, StoreNotice, Stores, TaskLog};
 use e2a_gateway::store::{PgOptions, PgStore};
-use e2a_gateway::store::{SentRecord, TaskAppend, TaskQuery, TaskRecord};
+use e2a_gateway::store::{SentRecord, StoreError, TaskAppend, TaskQuery, TaskRecord};
 use e2a_gateway::{Auth, Gateway, GatewayConfig};
 use serde_json::{json, Value};
 
@@ -1093,6 +1093,39 @@ async fn a_run_that_outlives_the_gateway_ends_failed_after_a_restart() {
 }
 
 #[tokio::test]
+async fn a_task_ended_by_another_writer_stays_ended_and_its_run_stops() {
+    let store = Arc::new(MemoryStore::new());
+    let s = serve(GatewayConfig::default(), A2aConfig::default(), store.clone()).await;
+    let mut p = msg("count slowly");
+    p["configuration"] = json!({"returnImmediately": true});
+    let v = rpc(&s.base, "SendMessage", p).await;
+    let id = v["result"]["task"]["id"].as_str().expect("id").to_string();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // another gateway of the store settles it as failed (as when its lease ran out) while
+    // its run still goes on here
+    let mut rec = store.get(&id).await.expect("get").expect("stored");
+    assert_eq!(rec.state.as_str(), "TASK_STATE_WORKING");
+    rec.state = "TASK_STATE_FAILED".parse().expect("a state");
+    rec.task.status.state = rec.state;
+    let failed =
+        json!({"statusUpdate": {"taskId": id, "contextId": rec.context_id, "status": {"state": "TASK_STATE_FAILED"}}});
+    store
+        .append(TaskAppend::new(rec, &failed, true))
+        .await
+        .expect("the first end is stored");
+    // the run's later events, its completion among them, are refused: the task stays failed
+    tokio::time::sleep(Duration::from_millis(2600)).await;
+    let v = rpc(&s.base, "GetTask", json!({"id": id})).await;
+    assert_eq!(v["result"]["status"]["state"], "TASK_STATE_FAILED", "{v}");
+    let stored = store.get(&id).await.expect("get").expect("stored");
+    assert_eq!(stored.state.as_str(), "TASK_STATE_FAILED");
+    let log = store.events_after(&id, 0).await.expect("events");
+    let last = log.last().and_then(|e| e.json().ok()).unwrap_or_default();
+    assert_eq!(last, failed, "nothing after the first end");
+    assert!(log.iter().all(|e| !e.event.contains("TASK_STATE_COMPLETED")));
+}
+
+#[tokio::test]
 async fn long_streams_keep_sparse_snapshots_that_readers_catch_up() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("tasks.db");
@@ -1163,7 +1196,7 @@ fn record(id: &str, owner: Option<&str>, context: &str, state: &str, at: i64) ->
 
 async fn store_contract(store: &(impl TaskLog + Sends + Leases)) {
     assert_eq!(store.get("a").await.expect("get"), None);
-    for (i, state) in ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+    for (i, state) in ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_WORKING"]
         .iter()
         .enumerate()
     {
@@ -1196,7 +1229,7 @@ async fn store_contract(store: &(impl TaskLog + Sends + Leases)) {
     let a = store.get("a").await.expect("get").expect("a");
     assert_eq!(
         (a.state.as_str(), a.last_seq, a.created_ms),
-        ("TASK_STATE_COMPLETED", 3, 10)
+        ("TASK_STATE_WORKING", 3, 10)
     );
     let after: Vec<u64> = store
         .events_after("a", 1)
@@ -1219,7 +1252,7 @@ async fn store_contract(store: &(impl TaskLog + Sends + Leases)) {
         .list(TaskQuery {
             owner: Some("u1".into()),
             context_id: Some("c1".into()),
-            state: Some(e2a::types::A2aTaskState::TaskStateCompleted),
+            state: Some(e2a::types::A2aTaskState::TaskStateWorking),
             limit: 10,
             ..TaskQuery::default()
         })
@@ -1236,7 +1269,7 @@ async fn store_contract(store: &(impl TaskLog + Sends + Leases)) {
         .expect("list");
     assert_eq!(none.total, 0);
     // an event without a snapshot: the log and last_seq move, the stored task may stay behind
-    let mut changed = record("a", Some("u1"), "c1", "TASK_STATE_COMPLETED", 20);
+    let mut changed = record("a", Some("u1"), "c1", "TASK_STATE_WORKING", 20);
     changed.task.metadata.insert("marker".into(), true.into());
     let seq = store
         .append(TaskAppend::new(changed, &json!({"n": 9}), false))
@@ -1270,6 +1303,21 @@ async fn store_contract(store: &(impl TaskLog + Sends + Leases)) {
         log,
         vec![(5, json!({"n": 10})), (6, json!({"n": 11})), (7, json!({"n": 12}))]
     );
+    // that append ended the task: a terminal state is final, a later append is refused whole
+    let late = store
+        .append(TaskAppend::new(
+            record("a", Some("u1"), "c1", "TASK_STATE_FAILED", 40),
+            &json!({"n": 13}),
+            true,
+        ))
+        .await;
+    assert!(matches!(late, Err(StoreError::Ended(ref id)) if id == "a"), "{late:?}");
+    let a = store.get("a").await.expect("get").expect("a");
+    assert_eq!(
+        (a.state.as_str(), a.last_seq, a.updated_ms),
+        ("TASK_STATE_COMPLETED", 7, 30)
+    );
+    assert_eq!(store.events_after("a", 0).await.expect("events").len(), 7);
     // what callers sent: the first record of an owner's key wins, other owners have their own
     let sent = |owner: &str, fingerprint: &str, task: &str| SentRecord {
         owner: owner.into(),
@@ -1406,6 +1454,28 @@ async fn postgres_appends_from_two_instances_get_one_sequence() {
         (1..=100).collect::<Vec<u64>>()
     );
     assert_eq!(a.get("shared").await.expect("get").expect("task").last_seq, 100);
+    // two instances ending it at once (its run, and a gateway settling it as failed when its
+    // lease ran out): one end is stored, the other refused, nothing after it
+    let end = |store: Arc<PgStore>, state: &'static str| async move {
+        let rec = record("shared", None, "c", state, 2);
+        store.append(TaskAppend::new(rec, &json!({"end": state}), true)).await
+    };
+    let (x, y) = tokio::join!(
+        end(a.clone(), "TASK_STATE_COMPLETED"),
+        end(b.clone(), "TASK_STATE_FAILED")
+    );
+    let refused = [&x, &y]
+        .iter()
+        .filter(|r| matches!(r, Err(StoreError::Ended(_))))
+        .count();
+    assert_eq!((refused, x.is_ok() || y.is_ok()), (1, true), "{x:?} {y:?}");
+    let won = if x.is_ok() {
+        "TASK_STATE_COMPLETED"
+    } else {
+        "TASK_STATE_FAILED"
+    };
+    let task = b.get("shared").await.expect("get").expect("task");
+    assert_eq!((task.state.as_str(), task.last_seq), (won, 101));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -188,6 +188,11 @@ pub enum StoreError {
     /// A stored value cannot be read back.
     #[error("task store: corrupt record: {0}")]
     Corrupt(String),
+    /// The task (its id) has ended in the store — a terminal state is final: an append to it
+    /// is refused ([`TaskLog::append`]), whoever writes it (its run, or a gateway that settled
+    /// it as failed when its lease ran out).
+    #[error("task store: task {0} has ended; it takes no more events")]
+    Ended(String),
 }
 
 /// A store failure, as a signed request's check sees it ([`Nonces`]).

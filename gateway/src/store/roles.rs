@@ -29,6 +29,11 @@ pub trait TaskLog: Send + Sync + 'static {
     /// chunks does not rewrite a growing task on every chunk). A task's first append without a
     /// snapshot makes the record with an empty one (`{}`) and `snapshot_seq` 0: its first
     /// event is the whole task, and a reader catches up from it.
+    ///
+    /// A terminal state is final: an append to a task whose stored state is terminal is
+    /// refused with [`StoreError::Ended`](crate::store::StoreError::Ended), nothing written —
+    /// of two writers ending one task (its run, and a gateway settling it when its lease ran
+    /// out), the first wins. (An append may itself end the task: its events all go in.)
     fn append(&self, write: TaskAppend) -> StoreFuture<'_, u64>;
 
     /// The events of task `id` after sequence number `after`, in order.

@@ -14,7 +14,7 @@ use super::live::LiveRuns;
 use super::snapshot::{agent_message, apply, status_event};
 use super::FAILED;
 use crate::agent::Caller;
-use crate::store::{self, now_ms, TaskAppend, TaskQuery, TaskRecord};
+use crate::store::{self, now_ms, StoreError, TaskAppend, TaskQuery, TaskRecord};
 use crate::tasks::push::Pusher;
 
 /// What a client is told when the store fails under a task.
@@ -112,10 +112,14 @@ impl TaskLog {
             snapshot: task.clone(),
             events: texts.clone(),
         };
-        let last = self.tasks.append(write).await.map_err(|e| {
-            tracing::error!(task_id = %rec.id, error = %e, "cannot store a task event: nobody is told of it");
-            A2aError::internal(STORE_FAILED)
-        })?;
+        let last = match self.tasks.append(write).await {
+            Ok(last) => last,
+            Err(StoreError::Ended(_)) => return self.ended_elsewhere(rec).await,
+            Err(e) => {
+                tracing::error!(task_id = %rec.id, error = %e, "cannot store a task event: nobody is told of it");
+                return Err(A2aError::internal(STORE_FAILED));
+            }
+        };
         rec.last_seq = last;
         if snapshot {
             rec.snapshot_seq = last;
@@ -125,6 +129,24 @@ impl TaskLog {
         self.followers
             .publish(&rec.id, rec.state.is_terminal(), last, texts, states);
         Ok(task)
+    }
+
+    /// `rec`'s task ended in the store before this write (the store takes no event after a
+    /// terminal one): another writer ended it first — a gateway of the store that settled it
+    /// as failed when its lease ran out, or its run, finishing as it was being settled. The
+    /// write is dropped, a run of it here stops, `rec` becomes what the store holds, and its
+    /// JSON is returned as the task's answer (followers here get the stored end from the store).
+    async fn ended_elsewhere(&self, rec: &mut TaskRecord) -> Result<Option<Arc<str>>, A2aError> {
+        tracing::warn!(
+            task_id = %rec.id,
+            "the task had already ended in the store (another writer ended it first): this write is dropped"
+        );
+        if let Some(live) = self.runs.get(&rec.id) {
+            live.cancel();
+        }
+        let stored = self.stored(&rec.id).await?;
+        *rec = stored.ok_or_else(|| A2aError::internal(STORE_FAILED))?;
+        Ok(Some(e2a::write::to_json(&rec.task).into()))
     }
 
     /// The store failed under task `rec`'s run: the run is stopped, the task is failed (in the

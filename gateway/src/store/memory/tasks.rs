@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{Events, MemoryStore, MemoryTask};
 use crate::store::{
-    millis, now_ms, Leases, StoreFuture, StoredEvent, TaskAppend, TaskLog, TaskPage, TaskQuery, TaskRecord,
+    millis, now_ms, Leases, StoreError, StoreFuture, StoredEvent, TaskAppend, TaskLog, TaskPage, TaskQuery, TaskRecord,
 };
 
 impl TaskLog for MemoryStore {
@@ -28,6 +28,9 @@ impl TaskLog for MemoryStore {
                 events,
             } = write;
             let mut map = self.inner.lock();
+            if map.get(&record.id).is_some_and(|t| t.state.is_terminal()) {
+                return Err(StoreError::Ended(record.id));
+            }
             let t = map.entry(record.id).or_insert_with(|| MemoryTask {
                 context_id: record.context_id,
                 owner: record.owner,

@@ -253,6 +253,7 @@ impl PgStore {
 fn message_of(e: &StoreError) -> String {
     match e {
         StoreError::Backend(m) | StoreError::Corrupt(m) => m.clone(),
+        StoreError::Ended(_) => e.to_string(),
     }
 }
 

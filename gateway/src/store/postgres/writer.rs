@@ -93,14 +93,15 @@ pub(super) async fn writer(pool: Pool, queue: Arc<tokio::sync::Mutex<mpsc::Recei
         match write(&pool, &instance, &batch).await {
             Ok(seqs) => {
                 for (p, seq) in batch.into_iter().zip(seqs) {
-                    let _ = p.done.send(Ok(seq));
+                    let _ = p.done.send(seq.ok_or(StoreError::Ended(p.id)));
                 }
             }
             // one bad append must not fail the others: each alone
             Err(_) if batch.len() > 1 => {
                 for p in batch {
                     let one = write(&pool, &instance, std::slice::from_ref(&p)).await;
-                    let _ = p.done.send(one.map(|s| s.first().copied().unwrap_or(0)));
+                    let one = one.and_then(|s| s.first().copied().flatten().ok_or(StoreError::Ended(p.id)));
+                    let _ = p.done.send(one);
                 }
             }
             Err(e) => {
@@ -113,10 +114,48 @@ pub(super) async fn writer(pool: Pool, queue: Arc<tokio::sync::Mutex<mpsc::Recei
 }
 
 /// Writes `batch` in one transaction, one statement per event (pipelined); the sequence number
-/// of each append's last event.
-pub(super) async fn write(pool: &Pool, instance: &str, batch: &[Pending]) -> Result<Vec<u64>, StoreError> {
+/// of each append's last event, `None` for an append refused because its task has ended.
+pub(super) async fn write(pool: &Pool, instance: &str, batch: &[Pending]) -> Result<Vec<Option<u64>>, StoreError> {
     let mut client = pool.get().await.map_err(|e| pg_error(&e))?;
     let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
+    // the batch's task rows locked first, in one order (a gateway settling a task whose lease
+    // ran out appends from another process), and a task that has ended takes no more events
+    let ids: Vec<&str> = batch.iter().map(|p| p.id.as_str()).collect();
+    let rows = tx
+        .query(
+            "SELECT id, state FROM a2a_tasks WHERE id = ANY($1) ORDER BY id FOR UPDATE",
+            &[&ids],
+        )
+        .await
+        .map_err(|e| pg_error(&e))?;
+    let mut ended = std::collections::HashSet::new();
+    for row in &rows {
+        let id: String = row.try_get(0).map_err(backend)?;
+        let state: String = row.try_get(1).map_err(backend)?;
+        if crate::store::stored_state(&id, &state)?.is_terminal() {
+            ended.insert(id);
+        }
+    }
+    let batch: Vec<&Pending> = batch.iter().filter(|p| !ended.contains(&p.id)).collect();
+    let written = write_open(&tx, instance, &batch).await?;
+    tx.commit().await.map_err(|e| pg_error(&e))?;
+    let mut written = written.into_iter();
+    Ok(ids
+        .iter()
+        .map(|id| match ended.contains(*id) {
+            true => None,
+            false => written.next(),
+        })
+        .collect())
+}
+
+/// [`write`]'s appends to tasks still open, in transaction `tx`: the sequence number of each
+/// append's last event.
+async fn write_open(
+    tx: &deadpool_postgres::Transaction<'_>,
+    instance: &str,
+    batch: &[&Pending],
+) -> Result<Vec<u64>, StoreError> {
     let stmt = tx.prepare_cached(&append_sql()).await.map_err(|e| pg_error(&e))?;
     type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
     // the snapshot is the task after an append's last event: it goes with that one
@@ -143,7 +182,6 @@ pub(super) async fn write(pool: &Pool, instance: &str, batch: &[Pending]) -> Res
     let rows = futures_util::future::try_join_all(params.iter().map(|ps| tx.query_one(&stmt, ps)))
         .await
         .map_err(|e| pg_error(&e))?;
-    tx.commit().await.map_err(|e| pg_error(&e))?;
     let seqs: Vec<u64> = rows
         .iter()
         .map(|r| r.try_get::<_, i64>(0).map(seq_u64).map_err(backend))

@@ -66,12 +66,18 @@ impl TaskLog for SqliteStore {
             events,
         } = write;
         Box::pin(self.write(move |tx| {
-            let last: Option<i64> = tx
-                .prepare_cached("SELECT last_seq FROM a2a_tasks WHERE id = ?1")
+            let stored: Option<(i64, String)> = tx
+                .prepare_cached("SELECT last_seq, state FROM a2a_tasks WHERE id = ?1")
                 .map_err(backend)?
-                .query_row(params![record.id], |r| r.get(0))
+                .query_row(params![record.id], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()
                 .map_err(backend)?;
+            if let Some((_, state)) = &stored {
+                if crate::store::stored_state(&record.id, state)?.is_terminal() {
+                    return Err(StoreError::Ended(record.id.clone()));
+                }
+            }
+            let last = stored.map(|(last, _)| last);
             let first = last.unwrap_or(0).saturating_add(1);
             let n = i64::try_from(events.len()).map_err(backend)?;
             let seq = first.saturating_add(n).saturating_sub(1);
