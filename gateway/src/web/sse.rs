@@ -20,6 +20,16 @@ pub(crate) fn event(id: Option<u64>, data: &str) -> Bytes {
     event_with(id, data.len(), |out| out.push_str(data))
 }
 
+/// One SSE event of type `kind` (an `event:` line) with one `data:` line (`data` is one line
+/// of JSON).
+pub(crate) fn named(kind: &str, data: &str) -> Bytes {
+    let mut out = String::with_capacity(kind.len() + data.len() + 16);
+    for part in ["event: ", kind, "\ndata: ", data, "\n\n"] {
+        out.push_str(part);
+    }
+    Bytes::from(out)
+}
+
 /// One SSE event whose `data:` line (one line of JSON, about `len` bytes) `write` appends:
 /// the event is written once, into one buffer.
 pub(crate) fn event_with(id: Option<u64>, len: usize, write: impl FnOnce(&mut String)) -> Bytes {

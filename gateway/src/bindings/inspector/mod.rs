@@ -12,7 +12,6 @@
 //! A caller sees its own runs; operators (no authentication, the gateway's own bearer tokens,
 //! `[ui] operators`) see every caller's.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +25,7 @@ use crate::agent::Caller;
 use crate::web::activity::{Activity, Kept};
 use crate::web::auth::Auth;
 use crate::web::problem::Problem;
+use crate::web::sse;
 
 /// Where the page is served.
 pub const UI_PATH: &str = "/ui";
@@ -148,39 +148,33 @@ async fn frames(State(ui): State<Inspector>, Path(id): Path<String>, request: Re
         match run.kept().await {
             Kept::Frames(frames) => {
                 for f in frames {
-                    yield Ok::<_, Infallible>(event("frame", &f));
+                    yield sse::named("frame", &f);
                 }
             }
             Kept::A2aEvents(events) => {
                 for (seq, e) in events {
-                    yield Ok(event("a2a", &format!(r#"{{"seq":{seq},"event":{e}}}"#)));
+                    yield sse::named("a2a", &format!(r#"{{"seq":{seq},"event":{e}}}"#));
                 }
             }
         }
         loop {
             if run.ended() {
                 while let Ok(f) = live.try_recv() {
-                    yield Ok(event("frame", &f));
+                    yield sse::named("frame", &f);
                 }
                 break;
             }
             match tokio::time::timeout(WATCH_TICK, live.recv()).await {
-                Ok(Ok(f)) => yield Ok(event("frame", &f)),
+                Ok(Ok(f)) => yield sse::named("frame", &f),
                 Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => break,
                 // fallen behind (frames missed), or nothing yet
                 Ok(Err(_)) | Err(_) => {}
             }
         }
-        yield Ok(event("end", &serde_json::to_string(&run.summary()).unwrap_or_default()));
+        yield sse::named("end", &serde_json::to_string(&run.summary()).unwrap_or_default());
     };
-    let headers = [
-        (header::CONTENT_TYPE, "text/event-stream"),
-        (header::CACHE_CONTROL, "no-cache"),
-    ];
-    (headers, axum::body::Body::from_stream(events)).into_response()
+    sse::response(events, KEEP_ALIVE)
 }
 
-/// One SSE event of `kind` carrying `data` (one line of JSON).
-fn event(kind: &str, data: &str) -> String {
-    format!("event: {kind}\ndata: {data}\n\n")
-}
+/// How long the frames stream of a quiet run goes without a keep-alive comment.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
