@@ -335,7 +335,7 @@ impl Gateway {
     ) -> std::io::Result<()> {
         let limits = self.shared.config.server;
         let router = self.router();
-        web::server::serve(listener, router, limits, shutdown, move || drain(self)).await
+        web::server::serve(listener, router, limits, shutdown, move || drain(vec![self])).await
     }
 }
 
@@ -475,27 +475,28 @@ fn cut_streams(g: &Gateway) {
     }
 }
 
-/// Stops new runs, waits up to `drain_timeout` for the live ones, then cuts them off and
-/// waits up to a second more for them to record their end.
-async fn drain(g: Gateway) {
-    tracing::info!(open_streams = g.live_streams(), "shutting down: draining open streams");
-    begin_drain(&g);
+/// Stops new runs of every gateway of `all` (the first one's `drain_timeout` applies), waits
+/// up to `drain_timeout` for the live ones, then cuts them off and waits up to a second more
+/// for them to record their end.
+async fn drain(all: Vec<Gateway>) {
+    let Some(first) = all.first() else { return };
+    let timeout = first.shared.config.drain_timeout;
+    let live = |all: &[Gateway]| all.iter().map(Gateway::live_streams).sum::<usize>();
+    tracing::info!(open_streams = live(&all), "shutting down: draining open streams");
+    all.iter().for_each(begin_drain);
     let wait = |limit: std::time::Duration| {
-        let this = g.clone();
+        let all = all.clone();
         async move {
             let started = tokio::time::Instant::now();
-            while this.live_streams() > 0 && started.elapsed() < limit {
+            while live(&all) > 0 && started.elapsed() < limit {
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
         }
     };
-    wait(g.shared.config.drain_timeout).await;
-    if g.live_streams() > 0 {
-        tracing::info!(
-            open_streams = g.live_streams(),
-            "drain deadline passed: cutting streams off"
-        );
-        cut_streams(&g);
+    wait(timeout).await;
+    if live(&all) > 0 {
+        tracing::info!(open_streams = live(&all), "drain deadline passed: cutting streams off");
+        all.iter().for_each(cut_streams);
         wait(std::time::Duration::from_secs(1)).await;
     }
 }

@@ -140,22 +140,12 @@ impl Reloadable {
         let limits = self.current().shared.config.server;
         let router = self.router();
         crate::web::server::serve(listener, router, limits, shutdown, move || async move {
-            let (gateway, retired) = {
+            let all = {
                 let served = self.served.read();
-                (served.gateway.clone(), served.retired.clone())
-            };
-            let all = Gateway {
-                named: gateway
-                    .named
-                    .iter()
+                std::iter::once(&served.gateway)
+                    .chain(&served.retired)
                     .cloned()
-                    .chain(retired.into_iter().enumerate().map(|(i, g)| Named {
-                        name: format!("retired-{i}"),
-                        gateway: g,
-                        routes: e2a::types::RouteTemplates::default(),
-                    }))
-                    .collect(),
-                ..gateway
+                    .collect()
             };
             crate::drain(all).await;
         })
