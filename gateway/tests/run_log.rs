@@ -261,6 +261,56 @@ async fn postgres_an_e2a_run_started_on_one_gateway_is_resumed_on_another() {
     assert_eq!(again.len(), whole.len() - 1);
 }
 
+/// A run is in the store from its start, not from its first frames: the `202` of a run
+/// resource on gateway A names a run gateway B (one PostgreSQL store) finds at once, while A's
+/// agent has not answered yet — and B refuses the same `request_id` as a run that exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_run_is_known_to_every_gateway_before_its_first_frame() {
+    let Some(url) = common::postgres_database().await else {
+        return;
+    };
+    let agent = || {
+        let script = json!({"scenarios": [{"name": "slow start", "match": {"text": "slow start"}, "steps": [
+            {"type": "text", "text": "at last", "delay_ms": 1500},
+            {"type": "complete"}]}]});
+        e2a_gateway::backends::script::ScriptAgent::from_json(&script.to_string()).expect("script")
+    };
+    let on = |store: Stores| common::serve_crashable(Gateway::new(agent(), common::fast_config()).with_store(store));
+    let a = on(Arc::new(common::pg(&url).await).into()).await;
+    let b = on(Arc::new(common::pg(&url).await).into()).await;
+    let id = format!("slow-{}", uuid::Uuid::new_v4());
+    let body = request(&id, "slow start");
+    let submitted = common::client()
+        .post(format!("{}/v1/e2a/runs", a.base))
+        .json(&body)
+        .send()
+        .await
+        .expect("submit");
+    assert_eq!(submitted.status(), 202);
+    let on_b = common::client()
+        .get(format!("{}/v1/e2a/runs/{id}", b.base))
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(on_b.status(), 200, "B knows the run before its first frame");
+    let run: Value = on_b.json().await.expect("json");
+    assert_eq!(
+        (run["state"].as_str(), run["frames"].as_u64()),
+        (Some("running"), Some(0)),
+        "{run}"
+    );
+    let again = common::client()
+        .post(format!("{}/v1/e2a/runs", b.base))
+        .json(&body)
+        .send()
+        .await
+        .expect("submit");
+    assert_eq!(again.status(), 409, "the same request_id on B: a run that exists");
+    // and it ends as A runs it
+    let done = all_frames(&b.base, &body, Some(0)).await;
+    assert!(done.last().is_some_and(|f| f.is_final), "{done:?}");
+}
+
 /// A reader on gateway B of a run going on at gateway A (one PostgreSQL store) is woken by the
 /// store's notices when A stores frames: it reads the log once per batch A wrote, not on a
 /// timer (a run of four frames 700 ms apart was read about twenty times at the old 100 ms

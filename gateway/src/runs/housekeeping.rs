@@ -68,7 +68,13 @@ impl Pump {
     /// Pumps every frame of `frames` into the run, then ends it. A frame the store cannot
     /// keep ends the run with an `E2A.INTERNAL` final frame instead.
     pub(crate) async fn pump(mut self, mut frames: SharedFrames) {
-        let mut finished = false;
+        let mut finished = match self.open_in_store().await {
+            Ok(()) => false,
+            Err(e) => {
+                self.store_failed(&e);
+                true
+            }
+        };
         while !finished {
             let Some(first) = frames.next().await else { break };
             let mut batch = vec![first];
@@ -91,23 +97,40 @@ impl Pump {
                     }
                 }
                 Err(e) => {
-                    tracing::error!(error = %e, "cannot store a run's frames: the run fails");
-                    self.run.unstage();
-                    self.run.cancel.cancel();
-                    let (sequence, _) = self.run.next_sequence();
-                    let end = self.cutoff(
-                        sequence,
-                        ErrorKind::Internal,
-                        "the gateway could not store the answer's frames",
-                        "store_failed",
-                    );
-                    self.run.push(Arc::new(end));
+                    self.store_failed(&e);
                     break;
                 }
             }
         }
         drop(frames);
         self.close();
+    }
+
+    /// Puts the run in the store (when it keeps runs) before its agent starts, not with its
+    /// first frames: a reader on any gateway finds it at once — the `202` of a run resource,
+    /// which waits for this, names a run every gateway knows — and what the agent keeps in the
+    /// store about it (a delegated run's waiting mark) is never there before it. Once.
+    pub(crate) async fn open_in_store(&mut self) -> Result<(), StoreError> {
+        if self.opened {
+            return Ok(());
+        }
+        self.store().await
+    }
+
+    /// The store did not take the run's head or frames (`e`): the run stops, and its log ends
+    /// with an `E2A.INTERNAL` final frame no store holds.
+    fn store_failed(&mut self, e: &StoreError) {
+        tracing::error!(error = %e, "cannot store a run's frames: the run fails");
+        self.run.unstage();
+        self.run.cancel.cancel();
+        let (sequence, _) = self.run.next_sequence();
+        let end = self.cutoff(
+            sequence,
+            ErrorKind::Internal,
+            "the gateway could not store the answer's frames",
+            "store_failed",
+        );
+        self.run.push(Arc::new(end));
     }
 
     /// Writes the staged frames ([`Run::stage`]) to the store when it keeps runs.

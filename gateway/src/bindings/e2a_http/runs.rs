@@ -78,9 +78,14 @@ async fn start(
     admission.for_run(&key);
     let guarded = admission.run(request.clone());
     let ctx = admission.ctx.clone();
-    let (_, pump) = shared
+    let (_, mut pump) = shared
         .runs
         .open(key, request, &ctx, None, admission.into_permit(), false);
+    // stored before the `202`: every gateway of the store knows the run it names (should
+    // the store refuse it, the run reads failed, `store_failed`, as it would from its pump)
+    if let Err(e) = pump.open_in_store().await {
+        tracing::warn!(error = %e, "cannot store a new run before answering 202");
+    }
     pump.spawn(guarded);
     found(shared, caller, id, StatusCode::ACCEPTED, Some(location(id))).await
 }
