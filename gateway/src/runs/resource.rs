@@ -118,7 +118,7 @@ impl Runs {
 
     /// A page of the runs whose keys begin with `prefix` (one caller's runs of one binding,
     /// [`super::e2a_key`] or [`super::agui_key`] with an empty last part), newest first: from
-    /// the store when one keeps runs (a run shows there once its first frames are stored),
+    /// the store when one keeps runs (a run shows there from its start),
     /// else from this gateway's memory. `key_of` makes a listed run's key from its id (a
     /// stored run that reads as no gateway's may be running here, fresher in memory).
     pub(crate) async fn list(

@@ -104,9 +104,9 @@ impl Runs {
             return Ok(Waiting::Over);
         };
         let Some(summary) = store.runs.run_summary(key).await? else {
-            // a run's log is stored with its first frames, and a delegated run marks itself
-            // waiting before it has any: marked and not stored yet, it goes on at its gateway
-            // (taken for ended, its mark went and its gateway's end left it to be failed)
+            // a run is stored before its agent starts, so a delegated run's mark follows it;
+            // a mark found without its run all the same is taken as going on (taken for
+            // ended, the mark would go and the run be failed when its gateway's lease ran out)
             return Ok(if store.waiting_external(key).await {
                 Waiting::Going
             } else {
