@@ -30,33 +30,11 @@ echo "== build e2a"
 # E2A_SKIP_BUILD=1 uses the e2a already in target/debug
 [ -n "${E2A_SKIP_BUILD:-}" ] || (cd "$root" && cargo build --locked -q -p e2a-cli)
 E="$root/target/debug/e2a"
-logs=$(mktemp -d)
+# $work, start_server, free_port, and the servers stopped at exit
+. "$here/../support/serve.sh"
+logs=$work
 # `e2a acp` keeps its sessions in the user's state directory: a throwaway one here
 export XDG_STATE_HOME="$logs/state"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$logs"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-# start_server NAME ARGS… : runs `e2a serve` on a free loopback port; sets $port
-start_server() {
-  local name=$1
-  shift
-  port=$(free_port)
-  "$E" serve --bind "127.0.0.1:$port" "$@" >"$logs/$name.log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 1 100); do
-    curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  echo "server $name did not start:"
-  cat "$logs/$name.log"
-  return 1
-}
 
 ACP_SCRIPT="script:$here/data/acp-script.json"
 AGUI_SCRIPT="script:$here/data/agui-script.json"

@@ -10,24 +10,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 E=$1
 FAST_AGENT="$here/acp-agents/.venv/bin/fast-agent"
-work=$(mktemp -d)
-pid=""
-cleanup() {
-  [ -z "$pid" ] || kill "$pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+. "$here/../support/serve.sh"
 root="$work/workspaces"
 mkdir -p "$root" "$work/cwd"
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # from an empty directory: fast-agent reads a fastagent.config.yaml from its working directory
-(cd "$work/cwd" && exec "$E" serve --bind "127.0.0.1:$port" --workspace-root "$root" \
-  --agent "acp:$FAST_AGENT --no-update-check acp --model passthrough") >"$work/serve.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 100); do
-  curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
-  sleep 0.1
-done
+SERVE_DIR="$work/cwd" start_server serve --workspace-root "$root" \
+  --agent "acp:$FAST_AGENT --no-update-check acp --model passthrough"
 
 ask() { # ask TEXT WORKSPACE_DIR: the final frame
   curl -fs --max-time 60 -H 'Content-Type: application/json' \

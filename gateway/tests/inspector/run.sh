@@ -24,22 +24,13 @@ fi
 cd "$here"
 npm ci --no-audit --no-fund --loglevel=error
 
-work=$(mktemp -d)
-pid=""
-cleanup() {
-  [ -z "$pid" ] || kill "$pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+. "$here/../support/serve.sh"
 ops_key="ops-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 alice_key="alice-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 printf %s "$ops_key" > "$work/ops.key"
 printf %s "$alice_key" > "$work/alice.key"
 cat > "$work/e2a.toml" <<TOML
 agent = "script:$here/script.json"
-
-[server]
-bind = "127.0.0.1:0"
 
 [store]
 url = "memory"
@@ -59,14 +50,8 @@ api_key_file = "alice.key"
 [ui]
 operators = ["ops"]
 TOML
-"$E" serve --config "$work/e2a.toml" > "$work/out" 2> "$work/err" &
-pid=$!
-for _ in $(seq 100); do
-  base=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/out" | head -1 || true)
-  [ -n "$base" ] && break
-  sleep 0.1
-done
-[ -n "$base" ] || { cat "$work/err"; exit 1; }
+start_server inspector --config "$work/e2a.toml"
+base="http://127.0.0.1:$port"
 echo "== the inspector page at $base/ui in Chromium"
 node inspector.mjs "$base" "$ops_key" "$alice_key" "$shot"
 echo "inspector screenshot: $shot"
