@@ -249,7 +249,7 @@ impl Gateway {
         if let Some(operators) = &self.inspector {
             let activity = metrics.activity.clone();
             let auth = self.shared.config.auth.clone();
-            router = router.merge(bindings::inspector::router(activity, auth, operators.to_vec()));
+            router = router.merge(bindings::inspector::router(activity, auth, operators.clone()));
         }
         if let Some(route) = metrics_route(self, metrics) {
             router = router.merge(route);

@@ -70,11 +70,11 @@ impl Viewer {
 }
 
 /// The page's routes, reading `activity`, behind `auth`; `operators` see every caller's runs.
-pub(crate) fn router(activity: Arc<Activity>, auth: Auth, operators: Vec<String>) -> Router {
+pub(crate) fn router(activity: Arc<Activity>, auth: Auth, operators: Arc<[String]>) -> Router {
     let state = Inspector {
         activity,
         auth: auth.any_caller(),
-        operators: operators.into(),
+        operators,
     };
     let asset = |body: &'static str, kind: &'static str| {
         get(move || async move {
