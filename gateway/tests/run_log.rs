@@ -20,6 +20,12 @@ async fn serve(config: GatewayConfig, store: impl Into<Stores>) -> common::Crash
     common::serve_crashable(Gateway::new(script(), config).with_store(store).with_agui()).await
 }
 
+/// A script agent of one scenario, `name`, answering a query with that text by `steps`.
+fn scenario(name: &str, steps: Value) -> e2a_gateway::backends::script::ScriptAgent {
+    let script = json!({"scenarios": [{"name": name, "match": {"text": name}, "steps": steps}]});
+    e2a_gateway::backends::script::ScriptAgent::from_json(&script.to_string()).expect("script")
+}
+
 fn request(id: &str, text: &str) -> Value {
     json!({"method": "chat.send", "request_id": id, "params": {"query": text}})
 }
@@ -270,10 +276,10 @@ async fn postgres_a_run_is_known_to_every_gateway_before_its_first_frame() {
         return;
     };
     let agent = || {
-        let script = json!({"scenarios": [{"name": "slow start", "match": {"text": "slow start"}, "steps": [
-            {"type": "text", "text": "at last", "delay_ms": 1500},
-            {"type": "complete"}]}]});
-        e2a_gateway::backends::script::ScriptAgent::from_json(&script.to_string()).expect("script")
+        scenario(
+            "slow start",
+            json!([{"type": "text", "text": "at last", "delay_ms": 1500}, {"type": "complete"}]),
+        )
     };
     let on = |store: Stores| common::serve_crashable(Gateway::new(agent(), common::fast_config()).with_store(store));
     let a = on(Arc::new(common::pg(&url).await).into()).await;
@@ -321,12 +327,15 @@ async fn postgres_a_reader_of_a_run_on_another_gateway_is_woken_by_notices() {
         return;
     };
     let agent = || {
-        let script = json!({"scenarios": [{"name": "spaced", "match": {"text": "spaced"}, "steps": [
-            {"type": "text", "text": "a "},
-            {"type": "text", "text": "b ", "delay_ms": 700},
-            {"type": "text", "text": "c ", "delay_ms": 700},
-            {"type": "complete", "delay_ms": 700}]}]});
-        e2a_gateway::backends::script::ScriptAgent::from_json(&script.to_string()).expect("script")
+        scenario(
+            "spaced",
+            json!([
+                {"type": "text", "text": "a "},
+                {"type": "text", "text": "b ", "delay_ms": 700},
+                {"type": "text", "text": "c ", "delay_ms": 700},
+                {"type": "complete", "delay_ms": 700}
+            ]),
+        )
     };
     let a_store: Stores = Arc::new(common::pg(&url).await).into();
     let a = common::serve_crashable(Gateway::new(agent(), common::fast_config()).with_store(a_store)).await;
