@@ -475,27 +475,37 @@ fn cut_streams(g: &Gateway) {
     }
 }
 
+/// Runs still streaming on the gateways `all` ([`Gateway::live_streams`] of each).
+fn live_streams<'a>(all: impl IntoIterator<Item = &'a Gateway>) -> usize {
+    all.into_iter().map(Gateway::live_streams).sum()
+}
+
 /// Stops new runs of every gateway of `all` (the first one's `drain_timeout` applies), waits
 /// up to `drain_timeout` for the live ones, then cuts them off and waits up to a second more
 /// for them to record their end.
 async fn drain(all: Vec<Gateway>) {
     let Some(first) = all.first() else { return };
     let timeout = first.shared.config.drain_timeout;
-    let live = |all: &[Gateway]| all.iter().map(Gateway::live_streams).sum::<usize>();
-    tracing::info!(open_streams = live(&all), "shutting down: draining open streams");
+    tracing::info!(
+        open_streams = live_streams(&all),
+        "shutting down: draining open streams"
+    );
     all.iter().for_each(begin_drain);
     let wait = |limit: std::time::Duration| {
         let all = all.clone();
         async move {
             let started = tokio::time::Instant::now();
-            while live(&all) > 0 && started.elapsed() < limit {
+            while live_streams(&all) > 0 && started.elapsed() < limit {
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
         }
     };
     wait(timeout).await;
-    if live(&all) > 0 {
-        tracing::info!(open_streams = live(&all), "drain deadline passed: cutting streams off");
+    if live_streams(&all) > 0 {
+        tracing::info!(
+            open_streams = live_streams(&all),
+            "drain deadline passed: cutting streams off"
+        );
         all.iter().for_each(cut_streams);
         wait(std::time::Duration::from_secs(1)).await;
     }

@@ -26,6 +26,13 @@ struct Served {
     retired: Vec<Gateway>,
 }
 
+impl Served {
+    /// The gateway served and those replaced.
+    fn all(&self) -> impl Iterator<Item = &Gateway> {
+        std::iter::once(&self.gateway).chain(&self.retired)
+    }
+}
+
 /// What a swap changed ([`Reloadable::swap`]), by agent name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Swapped {
@@ -126,8 +133,7 @@ impl Reloadable {
 
     /// Runs still streaming, on the agents served and on those replaced.
     pub fn live_streams(&self) -> usize {
-        let served = self.served.read();
-        served.gateway.live_streams() + served.retired.iter().map(Gateway::live_streams).sum::<usize>()
+        crate::live_streams(self.served.read().all())
     }
 
     /// [`Gateway::serve`] of the gateway served at each moment: at shutdown, the agents
@@ -140,13 +146,7 @@ impl Reloadable {
         let limits = self.current().shared.config.server;
         let router = self.router();
         crate::web::server::serve(listener, router, limits, shutdown, move || async move {
-            let all = {
-                let served = self.served.read();
-                std::iter::once(&served.gateway)
-                    .chain(&served.retired)
-                    .cloned()
-                    .collect()
-            };
+            let all = self.served.read().all().cloned().collect();
             crate::drain(all).await;
         })
         .await
