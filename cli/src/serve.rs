@@ -368,10 +368,8 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         tracing::info!("stopped");
         Ok::<(), String>(())
     })?;
-    if let Some(provider) = telemetry {
-        // the spans still batched go out before the process exits
-        let _ = provider.shutdown();
-    }
+    // the spans still batched go out and the log lines still queued are written
+    telemetry.finish();
     Ok(())
 }
 

@@ -2,6 +2,10 @@
 //! default `info`), and, with `[telemetry] otlp_endpoint`, the gateway's spans (`request`,
 //! `agent.run`, `backend.call`, recorded at debug level whatever `$E2A_LOG` says) exported as
 //! OpenTelemetry traces over OTLP/HTTP.
+//!
+//! Lines go to stderr in batches ([`crate::log_lines`]): a request's access line waits at most
+//! [`crate::log_lines::EVERY`] in memory, and what is still waiting is written when
+//! [`Telemetry`] is dropped, as the process ends.
 
 use e2a_gateway::config_file::ConfigFile;
 use opentelemetry::trace::TracerProvider as _;
@@ -11,21 +15,39 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
 
-/// Installs the subscriber `file` asks for; the tracer provider to shut down (flushing the
-/// spans still batched) before the process exits, when spans are exported.
-pub fn init(file: &ConfigFile) -> Result<Option<SdkTracerProvider>, String> {
+/// What the log subscriber of `e2a serve` holds until the process exits: the writer of its
+/// lines (dropped, it writes what is still queued) and, when spans are exported, the tracer
+/// provider to shut down ([`Telemetry::finish`]).
+pub struct Telemetry {
+    provider: Option<SdkTracerProvider>,
+    _lines: crate::log_lines::Batches<std::io::Stderr>,
+}
+
+impl Telemetry {
+    /// Sends the spans still batched (when spans are exported) and writes the log lines still
+    /// queued, before the process exits.
+    pub fn finish(self) {
+        if let Some(provider) = &self.provider {
+            let _ = provider.shutdown();
+        }
+    }
+}
+
+/// Installs the subscriber `file` asks for (see the module docs).
+pub fn init(file: &ConfigFile) -> Result<Telemetry, String> {
     let filter = || {
         tracing_subscriber::EnvFilter::try_from_env("E2A_LOG")
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
     };
+    let (stderr, lines) = crate::log_lines::batched(std::io::stderr());
     let fmt: Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync> = match file.settings.log.format {
         e2a::types::LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
-            .with_writer(std::io::stderr)
+            .with_writer(stderr)
             .with_filter(filter())
             .boxed(),
         e2a::types::LogFormat::Text => tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
+            .with_writer(stderr)
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_filter(filter())
             .boxed(),
@@ -33,7 +55,10 @@ pub fn init(file: &ConfigFile) -> Result<Option<SdkTracerProvider>, String> {
     let telemetry = file.settings.telemetry.clone().unwrap_or_default();
     let Some(endpoint) = telemetry.otlp_endpoint else {
         let _ = tracing_subscriber::registry().with(fmt).try_init();
-        return Ok(None);
+        return Ok(Telemetry {
+            provider: None,
+            _lines: lines,
+        });
     };
     let endpoint = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
     let exporter = opentelemetry_otlp::SpanExporter::builder()
@@ -65,5 +90,8 @@ pub fn init(file: &ConfigFile) -> Result<Option<SdkTracerProvider>, String> {
         .with_default(tracing::Level::WARN);
     let otel = tracing_opentelemetry::layer().with_tracer(tracer).with_filter(spans);
     let _ = tracing_subscriber::registry().with(fmt).with(otel).try_init();
-    Ok(Some(provider))
+    Ok(Telemetry {
+        provider: Some(provider),
+        _lines: lines,
+    })
 }
