@@ -47,7 +47,7 @@ use crate::types::{
 use crate::ResponseKind;
 use serde_json::{json, Map, Value};
 
-use crate::frame::{Frame, Projector};
+use crate::frame::{Frame, FrameBody, Projector};
 use crate::taxonomy::ErrorKind;
 use crate::types::{E2AResponse, JsonRpcId};
 
@@ -345,10 +345,13 @@ impl A2aStreamProjector {
     }
 
     fn agent_message(&self, parts: Vec<A2aPart>, frame: &E2AResponse) -> A2aMessage {
-        let id = frame
-            .response_id
-            .clone()
-            .unwrap_or_else(|| format!("{}-{}", self.task_id, frame.sequence));
+        self.agent_message_of(parts, frame.response_id.as_deref(), frame.sequence)
+    }
+
+    /// The agent's message of `parts`, named by the frame's `response_id` (else the task and
+    /// the frame's `sequence`).
+    fn agent_message_of(&self, parts: Vec<A2aPart>, response_id: Option<&str>, sequence: u64) -> A2aMessage {
+        let id = response_id.map_or_else(|| format!("{}-{sequence}", self.task_id), str::to_string);
         A2aMessage::agent(id, &self.task_id, &self.context_id, parts)
     }
 
@@ -414,9 +417,9 @@ impl A2aStreamProjector {
         Some(self.artifact_update(artifact(d.artifact_id, d.name, parts), d.append, d.last_chunk))
     }
 
-    fn opening(&self, frame: &E2AResponse) -> A2aStreamResponse {
+    fn opening(&self, timestamp: &Option<String>) -> A2aStreamResponse {
         if self.announced {
-            return self.status(A2aTaskState::TaskStateWorking, None, &frame.timestamp);
+            return self.status(A2aTaskState::TaskStateWorking, None, timestamp);
         }
         A2aStreamResponse::Task(A2aTask::new(
             &self.task_id,
@@ -434,7 +437,7 @@ impl A2aStreamProjector {
         }
         if !self.started {
             self.started = true;
-            out.push(self.opening(frame));
+            out.push(self.opening(&frame.timestamp));
         }
         let b = &frame.body;
         match &frame.response_kind {
@@ -449,17 +452,14 @@ impl A2aStreamProjector {
             }
             ResponseKind::E2aComplete if frame.is_final && !self.asked.is_empty() => out.push(self.ask(frame)),
             ResponseKind::E2aComplete if frame.is_final => {
-                if self.chunks > 0 {
-                    out.push(self.output("", true));
-                }
-                self.finished = true;
                 let answered = AnswerResult::of(frame).and_then(|a| a.content);
-                let text = match self.text.is_empty() {
-                    true => answered.as_deref().unwrap_or(""),
-                    false => self.text.as_str(),
-                };
-                let message = (!text.is_empty()).then(|| self.agent_message(vec![text_part(text)], frame));
-                out.push(self.status(A2aTaskState::TaskStateCompleted, message, &frame.timestamp));
+                self.completed(
+                    &mut out,
+                    answered,
+                    frame.response_id.as_deref(),
+                    frame.sequence,
+                    &frame.timestamp,
+                );
             }
             ResponseKind::PlanApprovalRequired => {
                 // another question of the same pause may follow: all are asked at its end
@@ -494,6 +494,28 @@ impl A2aStreamProjector {
         out
     }
 
+    /// The end of a completed turn: the output's last chunk (when text was streamed) and the
+    /// `COMPLETED` status, whose message is the streamed text, else the answer's `content`.
+    fn completed(
+        &mut self,
+        out: &mut Vec<A2aStreamResponse>,
+        answered: Option<String>,
+        response_id: Option<&str>,
+        sequence: u64,
+        timestamp: &Option<String>,
+    ) {
+        if self.chunks > 0 {
+            out.push(self.output("", true));
+        }
+        self.finished = true;
+        let text = match self.text.is_empty() {
+            true => answered.as_deref().unwrap_or(""),
+            false => self.text.as_str(),
+        };
+        let message = (!text.is_empty()).then(|| self.agent_message_of(vec![text_part(text)], response_id, sequence));
+        out.push(self.status(A2aTaskState::TaskStateCompleted, message, timestamp));
+    }
+
     /// An `e2a.chunk`: text into the output, an artifact piece as itself, anything else carried.
     fn chunk(&mut self, frame: &E2AResponse) -> A2aStreamResponse {
         let b = &frame.body;
@@ -516,15 +538,55 @@ impl A2aStreamProjector {
 impl Projector for A2aStreamProjector {
     type Event = A2aStreamResponse;
 
-    /// The events for one frame: a text delta after the opening goes into the output artifact
-    /// as it is; any other frame is read as its record.
+    /// The events for one frame: a text delta goes into the output artifact as it is, and a
+    /// typed final answer ends the turn, read from the frame; any other frame is read as its
+    /// record.
     fn push(&mut self, frame: &Frame) -> Vec<A2aStreamResponse> {
-        if self.started && !self.finished {
-            if let (Some(DeltaKind::Text), Some(Value::String(t))) = frame.chunk_delta() {
-                return vec![self.output(t, false)];
+        if self.finished {
+            return Vec::new();
+        }
+        let text = match frame.chunk_delta() {
+            (Some(DeltaKind::Text), Some(Value::String(t))) => Some(t),
+            _ => None,
+        };
+        // a final answer's `result`, read as `AnswerResult::of` reads the record's
+        let read = |r: &Value| {
+            serde::Deserialize::deserialize(r)
+                .ok()
+                .and_then(|a: AnswerResult| a.content)
+        };
+        let answered = match (&frame.body, &frame.response_kind) {
+            _ if !frame.is_final || !self.asked.is_empty() => None,
+            (FrameBody::Complete(c), ResponseKind::E2aComplete) => Some(
+                serde::Deserialize::deserialize(&c.result)
+                    .ok()
+                    .and_then(|a: AnswerResult| a.content),
+            ),
+            (FrameBody::Raw(m), ResponseKind::E2aComplete) => Some(m.get("result").and_then(read)),
+            _ => None,
+        };
+        if text.is_none() && answered.is_none() {
+            return self.project(&frame.to_record());
+        }
+        let mut out = Vec::with_capacity(2);
+        if !self.started {
+            self.started = true;
+            out.push(self.opening(&frame.timestamp));
+        }
+        match (text, answered) {
+            (Some(t), _) => out.push(self.output(t, false)),
+            (None, answered) => {
+                let answered = answered.flatten();
+                self.completed(
+                    &mut out,
+                    answered,
+                    frame.response_id.as_deref(),
+                    frame.sequence,
+                    &frame.timestamp,
+                )
             }
         }
-        self.project(&frame.to_record())
+        out
     }
 
     fn push_record(&mut self, record: &E2AResponse) -> Vec<A2aStreamResponse> {

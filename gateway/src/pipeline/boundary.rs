@@ -223,7 +223,7 @@ struct Guard {
 
 impl Guard {
     fn new(template: Box<ResponseStream>, ctx: RequestContext, deadlines: Deadlines, agent: String) -> Self {
-        let total = ctx.deadline.unwrap_or_else(far_future);
+        let total = ctx.deadline.unwrap_or_else(|| far_future(Instant::now()));
         Guard {
             request_id: template.request_id().map(str::to_string),
             template,
@@ -241,16 +241,18 @@ impl Guard {
     /// Waits for the agent's next frame, or whatever comes first: a cancel, the total deadline,
     /// the idle deadline (or the grace after a held final frame).
     async fn step(&mut self, agent: &mut SharedFrames) -> Step {
+        // one reading of the clock per frame
+        let now = Instant::now();
         let idle_at = match (&self.held_final, self.deadlines.idle) {
-            (Some(_), _) => Instant::now() + self.deadlines.final_grace,
-            (None, Some(idle)) => Instant::now() + idle,
-            (None, None) => far_future(),
+            (Some(_), _) => now + self.deadlines.final_grace,
+            (None, Some(idle)) => now + idle,
+            (None, None) => far_future(now),
         };
         // Checked before every frame, so an agent that never waits is still stopped; the
         // timers are only armed while the agent is waiting (a ready frame costs none).
         let step = if self.ctx.cancel.is_cancelled() {
             Step::Stopped
-        } else if Instant::now() >= self.total {
+        } else if now >= self.total {
             Step::Deadline
         } else {
             let wake = idle_at.min(self.total);
@@ -379,9 +381,9 @@ impl Guard {
     }
 }
 
-/// A time no run reaches (a year from now).
-fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(86_400 * 365)
+/// A time no run reaches (a year from `now`).
+fn far_future(now: Instant) -> Instant {
+    now + Duration::from_secs(86_400 * 365)
 }
 
 /// An error frame's `details`.
