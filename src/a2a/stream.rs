@@ -197,6 +197,33 @@ pub struct A2aStreamProjector {
     finished: bool,
 }
 
+/// What names and dates the events of one frame: its `response_id`, `sequence` and
+/// `timestamp`, from the frame or its record alike.
+#[derive(Clone, Copy)]
+struct Stamp<'a> {
+    response_id: Option<&'a str>,
+    sequence: u64,
+    timestamp: &'a Option<String>,
+}
+
+impl<'a> Stamp<'a> {
+    fn of_record(r: &'a E2AResponse) -> Self {
+        Stamp {
+            response_id: r.response_id.as_deref(),
+            sequence: r.sequence,
+            timestamp: &r.timestamp,
+        }
+    }
+
+    fn of_frame(f: &'a Frame) -> Self {
+        Stamp {
+            response_id: f.response_id.as_deref(),
+            sequence: f.sequence,
+            timestamp: &f.timestamp,
+        }
+    }
+}
+
 /// The name of the artifact holding the text answer.
 pub const OUTPUT_ARTIFACT: &str = "output";
 
@@ -453,13 +480,7 @@ impl A2aStreamProjector {
             ResponseKind::E2aComplete if frame.is_final && !self.asked.is_empty() => out.push(self.ask(frame)),
             ResponseKind::E2aComplete if frame.is_final => {
                 let answered = AnswerResult::of(frame).and_then(|a| a.content);
-                self.completed(
-                    &mut out,
-                    answered,
-                    frame.response_id.as_deref(),
-                    frame.sequence,
-                    &frame.timestamp,
-                );
+                self.completed(&mut out, answered, Stamp::of_record(frame));
             }
             ResponseKind::PlanApprovalRequired => {
                 // another question of the same pause may follow: all are asked at its end
@@ -496,14 +517,7 @@ impl A2aStreamProjector {
 
     /// The end of a completed turn: the output's last chunk (when text was streamed) and the
     /// `COMPLETED` status, whose message is the streamed text, else the answer's `content`.
-    fn completed(
-        &mut self,
-        out: &mut Vec<A2aStreamResponse>,
-        answered: Option<String>,
-        response_id: Option<&str>,
-        sequence: u64,
-        timestamp: &Option<String>,
-    ) {
+    fn completed(&mut self, out: &mut Vec<A2aStreamResponse>, answered: Option<String>, at: Stamp<'_>) {
         if self.chunks > 0 {
             out.push(self.output("", true));
         }
@@ -512,8 +526,9 @@ impl A2aStreamProjector {
             true => answered.as_deref().unwrap_or(""),
             false => self.text.as_str(),
         };
-        let message = (!text.is_empty()).then(|| self.agent_message_of(vec![text_part(text)], response_id, sequence));
-        out.push(self.status(A2aTaskState::TaskStateCompleted, message, timestamp));
+        let message =
+            (!text.is_empty()).then(|| self.agent_message_of(vec![text_part(text)], at.response_id, at.sequence));
+        out.push(self.status(A2aTaskState::TaskStateCompleted, message, at.timestamp));
     }
 
     /// An `e2a.chunk`: text into the output, an artifact piece as itself, anything else carried.
@@ -575,16 +590,7 @@ impl Projector for A2aStreamProjector {
         }
         match (text, answered) {
             (Some(t), _) => out.push(self.output(t, false)),
-            (None, answered) => {
-                let answered = answered.flatten();
-                self.completed(
-                    &mut out,
-                    answered,
-                    frame.response_id.as_deref(),
-                    frame.sequence,
-                    &frame.timestamp,
-                )
-            }
+            (None, answered) => self.completed(&mut out, answered.flatten(), Stamp::of_frame(frame)),
         }
         out
     }
