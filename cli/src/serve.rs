@@ -85,6 +85,15 @@ pub struct ServeArgs {
     /// store.max_finished_tasks; default 100000].
     #[arg(long)]
     pub max_finished_tasks: Option<u64>,
+    /// Hours an ended E2A or AG-UI run (its frames, its Idempotency-Key record) is kept in a
+    /// store that keeps runs (sqlite:, postgres:), for Last-Event-ID and the run resource [key
+    /// store.run_retention_hours; default 168].
+    #[arg(long)]
+    pub run_retention_hours: Option<u64>,
+    /// Most ended E2A and AG-UI runs kept in a store that keeps runs (the least recently
+    /// written are forgotten first) [key store.max_finished_runs; default 100000].
+    #[arg(long)]
+    pub max_finished_runs: Option<u64>,
     /// Path of the A2A JSON-RPC binding [key a2a.path; default /a2a].
     #[arg(long)]
     pub a2a_path: Option<String>,
@@ -147,6 +156,8 @@ pub const FLAG_KEYS: &[(&str, &str)] = &[
     ("lease_secs", "/store/lease_secs"),
     ("task_retention_hours", "/store/task_retention_hours"),
     ("max_finished_tasks", "/store/max_finished_tasks"),
+    ("run_retention_hours", "/store/run_retention_hours"),
+    ("max_finished_runs", "/store/max_finished_runs"),
     ("a2a_path", "/a2a/path"),
     ("a2a_rest_path", "/a2a/rest_path"),
     ("public_url", "/server/public_url"),
@@ -195,6 +206,8 @@ impl ServeArgs {
             ("lease_secs", self.lease_secs.map(Into::into)),
             ("task_retention_hours", self.task_retention_hours.map(Into::into)),
             ("max_finished_tasks", self.max_finished_tasks.map(Into::into)),
+            ("run_retention_hours", self.run_retention_hours.map(Into::into)),
+            ("max_finished_runs", self.max_finished_runs.map(Into::into)),
             ("a2a_path", self.a2a_path.clone().map(Into::into)),
             ("a2a_rest_path", self.a2a_rest_path.clone().map(Into::into)),
             ("public_url", self.public_url.clone().map(Into::into)),

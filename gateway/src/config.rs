@@ -30,10 +30,19 @@ pub struct GatewayConfig {
     pub deadlines: Deadlines,
     /// Total deadline of a run (`None`: none).
     pub max_run: Option<Duration>,
-    /// How long the frames of a run stay available to `Last-Event-ID` after it ends.
+    /// How long the frames of a run stay available to `Last-Event-ID` in memory after it ends
+    /// (a store that keeps runs has them for `stored_retention`).
     pub retention: Duration,
-    /// Most ended runs retained for resumption (the oldest go first).
+    /// Most ended runs retained in memory for resumption (the oldest go first).
     pub max_retained: usize,
+    /// How long an ended run (its frames, its `Idempotency-Key` record) is kept after its last
+    /// frame in a store that keeps runs ([`crate::Gateway::with_store`]): what `Last-Event-ID`
+    /// and the run resource read back once memory has let it go. Default the config file's
+    /// `store.run_retention_hours` (168).
+    pub stored_retention: Duration,
+    /// Most ended runs a store that keeps runs keeps (the least recently written go first).
+    /// Default the config file's `store.max_finished_runs` (100,000).
+    pub max_stored: usize,
     /// Most bytes of frames the ended runs retained in memory may take (the oldest go first;
     /// a store that keeps runs still has them for `retention`). Default 64 MiB: what fits a
     /// small machine next to the live runs (an ended run is kept as its frames' JSON text, and
@@ -71,6 +80,11 @@ pub struct GatewayConfig {
     pub errors: e2a::types::ErrorExposure,
 }
 
+/// How long a store keeps ended runs, as `store` says (`run_retention_hours`).
+pub(crate) fn stored_run_retention(store: &e2a::types::StoreSettings) -> Duration {
+    Duration::from_secs(store.run_retention_hours.saturating_mul(3600))
+}
+
 /// `n` KiB (a config file's `*_kib` key; never negative, the schema says so) in bytes.
 pub(crate) fn kib(n: i64) -> usize {
     usize::try_from(n.unsigned_abs())
@@ -97,6 +111,9 @@ impl Default for GatewayConfig {
             max_run: Some(Duration::from_secs(600)),
             retention: Duration::from_secs(300),
             max_retained: 1024,
+            // the config file's defaults (`store.run_retention_hours`, `store.max_finished_runs`)
+            stored_retention: stored_run_retention(&e2a::types::StoreSettings::default()),
+            max_stored: usize::try_from(e2a::types::StoreSettings::default().max_finished_runs).unwrap_or(usize::MAX),
             max_retained_bytes: 64 << 20,
             // the config file's default (`server.max_run_kib`, schema/config.json)
             max_run_bytes: kib(e2a::types::ServerSettings::default().max_run_kib),

@@ -518,6 +518,42 @@ async fn idempotency_keys_in_memory_are_kept_no_longer_than_their_runs() {
     assert_eq!(status, 200, "{answer}");
 }
 
+/// An ended run stays in the store for the store's retention (`store.run_retention_hours`),
+/// however soon memory lets it go: a resume reads it back from the store until then, and not
+/// after.
+#[tokio::test]
+async fn ended_runs_stay_in_the_store_for_its_retention_not_memorys() {
+    use std::time::{Duration, Instant};
+    let config = GatewayConfig {
+        // memory forgets an ended run at once
+        retention: Duration::from_millis(1),
+        max_retained: 0,
+        stored_retention: Duration::from_secs(2),
+        ..common::fast_config()
+    };
+    let s = serve(config, Arc::new(SqliteStore::in_memory().expect("sqlite"))).await;
+    let body = request("kept-1", "hello");
+    let whole = all_frames(&s.base, &body, None).await;
+    let ended = Instant::now();
+    assert!(whole.last().is_some_and(|f| f.is_final), "{whole:?}");
+    // the store is pruned every quarter of its retention: twice by now, the run younger than it
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let resumed = all_frames(&s.base, &body, Some(0)).await;
+    assert_eq!(essences(&resumed), essences(&whole[1..]), "read back from the store");
+    // past the store's retention the run is gone
+    loop {
+        if send(&s.base, &body, Some(0)).await.status() == 404 {
+            break;
+        }
+        assert!(
+            ended.elapsed() < Duration::from_secs(20),
+            "the run outlived the store's retention"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ended.elapsed() >= Duration::from_secs(2), "forgotten before its time");
+}
+
 /// Run `key` started and ended in one write: a head and a final frame.
 fn ended_run(key: &str) -> FrameWrite {
     FrameWrite {

@@ -1435,12 +1435,20 @@ class StoreSettings(BaseModel):
         30,
         description="Seconds a gateway's lease on a running task lasts in a shared store (flag `--lease-secs`).",
     )
+    max_finished_runs: conint(ge=0) = Field(
+        100000,
+        description='Most ended E2A and AG-UI runs kept in a store that keeps runs; the least recently written go first (flag `--max-finished-runs`).',
+    )
     max_finished_tasks: conint(ge=0) = Field(
         100000,
         description='Most finished A2A tasks kept (flag `--max-finished-tasks`).',
     )
     pool: conint(ge=1) = Field(
         16, description='Most connections to a `postgres:` store (flag `--store-pool`).'
+    )
+    run_retention_hours: conint(ge=0) = Field(
+        168,
+        description='Hours an ended E2A or AG-UI run (its frames, and the record of its `Idempotency-Key`) is kept after its last frame in a store that keeps runs (`sqlite:`, `postgres:`): what `Last-Event-ID` and the run resource read back (flag `--run-retention-hours`). Without such a store, ended runs are kept in memory for 5 minutes.',
     )
     task_retention_hours: conint(ge=0) = Field(
         168,

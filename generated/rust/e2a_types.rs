@@ -4833,12 +4833,18 @@ pub struct StoreSettings {
     ///Seconds a gateway's lease on a running task lasts in a shared store (flag `--lease-secs`).
     #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 30>")]
     pub lease_secs: ::std::num::NonZeroU64,
+    ///Most ended E2A and AG-UI runs kept in a store that keeps runs; the least recently written go first (flag `--max-finished-runs`).
+    #[serde(default = "defaults::default_u64::<u64, 100000>")]
+    pub max_finished_runs: u64,
     ///Most finished A2A tasks kept (flag `--max-finished-tasks`).
     #[serde(default = "defaults::default_u64::<u64, 100000>")]
     pub max_finished_tasks: u64,
     ///Most connections to a `postgres:` store (flag `--store-pool`).
     #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 16>")]
     pub pool: ::std::num::NonZeroU64,
+    ///Hours an ended E2A or AG-UI run (its frames, and the record of its `Idempotency-Key`) is kept after its last frame in a store that keeps runs (`sqlite:`, `postgres:`): what `Last-Event-ID` and the run resource read back (flag `--run-retention-hours`). Without such a store, ended runs are kept in memory for 5 minutes.
+    #[serde(default = "defaults::default_u64::<u64, 168>")]
+    pub run_retention_hours: u64,
     ///Hours a finished A2A task is kept after its last update (flag `--task-retention-hours`).
     #[serde(default = "defaults::default_u64::<u64, 168>")]
     pub task_retention_hours: u64,
@@ -4851,8 +4857,10 @@ impl ::std::default::Default for StoreSettings {
         Self {
             ca_file: Default::default(),
             lease_secs: defaults::default_nzu64::<::std::num::NonZeroU64, 30>(),
+            max_finished_runs: defaults::default_u64::<u64, 100000>(),
             max_finished_tasks: defaults::default_u64::<u64, 100000>(),
             pool: defaults::default_nzu64::<::std::num::NonZeroU64, 16>(),
+            run_retention_hours: defaults::default_u64::<u64, 168>(),
             task_retention_hours: defaults::default_u64::<u64, 168>(),
             url: Default::default(),
         }
@@ -8673,10 +8681,14 @@ impl crate::write::WriteJson for StoreSettings {
         }
         w.key(&mut first, "\"lease_secs\":");
         w.serde(&self.lease_secs);
+        w.key(&mut first, "\"max_finished_runs\":");
+        w.value(&self.max_finished_runs);
         w.key(&mut first, "\"max_finished_tasks\":");
         w.value(&self.max_finished_tasks);
         w.key(&mut first, "\"pool\":");
         w.serde(&self.pool);
+        w.key(&mut first, "\"run_retention_hours\":");
+        w.value(&self.run_retention_hours);
         w.key(&mut first, "\"task_retention_hours\":");
         w.value(&self.task_retention_hours);
         if let Some(v) = &self.url {

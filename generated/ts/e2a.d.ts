@@ -2705,6 +2705,10 @@ export interface StoreSettings {
    */
   lease_secs?: number;
   /**
+   * Most ended E2A and AG-UI runs kept in a store that keeps runs; the least recently written go first (flag `--max-finished-runs`).
+   */
+  max_finished_runs?: number;
+  /**
    * Most finished A2A tasks kept (flag `--max-finished-tasks`).
    */
   max_finished_tasks?: number;
@@ -2712,6 +2716,10 @@ export interface StoreSettings {
    * Most connections to a `postgres:` store (flag `--store-pool`).
    */
   pool?: number;
+  /**
+   * Hours an ended E2A or AG-UI run (its frames, and the record of its `Idempotency-Key`) is kept after its last frame in a store that keeps runs (`sqlite:`, `postgres:`): what `Last-Event-ID` and the run resource read back (flag `--run-retention-hours`). Without such a store, ended runs are kept in memory for 5 minutes.
+   */
+  run_retention_hours?: number;
   /**
    * Hours a finished A2A task is kept after its last update (flag `--task-retention-hours`).
    */

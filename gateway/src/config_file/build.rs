@@ -26,6 +26,8 @@ impl ConfigFile {
             drain_timeout: Duration::from_secs(server.drain_secs),
             max_run_bytes: crate::config::kib(server.max_run_kib),
             lease: Duration::from_secs(store.lease_secs.get()),
+            stored_retention: crate::config::stored_run_retention(store),
+            max_stored: to_usize(store.max_finished_runs),
             server: crate::web::server::ServerLimits {
                 max_connections: to_usize(server.max_connections.get()),
                 header_read_timeout: Duration::from_secs(server.header_timeout_secs.get()),

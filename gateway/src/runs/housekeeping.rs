@@ -19,7 +19,8 @@ use crate::store::{FrameWrite, RunHead, StoreError, StoredFrame};
 
 /// Most frames written to the store in one step.
 const BATCH: usize = 64;
-/// How often the store forgets runs past the retention window.
+/// How often, at the most, the store forgets runs past their retention (a short retention is
+/// pruned more often: every quarter of it).
 const PRUNE_EVERY: Duration = Duration::from_secs(30);
 /// How long a pause waits for its answer in the store before it is forgotten.
 pub(crate) const PAUSE_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -234,6 +235,8 @@ pub(super) fn start(runs: Weak<Runs>, retention: Retention) {
     };
     handle.spawn(async move {
         let every = (retention.lease / 3).max(Duration::from_millis(50));
+        let prune_every = (retention.stored_time / 4).clamp(Duration::from_millis(50), PRUNE_EVERY);
+        let every = every.min(prune_every);
         let mut since_prune = Duration::ZERO;
         loop {
             tokio::time::sleep(every).await;
@@ -246,9 +249,13 @@ pub(super) fn start(runs: Weak<Runs>, retention: Retention) {
                 }
             }
             since_prune += every;
-            if since_prune >= PRUNE_EVERY {
+            if since_prune >= prune_every {
                 since_prune = Duration::ZERO;
-                if let Err(e) = store.runs.prune_runs(retention.time, retention.count).await {
+                if let Err(e) = store
+                    .runs
+                    .prune_runs(retention.stored_time, retention.stored_count)
+                    .await
+                {
                     tracing::warn!(error = %e, "cannot forget old runs in the store");
                 }
                 if let Some(pauses) = this.pauses() {

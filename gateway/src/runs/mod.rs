@@ -251,12 +251,15 @@ impl Run {
     }
 }
 
-/// How long, how many and how much of the ended runs the gateway keeps.
+/// How long, how many and how much of the ended runs the gateway keeps in memory, how long and
+/// how many a store that keeps runs keeps, and the leases of the live ones there.
 #[derive(Debug, Clone, Copy)]
 struct Retention {
     time: Duration,
     count: usize,
     bytes: usize,
+    stored_time: Duration,
+    stored_count: usize,
     lease: Duration,
 }
 
@@ -336,6 +339,8 @@ impl Runs {
                 time: config.retention,
                 count: config.max_retained,
                 bytes: config.max_retained_bytes,
+                stored_time: config.stored_retention,
+                stored_count: config.max_stored,
                 lease: config.lease,
             },
             store: OnceLock::new(),
