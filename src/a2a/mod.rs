@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 pub mod errors;
 pub mod inbound;
 pub mod jsonrpc;
+mod parts;
 pub mod scalar;
 pub mod stream;
 mod task_state;
