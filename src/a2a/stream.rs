@@ -47,7 +47,7 @@ use crate::types::{
 use crate::ResponseKind;
 use serde_json::{json, Map, Value};
 
-use crate::frame::{Frame, FrameBody, Projector};
+use crate::frame::{Frame, Projector};
 use crate::taxonomy::ErrorKind;
 use crate::types::{E2AResponse, JsonRpcId};
 
@@ -470,7 +470,7 @@ impl Projector for A2aStreamProjector {
     type Event = A2aStreamResponse;
 
     /// The events for one frame: a text delta goes into the output artifact as it is, and a
-    /// typed final answer ends the turn, read from the frame; any other frame is read as its
+    /// final answer ends the turn, both read from the frame; any other frame is read as its
     /// record.
     fn push(&mut self, frame: &Frame) -> Vec<A2aStreamResponse> {
         if self.finished {
@@ -480,23 +480,9 @@ impl Projector for A2aStreamProjector {
             (Some(DeltaKind::Text), Some(Value::String(t))) => Some(t),
             _ => None,
         };
-        // a final answer's `result`, read as `AnswerResult::of` reads the record's
-        let read = |r: &Value| {
-            serde::Deserialize::deserialize(r)
-                .ok()
-                .and_then(|a: AnswerResult| a.content)
-        };
-        let answered = match (&frame.body, &frame.response_kind) {
-            _ if !frame.is_final || !self.asked.is_empty() => None,
-            (FrameBody::Complete(c), ResponseKind::E2aComplete) => Some(
-                serde::Deserialize::deserialize(&c.result)
-                    .ok()
-                    .and_then(|a: AnswerResult| a.content),
-            ),
-            (FrameBody::Raw(m), ResponseKind::E2aComplete) => Some(m.get("result").and_then(read)),
-            _ => None,
-        };
-        if text.is_none() && answered.is_none() {
+        // the final answer of a turn that asked nothing
+        let answers = frame.is_final && frame.response_kind == ResponseKind::E2aComplete && self.asked.is_empty();
+        if text.is_none() && !answers {
             return self.project(&frame.to_record());
         }
         let mut out = Vec::with_capacity(2);
@@ -504,9 +490,12 @@ impl Projector for A2aStreamProjector {
             self.started = true;
             out.push(self.opening(&frame.timestamp));
         }
-        match (text, answered) {
-            (Some(t), _) => out.push(self.output(t, false)),
-            (None, answered) => self.completed(&mut out, answered.flatten(), Stamp::of_frame(frame)),
+        match text {
+            Some(t) => out.push(self.output(t, false)),
+            None => {
+                let answered = AnswerResult::of_frame(frame).and_then(|a| a.content);
+                self.completed(&mut out, answered, Stamp::of_frame(frame))
+            }
         }
         out
     }

@@ -61,4 +61,30 @@ impl AnswerResult {
     pub fn of(frame: &E2AResponse) -> Option<AnswerResult> {
         serde::Deserialize::deserialize(frame.body.get("result")?).ok()
     }
+
+    /// [`AnswerResult::of`] the record of `frame`, read from its typed body or the one read
+    /// from the wire alike, without making the record.
+    ///
+    /// ```
+    /// use e2a::types::{AnswerResult, CompleteBody, FrameBody};
+    /// let req = e2a::E2AEnvelope::new("chat.send", serde_json::json!({}));
+    /// let raw = e2a::stream::ResponseStream::for_request(&req).answer("Hi", None);
+    /// let result = raw.body_object()["result"].as_object().cloned().unwrap();
+    /// let (mut typed, mut empty) = (raw.clone(), raw.clone());
+    /// let (extra, none) = (serde_json::Map::new(), serde_json::Map::new());
+    /// typed.body = FrameBody::Complete(CompleteBody { result, extra });
+    /// empty.body = FrameBody::Complete(CompleteBody { result: none, extra: serde_json::Map::new() });
+    /// for f in [&raw, &typed, &empty] {
+    ///     assert_eq!(AnswerResult::of_frame(f), AnswerResult::of(&f.to_record()));
+    /// }
+    /// assert_eq!(AnswerResult::of_frame(&typed).and_then(|a| a.content).as_deref(), Some("Hi"));
+    /// ```
+    pub fn of_frame(frame: &crate::frame::Frame) -> Option<AnswerResult> {
+        match &frame.body {
+            // (the record leaves an empty `result` out)
+            crate::frame::FrameBody::Complete(c) if c.result.is_empty() => None,
+            crate::frame::FrameBody::Complete(c) => serde::Deserialize::deserialize(&c.result).ok(),
+            _ => serde::Deserialize::deserialize(frame.body_object().get("result")?).ok(),
+        }
+    }
 }
