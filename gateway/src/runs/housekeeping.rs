@@ -19,8 +19,8 @@ use crate::store::{FrameWrite, RunHead, StoreError, StoredFrame};
 
 /// Most frames written to the store in one step.
 const BATCH: usize = 64;
-/// How often, at the most, the store forgets runs past their retention (a short retention is
-/// pruned more often: every quarter of it).
+/// The longest the store waits to forget runs past their retention ([`crate::store::prune_every`]:
+/// a short retention is pruned more often).
 const PRUNE_EVERY: Duration = Duration::from_secs(30);
 /// How long a pause waits for its answer in the store before it is forgotten.
 pub(crate) const PAUSE_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -235,7 +235,7 @@ pub(super) fn start(runs: Weak<Runs>, retention: Retention) {
     };
     handle.spawn(async move {
         let every = (retention.lease / 3).max(Duration::from_millis(50));
-        let prune_every = (retention.stored_time / 4).clamp(Duration::from_millis(50), PRUNE_EVERY);
+        let prune_every = crate::store::prune_every(retention.stored_time, PRUNE_EVERY);
         let every = every.min(prune_every);
         let mut since_prune = Duration::ZERO;
         loop {

@@ -529,6 +529,12 @@ pub(crate) fn finished_states_sql() -> String {
         .join(", ")
 }
 
+/// How often to forget what a store keeps for `retention`: every quarter of it, at least every
+/// `at_most` and at most every 50 ms (tasks and runs alike).
+pub(crate) fn prune_every(retention: Duration, at_most: Duration) -> Duration {
+    (retention / 4).clamp(Duration::from_millis(50), at_most)
+}
+
 /// Milliseconds of `d` (saturating).
 pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
