@@ -17,6 +17,7 @@
 //! instances), so a subscriber on one instance follows a task running on another. The
 //! defaults of those methods describe a store only one gateway uses.
 
+pub(crate) mod journal;
 mod memory;
 pub(crate) mod metered;
 pub mod postgres;

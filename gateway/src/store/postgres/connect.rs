@@ -11,7 +11,7 @@ use crate::store::StoreError;
 /// The advisory lock key migrations run under (`e2a` in ASCII).
 const MIGRATION_LOCK: i64 = 0x0065_3261;
 
-/// The schema, one entry per version; a database at version `n` gets the entries after `n`.
+/// The schema up to version 6, one entry per version; see [`migrations`].
 const MIGRATIONS: &[&str] = &[
     "
 CREATE TABLE a2a_tasks (
@@ -113,6 +113,14 @@ CREATE INDEX goai_nonces_until ON goai_nonces (until_ms);
 ",
 ];
 
+/// The schema, one entry per version; a database at version `n` gets the entries after `n`.
+/// Version 7 is the journal (its SQL reads the journal's stream kinds).
+fn migrations() -> Vec<String> {
+    let mut all: Vec<String> = MIGRATIONS.iter().map(|m| m.to_string()).collect();
+    all.push(super::journal::migration());
+    all
+}
+
 /// `host:port/dbname` of a configuration: what logs say, without user or password.
 pub(super) fn describe(config: &tokio_postgres::Config) -> String {
     let host = config
@@ -169,13 +177,14 @@ pub(super) async fn migrate(pool: &Pool) -> Result<(), StoreError> {
         .await
         .map_err(|e| pg_error(&e))?;
     let current: i32 = row.get(0);
-    let known = i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX);
+    let migrations = migrations();
+    let known = i32::try_from(migrations.len()).unwrap_or(i32::MAX);
     if current > known {
         return Err(StoreError::Backend(format!(
             "the database schema is at version {current}, newer than this gateway knows ({known}); upgrade the gateway"
         )));
     }
-    for (version, sql) in (1..).zip(MIGRATIONS).skip(usize::try_from(current).unwrap_or(0)) {
+    for (version, sql) in (1..).zip(&migrations).skip(usize::try_from(current).unwrap_or(0)) {
         tx.batch_execute(sql).await.map_err(|e| pg_error(&e))?;
         tx.execute(
             "INSERT INTO e2a_migrations (version, applied_ms) VALUES ($1, $2)",

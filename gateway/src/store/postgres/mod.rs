@@ -1,5 +1,5 @@
-//! The PostgreSQL store (`--store postgres://…`): tasks, their event logs and the
-//! leases of running tasks in one database that several gateways share.
+//! The PostgreSQL store (`--store postgres://…`): tasks, runs, their logs and the leases of
+//! running ones in one database that several gateways share.
 //!
 //! - **Atomic appends, committed in groups.** An append is one statement: an upsert of the
 //!   task row that increments its `last_seq` (the row lock orders concurrent writers), the
@@ -16,9 +16,11 @@
 //!   poll interval later. Notifications sent while the listening connection is down are lost,
 //!   so followers of tasks running elsewhere also read the log after a second without news
 //!   (see `tasks::TaskService`): a lost notice delays an event, it never loses it.
-//! - **Leases.** `a2a_leases` holds, per running task, the instance running it and until when
-//!   (on the database server's clock, so the gateways' clocks need not agree); the instance
-//!   renews it while the run goes on. A task `SUBMITTED`/`WORKING` whose lease has
+//! - **One journal.** Tasks' events and runs' frames are one log, `e2a_journal`, and their
+//!   leases one table, `e2a_leases` ([`crate::store::journal`]).
+//! - **Leases.** `e2a_leases` holds, per running task or run, the instance running it and until
+//!   when (on the database server's clock, so the gateways' clocks need not agree); the
+//!   instance renews it while the run goes on. A task `SUBMITTED`/`WORKING` whose lease has
 //!   expired has no run anywhere: any instance marks it failed.
 //! - **Migrations** are applied on open, under a transaction-scoped advisory lock, so
 //!   instances started together do not race; applied versions are recorded in
@@ -32,6 +34,7 @@
 //! `Debug`, logs or errors.
 
 mod connect;
+mod journal;
 mod listen;
 mod pauses;
 mod push;
@@ -50,6 +53,7 @@ use serde_json::json;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::journal::Kind;
 use super::{
     millis, FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, RunPage, RunQuery, RunSummary,
     SentRecord, StoreError, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord,
@@ -307,14 +311,10 @@ impl TaskLog for PgStore {
 
     fn events_after<'a>(&'a self, id: &'a str, after: u64) -> StoreFuture<'a, Vec<StoredEvent>> {
         Box::pin(async move {
-            let sql = "SELECT seq, event FROM a2a_task_events WHERE task_id = $1 AND seq > $2 ORDER BY seq";
-            let rows = self.rows(sql, &[&id, &seq_i64(after)]).await?;
-            rows.iter()
-                .map(|r| {
-                    let seq: i64 = r.try_get(0).map_err(backend)?;
-                    let text: String = r.try_get(1).map_err(backend)?;
-                    StoredEvent::read(id, seq_u64(seq), text)
-                })
+            journal::after(self, Kind::Task, id, seq_i64(after))
+                .await?
+                .into_iter()
+                .map(|(seq, text)| StoredEvent::read(id, seq, text))
                 .collect()
         })
     }
@@ -377,44 +377,23 @@ impl Leases for PgStore {
     }
 
     fn acquire<'a>(&'a self, id: &'a str, holder: &'a str, lease: Duration) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
-            let sql = format!(
-                "INSERT INTO a2a_leases AS l (task_id, holder, until_ms) VALUES ($1, $2, {NOW_MS} + $3)
-                 ON CONFLICT (task_id) DO UPDATE SET holder = EXCLUDED.holder, until_ms = EXCLUDED.until_ms
-                 WHERE l.holder = EXCLUDED.holder OR l.until_ms < {NOW_MS}
-                 RETURNING holder"
-            );
-            Ok(!self.rows(&sql, &[&id, &holder, &millis(lease)]).await?.is_empty())
-        })
+        Box::pin(self.take_lease(Kind::Task, id, holder, lease))
     }
 
     fn renew<'a>(&'a self, holder: &'a str, ids: Vec<String>, lease: Duration) -> StoreFuture<'a, Vec<String>> {
-        Box::pin(async move {
-            if ids.is_empty() {
-                return Ok(Vec::new());
-            }
-            let sql = format!(
-                "UPDATE a2a_leases SET until_ms = {NOW_MS} + $3 WHERE holder = $1 AND task_id = ANY($2) RETURNING task_id"
-            );
-            let rows = self.rows(&sql, &[&holder, &ids, &millis(lease)]).await?;
-            let kept: std::collections::HashSet<String> = rows.iter().filter_map(|r| r.try_get(0).ok()).collect();
-            Ok(ids.into_iter().filter(|id| !kept.contains(id)).collect())
-        })
+        Box::pin(self.renew_leases(Kind::Task, holder, ids, lease))
     }
 
     fn release<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
-            let sql = "DELETE FROM a2a_leases WHERE task_id = $1 AND holder = $2";
-            self.rows(sql, &[&id, &holder]).await.map(drop)
-        })
+        Box::pin(self.drop_lease(Kind::Task, id, holder))
     }
 
     fn orphans(&self) -> StoreFuture<'_, Vec<String>> {
         Box::pin(async move {
             let sql = format!(
-                "SELECT t.id FROM a2a_tasks t LEFT JOIN a2a_leases l ON l.task_id = t.id
-                 WHERE t.state IN ($1, $2) AND (l.until_ms IS NULL OR l.until_ms < {NOW_MS})
-                 ORDER BY t.updated_ms LIMIT 1000"
+                "SELECT t.id FROM a2a_tasks t WHERE t.state IN ($1, $2) AND NOT {}
+                 ORDER BY t.updated_ms LIMIT 1000",
+                journal::leased(Kind::Task, "t.id")
             );
             let rows = self.rows(&sql, &[&SUBMITTED.as_str(), &WORKING.as_str()]).await?;
             rows.iter().map(|r| r.try_get(0).map_err(backend)).collect()

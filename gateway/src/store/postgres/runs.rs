@@ -1,10 +1,12 @@
-//! The frame logs of E2A runs (E2A over HTTP, AG-UI) in `e2a_runs` and `e2a_run_frames` — what
-//! lets a client resume a run on any gateway sharing the database — and the retention of
-//! finished tasks and runs. Times are on the database server's clock, like the task leases.
+//! The frame logs of E2A runs (E2A over HTTP, AG-UI) — their heads in `e2a_runs`, their frames
+//! in the journal — what lets a client resume a run on any gateway sharing the database, and the
+//! retention of finished tasks and runs. Times are on the database server's clock, like the task leases.
 
 use std::time::Duration;
 
+use super::journal;
 use super::{backend, millis, pg_error, seq_u64, PgStore, FRAMES_CHANNEL, MAX_NOTICE_KEY, NOW_MS};
+use crate::store::journal::Kind;
 use crate::store::{run_seq, FrameWrite, RunLog, RunPage, RunQuery, RunSummary, StoreError, StoredFrame, E2A_SENT};
 
 impl PgStore {
@@ -14,24 +16,35 @@ impl PgStore {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
         if let Some(head) = head {
-            tx.execute(
-                "DELETE FROM e2a_run_frames WHERE run = (SELECT run FROM e2a_runs WHERE key = $1)",
-                &[&key],
-            )
-            .await
-            .map_err(|e| pg_error(&e))?;
+            // the key's earlier run is forgotten: its frames and its lease
+            let [entries, leases] = journal::forget(Kind::Run);
+            let earlier: Vec<String> = tx
+                .query("SELECT run FROM e2a_runs WHERE key = $1", &[&key])
+                .await
+                .map_err(|e| pg_error(&e))?
+                .iter()
+                .map(|r| r.try_get(0))
+                .collect::<Result<_, _>>()
+                .map_err(backend)?;
+            for sql in [entries, leases] {
+                tx.execute(&sql, &[&earlier]).await.map_err(|e| pg_error(&e))?;
+            }
             let upsert = format!(
-                "INSERT INTO e2a_runs (key, run, request, holder, until_ms, ended, updated_ms)
-                 VALUES ($1, $6, $2, $3, {NOW_MS} + $4, $5, {NOW_MS})
-                 ON CONFLICT (key) DO UPDATE SET run = EXCLUDED.run, request = EXCLUDED.request, holder = EXCLUDED.holder,
-                   until_ms = EXCLUDED.until_ms, ended = EXCLUDED.ended, updated_ms = EXCLUDED.updated_ms"
+                "INSERT INTO e2a_runs (key, run, request, ended, updated_ms) VALUES ($1, $4, $2, $3, {NOW_MS})
+                 ON CONFLICT (key) DO UPDATE SET run = EXCLUDED.run, request = EXCLUDED.request,
+                   ended = EXCLUDED.ended, updated_ms = EXCLUDED.updated_ms"
             );
-            tx.execute(
-                &upsert,
-                &[&key, &head.request, &head.holder, &millis(head.lease), &ended, &run],
-            )
-            .await
-            .map_err(|e| pg_error(&e))?;
+            tx.execute(&upsert, &[&key, &head.request, &ended, &run])
+                .await
+                .map_err(|e| pg_error(&e))?;
+            let lease = format!(
+                "INSERT INTO e2a_leases (kind, stream, holder, until_ms) VALUES ({}, $1, $2, {NOW_MS} + $3)
+                 ON CONFLICT (kind, stream) DO UPDATE SET holder = EXCLUDED.holder, until_ms = EXCLUDED.until_ms",
+                Kind::Run.code()
+            );
+            tx.execute(&lease, &[&run, &head.holder, &millis(head.lease)])
+                .await
+                .map_err(|e| pg_error(&e))?;
         } else {
             let update =
                 format!("UPDATE e2a_runs SET updated_ms = {NOW_MS}, ended = ended OR $3 WHERE key = $1 AND run = $2");
@@ -45,10 +58,11 @@ impl PgStore {
             }
         }
         let insert = tx
-            .prepare_cached(
-                "INSERT INTO e2a_run_frames (run, seq, frame) VALUES ($1, $2, $3)
-                 ON CONFLICT (run, seq) DO UPDATE SET frame = EXCLUDED.frame",
-            )
+            .prepare_cached(&format!(
+                "INSERT INTO e2a_journal (kind, stream, seq, entry) VALUES ({}, $1, $2, $3)
+                 ON CONFLICT (kind, stream, seq) DO UPDATE SET entry = EXCLUDED.entry",
+                Kind::Run.code()
+            ))
             .await
             .map_err(|e| pg_error(&e))?;
         for f in &frames {
@@ -67,33 +81,27 @@ impl PgStore {
     }
 
     pub(super) async fn run_log_after(&self, key: &str, after: Option<u64>) -> Result<Option<RunLog>, StoreError> {
-        let client = self.client().await?;
-        let head = format!("SELECT run, request, ended, until_ms > {NOW_MS} FROM e2a_runs WHERE key = $1");
-        let Some(row) = client.query_opt(&head, &[&key]).await.map_err(|e| pg_error(&e))? else {
+        let head = format!(
+            "SELECT r.run, r.request, r.ended, {} FROM e2a_runs r WHERE r.key = $1",
+            journal::leased(Kind::Run, "r.run")
+        );
+        let rows = self.rows(&head, &[&key]).await?;
+        let Some(row) = rows.first() else {
             return Ok(None);
         };
         let run: String = row.try_get(0).map_err(backend)?;
         let request: String = row.try_get(1).map_err(backend)?;
         let ended: bool = row.try_get(2).map_err(backend)?;
         let leased: bool = row.try_get(3).map_err(backend)?;
-        let after = after.map_or(Ok(-1), run_seq)?;
-        let rows = client
-            .query(
-                "SELECT seq, frame FROM e2a_run_frames WHERE run = $1 AND seq > $2 ORDER BY seq",
-                &[&run, &after],
-            )
-            .await
-            .map_err(|e| pg_error(&e))?;
-        let frames = rows
-            .iter()
-            .map(|r| {
-                Ok(StoredFrame {
-                    seq: seq_u64(r.try_get(0).map_err(backend)?),
-                    frame: r.try_get(1).map_err(backend)?,
-                    is_final: false,
-                })
+        let frames = journal::after(self, Kind::Run, &run, after.map_or(Ok(-1), run_seq)?)
+            .await?
+            .into_iter()
+            .map(|(seq, frame)| StoredFrame {
+                seq,
+                frame,
+                is_final: false,
             })
-            .collect::<Result<Vec<_>, StoreError>>()?;
+            .collect();
         Ok(Some(RunLog::new(run, request, frames, ended, leased)))
     }
 
@@ -136,13 +144,15 @@ impl PgStore {
         keys: Vec<String>,
         lease: Duration,
     ) -> Result<(), StoreError> {
-        let client = self.client().await?;
-        let renew = format!("UPDATE e2a_runs SET until_ms = {NOW_MS} + $3 WHERE holder = $1 AND key = ANY($2)");
-        client
-            .execute(&renew, &[&holder, &keys, &millis(lease)])
-            .await
-            .map_err(|e| pg_error(&e))?;
-        Ok(())
+        let runs = "SELECT run FROM e2a_runs WHERE key = ANY($1)";
+        let runs: Vec<String> = self
+            .rows(runs, &[&keys])
+            .await?
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect::<Result<_, _>>()
+            .map_err(backend)?;
+        self.renew_leases(Kind::Run, holder, runs, lease).await.map(drop)
     }
 
     pub(super) async fn prune_finished_tasks(&self, older_than: Duration, keep: usize) -> Result<u64, StoreError> {
@@ -152,9 +162,11 @@ impl PgStore {
                (SELECT id FROM a2a_tasks WHERE state IN ({finished}) ORDER BY updated_ms DESC LIMIT $2))
              RETURNING id"
         );
+        let [entries, leases] = journal::forget(Kind::Task);
         let then = [
-            "DELETE FROM a2a_task_events WHERE task_id = ANY($1)",
-            "DELETE FROM a2a_push WHERE task_id = ANY($1)",
+            entries,
+            leases,
+            "DELETE FROM a2a_push WHERE task_id = ANY($1)".to_string(),
         ];
         let n = self.prune(&gone, &then, older_than, keep).await?;
         // what callers sent, as old as the tasks forgotten, or of a task no longer kept
@@ -169,13 +181,15 @@ impl PgStore {
     }
 
     pub(super) async fn prune_run_logs(&self, older_than: Duration, keep: usize) -> Result<u64, StoreError> {
+        // ended, or its gateway gone (no valid lease)
         let gone = format!(
-            "DELETE FROM e2a_runs WHERE (ended OR until_ms < {NOW_MS})
+            "DELETE FROM e2a_runs WHERE (ended OR NOT {})
                AND (updated_ms < {NOW_MS} - $1
                     OR key NOT IN (SELECT key FROM e2a_runs ORDER BY updated_ms DESC LIMIT $2))
-             RETURNING run"
+             RETURNING run",
+            journal::leased(Kind::Run, "e2a_runs.run")
         );
-        let then = ["DELETE FROM e2a_run_frames WHERE run = ANY($1)"];
+        let then = journal::forget(Kind::Run);
         let n = self.prune(&gone, &then, older_than, keep).await?;
         // the requests' Idempotency-Key records: as old as the runs forgotten, or beyond as
         // many as are kept
@@ -191,7 +205,7 @@ impl PgStore {
     /// One retention step, in one transaction: `gone` (`$1`: age in ms, `$2`: how many to
     /// keep) deletes rows and returns their ids, each of `then` (`$1`: those ids) deletes what
     /// hangs on them. How many went.
-    async fn prune(&self, gone: &str, then: &[&str], older_than: Duration, keep: usize) -> Result<u64, StoreError> {
+    async fn prune(&self, gone: &str, then: &[String], older_than: Duration, keep: usize) -> Result<u64, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);
@@ -205,7 +219,7 @@ impl PgStore {
             .collect::<Result<_, _>>()
             .map_err(backend)?;
         for sql in then {
-            tx.execute(*sql, &[&ids]).await.map_err(|e| pg_error(&e))?;
+            tx.execute(sql, &[&ids]).await.map_err(|e| pg_error(&e))?;
         }
         tx.commit().await.map_err(|e| pg_error(&e))?;
         Ok(u64::try_from(ids.len()).unwrap_or(0))
@@ -214,11 +228,13 @@ impl PgStore {
 
 /// A run in short: its head and its first and last frames.
 fn summary_sql() -> String {
+    let k = Kind::Run.code();
     format!(
-        "SELECT r.key, r.run, r.request, r.ended, r.until_ms > {NOW_MS}, f.seq, f.frame, l.seq, l.frame
+        "SELECT r.key, r.run, r.request, r.ended, {}, f.seq, f.entry, l.seq, l.entry
          FROM e2a_runs r
-         LEFT JOIN LATERAL (SELECT seq, frame FROM e2a_run_frames WHERE run = r.run ORDER BY seq LIMIT 1) f ON TRUE
-         LEFT JOIN LATERAL (SELECT seq, frame FROM e2a_run_frames WHERE run = r.run ORDER BY seq DESC LIMIT 1) l ON TRUE"
+         LEFT JOIN LATERAL (SELECT seq, entry FROM e2a_journal WHERE kind = {k} AND stream = r.run ORDER BY seq LIMIT 1) f ON TRUE
+         LEFT JOIN LATERAL (SELECT seq, entry FROM e2a_journal WHERE kind = {k} AND stream = r.run ORDER BY seq DESC LIMIT 1) l ON TRUE",
+        journal::leased(Kind::Run, "r.run")
     )
 }
 

@@ -46,7 +46,7 @@ impl Pending {
 }
 
 /// The append: the task row (an upsert whose row lock orders appends to one task, and whose
-/// `last_seq + 1` is the event's number), the event, and the notice (sent on commit; the event
+/// `last_seq + 1` is the event's number), the event (in the journal), and the notice (sent on commit; the event
 /// travels along when it is small enough). `$9` is the writing instance.
 pub(super) fn append_sql() -> String {
     format!(
@@ -61,12 +61,13 @@ pub(super) fn append_sql() -> String {
              snapshot_seq = CASE WHEN $5 IS NULL THEN t.snapshot_seq ELSE t.last_seq + 1 END
            RETURNING last_seq),
          e AS (
-           INSERT INTO a2a_task_events (task_id, seq, event) SELECT $1, last_seq, $8 FROM t RETURNING seq)
+           INSERT INTO e2a_journal (kind, stream, seq, entry) SELECT {task}, $1, last_seq, $8 FROM t RETURNING seq)
          SELECT seq, pg_notify('{EVENTS_CHANNEL}',
            CASE WHEN octet_length($8) <= {MAX_EVENT}
              THEN json_build_object('i', $9::TEXT, 't', $1::TEXT, 's', seq, 'e', $8::JSON)::TEXT
              ELSE json_build_object('i', $9::TEXT, 't', $1::TEXT, 's', seq)::TEXT END)
-         FROM e"
+         FROM e",
+        task = crate::store::journal::Kind::Task.code()
     )
 }
 

@@ -1,8 +1,9 @@
-//! The embedded SQLite store (`rusqlite`, SQLite bundled): tasks and their event logs
-//! in one file, in WAL mode, each append committed before it is acknowledged — a gateway killed at any point
+//! The embedded SQLite store (`rusqlite`, SQLite bundled): tasks, runs and their logs (the
+//! journal) in one file, in WAL mode, each append committed before it is acknowledged — a gateway killed at any point
 //! restarts on the same file with every event it had acknowledged. Writes go through one
 //! writer thread that commits what is queued together (the `writer` module).
 
+mod journal;
 mod nonces;
 mod pauses;
 mod pushes;
@@ -35,18 +36,10 @@ CREATE TABLE IF NOT EXISTS a2a_tasks (
 );
 CREATE INDEX IF NOT EXISTS a2a_tasks_owner_updated ON a2a_tasks (owner, updated_ms);
 CREATE INDEX IF NOT EXISTS a2a_tasks_context ON a2a_tasks (context_id);
-CREATE TABLE IF NOT EXISTS a2a_task_events (
-    task_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    event TEXT NOT NULL,
-    PRIMARY KEY (task_id, seq)
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS e2a_runs (
     key TEXT PRIMARY KEY,
     run TEXT NOT NULL,
     request TEXT NOT NULL,
-    holder TEXT NOT NULL,
-    until_ms INTEGER NOT NULL,
     ended INTEGER NOT NULL DEFAULT 0,
     updated_ms INTEGER NOT NULL
 );
@@ -58,18 +51,6 @@ CREATE TABLE IF NOT EXISTS acp_sessions (
     updated_ms INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS acp_sessions_updated ON acp_sessions (updated_ms);
-CREATE TABLE IF NOT EXISTS acp_session_history (
-    session_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    entry TEXT NOT NULL,
-    PRIMARY KEY (session_id, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS e2a_run_frames (
-    run TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    frame TEXT NOT NULL,
-    PRIMARY KEY (run, seq)
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS a2a_sent (
     owner TEXT NOT NULL,
     key TEXT NOT NULL,
@@ -134,22 +115,6 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
-/// The `(seq, text)` rows of a log query (`sql` takes the log's key and the sequence to read
-/// after), in order.
-fn seq_texts(c: &Connection, sql: &str, key: &str, after: i64) -> Result<Vec<(u64, String)>, StoreError> {
-    let mut stmt = c.prepare_cached(sql).map_err(backend)?;
-    let rows = stmt
-        .query_map(params![key, after], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-        })
-        .map_err(backend)?;
-    rows.map(|row| {
-        let (seq, text) = row.map_err(backend)?;
-        Ok((u64::try_from(seq).unwrap_or(0), text))
-    })
-    .collect()
-}
-
 impl SqliteStore {
     /// Opens (or creates) the store in file `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
@@ -163,7 +128,7 @@ impl SqliteStore {
         Self::init(conn, PathBuf::from(":memory:"))
     }
 
-    fn init(conn: Connection, path: PathBuf) -> Result<Self, StoreError> {
+    fn init(mut conn: Connection, path: PathBuf) -> Result<Self, StoreError> {
         // 16 KiB pages for a new file (an existing one keeps its own): a task's snapshot and
         // events are a few KiB, so with 4 KiB pages nearly every append split a page
         conn.pragma_update(None, "page_size", 16_384).map_err(backend)?;
@@ -182,6 +147,7 @@ impl SqliteStore {
             .map_err(backend)?;
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(backend)?;
         conn.execute_batch(SCHEMA).map_err(backend)?;
+        conn.execute_batch(journal::SCHEMA).map_err(backend)?;
         // files from before snapshot_seq: their snapshots are complete
         let has_snapshot_seq = conn
             .prepare("SELECT 1 FROM pragma_table_info('a2a_tasks') WHERE name = 'snapshot_seq'")
@@ -194,6 +160,7 @@ impl SqliteStore {
             )
             .map_err(backend)?;
         }
+        journal::migrate(&mut conn)?;
         let conn = Arc::new(Mutex::new(conn));
         Ok(SqliteStore {
             writer: writer::start(conn.clone())?,

@@ -2,9 +2,11 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{backend, prune, seq_texts, SqliteStore};
+use super::{backend, journal, prune, SqliteStore};
+use crate::store::journal::Kind;
 use crate::store::{
-    run_seq, FrameWrite, RunLog, RunPage, RunQuery, RunStore, RunSummary, StoreFuture, StoredFrame, E2A_SENT,
+    run_seq, FrameWrite, RunLog, RunPage, RunQuery, RunStore, RunSummary, StoreError, StoreFuture, StoredFrame,
+    E2A_SENT,
 };
 
 impl RunStore for SqliteStore {
@@ -14,18 +16,25 @@ impl RunStore for SqliteStore {
             let now = crate::store::now_ms();
             let ended = frames.iter().any(|f| f.is_final);
             if let Some(head) = &head {
-                tx.prepare_cached("DELETE FROM e2a_run_frames WHERE run = (SELECT run FROM e2a_runs WHERE key = ?1)")
+                // the key's earlier run is forgotten: its frames and its lease
+                let earlier: Option<String> = tx
+                    .prepare_cached("SELECT run FROM e2a_runs WHERE key = ?1")
                     .map_err(backend)?
-                    .execute(params![key])
+                    .query_row(params![key], |r| r.get(0))
+                    .optional()
                     .map_err(backend)?;
-                let until = now.saturating_add(crate::store::millis(head.lease));
+                if let Some(earlier) = earlier {
+                    journal::clear(tx, Kind::Run, &earlier)?;
+                    journal::release(tx, Kind::Run, &earlier)?;
+                }
                 tx.prepare_cached(
-                    "INSERT OR REPLACE INTO e2a_runs (key, run, request, holder, until_ms, ended, updated_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    "INSERT OR REPLACE INTO e2a_runs (key, run, request, ended, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
                 )
                 .map_err(backend)?
-                .execute(params![key, run, head.request, head.holder, until, ended, now])
+                .execute(params![key, run, head.request, ended, now])
                 .map_err(backend)?;
+                let until = now.saturating_add(crate::store::millis(head.lease));
+                journal::lease(tx, Kind::Run, &run, &head.holder, until)?;
             } else {
                 let n = tx
                     .prepare_cached(
@@ -39,16 +48,8 @@ impl RunStore for SqliteStore {
                     return Ok(());
                 }
             }
-            {
-                let mut insert = tx
-                    .prepare_cached("INSERT OR REPLACE INTO e2a_run_frames (run, seq, frame) VALUES (?1, ?2, ?3)")
-                    .map_err(backend)?;
-                for f in &frames {
-                    insert
-                        .execute(params![run, run_seq(f.seq)?, f.frame])
-                        .map_err(backend)?;
-                }
-            }
+            let frames = frames.iter().map(|f| Ok((run_seq(f.seq)?, f.frame.as_str())));
+            journal::append(tx, Kind::Run, &run, frames.collect::<Result<Vec<_>, StoreError>>()?)?;
             Ok(())
         }))
     }
@@ -57,7 +58,10 @@ impl RunStore for SqliteStore {
         let key = key.to_string();
         Box::pin(self.with(move |c| {
             let head = c
-                .prepare_cached("SELECT run, request, ended, until_ms > ?2 FROM e2a_runs WHERE key = ?1")
+                .prepare_cached(&format!(
+                    "SELECT r.run, r.request, r.ended, {} FROM e2a_runs r WHERE r.key = ?1",
+                    journal::leased(Kind::Run, "r.run", "?2")
+                ))
                 .map_err(backend)?
                 .query_row(params![key, crate::store::now_ms()], |r| {
                     Ok((
@@ -73,8 +77,7 @@ impl RunStore for SqliteStore {
                 return Ok(None);
             };
             let after = after.map_or(Ok(-1), run_seq)?;
-            let sql = "SELECT seq, frame FROM e2a_run_frames WHERE run = ?1 AND seq > ?2 ORDER BY seq";
-            let frames = seq_texts(c, sql, &run, after)?
+            let frames = journal::after(c, Kind::Run, &run, after)?
                 .into_iter()
                 .map(|(seq, frame)| StoredFrame {
                     seq,
@@ -89,7 +92,7 @@ impl RunStore for SqliteStore {
     fn run_summary<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<RunSummary>> {
         let key = key.to_string();
         Box::pin(self.with(move |c| {
-            c.prepare_cached(&format!("{SUMMARY} WHERE r.key = ?2"))
+            c.prepare_cached(&format!("{} WHERE r.key = ?2", summary_sql()))
                 .map_err(backend)?
                 .query_row(params![crate::store::now_ms(), key], summary_of)
                 .optional()
@@ -110,7 +113,8 @@ impl RunStore for SqliteStore {
             let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
             let mut stmt = c
                 .prepare_cached(&format!(
-                    "{SUMMARY} WHERE {of} AND (?4 IS NULL OR r.run < ?4) ORDER BY r.run DESC LIMIT ?3"
+                    "{} WHERE {of} AND (?4 IS NULL OR r.run < ?4) ORDER BY r.run DESC LIMIT ?3",
+                    summary_sql()
                 ))
                 .map_err(backend)?;
             let rows = stmt
@@ -131,25 +135,29 @@ impl RunStore for SqliteStore {
         let holder = holder.to_string();
         Box::pin(self.write(move |tx| {
             let until = crate::store::now_ms().saturating_add(crate::store::millis(lease));
-            {
-                let mut update = tx
-                    .prepare_cached("UPDATE e2a_runs SET until_ms = ?3 WHERE key = ?1 AND holder = ?2")
-                    .map_err(backend)?;
-                for key in &keys {
-                    update.execute(params![key, holder, until]).map_err(backend)?;
-                }
+            let mut update = tx
+                .prepare_cached(&format!(
+                    "UPDATE e2a_leases SET until_ms = ?3
+                     WHERE kind = {} AND holder = ?2 AND stream = (SELECT run FROM e2a_runs WHERE key = ?1)",
+                    Kind::Run.code()
+                ))
+                .map_err(backend)?;
+            for key in &keys {
+                update.execute(params![key, holder, until]).map_err(backend)?;
             }
             Ok(())
         }))
     }
 
     fn prune_runs(&self, older_than: std::time::Duration, keep: usize) -> StoreFuture<'_, u64> {
-        let gone = "SELECT run FROM e2a_runs WHERE (ended OR until_ms < ?3)
-                    AND (updated_ms < ?1 OR key NOT IN (SELECT key FROM e2a_runs ORDER BY updated_ms DESC LIMIT ?2))";
-        let deletes = [
-            format!("DELETE FROM e2a_run_frames WHERE run IN ({gone})"),
-            format!("DELETE FROM e2a_runs WHERE run IN ({gone})"),
-        ];
+        // ended, or its gateway gone (no valid lease)
+        let gone = format!(
+            "SELECT run FROM e2a_runs WHERE (ended OR NOT {})
+               AND (updated_ms < ?1 OR key NOT IN (SELECT key FROM e2a_runs ORDER BY updated_ms DESC LIMIT ?2))",
+            journal::leased(Kind::Run, "e2a_runs.run", "?3")
+        );
+        let [entries, leases] = journal::forget(Kind::Run, &gone);
+        let deletes = [entries, leases, format!("DELETE FROM e2a_runs WHERE run IN ({gone})")];
         // the requests' Idempotency-Key records: as old as the runs forgotten, or beyond as
         // many as are kept
         let sent = [format!(
@@ -165,12 +173,20 @@ impl RunStore for SqliteStore {
 }
 
 /// A run in short (`?1`: now, in ms): its head and its first and last frames.
-const SUMMARY: &str = "SELECT r.key, r.run, r.request, r.ended, r.until_ms > ?1, f.seq, f.frame, l.seq, l.frame
-     FROM e2a_runs r
-     LEFT JOIN e2a_run_frames f ON f.run = r.run AND f.seq = (SELECT MIN(seq) FROM e2a_run_frames WHERE run = r.run)
-     LEFT JOIN e2a_run_frames l ON l.run = r.run AND l.seq = (SELECT MAX(seq) FROM e2a_run_frames WHERE run = r.run)";
+fn summary_sql() -> String {
+    let k = Kind::Run.code();
+    format!(
+        "SELECT r.key, r.run, r.request, r.ended, {}, f.seq, f.entry, l.seq, l.entry
+         FROM e2a_runs r
+         LEFT JOIN e2a_journal f ON f.kind = {k} AND f.stream = r.run
+           AND f.seq = (SELECT MIN(seq) FROM e2a_journal WHERE kind = {k} AND stream = r.run)
+         LEFT JOIN e2a_journal l ON l.kind = {k} AND l.stream = r.run
+           AND l.seq = (SELECT MAX(seq) FROM e2a_journal WHERE kind = {k} AND stream = r.run)",
+        journal::leased(Kind::Run, "r.run", "?1")
+    )
+}
 
-/// A row of [`SUMMARY`].
+/// A row of [`summary_sql`].
 fn summary_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
     let ended: bool = r.get(3)?;
     let frame = |seq: usize, is_final: bool| -> rusqlite::Result<Option<StoredFrame>> {

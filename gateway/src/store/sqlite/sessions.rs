@@ -2,7 +2,8 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{backend, seq_texts, SqliteStore};
+use super::{backend, journal, SqliteStore};
+use crate::store::journal::Kind;
 use crate::store::{SessionPage, SessionQuery, SessionRecord, SessionStore, StoreError, StoreFuture};
 
 fn session_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionRecord, String)> {
@@ -77,8 +78,7 @@ impl SessionStore for SqliteStore {
     fn delete_session<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
         let id = id.to_string();
         Box::pin(self.write(move |tx| {
-            tx.execute("DELETE FROM acp_session_history WHERE session_id = ?1", params![id])
-                .map_err(backend)?;
+            journal::clear(tx, Kind::Session, &id)?;
             let n = tx
                 .execute("DELETE FROM acp_sessions WHERE id = ?1", params![id])
                 .map_err(backend)?;
@@ -90,22 +90,22 @@ impl SessionStore for SqliteStore {
         let id = id.to_string();
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);
         Box::pin(self.write(move |tx| {
+            let k = Kind::Session.code();
             let last: i64 = tx
-                .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM acp_session_history WHERE session_id = ?1")
+                .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM e2a_journal WHERE kind = ?1 AND stream = ?2")
                 .map_err(backend)?
-                .query_row(params![id], |r| r.get(0))
+                .query_row(params![k, id], |r| r.get(0))
                 .map_err(backend)?;
-            let mut insert = tx
-                .prepare_cached("INSERT INTO acp_session_history (session_id, seq, entry) VALUES (?1, ?2, ?3)")
-                .map_err(backend)?;
-            let mut seq = last;
-            for entry in &entries {
-                seq += 1;
-                insert.execute(params![id, seq, entry]).map_err(backend)?;
-            }
-            tx.prepare_cached("DELETE FROM acp_session_history WHERE session_id = ?1 AND seq <= ?2")
+            let to = last.saturating_add(i64::try_from(entries.len()).unwrap_or(i64::MAX));
+            journal::append(
+                tx,
+                Kind::Session,
+                &id,
+                (last + 1..).zip(entries.iter().map(String::as_str)),
+            )?;
+            tx.prepare_cached("DELETE FROM e2a_journal WHERE kind = ?1 AND stream = ?2 AND seq <= ?3")
                 .map_err(backend)?
-                .execute(params![id, seq.saturating_sub(keep)])
+                .execute(params![k, id, to.saturating_sub(keep)])
                 .map_err(backend)?;
             Ok(())
         }))
@@ -114,8 +114,10 @@ impl SessionStore for SqliteStore {
     fn history<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Vec<String>> {
         let id = id.to_string();
         Box::pin(self.with(move |c| {
-            let sql = "SELECT seq, entry FROM acp_session_history WHERE session_id = ?1 AND seq > ?2 ORDER BY seq";
-            Ok(seq_texts(c, sql, &id, 0)?.into_iter().map(|(_, e)| e).collect())
+            Ok(journal::after(c, Kind::Session, &id, 0)?
+                .into_iter()
+                .map(|(_, e)| e)
+                .collect())
         }))
     }
 }

@@ -2,7 +2,8 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{backend, prune, seq_texts, SqliteStore};
+use super::{backend, journal, prune, SqliteStore};
+use crate::store::journal::Kind;
 use crate::store::{
     Leases, StoreError, StoreFuture, StoredEvent, TaskAppend, TaskLog, TaskPage, TaskQuery, TaskRecord, E2A_SENT,
 };
@@ -111,12 +112,7 @@ impl TaskLog for SqliteStore {
                     .execute(params![record.id, record.state.as_str(), seq, record.updated_ms])
                     .map_err(backend)?;
             }
-            let mut insert = tx
-                .prepare_cached("INSERT INTO a2a_task_events (task_id, seq, event) VALUES (?1, ?2, ?3)")
-                .map_err(backend)?;
-            for (i, event) in (first..).zip(&events) {
-                insert.execute(params![record.id, i, &**event]).map_err(backend)?;
-            }
+            journal::append(tx, Kind::Task, &record.id, (first..).zip(events.iter().map(|e| &**e)))?;
             Ok(u64::try_from(seq).unwrap_or(0))
         }))
     }
@@ -125,8 +121,7 @@ impl TaskLog for SqliteStore {
         let id = id.to_string();
         let after = i64::try_from(after).unwrap_or(i64::MAX);
         Box::pin(self.with(move |c| {
-            let sql = "SELECT seq, event FROM a2a_task_events WHERE task_id = ?1 AND seq > ?2 ORDER BY seq";
-            seq_texts(c, sql, &id, after)?
+            journal::after(c, Kind::Task, &id, after)?
                 .into_iter()
                 .map(|(seq, text)| StoredEvent::read(&id, seq, text))
                 .collect()
@@ -182,9 +177,11 @@ impl TaskLog for SqliteStore {
                (SELECT id FROM a2a_tasks WHERE state IN ({finished}) ORDER BY updated_ms DESC LIMIT ?2))"
         );
         // the task rows last: their count is how many went
+        let [entries, leases] = journal::forget(Kind::Task, &gone);
         let deletes = [
             format!("DELETE FROM a2a_push WHERE task_id IN ({gone})"),
-            format!("DELETE FROM a2a_task_events WHERE task_id IN ({gone})"),
+            entries,
+            leases,
             format!("DELETE FROM a2a_tasks WHERE id IN ({gone})"),
         ];
         // then what callers sent, as old as the tasks forgotten or of a task no longer kept,

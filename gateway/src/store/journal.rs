@@ -1,0 +1,86 @@
+//! The journal: one log for everything a gateway writes as work goes on — an A2A task's events
+//! and an E2A or AG-UI run's frames alike — numbered per stream, and one table of leases saying
+//! which gateway writes a stream until when. (An ACP session's history is a stream of it too.)
+//!
+//! The SQLite and PostgreSQL stores keep it in two tables, the same in both:
+//!
+//! - `e2a_journal (kind, stream, seq, entry)`: a stream's entries (JSON text) by number;
+//! - `e2a_leases (kind, stream, holder, until_ms)`: the gateway writing a stream and until
+//!   when (on the store's clock), renewed while it runs.
+//!
+//! A stream's head stays with its role — a task's record in `a2a_tasks`, a run's key and
+//! request in `e2a_runs` — and says which of its entries are final. Reading after a position
+//! (a follower catching up, a `Last-Event-ID` resume), leases (who runs it, whether its writer
+//! is gone), retention (a stream forgotten with its entries and lease) and the store's
+//! notices (an entry committed: its followers on other gateways wake) are one mechanism under
+//! tasks and runs. Stream ids are unique within a [`Kind`], not across kinds: a client may
+//! choose a new task's id, so it may equal a run's.
+
+/// What a stream of the journal holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// An A2A task's events ([`super::TaskLog`]).
+    Task,
+    /// An E2A or AG-UI run's frames ([`super::RunStore`]).
+    Run,
+    /// An ACP session's history ([`super::SessionStore`], SQLite).
+    Session,
+}
+
+impl Kind {
+    /// The kind as the journal's `kind` column holds it.
+    pub(crate) const fn code(self) -> i16 {
+        match self {
+            Kind::Task => 1,
+            Kind::Run => 2,
+            Kind::Session => 3,
+        }
+    }
+}
+
+/// How the tables of the two logs a store kept before the journal become the journal's, as
+/// `INSERT … SELECT` statements (SQLite and PostgreSQL alike): the tasks' events, their leases
+/// (PostgreSQL only), the runs' frames and the runs' leases (then in `e2a_runs`).
+pub(crate) mod before {
+    use super::Kind;
+
+    /// The tasks' events (`a2a_task_events`) into the journal.
+    pub(crate) fn task_events() -> String {
+        format!(
+            "INSERT INTO e2a_journal (kind, stream, seq, entry) SELECT {}, task_id, seq, event FROM a2a_task_events",
+            Kind::Task.code()
+        )
+    }
+
+    /// The runs' frames (`e2a_run_frames`) into the journal.
+    pub(crate) fn run_frames() -> String {
+        format!(
+            "INSERT INTO e2a_journal (kind, stream, seq, entry) SELECT {}, run, seq, frame FROM e2a_run_frames",
+            Kind::Run.code()
+        )
+    }
+
+    /// The runs' leases (`e2a_runs.holder`, `until_ms`) into the leases.
+    pub(crate) fn run_leases() -> String {
+        format!(
+            "INSERT INTO e2a_leases (kind, stream, holder, until_ms) SELECT {}, run, holder, until_ms FROM e2a_runs",
+            Kind::Run.code()
+        )
+    }
+
+    /// The ACP sessions' history (`acp_session_history`, SQLite) into the journal.
+    pub(crate) fn session_history() -> String {
+        format!(
+            "INSERT INTO e2a_journal (kind, stream, seq, entry) SELECT {}, session_id, seq, entry FROM acp_session_history",
+            Kind::Session.code()
+        )
+    }
+
+    /// The tasks' leases (`a2a_leases`, PostgreSQL) into the leases.
+    pub(crate) fn task_leases() -> String {
+        format!(
+            "INSERT INTO e2a_leases (kind, stream, holder, until_ms) SELECT {}, task_id, holder, until_ms FROM a2a_leases",
+            Kind::Task.code()
+        )
+    }
+}
