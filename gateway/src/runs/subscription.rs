@@ -24,8 +24,8 @@ use crate::store::{FrameWrite, RunLog, StoredFrame};
 /// sends no notices.
 const FOLLOW_EVERY: Duration = Duration::from_millis(100);
 /// How long a reader woken by the store's notices ([`super::wakes`]) waits for one before it
-/// reads the log anyway.
-const FOLLOW_QUIET: Duration = Duration::from_secs(1);
+/// reads the log anyway (the journal's rule, as for tasks).
+const FOLLOW_QUIET: Duration = crate::store::journal::QUIET;
 
 /// A client's reading position in a run. Dropping a local one (client gone) cancels the run
 /// after the grace period if no other client reads it.

@@ -16,6 +16,12 @@
 //! tasks and runs. Stream ids are unique within a [`Kind`], not across kinds: a client may
 //! choose a new task's id, so it may equal a run's.
 
+/// How long a follower of a stream another gateway writes (a task it runs, a run it runs)
+/// waits for the store's notice of a new entry before it reads the journal itself: notices
+/// sent while the listening connection was down are lost, so a lost notice delays an entry by
+/// this much, and never loses it.
+pub(crate) const QUIET: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What a stream of the journal holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {

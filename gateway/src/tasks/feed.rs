@@ -19,8 +19,8 @@ use crate::pipeline::Pipeline;
 use crate::store::{self, StoredEvent};
 
 /// How long a follower of a task another gateway runs waits for a notice before it reads the
-/// task's log itself.
-const REMOTE_POLL: Duration = Duration::from_secs(1);
+/// task's log itself (the journal's rule, as for runs).
+const REMOTE_POLL: Duration = store::journal::QUIET;
 /// How often a follower looks whether its task's run is gone while the gateway drains.
 const DRAIN_LOOK: Duration = Duration::from_millis(250);
 /// What a task's channel carries to its followers.
