@@ -335,7 +335,8 @@ impl Gateway {
     ) -> std::io::Result<()> {
         let limits = self.shared.config.server;
         let router = self.router();
-        web::server::serve(listener, router, limits, shutdown, move || drain(vec![self])).await
+        let routes = move || router.clone();
+        web::server::serve(listener, routes, limits, shutdown, move || drain(vec![self])).await
     }
 }
 

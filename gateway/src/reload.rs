@@ -144,8 +144,10 @@ impl Reloadable {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let limits = self.current().shared.config.server;
-        let router = self.router();
-        crate::web::server::serve(listener, router, limits, shutdown, move || async move {
+        // the router served at each request, called directly (not behind a router of its own)
+        let served = self.served.clone();
+        let routes = move || served.read().router.clone();
+        crate::web::server::serve(listener, routes, limits, shutdown, move || async move {
             let all = self.served.read().all().cloned().collect();
             crate::drain(all).await;
         })

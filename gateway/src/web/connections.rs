@@ -150,15 +150,17 @@ impl Registry {
 
 /// The router of one connection: each request counted open on it until its answer's body ends.
 #[derive(Clone)]
-pub(crate) struct Counted {
-    pub(crate) router: axum::Router,
+pub(crate) struct Counted<R> {
+    /// The router that answers a request now (a reloadable gateway swaps it).
+    pub(crate) routes: R,
     pub(crate) conn: Arc<Conn>,
 }
 
-impl<B> tower_service::Service<axum::http::Request<B>> for Counted
+impl<B, R> tower_service::Service<axum::http::Request<B>> for Counted<R>
 where
     B: http_body::Body<Data = axum::body::Bytes> + Send + 'static,
     B::Error: Into<axum::BoxError>,
+    R: Fn() -> axum::Router,
 {
     type Response = axum::http::Response<Tracked>;
     type Error = std::convert::Infallible;
@@ -171,7 +173,7 @@ where
     fn call(&mut self, req: axum::http::Request<B>) -> Self::Future {
         let guard = self.conn.begin();
         CountedFuture {
-            inner: tower_service::Service::call(&mut self.router, req),
+            inner: tower_service::Service::call(&mut (self.routes)(), req),
             guard: Some(guard),
         }
     }

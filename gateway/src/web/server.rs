@@ -79,12 +79,14 @@ fn open_files_limit() -> Option<usize> {
     line.split_whitespace().nth(3)?.parse().ok()
 }
 
-/// Serves `router` on `listener` until `shutdown` completes; then stops accepting, lets open
+/// Serves on `listener`, each request answered by the router `routes` gives then (one router
+/// throughout, or the one a reloadable gateway serves at that moment: no router in front of
+/// it), until `shutdown` completes; then stops accepting, lets open
 /// connections finish until `drain` completes, and drops those still open then. `drain` is
 /// started when `shutdown` completes.
 pub(crate) async fn serve<S, D>(
     listener: TcpListener,
-    router: axum::Router,
+    routes: impl Fn() -> axum::Router + Clone + Send + Sync + 'static,
     limits: ServerLimits,
     shutdown: S,
     drain: impl FnOnce() -> D,
@@ -126,7 +128,7 @@ where
         };
         let (id, state) = registry.add();
         let service = TowerToHyperService::new(Counted {
-            router: router.clone(),
+            routes: routes.clone(),
             conn: state.clone(),
         });
         let conn = builder.serve_connection_with_upgrades(TokioIo::new(Metered::new(tcp)), service);
