@@ -80,9 +80,13 @@ pub struct GatewayConfig {
     pub errors: e2a::types::ErrorExposure,
 }
 
-/// How long a store keeps ended runs, as `store` says (`run_retention_hours`).
-pub(crate) fn stored_run_retention(store: &e2a::types::StoreSettings) -> Duration {
-    Duration::from_secs(store.run_retention_hours.saturating_mul(3600))
+/// How long a store keeps ended runs and how many at most, as `store` says
+/// (`run_retention_hours`, `max_finished_runs`).
+pub(crate) fn stored_runs(store: &e2a::types::StoreSettings) -> (Duration, usize) {
+    (
+        Duration::from_secs(store.run_retention_hours.saturating_mul(3600)),
+        usize::try_from(store.max_finished_runs).unwrap_or(usize::MAX),
+    )
 }
 
 /// `n` KiB (a config file's `*_kib` key; never negative, the schema says so) in bytes.
@@ -94,6 +98,8 @@ pub(crate) fn kib(n: i64) -> usize {
 
 impl Default for GatewayConfig {
     fn default() -> Self {
+        // the config file's defaults (`store.run_retention_hours`, `store.max_finished_runs`)
+        let (stored_retention, max_stored) = stored_runs(&e2a::types::StoreSettings::default());
         GatewayConfig {
             limits: Limits {
                 max_bytes: 4 << 20,
@@ -111,9 +117,8 @@ impl Default for GatewayConfig {
             max_run: Some(Duration::from_secs(600)),
             retention: Duration::from_secs(300),
             max_retained: 1024,
-            // the config file's defaults (`store.run_retention_hours`, `store.max_finished_runs`)
-            stored_retention: stored_run_retention(&e2a::types::StoreSettings::default()),
-            max_stored: usize::try_from(e2a::types::StoreSettings::default().max_finished_runs).unwrap_or(usize::MAX),
+            stored_retention,
+            max_stored,
             max_retained_bytes: 64 << 20,
             // the config file's default (`server.max_run_kib`, schema/config.json)
             max_run_bytes: kib(e2a::types::ServerSettings::default().max_run_kib),

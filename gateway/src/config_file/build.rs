@@ -20,14 +20,15 @@ impl ConfigFile {
         use std::time::Duration;
         let (server, store) = (&self.settings.server, &self.settings.store);
         let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let (stored_retention, max_stored) = crate::config::stored_runs(store);
         crate::config::GatewayConfig {
             auth,
             max_streams: to_usize(server.max_streams.get()),
             drain_timeout: Duration::from_secs(server.drain_secs),
             max_run_bytes: crate::config::kib(server.max_run_kib),
             lease: Duration::from_secs(store.lease_secs.get()),
-            stored_retention: crate::config::stored_run_retention(store),
-            max_stored: to_usize(store.max_finished_runs),
+            stored_retention,
+            max_stored,
             server: crate::web::server::ServerLimits {
                 max_connections: to_usize(server.max_connections.get()),
                 header_read_timeout: Duration::from_secs(server.header_timeout_secs.get()),
