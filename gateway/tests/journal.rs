@@ -287,3 +287,32 @@ async fn raw_client(url: &str) -> tokio_postgres::Client {
     tokio::spawn(connection);
     client
 }
+
+/// Two stores on one SQLite file (two `e2a acp` sharing their sessions' file): each write
+/// waits for the other's instead of failing with "database is locked" — a write that reads
+/// first (the history's last number) in a transaction that took no write lock at its start
+/// could not go on once the other committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_writing_one_sqlite_file_wait_for_each_other() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("sessions.db");
+    let (a, b) = (
+        SqliteStore::open(&path).expect("open a"),
+        SqliteStore::open(&path).expect("open b"),
+    );
+    let write = |store: SqliteStore, id: &'static str| async move {
+        for i in 0..2_000 {
+            store
+                .append_history(id, vec![format!("{id} {i}")], 1_000)
+                .await
+                .expect("every write goes in");
+        }
+        store.history(id).await.expect("history").len()
+    };
+    let (na, nb) = tokio::join!(tokio::spawn(write(a, "s-a")), tokio::spawn(write(b, "s-b")));
+    assert_eq!(
+        (na.expect("a"), nb.expect("b")),
+        (1_000, 1_000),
+        "the last 1,000 of each kept"
+    );
+}

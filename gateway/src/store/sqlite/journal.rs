@@ -119,7 +119,13 @@ pub(super) fn leased(kind: Kind, stream: &str, now: &str) -> String {
 /// the runs' frames (and the ACP sessions' history) move into `e2a_journal`, the runs' leases into `e2a_leases`. A file newer
 /// than this gateway knows is refused.
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
-    let version: i64 = conn
+    // the write lock first (waiting for it under the busy timeout), then the version: of two
+    // processes opening one file at once, the second finds the first's work done — a deferred
+    // transaction that read first would fail at its first write instead of waiting
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(backend)?;
+    let version: i64 = tx
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .map_err(backend)?;
     if version > VERSION {
@@ -130,7 +136,6 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     if version == VERSION {
         return Ok(());
     }
-    let tx = conn.transaction().map_err(backend)?;
     let has_table = |name: &str| -> Result<bool, StoreError> {
         tx.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")
             .and_then(|mut s| s.exists([name]))

@@ -132,9 +132,14 @@ fn commit(c: &mut Connection, batch: Vec<Job>) {
 }
 
 /// Runs `jobs` in one transaction: committed if every one succeeds, else rolled back (dropping
-/// the transaction) with the first error.
+/// the transaction) with the first error. The transaction takes the write lock when it begins
+/// (`IMMEDIATE`): with another process writing the file (two `e2a acp` sharing their sessions'
+/// file), it waits for the lock under the busy timeout — a deferred one that read first would
+/// fail at its first write with "database is locked" instead.
 fn together(c: &mut Connection, jobs: &[Job]) -> Result<(), StoreError> {
-    let tx = c.transaction().map_err(backend)?;
+    let tx = c
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(backend)?;
     for job in jobs {
         job.0.run(&tx)?;
     }
