@@ -44,49 +44,53 @@ impl Kind {
     }
 }
 
-/// How the tables of the two logs a store kept before the journal become the journal's, as
+/// How the tables of the logs a store kept before the journal become the journal's, as
 /// `INSERT … SELECT` statements (SQLite and PostgreSQL alike): the tasks' events, their leases
-/// (PostgreSQL only), the runs' frames and the runs' leases (then in `e2a_runs`).
+/// (PostgreSQL only), the runs' frames, the runs' leases (then in `e2a_runs`) and the ACP
+/// sessions' history (SQLite only).
 pub(crate) mod before {
     use super::Kind;
 
+    /// The rows of `table` (a stream id in `stream`, a sequence number in `seq`, the entry in
+    /// `entry`) into the journal as streams of `kind`.
+    fn entries(kind: Kind, table: &str, stream: &str, entry: &str) -> String {
+        format!(
+            "INSERT INTO e2a_journal (kind, stream, seq, entry) SELECT {}, {stream}, seq, {entry} FROM {table}",
+            kind.code()
+        )
+    }
+
+    /// The leases of `table` (a stream id in `stream`, `holder`, `until_ms`) into the leases,
+    /// as streams of `kind`.
+    fn leases(kind: Kind, table: &str, stream: &str) -> String {
+        format!(
+            "INSERT INTO e2a_leases (kind, stream, holder, until_ms) SELECT {}, {stream}, holder, until_ms FROM {table}",
+            kind.code()
+        )
+    }
+
     /// The tasks' events (`a2a_task_events`) into the journal.
     pub(crate) fn task_events() -> String {
-        format!(
-            "INSERT INTO e2a_journal (kind, stream, seq, entry) SELECT {}, task_id, seq, event FROM a2a_task_events",
-            Kind::Task.code()
-        )
+        entries(Kind::Task, "a2a_task_events", "task_id", "event")
     }
 
     /// The runs' frames (`e2a_run_frames`) into the journal.
     pub(crate) fn run_frames() -> String {
-        format!(
-            "INSERT INTO e2a_journal (kind, stream, seq, entry) SELECT {}, run, seq, frame FROM e2a_run_frames",
-            Kind::Run.code()
-        )
-    }
-
-    /// The runs' leases (`e2a_runs.holder`, `until_ms`) into the leases.
-    pub(crate) fn run_leases() -> String {
-        format!(
-            "INSERT INTO e2a_leases (kind, stream, holder, until_ms) SELECT {}, run, holder, until_ms FROM e2a_runs",
-            Kind::Run.code()
-        )
+        entries(Kind::Run, "e2a_run_frames", "run", "frame")
     }
 
     /// The ACP sessions' history (`acp_session_history`, SQLite) into the journal.
     pub(crate) fn session_history() -> String {
-        format!(
-            "INSERT INTO e2a_journal (kind, stream, seq, entry) SELECT {}, session_id, seq, entry FROM acp_session_history",
-            Kind::Session.code()
-        )
+        entries(Kind::Session, "acp_session_history", "session_id", "entry")
+    }
+
+    /// The runs' leases (`e2a_runs.holder`, `until_ms`) into the leases.
+    pub(crate) fn run_leases() -> String {
+        leases(Kind::Run, "e2a_runs", "run")
     }
 
     /// The tasks' leases (`a2a_leases`, PostgreSQL) into the leases.
     pub(crate) fn task_leases() -> String {
-        format!(
-            "INSERT INTO e2a_leases (kind, stream, holder, until_ms) SELECT {}, task_id, holder, until_ms FROM a2a_leases",
-            Kind::Task.code()
-        )
+        leases(Kind::Task, "a2a_leases", "task_id")
     }
 }

@@ -257,6 +257,18 @@ pub struct StoredFrame {
     pub is_final: bool,
 }
 
+/// A journal entry of a run, `(seq, frame)`, as a frame (not final: [`RunLog::new`] marks the
+/// last frame of an ended run).
+impl From<(u64, String)> for StoredFrame {
+    fn from((seq, frame): (u64, String)) -> Self {
+        StoredFrame {
+            seq,
+            frame,
+            is_final: false,
+        }
+    }
+}
+
 /// How a run's log begins: the request it answers and the gateway running it. A run opened
 /// again under the same key replaces the earlier one (a client re-sending a request id).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -96,11 +96,7 @@ impl PgStore {
         let frames = journal::after(self, Kind::Run, &run, after.map_or(Ok(-1), run_seq)?)
             .await?
             .into_iter()
-            .map(|(seq, frame)| StoredFrame {
-                seq,
-                frame,
-                is_final: false,
-            })
+            .map(StoredFrame::from)
             .collect();
         Ok(Some(RunLog::new(run, request, frames, ended, leased)))
     }

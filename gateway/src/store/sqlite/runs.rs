@@ -79,11 +79,7 @@ impl RunStore for SqliteStore {
             let after = after.map_or(Ok(-1), run_seq)?;
             let frames = journal::after(c, Kind::Run, &run, after)?
                 .into_iter()
-                .map(|(seq, frame)| StoredFrame {
-                    seq,
-                    frame,
-                    is_final: false,
-                })
+                .map(StoredFrame::from)
                 .collect();
             Ok(Some(RunLog::new(run, request, frames, ended, leased)))
         }))
