@@ -17,7 +17,7 @@
 //!   so followers of tasks running elsewhere also read the log after a second without news
 //!   (see `tasks::TaskService`): a lost notice delays an event, it never loses it.
 //! - **One journal.** Tasks' events and runs' frames are one log, `e2a_journal`, and their
-//!   leases one table, `e2a_leases` ([`crate::store::journal`]).
+//!   leases one table, `e2a_leases` (the store's `journal` module).
 //! - **Leases.** `e2a_leases` holds, per running task or run, the instance running it and until
 //!   when (on the database server's clock, so the gateways' clocks need not agree); the
 //!   instance renews it while the run goes on. A task `SUBMITTED`/`WORKING` whose lease has
