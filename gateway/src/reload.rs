@@ -74,11 +74,16 @@ impl Reloadable {
     /// The routes: each request goes to the routes of the gateway served when it arrives.
     pub fn router(&self) -> axum::Router {
         use tower::ServiceExt;
-        let served = self.served.clone();
+        let routes = self.routes();
         axum::Router::new().fallback_service(tower::service_fn(move |request: axum::extract::Request| {
-            let router = served.read().router.clone();
-            router.oneshot(request)
+            routes().oneshot(request)
         }))
+    }
+
+    /// The router served at each moment: what a request is handed to.
+    fn routes(&self) -> impl Fn() -> axum::Router + Clone + Send + Sync + 'static {
+        let served = self.served.clone();
+        move || served.read().router.clone()
     }
 
     /// Serves the agents of `fresh` from now on. A named agent of the same name as one served
@@ -145,9 +150,7 @@ impl Reloadable {
     ) -> std::io::Result<()> {
         let limits = self.current().shared.config.server;
         // the router served at each request, called directly (not behind a router of its own)
-        let served = self.served.clone();
-        let routes = move || served.read().router.clone();
-        crate::web::server::serve(listener, routes, limits, shutdown, move || async move {
+        crate::web::server::serve(listener, self.routes(), limits, shutdown, move || async move {
             let all = self.served.read().all().cloned().collect();
             crate::drain(all).await;
         })
