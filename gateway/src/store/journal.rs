@@ -44,6 +44,26 @@ impl Kind {
     }
 }
 
+/// The statements that forget the streams of `kind` whose id is `which` (an SQL condition on
+/// the column `stream`: `= ANY($1)`, `IN (SELECT …)`), their entries and their leases: to run
+/// before the statement that forgets their heads, which `which` may read.
+pub(crate) fn forget(kind: Kind, which: &str) -> [String; 2] {
+    let k = kind.code();
+    [
+        format!("DELETE FROM e2a_journal WHERE kind = {k} AND stream {which}"),
+        format!("DELETE FROM e2a_leases WHERE kind = {k} AND stream {which}"),
+    ]
+}
+
+/// An SQL condition: stream `stream` (an SQL expression) of `kind` has a lease valid at `now`
+/// (an SQL expression: a parameter, or the database server's clock).
+pub(crate) fn leased(kind: Kind, stream: &str, now: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM e2a_leases l WHERE l.kind = {} AND l.stream = {stream} AND l.until_ms > {now})",
+        kind.code()
+    )
+}
+
 /// How the tables of the logs a store kept before the journal become the journal's, as
 /// `INSERT … SELECT` statements (SQLite and PostgreSQL alike): the tasks' events, their leases
 /// (PostgreSQL only), the runs' frames, the runs' leases (then in `e2a_runs`) and the ACP

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::{backend, millis, seq_u64, PgStore, NOW_MS};
 use crate::store::journal::{before, Kind};
+pub(super) use crate::store::journal::{forget, leased};
 use crate::store::StoreError;
 
 /// The migration from the two logs (tasks' events, runs' frames) and the two kinds of lease
@@ -63,20 +64,21 @@ pub(super) async fn after(
         .collect()
 }
 
-/// The statements that forget, with their entries and leases, the streams of `kind` whose ids
-/// are `$1` (a text array).
-pub(super) fn forget(kind: Kind) -> [String; 2] {
-    let k = kind.code();
-    [
-        format!("DELETE FROM e2a_journal WHERE kind = {k} AND stream = ANY($1)"),
-        format!("DELETE FROM e2a_leases WHERE kind = {k} AND stream = ANY($1)"),
-    ]
+/// Writes the lease of stream `$1` of `kind`: `$2` holds it for `$3` ms from now, whoever held
+/// it before (a statement to refine with a condition on the lease held, `l`).
+pub(super) fn lease_upsert(kind: Kind) -> String {
+    format!(
+        "INSERT INTO e2a_leases AS l (kind, stream, holder, until_ms) VALUES ({}, $1, $2, {NOW_MS} + $3)
+         ON CONFLICT (kind, stream) DO UPDATE SET holder = EXCLUDED.holder, until_ms = EXCLUDED.until_ms",
+        kind.code()
+    )
 }
 
-/// An SQL condition: stream `stream` (an SQL expression) of `kind` has a lease valid now.
-pub(super) fn leased(kind: Kind, stream: &str) -> String {
+/// Extends to `$3` ms from now the leases `$1` holds of the streams of `kind` whose id is
+/// `which` (an SQL condition on the column `stream`).
+pub(super) fn lease_renewal(kind: Kind, which: &str) -> String {
     format!(
-        "EXISTS (SELECT 1 FROM e2a_leases l WHERE l.kind = {} AND l.stream = {stream} AND l.until_ms > {NOW_MS})",
+        "UPDATE e2a_leases SET until_ms = {NOW_MS} + $3 WHERE kind = {} AND holder = $1 AND stream {which}",
         kind.code()
     )
 }
@@ -92,11 +94,8 @@ impl PgStore {
         lease: Duration,
     ) -> Result<bool, StoreError> {
         let sql = format!(
-            "INSERT INTO e2a_leases AS l (kind, stream, holder, until_ms) VALUES ({}, $1, $2, {NOW_MS} + $3)
-             ON CONFLICT (kind, stream) DO UPDATE SET holder = EXCLUDED.holder, until_ms = EXCLUDED.until_ms
-             WHERE l.holder = EXCLUDED.holder OR l.until_ms < {NOW_MS}
-             RETURNING holder",
-            kind.code()
+            "{} WHERE l.holder = EXCLUDED.holder OR l.until_ms < {NOW_MS} RETURNING holder",
+            lease_upsert(kind)
         );
         Ok(!self.rows(&sql, &[&stream, &holder, &millis(lease)]).await?.is_empty())
     }
@@ -112,11 +111,7 @@ impl PgStore {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let sql = format!(
-            "UPDATE e2a_leases SET until_ms = {NOW_MS} + $3
-             WHERE kind = {} AND holder = $1 AND stream = ANY($2) RETURNING stream",
-            kind.code()
-        );
+        let sql = format!("{} RETURNING stream", lease_renewal(kind, "= ANY($2)"));
         let rows = self.rows(&sql, &[&holder, &ids, &millis(lease)]).await?;
         let kept: std::collections::HashSet<String> = rows.iter().filter_map(|r| r.try_get(0).ok()).collect();
         Ok(ids.into_iter().filter(|id| !kept.contains(id)).collect())

@@ -393,7 +393,7 @@ impl Leases for PgStore {
             let sql = format!(
                 "SELECT t.id FROM a2a_tasks t WHERE t.state IN ($1, $2) AND NOT {}
                  ORDER BY t.updated_ms LIMIT 1000",
-                journal::leased(Kind::Task, "t.id")
+                journal::leased(Kind::Task, "t.id", NOW_MS)
             );
             let rows = self.rows(&sql, &[&SUBMITTED.as_str(), &WORKING.as_str()]).await?;
             rows.iter().map(|r| r.try_get(0).map_err(backend)).collect()

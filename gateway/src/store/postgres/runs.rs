@@ -17,17 +17,8 @@ impl PgStore {
         let tx = client.transaction().await.map_err(|e| pg_error(&e))?;
         if let Some(head) = head {
             // the key's earlier run is forgotten: its frames and its lease
-            let [entries, leases] = journal::forget(Kind::Run);
-            let earlier: Vec<String> = tx
-                .query("SELECT run FROM e2a_runs WHERE key = $1", &[&key])
-                .await
-                .map_err(|e| pg_error(&e))?
-                .iter()
-                .map(|r| r.try_get(0))
-                .collect::<Result<_, _>>()
-                .map_err(backend)?;
-            for sql in [entries, leases] {
-                tx.execute(&sql, &[&earlier]).await.map_err(|e| pg_error(&e))?;
+            for sql in journal::forget(Kind::Run, "IN (SELECT run FROM e2a_runs WHERE key = $1)") {
+                tx.execute(&sql, &[&key]).await.map_err(|e| pg_error(&e))?;
             }
             let upsert = format!(
                 "INSERT INTO e2a_runs (key, run, request, ended, updated_ms) VALUES ($1, $4, $2, $3, {NOW_MS})
@@ -37,14 +28,12 @@ impl PgStore {
             tx.execute(&upsert, &[&key, &head.request, &ended, &run])
                 .await
                 .map_err(|e| pg_error(&e))?;
-            let lease = format!(
-                "INSERT INTO e2a_leases (kind, stream, holder, until_ms) VALUES ({}, $1, $2, {NOW_MS} + $3)
-                 ON CONFLICT (kind, stream) DO UPDATE SET holder = EXCLUDED.holder, until_ms = EXCLUDED.until_ms",
-                Kind::Run.code()
-            );
-            tx.execute(&lease, &[&run, &head.holder, &millis(head.lease)])
-                .await
-                .map_err(|e| pg_error(&e))?;
+            tx.execute(
+                &journal::lease_upsert(Kind::Run),
+                &[&run, &head.holder, &millis(head.lease)],
+            )
+            .await
+            .map_err(|e| pg_error(&e))?;
         } else {
             let update =
                 format!("UPDATE e2a_runs SET updated_ms = {NOW_MS}, ended = ended OR $3 WHERE key = $1 AND run = $2");
@@ -83,7 +72,7 @@ impl PgStore {
     pub(super) async fn run_log_after(&self, key: &str, after: Option<u64>) -> Result<Option<RunLog>, StoreError> {
         let head = format!(
             "SELECT r.run, r.request, r.ended, {} FROM e2a_runs r WHERE r.key = $1",
-            journal::leased(Kind::Run, "r.run")
+            journal::leased(Kind::Run, "r.run", NOW_MS)
         );
         let rows = self.rows(&head, &[&key]).await?;
         let Some(row) = rows.first() else {
@@ -140,15 +129,8 @@ impl PgStore {
         keys: Vec<String>,
         lease: Duration,
     ) -> Result<(), StoreError> {
-        let runs = "SELECT run FROM e2a_runs WHERE key = ANY($1)";
-        let runs: Vec<String> = self
-            .rows(runs, &[&keys])
-            .await?
-            .iter()
-            .map(|r| r.try_get(0))
-            .collect::<Result<_, _>>()
-            .map_err(backend)?;
-        self.renew_leases(Kind::Run, holder, runs, lease).await.map(drop)
+        let renew = journal::lease_renewal(Kind::Run, "IN (SELECT run FROM e2a_runs WHERE key = ANY($2))");
+        self.rows(&renew, &[&holder, &keys, &millis(lease)]).await.map(drop)
     }
 
     pub(super) async fn prune_finished_tasks(&self, older_than: Duration, keep: usize) -> Result<u64, StoreError> {
@@ -158,7 +140,7 @@ impl PgStore {
                (SELECT id FROM a2a_tasks WHERE state IN ({finished}) ORDER BY updated_ms DESC LIMIT $2))
              RETURNING id"
         );
-        let [entries, leases] = journal::forget(Kind::Task);
+        let [entries, leases] = journal::forget(Kind::Task, "= ANY($1)");
         let then = [
             entries,
             leases,
@@ -183,9 +165,9 @@ impl PgStore {
                AND (updated_ms < {NOW_MS} - $1
                     OR key NOT IN (SELECT key FROM e2a_runs ORDER BY updated_ms DESC LIMIT $2))
              RETURNING run",
-            journal::leased(Kind::Run, "e2a_runs.run")
+            journal::leased(Kind::Run, "e2a_runs.run", NOW_MS)
         );
-        let then = journal::forget(Kind::Run);
+        let then = journal::forget(Kind::Run, "= ANY($1)");
         let n = self.prune(&gone, &then, older_than, keep).await?;
         // the requests' Idempotency-Key records: as old as the runs forgotten, or beyond as
         // many as are kept
@@ -230,7 +212,7 @@ fn summary_sql() -> String {
          FROM e2a_runs r
          LEFT JOIN LATERAL (SELECT seq, entry FROM e2a_journal WHERE kind = {k} AND stream = r.run ORDER BY seq LIMIT 1) f ON TRUE
          LEFT JOIN LATERAL (SELECT seq, entry FROM e2a_journal WHERE kind = {k} AND stream = r.run ORDER BY seq DESC LIMIT 1) l ON TRUE",
-        journal::leased(Kind::Run, "r.run")
+        journal::leased(Kind::Run, "r.run", NOW_MS)
     )
 }
 

@@ -5,6 +5,7 @@ use rusqlite::{params, Connection};
 
 use super::backend;
 use crate::store::journal::{before, Kind};
+pub(super) use crate::store::journal::{forget, leased};
 use crate::store::StoreError;
 
 /// The journal's tables.
@@ -84,35 +85,6 @@ pub(super) fn lease(tx: &Connection, kind: Kind, stream: &str, holder: &str, unt
         .execute(params![kind.code(), stream, holder, until_ms])
         .map_err(backend)?;
     Ok(())
-}
-
-/// Forgets the lease of stream `stream` of `kind`.
-pub(super) fn release(tx: &Connection, kind: Kind, stream: &str) -> Result<(), StoreError> {
-    tx.prepare_cached("DELETE FROM e2a_leases WHERE kind = ?1 AND stream = ?2")
-        .map_err(backend)?
-        .execute(params![kind.code(), stream])
-        .map_err(backend)?;
-    Ok(())
-}
-
-/// The statements that forget the streams of `kind` that `gone` (an SQL query of their ids)
-/// selects, with their entries and leases: to run before the statement that forgets their
-/// heads (which `gone` reads).
-pub(super) fn forget(kind: Kind, gone: &str) -> [String; 2] {
-    let k = kind.code();
-    [
-        format!("DELETE FROM e2a_journal WHERE kind = {k} AND stream IN ({gone})"),
-        format!("DELETE FROM e2a_leases WHERE kind = {k} AND stream IN ({gone})"),
-    ]
-}
-
-/// An SQL condition: stream `stream` (an SQL expression) of `kind` has a lease valid at `now`
-/// (an SQL expression).
-pub(super) fn leased(kind: Kind, stream: &str, now: &str) -> String {
-    format!(
-        "EXISTS (SELECT 1 FROM e2a_leases l WHERE l.kind = {} AND l.stream = {stream} AND l.until_ms > {now})",
-        kind.code()
-    )
 }
 
 /// Brings a file from before the journal up to it, in one transaction: the tasks' events and

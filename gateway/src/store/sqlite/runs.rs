@@ -17,15 +17,11 @@ impl RunStore for SqliteStore {
             let ended = frames.iter().any(|f| f.is_final);
             if let Some(head) = &head {
                 // the key's earlier run is forgotten: its frames and its lease
-                let earlier: Option<String> = tx
-                    .prepare_cached("SELECT run FROM e2a_runs WHERE key = ?1")
-                    .map_err(backend)?
-                    .query_row(params![key], |r| r.get(0))
-                    .optional()
-                    .map_err(backend)?;
-                if let Some(earlier) = earlier {
-                    journal::clear(tx, Kind::Run, &earlier)?;
-                    journal::release(tx, Kind::Run, &earlier)?;
+                for sql in journal::forget(Kind::Run, "IN (SELECT run FROM e2a_runs WHERE key = ?1)") {
+                    tx.prepare_cached(&sql)
+                        .map_err(backend)?
+                        .execute(params![key])
+                        .map_err(backend)?;
                 }
                 tx.prepare_cached(
                     "INSERT OR REPLACE INTO e2a_runs (key, run, request, ended, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -152,7 +148,7 @@ impl RunStore for SqliteStore {
                AND (updated_ms < ?1 OR key NOT IN (SELECT key FROM e2a_runs ORDER BY updated_ms DESC LIMIT ?2))",
             journal::leased(Kind::Run, "e2a_runs.run", "?3")
         );
-        let [entries, leases] = journal::forget(Kind::Run, &gone);
+        let [entries, leases] = journal::forget(Kind::Run, &format!("IN ({gone})"));
         let deletes = [entries, leases, format!("DELETE FROM e2a_runs WHERE run IN ({gone})")];
         // the requests' Idempotency-Key records: as old as the runs forgotten, or beyond as
         // many as are kept

@@ -177,7 +177,7 @@ impl TaskLog for SqliteStore {
                (SELECT id FROM a2a_tasks WHERE state IN ({finished}) ORDER BY updated_ms DESC LIMIT ?2))"
         );
         // the task rows last: their count is how many went
-        let [entries, leases] = journal::forget(Kind::Task, &gone);
+        let [entries, leases] = journal::forget(Kind::Task, &format!("IN ({gone})"));
         let deletes = [
             format!("DELETE FROM a2a_push WHERE task_id IN ({gone})"),
             entries,
