@@ -19,6 +19,7 @@ mod config;
 mod convert;
 mod demo;
 mod input;
+mod log_fields;
 mod log_lines;
 mod migrate;
 mod serve;

@@ -48,6 +48,7 @@ pub fn init(file: &ConfigFile) -> Result<Telemetry, String> {
             .with_filter(filter())
             .boxed(),
         e2a::types::LogFormat::Text => tracing_subscriber::fmt::layer()
+            .fmt_fields(crate::log_fields::PlainFields)
             .with_timer(LineTime)
             .with_writer(stderr)
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

@@ -213,9 +213,67 @@ fn access_log(
         method = %method,
         route = route.map_or("-", |r| r.as_str()),
         status = response.status().as_u16(),
-        latency_ms = %format_args!("{:.3}", started.elapsed().as_secs_f64() * 1000.0),
+        latency_ms = %Millis(started.elapsed()),
         caller = who.and_then(Option::as_deref).unwrap_or("-"),
         trace_id = trace,
         "request"
     );
+}
+
+/// A duration in milliseconds to the microsecond (`12.345`), as `{:.3}` writes the
+/// milliseconds of [`Duration::as_secs_f64`], without the float formatting.
+struct Millis(Duration);
+
+impl std::fmt::Display for Millis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // rounded to the nearest microsecond, as `{:.3}` rounds
+        let micros = self.0.as_nanos().saturating_add(500) / 1000;
+        let mut ms = itoa::Buffer::new();
+        f.write_str(ms.format(micros / 1000))?;
+        let frac = u16::try_from(micros % 1000).unwrap_or(0);
+        let digits = [
+            b'.',
+            b'0' + (frac / 100) as u8,
+            b'0' + (frac / 10 % 10) as u8,
+            b'0' + (frac % 10) as u8,
+        ];
+        f.write_str(std::str::from_utf8(&digits).map_err(|_| std::fmt::Error)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::Millis;
+
+    #[test]
+    fn millis_are_written_as_the_float_formatting_writes_them() {
+        let nanos = [
+            0u64,
+            1,
+            499,
+            501,
+            999,
+            1_000,
+            1_234_567,
+            12_345_678,
+            999_999_400,
+            3_600_000_000_123,
+            u64::from(u32::MAX) * 7,
+        ];
+        // (half a microsecond exactly is a tie, which the two may round apart)
+        for n in nanos
+            .into_iter()
+            .chain((0..2_000).map(|i| i * 7_919 + 13))
+            .filter(|n| n % 1000 != 500)
+        {
+            let d = Duration::from_nanos(n);
+            assert_eq!(
+                Millis(d).to_string(),
+                format!("{:.3}", d.as_secs_f64() * 1000.0),
+                "{n} ns"
+            );
+        }
+    }
 }
