@@ -181,7 +181,20 @@ impl ChunkBody {
     /// A chunk body carrying a structured delta: `event_type` says which (`chat.tool_call`,
     /// `chat.tool_result`, `artifact`), `delta` is its typed value.
     pub fn structured(kind: crate::types::DeltaKind, event: ChunkEventType, delta: impl serde::Serialize) -> Self {
-        let mut body = ChunkBody::delta(kind, serde_json::to_value(delta).unwrap_or(Value::Null));
+        Self::structured_value(kind, event, serde_json::to_value(delta).unwrap_or(Value::Null))
+    }
+
+    /// [`ChunkBody::structured`] with the delta's JSON value given (a generated type's
+    /// `into_object()`, its values moved in: no serializer pass).
+    ///
+    /// ```
+    /// use e2a::types::{ChunkBody, ChunkEventType, DeltaKind, ToolResultDelta};
+    /// let done = ToolResultDelta { tool_call_id: "c1".into(), result: None, status: Some("completed".into()), extra: Default::default() };
+    /// let moved = ChunkBody::structured_value(DeltaKind::Tool, ChunkEventType::ChatToolResult, done.clone().into_object().into());
+    /// assert_eq!(moved, ChunkBody::structured(DeltaKind::Tool, ChunkEventType::ChatToolResult, done));
+    /// ```
+    pub fn structured_value(kind: crate::types::DeltaKind, event: ChunkEventType, delta: Value) -> Self {
+        let mut body = ChunkBody::delta(kind, delta);
         body.event_type = Some(event.as_str().into());
         body
     }

@@ -215,10 +215,10 @@ impl WholeAnswer {
             add("content", Value::String(self.text));
         }
         if !self.artifacts.is_empty() {
-            add("artifacts", to_array(&self.artifacts));
+            add("artifacts", to_array(self.artifacts, ArtifactDelta::into_object));
         }
         if !self.tool_calls.is_empty() {
-            add("tool_calls", to_array(&self.tool_calls));
+            add("tool_calls", to_array(self.tool_calls, ToolCall::into_object));
         }
         added.then_some(whole)
     }
@@ -261,6 +261,7 @@ fn whole_piece(mut piece: ArtifactDelta) -> ArtifactDelta {
     piece
 }
 
-fn to_array<T: serde::Serialize>(items: &[T]) -> Value {
-    Value::Array(items.iter().filter_map(|i| serde_json::to_value(i).ok()).collect())
+/// `items` as a JSON array of the objects `object` moves each into.
+fn to_array<T>(items: Vec<T>, object: fn(T) -> Map<String, Value>) -> Value {
+    Value::Array(items.into_iter().map(|i| Value::Object(object(i))).collect())
 }

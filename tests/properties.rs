@@ -121,6 +121,49 @@ prop_compose! {
     }
 }
 
+prop_compose! {
+    /// A tool call, its own keys at times clashing with its fields.
+    fn tool_call()(
+        id in ".{0,6}",
+        texts in (opt_str(), opt_str()),
+        values in (prop::option::of(json_value()), prop::option::of(json_value())),
+        extra in prop_oneof![2 => Just(Map::new()), 1 => map(), 1 => clash("name|status|tool_call_id|result")],
+    ) -> e2a::types::ToolCall {
+        e2a::types::ToolCall { tool_call_id: id, name: texts.0, status: texts.1, arguments: values.0, result: values.1, extra }
+    }
+}
+
+prop_compose! {
+    /// An artifact piece.
+    fn artifact()(
+        id in ".{0,6}",
+        flags in (any::<bool>(), any::<bool>()),
+        kind in prop::option::of(prop::sample::select(vec![e2a::types::ArtifactKind::Text, e2a::types::ArtifactKind::FileUrl, e2a::types::ArtifactKind::Data])),
+        name in opt_str(),
+        parts in prop::collection::vec(map(), 0..3),
+        extra in prop_oneof![2 => Just(Map::new()), 1 => clash("append|kind|parts")],
+    ) -> e2a::types::ArtifactDelta {
+        e2a::types::ArtifactDelta { artifact_id: id, append: flags.0, last_chunk: flags.1, kind, name, parts, extra }
+    }
+}
+
+prop_compose! {
+    /// An answer's result: its content, artifacts and tool calls.
+    fn answer_result()(
+        texts in (opt_str(), opt_str()),
+        artifacts in prop::collection::vec(artifact(), 0..3),
+        tool_calls in prop::collection::vec(tool_call(), 0..3),
+        extra in prop_oneof![2 => Just(Map::new()), 1 => map(), 1 => clash("content|tool_calls|stopReason")],
+    ) -> e2a::types::AnswerResult {
+        e2a::types::AnswerResult { content: texts.0, stop_reason: texts.1, artifacts, tool_calls, extra }
+    }
+}
+
+/// One member of its own whose name is one of `names` (`|`-separated): a clash with a field.
+fn clash(names: &'static str) -> impl Strategy<Value = Map<String, Value>> {
+    (names, json_value()).prop_map(|(k, v)| Map::from_iter([(k, v)]))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -133,6 +176,21 @@ proptest! {
         let written = e2a::response::body_map(&b);
         let moved = b.into_object();
         prop_assert_eq!(serde_json::to_string(&moved).ok(), serde_json::to_string(&written).ok());
+    }
+
+    /// A struct moved into its JSON object (generated `into_object`: nested structs, arrays
+    /// of them, options, string enums, own members) is the object serde writes, key order
+    /// included.
+    #[test]
+    fn structs_into_object_are_their_serialization(result in answer_result(), paused in (any::<bool>(), opt_str(), prop::option::of(any::<bool>()), map())) {
+        // (the value serde makes: a member of its own named as a field is one key)
+        let written = serde_json::to_value(&result).ok().map(|v| v.to_string());
+        prop_assert_eq!(Some(Value::Object(result.into_object()).to_string()), written);
+        let (approval, prompt, resumable, extra) = paused;
+        let input_kind = Some(if approval { e2a::types::PauseKind::Approval } else { e2a::types::PauseKind::Input });
+        let paused = e2a::types::PausedResult { state: e2a::types::PausedResultState::InputRequired, input_kind, prompt, resumable, extra };
+        let written = serde_json::to_value(&paused).ok().map(|v| v.to_string());
+        prop_assert_eq!(Some(Value::Object(paused.into_object()).to_string()), written);
     }
 
     #[test]

@@ -388,24 +388,17 @@ fn body_source(bundled: &Value, record: &Record<'_>, file: &syn::File, types: &T
         o,
         "    /// The body as the JSON object [`{name}`]'s `{body}` holds.\n    pub fn into_map(self) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {{\n        match self {{"
     );
-    let mut objects = String::new();
     for (def, _) in &bodies {
-        let st = file.items.iter().find_map(|i| match i {
-            syn::Item::Struct(s) if s.ident == *def => Some(s),
-            _ => None,
-        });
-        match st.and_then(|st| crate::objects::object_source(st, types)) {
-            Some(code) => {
-                objects.push_str(&code);
+        match types.objects.contains(*def) {
+            true => {
                 let _ = writeln!(o, "            Self::{}(b) => b.into_object(),", variant(def));
             }
-            None => {
+            false => {
                 let _ = writeln!(o, "            Self::{}(b) => crate::frame::body_map(b),", variant(def));
             }
         }
     }
     o.push_str("            Self::Raw(m) => m,\n        }\n    }\n}\n\n");
-    o.push_str(&objects);
     o.push_str(&body_impls(&bodies, types)?);
     Ok(o)
 }

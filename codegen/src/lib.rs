@@ -154,11 +154,22 @@ pub fn rust_source(bundled: &Value) -> Result<String, Error> {
     string_enums.extend(closed_string_enums(bundled, &file).map(|(e, _)| e.ident.to_string()));
     out.push_str(&writer::writers(bundled, &file, &string_enums)?);
     let writable = writer::writable(bundled, &file)?;
+    let none = std::collections::BTreeSet::new();
+    let objects = objects::objects(
+        &file,
+        &writer::Types {
+            writable: &writable,
+            enums: &string_enums,
+            objects: &none,
+        },
+    );
     let types = writer::Types {
         writable: &writable,
         enums: &string_enums,
+        objects: &objects,
     };
     out.push_str(&frame::frames(bundled, &file, &types)?);
+    out.push_str(&objects::objects_source(&file, &types)?);
     Ok(out)
 }
 

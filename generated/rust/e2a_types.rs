@@ -9014,240 +9014,6 @@ impl FrameBody {
         }
     }
 }
-impl A2aStreamEventBody {
-    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
-    pub fn into_object(
-        self,
-    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
-        m.insert(
-            "branch".into(),
-            ::serde_json::Value::String(self.branch.as_str().to_string()),
-        );
-        m.insert("payload".into(), ::serde_json::Value::Object(self.payload));
-        m.extend(self.extra);
-        m
-    }
-}
-impl ChunkBody {
-    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
-    pub fn into_object(
-        self,
-    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
-        if let Some(v) = self.delta {
-            m.insert("delta".into(), v);
-        }
-        m.insert(
-            "delta_kind".into(),
-            ::serde_json::Value::String(self.delta_kind.as_str().to_string()),
-        );
-        if let Some(v) = self.event_type {
-            m.insert("event_type".into(), ::serde_json::Value::String(v));
-        }
-        if let Some(v) = self.member_name {
-            m.insert("member_name".into(), v);
-        }
-        if let Some(v) = self.mime_type {
-            m.insert("mime_type".into(), ::serde_json::Value::String(v));
-        }
-        if let Some(v) = self.rid {
-            m.insert("rid".into(), v);
-        }
-        if let Some(v) = self.role {
-            m.insert("role".into(), v);
-        }
-        if let Some(v) = self.source_chunk_type {
-            m.insert("source_chunk_type".into(), ::serde_json::Value::String(v));
-        }
-        if let Some(v) = self.team_id {
-            m.insert("team_id".into(), v);
-        }
-        if let Some(v) = self.team_name {
-            m.insert("team_name".into(), v);
-        }
-        m.extend(self.extra);
-        m
-    }
-}
-impl CompleteBody {
-    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
-    pub fn into_object(
-        self,
-    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
-        if !self.result.is_empty() {
-            m.insert("result".into(), ::serde_json::Value::Object(self.result));
-        }
-        m.extend(self.extra);
-        m
-    }
-}
-impl CronBody {
-    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
-    pub fn into_object(
-        self,
-    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
-        if let Some(v) = self.action {
-            m.insert("action".into(), v);
-        }
-        if let Some(v) = self.command_id {
-            m.insert("command_id".into(), v);
-        }
-        if let Some(v) = self.data {
-            m.insert("data".into(), v);
-        }
-        if let Some(v) = self.message {
-            m.insert("message".into(), v);
-        }
-        if let Some(v) = self.status {
-            m.insert("status".into(), v);
-        }
-        m.extend(self.extra);
-        m
-    }
-}
-impl ErrorBody {
-    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
-    pub fn into_object(
-        self,
-    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
-        if let Some(v) = self.code {
-            m.insert("code".into(), v);
-        }
-        if let Some(v) = self.details {
-            m.insert("details".into(), ::serde_json::Value::Object(v));
-        }
-        if let Some(v) = self.external {
-            m.insert(
-                "external".into(),
-                ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null),
-            );
-        }
-        if let Some(v) = self.message {
-            m.insert("message".into(), ::serde_json::Value::String(v));
-        }
-        m.extend(self.extra);
-        m
-    }
-}
-impl ExtBody {
-    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
-    pub fn into_object(
-        self,
-    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
-        if let Some(v) = self.ext_method {
-            m.insert("ext_method".into(), ::serde_json::Value::String(v));
-        }
-        if !self.params.is_empty() {
-            m.insert("params".into(), ::serde_json::Value::Object(self.params));
-        }
-        m.extend(self.extra);
-        m
-    }
-}
-impl JsonRpcErrorBody {
-    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
-    pub fn into_object(
-        self,
-    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
-        if let Some(v) = self.code {
-            m.insert("code".into(), ::serde_json::Value::from(v));
-        }
-        if let Some(v) = self.data {
-            m.insert("data".into(), v);
-        }
-        if let Some(v) = self.message {
-            m.insert("message".into(), ::serde_json::Value::String(v));
-        }
-        m.extend(self.extra);
-        m
-    }
-}
-impl OutputRequestBody {
-    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
-    pub fn into_object(
-        self,
-    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
-        if let Some(v) = self.id {
-            m.insert("id".into(), v);
-        }
-        if let Some(v) = self.jsonrpc {
-            m.insert("jsonrpc".into(), ::serde_json::Value::String(v));
-        }
-        if let Some(v) = self.method {
-            m.insert("method".into(), ::serde_json::Value::String(v));
-        }
-        if !self.params.is_empty() {
-            m.insert("params".into(), ::serde_json::Value::Object(self.params));
-        }
-        m.extend(self.extra);
-        m
-    }
-}
-impl PlanApprovalRequiredBody {
-    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
-    pub fn into_object(
-        self,
-    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
-        if let Some(v) = self.input_kind {
-            m.insert(
-                "input_kind".into(),
-                ::serde_json::Value::String(v.as_str().to_string()),
-            );
-        }
-        if let Some(v) = self.plan_content {
-            m.insert("plan_content".into(), ::serde_json::Value::String(v));
-        }
-        if let Some(v) = self.plan_path {
-            m.insert("plan_path".into(), ::serde_json::Value::String(v));
-        }
-        if let Some(v) = self.plan_slug {
-            m.insert("plan_slug".into(), ::serde_json::Value::String(v));
-        }
-        if let Some(v) = self.resumable {
-            m.insert("resumable".into(), ::serde_json::Value::Bool(v));
-        }
-        m.extend(self.extra);
-        m
-    }
-}
-impl PromptResultBody {
-    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
-    pub fn into_object(
-        self,
-    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
-        if let Some(v) = self.stop_reason {
-            m.insert("stopReason".into(), ::serde_json::Value::String(v));
-        }
-        if let Some(v) = self.user_message_id {
-            m.insert("userMessageId".into(), ::serde_json::Value::String(v));
-        }
-        m.extend(self.extra);
-        m
-    }
-}
-impl SessionUpdateBody {
-    /// This body as the JSON object serde writes for it, its values moved in (no serializer).
-    pub fn into_object(
-        self,
-    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
-        m.insert(
-            "sessionUpdate".into(),
-            ::serde_json::Value::String(self.session_update),
-        );
-        m.extend(self.extra);
-        m
-    }
-}
 impl ::std::fmt::Debug for FrameBody {
     /// The typed body's `Debug`; a raw one redacted.
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
@@ -9579,5 +9345,2389 @@ impl crate::frame::Framed for Frame {
         ends[6] = w.len();
         w.value(&self.timestamp);
         ends[7] = w.len();
+    }
+}
+
+// `into_object`: a struct moved into the JSON object serde writes for it, generated by e2a-codegen.
+impl A2aAgentCapabilities {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.extended_agent_card {
+            m.insert("extendedAgentCard".into(), ::serde_json::Value::Bool(v));
+        }
+        if !self.extensions.is_empty() {
+            m.insert(
+                "extensions".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .extensions
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::Object(v.into_object()))
+                        .collect(),
+                ),
+            );
+        }
+        if let Some(v) = self.push_notifications {
+            m.insert("pushNotifications".into(), ::serde_json::Value::Bool(v));
+        }
+        if let Some(v) = self.streaming {
+            m.insert("streaming".into(), ::serde_json::Value::Bool(v));
+        }
+        m
+    }
+}
+impl A2aAgentInterface {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert(
+            "protocolBinding".into(),
+            ::serde_json::Value::String(self.protocol_binding),
+        );
+        m.insert(
+            "protocolVersion".into(),
+            ::serde_json::Value::String(self.protocol_version),
+        );
+        if let Some(v) = self.tenant {
+            m.insert("tenant".into(), ::serde_json::Value::String(v));
+        }
+        m.insert("url".into(), ::serde_json::Value::String(self.url));
+        m
+    }
+}
+impl A2aAgentProvider {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.organization {
+            m.insert("organization".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.url {
+            m.insert("url".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl A2aAgentSkill {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.description {
+            m.insert("description".into(), ::serde_json::Value::String(v));
+        }
+        if !self.examples.is_empty() {
+            m.insert(
+                "examples".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .examples
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::String(v))
+                        .collect(),
+                ),
+            );
+        }
+        if let Some(v) = self.id {
+            m.insert("id".into(), ::serde_json::Value::String(v));
+        }
+        if !self.input_modes.is_empty() {
+            m.insert(
+                "inputModes".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .input_modes
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::String(v))
+                        .collect(),
+                ),
+            );
+        }
+        if let Some(v) = self.name {
+            m.insert("name".into(), ::serde_json::Value::String(v));
+        }
+        if !self.output_modes.is_empty() {
+            m.insert(
+                "outputModes".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .output_modes
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::String(v))
+                        .collect(),
+                ),
+            );
+        }
+        if !self.security_requirements.is_empty() {
+            m.insert(
+                "securityRequirements".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .security_requirements
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::Object(v.into_object()))
+                        .collect(),
+                ),
+            );
+        }
+        if !self.tags.is_empty() {
+            m.insert(
+                "tags".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .tags
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::String(v))
+                        .collect(),
+                ),
+            );
+        }
+        m
+    }
+}
+impl A2aArtifact {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("artifactId".into(), ::serde_json::Value::String(self.artifact_id));
+        if let Some(v) = self.description {
+            m.insert("description".into(), ::serde_json::Value::String(v));
+        }
+        if !self.extensions.is_empty() {
+            m.insert(
+                "extensions".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .extensions
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::String(v))
+                        .collect(),
+                ),
+            );
+        }
+        if !self.metadata.is_empty() {
+            m.insert("metadata".into(), ::serde_json::Value::Object(self.metadata));
+        }
+        if let Some(v) = self.name {
+            m.insert("name".into(), ::serde_json::Value::String(v));
+        }
+        m.insert(
+            "parts".into(),
+            ::serde_json::Value::Array(
+                self
+                    .parts
+                    .into_iter()
+                    .map(|v| ::serde_json::Value::Object(v.into_object()))
+                    .collect(),
+            ),
+        );
+        m
+    }
+}
+impl A2aAuthenticationInfo {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.credentials {
+            m.insert(
+                "credentials".into(),
+                ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null),
+            );
+        }
+        m.insert("scheme".into(), ::serde_json::Value::String(self.scheme));
+        m
+    }
+}
+impl A2aCancelTaskRequest {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("id".into(), ::serde_json::Value::String(self.id));
+        if let Some(v) = self.metadata {
+            m.insert("metadata".into(), ::serde_json::Value::Object(v));
+        }
+        if let Some(v) = self.tenant {
+            m.insert("tenant".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl A2aCreateTaskPushNotificationConfigRequest {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.authentication {
+            m.insert(
+                "authentication".into(),
+                ::serde_json::Value::Object(v.into_object()),
+            );
+        }
+        if let Some(v) = self.config {
+            m.insert("config".into(), ::serde_json::Value::Object(v.into_object()));
+        }
+        if let Some(v) = self.id {
+            m.insert("id".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.push_notification_config {
+            m.insert(
+                "pushNotificationConfig".into(),
+                ::serde_json::Value::Object(v.into_object()),
+            );
+        }
+        if let Some(v) = self.task_id {
+            m.insert("taskId".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.tenant {
+            m.insert("tenant".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.token {
+            m.insert(
+                "token".into(),
+                ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null),
+            );
+        }
+        if let Some(v) = self.url {
+            m.insert("url".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl A2aGetExtendedAgentCardRequest {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.tenant {
+            m.insert("tenant".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl A2aGetTaskRequest {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.history_length {
+            m.insert(
+                "historyLength".into(),
+                ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null),
+            );
+        }
+        m.insert("id".into(), ::serde_json::Value::String(self.id));
+        if let Some(v) = self.tenant {
+            m.insert("tenant".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl A2aHttpAuthSecurityScheme {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.bearer_format {
+            m.insert("bearerFormat".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.description {
+            m.insert("description".into(), ::serde_json::Value::String(v));
+        }
+        m.insert("scheme".into(), ::serde_json::Value::String(self.scheme));
+        m
+    }
+}
+impl A2aListTaskPushNotificationConfigsRequest {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.id {
+            m.insert("id".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.page_size {
+            m.insert(
+                "pageSize".into(),
+                ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null),
+            );
+        }
+        if let Some(v) = self.page_token {
+            m.insert("pageToken".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.task_id {
+            m.insert("taskId".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.tenant {
+            m.insert("tenant".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl A2aListTaskPushNotificationConfigsResponse {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert(
+            "configs".into(),
+            ::serde_json::Value::Array(
+                self
+                    .configs
+                    .into_iter()
+                    .map(|v| ::serde_json::Value::Object(v.into_object()))
+                    .collect(),
+            ),
+        );
+        m.insert(
+            "nextPageToken".into(),
+            ::serde_json::Value::String(self.next_page_token),
+        );
+        m
+    }
+}
+impl A2aListTasksRequest {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.context_id {
+            m.insert("contextId".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.history_length {
+            m.insert(
+                "historyLength".into(),
+                ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null),
+            );
+        }
+        if let Some(v) = self.include_artifacts {
+            m.insert(
+                "includeArtifacts".into(),
+                ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null),
+            );
+        }
+        if let Some(v) = self.page_size {
+            m.insert(
+                "pageSize".into(),
+                ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null),
+            );
+        }
+        if let Some(v) = self.page_token {
+            m.insert("pageToken".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.status {
+            m.insert("status".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.status_timestamp_after {
+            m.insert("statusTimestampAfter".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.tenant {
+            m.insert("tenant".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl A2aListTasksResponse {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert(
+            "nextPageToken".into(),
+            ::serde_json::Value::String(self.next_page_token),
+        );
+        m.insert("pageSize".into(), ::serde_json::Value::from(self.page_size));
+        m.insert(
+            "tasks".into(),
+            ::serde_json::Value::Array(
+                self
+                    .tasks
+                    .into_iter()
+                    .map(|v| ::serde_json::Value::Object(v.into_object()))
+                    .collect(),
+            ),
+        );
+        m.insert("totalSize".into(), ::serde_json::Value::from(self.total_size));
+        m
+    }
+}
+impl A2aMessage {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.context_id {
+            m.insert("contextId".into(), ::serde_json::Value::String(v));
+        }
+        if !self.extensions.is_empty() {
+            m.insert(
+                "extensions".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .extensions
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::String(v))
+                        .collect(),
+                ),
+            );
+        }
+        m.insert("messageId".into(), ::serde_json::Value::String(self.message_id));
+        if !self.metadata.is_empty() {
+            m.insert("metadata".into(), ::serde_json::Value::Object(self.metadata));
+        }
+        m.insert(
+            "parts".into(),
+            ::serde_json::Value::Array(
+                self
+                    .parts
+                    .into_iter()
+                    .map(|v| ::serde_json::Value::Object(v.into_object()))
+                    .collect(),
+            ),
+        );
+        if !self.reference_task_ids.is_empty() {
+            m.insert(
+                "referenceTaskIds".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .reference_task_ids
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::String(v))
+                        .collect(),
+                ),
+            );
+        }
+        m.insert(
+            "role".into(),
+            ::serde_json::Value::String(self.role.as_str().to_string()),
+        );
+        if let Some(v) = self.task_id {
+            m.insert("taskId".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl A2aPart {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.data {
+            m.insert("data".into(), v);
+        }
+        if let Some(v) = self.filename {
+            m.insert("filename".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.media_type {
+            m.insert("mediaType".into(), ::serde_json::Value::String(v));
+        }
+        if !self.metadata.is_empty() {
+            m.insert("metadata".into(), ::serde_json::Value::Object(self.metadata));
+        }
+        if let Some(v) = self.raw {
+            m.insert("raw".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.text {
+            m.insert("text".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.url {
+            m.insert("url".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl A2aProblem {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("code".into(), ::serde_json::Value::from(self.code));
+        m.insert("detail".into(), ::serde_json::Value::String(self.detail));
+        m.insert("error".into(), ::serde_json::Value::Object(self.error.into_object()));
+        m.insert("status".into(), ::serde_json::Value::from(self.status));
+        m.insert("title".into(), ::serde_json::Value::String(self.title));
+        m.insert("type".into(), ::serde_json::Value::String(self.type_));
+        m
+    }
+}
+impl A2aRpcStatus {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("code".into(), ::serde_json::Value::from(self.code));
+        m.insert(
+            "details".into(),
+            ::serde_json::to_value(&self.details).unwrap_or(::serde_json::Value::Null),
+        );
+        m.insert("message".into(), ::serde_json::Value::String(self.message));
+        m.insert(
+            "status".into(),
+            ::serde_json::Value::String(self.status.as_str().to_string()),
+        );
+        m
+    }
+}
+impl A2aSecurityRequirement {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert(
+            "schemes".into(),
+            ::serde_json::to_value(&self.schemes).unwrap_or(::serde_json::Value::Null),
+        );
+        m
+    }
+}
+impl A2aSecurityScheme {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.http_auth_security_scheme {
+            m.insert(
+                "httpAuthSecurityScheme".into(),
+                ::serde_json::Value::Object(v.into_object()),
+            );
+        }
+        m
+    }
+}
+impl A2aSendMessageConfiguration {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.accepted_output_modes {
+            m.insert(
+                "acceptedOutputModes".into(),
+                ::serde_json::Value::Array(
+                    v.into_iter().map(|v| ::serde_json::Value::String(v)).collect(),
+                ),
+            );
+        }
+        if let Some(v) = self.blocking {
+            m.insert("blocking".into(), ::serde_json::Value::Bool(v));
+        }
+        if let Some(v) = self.history_length {
+            m.insert(
+                "historyLength".into(),
+                ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null),
+            );
+        }
+        if let Some(v) = self.return_immediately {
+            m.insert("returnImmediately".into(), ::serde_json::Value::Bool(v));
+        }
+        if let Some(v) = self.task_push_notification_config {
+            m.insert(
+                "taskPushNotificationConfig".into(),
+                ::serde_json::Value::Object(v.into_object()),
+            );
+        }
+        m
+    }
+}
+impl A2aSendMessageRequest {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.configuration {
+            m.insert(
+                "configuration".into(),
+                ::serde_json::Value::Object(v.into_object()),
+            );
+        }
+        m.insert(
+            "message".into(),
+            ::serde_json::Value::Object(self.message.into_object()),
+        );
+        if let Some(v) = self.metadata {
+            m.insert("metadata".into(), ::serde_json::Value::Object(v));
+        }
+        if let Some(v) = self.tenant {
+            m.insert("tenant".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl A2aSettings {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.cancel_finished {
+            m.insert(
+                "cancel_finished".into(),
+                ::serde_json::Value::String(v.as_str().to_string()),
+            );
+        }
+        if let Some(v) = self.card_file {
+            m.insert("card_file".into(), ::serde_json::Value::String(v));
+        }
+        m.insert(
+            "client_task_ids".into(),
+            ::serde_json::Value::Bool(self.client_task_ids),
+        );
+        m.insert("enabled".into(), ::serde_json::Value::Bool(self.enabled));
+        if let Some(v) = self.message_ids {
+            m.insert(
+                "message_ids".into(),
+                ::serde_json::Value::String(v.as_str().to_string()),
+            );
+        }
+        m.insert("path".into(), ::serde_json::Value::String(self.path));
+        if let Some(v) = self.push {
+            m.insert("push".into(), ::serde_json::Value::Object(v.into_object()));
+        }
+        m.insert("rest_path".into(), ::serde_json::Value::String(self.rest_path));
+        m
+    }
+}
+impl A2aStreamEventBody {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert(
+            "branch".into(),
+            ::serde_json::Value::String(self.branch.as_str().to_string()),
+        );
+        m.insert("payload".into(), ::serde_json::Value::Object(self.payload));
+        m.extend(self.extra);
+        m
+    }
+}
+impl A2aStringList {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if !self.list.is_empty() {
+            m.insert(
+                "list".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .list
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::String(v))
+                        .collect(),
+                ),
+            );
+        }
+        m
+    }
+}
+impl A2aSubscribeToTaskRequest {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("id".into(), ::serde_json::Value::String(self.id));
+        if let Some(v) = self.tenant {
+            m.insert("tenant".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl A2aTask {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if !self.artifacts.is_empty() {
+            m.insert(
+                "artifacts".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .artifacts
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::Object(v.into_object()))
+                        .collect(),
+                ),
+            );
+        }
+        m.insert("contextId".into(), ::serde_json::Value::String(self.context_id));
+        if !self.history.is_empty() {
+            m.insert(
+                "history".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .history
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::Object(v.into_object()))
+                        .collect(),
+                ),
+            );
+        }
+        m.insert("id".into(), ::serde_json::Value::String(self.id));
+        if !self.metadata.is_empty() {
+            m.insert("metadata".into(), ::serde_json::Value::Object(self.metadata));
+        }
+        m.insert(
+            "status".into(),
+            ::serde_json::Value::Object(self.status.into_object()),
+        );
+        m
+    }
+}
+impl A2aTaskArtifactUpdateEvent {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("append".into(), ::serde_json::Value::Bool(self.append));
+        m.insert(
+            "artifact".into(),
+            ::serde_json::Value::Object(self.artifact.into_object()),
+        );
+        m.insert("contextId".into(), ::serde_json::Value::String(self.context_id));
+        m.insert("lastChunk".into(), ::serde_json::Value::Bool(self.last_chunk));
+        if !self.metadata.is_empty() {
+            m.insert("metadata".into(), ::serde_json::Value::Object(self.metadata));
+        }
+        m.insert("taskId".into(), ::serde_json::Value::String(self.task_id));
+        m
+    }
+}
+impl A2aTaskPushNotificationConfig {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.authentication {
+            m.insert(
+                "authentication".into(),
+                ::serde_json::Value::Object(v.into_object()),
+            );
+        }
+        m.insert("id".into(), ::serde_json::Value::String(self.id));
+        m.insert("taskId".into(), ::serde_json::Value::String(self.task_id));
+        m.insert("tenant".into(), ::serde_json::Value::String(self.tenant));
+        if let Some(v) = self.token {
+            m.insert(
+                "token".into(),
+                ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null),
+            );
+        }
+        m.insert("url".into(), ::serde_json::Value::String(self.url));
+        m
+    }
+}
+impl A2aTaskPushNotificationConfigRequest {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.id {
+            m.insert("id".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.push_notification_config_id {
+            m.insert("pushNotificationConfigId".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.task_id {
+            m.insert("taskId".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.tenant {
+            m.insert("tenant".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl A2aTaskStatus {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.message {
+            m.insert("message".into(), ::serde_json::Value::Object(v.into_object()));
+        }
+        m.insert(
+            "state".into(),
+            ::serde_json::Value::String(self.state.as_str().to_string()),
+        );
+        if let Some(v) = self.timestamp {
+            m.insert("timestamp".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl A2aTaskStatusUpdateEvent {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("contextId".into(), ::serde_json::Value::String(self.context_id));
+        if !self.metadata.is_empty() {
+            m.insert("metadata".into(), ::serde_json::Value::Object(self.metadata));
+        }
+        m.insert(
+            "status".into(),
+            ::serde_json::Value::Object(self.status.into_object()),
+        );
+        m.insert("taskId".into(), ::serde_json::Value::String(self.task_id));
+        m
+    }
+}
+impl AcpBackendSettings {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("allow_fs".into(), ::serde_json::Value::Bool(self.allow_fs));
+        if !self.approve.is_empty() {
+            m.insert(
+                "approve".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .approve
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::String(v))
+                        .collect(),
+                ),
+            );
+        }
+        if !self.env.is_empty() {
+            m.insert(
+                "env".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .env
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::String(v))
+                        .collect(),
+                ),
+            );
+        }
+        if let Some(v) = self.workspace_root {
+            m.insert("workspace_root".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl AgentCardSettings {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.default_input_modes {
+            m.insert(
+                "default_input_modes".into(),
+                ::serde_json::Value::Array(
+                    v.into_iter().map(|v| ::serde_json::Value::String(v)).collect(),
+                ),
+            );
+        }
+        if let Some(v) = self.default_output_modes {
+            m.insert(
+                "default_output_modes".into(),
+                ::serde_json::Value::Array(
+                    v.into_iter().map(|v| ::serde_json::Value::String(v)).collect(),
+                ),
+            );
+        }
+        if let Some(v) = self.description {
+            m.insert("description".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.documentation_url {
+            m.insert("documentation_url".into(), ::serde_json::Value::String(v));
+        }
+        if !self.extensions.is_empty() {
+            m.insert(
+                "extensions".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .extensions
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::Object(v.into_object()))
+                        .collect(),
+                ),
+            );
+        }
+        if let Some(v) = self.name {
+            m.insert("name".into(), ::serde_json::Value::String(v));
+        }
+        if !self.skills.is_empty() {
+            m.insert(
+                "skills".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .skills
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::Object(v.into_object()))
+                        .collect(),
+                ),
+            );
+        }
+        if let Some(v) = self.version {
+            m.insert("version".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl AgentEntry {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.a2a_version {
+            m.insert(
+                "a2a_version".into(),
+                ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null),
+            );
+        }
+        if let Some(v) = self.agent {
+            m.insert("agent".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.card {
+            m.insert("card".into(), ::serde_json::Value::Object(v.into_object()));
+        }
+        m.insert(
+            "delegate".into(),
+            ::serde_json::Value::String(self.delegate.as_str().to_string()),
+        );
+        if let Some(v) = self.group {
+            m.insert("group".into(), ::serde_json::Value::Object(v.into_object()));
+        }
+        if let Some(v) = self.hmac_agent_code {
+            m.insert("hmac_agent_code".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.hmac_key_env {
+            m.insert("hmac_key_env".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.hmac_key_file {
+            m.insert("hmac_key_file".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.on_disconnect {
+            m.insert(
+                "on_disconnect".into(),
+                ::serde_json::Value::String(v.as_str().to_string()),
+            );
+        }
+        if let Some(v) = self.token_env {
+            m.insert("token_env".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.token_file {
+            m.insert("token_file".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl AgentExtensionSettings {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.description {
+            m.insert("description".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.params {
+            m.insert("params".into(), ::serde_json::Value::Object(v));
+        }
+        m.insert("required".into(), ::serde_json::Value::Bool(self.required));
+        m.insert(
+            "uri".into(),
+            ::serde_json::to_value(&self.uri).unwrap_or(::serde_json::Value::Null),
+        );
+        m
+    }
+}
+impl AgentGroup {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert(
+            "members".into(),
+            ::serde_json::Value::Array(
+                self
+                    .members
+                    .into_iter()
+                    .map(|v| ::serde_json::Value::String(v))
+                    .collect(),
+            ),
+        );
+        m.insert(
+            "mode".into(),
+            ::serde_json::Value::String(self.mode.as_str().to_string()),
+        );
+        if let Some(v) = self.quorum {
+            m.insert(
+                "quorum".into(),
+                ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null),
+            );
+        }
+        m
+    }
+}
+impl AgentResponse {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert(
+            "agent_ref".into(),
+            match self.agent_ref {
+                Some(v) => ::serde_json::Value::Object(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert("channel_id".into(), ::serde_json::Value::String(self.channel_id));
+        m.insert(
+            "metadata".into(),
+            match self.metadata {
+                Some(v) => ::serde_json::Value::Object(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert("ok".into(), ::serde_json::Value::Bool(self.ok));
+        m.insert(
+            "payload".into(),
+            match self.payload {
+                Some(v) => ::serde_json::Value::Object(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert("request_id".into(), ::serde_json::Value::String(self.request_id));
+        m
+    }
+}
+impl AgentResponseChunk {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert(
+            "agent_ref".into(),
+            match self.agent_ref {
+                Some(v) => ::serde_json::Value::Object(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert("channel_id".into(), ::serde_json::Value::String(self.channel_id));
+        m.insert("is_complete".into(), ::serde_json::Value::Bool(self.is_complete));
+        m.insert(
+            "metadata".into(),
+            match self.metadata {
+                Some(v) => ::serde_json::Value::Object(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "payload".into(),
+            match self.payload {
+                Some(v) => ::serde_json::Value::Object(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert("request_id".into(), ::serde_json::Value::String(self.request_id));
+        m
+    }
+}
+impl AguiSettings {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("enabled".into(), ::serde_json::Value::Bool(self.enabled));
+        m
+    }
+}
+impl AnswerResult {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if !self.artifacts.is_empty() {
+            m.insert(
+                "artifacts".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .artifacts
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::Object(v.into_object()))
+                        .collect(),
+                ),
+            );
+        }
+        if let Some(v) = self.content {
+            m.insert("content".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.stop_reason {
+            m.insert("stopReason".into(), ::serde_json::Value::String(v));
+        }
+        if !self.tool_calls.is_empty() {
+            m.insert(
+                "tool_calls".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .tool_calls
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::Object(v.into_object()))
+                        .collect(),
+                ),
+            );
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl ArtifactDelta {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("append".into(), ::serde_json::Value::Bool(self.append));
+        m.insert("artifact_id".into(), ::serde_json::Value::String(self.artifact_id));
+        if let Some(v) = self.kind {
+            m.insert("kind".into(), ::serde_json::Value::String(v.as_str().to_string()));
+        }
+        m.insert("last_chunk".into(), ::serde_json::Value::Bool(self.last_chunk));
+        if let Some(v) = self.name {
+            m.insert("name".into(), ::serde_json::Value::String(v));
+        }
+        m.insert(
+            "parts".into(),
+            ::serde_json::Value::Array(
+                self.parts.into_iter().map(|v| ::serde_json::Value::Object(v)).collect(),
+            ),
+        );
+        m.extend(self.extra);
+        m
+    }
+}
+impl CallerClaims {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.aud {
+            m.insert("aud".into(), v);
+        }
+        m.insert("caller".into(), ::serde_json::Value::String(self.caller));
+        if let Some(v) = self.iss {
+            m.insert("iss".into(), ::serde_json::Value::String(v));
+        }
+        m.insert("method".into(), ::serde_json::Value::String(self.method));
+        if let Some(v) = self.scope {
+            m.insert("scope".into(), v);
+        }
+        if let Some(v) = self.sub {
+            m.insert("sub".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl CallerEntry {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.agents {
+            m.insert(
+                "agents".into(),
+                ::serde_json::Value::Array(
+                    v.into_iter().map(|v| ::serde_json::Value::String(v)).collect(),
+                ),
+            );
+        }
+        if let Some(v) = self.api_key_env {
+            m.insert("api_key_env".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.api_key_file {
+            m.insert("api_key_file".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.api_key_sha256 {
+            m.insert(
+                "api_key_sha256".into(),
+                ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null),
+            );
+        }
+        if let Some(v) = self.hmac_key_env {
+            m.insert("hmac_key_env".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.hmac_key_file {
+            m.insert("hmac_key_file".into(), ::serde_json::Value::String(v));
+        }
+        m.insert(
+            "hmac_window_secs".into(),
+            ::serde_json::to_value(&self.hmac_window_secs)
+                .unwrap_or(::serde_json::Value::Null),
+        );
+        if let Some(v) = self.jwt {
+            m.insert("jwt".into(), ::serde_json::Value::Object(v.into_object()));
+        }
+        m.insert(
+            "kind".into(),
+            ::serde_json::Value::String(self.kind.as_str().to_string()),
+        );
+        if let Some(v) = self.rate_limit {
+            m.insert("rate_limit".into(), ::serde_json::Value::Object(v.into_object()));
+        }
+        m
+    }
+}
+impl ChunkBody {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.delta {
+            m.insert("delta".into(), v);
+        }
+        m.insert(
+            "delta_kind".into(),
+            ::serde_json::Value::String(self.delta_kind.as_str().to_string()),
+        );
+        if let Some(v) = self.event_type {
+            m.insert("event_type".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.member_name {
+            m.insert("member_name".into(), v);
+        }
+        if let Some(v) = self.mime_type {
+            m.insert("mime_type".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.rid {
+            m.insert("rid".into(), v);
+        }
+        if let Some(v) = self.role {
+            m.insert("role".into(), v);
+        }
+        if let Some(v) = self.source_chunk_type {
+            m.insert("source_chunk_type".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.team_id {
+            m.insert("team_id".into(), v);
+        }
+        if let Some(v) = self.team_name {
+            m.insert("team_name".into(), v);
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl CompleteBody {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if !self.result.is_empty() {
+            m.insert("result".into(), ::serde_json::Value::Object(self.result));
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl CronBody {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.action {
+            m.insert("action".into(), v);
+        }
+        if let Some(v) = self.command_id {
+            m.insert("command_id".into(), v);
+        }
+        if let Some(v) = self.data {
+            m.insert("data".into(), v);
+        }
+        if let Some(v) = self.message {
+            m.insert("message".into(), v);
+        }
+        if let Some(v) = self.status {
+            m.insert("status".into(), v);
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl DelegationSettings {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.callback_base_url {
+            m.insert("callback_base_url".into(), ::serde_json::Value::String(v));
+        }
+        m.insert(
+            "relay_progress".into(),
+            ::serde_json::Value::Bool(self.relay_progress),
+        );
+        m.insert(
+            "signed_callbacks".into(),
+            ::serde_json::Value::Bool(self.signed_callbacks),
+        );
+        m.insert(
+            "timeout_secs".into(),
+            ::serde_json::to_value(&self.timeout_secs)
+                .unwrap_or(::serde_json::Value::Null),
+        );
+        m
+    }
+}
+impl E2AAuth {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert(
+            "api_key_ref".into(),
+            match self.api_key_ref {
+                Some(v) => {
+                    ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null)
+                }
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "bearer_token".into(),
+            match self.bearer_token {
+                Some(v) => {
+                    ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null)
+                }
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "credential_ref".into(),
+            match self.credential_ref {
+                Some(v) => {
+                    ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null)
+                }
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "extra_headers".into(),
+            ::serde_json::to_value(&self.extra_headers)
+                .unwrap_or(::serde_json::Value::Null),
+        );
+        m.insert("_meta".into(), ::serde_json::Value::Object(self.meta));
+        m.insert(
+            "method_id".into(),
+            match self.method_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m
+    }
+}
+impl E2AEnvelope {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("a2a_metadata".into(), ::serde_json::Value::Object(self.a2a_metadata));
+        m.insert("acp_meta".into(), ::serde_json::Value::Object(self.acp_meta));
+        m.insert(
+            "agent_id".into(),
+            match self.agent_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "agent_ref".into(),
+            match self.agent_ref {
+                Some(v) => ::serde_json::Value::Object(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "auth".into(),
+            match self.auth {
+                Some(v) => ::serde_json::Value::Object(v.into_object()),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "channel".into(),
+            match self.channel {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "channel_context".into(),
+            ::serde_json::Value::Object(self.channel_context),
+        );
+        m.insert(
+            "chat_id".into(),
+            match self.chat_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "context_id".into(),
+            match self.context_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "correlation_id".into(),
+            match self.correlation_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "expected_output_modes".into(),
+            ::serde_json::Value::Array(
+                self
+                    .expected_output_modes
+                    .into_iter()
+                    .map(|v| ::serde_json::Value::String(v))
+                    .collect(),
+            ),
+        );
+        m.insert(
+            "ext_method".into(),
+            match self.ext_method {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "identity_origin".into(),
+            ::serde_json::Value::String(self.identity_origin.as_str().to_string()),
+        );
+        m.insert("is_stream".into(), ::serde_json::Value::Bool(self.is_stream));
+        m.insert(
+            "jsonrpc_id".into(),
+            match self.jsonrpc_id {
+                Some(v) => {
+                    ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null)
+                }
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "message_id".into(),
+            match self.message_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "method".into(),
+            match self.method {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert("params".into(), ::serde_json::Value::Object(self.params));
+        m.insert(
+            "protocol_version".into(),
+            ::serde_json::Value::String(self.protocol_version),
+        );
+        m.insert(
+            "provenance".into(),
+            ::serde_json::Value::Object(self.provenance.into_object()),
+        );
+        m.insert(
+            "request_id".into(),
+            match self.request_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "service_id".into(),
+            match self.service_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "session_id".into(),
+            match self.session_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "session_update_kind".into(),
+            match self.session_update_kind {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "source_agent_id".into(),
+            match self.source_agent_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "task_id".into(),
+            match self.task_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "timestamp".into(),
+            match self.timestamp {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "user_id".into(),
+            match self.user_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "workspace_key".into(),
+            match self.workspace_key {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m
+    }
+}
+impl E2AFileRef {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if !self.meta.is_empty() {
+            m.insert("_meta".into(), ::serde_json::Value::Object(self.meta));
+        }
+        if let Some(v) = self.mime_type {
+            m.insert("mime_type".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.name {
+            m.insert("name".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.size {
+            m.insert("size".into(), ::serde_json::Value::from(v));
+        }
+        m.insert("uri".into(), ::serde_json::Value::String(self.uri));
+        m
+    }
+}
+impl E2AProvenance {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert(
+            "converted_at".into(),
+            match self.converted_at {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "converter".into(),
+            match self.converter {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert("details".into(), ::serde_json::Value::Object(self.details));
+        m.insert(
+            "source_protocol".into(),
+            ::serde_json::Value::String(self.source_protocol),
+        );
+        m
+    }
+}
+impl E2AResponse {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("a2a_metadata".into(), ::serde_json::Value::Object(self.a2a_metadata));
+        m.insert("acp_meta".into(), ::serde_json::Value::Object(self.acp_meta));
+        m.insert(
+            "agent_ref".into(),
+            match self.agent_ref {
+                Some(v) => ::serde_json::Value::Object(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert("body".into(), ::serde_json::Value::Object(self.body));
+        m.insert(
+            "channel".into(),
+            match self.channel {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "channel_context".into(),
+            ::serde_json::Value::Object(self.channel_context),
+        );
+        m.insert(
+            "context_id".into(),
+            match self.context_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "correlation_id".into(),
+            match self.correlation_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "identity_origin".into(),
+            ::serde_json::Value::String(self.identity_origin.as_str().to_string()),
+        );
+        m.insert("is_final".into(), ::serde_json::Value::Bool(self.is_final));
+        m.insert("is_stream".into(), ::serde_json::Value::Bool(self.is_stream));
+        m.insert(
+            "jsonrpc_id".into(),
+            match self.jsonrpc_id {
+                Some(v) => {
+                    ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null)
+                }
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "message_id".into(),
+            match self.message_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert("metadata".into(), ::serde_json::Value::Object(self.metadata));
+        m.insert(
+            "method".into(),
+            match self.method {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert("projections".into(), ::serde_json::Value::Object(self.projections));
+        m.insert(
+            "protocol_version".into(),
+            ::serde_json::Value::String(self.protocol_version),
+        );
+        m.insert(
+            "provenance".into(),
+            ::serde_json::Value::Object(self.provenance.into_object()),
+        );
+        m.insert(
+            "request_id".into(),
+            match self.request_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "response_id".into(),
+            match self.response_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "response_kind".into(),
+            ::serde_json::Value::String(self.response_kind.as_str().to_string()),
+        );
+        m.insert("sequence".into(), ::serde_json::Value::from(self.sequence));
+        m.insert(
+            "session_id".into(),
+            match self.session_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "source_agent_id".into(),
+            match self.source_agent_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "status".into(),
+            ::serde_json::Value::String(self.status.as_str().to_string()),
+        );
+        m.insert(
+            "task_id".into(),
+            match self.task_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "timestamp".into(),
+            match self.timestamp {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m.insert(
+            "user_id".into(),
+            match self.user_id {
+                Some(v) => ::serde_json::Value::String(v),
+                None => ::serde_json::Value::Null,
+            },
+        );
+        m
+    }
+}
+impl E2aRun {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("agent".into(), ::serde_json::Value::String(self.agent));
+        if let Some(v) = self.created_at {
+            m.insert("created_at".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.final_frame {
+            m.insert("final_frame".into(), ::serde_json::Value::Object(v.into_object()));
+        }
+        m.insert("frames".into(), ::serde_json::Value::from(self.frames));
+        if let Some(v) = self.parent_run_id {
+            m.insert("parent_run_id".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.replay_of {
+            m.insert("replay_of".into(), ::serde_json::Value::String(v));
+        }
+        m.insert("run_id".into(), ::serde_json::Value::String(self.run_id));
+        m.insert(
+            "state".into(),
+            ::serde_json::Value::String(self.state.as_str().to_string()),
+        );
+        if let Some(v) = self.trace_id {
+            m.insert("trace_id".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.updated_at {
+            m.insert("updated_at".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl E2aRunPage {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.next_page_token {
+            m.insert("next_page_token".into(), ::serde_json::Value::String(v));
+        }
+        m.insert(
+            "runs".into(),
+            ::serde_json::Value::Array(
+                self
+                    .runs
+                    .into_iter()
+                    .map(|v| ::serde_json::Value::Object(v.into_object()))
+                    .collect(),
+            ),
+        );
+        m.insert("total_size".into(), ::serde_json::Value::from(self.total_size));
+        m
+    }
+}
+impl ErrorBody {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.code {
+            m.insert("code".into(), v);
+        }
+        if let Some(v) = self.details {
+            m.insert("details".into(), ::serde_json::Value::Object(v));
+        }
+        if let Some(v) = self.external {
+            m.insert("external".into(), ::serde_json::Value::Object(v.into_object()));
+        }
+        if let Some(v) = self.message {
+            m.insert("message".into(), ::serde_json::Value::String(v));
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl ErrorSettings {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.expose {
+            m.insert(
+                "expose".into(),
+                ::serde_json::Value::String(v.as_str().to_string()),
+            );
+        }
+        m
+    }
+}
+impl ExtBody {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.ext_method {
+            m.insert("ext_method".into(), ::serde_json::Value::String(v));
+        }
+        if !self.params.is_empty() {
+            m.insert("params".into(), ::serde_json::Value::Object(self.params));
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl ExternalError {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if !self.payload.is_empty() {
+            m.insert("payload".into(), ::serde_json::Value::Object(self.payload));
+        }
+        if let Some(v) = self.protocol {
+            m.insert("protocol".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.type_ {
+            m.insert("type".into(), ::serde_json::Value::String(v));
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl JsonRpcErrorBody {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.code {
+            m.insert("code".into(), ::serde_json::Value::from(v));
+        }
+        if let Some(v) = self.data {
+            m.insert("data".into(), v);
+        }
+        if let Some(v) = self.message {
+            m.insert("message".into(), ::serde_json::Value::String(v));
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl JwtSettings {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert(
+            "algorithm".into(),
+            ::serde_json::Value::String(self.algorithm.as_str().to_string()),
+        );
+        if let Some(v) = self.audience {
+            m.insert("audience".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.issuer {
+            m.insert("issuer".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.jwks_file {
+            m.insert("jwks_file".into(), ::serde_json::Value::String(v));
+        }
+        m.insert("leeway_secs".into(), ::serde_json::Value::from(self.leeway_secs));
+        if let Some(v) = self.public_key_file {
+            m.insert("public_key_file".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.secret_file {
+            m.insert("secret_file".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl LogSettings {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert(
+            "format".into(),
+            ::serde_json::Value::String(self.format.as_str().to_string()),
+        );
+        if let Some(v) = self.frames {
+            m.insert("frames".into(), ::serde_json::Value::String(v));
+        }
+        m.insert("frames_keep".into(), ::serde_json::Value::from(self.frames_keep));
+        m.insert(
+            "frames_line_bytes".into(),
+            ::serde_json::Value::from(self.frames_line_bytes),
+        );
+        m.insert(
+            "frames_max_bytes".into(),
+            ::serde_json::Value::from(self.frames_max_bytes),
+        );
+        m
+    }
+}
+impl MetricsSettings {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("enabled".into(), ::serde_json::Value::Bool(self.enabled));
+        m.insert("public".into(), ::serde_json::Value::Bool(self.public));
+        m
+    }
+}
+impl OutputRequestBody {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.id {
+            m.insert("id".into(), v);
+        }
+        if let Some(v) = self.jsonrpc {
+            m.insert("jsonrpc".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.method {
+            m.insert("method".into(), ::serde_json::Value::String(v));
+        }
+        if !self.params.is_empty() {
+            m.insert("params".into(), ::serde_json::Value::Object(self.params));
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl PausedResult {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.input_kind {
+            m.insert(
+                "input_kind".into(),
+                ::serde_json::Value::String(v.as_str().to_string()),
+            );
+        }
+        if let Some(v) = self.prompt {
+            m.insert("prompt".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.resumable {
+            m.insert("resumable".into(), ::serde_json::Value::Bool(v));
+        }
+        m.insert(
+            "state".into(),
+            ::serde_json::to_value(&self.state).unwrap_or(::serde_json::Value::Null),
+        );
+        m.extend(self.extra);
+        m
+    }
+}
+impl PlanApprovalRequiredBody {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.input_kind {
+            m.insert(
+                "input_kind".into(),
+                ::serde_json::Value::String(v.as_str().to_string()),
+            );
+        }
+        if let Some(v) = self.plan_content {
+            m.insert("plan_content".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.plan_path {
+            m.insert("plan_path".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.plan_slug {
+            m.insert("plan_slug".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.resumable {
+            m.insert("resumable".into(), ::serde_json::Value::Bool(v));
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl PromptResultBody {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.stop_reason {
+            m.insert("stopReason".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.user_message_id {
+            m.insert("userMessageId".into(), ::serde_json::Value::String(v));
+        }
+        m.extend(self.extra);
+        m
+    }
+}
+impl PushSettings {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("allow_private".into(), ::serde_json::Value::Bool(self.allow_private));
+        m.insert("enabled".into(), ::serde_json::Value::Bool(self.enabled));
+        if let Some(v) = self.events {
+            m.insert(
+                "events".into(),
+                ::serde_json::Value::String(v.as_str().to_string()),
+            );
+        }
+        m.insert(
+            "max_attempts".into(),
+            ::serde_json::to_value(&self.max_attempts)
+                .unwrap_or(::serde_json::Value::Null),
+        );
+        m.insert(
+            "max_configs_per_task".into(),
+            ::serde_json::to_value(&self.max_configs_per_task)
+                .unwrap_or(::serde_json::Value::Null),
+        );
+        m.insert(
+            "max_deliveries_per_host".into(),
+            ::serde_json::to_value(&self.max_deliveries_per_host)
+                .unwrap_or(::serde_json::Value::Null),
+        );
+        m.insert(
+            "retry_base_ms".into(),
+            ::serde_json::to_value(&self.retry_base_ms)
+                .unwrap_or(::serde_json::Value::Null),
+        );
+        m.insert(
+            "timeout_secs".into(),
+            ::serde_json::to_value(&self.timeout_secs)
+                .unwrap_or(::serde_json::Value::Null),
+        );
+        m
+    }
+}
+impl RateLimitSettings {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.burst {
+            m.insert(
+                "burst".into(),
+                ::serde_json::to_value(&v).unwrap_or(::serde_json::Value::Null),
+            );
+        }
+        m.insert(
+            "per_second".into(),
+            ::serde_json::to_value(&self.per_second).unwrap_or(::serde_json::Value::Null),
+        );
+        m
+    }
+}
+impl ReplyResult {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.content {
+            m.insert("content".into(), ::serde_json::Value::String(v));
+        }
+        m.insert(
+            "reply".into(),
+            ::serde_json::to_value(&self.reply).unwrap_or(::serde_json::Value::Null),
+        );
+        m.extend(self.extra);
+        m
+    }
+}
+impl RouteTemplates {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("a2a".into(), ::serde_json::Value::String(self.a2a));
+        m.insert("agui".into(), ::serde_json::Value::String(self.agui));
+        m.insert("e2a".into(), ::serde_json::Value::String(self.e2a));
+        m
+    }
+}
+impl ServerSettings {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("bind".into(), ::serde_json::Value::String(self.bind));
+        m.insert("drain_secs".into(), ::serde_json::Value::from(self.drain_secs));
+        m.insert(
+            "header_timeout_secs".into(),
+            ::serde_json::to_value(&self.header_timeout_secs)
+                .unwrap_or(::serde_json::Value::Null),
+        );
+        m.insert(
+            "idle_timeout_secs".into(),
+            ::serde_json::to_value(&self.idle_timeout_secs)
+                .unwrap_or(::serde_json::Value::Null),
+        );
+        m.insert(
+            "insecure_no_auth".into(),
+            ::serde_json::Value::Bool(self.insecure_no_auth),
+        );
+        m.insert(
+            "max_connections".into(),
+            ::serde_json::to_value(&self.max_connections)
+                .unwrap_or(::serde_json::Value::Null),
+        );
+        m.insert("max_run_kib".into(), ::serde_json::Value::from(self.max_run_kib));
+        m.insert(
+            "max_streams".into(),
+            ::serde_json::to_value(&self.max_streams)
+                .unwrap_or(::serde_json::Value::Null),
+        );
+        m.insert(
+            "on_disconnect".into(),
+            ::serde_json::Value::String(self.on_disconnect.as_str().to_string()),
+        );
+        if let Some(v) = self.public_url {
+            m.insert("public_url".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.token_file {
+            m.insert("token_file".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl SessionUpdateBody {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert(
+            "sessionUpdate".into(),
+            ::serde_json::Value::String(self.session_update),
+        );
+        m.extend(self.extra);
+        m
+    }
+}
+impl StoreSettings {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.ca_file {
+            m.insert("ca_file".into(), ::serde_json::Value::String(v));
+        }
+        m.insert(
+            "lease_secs".into(),
+            ::serde_json::to_value(&self.lease_secs).unwrap_or(::serde_json::Value::Null),
+        );
+        m.insert(
+            "max_finished_runs".into(),
+            ::serde_json::Value::from(self.max_finished_runs),
+        );
+        m.insert(
+            "max_finished_tasks".into(),
+            ::serde_json::Value::from(self.max_finished_tasks),
+        );
+        m.insert(
+            "pool".into(),
+            ::serde_json::to_value(&self.pool).unwrap_or(::serde_json::Value::Null),
+        );
+        m.insert(
+            "run_retention_hours".into(),
+            ::serde_json::Value::from(self.run_retention_hours),
+        );
+        m.insert(
+            "task_retention_hours".into(),
+            ::serde_json::Value::from(self.task_retention_hours),
+        );
+        if let Some(v) = self.url {
+            m.insert("url".into(), ::serde_json::Value::String(v));
+        }
+        m
+    }
+}
+impl TelemetrySettings {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.otlp_endpoint {
+            m.insert("otlp_endpoint".into(), ::serde_json::Value::String(v));
+        }
+        m.insert("service_name".into(), ::serde_json::Value::String(self.service_name));
+        m
+    }
+}
+impl ToolCall {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.arguments {
+            m.insert("arguments".into(), v);
+        }
+        if let Some(v) = self.name {
+            m.insert("name".into(), ::serde_json::Value::String(v));
+        }
+        if let Some(v) = self.result {
+            m.insert("result".into(), v);
+        }
+        if let Some(v) = self.status {
+            m.insert("status".into(), ::serde_json::Value::String(v));
+        }
+        m.insert("tool_call_id".into(), ::serde_json::Value::String(self.tool_call_id));
+        m.extend(self.extra);
+        m
+    }
+}
+impl ToolCallDelta {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert(
+            "tool_call".into(),
+            ::serde_json::Value::Object(self.tool_call.into_object()),
+        );
+        m.extend(self.extra);
+        m
+    }
+}
+impl ToolResultDelta {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        if let Some(v) = self.result {
+            m.insert("result".into(), v);
+        }
+        if let Some(v) = self.status {
+            m.insert("status".into(), ::serde_json::Value::String(v));
+        }
+        m.insert("tool_call_id".into(), ::serde_json::Value::String(self.tool_call_id));
+        m.extend(self.extra);
+        m
+    }
+}
+impl UiSettings {
+    /// This value as the JSON object serde writes for it, its values moved in (no serializer).
+    pub fn into_object(
+        self,
+    ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        let mut m = ::serde_json::Map::new();
+        m.insert("enabled".into(), ::serde_json::Value::Bool(self.enabled));
+        if !self.operators.is_empty() {
+            m.insert(
+                "operators".into(),
+                ::serde_json::Value::Array(
+                    self
+                        .operators
+                        .into_iter()
+                        .map(|v| ::serde_json::Value::String(v))
+                        .collect(),
+                ),
+            );
+        }
+        m.insert(
+            "recent".into(),
+            ::serde_json::to_value(&self.recent).unwrap_or(::serde_json::Value::Null),
+        );
+        m
     }
 }

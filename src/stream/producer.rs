@@ -122,10 +122,10 @@ impl ResponseStream {
             },
             extra: Map::new(),
         };
-        self.chunk_of(ChunkBody::structured(
+        self.chunk_of(ChunkBody::structured_value(
             DeltaKind::Tool,
             ChunkEventType::ChatToolCall,
-            delta,
+            Value::Object(delta.into_object()),
         ))
     }
 
@@ -138,10 +138,10 @@ impl ResponseStream {
             status: Some("completed".into()),
             extra: Map::new(),
         };
-        self.chunk_of(ChunkBody::structured(
+        self.chunk_of(ChunkBody::structured_value(
             DeltaKind::Tool,
             ChunkEventType::ChatToolResult,
-            delta,
+            Value::Object(delta.into_object()),
         ))
     }
 
@@ -209,7 +209,7 @@ impl ResponseStream {
             reply: ReplyResultReply::Message,
             extra: Map::new(),
         };
-        [said, self.complete(serde_json::to_value(result).unwrap_or(Value::Null))]
+        [said, self.complete(Value::Object(result.into_object()))]
     }
 
     /// A non-final frame of another kind (e.g. `acp.session_update`, `a2a.stream_event`).
@@ -250,7 +250,7 @@ impl ResponseStream {
             tool_calls: Vec::new(),
             extra: Map::new(),
         };
-        self.complete(serde_json::to_value(result).unwrap_or(Value::Null))
+        self.complete(Value::Object(result.into_object()))
     }
 
     /// The final failure frame (`e2a.error`, `failed`, `{code, message, details}`).
@@ -320,5 +320,5 @@ fn paused_result(bodies: &[PlanApprovalRequiredBody]) -> Value {
         resumable: Some(bodies.iter().all(|b| b.resumable.unwrap_or(true))),
         extra: Map::new(),
     };
-    serde_json::to_value(result).unwrap_or(Value::Null)
+    Value::Object(result.into_object())
 }
