@@ -199,11 +199,33 @@ impl WholeAnswer {
 
     /// [`WholeAnswer::finish`] as a frame (its JSON text written by the frame's writer).
     pub fn finish_frame(self, last: &Frame) -> Option<Frame> {
-        if !last.is_final || self.text.is_empty() && self.artifacts.is_empty() && self.tool_calls.is_empty() {
+        if !self.adds_to(last) {
             return None;
         }
         let mut whole = last.clone();
-        let held = held_object(&mut whole)?;
+        self.add_to(&mut whole).then_some(whole)
+    }
+
+    /// [`WholeAnswer::finish_frame`] taking the final frame, not copying it: `last` with what
+    /// the run streamed and it does not carry (`last` as it is when it carries everything, or
+    /// is not a final answer or failure).
+    pub fn finish_owned(self, mut last: Frame) -> Frame {
+        if self.adds_to(&last) {
+            self.add_to(&mut last);
+        }
+        last
+    }
+
+    /// Whether there is anything to add to `last`: it is final and the run streamed something.
+    fn adds_to(&self, last: &Frame) -> bool {
+        last.is_final && !(self.text.is_empty() && self.artifacts.is_empty() && self.tool_calls.is_empty())
+    }
+
+    /// Adds to `whole` what it does not carry; whether anything was added.
+    fn add_to(self, whole: &mut Frame) -> bool {
+        let Some(held) = held_object(whole) else {
+            return false;
+        };
         let mut added = false;
         let mut add = |name: &str, value: Value| {
             if !held.contains_key(name) {
@@ -220,7 +242,7 @@ impl WholeAnswer {
         if !self.tool_calls.is_empty() {
             add("tool_calls", to_array(self.tool_calls, ToolCall::into_object));
         }
-        added.then_some(whole)
+        added
     }
 }
 

@@ -53,7 +53,16 @@ fn object_source(st: &syn::ItemStruct, types: &Types<'_>) -> Option<String> {
     }
     let name = st.ident.to_string();
     let last = st.fields.len().saturating_sub(1);
-    let mut body = String::from("        let mut m = ::serde_json::Map::new();\n");
+    // room for every member from the start (a map that grows hashes its keys again)
+    let flattened = st
+        .fields
+        .iter()
+        .find(|f| crate::syntax::serde_names(&f.attrs, "flatten"))
+        .and_then(|f| f.ident.as_ref())
+        .map(|extra| format!(" + self.{extra}.len()"))
+        .unwrap_or_default();
+    let own = st.fields.len() - usize::from(!flattened.is_empty());
+    let mut body = format!("        let mut m = ::serde_json::Map::with_capacity({own}{flattened});\n");
     for (i, field) in st.fields.iter().enumerate() {
         let ident = field.ident.as_ref()?.to_string();
         if crate::syntax::serde_names(&field.attrs, "flatten") {

@@ -9354,7 +9354,7 @@ impl A2aAgentCapabilities {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(4);
         if let Some(v) = self.extended_agent_card {
             m.insert("extendedAgentCard".into(), ::serde_json::Value::Bool(v));
         }
@@ -9384,7 +9384,7 @@ impl A2aAgentInterface {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(4);
         m.insert(
             "protocolBinding".into(),
             ::serde_json::Value::String(self.protocol_binding),
@@ -9405,7 +9405,7 @@ impl A2aAgentProvider {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(2);
         if let Some(v) = self.organization {
             m.insert("organization".into(), ::serde_json::Value::String(v));
         }
@@ -9420,7 +9420,7 @@ impl A2aAgentSkill {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(8);
         if let Some(v) = self.description {
             m.insert("description".into(), ::serde_json::Value::String(v));
         }
@@ -9498,7 +9498,7 @@ impl A2aArtifact {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(6);
         m.insert("artifactId".into(), ::serde_json::Value::String(self.artifact_id));
         if let Some(v) = self.description {
             m.insert("description".into(), ::serde_json::Value::String(v));
@@ -9539,7 +9539,7 @@ impl A2aAuthenticationInfo {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(2);
         if let Some(v) = self.credentials {
             m.insert(
                 "credentials".into(),
@@ -9555,7 +9555,7 @@ impl A2aCancelTaskRequest {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(3);
         m.insert("id".into(), ::serde_json::Value::String(self.id));
         if let Some(v) = self.metadata {
             m.insert("metadata".into(), ::serde_json::Value::Object(v));
@@ -9571,7 +9571,7 @@ impl A2aCreateTaskPushNotificationConfigRequest {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(8);
         if let Some(v) = self.authentication {
             m.insert(
                 "authentication".into(),
@@ -9613,7 +9613,7 @@ impl A2aGetExtendedAgentCardRequest {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(1);
         if let Some(v) = self.tenant {
             m.insert("tenant".into(), ::serde_json::Value::String(v));
         }
@@ -9625,7 +9625,7 @@ impl A2aGetTaskRequest {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(3);
         if let Some(v) = self.history_length {
             m.insert(
                 "historyLength".into(),
@@ -9644,7 +9644,7 @@ impl A2aHttpAuthSecurityScheme {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(3);
         if let Some(v) = self.bearer_format {
             m.insert("bearerFormat".into(), ::serde_json::Value::String(v));
         }
@@ -9660,7 +9660,7 @@ impl A2aListTaskPushNotificationConfigsRequest {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(5);
         if let Some(v) = self.id {
             m.insert("id".into(), ::serde_json::Value::String(v));
         }
@@ -9687,7 +9687,7 @@ impl A2aListTaskPushNotificationConfigsResponse {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(2);
         m.insert(
             "configs".into(),
             ::serde_json::Value::Array(
@@ -9710,7 +9710,7 @@ impl A2aListTasksRequest {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(8);
         if let Some(v) = self.context_id {
             m.insert("contextId".into(), ::serde_json::Value::String(v));
         }
@@ -9752,7 +9752,7 @@ impl A2aListTasksResponse {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(4);
         m.insert(
             "nextPageToken".into(),
             ::serde_json::Value::String(self.next_page_token),
@@ -9777,7 +9777,7 @@ impl A2aMessage {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(8);
         if let Some(v) = self.context_id {
             m.insert("contextId".into(), ::serde_json::Value::String(v));
         }
@@ -9834,7 +9834,7 @@ impl A2aPart {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(7);
         if let Some(v) = self.data {
             m.insert("data".into(), v);
         }
@@ -9864,7 +9864,7 @@ impl A2aProblem {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(6);
         m.insert("code".into(), ::serde_json::Value::from(self.code));
         m.insert("detail".into(), ::serde_json::Value::String(self.detail));
         m.insert("error".into(), ::serde_json::Value::Object(self.error.into_object()));
@@ -9879,7 +9879,7 @@ impl A2aRpcStatus {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(4);
         m.insert("code".into(), ::serde_json::Value::from(self.code));
         m.insert(
             "details".into(),
@@ -9898,7 +9898,7 @@ impl A2aSecurityRequirement {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(1);
         m.insert(
             "schemes".into(),
             ::serde_json::to_value(&self.schemes).unwrap_or(::serde_json::Value::Null),
@@ -9911,7 +9911,7 @@ impl A2aSecurityScheme {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(1);
         if let Some(v) = self.http_auth_security_scheme {
             m.insert(
                 "httpAuthSecurityScheme".into(),
@@ -9926,7 +9926,7 @@ impl A2aSendMessageConfiguration {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(5);
         if let Some(v) = self.accepted_output_modes {
             m.insert(
                 "acceptedOutputModes".into(),
@@ -9961,7 +9961,7 @@ impl A2aSendMessageRequest {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(4);
         if let Some(v) = self.configuration {
             m.insert(
                 "configuration".into(),
@@ -9986,7 +9986,7 @@ impl A2aSettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(8);
         if let Some(v) = self.cancel_finished {
             m.insert(
                 "cancel_finished".into(),
@@ -10020,7 +10020,7 @@ impl A2aStreamEventBody {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(2 + self.extra.len());
         m.insert(
             "branch".into(),
             ::serde_json::Value::String(self.branch.as_str().to_string()),
@@ -10035,7 +10035,7 @@ impl A2aStringList {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(1);
         if !self.list.is_empty() {
             m.insert(
                 "list".into(),
@@ -10056,7 +10056,7 @@ impl A2aSubscribeToTaskRequest {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(2);
         m.insert("id".into(), ::serde_json::Value::String(self.id));
         if let Some(v) = self.tenant {
             m.insert("tenant".into(), ::serde_json::Value::String(v));
@@ -10069,7 +10069,7 @@ impl A2aTask {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(6);
         if !self.artifacts.is_empty() {
             m.insert(
                 "artifacts".into(),
@@ -10111,7 +10111,7 @@ impl A2aTaskArtifactUpdateEvent {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(6);
         m.insert("append".into(), ::serde_json::Value::Bool(self.append));
         m.insert(
             "artifact".into(),
@@ -10131,7 +10131,7 @@ impl A2aTaskPushNotificationConfig {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(6);
         if let Some(v) = self.authentication {
             m.insert(
                 "authentication".into(),
@@ -10156,7 +10156,7 @@ impl A2aTaskPushNotificationConfigRequest {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(4);
         if let Some(v) = self.id {
             m.insert("id".into(), ::serde_json::Value::String(v));
         }
@@ -10177,7 +10177,7 @@ impl A2aTaskStatus {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(3);
         if let Some(v) = self.message {
             m.insert("message".into(), ::serde_json::Value::Object(v.into_object()));
         }
@@ -10196,7 +10196,7 @@ impl A2aTaskStatusUpdateEvent {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(4);
         m.insert("contextId".into(), ::serde_json::Value::String(self.context_id));
         if !self.metadata.is_empty() {
             m.insert("metadata".into(), ::serde_json::Value::Object(self.metadata));
@@ -10214,7 +10214,7 @@ impl AcpBackendSettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(4);
         m.insert("allow_fs".into(), ::serde_json::Value::Bool(self.allow_fs));
         if !self.approve.is_empty() {
             m.insert(
@@ -10251,7 +10251,7 @@ impl AgentCardSettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(8);
         if let Some(v) = self.default_input_modes {
             m.insert(
                 "default_input_modes".into(),
@@ -10312,7 +10312,7 @@ impl AgentEntry {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(11);
         if let Some(v) = self.a2a_version {
             m.insert(
                 "a2a_version".into(),
@@ -10361,7 +10361,7 @@ impl AgentExtensionSettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(4);
         if let Some(v) = self.description {
             m.insert("description".into(), ::serde_json::Value::String(v));
         }
@@ -10381,7 +10381,7 @@ impl AgentGroup {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(3);
         m.insert(
             "members".into(),
             ::serde_json::Value::Array(
@@ -10410,7 +10410,7 @@ impl AgentResponse {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(6);
         m.insert(
             "agent_ref".into(),
             match self.agent_ref {
@@ -10443,7 +10443,7 @@ impl AgentResponseChunk {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(6);
         m.insert(
             "agent_ref".into(),
             match self.agent_ref {
@@ -10476,7 +10476,7 @@ impl AguiSettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(1);
         m.insert("enabled".into(), ::serde_json::Value::Bool(self.enabled));
         m
     }
@@ -10486,7 +10486,7 @@ impl AnswerResult {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(4 + self.extra.len());
         if !self.artifacts.is_empty() {
             m.insert(
                 "artifacts".into(),
@@ -10526,7 +10526,7 @@ impl ArtifactDelta {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(6 + self.extra.len());
         m.insert("append".into(), ::serde_json::Value::Bool(self.append));
         m.insert("artifact_id".into(), ::serde_json::Value::String(self.artifact_id));
         if let Some(v) = self.kind {
@@ -10551,7 +10551,7 @@ impl CallerClaims {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(6);
         if let Some(v) = self.aud {
             m.insert("aud".into(), v);
         }
@@ -10574,7 +10574,7 @@ impl CallerEntry {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(10);
         if let Some(v) = self.agents {
             m.insert(
                 "agents".into(),
@@ -10624,7 +10624,7 @@ impl ChunkBody {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(10 + self.extra.len());
         if let Some(v) = self.delta {
             m.insert("delta".into(), v);
         }
@@ -10665,7 +10665,7 @@ impl CompleteBody {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(1 + self.extra.len());
         if !self.result.is_empty() {
             m.insert("result".into(), ::serde_json::Value::Object(self.result));
         }
@@ -10678,7 +10678,7 @@ impl CronBody {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(5 + self.extra.len());
         if let Some(v) = self.action {
             m.insert("action".into(), v);
         }
@@ -10703,7 +10703,7 @@ impl DelegationSettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(4);
         if let Some(v) = self.callback_base_url {
             m.insert("callback_base_url".into(), ::serde_json::Value::String(v));
         }
@@ -10728,7 +10728,7 @@ impl E2AAuth {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(6);
         m.insert(
             "api_key_ref".into(),
             match self.api_key_ref {
@@ -10777,7 +10777,7 @@ impl E2AEnvelope {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(29);
         m.insert("a2a_metadata".into(), ::serde_json::Value::Object(self.a2a_metadata));
         m.insert("acp_meta".into(), ::serde_json::Value::Object(self.acp_meta));
         m.insert(
@@ -10958,7 +10958,7 @@ impl E2AFileRef {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(5);
         if !self.meta.is_empty() {
             m.insert("_meta".into(), ::serde_json::Value::Object(self.meta));
         }
@@ -10980,7 +10980,7 @@ impl E2AProvenance {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(4);
         m.insert(
             "converted_at".into(),
             match self.converted_at {
@@ -11008,7 +11008,7 @@ impl E2AResponse {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(28);
         m.insert("a2a_metadata".into(), ::serde_json::Value::Object(self.a2a_metadata));
         m.insert("acp_meta".into(), ::serde_json::Value::Object(self.acp_meta));
         m.insert(
@@ -11149,7 +11149,7 @@ impl E2aRun {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(10);
         m.insert("agent".into(), ::serde_json::Value::String(self.agent));
         if let Some(v) = self.created_at {
             m.insert("created_at".into(), ::serde_json::Value::String(v));
@@ -11183,7 +11183,7 @@ impl E2aRunPage {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(3);
         if let Some(v) = self.next_page_token {
             m.insert("next_page_token".into(), ::serde_json::Value::String(v));
         }
@@ -11206,7 +11206,7 @@ impl ErrorBody {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(4 + self.extra.len());
         if let Some(v) = self.code {
             m.insert("code".into(), v);
         }
@@ -11228,7 +11228,7 @@ impl ErrorSettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(1);
         if let Some(v) = self.expose {
             m.insert(
                 "expose".into(),
@@ -11243,7 +11243,7 @@ impl ExtBody {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(2 + self.extra.len());
         if let Some(v) = self.ext_method {
             m.insert("ext_method".into(), ::serde_json::Value::String(v));
         }
@@ -11259,7 +11259,7 @@ impl ExternalError {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(3 + self.extra.len());
         if !self.payload.is_empty() {
             m.insert("payload".into(), ::serde_json::Value::Object(self.payload));
         }
@@ -11278,7 +11278,7 @@ impl JsonRpcErrorBody {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(3 + self.extra.len());
         if let Some(v) = self.code {
             m.insert("code".into(), ::serde_json::Value::from(v));
         }
@@ -11297,7 +11297,7 @@ impl JwtSettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(7);
         m.insert(
             "algorithm".into(),
             ::serde_json::Value::String(self.algorithm.as_str().to_string()),
@@ -11326,7 +11326,7 @@ impl LogSettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(5);
         m.insert(
             "format".into(),
             ::serde_json::Value::String(self.format.as_str().to_string()),
@@ -11351,7 +11351,7 @@ impl MetricsSettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(2);
         m.insert("enabled".into(), ::serde_json::Value::Bool(self.enabled));
         m.insert("public".into(), ::serde_json::Value::Bool(self.public));
         m
@@ -11362,7 +11362,7 @@ impl OutputRequestBody {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(4 + self.extra.len());
         if let Some(v) = self.id {
             m.insert("id".into(), v);
         }
@@ -11384,7 +11384,7 @@ impl PausedResult {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(4 + self.extra.len());
         if let Some(v) = self.input_kind {
             m.insert(
                 "input_kind".into(),
@@ -11410,7 +11410,7 @@ impl PlanApprovalRequiredBody {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(5 + self.extra.len());
         if let Some(v) = self.input_kind {
             m.insert(
                 "input_kind".into(),
@@ -11438,7 +11438,7 @@ impl PromptResultBody {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(2 + self.extra.len());
         if let Some(v) = self.stop_reason {
             m.insert("stopReason".into(), ::serde_json::Value::String(v));
         }
@@ -11454,7 +11454,7 @@ impl PushSettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(8);
         m.insert("allow_private".into(), ::serde_json::Value::Bool(self.allow_private));
         m.insert("enabled".into(), ::serde_json::Value::Bool(self.enabled));
         if let Some(v) = self.events {
@@ -11496,7 +11496,7 @@ impl RateLimitSettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(2);
         if let Some(v) = self.burst {
             m.insert(
                 "burst".into(),
@@ -11515,7 +11515,7 @@ impl ReplyResult {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(2 + self.extra.len());
         if let Some(v) = self.content {
             m.insert("content".into(), ::serde_json::Value::String(v));
         }
@@ -11532,7 +11532,7 @@ impl RouteTemplates {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(3);
         m.insert("a2a".into(), ::serde_json::Value::String(self.a2a));
         m.insert("agui".into(), ::serde_json::Value::String(self.agui));
         m.insert("e2a".into(), ::serde_json::Value::String(self.e2a));
@@ -11544,7 +11544,7 @@ impl ServerSettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(11);
         m.insert("bind".into(), ::serde_json::Value::String(self.bind));
         m.insert("drain_secs".into(), ::serde_json::Value::from(self.drain_secs));
         m.insert(
@@ -11590,7 +11590,7 @@ impl SessionUpdateBody {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(1 + self.extra.len());
         m.insert(
             "sessionUpdate".into(),
             ::serde_json::Value::String(self.session_update),
@@ -11604,7 +11604,7 @@ impl StoreSettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(8);
         if let Some(v) = self.ca_file {
             m.insert("ca_file".into(), ::serde_json::Value::String(v));
         }
@@ -11643,7 +11643,7 @@ impl TelemetrySettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(2);
         if let Some(v) = self.otlp_endpoint {
             m.insert("otlp_endpoint".into(), ::serde_json::Value::String(v));
         }
@@ -11656,7 +11656,7 @@ impl ToolCall {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(5 + self.extra.len());
         if let Some(v) = self.arguments {
             m.insert("arguments".into(), v);
         }
@@ -11679,7 +11679,7 @@ impl ToolCallDelta {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(1 + self.extra.len());
         m.insert(
             "tool_call".into(),
             ::serde_json::Value::Object(self.tool_call.into_object()),
@@ -11693,7 +11693,7 @@ impl ToolResultDelta {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(3 + self.extra.len());
         if let Some(v) = self.result {
             m.insert("result".into(), v);
         }
@@ -11710,7 +11710,7 @@ impl UiSettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(3);
         m.insert("enabled".into(), ::serde_json::Value::Bool(self.enabled));
         if !self.operators.is_empty() {
             m.insert(

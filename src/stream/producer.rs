@@ -222,7 +222,7 @@ impl ResponseStream {
     pub fn complete(mut self, result: Value) -> Frame {
         let result = if result.is_object() { result } else { json!({}) };
         // the body `{"result": …}`, the result moved in (not copied through a serializer)
-        let mut body = Map::new();
+        let mut body = Map::with_capacity(1);
         body.insert("result".into(), result);
         frame(
             &mut self,

@@ -33,12 +33,8 @@ impl WholeJson {
 
     /// The answer's JSON text: `None` when there was no frame.
     pub(crate) fn finish(self) -> Option<String> {
-        let last = self.last?;
-        Some(
-            self.whole
-                .finish_frame(&last)
-                .map_or_else(|| last.to_json(), |shown| shown.to_json()),
-        )
+        let last = Arc::unwrap_or_clone(self.last?);
+        Some(self.whole.finish_owned(last).to_json())
     }
 }
 

@@ -218,7 +218,7 @@ impl Call {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(2);
         m.insert(
             "method".into(),
             ::serde_json::Value::String(self.method.as_str().to_string()),

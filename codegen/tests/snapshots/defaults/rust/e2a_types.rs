@@ -204,7 +204,7 @@ impl E2AEnvelope {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(7);
         if let Some(v) = self.channel {
             m.insert("channel".into(), ::serde_json::Value::String(v));
         }

@@ -143,7 +143,7 @@ impl Documented {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(2);
         m.insert("field".into(), ::serde_json::Value::String(self.field));
         if let Some(v) = self.titled {
             m.insert("titled".into(), ::serde_json::Value::from(v));

@@ -493,7 +493,7 @@ impl Ask {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(3);
         if let Some(v) = self.ask_id {
             m.insert("ask_id".into(), ::serde_json::Value::String(v));
         }
@@ -509,7 +509,7 @@ impl ChunkBody {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(1);
         m.insert("text".into(), ::serde_json::Value::String(self.text));
         m
     }
@@ -519,7 +519,7 @@ impl DoneBody {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(1 + self.extra.len());
         if let Some(v) = self.result {
             m.insert("result".into(), ::serde_json::Value::String(v));
         }
@@ -532,7 +532,7 @@ impl Reply {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(6);
         m.insert(
             "ask_id".into(),
             match self.ask_id {

@@ -100,7 +100,7 @@ impl Record {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(6);
         if let Some(v) = self.count {
             m.insert("count".into(), ::serde_json::Value::from(v));
         }

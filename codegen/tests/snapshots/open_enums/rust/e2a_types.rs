@@ -241,7 +241,7 @@ impl Frame {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(3);
         m.insert(
             "kind".into(),
             ::serde_json::Value::String(self.kind.as_str().to_string()),

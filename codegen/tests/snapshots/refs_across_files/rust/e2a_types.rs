@@ -109,7 +109,7 @@ impl Customer {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(1);
         m.insert("id".into(), ::serde_json::Value::String(self.id));
         m
     }
@@ -119,7 +119,7 @@ impl Order {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(2);
         m.insert(
             "customer".into(),
             ::serde_json::Value::Object(self.customer.into_object()),
@@ -142,7 +142,7 @@ impl OrderLine {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(1);
         m.insert("sku".into(), ::serde_json::Value::String(self.sku));
         m
     }

@@ -81,7 +81,7 @@ impl Credentials {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(3);
         if let Some(v) = self.api_key {
             m.insert(
                 "api_key".into(),

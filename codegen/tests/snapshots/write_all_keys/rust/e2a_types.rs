@@ -131,7 +131,7 @@ impl Canonical {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(5);
         m.insert("count".into(), ::serde_json::Value::from(self.count));
         m.insert("inner".into(), ::serde_json::Value::Object(self.inner.into_object()));
         m.insert("kind".into(), ::serde_json::Value::String(self.kind));
@@ -156,7 +156,7 @@ impl Inner {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::new();
+        let mut m = ::serde_json::Map::with_capacity(1);
         m.insert("flag".into(), ::serde_json::Value::Bool(self.flag));
         m
     }
