@@ -263,24 +263,35 @@ impl crate::types::RunState {
     /// assert_eq!(RunState::of_final(&failed), RunState::Failed);
     /// ```
     pub fn of_final(frame: &E2AResponse) -> Self {
+        Self::of_final_parts(&frame.response_kind, &frame.status, &frame.body)
+    }
+
+    /// [`RunState::of_final`] of a frame (its body read where it is: no record made).
+    ///
+    /// ```
+    /// use e2a::types::RunState;
+    /// let frames = e2a::stream::ResponseStream::for_request(&e2a::E2AEnvelope::default());
+    /// assert_eq!(RunState::of_final_frame(&frames.clone().answer("hi", None)), RunState::Succeeded);
+    /// assert_eq!(RunState::of_final_frame(&frames.refuse("no")), RunState::Failed);
+    /// ```
+    pub fn of_final_frame(frame: &crate::frame::Frame) -> Self {
+        Self::of_final_parts(&frame.response_kind, &frame.status, &frame.body_object())
+    }
+
+    fn of_final_parts(kind: &ResponseKind, status: &ResponseStatus, body: &Map<String, Value>) -> Self {
         use crate::types::RunState;
-        if frame.response_kind == ResponseKind::E2aError {
-            let code = frame.body.get("code").unwrap_or(&Value::Null);
+        if *kind == ResponseKind::E2aError {
+            let code = body.get("code").unwrap_or(&Value::Null);
             return match crate::taxonomy::ErrorKind::from_code(code, "e2a") {
                 crate::taxonomy::ErrorKind::Cancelled => RunState::Cancelled,
                 _ => RunState::Failed,
             };
         }
-        if frame.status == ResponseStatus::Failed {
+        if *status == ResponseStatus::Failed {
             return RunState::Failed;
         }
-        let paused = frame.response_kind == ResponseKind::E2aComplete
-            && frame
-                .body
-                .get("result")
-                .and_then(|r| r.get("state"))
-                .and_then(Value::as_str)
-                == Some("input_required");
+        let paused = *kind == ResponseKind::E2aComplete
+            && body.get("result").and_then(|r| r.get("state")).and_then(Value::as_str) == Some("input_required");
         if paused {
             RunState::Paused
         } else {

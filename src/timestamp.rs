@@ -57,7 +57,39 @@ pub fn from_epoch_f64(ts: f64) -> Option<String> {
 /// (e.g. `2026-11-30T01:14:17.977230+00:00`).
 pub fn utc_now_iso() -> String {
     let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    format_parts(d.as_secs() as i64, d.subsec_micros()).unwrap_or_default()
+    iso_within_second(d.as_secs() as i64, d.subsec_micros())
+}
+
+/// [`format_parts`] of a time at or after the epoch, its date and time to the second made once
+/// a second per thread (every frame is stamped: the calendar arithmetic was most of it).
+fn iso_within_second(secs: i64, micros: u32) -> String {
+    thread_local! {
+        /// The second last stamped on this thread, and its `YYYY-MM-DDTHH:MM:SS`.
+        static SECOND: std::cell::Cell<(i64, [u8; 19])> = const { std::cell::Cell::new((-1, [0; 19])) };
+    }
+    let (at, mut text) = SECOND.get();
+    if at != secs {
+        let Some(whole) = format_parts(secs, 0) else {
+            return String::new();
+        };
+        text.copy_from_slice(&whole.as_bytes()[..19]);
+        SECOND.set((secs, text));
+    }
+    let mut out = String::with_capacity(32);
+    // ASCII digits and separators, written by `format_parts`
+    out.push_str(std::str::from_utf8(&text).unwrap_or_default());
+    if micros != 0 {
+        out.push('.');
+        let mut digits = [b'0'; 6];
+        let mut v = micros;
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        out.push_str(std::str::from_utf8(&digits).unwrap_or_default());
+    }
+    out.push_str("+00:00");
+    out
 }
 
 /// Milliseconds since the Unix epoch now (0 before it; saturating far after).
@@ -202,6 +234,36 @@ mod tests {
         assert_eq!(from_epoch_f64(1e20), None);
         assert_eq!(from_epoch_f64(f64::INFINITY), None);
         assert_eq!(from_epoch_f64(-1e-6).unwrap(), "1969-12-31T23:59:59.999999+00:00");
+    }
+
+    #[test]
+    fn a_second_kept_writes_what_format_parts_writes() {
+        // the same second again and again, the next one, one far away, and back
+        for (i, secs) in [
+            0i64,
+            0,
+            1,
+            1,
+            86_400,
+            86_401,
+            1_774_524_781,
+            1_774_524_781,
+            1_774_524_776,
+            MAX_SECS,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            for micros in [0u32, 1, 9, 10, 150_000, 999_999, (i as u32) * 7_919] {
+                assert_eq!(
+                    Some(iso_within_second(secs, micros)),
+                    format_parts(secs, micros),
+                    "{secs} {micros}"
+                );
+            }
+        }
+        assert_eq!(iso_within_second(MAX_SECS + 1, 5), "");
+        assert!(parse_rfc3339_ms(&utc_now_iso()).is_some());
     }
 
     #[test]

@@ -295,7 +295,7 @@ fn head_source(record: &Record<'_>, fields: &[Field<'_>], types: &Types<'_>) -> 
     o.push_str("}\n\n");
     let _ = writeln!(
         o,
-        "impl ::std::default::Default for FrameHead {{\n    /// The head of a default [`{name}`].\n    fn default() -> Self {{\n        Frame::default().head.into_inner()\n    }}\n}}\n"
+        "impl ::std::default::Default for FrameHead {{\n    /// The head of a default [`{name}`] (made once, then copied: every stream's head starts from it).\n    fn default() -> Self {{\n        static DEFAULT: ::std::sync::OnceLock<FrameHead> = ::std::sync::OnceLock::new();\n        DEFAULT.get_or_init(|| Frame::default().head.into_inner()).clone()\n    }}\n}}\n"
     );
     o.push_str(
         "impl ::std::fmt::Debug for FrameHead {\n    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {\n        f.debug_struct(\"FrameHead\").finish_non_exhaustive()\n    }\n}\n\n",

@@ -8842,9 +8842,10 @@ pub struct FrameHead {
     pub user_id: ::std::option::Option<::std::string::String>,
 }
 impl ::std::default::Default for FrameHead {
-    /// The head of a default [`E2AResponse`].
+    /// The head of a default [`E2AResponse`] (made once, then copied: every stream's head starts from it).
     fn default() -> Self {
-        Frame::default().head.into_inner()
+        static DEFAULT: ::std::sync::OnceLock<FrameHead> = ::std::sync::OnceLock::new();
+        DEFAULT.get_or_init(|| Frame::default().head.into_inner()).clone()
     }
 }
 impl ::std::fmt::Debug for FrameHead {

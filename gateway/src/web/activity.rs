@@ -220,10 +220,10 @@ impl Activity {
 
     /// Records run `run`'s final frame (or its end without one: `failed`).
     pub(crate) fn end(&self, run: &Watched, last: Option<&e2a::frame::Frame>) {
-        let ended = match last.filter(|f| f.is_final).map(e2a::frame::Frame::to_record) {
+        let ended = match last.filter(|f| f.is_final) {
             Some(f) => {
-                let state = RunState::of_final(&f);
-                let pause = (state == RunState::Paused).then(|| f.body["result"].clone());
+                let state = RunState::of_final_frame(f);
+                let pause = (state == RunState::Paused).then(|| f.body_object()["result"].clone());
                 Ended { state, pause }
             }
             None => Ended {

@@ -280,9 +280,10 @@ pub struct FrameHead {
     pub version: ::std::string::String,
 }
 impl ::std::default::Default for FrameHead {
-    /// The head of a default [`Reply`].
+    /// The head of a default [`Reply`] (made once, then copied: every stream's head starts from it).
     fn default() -> Self {
-        Frame::default().head.into_inner()
+        static DEFAULT: ::std::sync::OnceLock<FrameHead> = ::std::sync::OnceLock::new();
+        DEFAULT.get_or_init(|| Frame::default().head.into_inner()).clone()
     }
 }
 impl ::std::fmt::Debug for FrameHead {
