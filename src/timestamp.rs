@@ -65,28 +65,28 @@ pub fn utc_now_iso() -> String {
 fn iso_within_second(secs: i64, micros: u32) -> String {
     thread_local! {
         /// The second last stamped on this thread, and its `YYYY-MM-DDTHH:MM:SS`.
-        static SECOND: std::cell::Cell<(i64, [u8; 19])> = const { std::cell::Cell::new((-1, [0; 19])) };
-    }
-    let (at, mut text) = SECOND.get();
-    if at != secs {
-        let Some(whole) = format_parts(secs, 0) else {
-            return String::new();
-        };
-        text.copy_from_slice(&whole.as_bytes()[..19]);
-        SECOND.set((secs, text));
+        static SECOND: std::cell::RefCell<(i64, String)> = const { std::cell::RefCell::new((-1, String::new())) };
     }
     let mut out = String::with_capacity(32);
-    // ASCII digits and separators, written by `format_parts`
-    out.push_str(std::str::from_utf8(&text).unwrap_or_default());
+    let known = SECOND.with_borrow_mut(|(at, text)| {
+        if *at != secs {
+            let Some(whole) = format_parts(secs, 0) else {
+                return false;
+            };
+            *text = whole.get(..19).unwrap_or_default().to_string();
+            *at = secs;
+        }
+        out.push_str(text);
+        true
+    });
+    if !known {
+        return out;
+    }
     if micros != 0 {
         out.push('.');
-        let mut digits = [b'0'; 6];
-        let mut v = micros;
-        for d in digits.iter_mut().rev() {
-            *d = b'0' + (v % 10) as u8;
-            v /= 10;
+        for div in [100_000, 10_000, 1_000, 100, 10, 1] {
+            out.push(char::from(b'0' + (micros / div % 10) as u8));
         }
-        out.push_str(std::str::from_utf8(&digits).unwrap_or_default());
     }
     out.push_str("+00:00");
     out

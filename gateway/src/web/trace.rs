@@ -31,6 +31,16 @@ pub(crate) fn current_trace_id() -> Option<Arc<str>> {
     TRACE_ID.try_with(Clone::clone).ok().flatten()
 }
 
+/// The trace id of the request with `headers` being answered: the one the trace layer settled
+/// ([`current_trace_id`]: named by the client or made for the request), else the one the
+/// headers name ([`TraceContext::from_headers`]: a route without the trace layer).
+pub(crate) fn request_trace_id(headers: &HeaderMap) -> Option<String> {
+    match current_trace_id() {
+        Some(id) => Some(id.to_string()),
+        None => TraceContext::from_headers(headers).trace_id,
+    }
+}
+
 /// Longest `X-Trace-ID` taken (longer ones are ignored).
 const MAX_TRACE_ID: usize = 128;
 

@@ -178,7 +178,7 @@ impl Call {
             id: Value::Null,
             caller: self.caller.clone(),
             headers: self.a2a.clone(),
-            trace_id: crate::web::trace::TraceContext::from_headers(&self.headers).trace_id,
+            trace_id: crate::web::trace::request_trace_id(&self.headers),
             idempotency_key: None,
         }
     }

@@ -159,7 +159,7 @@ async fn dispatch(
         id: id.clone(),
         caller,
         headers: a2a,
-        trace_id: crate::web::trace::TraceContext::from_headers(headers).trace_id,
+        trace_id: crate::web::trace::request_trace_id(headers),
         idempotency_key: None,
     };
     let keep_alive = state.pipeline().config.keep_alive;

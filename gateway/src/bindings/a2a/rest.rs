@@ -213,7 +213,7 @@ fn context_of(
         id: Value::Null,
         caller,
         headers: super::request_headers(state, headers, query, params)?,
-        trace_id: crate::web::trace::TraceContext::from_headers(headers).trace_id,
+        trace_id: crate::web::trace::request_trace_id(headers),
         idempotency_key: crate::web::idempotency_key(headers).map(String::from),
     })
 }

@@ -271,10 +271,7 @@ fn run_of(
             return Err(p);
         }
     }
-    crate::web::trace::correlate(
-        &mut request,
-        crate::web::trace::TraceContext::from_headers(headers).trace_id,
-    );
+    crate::web::trace::correlate(&mut request, crate::web::trace::request_trace_id(headers));
     let ids = RunIds {
         thread: (caller.owner(), request.session_id.clone().unwrap_or_default()),
         run_id: request.request_id.clone().unwrap_or_default(),

@@ -14,7 +14,7 @@ use crate::runs::{self, Subscription};
 use crate::web::body::JsonBody;
 use crate::web::problem::Problem;
 use crate::web::sse;
-use crate::web::trace::{self, TraceContext};
+use crate::web::trace;
 
 /// Media types of the request operation's `200` response.
 pub const JSON: &str = "application/json";
@@ -84,7 +84,7 @@ pub(super) async fn read_envelope(
     let mut request = E2AEnvelope::read(body.text(), &options)
         .map_err(|e| Problem::from_read_error(&e))?
         .value;
-    trace::correlate(&mut request, TraceContext::from_headers(headers).trace_id);
+    trace::correlate(&mut request, trace::request_trace_id(headers));
     Ok((request, body))
 }
 

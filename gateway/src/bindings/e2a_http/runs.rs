@@ -23,7 +23,7 @@ use crate::pipeline::Pipeline;
 use crate::runs::{self, Cancel, RunList, RunPageAsk, RunView};
 use crate::web::last_event_id;
 use crate::web::problem::Problem;
-use crate::web::trace::TraceContext;
+use crate::web::trace;
 
 /// How long `:cancel` waits for the run's final frame before answering with where it is.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
@@ -173,7 +173,7 @@ async fn replay(shared: &Arc<Pipeline>, caller: &Caller, headers: &HeaderMap, id
     let new_id = e2a::stream::new_ordered_id();
     request.request_id = Some(new_id.clone());
     request.provenance.details.insert(REPLAY_OF.into(), id.into());
-    if let Some(trace_id) = TraceContext::from_headers(headers).trace_id {
+    if let Some(trace_id) = trace::request_trace_id(headers) {
         request.correlation_id = Some(trace_id);
     }
     start(shared, caller, request, &new_id).await
