@@ -136,7 +136,8 @@ impl Turns {
 
         // from the claim on, the turn is started on a task of its own: a client that goes away
         // mid-request cannot leave a claimed task without its run (its run goes on detached)
-        let start = TurnStart {
+        // (boxed: a turn's start is over 2 kB, and the turn's future moves several times)
+        let start = Box::new(TurnStart {
             env,
             existing,
             task_id,
@@ -146,7 +147,7 @@ impl Turns {
             return_immediately,
             streaming,
             push,
-        };
+        });
         // (boxed: the turn's future is large, and a spawn moves it several times)
         // the turn's spans stay in the request's trace
         let span = tracing::Span::current();
@@ -159,7 +160,7 @@ impl Turns {
     }
 
     /// Claims the task, starts the agent and stores the task's first event; the outcome.
-    async fn start_turn(self: Arc<Self>, t: TurnStart, admission: Admission) -> Result<SendOutcome, A2aError> {
+    async fn start_turn(self: Arc<Self>, t: Box<TurnStart>, admission: Admission) -> Result<SendOutcome, A2aError> {
         let ctx = admission.ctx.clone();
         let live = self.runs.claim(&t.task_id, t.existing.is_some(), &ctx).await?;
         // the request's trace id (the envelope's correlation id), for the send's webhook
