@@ -247,7 +247,7 @@ pub fn envelope_from_call(
         None | Some(Value::Null) => None,
         Some(v) => Some(rpc_id_of(v).ok_or_else(|| Error::field("/id", "expected rpcid"))?),
     };
-    let mut details = Map::new();
+    let mut details = Map::with_capacity(5);
     details.insert("kind".into(), "a2a_jsonrpc_request".into());
     details.insert("jsonrpc_method".into(), method.into());
     details.insert("abstract_operation".into(), op.as_str().into());

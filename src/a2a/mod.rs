@@ -92,10 +92,10 @@ pub fn envelope_from_send_message(msg: &SendMessageIngress) -> Result<E2AEnvelop
     } else {
         Fields::new(&configuration, "/configuration").str_array("acceptedOutputModes")?
     };
-    let mut params = Map::new();
+    let mut params = Map::with_capacity(3);
     params.insert("message".into(), msg.message_body.clone());
     params.insert("configuration".into(), Value::Object(configuration));
-    let mut details = Map::new();
+    let mut details = Map::with_capacity(2);
     details.insert("kind".into(), "a2a_send_message".into());
     details.insert("abstract_operation".into(), "SendMessage".into());
     Ok(E2AEnvelope {

@@ -5,7 +5,7 @@
 //! a watcher gets them as they pass ([`Watched::frame`]), and those the gateway keeps (a run's
 //! log) through the reader the run was recorded with.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -96,7 +96,26 @@ struct Inner {
     next: u64,
     limit: usize,
     runs: VecDeque<Arc<Watched>>,
+    /// The latest of `runs` of each session (agent, session id, caller): what a new run of the
+    /// session answers when it paused. Kept with `runs` (a run forgotten leaves it).
+    latest: HashMap<SessionOf, Arc<Watched>>,
     agents: BTreeMap<Arc<str>, Counts>,
+}
+
+/// A session's runs: its agent, session id and caller.
+type SessionOf = (Arc<str>, String, Option<String>);
+
+impl Inner {
+    /// `gone` forgotten as its session's latest run (when it is).
+    fn forget_latest(&mut self, gone: &Arc<Watched>) {
+        let Some(session) = gone.started.session_id.clone() else {
+            return;
+        };
+        let key = (gone.started.agent.clone(), session, gone.started.caller.clone());
+        if self.latest.get(&key).is_some_and(|r| Arc::ptr_eq(r, gone)) {
+            self.latest.remove(&key);
+        }
+    }
 }
 
 /// What one agent has done since the gateway started.
@@ -186,16 +205,10 @@ impl Activity {
         let mut inner = self.inner.lock();
         inner.next += 1;
         let id = inner.next;
-        if started.session_id.is_some() {
-            let paused = inner.runs.iter().rev().find(|r| {
-                r.started.agent == started.agent
-                    && r.started.session_id == started.session_id
-                    && r.started.caller == started.caller
-            });
-            if let Some(r) = paused.filter(|r| r.state() == RunState::Paused) {
-                r.answered_by.store(id, Ordering::Release);
-            }
-        }
+        let session = started
+            .session_id
+            .clone()
+            .map(|s| (started.agent.clone(), s, started.caller.clone()));
         let counts = inner.agents.entry(started.agent.clone()).or_default();
         counts.runs += 1;
         counts.running += 1;
@@ -210,10 +223,18 @@ impl Activity {
             live: std::sync::OnceLock::new(),
         });
         inner.runs.push_back(run.clone());
+        if let Some(session) = session {
+            // the session's run before this one, answered by it when it paused
+            let before = inner.latest.insert(session, run.clone());
+            if let Some(r) = before.filter(|r| r.state() == RunState::Paused) {
+                r.answered_by.store(id, Ordering::Release);
+            }
+        }
         while inner.runs.len() > inner.limit {
             // the oldest that has ended, else the oldest
             let at = inner.runs.iter().position(|r| r.end.lock().is_some()).unwrap_or(0);
-            inner.runs.remove(at);
+            let Some(gone) = inner.runs.remove(at) else { break };
+            inner.forget_latest(&gone);
         }
         Some(run)
     }
@@ -325,5 +346,63 @@ impl Watched {
             pause: end.and_then(|e| e.pause),
             answered_by: (answered > 0).then_some(answered),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Activity, Started};
+
+    fn started(session: &str) -> Started {
+        Started {
+            agent: "default".into(),
+            binding: "a2a",
+            caller: None,
+            request_id: None,
+            session_id: Some(session.into()),
+            trace_id: None,
+            kept: None,
+        }
+    }
+
+    fn paused() -> e2a::frame::Frame {
+        let request = e2a::E2AEnvelope::new("session/prompt", serde_json::json!({}));
+        let [_, last] = e2a::stream::ResponseStream::for_request(&request).pause(
+            e2a::types::PlanApprovalRequiredBody::asking(e2a::types::PauseKind::Approval, "Go on?", true),
+        );
+        last
+    }
+
+    #[test]
+    fn a_pause_is_answered_by_its_sessions_next_run_while_it_is_remembered() {
+        let activity = Activity::default();
+        activity.enable(3);
+        let answered = |a: &Activity| {
+            let (runs, _) = a.snapshot(|_| true);
+            runs.iter()
+                .filter_map(|r| r.answered_by.map(|by| (r.id, by)))
+                .collect::<Vec<_>>()
+        };
+        let a = activity.start(started("s")).expect("on");
+        activity.end(&a, Some(&paused()));
+        // another session's run answers nothing; the session's next one answers the pause
+        let other = activity.start(started("t")).expect("on");
+        assert_eq!(answered(&activity), []);
+        let b = activity.start(started("s")).expect("on");
+        assert_eq!(answered(&activity), [(a.id, b.id)]);
+        // a pause no longer remembered is answered by nobody, and leaves no trace
+        activity.end(&b, Some(&paused()));
+        activity.end(&other, None);
+        for session in ["u", "v", "w"] {
+            let r = activity.start(started(session)).expect("on");
+            activity.end(&r, None);
+        }
+        let c = activity.start(started("s")).expect("on");
+        assert!(
+            answered(&activity).iter().all(|(_, by)| *by != c.id),
+            "{:?}",
+            answered(&activity)
+        );
+        assert!(activity.inner.lock().latest.len() <= 3);
     }
 }
