@@ -266,7 +266,7 @@ impl crate::types::RunState {
         Self::of_final_parts(&frame.response_kind, &frame.status, &frame.body)
     }
 
-    /// [`RunState::of_final`] of a frame (its body read where it is: no record made).
+    /// [`of_final`](crate::types::RunState::of_final) of a frame (its body read where it is: no record made).
     ///
     /// ```
     /// use e2a::types::RunState;
