@@ -187,6 +187,9 @@ pub struct RequestContext {
     /// The store key of the run this context serves (E2A and AG-UI runs; `None` for an A2A
     /// task's turn): where a run that waits for another agent's callback is found again.
     pub(crate) run: Option<Arc<str>>,
+    /// The head of the frames answering the request the run was started with (made once by
+    /// the gateway's boundary, whose cut-off frames share it): [`RequestContext::frames_for`].
+    pub(crate) head: Option<e2a::frame::Head<e2a::frame::FrameHead>>,
 }
 
 impl RequestContext {
@@ -199,6 +202,7 @@ impl RequestContext {
             stop: StopCell::default(),
             pauses: None,
             run: None,
+            head: None,
         }
     }
 
@@ -212,6 +216,27 @@ impl RequestContext {
             stop: StopCell::default(),
             pauses: self.pauses.clone(),
             run: self.run.clone(),
+            // a part of the run answers a request of its own
+            head: None,
+        }
+    }
+
+    /// The producer of the frames answering `request`: sharing the head the gateway made when
+    /// it started the run with this request (the request's echoed fields, copied once per
+    /// run), else [`ResponseStream::for_request`]. An agent that answers another request (a
+    /// changed one) gets a head of that request.
+    pub fn frames_for(&self, request: &E2AEnvelope) -> e2a::stream::ResponseStream {
+        match &self.head {
+            Some(head)
+                if head.request_id == request.request_id
+                    && head.method == request.method
+                    && head.session_id == request.session_id
+                    && head.task_id == request.task_id
+                    && head.correlation_id == request.correlation_id =>
+            {
+                e2a::stream::ResponseStream::with_head(head.clone())
+            }
+            _ => e2a::stream::ResponseStream::for_request(request),
         }
     }
 
@@ -296,5 +321,30 @@ pub trait Agent: Send + Sync + 'static {
     fn holds_pause(&self, key: &ConversationKey) -> Option<bool> {
         let _ = key;
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use e2a::frame::Head;
+    use e2a::stream::ResponseStream;
+
+    use super::{Caller, RequestContext};
+
+    #[test]
+    fn frames_share_the_runs_head_only_for_its_request() {
+        let request = e2a::E2AEnvelope::new("chat.send", serde_json::json!({})).with_request_id("r1");
+        let mut ctx = RequestContext::new(Caller::default(), None);
+        // no head: one of the request's own
+        assert_eq!(ctx.frames_for(&request).request_id(), Some("r1"));
+        let made = ResponseStream::for_request(&request);
+        ctx.head = Some(made.head().clone());
+        assert!(Head::ptr_eq(ctx.frames_for(&request).head(), made.head()));
+        // another request (or a part of the run) gets a head of its own, echoing it
+        let other = request.clone().with_request_id("r2");
+        let theirs = ctx.frames_for(&other);
+        assert!(!Head::ptr_eq(theirs.head(), made.head()));
+        assert_eq!(theirs.request_id(), Some("r2"));
+        assert!(ctx.child().head.is_none());
     }
 }

@@ -1,7 +1,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use e2a::stream::ResponseStream;
 use e2a::E2AEnvelope;
 use futures_util::StreamExt;
 use serde_json::json;
@@ -34,12 +33,12 @@ impl Agent for EchoAgent {
     }
 
     /// The frames, made shared (each moves as a pointer from here on).
-    fn run_shared(&self, request: E2AEnvelope, _ctx: RequestContext) -> SharedFrames {
+    fn run_shared(&self, request: E2AEnvelope, ctx: RequestContext) -> SharedFrames {
         let delay = self.delay;
+        let mut s = ctx.frames_for(&request);
         Box::pin(async_stream::stream! {
             let prompt = super::request_text(&request);
             let reply = format!("You said: {prompt}");
-            let mut s = ResponseStream::for_request(&request);
             let pause = || async move {
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;

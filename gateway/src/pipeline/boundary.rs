@@ -69,6 +69,9 @@ impl Guarded {
     pub(crate) fn run_guarded(&self, request: E2AEnvelope, ctx: RequestContext) -> SharedFrames {
         // the guard keeps what a cutoff frame echoes, not the request (which the agent takes)
         let template = ResponseStream::for_request(&request);
+        let mut ctx = ctx;
+        // the agent's frames share the head (`RequestContext::frames_for`)
+        ctx.head = Some(template.head().clone());
         let frames = self.agent.run_shared(request, ctx.clone());
         guarded(template, frames, ctx, self.deadlines, self.name.clone(), self.errors)
     }

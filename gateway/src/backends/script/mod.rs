@@ -329,7 +329,7 @@ impl Agent for ScriptAgent {
                 return;
             };
             tracing::debug!(scenario = %name, "script scenario");
-            let mut r = Runner { stream: Some(ResponseStream::for_request(&request)), frames: Vec::new(), text: String::new(), input, answer, artifacts: 0 };
+            let mut r = Runner { stream: Some(ctx.frames_for(&request)), frames: Vec::new(), text: String::new(), input, answer, artifacts: 0 };
             let mut steps = steps.into_iter();
             while let Some(step) = steps.next() {
                 if step.delay_ms > 0 {
