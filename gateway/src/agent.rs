@@ -223,8 +223,8 @@ impl RequestContext {
 
     /// The producer of the frames answering `request`: sharing the head the gateway made when
     /// it started the run with this request (the request's echoed fields, copied once per
-    /// run), else [`ResponseStream::for_request`]. An agent that answers another request (a
-    /// changed one) gets a head of that request.
+    /// run), else [`e2a::stream::ResponseStream::for_request`]. An agent that answers another
+    /// request (a changed one) gets a head of that request.
     pub fn frames_for(&self, request: &E2AEnvelope) -> e2a::stream::ResponseStream {
         match &self.head {
             Some(head)
