@@ -307,7 +307,25 @@ fn head_source(record: &Record<'_>, fields: &[Field<'_>], types: &Types<'_>) -> 
     for f in fields.iter().filter(|f| f.echo) {
         let _ = writeln!(o, "            {0}: request.{0}.clone(),", f.ident);
     }
-    o.push_str("            ..::std::default::Default::default()\n        }\n    }\n}\n\n");
+    o.push_str("            ..::std::default::Default::default()\n        }\n    }\n\n");
+    let _ = writeln!(
+        o,
+        "    /// Whether this head's `echo` fields are `request`'s: it is the head of the frames\n    /// answering `request` ([`FrameHead::echoing`]).\n    pub fn echoes(&self, request: &{echo_of}) -> bool {{"
+    );
+    let same: Vec<String> = fields
+        .iter()
+        .filter(|f| f.echo)
+        .map(|f| format!("self.{0} == request.{0}", f.ident))
+        .collect();
+    let _ = writeln!(
+        o,
+        "        {}\n    }}\n}}\n",
+        if same.is_empty() {
+            "true".to_string()
+        } else {
+            same.join("\n            && ")
+        }
+    );
     let segments = fields.iter().filter(|f| f.own).count() + 1;
     let _ = writeln!(
         o,

@@ -227,15 +227,7 @@ impl RequestContext {
     /// request (a changed one) gets a head of that request.
     pub fn frames_for(&self, request: &E2AEnvelope) -> e2a::stream::ResponseStream {
         match &self.head {
-            Some(head)
-                if head.request_id == request.request_id
-                    && head.method == request.method
-                    && head.session_id == request.session_id
-                    && head.task_id == request.task_id
-                    && head.correlation_id == request.correlation_id =>
-            {
-                e2a::stream::ResponseStream::with_head(head.clone())
-            }
+            Some(head) if head.echoes(request) => e2a::stream::ResponseStream::with_head(head.clone()),
             _ => e2a::stream::ResponseStream::for_request(request),
         }
     }

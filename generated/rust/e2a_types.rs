@@ -8877,6 +8877,22 @@ impl FrameHead {
             ..::std::default::Default::default()
         }
     }
+    /// Whether this head's `echo` fields are `request`'s: it is the head of the frames
+    /// answering `request` ([`FrameHead::echoing`]).
+    pub fn echoes(&self, request: &E2AEnvelope) -> bool {
+        self.a2a_metadata == request.a2a_metadata && self.acp_meta == request.acp_meta
+            && self.agent_ref == request.agent_ref && self.channel == request.channel
+            && self.channel_context == request.channel_context
+            && self.context_id == request.context_id
+            && self.correlation_id == request.correlation_id
+            && self.is_stream == request.is_stream
+            && self.jsonrpc_id == request.jsonrpc_id
+            && self.message_id == request.message_id && self.method == request.method
+            && self.request_id == request.request_id
+            && self.session_id == request.session_id
+            && self.source_agent_id == request.source_agent_id
+            && self.task_id == request.task_id && self.user_id == request.user_id
+    }
 }
 impl crate::frame::WriteHead for FrameHead {
     const SEGMENTS: usize = 9;

@@ -301,6 +301,11 @@ impl FrameHead {
             ..::std::default::Default::default()
         }
     }
+    /// Whether this head's `echo` fields are `request`'s: it is the head of the frames
+    /// answering `request` ([`FrameHead::echoing`]).
+    pub fn echoes(&self, request: &Ask) -> bool {
+        self.ask_id == request.ask_id && self.tags == request.tags
+    }
 }
 impl crate::frame::WriteHead for FrameHead {
     const SEGMENTS: usize = 4;
