@@ -60,26 +60,10 @@ pub fn utc_now_iso() -> String {
     iso_within_second(d.as_secs() as i64, d.subsec_micros())
 }
 
-/// [`format_parts`] of a time at or after the epoch, its date and time to the second made once
-/// a second per thread (every frame is stamped: the calendar arithmetic was most of it).
+/// [`format_parts`], its date and time to the second from [`with_second`].
 fn iso_within_second(secs: i64, micros: u32) -> String {
-    thread_local! {
-        /// The second last stamped on this thread, and its `YYYY-MM-DDTHH:MM:SS`.
-        static SECOND: std::cell::RefCell<(i64, String)> = const { std::cell::RefCell::new((-1, String::new())) };
-    }
     let mut out = String::with_capacity(32);
-    let known = SECOND.with_borrow_mut(|(at, text)| {
-        if *at != secs {
-            let Some(whole) = format_parts(secs, 0) else {
-                return false;
-            };
-            *text = whole.get(..19).unwrap_or_default().to_string();
-            *at = secs;
-        }
-        out.push_str(text);
-        true
-    });
-    if !known {
+    if with_second(secs, |text| out.push_str(text)).is_none() {
         return out;
     }
     if micros != 0 {
@@ -90,6 +74,30 @@ fn iso_within_second(secs: i64, micros: u32) -> String {
     }
     out.push_str("+00:00");
     out
+}
+
+/// Calls `f` with the date and time to the second of Unix epoch second `secs`
+/// (`YYYY-MM-DDTHH:MM:SS`, UTC), made once a second per thread: every frame and every log line
+/// is stamped, and the calendar arithmetic was most of it. `None` (and `f` not called) outside
+/// years 1–9999.
+///
+/// ```
+/// let text = e2a::timestamp::with_second(1_774_524_781, str::to_string);
+/// assert_eq!(text.as_deref(), Some("2026-03-26T11:33:01"));
+/// ```
+pub fn with_second<R>(secs: i64, f: impl FnOnce(&str) -> R) -> Option<R> {
+    thread_local! {
+        /// The second last stamped on this thread, and its `YYYY-MM-DDTHH:MM:SS`.
+        static SECOND: std::cell::RefCell<(i64, String)> = const { std::cell::RefCell::new((i64::MIN, String::new())) };
+    }
+    SECOND.with_borrow_mut(|(at, text)| {
+        if *at != secs {
+            let whole = format_parts(secs, 0)?;
+            *text = whole.get(..19).unwrap_or_default().to_string();
+            *at = secs;
+        }
+        Some(f(text))
+    })
 }
 
 /// Milliseconds since the Unix epoch now (0 before it; saturating far after).

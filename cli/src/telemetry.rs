@@ -101,34 +101,21 @@ pub fn init(file: &ConfigFile) -> Result<Telemetry, String> {
 
 /// The time of a log line as `tracing-subscriber`'s default timer writes it, in UTC to the
 /// microsecond (`2026-12-07T08:23:23.751264Z`), with its date and time to the second made once
-/// a second per thread instead of once a line (the calendar arithmetic was a sixth of an access
-/// line's cost).
+/// a second per thread ([`e2a::timestamp::with_second`]) instead of once a line (the calendar
+/// arithmetic was a sixth of an access line's cost).
 #[derive(Debug, Clone, Copy, Default)]
 struct LineTime;
 
 impl tracing_subscriber::fmt::time::FormatTime for LineTime {
     fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
-        thread_local! {
-            /// The second last written on this thread, and its text (`2026-12-07T08:23:23`).
-            static SECOND: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((0, String::new())) };
-        }
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
-        let secs = now.as_secs();
-        SECOND.with_borrow_mut(|(at, text)| {
-            if *at != secs || text.is_empty() {
-                let second = i64::try_from(secs).ok().and_then(e2a::timestamp::from_epoch_secs);
-                // `from_epoch_secs`: `2026-12-07T08:23:23+00:00`
-                match second.as_deref().and_then(|t| t.get(..19)) {
-                    Some(t) => *text = t.to_string(),
-                    // beyond year 9999: as the default timer writes it
-                    None => return tracing_subscriber::fmt::time::SystemTime.format_time(w),
-                }
-                *at = secs;
-            }
-            write!(w, "{text}.{:06}Z", now.subsec_micros())
-        })
+        let second = i64::try_from(now.as_secs())
+            .ok()
+            .and_then(|secs| e2a::timestamp::with_second(secs, |text| write!(w, "{text}.{:06}Z", now.subsec_micros())));
+        // beyond year 9999: as the default timer writes it
+        second.unwrap_or_else(|| tracing_subscriber::fmt::time::SystemTime.format_time(w))
     }
 }
 
