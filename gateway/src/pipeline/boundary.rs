@@ -66,10 +66,9 @@ impl Guarded {
     /// The agent's guarded frames on `request`, shared as the agent made them
     /// ([`Agent::run_shared`]): checked by reference, moved as pointers, kept by a run log as
     /// they are.
-    pub(crate) fn run_guarded(&self, request: E2AEnvelope, ctx: RequestContext) -> SharedFrames {
+    pub(crate) fn run_guarded(&self, request: E2AEnvelope, mut ctx: RequestContext) -> SharedFrames {
         // the guard keeps what a cutoff frame echoes, not the request (which the agent takes)
         let template = ResponseStream::for_request(&request);
-        let mut ctx = ctx;
         // the agent's frames share the head (`RequestContext::frames_for`)
         ctx.head = Some(template.head().clone());
         let frames = self.agent.run_shared(request, ctx.clone());

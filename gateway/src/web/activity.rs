@@ -108,10 +108,9 @@ type SessionOf = (Arc<str>, String, Option<String>);
 impl Inner {
     /// `gone` forgotten as its session's latest run (when it is).
     fn forget_latest(&mut self, gone: &Arc<Watched>) {
-        let Some(session) = gone.started.session_id.clone() else {
+        let Some(key) = gone.started.session() else {
             return;
         };
-        let key = (gone.started.agent.clone(), session, gone.started.caller.clone());
         if self.latest.get(&key).is_some_and(|r| Arc::ptr_eq(r, gone)) {
             self.latest.remove(&key);
         }
@@ -140,6 +139,14 @@ pub(crate) struct Started {
     pub(crate) session_id: Option<String>,
     pub(crate) trace_id: Option<Arc<str>>,
     pub(crate) kept: Option<KeptFrames>,
+}
+
+impl Started {
+    /// The session its run is of (`None` without a session id).
+    fn session(&self) -> Option<SessionOf> {
+        let id = self.session_id.clone()?;
+        Some((self.agent.clone(), id, self.caller.clone()))
+    }
 }
 
 /// One recorded run.
@@ -205,10 +212,7 @@ impl Activity {
         let mut inner = self.inner.lock();
         inner.next += 1;
         let id = inner.next;
-        let session = started
-            .session_id
-            .clone()
-            .map(|s| (started.agent.clone(), s, started.caller.clone()));
+        let session = started.session();
         let counts = inner.agents.entry(started.agent.clone()).or_default();
         counts.runs += 1;
         counts.running += 1;
