@@ -29,8 +29,9 @@ pub struct JsonWriter {
 
 /// Whether `s` can be written between quotes as it is (`serde_json` escapes `"`, `\` and the
 /// control characters below U+0020, nothing else). Eight bytes at a time, with the word tricks
-/// of "Bit Twiddling Hacks" (`haszero`, `hasless`: exact as yes/no answers); the tail is padded
-/// with a plain byte.
+/// of "Bit Twiddling Hacks" (`haszero`, `hasless`: exact as yes/no answers); a text of eight
+/// bytes or more ends with its last eight (read again where they overlap), a shorter one is
+/// padded with a plain byte.
 #[inline]
 fn plain(s: &[u8]) -> bool {
     const LO: u64 = u64::from_ne_bytes([0x01; 8]);
@@ -44,18 +45,22 @@ fn plain(s: &[u8]) -> bool {
         let below_space = x.wrapping_sub(SPACE) & !x & HI;
         (below_space | has_zero(x ^ QUOTE) | has_zero(x ^ BACKSLASH)) == 0
     }
-    let mut words = s.chunks_exact(8);
-    for w in words.by_ref() {
+    #[inline]
+    fn word(w: &[u8]) -> u64 {
         let mut b = [0u8; 8];
         b.copy_from_slice(w);
-        if !word_plain(u64::from_ne_bytes(b)) {
-            return false;
-        }
+        u64::from_ne_bytes(b)
     }
-    let tail = words.remainder();
-    let mut b = [b'a'; 8];
-    b[..tail.len()].copy_from_slice(tail);
-    word_plain(u64::from_ne_bytes(b))
+    if s.len() < 8 {
+        let mut b = [b'a'; 8];
+        b[..s.len()].copy_from_slice(s);
+        return word_plain(u64::from_ne_bytes(b));
+    }
+    let mut words = s.chunks_exact(8);
+    if !words.by_ref().all(|w| word_plain(word(w))) {
+        return false;
+    }
+    words.remainder().is_empty() || word_plain(word(&s[s.len() - 8..]))
 }
 
 impl JsonWriter {
@@ -314,6 +319,26 @@ mod tests {
             let mut w = JsonWriter::default();
             w.value(s);
             assert_eq!(w.into_string(), serde_json::to_string(s).unwrap(), "{s:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// A plain text with at most one byte to escape, anywhere (in a word, in the
+        /// overlapping last word, in a short text): written as `serde_json` writes it.
+        #[test]
+        fn any_text_is_escaped_exactly_like_serde_json(
+            text in "[a-z é🎉\u{7f}]{0,40}",
+            special in proptest::option::of("[\"\\\\\u{0}-\u{1f}]"),
+            at in proptest::prelude::any::<proptest::sample::Index>(),
+        ) {
+            let mut s = text;
+            if let Some(c) = special {
+                let places: Vec<usize> = (0..=s.len()).filter(|&i| s.is_char_boundary(i)).collect();
+                s.insert_str(places[at.index(places.len())], &c);
+            }
+            let mut w = JsonWriter::default();
+            w.value(s.as_str());
+            proptest::prop_assert_eq!(w.into_string(), serde_json::to_string(&s).unwrap());
         }
     }
 }

@@ -513,6 +513,44 @@ async fn a_message_id_deduplicates_the_sends_that_name_a_task() {
 /// restart on the same SQLite file; the same messageId with other content is refused; an
 /// `Idempotency-Key` on HTTP+JSON gets the first answer for the same request and `409` for
 /// another (whatever `message_ids` says).
+/// A client that goes away while its send is starting (the agent slow to answer first) leaves
+/// no claimed task without its run: the turn's start and its run go on, and the task ends.
+#[tokio::test]
+async fn a_send_whose_client_goes_away_while_it_starts_still_runs_its_task() {
+    let slow = r#"{"scenarios": [{"name": "slow", "match": {"text": "slow"}, "steps": [
+        {"type": "text", "text": "at last", "delay_ms": 400}, {"type": "complete"}]}]}"#;
+    let agent = ScriptAgent::from_json(slow).expect("script");
+    let gateway =
+        Gateway::new(agent, GatewayConfig::default()).with_a2a(A2aConfig::default(), Arc::new(MemoryStore::new()));
+    let s = common::serve_crashable(gateway).await;
+    let b = s.base.clone();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": msg("slow")}).to_string();
+    let gone = reqwest::Client::builder()
+        .timeout(Duration::from_millis(100))
+        .build()
+        .expect("client")
+        .post(format!("{b}/a2a"))
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(body)
+        .send()
+        .await;
+    assert!(
+        gone.is_err(),
+        "the client gave up before the agent's first frame: {gone:?}"
+    );
+    for _ in 0..100 {
+        let listed = rpc(&b, "ListTasks", json!({})).await;
+        let tasks = listed["result"]["tasks"].as_array().cloned().unwrap_or_default();
+        if tasks.len() == 1 && tasks[0]["status"]["state"] == "TASK_STATE_COMPLETED" {
+            assert_eq!(tasks[0]["status"]["message"]["parts"][0]["text"], "at last", "{listed}");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the task of the send whose client went away did not run to its end");
+}
+
 #[tokio::test]
 async fn a_message_sent_twice_is_delivered_once() {
     let dir = tempfile::tempdir().expect("dir");

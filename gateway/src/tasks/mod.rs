@@ -11,6 +11,7 @@
 
 mod cluster;
 pub mod config;
+mod detach;
 pub mod error;
 mod feed;
 mod live;

@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::config::A2aConfig;
+use super::detach::DetachOnDrop;
 use super::error::{A2aError, A2aErrorKind};
 use super::feed::{Followers, Until};
 use super::live::{still_working, LiveRuns};
@@ -134,7 +135,7 @@ impl Turns {
         let context_id = name_turn(&mut env, existing.as_ref(), &task_id);
         admission.keep_in(self.log.kept_events(&task_id));
 
-        // from the claim on, the turn is started on a task of its own: a client that goes away
+        // from the claim on, the turn's start runs to its end: a client that goes away
         // mid-request cannot leave a claimed task without its run (its run goes on detached)
         // (boxed: a turn's start is over 2 kB, and the turn's future moves several times)
         let start = Box::new(TurnStart {
@@ -148,15 +149,9 @@ impl Turns {
             streaming,
             push,
         });
-        // (boxed: the turn's future is large, and a spawn moves it several times)
-        // the turn's spans stay in the request's trace
-        let span = tracing::Span::current();
-        tokio::spawn(tracing::Instrument::instrument(
-            Box::pin(self.clone().start_turn(start, admission)),
-            span,
-        ))
-        .await
-        .map_err(|_| A2aError::internal("the turn could not start"))?
+        // (in the request's task, boxed once; a client gone before it ends leaves it to
+        // finish on a task of its own, in the request's trace)
+        DetachOnDrop::new(self.clone().start_turn(start, admission)).await
     }
 
     /// Claims the task, starts the agent and stores the task's first event; the outcome.

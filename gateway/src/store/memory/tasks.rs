@@ -28,10 +28,14 @@ impl TaskLog for MemoryStore {
                 events,
             } = write;
             let mut map = self.inner.lock();
-            if map.get(&record.id).is_some_and(|t| t.state.is_terminal()) {
-                return Err(StoreError::Ended(record.id));
-            }
-            let t = map.entry(record.id).or_insert_with(|| MemoryTask {
+            // (one lookup: the map holds every task, and a lookup in it is a cache miss)
+            let t = match map.entry(record.id) {
+                std::collections::hash_map::Entry::Occupied(t) if t.get().state.is_terminal() => {
+                    return Err(StoreError::Ended(t.key().clone()))
+                }
+                entry => entry,
+            };
+            let t = t.or_insert_with(|| MemoryTask {
                 context_id: record.context_id,
                 owner: record.owner,
                 state: record.state,
