@@ -577,3 +577,23 @@ mod frames {
         assert!(FrameBody::Raw(Map::new()).body_of().is_empty());
     }
 }
+
+proptest! {
+    /// A plain text with at most one byte to escape, anywhere (in a word, in the overlapping
+    /// last word the writer reads, in a short text): written as `serde_json` writes it.
+    #[test]
+    fn any_text_is_escaped_exactly_like_serde_json(
+        text in "[a-z é🎉\u{7f}]{0,40}",
+        special in proptest::option::of("[\"\\\\\u{0}-\u{1f}]"),
+        at in any::<proptest::sample::Index>(),
+    ) {
+        let mut s = text;
+        if let Some(c) = special {
+            let places: Vec<usize> = (0..=s.len()).filter(|&i| s.is_char_boundary(i)).collect();
+            s.insert_str(places[at.index(places.len())], &c);
+        }
+        let mut w = e2a::write::JsonWriter::default();
+        w.value(s.as_str());
+        prop_assert_eq!(w.into_string(), serde_json::to_string(&s).unwrap());
+    }
+}
