@@ -242,6 +242,12 @@ impl Limits {
 
     /// Checks limits, then parses JSON text into a value.
     pub fn parse(&self, input: &str) -> Result<serde_json::Value> {
+        self.parse_as(input)
+    }
+
+    /// Checks limits, then reads JSON text as a `T` (a typed read of a shape known ahead,
+    /// without the maps of a [`serde_json::Value`]).
+    pub fn parse_as<T: serde::de::DeserializeOwned>(&self, input: &str) -> Result<T> {
         self.check(input)?;
         serde_json::from_str(input).map_err(|e| Error::from_json(&e))
     }

@@ -44,6 +44,11 @@ impl JsonBody {
     pub(crate) fn value(&self) -> Result<Value, BodyError> {
         self.limits.parse(&self.text).map_err(BodyError::Input)
     }
+
+    /// The body read as a `T`, within every limit.
+    pub(crate) fn parse_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, BodyError> {
+        self.limits.parse_as(&self.text).map_err(BodyError::Input)
+    }
 }
 
 /// Whether a `Content-Type` value declares JSON (`application/json`, `application/*+json`,

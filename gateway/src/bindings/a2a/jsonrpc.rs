@@ -61,18 +61,66 @@ struct Call {
     params: Map<String, Value>,
 }
 
+/// The members of a JSON-RPC request object that a call is made of, read straight from the
+/// body (no map of the whole request); one left out reads as null, others are ignored.
+#[derive(serde::Deserialize)]
+struct Members {
+    #[serde(default)]
+    id: Value,
+    #[serde(default)]
+    jsonrpc: Value,
+    #[serde(default)]
+    method: Value,
+    #[serde(default)]
+    params: Value,
+}
+
+/// Reads a JSON-RPC request from `body`. An object is read member by member; what that read
+/// refuses (not an object, a member named twice, not JSON, past a limit) is read as a value,
+/// whose answer (the refusal, or the last of a member named twice) is the request's.
+fn read_call(body: &body::JsonBody) -> Result<Call, Box<(Value, A2aError)>> {
+    if body.text().trim_start().starts_with('{') {
+        if let Ok(m) = body.parse_as::<Members>() {
+            return decode_members(m);
+        }
+    }
+    match body.value() {
+        Ok(request) => decode(request),
+        Err(e) => Err(Box::new((Value::Null, A2aError::from(e)))),
+    }
+}
+
 /// Decodes a JSON-RPC request; an error carries the id to answer it with (null before the id
 /// is known). Its members are moved out of the request, not read into another value: a large
 /// message is held once (a typed read of the request rebuilt it, doubling a large request's
 /// peak memory).
 fn decode(request: Value) -> Result<Call, Box<(Value, A2aError)>> {
-    let invalid = |id: &Value, m: &str| Box::new((id.clone(), A2aError::new(A2aErrorKind::InvalidRequest, m)));
-    let null = Value::Null;
     let Value::Object(mut request) = request else {
-        return Err(invalid(&null, "the request must be a JSON-RPC request object"));
+        let e = A2aError::new(
+            A2aErrorKind::InvalidRequest,
+            "the request must be a JSON-RPC request object",
+        );
+        return Err(Box::new((Value::Null, e)));
     };
     let mut member = |key: &str| request.remove(key).unwrap_or(Value::Null);
-    let (id, jsonrpc, method, params) = (member("id"), member("jsonrpc"), member("method"), member("params"));
+    decode_members(Members {
+        id: member("id"),
+        jsonrpc: member("jsonrpc"),
+        method: member("method"),
+        params: member("params"),
+    })
+}
+
+/// Decodes a JSON-RPC request's members (see [`decode`]).
+fn decode_members(m: Members) -> Result<Call, Box<(Value, A2aError)>> {
+    let invalid = |id: &Value, m: &str| Box::new((id.clone(), A2aError::new(A2aErrorKind::InvalidRequest, m)));
+    let null = Value::Null;
+    let Members {
+        id,
+        jsonrpc,
+        method,
+        params,
+    } = m;
     if !(id.is_string() || id.is_number() || id.is_null()) {
         return Err(invalid(&null, "id must be a string, a number or null"));
     }
@@ -108,12 +156,11 @@ pub(super) async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let read = body::read(&headers, body, state.pipeline().config.body()).await;
-    let request = match read.and_then(|b| b.value()) {
-        Ok(v) => v,
-        Err(e) => return err(&Value::Null, &A2aError::from(e)),
+    let call = match body::read(&headers, body, state.pipeline().config.body()).await {
+        Ok(body) => read_call(&body),
+        Err(e) => Err(Box::new((Value::Null, A2aError::from(e)))),
     };
-    let call = match decode(request) {
+    let call = match call {
         Ok(call) => call,
         Err(refused) => return err(&refused.0, &refused.1),
     };

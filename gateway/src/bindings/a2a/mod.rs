@@ -220,12 +220,11 @@ pub(crate) fn a2a_headers(headers: &HeaderMap, query: Option<&str>) -> Result<A2
     };
     let version = header.or(from_query).filter(|v| !v.is_empty());
     if let Some(v) = &version {
-        let major_minor: String = match v.split('.').collect::<Vec<_>>().as_slice() {
-            [maj] => format!("{maj}.0"),
-            [maj, min, ..] => format!("{maj}.{min}"),
-            [] => String::new(),
-        };
-        if !VERSIONS.contains(&major_minor.as_str()) {
+        // its major and minor version (`1` is `1.0`; a patch version is ignored)
+        let mut parts = v.split('.');
+        let (major, minor) = (parts.next().unwrap_or(""), parts.next().unwrap_or("0"));
+        let served = VERSIONS.iter().any(|s| s.split_once('.') == Some((major, minor)));
+        if !served {
             return Err(A2aError::new(
                 A2aErrorKind::VersionNotSupported,
                 format!("A2A-Version {v} is not supported (supported: {})", VERSIONS.join(", ")),
@@ -490,4 +489,27 @@ fn to_camel(k: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A version is served by its major and minor numbers (`1` is `1.0`, a patch is ignored).
+    #[test]
+    fn versions_are_served_by_major_and_minor() {
+        let served = |v: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(&A2A_VERSION, v.parse().expect("a header value"));
+            a2a_headers(&headers, None).is_ok()
+        };
+        for v in ["1.0", "1", "1.0.3", "0.3", "0.3.0", " 1.0 "] {
+            assert!(served(v), "{v}");
+        }
+        for v in ["9.9", "1.", ".0", "1.1", "0", "0.30", "1.0x"] {
+            assert!(!served(v), "{v}");
+        }
+        // none at all: 0.3
+        assert!(a2a_headers(&HeaderMap::new(), None).is_ok());
+    }
 }
