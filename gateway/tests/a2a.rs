@@ -725,6 +725,13 @@ async fn jsonrpc_errors_carry_the_a2a_codes() {
     assert_eq!(v["id"], 1);
     let (_, v) = rpc_with(b, r#"[1,2]"#, &[]).await;
     assert_eq!(code(&v), -32600);
+    // a member named twice: the last one is the request's (as a JSON value reads it)
+    let twice = r#"{"jsonrpc":"2.0","id":1,"id":"two","method":"GetTask","method":"NoSuchMethod","params":{}}"#;
+    let (_, v) = rpc_with(b, twice, &[]).await;
+    assert_eq!((code(&v), v["id"].clone()), (-32601, json!("two")), "{v}");
+    // an object cut short is not JSON
+    let (_, v) = rpc_with(b, r#"{"jsonrpc":"2.0","id":1,"method":"GetTask""#, &[]).await;
+    assert_eq!((code(&v), v["id"].clone()), (-32700, Value::Null), "{v}");
     assert_eq!(code(&rpc(b, "NoSuchMethod", json!({})).await), -32601);
     let v = rpc(b, "SendMessage", json!({})).await;
     assert_eq!((code(&v), reason(&v)), (-32602, "INVALID_PARAMS"));
