@@ -124,16 +124,33 @@ impl ConversationKey {
     /// callers apart: the client's id without a caller, else `LEN:CALLER:ID` (the length makes
     /// the form unambiguous whatever the names hold).
     pub fn scoped_id(&self) -> String {
+        let mut id = String::new();
+        self.push_scoped_id(&mut id);
+        id
+    }
+
+    /// [`ConversationKey::scoped_id`], appended to `out` (with room made for it first).
+    fn push_scoped_id(&self, out: &mut String) {
         match &self.caller {
-            None => self.id.clone(),
-            Some(c) => format!("{}:{c}:{}", c.len(), self.id),
+            None => out.push_str(&self.id),
+            Some(c) => {
+                let mut digits = itoa::Buffer::new();
+                let len = digits.format(c.len());
+                out.reserve(len.len() + c.len() + self.id.len() + 2);
+                for part in [len, ":", c, ":", &self.id] {
+                    out.push_str(part);
+                }
+            }
         }
     }
 
     /// Where an agent keeps the pause of this conversation ([`RequestContext::pauses`]): the
     /// key the gateway looks for when an answer comes.
     pub fn pause_key(&self) -> String {
-        format!("agent:{}", self.scoped_id())
+        let mut key = String::with_capacity(6 + self.id.len());
+        key.push_str("agent:");
+        self.push_scoped_id(&mut key);
+        key
     }
 }
 
@@ -321,7 +338,21 @@ mod tests {
     use e2a::frame::Head;
     use e2a::stream::ResponseStream;
 
-    use super::{Caller, RequestContext};
+    use super::{Caller, ConversationKey, RequestContext};
+
+    /// A key's scoped id and pause key, with a caller and without (the stored form: pauses
+    /// kept under it are found again after an upgrade).
+    #[test]
+    fn conversation_keys_keep_their_written_form() {
+        let anonymous = ConversationKey::new(None, "ctx-1");
+        assert_eq!(anonymous.scoped_id(), "ctx-1");
+        assert_eq!(anonymous.pause_key(), "agent:ctx-1");
+        let alice = ConversationKey::new(Some("alice:x".into()), "ctx-1");
+        assert_eq!(alice.scoped_id(), "7:alice:x:ctx-1");
+        assert_eq!(alice.pause_key(), "agent:7:alice:x:ctx-1");
+        let long = ConversationKey::new(Some("c".repeat(12)), "");
+        assert_eq!(long.scoped_id(), format!("12:{}:", "c".repeat(12)));
+    }
 
     #[test]
     fn frames_share_the_runs_head_only_for_its_request() {

@@ -33,6 +33,7 @@ pub mod config;
 pub mod config_file;
 pub mod frame_log;
 pub(crate) mod json;
+pub(crate) mod maps;
 pub(crate) mod packed;
 pub mod pipeline;
 pub mod protocol;

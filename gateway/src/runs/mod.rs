@@ -16,7 +16,9 @@ mod subscription;
 mod waiting;
 mod wakes;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use crate::maps::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Once, OnceLock};
 use std::time::Duration;

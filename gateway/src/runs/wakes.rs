@@ -5,7 +5,7 @@
 //! with the listening connection, a lease that ran out) — or a client asked another gateway to
 //! cancel a run ([`StoreNotice::RunCancelRequested`]), which this one stops if it runs it.
 
-use std::collections::HashMap;
+use crate::maps::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 

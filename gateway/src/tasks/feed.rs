@@ -2,7 +2,7 @@
 //! subscriber), fed with every event once it is stored, and the stream a follower reads —
 //! the task's log after a position, then live events — until the turn or the task ends.
 
-use std::collections::HashMap;
+use crate::maps::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -106,7 +106,7 @@ impl Followers {
     /// Nobody following yet.
     pub(super) fn new(tasks: Arc<dyn store::TaskLog>, runs: Arc<LiveRuns>, pipeline: Arc<Pipeline>) -> Self {
         Followers {
-            channels: Mutex::new(HashMap::new()),
+            channels: Mutex::new(HashMap::default()),
             tasks,
             runs,
             pipeline,

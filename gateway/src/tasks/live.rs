@@ -2,7 +2,7 @@
 //! which task (on a store several gateways share): one run per task at a time, claimed before
 //! its turn starts, let go of when it ends, its lease renewed while it runs.
 
-use std::collections::HashMap;
+use crate::maps::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -60,7 +60,7 @@ impl LiveRuns {
     /// No run yet, leases taken in `leases` as `holder` for `lease` at a time.
     pub(super) fn new(leases: Arc<dyn Leases>, holder: String, lease: Duration) -> Self {
         LiveRuns {
-            live: Mutex::new(HashMap::new()),
+            live: Mutex::new(HashMap::default()),
             leases,
             holder,
             lease,

@@ -5,7 +5,9 @@
 //! a watcher gets them as they pass ([`Watched::frame`]), and those the gateway keeps (a run's
 //! log) through the reader the run was recorded with.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::maps::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 

@@ -4,6 +4,7 @@
 //! `_meta.traceparent` for `acp:` ones), so that one id follows a request through
 //! `e2a acp → a2a: → e2a serve → acp:`.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
@@ -204,18 +205,25 @@ where
         use opentelemetry::trace::TraceContextExt;
         let context = span.context();
         let own = context.span().span_context().clone();
-        let (trace_id, span_id) = if own.is_valid() {
-            (own.trace_id().to_string(), own.span_id().to_string())
+        let mut ids = String::with_capacity(48);
+        if own.is_valid() {
+            let _ = write!(ids, "{}{}", own.trace_id(), own.span_id());
         } else {
-            let id = uuid::Uuid::new_v4().simple().to_string();
-            let span_id = id[..16].to_string();
-            (id, span_id)
-        };
-        let tp = format!("00-{trace_id}-{span_id}-01");
+            // a random trace id, its first half the span id
+            let mut hex = uuid::Uuid::encode_buffer();
+            let id = uuid::Uuid::new_v4().simple().encode_lower(&mut hex);
+            ids.push_str(id);
+            ids.push_str(&id[..16]);
+        }
+        let (trace_id, span_id) = ids.split_at(ids.len().min(32));
+        let mut tp = String::with_capacity(55);
+        for part in ["00-", trace_id, "-", span_id, "-01"] {
+            tp.push_str(part);
+        }
         if let Ok(v) = HeaderValue::from_str(&tp) {
             req.headers_mut().insert(TRACEPARENT_NAME, v);
         }
-        echo = HeaderValue::from_str(&trace_id).ok();
+        echo = HeaderValue::from_str(trace_id).ok();
     }
     let started = std::time::Instant::now();
     let named: Option<Arc<str>> = echo.as_ref().and_then(|v| v.to_str().ok()).map(Arc::from);

@@ -5,7 +5,7 @@
 //! The format is documented in `gateway/README.md`; `gateway/tests/data/script.json` is a
 //! complete example.
 
-use std::collections::HashMap;
+use crate::maps::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

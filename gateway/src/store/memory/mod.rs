@@ -8,7 +8,7 @@ mod sends;
 mod sessions;
 mod tasks;
 
-use std::collections::HashMap;
+use crate::maps::HashMap;
 use std::sync::Arc;
 
 use e2a::types::{A2aTask, A2aTaskState};

@@ -1,7 +1,9 @@
 //! Pauses in the memory store: kept as long as the process lives, the oldest forgotten past
 //! [`MAX_PAUSES`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use crate::maps::HashMap;
 use std::time::{Duration, Instant};
 
 use super::MemoryStore;
