@@ -69,11 +69,11 @@ impl Caller {
     pub fn owner(&self) -> Option<String> {
         match &self.scope {
             None => self.subject.clone(),
-            Some(agent) => Some(format!(
-                "{}:{agent}:{}",
-                agent.len(),
-                self.subject.as_deref().unwrap_or_default()
-            )),
+            Some(agent) => {
+                let mut owner = String::new();
+                push_scoped(&mut owner, agent, self.subject.as_deref().unwrap_or_default());
+                Some(owner)
+            }
         }
     }
 
@@ -133,14 +133,7 @@ impl ConversationKey {
     fn push_scoped_id(&self, out: &mut String) {
         match &self.caller {
             None => out.push_str(&self.id),
-            Some(c) => {
-                let mut digits = itoa::Buffer::new();
-                let len = digits.format(c.len());
-                out.reserve(len.len() + c.len() + self.id.len() + 2);
-                for part in [len, ":", c, ":", &self.id] {
-                    out.push_str(part);
-                }
-            }
+            Some(c) => push_scoped(out, c, &self.id),
         }
     }
 
@@ -151,6 +144,17 @@ impl ConversationKey {
         key.push_str("agent:");
         self.push_scoped_id(&mut key);
         key
+    }
+}
+
+/// `LEN:SCOPE:ID` appended to `out` (`LEN` the length of `scope`: the form is unambiguous
+/// whatever the names hold), the form of owners and of callers' conversation ids.
+fn push_scoped(out: &mut String, scope: &str, id: &str) {
+    let mut digits = itoa::Buffer::new();
+    let len = digits.format(scope.len());
+    out.reserve(len.len() + scope.len() + id.len() + 2);
+    for part in [len, ":", scope, ":", id] {
+        out.push_str(part);
     }
 }
 
@@ -352,6 +356,20 @@ mod tests {
         assert_eq!(alice.pause_key(), "agent:7:alice:x:ctx-1");
         let long = ConversationKey::new(Some("c".repeat(12)), "");
         assert_eq!(long.scoped_id(), format!("12:{}:", "c".repeat(12)));
+    }
+
+    /// An owner is the subject, scoped by the named agent when there is one.
+    #[test]
+    fn owners_keep_their_written_form() {
+        assert_eq!(Caller::named("alice").owner().as_deref(), Some("alice"));
+        assert_eq!(Caller::anonymous().owner(), None);
+        let scoped = |subject: Option<&str>| Caller {
+            subject: subject.map(String::from),
+            scope: Some("writer:2".into()),
+            ..Caller::default()
+        };
+        assert_eq!(scoped(Some("alice")).owner().as_deref(), Some("8:writer:2:alice"));
+        assert_eq!(scoped(None).owner().as_deref(), Some("8:writer:2:"));
     }
 
     #[test]
