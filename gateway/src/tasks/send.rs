@@ -151,7 +151,13 @@ impl Turns {
         });
         // (in the request's task, boxed once; a client gone before it ends leaves it to
         // finish on a task of its own, in the request's trace)
-        DetachOnDrop::new(self.clone().start_turn(start, admission)).await
+        let started = DetachOnDrop::new(self.clone().start_turn(start, admission)).await;
+        if streaming {
+            // the turn's task (just spawned) runs before the stream's head is written: the
+            // head and the events the agent has ready go out in one write, not one each
+            tokio::task::yield_now().await;
+        }
+        started
     }
 
     /// Claims the task, starts the agent and stores the task's first event; the outcome.
