@@ -145,6 +145,22 @@ impl JsonWriter {
         self.buf.shrink_to_fit();
     }
 
+    /// Forgets what was written, keeping the buffer's room: one writer writes several texts,
+    /// each taken with [`JsonWriter::to_shared`], growing its buffer once.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+    }
+
+    /// The JSON text written so far, shared: copied once into an allocation of its own size.
+    pub fn to_shared(&self) -> std::sync::Arc<str> {
+        // every write appends UTF-8 (see `into_string`); `from_utf8_lossy` checks it many
+        // times slower than `from_utf8`
+        match std::str::from_utf8(&self.buf) {
+            Ok(text) => std::sync::Arc::from(text),
+            Err(_) => std::sync::Arc::from(String::from_utf8_lossy(&self.buf)),
+        }
+    }
+
     /// The JSON text written.
     pub fn into_string(self) -> String {
         // every write appends UTF-8 (copied `&str`s, ASCII, or serde_json's output)
@@ -296,6 +312,21 @@ pub fn to_json<T: WriteJson>(v: &T) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_writer_writes_several_texts_each_whole() {
+        let mut w = JsonWriter::with_capacity(4);
+        let texts: Vec<_> = ["first \"one\"", "é"]
+            .iter()
+            .map(|s| {
+                w.clear();
+                w.value(*s);
+                w.to_shared()
+            })
+            .collect();
+        assert_eq!(&*texts[0], serde_json::to_string("first \"one\"").unwrap());
+        assert_eq!(&*texts[1], "\"é\"");
+    }
 
     #[test]
     fn strings_are_escaped_exactly_like_serde_json() {

@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
 use crate::fields::{rpc_id_of, Fields};
-use crate::types::{A2aOperation, E2AEnvelope};
+use crate::types::{A2aOperation, E2AEnvelope, E2AProvenance};
 
 /// HTTP-level A2A facts that travel with a request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -278,7 +278,8 @@ pub fn envelope_from_call(
                 configuration: pf.opt_obj("configuration")?.map(normalize_configuration),
                 ..Default::default()
             };
-            let mut env = super::envelope_from_send_message(&ingress)?;
+            // (its provenance is the request's, written below)
+            let mut env = super::send_message_envelope(&ingress)?;
             env.message_id = message_id;
             let text = message_text(&message);
             if !text.is_empty() {
@@ -301,9 +302,11 @@ pub fn envelope_from_call(
         }
     };
     env.jsonrpc_id = jsonrpc_id;
-    env.provenance.source_protocol = "a2a".into();
-    env.provenance.converter = Some("e2a::a2a::jsonrpc::envelope_from_request".into());
-    env.provenance.converted_at = Some(crate::timestamp::utc_now_iso());
-    env.provenance.details = details;
+    env.provenance = E2AProvenance {
+        source_protocol: "a2a".into(),
+        converter: Some("e2a::a2a::jsonrpc::envelope_from_request".into()),
+        converted_at: Some(crate::timestamp::utc_now_iso()),
+        details,
+    };
     Ok(env)
 }

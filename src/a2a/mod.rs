@@ -83,6 +83,25 @@ impl SendMessageIngress {
 /// assert_eq!(env.params["message"]["messageId"], "m1");
 /// ```
 pub fn envelope_from_send_message(msg: &SendMessageIngress) -> Result<E2AEnvelope> {
+    let mut details = Map::with_capacity(2);
+    details.insert("kind".into(), "a2a_send_message".into());
+    details.insert("abstract_operation".into(), "SendMessage".into());
+    let provenance = crate::provenance::converted(
+        "a2a",
+        msg.converter.clone(),
+        ConverterId::E2aA2aEnvelopeFromSendMessage,
+        details,
+        msg.extra_provenance_details.as_ref(),
+    );
+    Ok(E2AEnvelope {
+        provenance,
+        ..send_message_envelope(msg)?
+    })
+}
+
+/// [`envelope_from_send_message`] without its provenance (left default): for a caller that
+/// writes a provenance of its own (the JSON-RPC request's).
+pub(crate) fn send_message_envelope(msg: &SendMessageIngress) -> Result<E2AEnvelope> {
     if !matches!(msg.message_body, Value::Object(_) | Value::Null) {
         return Err(Error::field("/message_body", "expected object"));
     }
@@ -95,17 +114,7 @@ pub fn envelope_from_send_message(msg: &SendMessageIngress) -> Result<E2AEnvelop
     let mut params = Map::with_capacity(3);
     params.insert("message".into(), msg.message_body.clone());
     params.insert("configuration".into(), Value::Object(configuration));
-    let mut details = Map::with_capacity(2);
-    details.insert("kind".into(), "a2a_send_message".into());
-    details.insert("abstract_operation".into(), "SendMessage".into());
     Ok(E2AEnvelope {
-        provenance: crate::provenance::converted(
-            "a2a",
-            msg.converter.clone(),
-            ConverterId::E2aA2aEnvelopeFromSendMessage,
-            details,
-            msg.extra_provenance_details.as_ref(),
-        ),
         method: Some("session/prompt".into()),
         task_id: msg.task_id.clone(),
         context_id: msg.context_id.clone(),

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use e2a::types::A2aStreamResponse;
+use e2a::write::JsonWriter;
 use parking_lot::Mutex;
 
 use super::error::A2aError;
@@ -20,6 +21,16 @@ use crate::tasks::push::Pusher;
 /// What a client is told when the store fails under a task.
 pub(super) const STORE_FAILED: &str =
     "the gateway could not store the task's events (the task store failed): the task was stopped";
+
+/// Room for the JSON text of a task or an event before its writer grows (a small task's).
+const TEXT_ROOM: usize = 2048;
+
+/// `v`'s JSON text, written in `w` (cleared first) and copied out at its size.
+fn shared_text<T: e2a::write::WriteJson>(w: &mut JsonWriter, v: &T) -> Arc<str> {
+    w.clear();
+    w.value(v);
+    w.to_shared()
+}
 
 /// Most artifact chunks between two stored snapshots of a task.
 const SNAPSHOT_EVERY: u64 = 64;
@@ -85,7 +96,9 @@ impl TaskLog {
         let before = rec.state;
         // written first (by the generated writers, for whichever store keeps them), then
         // applied by value: what an event carries moves into the snapshot, uncopied
-        let texts: Vec<Arc<str>> = events.iter().map(|e| Arc::from(e2a::write::to_json(e))).collect();
+        // (one buffer for every text: it grows once, each text is copied out at its size)
+        let mut w = JsonWriter::with_capacity(TEXT_ROOM);
+        let texts: Vec<Arc<str>> = events.iter().map(|e| shared_text(&mut w, e)).collect();
         let states: Vec<_> = events.iter().map(ends_at).collect();
         for event in events {
             apply(&mut rec.task, event);
@@ -106,7 +119,7 @@ impl TaskLog {
         // task, so a reader catches up from it at no cost)
         let snapshot = turn_ends || since >= SNAPSHOT_EVERY.max(rec.snapshot_seq);
         // serialized once, here, for whichever store keeps them
-        let task: Option<Arc<str>> = snapshot.then(|| e2a::write::to_json(&rec.task).into());
+        let task: Option<Arc<str>> = snapshot.then(|| shared_text(&mut w, &rec.task));
         let write = TaskAppend {
             record: rec.without_task(),
             snapshot: task.clone(),
