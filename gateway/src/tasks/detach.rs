@@ -44,13 +44,14 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         // (`Unpin`: the future is boxed)
         let this = self.get_mut();
-        let Some(fut) = this.fut.as_mut() else {
+        // (taken while it is polled: a future that panics is not spawned again when dropped)
+        let Some(mut fut) = this.fut.take() else {
             // polled again after its end: nothing more will come
             return Poll::Pending;
         };
         let out = fut.as_mut().poll(cx);
-        if out.is_ready() {
-            this.fut = None;
+        if out.is_pending() {
+            this.fut = Some(fut);
         }
         out
     }
@@ -105,6 +106,22 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         panic!("the dropped future did not run to its end");
+    }
+
+    /// A future that panics while polled is not spawned again when dropped.
+    #[tokio::test]
+    async fn a_future_that_panicked_is_not_run_again() {
+        let polls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = polls.clone();
+        let mut fut = DetachOnDrop::new(async move {
+            count.fetch_add(1, Ordering::SeqCst);
+            panic!("a bug");
+        });
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (&mut fut).now_or_never()));
+        assert!(caught.is_err());
+        drop(fut);
+        tokio::task::yield_now().await;
+        assert_eq!(polls.load(Ordering::SeqCst), 1);
     }
 
     /// Ended before it is dropped, nothing is spawned again.
