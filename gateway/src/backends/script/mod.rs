@@ -5,7 +5,7 @@
 //! The format is documented in `gateway/README.md`; `gateway/tests/data/script.json` is a
 //! complete example.
 
-use crate::maps::HashMap;
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -28,6 +28,7 @@ mod format;
 pub use format::{Action, Match, Misbehaviour, Scenario, Script, Step};
 
 use crate::agent::{Agent, ConversationKey, FrameStream, RequestContext, SharedFrames};
+use crate::maps::HashMap;
 
 /// What the script agent has done, for tests and operators.
 #[derive(Debug, Default)]
@@ -268,10 +269,11 @@ impl ScriptAgent {
         resumed: Option<Paused>,
         request: &E2AEnvelope,
         text: &str,
-    ) -> Option<(Vec<Step>, String, String, String)> {
+    ) -> Option<(Cow<'_, [Step]>, String, String, String)> {
         let Some(p) = resumed else {
+            // (the scenario's steps as the script holds them: a run takes them one by one)
             let s = self.pick(request, text)?;
-            return Some((s.steps.clone(), s.name.clone(), text.to_string(), String::new()));
+            return Some((Cow::Borrowed(&s.steps), s.name.clone(), text.to_string(), String::new()));
         };
         let steps = match p.on_deny {
             Some(deny) if is_denial(text) && deny.is_empty() => vec![Step {
@@ -283,7 +285,7 @@ impl ScriptAgent {
             Some(deny) if is_denial(text) => deny,
             _ => p.rest,
         };
-        Some((steps, "resumed".to_string(), p.input, text.to_string()))
+        Some((Cow::Owned(steps), "resumed".to_string(), p.input, text.to_string()))
     }
 
     /// Holds `paused` for conversation `key` (before the pause's frames go out: an answer may
@@ -330,7 +332,7 @@ impl Agent for ScriptAgent {
             };
             tracing::debug!(scenario = %name, "script scenario");
             let mut r = Runner { stream: Some(ctx.frames_for(&request)), frames: Vec::new(), text: String::new(), input, answer, artifacts: 0 };
-            let mut steps = steps.into_iter();
+            let mut steps = steps.iter();
             while let Some(step) = steps.next() {
                 if step.delay_ms > 0 {
                     tokio::time::sleep(Duration::from_millis(step.delay_ms)).await;
@@ -358,7 +360,7 @@ impl Agent for ScriptAgent {
                 let go_on = r.step(&request, &step.action);
                 // the pause is held before its frames go out: an answer may follow at once
                 if let (Some(on_deny), Some(k)) = (pause, key.clone()) {
-                    let rest: Vec<Step> = steps.by_ref().collect();
+                    let rest: Vec<Step> = steps.by_ref().cloned().collect();
                     this.keep(k, Paused { rest, on_deny, input: r.input.clone() }, &ctx).await;
                 }
                 for f in r.frames.drain(..) {
