@@ -10,6 +10,10 @@
 # subtracted, so the figure is the server's instructions for one request: accept, HTTP, the run
 # and its answer.
 #
+# LOAD=SECONDS runs the bench's load instead (loadgen, CONNS [64] keep-alive connections, for
+# that long) and divides by the requests it answered: a request's cost on a busy server, as
+# run.sh measures it (needs tools/bench's loadgen built).
+#
 # CASE picks the request (default e2a):
 #   e2a         E2A JSON echo (`--agent echo`), POST /v1/e2a/requests
 #   a2a-send    A2A JSON-RPC SendMessage, memory store, the peer's work (tools/bench/minimal-agent.json)
@@ -30,6 +34,16 @@ if [[ ${1:-} =~ ^[0-9]+$ ]]; then N=$1; shift; fi
 command -v valgrind >/dev/null || { echo "valgrind is needed" >&2; exit 2; }
 [[ $CHUNKS =~ ^[1-9][0-9]*$ ]] || { echo "CHUNKS must be a positive number" >&2; exit 2; }
 PORT=${PORT:-18990}
+# LOAD=SECONDS: instead of N requests one after the other, each on a new connection, the
+# bench's load (loadgen, CONNS [64] keep-alive connections) for that long: the cost of a
+# request on a busy server, connection set-up spread over many requests
+LOAD=${LOAD:-}
+CONNS=${CONNS:-64}
+LOADGEN=${LOADGEN:-$HERE/target/release/loadgen}
+if [[ -n $LOAD ]]; then
+  [[ $LOAD =~ ^[1-9][0-9]*$ ]] || { echo "LOAD must be a number of seconds" >&2; exit 2; }
+  [[ -x $LOADGEN ]] || { echo "no loadgen at $LOADGEN: cargo build --release --manifest-path $HERE/Cargo.toml" >&2; exit 2; }
+fi
 TMP=$(mktemp -d /tmp/e2a-callgrind.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 a2a_body() { # METHOD TEXT
@@ -61,22 +75,31 @@ case $CASE in
   *) echo "unknown CASE $CASE (e2a, a2a-send, a2a-stream, e2a-stream or a2a-tokens)" >&2; exit 2 ;;
 esac
 
-# count BIN REQUESTS -> the server's total instructions; the warm-up response goes to $TMP/first
+# count BIN REQUESTS -> the server's total instructions and the requests it answered; the
+# warm-up response goes to $TMP/first. With LOAD, REQUESTS > 0 means LOAD seconds of loadgen.
 count() {
-  local out pid
+  local out pid served=$2
   out=$TMP/callgrind.out
   valgrind --tool=callgrind --callgrind-out-file="$out" "$1" serve "${SERVE[@]}" --bind "127.0.0.1:$PORT" \
     >/dev/null 2>&1 &
   pid=$!
   for _ in $(seq 1 150); do curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 0.2; done
-  for i in $(seq 0 "$2"); do
+  for i in $(seq 0 "$([[ -n $LOAD ]] && echo 0 || echo "$2")"); do
     # (a message id of its own per request: A2A sends are remembered by it)
     curl -s -o "$([[ $i == 0 ]] && echo "$TMP/first" || echo /dev/null)" -H 'Content-Type: application/json' \
       -H "Accept: $ACCEPT" -H 'A2A-Version: 1.0' -d "${BODY//%d/$i}" "http://127.0.0.1:$PORT$URL_PATH"
   done
+  if [[ -n $LOAD && $2 -gt 0 ]]; then
+    printf '%s' "${BODY//%d/load}" >"$TMP/body"
+    local mode=json
+    [[ $ACCEPT == text/event-stream ]] && mode=sse
+    served=$("$LOADGEN" --url "http://127.0.0.1:$PORT$URL_PATH" --body "$TMP/body" -H 'A2A-Version: 1.0' \
+      -H 'Content-Type: application/json' -H "Accept: $ACCEPT" -c "$CONNS" -d "$LOAD" --mode "$mode" 2>/dev/null |
+      sed -n 's/.*"requests":\([0-9]*\).*/\1/p')
+  fi
   kill -INT "$pid"
   wait "$pid" 2>/dev/null || true
-  grep -E '^(summary|totals):' "$out" | head -1 | awk '{print $2}'
+  echo "$(grep -E '^(summary|totals):' "$out" | head -1 | awk '{print $2}') ${served:-0}"
   rm -f "$out"
 }
 
@@ -89,9 +112,10 @@ else
   printf '%-50s %14s\n' "binary ($CASE)" "instr/request"
 fi
 for bin in "$@"; do
-  idle=$(count "$bin" 0)
-  busy=$(count "$bin" "$N")
-  per=$(( (busy - idle) / N ))
+  read -r idle _ < <(count "$bin" 0)
+  read -r busy served < <(count "$bin" "$N")
+  ((served > 0)) || { echo "$bin: no request was answered under load" >&2; exit 1; }
+  per=$(( (busy - idle) / served ))
   if ((FRAMES)); then
     f=$(events "$TMP/first")
     ((f > 0)) || { echo "$bin: the warm-up response has no SSE event: $(head -c 300 "$TMP/first")" >&2; exit 1; }
