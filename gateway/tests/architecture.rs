@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 /// room may import the rooms before it, never one after it.
 const GATEWAY_ROOMS: &[&str] = &[
     "json",
+    "maps",
     "packed",
     "protocol",
     "stop",
