@@ -137,7 +137,7 @@ impl Turns {
 
         // from the claim on, the turn's start runs to its end: a client that goes away
         // mid-request cannot leave a claimed task without its run (its run goes on detached)
-        // (boxed: a turn's start is over 2 kB, and the turn's future moves several times)
+        // (boxed: a turn's start is over 2 kB, and its future, which holds it, is boxed too)
         let start = Box::new(TurnStart {
             env,
             existing,
