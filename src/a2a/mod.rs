@@ -83,6 +83,8 @@ impl SendMessageIngress {
 /// assert_eq!(env.params["message"]["messageId"], "m1");
 /// ```
 pub fn envelope_from_send_message(msg: &SendMessageIngress) -> Result<E2AEnvelope> {
+    // (read first: a message that does not read gets no provenance made for it)
+    let env = send_message_envelope(msg)?;
     let mut details = Map::with_capacity(2);
     details.insert("kind".into(), "a2a_send_message".into());
     details.insert("abstract_operation".into(), "SendMessage".into());
@@ -93,10 +95,7 @@ pub fn envelope_from_send_message(msg: &SendMessageIngress) -> Result<E2AEnvelop
         details,
         msg.extra_provenance_details.as_ref(),
     );
-    Ok(E2AEnvelope {
-        provenance,
-        ..send_message_envelope(msg)?
-    })
+    Ok(E2AEnvelope { provenance, ..env })
 }
 
 /// [`envelope_from_send_message`] without its provenance (left default): for a caller that
