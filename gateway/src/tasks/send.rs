@@ -152,7 +152,7 @@ impl Turns {
         // (in the request's task, boxed once; a client gone before it ends leaves it to
         // finish on a task of its own, in the request's trace)
         let started = DetachOnDrop::new(self.clone().start_turn(start, admission)).await;
-        if streaming {
+        if matches!(started, Ok(SendOutcome::Stream { .. })) {
             // the turn's task (just spawned) runs before the stream's head is written: the
             // head and the events the agent has ready go out in one write, not one each
             tokio::task::yield_now().await;

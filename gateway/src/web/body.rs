@@ -42,7 +42,7 @@ impl JsonBody {
 
     /// The body parsed, within every limit.
     pub(crate) fn value(&self) -> Result<Value, BodyError> {
-        self.limits.parse(&self.text).map_err(BodyError::Input)
+        self.parse_as()
     }
 
     /// The body read as a `T`, within every limit.
