@@ -551,6 +551,73 @@ async fn a_send_whose_client_goes_away_while_it_starts_still_runs_its_task() {
     panic!("the task of the send whose client went away did not run to its end");
 }
 
+/// A gateway whose agent answers "slow" with a first frame at once and its last after 400 ms.
+async fn slow_run_gateway(config: A2aConfig) -> common::Crashable {
+    let slow = r#"{"scenarios": [{"name": "slow", "match": {"text": "slow"}, "steps": [
+        {"type": "text", "text": "under way"},
+        {"type": "text", "text": " at last", "delay_ms": 400}, {"type": "complete"}]}]}"#;
+    let agent = ScriptAgent::from_json(slow).expect("script");
+    let gateway = Gateway::new(agent, GatewayConfig::default()).with_a2a(config, Arc::new(MemoryStore::new()));
+    common::serve_crashable(gateway).await
+}
+
+/// Waits for the one task of `base` to be completed with all of its agent's text.
+async fn the_run_ends(base: &str) {
+    for _ in 0..100 {
+        let listed = rpc(base, "ListTasks", json!({})).await;
+        let tasks = listed["result"]["tasks"].as_array().cloned().unwrap_or_default();
+        if tasks.len() == 1 && tasks[0]["status"]["state"] == "TASK_STATE_COMPLETED" {
+            assert!(tasks[0].to_string().contains("under way at last"), "{listed}");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the task's run did not go on to its end");
+}
+
+/// A blocking send runs its turn in the request's task: a client gone mid-run (after the
+/// start) leaves the run to go on by itself.
+#[tokio::test]
+async fn a_blocking_send_whose_client_goes_away_mid_run_still_ends_its_task() {
+    let s = slow_run_gateway(A2aConfig::default()).await;
+    let b = s.base.clone();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": msg("slow")}).to_string();
+    let gone = reqwest::Client::builder()
+        .timeout(Duration::from_millis(150))
+        .build()
+        .expect("client")
+        .post(format!("{b}/a2a"))
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(body)
+        .send()
+        .await;
+    assert!(
+        gone.is_err(),
+        "the client gave up before the agent's last frame: {gone:?}"
+    );
+    the_run_ends(&b).await;
+}
+
+/// A blocking send past its blocking timeout is answered with its task as it is then, and
+/// its run goes on.
+#[tokio::test]
+async fn a_blocking_send_past_its_timeout_answers_its_task_as_it_is_and_the_run_goes_on() {
+    let config = A2aConfig {
+        blocking_timeout: Duration::from_millis(100),
+        ..A2aConfig::default()
+    };
+    let s = slow_run_gateway(config).await;
+    let b = s.base.clone();
+    let sent = rpc(&b, "SendMessage", msg("slow")).await;
+    let state = &sent["result"]["task"]["status"]["state"];
+    assert!(
+        *state == "TASK_STATE_WORKING" || *state == "TASK_STATE_SUBMITTED",
+        "answered before its run ended: {sent}"
+    );
+    the_run_ends(&b).await;
+}
+
 #[tokio::test]
 async fn a_message_sent_twice_is_delivered_once() {
     let dir = tempfile::tempdir().expect("dir");

@@ -13,7 +13,7 @@ use tracing::Instrument;
 /// current when it was made) and lets it run to its end, its output unused.
 pub(super) struct DetachOnDrop<F>
 where
-    F: Future + Send + 'static,
+    F: Future + Send + 'static + ?Sized,
     F::Output: Send + 'static,
 {
     fut: Option<Pin<Box<F>>>,
@@ -34,9 +34,23 @@ where
     }
 }
 
+impl<F> DetachOnDrop<F>
+where
+    F: Future + Send + 'static + ?Sized,
+    F::Output: Send + 'static,
+{
+    /// `fut`, already boxed (a future of a type that cannot be named: `dyn Future`).
+    pub(super) fn boxed(fut: Pin<Box<F>>) -> Self {
+        DetachOnDrop {
+            fut: Some(fut),
+            span: tracing::Span::current(),
+        }
+    }
+}
+
 impl<F> Future for DetachOnDrop<F>
 where
-    F: Future + Send + 'static,
+    F: Future + Send + 'static + ?Sized,
     F::Output: Send + 'static,
 {
     type Output = F::Output;
@@ -59,7 +73,7 @@ where
 
 impl<F> Drop for DetachOnDrop<F>
 where
-    F: Future + Send + 'static,
+    F: Future + Send + 'static + ?Sized,
     F::Output: Send + 'static,
 {
     fn drop(&mut self) {

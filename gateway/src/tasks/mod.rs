@@ -129,7 +129,27 @@ pub struct Replied<'a> {
 /// The task (its `Task` JSON) as a run stored it when its turn ended: what a blocking send
 /// answers with, without reading the store back; or why nothing of the turn was stored.
 /// Nothing comes when the run's last write was not a snapshot (its store failed later).
-pub struct TurnDone(oneshot::Receiver<Result<Arc<str>, A2aError>>);
+pub struct TurnDone {
+    /// The turn's run, when the send runs it in place (a blocking send: no task spawned for
+    /// it, its answer no second pass through the request's layers). Dropped before its end
+    /// (the client gone, the blocking timeout), it goes on as a task of its own.
+    run: Option<detach::DetachOnDrop<dyn std::future::Future<Output = ()> + Send>>,
+    told: oneshot::Receiver<Result<Arc<str>, A2aError>>,
+}
+
+impl TurnDone {
+    /// How the turn ended, once it has: its run driven here first when it runs in place.
+    /// (`Err`: the run ended without saying, its store failed or it panicked.)
+    async fn told(self) -> Result<Result<Arc<str>, A2aError>, oneshot::error::RecvError> {
+        let TurnDone { run, told } = self;
+        if let Some(run) = run {
+            // a run that panics drops its sender: the send reads its task back, as it would
+            // from a run on a task of its own
+            let _ = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(run)).await;
+        }
+        told.await
+    }
+}
 
 /// A send: the context of its call and its params (1.0 camelCase names), which the turn
 /// consumes into its envelope.

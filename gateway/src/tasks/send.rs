@@ -2,6 +2,8 @@
 //! the gateways sharing the store), its task opened or continued, its first event stored —
 //! then the run goes on on its own task.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use e2a::frame::Frame;
@@ -214,16 +216,21 @@ impl Turns {
             frames,
             mapper,
         };
-        let (done, turn_done) = oneshot::channel();
+        let (done, told) = oneshot::channel();
         let this = self.clone();
-        let span = tracing::Span::current();
-        tokio::spawn(tracing::Instrument::instrument(
-            Box::pin(async move {
-                let _permit = permit;
-                turn.run(rec, done, &this.log, &this.runs, &this.followers).await;
-            }),
-            span,
-        ));
+        let run: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(async move {
+            let _permit = permit;
+            turn.run(rec, done, &this.log, &this.runs, &this.followers).await;
+        });
+        // a blocking send's run goes on in the request's task (`TurnDone::told`); the others
+        // on a task of their own, in the request's trace
+        let run = match t.streaming || t.return_immediately {
+            true => {
+                tokio::spawn(tracing::Instrument::instrument(run, tracing::Span::current()));
+                None
+            }
+            false => Some(DetachOnDrop::boxed(run)),
+        };
         Ok(match rx {
             Some(rx) => SendOutcome::Stream {
                 id: t.task_id.clone(),
@@ -231,7 +238,7 @@ impl Turns {
             },
             None => SendOutcome::Task {
                 id: t.task_id,
-                done: TurnDone(turn_done),
+                done: TurnDone { run, told },
             },
         })
     }
@@ -248,7 +255,7 @@ impl Turns {
         caller: &Caller,
     ) -> Result<Arc<str>, A2aError> {
         if let Some(done) = done.filter(|_| blocking) {
-            if let Ok(Ok(task)) = tokio::time::timeout(self.config.blocking_timeout, done.0).await {
+            if let Ok(Ok(task)) = tokio::time::timeout(self.config.blocking_timeout, done.told()).await {
                 let task = task?;
                 if history.is_none() {
                     return Ok(task);
