@@ -374,3 +374,25 @@ fn a_task_read_whole_reads_as_its_artifacts_then_its_status() {
     assert_eq!(frames.len(), 1);
     assert_eq!(frames[0].body_object()["code"], "E2A.AGENT_ERROR");
 }
+
+/// A turn's text goes to its output artifact: `{task}-output` for the first turn, and
+/// `{task}-output-{turn}` for each later one.
+#[test]
+fn each_turn_writes_its_text_to_an_output_artifact_of_its_own() {
+    let artifact_of = |turn: usize| {
+        let mut s = ResponseStream::for_request(&request());
+        let mut projector = A2aStreamProjector::new("t1", "c1").announced().turn(turn);
+        let ids: Vec<String> = [s.text("Hi"), s.complete(json!({"content": "Hi"}))]
+            .iter()
+            .flat_map(|f| projector.push(f))
+            .filter_map(|e| match e {
+                A2aStreamResponse::ArtifactUpdate(u) => Some(u.artifact.artifact_id),
+                _ => None,
+            })
+            .collect();
+        ids
+    };
+    assert_eq!(artifact_of(1).first().map(String::as_str), Some("t1-output"));
+    assert_eq!(artifact_of(2).first().map(String::as_str), Some("t1-output-2"));
+    assert_eq!(artifact_of(12).first().map(String::as_str), Some("t1-output-12"));
+}

@@ -227,6 +227,20 @@ impl<'a> Stamp<'a> {
 /// The name of the artifact holding the text answer.
 pub const OUTPUT_ARTIFACT: &str = "output";
 
+/// The id of a task's output artifact: `{task}-output`, or `{task}-output-{turn}` for a later
+/// turn's (written without the formatting machinery: one per turn).
+fn output_artifact_id(task_id: &str, turn: Option<usize>) -> String {
+    let mut id = String::with_capacity(task_id.len() + OUTPUT_ARTIFACT.len() + 8);
+    id.push_str(task_id);
+    id.push('-');
+    id.push_str(OUTPUT_ARTIFACT);
+    if let Some(turn) = turn {
+        id.push('-');
+        id.push_str(itoa::Buffer::new().format(turn));
+    }
+    id
+}
+
 pub use super::parts::{artifact, data_part, text_part};
 
 impl A2aStreamProjector {
@@ -234,7 +248,7 @@ impl A2aStreamProjector {
     pub fn new(task_id: impl Into<String>, context_id: impl Into<String>) -> Self {
         let task_id = task_id.into();
         A2aStreamProjector {
-            artifact_id: format!("{task_id}-{OUTPUT_ARTIFACT}"),
+            artifact_id: output_artifact_id(&task_id, None),
             task_id,
             context_id: context_id.into(),
             announced: false,
@@ -259,7 +273,7 @@ impl A2aStreamProjector {
     /// goes to its own output artifact, `{task}-output-{turn}`.
     pub fn turn(mut self, turn: usize) -> Self {
         if turn > 1 {
-            self.artifact_id = format!("{}-{OUTPUT_ARTIFACT}-{turn}", self.task_id);
+            self.artifact_id = output_artifact_id(&self.task_id, Some(turn));
         }
         self
     }

@@ -193,7 +193,10 @@ impl Turns {
         }
         // a stream's follower subscribes before the task's first event: every event reaches it
         let rx = t.streaming.then(|| self.followers.channel(&t.task_id));
-        let opening = A2aStreamResponse::Task(rec.task.clone());
+        // (the task moves into its opening event, uncopied: the commit that stores the event
+        // applies it, which puts the task back in `rec` before anything reads it there)
+        let hollow = A2aTask::new(String::new(), String::new(), rec.state);
+        let opening = A2aStreamResponse::Task(std::mem::replace(&mut rec.task, hollow));
         // the opening is stored here when the answer is the task as it is now, or a stream
         // (which starts with it, or with the error that nothing could be stored); a blocking
         // send's run stores it with what the agent has ready

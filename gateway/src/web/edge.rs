@@ -164,7 +164,9 @@ async fn pass<F: Form>(State(edge): State<Edge<F>>, mut request: Request, next: 
     let auth = edge.auth.as_ref();
     let inner = |mut request: Request| async move {
         if let Some(auth) = auth {
-            match auth.check_request(request).await {
+            // (boxed: the check's future is near 2 kB, which every request's future would
+            // carry and copy, authenticated or not)
+            match Box::pin(auth.check_request(request)).await {
                 Ok((caller, checked)) => {
                     request = checked;
                     if logged {

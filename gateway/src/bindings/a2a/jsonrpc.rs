@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
@@ -153,9 +152,11 @@ pub(super) async fn handle(
     State(state): State<Arc<TaskService>>,
     Extension(caller): Extension<Caller>,
     RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Body,
+    request: axum::extract::Request,
 ) -> Response {
+    // (the request's own headers, not a copy of them)
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
     let call = match body::read(&headers, body, state.pipeline().config.body()).await {
         Ok(body) => read_call(&body),
         Err(e) => Err(Box::new((Value::Null, A2aError::from(e)))),
@@ -218,10 +219,12 @@ async fn dispatch(
     match op {
         A2aOperation::SendMessage | A2aOperation::SendStreamingMessage => {
             let send = SendParams { cx, params };
+            // (boxed: a send's future is over 4 kB; inline, every future around it would be
+            // that much larger, and each is copied whole when it is made)
             if op == A2aOperation::SendStreamingMessage {
-                return Ok(stream(state.send_streaming(send).await?));
+                return Ok(stream(Box::pin(state.send_streaming(send)).await?));
             }
-            match state.send_message(send).await? {
+            match Box::pin(state.send_message(send)).await? {
                 Sent::Message(m) => typed_ok(&id, &crate::tasks::Replied { message: &m }),
                 Sent::Task(task) => {
                     // the task's JSON as written, copied in once (a `Success` of it, key for key)
