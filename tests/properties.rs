@@ -597,3 +597,22 @@ proptest! {
         prop_assert_eq!(w.into_string(), serde_json::to_string(&s).unwrap());
     }
 }
+
+proptest! {
+    /// `e2a::read::member` finds what `Map::get` finds, in objects small (read member by
+    /// member) and large (hashed), for keys present and absent.
+    #[test]
+    fn a_member_is_found_as_get_finds_it(
+        keys in proptest::collection::vec("[a-zA-Z]{0,6}", 0..14),
+        key in "[a-zA-Z]{0,6}",
+        pick in any::<prop::sample::Index>(),
+    ) {
+        let object: Map<String, Value> = keys.iter().enumerate().map(|(i, k)| (k.clone(), Value::from(i))).collect();
+        prop_assert_eq!(e2a::read::member(&object, &key), object.get(&key));
+        if !keys.is_empty() {
+            let present = &keys[pick.index(keys.len())];
+            prop_assert_eq!(e2a::read::member(&object, present), object.get(present));
+            prop_assert!(e2a::read::member(&object, present).is_some());
+        }
+    }
+}

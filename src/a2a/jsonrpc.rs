@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
-use crate::fields::{rpc_id_of, Fields};
+use crate::fields::{member, member_mut, rpc_id_of, Fields};
 use crate::types::{A2aOperation, E2AEnvelope, E2AProvenance};
 
 /// HTTP-level A2A facts that travel with a request.
@@ -158,20 +158,22 @@ fn normalize_configuration(c: &Map<String, Value>) -> Map<String, Value> {
 /// parts) comes back as it went, without a copy.
 fn normalize_message_owned(msg: Value) -> Value {
     let Value::Object(mut m) = msg else { return msg };
-    m.remove("kind");
-    if let Some(Value::String(role)) = m.get_mut("role") {
+    // (members looked up by reading them: a message has a handful)
+    if member(&m, "kind").is_some() {
+        m.remove("kind");
+    }
+    if let Some(Value::String(role)) = member_mut(&mut m, "role") {
         match role.as_str() {
             "user" => *role = "ROLE_USER".into(),
             "agent" => *role = "ROLE_AGENT".into(),
             _ => {}
         }
     }
-    if let Some(Value::Array(parts)) = m.get_mut("parts") {
+    if let Some(Value::Array(parts)) = member_mut(&mut m, "parts") {
         for p in parts.iter_mut() {
             let is_1_0 = p.as_object().is_some_and(|p| {
-                !["kind", "mimeType", "media_type", "name"]
-                    .iter()
-                    .any(|k| p.contains_key(*k))
+                !p.keys()
+                    .any(|k| matches!(k.as_str(), "kind" | "mimeType" | "media_type" | "name"))
             });
             if !is_1_0 {
                 *p = normalize_part(p);
@@ -187,16 +189,22 @@ fn normalize_message_owned(msg: Value) -> Value {
 /// assert_eq!(e2a::a2a::jsonrpc::message_text(&m), "a\nb");
 /// ```
 pub fn message_text(msg: &Value) -> String {
-    msg.get("parts")
-        .and_then(Value::as_array)
-        .map(|parts| {
-            parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
+    let mut text = String::new();
+    let parts = msg
+        .as_object()
+        .and_then(|m| member(m, "parts"))
+        .and_then(Value::as_array);
+    let texts = parts
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.as_object().and_then(|p| member(p, "text")).and_then(Value::as_str));
+    for (i, t) in texts.enumerate() {
+        if i > 0 {
+            text.push('\n');
+        }
+        text.push_str(t);
+    }
+    text
 }
 
 /// Normalizes an A2A JSON-RPC request (1.0 `SendMessage`, `SendStreamingMessage`, `GetTask`,

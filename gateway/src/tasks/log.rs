@@ -127,7 +127,9 @@ impl TaskLog {
         };
         let last = match self.tasks.append(write).await {
             Ok(last) => last,
-            Err(StoreError::Ended(_)) => return self.ended_elsewhere(rec).await,
+            // (the rare ends boxed here and in a run: their futures are large, and a commit's
+            // future is held by every run and by a streaming send's start)
+            Err(StoreError::Ended(_)) => return Box::pin(self.ended_elsewhere(rec)).await,
             Err(e) => {
                 tracing::error!(task_id = %rec.id, error = %e, "cannot store a task event: nobody is told of it");
                 return Err(A2aError::internal(STORE_FAILED));

@@ -248,7 +248,7 @@ pub struct SendConfig {
 impl SendConfig {
     /// Reads `params.configuration` (one that is not an object asks nothing).
     pub fn read(params: &Map<String, Value>) -> Result<Self, A2aError> {
-        let config: A2aSendMessageConfiguration = match params.get("configuration") {
+        let config: A2aSendMessageConfiguration = match e2a::read::member(params, "configuration") {
             Some(Value::Object(c)) => super::request::read_under(c, &["configuration"])?,
             _ => A2aSendMessageConfiguration::default(),
         };

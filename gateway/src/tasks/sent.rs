@@ -143,7 +143,7 @@ impl SendKeys {
             #[serde(borrow, default)]
             task_id: Option<std::borrow::Cow<'a, str>>,
         }
-        let message = p.params.get("message");
+        let message = e2a::read::member(&p.params, "message");
         let ids = message.and_then(|m| Ids::deserialize(m).ok());
         let remembered = dedup == e2a::types::MessageIdDedup::Always
             || ids

@@ -101,13 +101,13 @@ impl Turn {
                 }
                 Err(_) => {
                     task = None;
-                    log.store_failed(&mut rec).await;
+                    Box::pin(log.store_failed(&mut rec)).await;
                     break;
                 }
             }
         }
         if !rec.state.is_terminal() && !rec.state.is_interrupted() {
-            task = fail_unended(&mut rec, log).await;
+            task = Box::pin(fail_unended(&mut rec, log)).await;
         }
         runs.end(&rec.id).await;
         followers.drop_channel(&rec.id, rec.state.is_terminal());

@@ -146,7 +146,9 @@ impl Grpc {
     ) -> Result<Call, Status> {
         let headers = request.metadata().clone().into_headers();
         let params = params_of::<P, J>(request.get_ref(), &self.state.pipeline().config.limits)?;
-        let tenant = params.get("tenant").and_then(Value::as_str).filter(|t| !t.is_empty());
+        let tenant = e2a::read::member(&params, "tenant")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty());
         let state = match (tenant, self.state.mount().tenants()) {
             (Some(t), Some(tenants)) => tenants
                 .get(t)

@@ -167,9 +167,7 @@ pub(super) async fn handle(
     };
     let id = call.id.clone();
     // A2A 1.0's multi-tenant form: `tenant` names the agent (authenticated for that agent)
-    let tenant = call
-        .params
-        .get("tenant")
+    let tenant = e2a::read::member(&call.params, "tenant")
         .and_then(Value::as_str)
         .filter(|t| !t.is_empty());
     let (state, caller) = match (tenant, state.mount().tenants()) {

@@ -254,8 +254,9 @@ pub(crate) fn request_headers(
 ) -> Result<A2aHeaders, A2aError> {
     let mut a2a = a2a_headers(headers, query)?;
     let in_message = params
-        .and_then(|p| p.get("message"))
-        .and_then(|m| m.get("extensions"))
+        .and_then(|p| e2a::read::member(p, "message"))
+        .and_then(serde_json::Value::as_object)
+        .and_then(|m| e2a::read::member(m, "extensions"))
         .and_then(serde_json::Value::as_array)
         .into_iter()
         .flatten()

@@ -239,11 +239,11 @@ impl PushConfigs {
         &self,
         params: &Map<String, Value>,
     ) -> Result<Option<A2aTaskPushNotificationConfig>, A2aError> {
-        let configuration = params.get("configuration").and_then(Value::as_object);
+        let configuration = e2a::read::member(params, "configuration").and_then(Value::as_object);
         let Some((key, config)) = configuration.and_then(|c| {
             ["taskPushNotificationConfig", "pushNotificationConfig"]
                 .into_iter()
-                .find_map(|k| c.get(k).filter(|v| !v.is_null()).map(|v| (k, v)))
+                .find_map(|k| e2a::read::member(c, k).filter(|v| !v.is_null()).map(|v| (k, v)))
         }) else {
             return Ok(None);
         };
