@@ -903,3 +903,40 @@ async fn terminal_events_only_signed_with_the_agents_identity() {
         )
     );
 }
+
+/// Once a prune has set its bound, a memory store keeps to it as tasks finish: the oldest
+/// finished tasks go (with their push configs) as new ones finish, tasks still working stay.
+#[tokio::test]
+async fn a_memory_store_forgets_its_oldest_finished_tasks_as_new_ones_finish() {
+    let store = MemoryStore::new();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    assert_eq!(
+        store.prune_tasks(Duration::from_secs(3_600), 2).await.expect("prune"),
+        0
+    );
+    task_in(&store, "working", "TASK_STATE_WORKING", now - 10_000, 1).await;
+    store
+        .put_push(config("done-0", "p", "https://hooks.example.com/p"), 1)
+        .await
+        .expect("put");
+    for i in 0..5 {
+        task_in(&store, &format!("done-{i}"), "TASK_STATE_COMPLETED", now - 5_000 + i, 1).await;
+    }
+    for i in 0..3 {
+        assert_eq!(store.get(&format!("done-{i}")).await.expect("get"), None, "done-{i}");
+    }
+    assert!(store.list_pushes("done-0").await.expect("list").is_empty());
+    for id in ["done-3", "done-4", "working"] {
+        assert!(store.get(id).await.expect("get").is_some(), "{id}");
+    }
+    // the bound is the last one asked for
+    assert_eq!(
+        store.prune_tasks(Duration::from_secs(3_600), 1).await.expect("prune"),
+        1
+    );
+    assert_eq!(store.get("done-3").await.expect("get"), None);
+    assert!(store.get("done-4").await.expect("get").is_some());
+}

@@ -100,12 +100,14 @@ pub(super) async fn reap_orphans(duties: Weak<Cluster>, period: Duration) {
     }
 }
 
-/// Forgets, every `period`, the finished tasks past the retention window or beyond the count.
+/// Forgets, at once and then every `period`, the finished tasks past the retention window or
+/// beyond the count (a store that keeps to the count as tasks finish learns it at once).
 pub(super) async fn forget_finished(duties: Weak<Cluster>, period: Duration) {
     loop {
-        tokio::time::sleep(period).await;
         let Some(this) = duties.upgrade() else { return };
         this.forget_finished().await;
+        drop(this);
+        tokio::time::sleep(period).await;
     }
 }
 

@@ -22,7 +22,7 @@ use super::{PushFailure, PushRecord, SentRecord, SessionRecord, StoreError, Task
 /// (a few hundred bytes per event, not a tree of values) and parsed when read.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    inner: Mutex<HashMap<String, MemoryTask>>,
+    inner: Mutex<Tasks>,
     /// ACP sessions and their histories.
     sessions: Mutex<HashMap<String, (SessionRecord, std::collections::VecDeque<String>)>>,
     /// What callers sent, by owner and key (idempotent delivery).
@@ -35,6 +35,73 @@ pub struct MemoryStore {
     pauses: Mutex<pauses::Pauses>,
     /// The nonces of signed requests, until when each is remembered.
     nonces: crate::web::hmac::SeenNonces,
+}
+
+/// The tasks of a [`MemoryStore`] (by id; the map is what it dereferences to), and its
+/// finished ones in the order they finished.
+#[derive(Debug, Default)]
+struct Tasks {
+    map: HashMap<String, MemoryTask>,
+    /// The finished tasks by when they finished (their last update), oldest first.
+    finished: std::collections::BTreeSet<(i64, String)>,
+    /// How many finished tasks the store keeps: the bound the last `prune_tasks` asked for,
+    /// which each append that finishes a task keeps to from then on (the oldest forgotten as
+    /// new ones finish, not by a sweep of every task).
+    keep: Option<usize>,
+}
+
+impl Tasks {
+    /// Forgets the finished tasks that finished before `before` (ms since the epoch) and the
+    /// oldest of those past `keep`; returns them, to be freed once the store is unlocked.
+    fn forget(&mut self, before: i64, keep: usize) -> Vec<(String, MemoryTask)> {
+        let mut gone = Vec::new();
+        while self
+            .finished
+            .first()
+            .is_some_and(|(at, _)| *at < before || self.finished.len() > keep)
+        {
+            let Some((_, id)) = self.finished.pop_first() else {
+                break;
+            };
+            if let Some(t) = self.map.remove(&id) {
+                gone.push((id, t));
+            }
+        }
+        gone
+    }
+}
+
+impl std::ops::Deref for Tasks {
+    type Target = HashMap<String, MemoryTask>;
+    fn deref(&self) -> &Self::Target {
+        &self.map
+    }
+}
+
+impl std::ops::DerefMut for Tasks {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.map
+    }
+}
+
+impl MemoryStore {
+    /// Forgets the push configs of the tasks in `gone` (forgotten).
+    fn forget_pushes(&self, gone: &[(String, MemoryTask)]) {
+        let mut pushes = self.pushes.lock();
+        if pushes.is_empty() {
+            return;
+        }
+        for (id, _) in gone {
+            let theirs: Vec<(String, String)> = pushes
+                .range((id.clone(), String::new())..)
+                .take_while(|((task, _), _)| task == id)
+                .map(|(key, _)| key.clone())
+                .collect();
+            for key in theirs {
+                pushes.remove(&key);
+            }
+        }
+    }
 }
 
 /// Most [`PushFailure`]s a [`MemoryStore`] keeps.

@@ -27,14 +27,16 @@ impl TaskLog for MemoryStore {
                 snapshot,
                 events,
             } = write;
-            let mut map = self.inner.lock();
+            let mut tasks = self.inner.lock();
             // (one lookup: the map holds every task, and a lookup in it is a cache miss)
-            let t = match map.entry(record.id) {
+            let t = match tasks.map.entry(record.id) {
                 std::collections::hash_map::Entry::Occupied(t) if t.get().state.is_terminal() => {
                     return Err(StoreError::Ended(t.key().clone()))
                 }
                 entry => entry,
             };
+            // (a task this append finishes joins the finished ones)
+            let ends = record.state.is_terminal().then(|| (record.updated_ms, t.key().clone()));
             let t = t.or_insert_with(|| MemoryTask {
                 context_id: record.context_id,
                 owner: record.owner,
@@ -60,6 +62,15 @@ impl TaskLog for MemoryStore {
                 true => Events::packed(&log),
                 false => Events::Open(log),
             };
+            if let Some(ended) = ends {
+                tasks.finished.insert(ended);
+                // past the bound kept, the oldest finished task goes now (freed unlocked)
+                if let Some(keep) = tasks.keep {
+                    let gone = tasks.forget(i64::MIN, keep);
+                    drop(tasks);
+                    self.forget_pushes(&gone);
+                }
+            }
             Ok(seq)
         })
     }
@@ -83,48 +94,17 @@ impl TaskLog for MemoryStore {
     fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
         Box::pin(async move {
             let before = now_ms().saturating_sub(millis(older_than));
-            let mut map = self.inner.lock();
-            // O(tasks) under the lock, not a sort of them all: the (keep + 1)-th most recently
-            // updated finished task is found by partition, and it and every one older go
-            let cutoff: Option<(i64, String)> = {
-                let mut finished: Vec<(i64, &String)> = map
-                    .iter()
-                    .filter(|(_, t)| t.state.is_terminal())
-                    .map(|(id, t)| (t.updated_ms, id))
-                    .collect();
-                (keep < finished.len()).then(|| {
-                    let (_, nth, _) = finished.select_nth_unstable_by(keep, |a, b| b.cmp(a));
-                    (nth.0, nth.1.clone())
-                })
-            };
-            let past = |id: &String, t: &MemoryTask| {
-                t.state.is_terminal()
-                    && (t.updated_ms < before
-                        || cutoff
-                            .as_ref()
-                            .is_some_and(|(at, last)| (t.updated_ms, id.as_str()) <= (*at, last.as_str())))
-            };
-            // moved out, not copied: the tasks kept go back into a new map (with no more room
-            // than they need), the others are freed once the store is unlocked
-            // (`HashMap::extract_if` would do this in place; it is newer than the MSRV)
-            let mut forgotten: Vec<(String, MemoryTask)> = Vec::new();
-            if map.iter().any(|(id, t)| past(id, t)) {
-                for (id, t) in std::mem::take(&mut *map) {
-                    match past(&id, &t) {
-                        true => forgotten.push((id, t)),
-                        false => {
-                            map.insert(id, t);
-                        }
-                    }
-                }
-                // one pass over the configs, whatever the number of tasks forgotten
-                let gone: std::collections::HashSet<&str> = forgotten.iter().map(|(id, _)| id.as_str()).collect();
-                self.pushes.lock().retain(|(task, _), _| !gone.contains(task.as_str()));
-            }
+            let mut tasks = self.inner.lock();
+            // the finished tasks are kept in the order they finished: the ones that go are the
+            // first of them, found without a pass over every task; and from now on each
+            // append that finishes a task keeps to `keep`
+            tasks.keep = Some(keep);
+            let forgotten = tasks.forget(before, keep);
             self.sent.lock().retain(|(_, key), r| {
-                r.at_ms >= before && (key.starts_with(crate::store::E2A_SENT) || map.contains_key(&r.task_id))
+                r.at_ms >= before && (key.starts_with(crate::store::E2A_SENT) || tasks.contains_key(&r.task_id))
             });
-            drop(map);
+            drop(tasks);
+            self.forget_pushes(&forgotten);
             // the tasks' texts are freed with the store unlocked
             let gone = forgotten.len() as u64;
             drop(forgotten);
