@@ -138,6 +138,11 @@ pub struct TurnDone {
 }
 
 impl TurnDone {
+    /// Whether the turn's run goes on in the request's task.
+    fn in_place(&self) -> bool {
+        self.run.is_some()
+    }
+
     /// How the turn ended, once it has: its run driven here first when it runs in place.
     /// (`Err`: the run ended without saying, its store failed or it panicked.)
     async fn told(self) -> Result<Result<Arc<str>, A2aError>, oneshot::error::RecvError> {
@@ -146,12 +151,6 @@ impl TurnDone {
             // a run that panics drops its sender: the send reads its task back, as it would
             // from a run on a task of its own
             let _ = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(run)).await;
-            // the other requests ready go first, as they would have while a run on a task of
-            // its own ended: a busy gateway's answers then go out together, and the kernel
-            // wakes each client once for several (answered one by one as each is read, the
-            // wake-ups cost a third more CPU per send; a gateway with nothing else to do goes
-            // on at once)
-            tokio::task::yield_now().await;
         }
         told.await
     }

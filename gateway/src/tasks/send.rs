@@ -258,7 +258,16 @@ impl Turns {
         caller: &Caller,
     ) -> Result<Arc<str>, A2aError> {
         if let Some(done) = done.filter(|_| blocking) {
+            let in_place = done.in_place();
             if let Ok(Ok(task)) = tokio::time::timeout(self.config.blocking_timeout, done.told()).await {
+                if in_place {
+                    // the other requests ready go first, as they would have while a run on a
+                    // task of its own ended: a busy gateway's answers then go out together,
+                    // and the kernel wakes each client once for several (answered one by one
+                    // as each is read, the wake-ups cost about 3 µs more system time per
+                    // send; a gateway with nothing else to do goes on at once)
+                    tokio::task::yield_now().await;
+                }
                 let task = task?;
                 if history.is_none() {
                     return Ok(task);
