@@ -225,15 +225,7 @@ impl Turns {
             let _permit = permit;
             turn.run(rec, done, &this.log, &this.runs, &this.followers).await;
         });
-        // a blocking send's run goes on in the request's task (`TurnDone::told`); the others
-        // on a task of their own, in the request's trace
-        let run = match t.streaming || t.return_immediately {
-            true => {
-                tokio::spawn(tracing::Instrument::instrument(run, tracing::Span::current()));
-                None
-            }
-            false => Some(DetachOnDrop::boxed(run)),
-        };
+        let run = launch(run, !(t.streaming || t.return_immediately));
         Ok(match rx {
             Some(rx) => SendOutcome::Stream {
                 id: t.task_id.clone(),
@@ -348,6 +340,19 @@ impl Turns {
         }
         Ok(rec)
     }
+}
+
+/// A turn's run: in the request's task when `in_place` (a blocking send's: [`TurnDone::told`]
+/// drives it), else on a task of its own, in the request's trace.
+fn launch(
+    run: Pin<Box<dyn Future<Output = ()> + Send>>,
+    in_place: bool,
+) -> Option<DetachOnDrop<dyn Future<Output = ()> + Send>> {
+    if in_place {
+        return Some(DetachOnDrop::boxed(run));
+    }
+    tokio::spawn(tracing::Instrument::instrument(run, tracing::Span::current()));
+    None
 }
 
 /// The direct `Message` reply of an agent that answered with an `a2a.message` frame.
