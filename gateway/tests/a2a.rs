@@ -515,6 +515,21 @@ async fn a_message_id_deduplicates_the_sends_that_name_a_task() {
 /// another (whatever `message_ids` says).
 /// A client that goes away while its send is starting (the agent slow to answer first) leaves
 /// no claimed task without its run: the turn's start and its run go on, and the task ends.
+/// A `SendMessage` of `text` whose client gives up after `patience`.
+async fn send_and_give_up(base: &str, text: &str, patience: Duration) -> reqwest::Result<reqwest::Response> {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": msg(text)}).to_string();
+    reqwest::Client::builder()
+        .timeout(patience)
+        .build()
+        .expect("client")
+        .post(format!("{base}/a2a"))
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(body)
+        .send()
+        .await
+}
+
 #[tokio::test]
 async fn a_send_whose_client_goes_away_while_it_starts_still_runs_its_task() {
     let slow = r#"{"scenarios": [{"name": "slow", "match": {"text": "slow"}, "steps": [
@@ -524,17 +539,7 @@ async fn a_send_whose_client_goes_away_while_it_starts_still_runs_its_task() {
         Gateway::new(agent, GatewayConfig::default()).with_a2a(A2aConfig::default(), Arc::new(MemoryStore::new()));
     let s = common::serve_crashable(gateway).await;
     let b = s.base.clone();
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": msg("slow")}).to_string();
-    let gone = reqwest::Client::builder()
-        .timeout(Duration::from_millis(100))
-        .build()
-        .expect("client")
-        .post(format!("{b}/a2a"))
-        .header("content-type", "application/json")
-        .header("A2A-Version", "1.0")
-        .body(body)
-        .send()
-        .await;
+    let gone = send_and_give_up(&b, "slow", Duration::from_millis(100)).await;
     assert!(
         gone.is_err(),
         "the client gave up before the agent's first frame: {gone:?}"
@@ -581,17 +586,7 @@ async fn the_run_ends(base: &str) {
 async fn a_blocking_send_whose_client_goes_away_mid_run_still_ends_its_task() {
     let s = slow_run_gateway(A2aConfig::default()).await;
     let b = s.base.clone();
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": msg("slow")}).to_string();
-    let gone = reqwest::Client::builder()
-        .timeout(Duration::from_millis(150))
-        .build()
-        .expect("client")
-        .post(format!("{b}/a2a"))
-        .header("content-type", "application/json")
-        .header("A2A-Version", "1.0")
-        .body(body)
-        .send()
-        .await;
+    let gone = send_and_give_up(&b, "slow", Duration::from_millis(150)).await;
     assert!(
         gone.is_err(),
         "the client gave up before the agent's last frame: {gone:?}"
