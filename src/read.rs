@@ -100,8 +100,8 @@ impl ReadOptions {
     }
 }
 
-/// A message read, with the legacy rules that fired (kept with the rules, in `lenient`).
 pub use crate::fields::member;
+/// A message read, with the legacy rules that fired (kept with the rules, in `lenient`).
 pub use crate::lenient::Read;
 
 /// An E2A message type that the readers know: [`E2AEnvelope`] and [`E2AResponse`].

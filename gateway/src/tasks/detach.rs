@@ -27,10 +27,7 @@ where
 {
     /// `fut`, to be awaited in place (boxed once: it never moves again, here or in its task).
     pub(super) fn new(fut: F) -> Self {
-        DetachOnDrop {
-            fut: Some(Box::pin(fut)),
-            span: tracing::Span::current(),
-        }
+        Self::boxed(Box::pin(fut))
     }
 }
 

@@ -78,12 +78,6 @@ impl std::ops::Deref for Tasks {
     }
 }
 
-impl std::ops::DerefMut for Tasks {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.map
-    }
-}
-
 impl MemoryStore {
     /// Forgets the push configs of the tasks in `gone` (forgotten).
     fn forget_pushes(&self, gone: &[(String, MemoryTask)]) {

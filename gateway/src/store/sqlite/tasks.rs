@@ -175,17 +175,17 @@ impl TaskLog for SqliteStore {
         // the tasks that go, found once (a sort of the finished tasks) into a table of the
         // connection's own, which each delete then reads (not the sort again, once a delete)
         let found = [format!(
-                "INSERT INTO temp.e2a_forgotten SELECT id FROM a2a_tasks WHERE state IN ({finished}) AND (updated_ms < ?1
-                   OR id NOT IN (SELECT id FROM a2a_tasks WHERE state IN ({finished}) ORDER BY updated_ms DESC LIMIT ?2))"
+            "INSERT INTO temp.e2a_forgotten SELECT id FROM a2a_tasks WHERE state IN ({finished}) AND (updated_ms < ?1
+               OR id NOT IN (SELECT id FROM a2a_tasks WHERE state IN ({finished}) ORDER BY updated_ms DESC LIMIT ?2))"
         )];
         let gone = "SELECT id FROM temp.e2a_forgotten";
-        // the task rows last: their count is how many went
+        // the task rows last: their count is how many went (these take no parameters)
         let [entries, leases] = journal::forget(Kind::Task, &format!("IN ({gone})"));
         let deletes = [
-            format!("DELETE FROM a2a_push WHERE task_id IN ({gone}) AND ?1 = ?1 AND ?2 = ?2"),
-            format!("{entries} AND ?1 = ?1 AND ?2 = ?2"),
-            format!("{leases} AND ?1 = ?1 AND ?2 = ?2"),
-            format!("DELETE FROM a2a_tasks WHERE id IN ({gone}) AND ?1 = ?1 AND ?2 = ?2"),
+            format!("DELETE FROM a2a_push WHERE task_id IN ({gone})"),
+            entries,
+            leases,
+            format!("DELETE FROM a2a_tasks WHERE id IN ({gone})"),
         ];
         // then what callers sent, as old as the tasks forgotten or of a task no longer kept,
         // and the push failures as old (`?2` is bound and unused: every statement takes the
@@ -196,19 +196,21 @@ impl TaskLog for SqliteStore {
                   AND ?2 >= 0"
             ),
             "DELETE FROM a2a_push_failures WHERE at_ms < ?1 AND ?2 >= 0".to_string(),
-            "DELETE FROM temp.e2a_forgotten WHERE ?1 = ?1 AND ?2 = ?2".to_string(),
         ];
         // a finished task has no lease: no `?3`
         Box::pin(self.write(move |tx| {
-            tx.execute_batch(
-                "CREATE TEMP TABLE IF NOT EXISTS e2a_forgotten (id TEXT PRIMARY KEY) WITHOUT ROWID;
-                 DELETE FROM temp.e2a_forgotten;",
-            )
-            .map_err(backend)?;
+            let forgotten = "CREATE TEMP TABLE IF NOT EXISTS e2a_forgotten (id TEXT PRIMARY KEY) WITHOUT ROWID;
+                 DELETE FROM temp.e2a_forgotten;";
+            tx.execute_batch(forgotten).map_err(backend)?;
             prune(tx, &found, older_than, keep, false)?;
-            let gone = prune(tx, &deletes, older_than, keep, false)?;
+            let mut gone = 0;
+            for sql in &deletes {
+                gone = tx.execute(sql, []).map_err(backend)?;
+            }
             prune(tx, &after, older_than, keep, false)?;
-            Ok(gone)
+            // (the ids go too, not kept in the connection until the next prune)
+            tx.execute("DELETE FROM temp.e2a_forgotten", []).map_err(backend)?;
+            Ok(u64::try_from(gone).unwrap_or(0))
         }))
     }
 }
