@@ -10,11 +10,13 @@ use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 /// the allocator to its embedder, the binary picks this one. Built without transparent huge
 /// pages (`no_thp`): as the memory store grows, the kernel zeroing and splitting 2 MiB pages
 /// for mimalloc's arenas took about a fifth of a busy A2A server's CPU (`clear_page_erms`).
+/// Reached through [`allocator::MiMalloc`], which asks for an alignment only when one is needed.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::MiMalloc = allocator::MiMalloc;
 
 mod acp;
 mod agent;
+mod allocator;
 mod config;
 mod convert;
 mod demo;
