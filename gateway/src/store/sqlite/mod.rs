@@ -1,8 +1,10 @@
 //! The embedded SQLite store (`rusqlite`, SQLite bundled): tasks, runs and their logs (the
 //! journal) in one file, in WAL mode, each append committed before it is acknowledged — a gateway killed at any point
 //! restarts on the same file with every event it had acknowledged. Writes go through one
-//! writer thread that commits what is queued together (the `writer` module).
+//! writer thread that commits what is queued together (the `writer` module); a file's WAL is
+//! copied back into it by a thread of its own (the `checkpoint` module).
 
+mod checkpoint;
 mod journal;
 mod nonces;
 mod pauses;
@@ -102,6 +104,8 @@ pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     /// Every write goes through the one writer (group commit).
     writer: std::sync::mpsc::Sender<writer::Job>,
+    /// A file's checkpointer (none for a store in memory).
+    _checkpointer: Option<checkpoint::Checkpointer>,
     path: PathBuf,
 }
 
@@ -119,7 +123,9 @@ impl SqliteStore {
     /// Opens (or creates) the store in file `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let conn = Connection::open(path).map_err(|e| StoreError::Backend(format!("{}: {e}", path.display())))?;
-        Self::init(conn, path.to_path_buf())
+        let mut store = Self::init(conn, path.to_path_buf())?;
+        store._checkpointer = Some(checkpoint::start(path)?);
+        Ok(store)
     }
 
     /// A store in memory (for tests).
@@ -164,6 +170,7 @@ impl SqliteStore {
         let conn = Arc::new(Mutex::new(conn));
         Ok(SqliteStore {
             writer: writer::start(conn.clone())?,
+            _checkpointer: None,
             conn,
             path,
         })
