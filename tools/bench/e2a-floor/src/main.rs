@@ -22,8 +22,12 @@ use e2a::stream::{ResponseStream, StreamValidator};
 use e2a::{E2AEnvelope, ReadOptions};
 use serde_json::json;
 
+/// `e2a serve`'s allocator, its own module.
+#[path = "../../../../cli/src/allocator.rs"]
+mod allocator;
+
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: allocator::MiMalloc = allocator::MiMalloc;
 
 /// The echo agent's answer to `body` (the gateway's `EchoAgent`, frame for frame).
 fn answer(body: &[u8]) -> Result<String, String> {
