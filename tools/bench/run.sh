@@ -111,6 +111,8 @@ printf '#case\tserver\tround\trps\tp50_ms\tp99_ms\tcpu_us_per_req\trequests\terr
 PIDS=()
 cleanup() {
   local pid
+  # (a server stopped between its rounds, see `run_only`, is continued to take the TERM)
+  for pid in "${PIDS[@]}"; do kill -CONT "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -186,18 +188,32 @@ run_load() {
 }
 
 # rounds CASE NAME:PORT:PID ...: warms each server up, then ROUNDS rounds of A B A B ...
+# run_only PID NAME:PORT:PID...: the server PID runs, the case's others are stopped (SIGSTOP)
+# until their own turn: an idle server's periodic work (a store's prune, a sweep) then runs in
+# its own rounds, on its own account, not on the core of the server being measured.
+run_only() {
+  local only=$1 s name port pid
+  shift
+  for s in "$@"; do
+    IFS=: read -r name port pid <<<"$s"
+    if [[ $pid == "$only" ]]; then kill -CONT "$pid"; else kill -STOP "$pid"; fi 2>/dev/null || true
+  done
+}
+
 rounds() {
   local case=$1
   shift
   local s name port pid r t0 t1 m0 m1 out req cpu_us srv_pct other_pct epr cpu_frame
   for s in "$@"; do
     IFS=: read -r name port pid <<<"$s"
+    run_only "$pid" "$@"
     log "case $case: warming up $name (${WARMUP}s)"
     run_load "$port" "$WARMUP" >/dev/null
   done
   for r in $(seq "$ROUNDS"); do
     for s in "$@"; do
       IFS=: read -r name port pid <<<"$s"
+      run_only "$pid" "$@"
       m0=$(machine_busy)
       t0=$(cpu_ticks "$pid")
       out=$(run_load "$port" "$SECS")
@@ -223,6 +239,10 @@ rounds() {
         "$other_pct" "${epr:--}" "$cpu_frame" >>"$RESULTS"
       log "case $case round $r/$ROUNDS $name: $out cpu_us_per_req=$cpu_us cpu_us_per_frame=$cpu_frame server_cpu=${srv_pct}% other_load=${other_pct}%"
     done
+  done
+  for s in "$@"; do
+    IFS=: read -r name port pid <<<"$s"
+    kill -CONT "$pid" 2>/dev/null || true
   done
 }
 
