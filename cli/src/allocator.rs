@@ -29,32 +29,41 @@ fn plain(size: usize, align: usize) -> bool {
     align <= PLAIN_ALIGN && align <= size
 }
 
+/// A block for `layout` from `plain_call` (of a size) when its alignment suffices, else from
+/// `aligned_call` (of a size and an alignment).
+///
+/// # Safety
+/// `plain_call` and `aligned_call` are mimalloc's allocation calls of those arguments.
+#[inline]
+unsafe fn allocate(
+    layout: Layout,
+    plain_call: unsafe extern "C" fn(usize) -> *mut c_void,
+    aligned_call: unsafe extern "C" fn(usize, usize) -> *mut c_void,
+) -> *mut u8 {
+    // SAFETY: the caller's calls, with the layout's size (and alignment)
+    unsafe {
+        if plain(layout.size(), layout.align()) {
+            plain_call(layout.size()).cast()
+        } else {
+            aligned_call(layout.size(), layout.align()).cast()
+        }
+    }
+}
+
 // SAFETY: every block comes from mimalloc and goes back to it (`mi_free` takes blocks of the
 // plain and of the aligned calls alike); a block from a plain call is aligned as its layout
 // asks, by `plain`'s rule; every other request passes its alignment to mimalloc.
 unsafe impl GlobalAlloc for MiMalloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: plain C allocation calls, with the layout's size (and alignment)
-        unsafe {
-            if plain(layout.size(), layout.align()) {
-                mi::mi_malloc(layout.size()).cast()
-            } else {
-                mi::mi_malloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        // SAFETY: mimalloc's allocation calls, with the layout's size (and alignment)
+        unsafe { allocate(layout, mi::mi_malloc, mi::mi_malloc_aligned) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as `alloc`
-        unsafe {
-            if plain(layout.size(), layout.align()) {
-                mi::mi_zalloc(layout.size()).cast()
-            } else {
-                mi::mi_zalloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        unsafe { allocate(layout, mi::mi_zalloc, mi::mi_zalloc_aligned) }
     }
 
     #[inline]

@@ -49,7 +49,7 @@ pub(super) fn start(path: &Path) -> Result<Checkpointer, StoreError> {
 }
 
 /// One `PASSIVE` checkpoint: the WAL's frames and how many of them are in the database now.
-pub(super) fn checkpoint(conn: &Connection) -> Result<(i64, i64), StoreError> {
+fn checkpoint(conn: &Connection) -> Result<(i64, i64), StoreError> {
     conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(1)?, r.get(2)?)))
         .map_err(backend)
 }
@@ -59,8 +59,8 @@ mod tests {
     use super::super::{backend, SqliteStore};
 
     /// What the writer commits reaches the database file without the writer checkpointing:
-    /// 4 MiB, far under the writer's own bound (32 MiB of WAL), are in the file within a few
-    /// of the checkpointer's periods.
+    /// 4 MiB, far under the writer's own bound (32 MiB of WAL), are in the file soon (within
+    /// ten seconds, for a busy test machine; a few of the checkpointer's periods when idle).
     #[tokio::test]
     async fn a_files_wal_is_copied_into_it_off_the_writer() {
         let dir = tempfile::tempdir().expect("dir");
@@ -79,7 +79,7 @@ mod tests {
             .await
             .expect("written");
         let in_file = || std::fs::metadata(&path).map_or(0, |m| m.len());
-        for _ in 0..50 {
+        for _ in 0..400 {
             if in_file() >= 4 << 20 {
                 return;
             }
