@@ -508,13 +508,6 @@ async fn a_message_id_deduplicates_the_sends_that_name_a_task() {
     );
 }
 
-/// With `[a2a] message_ids = "always"`, a message sent twice (a retry) gets the task of the
-/// first send, without running the agent again — on both bindings, streaming too, and after a
-/// restart on the same SQLite file; the same messageId with other content is refused; an
-/// `Idempotency-Key` on HTTP+JSON gets the first answer for the same request and `409` for
-/// another (whatever `message_ids` says).
-/// A client that goes away while its send is starting (the agent slow to answer first) leaves
-/// no claimed task without its run: the turn's start and its run go on, and the task ends.
 /// A `SendMessage` of `text` whose client gives up after `patience`.
 async fn send_and_give_up(base: &str, text: &str, patience: Duration) -> reqwest::Result<reqwest::Response> {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": msg(text)}).to_string();
@@ -530,6 +523,13 @@ async fn send_and_give_up(base: &str, text: &str, patience: Duration) -> reqwest
         .await
 }
 
+/// With `[a2a] message_ids = "always"`, a message sent twice (a retry) gets the task of the
+/// first send, without running the agent again — on both bindings, streaming too, and after a
+/// restart on the same SQLite file; the same messageId with other content is refused; an
+/// `Idempotency-Key` on HTTP+JSON gets the first answer for the same request and `409` for
+/// another (whatever `message_ids` says).
+/// A client that goes away while its send is starting (the agent slow to answer first) leaves
+/// no claimed task without its run: the turn's start and its run go on, and the task ends.
 #[tokio::test]
 async fn a_send_whose_client_goes_away_while_it_starts_still_runs_its_task() {
     let slow = r#"{"scenarios": [{"name": "slow", "match": {"text": "slow"}, "steps": [

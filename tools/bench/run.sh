@@ -187,7 +187,6 @@ run_load() {
     "${HDRS[@]}" -c "$CONN" -d "$secs" --mode "$MODE" "${CHECKS[@]}" "${LOAD_EXTRA[@]}" 2>>"$WORK/loadgen.err"
 }
 
-# rounds CASE NAME:PORT:PID ...: warms each server up, then ROUNDS rounds of A B A B ...
 # run_only PID NAME:PORT:PID...: the server PID runs, the case's others are stopped (SIGSTOP)
 # until their own turn: an idle server's periodic work (a store's prune, a sweep) then runs in
 # its own rounds, on its own account, not on the core of the server being measured.
@@ -200,6 +199,7 @@ run_only() {
   done
 }
 
+# rounds CASE NAME:PORT:PID ...: warms each server up, then ROUNDS rounds of A B A B ...
 rounds() {
   local case=$1
   shift
