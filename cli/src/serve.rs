@@ -85,6 +85,10 @@ pub struct ServeArgs {
     /// store.max_finished_tasks; default 100000].
     #[arg(long)]
     pub max_finished_tasks: Option<u64>,
+    /// MiB the finished A2A tasks of a `memory` store may take (the least recently updated are
+    /// forgotten first, never the last to finish) [key store.max_memory_task_mib; default 512].
+    #[arg(long)]
+    pub max_memory_task_mib: Option<u64>,
     /// Hours an ended E2A or AG-UI run (its frames, its Idempotency-Key record) is kept in a
     /// store that keeps runs (sqlite:, postgres:), for Last-Event-ID and the run resource [key
     /// store.run_retention_hours; default 168].
@@ -156,6 +160,7 @@ pub const FLAG_KEYS: &[(&str, &str)] = &[
     ("lease_secs", "/store/lease_secs"),
     ("task_retention_hours", "/store/task_retention_hours"),
     ("max_finished_tasks", "/store/max_finished_tasks"),
+    ("max_memory_task_mib", "/store/max_memory_task_mib"),
     ("run_retention_hours", "/store/run_retention_hours"),
     ("max_finished_runs", "/store/max_finished_runs"),
     ("a2a_path", "/a2a/path"),
@@ -206,6 +211,7 @@ impl ServeArgs {
             ("lease_secs", self.lease_secs.map(Into::into)),
             ("task_retention_hours", self.task_retention_hours.map(Into::into)),
             ("max_finished_tasks", self.max_finished_tasks.map(Into::into)),
+            ("max_memory_task_mib", self.max_memory_task_mib.map(Into::into)),
             ("run_retention_hours", self.run_retention_hours.map(Into::into)),
             ("max_finished_runs", self.max_finished_runs.map(Into::into)),
             ("a2a_path", self.a2a_path.clone().map(Into::into)),

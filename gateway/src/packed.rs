@@ -31,6 +31,11 @@ impl Packed {
         self.ends.len()
     }
 
+    /// The bytes the texts take, with where each ends.
+    pub(crate) fn bytes(&self) -> usize {
+        self.text.len() + std::mem::size_of_val::<[usize]>(&self.ends)
+    }
+
     /// Text `i` (0-based).
     pub(crate) fn get(&self, i: usize) -> Option<&str> {
         let start = match i.checked_sub(1) {

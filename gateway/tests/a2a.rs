@@ -13,7 +13,7 @@ use e2a_gateway::bindings::a2a::A2aConfig;
 use e2a_gateway::store::SqliteStore;
 use e2a_gateway::store::{Leases, MemoryStore, RunStore, Sends, StoreNotice, Stores, TaskLog};
 use e2a_gateway::store::{PgOptions, PgStore};
-use e2a_gateway::store::{SentRecord, StoreError, TaskAppend, TaskQuery, TaskRecord};
+use e2a_gateway::store::{SentRecord, StoreError, TaskAppend, TaskQuery, TaskRecord, TaskRetention};
 use e2a_gateway::{Auth, Gateway, GatewayConfig};
 use serde_json::{json, Value};
 
@@ -1706,7 +1706,10 @@ async fn forgets_finished_tasks(store: Stores) {
     {
         // by age
         let aged = A2aConfig {
-            task_retention: Duration::from_millis(300),
+            retention: TaskRetention {
+                max_age: Duration::from_millis(300),
+                ..TaskRetention::default()
+            },
             ..A2aConfig::default()
         };
         let s = serve(GatewayConfig::default(), aged, store.clone()).await;
@@ -1727,9 +1730,12 @@ async fn forgets_finished_tasks(store: Stores) {
         drop(s);
         // by count: the two most recent stay
         let counted = A2aConfig {
-            max_finished_tasks: 2,
-            // (swept every quarter of it)
-            task_retention: Duration::from_secs(8),
+            retention: TaskRetention {
+                max_tasks: 2,
+                // (swept every quarter of it)
+                max_age: Duration::from_secs(8),
+                ..TaskRetention::default()
+            },
             ..A2aConfig::default()
         };
         let s = serve(GatewayConfig::default(), counted, store.clone()).await;

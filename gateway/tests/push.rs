@@ -16,7 +16,8 @@ use e2a_gateway::backends::ScriptAgent;
 use e2a_gateway::bindings::a2a::A2aConfig;
 use e2a_gateway::push::{PushPolicy, TargetPolicy};
 use e2a_gateway::store::{
-    MemoryStore, PushFailure, PushProgress, PushRecord, PushStore, SqliteStore, Stores, TaskAppend, TaskLog, TaskRecord,
+    MemoryStore, PushFailure, PushProgress, PushRecord, PushStore, SqliteStore, Stores, TaskAppend, TaskLog,
+    TaskRecord, TaskRetention,
 };
 use e2a_gateway::{Gateway, GatewayConfig};
 use parking_lot::Mutex;
@@ -64,6 +65,15 @@ async fn task_in(store: &dyn TaskLog, id: &str, state: &str, updated_ms: i64, n:
             .append(TaskAppend::new(rec.clone(), &ev, i == 0))
             .await
             .expect("append");
+    }
+}
+
+/// A retention keeping the `n` most recent finished tasks of the last hour.
+fn kept(n: usize) -> TaskRetention {
+    TaskRetention {
+        max_age: Duration::from_secs(3_600),
+        max_tasks: n,
+        ..TaskRetention::default()
     }
 }
 
@@ -179,7 +189,7 @@ async fn push_store_contract(store: &(impl TaskLog + PushStore)) {
         let list = store.list_pushes(id).await.expect("list");
         list.into_iter().map(|r| r.id).collect::<Vec<_>>()
     };
-    let gone = store.prune_tasks(Duration::from_secs(3_600), 1).await.expect("prune");
+    let gone = store.prune_tasks(kept(1)).await.expect("prune");
     assert_eq!(gone, 2, "{}", store.name());
     for id in ["done-old", "done-mid"] {
         assert_eq!(store.get(id).await.expect("get"), None, "{}: {id}", store.name());
@@ -913,10 +923,7 @@ async fn a_memory_store_forgets_its_oldest_finished_tasks_as_new_ones_finish() {
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
         .as_millis() as i64;
-    assert_eq!(
-        store.prune_tasks(Duration::from_secs(3_600), 2).await.expect("prune"),
-        0
-    );
+    assert_eq!(store.prune_tasks(kept(2)).await.expect("prune"), 0);
     task_in(&store, "working", "TASK_STATE_WORKING", now - 10_000, 1).await;
     store
         .put_push(config("done-0", "p", "https://hooks.example.com/p"), 1)
@@ -933,10 +940,70 @@ async fn a_memory_store_forgets_its_oldest_finished_tasks_as_new_ones_finish() {
         assert!(store.get(id).await.expect("get").is_some(), "{id}");
     }
     // the bound is the last one asked for
-    assert_eq!(
-        store.prune_tasks(Duration::from_secs(3_600), 1).await.expect("prune"),
-        1
-    );
+    assert_eq!(store.prune_tasks(kept(1)).await.expect("prune"), 1);
     assert_eq!(store.get("done-3").await.expect("get"), None);
     assert!(store.get("done-4").await.expect("get").is_some());
+}
+
+/// A task of `chunks` artifact chunks of 1 kB each, then completed, last updated at `at_ms`.
+async fn long_task(store: &dyn TaskLog, id: &str, at_ms: i64, chunks: usize) {
+    let mut rec = TaskRecord {
+        id: id.into(),
+        context_id: "c".into(),
+        owner: None,
+        state: "TASK_STATE_WORKING".parse().expect("state"),
+        task: e2a::types::A2aTask::new(id, "c", "TASK_STATE_WORKING".parse().expect("state")),
+        last_seq: 0,
+        snapshot_seq: 0,
+        created_ms: 1,
+        updated_ms: at_ms,
+    };
+    let chunk = "x".repeat(1_000);
+    for i in 0..chunks {
+        let ev = json!({"artifactUpdate": {"taskId": id, "contextId": "c", "append": i > 0,
+            "artifact": {"artifactId": "a", "parts": [{"text": chunk}]}}});
+        store
+            .append(TaskAppend::new(rec.clone(), &ev, i == 0))
+            .await
+            .expect("append");
+    }
+    rec.state = "TASK_STATE_COMPLETED".parse().expect("state");
+    let ev = json!({"statusUpdate": {"taskId": id, "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}});
+    store.append(TaskAppend::new(rec, &ev, true)).await.expect("append");
+}
+
+/// A memory store keeps its finished tasks within their byte bound as they finish: the oldest
+/// go first, counted by what their events take, and the last to finish stays whatever its size.
+#[tokio::test]
+async fn a_memory_store_keeps_its_finished_tasks_within_their_bytes() {
+    let store = MemoryStore::new();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    // a task of 100 chunks takes a little over 100 kB: two fit in 250 kB, three do not
+    let bound = |bytes| TaskRetention {
+        max_memory_bytes: bytes,
+        ..kept(100)
+    };
+    assert_eq!(store.prune_tasks(bound(250_000)).await.expect("prune"), 0);
+    task_in(&store, "working", "TASK_STATE_WORKING", now - 10_000, 1).await;
+    for i in 0..4 {
+        long_task(&store, &format!("long-{i}"), now - 5_000 + i, 100).await;
+    }
+    for id in ["long-0", "long-1"] {
+        assert_eq!(store.get(id).await.expect("get"), None, "{id}");
+    }
+    for id in ["long-2", "long-3", "working"] {
+        assert!(store.get(id).await.expect("get").is_some(), "{id}");
+    }
+    assert_eq!(store.events_after("long-3", 0).await.expect("events").len(), 101);
+    // a bound smaller than one task: the last to finish stays, alone
+    assert_eq!(store.prune_tasks(bound(1_000)).await.expect("prune"), 1);
+    assert!(store.get("long-3").await.expect("get").is_some());
+    long_task(&store, "long-4", now - 4_000, 100).await;
+    assert_eq!(store.get("long-3").await.expect("get"), None);
+    assert_eq!(store.events_after("long-4", 0).await.expect("events").len(), 101);
+    // tasks still working are never counted
+    assert!(store.get("working").await.expect("get").is_some());
 }

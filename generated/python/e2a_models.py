@@ -1443,6 +1443,10 @@ class StoreSettings(BaseModel):
         100000,
         description='Most finished A2A tasks kept (flag `--max-finished-tasks`).',
     )
+    max_memory_task_mib: conint(ge=1) = Field(
+        512,
+        description='MiB the finished A2A tasks of the in-memory store (`memory`) may take, their snapshots and events as kept: past it the least recently finished go first, as past `max_finished_tasks`, though never the last to finish (flag `--max-memory-task-mib`). A streamed answer of 2,000 chunks keeps about 0.5 MiB. Stores on disk are bound by `max_finished_tasks` and `task_retention_hours` alone.',
+    )
     pool: conint(ge=1) = Field(
         16, description='Most connections to a `postgres:` store (flag `--store-pool`).'
     )

@@ -4839,6 +4839,9 @@ pub struct StoreSettings {
     ///Most finished A2A tasks kept (flag `--max-finished-tasks`).
     #[serde(default = "defaults::default_u64::<u64, 100000>")]
     pub max_finished_tasks: u64,
+    ///MiB the finished A2A tasks of the in-memory store (`memory`) may take, their snapshots and events as kept: past it the least recently finished go first, as past `max_finished_tasks`, though never the last to finish (flag `--max-memory-task-mib`). A streamed answer of 2,000 chunks keeps about 0.5 MiB. Stores on disk are bound by `max_finished_tasks` and `task_retention_hours` alone.
+    #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 512>")]
+    pub max_memory_task_mib: ::std::num::NonZeroU64,
     ///Most connections to a `postgres:` store (flag `--store-pool`).
     #[serde(default = "defaults::default_nzu64::<::std::num::NonZeroU64, 16>")]
     pub pool: ::std::num::NonZeroU64,
@@ -4859,6 +4862,10 @@ impl ::std::default::Default for StoreSettings {
             lease_secs: defaults::default_nzu64::<::std::num::NonZeroU64, 30>(),
             max_finished_runs: defaults::default_u64::<u64, 100000>(),
             max_finished_tasks: defaults::default_u64::<u64, 100000>(),
+            max_memory_task_mib: defaults::default_nzu64::<
+                ::std::num::NonZeroU64,
+                512,
+            >(),
             pool: defaults::default_nzu64::<::std::num::NonZeroU64, 16>(),
             run_retention_hours: defaults::default_u64::<u64, 168>(),
             task_retention_hours: defaults::default_u64::<u64, 168>(),
@@ -8685,6 +8692,8 @@ impl crate::write::WriteJson for StoreSettings {
         w.value(&self.max_finished_runs);
         w.key(&mut first, "\"max_finished_tasks\":");
         w.value(&self.max_finished_tasks);
+        w.key(&mut first, "\"max_memory_task_mib\":");
+        w.serde(&self.max_memory_task_mib);
         w.key(&mut first, "\"pool\":");
         w.serde(&self.pool);
         w.key(&mut first, "\"run_retention_hours\":");
@@ -11621,7 +11630,7 @@ impl StoreSettings {
     pub fn into_object(
         self,
     ) -> ::serde_json::Map<::std::string::String, ::serde_json::Value> {
-        let mut m = ::serde_json::Map::with_capacity(8);
+        let mut m = ::serde_json::Map::with_capacity(9);
         if let Some(v) = self.ca_file {
             m.insert("ca_file".into(), ::serde_json::Value::String(v));
         }
@@ -11636,6 +11645,11 @@ impl StoreSettings {
         m.insert(
             "max_finished_tasks".into(),
             ::serde_json::Value::from(self.max_finished_tasks),
+        );
+        m.insert(
+            "max_memory_task_mib".into(),
+            ::serde_json::to_value(&self.max_memory_task_mib)
+                .unwrap_or(::serde_json::Value::Null),
         );
         m.insert(
             "pool".into(),

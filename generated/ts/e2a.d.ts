@@ -2713,6 +2713,10 @@ export interface StoreSettings {
    */
   max_finished_tasks?: number;
   /**
+   * MiB the finished A2A tasks of the in-memory store (`memory`) may take, their snapshots and events as kept: past it the least recently finished go first, as past `max_finished_tasks`, though never the last to finish (flag `--max-memory-task-mib`). A streamed answer of 2,000 chunks keeps about 0.5 MiB. Stores on disk are bound by `max_finished_tasks` and `task_retention_hours` alone.
+   */
+  max_memory_task_mib?: number;
+  /**
    * Most connections to a `postgres:` store (flag `--store-pool`).
    */
   pool?: number;

@@ -12,7 +12,7 @@ use tracing::Instrument;
 use super::{
     FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, RunPage, RunQuery, RunSummary, SentRecord,
     SessionPage, SessionQuery, SessionRecord, StoreError, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage,
-    TaskQuery, TaskRecord,
+    TaskQuery, TaskRecord, TaskRetention,
 };
 use super::{Leases, Nonces, PauseStore, PushStore, RunStore, Sends, SessionStore, Stores, TaskLog};
 use crate::agent::{PauseError, PauseFuture};
@@ -94,8 +94,8 @@ impl TaskLog for Metered<dyn TaskLog> {
         self.timed("list", self.inner.list(query))
     }
 
-    fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
-        self.timed("prune_tasks", self.inner.prune_tasks(older_than, keep))
+    fn prune_tasks(&self, retention: TaskRetention) -> StoreFuture<'_, u64> {
+        self.timed("prune_tasks", self.inner.prune_tasks(retention))
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::{
     FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, RunPage, RunQuery, RunSummary, SentRecord,
     SessionPage, SessionQuery, SessionRecord, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery,
-    TaskRecord,
+    TaskRecord, TaskRetention,
 };
 
 /// The task log (A2A tasks): each task's record and its numbered events, written together.
@@ -42,11 +42,12 @@ pub trait TaskLog: Send + Sync + 'static {
     /// Tasks matching `query`, most recently updated first.
     fn list(&self, query: TaskQuery) -> StoreFuture<'_, TaskPage>;
 
-    /// Forgets the finished tasks (completed, failed, canceled, rejected) last updated longer
-    /// than `older_than` ago, and all but the `keep` most recently updated finished tasks,
-    /// with their events and push configs; returns how many went. Default: none.
-    fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
-        let _ = (older_than, keep);
+    /// Forgets the finished tasks (completed, failed, canceled, rejected) past `retention`
+    /// (last updated longer than `max_age` ago, beyond the `max_tasks` most recently updated,
+    /// and, in a store that keeps them in memory, beyond `max_memory_bytes`), with their events
+    /// and push configs; returns how many went. Default: none.
+    fn prune_tasks(&self, retention: TaskRetention) -> StoreFuture<'_, u64> {
+        let _ = retention;
         Box::pin(async { Ok(0) })
     }
 }

@@ -13,7 +13,7 @@ use super::config::A2aConfig;
 use super::feed::Followers;
 use super::live::LiveRuns;
 use super::log::TaskLog;
-use crate::store::{StoreNotice, Stores};
+use crate::store::{StoreNotice, Stores, TaskRetention};
 
 /// What the cluster duties work on: the store (its leases' orphans and notices, its finished
 /// tasks), the task log (orphans are settled there), the followers and runs of this gateway
@@ -23,10 +23,8 @@ pub(crate) struct Cluster {
     log: Arc<TaskLog>,
     followers: Arc<Followers>,
     runs: Arc<LiveRuns>,
-    /// How long a finished task is kept.
-    retention: Duration,
-    /// Most finished tasks kept.
-    max_finished: usize,
+    /// Which finished tasks are kept.
+    retention: TaskRetention,
 }
 
 impl Cluster {
@@ -43,8 +41,7 @@ impl Cluster {
             log,
             followers,
             runs,
-            retention: config.task_retention,
-            max_finished: config.max_finished_tasks,
+            retention: config.retention,
         }
     }
 
@@ -72,7 +69,7 @@ impl Cluster {
 
     /// Forgets the finished tasks past the retention window or beyond the count.
     async fn forget_finished(&self) {
-        match self.store.tasks.prune_tasks(self.retention, self.max_finished).await {
+        match self.store.tasks.prune_tasks(self.retention).await {
             Ok(0) => {}
             Ok(n) => tracing::debug!(forgotten = n, "finished tasks past the retention forgotten"),
             Err(e) => tracing::warn!(error = %e, "cannot forget finished tasks"),

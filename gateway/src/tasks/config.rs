@@ -89,11 +89,10 @@ pub struct A2aConfig {
     /// Longest time a blocking `SendMessage` waits for the task to end or pause (it then
     /// answers with the task as it is).
     pub blocking_timeout: std::time::Duration,
-    /// How long a finished task (completed, failed, canceled, rejected) and its events are
-    /// kept after its last update; then the store forgets it.
-    pub task_retention: std::time::Duration,
-    /// Most finished tasks kept (the least recently updated go first).
-    pub max_finished_tasks: usize,
+    /// Which finished tasks (completed, failed, canceled, rejected) are kept with their
+    /// events: how long after their last update, how many, and how many bytes of them in a
+    /// store in memory (the least recently updated go first).
+    pub retention: crate::store::TaskRetention,
     /// Most parts in one message (a message of many tiny parts costs far more in memory than
     /// its bytes).
     pub max_parts: usize,
@@ -125,8 +124,7 @@ impl Default for A2aConfig {
             card: CardInfo::default(),
             card_max_age: 300,
             blocking_timeout: std::time::Duration::from_secs(600),
-            task_retention: std::time::Duration::from_secs(7 * 24 * 3600),
-            max_finished_tasks: 100_000,
+            retention: crate::store::TaskRetention::default(),
             max_parts: 1_000,
             grpc: true,
             push: crate::tasks::push::PushPolicy::default(),

@@ -242,7 +242,7 @@ impl TaskService {
             tokio::spawn(cluster::pass_on_notices(Arc::downgrade(&self.cluster), notices));
         }
         let config = self.mount.config();
-        let every = crate::store::prune_every(config.task_retention, Duration::from_secs(60));
+        let every = crate::store::prune_every(config.retention.max_age, Duration::from_secs(60));
         tokio::spawn(cluster::forget_finished(Arc::downgrade(&self.cluster), every));
         if config.push.enabled {
             tokio::spawn(push::run_outbox(Arc::downgrade(&self.pusher)));

@@ -44,26 +44,37 @@ struct Tasks {
     map: HashMap<String, MemoryTask>,
     /// The finished tasks by when they finished (their last update), oldest first.
     finished: std::collections::BTreeSet<(i64, String)>,
-    /// How many finished tasks the store keeps: the bound the last `prune_tasks` asked for,
-    /// which each append that finishes a task keeps to from then on (the oldest forgotten as
-    /// new ones finish, not by a sweep of every task).
-    keep: Option<usize>,
+    /// What the finished tasks take ([`MemoryTask::weight`]), in all.
+    finished_bytes: usize,
+    /// How many finished tasks the store keeps, and how many bytes of them: the bounds the
+    /// last `prune_tasks` asked for, which each append that finishes a task keeps to from then
+    /// on (the oldest forgotten as new ones finish, not by a sweep of every task).
+    keep: Option<Keep>,
+}
+
+/// How many finished tasks a [`MemoryStore`] keeps, and how many bytes of them.
+#[derive(Debug, Clone, Copy)]
+struct Keep {
+    tasks: usize,
+    bytes: usize,
 }
 
 impl Tasks {
     /// Forgets the finished tasks that finished before `before` (ms since the epoch) and the
-    /// oldest of those past `keep`; returns them, to be freed once the store is unlocked.
-    fn forget(&mut self, before: i64, keep: usize) -> Vec<(String, MemoryTask)> {
+    /// oldest of those past `keep` (the last to finish is kept whatever its size); returns
+    /// them, to be freed once the store is unlocked.
+    fn forget(&mut self, before: i64, keep: Keep) -> Vec<(String, MemoryTask)> {
         let mut gone = Vec::new();
-        while self
-            .finished
-            .first()
-            .is_some_and(|(at, _)| *at < before || self.finished.len() > keep)
-        {
+        while self.finished.first().is_some_and(|(at, _)| {
+            *at < before
+                || self.finished.len() > keep.tasks
+                || (self.finished_bytes > keep.bytes && self.finished.len() > 1)
+        }) {
             let Some((_, id)) = self.finished.pop_first() else {
                 break;
             };
             if let Some(t) = self.map.remove(&id) {
+                self.finished_bytes = self.finished_bytes.saturating_sub(t.weight(&id));
                 gone.push((id, t));
             }
         }
@@ -151,6 +162,15 @@ impl Events {
         }
     }
 
+    /// The bytes the events take in memory.
+    fn bytes(&self) -> usize {
+        match self {
+            // each a pointer to a shared text with its two counts
+            Events::Open(v) => v.iter().map(|e| e.len() + 32).sum(),
+            Events::Packed(p) => p.bytes(),
+        }
+    }
+
     /// The text of event `i` (0-based).
     fn get(&self, i: usize) -> Option<Arc<str>> {
         match self {
@@ -174,6 +194,14 @@ impl Events {
 }
 
 impl MemoryTask {
+    /// The bytes task `id` takes in memory: its texts, and about what its entries in the
+    /// store's map and finished set and the record's fields take.
+    fn weight(&self, id: &str) -> usize {
+        const ENTRIES: usize = 2 * std::mem::size_of::<String>() + std::mem::size_of::<MemoryTask>() + 64;
+        let owner = self.owner.as_ref().map_or(0, String::len);
+        ENTRIES + 2 * id.len() + self.context_id.len() + owner + self.snapshot.len() + self.events.bytes()
+    }
+
     fn record(&self, id: &str) -> Result<TaskRecord, StoreError> {
         let mut r = TaskRecord {
             id: id.to_string(),

@@ -1,11 +1,11 @@
 //! The task log and leases of the memory store.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use super::{Events, MemoryStore, MemoryTask};
+use super::{Events, Keep, MemoryStore, MemoryTask};
 use crate::store::{
     millis, now_ms, Leases, StoreError, StoreFuture, StoredEvent, TaskAppend, TaskLog, TaskPage, TaskQuery, TaskRecord,
+    TaskRetention,
 };
 
 impl TaskLog for MemoryStore {
@@ -62,7 +62,9 @@ impl TaskLog for MemoryStore {
                 true => Events::packed(&log),
                 false => Events::Open(log),
             };
+            let weight = ends.as_ref().map_or(0, |(_, id)| t.weight(id));
             if let Some(ended) = ends {
+                tasks.finished_bytes += weight;
                 tasks.finished.insert(ended);
                 // past the bound kept, the oldest finished task goes now (freed unlocked)
                 if let Some(keep) = tasks.keep {
@@ -91,9 +93,13 @@ impl TaskLog for MemoryStore {
         })
     }
 
-    fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
+    fn prune_tasks(&self, retention: TaskRetention) -> StoreFuture<'_, u64> {
         Box::pin(async move {
-            let before = now_ms().saturating_sub(millis(older_than));
+            let before = now_ms().saturating_sub(millis(retention.max_age));
+            let keep = Keep {
+                tasks: retention.max_tasks,
+                bytes: retention.max_memory_bytes,
+            };
             let mut tasks = self.inner.lock();
             // the finished tasks are kept in the order they finished: the ones that go are the
             // first of them, found without a pass over every task; and from now on each

@@ -57,6 +57,7 @@ use super::journal::Kind;
 use super::{
     millis, FrameWrite, PushFailure, PushJob, PushProgress, PushRecord, RunLog, RunPage, RunQuery, RunSummary,
     SentRecord, StoreError, StoreFuture, StoreNotice, StoredEvent, TaskAppend, TaskPage, TaskQuery, TaskRecord,
+    TaskRetention,
 };
 use super::{Leases, PushStore, RunStore, Sends, TaskLog};
 use e2a::types::A2aTaskState;
@@ -366,8 +367,8 @@ impl TaskLog for PgStore {
         })
     }
 
-    fn prune_tasks(&self, older_than: Duration, keep: usize) -> StoreFuture<'_, u64> {
-        Box::pin(self.prune_finished_tasks(older_than, keep))
+    fn prune_tasks(&self, retention: TaskRetention) -> StoreFuture<'_, u64> {
+        Box::pin(self.prune_finished_tasks(retention.max_age, retention.max_tasks))
     }
 }
 

@@ -170,7 +170,8 @@ impl TaskLog for SqliteStore {
         }))
     }
 
-    fn prune_tasks(&self, older_than: std::time::Duration, keep: usize) -> StoreFuture<'_, u64> {
+    fn prune_tasks(&self, retention: crate::store::TaskRetention) -> StoreFuture<'_, u64> {
+        let (older_than, keep) = (retention.max_age, retention.max_tasks);
         let finished = crate::store::finished_states_sql();
         // the tasks that go, found once (a sort of the finished tasks) into a table of the
         // connection's own, which each delete then reads (not the sort again, once a delete)
