@@ -225,6 +225,45 @@ async fn sqlite_keeps_tasks_runs_and_sessions_in_one_journal_and_upgrades_a_file
     );
 }
 
+/// A file of version 1 (one row per entry, no `ends`) opens as it was, and an append of several
+/// events after the upgrade takes one row, read back event by event.
+#[tokio::test]
+async fn sqlite_upgrades_a_file_of_one_row_per_entry_and_then_packs_an_appends_events() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("tasks.db");
+    let written = {
+        let store = SqliteStore::open(&path).expect("open");
+        fill(&store).await;
+        read(&store).await
+    };
+    let c = rusqlite::Connection::open(&path).expect("open by hand");
+    c.execute_batch("ALTER TABLE e2a_journal DROP COLUMN ends; PRAGMA user_version = 1;")
+        .expect("back to version 1");
+    drop(c);
+    let store = SqliteStore::open(&path).expect("open a file of version 1");
+    assert_eq!(read(&store).await, written, "nothing lost in the upgrade");
+    let events: Vec<std::sync::Arc<str>> = (2..5).map(|n| json!({"n": n}).to_string().into()).collect();
+    let mut append = TaskAppend::new(record("t2", "TASK_STATE_WORKING", 40), &json!({}), true);
+    append.events = events.clone();
+    assert_eq!(store.append(append).await.expect("append"), 4);
+    let read: Vec<_> = store.events_after("t2", 2).await.expect("events");
+    assert_eq!(
+        read.iter().map(|e| (e.seq, e.event.clone())).collect::<Vec<_>>(),
+        vec![(3, events[1].clone()), (4, events[2].clone())]
+    );
+    assert_eq!(store.get("t2").await.expect("get").expect("kept").last_seq, 4);
+    drop(store);
+    let c = rusqlite::Connection::open(&path).expect("open by hand");
+    let (rows, version): (i64, i64) = c
+        .query_row(
+            "SELECT (SELECT COUNT(*) FROM e2a_journal WHERE kind = 1 AND stream = 't2'), (SELECT user_version FROM pragma_user_version)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("rows");
+    assert_eq!((rows, version), (2, 2), "t2's first event, then its three in one row");
+}
+
 /// The PostgreSQL tables as they were before the journal (schema version 6), filled from the
 /// journal's.
 const POSTGRES_BEFORE: &str = "

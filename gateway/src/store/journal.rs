@@ -4,7 +4,9 @@
 //!
 //! The SQLite and PostgreSQL stores keep it in two tables, the same in both:
 //!
-//! - `e2a_journal (kind, stream, seq, entry)`: a stream's entries (JSON text) by number;
+//! - `e2a_journal (kind, stream, seq, entry)`: a stream's entries (JSON text) by number (in
+//!   SQLite the events of one task append share a row, numbered by the last, with a column
+//!   `ends` saying where each ends);
 //! - `e2a_leases (kind, stream, holder, until_ms)`: the gateway writing a stream and until
 //!   when (on the store's clock), renewed while it runs.
 //!

@@ -112,7 +112,8 @@ impl TaskLog for SqliteStore {
                     .execute(params![record.id, record.state.as_str(), seq, record.updated_ms])
                     .map_err(backend)?;
             }
-            journal::append(tx, Kind::Task, &record.id, (first..).zip(events.iter().map(|e| &**e)))?;
+            let events: Vec<&str> = events.iter().map(|e| &**e).collect();
+            journal::append_together(tx, Kind::Task, &record.id, seq, &events)?;
             Ok(u64::try_from(seq).unwrap_or(0))
         }))
     }
