@@ -116,14 +116,15 @@ pub(super) fn after(c: &Connection, kind: Kind, stream: &str, after: i64) -> Res
 /// `after`, onto `read`.
 fn unpack(last: i64, text: &str, ends: &[u8], after: i64, read: &mut Vec<(u64, String)>) -> Result<(), StoreError> {
     let corrupt = || StoreError::Corrupt(format!("journal row #{last}: its ends do not fit its text"));
-    let (ends, rest) = ends.as_chunks::<4>();
+    let ends = ends.chunks_exact(4);
     let n = i64::try_from(ends.len()).map_err(|_| corrupt())?;
-    if !rest.is_empty() || n == 0 {
+    if !ends.remainder().is_empty() || n == 0 {
         return Err(corrupt());
     }
     let mut start = 0;
     for (seq, end) in (last - n + 1..).zip(ends) {
-        let end = usize::try_from(u32::from_le_bytes(*end)).map_err(|_| corrupt())?;
+        let end = <[u8; 4]>::try_from(end).map_err(|_| corrupt())?;
+        let end = usize::try_from(u32::from_le_bytes(end)).map_err(|_| corrupt())?;
         let entry = text.get(start..end).ok_or_else(corrupt)?;
         if seq > after {
             read.push((u64::try_from(seq).unwrap_or(0), entry.to_string()));
