@@ -1694,6 +1694,42 @@ async fn finished_tasks_are_forgotten_after_the_retention_and_past_the_count() {
     forgets_finished_tasks(Arc::new(SqliteStore::open(&dir.path().join("tasks.db")).expect("open")).into()).await;
 }
 
+/// With the default retention (pruned every minute), tasks finishing fast are pruned sooner:
+/// once a tenth of the count kept has finished, a store on disk is brought back to its bound.
+#[tokio::test]
+async fn a_store_on_disk_is_pruned_before_the_minute_when_many_tasks_finish() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store: Stores = Arc::new(SqliteStore::open(&dir.path().join("tasks.db")).expect("open")).into();
+    let config = A2aConfig {
+        retention: TaskRetention {
+            max_tasks: 3,
+            ..TaskRetention::default()
+        },
+        ..A2aConfig::default()
+    };
+    let s = serve(GatewayConfig::default(), config, store.clone()).await;
+    let mut ids = Vec::new();
+    for _ in 0..6 {
+        let v = rpc(&s.base, "SendMessage", msg("hello")).await;
+        ids.push(v["result"]["task"]["id"].as_str().expect("id").to_string());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut kept = Vec::new();
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        kept.clear();
+        for id in &ids {
+            if store.tasks.get(id).await.expect("get").is_some() {
+                kept.push(id.clone());
+            }
+        }
+        if kept.len() == 3 {
+            break;
+        }
+    }
+    assert_eq!(kept, ids[3..].to_vec(), "pruned within ten seconds, not a minute");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_forgets_finished_tasks() {
     let Some(url) = common::postgres_database().await else {

@@ -1007,3 +1007,40 @@ async fn a_memory_store_keeps_its_finished_tasks_within_their_bytes() {
     // tasks still working are never counted
     assert!(store.get("working").await.expect("get").is_some());
 }
+
+/// A SQLite store forgets many finished tasks in several transactions (a chunk each), and
+/// keeps the newest as asked, oldest gone first.
+#[tokio::test]
+async fn a_sqlite_store_forgets_thousands_of_finished_tasks_in_chunks() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = SqliteStore::open(&dir.path().join("tasks.db")).expect("open");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    let n: i64 = 4_500;
+    // (appended together: the writer commits them in a few transactions)
+    let ids: Vec<String> = (0..n).map(|i| format!("done-{i:05}")).collect();
+    futures_util::future::join_all(
+        (0..n)
+            .zip(&ids)
+            .map(|(i, id)| task_in(&store, id, "TASK_STATE_COMPLETED", now - n + i, 1)),
+    )
+    .await;
+    task_in(&store, "working", "TASK_STATE_WORKING", now - 2 * n, 1).await;
+    assert_eq!(store.prune_tasks(kept(100)).await.expect("prune"), 4_400);
+    let left = store
+        .list(e2a_gateway::store::TaskQuery {
+            limit: 10_000,
+            ..Default::default()
+        })
+        .await
+        .expect("list");
+    let mut ids: Vec<String> = left.tasks.into_iter().map(|t| t.id).collect();
+    ids.sort();
+    let mut want: Vec<String> = (n - 100..n).map(|i| format!("done-{i:05}")).collect();
+    want.push("working".into());
+    assert_eq!(ids, want);
+    assert!(store.events_after("done-00000", 0).await.expect("events").is_empty());
+    assert_eq!(store.events_after("done-04499", 0).await.expect("events").len(), 1);
+}

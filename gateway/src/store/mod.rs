@@ -205,6 +205,11 @@ impl Default for TaskRetention {
     }
 }
 
+/// How long a record of what a caller sent is kept although no task of its is stored: a send
+/// records its message before its task's first event is stored, and a prune in between must not
+/// take the record for one of a forgotten task.
+pub(crate) const SENT_UNSTORED_MS: i64 = 60_000;
+
 /// A page of [`TaskLog::list`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TaskPage {

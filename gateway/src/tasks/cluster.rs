@@ -98,14 +98,42 @@ pub(super) async fn reap_orphans(duties: Weak<Cluster>, period: Duration) {
 }
 
 /// Forgets, at once and then every `period`, the finished tasks past the retention window or
-/// beyond the count (a store that keeps to the count as tasks finish learns it at once).
+/// beyond the count (a store that keeps to the count as tasks finish learns it at once), and
+/// sooner once a tenth of the count has finished since the last time ([`prune_due`]).
 pub(super) async fn forget_finished(duties: Weak<Cluster>, period: Duration) {
+    // (a look every sixtieth of the period: at the default minute, every second)
+    let tick = (period / 60).max(Duration::from_millis(50)).min(period);
+    let mut last: Option<(tokio::time::Instant, u64)> = None;
     loop {
         let Some(this) = duties.upgrade() else { return };
-        this.forget_finished().await;
+        let finished = this.log.finished();
+        let due = last.is_none_or(|(at, then)| {
+            prune_due(
+                at.elapsed(),
+                finished.saturating_sub(then),
+                period,
+                this.retention.max_tasks,
+            )
+        });
+        if due {
+            this.forget_finished().await;
+            last = Some((tokio::time::Instant::now(), finished));
+        }
         drop(this);
-        tokio::time::sleep(period).await;
+        tokio::time::sleep(tick).await;
     }
+}
+
+/// Whether the finished tasks are pruned again, `since` after the last time, `finished` tasks
+/// having finished here meanwhile: once `period` has passed, or once a tenth of the
+/// `max_tasks` kept have finished. Tasks finishing faster than a prune a period keeps up with
+/// are pruned in smaller steps: a store on disk then holds few tasks past its bound (its file
+/// stays near the size the bound asks for: at 20,000 sends a second, a minute's prune let a
+/// SQLite file grow to twelve times the 100,000 tasks kept), and each prune stalls its writer
+/// for less.
+fn prune_due(since: Duration, finished: u64, period: Duration, max_tasks: usize) -> bool {
+    let many = u64::try_from(max_tasks / 10).unwrap_or(u64::MAX).max(1);
+    since >= period || finished >= many
 }
 
 /// Passes on what other gateways sharing the store do: their events to this gateway's
@@ -122,5 +150,24 @@ pub(super) async fn pass_on_notices(duties: Weak<Cluster>, mut notices: broadcas
             }
             Err(broadcast::error::RecvError::Closed) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prune_due;
+    use std::time::Duration;
+
+    #[test]
+    fn finished_tasks_are_pruned_each_period_or_once_a_tenth_of_those_kept_finished() {
+        let (minute, second) = (Duration::from_secs(60), Duration::from_secs(1));
+        assert!(!prune_due(second, 0, minute, 100_000));
+        assert!(!prune_due(second, 9_999, minute, 100_000));
+        assert!(prune_due(second, 10_000, minute, 100_000));
+        assert!(prune_due(minute, 0, minute, 100_000));
+        // a bound of nothing (or a few): each task finished is many
+        assert!(prune_due(second, 1, minute, 0));
+        assert!(prune_due(second, 1, minute, 5));
+        assert!(!prune_due(second, 0, minute, 5));
     }
 }

@@ -48,6 +48,9 @@ pub(crate) struct TaskLog {
     /// Tasks whose run the store failed under, and why (what `GetTask` says of them until the
     /// store takes their `FAILED` status).
     broken: Mutex<HashMap<String, Arc<str>>>,
+    /// How many tasks this log has ended since it began (what paces the prune of finished
+    /// tasks: [`super::cluster::forget_finished`]).
+    finished: std::sync::atomic::AtomicU64,
 }
 
 impl TaskLog {
@@ -64,7 +67,13 @@ impl TaskLog {
             followers,
             push,
             broken: Mutex::new(HashMap::new()),
+            finished: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// How many tasks this log has ended since it began.
+    pub(super) fn finished(&self) -> u64 {
+        self.finished.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The store's short name (for logs).
@@ -138,6 +147,9 @@ impl TaskLog {
         rec.last_seq = last;
         if snapshot {
             rec.snapshot_seq = last;
+        }
+        if rec.state.is_terminal() && !before.is_terminal() {
+            self.finished.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         // the outbox delivers them to the task's webhooks (when some may exist)
         self.push.poke();

@@ -106,8 +106,10 @@ impl TaskLog for MemoryStore {
             // append that finishes a task keeps to `keep`
             tasks.keep = Some(keep);
             let forgotten = tasks.forget(before, keep);
+            let recent = now_ms().saturating_sub(crate::store::SENT_UNSTORED_MS);
             self.sent.lock().retain(|(_, key), r| {
-                r.at_ms >= before && (key.starts_with(crate::store::E2A_SENT) || tasks.contains_key(&r.task_id))
+                r.at_ms >= before
+                    && (key.starts_with(crate::store::E2A_SENT) || r.at_ms >= recent || tasks.contains_key(&r.task_id))
             });
             drop(tasks);
             self.forget_pushes(&forgotten);

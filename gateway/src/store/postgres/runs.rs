@@ -150,7 +150,9 @@ impl PgStore {
         // what callers sent, as old as the tasks forgotten, or of a task no longer kept
         let sent = format!(
             "DELETE FROM a2a_sent WHERE at_ms < {NOW_MS} - $1
-               OR (key NOT LIKE '{E2A_SENT}%' AND NOT EXISTS (SELECT 1 FROM a2a_tasks t WHERE t.id = a2a_sent.task_id))"
+               OR (key NOT LIKE '{E2A_SENT}%' AND at_ms < {NOW_MS} - {recent}
+                   AND NOT EXISTS (SELECT 1 FROM a2a_tasks t WHERE t.id = a2a_sent.task_id))",
+            recent = crate::store::SENT_UNSTORED_MS
         );
         self.rows(&sent, &[&millis(older_than)]).await?;
         let failures = format!("DELETE FROM a2a_push_failures WHERE at_ms < {NOW_MS} - $1");

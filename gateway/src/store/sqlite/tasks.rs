@@ -174,11 +174,17 @@ impl TaskLog for SqliteStore {
     fn prune_tasks(&self, retention: crate::store::TaskRetention) -> StoreFuture<'_, u64> {
         let (older_than, keep) = (retention.max_age, retention.max_tasks);
         let finished = crate::store::finished_states_sql();
-        // the tasks that go, found once (a sort of the finished tasks) into a table of the
-        // connection's own, which each delete then reads (not the sort again, once a delete)
+        // the tasks that go, PRUNE_CHUNK at a time, found into a table of the connection's
+        // own, which each delete then reads: in the index of finished tasks by their last
+        // update, those older than the retention and those past the newest `keep` (skipped in
+        // the index, their rows unread) — no scan of every task, however many are kept (a
+        // task in both is found twice, and taken once)
+        let by_update = format!("FROM a2a_tasks INDEXED BY a2a_tasks_finished WHERE state IN ({finished})");
         let found = [format!(
-            "INSERT INTO temp.e2a_forgotten SELECT id FROM a2a_tasks WHERE state IN ({finished}) AND (updated_ms < ?1
-               OR id NOT IN (SELECT id FROM a2a_tasks WHERE state IN ({finished}) ORDER BY updated_ms DESC LIMIT ?2))"
+            "INSERT OR IGNORE INTO temp.e2a_forgotten SELECT id FROM (
+               SELECT id {by_update} AND updated_ms < ?1
+               UNION ALL SELECT id FROM (SELECT id {by_update} ORDER BY updated_ms DESC LIMIT -1 OFFSET ?2)
+             ) LIMIT {PRUNE_CHUNK}"
         )];
         let gone = "SELECT id FROM temp.e2a_forgotten";
         // the task rows last: their count is how many went (these take no parameters)
@@ -189,33 +195,56 @@ impl TaskLog for SqliteStore {
             leases,
             format!("DELETE FROM a2a_tasks WHERE id IN ({gone})"),
         ];
-        // then what callers sent, as old as the tasks forgotten or of a task no longer kept,
-        // and the push failures as old (`?2` is bound and unused: every statement takes the
-        // same two)
+        // then what callers sent, as old as the tasks forgotten or of a task no longer kept
+        // (not yet stored, for a while), and the push failures as old (`?2` is bound and
+        // unused: every statement takes the same three)
+        let recent = crate::store::SENT_UNSTORED_MS;
         let after = [
             format!(
-                "DELETE FROM a2a_sent WHERE (at_ms < ?1 OR (key NOT LIKE '{E2A_SENT}%' AND task_id NOT IN (SELECT id FROM a2a_tasks)))
+                "DELETE FROM a2a_sent WHERE (at_ms < ?1 OR (key NOT LIKE '{E2A_SENT}%' AND at_ms < ?3 - {recent}
+                    AND task_id NOT IN (SELECT id FROM a2a_tasks)))
                   AND ?2 >= 0"
             ),
-            "DELETE FROM a2a_push_failures WHERE at_ms < ?1 AND ?2 >= 0".to_string(),
+            "DELETE FROM a2a_push_failures WHERE at_ms < ?1 AND ?2 >= 0 AND ?3 >= 0".to_string(),
         ];
-        // a finished task has no lease: no `?3`
-        Box::pin(self.write(move |tx| {
-            let forgotten = "CREATE TEMP TABLE IF NOT EXISTS e2a_forgotten (id TEXT PRIMARY KEY) WITHOUT ROWID;
-                 DELETE FROM temp.e2a_forgotten;";
-            tx.execute_batch(forgotten).map_err(backend)?;
-            prune(tx, &found, older_than, keep, false)?;
+        let (found, deletes) = (std::sync::Arc::new(found), std::sync::Arc::new(deletes));
+        Box::pin(async move {
+            // a chunk a transaction: the appends queued meanwhile are committed between two
+            // (a prune of a million tasks at once held every write back for seconds)
             let mut gone = 0;
-            for sql in &deletes {
-                gone = tx.execute(sql, []).map_err(backend)?;
+            loop {
+                let (found, deletes) = (found.clone(), deletes.clone());
+                let chunk = self
+                    .write(move |tx| {
+                        let forgotten =
+                            "CREATE TEMP TABLE IF NOT EXISTS e2a_forgotten (id TEXT PRIMARY KEY) WITHOUT ROWID;
+                             DELETE FROM temp.e2a_forgotten;";
+                        tx.execute_batch(forgotten).map_err(backend)?;
+                        // a finished task has no lease: no `?3`
+                        prune(tx, &found[..], older_than, keep, false)?;
+                        let mut gone = 0;
+                        for sql in deletes.iter() {
+                            gone = tx.execute(sql, []).map_err(backend)?;
+                        }
+                        // (the ids go too, not kept in the connection until the next prune)
+                        tx.execute("DELETE FROM temp.e2a_forgotten", []).map_err(backend)?;
+                        Ok(u64::try_from(gone).unwrap_or(0))
+                    })
+                    .await?;
+                gone += chunk;
+                if chunk < PRUNE_CHUNK {
+                    break;
+                }
             }
-            prune(tx, &after, older_than, keep, false)?;
-            // (the ids go too, not kept in the connection until the next prune)
-            tx.execute("DELETE FROM temp.e2a_forgotten", []).map_err(backend)?;
-            Ok(u64::try_from(gone).unwrap_or(0))
-        }))
+            let after = after.clone();
+            self.write(move |tx| prune(tx, &after, older_than, keep, true)).await?;
+            Ok(gone)
+        })
     }
 }
+
+/// Most tasks one transaction of a prune forgets.
+const PRUNE_CHUNK: u64 = 2_000;
 
 impl Leases for SqliteStore {
     fn orphans(&self) -> StoreFuture<'_, Vec<String>> {
