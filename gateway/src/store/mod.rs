@@ -22,6 +22,7 @@ mod memory;
 pub(crate) mod metered;
 pub mod postgres;
 mod push;
+mod retention;
 mod roles;
 mod spec;
 pub mod sqlite;
@@ -37,6 +38,8 @@ pub use crate::web::hmac::Nonces;
 pub use memory::MemoryStore;
 pub use postgres::{PgOptions, PgStore};
 pub use push::{PushFailure, PushJob, PushProgress, PushRecord};
+pub use retention::TaskRetention;
+pub(crate) use retention::SENT_UNSTORED_MS;
 pub use roles::{Leases, PauseStore, PushStore, RunStore, Sends, SessionStore, TaskLog};
 pub use spec::{StoreSpec, UnknownStore};
 pub use sqlite::SqliteStore;
@@ -170,45 +173,6 @@ pub struct TaskQuery {
     /// Most tasks to return.
     pub limit: usize,
 }
-
-/// Which finished tasks (completed, failed, canceled, rejected) a store keeps, with their events
-/// and push configs ([`TaskLog::prune_tasks`]): past any bound, the least recently updated go
-/// first. The default is the config file's `[store]` defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TaskRetention {
-    /// How long after its last update a finished task is kept (`store.task_retention_hours`).
-    pub max_age: Duration,
-    /// Most finished tasks kept (`store.max_finished_tasks`).
-    pub max_tasks: usize,
-    /// Most bytes the finished tasks of a store in memory take, counted as kept (their
-    /// snapshots and events as JSON text, ids and bookkeeping), though the last to finish is
-    /// kept whatever its size (`store.max_memory_task_mib`). Stores on disk do not count bytes.
-    pub max_memory_bytes: usize,
-}
-
-impl TaskRetention {
-    /// The retention a config file's `[store]` asks for.
-    pub fn of(store: &e2a::types::StoreSettings) -> Self {
-        TaskRetention {
-            max_age: Duration::from_secs(store.task_retention_hours.saturating_mul(3600)),
-            max_tasks: usize::try_from(store.max_finished_tasks).unwrap_or(usize::MAX),
-            max_memory_bytes: usize::try_from(store.max_memory_task_mib.get())
-                .unwrap_or(usize::MAX)
-                .saturating_mul(1 << 20),
-        }
-    }
-}
-
-impl Default for TaskRetention {
-    fn default() -> Self {
-        Self::of(&e2a::types::StoreSettings::default())
-    }
-}
-
-/// How long a record of what a caller sent is kept although no task of its is stored: a send
-/// records its message before its task's first event is stored, and a prune in between must not
-/// take the record for one of a forgotten task.
-pub(crate) const SENT_UNSTORED_MS: i64 = 60_000;
 
 /// A page of [`TaskLog::list`].
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -172,79 +172,101 @@ impl TaskLog for SqliteStore {
     }
 
     fn prune_tasks(&self, retention: crate::store::TaskRetention) -> StoreFuture<'_, u64> {
-        let (older_than, keep) = (retention.max_age, retention.max_tasks);
-        let finished = crate::store::finished_states_sql();
-        // the tasks that go, PRUNE_CHUNK at a time, found into a table of the connection's
-        // own, which each delete then reads: in the index of finished tasks by their last
-        // update, those older than the retention and those past the newest `keep` (skipped in
-        // the index, their rows unread) — no scan of every task, however many are kept (a
-        // task in both is found twice, and taken once)
-        let by_update = format!("FROM a2a_tasks INDEXED BY a2a_tasks_finished WHERE state IN ({finished})");
-        let found = [format!(
-            "INSERT OR IGNORE INTO temp.e2a_forgotten SELECT id FROM (
-               SELECT id {by_update} AND updated_ms < ?1
-               UNION ALL SELECT id FROM (SELECT id {by_update} ORDER BY updated_ms DESC LIMIT -1 OFFSET ?2)
-             ) LIMIT {PRUNE_CHUNK}"
-        )];
-        let gone = "SELECT id FROM temp.e2a_forgotten";
-        // the task rows last: their count is how many went (these take no parameters)
-        let [entries, leases] = journal::forget(Kind::Task, &format!("IN ({gone})"));
-        let deletes = [
-            format!("DELETE FROM a2a_push WHERE task_id IN ({gone})"),
-            entries,
-            leases,
-            format!("DELETE FROM a2a_tasks WHERE id IN ({gone})"),
-        ];
-        // then what callers sent, as old as the tasks forgotten or of a task no longer kept
-        // (not yet stored, for a while), and the push failures as old (`?2` is bound and
-        // unused: every statement takes the same three)
-        let recent = crate::store::SENT_UNSTORED_MS;
-        let after = [
-            format!(
-                "DELETE FROM a2a_sent WHERE (at_ms < ?1 OR (key NOT LIKE '{E2A_SENT}%' AND at_ms < ?3 - {recent}
-                    AND task_id NOT IN (SELECT id FROM a2a_tasks)))
-                  AND ?2 >= 0"
-            ),
-            "DELETE FROM a2a_push_failures WHERE at_ms < ?1 AND ?2 >= 0 AND ?3 >= 0".to_string(),
-        ];
-        let (found, deletes) = (std::sync::Arc::new(found), std::sync::Arc::new(deletes));
         Box::pin(async move {
-            // a chunk a transaction: the appends queued meanwhile are committed between two
-            // (a prune of a million tasks at once held every write back for seconds)
-            let mut gone = 0;
-            loop {
-                let (found, deletes) = (found.clone(), deletes.clone());
-                let chunk = self
-                    .write(move |tx| {
-                        let forgotten =
-                            "CREATE TEMP TABLE IF NOT EXISTS e2a_forgotten (id TEXT PRIMARY KEY) WITHOUT ROWID;
-                             DELETE FROM temp.e2a_forgotten;";
-                        tx.execute_batch(forgotten).map_err(backend)?;
-                        // a finished task has no lease: no `?3`
-                        prune(tx, &found[..], older_than, keep, false)?;
-                        let mut gone = 0;
-                        for sql in deletes.iter() {
-                            gone = tx.execute(sql, []).map_err(backend)?;
-                        }
-                        // (the ids go too, not kept in the connection until the next prune)
-                        tx.execute("DELETE FROM temp.e2a_forgotten", []).map_err(backend)?;
-                        Ok(u64::try_from(gone).unwrap_or(0))
-                    })
-                    .await?;
-                gone += chunk;
-                if chunk < PRUNE_CHUNK {
-                    break;
-                }
-            }
-            let after = after.clone();
+            let (older_than, keep) = (retention.max_age, retention.max_tasks);
+            let before = crate::store::now_ms().saturating_sub(crate::store::millis(older_than));
+            // how many go: all but the newest `keep`, and at least those older than the
+            // retention — the oldest first, in the index of finished tasks by their last
+            // update (a count of it, not a scan of every task)
+            let count = format!("SELECT COUNT(*), COALESCE(SUM(updated_ms < ?1), 0) {}", by_update());
+            let (total, aged): (i64, i64) = self
+                .with(move |c| {
+                    c.query_row(&count, [before], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .map_err(backend)
+                })
+                .await?;
+            let past_keep = total.saturating_sub(i64::try_from(keep).unwrap_or(i64::MAX));
+            let gone = self
+                .forget_oldest(u64::try_from(past_keep.max(aged)).unwrap_or(0))
+                .await?;
+            // then what callers sent, as old as the tasks forgotten or of a task no longer
+            // kept (not yet stored, for a while), and the push failures as old (`?2` is bound
+            // and unused: every statement takes the same three)
+            let recent = crate::store::SENT_UNSTORED_MS;
+            let after = [
+                format!(
+                    "DELETE FROM a2a_sent WHERE (at_ms < ?1 OR (key NOT LIKE '{E2A_SENT}%' AND at_ms < ?3 - {recent}
+                        AND task_id NOT IN (SELECT id FROM a2a_tasks)))
+                      AND ?2 >= 0"
+                ),
+                "DELETE FROM a2a_push_failures WHERE at_ms < ?1 AND ?2 >= 0 AND ?3 >= 0".to_string(),
+            ];
             self.write(move |tx| prune(tx, &after, older_than, keep, true)).await?;
             Ok(gone)
         })
     }
 }
 
+/// `FROM` the finished tasks in the index of them by their last update.
+fn by_update() -> String {
+    let finished = crate::store::finished_states_sql();
+    format!("FROM a2a_tasks INDEXED BY a2a_tasks_finished WHERE state IN ({finished})")
+}
+
 /// Most tasks one transaction of a prune forgets.
 const PRUNE_CHUNK: u64 = 2_000;
+
+impl SqliteStore {
+    /// Forgets the `n` least recently updated finished tasks, with their events, leases and
+    /// push configs, [`PRUNE_CHUNK`] a transaction: the appends queued meanwhile are committed
+    /// between two (a prune of a million tasks at once held every write back for seconds).
+    /// Returns how many went.
+    async fn forget_oldest(&self, n: u64) -> Result<u64, StoreError> {
+        // found into a table of the connection's own, which each delete then reads
+        let found = format!(
+            "INSERT INTO temp.e2a_forgotten SELECT id {} ORDER BY updated_ms LIMIT ?1",
+            by_update()
+        );
+        let gone = "SELECT id FROM temp.e2a_forgotten";
+        // the task rows last: their count is how many went (these take no parameters)
+        let [entries, leases] = journal::forget(Kind::Task, &format!("IN ({gone})"));
+        let deletes = std::sync::Arc::new([
+            found,
+            format!("DELETE FROM a2a_push WHERE task_id IN ({gone})"),
+            entries,
+            leases,
+            format!("DELETE FROM a2a_tasks WHERE id IN ({gone})"),
+        ]);
+        let mut forgotten = 0;
+        while forgotten < n {
+            let chunk = i64::try_from((n - forgotten).min(PRUNE_CHUNK)).unwrap_or(0);
+            let deletes = deletes.clone();
+            let went = self
+                .write(move |tx| {
+                    tx.execute_batch(
+                        "CREATE TEMP TABLE IF NOT EXISTS e2a_forgotten (id TEXT PRIMARY KEY) WITHOUT ROWID;
+                         DELETE FROM temp.e2a_forgotten;",
+                    )
+                    .map_err(backend)?;
+                    let [found, rest @ ..] = &*deletes;
+                    tx.execute(found, [chunk]).map_err(backend)?;
+                    let mut went = 0;
+                    for sql in rest {
+                        went = tx.execute(sql, []).map_err(backend)?;
+                    }
+                    // (the ids go too, not kept in the connection until the next prune)
+                    tx.execute("DELETE FROM temp.e2a_forgotten", []).map_err(backend)?;
+                    Ok(u64::try_from(went).unwrap_or(0))
+                })
+                .await?;
+            if went == 0 {
+                break;
+            }
+            forgotten += went;
+        }
+        Ok(forgotten)
+    }
+}
 
 impl Leases for SqliteStore {
     fn orphans(&self) -> StoreFuture<'_, Vec<String>> {
