@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// Which finished tasks (completed, failed, canceled, rejected) a store keeps, with their events
-/// and push configs ([`TaskLog::prune_tasks`]): past any bound, the least recently updated go
+/// and push configs ([`super::TaskLog::prune_tasks`]): past any bound, the least recently updated go
 /// first. The default is the config file's `[store]` defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TaskRetention {
