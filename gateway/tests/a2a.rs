@@ -1708,9 +1708,16 @@ async fn a_store_on_disk_is_pruned_before_the_minute_when_many_tasks_finish() {
         ..A2aConfig::default()
     };
     let s = serve(GatewayConfig::default(), config, store.clone()).await;
+    let (ids, kept) = send_and_await_kept(&s.base, 6, 3).await;
+    assert_eq!(kept, ids[3..].to_vec(), "pruned within ten seconds, not a minute");
+}
+
+/// Sends `n` messages to the gateway at `base`, 5 ms apart, then waits up to ten seconds for
+/// `want` of their tasks to be left (`GetTask` finds them); returns the tasks' ids and those left.
+async fn send_and_await_kept(base: &str, n: usize, want: usize) -> (Vec<String>, Vec<String>) {
     let mut ids = Vec::new();
-    for _ in 0..6 {
-        let v = rpc(&s.base, "SendMessage", msg("hello")).await;
+    for _ in 0..n {
+        let v = rpc(base, "SendMessage", msg("hello")).await;
         ids.push(v["result"]["task"]["id"].as_str().expect("id").to_string());
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -1719,15 +1726,15 @@ async fn a_store_on_disk_is_pruned_before_the_minute_when_many_tasks_finish() {
         tokio::time::sleep(Duration::from_millis(100)).await;
         kept.clear();
         for id in &ids {
-            if store.tasks.get(id).await.expect("get").is_some() {
+            if rpc(base, "GetTask", json!({"id": id})).await["result"].is_object() {
                 kept.push(id.clone());
             }
         }
-        if kept.len() == 3 {
+        if kept.len() == want {
             break;
         }
     }
-    assert_eq!(kept, ids[3..].to_vec(), "pruned within ten seconds, not a minute");
+    (ids, kept)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1775,25 +1782,7 @@ async fn forgets_finished_tasks(store: Stores) {
             ..A2aConfig::default()
         };
         let s = serve(GatewayConfig::default(), counted, store.clone()).await;
-        let mut ids = Vec::new();
-        for _ in 0..4 {
-            let v = rpc(&s.base, "SendMessage", msg("hello")).await;
-            ids.push(v["result"]["task"]["id"].as_str().expect("id").to_string());
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        let mut kept = Vec::new();
-        for _ in 0..100 {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            kept.clear();
-            for id in &ids {
-                if rpc(&s.base, "GetTask", json!({"id": id})).await["result"].is_object() {
-                    kept.push(id.clone());
-                }
-            }
-            if kept.len() == 2 {
-                break;
-            }
-        }
+        let (ids, kept) = send_and_await_kept(&s.base, 4, 2).await;
         assert_eq!(kept, ids[2..].to_vec(), "{}", store.name());
     }
 }

@@ -68,6 +68,14 @@ async fn task_in(store: &dyn TaskLog, id: &str, state: &str, updated_ms: i64, n:
     }
 }
 
+/// Now, in milliseconds since the epoch.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64
+}
+
 /// A retention keeping the `n` most recent finished tasks of the last hour.
 fn kept(n: usize) -> TaskRetention {
     TaskRetention {
@@ -172,10 +180,7 @@ async fn push_store_contract(store: &(impl TaskLog + PushStore)) {
         "{debug}"
     );
     // finished tasks beyond the count kept are forgotten with their configs, and only theirs
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as i64;
+    let now = now_ms();
     for (id, age_ms) in [("done-old", 3_000), ("done-mid", 2_000), ("done-new", 1_000)] {
         task_in(store, id, "TASK_STATE_COMPLETED", now - age_ms, 1).await;
         for c in ["p", "q"] {
@@ -919,10 +924,7 @@ async fn terminal_events_only_signed_with_the_agents_identity() {
 #[tokio::test]
 async fn a_memory_store_forgets_its_oldest_finished_tasks_as_new_ones_finish() {
     let store = MemoryStore::new();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as i64;
+    let now = now_ms();
     assert_eq!(store.prune_tasks(kept(2)).await.expect("prune"), 0);
     task_in(&store, "working", "TASK_STATE_WORKING", now - 10_000, 1).await;
     store
@@ -977,10 +979,7 @@ async fn long_task(store: &dyn TaskLog, id: &str, at_ms: i64, chunks: usize) {
 #[tokio::test]
 async fn a_memory_store_keeps_its_finished_tasks_within_their_bytes() {
     let store = MemoryStore::new();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as i64;
+    let now = now_ms();
     // a task of 100 chunks takes a little over 100 kB: two fit in 250 kB, three do not
     let bound = |bytes| TaskRetention {
         max_memory_bytes: bytes,
@@ -1014,10 +1013,7 @@ async fn a_memory_store_keeps_its_finished_tasks_within_their_bytes() {
 async fn a_sqlite_store_forgets_thousands_of_finished_tasks_in_chunks() {
     let dir = tempfile::tempdir().expect("dir");
     let store = SqliteStore::open(&dir.path().join("tasks.db")).expect("open");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as i64;
+    let now = now_ms();
     let n: i64 = 4_500;
     // (appended together: the writer commits them in a few transactions)
     let ids: Vec<String> = (0..n).map(|i| format!("done-{i:05}")).collect();
