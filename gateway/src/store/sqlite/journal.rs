@@ -67,14 +67,12 @@ pub(super) fn append_together(
     last: i64,
     entries: &[&str],
 ) -> Result<(), StoreError> {
-    let [first_entry, _, ..] = entries else {
+    if entries.len() < 2 {
         return append(tx, kind, stream, entries.iter().map(|e| (last, *e)));
-    };
+    }
     let mut text = String::with_capacity(entries.iter().map(|e| e.len()).sum());
     let mut ends = Vec::with_capacity(4 * entries.len());
-    text.push_str(first_entry);
-    ends.extend_from_slice(&end_at(text.len())?);
-    for e in &entries[1..] {
+    for e in entries {
         text.push_str(e);
         ends.extend_from_slice(&end_at(text.len())?);
     }

@@ -153,13 +153,7 @@ impl SqliteStore {
             .map_err(backend)?;
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(backend)?;
         conn.execute_batch(SCHEMA).map_err(backend)?;
-        // the finished tasks by when they were last updated: what a prune reads (the newest it
-        // keeps skipped in the index, the rest found without a scan of every task)
-        conn.execute_batch(&format!(
-            "CREATE INDEX IF NOT EXISTS a2a_tasks_finished ON a2a_tasks (updated_ms) WHERE state IN ({})",
-            crate::store::finished_states_sql()
-        ))
-        .map_err(backend)?;
+        conn.execute_batch(&tasks::finished_index()).map_err(backend)?;
         conn.execute_batch(journal::SCHEMA).map_err(backend)?;
         // files from before snapshot_seq: their snapshots are complete
         let has_snapshot_seq = conn

@@ -207,7 +207,15 @@ impl TaskLog for SqliteStore {
     }
 }
 
-/// `FROM` the finished tasks in the index of them by their last update.
+/// The index of the finished tasks by when they were last updated: what a prune reads (how
+/// many there are counted, the oldest found from its start, without a scan of every task).
+pub(super) fn finished_index() -> String {
+    let finished = crate::store::finished_states_sql();
+    format!("CREATE INDEX IF NOT EXISTS a2a_tasks_finished ON a2a_tasks (updated_ms) WHERE state IN ({finished})")
+}
+
+/// `FROM` the finished tasks in [`finished_index`] (its `WHERE` as the index's, which
+/// `INDEXED BY` requires).
 fn by_update() -> String {
     let finished = crate::store::finished_states_sql();
     format!("FROM a2a_tasks INDEXED BY a2a_tasks_finished WHERE state IN ({finished})")
@@ -230,7 +238,7 @@ impl SqliteStore {
         let gone = "SELECT id FROM temp.e2a_forgotten";
         // the task rows last: their count is how many went (these take no parameters)
         let [entries, leases] = journal::forget(Kind::Task, &format!("IN ({gone})"));
-        let deletes = std::sync::Arc::new([
+        let statements = std::sync::Arc::new([
             found,
             format!("DELETE FROM a2a_push WHERE task_id IN ({gone})"),
             entries,
@@ -240,7 +248,7 @@ impl SqliteStore {
         let mut forgotten = 0;
         while forgotten < n {
             let chunk = i64::try_from((n - forgotten).min(PRUNE_CHUNK)).unwrap_or(0);
-            let deletes = deletes.clone();
+            let statements = statements.clone();
             let went = self
                 .write(move |tx| {
                     tx.execute_batch(
@@ -248,10 +256,10 @@ impl SqliteStore {
                          DELETE FROM temp.e2a_forgotten;",
                     )
                     .map_err(backend)?;
-                    let [found, rest @ ..] = &*deletes;
+                    let [found, deletes @ ..] = &*statements;
                     tx.execute(found, [chunk]).map_err(backend)?;
                     let mut went = 0;
-                    for sql in rest {
+                    for sql in deletes {
                         went = tx.execute(sql, []).map_err(backend)?;
                     }
                     // (the ids go too, not kept in the connection until the next prune)
